@@ -1,0 +1,161 @@
+/*
+ * nodal.h - the whole public API of nodal, a NUMA-aware malloc.
+ *
+ * Three groups of functions:
+ *   1. The standard allocation functions under nodal_* names. libnodal.so and
+ *      libnodal.a also export them under their standard names (malloc, free,
+ *      ...), replacing the system allocator; libnodal_prefix.a exports only the
+ *      nodal_* names, for programs that keep the system malloc.
+ *   2. Node-targeted allocation: put a block on the NUMA node you name.
+ *      Blocks from these functions are freed with free()/nodal_free() like any
+ *      other and keep their node across realloc().
+ *   3. Topology, statistics, options and maintenance.
+ *
+ * Node ids are the kernel's ids, as `numactl --hardware` prints them; they may
+ * have holes (nodes 0 and 2, say). Functions that take a node return NULL with
+ * errno = EINVAL for an id that is negative, >= NODAL_MAX_NODES, or not a node
+ * with memory on this machine.
+ */
+#ifndef NODAL_H
+#define NODAL_H
+
+#include <stddef.h>
+#include <stdio.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define NODAL_VERSION_MAJOR 0
+#define NODAL_VERSION_MINOR 1
+#define NODAL_VERSION_PATCH 0
+
+/* Node ids must be below this (compile-time limit of nodal's tables). */
+#define NODAL_MAX_NODES 64
+
+#if defined(__GNUC__)
+#define NODAL_MALLOC_ATTR __attribute__((malloc, warn_unused_result))
+#else
+#define NODAL_MALLOC_ATTR
+#endif
+
+/* ---- 1. Standard allocation functions, prefixed ------------------------- */
+/* Same contracts as their C / POSIX / glibc namesakes (see nodal(3)). */
+void  *nodal_malloc(size_t size) NODAL_MALLOC_ATTR;
+void   nodal_free(void *p);
+void  *nodal_calloc(size_t count, size_t size) NODAL_MALLOC_ATTR;
+void  *nodal_realloc(void *p, size_t size);
+void  *nodal_reallocarray(void *p, size_t count, size_t size);
+int    nodal_posix_memalign(void **out, size_t alignment, size_t size);
+void  *nodal_aligned_alloc(size_t alignment, size_t size) NODAL_MALLOC_ATTR;
+void  *nodal_memalign(size_t alignment, size_t size) NODAL_MALLOC_ATTR;
+void  *nodal_valloc(size_t size) NODAL_MALLOC_ATTR;
+void  *nodal_pvalloc(size_t size) NODAL_MALLOC_ATTR;
+void   nodal_free_sized(void *p, size_t size);
+void   nodal_free_aligned_sized(void *p, size_t alignment, size_t size);
+/* Bytes usable in the block p (>= the size asked for); 0 for NULL. */
+size_t nodal_usable_size(const void *p);
+size_t nodal_malloc_usable_size(const void *p); /* the same */
+
+/* ---- 2. Node-targeted allocation --------------------------------------- */
+/*
+ * Every page of a block returned for node k is on node k: node-k memory is
+ * bound to k before first touch and its placement is verified with the
+ * kernel when nodal commits it. If node k has no free memory the result
+ * follows the option node_fallback: "strict" (default) returns NULL with
+ * errno = ENOMEM, "preferred" falls back to other nodes and counts it in the
+ * statistics (node_fallback_pages).
+ *
+ * Thread caches are per (thread, node): a node-k request is only ever served
+ * from node-k memory, and a node-k block freed by any thread returns to
+ * node-k memory. Using these functions never changes where plain malloc()
+ * memory goes.
+ */
+void *nodal_malloc_node(size_t size, int node) NODAL_MALLOC_ATTR;
+void *nodal_calloc_node(size_t count, size_t size, int node) NODAL_MALLOC_ATTR;
+void *nodal_aligned_alloc_node(size_t alignment, size_t size, int node) NODAL_MALLOC_ATTR;
+/* Like realloc(), but the result is on `node` (the block moves if needed). */
+void *nodal_realloc_node(void *p, size_t size, int node);
+/* On the node of the CPU the calling thread runs on. */
+void *nodal_malloc_local(size_t size) NODAL_MALLOC_ATTR;
+/*
+ * A block whose pages are spread round-robin over `nodes[0..count-1]` (all
+ * nodes with memory when nodes is NULL or count is 0). Always page-aligned and
+ * mapped on its own; meant for large shared arrays.
+ */
+void *nodal_malloc_interleaved(size_t size, const int *nodes, int count) NODAL_MALLOC_ATTR;
+
+/*
+ * Home node of a block nodal returned: the node it is bound to for
+ * node-targeted blocks; for plain malloc() blocks, the node its first page
+ * currently resides on (as the kernel reports it), or, if that page has not
+ * been touched yet, the node of the CPU that created its segment.
+ * Returns -1 for NULL and for any pointer nodal did not return.
+ */
+int nodal_node_of(const void *p);
+
+/* ---- Topology (read once from /sys/devices/system/node) ---------------- */
+/* Number of nodes that have memory (CPU nodes and memory-only nodes). */
+int nodal_node_count(void);
+/* Writes up to `max` ids of nodes with memory, ascending; returns how many
+   there are in all. */
+int nodal_node_ids(int *ids, int max);
+/* 1 if `node` has memory / has CPUs, 0 if not, -1 (EINVAL) if no such node. */
+int nodal_node_has_memory(int node);
+int nodal_node_has_cpus(int node);
+/* The kernel's distance between two nodes (10 = local); -1 if either is not
+   a node. */
+int nodal_node_distance(int from, int to);
+/* Node of the CPU the calling thread is running on right now. */
+int nodal_current_node(void);
+
+/* ---- 3. Statistics, options, maintenance ------------------------------- */
+/* A snapshot of process-wide counters (bytes). */
+typedef struct nodal_memory_info {
+    size_t allocated;      /* bytes in blocks handed out and not freed (usable sizes) */
+    size_t active;         /* bytes in pages holding at least one live block */
+    size_t mapped;         /* bytes nodal holds mapped from the OS */
+    size_t committed;      /* bytes of mapped memory possibly resident (not purged) */
+    size_t returned;       /* bytes given back to the OS so far (purged or unmapped) */
+    size_t peak_active;    /* high-water mark of `active` */
+    size_t peak_mapped;    /* high-water mark of `mapped` */
+    size_t segments;       /* segments mapped now (huge blocks included) */
+    size_t rss_current;    /* resident set of the process (from /proc), bytes */
+    size_t rss_peak;       /* peak resident set of the process (VmHWM), bytes */
+} nodal_memory_info;
+
+/* Fills *info; returns 0, or -1 with errno = EINVAL for NULL. */
+int nodal_memory_info_get(nodal_memory_info *info);
+
+/*
+ * Prints statistics to `out` (stderr when NULL).
+ * opts: NULL or "" for the human-readable report; a string containing "json"
+ * for one JSON object; "brief" for the one-line summary.
+ * Returns 0, or -1 if writing failed.
+ */
+int nodal_stats_print(FILE *out, const char *opts);
+/* Writes the JSON form into buf (NUL-terminated, truncated to len); returns
+   the length the full text needs, like snprintf. */
+size_t nodal_stats_json(char *buf, size_t len);
+/* Resets the per-size-class and event counters (not the byte gauges). */
+void nodal_stats_reset(void);
+
+/*
+ * Returns free memory to the OS now: flushes the calling thread's caches,
+ * frees empty pages and purges every cache nodal holds. force != 0 also
+ * purges memory whose delay has not yet expired.
+ */
+void nodal_collect(int force);
+
+/* Current value of an option by name (see the README's table), or -1 and
+   errno = ENOENT for an unknown name. */
+long nodal_option_get(const char *name);
+
+/* "nodal 0.1.0" */
+const char *nodal_version(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NODAL_H */

@@ -1,0 +1,347 @@
+/*
+ * alloc.c - allocation entry points: the prefixed public names (nodal_*),
+ * the malloc slow path, calloc, realloc and the aligned family. The standard
+ * names live in override.c and call the same hidden functions.
+ */
+#include "alloc.h"
+
+#include <errno.h>
+#include <string.h>
+#include "init.h"
+#include "node.h"
+#include "page.h"
+#include "topo.h"
+
+/* ---- slow paths ------------------------------------------------------------ */
+
+/* The heap to use for plain memory in this thread, or NULL: use a shared one. */
+static nd_heap *nd_plain_heap(void)
+{
+    nd_heap *h = nd_tls_heap;
+    if (nd_likely(h->kind == ND_HEAP_NORMAL))
+        return h;
+    nd_process_ensure();
+    return nd_thread_heap();
+}
+
+static void *nd_shared_malloc(int node, bool bound, size_t alignment, size_t size)
+{
+    nd_heap *sh = nd_heap_shared(node, bound);
+    if (sh == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    nd_lock(&sh->lock);
+    void *p = nd_heap_malloc_aligned(sh, alignment, size);
+    nd_unlock(&sh->lock);
+    return p;
+}
+
+void *nd_malloc_slow(nd_heap *h, size_t size)
+{
+    if (nd_unlikely(h->kind != ND_HEAP_NORMAL)) {
+        h = nd_plain_heap();
+        if (h == NULL)
+            return nd_shared_malloc(nd_topo.mem_ids[0], false, 0, size);
+    }
+    return nd_heap_malloc(h, size);
+}
+
+/* The heap for node-bound memory on `node` (NULL + errno when none; *shared
+   set when the thread can only use the shared heap). */
+static nd_heap *nd_node_heap(int node, bool *shared)
+{
+    *shared = false;
+    nd_process_ensure();
+    if (!nd_topo_node_has_memory(node)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    nd_heap *plain = nd_plain_heap();
+    if (plain == NULL) {
+        *shared = true;
+        return NULL;
+    }
+    return nd_heap_for_node(plain, node);
+}
+
+void *nd_malloc_node_slow(size_t size, int node)
+{
+    bool shared;
+    nd_heap *h = nd_node_heap(node, &shared);
+    if (h == NULL)
+        return shared ? nd_shared_malloc(node, true, 0, size) : NULL;
+    return nd_heap_malloc(h, size);
+}
+
+void *nd_malloc_node_aligned(size_t alignment, size_t size, int node)
+{
+    bool shared;
+    nd_heap *h = nd_node_heap(node, &shared);
+    if (h == NULL)
+        return shared ? nd_shared_malloc(node, true, alignment, size) : NULL;
+    return nd_heap_malloc_aligned(h, alignment, size);
+}
+
+static void *nd_malloc_aligned(size_t alignment, size_t size)
+{
+    if (alignment <= ND_QUANTUM)
+        return nd_malloc_fast(nd_tls_heap, size);
+    nd_heap *h = nd_plain_heap();
+    if (h == NULL)
+        return nd_shared_malloc(nd_topo.mem_ids[0], false, alignment, size);
+    return nd_heap_malloc_aligned(h, alignment, size);
+}
+
+/* ---- calloc and the aligned family --------------------------------------- */
+
+static bool nd_mul_overflows(size_t a, size_t b, size_t *out)
+{
+    return __builtin_mul_overflow(a, b, out);
+}
+
+void *nd_calloc(size_t count, size_t size)
+{
+    size_t bytes;
+    if (nd_mul_overflows(count, size, &bytes)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    void *p = nd_malloc_fast(nd_tls_heap, bytes);
+    if (p == NULL)
+        return NULL;
+    /* Huge blocks come from fresh mappings and are already zero. */
+    if (bytes > ND_LARGE_MAX) {
+        nd_segment *s = nd_seg_of(p);
+        if (s != NULL && s->kind == ND_SEG_HUGE && !s->interleaved)
+            return p;
+    }
+    memset(p, 0, bytes);
+    return p;
+}
+
+static bool nd_is_pow2(size_t x) { return x != 0 && (x & (x - 1)) == 0; }
+
+int nd_posix_memalign(void **out, size_t alignment, size_t size)
+{
+    if (!nd_is_pow2(alignment) || alignment < sizeof(void *))
+        return EINVAL;
+    int saved = errno;
+    void *p = nd_malloc_aligned(alignment, size);
+    if (p == NULL) {
+        errno = saved;
+        return ENOMEM;
+    }
+    *out = p;
+    return 0;
+}
+
+void *nd_aligned_alloc(size_t alignment, size_t size)
+{
+    if (!nd_is_pow2(alignment)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    return nd_malloc_aligned(alignment, size);
+}
+
+void *nd_memalign(size_t alignment, size_t size)
+{
+    /* glibc: an alignment that is not a power of two is rounded up to one. */
+    if (alignment > ((size_t)1 << 62)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (!nd_is_pow2(alignment)) {
+        size_t a = 1;
+        while (a < alignment)
+            a <<= 1;
+        alignment = a;
+    }
+    return nd_malloc_aligned(alignment, size);
+}
+
+void *nd_valloc(size_t size)
+{
+    return nd_malloc_aligned(nd_os_page_size(), size);
+}
+
+void *nd_pvalloc(size_t size)
+{
+    size_t ps = nd_os_page_size();
+    if (size > SIZE_MAX - ps) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    size_t rounded = (size + ps - 1) & ~(ps - 1);
+    return nd_malloc_aligned(ps, rounded == 0 ? ps : rounded);
+}
+
+/* ---- realloc --------------------------------------------------------------- */
+
+static nd_cold void nd_bad_pointer(const char *fn, const void *p)
+{
+    nd_fatal("%s(): invalid pointer %p (not a block allocated by nodal)", fn, p);
+}
+
+/* Validates p as a live block start and returns its segment and page. */
+static nd_segment *nd_block_lookup(const char *fn, const void *p, nd_page **pgp)
+{
+    nd_segment *s = nd_seg_of(p);
+    if (s == NULL || !nd_seg_is_valid(s))
+        nd_bad_pointer(fn, p);
+    nd_page *pg = s->kind == ND_SEG_HUGE ? &s->pages[0] : nd_seg_page_of(s, p);
+    if (!nd_page_is_block_start(pg, p))
+        nd_bad_pointer(fn, p);
+    *pgp = pg;
+    return s;
+}
+
+size_t nd_usable_size(const void *p)
+{
+    if (p == NULL)
+        return 0;
+    nd_page *pg;
+    nd_segment *s = nd_block_lookup("malloc_usable_size", p, &pg);
+    if (s->kind == ND_SEG_HUGE)
+        return nd_huge_usable(s, p);
+    return pg->block_size;
+}
+
+/* A new block like the one in s (same node kind). */
+static void *nd_malloc_like(const nd_segment *s, size_t size)
+{
+    if (s->bound)
+        return nd_malloc_node_fast(size, s->node);
+    return nd_malloc_fast(nd_tls_heap, size);
+}
+
+void *nd_realloc(void *p, size_t size)
+{
+    if (p == NULL)
+        return nd_malloc_fast(nd_tls_heap, size);
+    if (size == 0) {
+        nd_free_fast(p);
+        return NULL;
+    }
+    nd_page *pg;
+    nd_segment *s = nd_block_lookup("realloc", p, &pg);
+    size_t usable;
+    if (s->kind == ND_SEG_HUGE) {
+        if (size > ND_LARGE_MAX && !s->bound) {
+            void *q = nd_huge_realloc(s, p, size);
+            if (q != NULL)
+                return q;
+        }
+        usable = nd_huge_usable(s, p);
+        if (size <= usable && size > usable / 2)
+            return p;
+    } else if (s->kind == ND_SEG_LARGE) {
+        usable = pg->block_size;
+        if (size > ND_MEDIUM_MAX && size <= ND_LARGE_MAX && nd_large_resize(s, pg, size))
+            return p;
+    } else {
+        usable = pg->block_size;
+        if (size <= usable && (size > usable / 2 || usable <= 4 * ND_QUANTUM))
+            return p;
+    }
+    if (size > (size_t)PTRDIFF_MAX) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    void *q = nd_malloc_like(s, size);
+    if (q == NULL)
+        return NULL;
+    memcpy(q, p, usable < size ? usable : size);
+    nd_free_fast(p);
+    return q;
+}
+
+void *nd_reallocarray(void *p, size_t count, size_t size)
+{
+    size_t bytes;
+    if (nd_mul_overflows(count, size, &bytes)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    return nd_realloc(p, bytes);
+}
+
+void *nd_realloc_node(void *p, size_t size, int node)
+{
+    if (p == NULL)
+        return nd_malloc_node_fast(size, node);
+    if (!nd_topo_node_has_memory(node)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    nd_page *pg;
+    nd_segment *s = nd_block_lookup("nodal_realloc_node", p, &pg);
+    if (s->bound && s->node == node && !s->interleaved)
+        return nd_realloc(p, size);
+    if (size == 0) {
+        nd_free_fast(p);
+        return NULL;
+    }
+    size_t usable = s->kind == ND_SEG_HUGE ? nd_huge_usable(s, p) : pg->block_size;
+    void *q = nd_malloc_node_fast(size, node);
+    if (q == NULL)
+        return NULL;
+    memcpy(q, p, usable < size ? usable : size);
+    nd_free_fast(p);
+    return q;
+}
+
+/* ---- public prefixed names ------------------------------------------------- */
+
+nd_public void *nodal_malloc(size_t size) { return nd_malloc_fast(nd_tls_heap, size); }
+nd_public void nodal_free(void *p) { nd_free_fast(p); }
+nd_public void *nodal_calloc(size_t count, size_t size) __attribute__((alias("nd_calloc")));
+nd_public void *nodal_realloc(void *p, size_t size) __attribute__((alias("nd_realloc")));
+nd_public void *nodal_reallocarray(void *p, size_t count, size_t size) __attribute__((alias("nd_reallocarray")));
+nd_public int nodal_posix_memalign(void **out, size_t alignment, size_t size) __attribute__((alias("nd_posix_memalign")));
+nd_public void *nodal_aligned_alloc(size_t alignment, size_t size) __attribute__((alias("nd_aligned_alloc")));
+nd_public void *nodal_memalign(size_t alignment, size_t size) __attribute__((alias("nd_memalign")));
+nd_public void *nodal_valloc(size_t size) __attribute__((alias("nd_valloc")));
+nd_public void *nodal_pvalloc(size_t size) __attribute__((alias("nd_pvalloc")));
+nd_public size_t nodal_usable_size(const void *p) __attribute__((alias("nd_usable_size")));
+nd_public size_t nodal_malloc_usable_size(const void *p) __attribute__((alias("nd_usable_size")));
+nd_public void nodal_free_sized(void *p, size_t size) { nd_free_sized(p, size); }
+nd_public void nodal_free_aligned_sized(void *p, size_t alignment, size_t size) { nd_free_aligned_sized(p, alignment, size); }
+
+nd_public void *nodal_malloc_node(size_t size, int node) { return nd_malloc_node_fast(size, node); }
+nd_public void *nodal_realloc_node(void *p, size_t size, int node) __attribute__((alias("nd_realloc_node")));
+
+nd_public void *nodal_calloc_node(size_t count, size_t size, int node)
+{
+    size_t bytes;
+    if (nd_mul_overflows(count, size, &bytes)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    void *p = nd_malloc_node_fast(bytes, node);
+    if (p == NULL)
+        return NULL;
+    if (bytes > ND_LARGE_MAX) {
+        nd_segment *s = nd_seg_of(p);
+        if (s != NULL && s->kind == ND_SEG_HUGE)
+            return p;   /* freshly mapped and populated: zero */
+    }
+    memset(p, 0, bytes);
+    return p;
+}
+
+nd_public void *nodal_aligned_alloc_node(size_t alignment, size_t size, int node)
+{
+    if (!nd_is_pow2(alignment)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if ((unsigned)node >= ND_MAX_NODES) {
+        errno = EINVAL;
+        return NULL;
+    }
+    if (alignment <= ND_QUANTUM)
+        return nd_malloc_node_fast(size, node);
+    return nd_malloc_node_aligned(alignment, size, node);
+}

@@ -1,0 +1,100 @@
+/*
+ * config.h - nodal's compile-time geometry and build switches.
+ *
+ * Owns: every size and shift the allocator is built from, and the
+ * _Static_asserts that tie them together. Nothing here depends on any other
+ * nodal header, so every layer can include it.
+ *
+ *   segment (4 MiB, aligned to 4 MiB; owner of any pointer = p & ~(4 MiB-1))
+ *   +-----------+--------------------+--------------------+-----+
+ *   | header    | page 0 (rest of    | page 1             | ... |   small: 64 pages of 64 KiB
+ *   | 16 KiB    |  the first page)   |                    |     |   medium: 8 pages of 512 KiB
+ *   +-----------+--------------------+--------------------+-----+   large: 1 page, one block
+ *   huge blocks get a segment of their own, sized to fit (a multiple of 4 MiB
+ *   once aligned), mapped directly and unmapped when freed.
+ */
+#ifndef ND_CONFIG_H
+#define ND_CONFIG_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "nodal.h"
+
+#ifndef ND_DEBUG
+#define ND_DEBUG 0            /* 0: release, 1: cheap invariant checks, 2: expensive ones */
+#endif
+#ifndef ND_STATS
+#define ND_STATS 1            /* per-thread counters on the fast paths */
+#endif
+
+#define ND_KiB ((size_t)1 << 10)
+#define ND_MiB ((size_t)1 << 20)
+
+/* ---- segments ---------------------------------------------------------- */
+#define ND_SEG_SHIFT        22
+#define ND_SEG_SIZE         ((size_t)1 << ND_SEG_SHIFT)
+#define ND_SEG_MASK         (ND_SEG_SIZE - 1)
+#define ND_SEG_HEADER_SIZE  (16 * ND_KiB)   /* segment header + page descriptors */
+#define ND_HUGE_HEADER_SIZE (4 * ND_KiB)    /* huge segments: header + one descriptor */
+
+/* ---- pages (nodal pages; kernel pages are "OS pages") ------------------ */
+#define ND_SMALL_PAGE_SHIFT  16              /* 64 KiB */
+#define ND_MEDIUM_PAGE_SHIFT 19              /* 512 KiB */
+#define ND_SMALL_PAGE_SIZE   ((size_t)1 << ND_SMALL_PAGE_SHIFT)
+#define ND_MEDIUM_PAGE_SIZE  ((size_t)1 << ND_MEDIUM_PAGE_SHIFT)
+#define ND_SEG_MAX_PAGES     (ND_SEG_SIZE / ND_SMALL_PAGE_SIZE)   /* 64 */
+
+/* Commit/purge bookkeeping unit inside a segment: one bit per 64 KiB chunk. */
+#define ND_CHUNK_SHIFT ND_SMALL_PAGE_SHIFT
+#define ND_CHUNK_SIZE  ((size_t)1 << ND_CHUNK_SHIFT)
+#define ND_SEG_CHUNKS  (ND_SEG_SIZE / ND_CHUNK_SIZE)
+
+/* ---- size classes ------------------------------------------------------ */
+/* 16-byte quantum up to 128 B (8 classes), then 4 classes per doubling
+   (spacing <= 25 %) up to 128 KiB: 8 + 4 * 10 = 48 classes. */
+#define ND_QUANTUM          16
+#define ND_CLASS_COUNT      48
+#define ND_SMALL_MAX        (16 * ND_KiB)    /* classes <= this live on small pages */
+#define ND_MEDIUM_MAX       (128 * ND_KiB)   /* largest size class */
+#define ND_LOOKUP_MAX       1024             /* sizes <= this use a table */
+#define ND_LARGE_MAX        (ND_SEG_SIZE - ND_SEG_HEADER_SIZE)  /* one block per segment */
+#define ND_ALIGN_NATURAL    ND_SEG_HEADER_SIZE /* every page start is aligned to this */
+
+/* ---- nodes and the segment map ----------------------------------------- */
+#define ND_MAX_NODES  NODAL_MAX_NODES
+#define ND_MAX_CPUS   4096
+#define ND_VA_BITS    47                     /* user address space we map into */
+#define ND_SEGMAP_SIZE ((size_t)1 << (ND_VA_BITS - ND_SEG_SHIFT))  /* one byte per 4 MiB */
+
+#define ND_CACHE_LINE 64
+
+/* ---- geometry ties ----------------------------------------------------- */
+_Static_assert((ND_SEG_SIZE & (ND_SEG_SIZE - 1)) == 0, "segment size must be a power of two");
+_Static_assert(ND_SEG_MAX_PAGES == 64, "page masks are 64-bit words");
+_Static_assert(ND_SEG_CHUNKS == 64, "chunk masks are 64-bit words");
+_Static_assert(ND_SEG_HEADER_SIZE < ND_SMALL_PAGE_SIZE, "the header must leave room in page 0");
+_Static_assert(ND_MEDIUM_MAX * 4 <= ND_MEDIUM_PAGE_SIZE, "a medium page holds >= 4 blocks");
+_Static_assert(ND_SMALL_MAX * 4 <= ND_SMALL_PAGE_SIZE, "a small page holds >= 4 blocks");
+_Static_assert(ND_MAX_NODES >= 1 && ND_MAX_NODES <= 1024, "the kernel's MAX_NUMNODES is 1024");
+_Static_assert(ND_MAX_NODES % 64 == 0, "node masks are whole 64-bit words");
+_Static_assert(ND_LOOKUP_MAX % ND_QUANTUM == 0, "lookup table steps by the quantum");
+
+#if defined(__GNUC__)
+#define nd_likely(x)   __builtin_expect(!!(x), 1)
+#define nd_unlikely(x) __builtin_expect(!!(x), 0)
+#define nd_inline      static inline __attribute__((always_inline))
+#define nd_noinline    __attribute__((noinline))
+#define nd_cold        __attribute__((cold, noinline))
+#define nd_hidden      __attribute__((visibility("hidden")))
+#define nd_public      __attribute__((visibility("default")))
+#define nd_aligned(n)  __attribute__((aligned(n)))
+#else
+#error "nodal needs GCC or Clang"
+#endif
+
+/* Assertions in tiers, always compiled so release builds type-check them. */
+void nd_assert_fail(const char *expr, const char *file, int line) nd_hidden __attribute__((noreturn, cold));
+#define nd_assert(e)  do { if (ND_DEBUG >= 1 && !(e)) nd_assert_fail(#e, __FILE__, __LINE__); } while (0)
+#define nd_assert2(e) do { if (ND_DEBUG >= 2 && !(e)) nd_assert_fail(#e, __FILE__, __LINE__); } while (0)
+
+#endif /* ND_CONFIG_H */

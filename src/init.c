@@ -1,0 +1,90 @@
+/*
+ * init.c - process life cycle: start-up on the first allocation or in the
+ * library constructor (whichever comes first), fork handlers, and the
+ * statistics report at exit.
+ *
+ * Start-up must not allocate: it reads the environment and /sys into fixed
+ * buffers. Calls that might allocate (pthread_atfork) are made after the
+ * process is marked ready, so a nested malloc simply works.
+ *
+ * Fork: prepare takes every nodal lock (order: heaps list -> shared heaps ->
+ * nodes -> meta); the parent releases them; the child releases them after
+ * folding the heaps of the threads that did not survive (see heap.c).
+ */
+#include "init.h"
+
+#include <pthread.h>
+#include "heap.h"
+#include "meta.h"
+#include "node.h"
+#include "options.h"
+#include "os.h"
+#include "segment.h"
+#include "topo.h"
+
+int nd_process_state;
+static nd_lock_t nd_init_lock = ND_LOCK_INIT;
+static int nd_atfork_done;
+
+static void nd_fork_prepare(void)
+{
+    if (nd_load_acquire(&nd_process_state) != 2)
+        return;
+    nd_heaps_lock();
+    nd_heap_shared_lock_all();
+    nd_node_lock_all();
+    nd_meta_lock_all();
+}
+
+static void nd_fork_parent(void)
+{
+    if (nd_load_acquire(&nd_process_state) != 2)
+        return;
+    nd_meta_unlock_all();
+    nd_node_unlock_all();
+    nd_heap_shared_unlock_all();
+    nd_heaps_unlock();
+}
+
+static void nd_fork_child(void)
+{
+    if (nd_load_acquire(&nd_process_state) != 2)
+        return;
+    nd_meta_unlock_all();
+    nd_node_unlock_all();
+    nd_heap_shared_unlock_all();
+    nd_heap_fork_child();
+    nd_heaps_unlock();
+}
+
+void nd_process_init(void)
+{
+    nd_lock(&nd_init_lock);
+    if (nd_process_state == 0) {
+        nd_process_state = 1;
+        nd_os_init();
+        nd_options_init();
+        nd_topo_init();
+        nd_seg_init();
+        nd_node_init();
+        nd_heap_process_init();
+        if (nd_opt_verbose())
+            nd_warn("%d node(s) with memory; first %d", nd_topo.mem_count, nd_topo.mem_ids[0]);
+        nd_store_release(&nd_process_state, 2);
+    }
+    nd_unlock(&nd_init_lock);
+    if (nd_load_acquire(&nd_process_state) == 2 &&
+        __atomic_exchange_n(&nd_atfork_done, 1, __ATOMIC_ACQ_REL) == 0)
+        pthread_atfork(nd_fork_prepare, nd_fork_parent, nd_fork_child);
+}
+
+__attribute__((constructor(101))) static void nd_constructor(void)
+{
+    nd_process_ensure();
+}
+
+__attribute__((destructor(101))) static void nd_destructor(void)
+{
+    if (nd_load_acquire(&nd_process_state) == 2 && nd_opt(ND_OPT_stats) > 0)
+        nd_stats_print_exit((int)nd_opt(ND_OPT_stats));
+}

@@ -1,0 +1,95 @@
+/*
+ * meta.c - the metadata allocator (see meta.h). One lock (rank: after node
+ * locks, before nothing), taken only when a thread starts or ends, or a heap
+ * is created: never on an allocation fast path.
+ */
+#include "meta.h"
+
+#include <string.h>
+#include "atomic.h"
+#include "os.h"
+
+#define ND_META_CHUNK   (1 * ND_MiB)
+#define ND_META_CLASSES 16
+
+typedef struct nd_meta_free_obj { struct nd_meta_free_obj *next; } nd_meta_free_obj;
+
+/* Free lists keyed by exact (rounded) size; sizes in use are few (tld, heap). */
+static struct { size_t size; nd_meta_free_obj *head; } nd_meta_lists[ND_META_CLASSES];
+static char  *nd_meta_bump, *nd_meta_end;
+static size_t nd_meta_total;
+static nd_lock_t nd_meta_lock_ = ND_LOCK_INIT;
+
+static size_t nd_meta_round(size_t size) { return (size + ND_CACHE_LINE - 1) & ~(size_t)(ND_CACHE_LINE - 1); }
+
+void *nd_meta_alloc(size_t size)
+{
+    size = nd_meta_round(size);
+    void *p = NULL;
+    nd_lock(&nd_meta_lock_);
+    for (int i = 0; i < ND_META_CLASSES; i++) {
+        if (nd_meta_lists[i].size == size && nd_meta_lists[i].head != NULL) {
+            nd_meta_free_obj *o = nd_meta_lists[i].head;
+            nd_meta_lists[i].head = o->next;
+            p = o;
+            break;
+        }
+    }
+    if (p == NULL) {
+        if (size > ND_META_CHUNK / 4) {
+            /* Big objects get their own mapping (never returned). */
+            p = nd_os_map_aligned((size + 4095) & ~(size_t)4095, ND_CACHE_LINE);
+            if (p != NULL)
+                nd_meta_total += (size + 4095) & ~(size_t)4095;
+        } else {
+            if (nd_meta_bump == NULL || (size_t)(nd_meta_end - nd_meta_bump) < size) {
+                char *chunk = nd_os_map_aligned(ND_META_CHUNK, ND_CACHE_LINE);
+                if (chunk != NULL) {
+                    nd_meta_bump = chunk;
+                    nd_meta_end = chunk + ND_META_CHUNK;
+                    nd_meta_total += ND_META_CHUNK;
+                }
+            }
+            if (nd_meta_bump != NULL && (size_t)(nd_meta_end - nd_meta_bump) >= size) {
+                p = nd_meta_bump;
+                nd_meta_bump += size;
+            }
+        }
+        nd_unlock(&nd_meta_lock_);
+        return p;   /* fresh mappings are zero */
+    }
+    nd_unlock(&nd_meta_lock_);
+    memset(p, 0, size);
+    return p;
+}
+
+void nd_meta_free(void *p, size_t size)
+{
+    if (p == NULL)
+        return;
+    size = nd_meta_round(size);
+    nd_lock(&nd_meta_lock_);
+    int slot = -1;
+    for (int i = 0; i < ND_META_CLASSES; i++) {
+        if (nd_meta_lists[i].size == size) {
+            slot = i;
+            break;
+        }
+        if (slot < 0 && nd_meta_lists[i].size == 0)
+            slot = i;
+    }
+    if (slot >= 0) {
+        nd_meta_lists[slot].size = size;
+        nd_meta_free_obj *o = p;
+        o->next = nd_meta_lists[slot].head;
+        nd_meta_lists[slot].head = o;
+    }
+    /* else: more distinct sizes than slots; the object is leaked (cannot happen
+       with nodal's fixed set of metadata types). */
+    nd_unlock(&nd_meta_lock_);
+}
+
+size_t nd_meta_mapped(void) { return nd_load_relaxed(&nd_meta_total); }
+
+void nd_meta_lock_all(void) { nd_lock(&nd_meta_lock_); }
+void nd_meta_unlock_all(void) { nd_unlock(&nd_meta_lock_); }

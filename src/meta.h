@@ -1,0 +1,25 @@
+/*
+ * meta.h - memory for nodal's own bookkeeping (thread records, heaps and
+ * their cache arrays), taken straight from the OS layer so that nodal never
+ * calls the public malloc on itself.
+ *
+ * Objects are cache-line aligned and zeroed. Freed objects go on a free list
+ * per exact size and are reused by the next request of that size; their
+ * memory is never unmapped (heaps are type-stable, which keeps late readers
+ * of a recycled heap safe).
+ */
+#ifndef ND_META_H
+#define ND_META_H
+
+#include <stddef.h>
+#include "config.h"
+
+void *nd_meta_alloc(size_t size) nd_hidden;      /* zeroed, 64-byte aligned; NULL on failure */
+void  nd_meta_free(void *p, size_t size) nd_hidden;
+size_t nd_meta_mapped(void) nd_hidden;            /* bytes mapped for metadata */
+
+/* fork(): the lock is taken in prepare and released in parent and child. */
+void nd_meta_lock_all(void) nd_hidden;
+void nd_meta_unlock_all(void) nd_hidden;
+
+#endif /* ND_META_H */

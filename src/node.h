@@ -1,0 +1,46 @@
+/*
+ * node.h - state shared by all threads, per NUMA node: the cache of free
+ * segments and the list of segments abandoned by exited threads, for each
+ * kind of memory a node has (plain memory created by threads running on the
+ * node, and memory bound to the node).
+ *
+ * Lock order: heaps list lock -> shared-heap locks -> node locks (ascending
+ * node id) -> meta lock. A node lock is held only for list operations; no
+ * system call is made under it except the unmapping of surplus segments.
+ */
+#ifndef ND_NODE_H
+#define ND_NODE_H
+
+#include <stdbool.h>
+#include "config.h"
+#include "os.h"
+#include "segment.h"
+
+void nd_node_init(void) nd_hidden;
+
+/* A free segment for (node, bound): from the cache or fresh from the OS;
+   formatted for `kind` (SMALL/MEDIUM/LARGE). NULL with errno = ENOMEM. */
+nd_segment *nd_node_seg_get(int node, bool bound, int kind) nd_hidden;
+/* Takes back a segment with no page in use (cached, purged later, or unmapped). */
+void nd_node_seg_put(nd_segment *s) nd_hidden;
+
+/* Abandoned segments (pages still holding blocks, no owner). */
+void        nd_node_abandon(nd_segment *s) nd_hidden;
+nd_segment *nd_node_abandoned_pop(int node, bool bound) nd_hidden;
+/* Takes s off its abandoned list if it is still there and the lock is free. */
+bool        nd_node_abandoned_claim(nd_segment *s) nd_hidden;
+bool        nd_node_has_abandoned(int node, bool bound) nd_hidden;
+
+/* Purges cached segments: ND_SWEEP_PERIODIC (expired ones, at most once per
+   purge_delay across all threads), ND_SWEEP_EXPIRED (expired ones, now),
+   ND_SWEEP_ALL (every one). */
+enum { ND_SWEEP_PERIODIC, ND_SWEEP_EXPIRED, ND_SWEEP_ALL };
+void nd_node_maintain(int mode) nd_hidden;
+
+typedef struct nd_node_counts { size_t cached, cached_committed, abandoned; } nd_node_counts;
+void nd_node_counts_get(int node, bool bound, nd_node_counts *c) nd_hidden;
+
+void nd_node_lock_all(void) nd_hidden;
+void nd_node_unlock_all(void) nd_hidden;
+
+#endif /* ND_NODE_H */

@@ -1,0 +1,250 @@
+/*
+ * os.c - the only code in nodal that talks to the kernel (see os.h for the
+ * contract). Linux only: mmap/munmap/mremap/madvise, and the NUMA calls
+ * mbind/move_pages/get_mempolicy made through syscall() so that the library
+ * needs no libnuma.
+ */
+#define _GNU_SOURCE
+#include "os.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE 23
+#endif
+#ifndef MAP_NORESERVE
+#define MAP_NORESERVE 0
+#endif
+
+#define ND_MPOL_F_NODE (1 << 0)
+#define ND_MPOL_F_ADDR (1 << 1)
+
+static size_t nd_page_size = 4096;
+static int nd_have_populate = 1;   /* cleared when the kernel lacks MADV_POPULATE_WRITE */
+
+void nd_os_init(void)
+{
+    long ps = sysconf(_SC_PAGESIZE);
+    if (ps > 0)
+        nd_page_size = (size_t)ps;
+}
+
+size_t nd_os_page_size(void) { return nd_page_size; }
+
+static void *nd_os_mmap(void *hint, size_t size)
+{
+    void *p = mmap(hint, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+void *nd_os_map_aligned(size_t size, size_t alignment)
+{
+    if (size + alignment < size)
+        return errno = ENOMEM, NULL;
+    /* Most of the time the kernel hands out the range just below the last
+       one; try an exact aligned fit first, then over-map and trim. */
+    void *p = nd_os_mmap(NULL, size);
+    if (p == NULL)
+        return NULL;
+    if (((uintptr_t)p & (alignment - 1)) == 0)
+        return p;
+    munmap(p, size);
+    size_t over = size + alignment;
+    char *raw = nd_os_mmap(NULL, over);
+    if (raw == NULL)
+        return NULL;
+    uintptr_t start = ((uintptr_t)raw + alignment - 1) & ~(uintptr_t)(alignment - 1);
+    size_t head = start - (uintptr_t)raw;
+    size_t tail = over - head - size;
+    if (head)
+        munmap(raw, head);
+    if (tail)
+        munmap((char *)start + size, tail);
+    return (void *)start;
+}
+
+void nd_os_unmap(void *p, size_t size)
+{
+    if (p != NULL && size != 0)
+        munmap(p, size);
+}
+
+int nd_os_purge(void *p, size_t size)
+{
+    int saved = errno;
+    int rc = madvise(p, size, MADV_DONTNEED);
+    errno = saved;
+    return rc;
+}
+
+int nd_os_populate(void *p, size_t size)
+{
+    if (nd_have_populate) {
+        if (madvise(p, size, MADV_POPULATE_WRITE) == 0)
+            return 0;
+        if (errno != EINVAL)
+            return -1;   /* ENOMEM, EFAULT, EHWPOISON: a real failure */
+        nd_have_populate = 0;   /* kernel < 5.14 */
+    }
+    /* Write-fault every OS page without changing its contents. */
+    for (size_t off = 0; off < size; off += nd_page_size)
+        __atomic_fetch_add((char *)p + off, 0, __ATOMIC_RELAXED);
+    return 0;
+}
+
+int nd_os_advise_hugepage(void *p, size_t size)
+{
+#ifdef MADV_HUGEPAGE
+    return madvise(p, size, MADV_HUGEPAGE);
+#else
+    (void)p; (void)size;
+    return -1;
+#endif
+}
+
+int nd_os_remap_inplace(void *p, size_t old_size, size_t new_size)
+{
+    void *q = mremap(p, old_size, new_size, 0);
+    return q == MAP_FAILED ? -1 : 0;
+}
+
+void *nd_os_remap_to(void *p, size_t old_size, size_t new_size, void *to)
+{
+    void *q = mremap(p, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, to);
+    return q == MAP_FAILED ? NULL : q;
+}
+
+int nd_os_bind(void *p, size_t size, int mode, const uint64_t *mask)
+{
+    /* maxnode counts bits; the kernel ignores the last one (historic off by one). */
+    long rc = syscall(SYS_mbind, p, size, mode, mask, mask ? (unsigned long)ND_MAX_NODES + 1 : 0UL, 0UL);
+    return rc == 0 ? 0 : -1;
+}
+
+int nd_os_pages_nodes(void **pages, int *status, size_t count)
+{
+    long rc = syscall(SYS_move_pages, 0, (unsigned long)count, pages, NULL, status, 0);
+    return rc < 0 ? -1 : 0;
+}
+
+int nd_os_move_pages(void **pages, const int *nodes, int *status, size_t count)
+{
+    long rc = syscall(SYS_move_pages, 0, (unsigned long)count, pages, nodes, status, 1 << 1 /* MPOL_MF_MOVE */);
+    return rc < 0 ? -1 : 0;
+}
+
+int nd_os_addr_policy(const void *p)
+{
+    int mode = -1;
+    uint64_t mask[ND_MAX_NODES / 64];
+    long rc = syscall(SYS_get_mempolicy, &mode, mask, (unsigned long)ND_MAX_NODES + 1, p, ND_MPOL_F_ADDR);
+    return rc == 0 ? mode : -1;
+}
+
+int nd_os_current_cpu(void)
+{
+    return sched_getcpu();
+}
+
+uint64_t nd_os_now_ms(void)
+{
+    struct timespec ts;
+#ifdef CLOCK_MONOTONIC_COARSE
+    clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+#else
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+#endif
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+uint64_t nd_os_random(void)
+{
+    uint64_t r = 0;
+#ifdef SYS_getrandom
+    if (syscall(SYS_getrandom, &r, sizeof r, 0x1 /* GRND_NONBLOCK */) == (long)sizeof r)
+        return r;
+#endif
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    r = (uint64_t)ts.tv_nsec * 0x9E3779B97F4A7C15ull ^ (uint64_t)(uintptr_t)&r;
+    return r;
+}
+
+void nd_os_yield(void) { sched_yield(); }
+
+long nd_os_read_file(const char *path, char *buf, size_t len)
+{
+    if (len == 0)
+        return -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    size_t got = 0;
+    while (got + 1 < len) {
+        ssize_t n = read(fd, buf + got, len - 1 - got);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    close(fd);
+    buf[got] = '\0';
+    return (long)got;
+}
+
+bool nd_os_path_exists(const char *path) { return access(path, F_OK) == 0; }
+
+const char *nd_os_getenv(const char *name) { return getenv(name); }
+
+void nd_os_write_stderr(const char *buf, size_t len)
+{
+    while (len > 0) {
+        ssize_t n = write(STDERR_FILENO, buf, len);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return;
+        buf += n;
+        len -= (size_t)n;
+    }
+}
+
+static size_t nd_status_kib(const char *text, const char *key)
+{
+    const char *s = strstr(text, key);
+    if (s == NULL)
+        return 0;
+    s += strlen(key);
+    while (*s == ' ' || *s == '\t')
+        s++;
+    size_t v = 0;
+    while (*s >= '0' && *s <= '9')
+        v = v * 10 + (size_t)(*s++ - '0');
+    return v * 1024;
+}
+
+void nd_os_rss(size_t *current, size_t *peak)
+{
+    char buf[4096];
+    *current = *peak = 0;
+    if (nd_os_read_file("/proc/self/status", buf, sizeof buf) <= 0)
+        return;
+    *current = nd_status_kib(buf, "VmRSS:");
+    *peak = nd_status_kib(buf, "VmHWM:");
+}
+
+_Noreturn void nd_os_abort(void) { abort(); }
+
+void nd_lock_init(nd_lock_t *l) { pthread_mutex_init(l, NULL); }
+void nd_lock(nd_lock_t *l) { pthread_mutex_lock(l); }
+bool nd_trylock(nd_lock_t *l) { return pthread_mutex_trylock(l) == 0; }
+void nd_unlock(nd_lock_t *l) { pthread_mutex_unlock(l); }

@@ -1,0 +1,85 @@
+/*
+ * os.h - the contract between nodal and the kernel. os.c is the only file
+ * that makes system calls (mmap, madvise, mbind, move_pages, ...) or reads
+ * files; everything above it asks through these functions.
+ *
+ * Contract:
+ *  - Mappings are private, anonymous, read-write, and zero when new.
+ *  - Bind before first touch: nd_os_bind() must be called on a range before
+ *    any byte of it is written, or the pages already touched stay where the
+ *    default policy put them.
+ *  - nd_os_populate() faults a range in now (so placement can be checked and
+ *    a full node is seen as an error, not as the OOM killer later).
+ *  - nd_os_purge() gives the physical pages back; the range stays mapped and
+ *    reads as zero afterwards. Its policy (binding) is kept.
+ *  - No function here calls malloc, directly or through libc, and none keeps
+ *    a lock, so all are safe during start-up, in fork handlers and at exit.
+ *  - Failures return -1 / NULL and leave errno as the kernel set it.
+ */
+#ifndef ND_OS_H
+#define ND_OS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <pthread.h>
+#include "config.h"
+
+/* Kernel NUMA policy modes (linux/mempolicy.h), without needing the header. */
+#define ND_MPOL_DEFAULT    0
+#define ND_MPOL_PREFERRED  1
+#define ND_MPOL_BIND       2
+#define ND_MPOL_INTERLEAVE 3
+
+void   nd_os_init(void) nd_hidden;
+size_t nd_os_page_size(void) nd_hidden;      /* OS page size */
+
+/* Address space. */
+void *nd_os_map_aligned(size_t size, size_t alignment) nd_hidden;  /* NULL on failure */
+void  nd_os_unmap(void *p, size_t size) nd_hidden;
+int   nd_os_purge(void *p, size_t size) nd_hidden;
+int   nd_os_populate(void *p, size_t size) nd_hidden;
+int   nd_os_advise_hugepage(void *p, size_t size) nd_hidden;
+/* Grow/shrink a mapping, keeping its start (-1 if it cannot in place). */
+int   nd_os_remap_inplace(void *p, size_t old_size, size_t new_size) nd_hidden;
+/* Move a mapping to `to` (a range reserved with nd_os_map_aligned). */
+void *nd_os_remap_to(void *p, size_t old_size, size_t new_size, void *to) nd_hidden;
+
+/* NUMA: node masks are arrays of ND_MAX_NODES bits. */
+int  nd_os_bind(void *p, size_t size, int mode, const uint64_t *mask) nd_hidden;
+/* Query the node of `count` addresses: status[i] = node, or a negative errno
+   (-ENOENT: not yet touched). Returns 0, or -1 if the call itself failed. */
+int  nd_os_pages_nodes(void **pages, int *status, size_t count) nd_hidden;
+/* Policy mode of the range holding p (ND_MPOL_*), or -1. */
+int  nd_os_addr_policy(const void *p) nd_hidden;
+/* Migrate pages[i] to nodes[i]; status[i] = resulting node or -errno.
+   Returns 0, or -1 if the call failed as a whole. */
+int  nd_os_move_pages(void **pages, const int *nodes, int *status, size_t count) nd_hidden;
+int  nd_os_current_cpu(void) nd_hidden;       /* -1 if unknown */
+
+/* Time, randomness, threads. */
+uint64_t nd_os_now_ms(void) nd_hidden;        /* coarse monotonic clock */
+uint64_t nd_os_random(void) nd_hidden;
+void     nd_os_yield(void) nd_hidden;
+
+/* Files and environment (start-up and statistics only). */
+long        nd_os_read_file(const char *path, char *buf, size_t len) nd_hidden; /* bytes, -1 */
+bool        nd_os_path_exists(const char *path) nd_hidden;
+const char *nd_os_getenv(const char *name) nd_hidden;
+void        nd_os_write_stderr(const char *buf, size_t len) nd_hidden;
+/* Resident set and its peak, from /proc/self/status (bytes; 0 if unknown). */
+void        nd_os_rss(size_t *current, size_t *peak) nd_hidden;
+_Noreturn void nd_os_abort(void) nd_hidden;
+
+/* Locks: real (futex-backed) mutexes; never unbounded spinning. */
+typedef pthread_mutex_t nd_lock_t;
+#define ND_LOCK_INIT PTHREAD_MUTEX_INITIALIZER
+void nd_lock_init(nd_lock_t *l) nd_hidden;
+void nd_lock(nd_lock_t *l) nd_hidden;
+bool nd_trylock(nd_lock_t *l) nd_hidden;
+void nd_unlock(nd_lock_t *l) nd_hidden;
+
+/* The calling thread's stack-free identity for the fast paths lives in
+   heap.h (a TLS word); nothing here is per-thread. */
+
+#endif /* ND_OS_H */

@@ -1,0 +1,519 @@
+/*
+ * page.c - pages: carving, free lists, remote frees and their notification
+ * (protocol in page.h), page queues, and the thread-cache fill/flush that is
+ * nodal's malloc slow path.
+ *
+ * Everything here runs on the owner thread of the heap it is given (or under
+ * a shared heap's lock), except nd_page_free_remote, which any thread calls.
+ */
+#include "page.h"
+
+#include <errno.h>
+#include <string.h>
+#include "node.h"
+#include "options.h"
+
+size_t nd_page_gauge[ND_CLASS_COUNT];
+
+/* ---- queues and lists --------------------------------------------------- */
+
+void nd_pq_push(nd_page_queue *q, nd_page *pg)
+{
+    pg->prev = NULL;
+    pg->next = q->first;
+    if (q->first)
+        q->first->prev = pg;
+    else
+        q->last = pg;
+    q->first = pg;
+    q->count++;
+}
+
+void nd_pq_push_back(nd_page_queue *q, nd_page *pg)
+{
+    pg->next = NULL;
+    pg->prev = q->last;
+    if (q->last)
+        q->last->next = pg;
+    else
+        q->first = pg;
+    q->last = pg;
+    q->count++;
+}
+
+void nd_pq_remove(nd_page_queue *q, nd_page *pg)
+{
+    if (pg->prev)
+        pg->prev->next = pg->next;
+    else
+        q->first = pg->next;
+    if (pg->next)
+        pg->next->prev = pg->prev;
+    else
+        q->last = pg->prev;
+    pg->next = pg->prev = NULL;
+    q->count--;
+}
+
+void nd_seglist_push(nd_segment **head, nd_segment *s)
+{
+    s->prev = NULL;
+    s->next = *head;
+    if (*head)
+        (*head)->prev = s;
+    *head = s;
+}
+
+void nd_seglist_remove(nd_segment **head, nd_segment *s)
+{
+    if (s->prev)
+        s->prev->next = s->next;
+    else
+        *head = s->next;
+    if (s->next)
+        s->next->prev = s->prev;
+    s->next = s->prev = NULL;
+}
+
+static inline nd_segment *nd_seg_of_page(nd_page *pg)
+{
+    return (nd_segment *)((uintptr_t)pg & ~(uintptr_t)ND_SEG_MASK);
+}
+
+static inline int nd_seg_list_index(const nd_segment *s) { return s->kind == ND_SEG_SMALL ? 0 : 1; }
+
+/* ---- remote frees -------------------------------------------------------- */
+
+void nd_page_free_remote(nd_segment *s, nd_page *pg, void *p)
+{
+    (void)s;
+    nd_block *b = p;
+    uintptr_t old = nd_load_relaxed(&pg->xfree), desired;
+    do {
+        b->next = (nd_block *)(old & ~ND_XSTATE_MASK);
+        uintptr_t st = old & ND_XSTATE_MASK;
+        desired = (uintptr_t)b | (st == ND_XSTATE_NOTIFY ? ND_XSTATE_BUSY : st);
+    } while (!nd_cas_weak_acq_rel(&pg->xfree, &old, desired));
+
+    if ((old & ND_XSTATE_MASK) != ND_XSTATE_NOTIFY)
+        return;
+    /* We took NOTIFY -> BUSY: tell the owner, then clear BUSY. The owner
+       cannot go away meanwhile: it waits for BUSY to clear first. */
+    nd_heap *h = nd_load_acquire(&pg->heap);
+    nd_page *top = nd_load_relaxed(&h->xpages);
+    do {
+        pg->xnext = top;
+    } while (!nd_cas_weak_acq_rel(&h->xpages, &top, pg));
+    uintptr_t cur = nd_load_relaxed(&pg->xfree);
+    while (!nd_cas_weak_acq_rel(&pg->xfree, &cur, cur & ~ND_XSTATE_MASK))
+        ;
+}
+
+void nd_page_collect(nd_page *pg)
+{
+    uintptr_t x = nd_load_relaxed(&pg->xfree);
+    if ((x & ~ND_XSTATE_MASK) == 0)
+        return;
+    while (!nd_cas_weak_acq_rel(&pg->xfree, &x, x & ND_XSTATE_MASK))
+        ;
+    nd_block *list = (nd_block *)(x & ~ND_XSTATE_MASK);
+    if (list == NULL)
+        return;
+    uint32_t n = 1;
+    nd_block *tail = list;
+    while (tail->next != NULL) {
+        tail = tail->next;
+        n++;
+    }
+    if (nd_unlikely(n > pg->used))
+        nd_fatal("heap corruption: page at %p got back more blocks than it handed out (double free?)",
+                 (void *)pg->start);
+    tail->next = pg->free;
+    pg->free = list;
+    pg->used -= n;
+}
+
+/* Waits out a notifier in flight; returns true if the page was armed (and is
+   now disarmed), false if it was not armed (it may then be on xpages). */
+static bool nd_page_disarm_was_armed(nd_page *pg)
+{
+    for (;;) {
+        uintptr_t x = nd_load_acquire(&pg->xfree);
+        uintptr_t st = x & ND_XSTATE_MASK;
+        if (st == ND_XSTATE_BUSY) {
+            nd_os_yield();
+            continue;
+        }
+        if (st != ND_XSTATE_NOTIFY)
+            return false;
+        if (nd_cas_weak_acq_rel(&pg->xfree, &x, x & ~ND_XSTATE_MASK))
+            return true;
+    }
+}
+
+void nd_page_disarm(nd_page *pg) { (void)nd_page_disarm_was_armed(pg); }
+
+/* Arms notification for a page going on the full queue. False if remote
+   frees are already waiting (then the page is not full after all). */
+static bool nd_page_arm(nd_page *pg)
+{
+    for (;;) {
+        uintptr_t x = nd_load_acquire(&pg->xfree);
+        if ((x & ~ND_XSTATE_MASK) != 0)
+            return false;
+        uintptr_t st = x & ND_XSTATE_MASK;
+        if (st == ND_XSTATE_BUSY) {     /* last cycle's notifier still finishing */
+            nd_os_yield();
+            continue;
+        }
+        if (st == ND_XSTATE_NOTIFY)
+            return true;
+        if (nd_cas_weak_acq_rel(&pg->xfree, &x, ND_XSTATE_NOTIFY))
+            return true;
+    }
+}
+
+void nd_heap_drain_xpages(nd_heap *h)
+{
+    nd_page *list = nd_exchange_acq_rel(&h->xpages, (nd_page *)NULL);
+    while (list != NULL) {
+        nd_page *pg = list;
+        list = pg->xnext;
+        pg->xnext = NULL;
+        if (pg->in_full && pg->heap == h) {
+            nd_pq_remove(&h->full, pg);
+            pg->in_full = 0;
+            nd_page_collect(pg);
+            nd_pq_push(&h->pages[pg->cls], pg);
+        }
+    }
+}
+
+/* A page on the full queue got a block back from its owner: back to its queue. */
+static void nd_page_unfull(nd_heap *h, nd_page *pg)
+{
+    bool was_armed = nd_page_disarm_was_armed(pg);
+    nd_pq_remove(&h->full, pg);
+    pg->in_full = 0;
+    nd_pq_push(&h->pages[pg->cls], pg);
+    if (!was_armed)      /* a notifier pushed it on xpages: take it off */
+        nd_heap_drain_xpages(h);
+}
+
+/* ---- page life ------------------------------------------------------------ */
+
+bool nd_page_is_block_start(const nd_page *pg, const void *p)
+{
+    if (!nd_load_relaxed(&pg->in_use))
+        return false;
+    const uint8_t *b = p;
+    if (b < pg->start)
+        return false;
+    if (pg->block_size == 0 || pg->reserved == 1)   /* huge or large: one block */
+        return b == pg->start;
+    size_t idx = nd_page_block_index(pg, p);
+    return idx < pg->capacity && pg->start + idx * pg->block_size == b;
+}
+
+static void nd_page_init(nd_heap *h, nd_segment *s, nd_page *pg, unsigned cls, uint8_t *start, size_t area)
+{
+    uint32_t bsize = nd_class_size[cls];
+    pg->block_size = bsize;
+    pg->reserved = (uint32_t)(area / bsize);
+    pg->capacity = 0;
+    pg->used = 0;
+    pg->free = NULL;
+    pg->start = start;
+    pg->recip = UINT64_MAX / bsize + 1;
+    pg->cls = (uint8_t)cls;
+    pg->in_full = 0;
+    pg->has_aligned = 0;
+    pg->xnext = NULL;
+    nd_store_relaxed(&pg->xfree, (uintptr_t)0);
+    nd_store_relaxed(&pg->in_use, 1);
+    nd_store_release(&pg->heap, h);
+    pg->bin = &h->bins[cls];
+    (void)s;
+    nd_store_release(&pg->key, h->tid);
+}
+
+/* A fresh page of class cls for h; NULL (errno ENOMEM) if memory ran out. */
+static nd_page *nd_page_new(nd_heap *h, unsigned cls)
+{
+    int k = nd_class_size[cls] <= ND_SMALL_MAX ? 0 : 1;
+    for (;;) {
+        nd_segment *s = h->avail[k];
+        if (s == NULL) {
+            /* Adopt what exited threads left behind before asking for more. */
+            if (nd_heap_reclaim(h)) {
+                if (h->pages[cls].first != NULL)
+                    return h->pages[cls].first;
+                continue;
+            }
+            s = nd_node_seg_get(h->node, h->bound, k == 0 ? ND_SEG_SMALL : ND_SEG_MEDIUM);
+            if (s == NULL)
+                return NULL;
+            s->owner = h;
+            nd_seglist_push(&h->avail[k], s);
+        }
+        unsigned i = (unsigned)__builtin_ctzll(s->free_mask);
+        size_t area;
+        uint8_t *start = nd_seg_page_area(s, i, &area);
+        if (nd_seg_commit(s, start, area) != 0) {
+            /* The node is full (strict placement). Leave the page free. */
+            if (s->used_pages == 0) {
+                nd_seglist_remove(&h->avail[k], s);
+                nd_node_seg_put(s);
+            }
+            errno = ENOMEM;
+            return NULL;
+        }
+        s->free_mask &= ~((uint64_t)1 << i);
+        s->used_pages++;
+        s->purge_mask &= ~nd_seg_chunks(s, start, area);
+        if (s->free_mask == 0) {
+            nd_seglist_remove(&h->avail[k], s);
+            nd_seglist_push(&h->used[k], s);
+        }
+        nd_page *pg = &s->pages[i];
+        nd_page_init(h, s, pg, cls, start, area);
+        nd_add_relaxed(&nd_page_gauge[cls], 1);
+        nd_gauge_active((long)area);
+        nd_pq_push(&h->pages[cls], pg);
+        return pg;
+    }
+}
+
+void nd_page_retire(nd_heap *h, nd_page *pg)
+{
+    nd_assert(pg->used == 0 && pg->in_use);
+    if (pg->in_full)
+        nd_page_unfull(h, pg);
+    nd_pq_remove(&h->pages[pg->cls], pg);
+    /* A notifier may still be clearing BUSY on this page: let it finish
+       before the page (and perhaps its segment) changes hands. */
+    while ((nd_load_acquire(&pg->xfree) & ND_XSTATE_MASK) == ND_XSTATE_BUSY)
+        nd_os_yield();
+    nd_store_relaxed(&pg->xfree, (uintptr_t)0);
+    nd_store_release(&pg->key, ND_KEY_NONE);
+    nd_store_relaxed(&pg->in_use, 0);
+    nd_store_relaxed(&pg->heap, (nd_heap *)NULL);
+    pg->bin = NULL;
+    pg->free = NULL;
+    pg->capacity = 0;
+
+    nd_segment *s = nd_seg_of_page(pg);
+    size_t area;
+    uint8_t *start = nd_seg_page_area(s, pg->index, &area);
+    nd_sub_relaxed(&nd_page_gauge[pg->cls], 1);
+    nd_gauge_active(-(long)area);
+    int k = nd_seg_list_index(s);
+    if (s->free_mask == 0) {
+        nd_seglist_remove(&h->used[k], s);
+        nd_seglist_push(&h->avail[k], s);
+    }
+    s->free_mask |= (uint64_t)1 << pg->index;
+    s->used_pages--;
+    if (s->used_pages == 0) {
+        nd_seglist_remove(&h->avail[k], s);
+        s->owner = NULL;
+        nd_node_seg_put(s);
+        return;
+    }
+    uint64_t chunks = nd_seg_chunks(s, start, area) & s->committed;
+    if (nd_opt(ND_OPT_purge_delay) == 0) {
+        nd_seg_purge(s, chunks);
+    } else if (chunks != 0) {
+        if (s->purge_mask == 0)
+            s->purge_at = nd_os_now_ms() + (uint64_t)nd_opt(ND_OPT_purge_delay);
+        s->purge_mask |= chunks;
+    }
+}
+
+void nd_page_adopt(nd_heap *h, nd_page *pg)
+{
+    pg->in_full = 0;
+    pg->xnext = NULL;
+    nd_store_release(&pg->heap, h);
+    pg->bin = &h->bins[pg->cls];
+    nd_store_release(&pg->key, h->tid);
+    nd_page_collect(pg);
+    nd_pq_push_back(&h->pages[pg->cls], pg);
+    if (pg->used == 0)
+        nd_page_retire(h, pg);
+}
+
+/* ---- taking blocks ------------------------------------------------------- */
+
+/* Takes up to n blocks from pg into out; returns how many. */
+static size_t nd_page_take(nd_page *pg, void **out, size_t n)
+{
+    size_t got = 0;
+    while (got < n) {
+        nd_block *b = pg->free;
+        if (b != NULL) {
+            pg->free = b->next;
+            out[got++] = b;
+            continue;
+        }
+        if (pg->capacity < pg->reserved) {
+            size_t k = pg->reserved - pg->capacity;
+            if (k > n - got)
+                k = n - got;
+            uint8_t *p = pg->start + (size_t)pg->capacity * pg->block_size;
+            for (size_t i = 0; i < k; i++, p += pg->block_size)
+                out[got++] = p;
+            pg->capacity += (uint32_t)k;
+            continue;
+        }
+        if ((nd_load_relaxed(&pg->xfree) & ~ND_XSTATE_MASK) != 0) {
+            nd_page_collect(pg);
+            if (pg->free != NULL)
+                continue;
+        }
+        break;
+    }
+    pg->used += (uint32_t)got;
+    return got;
+}
+
+static bool nd_page_is_exhausted(const nd_page *pg)
+{
+    return pg->free == NULL && pg->capacity == pg->reserved;
+}
+
+/* Fills out[0..n) with blocks of class cls from h's pages; returns how many
+   (0 only when memory ran out). */
+static size_t nd_heap_take_blocks(nd_heap *h, unsigned cls, void **out, size_t n)
+{
+    if (nd_load_relaxed(&h->xpages) != NULL)
+        nd_heap_drain_xpages(h);
+    nd_page_queue *q = &h->pages[cls];
+    size_t got = 0;
+    while (got < n) {
+        nd_page *pg = q->first;
+        if (pg == NULL) {
+            pg = nd_page_new(h, cls);
+            if (pg == NULL)
+                break;
+        }
+        got += nd_page_take(pg, out + got, n - got);
+        if (nd_page_is_exhausted(pg)) {
+            /* Full: park it where remote frees will find it again. */
+            nd_pq_remove(q, pg);
+            if (nd_page_arm(pg)) {
+                pg->in_full = 1;
+                nd_pq_push(&h->full, pg);
+            } else {
+                nd_page_collect(pg);
+                nd_pq_push_back(q, pg);
+            }
+        }
+    }
+    return got;
+}
+
+bool nd_bin_fill(nd_heap *h, nd_bin *bin)
+{
+    size_t want = bin->cap / 2;
+    if (want == 0)
+        want = 1;
+    void **dst = bin->empty - want;
+    size_t got = nd_heap_take_blocks(h, bin->cls, dst, want);
+    if (got < want && got > 0)
+        memmove(bin->empty - got, dst, got * sizeof(void *));
+    bin->cur = bin->empty - got;
+    bin->busy = 1;
+    nd_cls_stats *cs = &h->cstats[bin->cls];
+    nd_stat_inc(&cs->fills);
+    nd_stat_add(&cs->fill_blocks, got);
+    if (got == 0) {
+        errno = ENOMEM;
+        return false;
+    }
+    return true;
+}
+
+void *nd_page_alloc_block(nd_heap *h, unsigned cls)
+{
+    void *p = NULL;
+    if (nd_heap_take_blocks(h, cls, &p, 1) == 0) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    nd_cls_stats *cs = &h->cstats[cls];
+    nd_stat_inc(&cs->fills);
+    nd_stat_inc(&cs->fill_blocks);
+    return p;
+}
+
+/* ---- giving blocks back --------------------------------------------------- */
+
+static nd_cold void nd_page_bad_free(const void *p, const char *why)
+{
+    nd_fatal("free(): %s: %p", why, p);
+}
+
+/* Junk-fills a freed block past its link word (check=2). */
+static void nd_junk(nd_page *pg, void *p)
+{
+    if (pg->block_size > sizeof(nd_block))
+        memset((char *)p + sizeof(nd_block), 0xdf, pg->block_size - sizeof(nd_block));
+}
+
+static void nd_page_push_free(nd_heap *h, nd_page *pg, void *p)
+{
+    if (nd_unlikely(pg->used == 0))
+        nd_page_bad_free(p, "double free or corruption (page has no block out)");
+    if (nd_unlikely(nd_opt(ND_OPT_check) >= 2)) {
+        if (!nd_page_is_block_start(pg, p))
+            nd_page_bad_free(p, "invalid pointer (not the start of a block)");
+        for (nd_block *b = pg->free; b != NULL; b = b->next)
+            if (b == p)
+                nd_page_bad_free(p, "double free");
+        nd_junk(pg, p);
+    }
+    nd_block *b = p;
+    b->next = pg->free;
+    pg->free = b;
+    pg->used--;
+    if (pg->used == 0) {
+        /* Keep the last page of a class to avoid churn; give others back. */
+        if (pg->in_full || h->pages[pg->cls].count > 1 || h->kind == ND_HEAP_SHARED)
+            nd_page_retire(h, pg);
+    } else if (pg->in_full) {
+        nd_page_unfull(h, pg);
+    }
+}
+
+void nd_page_free_local(nd_heap *h, nd_page *pg, void *p)
+{
+    if (nd_unlikely(!nd_page_is_block_start(pg, p)))
+        nd_page_bad_free(p, "invalid pointer (not the start of a block)");
+    nd_stat_inc(&h->cstats[pg->cls].slow_frees);
+    nd_page_push_free(h, pg, p);
+}
+
+void nd_bin_flush(nd_heap *h, nd_bin *bin, size_t n)
+{
+    size_t count = (size_t)(bin->empty - bin->cur);
+    if (n > count)
+        n = count;
+    if (n == 0)
+        return;
+    void **oldest = bin->empty - n;
+    for (void **it = oldest; it < bin->empty; it++) {
+        void *p = *it;
+        nd_segment *s = (nd_segment *)((uintptr_t)p & ~(uintptr_t)ND_SEG_MASK);
+        nd_page *pg = nd_seg_page_of(s, p);
+        if (nd_unlikely(pg->heap != h || !nd_page_is_block_start(pg, p)))
+            nd_page_bad_free(p, "invalid pointer (not the start of a block of this heap)");
+        nd_page_push_free(h, pg, p);
+    }
+    memmove(bin->cur + n, bin->cur, (size_t)(oldest - bin->cur) * sizeof(void *));
+    bin->cur += n;
+    bin->busy = 1;
+    nd_cls_stats *cs = &h->cstats[bin->cls];
+    nd_stat_inc(&cs->flushes);
+    nd_stat_add(&cs->flush_blocks, n);
+}

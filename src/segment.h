@@ -1,0 +1,222 @@
+/*
+ * segment.h - segments: the aligned regions nodal gets from the OS, their
+ * page descriptors, and the segment map that tells nodal's pointers from
+ * everyone else's.
+ *
+ * Owns: struct nd_segment and struct nd_page (the descriptor layout),
+ * nd_segmap, mapping/binding/committing/purging of segment memory.
+ *
+ * A segment (4 MiB, 4 MiB-aligned; huge ones larger):
+ *
+ *   seg +0       +16 KiB                 +64 KiB                      +4 MiB
+ *   | nd_segment | page 0 blocks ...     | page 1 blocks ...    | ... |
+ *   | (header +  |                       |                      |     |
+ *   |  64 page   |                       |                      |     |
+ *   |  descrs)   |                       |                      |     |
+ *
+ *   kind SMALL: 64 pages of 64 KiB; MEDIUM: 8 pages of 512 KiB; page i
+ *   covers [seg + i*page_size, seg + (i+1)*page_size) except that page 0
+ *   starts after the header. LARGE: one page holding one block. HUGE: one
+ *   block, segment sized to fit, 4 KiB header.
+ *
+ *   Owner of a pointer p:  seg = p & ~(4 MiB - 1)
+ *                          page = &seg->pages[(p - seg) >> seg->page_shift]
+ *
+ * The segment map holds one byte per 4 MiB of address space:
+ *   0   not nodal's
+ *   1   a segment starts here (p's header is at p & ~(4 MiB-1))
+ *   d+1 the block of a huge segment aligned beyond 4 MiB starts in the d-th
+ *       4 MiB chunk of its segment (the header is d chunks lower)
+ *
+ * Page descriptor (two cache lines):
+ *   line 0, touched by the owner's fast paths:
+ *     key       owner thread id (multiple of 16), | 1 for a large block;
+ *               ND_KEY_NONE (1) when no thread owns the page
+ *     bin       owner heap's thread-cache bin for this page's class
+ *     free, used, capacity, reserved, block_size, start, recip, cls, ...
+ *   line 1, written by other threads:
+ *     xfree     remote-free list head | 2 state bits (see page.h)
+ *     xnext     link in the owner heap's list of notified pages
+ *     heap      owner heap; next/prev: links in the owner's page queue
+ */
+#ifndef ND_SEGMENT_H
+#define ND_SEGMENT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "atomic.h"
+#include "config.h"
+
+struct nd_bin;
+struct nd_heap;
+
+typedef struct nd_block { struct nd_block *next; } nd_block;
+
+#define ND_KEY_NONE  ((uintptr_t)1)
+#define ND_KEY_LARGE ((uintptr_t)1)    /* or-ed into the owner id of a large block */
+#define ND_TID_STEP  ((uintptr_t)16)    /* thread ids are multiples of this */
+
+enum { ND_SEG_FREE = 0, ND_SEG_SMALL, ND_SEG_MEDIUM, ND_SEG_LARGE, ND_SEG_HUGE };
+
+/*
+ * A page: one size class, one owner heap.
+ * Invariants:
+ *  - a page belongs to exactly one segment and so to one node kind (bound
+ *    node k, or plain with a home node); that never changes while in use.
+ *  - in_use == 0  <=>  key == ND_KEY_NONE, heap == NULL, used == 0.
+ *  - used = blocks handed out of the page (in a thread cache, with the
+ *    program, or on xfree); capacity - used - length(free) = 0.
+ *  - capacity <= reserved; blocks [0, capacity) have been carved.
+ *  - free is touched only by the owner thread (or under the owner's lock for
+ *    a shared heap); xfree only with atomics.
+ *  - when key is a thread id, bin == &heap->bins[cls] of that thread's heap.
+ */
+typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
+    /* line 0: owner side */
+    uintptr_t       key;
+    struct nd_bin  *bin;
+    nd_block       *free;
+    uint32_t        used;
+    uint32_t        capacity;
+    uint32_t        reserved;
+    uint32_t        block_size;
+    uint8_t        *start;       /* first block */
+    uint64_t        recip;       /* ceil(2^64 / block_size): block index by multiply */
+    uint8_t         cls;
+    uint8_t         in_use;
+    uint8_t         in_full;     /* on the owner's full queue */
+    uint8_t         index;       /* position in the segment */
+    uint32_t        has_aligned; /* large: block starts after an alignment gap */
+    /* line 1: shared side */
+    nd_aligned(ND_CACHE_LINE) uintptr_t xfree;
+    struct nd_page *xnext;
+    struct nd_heap *heap;
+    struct nd_page *next, *prev;
+} nd_page;
+
+/*
+ * A segment.
+ * Invariants:
+ *  - cookie == (uintptr_t)seg ^ nd_seg_secret while mapped.
+ *  - bound == 1: every committed chunk is on `node` (verified when committed;
+ *    strict mode never commits a misplaced one). bound == 0: plain memory,
+ *    default policy, never bound; `node` is only the creator's CPU node.
+ *  - SMALL/MEDIUM: owner != NULL and abandoned == 0 while a heap owns it; all
+ *    its in-use pages then belong to owner. abandoned == 1: on its node's
+ *    abandoned list, owner == NULL, pages keep their blocks.
+ *  - free_mask bit i set <=> pages[i] not in use; used_pages = popcount of the rest.
+ *  - committed bit j: chunk j may hold resident memory (bound: populated and
+ *    verified). purge_mask is a subset of committed and of free pages' chunks.
+ *  - the segment map says 1 for seg while mapped.
+ */
+typedef struct nd_segment {
+    uintptr_t       cookie;
+    uint8_t         kind;
+    uint8_t         page_shift;
+    uint8_t         bound;
+    uint8_t         abandoned;
+    int16_t         node;
+    uint16_t        page_count;
+    size_t          size;        /* bytes mapped */
+    struct nd_heap *owner;
+    uint32_t        used_pages;
+    uint32_t        interleaved; /* huge only: pages spread over nodes */
+    uint64_t        free_mask;
+    uint64_t        committed;
+    uint64_t        purge_mask;
+    uint64_t        purge_at;    /* ms; when purge_mask is due */
+    uint64_t        cached_at;   /* ms; when it entered a node cache */
+    struct nd_segment *next, *prev;
+    nd_page         pages[ND_SEG_MAX_PAGES];
+} nd_segment;
+
+_Static_assert(sizeof(nd_page) == 2 * ND_CACHE_LINE, "a page descriptor is two cache lines");
+_Static_assert(sizeof(nd_segment) <= ND_SEG_HEADER_SIZE, "the segment header must fit");
+_Static_assert(__builtin_offsetof(nd_segment, pages) + sizeof(nd_page) <= ND_HUGE_HEADER_SIZE,
+               "a huge segment's header holds one page descriptor");
+
+extern uint8_t   nd_segmap[ND_SEGMAP_SIZE] nd_hidden;
+extern uintptr_t nd_seg_secret nd_hidden;
+
+/* The segment a pointer belongs to, or NULL if it is not nodal's. */
+static inline nd_segment *nd_seg_of(const void *p)
+{
+    uintptr_t a = (uintptr_t)p, idx = a >> ND_SEG_SHIFT;
+    if (idx >= ND_SEGMAP_SIZE)
+        return NULL;
+    unsigned v = nd_load_relaxed(&nd_segmap[idx]);
+    if (v == 0)
+        return NULL;
+    return (nd_segment *)((a & ~(uintptr_t)ND_SEG_MASK) - (uintptr_t)(v - 1) * ND_SEG_SIZE);
+}
+
+static inline bool nd_seg_is_valid(const nd_segment *s)
+{
+    return s->cookie == ((uintptr_t)s ^ nd_seg_secret);
+}
+
+static inline nd_page *nd_seg_page_of(nd_segment *s, const void *p)
+{
+    return &s->pages[((uintptr_t)p - (uintptr_t)s) >> s->page_shift];
+}
+
+static inline size_t nd_seg_page_size(const nd_segment *s) { return (size_t)1 << s->page_shift; }
+
+/* First byte and end of the block area of page i. */
+static inline uint8_t *nd_seg_page_area(nd_segment *s, unsigned i, size_t *size)
+{
+    size_t psize = nd_seg_page_size(s);
+    uint8_t *start = (uint8_t *)s + (size_t)i * psize;
+    uint8_t *end = start + psize;
+    if (i == 0)
+        start = (uint8_t *)s + ND_SEG_HEADER_SIZE;
+    *size = (size_t)(end - start);
+    return start;
+}
+
+/* Block index of p in page pg (exact for every offset in a segment). */
+static inline size_t nd_page_block_index(const nd_page *pg, const void *p)
+{
+    uint64_t off = (uint64_t)((const uint8_t *)p - pg->start);
+    return (size_t)(((__uint128_t)off * pg->recip) >> 64);
+}
+
+void nd_seg_init(void) nd_hidden;
+/* A fresh 4 MiB segment for (node, bound), header committed, kind FREE;
+   NULL with errno = ENOMEM. */
+nd_segment *nd_seg_map(int node, bool bound) nd_hidden;
+void nd_seg_unmap(nd_segment *s) nd_hidden;
+/* Lays out pages for `kind` (SMALL, MEDIUM or LARGE); all pages free. */
+void nd_seg_format(nd_segment *s, int kind) nd_hidden;
+/* Makes [p, p+len) of s usable: bound segments populate and verify chunks not
+   yet committed. 0, or -1 with errno = ENOMEM when strict placement failed. */
+int  nd_seg_commit(nd_segment *s, const void *p, size_t len) nd_hidden;
+/* Purges the chunks in mask (never the header); clears their committed bits. */
+void nd_seg_purge(nd_segment *s, uint64_t mask) nd_hidden;
+/* Chunk mask covering [p, p + len). */
+uint64_t nd_seg_chunks(const nd_segment *s, const void *p, size_t len) nd_hidden;
+
+/* Huge blocks: a segment of their own. nodes==NULL: bound to node when
+   bound, else plain; nodes!=NULL: interleaved over that mask. */
+void *nd_huge_alloc(size_t size, size_t alignment, int node, bool bound, const uint64_t *interleave) nd_hidden;
+void  nd_huge_free(nd_segment *s) nd_hidden;
+size_t nd_huge_usable(const nd_segment *s, const void *p) nd_hidden;
+/* Resizes a plain huge block in place or by moving its mapping; NULL if it
+   cannot (the caller then copies). */
+void *nd_huge_realloc(nd_segment *s, void *p, size_t size) nd_hidden;
+
+/* Gauges (bytes), maintained with relaxed atomics on slow paths. */
+typedef struct nd_seg_gauges {
+    size_t mapped, committed, returned, segments, huge_count, huge_bytes;
+    size_t peak_mapped;
+    size_t active, peak_active;  /* bytes in in-use pages, large and huge blocks */
+    size_t node_mapped[ND_MAX_NODES][2];   /* [node][bound] */
+    size_t fallback_pages;      /* node-bound OS pages placed off-node in preferred mode */
+    size_t strict_failures;     /* commits refused because the node was full */
+} nd_seg_gauges;
+extern nd_seg_gauges nd_seg_gauge nd_hidden;
+/* Adds (or, negative, removes) active or mapped bytes and updates the peak. */
+void nd_gauge_active(long delta) nd_hidden;
+void nd_gauge_mapped(const nd_segment *s, long delta) nd_hidden;
+
+#endif /* ND_SEGMENT_H */

@@ -1,0 +1,44 @@
+/*
+ * topo.h - the machine's NUMA topology, read once at start-up from
+ * /sys/devices/system/node and never changed afterwards (node hot-plug is
+ * not followed).
+ *
+ * Invariants:
+ *  - node ids are the kernel's; they may have holes. Only ids below
+ *    ND_MAX_NODES are known; larger ones are ignored with a verbose warning.
+ *  - nd_topo.mem_ids lists the nodes that have memory, ascending; node-targeted
+ *    allocation accepts exactly these ids.
+ *  - every known CPU maps to a node; on a machine without /sys node
+ *    information there is one node, 0, holding every CPU and all memory.
+ */
+#ifndef ND_TOPO_H
+#define ND_TOPO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "config.h"
+
+#define ND_NODE_PRESENT  1u
+#define ND_NODE_HAS_MEM  2u
+#define ND_NODE_HAS_CPU  4u
+
+typedef struct nd_topo_s {
+    int      mem_count;                    /* nodes with memory */
+    int      mem_ids[ND_MAX_NODES];        /* their ids, ascending */
+    uint8_t  flags[ND_MAX_NODES];          /* ND_NODE_* per id */
+    uint8_t  distance[ND_MAX_NODES][ND_MAX_NODES];  /* 0 = unknown */
+    int      nearest_mem[ND_MAX_NODES];    /* for a CPU-only node: closest node with memory */
+    int16_t  cpu_node[ND_MAX_CPUS];        /* -1 = unknown CPU */
+    int      cpu_count;                    /* highest known CPU id + 1 */
+} nd_topo_t;
+
+extern nd_topo_t nd_topo nd_hidden;
+
+void nd_topo_init(void) nd_hidden;
+bool nd_topo_node_has_memory(int node) nd_hidden;   /* false for out-of-range ids */
+int  nd_topo_cpu_node(int cpu) nd_hidden;           /* node of a CPU, 0 if unknown */
+int  nd_topo_current_node(void) nd_hidden;          /* node of the calling CPU */
+/* A node with memory to serve "local" requests from node `node`. */
+int  nd_topo_local_mem_node(int node) nd_hidden;
+
+#endif /* ND_TOPO_H */
