@@ -5,6 +5,10 @@
  * or large blocks, bad pointers) folds into one unlikely branch that calls a
  * slow path in alloc.c / free.c with the same arguments.
  *
+ * Every ND_TICK_MASK+1 requests of a class also take the slow path, which
+ * then runs the heap's periodic maintenance (thread-cache GC, purging): a
+ * thread that only ever hits its cache still gives memory back.
+ *
  * One malloc, top to bottom:
  *   nd_malloc_fast: heap = TLS word; bin = &heap->bins[class(size)];
  *                   return *bin->cur++            (bin->cur != bin->empty)
@@ -58,10 +62,11 @@ nd_inline void *nd_malloc_fast(nd_heap *h, size_t size)
     if (nd_likely(size <= ND_MEDIUM_MAX)) {
         nd_bin *b = &h->bins[nd_class_of(size)];
         void **cur = b->cur;
-        if (nd_likely(cur != b->empty)) {
+        uint64_t n = nd_load_relaxed(&b->nreq) + 1;
+        if (nd_likely(cur != b->empty && (n & ND_TICK_MASK) != 0)) {
             void *p = *cur;
             b->cur = cur + 1;
-            nd_stat_inc(&b->nreq);
+            nd_store_relaxed(&b->nreq, n);
             nd_prefetch_next(cur);
             return p;
         }
@@ -75,10 +80,11 @@ nd_inline void *nd_malloc_node_fast(size_t size, int node)
         nd_heap *h = nd_tls_heap->node_heaps[node];
         nd_bin *b = &h->bins[nd_class_of(size)];
         void **cur = b->cur;
-        if (nd_likely(cur != b->empty)) {
+        uint64_t n = nd_load_relaxed(&b->nreq) + 1;
+        if (nd_likely(cur != b->empty && (n & ND_TICK_MASK) != 0)) {
             void *p = *cur;
             b->cur = cur + 1;
-            nd_stat_inc(&b->nreq);
+            nd_store_relaxed(&b->nreq, n);
             nd_prefetch_next(cur);
             return p;
         }

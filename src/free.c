@@ -107,6 +107,7 @@ void nd_free_slow(nd_segment *s, nd_page *pg, void *p)
     nd_bin_flush(h, b, (b->cap + 1) / 2);
     *--b->cur = p;
     nd_stat_inc(&b->nfree);
+    nd_heap_tick(h);
 }
 
 void nd_free_sized(void *p, size_t size)

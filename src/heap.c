@@ -385,25 +385,42 @@ void nd_heap_shared_unlock_all(void)
 
 /* ---- maintenance ---------------------------------------------------------- */
 
+void nd_heap_purge(nd_heap *h, uint64_t now, bool all)
+{
+    size_t left = 0;
+    for (int k = 0; k < 2; k++) {
+        nd_segment *lists[2] = { h->avail[k], h->used[k] };
+        for (int l = 0; l < 2; l++)
+            for (nd_segment *s = lists[l]; s; s = s->next) {
+                if (s->purge_mask == 0)
+                    continue;
+                if (all || now >= s->purge_at)
+                    nd_seg_purge(s, s->purge_mask);
+                else
+                    left += (size_t)__builtin_popcountll(s->purge_mask) << ND_CHUNK_SHIFT;
+            }
+    }
+    h->purge_pending = left;
+}
+
 static void nd_heap_maintain_one(nd_heap *h, uint64_t now, bool force)
 {
     if (nd_load_relaxed(&h->xpages) != NULL)
         nd_heap_drain_xpages(h);
-    /* Thread-cache GC: halve bins that saw no fill or flush since last time. */
+    /* Thread-cache GC: bins that saw no fill or flush since the last pass
+       give back three quarters of what they hold. */
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         nd_bin *b = &h->bins[c];
         size_t count = (size_t)(b->empty - b->cur);
         if (count != 0 && (force || !b->busy))
-            nd_bin_flush(h, b, force ? count : (count + 1) / 2);
+            nd_bin_flush(h, b, force ? count : count - count / 4);
         b->busy = 0;
     }
-    for (int k = 0; k < 2; k++) {
-        nd_segment *lists[2] = { h->avail[k], h->used[k] };
-        for (int l = 0; l < 2; l++)
-            for (nd_segment *s = lists[l]; s; s = s->next)
-                if (s->purge_mask && (force || now >= s->purge_at))
-                    nd_seg_purge(s, s->purge_mask);
-    }
+    /* Segments left by exited threads: adopt a few, so their free memory
+       comes back even if this thread never needs a new page. */
+    for (int i = 0; i < 4 && nd_heap_reclaim(h); i++)
+        ;
+    nd_heap_purge(h, now, force);
     /* Large segments kept by this heap go back to the node after the delay. */
     nd_segment **pp = &h->large_cache;
     while (*pp) {
@@ -481,7 +498,7 @@ void nd_heap_collect(nd_heap *h, bool purge_all)
 
 /* ---- the allocation slow path -------------------------------------------- */
 
-static inline void nd_heap_tick(nd_heap *h)
+void nd_heap_tick(nd_heap *h)
 {
     if (nd_unlikely(--h->gc_countdown == 0)) {
         h->gc_countdown = ND_GC_EVENTS;
@@ -497,6 +514,8 @@ void *nd_heap_malloc(nd_heap *h, size_t size)
         unsigned c = nd_class_of(size);
         nd_bin *b = &h->bins[c];
         void *p;
+        if (((nd_load_relaxed(&b->nreq) + 1) & ND_TICK_MASK) == 0 && h->kind == ND_HEAP_NORMAL)
+            nd_heap_maintain(h, false);
         if (b->cap != 0) {
             if (b->cur == b->empty && !nd_bin_fill(h, b))
                 return NULL;

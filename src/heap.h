@@ -38,7 +38,7 @@ typedef struct nd_bin {
     void   **cur;
     void   **empty;
     void   **low;
-    uint64_t nreq;    /* malloc calls served by this class (fast and slow) */
+    uint64_t nreq;    /* malloc calls served by this class; also the maintenance ticker */
     uint64_t nfree;   /* owner frees into the cache (fast path) */
     uint32_t cap;
     uint8_t  cls;
@@ -96,12 +96,14 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_heap {
     uint32_t        large_cache_count;
     uint32_t        gc_countdown;
     uint64_t        maintain_at;        /* ms */
+    size_t          purge_pending;      /* bytes of retired pages waiting for their purge */
     nd_cls_stats    cstats[ND_CLASS_COUNT];
     nd_heap_stats   stats;
     nd_aligned(ND_CACHE_LINE) nd_page *xpages;   /* notified pages (other threads push) */
 } nd_heap;
 
 #define ND_TID_SHARED ((uintptr_t)2 * ND_TID_STEP)
+#define ND_TICK_MASK  ((uint64_t)1023)   /* maintenance check every 1024 requests of a class */
 
 extern nd_heap nd_heap_empty nd_hidden;   /* thread not started: every fast path misses */
 extern nd_heap nd_heap_dead nd_hidden;    /* thread torn down: requests go to shared heaps */
@@ -127,7 +129,12 @@ nd_heap *nd_heap_shared(int node, bool bound) nd_hidden;  /* locked fallback hea
 void *nd_heap_malloc(nd_heap *h, size_t size) nd_hidden;
 void *nd_heap_malloc_aligned(nd_heap *h, size_t alignment, size_t size) nd_hidden;
 void  nd_heap_maintain(nd_heap *h, bool force) nd_hidden;
+/* Counts a slow-path event; every so many runs nd_heap_maintain. */
+void  nd_heap_tick(nd_heap *h) nd_hidden;
 void  nd_heap_collect(nd_heap *h, bool purge_all) nd_hidden;
+/* Purges retired pages of h's segments: those past their delay, or all. */
+void  nd_heap_purge(nd_heap *h, uint64_t now, bool all) nd_hidden;
+#define ND_PURGE_PENDING_MAX (4 * ND_MiB)   /* beyond this, purge without waiting */
 /* Adopts one segment abandoned by an exited thread; false if none. */
 bool  nd_heap_reclaim(nd_heap *h) nd_hidden;
 void  nd_heap_adopt_segment(nd_heap *h, nd_segment *s) nd_hidden;

@@ -68,6 +68,8 @@ void nd_process_init(void)
         nd_seg_init();
         nd_node_init();
         nd_heap_process_init();
+        if (nd_opt(ND_OPT_stats) > 0)
+            nd_os_keep_stderr();
         if (nd_opt_verbose())
             nd_warn("%d node(s) with memory; first %d", nd_topo.mem_count, nd_topo.mem_ids[0]);
         nd_store_release(&nd_process_state, 2);

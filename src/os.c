@@ -205,10 +205,19 @@ bool nd_os_path_exists(const char *path) { return access(path, F_OK) == 0; }
 
 const char *nd_os_getenv(const char *name) { return getenv(name); }
 
+static int nd_stderr_fd = STDERR_FILENO;
+
+void nd_os_keep_stderr(void)
+{
+    int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 200);
+    if (fd >= 0)
+        nd_stderr_fd = fd;
+}
+
 void nd_os_write_stderr(const char *buf, size_t len)
 {
     while (len > 0) {
-        ssize_t n = write(STDERR_FILENO, buf, len);
+        ssize_t n = write(nd_stderr_fd, buf, len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)

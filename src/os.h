@@ -67,6 +67,9 @@ long        nd_os_read_file(const char *path, char *buf, size_t len) nd_hidden; 
 bool        nd_os_path_exists(const char *path) nd_hidden;
 const char *nd_os_getenv(const char *name) nd_hidden;
 void        nd_os_write_stderr(const char *buf, size_t len) nd_hidden;
+/* Keeps a private duplicate of stderr for the exit report, so that a
+   program closing its stderr at exit (coreutils do) still gets it. */
+void        nd_os_keep_stderr(void) nd_hidden;
 /* Resident set and its peak, from /proc/self/status (bytes; 0 if unknown). */
 void        nd_os_rss(size_t *current, size_t *peak) nd_hidden;
 _Noreturn void nd_os_abort(void) nd_hidden;

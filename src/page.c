@@ -327,6 +327,9 @@ void nd_page_retire(nd_heap *h, nd_page *pg)
         if (s->purge_mask == 0)
             s->purge_at = nd_os_now_ms() + (uint64_t)nd_opt(ND_OPT_purge_delay);
         s->purge_mask |= chunks;
+        h->purge_pending += (size_t)__builtin_popcountll(chunks) << ND_CHUNK_SHIFT;
+        if (h->purge_pending > ND_PURGE_PENDING_MAX)
+            nd_heap_purge(h, 0, true);
     }
 }
 

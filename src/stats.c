@@ -177,13 +177,13 @@ static void nd_print_brief(nd_out *o, const nd_snapshot *s)
 
 static void nd_print_text(nd_out *o, const nd_snapshot *s)
 {
-    char a[32], b[32], c[32], d[32];
+    char a[32], b[32], c[32], d[32], e[32];
     nd_print_brief(o, s);
     nd_outf(o, "nodal %d.%d.%d statistics\n", NODAL_VERSION_MAJOR, NODAL_VERSION_MINOR, NODAL_VERSION_PATCH);
     nd_outf(o, "  allocated %s   active %s (peak %s)   mapped %s (peak %s)\n",
             nd_human(a, sizeof a, (double)s->allocated), nd_human(b, sizeof b, (double)s->g.active),
             nd_human(c, sizeof c, (double)s->g.peak_active), nd_human(d, sizeof d, (double)(s->g.mapped + s->meta)),
-            nd_human(a, sizeof a, (double)s->g.peak_mapped));
+            nd_human(e, sizeof e, (double)(s->g.peak_mapped + s->meta)));
     nd_outf(o, "  committed %s   returned to OS %s   segments %zu   metadata %s\n",
             nd_human(a, sizeof a, (double)s->g.committed), nd_human(b, sizeof b, (double)s->g.returned),
             s->g.segments, nd_human(c, sizeof c, (double)s->meta));
@@ -231,7 +231,7 @@ static void nd_print_json(nd_out *o, const nd_snapshot *s)
                "\"node_fallback_pages\":%zu,\"strict_failures\":%zu,\"reclaimed_segments\":%llu,"
                "\"abandoned_segments\":%llu},",
             (unsigned long long)s->requests, (unsigned long long)s->frees, s->allocated, s->g.active,
-            s->g.peak_active, s->g.mapped + s->meta, s->g.peak_mapped, s->g.committed, s->g.returned,
+            s->g.peak_active, s->g.mapped + s->meta, s->g.peak_mapped + s->meta, s->g.committed, s->g.returned,
             s->g.segments, s->meta, s->rss, s->rss_peak, s->threads, (unsigned long long)s->hs.remote_frees,
             s->g.fallback_pages, s->g.strict_failures, (unsigned long long)s->hs.reclaimed_segments,
             (unsigned long long)s->hs.abandoned_segments);
@@ -341,7 +341,7 @@ nd_public int nodal_memory_info_get(nodal_memory_info *info)
     info->committed = s.g.committed;
     info->returned = s.g.returned;
     info->peak_active = s.g.peak_active;
-    info->peak_mapped = s.g.peak_mapped;
+    info->peak_mapped = s.g.peak_mapped + s.meta;   /* metadata only grows */
     info->segments = s.g.segments;
     info->rss_current = s.rss;
     info->rss_peak = s.rss_peak;
