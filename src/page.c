@@ -418,6 +418,7 @@ static size_t nd_heap_take_blocks(nd_heap *h, unsigned cls, void **out, size_t n
 
 bool nd_bin_fill(nd_heap *h, nd_bin *bin)
 {
+    nd_assert2(bin->cur == bin->empty && *bin->empty == NULL);
     size_t want = bin->cap / 2;
     if (want == 0)
         want = 1;
@@ -499,6 +500,7 @@ void nd_page_free_local(nd_heap *h, nd_page *pg, void *p)
 
 void nd_bin_flush(nd_heap *h, nd_bin *bin, size_t n)
 {
+    nd_assert2(bin->low <= bin->cur && bin->cur <= bin->empty && *bin->empty == NULL);
     size_t count = (size_t)(bin->empty - bin->cur);
     if (n > count)
         n = count;
@@ -512,6 +514,7 @@ void nd_bin_flush(nd_heap *h, nd_bin *bin, size_t n)
         if (nd_unlikely(pg->heap != h || !nd_page_is_block_start(pg, p)))
             nd_page_bad_free(p, "invalid pointer (not the start of a block of this heap)");
         nd_page_push_free(h, pg, p);
+        nd_assert2(!pg->in_use || nd_page_is_valid(pg));
     }
     memmove(bin->cur + n, bin->cur, (size_t)(oldest - bin->cur) * sizeof(void *));
     bin->cur += n;
@@ -519,4 +522,57 @@ void nd_bin_flush(nd_heap *h, nd_bin *bin, size_t n)
     nd_cls_stats *cs = &h->cstats[bin->cls];
     nd_stat_inc(&cs->flushes);
     nd_stat_add(&cs->flush_blocks, n);
+}
+
+/* ---- debug validation ------------------------------------------------------ */
+
+bool nd_page_is_valid(const nd_page *pg)
+{
+    if (!pg->in_use)
+        return pg->key == ND_KEY_NONE && pg->used == 0;
+    if (pg->capacity > pg->reserved || pg->used > pg->capacity)
+        return false;
+    if (pg->cls < ND_CLASS_COUNT && pg->block_size != nd_class_size[pg->cls])
+        return false;
+    size_t free_len = 0;
+    for (const nd_block *b = pg->free; b != NULL; b = b->next) {
+        if (!nd_page_is_block_start(pg, b) || ++free_len > pg->capacity)
+            return false;
+    }
+    /* Blocks out of the page may still sit on xfree, so <= rather than ==. */
+    return pg->used + free_len <= pg->capacity;
+}
+
+bool nd_heap_is_valid(const nd_heap *h)
+{
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        const nd_bin *b = &h->bins[c];
+        if (!(b->low <= b->cur && b->cur <= b->empty) || *b->empty != NULL ||
+            (size_t)(b->empty - b->low) != b->cap)
+            return false;
+        size_t n = 0;
+        for (const nd_page *pg = h->pages[c].first; pg != NULL; pg = pg->next, n++) {
+            if (!pg->in_use || pg->cls != c || pg->heap != h || pg->in_full || !nd_page_is_valid(pg))
+                return false;
+            if (h->kind == ND_HEAP_NORMAL && pg->key != h->tid)
+                return false;
+        }
+        if (n != h->pages[c].count)
+            return false;
+    }
+    size_t n = 0;
+    for (const nd_page *pg = h->full.first; pg != NULL; pg = pg->next, n++)
+        if (!pg->in_use || pg->heap != h || !pg->in_full)
+            return false;
+    if (n != h->full.count)
+        return false;
+    for (int k = 0; k < 2; k++) {
+        for (const nd_segment *s = h->avail[k]; s; s = s->next)
+            if (s->owner != h || s->free_mask == 0 || s->bound != h->bound)
+                return false;
+        for (const nd_segment *s = h->used[k]; s; s = s->next)
+            if (s->owner != h || s->free_mask != 0 || s->bound != h->bound)
+                return false;
+    }
+    return true;
 }

@@ -62,6 +62,11 @@ void  nd_page_retire(nd_heap *h, nd_page *pg) nd_hidden;
 /* Is p the start of a block of pg? (never true for a page not in use) */
 bool  nd_page_is_block_start(const nd_page *pg, const void *p) nd_hidden;
 
+/* Debug checks of the invariants written above struct nd_page / nd_heap
+   (heap.h); true when they hold. Cost: O(blocks) and O(pages). */
+bool nd_page_is_valid(const nd_page *pg) nd_hidden;
+bool nd_heap_is_valid(const nd_heap *h) nd_hidden;
+
 /* Page queues. */
 void nd_pq_push(nd_page_queue *q, nd_page *pg) nd_hidden;       /* at the front */
 void nd_pq_push_back(nd_page_queue *q, nd_page *pg) nd_hidden;

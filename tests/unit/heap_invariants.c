@@ -1,0 +1,93 @@
+/*
+ * heap_invariants.c - unit tests of the heap and page invariants under
+ * random workloads: after every batch of operations nd_heap_is_valid() must
+ * hold for the thread's heaps (the core is built with ND_DEBUG=2, so fills
+ * and flushes check it too), blocks must come back intact, and remote frees
+ * must return to their owner's pages.
+ */
+#include <pthread.h>
+#include "alloc.h"
+#include "check.h"
+#include "page.h"
+#include "segment.h"
+
+static size_t random_size(uint64_t *x)
+{
+    *x = *x * 6364136223846793005ull + 1442695040888963407ull;
+    uint64_t r = *x >> 33;
+    switch (r % 8) {
+    case 0: return r % 17;
+    case 1: case 2: case 3: return 16 + r % 1024;
+    case 4: case 5: return 1024 + r % (32 << 10);
+    case 6: return (32 << 10) + r % (256 << 10);
+    default: return (r & 0x3f00) == 0 ? (4 << 20) + r % (4 << 20)   /* now and then huge */
+                                      : (256 << 10) + r % (2 << 20);
+    }
+}
+
+static void random_operations_keep_the_heap_valid(void)
+{
+    enum { N = 2048 };
+    static void *p[N];
+    static size_t sz[N];
+    uint64_t x = nd_test_seed();
+    for (int round = 0; round < 10; round++) {
+        for (int i = 0; i < 4000; i++) {
+            size_t k = (size_t)(x >> 40) % N;
+            x = x * 6364136223846793005ull + 1;
+            if (p[k]) {
+                for (size_t j = 0; j < sz[k]; j += 4096)
+                    EXPECT(((unsigned char *)p[k])[j] == (unsigned char)(k + j), "block %zu byte %zu intact", k, j);
+                nodal_free(p[k]);
+                p[k] = NULL;
+            } else {
+                sz[k] = random_size(&x);
+                p[k] = nodal_malloc(sz[k]);
+                EXPECT(p[k] != NULL, "malloc(%zu) to succeed", sz[k]);
+                for (size_t j = 0; j < sz[k]; j += 4096)
+                    ((unsigned char *)p[k])[j] = (unsigned char)(k + j);
+            }
+        }
+        EXPECT(nd_heap_is_valid(nd_tls_heap), "the heap invariants to hold after round %d", round);
+    }
+    for (int k = 0; k < N; k++)
+        nodal_free(p[k]), p[k] = NULL;
+    EXPECT(nd_heap_is_valid(nd_tls_heap), "the heap invariants to hold after freeing everything");
+}
+
+static void *producer(void *arg)
+{
+    void **slots = arg;
+    for (int i = 0; i < 20000; i++)
+        slots[i] = nodal_malloc(16 + (size_t)(i % 300));
+    EXPECT(nd_heap_is_valid(nd_tls_heap), "the producer's heap to be valid");
+    return NULL;
+}
+
+/* Blocks freed by another thread go back to their owner's pages: once the
+   owner has collected, the pages are empty again and the heap is valid. */
+static void remote_frees_return_to_the_owner(void)
+{
+    static void *slots[20000];
+    pthread_t t;
+    nodal_free(nodal_malloc(1));   /* this thread has a heap to adopt into */
+    EXPECT(pthread_create(&t, NULL, producer, slots) == 0, "pthread_create to work");
+    pthread_join(t, NULL);   /* the producer exits: its segments are abandoned */
+    for (int i = 0; i < 20000; i++)
+        nodal_free(slots[i]);   /* remote frees into abandoned segments */
+    nodal_collect(1);
+    EXPECT(nd_heap_is_valid(nd_tls_heap), "the heap that adopted the segments to be valid");
+    /* Everything returned: no small block of the producer is still live. */
+    char json[1 << 16];
+    nodal_stats_json(json, sizeof json);
+    const char *th = strstr(json, "\"threads\":");
+    EXPECT(th != NULL && atoi(th + 10) == 1, "only this thread to be live, stats say %.14s", th ? th : "nothing");
+    const char *a = strstr(json, "\"allocated\":");
+    EXPECT(a != NULL && atol(a + 12) == 0, "no byte to be allocated, stats say %.24s", a ? a : "nothing");
+}
+
+static const struct nd_case cases[] = {
+    ND_CASE(random_operations_keep_the_heap_valid),
+    ND_CASE(remote_frees_return_to_the_owner),
+};
+ND_MAIN(cases)

@@ -1,0 +1,109 @@
+/*
+ * size_classes.c - unit tests of the size-class geometry and the address
+ * arithmetic the fast paths rely on (internal functions; linked against the
+ * debug build of the core).
+ */
+#include "check.h"
+#include "heap.h"
+#include "segment.h"
+
+/* Every request size maps to the smallest class that holds it. */
+static void every_size_maps_to_the_smallest_class_that_fits(void)
+{
+    for (size_t s = 0; s <= ND_MEDIUM_MAX; s++) {
+        unsigned c = nd_class_of(s);
+        EXPECT(c < ND_CLASS_COUNT, "class of %zu to be < %d, got %u", s, ND_CLASS_COUNT, c);
+        EXPECT(nd_class_size[c] >= s, "class %u (%u B) to hold %zu B", c, nd_class_size[c], s);
+        EXPECT(c == 0 || nd_class_size[c - 1] < s || s == 0,
+               "%zu B to go to the smallest class that fits, got %u B while %u B fits",
+               s, nd_class_size[c], c ? nd_class_size[c - 1] : 0);
+    }
+}
+
+/* 16-byte quantum up to 128 B; at most 25 % between neighbours above. */
+static void classes_are_quantum_aligned_and_at_most_25_percent_apart(void)
+{
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        EXPECT(nd_class_size[c] % ND_QUANTUM == 0, "class %u size %u to be a multiple of 16", c,
+               nd_class_size[c]);
+        if (c > 0) {
+            uint32_t prev = nd_class_size[c - 1], cur = nd_class_size[c];
+            EXPECT(cur > prev, "sizes to increase (%u then %u)", prev, cur);
+            if (prev >= 128)
+                EXPECT((cur - prev) * 4 <= prev, "spacing above 128 B to be <= 25 %% (%u -> %u)",
+                       prev, cur);
+            else
+                EXPECT(cur - prev == ND_QUANTUM, "a 16-byte step below 128 B (%u -> %u)", prev, cur);
+        }
+    }
+    EXPECT(nd_class_size[ND_CLASS_COUNT - 1] == ND_MEDIUM_MAX, "the last class to be %zu B",
+           (size_t)ND_MEDIUM_MAX);
+}
+
+/* The multiply-based block index equals offset / size for every block start
+   and rejects every other offset, in every class, over a whole page. */
+static void block_index_by_multiply_is_exact(void)
+{
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        nd_page pg;
+        memset(&pg, 0, sizeof pg);
+        pg.block_size = nd_class_size[c];
+        pg.recip = UINT64_MAX / pg.block_size + 1;
+        pg.start = (uint8_t *)(uintptr_t)(ND_SEG_SIZE * 8 + ND_SEG_HEADER_SIZE);
+        size_t area = nd_class_size[c] <= ND_SMALL_MAX ? ND_SEG_SIZE : ND_SEG_SIZE;
+        for (size_t off = 0; off < area; off += (c < 8 ? 1 : 7)) {
+            size_t idx = nd_page_block_index(&pg, pg.start + off);
+            EXPECT(idx == off / pg.block_size, "index of offset %zu in class %u B to be %zu, got %zu",
+                   off, pg.block_size, off / pg.block_size, idx);
+        }
+    }
+}
+
+/* Chunk masks cover exactly the 64 KiB chunks a range touches. */
+static void chunk_masks_cover_exactly_the_touched_chunks(void)
+{
+    nd_segment *s = (nd_segment *)(uintptr_t)(ND_SEG_SIZE * 16);
+    uint8_t *base = (uint8_t *)s;
+    EXPECT(nd_seg_chunks(s, base, 1) == 1, "one byte at the start to be chunk 0");
+    EXPECT(nd_seg_chunks(s, base + ND_CHUNK_SIZE - 1, 2) == 3, "a range across a chunk edge to cover 2");
+    EXPECT(nd_seg_chunks(s, base, ND_SEG_SIZE) == ~(uint64_t)0, "the whole segment to be all chunks");
+    EXPECT(nd_seg_chunks(s, base + ND_SEG_SIZE - 1, 1) == (uint64_t)1 << 63, "the last byte to be chunk 63");
+    EXPECT(nd_seg_chunks(s, base, 0) == 0, "an empty range to cover nothing");
+}
+
+/* Page areas tile a segment: page 0 starts after the header, the others on
+   their page boundary, and every start is 16 KiB aligned (natural alignment
+   of the aligned-allocation path). */
+static void page_areas_tile_the_segment(void)
+{
+    static uint8_t store[64];
+    (void)store;
+    nd_segment *s = (nd_segment *)(uintptr_t)(ND_SEG_SIZE * 32);
+    uint8_t shifts[2] = { ND_SMALL_PAGE_SHIFT, ND_MEDIUM_PAGE_SHIFT };
+    for (int k = 0; k < 2; k++) {
+        /* nd_seg_page_area reads only page_shift */
+        nd_segment fake;
+        memset(&fake, 0, sizeof fake);
+        fake.page_shift = shifts[k];
+        size_t n = ND_SEG_SIZE >> shifts[k], total = 0;
+        for (unsigned i = 0; i < n; i++) {
+            size_t area;
+            uint8_t *start = nd_seg_page_area(&fake, i, &area);
+            uintptr_t off = (uintptr_t)(start - (uint8_t *)&fake);
+            EXPECT(off % ND_ALIGN_NATURAL == 0, "page %u starts %zu-aligned", i, (size_t)ND_ALIGN_NATURAL);
+            EXPECT(i != 0 || off == ND_SEG_HEADER_SIZE, "page 0 to start after the header");
+            total += area;
+        }
+        EXPECT(total == ND_SEG_SIZE - ND_SEG_HEADER_SIZE, "pages to cover the segment minus its header");
+    }
+    (void)s;
+}
+
+static const struct nd_case cases[] = {
+    ND_CASE(every_size_maps_to_the_smallest_class_that_fits),
+    ND_CASE(classes_are_quantum_aligned_and_at_most_25_percent_apart),
+    ND_CASE(block_index_by_multiply_is_exact),
+    ND_CASE(chunk_masks_cover_exactly_the_touched_chunks),
+    ND_CASE(page_areas_tile_the_segment),
+};
+ND_MAIN(cases)
