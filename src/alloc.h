@@ -48,60 +48,73 @@ void  *nd_malloc_node_aligned(size_t alignment, size_t size, int node) nd_hidden
 
 nd_inline void nd_prefetch_next(void **cur)
 {
-    long lines = nd_opt_values[ND_OPT_prefetch];
-    if (nd_unlikely(lines != 0)) {
+    if (nd_unlikely(nd_prefetch_lines != 0)) {
         const char *next = cur[1];
         if (next != NULL)
-            for (long i = 0; i < lines; i++)
+            for (unsigned i = 0; i < nd_prefetch_lines; i++)
                 __builtin_prefetch(next + i * ND_CACHE_LINE, 1, 3);
     }
 }
 
+/* Pops a block from bin c of h; the caller takes its slow path when the bin
+   is empty or its tick ran out. */
+#define ND_BIN_POP_OR(h, c, slow)                                              \
+    do {                                                                       \
+        nd_bin *b_ = &(h)->bins[(c)];                                          \
+        void **cur_ = b_->cur;                                                 \
+        if (nd_unlikely(cur_ == b_->empty) || nd_unlikely(--b_->tick == 0))    \
+            return (slow);                                                     \
+        b_->cur = cur_ + 1;                                                    \
+        nd_prefetch_next(cur_);                                                \
+        return *cur_;                                                          \
+    } while (0)
+
 nd_inline void *nd_malloc_fast(nd_heap *h, size_t size)
 {
-    if (nd_likely(size <= ND_MEDIUM_MAX)) {
-        nd_bin *b = &h->bins[nd_class_of(size)];
-        void **cur = b->cur;
-        uint64_t n = nd_load_relaxed(&b->nreq) + 1;
-        if (nd_likely(cur != b->empty && (n & ND_TICK_MASK) != 0)) {
-            void *p = *cur;
-            b->cur = cur + 1;
-            nd_store_relaxed(&b->nreq, n);
-            nd_prefetch_next(cur);
-            return p;
-        }
-    }
-    return nd_malloc_slow(h, size);
+    size_t c;
+    if (nd_likely(size <= ND_LOOKUP_MAX))
+        c = nd_class_lookup[(size + ND_QUANTUM - 1) / ND_QUANTUM];
+    else if (size <= ND_MEDIUM_MAX)
+        c = nd_class_of(size);
+    else
+        return nd_malloc_slow(h, size);
+    ND_BIN_POP_OR(h, c, nd_malloc_slow(h, size));
 }
 
 nd_inline void *nd_malloc_node_fast(size_t size, int node)
 {
-    if (nd_likely((unsigned)node < ND_MAX_NODES && size <= ND_MEDIUM_MAX)) {
-        nd_heap *h = nd_tls_heap->node_heaps[node];
-        nd_bin *b = &h->bins[nd_class_of(size)];
-        void **cur = b->cur;
-        uint64_t n = nd_load_relaxed(&b->nreq) + 1;
-        if (nd_likely(cur != b->empty && (n & ND_TICK_MASK) != 0)) {
-            void *p = *cur;
-            b->cur = cur + 1;
-            nd_store_relaxed(&b->nreq, n);
-            nd_prefetch_next(cur);
-            return p;
-        }
-    }
-    return nd_malloc_node_slow(size, node);
+    if (nd_unlikely((unsigned)node >= ND_MAX_NODES || size > ND_MEDIUM_MAX))
+        return nd_malloc_node_slow(size, node);
+    nd_heap *h = nd_tls_heap->node_heaps[node];
+    ND_BIN_POP_OR(h, nd_class_of(size), nd_malloc_node_slow(size, node));
 }
 
 nd_inline void nd_free_fast(void *p)
 {
-    uintptr_t a = (uintptr_t)p, idx = a >> ND_SEG_SHIFT;
-    if (nd_unlikely(idx >= ND_SEGMAP_SIZE || nd_load_relaxed(&nd_segmap[idx]) != 1)) {
+    uintptr_t a = (uintptr_t)p;
+    /* The map index is masked, not bounds-checked: an address beyond 2^47
+       either aliases no segment (slow path: "invalid pointer") or fails the
+       segment's cookie check on the slow path. */
+    if (nd_unlikely(nd_load_relaxed(&nd_segmap[(a >> ND_SEG_SHIFT) & (ND_SEGMAP_SIZE - 1)]) != 1)) {
         nd_free_special(p);
         return;
     }
     nd_segment *s = (nd_segment *)(a & ~(uintptr_t)ND_SEG_MASK);
     nd_page *pg = nd_seg_page_of(s, p);
-    if (nd_unlikely(nd_load_relaxed(&pg->key) != nd_tid())) {
+    uintptr_t key = nd_load_relaxed(&pg->key), me = nd_tid();
+    if (nd_unlikely(key != me)) {
+        /* One of our pages that is not hot: the block goes straight back to
+           it, unless that is the page's last block out or it sits on the
+           full queue (both need the page queues) or checks are on. */
+        if (key == (me | ND_KEY_COLD) && me != 0 && pg->used > 1 && !pg->in_full &&
+            nd_likely(!nd_check_frees)) {
+            nd_block *blk = p;
+            blk->next = pg->free;
+            pg->free = blk;
+            pg->used--;
+            nd_stat_inc(&pg->bin->page_frees);
+            return;
+        }
         nd_free_slow(s, pg, p);
         return;
     }
@@ -113,7 +126,6 @@ nd_inline void nd_free_fast(void *p)
     }
     *--cur = p;
     b->cur = cur;
-    nd_stat_inc(&b->nfree);
 }
 
 #endif /* ND_ALLOC_H */

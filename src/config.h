@@ -92,6 +92,15 @@ _Static_assert(ND_LOOKUP_MAX % ND_QUANTUM == 0, "lookup table steps by the quant
 #error "nodal needs GCC or Clang"
 #endif
 
+/* Bits set in x. (__builtin_popcountll is a libgcc call without -mpopcnt.) */
+static inline unsigned nd_popcount64(uint64_t x)
+{
+    x = x - ((x >> 1) & 0x5555555555555555ull);
+    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+    x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
+    return (unsigned)((x * 0x0101010101010101ull) >> 56);
+}
+
 /* Assertions in tiers, always compiled so release builds type-check them. */
 void nd_assert_fail(const char *expr, const char *file, int line) nd_hidden __attribute__((noreturn, cold));
 #define nd_assert(e)  do { if (ND_DEBUG >= 1 && !(e)) nd_assert_fail(#e, __FILE__, __LINE__); } while (0)

@@ -89,8 +89,12 @@ void nd_free_slow(nd_segment *s, nd_page *pg, void *p)
     if (s->kind != ND_SEG_SMALL && s->kind != ND_SEG_MEDIUM)
         nd_free_fatal("double free or invalid pointer (segment not in use)", p);
 
-    if (key != me || me == 0) {
+    if ((key & ~ND_KEY_COLD) != me || me == 0) {
         nd_free_remote(s, pg, p, key);
+        return;
+    }
+    if (key & ND_KEY_COLD) {   /* our page, not the hot one: straight back to it */
+        nd_page_free_local(pg->heap, pg, p);
         return;
     }
     /* Our own block: the cache is full (or has no slots), or p was just freed. */
@@ -98,15 +102,15 @@ void nd_free_slow(nd_segment *s, nd_page *pg, void *p)
     if (b->cur != b->empty && *b->cur == p)
         nd_free_fatal("double free", p);
     nd_heap *h = pg->heap;
-    if (b->cap == 0) {
+    uint32_t cap = h->binfo[pg->cls].cap;
+    if (cap == 0) {
         nd_page_free_local(h, pg, p);
         return;
     }
     if (nd_unlikely(!nd_page_is_block_start(pg, p)))
         nd_free_fatal("invalid pointer (not the start of a block)", p);
-    nd_bin_flush(h, b, (b->cap + 1) / 2);
+    nd_bin_flush(h, pg->cls, (cap + 1) / 2);
     *--b->cur = p;
-    nd_stat_inc(&b->nfree);
     nd_heap_tick(h);
 }
 

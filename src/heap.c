@@ -66,10 +66,10 @@ static nd_lock_t nd_heaps_lock_ = ND_LOCK_INIT;
 static nd_heap  *nd_heaps_head;
 
 #define ND_GC_EVENTS 256
+#define ND_GC_MIN_SAMPLES 8
 
 /* Totals of exited threads (under nd_heaps_lock_). */
-static nd_cls_stats nd_dead_cstats[ND_CLASS_COUNT];
-static uint64_t     nd_dead_nreq[ND_CLASS_COUNT], nd_dead_nfree[ND_CLASS_COUNT];
+static nd_cls_totals nd_dead_totals[ND_CLASS_COUNT];
 static nd_heap_stats nd_dead_hstats;
 /* Remote frees by threads without a heap (atomic). */
 static uint64_t     nd_anon_remote[ND_CLASS_COUNT];
@@ -107,8 +107,9 @@ static nd_heap *nd_heap_create(nd_heap *plain, int node, bool bound, uint8_t kin
         b->empty = slot + caps[c];
         *b->empty = NULL;
         b->cur = b->empty;
-        b->cap = caps[c];
-        b->cls = (uint8_t)c;
+        b->tick = ND_TICK_PERIOD;
+        h->binfo[c].cap = caps[c];
+        h->binfo[c].low_water = ND_NO_SAMPLE;
         slot += caps[c] + 1;
     }
     h->slot_bytes = (uint32_t)(slots * sizeof(void *));
@@ -122,7 +123,8 @@ static nd_heap *nd_heap_create(nd_heap *plain, int node, bool bound, uint8_t kin
     if (kind == ND_HEAP_SHARED)
         nd_lock_init(&h->lock);
     h->gc_countdown = ND_GC_EVENTS;
-    h->maintain_at = nd_os_now_ms() + (uint64_t)nd_opt(ND_OPT_purge_delay);
+    h->clock_ms = nd_os_now_ms();
+    h->maintain_at = h->clock_ms + (uint64_t)nd_opt(ND_OPT_purge_delay);
     return h;
 }
 
@@ -191,8 +193,7 @@ nd_heap *nd_heap_of_kind(nd_segment *s)
         return NULL;
     if (!s->bound)
         return plain;
-    nd_heap *h = plain->node_heaps[s->node];
-    return h->kind == ND_HEAP_NORMAL ? h : NULL;
+    return nd_heap_for_node(plain, s->node);   /* created if this thread has none yet */
 }
 
 /* Gives everything h holds back: caches flushed, empty pages retired, the
@@ -200,7 +201,7 @@ nd_heap *nd_heap_of_kind(nd_segment *s)
 static void nd_heap_abandon(nd_heap *h)
 {
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
-        nd_bin_flush(h, &h->bins[c], h->bins[c].cap);
+        nd_bin_flush(h, c, h->binfo[c].cap);
     /* No more notifications: disarm full pages, then forget notified ones. */
     for (nd_page *pg = h->full.first; pg; pg = pg->next)
         nd_page_disarm(pg);
@@ -248,28 +249,50 @@ static void nd_heap_abandon(nd_heap *h)
             }
         }
     }
-    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         h->pages[c].first = h->pages[c].last = NULL, h->pages[c].count = 0;
+        h->hot[c] = NULL;
+    }
+}
+
+/* Adds h's counters into t (racy reads of another thread's counters are
+   fine: every field is read once, as a whole word). */
+__attribute__((no_sanitize("thread")))
+static void nd_sum_heap(const nd_heap *h, nd_cls_totals *t, nd_heap_stats *hs)
+{
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        const nd_bin *b = &h->bins[c];
+        const nd_cls_stats *cs = &h->cstats[c];
+        uint64_t requests = nd_load_relaxed(&h->binfo[c].nreq) +
+                            (uint64_t)(ND_TICK_PERIOD - nd_load_relaxed(&b->tick));
+        uint64_t cached = (uint64_t)(b->empty - nd_load_relaxed(&b->cur));
+        uint64_t fill_blocks = nd_load_relaxed(&cs->fill_blocks);
+        uint64_t flush_blocks = nd_load_relaxed(&cs->flush_blocks);
+        /* Blocks into the cache = fills + owner frees; out = requests +
+           flushes; so owner frees into the cache = cached + requests +
+           flushes - fills. Classes without a cache count their frees. */
+        uint64_t cache_frees = h->binfo[c].cap != 0 ? cached + requests + flush_blocks - fill_blocks : 0;
+        t[c].requests += requests;
+        t[c].frees += cache_frees + nd_load_relaxed(&b->page_frees) + nd_load_relaxed(&cs->slow_frees) +
+                      nd_load_relaxed(&cs->remote_frees);
+        t[c].fills += nd_load_relaxed(&cs->fills);
+        t[c].fill_blocks += fill_blocks + nd_load_relaxed(&cs->direct_allocs);
+        t[c].flushes += nd_load_relaxed(&cs->flushes);
+        t[c].flush_blocks += flush_blocks;
+        t[c].remote_frees += nd_load_relaxed(&cs->remote_frees);
+        t[c].cached += cached;
+    }
+    const uint64_t *src = (const uint64_t *)&h->stats;
+    uint64_t *dst = (uint64_t *)hs;
+    for (size_t i = 0; i < sizeof(nd_heap_stats) / sizeof(uint64_t); i++)
+        dst[i] += nd_load_relaxed(&src[i]);
 }
 
 static void nd_heap_merge_dead_locked(const nd_heap *h)
 {
-    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
-        nd_dead_nreq[c] += h->bins[c].nreq;
-        nd_dead_nfree[c] += h->bins[c].nfree;
-        const nd_cls_stats *s = &h->cstats[c];
-        nd_cls_stats *d = &nd_dead_cstats[c];
-        d->fills += s->fills;
-        d->fill_blocks += s->fill_blocks;
-        d->flushes += s->flushes;
-        d->flush_blocks += s->flush_blocks;
-        d->slow_frees += s->slow_frees;
-        d->remote_frees += s->remote_frees;
-    }
-    const uint64_t *src = (const uint64_t *)&h->stats;
-    uint64_t *dst = (uint64_t *)&nd_dead_hstats;
-    for (size_t i = 0; i < sizeof(nd_heap_stats) / sizeof(uint64_t); i++)
-        dst[i] += src[i];
+    nd_sum_heap(h, nd_dead_totals, &nd_dead_hstats);
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
+        nd_dead_totals[c].cached = 0;   /* a dead heap caches nothing */
 }
 
 void nd_heap_stats_merge_dead(const nd_heap *h)
@@ -337,11 +360,20 @@ bool nd_heap_reclaim(nd_heap *h)
 {
     if (h->kind == ND_HEAP_SHARED)
         return false;
-    nd_segment *s = nd_node_abandoned_pop(h->node, h->bound);
-    if (s == NULL)
-        return false;
-    nd_heap_adopt_segment(h, s);
-    return true;
+    /* Segments whose blocks were all freed since their thread exited give
+       themselves back during adoption; keep going until one stays, so that
+       such empty segments do not pile up. */
+    bool any = false;
+    for (int i = 0; i < 16; i++) {
+        nd_segment *s = nd_node_abandoned_pop(h->node, h->bound);
+        if (s == NULL)
+            break;
+        any = true;
+        nd_heap_adopt_segment(h, s);
+        if (s->owner == h)   /* kept: it still holds blocks */
+            break;
+    }
+    return any;
 }
 
 /* ---- shared heaps ----------------------------------------------------------- */
@@ -397,7 +429,7 @@ void nd_heap_purge(nd_heap *h, uint64_t now, bool all)
                 if (all || now >= s->purge_at)
                     nd_seg_purge(s, s->purge_mask);
                 else
-                    left += (size_t)__builtin_popcountll(s->purge_mask) << ND_CHUNK_SHIFT;
+                    left += (size_t)nd_popcount64(s->purge_mask) << ND_CHUNK_SHIFT;
             }
     }
     h->purge_pending = left;
@@ -407,14 +439,25 @@ static void nd_heap_maintain_one(nd_heap *h, uint64_t now, bool force)
 {
     if (nd_load_relaxed(&h->xpages) != NULL)
         nd_heap_drain_xpages(h);
-    /* Thread-cache GC: bins that saw no fill or flush since the last pass
-       give back three quarters of what they hold. */
-    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+    /* Thread-cache GC: the blocks a bin kept all along since the last pass
+       (its low-water mark) were not needed; three quarters of them go back.
+       A bin never sampled since (no fill, no tick) was idle: all it holds
+       counts as unneeded. The pass waits for a few samples, so that low-water
+       marks mean something however slowly time passes. */
+    bool gc = force || h->gc_samples >= ND_GC_MIN_SAMPLES;
+    if (gc)
+        h->gc_samples = 0;
+    for (unsigned c = 0; gc && c < ND_CLASS_COUNT; c++) {
         nd_bin *b = &h->bins[c];
         size_t count = (size_t)(b->empty - b->cur);
-        if (count != 0 && (force || !b->busy))
-            nd_bin_flush(h, b, force ? count : count - count / 4);
-        b->busy = 0;
+        size_t unneeded = h->binfo[c].low_water == ND_NO_SAMPLE ? count : h->binfo[c].low_water;
+        if (unneeded > count)
+            unneeded = count;
+        if (force)
+            unneeded = count;
+        if (unneeded != 0)
+            nd_bin_flush(h, c, force ? count : unneeded - unneeded / 4);
+        h->binfo[c].low_water = ND_NO_SAMPLE;
     }
     /* Segments left by exited threads: adopt a few, so their free memory
        comes back even if this thread never needs a new page. */
@@ -439,6 +482,7 @@ static void nd_heap_maintain_one(nd_heap *h, uint64_t now, bool force)
 void nd_heap_maintain(nd_heap *h, bool force)
 {
     uint64_t now = nd_os_now_ms();
+    h->clock_ms = now;
     if (!force && now < h->maintain_at)
         return;
     long delay = nd_opt(ND_OPT_purge_delay);
@@ -459,7 +503,7 @@ void nd_heap_maintain(nd_heap *h, bool force)
 static void nd_heap_collect_one(nd_heap *h, uint64_t now, bool purge_all)
 {
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
-        nd_bin_flush(h, &h->bins[c], h->bins[c].cap);
+        nd_bin_flush(h, c, h->binfo[c].cap);
     nd_heap_drain_xpages(h);
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         nd_page *pg = h->pages[c].first;
@@ -507,27 +551,35 @@ void nd_heap_tick(nd_heap *h)
     }
 }
 
+/* Counts a request of class c made on the slow path; true when the tick
+   rolled over (time for a maintenance check). See heap.h. */
+static bool nd_bin_count_request(nd_heap *h, unsigned c)
+{
+    nd_bin *b = &h->bins[c];
+    if (b->tick > 0 && --b->tick > 0)   /* 0: the fast path already counted it */
+        return false;
+    uint32_t count = (uint32_t)(b->empty - b->cur);
+    if (count < h->binfo[c].low_water)
+        h->binfo[c].low_water = count;
+    h->gc_samples++;
+    nd_store_relaxed(&h->binfo[c].nreq, h->binfo[c].nreq + ND_TICK_PERIOD);
+    nd_store_relaxed(&b->tick, (int64_t)ND_TICK_PERIOD);
+    return true;
+}
+
 void *nd_heap_malloc(nd_heap *h, size_t size)
 {
     nd_heap_tick(h);
     if (size <= ND_MEDIUM_MAX) {
         unsigned c = nd_class_of(size);
         nd_bin *b = &h->bins[c];
-        void *p;
-        if (((nd_load_relaxed(&b->nreq) + 1) & ND_TICK_MASK) == 0 && h->kind == ND_HEAP_NORMAL)
+        if (nd_bin_count_request(h, c) && h->kind == ND_HEAP_NORMAL)
             nd_heap_maintain(h, false);
-        if (b->cap != 0) {
-            if (b->cur == b->empty && !nd_bin_fill(h, b))
-                return NULL;
-            p = *b->cur++;
-        } else {
-            p = nd_page_alloc_block(h, c);
-            if (p == NULL)
-                return NULL;
-        }
-        /* The request counter is also the fast path's ticker: always count. */
-        nd_store_relaxed(&b->nreq, nd_load_relaxed(&b->nreq) + 1);
-        return p;
+        if (h->binfo[c].cap == 0)
+            return nd_page_alloc_block(h, c);
+        if (b->cur == b->empty && !nd_bin_fill(h, c))
+            return NULL;
+        return *b->cur++;
     }
     if (size > (size_t)PTRDIFF_MAX) {
         errno = ENOMEM;
@@ -620,25 +672,6 @@ void nd_heap_count_remote_free(unsigned cls)
     }
 }
 
-static void nd_sum_heap(const nd_heap *h, nd_cls_totals *t, nd_heap_stats *hs)
-{
-    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
-        t[c].requests += nd_load_relaxed(&h->bins[c].nreq);
-        t[c].frees += nd_load_relaxed(&h->bins[c].nfree) + nd_load_relaxed(&h->cstats[c].slow_frees) +
-                      nd_load_relaxed(&h->cstats[c].remote_frees);
-        t[c].fills += nd_load_relaxed(&h->cstats[c].fills);
-        t[c].fill_blocks += nd_load_relaxed(&h->cstats[c].fill_blocks);
-        t[c].flushes += nd_load_relaxed(&h->cstats[c].flushes);
-        t[c].flush_blocks += nd_load_relaxed(&h->cstats[c].flush_blocks);
-        t[c].remote_frees += nd_load_relaxed(&h->cstats[c].remote_frees);
-        t[c].cached += (uint64_t)(h->bins[c].empty - nd_load_relaxed(&h->bins[c].cur));
-    }
-    const uint64_t *src = (const uint64_t *)&h->stats;
-    uint64_t *dst = (uint64_t *)hs;
-    for (size_t i = 0; i < sizeof(nd_heap_stats) / sizeof(uint64_t); i++)
-        dst[i] += nd_load_relaxed(&src[i]);
-}
-
 void nd_heap_stats_sum(nd_cls_totals *t, nd_heap_stats *hs, size_t *threads)
 {
     memset(t, 0, sizeof(nd_cls_totals) * ND_CLASS_COUNT);
@@ -646,14 +679,9 @@ void nd_heap_stats_sum(nd_cls_totals *t, nd_heap_stats *hs, size_t *threads)
     size_t nthreads = 0;
     nd_lock(&nd_heaps_lock_);
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
-        t[c].requests = nd_dead_nreq[c];
-        t[c].frees = nd_dead_nfree[c] + nd_dead_cstats[c].slow_frees + nd_dead_cstats[c].remote_frees +
-                     nd_load_relaxed(&nd_anon_remote[c]);
-        t[c].fills = nd_dead_cstats[c].fills;
-        t[c].fill_blocks = nd_dead_cstats[c].fill_blocks;
-        t[c].flushes = nd_dead_cstats[c].flushes;
-        t[c].flush_blocks = nd_dead_cstats[c].flush_blocks;
-        t[c].remote_frees = nd_dead_cstats[c].remote_frees + nd_load_relaxed(&nd_anon_remote[c]);
+        t[c] = nd_dead_totals[c];
+        t[c].frees += nd_load_relaxed(&nd_anon_remote[c]);
+        t[c].remote_frees += nd_load_relaxed(&nd_anon_remote[c]);
     }
     *hs = nd_dead_hstats;
     for (nd_heap *h = nd_heaps_head; h; h = h->next) {

@@ -20,6 +20,13 @@
  *   malloc: cur == empty -> slow path (fill), else return *cur++
  *   free:   cur == low   -> slow path (flush), else *--cur = p
  *   a bin with cap 0 has low == cur == empty: every call takes the slow path.
+ *
+ * tick counts requests down; when the fast path takes it to 0 it goes to
+ * the slow path, which adds ND_TICK_PERIOD to the request total, re-arms the
+ * tick and runs the heap's maintenance check. So requests of a class are
+ * info.nreq + (ND_TICK_PERIOD - tick), exactly, without a counter of its
+ * own on the fast path; frees into the cache are derived in the same way
+ * (see nd_heap_stats_sum).
  */
 #ifndef ND_HEAP_H
 #define ND_HEAP_H
@@ -31,25 +38,40 @@
 #include "segment.h"
 
 /*
- * Invariants: low <= cur <= empty; empty - low == cap; *empty == NULL;
- * [cur, empty) are free blocks of class cls from pages this heap owns.
+ * Hot part of a bin, read and written by the fast paths (one cache line).
+ * Invariants: low <= cur <= empty; empty - low == info.cap; *empty == NULL;
+ * [cur, empty) are free blocks of the bin's class from pages this heap owns;
+ * 0 < tick <= ND_TICK_PERIOD except transiently 0 between a fast path that
+ * took it there and the slow path it calls.
  */
 typedef struct nd_bin {
     void   **cur;
     void   **empty;
     void   **low;
-    uint64_t nreq;    /* malloc calls served by this class; also the maintenance ticker */
-    uint64_t nfree;   /* owner frees into the cache (fast path) */
-    uint32_t cap;
-    uint8_t  cls;
-    uint8_t  busy;    /* a fill or flush happened since the last GC pass */
+    int64_t  tick;
+    uint64_t page_frees;   /* owner frees straight into cold pages (fast path) */
+    uint64_t pad_[3];
 } nd_bin;
+
+/* Cold part of a bin (slow paths only). */
+typedef struct nd_bin_info {
+    uint64_t nreq;       /* requests counted at tick roll-overs */
+    uint32_t cap;
+    uint32_t low_water;  /* fewest blocks seen cached since the last GC pass
+                            (sampled at fills and tick roll-overs), or
+                            ND_NO_SAMPLE */
+} nd_bin_info;
+#define ND_NO_SAMPLE UINT32_MAX
+
+_Static_assert(sizeof(nd_bin) == ND_CACHE_LINE, "a hot bin is one cache line: class index << 6");
+#define ND_TICK_PERIOD 1024
 
 typedef struct nd_page_queue { nd_page *first, *last; size_t count; } nd_page_queue;
 
 /* Slow-path counters per size class (owner thread only; read racily). */
 typedef struct nd_cls_stats {
     uint64_t fills, fill_blocks, flushes, flush_blocks;
+    uint64_t direct_allocs;   /* blocks of classes without a cache, straight from pages */
     uint64_t slow_frees;      /* owner frees that bypassed the cache */
     uint64_t remote_frees;    /* frees of other threads' blocks made by this thread */
 } nd_cls_stats;
@@ -68,7 +90,8 @@ enum { ND_HEAP_NORMAL = 0, ND_HEAP_SHARED, ND_HEAP_EMPTY, ND_HEAP_DEAD };
  *  - tid != 0 is the owner thread's id (nd_tls_tid), unique for the life of
  *    the process; a shared heap has ND_TID_SHARED and is used under `lock`.
  *  - every page in pages[c] or full is in use, owned by this heap (key ==
- *    tid for cached classes), of class c, in a segment in avail[] or used[].
+ *    tid for hot[c], tid | ND_KEY_COLD otherwise), of class c, in a segment
+ *    in avail[] or used[]. hot[c] is NULL or a page of pages[c].
  *  - pages[c] holds pages that may have free blocks; the first is tried
  *    first. full holds pages with none, whose xfree is armed to notify
  *    (see page.h), or which are already on xpages.
@@ -80,6 +103,7 @@ enum { ND_HEAP_NORMAL = 0, ND_HEAP_SHARED, ND_HEAP_EMPTY, ND_HEAP_DEAD };
 typedef struct nd_aligned(ND_CACHE_LINE) nd_heap {
     nd_bin          bins[ND_CLASS_COUNT];
     struct nd_heap *node_heaps[ND_MAX_NODES];
+    nd_bin_info     binfo[ND_CLASS_COUNT];
     uintptr_t       tid;
     uint8_t         kind;
     uint8_t         bound;
@@ -90,20 +114,22 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_heap {
     nd_lock_t       lock;               /* shared heaps only */
     nd_page_queue   pages[ND_CLASS_COUNT];
     nd_page_queue   full;
+    nd_page        *hot[ND_CLASS_COUNT];  /* the page per class whose frees go to the cache */
     nd_segment     *avail[2];           /* owned segments with a free page: [0] small, [1] medium */
     nd_segment     *used[2];            /* owned segments without one */
     nd_segment     *large_cache;        /* free large segments kept by this heap */
     uint32_t        large_cache_count;
     uint32_t        gc_countdown;
     uint64_t        maintain_at;        /* ms */
+    uint64_t        clock_ms;           /* the clock when maintenance last looked */
     size_t          purge_pending;      /* bytes of retired pages waiting for their purge */
+    uint32_t        gc_samples;         /* tick roll-overs since the last cache GC */
     nd_cls_stats    cstats[ND_CLASS_COUNT];
     nd_heap_stats   stats;
     nd_aligned(ND_CACHE_LINE) nd_page *xpages;   /* notified pages (other threads push) */
 } nd_heap;
 
 #define ND_TID_SHARED ((uintptr_t)2 * ND_TID_STEP)
-#define ND_TICK_MASK  ((uint64_t)1023)   /* maintenance check every 1024 requests of a class */
 
 extern nd_heap nd_heap_empty nd_hidden;   /* thread not started: every fast path misses */
 extern nd_heap nd_heap_dead nd_hidden;    /* thread torn down: requests go to shared heaps */

@@ -264,7 +264,7 @@ void nd_node_counts_get(int node, bool bound, nd_node_counts *c)
     c->cached = k->cache_count;
     c->cached_committed = 0;
     for (nd_segment *s = k->cache; s; s = s->next)
-        c->cached_committed += (size_t)__builtin_popcountll(s->committed) << ND_CHUNK_SHIFT;
+        c->cached_committed += (size_t)nd_popcount64(s->committed) << ND_CHUNK_SHIFT;
     c->abandoned = k->abandoned_count;
     nd_unlock(&ns->lock);
 }

@@ -22,6 +22,9 @@ long nd_opt_values[ND_OPT_COUNT] = {
 #undef ND_OPT_DEF
 };
 
+uint8_t nd_prefetch_lines;
+uint8_t nd_check_frees;
+
 static void nd_vmessage(const char *fmt, va_list ap)
 {
     char line[512];
@@ -184,6 +187,8 @@ void nd_options_init(void)
         if (v != NULL)
             nd_set_option(nd_opt_table[i].name, strlen(nd_opt_table[i].name), v, strlen(v), var);
     }
+    nd_prefetch_lines = (uint8_t)nd_opt_values[ND_OPT_prefetch];
+    nd_check_frees = nd_opt_values[ND_OPT_check] >= 2;
     if (nd_opt_verbose()) {
         for (int i = 0; i < ND_OPT_COUNT; i++)
             nd_warn("option %s = %ld", nd_opt_table[i].name, nd_opt_values[i]);

@@ -11,6 +11,7 @@
 #define ND_OPTIONS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include "config.h"
 
 /* Kinds of values. */
@@ -26,7 +27,7 @@
     X(purge_delay,    ND_OPTK_INT,  10,    0, 3600000,  "",                 "milliseconds before freed memory is returned to the OS (0 = at once)") \
     X(cache_segments, ND_OPTK_INT,  16,    0, 65536,    "",                 "free 4 MiB segments kept mapped per node and kind for reuse (their memory is still purged)") \
     X(tcache_max,     ND_OPTK_SIZE, 32768, 0, 131072,   "",                 "largest block size kept in thread caches; larger sizes go to pages directly") \
-    X(tcache_count,   ND_OPTK_INT,  1024,  0, 65536,    "",                 "most blocks a thread cache holds per size class") \
+    X(tcache_count,   ND_OPTK_INT,  2048,  0, 65536,    "",                 "most blocks a thread cache holds per size class") \
     X(tcache_bytes,   ND_OPTK_SIZE, 65536, 0, 1 << 30,  "",                 "most bytes a thread cache holds per size class (caps tcache_count for large classes)") \
     X(node_fallback,  ND_OPTK_ENUM, 0,     0, 1,        "strict|preferred", "when the requested node is full: strict = NULL/ENOMEM, preferred = use other nodes (counted)") \
     X(huge_pages,     ND_OPTK_INT,  0,     0, 1,        "",                 "ask for transparent huge pages on node-bound segments (MADV_HUGEPAGE)") \
@@ -50,6 +51,10 @@ typedef struct nd_opt_desc {
 
 extern const nd_opt_desc nd_opt_table[ND_OPT_COUNT] nd_hidden;
 extern long nd_opt_values[ND_OPT_COUNT] nd_hidden;
+/* The prefetch option as the fast path reads it (one byte). */
+extern uint8_t nd_prefetch_lines nd_hidden;
+/* check >= 2: every free goes through the validating slow path. */
+extern uint8_t nd_check_frees nd_hidden;
 
 void nd_options_init(void) nd_hidden;
 static inline long nd_opt(nd_opt_id id) { return nd_opt_values[id]; }

@@ -234,7 +234,28 @@ static void nd_page_init(nd_heap *h, nd_segment *s, nd_page *pg, unsigned cls, u
     nd_store_release(&pg->heap, h);
     pg->bin = &h->bins[cls];
     (void)s;
+    nd_store_release(&pg->key, h->tid | ND_KEY_COLD);
+}
+
+/* Makes pg the hot page of its class (frees of its blocks by the owner go
+   to the thread cache); the previous hot page goes cold. */
+static inline void nd_page_make_hot(nd_heap *h, nd_page *pg)
+{
+    nd_page *old = h->hot[pg->cls];
+    if (old == pg)
+        return;
+    if (old != NULL)
+        nd_store_release(&old->key, h->tid | ND_KEY_COLD);
+    h->hot[pg->cls] = pg;
     nd_store_release(&pg->key, h->tid);
+}
+
+static inline void nd_page_make_cold(nd_heap *h, nd_page *pg)
+{
+    if (h->hot[pg->cls] == pg) {
+        h->hot[pg->cls] = NULL;
+        nd_store_release(&pg->key, h->tid | ND_KEY_COLD);
+    }
 }
 
 /* A fresh page of class cls for h; NULL (errno ENOMEM) if memory ran out. */
@@ -289,6 +310,7 @@ void nd_page_retire(nd_heap *h, nd_page *pg)
     nd_assert(pg->used == 0 && pg->in_use);
     if (pg->in_full)
         nd_page_unfull(h, pg);
+    nd_page_make_cold(h, pg);
     nd_pq_remove(&h->pages[pg->cls], pg);
     /* A notifier may still be clearing BUSY on this page: let it finish
        before the page (and perhaps its segment) changes hands. */
@@ -324,10 +346,10 @@ void nd_page_retire(nd_heap *h, nd_page *pg)
     if (nd_opt(ND_OPT_purge_delay) == 0) {
         nd_seg_purge(s, chunks);
     } else if (chunks != 0) {
-        if (s->purge_mask == 0)
-            s->purge_at = nd_os_now_ms() + (uint64_t)nd_opt(ND_OPT_purge_delay);
+        if (s->purge_mask == 0)   /* the clock as of the last maintenance: close enough */
+            s->purge_at = h->clock_ms + (uint64_t)nd_opt(ND_OPT_purge_delay);
         s->purge_mask |= chunks;
-        h->purge_pending += (size_t)__builtin_popcountll(chunks) << ND_CHUNK_SHIFT;
+        h->purge_pending += (size_t)nd_popcount64(chunks) << ND_CHUNK_SHIFT;
         if (h->purge_pending > ND_PURGE_PENDING_MAX)
             nd_heap_purge(h, 0, true);
     }
@@ -339,7 +361,7 @@ void nd_page_adopt(nd_heap *h, nd_page *pg)
     pg->xnext = NULL;
     nd_store_release(&pg->heap, h);
     pg->bin = &h->bins[pg->cls];
-    nd_store_release(&pg->key, h->tid);
+    nd_store_release(&pg->key, h->tid | ND_KEY_COLD);
     nd_page_collect(pg);
     nd_pq_push_back(&h->pages[pg->cls], pg);
     if (pg->used == 0)
@@ -400,9 +422,12 @@ static size_t nd_heap_take_blocks(nd_heap *h, unsigned cls, void **out, size_t n
             if (pg == NULL)
                 break;
         }
+        nd_page_make_hot(h, pg);
         got += nd_page_take(pg, out + got, n - got);
         if (nd_page_is_exhausted(pg)) {
-            /* Full: park it where remote frees will find it again. */
+            /* Full: park it where remote frees will find it again. Its blocks
+               come back straight to it from now on (cold). */
+            nd_page_make_cold(h, pg);
             nd_pq_remove(q, pg);
             if (nd_page_arm(pg)) {
                 pg->in_full = 1;
@@ -416,19 +441,20 @@ static size_t nd_heap_take_blocks(nd_heap *h, unsigned cls, void **out, size_t n
     return got;
 }
 
-bool nd_bin_fill(nd_heap *h, nd_bin *bin)
+bool nd_bin_fill(nd_heap *h, unsigned cls)
 {
+    nd_bin *bin = &h->bins[cls];
     nd_assert2(bin->cur == bin->empty && *bin->empty == NULL);
-    size_t want = bin->cap / 2;
+    size_t want = h->binfo[cls].cap / 2;
     if (want == 0)
         want = 1;
     void **dst = bin->empty - want;
-    size_t got = nd_heap_take_blocks(h, bin->cls, dst, want);
+    size_t got = nd_heap_take_blocks(h, cls, dst, want);
     if (got < want && got > 0)
         memmove(bin->empty - got, dst, got * sizeof(void *));
     bin->cur = bin->empty - got;
-    bin->busy = 1;
-    nd_cls_stats *cs = &h->cstats[bin->cls];
+    h->binfo[cls].low_water = 0;   /* it just ran dry */
+    nd_cls_stats *cs = &h->cstats[cls];
     nd_stat_inc(&cs->fills);
     nd_stat_add(&cs->fill_blocks, got);
     if (got == 0) {
@@ -445,9 +471,7 @@ void *nd_page_alloc_block(nd_heap *h, unsigned cls)
         errno = ENOMEM;
         return NULL;
     }
-    nd_cls_stats *cs = &h->cstats[cls];
-    nd_stat_inc(&cs->fills);
-    nd_stat_inc(&cs->fill_blocks);
+    nd_stat_inc(&h->cstats[cls].direct_allocs);
     return p;
 }
 
@@ -465,24 +489,35 @@ static void nd_junk(nd_page *pg, void *p)
         memset((char *)p + sizeof(nd_block), 0xdf, pg->block_size - sizeof(nd_block));
 }
 
-static void nd_page_push_free(nd_heap *h, nd_page *pg, void *p)
+/* A block is a block start of pg (in use) if its index, found by multiply,
+   maps back to it. Inline twin of nd_page_is_block_start for hot loops. */
+static inline bool nd_page_has_block(const nd_page *pg, const void *p)
 {
-    if (nd_unlikely(pg->used == 0))
-        nd_page_bad_free(p, "double free or corruption (page has no block out)");
-    if (nd_unlikely(nd_opt(ND_OPT_check) >= 2)) {
-        if (!nd_page_is_block_start(pg, p))
-            nd_page_bad_free(p, "invalid pointer (not the start of a block)");
-        for (nd_block *b = pg->free; b != NULL; b = b->next)
-            if (b == p)
-                nd_page_bad_free(p, "double free");
-        nd_junk(pg, p);
-    }
-    nd_block *b = p;
-    b->next = pg->free;
-    pg->free = b;
-    pg->used--;
+    size_t idx = nd_page_block_index(pg, p);
+    return (const uint8_t *)p >= pg->start && idx < pg->capacity &&
+           pg->start + idx * pg->block_size == (const uint8_t *)p;
+}
+
+/* check=2: p must not already be free in pg; then junk-fill it. */
+static void nd_page_check_free(nd_page *pg, void *p)
+{
+    for (nd_block *b = pg->free; b != NULL; b = b->next)
+        if (b == p)
+            nd_page_bad_free(p, "double free");
+    nd_junk(pg, p);
+}
+
+/* Gives `count` blocks, linked head..tail, back to pg; then the page leaves
+   the full queue, or retires when it has no block out (except the last page
+   of its class, kept to avoid churn). */
+static void nd_page_push_chain(nd_heap *h, nd_page *pg, nd_block *head, nd_block *tail, uint32_t count)
+{
+    if (nd_unlikely(count > pg->used))
+        nd_page_bad_free(head, "double free or corruption (more blocks back than out)");
+    tail->next = pg->free;
+    pg->free = head;
+    pg->used -= count;
     if (pg->used == 0) {
-        /* Keep the last page of a class to avoid churn; give others back. */
         if (pg->in_full || h->pages[pg->cls].count > 1 || h->kind == ND_HEAP_SHARED)
             nd_page_retire(h, pg);
     } else if (pg->in_full) {
@@ -492,34 +527,64 @@ static void nd_page_push_free(nd_heap *h, nd_page *pg, void *p)
 
 void nd_page_free_local(nd_heap *h, nd_page *pg, void *p)
 {
-    if (nd_unlikely(!nd_page_is_block_start(pg, p)))
+    if (nd_unlikely(!pg->in_use || !nd_page_has_block(pg, p)))
         nd_page_bad_free(p, "invalid pointer (not the start of a block)");
+    if (nd_unlikely(nd_opt(ND_OPT_check) >= 2))
+        nd_page_check_free(pg, p);
     nd_stat_inc(&h->cstats[pg->cls].slow_frees);
-    nd_page_push_free(h, pg, p);
+    nd_page_push_chain(h, pg, p, p, 1);
 }
 
-void nd_bin_flush(nd_heap *h, nd_bin *bin, size_t n)
+void nd_bin_flush(nd_heap *h, unsigned cls, size_t n)
 {
+    nd_bin *bin = &h->bins[cls];
     nd_assert2(bin->low <= bin->cur && bin->cur <= bin->empty && *bin->empty == NULL);
     size_t count = (size_t)(bin->empty - bin->cur);
     if (n > count)
         n = count;
     if (n == 0)
         return;
+    bool check2 = nd_opt(ND_OPT_check) >= 2;
     void **oldest = bin->empty - n;
-    for (void **it = oldest; it < bin->empty; it++) {
+    void **it = oldest, **end = bin->empty;
+    while (it < end) {
+        /* A run of blocks from one page goes back as one chain. The page's
+           geometry is read once: the loop writes into blocks, which the
+           compiler would otherwise assume may alias it. */
         void *p = *it;
         nd_segment *s = (nd_segment *)((uintptr_t)p & ~(uintptr_t)ND_SEG_MASK);
         nd_page *pg = nd_seg_page_of(s, p);
-        if (nd_unlikely(pg->heap != h || !nd_page_is_block_start(pg, p)))
-            nd_page_bad_free(p, "invalid pointer (not the start of a block of this heap)");
-        nd_page_push_free(h, pg, p);
+        if (nd_unlikely(pg->heap != h || !pg->in_use))
+            nd_page_bad_free(p, "invalid pointer (not a block of this thread's heap)");
+        const uintptr_t start = (uintptr_t)pg->start;
+        const uint64_t recip = pg->recip;
+        const uintptr_t bsize = pg->block_size;
+        const uintptr_t span = (uintptr_t)pg->capacity * bsize;   /* carved blocks */
+        uintptr_t off = (uintptr_t)p - start;
+        nd_block *head = NULL, *tail = p;
+        uint32_t k = 0;
+        for (;;) {
+            uintptr_t idx = (uintptr_t)(((__uint128_t)off * recip) >> 64);
+            if (nd_unlikely(off >= span || idx * bsize != off))
+                nd_page_bad_free(p, "invalid pointer (not the start of a block)");
+            if (nd_unlikely(check2))
+                nd_page_check_free(pg, p);
+            ((nd_block *)p)->next = head;
+            head = p;
+            k++;
+            if (++it == end)
+                break;
+            p = *it;
+            off = (uintptr_t)p - start;
+            if (off >= span)
+                break;
+        }
+        nd_page_push_chain(h, pg, head, tail, k);
         nd_assert2(!pg->in_use || nd_page_is_valid(pg));
     }
     memmove(bin->cur + n, bin->cur, (size_t)(oldest - bin->cur) * sizeof(void *));
     bin->cur += n;
-    bin->busy = 1;
-    nd_cls_stats *cs = &h->cstats[bin->cls];
+    nd_cls_stats *cs = &h->cstats[cls];
     nd_stat_inc(&cs->flushes);
     nd_stat_add(&cs->flush_blocks, n);
 }
@@ -548,13 +613,13 @@ bool nd_heap_is_valid(const nd_heap *h)
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         const nd_bin *b = &h->bins[c];
         if (!(b->low <= b->cur && b->cur <= b->empty) || *b->empty != NULL ||
-            (size_t)(b->empty - b->low) != b->cap)
+            (size_t)(b->empty - b->low) != h->binfo[c].cap)
             return false;
         size_t n = 0;
         for (const nd_page *pg = h->pages[c].first; pg != NULL; pg = pg->next, n++) {
             if (!pg->in_use || pg->cls != c || pg->heap != h || pg->in_full || !nd_page_is_valid(pg))
                 return false;
-            if (h->kind == ND_HEAP_NORMAL && pg->key != h->tid)
+            if (h->kind == ND_HEAP_NORMAL && pg->key != (h->hot[c] == pg ? h->tid : (h->tid | ND_KEY_COLD)))
                 return false;
         }
         if (n != h->pages[c].count)
@@ -562,7 +627,7 @@ bool nd_heap_is_valid(const nd_heap *h)
     }
     size_t n = 0;
     for (const nd_page *pg = h->full.first; pg != NULL; pg = pg->next, n++)
-        if (!pg->in_use || pg->heap != h || !pg->in_full)
+        if (!pg->in_use || pg->heap != h || !pg->in_full || h->hot[pg->cls] == pg)
             return false;
     if (n != h->full.count)
         return false;

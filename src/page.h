@@ -37,9 +37,9 @@ extern size_t nd_page_gauge[ND_CLASS_COUNT] nd_hidden;
 
 /* The malloc slow path for cached classes: refills bin; false when out of
    memory (errno = ENOMEM). */
-bool  nd_bin_fill(nd_heap *h, nd_bin *bin) nd_hidden;
-/* Returns the n oldest blocks of bin to their pages. */
-void  nd_bin_flush(nd_heap *h, nd_bin *bin, size_t n) nd_hidden;
+bool  nd_bin_fill(nd_heap *h, unsigned cls) nd_hidden;
+/* Returns the n oldest blocks of bin cls to their pages. */
+void  nd_bin_flush(nd_heap *h, unsigned cls, size_t n) nd_hidden;
 /* One block of class cls straight from a page (classes without a cache). */
 void *nd_page_alloc_block(nd_heap *h, unsigned cls) nd_hidden;
 /* The owner gives block p back to its page pg. */

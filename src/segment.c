@@ -99,19 +99,6 @@ static long nd_seg_verify(uint8_t *p, size_t len, int node)
     return stray_total;
 }
 
-uint64_t nd_seg_chunks(const nd_segment *s, const void *p, size_t len)
-{
-    if (len == 0)
-        return 0;
-    size_t first = ((uintptr_t)p - (uintptr_t)s) >> ND_CHUNK_SHIFT;
-    size_t last = ((uintptr_t)p - (uintptr_t)s + len - 1) >> ND_CHUNK_SHIFT;
-    if (last >= 64)
-        last = 63;
-    uint64_t hi = last == 63 ? ~(uint64_t)0 : (((uint64_t)1 << (last + 1)) - 1);
-    uint64_t lo = ((uint64_t)1 << first) - 1;
-    return hi & ~lo;
-}
-
 /* Commits [p, p+len) of a bound mapping: populate, verify, migrate. */
 static int nd_commit_bound(uint8_t *p, size_t len, int node)
 {
@@ -133,12 +120,8 @@ static int nd_commit_bound(uint8_t *p, size_t len, int node)
     return 0;
 }
 
-int nd_seg_commit(nd_segment *s, const void *p, size_t len)
+int nd_seg_commit_slow(nd_segment *s, uint64_t todo)
 {
-    uint64_t want = nd_seg_chunks(s, p, len);
-    uint64_t todo = want & ~s->committed;
-    if (todo == 0)
-        return 0;
     if (s->bound) {
         /* Commit maximal runs of uncommitted chunks. */
         uint64_t m = todo;
@@ -158,7 +141,7 @@ int nd_seg_commit(nd_segment *s, const void *p, size_t len)
         }
     } else {
         s->committed |= todo;
-        nd_add_relaxed(&nd_seg_gauge.committed, (size_t)__builtin_popcountll(todo) << ND_CHUNK_SHIFT);
+        nd_add_relaxed(&nd_seg_gauge.committed, (size_t)nd_popcount64(todo) << ND_CHUNK_SHIFT);
     }
     return 0;
 }
@@ -225,7 +208,7 @@ nd_segment *nd_seg_map(int node, bool bound)
 
 void nd_seg_unmap(nd_segment *s)
 {
-    size_t committed = (size_t)__builtin_popcountll(s->committed) << ND_CHUNK_SHIFT;
+    size_t committed = (size_t)nd_popcount64(s->committed) << ND_CHUNK_SHIFT;
     nd_segmap_set(s, 0);
     s->cookie = 0;
     nd_sub_relaxed(&nd_seg_gauge.committed, committed);

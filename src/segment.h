@@ -30,7 +30,10 @@
  *
  * Page descriptor (two cache lines):
  *   line 0, touched by the owner's fast paths:
- *     key       owner thread id (multiple of 16), | 1 for a large block;
+ *     key       owner thread id (multiple of 16) for the one "hot" page
+ *               per size class whose frees may go to the thread cache;
+ *               id | ND_KEY_COLD for the owner's other pages (frees go
+ *               straight to the page); id | ND_KEY_LARGE for a large block;
  *               ND_KEY_NONE (1) when no thread owns the page
  *     bin       owner heap's thread-cache bin for this page's class
  *     free, used, capacity, reserved, block_size, start, recip, cls, ...
@@ -54,6 +57,8 @@ typedef struct nd_block { struct nd_block *next; } nd_block;
 
 #define ND_KEY_NONE  ((uintptr_t)1)
 #define ND_KEY_LARGE ((uintptr_t)1)    /* or-ed into the owner id of a large block */
+#define ND_KEY_COLD  ((uintptr_t)2)    /* or-ed into the owner id of a page that is not hot */
+#define ND_KEY_FLAGS ((uintptr_t)3)
 #define ND_TID_STEP  ((uintptr_t)16)    /* thread ids are multiples of this */
 
 enum { ND_SEG_FREE = 0, ND_SEG_SMALL, ND_SEG_MEDIUM, ND_SEG_LARGE, ND_SEG_HUGE };
@@ -69,7 +74,9 @@ enum { ND_SEG_FREE = 0, ND_SEG_SMALL, ND_SEG_MEDIUM, ND_SEG_LARGE, ND_SEG_HUGE }
  *  - capacity <= reserved; blocks [0, capacity) have been carved.
  *  - free is touched only by the owner thread (or under the owner's lock for
  *    a shared heap); xfree only with atomics.
- *  - when key is a thread id, bin == &heap->bins[cls] of that thread's heap.
+ *  - when key & ~ND_KEY_FLAGS is a thread id, bin == &heap->bins[cls] of
+ *    that thread's heap; key is the bare id only for heap->hot[cls], so the
+ *    thread cache holds blocks of few pages and cannot pin many.
  */
 typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
     /* line 0: owner side */
@@ -177,7 +184,7 @@ static inline uint8_t *nd_seg_page_area(nd_segment *s, unsigned i, size_t *size)
 /* Block index of p in page pg (exact for every offset in a segment). */
 static inline size_t nd_page_block_index(const nd_page *pg, const void *p)
 {
-    uint64_t off = (uint64_t)((const uint8_t *)p - pg->start);
+    uint64_t off = (uint64_t)((uintptr_t)p - (uintptr_t)pg->start);
     return (size_t)(((__uint128_t)off * pg->recip) >> 64);
 }
 
@@ -190,11 +197,28 @@ void nd_seg_unmap(nd_segment *s) nd_hidden;
 void nd_seg_format(nd_segment *s, int kind) nd_hidden;
 /* Makes [p, p+len) of s usable: bound segments populate and verify chunks not
    yet committed. 0, or -1 with errno = ENOMEM when strict placement failed. */
-int  nd_seg_commit(nd_segment *s, const void *p, size_t len) nd_hidden;
+int  nd_seg_commit_slow(nd_segment *s, uint64_t todo) nd_hidden;
 /* Purges the chunks in mask (never the header); clears their committed bits. */
 void nd_seg_purge(nd_segment *s, uint64_t mask) nd_hidden;
+
 /* Chunk mask covering [p, p + len). */
-uint64_t nd_seg_chunks(const nd_segment *s, const void *p, size_t len) nd_hidden;
+static inline uint64_t nd_seg_chunks(const nd_segment *s, const void *p, size_t len)
+{
+    if (len == 0)
+        return 0;
+    size_t first = ((uintptr_t)p - (uintptr_t)s) >> ND_CHUNK_SHIFT;
+    size_t last = ((uintptr_t)p - (uintptr_t)s + len - 1) >> ND_CHUNK_SHIFT;
+    if (last >= 64)
+        last = 63;
+    uint64_t hi = last == 63 ? ~(uint64_t)0 : (((uint64_t)1 << (last + 1)) - 1);
+    return hi & ~(((uint64_t)1 << first) - 1);
+}
+
+static inline int nd_seg_commit(nd_segment *s, const void *p, size_t len)
+{
+    uint64_t todo = nd_seg_chunks(s, p, len) & ~s->committed;
+    return todo == 0 ? 0 : nd_seg_commit_slow(s, todo);
+}
 
 /* Huge blocks: a segment of their own. nodes==NULL: bound to node when
    bound, else plain; nodes!=NULL: interleaved over that mask. */
