@@ -336,7 +336,7 @@ void nd_thread_done(void *arg)
 
 /* ---- adoption ------------------------------------------------------------- */
 
-void nd_heap_adopt_segment(nd_heap *h, nd_segment *s)
+bool nd_heap_adopt_segment(nd_heap *h, nd_segment *s)
 {
     int k = s->kind == ND_SEG_SMALL ? 0 : 1;
     s->owner = h;
@@ -352,8 +352,10 @@ void nd_heap_adopt_segment(nd_heap *h, nd_segment *s)
     if (s->used_pages == 0) {
         nd_seglist_remove(s->free_mask ? &h->avail[k] : &h->used[k], s);
         s->owner = NULL;
-        nd_node_seg_put(s);
+        nd_node_seg_put(s);   /* may be unmapped: do not touch s after this */
+        return false;
     }
+    return true;
 }
 
 bool nd_heap_reclaim(nd_heap *h)
@@ -369,8 +371,7 @@ bool nd_heap_reclaim(nd_heap *h)
         if (s == NULL)
             break;
         any = true;
-        nd_heap_adopt_segment(h, s);
-        if (s->owner == h)   /* kept: it still holds blocks */
+        if (nd_heap_adopt_segment(h, s))   /* kept: it still holds blocks */
             break;
     }
     return any;

@@ -163,7 +163,9 @@ void  nd_heap_purge(nd_heap *h, uint64_t now, bool all) nd_hidden;
 #define ND_PURGE_PENDING_MAX (4 * ND_MiB)   /* beyond this, purge without waiting */
 /* Adopts one segment abandoned by an exited thread; false if none. */
 bool  nd_heap_reclaim(nd_heap *h) nd_hidden;
-void  nd_heap_adopt_segment(nd_heap *h, nd_segment *s) nd_hidden;
+/* Takes an abandoned segment over; false if it turned out empty and was
+   given back (s must not be used then). */
+bool  nd_heap_adopt_segment(nd_heap *h, nd_segment *s) nd_hidden;
 /* Large blocks (one per segment). */
 void *nd_heap_large_alloc(nd_heap *h, size_t size, size_t alignment) nd_hidden;
 void  nd_large_free(nd_segment *s, nd_page *pg) nd_hidden;
