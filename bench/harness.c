@@ -1,0 +1,273 @@
+/*
+ * harness.c - the shared benchmark harness (see harness.h): clocks, pinned
+ * thread teams, RSS readings, argument helpers and result lines.
+ */
+#define _GNU_SOURCE
+#include "harness.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <time.h>
+
+int bench_argc;
+char **bench_argv;
+int bench_pinning = 1;
+
+static int cpu_list[CPU_SETSIZE];
+static int cpu_count;
+
+uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+void bench_init(int argc, char **argv)
+{
+    bench_argc = argc;
+    bench_argv = argv;
+    const char *np = getenv("BENCH_NOPIN");
+    if (np && *np && strcmp(np, "0") != 0)
+        bench_pinning = 0;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) == 0) {
+        for (int c = 0; c < CPU_SETSIZE; c++)
+            if (CPU_ISSET(c, &set))
+                cpu_list[cpu_count++] = c;
+    }
+    if (cpu_count == 0)
+        cpu_list[cpu_count++] = 0;
+}
+
+int bench_ncpus(void) { return cpu_count ? cpu_count : 1; }
+int bench_cpu(int i) { return cpu_list[i % bench_ncpus()]; }
+
+void bench_pin_self(int cpu)
+{
+    if (!bench_pinning)
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    pthread_setaffinity_np(pthread_self(), sizeof set, &set);
+}
+
+void bench_lock_acquire(bench_lock *l)
+{
+    unsigned spins = 0;
+    while (atomic_exchange_explicit(&l->held, 1, memory_order_acquire)) {
+        while (atomic_load_explicit(&l->held, memory_order_relaxed)) {
+            if (++spins < 128)
+                cpu_relax();
+            else
+                sched_yield();
+        }
+    }
+}
+
+/* ---- thread team ------------------------------------------------------- */
+static pthread_barrier_t team_barrier;
+static bench_fn team_fn;        /* one team runs at a time */
+
+static void *team_main(void *p)
+{
+    bench_thread *t = p;
+    bench_pin_self(t->cpu);
+    team_fn(t);
+    if (t->t_end == 0)
+        bench_stop(t);
+    return NULL;
+}
+
+void bench_sync(bench_thread *t)
+{
+    pthread_barrier_wait(&team_barrier);
+    t->t_start = now_ns();
+    t->cpu_start = thread_cpu_ns();
+}
+
+void bench_stop(bench_thread *t)
+{
+    t->t_end = now_ns();
+    t->cpu_end = thread_cpu_ns();
+}
+
+uint64_t thread_cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static double tv_s(struct timeval tv) { return (double)tv.tv_sec + (double)tv.tv_usec / 1e6; }
+
+void bench_team_run(int n, bench_fn fn, void *arg, bench_team *out)
+{
+    if (n < 1)
+        die("thread count must be >= 1");
+    bench_thread *ts = NULL;
+    if (posix_memalign((void **)&ts, 128, sizeof *ts * (size_t)n) != 0)
+        die("out of memory");
+    pthread_t *tids = calloc((size_t)n, sizeof *tids);
+    team_fn = fn;
+    pthread_barrier_init(&team_barrier, NULL, (unsigned)n + 1);
+    for (int i = 0; i < n; i++) {
+        memset(&ts[i], 0, sizeof ts[i]);
+        ts[i].id = i;
+        ts[i].nthreads = n;
+        ts[i].cpu = bench_cpu(i);
+        ts[i].arg = arg;
+        ts[i].rng = rng_seed(0x6e6f64616cULL, (uint64_t)i);
+        int e = pthread_create(&tids[i], NULL, team_main, &ts[i]);
+        if (e)
+            die("pthread_create: %s", strerror(e));
+    }
+    /* The main thread joins the start barrier so that it can read the CPU
+       time at the start of the timed region. */
+    pthread_barrier_wait(&team_barrier);
+    struct rusage r0, r1;
+    getrusage(RUSAGE_SELF, &r0);
+    for (int i = 0; i < n; i++)
+        pthread_join(tids[i], NULL);
+    getrusage(RUSAGE_SELF, &r1);
+    pthread_barrier_destroy(&team_barrier);
+
+    memset(out, 0, sizeof *out);
+    uint64_t first = UINT64_MAX, last = 0;
+    for (int i = 0; i < n; i++) {
+        if (ts[i].t_start < first)
+            first = ts[i].t_start;
+        if (ts[i].t_end > last)
+            last = ts[i].t_end;
+        out->ops += ts[i].ops;
+        out->cpu_ns += ts[i].cpu_end - ts[i].cpu_start;
+        for (int k = 0; k < 4; k++)
+            out->acc[k] += ts[i].acc[k];
+        double s = (double)(ts[i].t_end - ts[i].t_start) / 1e9;
+        if (s > out->max_thread_s)
+            out->max_thread_s = s;
+    }
+    out->wall_ns = last > first ? last - first : 1;
+    out->user_s = tv_s(r1.ru_utime) - tv_s(r0.ru_utime);
+    out->sys_s = tv_s(r1.ru_stime) - tv_s(r0.ru_stime);
+    free(tids);
+    free(ts);
+}
+
+double bench_ns_per_op(const bench_team *r, int threads)
+{
+    int cores = threads < bench_ncpus() ? threads : bench_ncpus();
+    return r->ops ? (double)r->wall_ns * cores / (double)r->ops : 0.0;
+}
+
+double bench_cpu_ns_per_op(const bench_team *r)
+{
+    return r->ops ? (double)r->cpu_ns / (double)r->ops : 0.0;
+}
+
+/* ---- memory ------------------------------------------------------------ */
+static long status_field_kib(const char *name)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    if (!f)
+        return -1;
+    char line[256];
+    long v = -1;
+    size_t len = strlen(name);
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, name, len) == 0 && line[len] == ':') {
+            v = strtol(line + len + 1, NULL, 10);
+            break;
+        }
+    }
+    fclose(f);
+    return v;
+}
+
+long bench_rss_kib(void) { return status_field_kib("VmRSS"); }
+long bench_peak_rss_kib(void) { return status_field_kib("VmHWM"); }
+
+int bench_reset_peak_rss(void)
+{
+    FILE *f = fopen("/proc/self/clear_refs", "w");
+    if (!f)
+        return -1;
+    int ok = fputs("5", f) >= 0;
+    return (fclose(f) == 0 && ok) ? 0 : -1;
+}
+
+/* ---- randomness -------------------------------------------------------- */
+uint64_t rng_seed(uint64_t a, uint64_t b)
+{
+    /* splitmix64 finaliser of a mix of both inputs; never returns 0 */
+    uint64_t z = a * 0x9E3779B97F4A7C15ULL + b + 0x632BE59BD9B4E019ULL;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    z ^= z >> 31;
+    return z ? z : 1;
+}
+
+/* ---- arguments --------------------------------------------------------- */
+void die(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("error: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(2);
+}
+
+long long parse_size(const char *s)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (errno || end == s || v < 0)
+        die("bad number: '%s'", s);
+    switch (*end) {
+    case 'k': case 'K': v <<= 10; end++; break;
+    case 'm': case 'M': v <<= 20; end++; break;
+    case 'g': case 'G': v <<= 30; end++; break;
+    default: break;
+    }
+    if (*end != '\0')
+        die("bad number: '%s'", s);
+    return v;
+}
+
+int parse_list(const char *s, long long *out, int max)
+{
+    char buf[512];
+    snprintf(buf, sizeof buf, "%s", s);
+    int n = 0;
+    for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+        if (n == max)
+            die("list too long: '%s'", s);
+        out[n++] = parse_size(tok);
+    }
+    if (n == 0)
+        die("empty list");
+    return n;
+}
+
+/* ---- output ------------------------------------------------------------ */
+void bench_result(const char *workload, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    printf("result %s ", workload);
+    vprintf(fmt, ap);
+    putchar('\n');
+    fflush(stdout);
+    va_end(ap);
+}

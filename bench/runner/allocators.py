@@ -1,0 +1,171 @@
+"""The allocators under test and how each one is put into a benchmark process.
+
+A Variant is one column of a results table: a label, the library to
+LD_PRELOAD (None: glibc's malloc), extra environment, extra program
+arguments (e.g. the node backend "-b jepool"), and whether it is a peer
+(peers define "best peer"; nodal and reference columns are compared to it).
+
+Variant sets:
+  dropin  glibc, jemalloc, mimalloc, tcmalloc (+ nodal): the same binary,
+          only LD_PRELOAD differs
+  node    node-targeted calls: numa_alloc_onnode, the jemalloc NUMA pool
+          (+ nodal's node API and nodal's plain malloc), plus jemalloc's plain
+          malloc as the seed's reference row
+  app     the BST/YCSB configurations: numa/regular under each drop-in
+          allocator, numa/numa with the jemalloc pool (+ nodal)
+  chase   pointer chasing: plain malloc under each peer, the jemalloc pool,
+          nodal's node API with huge_pages=0 and =1
+"""
+
+import os
+import re
+import subprocess
+from dataclasses import dataclass, field
+
+LIBDIR_SONAMES = {
+    "jemalloc": "libjemalloc.so.2",
+    "mimalloc": "libmimalloc.so.2",
+    "tcmalloc": "libtcmalloc_minimal.so.4",
+}
+PEERS = ["glibc", "jemalloc", "mimalloc", "tcmalloc"]
+# libjemalloc.so.2 needs more static TLS than glibc leaves for dlopen();
+# jepool.c re-executes itself with this when it is missing.
+JEPOOL_ENV = {"GLIBC_TUNABLES": "glibc.rtld.optional_static_tls=16384"}
+
+
+@dataclass
+class Variant:
+    name: str
+    preload: str = None
+    env: dict = field(default_factory=dict)
+    args: list = field(default_factory=list)
+    peer: bool = True
+
+    def environ(self, base):
+        env = dict(base)
+        env.pop("LD_PRELOAD", None)
+        env.pop("NODAL_OPTIONS", None)
+        if self.preload:
+            env["LD_PRELOAD"] = self.preload
+        env.update(self.env)
+        return env
+
+
+def find_library(soname):
+    """Path of a shared library by soname, from the loader cache."""
+    try:
+        out = subprocess.run(["ldconfig", "-p"], capture_output=True, text=True).stdout
+    except OSError:
+        out = ""
+    for line in out.splitlines():
+        parts = line.strip().split(" => ")
+        if len(parts) == 2 and parts[0].split()[0] == soname and "x86-64" in parts[0]:
+            return parts[1]
+    for d in ("/usr/lib/x86_64-linux-gnu", "/usr/lib64", "/usr/lib"):
+        p = os.path.join(d, soname)
+        if os.path.exists(p):
+            return p
+    return None
+
+
+class Allocators:
+    """Resolves the libraries once and builds the variant sets."""
+
+    def __init__(self, nodal_lib, nodal_options=None, only=None):
+        self.libs = {"glibc": None}
+        for name, soname in LIBDIR_SONAMES.items():
+            path = find_library(soname)
+            if path:
+                self.libs[name] = path
+        self.nodal = nodal_lib            # path, or None when not available
+        self.nodal_env = {"NODAL_OPTIONS": nodal_options} if nodal_options else {}
+        self.only = only                  # --allocators filter, or None
+        self.jepool_env = dict(JEPOOL_ENV)
+        if "jemalloc" in self.libs:       # an absolute path also works in the VM
+            self.jepool_env["BENCH_JEMALLOC"] = self.libs["jemalloc"]
+
+    def _keep(self, name):
+        """--allocators keeps every column whose label has the name as a word
+        (jemalloc keeps jemalloc, jemalloc-pool, regular/jemalloc, ...)."""
+        if self.only is None:
+            return True
+        words = re.split(r"[-/_ =]", name)
+        return any(o == name or o in words for o in self.only)
+
+    def _filter(self, variants):
+        return [v for v in variants if self._keep(v.name)]
+
+    def dropin(self):
+        vs = [Variant(n, self.libs[n]) for n in PEERS if n in self.libs]
+        if self.nodal:
+            vs.append(Variant("nodal", self.nodal, dict(self.nodal_env), peer=False))
+        return self._filter(vs)
+
+    def node(self, numa_ops, other_ops):
+        """numa_alloc_onnode is ~1000x slower: it gets its own op count."""
+        vs = [Variant("numa_alloc_onnode", args=["-b", "numa", "-n", str(numa_ops)]),
+              Variant("jemalloc-pool", env=dict(self.jepool_env), args=["-b", "jepool", "-n", str(other_ops)])]
+        if self.nodal:
+            vs.append(Variant("nodal-node", self.nodal, dict(self.nodal_env),
+                              ["-b", "nodal", "-n", str(other_ops)], peer=False))
+            vs.append(Variant("nodal-malloc", self.nodal, dict(self.nodal_env),
+                              ["-b", "malloc", "-n", str(other_ops)], peer=False))
+        if "jemalloc" in self.libs:
+            vs.append(Variant("jemalloc-malloc", self.libs["jemalloc"],
+                              args=["-b", "malloc", "-n", str(other_ops)], peer=False))
+        return self._filter(vs)
+
+    def app(self):
+        vs = [Variant("regular/" + n, self.libs[n], args=["-b", "malloc"])
+              for n in PEERS if n in self.libs]
+        vs.append(Variant("numa/jemalloc-pool", env=dict(self.jepool_env), args=["-b", "jepool"]))
+        if self.nodal:
+            vs.append(Variant("regular/nodal", self.nodal, dict(self.nodal_env),
+                              ["-b", "malloc"], peer=False))
+            vs.append(Variant("numa/nodal", self.nodal, dict(self.nodal_env),
+                              ["-b", "nodal"], peer=False))
+        return self._filter(vs)
+
+    def chase(self):
+        vs = [Variant(n, self.libs[n], args=["-b", "malloc"]) for n in PEERS if n in self.libs]
+        vs.append(Variant("jemalloc-pool", env=dict(self.jepool_env), args=["-b", "jepool"]))
+        if self.nodal:
+            for hp in ("0", "1"):
+                opts = ",".join(filter(None, [self.nodal_env.get("NODAL_OPTIONS"), "huge_pages=" + hp]))
+                vs.append(Variant("nodal-node hp=" + hp, self.nodal, {"NODAL_OPTIONS": opts},
+                                  ["-b", "nodal"], peer=False))
+        return self._filter(vs)
+
+    def for_set(self, name, **kw):
+        return {"dropin": self.dropin, "node": self.node, "app": self.app,
+                "chase": self.chase}[name](**kw)
+
+
+def probe_nodal(build, bindir, override=None, log=print):
+    """Returns (path or None, status text). nodal counts as available only if
+    libnodal.so exists and a benchmark program runs with it preloaded."""
+    path = override or os.path.join(build, "libnodal.so")
+    if not os.path.exists(path):
+        return None, "not built (%s missing)" % path
+    path = os.path.realpath(path)
+    env = dict(os.environ, LD_PRELOAD=path)
+    micro = os.path.join(bindir, "micro")
+    try:
+        r = subprocess.run([micro, "-m", "pair", "-n", "20000", "-t", "2"], env=env,
+                           capture_output=True, text=True, timeout=60)
+    except subprocess.TimeoutExpired:
+        return None, "broken (%s: smoke test timed out)" % path
+    if r.returncode != 0:
+        return None, "broken (%s: smoke test exited %d: %s)" % (
+            path, r.returncode, (r.stderr or "").strip().splitlines()[-1:] or "")
+    version = "nodal"
+    nodepair = os.path.join(bindir, "nodepair")
+    if os.path.exists(nodepair):
+        r = subprocess.run([nodepair, "-b", "nodal", "-n", "1000"], env=env,
+                           capture_output=True, text=True, timeout=60)
+        for line in r.stdout.splitlines():
+            if line.startswith("note: nodal"):
+                version = line[len("note: "):]
+        if r.returncode != 0:
+            log("warning: nodal's node API smoke test exited %d" % r.returncode)
+    return path, "%s (%s)" % (version, path)

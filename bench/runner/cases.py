@@ -1,0 +1,162 @@
+"""The workload cases of quick mode, full mode and the VM, and the tables they
+feed. A Case is one program invocation per variant per repetition; it may
+print several result lines (one per size or thread count). Tables are built
+per group from the result lines, one table per metric listed for the group.
+"""
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Case:
+    id: str                 # unique name, used in the CSV and logs
+    program: str            # binary in the bench build directory
+    args: list
+    group: str              # table group (GROUPS below)
+    vset: str = "dropin"    # variant set (allocators.py)
+    vset_kw: dict = field(default_factory=dict)
+    timeout: float = 300
+
+
+# group -> (title, metrics tabulated, what one number means)
+GROUPS = {
+    "micro-pair": ("Micro: tight malloc/free pairs", ["cpu_ns_pair", "ns_pair"],
+                   "per malloc+free pair"),
+    "micro-batch": ("Micro: batches of 1,000 mallocs then 1,000 frees",
+                    ["cpu_ns_pair", "cpu_ns_alloc", "cpu_ns_free", "ns_pair"],
+                    "per pair; the alloc/free split divides the CPU time by the measured phase times"),
+    "micro-realloc": ("Micro: realloc growth from 8 B to 64 KiB", ["cpu_ns_realloc", "ns_realloc"],
+                      "per realloc call"),
+    "micro-aligned": ("Micro: aligned_alloc/free pairs", ["cpu_ns_pair", "ns_pair"], "per pair"),
+    "xthread": ("Cross-thread: one thread mallocs, another frees", ["ns_obj"],
+                "per object through a producer/consumer pair: wall time / objects (the threads "
+                "spin while waiting for each other, so their CPU time, in the CSV, says little)"),
+    "larson": ("Larson-style server simulation", ["ns_op", "cpu_ns_op", "peak_rss_mib"],
+               "per free+malloc replacement; peak RSS in MiB"),
+    "malloctest": ("malloc-test (seed 001): 1,024 B malloc/free per thread", ["cpu_ns_req", "ns_req"],
+                   "per request"),
+    "tinytemps": ("Tiny temporaries (seed 002): 8 and 16 B in batches",
+                  ["wall_s", "cpu_ns_tmp", "peak_rss_mib"],
+                  "wall seconds; CPU ns per temporary (alloc+free); peak RSS in MiB"),
+    "prefetch": ("Prefetch example (seed 003): 80,000 objects allocated, written, freed",
+                 ["ns_obj", "cpu_ns_obj"], "per object (page faults included)"),
+    "frag": ("Fragmentation: mixed sizes, free a random half, allocate larger",
+             ["peak_rss_mib", "final_rss_mib", "overhead"],
+             "RSS in MiB; overhead = final RSS / live bytes"),
+    "peakrel": ("Peak then release", ["peak_rss_mib", "free_rss_mib", "settled_rss_mib"],
+                "RSS in MiB at the peak, right after freeing everything, and after the settle time"),
+    "falseshare": ("False sharing (cache-scratch / cache-thrash)", ["ns_write", "cpu_ns_write"],
+                   "per write pass over the block"),
+    "nodepair": ("Node-targeted alloc + first touch + free", ["ns_op", "cpu_ns_op", "misplaced"],
+                 "per cycle (numa_alloc_onnode's cost is mostly kernel time and waiting for the mmap "
+                 "lock: compare the wall times); misplaced = blocks (of 64 per thread) the kernel "
+                 "reports on another node than the target"),
+    "bst": ("BST (seed 000): trees per node, mixed lookup/insert/delete", ["mops", "cpu_mops"],
+            "million operations per second (mops) and per CPU-second of the threads (cpu_mops)"),
+    "ycsb": ("YCSB workload A (seed 000): hash tables per node", ["steady_mops", "cpu_mops"],
+             "million operations per second, mean of intervals after warm-up (steady_mops), and "
+             "per CPU-second of the threads over the run (cpu_mops)"),
+    "chase": ("Pointer chasing over node-bound objects", ["ns_hop"], "ns per hop"),
+    "callgrind": ("Instructions per malloc/free pair (callgrind, 32 B, one thread)", ["instr_pair"],
+                  "instructions per pair = (Ir(N2) - Ir(N1)) / (N2 - N1), loop included "
+                  "(the loop alone is given below the table)"),
+    "callgrind-node": ("Instructions per node-targeted cycle (callgrind, 32 B, one thread)", ["instr_pair"],
+                       "instructions per alloc + 32 B memset + free cycle of nodepair"),
+}
+
+
+# The VM's tables are kept apart from the host's.
+for _g in ("nodepair", "bst", "ycsb", "chase"):
+    _t, _m, _w = GROUPS[_g]
+    GROUPS["vm-" + _g] = ("In the multi-node VM: " + _t, _m,
+                          _w + " (inside numa-vm under emulation: compare columns, not absolute times)")
+
+
+def _csv(xs):
+    return ",".join(str(x) for x in xs)
+
+
+def quick_cases():
+    sizes = [16, 32, 64, 256, 1024]
+    cases = []
+    for mode in ("pair", "batch"):  # batch: fewer ops, see full_cases()
+        for t in (1, 2, 8, 16):
+            cases.append(Case("micro-%s-t%d" % (mode, t), "micro",
+                              ["-m", mode, "-s", _csv(sizes), "-t", str(t),
+                               "-n", "4000000" if mode == "pair" else "500000"],
+                              "micro-" + mode))
+    cases += [
+        Case("xthread", "xthread", ["-s", "8,32", "-n", "1000000"], "xthread"),
+        Case("malloctest", "malloctest", ["-t", "1,2,8", "-n", "500000"], "malloctest"),
+        Case("tinytemps", "tinytemps", ["-t", "8", "-r", "1000"], "tinytemps"),
+        Case("peakrel", "peakrel", ["-t", "2", "-m", "128m", "-d", "1000"], "peakrel"),
+        Case("nodepair", "nodepair", ["-s", "32", "-t", "1,2,8,16", "-N", "0"], "nodepair",
+             "node", {"numa_ops": 5000, "other_ops": 2000000}),
+    ]
+    return cases
+
+
+def full_cases():
+    sizes = [8, 16, 32, 64, 256, 1024, 4096]
+    cases = []
+    for mode in ("pair", "batch"):
+        for t in (1, 2, 4, 8, 16):
+            # glibc trims the heap after each batch of >= 256 B and faults it
+            # back in: batches get fewer operations and more time
+            cases.append(Case("micro-%s-t%d" % (mode, t), "micro",
+                              ["-m", mode, "-s", _csv(sizes), "-t", str(t),
+                               "-n", "10000000" if mode == "pair" else "1000000"],
+                              "micro-" + mode, timeout=900))
+    for t in (1, 2, 4, 8, 16):
+        cases.append(Case("micro-realloc-t%d" % t, "micro",
+                          ["-m", "realloc", "-g", "64k", "-t", str(t), "-n", "2000000"], "micro-realloc"))
+        for align in (64, 4096):
+            cases.append(Case("micro-aligned%d-t%d" % (align, t), "micro",
+                              ["-m", "aligned", "-a", str(align), "-s", "32,256,4096", "-t", str(t),
+                               "-n", "4000000"], "micro-aligned"))
+    cases += [
+        Case("xthread-p1", "xthread", ["-s", "8,32,256", "-n", "4000000", "-p", "1"], "xthread"),
+        Case("xthread-p2", "xthread", ["-s", "8,32,256", "-n", "2000000", "-p", "2"], "xthread"),
+        Case("larson", "larson", ["-t", "1,2,4,8,16", "-r", "50000", "-R", "20"], "larson"),
+        Case("malloctest", "malloctest", ["-t", "1,2,3,4,5,8,20", "-n", "1000000"], "malloctest"),
+        Case("tinytemps-t8", "tinytemps", ["-t", "8"], "tinytemps"),
+        Case("tinytemps-t2", "tinytemps", ["-t", "2", "-l", "1000000"], "tinytemps"),
+        Case("prefetch", "prefetch", ["-c", "80000", "-r", "100", "-s", "208"], "prefetch"),
+        Case("frag", "frag", ["-m", "256m", "-x", "16k"], "frag"),
+        Case("peakrel", "peakrel", ["-t", "2", "-m", "512m", "-d", "3000"], "peakrel"),
+        Case("falseshare-scratch", "falseshare", ["-m", "scratch", "-t", "2,4", "-s", "8"], "falseshare"),
+        Case("falseshare-thrash", "falseshare", ["-m", "thrash", "-t", "2,4", "-s", "8"], "falseshare"),
+        Case("nodepair-32", "nodepair", ["-s", "32", "-t", "1,2,4,8,16", "-N", "0"], "nodepair",
+             "node", {"numa_ops": 20000, "other_ops": 4000000}),
+        Case("nodepair-1024", "nodepair", ["-s", "1024", "-t", "1,2,8", "-N", "0"], "nodepair",
+             "node", {"numa_ops": 20000, "other_ops": 2000000}),
+        Case("bst-t2", "bst", ["-t", "2", "-T", "4", "-k", "200000", "-d", "3"], "bst", "app"),
+        Case("bst-t8", "bst", ["-t", "8", "-T", "4", "-k", "200000", "-d", "3"], "bst", "app"),
+        Case("ycsb-t2", "ycsb", ["-t", "2", "-k", "500000", "-d", "4"], "ycsb", "app"),
+        Case("chase", "chase", ["-c", "2m", "-s", "64", "-h", "10m"], "chase", "chase"),
+    ]
+    return cases
+
+
+def vm_cases():
+    """Small versions of the node-sensitive workloads for the multi-node VM
+    (TCG emulation is ~10-50x slower than the host)."""
+    return [
+        Case("vm-nodepair-rr", "nodepair", ["-s", "32", "-t", "1,4", "-N", "rr"], "vm-nodepair",
+             "node", {"numa_ops": 2000, "other_ops": 200000}),
+        Case("vm-nodepair-remote", "nodepair", ["-s", "32", "-t", "1,2", "-N", "1"], "vm-nodepair",
+             "node", {"numa_ops": 2000, "other_ops": 200000}),
+        Case("vm-bst", "bst", ["-t", "4", "-k", "50000", "-d", "1"], "vm-bst", "app"),
+        Case("vm-ycsb", "ycsb", ["-t", "4", "-k", "50000", "-T", "4", "-B", "1021", "-d", "2",
+                                 "-i", "250", "-w", "2"], "vm-ycsb", "app"),
+        Case("vm-chase", "chase", ["-c", "256k", "-s", "64", "-h", "2m", "-N", "1"], "vm-chase", "chase"),
+    ]
+
+
+def select(cases, only):
+    """--only: keep cases whose id, program or group matches one of the names."""
+    if not only:
+        return cases
+    keep = [c for c in cases if any(o in (c.id, c.program, c.group) or c.id.startswith(o + "-")
+                                    for o in only)]
+    return keep

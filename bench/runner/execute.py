@@ -1,0 +1,125 @@
+"""Runs one benchmark process and turns its output into samples.
+
+Every sample is one metric value from one result line of one run:
+    {rep, seq, case, variant, workload, params, metric, value, status, proc_*}
+proc_* are the whole process's wall, user, sys seconds and peak RSS (KiB),
+taken with wait4() on the host, so every run records them even when the
+program's own result line does not; load1 is the machine's 1-minute load
+average when the run started.
+"""
+
+import os
+import subprocess
+import threading
+import time
+
+# Keys of a result line that identify the column, not the row.
+VARIANT_KEYS = {"backend", "config"}
+STATUS_OK, STATUS_SKIP = "ok", "skipped"
+
+
+def is_metric(key):
+    return (key.startswith(("ns_", "cpu_ns_", "instr_")) or key.endswith(("_s", "_mib", "_mops"))
+            or key in ("mops", "overhead", "misplaced"))
+
+
+def parse_results(text):
+    """Yields (workload, params dict, metrics dict) for each result line."""
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) < 2 or parts[0] != "result":
+            continue
+        params, metrics = {}, {}
+        for kv in parts[2:]:
+            if "=" not in kv:
+                continue
+            k, v = kv.split("=", 1)
+            if k in VARIANT_KEYS:
+                continue
+            if is_metric(k):
+                try:
+                    metrics[k] = float(v)
+                except ValueError:
+                    pass
+            else:
+                params[k] = v
+        yield parts[1], params, metrics
+
+
+def run_process(argv, env, timeout):
+    """Runs argv; returns (rc, stdout, stderr, rusage dict, wall seconds).
+    rc is None on timeout."""
+    t0 = time.monotonic()
+    p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    timed_out = []
+
+    def kill():
+        timed_out.append(True)
+        p.kill()
+
+    timer = threading.Timer(timeout, kill)
+    timer.start()
+    # read both pipes without blocking on either
+    err_chunks = []
+    reader = threading.Thread(target=lambda: err_chunks.append(p.stderr.read()))
+    reader.start()
+    out = p.stdout.read()
+    reader.join()
+    _, status, ru = os.wait4(p.pid, 0)
+    timer.cancel()
+    p.returncode = os.waitstatus_to_exitcode(status)
+    wall = time.monotonic() - t0
+    usage = {"proc_wall_s": wall, "proc_user_s": ru.ru_utime, "proc_sys_s": ru.ru_stime,
+             "proc_maxrss_kib": ru.ru_maxrss}
+    rc = None if timed_out else p.returncode
+    return rc, out, "".join(err_chunks), usage, wall
+
+
+def status_of(rc):
+    if rc is None:
+        return "timeout"
+    if rc == 0:
+        return STATUS_OK
+    if rc == 77:
+        return STATUS_SKIP
+    return "failed (exit %d)" % rc
+
+
+def samples_from(text, status, usage, base):
+    """Expands one run's output into sample dicts; a run without result lines
+    still yields one record so that failures show up in the CSV."""
+    rows = []
+    for workload, params, metrics in parse_results(text):
+        for metric, value in metrics.items():
+            rows.append(dict(base, workload=workload, params=params, metric=metric,
+                             value=value, status=status, **usage))
+    if not rows:
+        rows.append(dict(base, workload=base.get("program", "?"), params={}, metric="",
+                         value=None, status=status if status != STATUS_OK else "no result",
+                         **usage))
+    return rows
+
+
+def load1():
+    """The 1-minute load average: how busy the shared machine was."""
+    try:
+        with open("/proc/loadavg") as f:
+            return float(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def run_job(bindir, case, variant, rep, seq, log):
+    argv = [os.path.join(bindir, case.program)] + case.args + variant.args
+    env = variant.environ(os.environ)
+    load = load1()
+    rc, out, err, usage, wall = run_process(argv, env, case.timeout)
+    status = status_of(rc)
+    base = {"rep": rep, "seq": seq, "case": case.id, "group": case.group,
+            "variant": variant.name, "program": case.program, "load1": load}
+    rows = samples_from(out, status, usage, base)
+    note = "" if status == STATUS_OK else "  <- " + status + (
+        ": " + err.strip().splitlines()[-1] if err.strip() else "")
+    log("  %-22s %-20s %6.2fs%s" % (case.id, variant.name, wall, note))
+    return rows, out, err

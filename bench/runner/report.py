@@ -1,0 +1,275 @@
+"""Turns samples into the Markdown report and the raw CSV.
+
+A table has one row per parameter combination (size, threads, ...) and one
+column per variant. A cell is "median [min-max]" of the repetitions and
+"xR", the ratio to the best peer in that row, oriented so that R > 1 is
+worse and R < 1 beats every peer: for costs (ns, seconds, MiB) R = value /
+best; for throughputs (Mops/s) R = best / value. The best peer is bold.
+"""
+
+import csv
+import statistics
+
+from .cases import GROUPS
+
+def higher_is_better(metric):
+    return metric == "mops" or metric.endswith("_mops")
+
+
+def caption(metric):
+    """What the numbers of a metric are."""
+    if metric.startswith("cpu_ns_"):
+        return "CPU time, ns"
+    if metric.startswith("ns_"):
+        return "wall time, ns, core-normalised"
+    if metric == "overhead":
+        return "final RSS / live bytes"
+    u = unit_of(metric)
+    return u
+
+
+def unit_of(metric):
+    if metric.startswith(("ns_", "cpu_ns_")):
+        return "ns"
+    if metric.startswith("instr_"):
+        return "instructions"
+    if metric.endswith("_mib"):
+        return "MiB"
+    if metric.endswith("_s"):
+        return "s"
+    if metric == "cpu_mops":
+        return "Mops per CPU-s"
+    if metric == "mops" or metric.endswith("_mops"):
+        return "Mops/s"
+    return ""
+
+
+def fmt(x):
+    if x is None:
+        return "-"
+    if float(x).is_integer() and abs(x) < 1000:
+        return "%d" % x
+    a = abs(x)
+    if a >= 1000:
+        return "{:,.0f}".format(x)
+    if a >= 100:
+        return "%.0f" % x
+    if a >= 10:
+        return "%.1f" % x
+    if a >= 1 or a == 0:
+        return "%.2f" % x
+    return "%.2g" % x if a >= 0.001 else "%.1e" % x
+
+
+def _num(v):
+    try:
+        return (0, float(v.rstrip("MiB")))
+    except ValueError:
+        return (1, v)
+
+
+def param_key(params):
+    return tuple(sorted(params.items()))
+
+
+class Table:
+    """Medians and spreads of one metric of one group, by row and variant."""
+
+    def __init__(self, samples, group, metric, variants):
+        self.group, self.metric = group, metric
+        vals = {}
+        for s in samples:
+            if s["group"] == group and s["metric"] == metric and s["status"] == "ok":
+                vals.setdefault(param_key(s["params"]), {}).setdefault(s["variant"], []).append(s["value"])
+        self.values = vals
+        seen = {v for row in vals.values() for v in row}
+        self.variants = [v for v in variants if v.name in seen]
+        keys = []
+        for pk in vals:
+            for k, _ in pk:
+                if k not in keys:
+                    keys.append(k)
+        # parameters that are the same in every row go to the caption
+        self.fixed = {k: dict(pk).get(k) for k in keys
+                      if len({dict(pk).get(k) for pk in vals}) == 1}
+        self.cols = [k for k in keys if k not in self.fixed]
+        order = ["mode", "size", "align", "pairs", "threads"]
+        self.cols.sort(key=lambda k: (order.index(k) if k in order else len(order), k))
+        self.rows = sorted(vals, key=lambda pk: [_num(dict(pk).get(k, "")) for k in self.cols])
+
+    def median(self, row, variant):
+        xs = self.values.get(row, {}).get(variant)
+        return statistics.median(xs) if xs else None
+
+    def best_peer(self, row):
+        meds = [self.median(row, v.name) for v in self.variants if v.peer]
+        meds = [m for m in meds if m is not None]
+        if not meds:
+            return None
+        return max(meds) if higher_is_better(self.metric) else min(meds)
+
+    def ratio(self, value, best):
+        if value is None or not best or not value:
+            return None
+        return best / value if higher_is_better(self.metric) else value / best
+
+    def cell(self, row, v):
+        xs = self.values.get(row, {}).get(v.name)
+        if not xs:
+            return "-"
+        med = statistics.median(xs)
+        text = fmt(med)
+        if len(xs) > 1 and fmt(min(xs)) != fmt(max(xs)):
+            text += " [%s-%s]" % (fmt(min(xs)), fmt(max(xs)))
+        best = self.best_peer(row)
+        if self.metric == "misplaced":
+            return text
+        r = self.ratio(med, best)
+        if v.peer and best is not None and med == best:
+            return "**%s**" % text
+        if r is not None:
+            text += " x" + ("%.2f" % r if r < 10 else fmt(r))
+        return text
+
+    def markdown(self):
+        head = self.cols + [v.name for v in self.variants]
+        lines = ["| " + " | ".join(head) + " |",
+                 "|" + "|".join(["---"] * len(self.cols) + ["---:"] * len(self.variants)) + "|"]
+        for row in self.rows:
+            d = dict(row)
+            lines.append("| " + " | ".join([d.get(k, "") for k in self.cols] +
+                                           [self.cell(row, v) for v in self.variants]) + " |")
+        return "\n".join(lines)
+
+
+def header(meta):
+    m = meta["machine"]
+    rows = [
+        ("command", "`%s`" % meta["command"]),
+        ("commit", meta["commit"]),
+        ("date (UTC)", meta["date"]),
+        ("machine", "%s: %d CPUs, %s, kernel %s, %s RAM, %d NUMA node(s), THP %s"
+         % (m["host"], m["nproc"], m["cpu"], m["kernel"], m["memory"], m["numa_nodes"], m["thp"])),
+        ("load average", "start %s; end %s" % (m["loadavg"], meta.get("loadavg_end", "?"))),
+        ("packages", ", ".join("%s %s" % kv for kv in meta["versions"].items())),
+        ("nodal", meta["nodal"]),
+        ("repetitions", "%d, interleaved: every repetition runs every case once per allocator, "
+         "allocator order rotated each repetition" % meta["reps"]),
+        ("cells", "median [min-max] over repetitions; xR = times the best peer's cost "
+         "(for throughput: best peer / this), so R < 1 beats every peer; best peer in bold"),
+        ("took", "%.0f s" % meta.get("elapsed", 0)),
+    ]
+    out = ["# nodal benchmarks: %s mode" % meta["mode"], "", "| | |", "|---|---|"]
+    out += ["| %s | %s |" % r for r in rows]
+    return "\n".join(out)
+
+
+def _extra_nodepair(tables, group):
+    """Seed 000's speedup table, and nodal's node API against its own malloc."""
+    t = tables.get((group, "ns_op"))
+    if not t:
+        return []
+    out = []
+    names = [v.name for v in t.variants]
+    if "numa_alloc_onnode" in names:
+        others = [n for n in names if n != "numa_alloc_onnode"]
+        out += ["", "Speedup vs numa_alloc_onnode (its median / each median, wall time):", "",
+                "| " + " | ".join(t.cols + others) + " |",
+                "|" + "|".join(["---"] * len(t.cols) + ["---:"] * len(others)) + "|"]
+        for row in t.rows:
+            base = t.median(row, "numa_alloc_onnode")
+            cells = []
+            for n in others:
+                m = t.median(row, n)
+                cells.append("%s x" % fmt(base / m) if base and m else "-")
+            out.append("| " + " | ".join([dict(row).get(k, "") for k in t.cols] + cells) + " |")
+    # CPU time where there is one: both loops run in user space, and it is
+    # the steadier clock on a shared machine
+    tc = tables.get((group, "cpu_ns_op")) or t
+    if "nodal-node" in names and "nodal-malloc" in names:
+        out += ["", "nodal's node-targeted cycle / nodal's plain malloc cycle, %s (target <= 1.15):"
+                % tc.metric, "",
+                "| " + " | ".join(tc.cols + ["ratio", "verdict"]) + " |",
+                "|" + "|".join(["---"] * len(tc.cols) + ["---:", "---"]) + "|"]
+        for row in tc.rows:
+            a, b = tc.median(row, "nodal-node"), tc.median(row, "nodal-malloc")
+            r = a / b if a and b else None
+            verdict = "-" if r is None else ("ok" if r <= 1.15 else "over")
+            out.append("| " + " | ".join([dict(row).get(k, "") for k in tc.cols] +
+                                         [fmt(r) if r else "-", verdict]) + " |")
+    return out
+
+
+def _extra_app(tables, group, metric):
+    """numa/numa against numa/regular with the same allocator family."""
+    t = tables.get((group, metric))
+    if not t:
+        return []
+    pairs = [("numa/jemalloc-pool", "regular/jemalloc"), ("numa/nodal", "regular/nodal")]
+    names = [v.name for v in t.variants]
+    pairs = [p for p in pairs if p[0] in names and p[1] in names]
+    if not pairs:
+        return []
+    out = ["", "numa/numa vs numa/regular, %s (throughput change of the node-placed configuration):"
+           % metric, "",
+           "| " + " | ".join(t.cols + ["%s vs %s" % p for p in pairs]) + " |",
+           "|" + "|".join(["---"] * len(t.cols) + ["---:"] * len(pairs)) + "|"]
+    for row in t.rows:
+        cells = []
+        for a, b in pairs:
+            x, y = t.median(row, a), t.median(row, b)
+            cells.append("%+.1f %%" % (100 * (x / y - 1)) if x and y else "-")
+        out.append("| " + " | ".join([dict(row).get(k, "") for k in t.cols] + cells) + " |")
+    return out
+
+
+def markdown(samples, variants_by_group, meta, problems):
+    out = [header(meta)]
+    tables = {}
+    for group, (title, metrics, what) in GROUPS.items():
+        variants = variants_by_group.get(group)
+        if not variants:
+            continue
+        made = []
+        for metric in metrics:
+            t = Table(samples, group, metric, variants)
+            if t.rows:
+                tables[(group, metric)] = t
+                made.append(t)
+        if not made:
+            continue
+        out += ["", "## " + title, "", what + "."]
+        for t in made:
+            fixed = ", ".join("%s=%s" % kv for kv in t.fixed.items())
+            cap = caption(t.metric)
+            out += ["", "**%s**%s%s" % (t.metric, " (%s)" % cap if cap else "",
+                                          " - " + fixed if fixed else ""), "", t.markdown()]
+        if group.endswith("nodepair"):
+            out += _extra_nodepair(tables, group)
+        if group.endswith(("bst", "ycsb")):
+            for metric in GROUPS[group][1]:
+                out += _extra_app(tables, group, metric)
+        if group == "callgrind" and meta.get("callgrind_loop") is not None:
+            out += ["", "The benchmark loop alone (micro -m empty) costs %.1f instructions per iteration."
+                    % meta["callgrind_loop"]]
+    if problems:
+        out += ["", "## Runs that did not produce results", ""]
+        out += ["- %s" % p for p in problems]
+    return "\n".join(out) + "\n"
+
+
+CSV_FIELDS = ["rep", "seq", "case", "group", "variant", "workload", "params", "metric", "value",
+              "status", "proc_wall_s", "proc_user_s", "proc_sys_s", "proc_maxrss_kib", "load1"]
+
+
+def write_csv(path, samples, meta):
+    with open(path, "w", newline="") as f:
+        for line in header(meta).splitlines():
+            if line.startswith("| ") and not line.startswith("| |"):
+                f.write("# " + line.strip("| ").replace(" | ", ": ", 1) + "\n")
+        w = csv.DictWriter(f, fieldnames=CSV_FIELDS, extrasaction="ignore")
+        w.writeheader()
+        for s in samples:
+            row = {k: ("%.6g" % v if isinstance(v, float) else v) for k, v in s.items()}
+            row["params"] = ";".join("%s=%s" % kv for kv in s["params"].items())
+            w.writerow(row)

@@ -1,0 +1,168 @@
+/*
+ * xthread.c - cross-thread frees: one thread allocates, another frees.
+ *
+ * -p pairs of threads (default 1). In each pair the producer mallocs a block
+ * of -s bytes, writes its first byte and pushes the pointer into a
+ * single-producer/single-consumer ring; the consumer pops it, reads the byte
+ * and frees the block. Every block is therefore freed by a thread that did
+ * not allocate it: the remote-free path of the allocator.
+ *
+ * Reported: CPU time of both threads per object (cpu_ns_obj), and
+ * ns per object = wall time / objects per pair, i.e. the time one
+ * object takes to go through the pipeline in steady state. -m noalloc passes
+ * blocks from a static pool instead: the cost of the ring and of moving the
+ * blocks' cache lines between the cores, without any allocator. -g sets how
+ * many slots are published at a time (default 8, one cache line of pointers),
+ * -r how many slots the ring has (default 65,536): how far the producer may
+ * run ahead. A deep ring keeps the pipeline moving when the two threads are
+ * not always running at the same time (a busy, shared machine); with 4,096
+ * slots the result there measured mostly the scheduler.
+ */
+#define _GNU_SOURCE
+#include "harness.h"
+
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define RING_MAX 65536   /* slots; -r picks a power of two up to this */
+
+struct ring {
+    _Alignas(64) _Atomic uint64_t head;   /* next slot to write (producer) */
+    _Alignas(64) _Atomic uint64_t tail;   /* next slot to read (consumer) */
+    _Alignas(64) void *slot[RING_MAX];
+};
+
+struct cfg {
+    size_t size;
+    long long objects;      /* per pair */
+    int noalloc;
+    int batch;              /* publish every batch slots (power of two) */
+    uint64_t depth;         /* ring slots in use (power of two) */
+    struct ring *rings;     /* one per pair */
+};
+
+/* -m noalloc: blocks handed out round-robin from a pool twice the ring's
+   size (a block is never reused while the consumer may still read it), so the
+   baseline pays the same cache-line transfers as real blocks. */
+typedef char pool_block[64];
+static pool_block *pool;
+
+/* Spin briefly, then yield: on an oversubscribed or shared machine the
+   partner may not be running. */
+static void backoff(unsigned *spins)
+{
+    if (++*spins < 64)
+        cpu_relax();
+    else
+        sched_yield();
+}
+
+static void producer(struct ring *r, const struct cfg *c, long long n)
+{
+    uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
+    uint64_t tail_seen = atomic_load_explicit(&r->tail, memory_order_acquire);
+    for (long long i = 0; i < n; i++) {
+        char *p = c->noalloc ? pool[i & (2 * c->depth - 1)] : malloc(c->size);
+        p[0] = (char)i;
+        unsigned spins = 0;
+        while (head - tail_seen >= c->depth) {
+            backoff(&spins);
+            tail_seen = atomic_load_explicit(&r->tail, memory_order_acquire);
+        }
+        r->slot[head & (c->depth - 1)] = p;
+        head++;
+        /* publish in small groups so the consumer's line is not hammered */
+        if ((head & (uint64_t)(c->batch - 1)) == 0 || i == n - 1)
+            atomic_store_explicit(&r->head, head, memory_order_release);
+    }
+}
+
+static void consumer(struct ring *r, const struct cfg *c, long long n)
+{
+    uint64_t tail = atomic_load_explicit(&r->tail, memory_order_relaxed);
+    uint64_t head_seen = atomic_load_explicit(&r->head, memory_order_acquire);
+    long sum = 0;
+    for (long long i = 0; i < n; i++) {
+        unsigned spins = 0;
+        while (tail == head_seen) {
+            backoff(&spins);
+            head_seen = atomic_load_explicit(&r->head, memory_order_acquire);
+        }
+        char *p = r->slot[tail & (c->depth - 1)];
+        tail++;
+        if ((tail & (uint64_t)(c->batch - 1)) == 0 || i == n - 1)
+            atomic_store_explicit(&r->tail, tail, memory_order_release);
+        sum += p[0];
+        if (!c->noalloc)
+            free(p);
+    }
+    escape(&sum);
+}
+
+static void worker(bench_thread *t)
+{
+    struct cfg *c = t->arg;
+    struct ring *r = &c->rings[t->id / 2];
+    long long warm = c->objects / 10;
+    if (t->id % 2 == 0)
+        producer(r, c, warm);
+    else
+        consumer(r, c, warm);
+    bench_sync(t);
+    if (t->id % 2 == 0)
+        producer(r, c, c->objects);
+    else
+        consumer(r, c, c->objects);
+    t->ops = t->id % 2 ? (uint64_t)c->objects : 0;
+}
+
+int main(int argc, char **argv)
+{
+    bench_init(argc, argv);
+    struct cfg c = { .objects = 2000000, .batch = 8, .depth = 65536 };
+    long long sizes[16] = { 8 };
+    int nsizes = 1, pairs = 1, opt;
+    while ((opt = getopt(argc, argv, "s:n:p:g:r:mP")) != -1) {
+        switch (opt) {
+        case 's': nsizes = parse_list(optarg, sizes, 16); break;
+        case 'n': c.objects = parse_size(optarg); break;
+        case 'p': pairs = (int)parse_size(optarg); break;
+        case 'g': c.batch = (int)parse_size(optarg); break;
+        case 'r': c.depth = (uint64_t)parse_size(optarg); break;
+        case 'm': c.noalloc = 1; break;
+        case 'P': bench_pinning = 0; break;
+        default:
+            fprintf(stderr, "usage: xthread [-s sizes] [-n objects per pair] [-p pairs] [-g publish batch] [-r ring slots] [-m (no alloc)] [-P]\n");
+            return 2;
+        }
+    }
+    if (pairs < 1)
+        die("need at least one pair");
+    if (c.depth < 2 || c.depth > RING_MAX || (c.depth & (c.depth - 1)))
+        die("-r must be a power of two in 2..%d", RING_MAX);
+    if (c.batch < 1 || c.batch > (int)c.depth || (c.batch & (c.batch - 1)))
+        die("-g must be a power of two <= -r");
+    if (c.noalloc && posix_memalign((void **)&pool, 64, sizeof *pool * 2 * c.depth))
+        die("out of memory");
+    for (int i = 0; i < nsizes; i++) {
+        c.size = (size_t)sizes[i];
+        if (posix_memalign((void **)&c.rings, 64, sizeof *c.rings * (size_t)pairs))
+            die("out of memory");
+        memset(c.rings, 0, sizeof *c.rings * (size_t)pairs);
+        bench_team r;
+        bench_team_run(2 * pairs, worker, &c, &r);
+        /* per-pair pipeline time; with more pairs than CPU pairs this is
+           core-normalised like everything else */
+        int cores = 2 * pairs < bench_ncpus() ? 2 * pairs : bench_ncpus();
+        double ns = (double)r.wall_ns * cores / 2.0 / (double)r.ops;
+        bench_result("xthread", "mode=%s size=%zu pairs=%d ns_obj=%.2f cpu_ns_obj=%.2f user_s=%.3f sys_s=%.3f",
+                     c.noalloc ? "noalloc" : "prodcons", c.size, pairs, ns, bench_cpu_ns_per_op(&r),
+                     r.user_s, r.sys_s);
+        free(c.rings);
+    }
+    return 0;
+}
