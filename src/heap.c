@@ -235,6 +235,11 @@ static void nd_heap_abandon(nd_heap *h)
             while (*lists[l]) {
                 nd_segment *s = *lists[l];
                 nd_seglist_remove(lists[l], s);
+                if (s->used_pages == 0) {   /* the spare: nothing to hand over */
+                    s->owner = NULL;
+                    nd_node_seg_put(s);
+                    continue;
+                }
                 for (unsigned i = 0; i < s->page_count; i++) {
                     nd_page *pg = &s->pages[i];
                     if (!pg->in_use)
@@ -253,6 +258,7 @@ static void nd_heap_abandon(nd_heap *h)
         h->pages[c].first = h->pages[c].last = NULL, h->pages[c].count = 0;
         h->hot[c] = NULL;
     }
+    h->spare[0] = h->spare[1] = NULL;
 }
 
 /* Adds h's counters into t (racy reads of another thread's counters are
@@ -427,7 +433,7 @@ void nd_heap_purge(nd_heap *h, uint64_t now, bool all)
             for (nd_segment *s = lists[l]; s; s = s->next) {
                 if (s->purge_mask == 0)
                     continue;
-                if (all || now >= s->purge_at)
+                if (all || (now >= s->purge_at && h->epoch >= s->purge_epoch + ND_PURGE_MIN_EPOCHS))
                     nd_seg_purge(s, s->purge_mask);
                 else
                     left += (size_t)nd_popcount64(s->purge_mask) << ND_CHUNK_SHIFT;
@@ -465,6 +471,17 @@ static void nd_heap_maintain_one(nd_heap *h, uint64_t now, bool force)
     for (int i = 0; i < 4 && nd_heap_reclaim(h); i++)
         ;
     nd_heap_purge(h, now, force);
+    /* A spare segment unused for the delay goes back to the node. */
+    for (int k = 0; k < 2; k++) {
+        nd_segment *s = h->spare[k];
+        if (s != NULL && (force || (now >= h->spare_since[k] + (uint64_t)nd_opt(ND_OPT_purge_delay) &&
+                                    h->epoch >= s->purge_epoch + ND_PURGE_MIN_EPOCHS))) {
+            h->spare[k] = NULL;
+            nd_seglist_remove(&h->avail[k], s);
+            s->owner = NULL;
+            nd_node_seg_put(s);
+        }
+    }
     /* Large segments kept by this heap go back to the node after the delay. */
     nd_segment **pp = &h->large_cache;
     while (*pp) {
@@ -517,6 +534,15 @@ static void nd_heap_collect_one(nd_heap *h, uint64_t now, bool purge_all)
         }
     }
     nd_heap_maintain_one(h, now, purge_all);
+    for (int k = 0; k < 2; k++) {
+        nd_segment *s = h->spare[k];
+        if (s != NULL) {
+            h->spare[k] = NULL;
+            nd_seglist_remove(&h->avail[k], s);
+            s->owner = NULL;
+            nd_node_seg_put(s);
+        }
+    }
     if (!purge_all) {
         /* Large segments kept for reuse go back to the node now. */
         while (h->large_cache) {
@@ -545,6 +571,7 @@ void nd_heap_collect(nd_heap *h, bool purge_all)
 
 void nd_heap_tick(nd_heap *h)
 {
+    h->epoch++;
     if (nd_unlikely(--h->gc_countdown == 0)) {
         h->gc_countdown = ND_GC_EVENTS;
         if (h->kind == ND_HEAP_NORMAL)
@@ -563,6 +590,7 @@ static bool nd_bin_count_request(nd_heap *h, unsigned c)
     if (count < h->binfo[c].low_water)
         h->binfo[c].low_water = count;
     h->gc_samples++;
+    h->epoch++;
     nd_store_relaxed(&h->binfo[c].nreq, h->binfo[c].nreq + ND_TICK_PERIOD);
     nd_store_relaxed(&b->tick, (int64_t)ND_TICK_PERIOD);
     return true;

@@ -96,7 +96,10 @@ enum { ND_HEAP_NORMAL = 0, ND_HEAP_SHARED, ND_HEAP_EMPTY, ND_HEAP_DEAD };
  *    first. full holds pages with none, whose xfree is armed to notify
  *    (see page.h), or which are already on xpages.
  *  - avail[k] lists the segments of kind k (0 small, 1 medium) this heap
- *    owns that have a free page; used[k] those that have none.
+ *    owns that have a free page; used[k] those that have none. A segment
+ *    with no page in use stays owned only as spare[k] (one per kind, given
+ *    back after purge_delay unused), so a thread cycling through a
+ *    segment's worth of memory does not hand it to the node and back.
  *  - bound == 1: every segment is bound to node; bound == 0: plain.
  *  - node_heaps is meaningful in a thread's plain heap only.
  */
@@ -117,6 +120,8 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_heap {
     nd_page        *hot[ND_CLASS_COUNT];  /* the page per class whose frees go to the cache */
     nd_segment     *avail[2];           /* owned segments with a free page: [0] small, [1] medium */
     nd_segment     *used[2];            /* owned segments without one */
+    nd_segment     *spare[2];           /* an owned segment with no page in use, kept for reuse */
+    uint64_t        spare_since[2];     /* ms */
     nd_segment     *large_cache;        /* free large segments kept by this heap */
     uint32_t        large_cache_count;
     uint32_t        gc_countdown;
@@ -124,6 +129,7 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_heap {
     uint64_t        clock_ms;           /* the clock when maintenance last looked */
     size_t          purge_pending;      /* bytes of retired pages waiting for their purge */
     uint32_t        gc_samples;         /* tick roll-overs since the last cache GC */
+    uint64_t        epoch;              /* counts tick roll-overs and flushes: the heap's own clock */
     nd_cls_stats    cstats[ND_CLASS_COUNT];
     nd_heap_stats   stats;
     nd_aligned(ND_CACHE_LINE) nd_page *xpages;   /* notified pages (other threads push) */
@@ -160,7 +166,11 @@ void  nd_heap_tick(nd_heap *h) nd_hidden;
 void  nd_heap_collect(nd_heap *h, bool purge_all) nd_hidden;
 /* Purges retired pages of h's segments: those past their delay, or all. */
 void  nd_heap_purge(nd_heap *h, uint64_t now, bool all) nd_hidden;
-#define ND_PURGE_PENDING_MAX (4 * ND_MiB)   /* beyond this, purge without waiting */
+#define ND_PURGE_PENDING_MAX (16 * ND_MiB)  /* beyond this, purge without waiting */
+/* Memory a heap freed is purged once purge_delay has passed AND the heap has
+   done this much work since (epochs), so that a thread that gets little CPU
+   time (many threads on few cores) does not purge what it is about to reuse. */
+#define ND_PURGE_MIN_EPOCHS 4
 /* Adopts one segment abandoned by an exited thread; false if none. */
 bool  nd_heap_reclaim(nd_heap *h) nd_hidden;
 /* Takes an abandoned segment over; false if it turned out empty and was

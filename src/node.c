@@ -22,7 +22,8 @@
  * Invariants (under the node lock):
  *  - cache lists free segments (no page in use, owner NULL, not abandoned),
  *    dirty ones (memory beyond the header still committed) before clean ones;
- *    cache_dirty counts the dirty ones, cache_count all.
+ *    cache_dirty counts the dirty ones, cache_count all. The counts are
+ *    also read without the lock (as hints), so they change atomically.
  *  - abandoned lists segments with abandoned == 1 and owner NULL.
  */
 typedef struct nd_kind_state {
@@ -95,9 +96,9 @@ nd_segment *nd_node_seg_get(int node, bool bound, int kind)
         s = k->cache;
         if (s != NULL) {
             nd_list_remove(&k->cache, &k->cache_last, s);
-            k->cache_count--;
+            nd_sub_relaxed(&k->cache_count, 1);
             if (nd_seg_is_dirty(s))
-                k->cache_dirty--;
+                nd_sub_relaxed(&k->cache_dirty, 1);
         }
         nd_unlock(&ns->lock);
     }
@@ -132,17 +133,17 @@ void nd_node_seg_put(nd_segment *s)
     nd_lock(&ns->lock);
     if (keep_dirty && nd_seg_is_dirty(s)) {
         nd_list_push_front(&k->cache, &k->cache_last, s);
-        k->cache_dirty++;
+        nd_add_relaxed(&k->cache_dirty, 1);
     } else {
         nd_list_push_back(&k->cache, &k->cache_last, s);
     }
-    k->cache_count++;
+    nd_add_relaxed(&k->cache_count, 1);
     if (k->cache_count > (size_t)nd_opt(ND_OPT_cache_segments)) {
         victim = k->cache_last;
         nd_list_remove(&k->cache, &k->cache_last, victim);
-        k->cache_count--;
+        nd_sub_relaxed(&k->cache_count, 1);
         if (nd_seg_is_dirty(victim))
-            k->cache_dirty--;
+            nd_sub_relaxed(&k->cache_dirty, 1);
     }
     nd_unlock(&ns->lock);
     if (victim != NULL)
@@ -157,7 +158,7 @@ void nd_node_abandon(nd_segment *s)
     s->owner = NULL;
     nd_store_release(&s->abandoned, 1);
     nd_list_push_front(&k->abandoned, NULL, s);
-    k->abandoned_count++;
+    nd_add_relaxed(&k->abandoned_count, 1);
     nd_unlock(&ns->lock);
 }
 
@@ -171,7 +172,7 @@ nd_segment *nd_node_abandoned_pop(int node, bool bound)
     nd_segment *s = k->abandoned;
     if (s != NULL) {
         nd_list_remove(&k->abandoned, NULL, s);
-        k->abandoned_count--;
+        nd_sub_relaxed(&k->abandoned_count, 1);
         nd_store_relaxed(&s->abandoned, 0);
     }
     nd_unlock(&ns->lock);
@@ -187,7 +188,7 @@ bool nd_node_abandoned_claim(nd_segment *s)
     bool claimed = false;
     if (nd_load_relaxed(&s->abandoned)) {
         nd_list_remove(&k->abandoned, NULL, s);
-        k->abandoned_count--;
+        nd_sub_relaxed(&k->abandoned_count, 1);
         nd_store_relaxed(&s->abandoned, 0);
         claimed = true;
     }
@@ -218,8 +219,8 @@ static void nd_node_sweep(int node, bool bound, uint64_t now, bool force)
             break;
         if (force || s->cached_at + delay <= now) {
             nd_list_remove(&k->cache, &k->cache_last, s);
-            k->cache_dirty--;
-            k->cache_count--;
+            nd_sub_relaxed(&k->cache_dirty, 1);
+            nd_sub_relaxed(&k->cache_count, 1);
             v[nv++] = s;
         }
         s = next;
@@ -232,7 +233,7 @@ static void nd_node_sweep(int node, bool bound, uint64_t now, bool force)
     nd_lock(&ns->lock);
     for (size_t i = 0; i < nv; i++) {
         nd_list_push_back(&k->cache, &k->cache_last, v[i]);
-        k->cache_count++;
+        nd_add_relaxed(&k->cache_count, 1);
     }
     nd_unlock(&ns->lock);
 }

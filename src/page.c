@@ -212,7 +212,7 @@ bool nd_page_is_block_start(const nd_page *pg, const void *p)
     if (pg->block_size == 0 || pg->reserved == 1)   /* huge or large: one block */
         return b == pg->start;
     size_t idx = nd_page_block_index(pg, p);
-    return idx < pg->capacity && pg->start + idx * pg->block_size == b;
+    return idx < nd_load_relaxed(&pg->capacity) && pg->start + idx * pg->block_size == b;
 }
 
 static void nd_page_init(nd_heap *h, nd_segment *s, nd_page *pg, unsigned cls, uint8_t *start, size_t area)
@@ -291,7 +291,15 @@ static nd_page *nd_page_new(nd_heap *h, unsigned cls)
         }
         s->free_mask &= ~((uint64_t)1 << i);
         s->used_pages++;
-        s->purge_mask &= ~nd_seg_chunks(s, start, area);
+        if (h->spare[k] == s)
+            h->spare[k] = NULL;   /* in use again */
+        /* Chunks that were waiting for their purge are in use again. */
+        uint64_t spared = s->purge_mask & nd_seg_chunks(s, start, area);
+        if (spared != 0) {
+            s->purge_mask &= ~spared;
+            size_t bytes = (size_t)nd_popcount64(spared) << ND_CHUNK_SHIFT;
+            h->purge_pending = h->purge_pending > bytes ? h->purge_pending - bytes : 0;
+        }
         if (s->free_mask == 0) {
             nd_seglist_remove(&h->avail[k], s);
             nd_seglist_push(&h->used[k], s);
@@ -337,17 +345,25 @@ void nd_page_retire(nd_heap *h, nd_page *pg)
     s->free_mask |= (uint64_t)1 << pg->index;
     s->used_pages--;
     if (s->used_pages == 0) {
-        nd_seglist_remove(&h->avail[k], s);
-        s->owner = NULL;
-        nd_node_seg_put(s);
-        return;
+        if (h->spare[k] == NULL && h->kind == ND_HEAP_NORMAL && nd_opt(ND_OPT_purge_delay) > 0) {
+            h->spare[k] = s;
+            h->spare_since[k] = h->clock_ms;
+            s->purge_epoch = h->epoch;
+        } else if (h->spare[k] != s) {
+            nd_seglist_remove(&h->avail[k], s);
+            s->owner = NULL;
+            nd_node_seg_put(s);
+            return;
+        }
     }
     uint64_t chunks = nd_seg_chunks(s, start, area) & s->committed;
     if (nd_opt(ND_OPT_purge_delay) == 0) {
         nd_seg_purge(s, chunks);
     } else if (chunks != 0) {
-        if (s->purge_mask == 0)   /* the clock as of the last maintenance: close enough */
+        if (s->purge_mask == 0) {   /* the clock as of the last maintenance: close enough */
             s->purge_at = h->clock_ms + (uint64_t)nd_opt(ND_OPT_purge_delay);
+            s->purge_epoch = h->epoch;
+        }
         s->purge_mask |= chunks;
         h->purge_pending += (size_t)nd_popcount64(chunks) << ND_CHUNK_SHIFT;
         if (h->purge_pending > ND_PURGE_PENDING_MAX)
@@ -388,7 +404,7 @@ static size_t nd_page_take(nd_page *pg, void **out, size_t n)
             uint8_t *p = pg->start + (size_t)pg->capacity * pg->block_size;
             for (size_t i = 0; i < k; i++, p += pg->block_size)
                 out[got++] = p;
-            pg->capacity += (uint32_t)k;
+            nd_store_relaxed(&pg->capacity, pg->capacity + (uint32_t)k);   /* read by remote frees */
             continue;
         }
         if ((nd_load_relaxed(&pg->xfree) & ~ND_XSTATE_MASK) != 0) {
@@ -633,7 +649,8 @@ bool nd_heap_is_valid(const nd_heap *h)
         return false;
     for (int k = 0; k < 2; k++) {
         for (const nd_segment *s = h->avail[k]; s; s = s->next)
-            if (s->owner != h || s->free_mask == 0 || s->bound != h->bound)
+            if (s->owner != h || s->free_mask == 0 || s->bound != h->bound ||
+                (s->used_pages == 0 && h->spare[k] != s))
                 return false;
         for (const nd_segment *s = h->used[k]; s; s = s->next)
             if (s->owner != h || s->free_mask != 0 || s->bound != h->bound)

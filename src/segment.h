@@ -131,7 +131,8 @@ typedef struct nd_segment {
     uint64_t        free_mask;
     uint64_t        committed;
     uint64_t        purge_mask;
-    uint64_t        purge_at;    /* ms; when purge_mask is due */
+    uint64_t        purge_at;    /* ms; when purge_mask is due ... */
+    uint64_t        purge_epoch; /* ... and the owner heap's epoch it must have reached */
     uint64_t        cached_at;   /* ms; when it entered a node cache */
     struct nd_segment *next, *prev;
     nd_page         pages[ND_SEG_MAX_PAGES];

@@ -44,7 +44,10 @@ static void nd_snapshot_take(nd_snapshot *s, bool since_reset)
     nd_heap_stats_sum(s->cls, &s->hs, &s->threads);
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
         s->pages[c] = nd_load_relaxed(&nd_page_gauge[c]);
-    memcpy(&s->g, &nd_seg_gauge, sizeof s->g);
+    const size_t *gsrc = (const size_t *)&nd_seg_gauge;
+    size_t *gdst = (size_t *)&s->g;
+    for (size_t i = 0; i < sizeof s->g / sizeof(size_t); i++)
+        gdst[i] = nd_load_relaxed(&gsrc[i]);
     s->meta = nd_meta_mapped();
     nd_os_rss(&s->rss, &s->rss_peak);
     /* Bytes in live blocks, from all-time totals (before any reset). */
