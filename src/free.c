@@ -102,14 +102,22 @@ void nd_free_slow(nd_segment *s, nd_page *pg, void *p)
     if (b->cur != b->empty && *b->cur == p)
         nd_free_fatal("double free", p);
     nd_heap *h = pg->heap;
-    uint32_t cap = h->binfo[pg->cls].cap;
-    if (cap == 0) {
+    nd_bin_info *bi = &h->binfo[pg->cls];
+    if (bi->cap_max == 0) {
         nd_page_free_local(h, pg, p);
         return;
     }
     if (nd_unlikely(!nd_page_is_block_start(pg, p)))
         nd_free_fatal("invalid pointer (not the start of a block)", p);
-    nd_bin_flush(h, pg->cls, (cap + 1) / 2);
+    if (bi->filled && bi->cap < bi->cap_max) {
+        /* Dry, then full again: the working set does not fit. Grow. */
+        uint32_t cap = bi->cap * 2 < bi->cap_max ? bi->cap * 2 : bi->cap_max;
+        b->low = b->empty - cap;
+        bi->cap = cap;
+    } else {
+        nd_bin_flush(h, pg->cls, (bi->cap + 1) / 2);
+    }
+    bi->filled = 0;
     *--b->cur = p;
     nd_heap_tick(h);
 }

@@ -103,12 +103,14 @@ static nd_heap *nd_heap_create(nd_heap *plain, int node, bool bound, uint8_t kin
     void **slot = (void **)(h + 1);
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         nd_bin *b = &h->bins[c];
-        b->low = slot;
+        uint32_t start = caps[c] / 4 ? caps[c] / 4 : caps[c];
         b->empty = slot + caps[c];
+        b->low = b->empty - start;
         *b->empty = NULL;
         b->cur = b->empty;
         b->tick = ND_TICK_PERIOD;
-        h->binfo[c].cap = caps[c];
+        h->binfo[c].cap = start;
+        h->binfo[c].cap_max = caps[c];
         h->binfo[c].low_water = ND_NO_SAMPLE;
         slot += caps[c] + 1;
     }
@@ -277,7 +279,7 @@ static void nd_sum_heap(const nd_heap *h, nd_cls_totals *t, nd_heap_stats *hs)
         /* Blocks into the cache = fills + owner frees; out = requests +
            flushes; so owner frees into the cache = cached + requests +
            flushes - fills. Classes without a cache count their frees. */
-        uint64_t cache_frees = h->binfo[c].cap != 0 ? cached + requests + flush_blocks - fill_blocks : 0;
+        uint64_t cache_frees = h->binfo[c].cap_max != 0 ? cached + requests + flush_blocks - fill_blocks : 0;
         t[c].requests += requests;
         t[c].frees += cache_frees + nd_load_relaxed(&b->page_frees) + nd_load_relaxed(&cs->slow_frees) +
                       nd_load_relaxed(&cs->remote_frees);
@@ -464,6 +466,16 @@ static void nd_heap_maintain_one(nd_heap *h, uint64_t now, bool force)
             unneeded = count;
         if (unneeded != 0)
             nd_bin_flush(h, c, force ? count : unneeded - unneeded / 4);
+        /* More than half the capacity unused all along: halve it. */
+        nd_bin_info *bi = &h->binfo[c];
+        if (bi->low_water != ND_NO_SAMPLE && bi->low_water > bi->cap / 2 && bi->cap > bi->cap_max / 4) {
+            uint32_t cap = bi->cap / 2;
+            size_t now_count = (size_t)(b->empty - b->cur);
+            if (now_count > cap)
+                nd_bin_flush(h, c, now_count - cap);
+            bi->cap = cap;
+            b->low = b->empty - cap;
+        }
         h->binfo[c].low_water = ND_NO_SAMPLE;
     }
     /* Segments left by exited threads: adopt a few, so their free memory
@@ -604,7 +616,7 @@ void *nd_heap_malloc(nd_heap *h, size_t size)
         nd_bin *b = &h->bins[c];
         if (nd_bin_count_request(h, c) && h->kind == ND_HEAP_NORMAL)
             nd_heap_maintain(h, false);
-        if (h->binfo[c].cap == 0)
+        if (h->binfo[c].cap_max == 0)
             return nd_page_alloc_block(h, c);
         if (b->cur == b->empty && !nd_bin_fill(h, c))
             return NULL;

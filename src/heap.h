@@ -39,7 +39,8 @@
 
 /*
  * Hot part of a bin, read and written by the fast paths (one cache line).
- * Invariants: low <= cur <= empty; empty - low == info.cap; *empty == NULL;
+ * Invariants: low <= cur <= empty; empty - low == info.cap <= info.cap_max;
+ * *empty == NULL;
  * [cur, empty) are free blocks of the bin's class from pages this heap owns;
  * 0 < tick <= ND_TICK_PERIOD except transiently 0 between a fast path that
  * took it there and the slow path it calls.
@@ -53,10 +54,19 @@ typedef struct nd_bin {
     uint64_t pad_[3];
 } nd_bin;
 
-/* Cold part of a bin (slow paths only). */
+/*
+ * Cold part of a bin (slow paths only). The capacity adapts: a bin that
+ * overflows after having run dry since its last flush (its working set does
+ * not fit: fill, flush, fill, ...) doubles its capacity, up to cap_max (the
+ * slots allocated, from the options tcache_count and tcache_bytes); a GC
+ * pass that finds more than half of it unused all along halves it, down to
+ * cap_max / 4.
+ */
 typedef struct nd_bin_info {
     uint64_t nreq;       /* requests counted at tick roll-overs */
-    uint32_t cap;
+    uint32_t cap;        /* current capacity: empty - low */
+    uint32_t cap_max;
+    uint32_t filled;     /* the bin ran dry since its last flush */
     uint32_t low_water;  /* fewest blocks seen cached since the last GC pass
                             (sampled at fills and tick roll-overs), or
                             ND_NO_SAMPLE */

@@ -27,8 +27,8 @@
     X(purge_delay,    ND_OPTK_INT,  10,    0, 3600000,  "",                 "milliseconds before freed memory is returned to the OS (0 = at once)") \
     X(cache_segments, ND_OPTK_INT,  16,    0, 65536,    "",                 "free 4 MiB segments kept mapped per node and kind for reuse (their memory is still purged)") \
     X(tcache_max,     ND_OPTK_SIZE, 32768, 0, 131072,   "",                 "largest block size kept in thread caches; larger sizes go to pages directly") \
-    X(tcache_count,   ND_OPTK_INT,  2048,  0, 65536,    "",                 "most blocks a thread cache holds per size class") \
-    X(tcache_bytes,   ND_OPTK_SIZE, 65536, 0, 1 << 30,  "",                 "most bytes a thread cache holds per size class (caps tcache_count for large classes)") \
+    X(tcache_count,   ND_OPTK_INT,  2048,  0, 65536,    "",                 "most blocks a thread cache may hold per size class (it starts at a quarter and grows when a workload needs it)") \
+    X(tcache_bytes,   ND_OPTK_SIZE, 262144, 0, 1 << 30, "",                 "most bytes a thread cache may hold per size class (caps tcache_count for larger classes)") \
     X(node_fallback,  ND_OPTK_ENUM, 0,     0, 1,        "strict|preferred", "when the requested node is full: strict = NULL/ENOMEM, preferred = use other nodes (counted)") \
     X(huge_pages,     ND_OPTK_INT,  0,     0, 1,        "",                 "ask for transparent huge pages on node-bound segments (MADV_HUGEPAGE)") \
     X(prefetch,       ND_OPTK_INT,  0,     0, 8,        "",                 "prefetch the next free block of a size class on malloc: cache lines, 0 = off") \

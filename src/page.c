@@ -470,6 +470,7 @@ bool nd_bin_fill(nd_heap *h, unsigned cls)
         memmove(bin->empty - got, dst, got * sizeof(void *));
     bin->cur = bin->empty - got;
     h->binfo[cls].low_water = 0;   /* it just ran dry */
+    h->binfo[cls].filled = 1;
     nd_cls_stats *cs = &h->cstats[cls];
     nd_stat_inc(&cs->fills);
     nd_stat_add(&cs->fill_blocks, got);
@@ -629,7 +630,7 @@ bool nd_heap_is_valid(const nd_heap *h)
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         const nd_bin *b = &h->bins[c];
         if (!(b->low <= b->cur && b->cur <= b->empty) || *b->empty != NULL ||
-            (size_t)(b->empty - b->low) != h->binfo[c].cap)
+            (size_t)(b->empty - b->low) != h->binfo[c].cap || h->binfo[c].cap > h->binfo[c].cap_max)
             return false;
         size_t n = 0;
         for (const nd_page *pg = h->pages[c].first; pg != NULL; pg = pg->next, n++) {
