@@ -270,14 +270,15 @@ void nd_node_counts_get(int node, bool bound, nd_node_counts *c)
     nd_unlock(&ns->lock);
 }
 
+/* Only nodes with memory ever hold segments, so only their locks matter. */
 void nd_node_lock_all(void)
 {
-    for (int i = 0; i < ND_MAX_NODES; i++)
-        nd_lock(&nd_nodes[i].lock);
+    for (int i = 0; i < nd_topo.mem_count; i++)
+        nd_lock(&nd_nodes[nd_topo.mem_ids[i]].lock);
 }
 
 void nd_node_unlock_all(void)
 {
-    for (int i = ND_MAX_NODES - 1; i >= 0; i--)
-        nd_unlock(&nd_nodes[i].lock);
+    for (int i = nd_topo.mem_count - 1; i >= 0; i--)
+        nd_unlock(&nd_nodes[nd_topo.mem_ids[i]].lock);
 }

@@ -1,0 +1,346 @@
+/*
+ * alloc_basic.c - the contracts of malloc, calloc, free, free_sized, valloc,
+ * pvalloc and malloc_usable_size (and their nodal_* twins): alignment, usable
+ * size, zeroing, uniqueness of malloc(0), and blocks that keep their contents.
+ */
+#include <stdint.h>
+
+#include "api.h"
+#include "check.h"
+#include "pattern.h"
+#include "sizes.h"
+
+#define TOP ((size_t)64 << 20)   /* largest size the ladders go to */
+/* Largest size for the calloc cases, which write or read every page (page
+   faults are slow on virtual machines); far above the huge threshold. */
+#define CALLOC_TOP ((size_t)16 << 20)
+
+static size_t ladder[ND_LADDER_MAX];
+
+static int is_aligned(const void *p, size_t a)
+{
+    return ((uintptr_t)p & (a - 1)) == 0;
+}
+
+static size_t allocated_now(void)
+{
+    nodal_memory_info mi;
+    EXPECT(nodal_memory_info_get(&mi) == 0, "nodal_memory_info_get to succeed");
+    return mi.allocated;
+}
+
+static void malloc_returns_16_byte_aligned_blocks(void)
+{
+    const struct nd_api *A = nd_api();
+    size_t n = nd_size_ladder(ladder, TOP);
+    for (size_t i = 0; i < n; i++) {
+        void *held[8];
+        size_t copies = ladder[i] <= 65536 ? 8 : 1;   /* several slots of one page */
+        for (size_t k = 0; k < copies; k++) {
+            held[k] = A->malloc(ladder[i]);
+            EXPECT(held[k] != NULL, "%s(%zu) to return a block, got NULL (errno %d)",
+                   nd_fn("malloc"), ladder[i], errno);
+            EXPECT(is_aligned(held[k], 16), "%s(%zu) to be 16-byte aligned, got %p",
+                   nd_fn("malloc"), ladder[i], held[k]);
+        }
+        for (size_t k = 0; k < copies; k++)
+            A->free(held[k]);
+    }
+}
+
+static void usable_size_is_at_least_the_request(void)
+{
+    const struct nd_api *A = nd_api();
+    size_t n = nd_size_ladder(ladder, TOP);
+    for (size_t i = 0; i < n; i++) {
+        void *p = A->malloc(ladder[i]);
+        EXPECT(p != NULL, "%s(%zu) to succeed", nd_fn("malloc"), ladder[i]);
+        size_t u = A->usable_size(p);
+        EXPECT(u >= ladder[i], "%s of a %zu-byte block to be >= %zu, got %zu",
+               nd_fn("malloc_usable_size"), ladder[i], ladder[i], u);
+        if (A->usable_size_twin)
+            EXPECT(A->usable_size_twin(p) == u,
+                   "nodal_usable_size (%zu) to equal nodal_malloc_usable_size (%zu) for a %zu-byte block",
+                   A->usable_size_twin(p), u, ladder[i]);
+        A->free(p);
+    }
+    EXPECT(A->usable_size(NULL) == 0, "%s(NULL) to be 0", nd_fn("malloc_usable_size"));
+}
+
+/* Writing every usable byte of many neighbouring blocks must not disturb any
+   other block: usable size is honest and blocks do not overlap. */
+static void usable_bytes_are_writable_without_touching_neighbours(void)
+{
+    const struct nd_api *A = nd_api();
+    size_t n = nd_size_ladder(ladder, (size_t)8 << 20);
+    enum { COPIES = 24 };
+    for (size_t i = 0; i < n; i++) {
+        void *p[COPIES];
+        size_t u[COPIES];
+        size_t copies = ladder[i] <= 65536 ? COPIES : 3;
+        for (size_t k = 0; k < copies; k++) {
+            p[k] = A->malloc(ladder[i]);
+            EXPECT(p[k] != NULL, "%s(%zu) to succeed", nd_fn("malloc"), ladder[i]);
+            u[k] = A->usable_size(p[k]);
+            nd_pat_fill(p[k], u[k], (uintptr_t)p[k]);
+        }
+        for (size_t k = 0; k < copies; k++) {
+            size_t bad = nd_pat_check(p[k], u[k], u[k], (uintptr_t)p[k]);
+            EXPECT(bad == SIZE_MAX,
+                   "block %zu of %zu (%zu bytes asked, %zu usable) at %p to keep its "
+                   "contents while its neighbours were written, byte %zu changed",
+                   k, copies, ladder[i], u[k], p[k], bad);
+        }
+        for (size_t k = 0; k < copies; k++)
+            A->free(p[k]);
+    }
+}
+
+static int cmp_ptr(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void malloc_zero_returns_unique_freeable_pointers(void)
+{
+    const struct nd_api *A = nd_api();
+    enum { N = 1000 };
+    static void *p[N];
+    for (size_t i = 0; i < N; i++) {
+        p[i] = A->malloc(0);
+        EXPECT(p[i] != NULL, "%s(0) to return a pointer, got NULL on call %zu",
+               nd_fn("malloc"), i + 1);
+        EXPECT(is_aligned(p[i], 16), "%s(0) to be 16-byte aligned, got %p", nd_fn("malloc"), p[i]);
+    }
+    qsort(p, N, sizeof p[0], cmp_ptr);
+    for (size_t i = 1; i < N; i++)
+        EXPECT(p[i] != p[i - 1], "%zu calls of %s(0) to give distinct pointers, %p came twice",
+               (size_t)N, nd_fn("malloc"), p[i]);
+    for (size_t i = 0; i < N; i++)
+        A->free(p[i]);
+}
+
+static void free_of_null_does_nothing(void)
+{
+    const struct nd_api *A = nd_api();
+    size_t before = allocated_now();
+    A->free(NULL);
+    ND_NEED(A->free_sized, "free_sized");
+    ND_NEED(A->free_aligned_sized, "free_aligned_sized");
+    A->free_sized(NULL, 0);
+    A->free_sized(NULL, 100);
+    A->free_aligned_sized(NULL, 64, 64);
+    EXPECT(allocated_now() == before,
+           "freeing NULL to leave nodal_memory_info.allocated at %zu, it is %zu",
+           before, allocated_now());
+    void *p = A->malloc(10);
+    EXPECT(p != NULL, "%s to work after free(NULL)", nd_fn("malloc"));
+    A->free(p);
+}
+
+static void calloc_zeroes_fresh_blocks_of_every_size(void)
+{
+    const struct nd_api *A = nd_api();
+    size_t n = nd_size_ladder(ladder, CALLOC_TOP);
+    for (size_t i = 0; i < n; i++) {
+        size_t s = ladder[i];
+        size_t shapes[3][2] = { { s, 1 }, { 1, s }, { s / 8, 8 } };
+        int n_shapes = s <= 65536 ? 3 : 1;
+        for (int k = 0; k < n_shapes; k++) {
+            size_t cnt = shapes[k][0], sz = shapes[k][1];
+            unsigned char *p = A->calloc(cnt, sz);
+            EXPECT(p != NULL, "%s(%zu, %zu) to succeed (errno %d)", nd_fn("calloc"), cnt, sz, errno);
+            EXPECT(is_aligned(p, 16), "%s(%zu, %zu) to be 16-byte aligned, got %p",
+                   nd_fn("calloc"), cnt, sz, (void *)p);
+            size_t bad = nd_zero_check(p, cnt * sz);
+            EXPECT(bad == SIZE_MAX, "%s(%zu, %zu) to be all zero, byte %zu is 0x%02x",
+                   nd_fn("calloc"), cnt, sz, bad, bad == SIZE_MAX ? 0 : p[bad]);
+            A->free(p);
+        }
+    }
+}
+
+/* Dirty blocks, free them, calloc the same size: whatever memory comes back
+   (the same blocks, most likely) must read as zero. Checked in full up to
+   1 MiB; above, the first and last 4 KiB and a word of every 4 KiB page
+   (the whole block was dirtied, so a block not zeroed shows on any page). */
+static void calloc_zeroes_reused_memory(void)
+{
+    const struct nd_api *A = nd_api();
+    size_t n = nd_size_ladder(ladder, CALLOC_TOP);
+    for (size_t i = 0; i < n; i++) {
+        size_t s = ladder[i];
+        size_t count = s <= 65536 ? 64 : s <= ((size_t)1 << 20) ? 2 : 1;
+        int rounds = s <= ((size_t)1 << 20) ? 2 : 1;
+        void *p[64];
+        for (int round = 0; round < rounds; round++) {
+            for (size_t k = 0; k < count; k++) {
+                p[k] = A->malloc(s);
+                EXPECT(p[k] != NULL, "%s(%zu) to succeed", nd_fn("malloc"), s);
+                memset(p[k], 0xA5, A->usable_size(p[k]));
+            }
+            for (size_t k = 0; k < count; k++)
+                A->free(p[k]);
+            for (size_t k = 0; k < count; k++) {
+                p[k] = A->calloc(1, s);
+                EXPECT(p[k] != NULL, "%s(1, %zu) to succeed", nd_fn("calloc"), s);
+                size_t bad = s <= ((size_t)1 << 20) ? nd_zero_check_full(p[k], s)
+                                                    : nd_zero_check(p[k], s);
+                EXPECT(bad == SIZE_MAX,
+                       "%s(1, %zu) after freeing dirtied %zu-byte blocks to be all zero, "
+                       "byte %zu of %p is 0x%02x (round %d, block %zu)",
+                       nd_fn("calloc"), s, s, bad, p[k],
+                       bad == SIZE_MAX ? 0 : ((unsigned char *)p[k])[bad], round, k);
+            }
+            for (size_t k = 0; k < count; k++)
+                A->free(p[k]);
+        }
+    }
+}
+
+/* A single-threaded churn of mixed sizes: every live block keeps its bytes. */
+static void blocks_keep_their_contents_while_others_come_and_go(void)
+{
+    const struct nd_api *A = nd_api();
+    enum { SLOTS = 2000, OPS = 60000 };
+    static void *p[SLOTS];
+    static size_t sz[SLOTS];
+    struct nd_rng r = nd_rng_for(1);
+    for (size_t op = 0; op < OPS; op++) {
+        size_t i = nd_rng_below(&r, SLOTS);
+        if (p[i]) {
+            size_t bad = nd_pat_check(p[i], sz[i], sz[i], (uintptr_t)p[i]);
+            EXPECT(bad == SIZE_MAX, "the %zu-byte block at %p to keep its contents until "
+                   "freed, byte %zu changed (operation %zu)", sz[i], p[i], bad, op);
+            A->free(p[i]);
+            p[i] = NULL;
+            continue;
+        }
+        uint64_t pick = nd_rng_below(&r, 1000);
+        size_t s = pick < 700 ? nd_rng_below(&r, 512) :
+                   pick < 950 ? 512 + nd_rng_below(&r, 16384) :
+                   pick < 998 ? 16384 + nd_rng_below(&r, 1 << 20) :
+                                (1 << 20) + nd_rng_below(&r, 8 << 20);
+        p[i] = A->malloc(s);
+        EXPECT(p[i] != NULL, "%s(%zu) to succeed", nd_fn("malloc"), s);
+        sz[i] = s;
+        nd_pat_fill(p[i], s, (uintptr_t)p[i]);
+    }
+    for (size_t i = 0; i < SLOTS; i++) {
+        if (!p[i])
+            continue;
+        size_t bad = nd_pat_check(p[i], sz[i], sz[i], (uintptr_t)p[i]);
+        EXPECT(bad == SIZE_MAX, "the %zu-byte block at %p to keep its contents until "
+               "freed, byte %zu changed (final check)", sz[i], p[i], bad);
+        A->free(p[i]);
+        p[i] = NULL;
+    }
+}
+
+/* free_sized / free_aligned_sized with the sizes the blocks were asked with
+   give every byte back (nodal_memory_info.allocated returns to its start). */
+static void free_sized_releases_blocks_of_every_size(void)
+{
+    const struct nd_api *A = nd_api();
+    ND_NEED(A->free_sized, "free_sized");
+    ND_NEED(A->free_aligned_sized, "free_aligned_sized");
+    size_t n = nd_size_ladder(ladder, TOP);
+    size_t before = allocated_now();
+    for (size_t i = 0; i < n; i++) {
+        size_t s = ladder[i];
+        void *p = A->malloc(s);
+        EXPECT(p != NULL, "%s(%zu) to succeed", nd_fn("malloc"), s);
+        A->free_sized(p, s);
+        for (size_t a = 16; a <= ((size_t)1 << 21); a *= 8) {
+            size_t rs = (s + a - 1) / a * a;    /* aligned_alloc wants a multiple */
+            if (rs == 0)
+                rs = a;
+            void *q = A->aligned_alloc(a, rs);
+            EXPECT(q != NULL, "%s(%zu, %zu) to succeed", nd_fn("aligned_alloc"), a, rs);
+            A->free_aligned_sized(q, a, rs);
+        }
+    }
+    size_t after = allocated_now();
+    EXPECT(after == before, "nodal_memory_info.allocated to be back at %zu after "
+           "%s/%s of every block, it is %zu", before, nd_fn("free_sized"),
+           nd_fn("free_aligned_sized"), after);
+}
+
+static void valloc_returns_page_aligned_blocks(void)
+{
+    const struct nd_api *A = nd_api();
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t n = nd_size_ladder(ladder, (size_t)16 << 20);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char *p = A->valloc(ladder[i]);
+        EXPECT(p != NULL, "%s(%zu) to succeed (errno %d)", nd_fn("valloc"), ladder[i], errno);
+        EXPECT(is_aligned(p, page), "%s(%zu) to be aligned to the %zu-byte page, got %p",
+               nd_fn("valloc"), ladder[i], page, (void *)p);
+        EXPECT(A->usable_size(p) >= ladder[i], "%s(%zu) to have >= %zu usable bytes, has %zu",
+               nd_fn("valloc"), ladder[i], ladder[i], A->usable_size(p));
+        if (ladder[i])
+            p[0] = p[ladder[i] - 1] = 1;
+        A->free(p);
+    }
+}
+
+static void pvalloc_rounds_up_to_whole_pages(void)
+{
+    const struct nd_api *A = nd_api();
+    size_t page = (size_t)sysconf(_SC_PAGESIZE);
+    size_t n = nd_size_ladder(ladder, (size_t)16 << 20);
+    for (size_t i = 1; i < n; i++) {
+        size_t s = ladder[i];
+        size_t whole = (s + page - 1) / page * page;
+        unsigned char *p = A->pvalloc(s);
+        EXPECT(p != NULL, "%s(%zu) to succeed (errno %d)", nd_fn("pvalloc"), s, errno);
+        EXPECT(is_aligned(p, page), "%s(%zu) to be page aligned, got %p",
+               nd_fn("pvalloc"), s, (void *)p);
+        EXPECT(A->usable_size(p) >= whole,
+               "%s(%zu) to have the whole %zu bytes of its pages usable, has %zu",
+               nd_fn("pvalloc"), s, whole, A->usable_size(p));
+        p[0] = p[whole - 1] = 1;
+        A->free(p);
+    }
+}
+
+#ifndef ND_TEST_PREFIX_ONLY
+/* With the override, malloc and nodal_malloc are one allocator: a block from
+   either name may be freed with the other, and both usable sizes agree. */
+static void std_and_prefix_names_share_one_heap(void)
+{
+    size_t n = nd_size_ladder(ladder, (size_t)8 << 20);
+    for (size_t i = 0; i < n; i++) {
+        void *p = malloc(ladder[i]);
+        void *q = nodal_malloc(ladder[i]);
+        EXPECT(p && q, "malloc and nodal_malloc(%zu) to succeed", ladder[i]);
+        EXPECT(nodal_usable_size(p) == malloc_usable_size(p),
+               "nodal_usable_size (%zu) to equal malloc_usable_size (%zu) of a malloc block",
+               nodal_usable_size(p), malloc_usable_size(p));
+        EXPECT(nodal_usable_size(q) == malloc_usable_size(q),
+               "nodal_usable_size (%zu) to equal malloc_usable_size (%zu) of a nodal_malloc block",
+               nodal_usable_size(q), malloc_usable_size(q));
+        nodal_free(p);
+        free(q);
+    }
+}
+#endif
+
+static const struct nd_case cases[] = {
+    ND_CASE(malloc_returns_16_byte_aligned_blocks),
+    ND_CASE(usable_size_is_at_least_the_request),
+    ND_CASE(usable_bytes_are_writable_without_touching_neighbours),
+    ND_CASE(malloc_zero_returns_unique_freeable_pointers),
+    ND_CASE(free_of_null_does_nothing),
+    ND_CASE(calloc_zeroes_fresh_blocks_of_every_size),
+    ND_CASE(calloc_zeroes_reused_memory),
+    ND_CASE(blocks_keep_their_contents_while_others_come_and_go),
+    ND_CASE(free_sized_releases_blocks_of_every_size),
+    ND_CASE(valloc_returns_page_aligned_blocks),
+    ND_CASE(pvalloc_rounds_up_to_whole_pages),
+#ifndef ND_TEST_PREFIX_ONLY
+    ND_CASE(std_and_prefix_names_share_one_heap),
+#endif
+};
+ND_MAIN(cases)

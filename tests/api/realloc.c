@@ -1,0 +1,262 @@
+/*
+ * realloc.c - realloc and reallocarray (and nodal_* twins): contents survive
+ * every size-class, large and huge transition in both directions; size 0 and
+ * NULL behave as glibc's; failures leave the block intact with ENOMEM.
+ */
+#include <stdint.h>
+
+#include "api.h"
+#include "check.h"
+#include "pattern.h"
+#include "sizes.h"
+
+#define TOP ((size_t)80 << 20)
+
+static int is_aligned(const void *p, size_t a)
+{
+    return ((uintptr_t)p & (a - 1)) == 0;
+}
+
+static size_t allocated_now(void)
+{
+    nodal_memory_info mi;
+    EXPECT(nodal_memory_info_get(&mi) == 0, "nodal_memory_info_get to succeed");
+    return mi.allocated;
+}
+
+/* realloc p (filled as `old` bytes with tag = its address) to `new_size`;
+   checks the common prefix and refills. */
+static void *resize_and_check(void *p, size_t old, size_t new_size, const char *how)
+{
+    const struct nd_api *A = nd_api();
+    void *q = A->realloc(p, new_size);
+    EXPECT(q != NULL, "%s(%p, %zu) from %zu bytes to succeed (errno %d) [%s]",
+           nd_fn("realloc"), p, new_size, old, errno, how);
+    EXPECT(is_aligned(q, 16), "%s(..., %zu) to be 16-byte aligned, got %p [%s]",
+           nd_fn("realloc"), new_size, q, how);
+    EXPECT(A->usable_size(q) >= new_size, "%s(..., %zu) to give >= %zu usable bytes, got %zu [%s]",
+           nd_fn("realloc"), new_size, new_size, A->usable_size(q), how);
+    size_t bad = nd_pat_check(q, old, nd_min_size(old, new_size), (uintptr_t)p);
+    EXPECT(bad == SIZE_MAX, "%s from %zu to %zu bytes (%p -> %p) to keep the first %zu bytes, "
+           "byte %zu differs [%s]", nd_fn("realloc"), old, new_size, p, q,
+           nd_min_size(old, new_size), bad, how);
+    nd_pat_fill(q, new_size, (uintptr_t)q);
+    return q;
+}
+
+static size_t next_up(size_t s)
+{
+    return s < 1024 ? s + 1 : s + s / 16 + 1;
+}
+
+static size_t next_down(size_t s)
+{
+    return s <= 1024 ? s - 1 : s - s / 17 - 1;
+}
+
+static void realloc_preserves_contents_growing_through_every_size(void)
+{
+    const struct nd_api *A = nd_api();
+    size_t s = 1;
+    void *p = A->malloc(s);
+    EXPECT(p != NULL, "%s(1) to succeed", nd_fn("malloc"));
+    nd_pat_fill(p, s, (uintptr_t)p);
+    while (s < TOP) {
+        size_t t = next_up(s);
+        p = resize_and_check(p, s, t, "growing step by step");
+        s = t;
+    }
+    A->free(p);
+}
+
+static void realloc_preserves_contents_shrinking_through_every_size(void)
+{
+    const struct nd_api *A = nd_api();
+    size_t s = TOP;
+    void *p = A->malloc(s);
+    EXPECT(p != NULL, "%s(%zu) to succeed", nd_fn("malloc"), s);
+    nd_pat_fill(p, s, (uintptr_t)p);
+    while (s > 1) {
+        size_t t = next_down(s);
+        p = resize_and_check(p, s, t, "shrinking step by step");
+        s = t;
+    }
+    A->free(p);
+}
+
+/* From each size of a ladder to each other, starting from a plain block and
+   (for half of the pairs) from a page-aligned one. */
+static void realloc_preserves_contents_between_any_two_sizes(void)
+{
+    const struct nd_api *A = nd_api();
+    for (size_t i = 0; i < ND_PAIR_SIZES; i++)
+        for (size_t j = 0; j < ND_PAIR_SIZES; j++)
+            for (int aligned = 0; aligned < 1 + (int)((i + j) % 2); aligned++) {
+                size_t from = nd_pair_sizes[i], to = nd_pair_sizes[j];
+                void *p = NULL;
+                if (aligned)
+                    EXPECT(A->posix_memalign(&p, 4096, from) == 0, "%s(4096, %zu) to succeed",
+                           nd_fn("posix_memalign"), from);
+                else
+                    p = A->malloc(from);
+                EXPECT(p != NULL, "an allocation of %zu bytes to succeed", from);
+                nd_pat_fill(p, from, (uintptr_t)p);
+                p = resize_and_check(p, from, to, aligned ? "from a 4096-aligned block"
+                                                          : "from a malloc block");
+                A->free(p);
+            }
+}
+
+/* glibc: realloc(p, 0) frees p and returns NULL. */
+static void realloc_to_zero_frees_the_block_and_returns_null(void)
+{
+    const struct nd_api *A = nd_api();
+    size_t sizes[] = { 1, 100, 5000, 300000, (size_t)8 << 20 };
+    for (size_t i = 0; i < 5; i++) {
+        size_t before = allocated_now();
+        void *p = A->malloc(sizes[i]);
+        EXPECT(p != NULL, "%s(%zu) to succeed", nd_fn("malloc"), sizes[i]);
+        void *q = A->realloc(p, 0);
+        EXPECT(q == NULL, "%s(p, 0) to free p and return NULL (glibc behaviour), got %p "
+               "for a %zu-byte block", nd_fn("realloc"), q, sizes[i]);
+        size_t after = allocated_now();
+        EXPECT(after == before, "%s(p, 0) to free the %zu-byte block: "
+               "nodal_memory_info.allocated should be back at %zu, it is %zu",
+               nd_fn("realloc"), sizes[i], before, after);
+    }
+}
+
+static int cmp_ptr(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* realloc(NULL, 0) is malloc(0): a unique pointer that can be freed. */
+static void realloc_of_null_to_zero_returns_unique_pointers(void)
+{
+    const struct nd_api *A = nd_api();
+    enum { N = 200 };
+    void *p[N];
+    for (size_t i = 0; i < N; i++) {
+        p[i] = A->realloc(NULL, 0);
+        EXPECT(p[i] != NULL, "%s(NULL, 0) to return a pointer like malloc(0), got NULL",
+               nd_fn("realloc"));
+    }
+    qsort(p, N, sizeof p[0], cmp_ptr);
+    for (size_t i = 1; i < N; i++)
+        EXPECT(p[i] != p[i - 1], "%s(NULL, 0) to return distinct pointers, %p came twice",
+               nd_fn("realloc"), p[i]);
+    for (size_t i = 0; i < N; i++)
+        A->free(p[i]);
+}
+
+static void realloc_of_null_behaves_like_malloc(void)
+{
+    const struct nd_api *A = nd_api();
+    static size_t ladder[ND_LADDER_MAX];
+    size_t n = nd_size_ladder(ladder, (size_t)32 << 20);
+    for (size_t i = 1; i < n; i++) {
+        void *p = A->realloc(NULL, ladder[i]);
+        EXPECT(p != NULL && is_aligned(p, 16),
+               "%s(NULL, %zu) to return a 16-byte aligned block, got %p",
+               nd_fn("realloc"), ladder[i], p);
+        EXPECT(A->usable_size(p) >= ladder[i], "%s(NULL, %zu) to have >= %zu usable bytes",
+               nd_fn("realloc"), ladder[i], ladder[i]);
+        nd_pat_fill(p, ladder[i], 7);
+        A->free(p);
+    }
+}
+
+static const size_t impossible_sizes[] = {
+    SIZE_MAX, SIZE_MAX - 1, SIZE_MAX - 15, SIZE_MAX - 4095,
+    (size_t)PTRDIFF_MAX + 1, (size_t)1 << 62,
+};
+
+static void realloc_failure_keeps_the_block_and_sets_enomem(void)
+{
+    const struct nd_api *A = nd_api();
+    size_t start[] = { 10, 3000, 200000, (size_t)6 << 20 };
+    for (size_t i = 0; i < 4; i++) {
+        void *p = A->malloc(start[i]);
+        EXPECT(p != NULL, "%s(%zu) to succeed", nd_fn("malloc"), start[i]);
+        nd_pat_fill(p, start[i], (uintptr_t)p);
+        for (size_t k = 0; k < sizeof impossible_sizes / sizeof impossible_sizes[0]; k++) {
+            errno = 0;
+            void *q = A->realloc(p, impossible_sizes[k]);
+            EXPECT(q == NULL && errno == ENOMEM,
+                   "%s(p, %zu) to give NULL with errno ENOMEM (%d), got %p, errno %d",
+                   nd_fn("realloc"), impossible_sizes[k], ENOMEM, q, errno);
+            size_t bad = nd_pat_check(p, start[i], start[i], (uintptr_t)p);
+            EXPECT(bad == SIZE_MAX, "a failed %s(p, %zu) to leave the %zu-byte block intact, "
+                   "byte %zu changed", nd_fn("realloc"), impossible_sizes[k], start[i], bad);
+        }
+        A->free(p);
+    }
+}
+
+static const size_t overflowing[][2] = {
+    { SIZE_MAX, 2 }, { 2, SIZE_MAX }, { SIZE_MAX / 2 + 1, 2 },
+    { (size_t)1 << 32, (size_t)1 << 32 }, { SIZE_MAX, SIZE_MAX },
+    { ((size_t)1 << 33) + 1, (size_t)1 << 31 },
+};
+#define N_OVERFLOWING (sizeof overflowing / sizeof overflowing[0])
+
+static void reallocarray_overflow_keeps_the_block_and_sets_enomem(void)
+{
+    const struct nd_api *A = nd_api();
+    void *p = A->malloc(300);
+    EXPECT(p != NULL, "%s(300) to succeed", nd_fn("malloc"));
+    nd_pat_fill(p, 300, (uintptr_t)p);
+    for (size_t k = 0; k < N_OVERFLOWING; k++) {
+        errno = 0;
+        void *q = A->reallocarray(p, overflowing[k][0], overflowing[k][1]);
+        EXPECT(q == NULL && errno == ENOMEM,
+               "%s(p, %zu, %zu) (product overflows) to give NULL with errno ENOMEM (%d), "
+               "got %p, errno %d", nd_fn("reallocarray"), overflowing[k][0],
+               overflowing[k][1], ENOMEM, q, errno);
+        EXPECT(nd_pat_check(p, 300, 300, (uintptr_t)p) == SIZE_MAX,
+               "a failed %s to leave the block intact", nd_fn("reallocarray"));
+        errno = 0;
+        q = A->reallocarray(NULL, overflowing[k][0], overflowing[k][1]);
+        EXPECT(q == NULL && errno == ENOMEM,
+               "%s(NULL, %zu, %zu) to give NULL with errno ENOMEM (%d), got %p, errno %d",
+               nd_fn("reallocarray"), overflowing[k][0], overflowing[k][1], ENOMEM, q, errno);
+    }
+    A->free(p);
+}
+
+static void reallocarray_resizes_to_count_times_size(void)
+{
+    const struct nd_api *A = nd_api();
+    size_t count = 1, size = 24;
+    void *p = A->reallocarray(NULL, count, size);
+    EXPECT(p != NULL, "%s(NULL, 1, 24) to succeed", nd_fn("reallocarray"));
+    nd_pat_fill(p, count * size, (uintptr_t)p);
+    for (; count < 400000; count = count * 3 + 1) {
+        size_t next = count * 3 + 1;
+        void *q = A->reallocarray(p, next, size);
+        EXPECT(q != NULL, "%s(p, %zu, %zu) to succeed", nd_fn("reallocarray"), next, size);
+        EXPECT(A->usable_size(q) >= next * size, "%s(p, %zu, %zu) to give >= %zu usable bytes",
+               nd_fn("reallocarray"), next, size, next * size);
+        EXPECT(nd_pat_check(q, count * size, count * size, (uintptr_t)p) == SIZE_MAX,
+               "%s from %zu to %zu elements to keep the contents", nd_fn("reallocarray"),
+               count, next);
+        nd_pat_fill(q, next * size, (uintptr_t)q);
+        p = q;
+    }
+    A->free(p);
+}
+
+static const struct nd_case cases[] = {
+    ND_CASE(realloc_preserves_contents_growing_through_every_size),
+    ND_CASE(realloc_preserves_contents_shrinking_through_every_size),
+    ND_CASE(realloc_preserves_contents_between_any_two_sizes),
+    ND_CASE(realloc_to_zero_frees_the_block_and_returns_null),
+    ND_CASE(realloc_of_null_to_zero_returns_unique_pointers),
+    ND_CASE(realloc_of_null_behaves_like_malloc),
+    ND_CASE(realloc_failure_keeps_the_block_and_sets_enomem),
+    ND_CASE(reallocarray_overflow_keeps_the_block_and_sets_enomem),
+    ND_CASE(reallocarray_resizes_to_count_times_size),
+};
+ND_MAIN(cases)

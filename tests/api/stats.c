@@ -1,0 +1,221 @@
+/*
+ * stats.c - nodal's statistics tell the truth about a known workload, and
+ * their JSON form is valid JSON.
+ *
+ * STATS-SCHEMA: the names this file relies on, in one place so they are easy
+ * to adjust when the statistics land (issue 5):
+ *   nodal_stats_json() -> { "version": .., "totals": {..},
+ *                           "classes": [ { "size": S, "requests": N,
+ *                                          "frees": N, ... }, ... ],
+ *                           "large": {..}, "huge": {..}, "nodes": [..],
+ *                           "options": {..} }
+ *   nodal_stats_print(f, "brief") -> one line "nodal: key=value ... mallocs=N ..."
+ *
+ * Linked against the prefix library: the test's own stdio keeps the system
+ * malloc, so between two snapshots only the test's nodal_* calls count.
+ */
+#include <stdint.h>
+
+#include "check.h"
+#include "json.h"
+#include "nodal.h"
+
+#define KEY_CLASSES  "classes"
+#define KEY_SIZE     "size"
+#define KEY_REQUESTS "requests"
+#define KEY_FREES    "frees"
+#define TOP_LEVEL_KEYS { "version", "totals", "classes", "large", "huge", "nodes", "options" }
+
+#define JSON_CAP ((size_t)4 << 20)
+#define POOL_CAP 200000
+
+static char json_a[JSON_CAP], json_b[JSON_CAP];
+static struct nd_json pool_a[POOL_CAP], pool_b[POOL_CAP];
+
+/* Takes a snapshot and parses it; fails the case if it does not parse. */
+static const struct nd_json *snapshot(char *buf, struct nd_json *pool)
+{
+    size_t need = nodal_stats_json(buf, JSON_CAP);
+    EXPECT(need > 0 && need < JSON_CAP,
+           "nodal_stats_json to need between 1 and %zu bytes, it says %zu", JSON_CAP, need);
+    EXPECT(strlen(buf) == need, "nodal_stats_json's return (%zu) to be the length it wrote (%zu)",
+           need, strlen(buf));
+    struct nd_json_parser p;
+    const struct nd_json *root = nd_json_parse(&p, buf, need, pool, POOL_CAP);
+    EXPECT(root != NULL, "nodal_stats_json to produce valid JSON: %s at byte %zu near \"%.40s\"",
+           p.error, p.error_at, buf + (p.error_at < need ? p.error_at : need));
+    EXPECT(root->type == ND_JSON_OBJECT, "the statistics JSON to be an object");
+    return root;
+}
+
+static double member_number(const struct nd_json *obj, const char *key, const char *where)
+{
+    const struct nd_json *v = nd_json_get(obj, key);
+    EXPECT(v && v->type == ND_JSON_NUMBER, "%s to have a number \"%s\"", where, key);
+    return v->number;
+}
+
+/* The class entry that serves requests of `s` bytes: the smallest class
+   size >= s. NULL if s is above every class (large or huge). */
+static const struct nd_json *class_of(const struct nd_json *root, size_t s)
+{
+    const struct nd_json *classes = nd_json_get(root, KEY_CLASSES);
+    EXPECT(classes && classes->type == ND_JSON_ARRAY && classes->count > 0,
+           "the statistics JSON to have a non-empty array \"%s\"", KEY_CLASSES);
+    const struct nd_json *best = NULL;
+    double best_size = 0;
+    for (const struct nd_json *c = classes->child; c; c = c->next) {
+        double cs = member_number(c, KEY_SIZE, "every class entry");
+        if (cs >= (double)(s ? s : 1) && (!best || cs < best_size))
+            best = c, best_size = cs;
+    }
+    return best;
+}
+
+/* Sum of `key` over every class except the one of size `except`. */
+static double others_sum(const struct nd_json *root, double except, const char *key)
+{
+    double sum = 0;
+    const struct nd_json *classes = nd_json_get(root, KEY_CLASSES);
+    for (const struct nd_json *c = classes->child; c; c = c->next)
+        if (member_number(c, KEY_SIZE, "every class entry") != except)
+            sum += member_number(c, key, "every class entry");
+    return sum;
+}
+
+static const size_t probe_sizes[] = { 1, 8, 16, 17, 24, 48, 100, 1000, 3000, 10000 };
+#define N_BLOCKS 1000
+
+/* STATS-SCHEMA: "requests" and "frees" per class. */
+static void stats_count_exactly_n_requests_and_frees_in_the_class_of_s(void)
+{
+    static void *blocks[N_BLOCKS];
+    int probed = 0;
+    for (size_t i = 0; i < sizeof probe_sizes / sizeof probe_sizes[0]; i++) {
+        size_t s = probe_sizes[i];
+        const struct nd_json *before = snapshot(json_a, pool_a);
+        const struct nd_json *cb = class_of(before, s);
+        if (!cb)
+            continue;                 /* s is above the small classes */
+        double csize = member_number(cb, KEY_SIZE, "the class entry");
+        double req0 = member_number(cb, KEY_REQUESTS, "the class entry");
+        double fre0 = member_number(cb, KEY_FREES, "the class entry");
+        double oth0 = others_sum(before, csize, KEY_REQUESTS);
+
+        for (size_t k = 0; k < N_BLOCKS; k++) {
+            blocks[k] = nodal_malloc(s);
+            EXPECT(blocks[k] != NULL, "nodal_malloc(%zu) to succeed", s);
+        }
+        const struct nd_json *mid = snapshot(json_b, pool_b);
+        const struct nd_json *cm = class_of(mid, s);
+        double req1 = member_number(cm, KEY_REQUESTS, "the class entry");
+        EXPECT(req1 - req0 == N_BLOCKS,
+               "%d nodal_malloc(%zu) calls to add exactly %d \"%s\" to the class of size %.0f, "
+               "it went from %.0f to %.0f", N_BLOCKS, s, N_BLOCKS, KEY_REQUESTS, csize, req0, req1);
+        double oth1 = others_sum(mid, csize, KEY_REQUESTS);
+        EXPECT(oth1 == oth0, "nodal_malloc(%zu) calls to leave the other classes' \"%s\" alone, "
+               "their sum went from %.0f to %.0f", s, KEY_REQUESTS, oth0, oth1);
+
+        for (size_t k = 0; k < N_BLOCKS; k++)
+            nodal_free(blocks[k]);
+        const struct nd_json *after = snapshot(json_a, pool_a);
+        const struct nd_json *ca = class_of(after, s);
+        double fre1 = member_number(ca, KEY_FREES, "the class entry");
+        EXPECT(fre1 - fre0 == N_BLOCKS,
+               "%d nodal_free calls of %zu-byte blocks to add exactly %d \"%s\" to the class of "
+               "size %.0f, it went from %.0f to %.0f", N_BLOCKS, s, N_BLOCKS, KEY_FREES, csize,
+               fre0, fre1);
+        probed++;
+    }
+    EXPECT(probed > 0, "at least one of the probe sizes (1 .. 10000) to be in a size class");
+}
+
+static void stats_json_is_one_valid_object_with_the_documented_keys(void)
+{
+    void *p = nodal_malloc(100), *q = nodal_malloc((size_t)1 << 20), *r = nodal_malloc((size_t)64 << 20);
+    const struct nd_json *root = snapshot(json_a, pool_a);
+    static const char *keys[] = TOP_LEVEL_KEYS;
+    for (size_t i = 0; i < sizeof keys / sizeof keys[0]; i++)
+        EXPECT(nd_json_get(root, keys[i]) != NULL,
+               "the statistics JSON to have the top-level key \"%s\"", keys[i]);
+    (void)class_of(root, 1);
+    nodal_free(p);
+    nodal_free(q);
+    nodal_free(r);
+
+    /* nodal_stats_print(f, "json") writes the same kind of text. */
+    FILE *f = fmemopen(json_b, JSON_CAP, "w");
+    EXPECT(f != NULL, "fmemopen to work");
+    EXPECT(nodal_stats_print(f, "json") == 0, "nodal_stats_print(f, \"json\") to return 0");
+    long len = ftell(f);
+    fclose(f);
+    EXPECT(len > 0 && (size_t)len < JSON_CAP, "nodal_stats_print(f, \"json\") to write something");
+    struct nd_json_parser ps;
+    EXPECT(nd_json_parse(&ps, json_b, (size_t)len, pool_b, POOL_CAP) != NULL,
+           "nodal_stats_print(f, \"json\") to write valid JSON: %s at byte %zu",
+           ps.error, ps.error_at);
+}
+
+/* nodal_stats_json(buf, len) returns the length it needs, like snprintf,
+   and never writes past len (the result stays NUL-terminated). */
+static void stats_json_reports_its_length_like_snprintf(void)
+{
+    size_t need = nodal_stats_json(NULL, 0);
+    EXPECT(need > 0, "nodal_stats_json(NULL, 0) to return the length needed, got 0");
+    static char small[64 + 16];
+    size_t cuts[] = { 1, 2, 10, 64 };
+    for (size_t i = 0; i < 4; i++) {
+        memset(small, '#', sizeof small);
+        size_t got = nodal_stats_json(small, cuts[i]);
+        EXPECT(got >= need - need / 10, "nodal_stats_json(buf, %zu) to return the full length "
+               "(about %zu), got %zu", cuts[i], need, got);
+        EXPECT(small[cuts[i] - 1] == '\0', "nodal_stats_json(buf, %zu) to NUL-terminate at "
+               "buf[%zu]", cuts[i], cuts[i] - 1);
+        for (size_t k = cuts[i]; k < sizeof small; k++)
+            EXPECT(small[k] == '#', "nodal_stats_json(buf, %zu) not to write past the buffer, "
+                   "buf[%zu] changed", cuts[i], k);
+    }
+}
+
+/* STATS-SCHEMA: the brief summary line. */
+static void stats_print_brief_is_one_summary_line_with_mallocs(void)
+{
+    void *p = nodal_malloc(64);
+    nodal_free(p);
+    static char text[8192];
+    FILE *f = fmemopen(text, sizeof text - 1, "w");
+    EXPECT(f != NULL, "fmemopen to work");
+    EXPECT(nodal_stats_print(f, "brief") == 0, "nodal_stats_print(f, \"brief\") to return 0");
+    long len = ftell(f);
+    fclose(f);
+    text[len > 0 ? len : 0] = '\0';
+    EXPECT(strncmp(text, "nodal: ", 7) == 0,
+           "the brief statistics to start with \"nodal: \", got \"%.80s\"", text);
+    char *nl = strchr(text, '\n');
+    EXPECT(nl == NULL || nl[1] == '\0', "the brief statistics to be one line, got \"%s\"", text);
+    const char *m = strstr(text, " mallocs=");
+    EXPECT(m != NULL, "the brief statistics to have a mallocs= field, got \"%s\"", text);
+    EXPECT(strtoull(m + 9, NULL, 10) > 0, "mallocs= to be non-zero after a nodal_malloc, got \"%s\"",
+           text);
+}
+
+/* Not a property: writes the JSON to stdout for `python3 -m json.tool`
+   (ctest test api.stats.json_parses_with_python_json_tool). */
+static void emit_stats_json(void)
+{
+    void *p = nodal_malloc(100), *q = nodal_malloc((size_t)4 << 20);
+    size_t n = nodal_stats_json(json_a, JSON_CAP);
+    EXPECT(n < JSON_CAP, "the JSON to fit in %zu bytes", JSON_CAP);
+    fwrite(json_a, 1, n, stdout);
+    nodal_free(p);
+    nodal_free(q);
+}
+
+static const struct nd_case cases[] = {
+    ND_CASE(stats_count_exactly_n_requests_and_frees_in_the_class_of_s),
+    ND_CASE(stats_json_is_one_valid_object_with_the_documented_keys),
+    ND_CASE(stats_json_reports_its_length_like_snprintf),
+    ND_CASE(stats_print_brief_is_one_summary_line_with_mallocs),
+    ND_CASE(emit_stats_json),
+};
+ND_MAIN(cases)

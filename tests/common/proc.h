@@ -1,0 +1,212 @@
+/*
+ * proc.h - the kernel's view of a test process: resident set size, and
+ * running a piece of the test in a child whose death and stderr we inspect.
+ */
+#ifndef ND_TEST_PROC_H
+#define ND_TEST_PROC_H
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "check.h"
+
+#define ND_MiB ((size_t)1 << 20)
+
+/* Resident set of this process in bytes (second field of /proc/self/statm),
+   read without allocating. */
+__attribute__((unused))
+static size_t nd_rss_bytes(void)
+{
+    char buf[128];
+    int fd = open("/proc/self/statm", O_RDONLY);
+    if (fd < 0)
+        FAIL("/proc/self/statm to be readable (errno %d)", errno);
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        FAIL("/proc/self/statm to have content");
+    buf[n] = '\0';
+    unsigned long size = 0, resident = 0;
+    if (sscanf(buf, "%lu %lu", &size, &resident) != 2)
+        FAIL("/proc/self/statm to start with two numbers, got '%s'", buf);
+    return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* What a child left behind. */
+struct nd_child {
+    int status;          /* from waitpid */
+    char out[16384];     /* its stdout (when captured), NUL-terminated */
+    char err[16384];     /* its stderr, NUL-terminated, cut if longer */
+};
+
+/* Reads the two pipes until both close; keeps what fits. */
+static void nd_drain(int fd_out, int fd_err, struct nd_child *c)
+{
+    size_t n_out = 0, n_err = 0;
+    struct pollfd fds[2] = { { fd_out, POLLIN, 0 }, { fd_err, POLLIN, 0 } };
+    int open_fds = (fd_out >= 0) + (fd_err >= 0);
+    if (fd_out < 0)
+        fds[0].fd = -1;
+    while (open_fds > 0) {
+        if (poll(fds, 2, -1) < 0) {
+            if (errno == EINTR)
+                continue;
+            break;
+        }
+        for (int i = 0; i < 2; i++) {
+            if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+                continue;
+            char tmp[4096];
+            ssize_t r = read(fds[i].fd, tmp, sizeof tmp);
+            if (r <= 0) {
+                close(fds[i].fd);
+                fds[i].fd = -1;
+                open_fds--;
+                continue;
+            }
+            char *dst = i == 0 ? c->out : c->err;
+            size_t *len = i == 0 ? &n_out : &n_err;
+            size_t room = sizeof c->out - 1 - *len;
+            size_t take = (size_t)r < room ? (size_t)r : room;
+            memcpy(dst + *len, tmp, take);
+            *len += take;
+        }
+    }
+    c->out[n_out] = '\0';
+    c->err[n_err] = '\0';
+}
+
+/*
+ * Runs fn(arg) in a forked child with its stderr captured; the child exits 0
+ * if fn returns. No core dumps; SIGALRM after `timeout_s` seconds so a
+ * deadlock shows as a death by SIGALRM instead of a hang.
+ */
+__attribute__((unused))
+static void nd_run_forked(void (*fn)(void *), void *arg, unsigned timeout_s,
+                          struct nd_child *c)
+{
+    int ep[2];
+    if (pipe(ep) != 0)
+        FAIL("pipe() to work (errno %d)", errno);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0)
+        FAIL("fork() to work (errno %d)", errno);
+    if (pid == 0) {
+        struct rlimit no_core = { 0, 0 };
+        setrlimit(RLIMIT_CORE, &no_core);
+        close(ep[0]);
+        dup2(ep[1], 2);
+        close(ep[1]);
+        alarm(timeout_s);
+        fn(arg);
+        exit(0);
+    }
+    close(ep[1]);
+    memset(c, 0, sizeof *c);
+    nd_drain(-1, ep[0], c);
+    while (waitpid(pid, &c->status, 0) < 0 && errno == EINTR)
+        ;
+}
+
+/*
+ * Runs argv[0] (a path) with NODAL_OPTIONS set to `options` (unset when
+ * NULL) and, if `extra` is not NULL, one more variable "NAME=value";
+ * captures stdout and stderr.
+ */
+__attribute__((unused))
+static void nd_run_exec(char *const argv[], const char *options, const char *extra,
+                        unsigned timeout_s, struct nd_child *c)
+{
+    int op[2], ep[2];
+    if (pipe(op) != 0 || pipe(ep) != 0)
+        FAIL("pipe() to work (errno %d)", errno);
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid < 0)
+        FAIL("fork() to work (errno %d)", errno);
+    if (pid == 0) {
+        struct rlimit no_core = { 0, 0 };
+        setrlimit(RLIMIT_CORE, &no_core);
+        dup2(op[1], 1);
+        dup2(ep[1], 2);
+        close(op[0]); close(op[1]); close(ep[0]); close(ep[1]);
+        /* Only the settings asked for: no NODAL_* from the caller's
+           environment. */
+        extern char **environ;
+        for (int again = 1; again;) {
+            again = 0;
+            for (char **e = environ; *e; e++)
+                if (strncmp(*e, "NODAL_", 6) == 0 && strchr(*e, '=')) {
+                    char name[128];
+                    size_t len = (size_t)(strchr(*e, '=') - *e);
+                    if (len >= sizeof name)
+                        len = sizeof name - 1;
+                    memcpy(name, *e, len);
+                    name[len] = '\0';
+                    unsetenv(name);
+                    again = 1;
+                    break;
+                }
+        }
+        if (options)
+            setenv("NODAL_OPTIONS", options, 1);
+        if (extra)
+            putenv((char *)extra);
+        alarm(timeout_s);
+        execv(argv[0], argv);
+        fprintf(stderr, "exec %s failed: errno %d\n", argv[0], errno);
+        _exit(127);
+    }
+    close(op[1]);
+    close(ep[1]);
+    memset(c, 0, sizeof *c);
+    nd_drain(op[0], ep[0], c);
+    while (waitpid(pid, &c->status, 0) < 0 && errno == EINTR)
+        ;
+}
+
+/* "exited with 3", "killed by signal 6 (Aborted)": for messages. */
+__attribute__((unused))
+static const char *nd_describe_status(int st)
+{
+    static char buf[96];
+    if (WIFEXITED(st))
+        snprintf(buf, sizeof buf, "exited with status %d", WEXITSTATUS(st));
+    else if (WIFSIGNALED(st))
+        snprintf(buf, sizeof buf, "was killed by signal %d (%s)", WTERMSIG(st),
+                 strsignal(WTERMSIG(st)));
+    else
+        snprintf(buf, sizeof buf, "ended with wait status 0x%x", st);
+    return buf;
+}
+
+/* Number of lines of `text` that contain `needle`. */
+__attribute__((unused))
+static int nd_count_lines_with(const char *text, const char *needle)
+{
+    int n = 0;
+    const char *line = text;
+    while (*line) {
+        const char *end = strchr(line, '\n');
+        size_t len = end ? (size_t)(end - line) : strlen(line);
+        for (size_t i = 0; i + strlen(needle) <= len; i++)
+            if (strncmp(line + i, needle, strlen(needle)) == 0) {
+                n++;
+                break;
+            }
+        if (!end)
+            break;
+        line = end + 1;
+    }
+    return n;
+}
+
+#endif /* ND_TEST_PROC_H */

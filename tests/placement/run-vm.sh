@@ -1,0 +1,200 @@
+#!/bin/sh
+# run-vm.sh - run the NUMA placement tier inside numa-vm (a real multi-node
+# Linux under qemu) and print one PASS/FAIL/SKIP line per test.
+#
+#   tests/placement/run-vm.sh BUILDDIR [TEST...]
+#
+# BUILDDIR is a CMake build directory with the placement tests built
+# (BUILDDIR/tests/placement/*) and, if present, BUILDDIR/tools/nodal-verify.
+# TEST names (as in the plan below) select a subset.
+#
+# Two boots:
+#   main   default numa-vm topology: nodes 0,1 with 2 CPUs and 512 MiB each,
+#          nodes 2,3 memory-only with 512 MiB; transparent huge pages
+#          "always" and automatic NUMA balancing on, as the kernel defaults
+#          are (nodal's guarantees must hold there);
+#   small  the same with node 3 at 96 MiB, for filling a node.
+#
+# Exit status: 0 every test passed or skipped, 1 a test failed or had no
+# result (crash, timeout, VM stopped), 77 numa-vm is not available.
+#
+# Environment: NUMA_VM (path of the numa-vm tool; default: ../shared/numa-vm
+# next to the repository, then numa-vm in PATH), NUMA_VM_ARGS (extra
+# arguments for every boot, e.g. "--accel tcg").
+set -u
+
+usage() {
+    echo "usage: $0 BUILDDIR [TEST...]" >&2
+    exit 2
+}
+[ $# -ge 1 ] || usage
+[ -d "$1" ] || { echo "run-vm.sh: no build directory $1" >&2; exit 2; }
+BUILD=$(cd "$1" && pwd)
+shift
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+
+# The plan: boot | name | program (relative to BUILDDIR) | NODAL_OPTIONS | arguments | timeout (s)
+PLAN='main|topology_matches_kernel|tests/placement/topology_matches_kernel|||60
+main|invalid_node_is_einval|tests/placement/invalid_node_is_einval|||60
+main|node_of_reports_home_node|tests/placement/node_of_reports_home_node|||120
+main|node_blocks_stay_on_node|tests/placement/node_blocks_stay_on_node|||180
+main|node_blocks_stay_on_node[huge_pages=1]|tests/placement/node_blocks_stay_on_node|huge_pages=1|--expect-option huge_pages=1|180
+main|realloc_keeps_node|tests/placement/realloc_keeps_node|||180
+main|interleaved_pages_on_listed_nodes|tests/placement/interleaved_pages_on_listed_nodes|||120
+main|plain_malloc_stays_unbound|tests/placement/plain_malloc_stays_unbound|||120
+main|node_cache_never_mixes_nodes|tests/placement/node_cache_never_mixes_nodes|||180
+main|node_cache_never_mixes_nodes[huge_pages=1]|tests/placement/node_cache_never_mixes_nodes|huge_pages=1|--expect-option huge_pages=1|180
+main|cross_thread_frees_keep_node|tests/placement/cross_thread_frees_keep_node|||300
+main|thread_churn_keeps_rss_bounded|tests/placement/thread_churn_keeps_rss_bounded||-r 60 -w 10|240
+main|nodal-verify|tools/nodal-verify||--quick|240
+small|full_node_strict_or_preferred|tests/placement/full_node_strict_or_preferred|||240'
+
+# numa-vm arguments and time limit (s) of each boot.
+boot_setup() {
+    case $1 in
+    main) bargs="" btmo=570 ;;
+    small) bargs="--mem-per-node 512,512,256,96" btmo=300 ;;
+    esac
+}
+
+# ---- find numa-vm ------------------------------------------------------------
+NUMA_VM=${NUMA_VM:-}
+if [ -z "$NUMA_VM" ]; then
+    if [ -x "$ROOT/../shared/numa-vm/numa-vm" ]; then
+        NUMA_VM=$ROOT/../shared/numa-vm/numa-vm
+    elif command -v numa-vm >/dev/null 2>&1; then
+        NUMA_VM=$(command -v numa-vm)
+    fi
+fi
+if [ -z "$NUMA_VM" ] || [ ! -x "$NUMA_VM" ]; then
+    echo "SKIP placement tier: numa-vm not found (set NUMA_VM=/path/to/numa-vm)"
+    exit 77
+fi
+
+selected() {   # selected NAME: is NAME in the command line's list (or no list)?
+    [ -z "$WANT" ] && return 0
+    for w in $WANT; do
+        [ "$w" = "$1" ] && return 0
+    done
+    return 1
+}
+WANT="$*"
+for w in $WANT; do
+    echo "$PLAN" | cut -d'|' -f2 | grep -qxF "$w" ||
+        { echo "run-vm.sh: no test named $w in the plan" >&2; exit 2; }
+done
+
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/nodal-placement-vm.XXXXXX") || exit 2
+trap 'rm -rf "$TMP"' EXIT INT TERM
+RESULTS=$TMP/results      # name|status|rc|seconds|boot
+: >"$RESULTS"
+START=$(date +%s)
+
+# ---- one boot ----------------------------------------------------------------
+# Writes the guest script for the selected tests of boot $1, runs it, and
+# records a result for every planned test (no result line = FAIL).
+run_boot() {
+    boot=$1
+    guest=$TMP/guest-$boot.sh
+    adds=""
+    cat >"$guest" <<'EOF'
+#!/bin/sh
+echo "@@ guest: kernel $(uname -r), THP $(cat /sys/kernel/mm/transparent_hugepage/enabled), numa_balancing $(cat /proc/sys/kernel/numa_balancing 2>/dev/null)"
+EOF
+    echo "$PLAN" | while IFS='|' read -r b name prog opts args tmo; do
+        [ "$b" = "$boot" ] || continue
+        selected "$name" || continue
+        echo "$name|$prog|$opts|$args|$tmo"
+    done >"$TMP/plan-$boot"
+    [ -s "$TMP/plan-$boot" ] || return 0
+    while IFS='|' read -r name prog opts args tmo; do
+        [ -x "$BUILD/$prog" ] || continue
+        adds="$adds --add $BUILD/$prog"
+        if [ -n "$opts" ]; then
+            envcmd="env NODAL_OPTIONS=$opts"
+        else
+            envcmd="env -u NODAL_OPTIONS"
+        fi
+        cat >>"$guest" <<EOF
+echo "@@ begin $name"
+t0=\$(date +%s)
+$envcmd timeout $tmo $BUILD/$prog $args
+rc=\$?
+printf '\n@@ result %s %s %s\n' "$name" "\$rc" "\$((\$(date +%s) - t0))"
+EOF
+    done <"$TMP/plan-$boot"
+    echo 'echo "@@ done"' >>"$guest"
+    chmod +x "$guest"
+    boot_setup "$boot"
+    echo "== placement tier, boot '$boot': $NUMA_VM $bargs ${NUMA_VM_ARGS:-}"
+    t0=$(date +%s)
+    if [ -n "$adds" ]; then
+        {
+            # shellcheck disable=SC2086
+            (cd "$TMP" && "$NUMA_VM" --timeout "$btmo" $bargs ${NUMA_VM_ARGS:-} $adds \
+                -- "$guest") 2>&1
+            echo $? >"$TMP/vmrc-$boot"
+        } | tee "$TMP/raw-$boot"
+    fi
+    touch "$TMP/raw-$boot"
+    tr -d '\r' <"$TMP/raw-$boot" >"$TMP/out-$boot"
+    vmrc=$(cat "$TMP/vmrc-$boot" 2>/dev/null || echo "?")
+    echo "== boot '$boot' took $(($(date +%s) - t0)) s (numa-vm exit status $vmrc)"
+    while IFS='|' read -r name prog opts args tmo; do
+        if [ ! -x "$BUILD/$prog" ]; then
+            echo "$name|FAIL|-|-|$boot|not built: $BUILD/$prog" >>"$RESULTS"
+            continue
+        fi
+        line=$(awk -v n="$name" '$1 == "@@" && $2 == "result" && $3 == n' "$TMP/out-$boot" |
+            tail -n 1)
+        if [ -z "$line" ]; then
+            if awk -v n="$name" '$1 == "@@" && $2 == "begin" && $3 == n { f = 1 } END { exit !f }' \
+                "$TMP/out-$boot"; then
+                why="started but no result (VM stopped or timed out)"
+            else
+                why="never started (VM stopped or timed out earlier)"
+            fi
+            echo "$name|FAIL|-|-|$boot|$why" >>"$RESULTS"
+            continue
+        fi
+        rc=$(echo "$line" | cut -d' ' -f4)
+        secs=$(echo "$line" | cut -d' ' -f5)
+        case $rc in
+        0) st=PASS why="" ;;
+        77) st=SKIP why=$(awk -v n="SKIP $name:" 'index($0, n) == 1' "$TMP/out-$boot" |
+                tail -n 1 | sed 's/^SKIP [^:]*: //') ;;
+        124|143) st=FAIL why="timed out after ${tmo} s" ;;
+        *)
+            st=FAIL
+            if [ "$rc" -gt 128 ] 2>/dev/null; then
+                why="killed by signal $((rc - 128))"
+            else
+                why="exit status $rc"
+            fi
+            ;;
+        esac
+        echo "$name|$st|$rc|$secs|$boot|$why" >>"$RESULTS"
+    done <"$TMP/plan-$boot"
+}
+
+run_boot main
+run_boot small
+
+# ---- summary -----------------------------------------------------------------
+echo
+echo "== placement tier summary ($(($(date +%s) - START)) s in all)"
+fail=0
+pass=0
+skip=0
+while IFS='|' read -r name st rc secs boot why; do
+    printf '%-4s %-45s %6s s  [%s]%s\n' "$st" "$name" "$secs" "$boot" "${why:+  $why}"
+    case $st in
+    PASS) pass=$((pass + 1)) ;;
+    SKIP) skip=$((skip + 1)) ;;
+    *) fail=$((fail + 1)) ;;
+    esac
+done <"$RESULTS"
+echo "== $pass passed, $fail failed, $skip skipped"
+[ "$fail" -eq 0 ] || exit 1
+exit 0

@@ -1,0 +1,156 @@
+/*
+ * thread_churn.c - many short-lived threads, each allocating, freeing some
+ * blocks itself and leaving the rest in a shared mailbox for later threads to
+ * free: blocks of threads that have exited stay valid, and the memory of
+ * exited threads is recycled (RSS does not grow with the number of threads).
+ *
+ * Knobs: --threads=N total, --wave=N threads alive at once (50).
+ */
+#include <pthread.h>
+#include <stdint.h>
+
+#include "api.h"
+#include "check.h"
+#include "pattern.h"
+#include "proc.h"
+#include "sizes.h"
+
+#define MAILBOX 4096
+struct letter {
+    void *p;
+    size_t size;
+};
+static struct letter mailbox[MAILBOX];
+static pthread_mutex_t mailbox_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void check_and_free(struct letter l, const char *who)
+{
+    size_t bad = nd_pat_check(l.p, l.size, l.size, (uintptr_t)l.p);
+    EXPECT(bad == SIZE_MAX, "a %zu-byte block left by an exited thread to be intact when "
+           "%s frees it, byte %zu differs", l.size, who, bad);
+    nd_api()->free(l.p);
+}
+
+static void *short_life(void *arg)
+{
+    const struct nd_api *A = nd_api();
+    struct nd_rng r = nd_rng_for((uint64_t)(uintptr_t)arg);
+    enum { N = 12 };
+    struct letter mine[N];
+    int n = 4 + (int)nd_rng_below(&r, N - 4 + 1);
+    for (int i = 0; i < n; i++) {
+        size_t s = nd_rng_below(&r, 100) < 97 ? 1 + nd_rng_below(&r, 2048)
+                                               : nd_random_size(&r, 5);
+        mine[i].p = A->malloc(s);
+        mine[i].size = s;
+        EXPECT(mine[i].p != NULL, "%s(%zu) in a short-lived thread to succeed", nd_fn("malloc"), s);
+        nd_pat_fill(mine[i].p, s, (uintptr_t)mine[i].p);
+    }
+    /* Free about half here; swap the rest into the mailbox, freeing what
+       an earlier thread left in those places. */
+    for (int i = 0; i < n; i++) {
+        if (nd_rng_below(&r, 2)) {
+            check_and_free(mine[i], "its own thread");
+            continue;
+        }
+        size_t at = nd_rng_below(&r, MAILBOX);
+        pthread_mutex_lock(&mailbox_mu);
+        struct letter old = mailbox[at];
+        mailbox[at] = mine[i];
+        pthread_mutex_unlock(&mailbox_mu);
+        if (old.p)
+            check_and_free(old, "a later thread");
+    }
+    return NULL;
+}
+
+/* Runs `total` threads in waves; calls `every_1000` after each 1000. */
+static void churn(long total, long wave, void (*every_1000)(long done))
+{
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, (size_t)256 << 10);
+    pthread_t *tid = nd_api()->malloc((size_t)wave * sizeof *tid);
+    EXPECT(tid != NULL, "the thread id array to be allocated");
+    long done = 0;
+    while (done < total) {
+        long n = total - done < wave ? total - done : wave;
+        for (long i = 0; i < n; i++) {
+            int rc = pthread_create(&tid[i], &attr, short_life, (void *)(uintptr_t)(done + i + 1));
+            EXPECT(rc == 0, "pthread_create of thread %ld to work, got %d", done + i + 1, rc);
+        }
+        for (long i = 0; i < n; i++)
+            pthread_join(tid[i], NULL);
+        long before = done;
+        done += n;
+        if (every_1000 && done / 1000 != before / 1000)
+            every_1000(done);
+    }
+    nd_api()->free(tid);
+    pthread_attr_destroy(&attr);
+}
+
+static void empty_mailbox(void)
+{
+    for (size_t i = 0; i < MAILBOX; i++)
+        if (mailbox[i].p) {
+            check_and_free(mailbox[i], "the main thread");
+            mailbox[i].p = NULL;
+        }
+}
+
+/* RSS is compared with its value after the first 1000 threads. The final
+   value must be within rss_allowance of it; on the way (checked every 1000
+   threads) within rss_ceiling, which leaves room for the saw-tooth of
+   memory held by exited threads until it is reclaimed, while still catching
+   growth with the number of threads. */
+static size_t rss_baseline, rss_max;
+static const size_t rss_allowance = (size_t)64 << 20;
+static const size_t rss_ceiling = (size_t)128 << 20;
+
+static void watch_rss(long done)
+{
+    size_t rss = nd_rss_bytes();
+    if (done == 1000) {
+        rss_baseline = rss_max = rss;
+        return;
+    }
+    if (rss > rss_max)
+        rss_max = rss;
+    EXPECT(rss <= rss_baseline + rss_ceiling,
+           "the resident set after %ld threads to stay within %zu MiB of its size after the "
+           "first 1000 (%zu MiB), it is %zu MiB", done, rss_ceiling >> 20,
+           rss_baseline >> 20, rss >> 20);
+}
+
+static void thread_churn_keeps_rss_bounded(void)
+{
+    long total = nd_opt_long("threads", 100000);
+    nd_test_seed();
+    nd_api();
+    churn(total, nd_opt_long("wave", 50), watch_rss);
+    empty_mailbox();
+    size_t final = nd_rss_bytes();
+    printf("%ld threads; rss after 1000 threads %zu MiB, highest seen %zu MiB, final %zu MiB\n",
+           total, rss_baseline >> 20, rss_max >> 20, final >> 20);
+    EXPECT(final <= rss_baseline + rss_allowance,
+           "the final resident set to be within %zu MiB of its size after the first 1000 "
+           "threads (%zu MiB), it is %zu MiB", rss_allowance >> 20, rss_baseline >> 20,
+           final >> 20);
+}
+
+static void blocks_of_exited_threads_stay_valid_when_freed_elsewhere(void)
+{
+    long total = nd_opt_long("threads", 5000);
+    nd_test_seed();
+    nd_api();
+    churn(total, nd_opt_long("wave", 50), NULL);
+    empty_mailbox();
+    printf("%ld threads came and went; every block they left was intact\n", total);
+}
+
+static const struct nd_case cases[] = {
+    ND_CASE(thread_churn_keeps_rss_bounded),
+    ND_CASE(blocks_of_exited_threads_stay_valid_when_freed_elsewhere),
+};
+ND_MAIN(cases)
