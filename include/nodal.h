@@ -59,12 +59,16 @@ size_t nodal_malloc_usable_size(const void *p); /* the same */
 
 /* ---- 2. Node-targeted allocation --------------------------------------- */
 /*
- * Every page of a block returned for node k is on node k: node-k memory is
- * bound to k before first touch and its placement is verified with the
- * kernel when nodal commits it. If node k has no free memory the result
- * follows the option node_fallback: "strict" (default) returns NULL with
- * errno = ENOMEM, "preferred" falls back to other nodes and counts it in the
- * statistics (node_fallback_pages).
+ * Every page of a block returned for node k is on node k. Node-k memory gets
+ * node k as its kernel policy (MPOL_PREFERRED) before anything touches it;
+ * nodal then faults each chunk in itself before handing out any of it, asks
+ * the kernel where every page landed (move_pages), and migrates strays to k.
+ * (MPOL_BIND is not used: on a full node it summons the OOM killer instead
+ * of failing.) Memory nodal gave back to the OS is checked again when it is
+ * reused. If node k has no free memory the result follows the option
+ * node_fallback: "strict" (default) returns NULL with errno = ENOMEM,
+ * "preferred" falls back to other nodes and counts it in the statistics
+ * (node_fallback_pages).
  *
  * Thread caches are per (thread, node): a node-k request is only ever served
  * from node-k memory, and a node-k block freed by any thread returns to

@@ -75,11 +75,22 @@ nd_public int nodal_node_of(const void *p)
         return -1;
     if (s->bound && !s->interleaved)
         return s->node;
-    /* Plain (or interleaved) memory: ask the kernel where the page is. */
+    /* Plain (or interleaved) memory: ask the kernel where the page is.
+       move_pages says -ENOENT for a page not yet touched (then: the node of
+       the CPU that created the segment). Other errors (-EFAULT while NUMA
+       balancing samples the page) fall back to get_mempolicy, which reports
+       the node of a present page. */
     void *page = (void *)((uintptr_t)p & ~(uintptr_t)(nd_os_page_size() - 1));
     int status = -1;
-    if (nd_os_pages_nodes(&page, &status, 1) == 0 && status >= 0)
-        return status;
+    if (nd_os_pages_nodes(&page, &status, 1) == 0) {
+        if (status >= 0)
+            return status;
+        if (status != -ENOENT) {
+            int node = nd_os_addr_node(page);
+            if (node >= 0)
+                return node;
+        }
+    }
     return s->node;
 }
 

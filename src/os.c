@@ -149,6 +149,13 @@ int nd_os_addr_policy(const void *p)
     return rc == 0 ? mode : -1;
 }
 
+int nd_os_addr_node(const void *p)
+{
+    int node = -1;
+    long rc = syscall(SYS_get_mempolicy, &node, NULL, 0UL, p, ND_MPOL_F_NODE | ND_MPOL_F_ADDR);
+    return rc == 0 ? node : -1;
+}
+
 int nd_os_current_cpu(void)
 {
     return sched_getcpu();

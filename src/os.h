@@ -50,6 +50,9 @@ int  nd_os_bind(void *p, size_t size, int mode, const uint64_t *mask) nd_hidden;
 /* Query the node of `count` addresses: status[i] = node, or a negative errno
    (-ENOENT: not yet touched). Returns 0, or -1 if the call itself failed. */
 int  nd_os_pages_nodes(void **pages, int *status, size_t count) nd_hidden;
+/* Node of the page holding p as get_mempolicy(MPOL_F_NODE|MPOL_F_ADDR)
+   reports it, or -1. */
+int  nd_os_addr_node(const void *p) nd_hidden;
 /* Policy mode of the range holding p (ND_MPOL_*), or -1. */
 int  nd_os_addr_policy(const void *p) nd_hidden;
 /* Migrate pages[i] to nodes[i]; status[i] = resulting node or -errno.
