@@ -4,6 +4,7 @@
 #   tests/run-all.sh BUILDDIR        (what `make check` runs)
 #
 #   1. host    ctest in BUILDDIR, one run per label: unit, api, stress,
+#              install,
 #              preload, placement (its host form), then any unlabeled test
 #   2. asan    configure + build BUILDDIR-asan with -DNODAL_SANITIZE=address
 #              (tests call nodal_* names, linked against nodal_prefix_san),
@@ -73,10 +74,10 @@ run_ctest() {
 }
 
 # ---- 1. host tiers --------------------------------------------------------
-for label in unit api stress preload placement; do
+for label in unit api stress preload placement install; do
     run_ctest "host/$label" "$build" -L "^$label\$"
 done
-run_ctest "host/unlabeled" "$build" -LE '^(unit|api|stress|preload|placement)$'
+run_ctest "host/unlabeled" "$build" -LE '^(unit|api|stress|preload|placement|install)$'
 
 # ---- 2, 3. sanitizer builds ----------------------------------------------
 san_tier() {

@@ -3,7 +3,8 @@
 file(READ ${IN} text)
 file(READ ${OPTIONS} options)
 string(STRIP "${options}" options)
-string(REPLACE "@NODAL_RUN_LIB@" "${LIB}" text "${text}")
+string(REPLACE "HERE_DIR" "$here" lib "${LIB}")
+string(REPLACE "@NODAL_RUN_LIB@" "${lib}" text "${text}")
 string(REPLACE "@NODAL_RUN_OPTIONS@" "${options}" text "${text}")
 file(WRITE ${OUT} "${text}")
 file(CHMOD ${OUT} PERMISSIONS OWNER_READ OWNER_WRITE OWNER_EXECUTE GROUP_READ GROUP_EXECUTE
