@@ -68,7 +68,10 @@ size_t nodal_malloc_usable_size(const void *p); /* the same */
  * reused. If node k has no free memory the result follows the option
  * node_fallback: "strict" (default) returns NULL with errno = ENOMEM,
  * "preferred" falls back to other nodes and counts it in the statistics
- * (node_fallback_pages).
+ * (node_fallback_pages). A kernel without the NUMA system calls, or a
+ * sandbox that forbids them (containers without CAP_SYS_NICE), is fine on a
+ * machine with one node; with several nodes the call then fails with that
+ * errno (ENOSYS or EPERM) instead of promising a placement.
  *
  * Thread caches are per (thread, node): a node-k request is only ever served
  * from node-k memory, and a node-k block freed by any thread returns to

@@ -19,6 +19,7 @@
 #include <string.h>
 #include "options.h"
 #include "os.h"
+#include "topo.h"
 
 uint8_t   nd_segmap[ND_SEGMAP_SIZE];
 uintptr_t nd_seg_secret;
@@ -55,6 +56,22 @@ static void nd_node_mask(uint64_t *mask, int node)
 {
     memset(mask, 0, ND_MAX_NODES / 8);
     mask[node / 64] |= (uint64_t)1 << (node % 64);
+}
+
+/* Gives [p, p+size) its node as policy. A kernel without NUMA calls
+   (ENOSYS) or a sandbox that forbids them (EPERM, e.g. containers without
+   CAP_SYS_NICE) is fine on a machine with one node with memory: there is
+   nowhere else for the pages to go. With several, the request fails with
+   that errno rather than promise a placement nodal cannot make. */
+static int nd_seg_bind(void *p, size_t size, const uint64_t *mask)
+{
+    if (nd_os_bind(p, size, ND_MPOL_PREFERRED, mask) == 0)
+        return 0;
+    int err = errno;
+    if (nd_topo.mem_count <= 1 && (err == ENOSYS || err == EPERM))
+        return 0;
+    errno = (err == ENOSYS || err == EPERM) ? err : ENOMEM;
+    return -1;
 }
 
 static void nd_segmap_set(const void *chunk_addr, unsigned value)
@@ -181,9 +198,8 @@ nd_segment *nd_seg_map(int node, bool bound)
     if (bound) {
         uint64_t mask[ND_MAX_NODES / 64];
         nd_node_mask(mask, node);
-        if (nd_os_bind(s, ND_SEG_SIZE, ND_MPOL_PREFERRED, mask) != 0) {
+        if (nd_seg_bind(s, ND_SEG_SIZE, mask) != 0) {
             nd_os_unmap(s, ND_SEG_SIZE);
-            errno = ENOMEM;
             return NULL;
         }
         if (nd_opt(ND_OPT_huge_pages))
@@ -265,9 +281,8 @@ void *nd_huge_alloc(size_t size, size_t alignment, int node, bool bound, const u
     } else if (bound) {
         uint64_t mask[ND_MAX_NODES / 64];
         nd_node_mask(mask, node);
-        if (nd_os_bind(s, total, ND_MPOL_PREFERRED, mask) != 0) {
+        if (nd_seg_bind(s, total, mask) != 0) {
             nd_os_unmap(s, total);
-            errno = ENOMEM;
             return NULL;
         }
         if (nd_opt(ND_OPT_huge_pages))

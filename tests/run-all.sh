@@ -74,10 +74,10 @@ run_ctest() {
 }
 
 # ---- 1. host tiers --------------------------------------------------------
-for label in unit api stress preload placement install; do
+for label in unit api stress preload placement install cross; do
     run_ctest "host/$label" "$build" -L "^$label\$"
 done
-run_ctest "host/unlabeled" "$build" -LE '^(unit|api|stress|preload|placement|install)$'
+run_ctest "host/unlabeled" "$build" -LE '^(unit|api|stress|preload|placement|install|cross)$'
 
 # ---- 2, 3. sanitizer builds ----------------------------------------------
 san_tier() {
