@@ -101,6 +101,7 @@ static void stats_count_exactly_n_requests_and_frees_in_the_class_of_s(void)
         double req0 = member_number(cb, KEY_REQUESTS, "the class entry");
         double fre0 = member_number(cb, KEY_FREES, "the class entry");
         double oth0 = others_sum(before, csize, KEY_REQUESTS);
+        double use0 = member_number(cb, "bytes_in_use", "the class entry");
 
         for (size_t k = 0; k < N_BLOCKS; k++) {
             blocks[k] = nodal_malloc(s);
@@ -112,6 +113,10 @@ static void stats_count_exactly_n_requests_and_frees_in_the_class_of_s(void)
         EXPECT(req1 - req0 == N_BLOCKS,
                "%d nodal_malloc(%zu) calls to add exactly %d \"%s\" to the class of size %.0f, "
                "it went from %.0f to %.0f", N_BLOCKS, s, N_BLOCKS, KEY_REQUESTS, csize, req0, req1);
+        double use1 = member_number(cm, "bytes_in_use", "the class entry");
+        EXPECT(use1 - use0 == N_BLOCKS * csize,
+               "%d live blocks of %zu bytes to add exactly %d * %.0f to the class's "
+               "\"bytes_in_use\", it went from %.0f to %.0f", N_BLOCKS, s, N_BLOCKS, csize, use0, use1);
         double oth1 = others_sum(mid, csize, KEY_REQUESTS);
         EXPECT(oth1 == oth0, "nodal_malloc(%zu) calls to leave the other classes' \"%s\" alone, "
                "their sum went from %.0f to %.0f", s, KEY_REQUESTS, oth0, oth1);
@@ -121,6 +126,9 @@ static void stats_count_exactly_n_requests_and_frees_in_the_class_of_s(void)
         const struct nd_json *after = snapshot(json_a, pool_a);
         const struct nd_json *ca = class_of(after, s);
         double fre1 = member_number(ca, KEY_FREES, "the class entry");
+        double use2 = member_number(ca, "bytes_in_use", "the class entry");
+        EXPECT(use2 == use0, "\"bytes_in_use\" of the class of %zu to come back to %.0f after the "
+               "frees, it is %.0f", s, use0, use2);
         EXPECT(fre1 - fre0 == N_BLOCKS,
                "%d nodal_free calls of %zu-byte blocks to add exactly %d \"%s\" to the class of "
                "size %.0f, it went from %.0f to %.0f", N_BLOCKS, s, N_BLOCKS, KEY_FREES, csize,
