@@ -238,8 +238,7 @@ static void nd_heap_abandon(nd_heap *h)
                 nd_segment *s = *lists[l];
                 nd_seglist_remove(lists[l], s);
                 if (s->used_pages == 0) {   /* the spare: nothing to hand over */
-                    s->owner = NULL;
-                    nd_node_seg_put(s);
+                    nd_heap_seg_release(h, s);
                     continue;
                 }
                 for (unsigned i = 0; i < s->page_count; i++) {
@@ -359,8 +358,7 @@ bool nd_heap_adopt_segment(nd_heap *h, nd_segment *s)
     nd_stat_inc(&h->stats.reclaimed_segments);
     if (s->used_pages == 0) {
         nd_seglist_remove(s->free_mask ? &h->avail[k] : &h->used[k], s);
-        s->owner = NULL;
-        nd_node_seg_put(s);   /* may be unmapped: do not touch s after this */
+        nd_heap_seg_release(h, s);
         return false;
     }
     return true;
@@ -488,10 +486,8 @@ static void nd_heap_maintain_one(nd_heap *h, uint64_t now, bool force)
         nd_segment *s = h->spare[k];
         if (s != NULL && (force || (now >= h->spare_since[k] + (uint64_t)nd_opt(ND_OPT_purge_delay) &&
                                     h->epoch >= s->purge_epoch + ND_PURGE_MIN_EPOCHS))) {
-            h->spare[k] = NULL;
             nd_seglist_remove(&h->avail[k], s);
-            s->owner = NULL;
-            nd_node_seg_put(s);
+            nd_heap_seg_release(h, s);
         }
     }
     /* Large segments kept by this heap go back to the node after the delay. */
@@ -549,10 +545,8 @@ static void nd_heap_collect_one(nd_heap *h, uint64_t now, bool purge_all)
     for (int k = 0; k < 2; k++) {
         nd_segment *s = h->spare[k];
         if (s != NULL) {
-            h->spare[k] = NULL;
             nd_seglist_remove(&h->avail[k], s);
-            s->owner = NULL;
-            nd_node_seg_put(s);
+            nd_heap_seg_release(h, s);
         }
     }
     if (!purge_all) {

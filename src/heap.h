@@ -176,7 +176,7 @@ void  nd_heap_tick(nd_heap *h) nd_hidden;
 void  nd_heap_collect(nd_heap *h, bool purge_all) nd_hidden;
 /* Purges retired pages of h's segments: those past their delay, or all. */
 void  nd_heap_purge(nd_heap *h, uint64_t now, bool all) nd_hidden;
-#define ND_PURGE_PENDING_MAX (16 * ND_MiB)  /* beyond this, purge without waiting */
+#define ND_PURGE_PENDING_MAX (32 * ND_MiB)  /* beyond this, purge without waiting */
 /* Memory a heap freed is purged once purge_delay has passed AND the heap has
    done this much work since (epochs), so that a thread that gets little CPU
    time (many threads on few cores) does not purge what it is about to reuse. */

@@ -16,7 +16,7 @@
 #include "options.h"
 #include "topo.h"
 
-#define ND_CACHE_DIRTY_MAX 2
+#define ND_CACHE_DIRTY_MAX 4
 
 /*
  * Invariants (under the node lock):

@@ -24,7 +24,7 @@
     X(stats,          ND_OPTK_INT,  0,     0, 2,        "",                 "print statistics to stderr at exit: 1 = text report, 2 = JSON") \
     X(verbose,        ND_OPTK_INT,  0,     0, 1,        "",                 "print diagnostics (option values, topology problems) on stderr") \
     X(check,          ND_OPTK_INT,  1,     0, 2,        "",                 "heap checks: 0 = none, 1 = cheap ones (default), 2 = every free validated, caches off, freed memory filled with 0xdf") \
-    X(purge_delay,    ND_OPTK_INT,  10,    0, 3600000,  "",                 "milliseconds before freed memory is returned to the OS (0 = at once)") \
+    X(purge_delay,    ND_OPTK_INT,  100,   0, 3600000,  "",                 "milliseconds freed memory stays unused before it is returned to the OS (0 = at once)") \
     X(cache_segments, ND_OPTK_INT,  16,    0, 65536,    "",                 "free 4 MiB segments kept mapped per node and kind for reuse (their memory is still purged)") \
     X(tcache_max,     ND_OPTK_SIZE, 32768, 0, 131072,   "",                 "largest block size kept in thread caches; larger sizes go to pages directly") \
     X(tcache_count,   ND_OPTK_INT,  2048,  0, 65536,    "",                 "most blocks a thread cache may hold per size class (it starts at a quarter and grows when a workload needs it)") \

@@ -284,7 +284,7 @@ static nd_page *nd_page_new(nd_heap *h, unsigned cls)
             /* The node is full (strict placement). Leave the page free. */
             if (s->used_pages == 0) {
                 nd_seglist_remove(&h->avail[k], s);
-                nd_node_seg_put(s);
+                nd_heap_seg_release(h, s);
             }
             errno = ENOMEM;
             return NULL;
@@ -311,6 +311,18 @@ static nd_page *nd_page_new(nd_heap *h, unsigned cls)
         nd_pq_push(&h->pages[cls], pg);
         return pg;
     }
+}
+
+void nd_heap_seg_release(nd_heap *h, nd_segment *s)
+{
+    size_t pending = (size_t)nd_popcount64(s->purge_mask) << ND_CHUNK_SHIFT;
+    h->purge_pending = h->purge_pending > pending ? h->purge_pending - pending : 0;
+    if (h->spare[0] == s)
+        h->spare[0] = NULL;
+    if (h->spare[1] == s)
+        h->spare[1] = NULL;
+    s->owner = NULL;
+    nd_node_seg_put(s);   /* may be unmapped: do not touch s after this */
 }
 
 void nd_page_retire(nd_heap *h, nd_page *pg)
@@ -351,8 +363,7 @@ void nd_page_retire(nd_heap *h, nd_page *pg)
             s->purge_epoch = h->epoch;
         } else if (h->spare[k] != s) {
             nd_seglist_remove(&h->avail[k], s);
-            s->owner = NULL;
-            nd_node_seg_put(s);
+            nd_heap_seg_release(h, s);
             return;
         }
     }
@@ -360,10 +371,10 @@ void nd_page_retire(nd_heap *h, nd_page *pg)
     if (nd_opt(ND_OPT_purge_delay) == 0) {
         nd_seg_purge(s, chunks);
     } else if (chunks != 0) {
-        if (s->purge_mask == 0) {   /* the clock as of the last maintenance: close enough */
-            s->purge_at = h->clock_ms + (uint64_t)nd_opt(ND_OPT_purge_delay);
-            s->purge_epoch = h->epoch;
-        }
+        /* The segment's free pages wait until it has been quiet for the
+           delay (the clock as of the last maintenance check: close enough). */
+        s->purge_at = h->clock_ms + (uint64_t)nd_opt(ND_OPT_purge_delay);
+        s->purge_epoch = h->epoch;
         s->purge_mask |= chunks;
         h->purge_pending += (size_t)nd_popcount64(chunks) << ND_CHUNK_SHIFT;
         if (h->purge_pending > ND_PURGE_PENDING_MAX)

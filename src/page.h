@@ -55,6 +55,8 @@ void  nd_page_collect(nd_page *pg) nd_hidden;
 void  nd_page_disarm(nd_page *pg) nd_hidden;
 /* Puts an in-use page of a segment being adopted into h's queues. */
 void  nd_page_adopt(nd_heap *h, nd_page *pg) nd_hidden;
+/* Hands a segment with no page in use, already off h's lists, to its node. */
+void  nd_heap_seg_release(nd_heap *h, nd_segment *s) nd_hidden;
 /* Gives an empty page back to its segment; the segment goes to its node's
    cache when no page is left in use. */
 void  nd_page_retire(nd_heap *h, nd_page *pg) nd_hidden;
