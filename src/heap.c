@@ -257,7 +257,8 @@ static void nd_heap_abandon(nd_heap *h)
     }
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         h->pages[c].first = h->pages[c].last = NULL, h->pages[c].count = 0;
-        h->hot[c] = NULL;
+        for (int i = 0; i < ND_HOT_PAGES; i++)
+            h->hot[c][i] = NULL;
     }
     h->spare[0] = h->spare[1] = NULL;
 }

@@ -75,6 +75,7 @@ typedef struct nd_bin_info {
 
 _Static_assert(sizeof(nd_bin) == ND_CACHE_LINE, "a hot bin is one cache line: class index << 6");
 #define ND_TICK_PERIOD 1024
+#define ND_HOT_PAGES   4       /* pages per class whose owner frees may go to the cache */
 
 typedef struct nd_page_queue { nd_page *first, *last; size_t count; } nd_page_queue;
 
@@ -100,8 +101,10 @@ enum { ND_HEAP_NORMAL = 0, ND_HEAP_SHARED, ND_HEAP_EMPTY, ND_HEAP_DEAD };
  *  - tid != 0 is the owner thread's id (nd_tls_tid), unique for the life of
  *    the process; a shared heap has ND_TID_SHARED and is used under `lock`.
  *  - every page in pages[c] or full is in use, owned by this heap (key ==
- *    tid for hot[c], tid | ND_KEY_COLD otherwise), of class c, in a segment
- *    in avail[] or used[]. hot[c] is NULL or a page of pages[c].
+ *    tid for the pages in hot[c][], tid | ND_KEY_COLD otherwise), of class c,
+ *    in a segment in avail[] or used[]. hot[c][] holds at most ND_HOT_PAGES
+ *    of them (NULL for empty slots): the thread cache only ever holds blocks
+ *    freed into these, so it cannot keep many pages alive.
  *  - pages[c] holds pages that may have free blocks; the first is tried
  *    first. full holds pages with none, whose xfree is armed to notify
  *    (see page.h), or which are already on xpages.
@@ -127,7 +130,8 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_heap {
     nd_lock_t       lock;               /* shared heaps only */
     nd_page_queue   pages[ND_CLASS_COUNT];
     nd_page_queue   full;
-    nd_page        *hot[ND_CLASS_COUNT];  /* the page per class whose frees go to the cache */
+    nd_page        *hot[ND_CLASS_COUNT][ND_HOT_PAGES];  /* pages whose frees go to the cache */
+    uint8_t         hot_next[ND_CLASS_COUNT];            /* slot the next hot page replaces */
     nd_segment     *avail[2];           /* owned segments with a free page: [0] small, [1] medium */
     nd_segment     *used[2];            /* owned segments without one */
     nd_segment     *spare[2];           /* an owned segment with no page in use, kept for reuse */

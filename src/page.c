@@ -237,25 +237,36 @@ static void nd_page_init(nd_heap *h, nd_segment *s, nd_page *pg, unsigned cls, u
     nd_store_release(&pg->key, h->tid | ND_KEY_COLD);
 }
 
-/* Makes pg the hot page of its class (frees of its blocks by the owner go
-   to the thread cache); the previous hot page goes cold. */
+/* Makes pg one of the hot pages of its class (frees of its blocks by the
+   owner go to the thread cache); the page it displaces goes cold. */
 static inline void nd_page_make_hot(nd_heap *h, nd_page *pg)
 {
-    nd_page *old = h->hot[pg->cls];
-    if (old == pg)
+    if (pg->key == h->tid)
         return;
+    unsigned c = pg->cls, i = h->hot_next[c];
+    nd_page *old = h->hot[c][i];
     if (old != NULL)
         nd_store_release(&old->key, h->tid | ND_KEY_COLD);
-    h->hot[pg->cls] = pg;
+    h->hot[c][i] = pg;
+    h->hot_next[c] = (uint8_t)((i + 1) % ND_HOT_PAGES);
     nd_store_release(&pg->key, h->tid);
 }
 
 static inline void nd_page_make_cold(nd_heap *h, nd_page *pg)
 {
-    if (h->hot[pg->cls] == pg) {
-        h->hot[pg->cls] = NULL;
-        nd_store_release(&pg->key, h->tid | ND_KEY_COLD);
-    }
+    for (int i = 0; i < ND_HOT_PAGES; i++)
+        if (h->hot[pg->cls][i] == pg) {
+            h->hot[pg->cls][i] = NULL;
+            nd_store_release(&pg->key, h->tid | ND_KEY_COLD);
+        }
+}
+
+static inline bool nd_page_is_hot(const nd_heap *h, const nd_page *pg)
+{
+    for (int i = 0; i < ND_HOT_PAGES; i++)
+        if (h->hot[pg->cls][i] == pg)
+            return true;
+    return false;
 }
 
 /* A fresh page of class cls for h; NULL (errno ENOMEM) if memory ran out. */
@@ -452,9 +463,7 @@ static size_t nd_heap_take_blocks(nd_heap *h, unsigned cls, void **out, size_t n
         nd_page_make_hot(h, pg);
         got += nd_page_take(pg, out + got, n - got);
         if (nd_page_is_exhausted(pg)) {
-            /* Full: park it where remote frees will find it again. Its blocks
-               come back straight to it from now on (cold). */
-            nd_page_make_cold(h, pg);
+            /* Full: park it where remote frees will find it again. */
             nd_pq_remove(q, pg);
             if (nd_page_arm(pg)) {
                 pg->in_full = 1;
@@ -647,7 +656,7 @@ bool nd_heap_is_valid(const nd_heap *h)
         for (const nd_page *pg = h->pages[c].first; pg != NULL; pg = pg->next, n++) {
             if (!pg->in_use || pg->cls != c || pg->heap != h || pg->in_full || !nd_page_is_valid(pg))
                 return false;
-            if (h->kind == ND_HEAP_NORMAL && pg->key != (h->hot[c] == pg ? h->tid : (h->tid | ND_KEY_COLD)))
+            if (h->kind == ND_HEAP_NORMAL && pg->key != (nd_page_is_hot(h, pg) ? h->tid : (h->tid | ND_KEY_COLD)))
                 return false;
         }
         if (n != h->pages[c].count)
@@ -655,7 +664,7 @@ bool nd_heap_is_valid(const nd_heap *h)
     }
     size_t n = 0;
     for (const nd_page *pg = h->full.first; pg != NULL; pg = pg->next, n++)
-        if (!pg->in_use || pg->heap != h || !pg->in_full || h->hot[pg->cls] == pg)
+        if (!pg->in_use || pg->heap != h || !pg->in_full)
             return false;
     if (n != h->full.count)
         return false;

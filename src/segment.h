@@ -75,8 +75,9 @@ enum { ND_SEG_FREE = 0, ND_SEG_SMALL, ND_SEG_MEDIUM, ND_SEG_LARGE, ND_SEG_HUGE }
  *  - free is touched only by the owner thread (or under the owner's lock for
  *    a shared heap); xfree only with atomics.
  *  - when key & ~ND_KEY_FLAGS is a thread id, bin == &heap->bins[cls] of
- *    that thread's heap; key is the bare id only for heap->hot[cls], so the
- *    thread cache holds blocks of few pages and cannot pin many.
+ *    that thread's heap; key is the bare id only for the pages in
+ *    heap->hot[cls][], so the thread cache holds blocks of few pages and
+ *    cannot pin many.
  */
 typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
     /* line 0: owner side */
