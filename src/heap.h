@@ -161,7 +161,7 @@ extern __thread uintptr_t nd_tls_tid nd_hidden;
 #if ND_STATS
 #define nd_stat_add(p, v) __atomic_store_n((p), __atomic_load_n((p), __ATOMIC_RELAXED) + (v), __ATOMIC_RELAXED)
 #else
-#define nd_stat_add(p, v) ((void)0)
+#define nd_stat_add(p, v) ((void)(p), (void)(v))
 #endif
 #define nd_stat_inc(p) nd_stat_add(p, 1)
 
