@@ -69,6 +69,9 @@ def parse_args():
     ap.add_argument("--callgrind", action="store_true", help="instruction counts per pair (valgrind)")
     ap.add_argument("--nodal", help="libnodal.so to use (default: <build>/libnodal.so)")
     ap.add_argument("--nodal-options", help="NODAL_OPTIONS for the nodal runs (default: none)")
+    ap.add_argument("--nodal-variants", default="",
+                    help="extra nodal columns for the drop-in workloads, 'label:opts;label:opts' "
+                         "(e.g. 'tc256:tcache_count=256;pf1:prefetch=1')")
     ap.add_argument("--numa-vm", help="path of the numa-vm tool")
     ap.add_argument("--out", help="results directory (default: bench/results/<UTC date>-<host>)")
     ap.add_argument("--no-plots", action="store_true")
@@ -98,8 +101,9 @@ def main():
     bindir = build_programs(build)
     nodal, nodal_status = probe_nodal(build, bindir, a.nodal, log)
     log("nodal: " + nodal_status)
+    variants = [tuple(v.split(":", 1)) for v in a.nodal_variants.split(";") if ":" in v]
     allocs = Allocators(nodal, a.nodal_options, [x for x in a.allocators.split(",") if x]
-                        if a.allocators else None)
+                        if a.allocators else None, variants)
 
     stamp = time.strftime("%Y-%m-%dT%H%M%SZ", time.gmtime())
     meta = {"command": " ".join(shlex.quote(x) for x in [os.path.relpath(sys.argv[0], REPO)] + sys.argv[1:]),

@@ -71,7 +71,7 @@ def find_library(soname):
 class Allocators:
     """Resolves the libraries once and builds the variant sets."""
 
-    def __init__(self, nodal_lib, nodal_options=None, only=None):
+    def __init__(self, nodal_lib, nodal_options=None, only=None, nodal_variants=None):
         self.libs = {"glibc": None}
         for name, soname in LIBDIR_SONAMES.items():
             path = find_library(soname)
@@ -80,6 +80,9 @@ class Allocators:
         self.nodal = nodal_lib            # path, or None when not available
         self.nodal_env = {"NODAL_OPTIONS": nodal_options} if nodal_options else {}
         self.only = only                  # --allocators filter, or None
+        # --nodal-variants: extra nodal columns with other options, so knobs
+        # are compared within one run: [(label, NODAL_OPTIONS), ...]
+        self.nodal_variants = nodal_variants or []
         self.jepool_env = dict(JEPOOL_ENV)
         if "jemalloc" in self.libs:       # an absolute path also works in the VM
             self.jepool_env["BENCH_JEMALLOC"] = self.libs["jemalloc"]
@@ -99,6 +102,8 @@ class Allocators:
         vs = [Variant(n, self.libs[n]) for n in PEERS if n in self.libs]
         if self.nodal:
             vs.append(Variant("nodal", self.nodal, dict(self.nodal_env), peer=False))
+            for label, opts in self.nodal_variants:
+                vs.append(Variant("nodal " + label, self.nodal, {"NODAL_OPTIONS": opts}, peer=False))
         return self._filter(vs)
 
     def node(self, numa_ops, other_ops):
