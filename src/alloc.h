@@ -83,10 +83,17 @@ nd_inline void *nd_malloc_fast(nd_heap *h, size_t size)
 
 nd_inline void *nd_malloc_node_fast(size_t size, int node)
 {
-    if (nd_unlikely((unsigned)node >= ND_MAX_NODES || size > ND_MEDIUM_MAX))
+    if (nd_unlikely((unsigned)node >= ND_MAX_NODES))
         return nd_malloc_node_slow(size, node);
     nd_heap *h = nd_tls_heap->node_heaps[node];
-    ND_BIN_POP_OR(h, nd_class_of(size), nd_malloc_node_slow(size, node));
+    size_t c;
+    if (nd_likely(size <= ND_LOOKUP_MAX))
+        c = nd_class_lookup[(size + ND_QUANTUM - 1) / ND_QUANTUM];
+    else if (size <= ND_MEDIUM_MAX)
+        c = nd_class_of(size);
+    else
+        return nd_malloc_node_slow(size, node);
+    ND_BIN_POP_OR(h, c, nd_malloc_node_slow(size, node));
 }
 
 nd_inline void nd_free_fast(void *p)
