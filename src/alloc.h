@@ -69,14 +69,22 @@ nd_inline void nd_prefetch_next(void **cur)
         return *cur_;                                                          \
     } while (0)
 
+/* The size class of a request the thread caches serve; false for larger. */
+nd_inline bool nd_class_fast(size_t size, size_t *c)
+{
+    if (nd_likely(size <= ND_LOOKUP_MAX))
+        *c = nd_class_lookup[(size + ND_QUANTUM - 1) / ND_QUANTUM];
+    else if (size <= ND_MEDIUM_MAX)
+        *c = nd_class_of(size);
+    else
+        return false;
+    return true;
+}
+
 nd_inline void *nd_malloc_fast(nd_heap *h, size_t size)
 {
     size_t c;
-    if (nd_likely(size <= ND_LOOKUP_MAX))
-        c = nd_class_lookup[(size + ND_QUANTUM - 1) / ND_QUANTUM];
-    else if (size <= ND_MEDIUM_MAX)
-        c = nd_class_of(size);
-    else
+    if (nd_unlikely(!nd_class_fast(size, &c)))
         return nd_malloc_slow(h, size);
     ND_BIN_POP_OR(h, c, nd_malloc_slow(h, size));
 }
@@ -87,11 +95,7 @@ nd_inline void *nd_malloc_node_fast(size_t size, int node)
         return nd_malloc_node_slow(size, node);
     nd_heap *h = nd_tls_heap->node_heaps[node];
     size_t c;
-    if (nd_likely(size <= ND_LOOKUP_MAX))
-        c = nd_class_lookup[(size + ND_QUANTUM - 1) / ND_QUANTUM];
-    else if (size <= ND_MEDIUM_MAX)
-        c = nd_class_of(size);
-    else
+    if (nd_unlikely(!nd_class_fast(size, &c)))
         return nd_malloc_node_slow(size, node);
     ND_BIN_POP_OR(h, c, nd_malloc_node_slow(size, node));
 }

@@ -198,22 +198,28 @@ nd_heap *nd_heap_of_kind(nd_segment *s)
     return nd_heap_for_node(plain, s->node);   /* created if this thread has none yet */
 }
 
-/* Gives everything h holds back: caches flushed, empty pages retired, the
-   rest of its segments abandoned to their node. h can then be recycled. */
-static void nd_heap_abandon(nd_heap *h)
+/* The calling thread's heaps: its plain heap, then its node heaps. */
+static int nd_thread_heaps(nd_heap *plain, nd_heap **out)
+{
+    int n = 0;
+    out[n++] = plain;
+    for (int i = 0; i < nd_topo.mem_count; i++) {
+        nd_heap *nh = plain->node_heaps[nd_topo.mem_ids[i]];
+        if (nh->kind == ND_HEAP_NORMAL)
+            out[n++] = nh;
+    }
+    return n;
+}
+
+static void nd_heap_flush_caches(nd_heap *h)
 {
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
         nd_bin_flush(h, c, h->binfo[c].cap);
-    /* No more notifications: disarm full pages, then forget notified ones. */
-    for (nd_page *pg = h->full.first; pg; pg = pg->next)
-        nd_page_disarm(pg);
-    nd_heap_drain_xpages(h);
-    while (h->full.first) {
-        nd_page *pg = h->full.first;
-        nd_pq_remove(&h->full, pg);
-        pg->in_full = 0;
-        nd_pq_push(&h->pages[pg->cls], pg);
-    }
+}
+
+/* Takes remote frees back and retires every page left with no block out. */
+static void nd_heap_retire_empty_pages(nd_heap *h)
+{
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         nd_page *pg = h->pages[c].first;
         while (pg) {
@@ -224,23 +230,59 @@ static void nd_heap_abandon(nd_heap *h)
             pg = next;
         }
     }
-    while (h->large_cache) {
-        nd_segment *s = h->large_cache;
-        h->large_cache = s->next;
-        s->next = NULL;
-        nd_node_seg_put(s);
+}
+
+/* Gives the segments h keeps for reuse (its spares and free large
+   segments) back to their node: all of them, or those unused for the delay. */
+static void nd_heap_release_kept(nd_heap *h, uint64_t now, bool all)
+{
+    uint64_t delay = (uint64_t)nd_opt(ND_OPT_purge_delay);
+    for (int k = 0; k < 2; k++) {
+        nd_segment *s = h->spare[k];
+        if (s != NULL && (all || (now >= h->spare_since[k] + delay &&
+                                  h->epoch >= s->purge_epoch + ND_PURGE_MIN_EPOCHS))) {
+            nd_seglist_remove(&h->avail[k], s);
+            nd_heap_seg_release(h, s);
+        }
     }
-    h->large_cache_count = 0;
+    nd_segment **pp = &h->large_cache;
+    while (*pp) {
+        nd_segment *s = *pp;
+        if (all || now >= s->cached_at + delay) {
+            *pp = s->next;
+            s->next = NULL;
+            h->large_cache_count--;
+            nd_node_seg_put(s);
+        } else {
+            pp = &s->next;
+        }
+    }
+}
+
+/* Gives everything h holds back: caches flushed, empty pages retired, the
+   rest of its segments abandoned to their node. h can then be recycled. */
+static void nd_heap_abandon(nd_heap *h)
+{
+    nd_heap_flush_caches(h);
+    /* No more notifications: disarm full pages, then forget notified ones. */
+    for (nd_page *pg = h->full.first; pg; pg = pg->next)
+        nd_page_disarm(pg);
+    nd_heap_drain_xpages(h);
+    while (h->full.first) {
+        nd_page *pg = h->full.first;
+        nd_pq_remove(&h->full, pg);
+        pg->in_full = 0;
+        nd_pq_push(&h->pages[pg->cls], pg);
+    }
+    nd_heap_retire_empty_pages(h);
+    nd_heap_release_kept(h, 0, true);
     for (int k = 0; k < 2; k++) {
         nd_segment **lists[2] = { &h->avail[k], &h->used[k] };
         for (int l = 0; l < 2; l++) {
             while (*lists[l]) {
                 nd_segment *s = *lists[l];
                 nd_seglist_remove(lists[l], s);
-                if (s->used_pages == 0) {   /* the spare: nothing to hand over */
-                    nd_heap_seg_release(h, s);
-                    continue;
-                }
+                nd_assert(s->used_pages != 0);   /* the spare went back above */
                 for (unsigned i = 0; i < s->page_count; i++) {
                     nd_page *pg = &s->pages[i];
                     if (!pg->in_use)
@@ -317,14 +359,10 @@ void nd_thread_done(void *arg)
         return;
     /* From here on this thread allocates from the shared heaps. */
     nd_tls_heap = &nd_heap_dead;
-    nd_heap *node_heaps[ND_MAX_NODES];
-    int n = 0;
-    for (int i = 0; i < ND_MAX_NODES; i++)
-        if (h->node_heaps[i] != &nd_heap_empty)
-            node_heaps[n++] = h->node_heaps[i];
+    nd_heap *heaps[ND_MAX_NODES + 1];
+    int n = nd_thread_heaps(h, heaps);
     for (int i = 0; i < n; i++)
-        nd_heap_abandon(node_heaps[i]);
-    nd_heap_abandon(h);
+        nd_heap_abandon(heaps[i]);
     nd_lock(&nd_heaps_lock_);
     if (h->prev)
         h->prev->next = h->next;
@@ -333,13 +371,11 @@ void nd_thread_done(void *arg)
     if (h->next)
         h->next->prev = h->prev;
     for (int i = 0; i < n; i++)
-        nd_heap_merge_dead_locked(node_heaps[i]);
-    nd_heap_merge_dead_locked(h);
+        nd_heap_merge_dead_locked(heaps[i]);
     nd_unlock(&nd_heaps_lock_);
     nd_tls_tid = 0;
     for (int i = 0; i < n; i++)
-        nd_meta_free(node_heaps[i], nd_heap_bytes(node_heaps[i]));
-    nd_meta_free(h, nd_heap_bytes(h));
+        nd_meta_free(heaps[i], nd_heap_bytes(heaps[i]));
 }
 
 /* ---- adoption ------------------------------------------------------------- */
@@ -482,28 +518,7 @@ static void nd_heap_maintain_one(nd_heap *h, uint64_t now, bool force)
     for (int i = 0; i < 4 && nd_heap_reclaim(h); i++)
         ;
     nd_heap_purge(h, now, force);
-    /* A spare segment unused for the delay goes back to the node. */
-    for (int k = 0; k < 2; k++) {
-        nd_segment *s = h->spare[k];
-        if (s != NULL && (force || (now >= h->spare_since[k] + (uint64_t)nd_opt(ND_OPT_purge_delay) &&
-                                    h->epoch >= s->purge_epoch + ND_PURGE_MIN_EPOCHS))) {
-            nd_seglist_remove(&h->avail[k], s);
-            nd_heap_seg_release(h, s);
-        }
-    }
-    /* Large segments kept by this heap go back to the node after the delay. */
-    nd_segment **pp = &h->large_cache;
-    while (*pp) {
-        nd_segment *s = *pp;
-        if (force || now >= s->cached_at + (uint64_t)nd_opt(ND_OPT_purge_delay)) {
-            *pp = s->next;
-            s->next = NULL;
-            h->large_cache_count--;
-            nd_node_seg_put(s);
-        } else {
-            pp = &s->next;
-        }
-    }
+    nd_heap_release_kept(h, now, force);
 }
 
 void nd_heap_maintain(nd_heap *h, bool force)
@@ -514,63 +529,27 @@ void nd_heap_maintain(nd_heap *h, bool force)
         return;
     long delay = nd_opt(ND_OPT_purge_delay);
     h->maintain_at = now + (uint64_t)(delay > 0 ? delay : 1);
-    nd_heap *plain = h->plain;
-    nd_heap_maintain_one(plain, now, force);
-    for (int n = 0; n < nd_topo.mem_count; n++) {
-        nd_heap *nh = plain->node_heaps[nd_topo.mem_ids[n]];
-        if (nh->kind == ND_HEAP_NORMAL)
-            nd_heap_maintain_one(nh, now, force);
-    }
+    nd_heap *heaps[ND_MAX_NODES + 1];
+    int n = nd_thread_heaps(h->plain, heaps);
+    for (int i = 0; i < n; i++)
+        nd_heap_maintain_one(heaps[i], now, force);
     nd_node_maintain(force ? ND_SWEEP_ALL : ND_SWEEP_PERIODIC);
 }
 
 /* nodal_collect: everything this thread caches goes back to pages, empty
    pages to their segments, and memory to the OS (all of it when purge_all,
    else what is past its delay). */
-static void nd_heap_collect_one(nd_heap *h, uint64_t now, bool purge_all)
-{
-    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
-        nd_bin_flush(h, c, h->binfo[c].cap);
-    nd_heap_drain_xpages(h);
-    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
-        nd_page *pg = h->pages[c].first;
-        while (pg) {
-            nd_page *next = pg->next;
-            nd_page_collect(pg);
-            if (pg->used == 0)
-                nd_page_retire(h, pg);
-            pg = next;
-        }
-    }
-    nd_heap_maintain_one(h, now, purge_all);
-    for (int k = 0; k < 2; k++) {
-        nd_segment *s = h->spare[k];
-        if (s != NULL) {
-            nd_seglist_remove(&h->avail[k], s);
-            nd_heap_seg_release(h, s);
-        }
-    }
-    if (!purge_all) {
-        /* Large segments kept for reuse go back to the node now. */
-        while (h->large_cache) {
-            nd_segment *s = h->large_cache;
-            h->large_cache = s->next;
-            s->next = NULL;
-            h->large_cache_count--;
-            nd_node_seg_put(s);
-        }
-    }
-}
-
 void nd_heap_collect(nd_heap *h, bool purge_all)
 {
     uint64_t now = nd_os_now_ms();
-    nd_heap *plain = h->plain;
-    nd_heap_collect_one(plain, now, purge_all);
-    for (int n = 0; n < nd_topo.mem_count; n++) {
-        nd_heap *nh = plain->node_heaps[nd_topo.mem_ids[n]];
-        if (nh->kind == ND_HEAP_NORMAL)
-            nd_heap_collect_one(nh, now, purge_all);
+    nd_heap *heaps[ND_MAX_NODES + 1];
+    int n = nd_thread_heaps(h->plain, heaps);
+    for (int i = 0; i < n; i++) {
+        nd_heap_flush_caches(heaps[i]);
+        nd_heap_drain_xpages(heaps[i]);
+        nd_heap_retire_empty_pages(heaps[i]);
+        nd_heap_maintain_one(heaps[i], now, purge_all);
+        nd_heap_release_kept(heaps[i], now, true);
     }
 }
 
