@@ -7,8 +7,8 @@
  *  - a pointer outside every nodal segment            -> "invalid pointer", abort
  *  - a segment header whose cookie does not match     -> "invalid pointer", abort
  *  - a pointer into a page with no block in use       -> "double free or invalid pointer", abort
- *  - freeing the block most recently freed by this thread again
- *                                                     -> "double free", abort
+ *  - freeing again the block this thread freed last, with no malloc of
+ *    its size class in between                       -> "double free", abort
  *  - on the slow paths: a pointer that is not the start of a block -> abort
  * check=2 adds: every free validated (block start, not already on the page's
  * free list), thread caches off, freed memory filled with 0xdf.
@@ -99,7 +99,7 @@ void nd_free_slow(nd_segment *s, nd_page *pg, void *p)
     }
     /* Our own block: the cache is full (or has no slots), or p was just freed. */
     nd_bin *b = pg->bin;
-    if (b->cur != b->empty && *b->cur == p)
+    if (b->last_free == p || (b->cur != b->empty && *b->cur == p))
         nd_free_fatal("double free", p);
     nd_heap *h = pg->heap;
     nd_bin_info *bi = &h->binfo[pg->cls];

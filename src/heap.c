@@ -594,6 +594,7 @@ void *nd_heap_malloc(nd_heap *h, size_t size)
             return nd_page_alloc_block(h, c);
         if (b->cur == b->empty && !nd_bin_fill(h, c))
             return NULL;
+        b->last_free = NULL;   /* see nd_free_fast */
         return *b->cur++;
     }
     if (size > (size_t)PTRDIFF_MAX) {

@@ -51,7 +51,8 @@ typedef struct nd_bin {
     void   **low;
     int64_t  tick;
     uint64_t page_frees;   /* owner frees straight into cold pages (fast path) */
-    uint64_t pad_[3];
+    void    *last_free;    /* the block freed last, unless a malloc came since */
+    uint64_t pad_[2];
 } nd_bin;
 
 /*
