@@ -83,14 +83,31 @@ void *nd_malloc_node_aligned(size_t alignment, size_t size, int node)
     return nd_heap_malloc_aligned(h, alignment, size);
 }
 
-static void *nd_malloc_aligned(size_t alignment, size_t size)
+static nd_noinline void *nd_malloc_aligned_slow(size_t alignment, size_t size)
 {
-    if (alignment <= ND_QUANTUM)
-        return nd_malloc_fast(nd_tls_heap, size);
     nd_heap *h = nd_plain_heap();
     if (h == NULL)
         return nd_shared_malloc(nd_topo.mem_ids[0], false, alignment, size);
     return nd_heap_malloc_aligned(h, alignment, size);
+}
+
+/* Aligned requests a size class can serve (a class whose size is a multiple
+   of the alignment: every page starts 16 KiB-aligned) come from the thread
+   cache like any malloc; the rest take the slow path. */
+static void *nd_malloc_aligned(size_t alignment, size_t size)
+{
+    if (alignment <= ND_QUANTUM)
+        return nd_malloc_fast(nd_tls_heap, size);
+    size_t c;
+    if (alignment <= ND_ALIGN_NATURAL && nd_class_fast(size < alignment ? alignment : size, &c)) {
+        while (c < ND_CLASS_COUNT && (nd_class_size[c] & (alignment - 1)) != 0)
+            c++;
+        if (c < ND_CLASS_COUNT) {
+            nd_heap *h = nd_tls_heap;
+            ND_BIN_POP_OR(h, c, nd_malloc_aligned_slow(alignment, size));
+        }
+    }
+    return nd_malloc_aligned_slow(alignment, size);
 }
 
 /* ---- calloc and the aligned family --------------------------------------- */
