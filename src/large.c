@@ -57,7 +57,6 @@ void *nd_heap_large_alloc(nd_heap *h, size_t size, size_t alignment)
     pg->reserved = pg->capacity = pg->used = 1;
     pg->start = start;
     pg->cls = ND_CLASS_COUNT;
-    pg->has_aligned = offset != ND_SEG_HEADER_SIZE;
     nd_store_relaxed(&pg->in_use, 1);
     nd_store_relaxed(&pg->heap, h);
     nd_store_release(&pg->key, h->tid | ND_KEY_LARGE);

@@ -202,17 +202,23 @@ static void nd_page_unfull(nd_heap *h, nd_page *pg)
 
 /* ---- page life ------------------------------------------------------------ */
 
+/* A block is a block start of a small or medium page if its index, found by
+   multiply, maps back to it (capacity is read atomically: remote frees ask
+   while the owner carves). */
+static inline bool nd_page_has_block(const nd_page *pg, const void *p)
+{
+    size_t idx = nd_page_block_index(pg, p);
+    return (const uint8_t *)p >= pg->start && idx < nd_load_relaxed(&pg->capacity) &&
+           pg->start + idx * pg->block_size == (const uint8_t *)p;
+}
+
 bool nd_page_is_block_start(const nd_page *pg, const void *p)
 {
     if (!nd_load_relaxed(&pg->in_use))
         return false;
-    const uint8_t *b = p;
-    if (b < pg->start)
-        return false;
     if (pg->block_size == 0 || pg->reserved == 1)   /* huge or large: one block */
-        return b == pg->start;
-    size_t idx = nd_page_block_index(pg, p);
-    return idx < nd_load_relaxed(&pg->capacity) && pg->start + idx * pg->block_size == b;
+        return (const uint8_t *)p == pg->start;
+    return nd_page_has_block(pg, p);
 }
 
 static void nd_page_init(nd_heap *h, nd_segment *s, nd_page *pg, unsigned cls, uint8_t *start, size_t area)
@@ -227,7 +233,6 @@ static void nd_page_init(nd_heap *h, nd_segment *s, nd_page *pg, unsigned cls, u
     pg->recip = UINT64_MAX / bsize + 1;
     pg->cls = (uint8_t)cls;
     pg->in_full = 0;
-    pg->has_aligned = 0;
     pg->xnext = NULL;
     nd_store_relaxed(&pg->xfree, (uintptr_t)0);
     nd_store_relaxed(&pg->in_use, 1);
@@ -524,15 +529,6 @@ static void nd_junk(nd_page *pg, void *p)
 {
     if (pg->block_size > sizeof(nd_block))
         memset((char *)p + sizeof(nd_block), 0xdf, pg->block_size - sizeof(nd_block));
-}
-
-/* A block is a block start of pg (in use) if its index, found by multiply,
-   maps back to it. Inline twin of nd_page_is_block_start for hot loops. */
-static inline bool nd_page_has_block(const nd_page *pg, const void *p)
-{
-    size_t idx = nd_page_block_index(pg, p);
-    return (const uint8_t *)p >= pg->start && idx < pg->capacity &&
-           pg->start + idx * pg->block_size == (const uint8_t *)p;
 }
 
 /* check=2: p must not already be free in pg; then junk-fill it. */

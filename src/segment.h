@@ -94,7 +94,6 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
     uint8_t         in_use;
     uint8_t         in_full;     /* on the owner's full queue */
     uint8_t         index;       /* position in the segment */
-    uint32_t        has_aligned; /* large: block starts after an alignment gap */
     /* line 1: shared side */
     nd_aligned(ND_CACHE_LINE) uintptr_t xfree;
     struct nd_page *xnext;
