@@ -15,8 +15,6 @@
 #define nd_store_release(p, v)    __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 #define nd_exchange_acq_rel(p, v) __atomic_exchange_n((p), (v), __ATOMIC_ACQ_REL)
 #define nd_fetch_add_relaxed(p, v) __atomic_fetch_add((p), (v), __ATOMIC_RELAXED)
-#define nd_fetch_sub_relaxed(p, v) __atomic_fetch_sub((p), (v), __ATOMIC_RELAXED)
-#define nd_fetch_or_relaxed(p, v)  __atomic_fetch_or((p), (v), __ATOMIC_RELAXED)
 /* Weak CAS: on failure *expected is reloaded. Success publishes (release) and
    observes (acquire); failure only reloads (relaxed is enough to retry). */
 #define nd_cas_weak_acq_rel(p, expected, desired) \

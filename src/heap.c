@@ -345,13 +345,6 @@ static void nd_heap_merge_dead_locked(const nd_heap *h)
         nd_dead_totals[c].cached = 0;   /* a dead heap caches nothing */
 }
 
-void nd_heap_stats_merge_dead(const nd_heap *h)
-{
-    nd_lock(&nd_heaps_lock_);
-    nd_heap_merge_dead_locked(h);
-    nd_unlock(&nd_heaps_lock_);
-}
-
 void nd_thread_done(void *arg)
 {
     nd_heap *h = arg;
@@ -646,7 +639,6 @@ void *nd_heap_malloc_aligned(nd_heap *h, size_t alignment, size_t size)
 
 void nd_heaps_lock(void) { nd_lock(&nd_heaps_lock_); }
 void nd_heaps_unlock(void) { nd_unlock(&nd_heaps_lock_); }
-nd_heap *nd_heaps_first(void) { return nd_heaps_head; }
 
 void nd_heap_fork_child(void)
 {

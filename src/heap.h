@@ -227,8 +227,6 @@ void nd_heap_count_remote_free(unsigned cls) nd_hidden;
 /* Global list of live thread heaps (statistics, fork). */
 void nd_heaps_lock(void) nd_hidden;
 void nd_heaps_unlock(void) nd_hidden;
-nd_heap *nd_heaps_first(void) nd_hidden;           /* under nd_heaps_lock */
-void nd_heap_stats_merge_dead(const nd_heap *h) nd_hidden;
 void nd_heap_fork_child(void) nd_hidden;
 void nd_heap_shared_lock_all(void) nd_hidden;
 void nd_heap_shared_unlock_all(void) nd_hidden;

@@ -196,11 +196,6 @@ bool nd_node_abandoned_claim(nd_segment *s)
     return claimed;
 }
 
-bool nd_node_has_abandoned(int node, bool bound)
-{
-    return nd_load_relaxed(&nd_kind(node, bound)->abandoned_count) != 0;
-}
-
 /* Purges the dirty cached segments of one (node, kind) whose delay is over. */
 static void nd_node_sweep(int node, bool bound, uint64_t now, bool force)
 {

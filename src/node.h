@@ -29,7 +29,6 @@ void        nd_node_abandon(nd_segment *s) nd_hidden;
 nd_segment *nd_node_abandoned_pop(int node, bool bound) nd_hidden;
 /* Takes s off its abandoned list if it is still there and the lock is free. */
 bool        nd_node_abandoned_claim(nd_segment *s) nd_hidden;
-bool        nd_node_has_abandoned(int node, bool bound) nd_hidden;
 
 /* Purges cached segments: ND_SWEEP_PERIODIC (expired ones, at most once per
    purge_delay across all threads), ND_SWEEP_EXPIRED (expired ones, now),

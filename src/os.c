@@ -141,14 +141,6 @@ int nd_os_move_pages(void **pages, const int *nodes, int *status, size_t count)
     return rc < 0 ? -1 : 0;
 }
 
-int nd_os_addr_policy(const void *p)
-{
-    int mode = -1;
-    uint64_t mask[ND_MAX_NODES / 64];
-    long rc = syscall(SYS_get_mempolicy, &mode, mask, (unsigned long)ND_MAX_NODES + 1, p, ND_MPOL_F_ADDR);
-    return rc == 0 ? mode : -1;
-}
-
 int nd_os_addr_node(const void *p)
 {
     int node = -1;
@@ -207,8 +199,6 @@ long nd_os_read_file(const char *path, char *buf, size_t len)
     buf[got] = '\0';
     return (long)got;
 }
-
-bool nd_os_path_exists(const char *path) { return access(path, F_OK) == 0; }
 
 const char *nd_os_getenv(const char *name) { return getenv(name); }
 

@@ -53,8 +53,6 @@ int  nd_os_pages_nodes(void **pages, int *status, size_t count) nd_hidden;
 /* Node of the page holding p as get_mempolicy(MPOL_F_NODE|MPOL_F_ADDR)
    reports it, or -1. */
 int  nd_os_addr_node(const void *p) nd_hidden;
-/* Policy mode of the range holding p (ND_MPOL_*), or -1. */
-int  nd_os_addr_policy(const void *p) nd_hidden;
 /* Migrate pages[i] to nodes[i]; status[i] = resulting node or -errno.
    Returns 0, or -1 if the call failed as a whole. */
 int  nd_os_move_pages(void **pages, const int *nodes, int *status, size_t count) nd_hidden;
@@ -67,7 +65,6 @@ void     nd_os_yield(void) nd_hidden;
 
 /* Files and environment (start-up and statistics only). */
 long        nd_os_read_file(const char *path, char *buf, size_t len) nd_hidden; /* bytes, -1 */
-bool        nd_os_path_exists(const char *path) nd_hidden;
 const char *nd_os_getenv(const char *name) nd_hidden;
 void        nd_os_write_stderr(const char *buf, size_t len) nd_hidden;
 /* Keeps a private duplicate of stderr for the exit report, so that a

@@ -11,11 +11,6 @@
 
 #define MAX_ALIGN ((size_t)64 << 20)
 
-static int is_aligned(const void *p, size_t a)
-{
-    return ((uintptr_t)p & (a - 1)) == 0;
-}
-
 /* The sizes tried at alignment a: tiny, just under/at/over a, a few a. */
 static size_t sizes_for(size_t a, size_t out[8])
 {

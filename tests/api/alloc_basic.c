@@ -17,18 +17,6 @@
 
 static size_t ladder[ND_LADDER_MAX];
 
-static int is_aligned(const void *p, size_t a)
-{
-    return ((uintptr_t)p & (a - 1)) == 0;
-}
-
-static size_t allocated_now(void)
-{
-    nodal_memory_info mi;
-    EXPECT(nodal_memory_info_get(&mi) == 0, "nodal_memory_info_get to succeed");
-    return mi.allocated;
-}
-
 static void malloc_returns_16_byte_aligned_blocks(void)
 {
     const struct nd_api *A = nd_api();

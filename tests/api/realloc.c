@@ -12,18 +12,6 @@
 
 #define TOP ((size_t)80 << 20)
 
-static int is_aligned(const void *p, size_t a)
-{
-    return ((uintptr_t)p & (a - 1)) == 0;
-}
-
-static size_t allocated_now(void)
-{
-    nodal_memory_info mi;
-    EXPECT(nodal_memory_info_get(&mi) == 0, "nodal_memory_info_get to succeed");
-    return mi.allocated;
-}
-
 /* realloc p (filled as `old` bytes with tag = its address) to `new_size`;
    checks the common prefix and refills. */
 static void *resize_and_check(void *p, size_t old, size_t new_size, const char *how)

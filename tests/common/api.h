@@ -18,6 +18,7 @@
 #define ND_TEST_API_H
 
 #include <malloc.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "check.h"
@@ -107,6 +108,22 @@ static const char *nd_fn(const char *name)
     char *b = buf[next++ % 8];
     snprintf(b, sizeof buf[0], "nodal_%s", name);
     return b;
+}
+
+/* Is p a multiple of a (a power of two)? */
+__attribute__((unused))
+static int is_aligned(const void *p, size_t a)
+{
+    return ((uintptr_t)p & (a - 1)) == 0;
+}
+
+/* Bytes nodal counts in live blocks right now. */
+__attribute__((unused))
+static size_t allocated_now(void)
+{
+    nodal_memory_info mi;
+    EXPECT(nodal_memory_info_get(&mi) == 0, "nodal_memory_info_get to succeed");
+    return mi.allocated;
 }
 
 /* A sanity requirement of the std table: the library must export a name

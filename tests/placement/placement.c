@@ -87,27 +87,30 @@ int pt_end(void)
     return 0;
 }
 
-int pt_skip(const char *fmt, ...)
+/* One "KIND name: [prefix]why" line on stdout. */
+static void verdict(const char *kind, const char *prefix, const char *fmt, va_list ap)
 {
     char why[512];
+    vsnprintf(why, sizeof why, fmt, ap);
+    printf("%s %s: %s%s\n", kind, test_name, prefix, why);
+    fflush(stdout);
+}
+
+int pt_skip(const char *fmt, ...)
+{
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
+    verdict("SKIP", "", fmt, ap);
     va_end(ap);
-    printf("SKIP %s: %s\n", test_name, why);
-    fflush(stdout);
     return PT_SKIP;
 }
 
 void pt_die(const char *fmt, ...)
 {
-    char why[512];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(why, sizeof why, fmt, ap);
+    verdict("FAIL", "setup: ", fmt, ap);
     va_end(ap);
-    printf("FAIL %s: setup: %s\n", test_name, why);
-    fflush(stdout);
     exit(2);
 }
 
