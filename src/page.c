@@ -90,6 +90,10 @@ void nd_page_free_remote(nd_segment *s, nd_page *pg, void *p)
     nd_block *b = p;
     uintptr_t old = nd_load_relaxed(&pg->xfree), desired;
     do {
+        /* The block already heads the list: freed twice in a row. Pushing it
+           again would close a cycle that the owner would walk forever. */
+        if (nd_unlikely((old & ~ND_XSTATE_MASK) == (uintptr_t)b))
+            nd_fatal("free(): double free: %p", p);
         b->next = (nd_block *)(old & ~ND_XSTATE_MASK);
         uintptr_t st = old & ND_XSTATE_MASK;
         desired = (uintptr_t)b | (st == ND_XSTATE_NOTIFY ? ND_XSTATE_BUSY : st);
@@ -119,15 +123,21 @@ void nd_page_collect(nd_page *pg)
     nd_block *list = (nd_block *)(x & ~ND_XSTATE_MASK);
     if (list == NULL)
         return;
+    /* The list can hold at most the blocks out of the page. A longer one,
+       or a cycle, means a block was freed twice by other threads (p, q, p):
+       stop at the bound rather than walk a cycle forever. */
     uint32_t n = 1;
     nd_block *tail = list;
     while (tail->next != NULL) {
+        if (nd_unlikely(n >= pg->used))
+            nd_fatal("free(): double free: %p (a block of the page at %p freed twice by other threads)",
+                     (void *)tail->next, (void *)pg->start);
         tail = tail->next;
         n++;
     }
     if (nd_unlikely(n > pg->used))
-        nd_fatal("heap corruption: page at %p got back more blocks than it handed out (double free?)",
-                 (void *)pg->start);
+        nd_fatal("free(): double free: %p (a block of the page at %p freed twice by other threads)",
+                 (void *)list, (void *)pg->start);
     tail->next = pg->free;
     pg->free = list;
     pg->used -= n;
