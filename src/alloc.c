@@ -1,55 +1,46 @@
 /*
- * alloc.c - allocation entry points: the prefixed public names (nodal_*),
- * the malloc slow path, calloc, realloc and the aligned family. The standard
- * names live in override.c and call the same hidden functions.
+ * alloc.c - allocation entry points: the malloc slow path (a thread's
+ * first call, a thread being torn down), calloc, realloc, the aligned
+ * family, usable size, the node-targeted calls, and the prefixed public
+ * names (nodal_*). The standard names live in override.c and call the same
+ * hidden functions.
  */
 #include "alloc.h"
 
 #include <errno.h>
 #include <string.h>
+#include "free.h"
+#include "huge.h"
 #include "init.h"
-#include "node.h"
-#include "page.h"
+#include "large.h"
+#include "msg.h"
+#include "os.h"
 #include "topo.h"
 
 /* ---- slow paths ------------------------------------------------------------ */
 
-/* The heap to use for plain memory in this thread, or NULL: use a shared one. */
-static nd_heap *nd_plain_heap(void)
+/* The calling thread's plain tcache, or NULL: use a shared heap. */
+static nd_tcache *nd_plain_tcache(void)
 {
-    nd_heap *h = nd_tls_heap;
-    if (nd_likely(h->kind == ND_HEAP_NORMAL))
-        return h;
+    if (nd_likely(nd_tls_thread->state == ND_THREAD_LIVE))
+        return nd_tls_tc;
     nd_process_ensure();
-    return nd_thread_heap();
+    return nd_thread_start();
 }
 
-static void *nd_shared_malloc(int node, bool bound, size_t alignment, size_t size)
+void *nd_malloc_slow(nd_tcache *tc, size_t size)
 {
-    nd_heap *sh = nd_heap_shared(node, bound);
-    if (sh == NULL) {
-        errno = ENOMEM;
-        return NULL;
+    if (nd_unlikely(nd_tls_thread->state != ND_THREAD_LIVE)) {
+        tc = nd_plain_tcache();
+        if (tc == NULL)
+            return nd_thread_shared_malloc(nd_topo.mem_ids[0], false, 0, size);
     }
-    nd_lock(&sh->lock);
-    void *p = nd_heap_malloc_aligned(sh, alignment, size);
-    nd_unlock(&sh->lock);
-    return p;
+    return nd_thread_malloc(tc, size);
 }
 
-void *nd_malloc_slow(nd_heap *h, size_t size)
-{
-    if (nd_unlikely(h->kind != ND_HEAP_NORMAL)) {
-        h = nd_plain_heap();
-        if (h == NULL)
-            return nd_shared_malloc(nd_topo.mem_ids[0], false, 0, size);
-    }
-    return nd_heap_malloc(h, size);
-}
-
-/* The heap for node-bound memory on `node` (NULL + errno when none; *shared
+/* The tcache for node-bound memory on `node` (NULL + errno when none; *shared
    set when the thread can only use the shared heap). */
-static nd_heap *nd_node_heap(int node, bool *shared)
+static nd_tcache *nd_node_tcache(int node, bool *shared)
 {
     *shared = false;
     nd_process_ensure();
@@ -57,54 +48,50 @@ static nd_heap *nd_node_heap(int node, bool *shared)
         errno = EINVAL;
         return NULL;
     }
-    nd_heap *plain = nd_plain_heap();
-    if (plain == NULL) {
+    if (nd_plain_tcache() == NULL) {
         *shared = true;
         return NULL;
     }
-    return nd_heap_for_node(plain, node);
+    return nd_thread_node_tcache(node);
 }
 
 void *nd_malloc_node_slow(size_t size, int node)
 {
     bool shared;
-    nd_heap *h = nd_node_heap(node, &shared);
-    if (h == NULL)
-        return shared ? nd_shared_malloc(node, true, 0, size) : NULL;
-    return nd_heap_malloc(h, size);
+    nd_tcache *tc = nd_node_tcache(node, &shared);
+    if (tc == NULL)
+        return shared ? nd_thread_shared_malloc(node, true, 0, size) : NULL;
+    return nd_thread_malloc(tc, size);
 }
 
 void *nd_malloc_node_aligned(size_t alignment, size_t size, int node)
 {
     bool shared;
-    nd_heap *h = nd_node_heap(node, &shared);
-    if (h == NULL)
-        return shared ? nd_shared_malloc(node, true, alignment, size) : NULL;
-    return nd_heap_malloc_aligned(h, alignment, size);
+    nd_tcache *tc = nd_node_tcache(node, &shared);
+    if (tc == NULL)
+        return shared ? nd_thread_shared_malloc(node, true, alignment, size) : NULL;
+    return nd_thread_malloc_aligned(tc, alignment, size);
 }
 
 static nd_noinline void *nd_malloc_aligned_slow(size_t alignment, size_t size)
 {
-    nd_heap *h = nd_plain_heap();
-    if (h == NULL)
-        return nd_shared_malloc(nd_topo.mem_ids[0], false, alignment, size);
-    return nd_heap_malloc_aligned(h, alignment, size);
+    nd_tcache *tc = nd_plain_tcache();
+    if (tc == NULL)
+        return nd_thread_shared_malloc(nd_topo.mem_ids[0], false, alignment, size);
+    return nd_thread_malloc_aligned(tc, alignment, size);
 }
 
-/* Aligned requests a size class can serve (a class whose size is a multiple
-   of the alignment: every page starts 16 KiB-aligned) come from the thread
+/* Aligned requests a size class can serve (class.h) come from the thread
    cache like any malloc; the rest take the slow path. */
 static void *nd_malloc_aligned(size_t alignment, size_t size)
 {
     if (alignment <= ND_QUANTUM)
-        return nd_malloc_fast(nd_tls_heap, size);
-    size_t c;
-    if (alignment <= ND_ALIGN_NATURAL && nd_class_fast(size < alignment ? alignment : size, &c)) {
-        while (c < ND_CLASS_COUNT && (nd_class_size[c] & (alignment - 1)) != 0)
-            c++;
+        return nd_malloc_fast(nd_tls_tc, size);
+    if (alignment <= ND_ALIGN_NATURAL) {
+        unsigned c = nd_class_aligned(size, alignment);
         if (c < ND_CLASS_COUNT) {
-            nd_heap *h = nd_tls_heap;
-            ND_BIN_POP_OR(h, c, nd_malloc_aligned_slow(alignment, size));
+            nd_tcache *tc = nd_tls_tc;
+            ND_BIN_POP_OR(tc, c, nd_malloc_aligned_slow(alignment, size));
         }
     }
     return nd_malloc_aligned_slow(alignment, size);
@@ -117,6 +104,20 @@ static bool nd_mul_overflows(size_t a, size_t b, size_t *out)
     return __builtin_mul_overflow(a, b, out);
 }
 
+/* Zeroes p unless it is a freshly mapped huge block (already zero). */
+static void *nd_zero(void *p, size_t bytes)
+{
+    if (p == NULL)
+        return NULL;
+    if (bytes > ND_LARGE_MAX) {
+        nd_segment *s = nd_seg_of(p);
+        if (s != NULL && nd_huge_is_fresh(s))
+            return p;
+    }
+    memset(p, 0, bytes);
+    return p;
+}
+
 void *nd_calloc(size_t count, size_t size)
 {
     size_t bytes;
@@ -124,17 +125,17 @@ void *nd_calloc(size_t count, size_t size)
         errno = ENOMEM;
         return NULL;
     }
-    void *p = nd_malloc_fast(nd_tls_heap, bytes);
-    if (p == NULL)
+    return nd_zero(nd_malloc_fast(nd_tls_tc, bytes), bytes);
+}
+
+void *nd_calloc_node(size_t count, size_t size, int node)
+{
+    size_t bytes;
+    if (nd_mul_overflows(count, size, &bytes)) {
+        errno = ENOMEM;
         return NULL;
-    /* Huge blocks come from fresh mappings and are already zero. */
-    if (bytes > ND_LARGE_MAX) {
-        nd_segment *s = nd_seg_of(p);
-        if (s != NULL && s->kind == ND_SEG_HUGE && !s->interleaved)
-            return p;
     }
-    memset(p, 0, bytes);
-    return p;
+    return nd_zero(nd_malloc_node_fast(bytes, node), bytes);
 }
 
 static bool nd_is_pow2(size_t x) { return x != 0 && (x & (x - 1)) == 0; }
@@ -196,20 +197,15 @@ void *nd_pvalloc(size_t size)
 
 /* ---- realloc --------------------------------------------------------------- */
 
-static nd_cold void nd_bad_pointer(const char *fn, const void *p)
-{
-    nd_fatal("%s(): invalid pointer %p (not a block allocated by nodal)", fn, p);
-}
-
 /* Validates p as a live block start and returns its segment and page. */
 static nd_segment *nd_block_lookup(const char *fn, const void *p, nd_page **pgp)
 {
     nd_segment *s = nd_seg_of(p);
-    if (s == NULL || !nd_seg_is_valid(s))
-        nd_bad_pointer(fn, p);
-    nd_page *pg = s->kind == ND_SEG_HUGE ? &s->pages[0] : nd_seg_page_of(s, p);
+    if (s == NULL || !nd_seg_cookie_ok(s))
+        nd_misuse(fn, "invalid pointer (not a block allocated by nodal)", p);
+    nd_page *pg = s->kind == ND_SEG_HUGE ? &s->pages[0] : nd_page_of(s, p);
     if (!nd_page_is_block_start(pg, p))
-        nd_bad_pointer(fn, p);
+        nd_misuse(fn, "invalid pointer (not a block allocated by nodal)", p);
     *pgp = pg;
     return s;
 }
@@ -230,13 +226,13 @@ static void *nd_malloc_like(const nd_segment *s, size_t size)
 {
     if (s->bound)
         return nd_malloc_node_fast(size, s->node);
-    return nd_malloc_fast(nd_tls_heap, size);
+    return nd_malloc_fast(nd_tls_tc, size);
 }
 
 void *nd_realloc(void *p, size_t size)
 {
     if (p == NULL)
-        return nd_malloc_fast(nd_tls_heap, size);
+        return nd_malloc_fast(nd_tls_tc, size);
     if (size == 0) {
         nd_free_fast(p);
         return NULL;
@@ -255,8 +251,11 @@ void *nd_realloc(void *p, size_t size)
             return p;
     } else if (s->kind == ND_SEG_LARGE) {
         usable = pg->block_size;
-        if (size > ND_MEDIUM_MAX && size <= ND_LARGE_MAX && nd_large_resize(s, pg, size))
+        long delta;
+        if (size > ND_MEDIUM_MAX && size <= ND_LARGE_MAX && nd_large_resize(s, pg, size, &delta)) {
+            nd_thread_count_large_resize(delta);
             return p;
+        }
     } else {
         usable = pg->block_size;
         if (size <= usable && (size > usable / 2 || usable <= 4 * ND_QUANTUM))
@@ -311,8 +310,7 @@ void *nd_realloc_node(void *p, size_t size, int node)
 
 /* ---- public prefixed names ------------------------------------------------- */
 
-nd_public void *nodal_malloc(size_t size) { return nd_malloc_fast(nd_tls_heap, size); }
-nd_public void nodal_free(void *p) { nd_free_fast(p); }
+nd_public void *nodal_malloc(size_t size) { return nd_malloc_fast(nd_tls_tc, size); }
 nd_public void *nodal_calloc(size_t count, size_t size) __attribute__((alias("nd_calloc")));
 nd_public void *nodal_realloc(void *p, size_t size) __attribute__((alias("nd_realloc")));
 nd_public void *nodal_reallocarray(void *p, size_t count, size_t size) __attribute__((alias("nd_reallocarray")));
@@ -323,30 +321,10 @@ nd_public void *nodal_valloc(size_t size) __attribute__((alias("nd_valloc")));
 nd_public void *nodal_pvalloc(size_t size) __attribute__((alias("nd_pvalloc")));
 nd_public size_t nodal_usable_size(const void *p) __attribute__((alias("nd_usable_size")));
 nd_public size_t nodal_malloc_usable_size(const void *p) __attribute__((alias("nd_usable_size")));
-nd_public void nodal_free_sized(void *p, size_t size) { nd_free_sized(p, size); }
-nd_public void nodal_free_aligned_sized(void *p, size_t alignment, size_t size) { nd_free_aligned_sized(p, alignment, size); }
 
 nd_public void *nodal_malloc_node(size_t size, int node) { return nd_malloc_node_fast(size, node); }
 nd_public void *nodal_realloc_node(void *p, size_t size, int node) __attribute__((alias("nd_realloc_node")));
-
-nd_public void *nodal_calloc_node(size_t count, size_t size, int node)
-{
-    size_t bytes;
-    if (nd_mul_overflows(count, size, &bytes)) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    void *p = nd_malloc_node_fast(bytes, node);
-    if (p == NULL)
-        return NULL;
-    if (bytes > ND_LARGE_MAX) {
-        nd_segment *s = nd_seg_of(p);
-        if (s != NULL && s->kind == ND_SEG_HUGE)
-            return p;   /* freshly mapped and populated: zero */
-    }
-    memset(p, 0, bytes);
-    return p;
-}
+nd_public void *nodal_calloc_node(size_t count, size_t size, int node) __attribute__((alias("nd_calloc_node")));
 
 nd_public void *nodal_aligned_alloc_node(size_t alignment, size_t size, int node)
 {

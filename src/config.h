@@ -27,6 +27,12 @@
 #define ND_STATS 1            /* per-thread counters on the fast paths */
 #endif
 
+/* "0.1.0", from the version macros of the public header (CMake reads the
+   same macros, so the version is written in one place). */
+#define ND_STR_(x) #x
+#define ND_STR(x) ND_STR_(x)
+#define NODAL_VERSION_STRING ND_STR(NODAL_VERSION_MAJOR) "." ND_STR(NODAL_VERSION_MINOR) "." ND_STR(NODAL_VERSION_PATCH)
+
 #define ND_KiB ((size_t)1 << 10)
 #define ND_MiB ((size_t)1 << 20)
 
@@ -67,6 +73,7 @@
 #define ND_SEGMAP_SIZE ((size_t)1 << (ND_VA_BITS - ND_SEG_SHIFT))  /* one byte per 4 MiB */
 
 #define ND_CACHE_LINE 64
+#define ND_BIN_BYTES  ND_CACHE_LINE          /* one thread-cache bin (tcache.h) */
 
 /* ---- geometry ties ----------------------------------------------------- */
 _Static_assert((ND_SEG_SIZE & (ND_SEG_SIZE - 1)) == 0, "segment size must be a power of two");
@@ -99,6 +106,23 @@ static inline unsigned nd_popcount64(uint64_t x)
     x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
     x = (x + (x >> 4)) & 0x0f0f0f0f0f0f0f0full;
     return (unsigned)((x * 0x0101010101010101ull) >> 56);
+}
+
+/* Bits first..last (inclusive, 0 <= first <= last <= 63) of a 64-bit mask. */
+static inline uint64_t nd_mask_range(unsigned first, unsigned last)
+{
+    uint64_t hi = last == 63 ? ~(uint64_t)0 : (((uint64_t)1 << (last + 1)) - 1);
+    return hi & ~(((uint64_t)1 << first) - 1);
+}
+
+/* The lowest maximal run of set bits of m (m != 0): bits *first..*last. */
+static inline void nd_mask_first_run(uint64_t m, unsigned *first, unsigned *last)
+{
+    unsigned a = (unsigned)__builtin_ctzll(m);
+    uint64_t above = ~(m >> a);                  /* first clear bit at or above a */
+    unsigned len = above == 0 ? 64 - a : (unsigned)__builtin_ctzll(above);
+    *first = a;
+    *last = a + len - 1;
 }
 
 /* Assertions in tiers, always compiled so release builds type-check them. */

@@ -1,25 +1,24 @@
 /*
  * init.c - process life cycle: start-up on the first allocation or in the
- * library constructor (whichever comes first), fork handlers, and the
- * statistics report at exit.
+ * library constructor (whichever comes first), and fork handlers.
  *
  * Start-up must not allocate: it reads the environment and /sys into fixed
  * buffers. Calls that might allocate (pthread_atfork) are made after the
  * process is marked ready, so a nested malloc simply works.
  *
- * Fork: prepare takes every nodal lock (order: heaps list -> shared heaps ->
- * nodes -> meta); the parent releases them; the child releases them after
- * folding the heaps of the threads that did not survive (see heap.c).
+ * Fork: prepare takes every nodal lock (order: threads list -> shared heaps
+ * -> nodes -> meta); the parent releases them; the child releases them after
+ * folding the tcaches of the threads that did not survive (see thread.c).
  */
 #include "init.h"
 
 #include <pthread.h>
-#include "heap.h"
 #include "meta.h"
 #include "node.h"
 #include "options.h"
 #include "os.h"
 #include "segment.h"
+#include "thread.h"
 #include "topo.h"
 
 int nd_process_state;
@@ -30,8 +29,7 @@ static void nd_fork_prepare(void)
 {
     if (nd_load_acquire(&nd_process_state) != 2)
         return;
-    nd_heaps_lock();
-    nd_heap_shared_lock_all();
+    nd_thread_lock_all();
     nd_node_lock_all();
     nd_meta_lock_all();
 }
@@ -42,8 +40,7 @@ static void nd_fork_parent(void)
         return;
     nd_meta_unlock_all();
     nd_node_unlock_all();
-    nd_heap_shared_unlock_all();
-    nd_heaps_unlock();
+    nd_thread_unlock_all();
 }
 
 static void nd_fork_child(void)
@@ -52,9 +49,8 @@ static void nd_fork_child(void)
         return;
     nd_meta_unlock_all();
     nd_node_unlock_all();
-    nd_heap_shared_unlock_all();
-    nd_heap_fork_child();
-    nd_heaps_unlock();
+    nd_thread_fork_child();
+    nd_thread_unlock_all();
 }
 
 void nd_process_init(void)
@@ -67,7 +63,7 @@ void nd_process_init(void)
         nd_topo_init();
         nd_seg_init();
         nd_node_init();
-        nd_heap_process_init();
+        nd_thread_process_init();
         if (nd_opt(ND_OPT_stats) > 0)
             nd_os_keep_stderr();
         if (nd_opt_verbose())
@@ -83,10 +79,4 @@ void nd_process_init(void)
 __attribute__((constructor(101))) static void nd_constructor(void)
 {
     nd_process_ensure();
-}
-
-__attribute__((destructor(101))) static void nd_destructor(void)
-{
-    if (nd_load_acquire(&nd_process_state) == 2 && nd_opt(ND_OPT_stats) > 0)
-        nd_stats_print_exit((int)nd_opt(ND_OPT_stats));
 }

@@ -1,6 +1,7 @@
 /*
  * init.h - process life cycle: start-up (options, topology, segment secret,
- * thread-exit key), fork handlers, and the statistics report at exit.
+ * thread-exit key) and fork handlers. (The statistics report at exit is
+ * stats.c's.)
  */
 #ifndef ND_INIT_H
 #define ND_INIT_H
@@ -12,8 +13,6 @@
 extern int nd_process_state nd_hidden;   /* 0 = not started, 2 = ready */
 
 void nd_process_init(void) nd_hidden;
-/* stats.c: the report printed at exit when the option stats is set. */
-void nd_stats_print_exit(int mode) nd_hidden;
 
 /* Cheap guard for slow paths: runs start-up once. */
 static inline void nd_process_ensure(void)

@@ -1,20 +1,13 @@
 /*
- * large.c - large blocks: above the largest size class and small enough to
- * share a 4 MiB segment with its header, one block per segment, sized to
- * whole OS pages. A freed large segment goes to its owner heap's small cache
- * (no lock) when the owner frees it, to the node cache otherwise.
- *
- * A large page descriptor: reserved = capacity = used = 1, block_size = the
- * block's usable bytes (OS-page multiple), start = the block,
- * key = owner tid | ND_KEY_LARGE (so every free takes the slow path).
+ * large.c - large blocks (see large.h): one per segment, from the owner's
+ * cache of free large segments or its node's.
  */
+#include "large.h"
+
 #include <errno.h>
-#include <string.h>
-#include "heap.h"
 #include "node.h"
 #include "options.h"
-
-#define ND_LARGE_CACHE_MAX 2
+#include "os.h"
 
 static size_t nd_round_os(size_t n)
 {
@@ -22,7 +15,8 @@ static size_t nd_round_os(size_t n)
     return (n + ps - 1) & ~(ps - 1);
 }
 
-void *nd_heap_large_alloc(nd_heap *h, size_t size, size_t alignment)
+void *nd_large_alloc(nd_large_cache *cache, struct nd_heap *owner, uintptr_t tid, int node, bool bound,
+                     size_t size, size_t alignment, size_t *bytes)
 {
     size_t offset = ND_SEG_HEADER_SIZE;
     if (alignment > offset)
@@ -33,13 +27,13 @@ void *nd_heap_large_alloc(nd_heap *h, size_t size, size_t alignment)
         return NULL;
     }
     nd_segment *s = NULL;
-    if (h->large_cache != NULL) {
-        s = h->large_cache;
-        h->large_cache = s->next;
+    if (cache->first != NULL) {
+        s = cache->first;
+        cache->first = s->next;
         s->next = NULL;
-        h->large_cache_count--;
+        cache->count--;
     } else {
-        s = nd_node_seg_get(h->node, h->bound, ND_SEG_LARGE);
+        s = nd_node_seg_get(node, bound, ND_SEG_LARGE);
         if (s == NULL)
             return NULL;
     }
@@ -58,18 +52,15 @@ void *nd_heap_large_alloc(nd_heap *h, size_t size, size_t alignment)
     pg->start = start;
     pg->cls = ND_CLASS_COUNT;
     nd_store_relaxed(&pg->in_use, 1);
-    nd_store_relaxed(&pg->heap, h);
-    nd_store_release(&pg->key, h->tid | ND_KEY_LARGE);
+    nd_store_relaxed(&pg->heap, owner);
+    nd_store_release(&pg->key, tid | ND_KEY_LARGE);
     nd_gauge_active((long)need);
-    nd_stat_inc(&h->stats.large_allocs);
-    nd_stat_add(&h->stats.large_bytes_alloc, need);
+    *bytes = need;
     return start;
 }
 
-void nd_large_free(nd_segment *s, nd_page *pg)
+size_t nd_large_free(nd_segment *s, nd_page *pg, nd_large_cache *cache)
 {
-    uintptr_t owner = nd_load_relaxed(&pg->key) & ~ND_KEY_LARGE;
-    nd_heap *h = owner == nd_tid() ? pg->heap : NULL;   /* our own heap: alive */
     size_t bytes = pg->block_size;
     nd_store_relaxed(&pg->in_use, 0);
     nd_store_release(&pg->key, ND_KEY_NONE);
@@ -77,23 +68,18 @@ void nd_large_free(nd_segment *s, nd_page *pg)
     s->used_pages = 0;
     s->free_mask = 1;
     nd_gauge_active(-(long)bytes);
-    nd_heap *me = nd_tls_heap;
-    if (me->kind == ND_HEAP_NORMAL) {
-        nd_stat_inc(&me->stats.large_frees);
-        nd_stat_add(&me->stats.large_bytes_freed, bytes);
-    }
-    if (h != NULL && h->kind == ND_HEAP_NORMAL && h->large_cache_count < ND_LARGE_CACHE_MAX &&
-        nd_opt(ND_OPT_purge_delay) > 0) {
+    if (cache != NULL && cache->count < ND_LARGE_CACHE_MAX && nd_opt(ND_OPT_purge_delay) > 0) {
         s->cached_at = nd_os_now_ms();
-        s->next = h->large_cache;
-        h->large_cache = s;
-        h->large_cache_count++;
-        return;
+        s->next = cache->first;
+        cache->first = s;
+        cache->count++;
+        return bytes;
     }
     nd_node_seg_put(s);
+    return bytes;
 }
 
-bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size)
+bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
 {
     size_t need = nd_round_os(size == 0 ? 1 : size);
     uint8_t *end = (uint8_t *)s + ND_SEG_SIZE;
@@ -104,21 +90,31 @@ bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size)
             return false;
     } else if (need < pg->block_size) {
         /* Give back whole chunks past the new end. */
-        uint8_t *keep_end = pg->start + need;
-        size_t off = (size_t)(keep_end - (uint8_t *)s);
+        size_t off = (size_t)(pg->start + need - (uint8_t *)s);
         size_t first_free_chunk = (off + ND_CHUNK_SIZE - 1) >> ND_CHUNK_SHIFT;
-        uint64_t tail = first_free_chunk >= 64 ? 0 : ~(((uint64_t)1 << first_free_chunk) - 1);
+        uint64_t tail = first_free_chunk >= 64 ? 0 : nd_mask_range((unsigned)first_free_chunk, 63);
         if (tail & s->committed)
             nd_seg_purge(s, tail);
     }
-    nd_heap *me = nd_tls_heap;
-    if (me->kind == ND_HEAP_NORMAL) {
-        if (need > pg->block_size)
-            nd_stat_add(&me->stats.large_bytes_alloc, need - pg->block_size);
-        else
-            nd_stat_add(&me->stats.large_bytes_freed, pg->block_size - need);
-    }
-    nd_gauge_active((long)need - (long)pg->block_size);
+    *delta = (long)need - (long)pg->block_size;
+    nd_gauge_active(*delta);
     pg->block_size = (uint32_t)need;
     return true;
+}
+
+void nd_large_cache_release(nd_large_cache *cache, uint64_t now, bool all)
+{
+    uint64_t delay = (uint64_t)nd_opt(ND_OPT_purge_delay);
+    nd_segment **pp = &cache->first;
+    while (*pp) {
+        nd_segment *s = *pp;
+        if (all || now >= s->cached_at + delay) {
+            *pp = s->next;
+            s->next = NULL;
+            cache->count--;
+            nd_node_seg_put(s);
+        } else {
+            pp = &s->next;
+        }
+    }
 }

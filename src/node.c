@@ -13,24 +13,29 @@
 
 #include <string.h>
 #include "atomic.h"
+#include "list.h"
 #include "options.h"
 #include "topo.h"
 
 #define ND_CACHE_DIRTY_MAX 4
 
+typedef ND_LIST(nd_segment) nd_seg_list;
+
 /*
  * Invariants (under the node lock):
- *  - cache lists free segments (no page in use, owner NULL, not abandoned),
- *    dirty ones (memory beyond the header still committed) before clean ones;
- *    cache_dirty counts the dirty ones, cache_count all. The counts are
- *    also read without the lock (as hints), so they change atomically.
+ *  - cache lists free segments (kind FREE, no page in use, owner NULL, not
+ *    abandoned), dirty ones (memory beyond the header still committed)
+ *    before clean ones; cache_dirty counts the dirty ones.
  *  - abandoned lists segments with abandoned == 1 and owner NULL.
+ *  - cache_hint, dirty_hint and abandoned_hint equal cache.count,
+ *    cache_dirty and abandoned.count; they are also read without the lock
+ *    (as hints), so they change with atomics.
  */
 typedef struct nd_kind_state {
-    nd_segment *cache, *cache_last;
-    size_t      cache_count, cache_dirty;
-    nd_segment *abandoned;
-    size_t      abandoned_count;
+    nd_seg_list cache;
+    size_t      cache_dirty;
+    nd_seg_list abandoned;
+    size_t      cache_hint, dirty_hint, abandoned_hint;
 } nd_kind_state;
 
 typedef struct nd_aligned(ND_CACHE_LINE) nd_node_state {
@@ -49,39 +54,28 @@ void nd_node_init(void)
 
 static bool nd_seg_is_dirty(const nd_segment *s) { return (s->committed & ~(uint64_t)1) != 0; }
 
-static void nd_list_push_front(nd_segment **head, nd_segment **last, nd_segment *s)
+/* Under the node lock: list changes that keep the hints equal. */
+static void nd_cache_add(nd_kind_state *k, nd_segment *s, bool front)
 {
-    s->prev = NULL;
-    s->next = *head;
-    if (*head)
-        (*head)->prev = s;
-    else if (last)
-        *last = s;
-    *head = s;
+    if (front)
+        nd_list_push_front(&k->cache, s);
+    else
+        nd_list_push_back(&k->cache, s);
+    nd_add_relaxed(&k->cache_hint, 1);
+    if (nd_seg_is_dirty(s)) {
+        k->cache_dirty++;
+        nd_add_relaxed(&k->dirty_hint, 1);
+    }
 }
 
-static void nd_list_push_back(nd_segment **head, nd_segment **last, nd_segment *s)
+static void nd_cache_take(nd_kind_state *k, nd_segment *s)
 {
-    s->next = NULL;
-    s->prev = *last;
-    if (*last)
-        (*last)->next = s;
-    else
-        *head = s;
-    *last = s;
-}
-
-static void nd_list_remove(nd_segment **head, nd_segment **last, nd_segment *s)
-{
-    if (s->prev)
-        s->prev->next = s->next;
-    else
-        *head = s->next;
-    if (s->next)
-        s->next->prev = s->prev;
-    else if (last)
-        *last = s->prev;
-    s->next = s->prev = NULL;
+    nd_list_remove(&k->cache, s);
+    nd_sub_relaxed(&k->cache_hint, 1);
+    if (nd_seg_is_dirty(s)) {
+        k->cache_dirty--;
+        nd_sub_relaxed(&k->dirty_hint, 1);
+    }
 }
 
 static nd_kind_state *nd_kind(int node, bool bound) { return &nd_nodes[node].kinds[bound ? 1 : 0]; }
@@ -91,15 +85,11 @@ nd_segment *nd_node_seg_get(int node, bool bound, int kind)
     nd_node_state *ns = &nd_nodes[node];
     nd_kind_state *k = nd_kind(node, bound);
     nd_segment *s = NULL;
-    if (nd_load_relaxed(&k->cache_count) != 0) {
+    if (nd_load_relaxed(&k->cache_hint) != 0) {
         nd_lock(&ns->lock);
-        s = k->cache;
-        if (s != NULL) {
-            nd_list_remove(&k->cache, &k->cache_last, s);
-            nd_sub_relaxed(&k->cache_count, 1);
-            if (nd_seg_is_dirty(s))
-                nd_sub_relaxed(&k->cache_dirty, 1);
-        }
+        s = k->cache.first;
+        if (s != NULL)
+            nd_cache_take(k, s);
         nd_unlock(&ns->lock);
     }
     if (s == NULL) {
@@ -125,29 +115,21 @@ void nd_node_seg_put(nd_segment *s)
     s->purge_mask = 0;
 
     bool keep_dirty = nd_seg_is_dirty(s) && nd_opt(ND_OPT_purge_delay) > 0 &&
-                      nd_load_relaxed(&k->cache_dirty) < ND_CACHE_DIRTY_MAX;
+                      nd_load_relaxed(&k->dirty_hint) < ND_CACHE_DIRTY_MAX;
     if (!keep_dirty && nd_seg_is_dirty(s))
         nd_seg_purge(s, s->committed);
 
     nd_segment *victim = NULL;
     nd_lock(&ns->lock);
-    if (keep_dirty && nd_seg_is_dirty(s)) {
-        nd_list_push_front(&k->cache, &k->cache_last, s);
-        nd_add_relaxed(&k->cache_dirty, 1);
-    } else {
-        nd_list_push_back(&k->cache, &k->cache_last, s);
-    }
-    nd_add_relaxed(&k->cache_count, 1);
-    if (k->cache_count > (size_t)nd_opt(ND_OPT_cache_segments)) {
-        victim = k->cache_last;
-        nd_list_remove(&k->cache, &k->cache_last, victim);
-        nd_sub_relaxed(&k->cache_count, 1);
-        if (nd_seg_is_dirty(victim))
-            nd_sub_relaxed(&k->cache_dirty, 1);
+    nd_cache_add(k, s, nd_seg_is_dirty(s));   /* dirty ones first */
+    if (k->cache.count > (size_t)nd_opt(ND_OPT_cache_segments)) {
+        victim = k->cache.last;
+        nd_cache_take(k, victim);
     }
     nd_unlock(&ns->lock);
     if (victim != NULL)
         nd_seg_unmap(victim);
+    nd_assert2(nd_node_is_valid(node));
 }
 
 void nd_node_abandon(nd_segment *s)
@@ -157,22 +139,24 @@ void nd_node_abandon(nd_segment *s)
     nd_lock(&ns->lock);
     s->owner = NULL;
     nd_store_release(&s->abandoned, 1);
-    nd_list_push_front(&k->abandoned, NULL, s);
-    nd_add_relaxed(&k->abandoned_count, 1);
+    nd_list_push_front(&k->abandoned, s);
+    nd_add_relaxed(&k->abandoned_hint, 1);
+    int node = s->node;   /* s may be adopted (and released) once unlocked */
     nd_unlock(&ns->lock);
+    nd_assert2(nd_node_is_valid(node));
 }
 
 nd_segment *nd_node_abandoned_pop(int node, bool bound)
 {
     nd_node_state *ns = &nd_nodes[node];
     nd_kind_state *k = nd_kind(node, bound);
-    if (nd_load_relaxed(&k->abandoned_count) == 0)
+    if (nd_load_relaxed(&k->abandoned_hint) == 0)
         return NULL;
     nd_lock(&ns->lock);
-    nd_segment *s = k->abandoned;
+    nd_segment *s = k->abandoned.first;
     if (s != NULL) {
-        nd_list_remove(&k->abandoned, NULL, s);
-        nd_sub_relaxed(&k->abandoned_count, 1);
+        nd_list_remove(&k->abandoned, s);
+        nd_sub_relaxed(&k->abandoned_hint, 1);
         nd_store_relaxed(&s->abandoned, 0);
     }
     nd_unlock(&ns->lock);
@@ -187,8 +171,8 @@ bool nd_node_abandoned_claim(nd_segment *s)
         return false;
     bool claimed = false;
     if (nd_load_relaxed(&s->abandoned)) {
-        nd_list_remove(&k->abandoned, NULL, s);
-        nd_sub_relaxed(&k->abandoned_count, 1);
+        nd_list_remove(&k->abandoned, s);
+        nd_sub_relaxed(&k->abandoned_hint, 1);
         nd_store_relaxed(&s->abandoned, 0);
         claimed = true;
     }
@@ -202,20 +186,18 @@ static void nd_node_sweep(int node, bool bound, uint64_t now, bool force)
     enum { MAXV = ND_CACHE_DIRTY_MAX + 2 };
     nd_node_state *ns = &nd_nodes[node];
     nd_kind_state *k = nd_kind(node, bound);
-    if (nd_load_relaxed(&k->cache_dirty) == 0)
+    if (nd_load_relaxed(&k->dirty_hint) == 0)
         return;
     nd_segment *v[MAXV];
     size_t nv = 0;
     uint64_t delay = (uint64_t)nd_opt(ND_OPT_purge_delay);
     nd_lock(&ns->lock);
-    for (nd_segment *s = k->cache; s != NULL && nv < MAXV;) {
+    for (nd_segment *s = k->cache.first; s != NULL && nv < MAXV;) {
         nd_segment *next = s->next;
         if (!nd_seg_is_dirty(s))
             break;
         if (force || s->cached_at + delay <= now) {
-            nd_list_remove(&k->cache, &k->cache_last, s);
-            nd_sub_relaxed(&k->cache_dirty, 1);
-            nd_sub_relaxed(&k->cache_count, 1);
+            nd_cache_take(k, s);
             v[nv++] = s;
         }
         s = next;
@@ -226,10 +208,8 @@ static void nd_node_sweep(int node, bool bound, uint64_t now, bool force)
     for (size_t i = 0; i < nv; i++)
         nd_seg_purge(v[i], v[i]->committed);
     nd_lock(&ns->lock);
-    for (size_t i = 0; i < nv; i++) {
-        nd_list_push_back(&k->cache, &k->cache_last, v[i]);
-        nd_add_relaxed(&k->cache_count, 1);
-    }
+    for (size_t i = 0; i < nv; i++)
+        nd_cache_add(k, v[i], false);   /* clean now: to the back */
     nd_unlock(&ns->lock);
 }
 
@@ -249,6 +229,7 @@ void nd_node_maintain(int mode)
         int node = nd_topo.mem_ids[i];
         nd_node_sweep(node, false, now, force);
         nd_node_sweep(node, true, now, force);
+        nd_assert2(nd_node_is_valid(node));
     }
 }
 
@@ -257,11 +238,11 @@ void nd_node_counts_get(int node, bool bound, nd_node_counts *c)
     nd_node_state *ns = &nd_nodes[node];
     nd_kind_state *k = nd_kind(node, bound);
     nd_lock(&ns->lock);
-    c->cached = k->cache_count;
+    c->cached = k->cache.count;
     c->cached_committed = 0;
-    for (nd_segment *s = k->cache; s; s = s->next)
+    for (nd_segment *s = k->cache.first; s; s = s->next)
         c->cached_committed += (size_t)nd_popcount64(s->committed) << ND_CHUNK_SHIFT;
-    c->abandoned = k->abandoned_count;
+    c->abandoned = k->abandoned.count;
     nd_unlock(&ns->lock);
 }
 
@@ -276,4 +257,31 @@ void nd_node_unlock_all(void)
 {
     for (int i = nd_topo.mem_count - 1; i >= 0; i--)
         nd_unlock(&nd_nodes[nd_topo.mem_ids[i]].lock);
+}
+
+bool nd_node_is_valid(int node)
+{
+    nd_node_state *ns = &nd_nodes[node];
+    bool ok = true;
+    nd_lock(&ns->lock);
+    for (int b = 0; b < 2 && ok; b++) {
+        nd_kind_state *k = &ns->kinds[b];
+        size_t n = 0, dirty = 0;
+        bool clean_seen = false;
+        for (nd_segment *s = k->cache.first; s != NULL && ok; s = s->next, n++) {
+            bool d = nd_seg_is_dirty(s);
+            ok = s->kind == ND_SEG_FREE && s->owner == NULL && !s->abandoned && s->node == node &&
+                 s->bound == b && !(d && clean_seen) && nd_seg_is_valid(s);
+            clean_seen |= !d;
+            dirty += d;
+        }
+        ok = ok && n == k->cache.count && dirty == k->cache_dirty &&
+             nd_load_relaxed(&k->cache_hint) == n && nd_load_relaxed(&k->dirty_hint) == dirty;
+        n = 0;
+        for (nd_segment *s = k->abandoned.first; s != NULL && ok; s = s->next, n++)
+            ok = s->abandoned && s->owner == NULL && s->node == node && s->bound == b;
+        ok = ok && n == k->abandoned.count && nd_load_relaxed(&k->abandoned_hint) == n;
+    }
+    nd_unlock(&ns->lock);
+    return ok;
 }

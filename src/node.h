@@ -39,6 +39,10 @@ void nd_node_maintain(int mode) nd_hidden;
 typedef struct nd_node_counts { size_t cached, cached_committed, abandoned; } nd_node_counts;
 void nd_node_counts_get(int node, bool bound, nd_node_counts *c) nd_hidden;
 
+/* Debug check of the invariants of a node's caches and abandoned lists
+   (node.c); true when they hold. Takes the node lock. */
+bool nd_node_is_valid(int node) nd_hidden;
+
 void nd_node_lock_all(void) nd_hidden;
 void nd_node_unlock_all(void) nd_hidden;
 

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <string.h>
 #include "alloc.h"
+#include "huge.h"
 #include "init.h"
 #include "os.h"
 #include "topo.h"
@@ -71,7 +72,7 @@ nd_public int nodal_node_of(const void *p)
     if (p == NULL)
         return -1;
     nd_segment *s = nd_seg_of(p);
-    if (s == NULL || !nd_seg_is_valid(s))
+    if (s == NULL || !nd_seg_cookie_ok(s))
         return -1;
     if (s->bound && !s->interleaved)
         return s->node;

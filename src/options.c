@@ -1,6 +1,6 @@
 /*
  * options.c - parses the option table from the environment, once, without
- * allocating; and formats nodal's one-line messages.
+ * allocating.
  */
 #include "options.h"
 
@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include "msg.h"
 #include "os.h"
 
 const nd_opt_desc nd_opt_table[ND_OPT_COUNT] = {
@@ -24,40 +25,6 @@ long nd_opt_values[ND_OPT_COUNT] = {
 
 uint8_t nd_prefetch_lines;
 uint8_t nd_check_frees;
-
-static void nd_vmessage(const char *fmt, va_list ap)
-{
-    char line[512];
-    int n = snprintf(line, sizeof line, "nodal: ");
-    int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
-    size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);
-    if (len > sizeof line - 2)
-        len = sizeof line - 2;
-    line[len++] = '\n';
-    nd_os_write_stderr(line, len);
-}
-
-void nd_warn(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    nd_vmessage(fmt, ap);
-    va_end(ap);
-}
-
-void nd_fatal(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    nd_vmessage(fmt, ap);
-    va_end(ap);
-    nd_os_abort();
-}
-
-void nd_assert_fail(const char *expr, const char *file, int line)
-{
-    nd_fatal("internal assertion failed: %s (%s:%d)", expr, file, line);
-}
 
 static bool nd_ieq(const char *a, size_t alen, const char *b)
 {

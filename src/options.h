@@ -1,11 +1,11 @@
 /*
- * options.h - the one table of run-time options, and nodal's messages.
+ * options.h - the one table of run-time options.
  *
  * Options are read once, at process initialisation, from NODAL_OPTIONS
  * ("name=value,name=value") and then from NODAL_<NAME> variables, which win.
  * An invalid value prints one warning line on stderr and keeps the default.
  * The table drives parsing, validation, nodal_option_get() and the README's
- * table (tools/gen-options-table prints it).
+ * table (tools/gen-options prints it).
  */
 #ifndef ND_OPTIONS_H
 #define ND_OPTIONS_H
@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include "config.h"
+#include "msg.h"
 
 /* Kinds of values. */
 #define ND_OPTK_INT  0   /* plain integer */
@@ -59,10 +60,5 @@ extern uint8_t nd_check_frees nd_hidden;
 void nd_options_init(void) nd_hidden;
 static inline long nd_opt(nd_opt_id id) { return nd_opt_values[id]; }
 static inline bool nd_opt_verbose(void) { return nd_opt_values[ND_OPT_verbose] != 0; }
-
-/* One line on stderr, prefixed "nodal: ". Never allocates. */
-void nd_warn(const char *fmt, ...) nd_hidden __attribute__((format(printf, 1, 2)));
-/* Heap misuse or corruption: one line on stderr, then abort(). */
-_Noreturn void nd_fatal(const char *fmt, ...) nd_hidden __attribute__((format(printf, 1, 2), cold));
 
 #endif /* ND_OPTIONS_H */

@@ -7,8 +7,11 @@
 #define _GNU_SOURCE
 #include "os.h"
 
+#include "counters.h"
+
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,20 +30,21 @@
 #define ND_MPOL_F_NODE (1 << 0)
 #define ND_MPOL_F_ADDR (1 << 1)
 
-static size_t nd_page_size = 4096;
+static size_t nd_os_pagesize = 4096;   /* the OS page size (a nodal page is ND_SMALL_PAGE_SIZE) */
 static int nd_have_populate = 1;   /* cleared when the kernel lacks MADV_POPULATE_WRITE */
 
 void nd_os_init(void)
 {
     long ps = sysconf(_SC_PAGESIZE);
     if (ps > 0)
-        nd_page_size = (size_t)ps;
+        nd_os_pagesize = (size_t)ps;
 }
 
-size_t nd_os_page_size(void) { return nd_page_size; }
+size_t nd_os_page_size(void) { return nd_os_pagesize; }
 
 static void *nd_os_mmap(void *hint, size_t size)
 {
+    nd_gauge_add(os_maps, 1);
     void *p = mmap(hint, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     return p == MAP_FAILED ? NULL : p;
 }
@@ -56,7 +60,7 @@ void *nd_os_map_aligned(size_t size, size_t alignment)
         return NULL;
     if (((uintptr_t)p & (alignment - 1)) == 0)
         return p;
-    munmap(p, size);
+    nd_os_unmap(p, size);
     size_t over = size + alignment;
     char *raw = nd_os_mmap(NULL, over);
     if (raw == NULL)
@@ -65,21 +69,24 @@ void *nd_os_map_aligned(size_t size, size_t alignment)
     size_t head = start - (uintptr_t)raw;
     size_t tail = over - head - size;
     if (head)
-        munmap(raw, head);
+        nd_os_unmap(raw, head);
     if (tail)
-        munmap((char *)start + size, tail);
+        nd_os_unmap((char *)start + size, tail);
     return (void *)start;
 }
 
 void nd_os_unmap(void *p, size_t size)
 {
-    if (p != NULL && size != 0)
+    if (p != NULL && size != 0) {
+        nd_gauge_add(os_unmaps, 1);
         munmap(p, size);
+    }
 }
 
 int nd_os_purge(void *p, size_t size)
 {
     int saved = errno;
+    nd_gauge_add(os_purges, 1);
     int rc = madvise(p, size, MADV_DONTNEED);
     errno = saved;
     return rc;
@@ -95,7 +102,7 @@ int nd_os_populate(void *p, size_t size)
         nd_have_populate = 0;   /* kernel < 5.14 */
     }
     /* Write-fault every OS page without changing its contents. */
-    for (size_t off = 0; off < size; off += nd_page_size)
+    for (size_t off = 0; off < size; off += nd_os_pagesize)
         __atomic_fetch_add((char *)p + off, 0, __ATOMIC_RELAXED);
     return 0;
 }
@@ -249,6 +256,19 @@ void nd_os_rss(size_t *current, size_t *peak)
 }
 
 _Noreturn void nd_os_abort(void) { abort(); }
+
+long nd_os_pid(void) { return (long)getpid(); }
+
+void nd_os_program_name(char *buf, size_t len)
+{
+    long n = nd_os_read_file("/proc/self/comm", buf, len);
+    if (n <= 0) {
+        snprintf(buf, len, "?");
+        return;
+    }
+    if (buf[n - 1] == '\n')
+        buf[n - 1] = '\0';
+}
 
 void nd_lock_init(nd_lock_t *l) { pthread_mutex_init(l, NULL); }
 void nd_lock(nd_lock_t *l) { pthread_mutex_lock(l); }

@@ -73,6 +73,9 @@ void        nd_os_keep_stderr(void) nd_hidden;
 /* Resident set and its peak, from /proc/self/status (bytes; 0 if unknown). */
 void        nd_os_rss(size_t *current, size_t *peak) nd_hidden;
 _Noreturn void nd_os_abort(void) nd_hidden;
+long        nd_os_pid(void) nd_hidden;
+/* The program's name as the kernel knows it (/proc/self/comm). */
+void        nd_os_program_name(char *buf, size_t len) nd_hidden;
 
 /* Locks: real (futex-backed) mutexes; never unbounded spinning. */
 typedef pthread_mutex_t nd_lock_t;

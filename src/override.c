@@ -12,6 +12,7 @@
 #include <stddef.h>
 #include <stdio.h>
 #include "alloc.h"
+#include "free.h"
 
 /* Our own declarations: the libc headers' differ in attributes, and some of
    these names (free_sized) are not in them yet. */
@@ -45,7 +46,7 @@ void malloc_stats(void);
 struct nd_mallinfo2 mallinfo2(void);
 struct nd_mallinfo mallinfo(void);
 
-nd_public void *malloc(size_t size) { return nd_malloc_fast(nd_tls_heap, size); }
+nd_public void *malloc(size_t size) { return nd_malloc_fast(nd_tls_tc, size); }
 nd_public void free(void *p) { nd_free_fast(p); }
 nd_public void *calloc(size_t count, size_t size) { return nd_calloc(count, size); }
 nd_public void *realloc(void *p, size_t size) { return nd_realloc(p, size); }
@@ -61,7 +62,7 @@ nd_public void free_aligned_sized(void *p, size_t alignment, size_t size) { nd_f
 nd_public void cfree(void *p) { nd_free_fast(p); }
 
 /* glibc's internal names, used by a few programs and older loaders. */
-nd_public void *__libc_malloc(size_t size) { return nd_malloc_fast(nd_tls_heap, size); }
+nd_public void *__libc_malloc(size_t size) { return nd_malloc_fast(nd_tls_tc, size); }
 nd_public void __libc_free(void *p) { nd_free_fast(p); }
 nd_public void *__libc_calloc(size_t count, size_t size) { return nd_calloc(count, size); }
 nd_public void *__libc_realloc(void *p, size_t size) { return nd_realloc(p, size); }

@@ -1,9 +1,17 @@
 /*
- * page.h - nodal pages: one size class per page; free lists, remote frees,
- * the page queues of a heap, and the thread-cache fill and flush that sit
- * between the fast paths and the pages.
+ * page.h - one nodal page: its blocks, its free list and its remote-free
+ * list. A page holds blocks of one size class and belongs to one heap; the
+ * page layer keeps its own state consistent and knows nothing of heaps,
+ * queues or thread caches (the `heap` and `bin` fields of a descriptor are
+ * only stored here, for the layers above).
  *
- * Remote frees. A block freed by a thread that does not own its page is
+ * The descriptor layout is in segment.h. A page's blocks:
+ *
+ *   start                                         start + reserved * block_size
+ *   | b0 | b1 | ... | b(capacity-1) | not yet carved ........... |
+ *     handed out (used), on `free`, or on `xfree`
+ *
+ * Remote frees. A block freed by a thread that does not own the page is
  * pushed on the page's xfree list with a compare-and-swap; the owner takes
  * the whole list back with one exchange when it next needs blocks from the
  * page. The two low bits of xfree (blocks are 16-byte aligned) hold a state:
@@ -11,10 +19,10 @@
  *     xfree = [ block pointer ............................ | state ]
  *     NONE    remote frees just push.
  *     NOTIFY  the page sits on its owner's full queue; the first remote free
- *             turns NOTIFY into BUSY, pushes the page on owner->xpages, then
- *             clears BUSY. The owner moves notified pages back to their
- *             queue, so a full page that gets remote frees is found again
- *             without scanning.
+ *             turns NOTIFY into BUSY, (the heap layer then pushes the page
+ *             on its owner's notified list), then clears BUSY. The owner
+ *             moves notified pages back to their queue, so a full page that
+ *             gets remote frees is found again without scanning.
  *     BUSY    a remote thread is between reading page->heap and pushing the
  *             page on that heap; the owner waits for it to clear before it
  *             abandons the heap or gives the page back to its segment.
@@ -23,8 +31,8 @@
 #define ND_PAGE_H
 
 #include <stdbool.h>
+#include "class.h"
 #include "config.h"
-#include "heap.h"
 #include "segment.h"
 
 #define ND_XSTATE_MASK   ((uintptr_t)3)
@@ -32,50 +40,77 @@
 #define ND_XSTATE_NOTIFY ((uintptr_t)1)
 #define ND_XSTATE_BUSY   ((uintptr_t)2)
 
-/* Pages in use per size class (statistics). */
-extern size_t nd_page_gauge[ND_CLASS_COUNT] nd_hidden;
+struct nd_heap;
 
-/* The malloc slow path for cached classes: refills bin; false when out of
-   memory (errno = ENOMEM). */
-bool  nd_bin_fill(nd_heap *h, unsigned cls) nd_hidden;
-/* Returns the n oldest blocks of bin cls to their pages. */
-void  nd_bin_flush(nd_heap *h, unsigned cls, size_t n) nd_hidden;
-/* One block of class cls straight from a page (classes without a cache). */
-void *nd_page_alloc_block(nd_heap *h, unsigned cls) nd_hidden;
-/* The owner gives block p back to its page pg. */
-void  nd_page_free_local(nd_heap *h, nd_page *pg, void *p) nd_hidden;
-/* Any other thread gives block p back to page pg of segment s. */
-void  nd_page_free_remote(nd_segment *s, nd_page *pg, void *p) nd_hidden;
+/* The page descriptor of p in s (small, medium and large segments). */
+static inline nd_page *nd_page_of(nd_segment *s, const void *p)
+{
+    return &s->pages[((uintptr_t)p - (uintptr_t)s) >> s->page_shift];
+}
 
-/* Moves pages notified by remote frees back to their queues. */
-void  nd_heap_drain_xpages(nd_heap *h) nd_hidden;
+/* Block index of p in page pg (exact for every offset in a segment). */
+static inline size_t nd_page_block_index(const nd_page *pg, const void *p)
+{
+    uint64_t off = (uint64_t)((uintptr_t)p - (uintptr_t)pg->start);
+    return (size_t)(((__uint128_t)off * pg->recip) >> 64);
+}
+
+/* Is p the start of a carved block of the small or medium page pg?
+   (capacity is read atomically: remote frees ask while the owner carves) */
+static inline bool nd_page_has_block(const nd_page *pg, const void *p)
+{
+    size_t idx = nd_page_block_index(pg, p);
+    return (const uint8_t *)p >= pg->start && idx < nd_load_relaxed(&pg->capacity) &&
+           pg->start + idx * pg->block_size == (const uint8_t *)p;
+}
+
+/* Is p the start of a block of pg, of any kind? (never true for a page not
+   in use) */
+bool nd_page_is_block_start(const nd_page *pg, const void *p) nd_hidden;
+
+/* A free page of segment s goes into use for class cls, owned by `owner`,
+   whose thread cache bin for the class is `bin`, with key `key`. */
+void nd_page_init(nd_page *pg, unsigned cls, uint8_t *start, size_t area,
+                  struct nd_heap *owner, struct nd_bin *bin, uintptr_t key) nd_hidden;
+/* An in-use page changes owner (adoption): new owner fields, remote frees
+   taken back. */
+void nd_page_set_owner(nd_page *pg, struct nd_heap *owner, struct nd_bin *bin, uintptr_t key) nd_hidden;
+/* The page leaves use (no block out): waits out a notifier in flight, then
+   clears its state. */
+void nd_page_release(nd_page *pg) nd_hidden;
+
+/* Takes up to n blocks into out: free list first, then carving, then the
+   remote frees. Returns how many. Owner only. */
+size_t nd_page_take(nd_page *pg, void **out, size_t n) nd_hidden;
+/* No block left to take without remote frees? */
+static inline bool nd_page_is_exhausted(const nd_page *pg)
+{
+    return pg->free == NULL && pg->capacity == pg->reserved;
+}
+/* Gives `count` blocks, linked head..tail, back to pg (owner only). More
+   blocks back than out is a double free: abort. */
+void nd_page_give(nd_page *pg, nd_block *head, nd_block *tail, uint32_t count) nd_hidden;
+
 /* Takes the remote frees of pg into its free list (owner only). */
-void  nd_page_collect(nd_page *pg) nd_hidden;
-/* Abandonment: stop notifications for pg (waits out a notifier in flight). */
-void  nd_page_disarm(nd_page *pg) nd_hidden;
-/* Puts an in-use page of a segment being adopted into h's queues. */
-void  nd_page_adopt(nd_heap *h, nd_page *pg) nd_hidden;
-/* Hands a segment with no page in use, already off h's lists, to its node. */
-void  nd_heap_seg_release(nd_heap *h, nd_segment *s) nd_hidden;
-/* Gives an empty page back to its segment; the segment goes to its node's
-   cache when no page is left in use. */
-void  nd_page_retire(nd_heap *h, nd_page *pg) nd_hidden;
+void nd_page_collect(nd_page *pg) nd_hidden;
+/* Any thread: pushes block b on pg's remote-free list. Returns the state
+   the list was in; ND_XSTATE_NOTIFY means the caller now holds BUSY and
+   must notify the owner, then call nd_page_xdone. */
+uintptr_t nd_page_xpush(nd_page *pg, nd_block *b) nd_hidden;
+void      nd_page_xdone(nd_page *pg) nd_hidden;
+/* Arms notification for a page going on the full queue. False if remote
+   frees are already waiting (then the page is not full after all). */
+bool nd_page_arm(nd_page *pg) nd_hidden;
+/* Stops notification (waiting out a notifier in flight); true if the page
+   was armed, false if not (a notifier may then have pushed it). */
+bool nd_page_disarm(nd_page *pg) nd_hidden;
 
-/* Is p the start of a block of pg? (never true for a page not in use) */
-bool  nd_page_is_block_start(const nd_page *pg, const void *p) nd_hidden;
+/* check=2: aborts if p is already on pg's free list, then fills p's bytes
+   past its link word with 0xdf. */
+void nd_page_check_free(nd_page *pg, void *p) nd_hidden;
 
-/* Debug checks of the invariants written above struct nd_page / nd_heap
-   (heap.h); true when they hold. Cost: O(blocks) and O(pages). */
+/* Debug check of the invariants above struct nd_page (segment.h); true
+   when they hold. Cost: O(blocks). */
 bool nd_page_is_valid(const nd_page *pg) nd_hidden;
-bool nd_heap_is_valid(const nd_heap *h) nd_hidden;
-
-/* Page queues. */
-void nd_pq_push(nd_page_queue *q, nd_page *pg) nd_hidden;       /* at the front */
-void nd_pq_push_back(nd_page_queue *q, nd_page *pg) nd_hidden;
-void nd_pq_remove(nd_page_queue *q, nd_page *pg) nd_hidden;
-
-/* Segment lists of a heap: segments with a free page first. */
-void nd_seglist_push(nd_segment **head, nd_segment *s) nd_hidden;
-void nd_seglist_remove(nd_segment **head, nd_segment *s) nd_hidden;
 
 #endif /* ND_PAGE_H */

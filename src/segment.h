@@ -3,8 +3,10 @@
  * page descriptors, and the segment map that tells nodal's pointers from
  * everyone else's.
  *
- * Owns: struct nd_segment and struct nd_page (the descriptor layout),
- * nd_segmap, mapping/binding/committing/purging of segment memory.
+ * Owns: struct nd_segment and the layout of struct nd_page (the page
+ * operations are in page.h), nd_segmap, and mapping, binding, committing,
+ * purging and unmapping segment memory. Huge blocks (huge.h) are segments
+ * too; their mapping is huge.c's.
  *
  * A segment (4 MiB, 4 MiB-aligned; huge ones larger):
  *
@@ -30,8 +32,9 @@
  *
  * Page descriptor (two cache lines):
  *   line 0, touched by the owner's fast paths:
- *     key       owner thread id (multiple of 16) for the one "hot" page
- *               per size class whose frees may go to the thread cache;
+ *     key       owner thread id (multiple of 16) for the "hot" pages of a
+ *               size class (up to ND_HOT_PAGES) whose frees may go to the
+ *               thread cache;
  *               id | ND_KEY_COLD for the owner's other pages (frees go
  *               straight to the page); id | ND_KEY_LARGE for a large block;
  *               ND_KEY_NONE (1) when no thread owns the page
@@ -49,11 +52,13 @@
 #include <stdint.h>
 #include "atomic.h"
 #include "config.h"
+#include "counters.h"
 
 struct nd_bin;
 struct nd_heap;
 
 typedef struct nd_block { struct nd_block *next; } nd_block;
+struct nd_page;
 
 #define ND_KEY_NONE  ((uintptr_t)1)
 #define ND_KEY_LARGE ((uintptr_t)1)    /* or-ed into the owner id of a large block */
@@ -104,7 +109,7 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
 /*
  * A segment.
  * Invariants:
- *  - cookie == (uintptr_t)seg ^ nd_seg_secret while mapped.
+ *  - cookie == (uintptr_t)seg ^ nd_seg_secret while mapped (nd_seg_cookie_ok).
  *  - bound == 1: every committed chunk is on `node` (verified when committed;
  *    strict mode never commits a misplaced one). bound == 0: plain memory,
  *    default policy, never bound; `node` is only the creator's CPU node.
@@ -146,6 +151,13 @@ _Static_assert(__builtin_offsetof(nd_segment, pages) + sizeof(nd_page) <= ND_HUG
 extern uint8_t   nd_segmap[ND_SEGMAP_SIZE] nd_hidden;
 extern uintptr_t nd_seg_secret nd_hidden;
 
+/* The segment whose 4 MiB-aligned start is at or below p: the owner of any
+   pointer into a small, medium or large page, and of a page descriptor. */
+static inline nd_segment *nd_seg_base(const void *p)
+{
+    return (nd_segment *)((uintptr_t)p & ~(uintptr_t)ND_SEG_MASK);
+}
+
 /* The segment a pointer belongs to, or NULL if it is not nodal's. */
 static inline nd_segment *nd_seg_of(const void *p)
 {
@@ -158,7 +170,8 @@ static inline nd_segment *nd_seg_of(const void *p)
     return (nd_segment *)((a & ~(uintptr_t)ND_SEG_MASK) - (uintptr_t)(v - 1) * ND_SEG_SIZE);
 }
 
-static inline bool nd_seg_is_valid(const nd_segment *s)
+/* Does s carry this process's cookie (a segment nodal mapped)? */
+static inline bool nd_seg_cookie_ok(const nd_segment *s)
 {
     return s->cookie == ((uintptr_t)s ^ nd_seg_secret);
 }
@@ -180,13 +193,6 @@ static inline uint8_t *nd_seg_page_area(nd_segment *s, unsigned i, size_t *size)
         start = (uint8_t *)s + ND_SEG_HEADER_SIZE;
     *size = (size_t)(end - start);
     return start;
-}
-
-/* Block index of p in page pg (exact for every offset in a segment). */
-static inline size_t nd_page_block_index(const nd_page *pg, const void *p)
-{
-    uint64_t off = (uint64_t)((uintptr_t)p - (uintptr_t)pg->start);
-    return (size_t)(((__uint128_t)off * pg->recip) >> 64);
 }
 
 void nd_seg_init(void) nd_hidden;
@@ -211,8 +217,7 @@ static inline uint64_t nd_seg_chunks(const nd_segment *s, const void *p, size_t 
     size_t last = ((uintptr_t)p - (uintptr_t)s + len - 1) >> ND_CHUNK_SHIFT;
     if (last >= 64)
         last = 63;
-    uint64_t hi = last == 63 ? ~(uint64_t)0 : (((uint64_t)1 << (last + 1)) - 1);
-    return hi & ~(((uint64_t)1 << first) - 1);
+    return nd_mask_range((unsigned)first, (unsigned)last);
 }
 
 static inline int nd_seg_commit(nd_segment *s, const void *p, size_t len)
@@ -221,27 +226,25 @@ static inline int nd_seg_commit(nd_segment *s, const void *p, size_t len)
     return todo == 0 ? 0 : nd_seg_commit_slow(s, todo);
 }
 
-/* Huge blocks: a segment of their own. nodes==NULL: bound to node when
-   bound, else plain; nodes!=NULL: interleaved over that mask. */
-void *nd_huge_alloc(size_t size, size_t alignment, int node, bool bound, const uint64_t *interleave) nd_hidden;
-void  nd_huge_free(nd_segment *s) nd_hidden;
-size_t nd_huge_usable(const nd_segment *s, const void *p) nd_hidden;
-/* Resizes a plain huge block in place or by moving its mapping; NULL if it
-   cannot (the caller then copies). */
-void *nd_huge_realloc(nd_segment *s, void *p, size_t size) nd_hidden;
+/* Adds (or, negative, removes) the bytes of a mapping of s to the mapped
+   gauges (process and node) and their peak. */
+void nd_seg_gauge_mapped(const nd_segment *s, long delta) nd_hidden;
+/* Sets the segment map for the 4 MiB chunk holding addr (0: not nodal's). */
+void nd_segmap_set(const void *addr, unsigned value) nd_hidden;
+/* Binds [p, p+size) to `node` (MPOL_PREFERRED); 0 or -1 with errno. */
+int  nd_seg_bind_node(void *p, size_t size, int node) nd_hidden;
+/* A new mapping [p, p+size) for node-bound memory: bound to node (before
+   anything touches it), transparent huge pages asked for if the option
+   says so, and its first `commit` bytes committed. 0, or -1 with errno. */
+int  nd_seg_place_new(void *p, size_t size, int node, size_t commit) nd_hidden;
+/* Populates [p, p+len) of node-bound memory and checks (migrating strays)
+   that every OS page is on `node`: 0, or -1 with errno = ENOMEM when strict
+   placement failed (the range is then purged). */
+int  nd_seg_commit_bound(uint8_t *p, size_t len, int node) nd_hidden;
 
-/* Gauges (bytes), maintained with relaxed atomics on slow paths. */
-typedef struct nd_seg_gauges {
-    size_t mapped, committed, returned, segments, huge_count, huge_bytes;
-    size_t peak_mapped;
-    size_t active, peak_active;  /* bytes in in-use pages, large and huge blocks */
-    size_t node_mapped[ND_MAX_NODES][2];   /* [node][bound] */
-    size_t fallback_pages;      /* node-bound OS pages placed off-node in preferred mode */
-    size_t strict_failures;     /* commits refused because the node was full */
-} nd_seg_gauges;
-extern nd_seg_gauges nd_seg_gauge nd_hidden;
-/* Adds (or, negative, removes) active or mapped bytes and updates the peak. */
-void nd_gauge_active(long delta) nd_hidden;
-void nd_gauge_mapped(const nd_segment *s, long delta) nd_hidden;
+/* Debug check of the invariants above struct nd_segment that the segment
+   itself can tell (cookie, masks, counts, the segment map); true when they
+   hold. Cost: O(pages). */
+bool nd_seg_is_valid(const nd_segment *s) nd_hidden;
 
 #endif /* ND_SEGMENT_H */

@@ -1,7 +1,9 @@
 /*
- * stats.c - statistics: gathers the per-thread counters (heap.c), the
- * segment gauges (segment.c) and the node caches (node.c) into one
- * snapshot, and prints it as text or JSON; nodal_memory_info_get,
+ * stats.c - statistics reports: gathers the per-thread counters
+ * (thread.c), the process gauges (counters.h) and the node caches (node.c)
+ * into one snapshot, and prints it as text, JSON or one summary line, all
+ * three generated from the one table in counters.h; hints drawn from the
+ * snapshot; the report at exit (option stats); nodal_memory_info_get,
  * nodal_collect, nodal_option_get and nodal_version.
  *
  * Nothing here allocates: output goes through a fixed buffer to a FILE, to
@@ -11,85 +13,107 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
-#include "alloc.h"
 #include "init.h"
 #include "meta.h"
 #include "node.h"
-#include "page.h"
+#include "options.h"
+#include "os.h"
+#include "thread.h"
 #include "topo.h"
 
 /* ---- snapshot --------------------------------------------------------------- */
 
 typedef struct nd_snapshot {
-    nd_cls_totals cls[ND_CLASS_COUNT];
-    size_t        pages[ND_CLASS_COUNT];
-    nd_heap_stats hs;
-    nd_seg_gauges g;
-    size_t        threads;
-    size_t        meta;
-    size_t        rss, rss_peak;
-    /* derived */
-    uint64_t      requests, frees;
-    size_t        allocated, small_allocated;
+    nd_snap_totals t;
+    nd_snap_class  cls[ND_CLASS_COUNT];
+    nd_snap_node   node[ND_MAX_NODES];   /* by position in nd_topo.mem_ids */
 } nd_snapshot;
 
-/* Counters at the last nodal_stats_reset() (subtracted from reports). */
-static nd_cls_totals nd_base_cls[ND_CLASS_COUNT];
-static nd_heap_stats nd_base_hs;
+/* The snapshot at the last nodal_stats_reset() (its counters are
+   subtracted from reports). */
+static nd_snapshot nd_base;
+static int nd_base_set;
+/* Lock order: nd_report_lock -> nd_stats_lock -> the thread list lock. */
+static nd_lock_t nd_report_lock = ND_LOCK_INIT;
 static nd_lock_t nd_stats_lock = ND_LOCK_INIT;
+
+static size_t nd_class_page_size(unsigned c)
+{
+    return nd_class_is_small(c) ? ND_SMALL_PAGE_SIZE : ND_MEDIUM_PAGE_SIZE;
+}
+
+#define ND_READ_GAUGE(n, k, sc, so, u, l, m)                                            \
+    ND_SEL(sc, so)(, , s->t.n = nd_load_relaxed(&nd_gauge.n);,                           \
+                   for (unsigned c_ = 0; c_ < ND_CLASS_COUNT; c_++)                      \
+                       s->cls[c_].n = nd_load_relaxed(&nd_gauge.n[c_]);,                 \
+                   for (int i_ = 0; i_ < nd_topo.mem_count; i_++)                       \
+                       s->node[i_].n = nd_load_relaxed(&nd_gauge.n[nd_topo.mem_ids[i_]]);)
+
+#define ND_SUB_COUNTER(n, k, sc, so, u, l, m)                                           \
+    ND_IF_##sc(ND_IFK_##k(s->t.n -= b->t.n;),                                             \
+               ND_IFK_##k(for (unsigned c_ = 0; c_ < ND_CLASS_COUNT; c_++)               \
+                              s->cls[c_].n -= b->cls[c_].n;), )
 
 static void nd_snapshot_take(nd_snapshot *s, bool since_reset)
 {
     memset(s, 0, sizeof *s);
-    nd_heap_stats_sum(s->cls, &s->hs, &s->threads);
-    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
-        s->pages[c] = nd_load_relaxed(&nd_page_gauge[c]);
-    const size_t *gsrc = (const size_t *)&nd_seg_gauge;
-    size_t *gdst = (size_t *)&s->g;
-    for (size_t i = 0; i < sizeof s->g / sizeof(size_t); i++)
-        gdst[i] = nd_load_relaxed(&gsrc[i]);
-    s->meta = nd_meta_mapped();
-    nd_os_rss(&s->rss, &s->rss_peak);
-    /* Bytes in live blocks, from all-time totals (before any reset). */
+    size_t threads = 0;
+    nd_thread_stats_sum(s->cls, &s->t, &threads);
+    ND_STATS_TABLE(ND_READ_GAUGE)
+    /* Derived fields, from all-time counters. */
+    s->t.threads = threads;
+    s->t.metadata = nd_meta_mapped();
+    s->t.mapped = s->t.segment_bytes + s->t.metadata;
+    s->t.peak_mapped = s->t.peak_segment_bytes + s->t.metadata;   /* metadata only grows */
+    nd_os_rss(&s->t.rss, &s->t.peak_rss);
+    uint64_t small = 0;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
-        uint64_t live = s->cls[c].requests > s->cls[c].frees ? s->cls[c].requests - s->cls[c].frees : 0;
-        s->small_allocated += (size_t)live * nd_class_size[c];
+        nd_snap_class *k = &s->cls[c];
+        uint64_t live = k->requests > k->frees ? k->requests - k->frees : 0;
+        k->bytes_in_use = live * nd_class_size[c];
+        double room = (double)k->pages * (double)nd_class_page_size(c);
+        double used = (double)(live + k->cached) * nd_class_size[c];
+        k->utilization = room > 0 ? (used > room ? 1.0 : used / room) : 0;
+        small += k->bytes_in_use;
+        s->t.requests += k->requests;
+        s->t.frees += k->frees;
+        s->t.remote_frees += k->remote_frees;
     }
-    size_t large_live = s->hs.large_bytes_alloc > s->hs.large_bytes_freed
-                      ? (size_t)(s->hs.large_bytes_alloc - s->hs.large_bytes_freed) : 0;
-    s->allocated = s->small_allocated + large_live + s->g.huge_bytes;
+    uint64_t large_live = s->t.large_bytes_allocated > s->t.large_bytes_freed
+                        ? s->t.large_bytes_allocated - s->t.large_bytes_freed : 0;
+    s->t.allocated = small + large_live + s->t.huge_bytes;
+    s->t.requests += s->t.large_allocs + s->t.huge_allocs;
+    s->t.frees += s->t.large_frees + s->t.huge_frees;
+    for (int i = 0; i < nd_topo.mem_count; i++) {
+        nd_node_counts plain, bound;
+        nd_node_counts_get(nd_topo.mem_ids[i], false, &plain);
+        nd_node_counts_get(nd_topo.mem_ids[i], true, &bound);
+        s->node[i].plain_cached_segments = plain.cached;
+        s->node[i].bound_cached_segments = bound.cached;
+        s->node[i].plain_abandoned_segments = plain.abandoned;
+        s->node[i].bound_abandoned_segments = bound.abandoned;
+    }
     if (since_reset) {
         nd_lock(&nd_stats_lock);
-        for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
-            uint64_t *d = (uint64_t *)&s->cls[c];
-            const uint64_t *b = (const uint64_t *)&nd_base_cls[c];
-            for (size_t i = 0; i < sizeof(nd_cls_totals) / 8; i++)
-                if (i != offsetof(nd_cls_totals, cached) / 8)
-                    d[i] -= b[i];
+        if (nd_base_set) {
+            const nd_snapshot *b = &nd_base;
+            ND_STATS_TABLE(ND_SUB_COUNTER)
         }
-        uint64_t *d = (uint64_t *)&s->hs;
-        const uint64_t *b = (const uint64_t *)&nd_base_hs;
-        for (size_t i = 0; i < sizeof(nd_heap_stats) / 8; i++)
-            d[i] -= b[i];
         nd_unlock(&nd_stats_lock);
     }
-    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
-        s->requests += s->cls[c].requests;
-        s->frees += s->cls[c].frees;
-    }
-    s->requests += s->hs.large_allocs + s->hs.huge_allocs;
-    s->frees += s->hs.large_frees + s->hs.huge_frees;
 }
 
 nd_public void nodal_stats_reset(void)
 {
-    nd_snapshot s;
+    static nd_snapshot s;   /* large: not on the caller's stack */
     nd_process_ensure();
+    nd_lock(&nd_report_lock);
     nd_snapshot_take(&s, false);
     nd_lock(&nd_stats_lock);
-    memcpy(nd_base_cls, s.cls, sizeof nd_base_cls);
-    nd_base_hs = s.hs;
+    nd_base = s;
+    nd_base_set = 1;
     nd_unlock(&nd_stats_lock);
+    nd_unlock(&nd_report_lock);
 }
 
 /* ---- output ------------------------------------------------------------------ */
@@ -151,12 +175,13 @@ static void __attribute__((format(printf, 2, 3))) nd_outf(nd_out *o, const char 
         nd_out_write(o, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
 
-static size_t nd_class_page_size(unsigned c)
-{
-    return nd_class_size[c] <= ND_SMALL_MAX ? ND_SMALL_PAGE_SIZE : ND_MEDIUM_PAGE_SIZE;
-}
+/* A field's value, typed by its unit. */
+typedef struct nd_val { uint64_t u; double d; } nd_val;
+#define ND_VAL_COUNT(x) ((nd_val){ .u = (uint64_t)(x) })
+#define ND_VAL_BYTES(x) ((nd_val){ .u = (uint64_t)(x) })
+#define ND_VAL_RATIO(x) ((nd_val){ .d = (double)(x) })
 
-/* Human-readable sizes: "12.3 MiB". */
+/* Human-readable bytes: "12.3 MiB". */
 static const char *nd_human(char *buf, size_t len, double v)
 {
     const char *units[] = { "B", "KiB", "MiB", "GiB", "TiB" };
@@ -169,163 +194,273 @@ static const char *nd_human(char *buf, size_t len, double v)
     return buf;
 }
 
+/* A value as text: bytes human-readable when `human`, ratios as percent. */
+static const char *nd_fmt(char *buf, size_t len, int unit, nd_val v, bool human)
+{
+    if (unit == ND_UNIT_RATIO)
+        snprintf(buf, len, human ? "%.1f%%" : "%.4f", human ? 100.0 * v.d : v.d);
+    else if (unit == ND_UNIT_BYTES && human)
+        nd_human(buf, len, (double)v.u);
+    else
+        snprintf(buf, len, "%llu", (unsigned long long)v.u);
+    return buf;
+}
+
+static void nd_field(nd_out *o, const char *sep, const char *name, int unit, nd_val v, bool human,
+                     const char *eq)
+{
+    char b[48];
+    nd_outf(o, "%s%s%s%s", sep, name, eq, nd_fmt(b, sizeof b, unit, v, human));
+}
+
+/* ---- the summary line ------------------------------------------------------------- */
+
+#define ND_BRIEF(n, k, sc, so, u, l, m) \
+    ND_IF_##sc(if (l >= 2) nd_field(o, " ", #n, ND_UNIT_##u, ND_VAL_##u(s->t.n), false, "=");, , )
+
 static void nd_print_brief(nd_out *o, const nd_snapshot *s)
 {
-    nd_outf(o, "nodal: mallocs=%llu frees=%llu allocated=%zu active=%zu mapped=%zu rss=%zu peak_rss=%zu"
-               " threads=%zu remote_frees=%llu node_fallback_pages=%zu\n",
-            (unsigned long long)s->requests, (unsigned long long)s->frees, s->allocated, s->g.active,
-            s->g.mapped + s->meta, s->rss, s->rss_peak, s->threads,
-            (unsigned long long)s->hs.remote_frees, s->g.fallback_pages);
+    char prog[64];
+    nd_os_program_name(prog, sizeof prog);
+    nd_outf(o, "nodal: pid=%ld program=%s", nd_os_pid(), prog);
+    ND_STATS_TABLE(ND_BRIEF)
+    nd_outf(o, "\n");
 }
+
+/* ---- hints ---------------------------------------------------------------------- */
+
+/* One hint: a text line, or a JSON string in an array. */
+static void __attribute__((format(printf, 4, 5))) nd_hint(nd_out *o, int *n, const char *indent, const char *fmt, ...)
+{
+    char line[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (indent != NULL)
+        nd_outf(o, "%s%s\n", indent, line);
+    else
+        nd_outf(o, "%s\"%s\"", *n ? "," : "", line);   /* the texts hold no quote or backslash */
+    (*n)++;
+}
+
+/* Advice that fires on measured thresholds, each naming the option to
+   change: text lines (indent != NULL) or JSON strings. Returns how many. */
+static int nd_print_hints(nd_out *o, const nd_snapshot *s, const char *indent)
+{
+    int n = 0;
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        const nd_snap_class *k = &s->cls[c];
+        if (k->requests >= 10000 && k->fills * 64 > k->requests)
+            nd_hint(o, &n, indent, "class %u B: the thread cache was refilled every %.0f requests (fills/requests "
+                            "above 1/64): raise tcache_count (now %ld) or tcache_bytes (now %ld)",
+                         nd_class_size[c], (double)k->requests / (double)k->fills,
+                         nd_opt(ND_OPT_tcache_count), nd_opt(ND_OPT_tcache_bytes));
+        if (k->frees >= 10000 && k->flushes * 64 > k->frees)
+            nd_hint(o, &n, indent, "class %u B: the thread cache overflowed every %.0f frees (flushes/frees above "
+                            "1/64): raise tcache_count (now %ld) or tcache_bytes (now %ld)",
+                         nd_class_size[c], (double)k->frees / (double)k->flushes,
+                         nd_opt(ND_OPT_tcache_count), nd_opt(ND_OPT_tcache_bytes));
+        if (k->direct_allocs >= 10000 && k->direct_allocs * 2 > k->requests)
+            nd_hint(o, &n, indent, "class %u B: %llu blocks came straight from pages, without a thread cache: "
+                            "raise tcache_max (now %ld) to at least %u",
+                         nd_class_size[c], (unsigned long long)k->direct_allocs,
+                         nd_opt(ND_OPT_tcache_max), nd_class_size[c]);
+        if (k->pages >= 16 && k->utilization < 0.25)
+            nd_hint(o, &n, indent, "class %u B: %llu pages hold blocks at %.1f%% use: memory freed in a scattered "
+                            "pattern stays in pages until they empty; nodal_collect(1) or a shorter purge_delay "
+                            "(now %ld ms) returns empty ones sooner",
+                         nd_class_size[c], (unsigned long long)k->pages, 100.0 * k->utilization,
+                         nd_opt(ND_OPT_purge_delay));
+    }
+    if (s->t.node_fallback_pages > 0)
+        nd_hint(o, &n, indent, "%llu OS pages of node-targeted memory are on another node than asked (a node was "
+                        "full; node_fallback=preferred): node_fallback=strict makes such requests fail instead",
+                     (unsigned long long)s->t.node_fallback_pages);
+    if (s->t.strict_failures > 0)
+        nd_hint(o, &n, indent, "%llu node-targeted requests failed because their node was full "
+                        "(node_fallback=strict): node_fallback=preferred lets them use other nodes (counted)",
+                     (unsigned long long)s->t.strict_failures);
+    return n;
+}
+
+/* ---- text -------------------------------------------------------------------- */
+
+#define ND_TEXT_TOTAL(n, k, sc, so, u, l, m)                                                 \
+    ND_IF_##sc(if (l >= 1) {                                                                    \
+        nd_fmt(b, sizeof b, ND_UNIT_##u, ND_VAL_##u(s->t.n), true);                             \
+        nd_outf(o, "  %-20s %14s%s", #n, b, (++col % 3) == 0 ? "\n" : "");                     \
+    }, , )
+#define ND_TEXT_CLASS_HEAD(n, k, sc, so, u, l, m) ND_IF_##sc(, if (l >= 1) nd_outf(o, " %12s", #n);, )
+#define ND_TEXT_CLASS_ROW(n, k, sc, so, u, l, m) \
+    ND_IF_##sc(, if (l >= 1) nd_outf(o, " %12s", nd_fmt(b, sizeof b, ND_UNIT_##u, ND_VAL_##u(cl->n), true));, )
+#define ND_TEXT_NODE_HEAD(n, k, sc, so, u, l, m) ND_IF_##sc(, , if (l >= 1) nd_outf(o, " %14s", #n);)
+#define ND_TEXT_NODE_ROW(n, k, sc, so, u, l, m) \
+    ND_IF_##sc(, , if (l >= 1) nd_outf(o, " %14s", nd_fmt(b, sizeof b, ND_UNIT_##u, ND_VAL_##u(nd->n), true));)
 
 static void nd_print_text(nd_out *o, const nd_snapshot *s)
 {
-    char a[32], b[32], c[32], d[32], e[32];
+    char b[48], prog[64];
+    int col = 0;
     nd_print_brief(o, s);
-    nd_outf(o, "nodal %d.%d.%d statistics\n", NODAL_VERSION_MAJOR, NODAL_VERSION_MINOR, NODAL_VERSION_PATCH);
-    nd_outf(o, "  allocated %s   active %s (peak %s)   mapped %s (peak %s)\n",
-            nd_human(a, sizeof a, (double)s->allocated), nd_human(b, sizeof b, (double)s->g.active),
-            nd_human(c, sizeof c, (double)s->g.peak_active), nd_human(d, sizeof d, (double)(s->g.mapped + s->meta)),
-            nd_human(e, sizeof e, (double)(s->g.peak_mapped + s->meta)));
-    nd_outf(o, "  committed %s   returned to OS %s   segments %zu   metadata %s\n",
-            nd_human(a, sizeof a, (double)s->g.committed), nd_human(b, sizeof b, (double)s->g.returned),
-            s->g.segments, nd_human(c, sizeof c, (double)s->meta));
-    nd_outf(o, "  process rss %s (peak %s)   threads %zu   remote frees %llu\n",
-            nd_human(a, sizeof a, (double)s->rss), nd_human(b, sizeof b, (double)s->rss_peak), s->threads,
-            (unsigned long long)s->hs.remote_frees);
-    nd_outf(o, "  %6s %12s %12s %10s %10s %7s %12s %8s %6s\n", "size", "requests", "frees", "fills",
-            "flushes", "pages", "in use", "cached", "util");
-    for (unsigned i = 0; i < ND_CLASS_COUNT; i++) {
-        const nd_cls_totals *t = &s->cls[i];
-        if (t->requests == 0 && t->frees == 0 && s->pages[i] == 0)
+    nd_os_program_name(prog, sizeof prog);
+    nd_outf(o, "nodal %s statistics of pid %ld (%s)\n", NODAL_VERSION_STRING, nd_os_pid(), prog);
+    ND_STATS_TABLE(ND_TEXT_TOTAL)
+    if (col % 3 != 0)
+        nd_outf(o, "\n");
+    nd_outf(o, "  (active and mapped are address space nodal holds; rss is what is resident)\n");
+    nd_outf(o, "  %8s", "size");
+    ND_STATS_TABLE(ND_TEXT_CLASS_HEAD)
+    nd_outf(o, "\n");
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        const nd_snap_class *cl = &s->cls[c];
+        if (cl->requests == 0 && cl->frees == 0 && cl->pages == 0)
             continue;
-        uint64_t live = t->requests > t->frees ? t->requests - t->frees : 0;
-        double cap = (double)s->pages[i] * (double)nd_class_page_size(i);
-        double util = cap > 0 ? 100.0 * (double)live * nd_class_size[i] / cap : 0;
-        nd_outf(o, "  %6u %12llu %12llu %10llu %10llu %7zu %12s %8llu %5.1f%%\n", nd_class_size[i],
-                (unsigned long long)t->requests, (unsigned long long)t->frees, (unsigned long long)t->fills,
-                (unsigned long long)t->flushes, s->pages[i], nd_human(a, sizeof a, (double)live * nd_class_size[i]),
-                (unsigned long long)t->cached, util > 100 ? 100.0 : util);
+        nd_outf(o, "  %8u", nd_class_size[c]);
+        ND_STATS_TABLE(ND_TEXT_CLASS_ROW)
+        nd_outf(o, "\n");
     }
-    nd_outf(o, "  large: %llu allocs, %llu frees, %s in use\n", (unsigned long long)s->hs.large_allocs,
-            (unsigned long long)s->hs.large_frees,
-            nd_human(a, sizeof a, (double)(s->hs.large_bytes_alloc - s->hs.large_bytes_freed)));
-    nd_outf(o, "  huge:  %llu allocs, %llu frees, %zu live (%s)\n", (unsigned long long)s->hs.huge_allocs,
-            (unsigned long long)s->hs.huge_frees, s->g.huge_count, nd_human(b, sizeof b, (double)s->g.huge_bytes));
-    nd_outf(o, "  nodes: fallback pages %zu, strict failures %zu\n", s->g.fallback_pages, s->g.strict_failures);
+    nd_outf(o, "  %8s", "node");
+    ND_STATS_TABLE(ND_TEXT_NODE_HEAD)
+    nd_outf(o, "\n");
     for (int i = 0; i < nd_topo.mem_count; i++) {
-        int n = nd_topo.mem_ids[i];
-        nd_node_counts plain, bound;
-        nd_node_counts_get(n, false, &plain);
-        nd_node_counts_get(n, true, &bound);
-        nd_outf(o, "    node %d%s: plain mapped %s (cached segments %zu, abandoned %zu); bound mapped %s (cached %zu, abandoned %zu)\n",
-                n, (nd_topo.flags[n] & ND_NODE_HAS_CPU) ? "" : " (memory only)",
-                nd_human(a, sizeof a, (double)s->g.node_mapped[n][0]), plain.cached, plain.abandoned,
-                nd_human(b, sizeof b, (double)s->g.node_mapped[n][1]), bound.cached, bound.abandoned);
+        const nd_snap_node *nd = &s->node[i];
+        int id = nd_topo.mem_ids[i];
+        nd_outf(o, "  %8d", id);
+        ND_STATS_TABLE(ND_TEXT_NODE_ROW)
+        nd_outf(o, "%s\n", (nd_topo.flags[id] & ND_NODE_HAS_CPU) ? "" : "  (memory only)");
+    }
+    nd_outf(o, "  hints:\n");
+    if (nd_print_hints(o, s, "    ") == 0)
+        nd_outf(o, "    none\n");
+}
+
+/* ---- JSON -------------------------------------------------------------------- */
+
+#define ND_JSON_TOTAL(n, k, sc, so, u, l, m) \
+    ND_IF_##sc(nd_field(o, sep, "\"" #n "\"", ND_UNIT_##u, ND_VAL_##u(s->t.n), false, ":"); sep = ",";, , )
+#define ND_JSON_CLASS(n, k, sc, so, u, l, m) \
+    ND_IF_##sc(, nd_field(o, ",", "\"" #n "\"", ND_UNIT_##u, ND_VAL_##u(cl->n), false, ":");, )
+#define ND_JSON_NODE(n, k, sc, so, u, l, m) \
+    ND_IF_##sc(, , nd_field(o, ",", "\"" #n "\"", ND_UNIT_##u, ND_VAL_##u(nd->n), false, ":");)
+
+/* An option's value as JSON: enums by name, strings quoted. */
+static void nd_json_option(nd_out *o, int i)
+{
+    const nd_opt_desc *d = &nd_opt_table[i];
+    long v = nd_opt_values[i];
+    if (d->kind == ND_OPTK_ENUM) {
+        const char *names = d->names;
+        for (long k = 0; k < v && names != NULL; k++) {
+            names = strchr(names, '|');
+            if (names != NULL)
+                names++;
+        }
+        size_t len = names != NULL ? strcspn(names, "|") : 0;
+        nd_outf(o, "\"%.*s\"", (int)len, names != NULL ? names : "");
+    } else {
+        nd_outf(o, "%ld", v);
     }
 }
 
 static void nd_print_json(nd_out *o, const nd_snapshot *s)
 {
-    nd_outf(o, "{\"version\":\"%d.%d.%d\",", NODAL_VERSION_MAJOR, NODAL_VERSION_MINOR, NODAL_VERSION_PATCH);
-    nd_outf(o, "\"totals\":{\"requests\":%llu,\"frees\":%llu,\"allocated\":%zu,\"active\":%zu,\"peak_active\":%zu,"
-               "\"mapped\":%zu,\"peak_mapped\":%zu,\"committed\":%zu,\"returned\":%zu,\"segments\":%zu,"
-               "\"metadata\":%zu,\"rss\":%zu,\"peak_rss\":%zu,\"threads\":%zu,\"remote_frees\":%llu,"
-               "\"node_fallback_pages\":%zu,\"strict_failures\":%zu,\"reclaimed_segments\":%llu,"
-               "\"abandoned_segments\":%llu},",
-            (unsigned long long)s->requests, (unsigned long long)s->frees, s->allocated, s->g.active,
-            s->g.peak_active, s->g.mapped + s->meta, s->g.peak_mapped + s->meta, s->g.committed, s->g.returned,
-            s->g.segments, s->meta, s->rss, s->rss_peak, s->threads, (unsigned long long)s->hs.remote_frees,
-            s->g.fallback_pages, s->g.strict_failures, (unsigned long long)s->hs.reclaimed_segments,
-            (unsigned long long)s->hs.abandoned_segments);
-    nd_outf(o, "\"classes\":[");
-    for (unsigned i = 0; i < ND_CLASS_COUNT; i++) {
-        const nd_cls_totals *t = &s->cls[i];
-        uint64_t live = t->requests > t->frees ? t->requests - t->frees : 0;
-        double cap = (double)s->pages[i] * (double)nd_class_page_size(i);
-        double util = cap > 0 ? (double)live * nd_class_size[i] / cap : 0;
-        nd_outf(o, "%s{\"size\":%u,\"requests\":%llu,\"mallocs\":%llu,\"frees\":%llu,\"fills\":%llu,"
-                   "\"flushes\":%llu,\"flush_blocks\":%llu,\"remote_frees\":%llu,\"pages\":%zu,"
-                   "\"bytes_in_use\":%llu,\"cached\":%llu,\"utilization\":%.4f}",
-                i ? "," : "", nd_class_size[i], (unsigned long long)t->requests,
-                (unsigned long long)t->fill_blocks, (unsigned long long)t->frees, (unsigned long long)t->fills,
-                (unsigned long long)t->flushes, (unsigned long long)t->flush_blocks,
-                (unsigned long long)t->remote_frees, s->pages[i], (unsigned long long)(live * nd_class_size[i]),
-                (unsigned long long)t->cached, util > 1 ? 1.0 : util);
+    char prog[64];
+    const char *sep = "";
+    nd_os_program_name(prog, sizeof prog);
+    nd_outf(o, "{\"version\":\"%s\",\"pid\":%ld,\"program\":\"", NODAL_VERSION_STRING, nd_os_pid());
+    for (const char *c = prog; *c; c++)   /* comm is at most 15 bytes; escape what JSON needs */
+        nd_outf(o, (*c == '"' || *c == '\\') ? "\\%c" : ((unsigned char)*c < 0x20 ? "\\u%04x" : "%c"), *c);
+    nd_outf(o, "\",\"totals\":{");
+    ND_STATS_TABLE(ND_JSON_TOTAL)
+    nd_outf(o, "},\"classes\":[");
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        const nd_snap_class *cl = &s->cls[c];
+        nd_outf(o, "%s{\"size\":%u", c ? "," : "", nd_class_size[c]);
+        ND_STATS_TABLE(ND_JSON_CLASS)
+        nd_outf(o, "}");
     }
-    nd_outf(o, "],\"large\":{\"allocs\":%llu,\"frees\":%llu,\"bytes\":%llu},",
-            (unsigned long long)s->hs.large_allocs, (unsigned long long)s->hs.large_frees,
-            (unsigned long long)(s->hs.large_bytes_alloc - s->hs.large_bytes_freed));
-    nd_outf(o, "\"huge\":{\"allocs\":%llu,\"frees\":%llu,\"count\":%zu,\"bytes\":%zu},",
-            (unsigned long long)s->hs.huge_allocs, (unsigned long long)s->hs.huge_frees, s->g.huge_count,
-            s->g.huge_bytes);
-    nd_outf(o, "\"nodes\":[");
+    nd_outf(o, "],\"nodes\":[");
     for (int i = 0; i < nd_topo.mem_count; i++) {
-        int n = nd_topo.mem_ids[i];
-        nd_node_counts plain, bound;
-        nd_node_counts_get(n, false, &plain);
-        nd_node_counts_get(n, true, &bound);
-        nd_outf(o, "%s{\"id\":%d,\"has_cpus\":%s,\"plain_mapped\":%zu,\"bound_mapped\":%zu,"
-                   "\"plain_cached_segments\":%zu,\"bound_cached_segments\":%zu,"
-                   "\"plain_abandoned_segments\":%zu,\"bound_abandoned_segments\":%zu}",
-                i ? "," : "", n, (nd_topo.flags[n] & ND_NODE_HAS_CPU) ? "true" : "false",
-                s->g.node_mapped[n][0], s->g.node_mapped[n][1], plain.cached, bound.cached, plain.abandoned,
-                bound.abandoned);
+        const nd_snap_node *nd = &s->node[i];
+        int id = nd_topo.mem_ids[i];
+        nd_outf(o, "%s{\"id\":%d,\"has_cpus\":%s", i ? "," : "", id,
+                (nd_topo.flags[id] & ND_NODE_HAS_CPU) ? "true" : "false");
+        ND_STATS_TABLE(ND_JSON_NODE)
+        nd_outf(o, "}");
     }
     nd_outf(o, "],\"options\":{");
-    for (int i = 0; i < ND_OPT_COUNT; i++)
-        nd_outf(o, "%s\"%s\":%ld", i ? "," : "", nd_opt_table[i].name, nd_opt_values[i]);
-    nd_outf(o, "}}\n");
+    for (int i = 0; i < ND_OPT_COUNT; i++) {
+        nd_outf(o, "%s\"%s\":", i ? "," : "", nd_opt_table[i].name);
+        nd_json_option(o, i);
+    }
+    nd_outf(o, "},\"hints\":[");
+    nd_print_hints(o, s, NULL);
+    nd_outf(o, "]}\n");
 }
+
+/* ---- public entry points ----------------------------------------------------------- */
+
+static nd_snapshot nd_snap_buf;   /* reports are made one at a time, under nd_report_lock */
 
 nd_public int nodal_stats_print(FILE *out, const char *opts)
 {
     nd_process_ensure();
-    nd_snapshot s;
-    nd_snapshot_take(&s, true);
-    nd_out o;
+    nd_lock(&nd_report_lock);
+    nd_snapshot_take(&nd_snap_buf, true);
+    static nd_out o;
     memset(&o, 0, offsetof(nd_out, buf));
     o.file = out != NULL ? out : stderr;
     if (opts != NULL && strstr(opts, "json"))
-        nd_print_json(&o, &s);
+        nd_print_json(&o, &nd_snap_buf);
     else if (opts != NULL && strstr(opts, "brief"))
-        nd_print_brief(&o, &s);
+        nd_print_brief(&o, &nd_snap_buf);
     else
-        nd_print_text(&o, &s);
+        nd_print_text(&o, &nd_snap_buf);
     nd_out_flush(&o);
-    if (o.file != NULL && fflush(o.file) != 0)
-        o.err = 1;
-    return o.err ? -1 : 0;
+    int err = o.err;
+    nd_unlock(&nd_report_lock);
+    if (out != NULL && fflush(out) != 0)
+        err = 1;
+    else if (out == NULL && fflush(stderr) != 0)
+        err = 1;
+    return err ? -1 : 0;
 }
 
 nd_public size_t nodal_stats_json(char *buf, size_t len)
 {
     nd_process_ensure();
-    nd_snapshot s;
-    nd_snapshot_take(&s, true);
-    nd_out o;
+    nd_lock(&nd_report_lock);
+    nd_snapshot_take(&nd_snap_buf, true);
+    static nd_out o;
     memset(&o, 0, offsetof(nd_out, buf));
     char dummy;
     o.dst = buf != NULL ? buf : &dummy;
     o.dst_len = buf != NULL ? len : 0;
-    nd_print_json(&o, &s);
+    nd_print_json(&o, &nd_snap_buf);
+    size_t total = o.total;
+    nd_unlock(&nd_report_lock);
     if (buf != NULL && len > 0)
-        buf[o.total < len ? o.total : len - 1] = '\0';
-    return o.total;
+        buf[total < len ? total : len - 1] = '\0';
+    return total;
 }
 
-/* Called at exit when the option stats is set: straight to fd 2. */
-void nd_stats_print_exit(int mode)
+/* The report at exit when the option stats is set: straight to fd 2 (a
+   duplicate kept at start-up: programs close stderr at exit). */
+__attribute__((destructor(101))) static void nd_stats_at_exit(void)
 {
-    nd_snapshot s;
-    nd_snapshot_take(&s, false);
-    nd_out o;
+    if (nd_load_acquire(&nd_process_state) != 2 || nd_opt(ND_OPT_stats) <= 0)
+        return;
+    nd_lock(&nd_report_lock);
+    nd_snapshot_take(&nd_snap_buf, false);
+    static nd_out o;
     memset(&o, 0, offsetof(nd_out, buf));
-    if (mode >= 2)
-        nd_print_json(&o, &s);
+    if (nd_opt(ND_OPT_stats) >= 2)
+        nd_print_json(&o, &nd_snap_buf);
     else
-        nd_print_text(&o, &s);
+        nd_print_text(&o, &nd_snap_buf);
     nd_out_flush(&o);
+    nd_unlock(&nd_report_lock);
 }
 
 nd_public int nodal_memory_info_get(nodal_memory_info *info)
@@ -335,28 +470,28 @@ nd_public int nodal_memory_info_get(nodal_memory_info *info)
         return -1;
     }
     nd_process_ensure();
-    nd_snapshot s;
-    nd_snapshot_take(&s, false);
+    nd_lock(&nd_report_lock);
+    nd_snapshot_take(&nd_snap_buf, false);
+    const nd_snap_totals *t = &nd_snap_buf.t;
     memset(info, 0, sizeof *info);
-    info->allocated = s.allocated;
-    info->active = s.g.active;
-    info->mapped = s.g.mapped + s.meta;
-    info->committed = s.g.committed;
-    info->returned = s.g.returned;
-    info->peak_active = s.g.peak_active;
-    info->peak_mapped = s.g.peak_mapped + s.meta;   /* metadata only grows */
-    info->segments = s.g.segments;
-    info->rss_current = s.rss;
-    info->rss_peak = s.rss_peak;
+    info->allocated = t->allocated;
+    info->active = t->active;
+    info->mapped = t->mapped;
+    info->committed = t->committed;
+    info->returned = t->returned;
+    info->peak_active = t->peak_active;
+    info->peak_mapped = t->peak_mapped;
+    info->segments = t->segments;
+    info->rss_current = t->rss;
+    info->rss_peak = t->peak_rss;
+    nd_unlock(&nd_report_lock);
     return 0;
 }
 
 nd_public void nodal_collect(int force)
 {
     nd_process_ensure();
-    nd_heap *h = nd_tls_heap;
-    if (h->kind == ND_HEAP_NORMAL)
-        nd_heap_collect(h, force != 0);
+    nd_thread_collect(force != 0);
     nd_node_maintain(force ? ND_SWEEP_ALL : ND_SWEEP_EXPIRED);
 }
 
@@ -372,5 +507,5 @@ nd_public long nodal_option_get(const char *name)
 
 nd_public const char *nodal_version(void)
 {
-    return "nodal 0.1.0";
+    return "nodal " NODAL_VERSION_STRING;
 }

@@ -2,29 +2,37 @@
  * stats.c - nodal's statistics tell the truth about a known workload, and
  * their JSON form is valid JSON.
  *
- * STATS-SCHEMA: the names this file relies on, in one place so they are easy
- * to adjust when the statistics land (issue 5):
- *   nodal_stats_json() -> { "version": .., "totals": {..},
+ * STATS-SCHEMA: the names this file relies on (src/counters.h is the one
+ * table they come from; README.md lists them):
+ *   nodal_stats_json() -> { "version": .., "pid": N, "program": "..",
+ *                           "totals": { "requests": N, ... },
  *                           "classes": [ { "size": S, "requests": N,
  *                                          "frees": N, ... }, ... ],
- *                           "large": {..}, "huge": {..}, "nodes": [..],
- *                           "options": {..} }
- *   nodal_stats_print(f, "brief") -> one line "nodal: key=value ... mallocs=N ..."
+ *                           "nodes": [..], "options": {..}, "hints": [..] }
+ *   nodal_stats_print(f, "brief") -> one line
+ *                           "nodal: pid=N program=P requests=N frees=N ..."
+ *   nodal_stats_print(f, NULL) -> the text report: the brief line, then
+ *                           "name value" pairs of totals, a table of classes
+ *                           whose header names the columns, nodes, hints
  *
  * Linked against the prefix library: the test's own stdio keeps the system
  * malloc, so between two snapshots only the test's nodal_* calls count.
  */
+#define _GNU_SOURCE
 #include <stdint.h>
+#include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 #include "json.h"
 #include "nodal.h"
+#include "proc.h"
 
 #define KEY_CLASSES  "classes"
 #define KEY_SIZE     "size"
 #define KEY_REQUESTS "requests"
 #define KEY_FREES    "frees"
-#define TOP_LEVEL_KEYS { "version", "totals", "classes", "large", "huge", "nodes", "options" }
+#define TOP_LEVEL_KEYS { "version", "pid", "program", "totals", "classes", "nodes", "options", "hints" }
 
 #define JSON_CAP ((size_t)4 << 20)
 #define POOL_CAP 200000
@@ -185,26 +193,158 @@ static void stats_json_reports_its_length_like_snprintf(void)
     }
 }
 
+/* Prints the report `how` (NULL for text) into buf. */
+static void print_report(const char *how, char *buf, size_t cap)
+{
+    FILE *f = fmemopen(buf, cap - 1, "w");
+    EXPECT(f != NULL, "fmemopen to work");
+    EXPECT(nodal_stats_print(f, how) == 0, "nodal_stats_print(f, \"%s\") to return 0", how ? how : "NULL");
+    long len = ftell(f);
+    fclose(f);
+    buf[len > 0 ? len : 0] = '\0';
+}
+
 /* STATS-SCHEMA: the brief summary line. */
-static void stats_print_brief_is_one_summary_line_with_mallocs(void)
+static void stats_print_brief_is_one_summary_line_with_requests(void)
 {
     void *p = nodal_malloc(64);
     nodal_free(p);
     static char text[8192];
-    FILE *f = fmemopen(text, sizeof text - 1, "w");
-    EXPECT(f != NULL, "fmemopen to work");
-    EXPECT(nodal_stats_print(f, "brief") == 0, "nodal_stats_print(f, \"brief\") to return 0");
-    long len = ftell(f);
-    fclose(f);
-    text[len > 0 ? len : 0] = '\0';
+    print_report("brief", text, sizeof text);
     EXPECT(strncmp(text, "nodal: ", 7) == 0,
            "the brief statistics to start with \"nodal: \", got \"%.80s\"", text);
     char *nl = strchr(text, '\n');
     EXPECT(nl == NULL || nl[1] == '\0', "the brief statistics to be one line, got \"%s\"", text);
-    const char *m = strstr(text, " mallocs=");
-    EXPECT(m != NULL, "the brief statistics to have a mallocs= field, got \"%s\"", text);
-    EXPECT(strtoull(m + 9, NULL, 10) > 0, "mallocs= to be non-zero after a nodal_malloc, got \"%s\"",
+    const char *m = strstr(text, " requests=");
+    EXPECT(m != NULL, "the brief statistics to have a requests= field, got \"%s\"", text);
+    EXPECT(strtoull(m + 10, NULL, 10) > 0, "requests= to be non-zero after a nodal_malloc, got \"%s\"",
            text);
+    char want[64];
+    snprintf(want, sizeof want, "nodal: pid=%ld ", (long)getpid());
+    EXPECT(strncmp(text, want, strlen(want)) == 0, "the brief line to start with \"%s\", got \"%.80s\"",
+           want, text);
+    EXPECT(strstr(text, " program=api_stats") != NULL, "the brief line to name the program, got \"%s\"", text);
+}
+
+/* Every report names its process, and the JSON's pid is this process. */
+static void stats_reports_name_their_pid_and_program(void)
+{
+    const struct nd_json *root = snapshot(json_a, pool_a);
+    EXPECT(member_number(root, "pid", "the statistics JSON") == (double)getpid(),
+           "the JSON's pid to be %ld", (long)getpid());
+    const struct nd_json *prog = nd_json_get(root, "program");
+    /* The program is api_stats, or api_stats_san in the sanitizer builds. */
+    EXPECT(prog && prog->type == ND_JSON_STRING && prog->len >= 9 && strncmp(prog->str, "api_stats", 9) == 0,
+           "the JSON's program to be \"api_stats\"");
+    static char text[1 << 16];
+    print_report(NULL, text, sizeof text);
+    char want[96];
+    snprintf(want, sizeof want, "statistics of pid %ld (api_stats", (long)getpid());
+    EXPECT(strstr(text, want) != NULL, "the text report to say \"%s\", got \"%.300s\"", want, text);
+}
+
+/* The summary line, the text report and the JSON use one vocabulary: every
+   name the line and the text show is a key of the JSON. */
+static void stats_names_agree_across_brief_text_and_json(void)
+{
+    void *p = nodal_malloc(100);
+    const struct nd_json *root = snapshot(json_a, pool_a);
+    const struct nd_json *totals = nd_json_get(root, "totals");
+    EXPECT(totals && totals->type == ND_JSON_OBJECT, "the JSON to have an object \"totals\"");
+    const struct nd_json *cls = class_of(root, 100);
+    static char text[1 << 16];
+    print_report("brief", text, sizeof text);
+    int checked = 0;
+    for (char *t = strtok(text, " \n"); t; t = strtok(NULL, " \n")) {
+        char *eq = strchr(t, '=');
+        if (eq == NULL || strncmp(t, "pid=", 4) == 0 || strncmp(t, "program=", 8) == 0)
+            continue;
+        *eq = '\0';
+        EXPECT(nd_json_get(totals, t) != NULL, "the brief line's \"%s\" to be a key of the JSON totals", t);
+        checked++;
+    }
+    EXPECT(checked >= 5, "the brief line to have several fields, found %d", checked);
+    print_report(NULL, text, sizeof text);
+    /* The class table's header: the line starting with "size". */
+    char *head = strstr(text, "\n      size ");
+    EXPECT(head != NULL, "the text report to have a class table headed \"size ...\", got \"%.400s\"", text);
+    char *end = strchr(head + 1, '\n');
+    *end = '\0';
+    int cols = 0;
+    for (char *t = strtok(head + 1, " "); t; t = strtok(NULL, " ")) {
+        if (strcmp(t, "size") == 0)
+            continue;
+        EXPECT(nd_json_get(cls, t) != NULL, "the text report's class column \"%s\" to be a key of a JSON class", t);
+        cols++;
+    }
+    EXPECT(cols >= 5, "the class table to have several columns, found %d", cols);
+    nodal_free(p);
+}
+
+/* Blocks waiting in a thread cache are available, not wasted: freeing
+   blocks into the cache leaves the class's utilization where it was while
+   they were live. */
+static void stats_utilization_counts_cached_blocks_as_available(void)
+{
+    enum { N = 200 };
+    static void *b[N];
+    for (int i = 0; i < N; i++)
+        b[i] = nodal_malloc(48);
+    const struct nd_json *live = snapshot(json_a, pool_a);
+    double u_live = member_number(class_of(live, 48), "utilization", "the class entry");
+    for (int i = N - 1; i >= N / 2; i--)   /* the newest half: straight into the cache */
+        nodal_free(b[i]);
+    const struct nd_json *after = snapshot(json_b, pool_b);
+    const struct nd_json *c = class_of(after, 48);
+    double u_after = member_number(c, "utilization", "the class entry");
+    double cached = member_number(c, "cached", "the class entry");
+    EXPECT(cached >= N / 2, "the freed blocks to wait in the thread cache (cached %.0f)", cached);
+    EXPECT(u_live > 0 && u_after >= u_live * 0.999,
+           "the utilization of the 48-byte class to stay at %.4f when blocks move into the cache, got %.4f",
+           u_live, u_after);
+    for (int i = 0; i < N / 2; i++)
+        nodal_free(b[i]);
+}
+
+/* Not a property: many fills per request with a tiny cache, then the JSON
+   on stdout (run by stats_hint_names_the_option_to_change). */
+static void emit_stats_after_many_fills(void)
+{
+    static void *b[64];
+    for (int round = 0; round < 2000; round++) {
+        for (int i = 0; i < 64; i++)
+            b[i] = nodal_malloc(32);
+        for (int i = 0; i < 64; i++)
+            nodal_free(b[i]);
+    }
+    size_t n = nodal_stats_json(json_a, JSON_CAP);
+    fwrite(json_a, 1, n, stdout);
+}
+
+/* A workload that refills its thread cache often gets a hint that names
+   tcache_count, in the JSON and in the text report. */
+static void stats_hint_names_the_option_to_change(void)
+{
+    static struct nd_child c;
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    EXPECT(len > 0, "/proc/self/exe to be readable");
+    self[len] = '\0';
+    char *argv[] = { self, (char *)"emit_stats_after_many_fills", NULL };
+    nd_run_exec(argv, "tcache_count=8", NULL, 60, &c);
+    EXPECT(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0, "the child to exit 0; it %s; stderr: %s",
+           nd_describe_status(c.status), c.err);
+    struct nd_json_parser ps;
+    const struct nd_json *root = nd_json_parse(&ps, c.out, strlen(c.out), pool_a, POOL_CAP);
+    EXPECT(root != NULL, "the child's JSON to parse: %s", ps.error);
+    const struct nd_json *hints = nd_json_get(root, "hints");
+    EXPECT(hints && hints->type == ND_JSON_ARRAY, "the JSON to have an array \"hints\"");
+    int found = 0;
+    for (const struct nd_json *h = hints->child; h; h = h->next)
+        found |= h->type == ND_JSON_STRING && memmem(h->str, h->len, "tcache_count", 12) != NULL &&
+                 memmem(h->str, h->len, "class 32 B", 10) != NULL;
+    EXPECT(found, "a hint about the 32-byte class naming tcache_count, got %zu hints: %.300s",
+           hints->count, c.out);
 }
 
 /* Not a property: writes the JSON to stdout for `python3 -m json.tool`
@@ -223,7 +363,12 @@ static const struct nd_case cases[] = {
     ND_CASE(stats_count_exactly_n_requests_and_frees_in_the_class_of_s),
     ND_CASE(stats_json_is_one_valid_object_with_the_documented_keys),
     ND_CASE(stats_json_reports_its_length_like_snprintf),
-    ND_CASE(stats_print_brief_is_one_summary_line_with_mallocs),
+    ND_CASE(stats_print_brief_is_one_summary_line_with_requests),
+    ND_CASE(stats_reports_name_their_pid_and_program),
+    ND_CASE(stats_names_agree_across_brief_text_and_json),
+    ND_CASE(stats_utilization_counts_cached_blocks_as_available),
+    ND_CASE(stats_hint_names_the_option_to_change),
     ND_CASE(emit_stats_json),
+    ND_CASE(emit_stats_after_many_fills),
 };
 ND_MAIN(cases)

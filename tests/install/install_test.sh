@@ -50,7 +50,7 @@ cmake -S "$tmp/consumer" -B "$tmp/consumer/build" -DCMAKE_PREFIX_PATH="$prefix" 
 # nodal-run: a program that knows nothing of nodal (ls), with statistics at
 # exit. (Not a shell: dash ends with _exit(), which skips every exit hook.)
 err=$("$prefix/bin/nodal-run" --tcache-count=64 -- ls "$prefix" 2>&1 >/dev/null)
-echo "$err" | grep -q "^nodal: mallocs=" || fail "nodal-run to print a 'nodal: mallocs=' line, got: $err"
+echo "$err" | grep -q "^nodal: pid=[0-9]* program=[^ ]* requests=" || fail "nodal-run to print a 'nodal: pid=N program=P requests=N' line, got: $err"
 err=$("$prefix/bin/nodal-run" --stats=json -- true 2>&1 >/dev/null)
 echo "$err" | python3 -m json.tool >/dev/null 2>&1 || fail "nodal-run --stats=json to print JSON that parses, got: $err"
 "$prefix/bin/nodal-run" --list-options | grep -q "^tcache_count" || fail "nodal-run --list-options to list tcache_count"

@@ -2,7 +2,7 @@
 # preload-run.sh - runs a real program twice, on the system malloc and under
 # LD_PRELOAD=libnodal.so with NODAL_OPTIONS=stats=1, and checks that
 #   1. the nodal run exits 0 and prints what the system-malloc run printed;
-#   2. nodal served it: stderr has a line starting "nodal: " whose mallocs=
+#   2. nodal served it: stderr has a line starting "nodal: " whose requests=
 #      count is non-zero (the summary stats=1 prints at exit).
 #
 # usage: preload-run.sh LIBNODAL CASE [ARG]
@@ -88,9 +88,9 @@ fi
 
 stats=$(grep '^nodal: ' "$tmp/nodal.err" | head -1)
 [ -n "$stats" ] || fail "a statistics line starting with \"nodal: \" on stderr with NODAL_OPTIONS=stats=1 (proof that nodal served the program); stderr was: $(head -c 800 "$tmp/nodal.err")"
-mallocs=$(printf '%s\n' "$stats" | sed -n 's/.*[ ]mallocs=\([0-9][0-9]*\).*/\1/p')
-[ -n "$mallocs" ] || fail "the statistics line to have mallocs=N, got: $stats"
-[ "$mallocs" -gt 0 ] || fail "mallocs= to be non-zero, got: $stats"
+requests=$(printf '%s\n' "$stats" | sed -n 's/.*[ ]requests=\([0-9][0-9]*\).*/\1/p')
+[ -n "$requests" ] || fail "the statistics line to have requests=N, got: $stats"
+[ "$requests" -gt 0 ] || fail "requests= to be non-zero, got: $stats"
 lines=$(grep -c '^nodal: ' "$tmp/nodal.err")
 echo "preload.$what: output matches the system-malloc run; $lines statistics line(s), first: $stats"
 exit 0

@@ -8,7 +8,7 @@
 #include <pthread.h>
 #include "alloc.h"
 #include "check.h"
-#include "page.h"
+#include "thread.h"
 #include "segment.h"
 
 static size_t random_size(uint64_t *x)
@@ -48,11 +48,11 @@ static void random_operations_keep_the_heap_valid(void)
                     ((unsigned char *)p[k])[j] = (unsigned char)(k + j);
             }
         }
-        EXPECT(nd_heap_is_valid(nd_tls_heap), "the heap invariants to hold after round %d", round);
+        EXPECT(nd_thread_is_valid(), "the heap invariants to hold after round %d", round);
     }
     for (int k = 0; k < N; k++)
         nodal_free(p[k]), p[k] = NULL;
-    EXPECT(nd_heap_is_valid(nd_tls_heap), "the heap invariants to hold after freeing everything");
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after freeing everything");
 }
 
 static void *producer(void *arg)
@@ -60,7 +60,7 @@ static void *producer(void *arg)
     void **slots = arg;
     for (int i = 0; i < 20000; i++)
         slots[i] = nodal_malloc(16 + (size_t)(i % 300));
-    EXPECT(nd_heap_is_valid(nd_tls_heap), "the producer's heap to be valid");
+    EXPECT(nd_thread_is_valid(), "the producer's heap to be valid");
     return NULL;
 }
 
@@ -76,7 +76,7 @@ static void remote_frees_return_to_the_owner(void)
     for (int i = 0; i < 20000; i++)
         nodal_free(slots[i]);   /* remote frees into abandoned segments */
     nodal_collect(1);
-    EXPECT(nd_heap_is_valid(nd_tls_heap), "the heap that adopted the segments to be valid");
+    EXPECT(nd_thread_is_valid(), "the heap that adopted the segments to be valid");
     /* Everything returned: no small block of the producer is still live. */
     char json[1 << 16];
     nodal_stats_json(json, sizeof json);

@@ -1,0 +1,62 @@
+/*
+ * class.h - size classes: the sizes small and medium blocks are rounded up
+ * to, and the lookups from a request to its class.
+ *
+ * 48 classes: 16-byte steps to 128 B (8 classes), then four per doubling
+ * (at most 25 % apart) to 128 KiB. Classes up to ND_SMALL_MAX live on small
+ * pages (64 KiB), the rest on medium pages (512 KiB). Requests up to
+ * ND_LOOKUP_MAX take their class from a table, larger ones from the bit
+ * length of the size.
+ */
+#ifndef ND_CLASS_H
+#define ND_CLASS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "config.h"
+
+extern const uint8_t  nd_class_lookup[ND_LOOKUP_MAX / ND_QUANTUM + 1] nd_hidden;
+extern const uint32_t nd_class_size[ND_CLASS_COUNT] nd_hidden;
+
+/* The class of a request of `size` bytes (size <= ND_MEDIUM_MAX). */
+static inline unsigned nd_class_of(size_t size)
+{
+    if (size <= ND_LOOKUP_MAX)
+        return nd_class_lookup[(size + ND_QUANTUM - 1) / ND_QUANTUM];
+    size_t x = size - 1;
+    unsigned b = 63u - (unsigned)__builtin_clzll(x);
+    return 4u * b - 20u + (unsigned)((x >> (b - 2)) & 3u);
+}
+
+/* The class a thread cache serves `size` from; false for larger sizes. */
+static inline __attribute__((always_inline)) bool nd_class_fast(size_t size, size_t *c)
+{
+    if (nd_likely(size <= ND_LOOKUP_MAX))
+        *c = nd_class_lookup[(size + ND_QUANTUM - 1) / ND_QUANTUM];
+    else if (size <= ND_MEDIUM_MAX)
+        *c = nd_class_of(size);
+    else
+        return false;
+    return true;
+}
+
+/* The smallest class of at least `size` bytes whose blocks are all aligned
+   to `alignment` (a power of two <= ND_ALIGN_NATURAL: every page starts on
+   such a boundary, so a class whose size is a multiple of the alignment is
+   naturally aligned); ND_CLASS_COUNT if none. */
+static inline unsigned nd_class_aligned(size_t size, size_t alignment)
+{
+    size_t want = size < alignment ? alignment : size;
+    if (want > ND_MEDIUM_MAX)
+        return ND_CLASS_COUNT;
+    unsigned c = nd_class_of(want);
+    while (c < ND_CLASS_COUNT && (nd_class_size[c] & (alignment - 1)) != 0)
+        c++;
+    return c;
+}
+
+/* Is class c served by small pages (else medium ones)? */
+static inline bool nd_class_is_small(unsigned c) { return nd_class_size[c] <= ND_SMALL_MAX; }
+
+#endif /* ND_CLASS_H */

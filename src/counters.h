@@ -1,0 +1,202 @@
+/*
+ * counters.h - the one table of nodal's statistics, and the structs it
+ * generates.
+ *
+ * ND_STATS_TABLE(X) lists every field a report shows. From it come: the
+ * per-thread counter structs the allocator increments, the process-wide
+ * gauges, the snapshot a report is made from, the merges between them, the
+ * text and JSON printers and the summary line (stats.c), and the README's
+ * statistics table (tools/gen-stats; a unit test keeps the README equal to
+ * it). A field has one name everywhere.
+ *
+ *   X(name, kind, scope, source, unit, level, meaning)
+ *
+ *   kind    COUNTER  only grows (since the process started or the last
+ *                    nodal_stats_reset)
+ *           GAUGE    goes up and down
+ *           PEAK     the highest value a gauge reached
+ *   scope   PROCESS  one value
+ *           CLASS    one value per size class
+ *           NODE     one value per NUMA node with memory
+ *   source  THREAD   a per-thread counter (nd_thread_counters), written by
+ *                    its owner thread only, summed over live and exited
+ *                    threads
+ *           CLASS    a per-thread, per-class counter (nd_class_counters)
+ *           GAUGE    a process-wide gauge (nd_gauge), relaxed atomics
+ *           DERIVED  computed when the snapshot is taken (stats.c, and
+ *                    nd_tcache_stats_add for what the fast paths imply)
+ *   unit    COUNT, BYTES, RATIO (0..1)
+ *   level   2 = also on the one-line summary, 1 = in the text report,
+ *           0 = JSON only
+ *
+ * No counter costs an atomic read-modify-write on a fast path: per-thread
+ * counters are plain loads and stores by their owner (nd_count_add), read
+ * racily as whole words by reports; gauges change on slow paths only.
+ */
+#ifndef ND_COUNTERS_H
+#define ND_COUNTERS_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "atomic.h"
+#include "config.h"
+
+#define ND_STATS_TABLE(X) \
+    /* ---- the process ---------------------------------------------------------------------------- */ \
+    X(requests,            COUNTER, PROCESS, DERIVED, COUNT, 2, "allocation calls that returned a block (malloc, calloc, realloc to a new block, aligned and node-targeted calls)") \
+    X(frees,               COUNTER, PROCESS, DERIVED, COUNT, 2, "blocks freed (free, realloc from an old block, free_sized, ...)") \
+    X(allocated,           GAUGE,   PROCESS, DERIVED, BYTES, 2, "bytes in live blocks: their size classes, and large and huge blocks as mapped") \
+    X(active,              GAUGE,   PROCESS, GAUGE,   BYTES, 2, "bytes of pages holding at least one block (or waiting in a thread cache), and of large and huge blocks; address space, so parts never touched count too and it can exceed rss") \
+    X(peak_active,         PEAK,    PROCESS, GAUGE,   BYTES, 1, "the highest active seen") \
+    X(mapped,              GAUGE,   PROCESS, DERIVED, BYTES, 2, "address space nodal holds: segments, huge blocks and metadata") \
+    X(peak_mapped,         PEAK,    PROCESS, DERIVED, BYTES, 1, "the highest mapped seen") \
+    X(segment_bytes,       GAUGE,   PROCESS, GAUGE,   BYTES, 0, "address space of segments and huge blocks (mapped without metadata)") \
+    X(peak_segment_bytes,  PEAK,    PROCESS, GAUGE,   BYTES, 0, "the highest segment_bytes seen") \
+    X(committed,           GAUGE,   PROCESS, GAUGE,   BYTES, 1, "bytes of mapped memory that may be resident (not returned to the OS)") \
+    X(returned,            COUNTER, PROCESS, GAUGE,   BYTES, 1, "bytes given back to the OS so far (purged or unmapped)") \
+    X(segments,            GAUGE,   PROCESS, GAUGE,   COUNT, 1, "segments mapped (4 MiB each, or one per huge block)") \
+    X(metadata,            GAUGE,   PROCESS, DERIVED, BYTES, 1, "memory for nodal's own bookkeeping (thread caches and heaps)") \
+    X(rss,                 GAUGE,   PROCESS, DERIVED, BYTES, 2, "the process's resident set, as the kernel reports it (all of it, not only nodal's)") \
+    X(peak_rss,            PEAK,    PROCESS, DERIVED, BYTES, 2, "the process's highest resident set") \
+    X(threads,             GAUGE,   PROCESS, DERIVED, COUNT, 2, "threads that have a heap") \
+    X(remote_frees,        COUNTER, PROCESS, DERIVED, COUNT, 2, "frees of small and medium blocks made by a thread other than the one owning them") \
+    X(large_allocs,        COUNTER, PROCESS, THREAD,  COUNT, 1, "large blocks allocated (above 128 KiB, up to a segment)") \
+    X(large_frees,         COUNTER, PROCESS, THREAD,  COUNT, 1, "large blocks freed") \
+    X(large_bytes_allocated, COUNTER, PROCESS, THREAD, BYTES, 0, "bytes of large blocks allocated (whole OS pages)") \
+    X(large_bytes_freed,   COUNTER, PROCESS, THREAD,  BYTES, 0, "bytes of large blocks freed") \
+    X(huge_allocs,         COUNTER, PROCESS, THREAD,  COUNT, 1, "huge blocks allocated (a mapping of their own)") \
+    X(huge_frees,          COUNTER, PROCESS, THREAD,  COUNT, 1, "huge blocks freed") \
+    X(huge_bytes_allocated, COUNTER, PROCESS, THREAD, BYTES, 0, "bytes of huge blocks allocated") \
+    X(huge_bytes_freed,    COUNTER, PROCESS, THREAD,  BYTES, 0, "bytes of huge blocks freed") \
+    X(huge_count,          GAUGE,   PROCESS, GAUGE,   COUNT, 1, "huge blocks live") \
+    X(huge_bytes,          GAUGE,   PROCESS, GAUGE,   BYTES, 1, "bytes in live huge blocks") \
+    X(reclaimed_segments,  COUNTER, PROCESS, THREAD,  COUNT, 1, "segments of exited threads taken over by a live thread") \
+    X(abandoned_segments,  COUNTER, PROCESS, THREAD,  COUNT, 1, "segments left with live blocks by exiting threads") \
+    X(node_fallback_pages, COUNTER, PROCESS, GAUGE,   COUNT, 2, "OS pages of node-targeted memory placed on another node (node_fallback=preferred only)") \
+    X(strict_failures,     COUNTER, PROCESS, GAUGE,   COUNT, 1, "node-targeted requests refused because the node was full (node_fallback=strict)") \
+    X(os_maps,             COUNTER, PROCESS, GAUGE,   COUNT, 0, "mappings made (mmap)") \
+    X(os_unmaps,           COUNTER, PROCESS, GAUGE,   COUNT, 0, "mappings removed (munmap)") \
+    X(os_purges,           COUNTER, PROCESS, GAUGE,   COUNT, 0, "ranges returned to the OS while staying mapped (madvise)") \
+    X(os_commits,          COUNTER, PROCESS, GAUGE,   COUNT, 0, "ranges of node-targeted memory populated and checked with the kernel") \
+    /* ---- per size class ------------------------------------------------------------------------- */ \
+    X(requests,            COUNTER, CLASS,   DERIVED, COUNT, 1, "allocation calls served from the class") \
+    X(frees,               COUNTER, CLASS,   DERIVED, COUNT, 1, "blocks of the class freed") \
+    X(fills,               COUNTER, CLASS,   CLASS,   COUNT, 1, "refills of a thread cache from pages") \
+    X(fill_blocks,         COUNTER, CLASS,   CLASS,   COUNT, 0, "blocks moved from pages into thread caches") \
+    X(flushes,             COUNTER, CLASS,   CLASS,   COUNT, 1, "times a thread cache gave blocks back to their pages") \
+    X(flush_blocks,        COUNTER, CLASS,   CLASS,   COUNT, 0, "blocks moved from thread caches back to pages") \
+    X(direct_allocs,       COUNTER, CLASS,   CLASS,   COUNT, 0, "blocks taken straight from pages (classes without a thread cache)") \
+    X(page_frees,          COUNTER, CLASS,   DERIVED, COUNT, 0, "frees by the owner straight to a page that is not one of the class's hot pages") \
+    X(slow_frees,          COUNTER, CLASS,   CLASS,   COUNT, 0, "frees by the owner that reached a page through the slow path (no cache, or checks on)") \
+    X(remote_frees,        COUNTER, CLASS,   CLASS,   COUNT, 1, "frees of blocks owned by another thread") \
+    X(cached,              GAUGE,   CLASS,   DERIVED, COUNT, 1, "blocks waiting in thread caches") \
+    X(pages,               GAUGE,   CLASS,   GAUGE,   COUNT, 1, "pages in use (64 KiB for classes up to 16 KiB, 512 KiB above)") \
+    X(bytes_in_use,        GAUGE,   CLASS,   DERIVED, BYTES, 1, "bytes in live blocks of the class") \
+    X(utilization,         GAUGE,   CLASS,   DERIVED, RATIO, 1, "share of the pages' space in live or cached blocks (low: many pages held for few blocks)") \
+    /* ---- per node ------------------------------------------------------------------------------- */ \
+    X(plain_mapped,        GAUGE,   NODE,    GAUGE,   BYTES, 1, "plain (malloc) memory mapped by threads running on the node") \
+    X(bound_mapped,        GAUGE,   NODE,    GAUGE,   BYTES, 1, "memory mapped for node-targeted allocation on the node") \
+    X(plain_cached_segments, GAUGE, NODE,    DERIVED, COUNT, 0, "free plain segments kept for reuse") \
+    X(bound_cached_segments, GAUGE, NODE,    DERIVED, COUNT, 0, "free node-bound segments kept for reuse") \
+    X(plain_abandoned_segments, GAUGE, NODE, DERIVED, COUNT, 0, "plain segments of exited threads waiting for a new owner") \
+    X(bound_abandoned_segments, GAUGE, NODE, DERIVED, COUNT, 0, "node-bound segments of exited threads waiting for a new owner")
+
+/*
+ * Selectors: ND_SEL_<scope>_<source>(class counter, thread counter, process
+ * gauge, class gauge, node gauge) expands to the argument that applies to a
+ * field, or to nothing (derived fields have no storage of their own).
+ */
+#define ND_SEL_CLASS_CLASS(a, b, c, d, e)     a
+#define ND_SEL_PROCESS_THREAD(a, b, c, d, e)  b
+#define ND_SEL_PROCESS_GAUGE(a, b, c, d, e)   c
+#define ND_SEL_CLASS_GAUGE(a, b, c, d, e)     d
+#define ND_SEL_NODE_GAUGE(a, b, c, d, e)      e
+#define ND_SEL_PROCESS_DERIVED(a, b, c, d, e)
+#define ND_SEL_CLASS_DERIVED(a, b, c, d, e)
+#define ND_SEL_NODE_DERIVED(a, b, c, d, e)
+#define ND_SEL(scope, source) ND_SEL_##scope##_##source
+
+/* Scope filters for the snapshot: ND_IF_<scope>(process, class, node). */
+#define ND_IF_PROCESS(a, b, c) a
+#define ND_IF_CLASS(a, b, c)   b
+#define ND_IF_NODE(a, b, c)    c
+
+/* Kind filters: ND_IFK_<kind>(x) is x for counters only. */
+#define ND_IFK_COUNTER(x) x
+#define ND_IFK_GAUGE(x)
+#define ND_IFK_PEAK(x)
+
+#define ND_TYPE_COUNT uint64_t
+#define ND_TYPE_BYTES uint64_t
+#define ND_TYPE_RATIO double
+
+/* ---- storage the allocator writes ----------------------------------------- */
+
+#define ND_GEN_CLASS_COUNTER(n, k, sc, so, u, l, m)  ND_SEL(sc, so)(uint64_t n;, , , , )
+#define ND_GEN_THREAD_COUNTER(n, k, sc, so, u, l, m) ND_SEL(sc, so)(, uint64_t n;, , , )
+#define ND_GEN_GAUGE(n, k, sc, so, u, l, m) \
+    ND_SEL(sc, so)(, , size_t n;, size_t n[ND_CLASS_COUNT];, size_t n[ND_MAX_NODES];)
+
+/* Per thread (thread cache), per size class. */
+typedef struct nd_class_counters { ND_STATS_TABLE(ND_GEN_CLASS_COUNTER) } nd_class_counters;
+/* Per thread (one per heap of the thread). */
+typedef struct nd_thread_counters { ND_STATS_TABLE(ND_GEN_THREAD_COUNTER) } nd_thread_counters;
+/* Process-wide gauges. */
+typedef struct nd_gauges { ND_STATS_TABLE(ND_GEN_GAUGE) } nd_gauges;
+
+extern nd_gauges nd_gauge nd_hidden;
+
+/* Adds two counter sets field by field (dst += src; src read racily). */
+void nd_class_counters_add(nd_class_counters *dst, const nd_class_counters *src) nd_hidden;
+void nd_thread_counters_add(nd_thread_counters *dst, const nd_thread_counters *src) nd_hidden;
+
+/* A per-thread counter: a plain load and store by its owner, readable by
+   others as a whole word (no lock prefix, no data race). */
+#if ND_STATS
+#define nd_count_add(p, v) __atomic_store_n((p), __atomic_load_n((p), __ATOMIC_RELAXED) + (v), __ATOMIC_RELAXED)
+#else
+#define nd_count_add(p, v) ((void)(p), (void)(v))
+#endif
+#define nd_count_inc(p) nd_count_add(p, 1)
+
+/* Process-wide gauges: relaxed atomic adds (slow paths only). */
+#define nd_gauge_add(field, v) nd_add_relaxed(&nd_gauge.field, (size_t)(v))
+#define nd_gauge_sub(field, v) nd_sub_relaxed(&nd_gauge.field, (size_t)(v))
+/* Adds delta to a gauge and raises its peak. */
+void nd_gauge_add_peak(size_t *gauge, size_t *peak, long delta) nd_hidden;
+/* Bytes of in-use pages, large and huge blocks (and their peak). */
+static inline void nd_gauge_active(long delta) { nd_gauge_add_peak(&nd_gauge.active, &nd_gauge.peak_active, delta); }
+
+/* ---- the snapshot a report is made from ------------------------------------ */
+
+#define ND_GEN_SNAP_PROCESS(n, k, sc, so, u, l, m) ND_IF_##sc(ND_TYPE_##u n;, , )
+#define ND_GEN_SNAP_CLASS(n, k, sc, so, u, l, m)   ND_IF_##sc(, ND_TYPE_##u n;, )
+#define ND_GEN_SNAP_NODE(n, k, sc, so, u, l, m)    ND_IF_##sc(, , ND_TYPE_##u n;)
+
+typedef struct nd_snap_totals { ND_STATS_TABLE(ND_GEN_SNAP_PROCESS) } nd_snap_totals;
+typedef struct nd_snap_class  { ND_STATS_TABLE(ND_GEN_SNAP_CLASS) } nd_snap_class;
+typedef struct nd_snap_node   { ND_STATS_TABLE(ND_GEN_SNAP_NODE) } nd_snap_node;
+
+/* dst += src for every field of a snapshot (used to fold threads). */
+void nd_snap_class_add(nd_snap_class *dst, const nd_snap_class *src) nd_hidden;
+void nd_snap_totals_add(nd_snap_totals *dst, const nd_snap_totals *src) nd_hidden;
+/* Copies the per-thread counters of a class into its snapshot (+=). */
+void nd_snap_class_add_counters(nd_snap_class *dst, const nd_class_counters *src) nd_hidden;
+void nd_snap_totals_add_counters(nd_snap_totals *dst, const nd_thread_counters *src) nd_hidden;
+
+/* The table as data, for printers and tools. */
+enum { ND_KIND_COUNTER, ND_KIND_GAUGE, ND_KIND_PEAK };
+enum { ND_SCOPE_PROCESS, ND_SCOPE_CLASS, ND_SCOPE_NODE };
+enum { ND_UNIT_COUNT, ND_UNIT_BYTES, ND_UNIT_RATIO };
+typedef struct nd_stat_desc {
+    const char *name;
+    uint8_t kind, scope, unit, level;
+    const char *source;
+    const char *meaning;
+} nd_stat_desc;
+
+#define ND_GEN_COUNT(n, k, sc, so, u, l, m) +1
+enum { ND_STAT_COUNT = 0 ND_STATS_TABLE(ND_GEN_COUNT) };
+extern const nd_stat_desc nd_stat_table[ND_STAT_COUNT] nd_hidden;
+
+#endif /* ND_COUNTERS_H */

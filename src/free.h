@@ -1,0 +1,75 @@
+/*
+ * free.h - the free fast path (static inline) and the free entry points
+ * below it (free.c). One free is a few loads, two compares and one store on
+ * the thread cache; anything else (another thread's block, a large or huge
+ * block, a full cache, a bad pointer) folds into one unlikely branch that
+ * calls the slow path with what the fast path already found.
+ *
+ * One free, top to bottom:
+ *   nd_free_fast: segment map byte -> segment -> page descriptor;
+ *                 key == this thread: *--bin->cur = p    (bin->cur != bin->low)
+ *                 key == this thread | COLD: straight back to the page
+ *   else nd_free_slow (free.c) -> remote: nd_heap_free_remote (heap.c)
+ *                              -> own page, full cache: nd_tcache_free_full
+ *                              -> large / huge: nd_large_free / nd_huge_free
+ */
+#ifndef ND_FREE_H
+#define ND_FREE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "config.h"
+#include "options.h"
+#include "page.h"
+#include "segment.h"
+#include "tcache.h"
+#include "thread.h"
+
+void nd_free_slow(nd_segment *s, nd_page *pg, void *p) nd_hidden;
+void nd_free_special(void *p) nd_hidden;   /* NULL, huge-aligned, or not nodal's */
+void nd_free_sized(void *p, size_t size) nd_hidden;
+void nd_free_aligned_sized(void *p, size_t alignment, size_t size) nd_hidden;
+
+nd_inline void nd_free_fast(void *p)
+{
+    uintptr_t a = (uintptr_t)p;
+    /* The map index is masked, not bounds-checked: an address beyond 2^47
+       either aliases no segment (slow path: "invalid pointer") or fails the
+       segment's cookie check on the slow path. */
+    if (nd_unlikely(nd_load_relaxed(&nd_segmap[(a >> ND_SEG_SHIFT) & (ND_SEGMAP_SIZE - 1)]) != 1)) {
+        nd_free_special(p);
+        return;
+    }
+    nd_segment *s = nd_seg_base(p);
+    nd_page *pg = nd_page_of(s, p);
+    uintptr_t key = nd_load_relaxed(&pg->key), tid = nd_tid();
+    if (nd_unlikely(key != tid)) {
+        /* One of our pages that is not hot: the block goes straight back to
+           it, unless that is the page's last block out or it sits on the
+           full queue (both need the page queues) or checks are on. */
+        if (key == (tid | ND_KEY_COLD) && tid != 0 && pg->used > 1 && !pg->in_full &&
+            nd_likely(!nd_check_frees)) {
+            nd_block *blk = p;
+            blk->next = pg->free;
+            pg->free = blk;
+            pg->used--;
+            nd_count_inc(&pg->bin->page_frees);
+            return;
+        }
+        nd_free_slow(s, pg, p);
+        return;
+    }
+    nd_bin *b = pg->bin;
+    void **cur = b->cur;
+    /* Full, or p freed twice in a row: the bin remembers its last free until
+       the next malloc of the class (cheaper than reading the cache's top). */
+    if (nd_unlikely(cur == b->low || b->last_free == p)) {
+        nd_free_slow(s, pg, p);
+        return;
+    }
+    *--cur = p;
+    b->cur = cur;
+    b->last_free = p;
+}
+
+#endif /* ND_FREE_H */

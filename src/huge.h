@@ -1,0 +1,34 @@
+/*
+ * huge.h - huge blocks: a mapping of their own, sized to fit, for requests
+ * too large (or too aligned) for a segment's pages. The mapping is a
+ * segment of kind HUGE: a 4 KiB header with one page descriptor, then the
+ * block. Freeing it unmaps it.
+ *
+ *   s +0           +offset (>= 4 KiB, the alignment)           +size
+ *   | nd_segment   | block ................................... |
+ *
+ * A block aligned beyond 4 MiB starts in a later 4 MiB chunk of its mapping;
+ * the segment map says how far back the header is (segment.h).
+ */
+#ifndef ND_HUGE_H
+#define ND_HUGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "segment.h"
+
+/* A huge block of `size` bytes aligned to `alignment` (a power of two).
+   interleave == NULL: bound to node when bound, else plain; interleave !=
+   NULL: pages spread over the nodes in that mask. NULL with errno = ENOMEM. */
+void  *nd_huge_alloc(size_t size, size_t alignment, int node, bool bound, const uint64_t *interleave) nd_hidden;
+void   nd_huge_free(nd_segment *s) nd_hidden;
+/* Bytes usable from p (the block start) to the end of the mapping. */
+size_t nd_huge_usable(const nd_segment *s, const void *p) nd_hidden;
+/* Resizes a plain huge block in place or by moving its mapping; NULL if it
+   cannot (the caller then copies). */
+void  *nd_huge_realloc(nd_segment *s, void *p, size_t size) nd_hidden;
+/* Is this huge block zero-filled fresh memory (calloc may skip the memset)? */
+static inline bool nd_huge_is_fresh(const nd_segment *s) { return s->kind == ND_SEG_HUGE && !s->interleaved; }
+
+#endif /* ND_HUGE_H */

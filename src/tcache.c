@@ -1,0 +1,284 @@
+/*
+ * tcache.c - thread caches (see tcache.h): creation, refilling bins from
+ * the heap, flushing them back, growing and shrinking them, and the
+ * statistics their positions imply.
+ */
+#include "tcache.h"
+
+#include <errno.h>
+#include <string.h>
+#include "meta.h"
+#include "msg.h"
+#include "options.h"
+
+void *nd_tcache_no_slots[1];   /* the NULL sentinel of every bin without slots */
+
+#define ND_GC_MIN_SAMPLES 8
+
+/* ---- creation ------------------------------------------------------------ */
+
+static uint32_t nd_bin_capacity(unsigned cls, bool shared)
+{
+    size_t size = nd_class_size[cls];
+    if (shared || nd_opt(ND_OPT_check) >= 2 || size > (size_t)nd_opt(ND_OPT_tcache_max))
+        return 0;
+    size_t cap = (size_t)nd_opt(ND_OPT_tcache_bytes) / size;
+    if (cap > (size_t)nd_opt(ND_OPT_tcache_count))
+        cap = (size_t)nd_opt(ND_OPT_tcache_count);
+    if (cap == 0 && nd_opt(ND_OPT_tcache_count) > 0)
+        cap = 1;
+    return (uint32_t)cap;
+}
+
+nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
+{
+    uint32_t caps[ND_CLASS_COUNT];
+    size_t slots = 0;
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        caps[c] = nd_bin_capacity(c, shared);
+        slots += caps[c] + 1;
+    }
+    nd_tcache *tc = nd_meta_alloc(sizeof(nd_tcache) + slots * sizeof(void *));
+    if (tc == NULL)
+        return NULL;
+    void **slot = (void **)(tc + 1);
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        nd_bin *b = &tc->bins[c];
+        uint32_t start = caps[c] / 4 ? caps[c] / 4 : caps[c];
+        b->empty = slot + caps[c];
+        b->low = b->empty - start;
+        *b->empty = NULL;
+        b->cur = b->empty;
+        b->tick = ND_TICK_PERIOD;
+        tc->binfo[c].cap = start;
+        tc->binfo[c].cap_max = caps[c];
+        tc->binfo[c].low_water = ND_NO_SAMPLE;
+        slot += caps[c] + 1;
+    }
+    tc->slot_bytes = (uint32_t)(slots * sizeof(void *));
+    nd_heap_init(&tc->heap, tid, node, bound, shared ? NULL : tc->bins);
+    return tc;
+}
+
+void nd_tcache_destroy(nd_tcache *tc)
+{
+    nd_meta_free(tc, sizeof(nd_tcache) + tc->slot_bytes);
+}
+
+/* ---- the malloc slow path ----------------------------------------------- */
+
+bool nd_tcache_count_request(nd_tcache *tc, unsigned c)
+{
+    nd_bin *b = &tc->bins[c];
+    if (b->tick > 0 && --b->tick > 0)   /* 0: the fast path already counted it */
+        return false;
+    uint32_t count = (uint32_t)(b->empty - b->cur);
+    if (count < tc->binfo[c].low_water)
+        tc->binfo[c].low_water = count;
+    tc->gc_samples++;
+    nd_heap_tick(&tc->heap);
+    nd_store_relaxed(&tc->binfo[c].nreq, tc->binfo[c].nreq + ND_TICK_PERIOD);
+    nd_store_relaxed(&b->tick, (int64_t)ND_TICK_PERIOD);
+    return true;
+}
+
+/* Refills bin c from the heap; false when out of memory (errno = ENOMEM). */
+static bool nd_tcache_fill(nd_tcache *tc, unsigned c)
+{
+    nd_bin *bin = &tc->bins[c];
+    nd_assert2(bin->cur == bin->empty && *bin->empty == NULL);
+    size_t want = tc->binfo[c].cap / 2;
+    if (want == 0)
+        want = 1;
+    void **dst = bin->empty - want;
+    size_t got = nd_heap_take_blocks(&tc->heap, c, dst, want);
+    if (got < want && got > 0)
+        memmove(bin->empty - got, dst, got * sizeof(void *));
+    bin->cur = bin->empty - got;
+    tc->binfo[c].low_water = 0;   /* it just ran dry */
+    tc->binfo[c].filled = 1;
+    nd_class_counters *cs = &tc->heap.cstats[c];
+    nd_count_inc(&cs->fills);
+    nd_count_add(&cs->fill_blocks, got);
+    nd_assert2(nd_tcache_is_valid(tc));
+    return got != 0;
+}
+
+void *nd_tcache_alloc(nd_tcache *tc, unsigned c)
+{
+    if (tc->binfo[c].cap_max == 0) {
+        void *p = NULL;
+        if (nd_heap_take_blocks(&tc->heap, c, &p, 1) == 0)
+            return NULL;
+        nd_count_inc(&tc->heap.cstats[c].direct_allocs);
+        return p;
+    }
+    nd_bin *b = &tc->bins[c];
+    if (b->cur == b->empty && !nd_tcache_fill(tc, c))
+        return NULL;
+    b->last_free = NULL;   /* see nd_free_fast */
+    return *b->cur++;
+}
+
+/* ---- giving blocks back ---------------------------------------------------- */
+
+void nd_tcache_flush(nd_tcache *tc, unsigned c, size_t n)
+{
+    nd_bin *bin = &tc->bins[c];
+    nd_heap *h = &tc->heap;
+    nd_assert2(bin->low <= bin->cur && bin->cur <= bin->empty && *bin->empty == NULL);
+    size_t count = (size_t)(bin->empty - bin->cur);
+    if (n > count)
+        n = count;
+    if (n == 0)
+        return;
+    bool check2 = nd_opt(ND_OPT_check) >= 2;
+    void **oldest = bin->empty - n;
+    void **it = oldest, **end = bin->empty;
+    while (it < end) {
+        /* A run of blocks from one page goes back as one chain. The page's
+           geometry is read once: the loop writes into blocks, which the
+           compiler would otherwise assume may alias it. */
+        void *p = *it;
+        nd_page *pg = nd_page_of(nd_seg_base(p), p);
+        if (nd_unlikely(pg->heap != h || !pg->in_use))
+            nd_misuse("free", "invalid pointer (not a block of this thread's heap)", p);
+        const uintptr_t start = (uintptr_t)pg->start;
+        const uint64_t recip = pg->recip;
+        const uintptr_t bsize = pg->block_size;
+        const uintptr_t span = (uintptr_t)pg->capacity * bsize;   /* carved blocks */
+        uintptr_t off = (uintptr_t)p - start;
+        nd_block *head = NULL, *tail = p;
+        uint32_t k = 0;
+        for (;;) {
+            uintptr_t idx = (uintptr_t)(((__uint128_t)off * recip) >> 64);
+            if (nd_unlikely(off >= span || idx * bsize != off))
+                nd_misuse("free", "invalid pointer (not the start of a block)", p);
+            if (nd_unlikely(check2))
+                nd_page_check_free(pg, p);
+            ((nd_block *)p)->next = head;
+            head = p;
+            k++;
+            if (++it == end)
+                break;
+            p = *it;
+            off = (uintptr_t)p - start;
+            if (off >= span)
+                break;
+        }
+        nd_heap_return_blocks(h, pg, head, tail, k);
+        nd_assert2(!pg->in_use || nd_page_is_valid(pg));
+    }
+    memmove(bin->cur + n, bin->cur, (size_t)(oldest - bin->cur) * sizeof(void *));
+    bin->cur += n;
+    nd_class_counters *cs = &h->cstats[c];
+    nd_count_inc(&cs->flushes);
+    nd_count_add(&cs->flush_blocks, n);
+    nd_assert2(nd_tcache_is_valid(tc));
+}
+
+void nd_tcache_flush_all(nd_tcache *tc)
+{
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
+        nd_tcache_flush(tc, c, tc->binfo[c].cap);
+}
+
+void nd_tcache_free_full(nd_tcache *tc, nd_page *pg, void *p)
+{
+    unsigned c = pg->cls;
+    nd_bin *b = &tc->bins[c];
+    nd_bin_info *bi = &tc->binfo[c];
+    if (bi->filled && bi->cap < bi->cap_max) {
+        /* Dry, then full again: the working set does not fit. Grow. */
+        uint32_t cap = bi->cap * 2 < bi->cap_max ? bi->cap * 2 : bi->cap_max;
+        b->low = b->empty - cap;
+        bi->cap = cap;
+    } else {
+        nd_tcache_flush(tc, c, (bi->cap + 1) / 2);
+    }
+    bi->filled = 0;
+    *--b->cur = p;
+}
+
+/* ---- garbage collection ---------------------------------------------------- */
+
+bool nd_tcache_gc_due(const nd_tcache *tc) { return tc->gc_samples >= ND_GC_MIN_SAMPLES; }
+
+void nd_tcache_gc(nd_tcache *tc, bool force)
+{
+    /* The blocks a bin kept all along since the last pass (its low-water
+       mark) were not needed; three quarters of them go back. A bin never
+       sampled since (no fill, no tick) was idle: all it holds counts as
+       unneeded. The pass waits for a few samples (nd_tcache_gc_due), so
+       that low-water marks mean something however slowly time passes. */
+    tc->gc_samples = 0;
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        nd_bin *b = &tc->bins[c];
+        nd_bin_info *bi = &tc->binfo[c];
+        size_t count = (size_t)(b->empty - b->cur);
+        size_t unneeded = bi->low_water == ND_NO_SAMPLE ? count : bi->low_water;
+        if (unneeded > count)
+            unneeded = count;
+        if (force)
+            unneeded = count;
+        if (unneeded != 0)
+            nd_tcache_flush(tc, c, force ? count : unneeded - unneeded / 4);
+        /* More than half the capacity unused all along: halve it. */
+        if (bi->low_water != ND_NO_SAMPLE && bi->low_water > bi->cap / 2 && bi->cap > bi->cap_max / 4) {
+            uint32_t cap = bi->cap / 2;
+            size_t now_count = (size_t)(b->empty - b->cur);
+            if (now_count > cap)
+                nd_tcache_flush(tc, c, now_count - cap);
+            bi->cap = cap;
+            b->low = b->empty - cap;
+        }
+        bi->low_water = ND_NO_SAMPLE;
+    }
+}
+
+/* ---- statistics -------------------------------------------------------------- */
+
+__attribute__((no_sanitize("thread")))
+void nd_tcache_stats_add(const nd_tcache *tc, nd_snap_class *cls, nd_snap_totals *tot)
+{
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        const nd_bin *b = &tc->bins[c];
+        const nd_class_counters *cs = &tc->heap.cstats[c];
+        uint64_t requests = nd_load_relaxed(&tc->binfo[c].nreq) +
+                            (uint64_t)(ND_TICK_PERIOD - nd_load_relaxed(&b->tick));
+        uint64_t cached = (uint64_t)(b->empty - nd_load_relaxed(&b->cur));
+        uint64_t fill_blocks = nd_load_relaxed(&cs->fill_blocks);
+        uint64_t flush_blocks = nd_load_relaxed(&cs->flush_blocks);
+        uint64_t page_frees = nd_load_relaxed(&b->page_frees);
+        /* Blocks into the cache = fills + owner frees; out = requests +
+           flushes; so owner frees into the cache = cached + requests +
+           flushes - fills. Classes without a cache count their frees. */
+        uint64_t cache_frees = tc->binfo[c].cap_max != 0 ? cached + requests + flush_blocks - fill_blocks : 0;
+        nd_snap_class_add_counters(&cls[c], cs);
+        cls[c].requests += requests;
+        cls[c].frees += cache_frees + page_frees + nd_load_relaxed(&cs->slow_frees) +
+                        nd_load_relaxed(&cs->remote_frees);
+        cls[c].page_frees += page_frees;
+        cls[c].cached += cached;
+    }
+    nd_snap_totals_add_counters(tot, &tc->heap.stats);
+}
+
+/* ---- debug validation ---------------------------------------------------------- */
+
+bool nd_tcache_is_valid(const nd_tcache *tc)
+{
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        const nd_bin *b = &tc->bins[c];
+        const nd_bin_info *bi = &tc->binfo[c];
+        if (!(b->low <= b->cur && b->cur <= b->empty) || *b->empty != NULL ||
+            (size_t)(b->empty - b->low) != bi->cap || bi->cap > bi->cap_max)
+            return false;
+        for (void *const *it = b->cur; it < b->empty; it++) {
+            const nd_page *pg = nd_page_of(nd_seg_base(*it), *it);
+            if (pg->heap != &tc->heap || pg->cls != c || !nd_page_has_block(pg, *it))
+                return false;
+        }
+    }
+    return tc->heap.bins == (tc->heap.shared ? NULL : tc->bins) && nd_heap_is_valid(&tc->heap);
+}

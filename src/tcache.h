@@ -1,0 +1,137 @@
+/*
+ * tcache.h - thread caches: per size class, a stack of free blocks that the
+ * fast paths pop and push without a lock or an atomic. A thread has one
+ * thread cache per kind of memory it uses (plain, and one per node it asked
+ * for); each sits on top of a heap (heap.h) that owns the pages.
+ *
+ * Owns: struct nd_bin (the hot, fast-path part of one class's cache),
+ * struct nd_bin_info (its cold part), struct nd_tcache; filling a bin from
+ * the heap, flushing blocks back, growing and shrinking bins (GC), and the
+ * per-class statistics the fast paths imply.
+ *
+ * Thread cache bin (one per size class), a stack of block pointers:
+ *
+ *     low                 cur                      empty
+ *      |  (free slots)     | cached blocks ...       | NULL sentinel
+ *      v                   v                         v
+ *     [ ][ ][ ][ ][ ][ ][ ][b5][b4][b3][b2][b1][b0]  [0]
+ *                           ^ next malloc returns b5 ; a free stores at cur-1
+ *
+ *   malloc: cur == empty -> slow path (fill), else return *cur++
+ *   free:   cur == low   -> slow path (flush), else *--cur = p
+ *   a bin with cap 0 has low == cur == empty: every call takes the slow path.
+ *
+ * tick counts requests down; when the fast path takes it to 0 it goes to
+ * the slow path, which adds ND_TICK_PERIOD to the request total, re-arms the
+ * tick and lets the thread run its maintenance check. So requests of a
+ * class are info.nreq + (ND_TICK_PERIOD - tick), exactly, without a counter
+ * of its own on the fast path; frees into the cache are derived in the same
+ * way (nd_tcache_stats_add).
+ */
+#ifndef ND_TCACHE_H
+#define ND_TCACHE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "class.h"
+#include "config.h"
+#include "counters.h"
+#include "heap.h"
+
+/*
+ * Hot part of a bin, read and written by the fast paths (one cache line).
+ * Invariants: low <= cur <= empty; empty - low == info.cap <= info.cap_max;
+ * *empty == NULL; [cur, empty) are free blocks of the bin's class from
+ * pages its heap owns; 0 < tick <= ND_TICK_PERIOD except transiently 0
+ * between a fast path that took it there and the slow path it calls.
+ */
+typedef struct nd_bin {
+    void   **cur;
+    void   **empty;
+    void   **low;
+    int64_t  tick;
+    uint64_t page_frees;   /* owner frees straight into cold pages (fast path) */
+    void    *last_free;    /* the block freed last, unless a malloc came since */
+    uint64_t pad_[2];
+} nd_bin;
+
+_Static_assert(sizeof(nd_bin) == ND_BIN_BYTES, "a hot bin is one cache line: class index << 6");
+#define ND_TICK_PERIOD 1024
+
+/*
+ * Cold part of a bin (slow paths only). The capacity adapts: a bin that
+ * overflows after having run dry since its last flush (its working set does
+ * not fit: fill, flush, fill, ...) doubles its capacity, up to cap_max (the
+ * slots allocated, from the options tcache_count and tcache_bytes); a GC
+ * pass that finds more than half of it unused all along halves it, down to
+ * cap_max / 4.
+ */
+typedef struct nd_bin_info {
+    uint64_t nreq;       /* requests counted at tick roll-overs */
+    uint32_t cap;        /* current capacity: empty - low */
+    uint32_t cap_max;
+    uint32_t filled;     /* the bin ran dry since its last flush */
+    uint32_t low_water;  /* fewest blocks seen cached since the last GC pass
+                            (sampled at fills and tick roll-overs), or
+                            ND_NO_SAMPLE */
+} nd_bin_info;
+#define ND_NO_SAMPLE UINT32_MAX
+
+/*
+ * A thread cache and the heap under it.
+ * Invariants: the bins' slot arrays (slot_bytes) follow the struct in the
+ * same allocation; heap.bins == bins; every bin's blocks belong to heap.
+ * gc_samples counts tick roll-overs since the last GC pass.
+ */
+typedef struct nd_aligned(ND_CACHE_LINE) nd_tcache {
+    nd_bin       bins[ND_CLASS_COUNT];
+    nd_bin_info  binfo[ND_CLASS_COUNT];
+    uint32_t     slot_bytes;
+    uint32_t     gc_samples;
+    nd_heap      heap;
+} nd_tcache;
+
+/* The bins a thread uses before it starts, and after it is torn down: all
+   empty, capacity 0, so every fast path takes its slow path. */
+extern void *nd_tcache_no_slots[1] nd_hidden;
+#define ND_TCACHE_EMPTY_BIN { .cur = nd_tcache_no_slots, .empty = nd_tcache_no_slots, .low = nd_tcache_no_slots }
+
+/* A new thread cache with its heap for (node, bound), owner `tid`;
+   `shared`: no cache (capacity 0), for the locked shared heaps. NULL when
+   out of memory. */
+nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared) nd_hidden;
+void       nd_tcache_destroy(nd_tcache *tc) nd_hidden;
+
+/* The tcache whose heap is h. */
+static inline nd_tcache *nd_tcache_of_heap(nd_heap *h)
+{
+    return (nd_tcache *)((char *)h - __builtin_offsetof(nd_tcache, heap));
+}
+
+/* Counts a request of class c made on the slow path; true when the tick
+   rolled over (time for a maintenance check). */
+bool  nd_tcache_count_request(nd_tcache *tc, unsigned c) nd_hidden;
+/* A block of class c for the slow path: from the bin (refilled if empty),
+   or straight from the heap for classes without a cache. NULL = ENOMEM. */
+void *nd_tcache_alloc(nd_tcache *tc, unsigned c) nd_hidden;
+/* The owner frees p of its hot page pg but the bin is full: grow the bin
+   or flush half of it, then cache p. */
+void  nd_tcache_free_full(nd_tcache *tc, nd_page *pg, void *p) nd_hidden;
+/* Returns the n oldest blocks of bin c to their pages. */
+void  nd_tcache_flush(nd_tcache *tc, unsigned c, size_t n) nd_hidden;
+/* Every cached block back to its pages. */
+void  nd_tcache_flush_all(nd_tcache *tc) nd_hidden;
+/* GC pass: blocks the bins did not need since the last pass go back, and
+   bins that kept more than half their capacity unused shrink; force: all. */
+void  nd_tcache_gc(nd_tcache *tc, bool force) nd_hidden;
+/* Is a GC pass due (enough samples since the last)? */
+bool  nd_tcache_gc_due(const nd_tcache *tc) nd_hidden;
+
+/* Adds the statistics of tc (counters and what its bins imply) into
+   cls[ND_CLASS_COUNT] and tot. */
+void  nd_tcache_stats_add(const nd_tcache *tc, nd_snap_class *cls, nd_snap_totals *tot) nd_hidden;
+
+/* Debug check of the invariants of the bins and the heap. */
+bool  nd_tcache_is_valid(const nd_tcache *tc) nd_hidden;
+
+#endif /* ND_TCACHE_H */

@@ -1,0 +1,464 @@
+/*
+ * thread.c - threads (see thread.h): start and exit, their tcaches, the
+ * shared heaps, the slow path by size, maintenance, fork and statistics
+ * sums.
+ *
+ * Locks: nd_threads_lock (list of live threads, dead totals) ->
+ * nd_shared_lock (creation of shared heaps) -> a shared heap's lock ->
+ * node locks -> meta lock.
+ */
+#include "thread.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <string.h>
+#include "huge.h"
+#include "meta.h"
+#include "node.h"
+#include "options.h"
+#include "os.h"
+#include "topo.h"
+
+/* ---- the static tcaches and records, and TLS ------------------------------ */
+
+static nd_tcache nd_tcache_empty = { .bins = { [0 ... ND_CLASS_COUNT - 1] = ND_TCACHE_EMPTY_BIN } };
+static nd_tcache nd_tcache_dead = { .bins = { [0 ... ND_CLASS_COUNT - 1] = ND_TCACHE_EMPTY_BIN } };
+
+static nd_thread nd_thread_empty = {
+    .node_tc = { [0 ... ND_MAX_NODES - 1] = &nd_tcache_empty },
+    .plain = &nd_tcache_empty,
+    .state = ND_THREAD_NEW,
+};
+static nd_thread nd_thread_dead = {
+    .node_tc = { [0 ... ND_MAX_NODES - 1] = &nd_tcache_dead },
+    .plain = &nd_tcache_dead,
+    .state = ND_THREAD_DEAD,
+};
+
+__thread nd_tcache *nd_tls_tc = &nd_tcache_empty;
+__thread nd_thread *nd_tls_thread = &nd_thread_empty;
+__thread uintptr_t  nd_tls_tid;
+static __thread uint8_t nd_tls_starting;
+
+static uintptr_t nd_next_tid = 4 * ND_TID_STEP;   /* below: reserved (shared heaps) */
+static pthread_key_t nd_thread_key;
+
+static nd_lock_t  nd_threads_lock = ND_LOCK_INIT;
+static nd_thread *nd_threads_head;
+
+#define ND_GC_EVENTS 256
+
+/* Statistics of exited threads (under nd_threads_lock), and counts made by
+   threads without a heap (atomics). */
+static nd_snap_class      nd_dead_cls[ND_CLASS_COUNT];
+static nd_snap_totals     nd_dead_tot;
+static nd_class_counters  nd_orphan_cls[ND_CLASS_COUNT];
+static nd_thread_counters nd_orphan;
+
+/* ---- threads ------------------------------------------------------------- */
+
+void nd_thread_process_init(void)
+{
+    pthread_key_create(&nd_thread_key, nd_thread_done);
+}
+
+nd_tcache *nd_thread_start(void)
+{
+    nd_thread *t = nd_tls_thread;
+    if (nd_likely(t->state == ND_THREAD_LIVE))
+        return nd_tls_tc;
+    if (t->state == ND_THREAD_DEAD || nd_tls_starting)
+        return NULL;
+    nd_tls_starting = 1;
+    if (nd_tls_tid == 0)
+        nd_tls_tid = nd_fetch_add_relaxed(&nd_next_tid, ND_TID_STEP);
+    int node = nd_topo_local_mem_node(nd_topo_current_node());
+    t = nd_meta_alloc(sizeof(nd_thread));
+    nd_tcache *tc = t != NULL ? nd_tcache_create(nd_tls_tid, node, false, false) : NULL;
+    if (tc == NULL) {
+        if (t != NULL)
+            nd_meta_free(t, sizeof(nd_thread));
+        nd_tls_starting = 0;
+        return NULL;
+    }
+    for (int n = 0; n < ND_MAX_NODES; n++)
+        t->node_tc[n] = &nd_tcache_empty;
+    t->plain = tc;
+    t->state = ND_THREAD_LIVE;
+    t->gc_countdown = ND_GC_EVENTS;
+    t->maintain_at = tc->heap.clock_ms + (uint64_t)nd_opt(ND_OPT_purge_delay);
+    nd_lock(&nd_threads_lock);
+    t->next = nd_threads_head;
+    if (nd_threads_head)
+        nd_threads_head->prev = t;
+    nd_threads_head = t;
+    nd_unlock(&nd_threads_lock);
+    nd_tls_tc = tc;
+    nd_tls_thread = t;
+    /* May allocate (for high key numbers): the thread is already in place. */
+    pthread_setspecific(nd_thread_key, t);
+    nd_tls_starting = 0;
+    return tc;
+}
+
+nd_tcache *nd_thread_node_tcache(int node)
+{
+    if (!nd_topo_node_has_memory(node)) {
+        errno = EINVAL;
+        return NULL;
+    }
+    nd_thread *t = nd_tls_thread;
+    nd_tcache *tc = t->node_tc[node];
+    if (tc != &nd_tcache_empty)
+        return tc;
+    tc = nd_tcache_create(nd_tls_tid, node, true, false);
+    if (tc == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    t->node_tc[node] = tc;
+    return tc;
+}
+
+nd_tcache *nd_thread_tcache_for(const nd_segment *s)
+{
+    if (nd_tls_thread->state != ND_THREAD_LIVE)
+        return NULL;
+    if (!s->bound)
+        return nd_tls_tc;
+    return nd_thread_node_tcache(s->node);   /* created if this thread has none yet */
+}
+
+/* The thread's tcaches: its plain one, then its node ones. */
+static int nd_thread_tcaches(const nd_thread *t, nd_tcache **out)
+{
+    int n = 0;
+    out[n++] = t->plain;
+    for (int i = 0; i < nd_topo.mem_count; i++) {
+        nd_tcache *tc = t->node_tc[nd_topo.mem_ids[i]];
+        if (tc != &nd_tcache_empty)
+            out[n++] = tc;
+    }
+    return n;
+}
+
+static void nd_fold_dead_locked(const nd_tcache *tc)
+{
+    nd_snap_class cls[ND_CLASS_COUNT];
+    memset(cls, 0, sizeof cls);
+    nd_tcache_stats_add(tc, cls, &nd_dead_tot);
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        cls[c].cached = 0;   /* an exited thread caches nothing */
+        nd_snap_class_add(&nd_dead_cls[c], &cls[c]);
+    }
+}
+
+void nd_thread_done(void *arg)
+{
+    nd_thread *t = arg;
+    if (t == NULL || t->state != ND_THREAD_LIVE || t != nd_tls_thread)
+        return;
+    /* From here on this thread allocates from the shared heaps. */
+    nd_tls_tc = &nd_tcache_dead;
+    nd_tls_thread = &nd_thread_dead;
+    nd_tcache *tcs[ND_MAX_NODES + 1];
+    int n = nd_thread_tcaches(t, tcs);
+    for (int i = 0; i < n; i++) {
+        nd_tcache_flush_all(tcs[i]);
+        nd_heap_abandon(&tcs[i]->heap);
+    }
+    nd_lock(&nd_threads_lock);
+    if (t->prev)
+        t->prev->next = t->next;
+    else
+        nd_threads_head = t->next;
+    if (t->next)
+        t->next->prev = t->prev;
+    for (int i = 0; i < n; i++)
+        nd_fold_dead_locked(tcs[i]);
+    t->state = ND_THREAD_DEAD;
+    nd_unlock(&nd_threads_lock);
+    nd_tls_tid = 0;
+    for (int i = 0; i < n; i++)
+        nd_tcache_destroy(tcs[i]);
+    nd_meta_free(t, sizeof(nd_thread));
+}
+
+/* ---- shared heaps ----------------------------------------------------------- */
+
+typedef struct nd_shared_heap {
+    nd_lock_t  lock;
+    nd_tcache *tc;
+} nd_shared_heap;
+
+static nd_lock_t      nd_shared_lock = ND_LOCK_INIT;
+static nd_shared_heap nd_shared[ND_MAX_NODES][2];
+
+static nd_shared_heap *nd_shared_get(int node, bool bound)
+{
+    nd_shared_heap *sh = &nd_shared[node][bound];
+    if (nd_load_acquire(&sh->tc) != NULL)
+        return sh;
+    nd_lock(&nd_shared_lock);
+    if (sh->tc == NULL) {
+        nd_tcache *tc = nd_tcache_create(ND_TID_SHARED, node, bound, true);
+        if (tc != NULL) {
+            nd_lock_init(&sh->lock);
+            nd_store_release(&sh->tc, tc);
+        }
+    }
+    nd_unlock(&nd_shared_lock);
+    return sh->tc != NULL ? sh : NULL;
+}
+
+void *nd_thread_shared_malloc(int node, bool bound, size_t alignment, size_t size)
+{
+    nd_shared_heap *sh = nd_shared_get(node, bound);
+    if (sh == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    nd_lock(&sh->lock);
+    void *p = nd_thread_malloc_aligned(sh->tc, alignment, size);
+    nd_unlock(&sh->lock);
+    return p;
+}
+
+void nd_thread_lock_all(void)
+{
+    nd_lock(&nd_threads_lock);
+    nd_lock(&nd_shared_lock);
+    for (int n = 0; n < ND_MAX_NODES; n++)
+        for (int b = 0; b < 2; b++)
+            if (nd_shared[n][b].tc)
+                nd_lock(&nd_shared[n][b].lock);
+}
+
+void nd_thread_unlock_all(void)
+{
+    for (int n = ND_MAX_NODES - 1; n >= 0; n--)
+        for (int b = 1; b >= 0; b--)
+            if (nd_shared[n][b].tc)
+                nd_unlock(&nd_shared[n][b].lock);
+    nd_unlock(&nd_shared_lock);
+    nd_unlock(&nd_threads_lock);
+}
+
+void nd_thread_fork_child(void)
+{
+    /* Only the forking thread survives. The tcaches of the others are left
+       as they were (they may have been mid-update): their ids never match a
+       thread of the child, so frees of their blocks take the remote path.
+       Their counters are folded into the totals. Called with the list lock
+       held (nd_thread_lock_all). */
+    nd_thread *self = nd_tls_thread;
+    nd_thread *t = nd_threads_head;
+    nd_threads_head = NULL;
+    while (t) {
+        nd_thread *next = t->next;
+        if (t == self) {
+            t->next = nd_threads_head;
+            t->prev = NULL;
+            nd_threads_head = t;
+        } else {
+            nd_tcache *tcs[ND_MAX_NODES + 1];
+            int n = nd_thread_tcaches(t, tcs);
+            for (int i = 0; i < n; i++)
+                nd_fold_dead_locked(tcs[i]);
+        }
+        t = next;
+    }
+}
+
+/* ---- maintenance ------------------------------------------------------------ */
+
+/* The calling thread's periodic maintenance: thread-cache GC, and for each
+   of its heaps notified pages, adoption, purging, kept segments; then the
+   node caches. */
+static void nd_thread_maintain(nd_thread *t, bool force)
+{
+    uint64_t now = nd_os_now_ms();
+    if (!force && now < t->maintain_at) {
+        t->plain->heap.clock_ms = now;
+        return;
+    }
+    long delay = nd_opt(ND_OPT_purge_delay);
+    t->maintain_at = now + (uint64_t)(delay > 0 ? delay : 1);
+    nd_tcache *tcs[ND_MAX_NODES + 1];
+    int n = nd_thread_tcaches(t, tcs);
+    for (int i = 0; i < n; i++) {
+        if (force || nd_tcache_gc_due(tcs[i]))
+            nd_tcache_gc(tcs[i], force);
+        nd_heap_maintain(&tcs[i]->heap, now, force);
+        nd_assert2(nd_tcache_is_valid(tcs[i]));
+    }
+    nd_node_maintain(force ? ND_SWEEP_ALL : ND_SWEEP_PERIODIC);
+}
+
+void nd_thread_tick(nd_tcache *tc)
+{
+    nd_heap_tick(&tc->heap);
+    nd_thread *t = nd_tls_thread;
+    if (tc->heap.shared || t->state != ND_THREAD_LIVE)
+        return;
+    if (nd_unlikely(--t->gc_countdown == 0)) {
+        t->gc_countdown = ND_GC_EVENTS;
+        nd_thread_maintain(t, false);
+    }
+}
+
+void nd_thread_collect(bool purge_all)
+{
+    nd_thread *t = nd_tls_thread;
+    if (t->state != ND_THREAD_LIVE)
+        return;
+    uint64_t now = nd_os_now_ms();
+    nd_tcache *tcs[ND_MAX_NODES + 1];
+    int n = nd_thread_tcaches(t, tcs);
+    for (int i = 0; i < n; i++) {
+        nd_tcache_flush_all(tcs[i]);
+        nd_tcache_gc(tcs[i], purge_all);
+        nd_heap_collect(&tcs[i]->heap, now, purge_all);
+    }
+}
+
+/* ---- the slow path by size ---------------------------------------------------- */
+
+static void *nd_thread_large(nd_tcache *tc, size_t size, size_t alignment)
+{
+    nd_heap *h = &tc->heap;
+    size_t bytes;
+    void *p = nd_large_alloc(&h->large, h, h->tid, h->node, h->bound, size, alignment, &bytes);
+    if (p != NULL) {
+        nd_count_inc(&h->stats.large_allocs);
+        nd_count_add(&h->stats.large_bytes_allocated, bytes);
+    }
+    return p;
+}
+
+static void *nd_thread_huge(nd_tcache *tc, size_t size, size_t alignment)
+{
+    nd_heap *h = &tc->heap;
+    void *p = nd_huge_alloc(size, alignment, h->node, h->bound, NULL);
+    if (p != NULL) {
+        nd_count_inc(&h->stats.huge_allocs);
+        nd_count_add(&h->stats.huge_bytes_allocated, size);
+    }
+    return p;
+}
+
+void *nd_thread_malloc(nd_tcache *tc, size_t size)
+{
+    nd_thread_tick(tc);
+    if (size <= ND_MEDIUM_MAX) {
+        unsigned c = nd_class_of(size);
+        if (nd_tcache_count_request(tc, c) && !tc->heap.shared && nd_tls_thread->state == ND_THREAD_LIVE)
+            nd_thread_maintain(nd_tls_thread, false);
+        return nd_tcache_alloc(tc, c);
+    }
+    if (size > (size_t)PTRDIFF_MAX) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (size <= ND_LARGE_MAX)
+        return nd_thread_large(tc, size, 0);
+    return nd_thread_huge(tc, size, 0);
+}
+
+void *nd_thread_malloc_aligned(nd_tcache *tc, size_t alignment, size_t size)
+{
+    if (alignment <= ND_QUANTUM)
+        return nd_thread_malloc(tc, size);
+    if (size > (size_t)PTRDIFF_MAX || alignment > ((size_t)1 << 40)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (alignment <= ND_ALIGN_NATURAL) {
+        unsigned c = nd_class_aligned(size, alignment);
+        if (c < ND_CLASS_COUNT)
+            return nd_thread_malloc(tc, nd_class_size[c]);
+    }
+    if (nd_large_fits(size, alignment))
+        return nd_thread_large(tc, size, alignment);
+    return nd_thread_huge(tc, size, alignment);
+}
+
+/* ---- statistics ----------------------------------------------------------------- */
+
+void nd_thread_count_remote_free(unsigned cls)
+{
+    if (cls >= ND_CLASS_COUNT)
+        return;
+    if (nd_tls_thread->state == ND_THREAD_LIVE)
+        nd_count_inc(&nd_tls_tc->heap.cstats[cls].remote_frees);
+    else
+        nd_add_relaxed(&nd_orphan_cls[cls].remote_frees, 1);
+}
+
+void nd_thread_count_free(bool huge, size_t bytes)
+{
+    bool live = nd_tls_thread->state == ND_THREAD_LIVE;
+    nd_thread_counters *s = live ? &nd_tls_tc->heap.stats : &nd_orphan;
+    uint64_t *count = huge ? &s->huge_frees : &s->large_frees;
+    uint64_t *sum = huge ? &s->huge_bytes_freed : &s->large_bytes_freed;
+    if (live) {
+        nd_count_inc(count);
+        nd_count_add(sum, bytes);
+    } else {
+        nd_add_relaxed(count, 1);
+        nd_add_relaxed(sum, bytes);
+    }
+}
+
+void nd_thread_count_large_resize(long delta)
+{
+    if (nd_tls_thread->state != ND_THREAD_LIVE)
+        return;
+    nd_thread_counters *s = &nd_tls_tc->heap.stats;
+    if (delta > 0)
+        nd_count_add(&s->large_bytes_allocated, (uint64_t)delta);
+    else
+        nd_count_add(&s->large_bytes_freed, (uint64_t)-delta);
+}
+
+void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, size_t *threads)
+{
+    size_t nthreads = 0;
+    nd_lock(&nd_threads_lock);
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        nd_snap_class_add(&cls[c], &nd_dead_cls[c]);
+        nd_snap_class_add_counters(&cls[c], &nd_orphan_cls[c]);
+        cls[c].frees += nd_load_relaxed(&nd_orphan_cls[c].remote_frees);
+    }
+    nd_snap_totals_add(tot, &nd_dead_tot);
+    nd_snap_totals_add_counters(tot, &nd_orphan);
+    for (nd_thread *t = nd_threads_head; t; t = t->next) {
+        nthreads++;
+        nd_tcache *tcs[ND_MAX_NODES + 1];
+        int n = nd_thread_tcaches(t, tcs);
+        for (int i = 0; i < n; i++)
+            nd_tcache_stats_add(tcs[i], cls, tot);
+    }
+    for (int n = 0; n < ND_MAX_NODES; n++)
+        for (int b = 0; b < 2; b++) {
+            nd_tcache *tc = nd_load_acquire(&nd_shared[n][b].tc);
+            if (tc != NULL)
+                nd_tcache_stats_add(tc, cls, tot);
+        }
+    nd_unlock(&nd_threads_lock);
+    if (threads)
+        *threads = nthreads;
+}
+
+bool nd_thread_is_valid(void)
+{
+    nd_thread *t = nd_tls_thread;
+    if (t->state != ND_THREAD_LIVE)
+        return true;
+    nd_tcache *tcs[ND_MAX_NODES + 1];
+    int n = nd_thread_tcaches(t, tcs);
+    for (int i = 0; i < n; i++)
+        if (!nd_tcache_is_valid(tcs[i]))
+            return false;
+    return true;
+}

@@ -1,0 +1,94 @@
+/*
+ * thread.h - threads: the thread-local words the fast paths read, a
+ * thread's start and exit, its thread caches (one for plain memory, one per
+ * node it asked for), the locked shared heaps used by threads being torn
+ * down, the allocation slow path by size (cache, large, huge), periodic
+ * maintenance, fork, and the statistics summed over threads.
+ *
+ * Locks: the list of live threads -> the shared-heap table -> a shared
+ * heap's lock -> node locks -> meta lock.
+ */
+#ifndef ND_THREAD_H
+#define ND_THREAD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include "config.h"
+#include "counters.h"
+#include "tcache.h"
+
+enum { ND_THREAD_NEW = 0, ND_THREAD_LIVE, ND_THREAD_DEAD };
+
+/*
+ * A thread's record.
+ * Invariants: state == LIVE for a thread on the list of live threads;
+ * plain == the thread's plain tcache (nd_tls_tc while it lives);
+ * node_tc[n] == its tcache for memory bound to node n, or the static empty
+ * tcache (every fast path misses) when it has none.
+ */
+typedef struct nd_aligned(ND_CACHE_LINE) nd_thread {
+    nd_tcache        *node_tc[ND_MAX_NODES];
+    nd_tcache        *plain;
+    uint8_t           state;
+    uint32_t          gc_countdown;     /* slow-path events until the next maintenance check */
+    uint64_t          maintain_at;      /* ms */
+    struct nd_thread *next, *prev;      /* list of live threads */
+} nd_thread;
+
+/* The fast paths' view of the calling thread: its plain tcache and its
+   record. Before a thread's first call they are static empty ones (every
+   fast path misses, so no "initialised yet?" test is needed); after its
+   exit, static dead ones. */
+extern __thread nd_tcache *nd_tls_tc nd_hidden;
+extern __thread nd_thread *nd_tls_thread nd_hidden;
+extern __thread uintptr_t  nd_tls_tid nd_hidden;
+
+/* The calling thread's id: a TLS word, never reused (0 before start). */
+static inline uintptr_t nd_tid(void) { return nd_tls_tid; }
+
+void nd_thread_process_init(void) nd_hidden;
+/* The calling thread's plain tcache, started if needed; NULL if it cannot
+   have one (torn down, starting, or out of memory): use a shared heap. */
+nd_tcache *nd_thread_start(void) nd_hidden;
+/* The calling (started) thread's tcache for memory bound to `node`, created
+   on first use; NULL with errno = EINVAL (no such node) or ENOMEM. */
+nd_tcache *nd_thread_node_tcache(int node) nd_hidden;
+/* The calling thread's tcache for memory of segment s's kind, if it has (or
+   can make) one; NULL otherwise. */
+nd_tcache *nd_thread_tcache_for(const nd_segment *s) nd_hidden;
+/* pthread key destructor. */
+void nd_thread_done(void *arg) nd_hidden;
+
+/* The slow path of malloc for a tcache of the calling thread (or a shared
+   one, under its lock): size classes through the cache, large and huge
+   blocks. NULL with errno = ENOMEM. */
+void *nd_thread_malloc(nd_tcache *tc, size_t size) nd_hidden;
+void *nd_thread_malloc_aligned(nd_tcache *tc, size_t alignment, size_t size) nd_hidden;
+/* The same from the shared heap of (node, bound), for threads without a
+   tcache of their own. */
+void *nd_thread_shared_malloc(int node, bool bound, size_t alignment, size_t size) nd_hidden;
+/* A slow-path event of tc (its heap's clock; maintenance every so often). */
+void  nd_thread_tick(nd_tcache *tc) nd_hidden;
+/* nodal_collect for the calling thread. */
+void  nd_thread_collect(bool purge_all) nd_hidden;
+
+/* Statistics counted on behalf of the calling thread (or of threads
+   without a heap, atomically). */
+void nd_thread_count_remote_free(unsigned cls) nd_hidden;
+/* A large (huge = false) or huge block of `bytes` freed. */
+void nd_thread_count_free(bool huge, size_t bytes) nd_hidden;
+void nd_thread_count_large_resize(long delta) nd_hidden;
+/* Sums over live, exited and shared heaps into cls[ND_CLASS_COUNT] and tot;
+   *threads = live threads. */
+void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, size_t *threads) nd_hidden;
+
+/* fork(): prepare takes the list lock and every shared heap's lock; the
+   child keeps only the forking thread (the others' counters are folded). */
+void nd_thread_lock_all(void) nd_hidden;
+void nd_thread_unlock_all(void) nd_hidden;
+void nd_thread_fork_child(void) nd_hidden;
+
+/* Debug check of every tcache of the calling thread. */
+bool nd_thread_is_valid(void) nd_hidden;
+
+#endif /* ND_THREAD_H */

@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""layers.py - no file of src/ includes or calls a layer above its own.
+
+The layers are written once, in the table of src/README.md between
+"<!-- layers" and "<!-- end of layers -->" (top first). A file may include
+the headers of its own row and the rows below it, and call the functions
+and macros those headers declare (or that the file defines itself).
+
+    layers.py SRC_DIR        (exit 0: all downward; 1: a violation)
+"""
+
+import os
+import re
+import sys
+
+
+def layer_table(src):
+    text = open(os.path.join(src, "README.md")).read()
+    m = re.search(r"<!-- layers[^>]*-->(.*?)<!-- end of layers -->", text, re.S)
+    if not m:
+        sys.exit("FAIL layers: src/README.md has no layer table between '<!-- layers' and "
+                 "'<!-- end of layers -->'")
+    rows = [l for l in m.group(1).splitlines() if l.startswith("|")][2:]   # header, rule
+    layer_of = {}
+    names = []
+    for depth, row in enumerate(rows):
+        cells = [c.strip() for c in row.strip("|").split("|")]
+        names.append(cells[0])
+        for f in re.findall(r"`([^`]+)`", cells[1]):
+            layer_of[f] = depth          # 0 = top
+    return layer_of, names
+
+
+def strip_comments(code):
+    code = re.sub(r"/\*.*?\*/", lambda m: "\n" * m.group(0).count("\n"), code, flags=re.S)
+    return re.sub(r"//[^\n]*", "", code)
+
+
+def strip_strings(code):
+    return re.sub(r'"(\\.|[^"\\\n])*"', '""', code)
+
+
+def main():
+    src = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "../../src")
+    layer_of, names = layer_table(src)
+    files = sorted(f for f in os.listdir(src) if f.endswith((".c", ".h")))
+    problems = []
+    for f in files:
+        if f not in layer_of:
+            problems.append("%s is in no layer of src/README.md's table" % f)
+    for f in layer_of:
+        if f not in files:
+            problems.append("src/README.md's layer table names %s, which does not exist" % f)
+    raw = {f: strip_comments(open(os.path.join(src, f)).read()) for f in files}
+    code = {f: strip_strings(raw[f]) for f in files}
+
+    # Which header declares each nd_ name (functions, inline functions, macros).
+    declared = {}
+    for f in files:
+        if not f.endswith(".h"):
+            continue
+        for m in re.finditer(r"^\s*#\s*define\s+(nd_\w+)\s*\(", code[f], re.M):
+            declared.setdefault(m.group(1), f)
+        # Declarations and definitions start at column 0 with their type
+        # (the style of every header); calls are indented.
+        for m in re.finditer(r"^(?!return\b|if\b|else\b)[A-Za-z_][\w \t\*]*?\b(nd_\w+)\s*\(", code[f], re.M):
+            declared.setdefault(m.group(1), f)
+
+    for f in files:
+        if f not in layer_of:
+            continue
+        mine = layer_of[f]
+        for m in re.finditer(r'^\s*#\s*include\s+"([^"]+)"', raw[f], re.M):
+            inc = m.group(1)
+            if inc in layer_of and layer_of[inc] < mine:
+                problems.append("%s (layer '%s') includes %s (layer '%s', above it)"
+                                % (f, names[mine], inc, names[layer_of[inc]]))
+        for m in re.finditer(r"\b(nd_\w+)\s*\(", code[f]):
+            h = declared.get(m.group(1))
+            if h is not None and h in layer_of and layer_of[h] < mine:
+                line = code[f].count("\n", 0, m.start()) + 1
+                problems.append("%s:%d (layer '%s') calls %s, declared in %s (layer '%s', above it)"
+                                % (f, line, names[mine], m.group(1), h, names[layer_of[h]]))
+    for p in sorted(set(problems)):
+        print("FAIL layers: " + p)
+    if problems:
+        return 1
+    print("PASS layers: %d files of src/ include and call only their own layer and those below "
+          "(%d layers)" % (len(files), len(names)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
