@@ -19,6 +19,17 @@
 
 /* ---- slow paths ------------------------------------------------------------ */
 
+void *nd_pop_prefetch(void **cur)
+{
+    const char *next = cur[1];
+    if (next != NULL)
+        for (unsigned i = 0; i < nd_prefetch_lines; i++)
+            __builtin_prefetch(next + i * ND_CACHE_LINE, 1, 3);
+    void *p = *cur;
+    nd_block_unmark(p);
+    return p;
+}
+
 /* The calling thread's plain tcache, or NULL: use a shared heap. */
 static nd_tcache *nd_plain_tcache(void)
 {
@@ -28,7 +39,7 @@ static nd_tcache *nd_plain_tcache(void)
     return nd_thread_start();
 }
 
-void *nd_malloc_slow(nd_tcache *tc, size_t size)
+void *nd_malloc_slow(size_t size, nd_tcache *tc)
 {
     if (nd_unlikely(nd_tls_thread->state != ND_THREAD_LIVE)) {
         tc = nd_plain_tcache();
@@ -91,7 +102,7 @@ static void *nd_malloc_aligned(size_t alignment, size_t size)
         unsigned c = nd_class_aligned(size, alignment);
         if (c < ND_CLASS_COUNT) {
             nd_tcache *tc = nd_tls_tc;
-            ND_BIN_POP_OR(tc, c, nd_malloc_aligned_slow(alignment, size));
+            ND_BIN_POP_OR(tc, (size_t)c * ND_BIN_BYTES, nd_malloc_aligned_slow(alignment, size));
         }
     }
     return nd_malloc_aligned_slow(alignment, size);
@@ -206,6 +217,8 @@ static nd_segment *nd_block_lookup(const char *fn, const void *p, nd_page **pgp)
     nd_page *pg = s->kind == ND_SEG_HUGE ? &s->pages[0] : nd_page_of(s, p);
     if (!nd_page_is_block_start(pg, p))
         nd_misuse(fn, "invalid pointer (not a block allocated by nodal)", p);
+    if ((s->kind == ND_SEG_SMALL || s->kind == ND_SEG_MEDIUM) && nd_block_is_marked(p))
+        nd_misuse(fn, "invalid pointer (a block already freed)", p);
     *pgp = pg;
     return s;
 }

@@ -25,10 +25,11 @@
 #include "class.h"
 #include "config.h"
 #include "options.h"
+#include "page.h"
 #include "tcache.h"
 #include "thread.h"
 
-void *nd_malloc_slow(nd_tcache *tc, size_t size) nd_hidden;
+void *nd_malloc_slow(size_t size, nd_tcache *tc) nd_hidden;   /* size first: it stays in its register */
 void *nd_malloc_node_slow(size_t size, int node) nd_hidden;
 
 /* Slow-path entry points shared by the prefixed and the standard names. */
@@ -45,36 +46,34 @@ void  *nd_realloc_node(void *p, size_t size, int node) nd_hidden;
 void  *nd_malloc_node_aligned(size_t alignment, size_t size, int node) nd_hidden;
 void  *nd_calloc_node(size_t count, size_t size, int node) nd_hidden;
 
-nd_inline void nd_prefetch_next(void **cur)
-{
-    if (nd_unlikely(nd_prefetch_lines != 0)) {
-        const char *next = cur[1];
-        if (next != NULL)
-            for (unsigned i = 0; i < nd_prefetch_lines; i++)
-                __builtin_prefetch(next + i * ND_CACHE_LINE, 1, 3);
-    }
-}
+/* prefetch=N: returns the block at *cur (unmarked, as the fast path does)
+   after prefetching the next one a malloc of the class will return. Out of
+   line, so that the fast path pays one compare for the option. */
+void *nd_pop_prefetch(void **cur) nd_hidden;
 
-/* Pops a block from bin c of tcache tc; the caller takes its slow path when
-   the bin is empty or its tick ran out. */
-#define ND_BIN_POP_OR(tc, c, slow)                                             \
+/* Pops a block from the bin at byte offset `off` of tcache tc and clears
+   its freed-block mark (page.h); the caller takes its slow path when the
+   bin is empty or its tick ran out. */
+#define ND_BIN_POP_OR(tc, off, slow)                                           \
     do {                                                                       \
-        nd_bin *b_ = &(tc)->bins[(c)];                                         \
+        nd_bin *b_ = (nd_bin *)((char *)(tc)->bins + (off));                   \
         void **cur_ = b_->cur;                                                 \
         if (nd_unlikely(cur_ == b_->empty) || nd_unlikely(--b_->tick == 0))    \
             return (slow);                                                     \
         b_->cur = cur_ + 1;                                                    \
-        b_->last_free = NULL;                                                  \
-        nd_prefetch_next(cur_);                                                \
-        return *cur_;                                                          \
+        if (nd_unlikely(nd_prefetch_lines != 0))                               \
+            return nd_pop_prefetch(cur_);                                      \
+        void *p_ = *cur_;                                                      \
+        nd_block_unmark(p_);                                                   \
+        return p_;                                                             \
     } while (0)
 
 nd_inline void *nd_malloc_fast(nd_tcache *tc, size_t size)
 {
     size_t c;
     if (nd_unlikely(!nd_class_fast(size, &c)))
-        return nd_malloc_slow(tc, size);
-    ND_BIN_POP_OR(tc, c, nd_malloc_slow(tc, size));
+        return nd_malloc_slow(size, tc);
+    ND_BIN_POP_OR(tc, c, nd_malloc_slow(size, tc));
 }
 
 nd_inline void *nd_malloc_node_fast(size_t size, int node)

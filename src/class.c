@@ -11,13 +11,19 @@ const uint32_t nd_class_size[ND_CLASS_COUNT] = {
     40960, 49152, 57344, 65536, 81920, 98304, 114688, 131072,
 };
 
-/* Class of sizes (i-1)*16+1 .. i*16 (index 0: size 0). */
-const uint8_t nd_class_lookup[ND_LOOKUP_MAX / ND_QUANTUM + 1] = {
-    0, 0, 1, 2, 3, 4, 5, 6, 7, 8, 8, 9, 9, 10, 10, 11, 11, 12, 12, 12, 12,
-    13, 13, 13, 13, 14, 14, 14, 14, 15, 15, 15, 15, 16, 16, 16, 16, 16, 16,
-    16, 16, 17, 17, 17, 17, 17, 17, 17, 17, 18, 18, 18, 18, 18, 18, 18, 18,
-    19, 19, 19, 19, 19, 19, 19, 19,
-};
+/* Class of sizes (i-1)*16+1 .. i*16 (index 0: size 0), written once and
+   expanded into the class table and the fast paths' bin-offset table. */
+#define ND_LOOKUP(X)                                                                           \
+    X(0) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(8) X(9) X(9) X(10) X(10) X(11) X(11)   \
+    X(12) X(12) X(12) X(12) X(13) X(13) X(13) X(13) X(14) X(14) X(14) X(14) X(15) X(15)       \
+    X(15) X(15) X(16) X(16) X(16) X(16) X(16) X(16) X(16) X(16) X(17) X(17) X(17) X(17)       \
+    X(17) X(17) X(17) X(17) X(18) X(18) X(18) X(18) X(18) X(18) X(18) X(18) X(19) X(19)       \
+    X(19) X(19) X(19) X(19) X(19) X(19)
+#define ND_AS_CLASS(c) c,
+#define ND_AS_OFFSET(c) (c) * ND_BIN_BYTES,
+const uint8_t nd_class_lookup[ND_LOOKUP_MAX / ND_QUANTUM + 1] = { ND_LOOKUP(ND_AS_CLASS) };
+const uint16_t nd_class_bin_offset[ND_LOOKUP_MAX / ND_QUANTUM + 1] = { ND_LOOKUP(ND_AS_OFFSET) };
 
 _Static_assert(sizeof nd_class_lookup == 65, "one entry per 16 bytes up to 1 KiB");
+_Static_assert(sizeof nd_class_bin_offset == 2 * 65, "one bin offset per 16 bytes up to 1 KiB");
 _Static_assert(ND_MEDIUM_MAX == 131072, "the last class is ND_MEDIUM_MAX");

@@ -17,6 +17,9 @@
 #include "config.h"
 
 extern const uint8_t  nd_class_lookup[ND_LOOKUP_MAX / ND_QUANTUM + 1] nd_hidden;
+/* The same lookup, as the byte offset of the class's bin in a thread cache
+   (class * ND_BIN_BYTES): the fast paths' table. */
+extern const uint16_t nd_class_bin_offset[ND_LOOKUP_MAX / ND_QUANTUM + 1] nd_hidden;
 extern const uint32_t nd_class_size[ND_CLASS_COUNT] nd_hidden;
 
 /* The class of a request of `size` bytes (size <= ND_MEDIUM_MAX). */
@@ -29,13 +32,14 @@ static inline unsigned nd_class_of(size_t size)
     return 4u * b - 20u + (unsigned)((x >> (b - 2)) & 3u);
 }
 
-/* The class a thread cache serves `size` from; false for larger sizes. */
-static inline __attribute__((always_inline)) bool nd_class_fast(size_t size, size_t *c)
+/* The byte offset of the bin a thread cache serves `size` from (class *
+   ND_BIN_BYTES); false for sizes above the classes. */
+static inline __attribute__((always_inline)) bool nd_class_fast(size_t size, size_t *bin_off)
 {
     if (nd_likely(size <= ND_LOOKUP_MAX))
-        *c = nd_class_lookup[(size + ND_QUANTUM - 1) / ND_QUANTUM];
+        *bin_off = nd_class_bin_offset[(size + ND_QUANTUM - 1) / ND_QUANTUM];
     else if (size <= ND_MEDIUM_MAX)
-        *c = nd_class_of(size);
+        *bin_off = (size_t)nd_class_of(size) * ND_BIN_BYTES;
     else
         return false;
     return true;

@@ -4,17 +4,17 @@
  * blocks, and pointers that are not nodal's; free_sized and
  * free_aligned_sized; the public nodal_free names.
  *
- * Checks that always run (they cost nothing on the fast path):
+ * Checks that always run:
  *  - a pointer outside every nodal segment            -> "invalid pointer", abort
- *  - a segment header whose cookie does not match     -> "invalid pointer", abort
+ *  - a segment whose header was overwritten           -> "heap corruption", abort
  *  - a pointer into a page with no block in use       -> "double free or invalid pointer", abort
- *  - freeing again the block this thread freed last, with no malloc of
- *    its size class in between                       -> "double free", abort
- *  - a block freed twice by other threads before its owner took it back
- *                                                    -> "double free", abort
- *  - on the slow paths: a pointer that is not the start of a block -> abort
- * check=2 adds: every free validated (block start, not already on the page's
- * free list), thread caches off, freed memory filled with 0xdf.
+ *  - a block that carries the freed-block mark (page.h): freed already,
+ *    by any thread, however long ago                 -> "double free", abort
+ *  - a pointer that is not the start of a carved block (an interior
+ *    pointer, a segment header, a block never handed out)
+ *                                                    -> "invalid pointer", abort
+ * check=2 adds: thread caches off, so every free takes the slow path and is
+ * checked in full; freed memory filled with 0xdf past its link and mark.
  */
 #include "free.h"
 
@@ -24,13 +24,23 @@
 #include "msg.h"
 #include "node.h"
 
+/* The segment map says a segment starts here, but its header is not one
+   nodal wrote (or no longer): memory was overwritten. */
+static nd_cold void nd_free_bad_header(const void *p, const nd_segment *s)
+{
+    nd_fatal("free(): heap corruption: the header of the segment at %p, which holds %p, is overwritten "
+             "(an overflow from the memory before it?)", (const void *)s, p);
+}
+
 void nd_free_special(void *p)
 {
     if (p == NULL)
         return;
     nd_segment *s = nd_seg_of(p);
-    if (s == NULL || !nd_seg_cookie_ok(s))
+    if (s == NULL)
         nd_misuse("free", "invalid pointer (not allocated by nodal)", p);
+    if (!nd_seg_cookie_ok(s))
+        nd_free_bad_header(p, s);
     /* Only huge blocks aligned past the first 4 MiB land here. */
     if (s->kind != ND_SEG_HUGE || s->pages[0].start != (uint8_t *)p)
         nd_misuse("free", "invalid pointer (not the start of a block)", p);
@@ -41,9 +51,8 @@ void nd_free_special(void *p)
 /* Remote free: p belongs to a page another heap owns (or nobody does). */
 static void nd_free_remote(nd_segment *s, nd_page *pg, void *p, uintptr_t key)
 {
-    if (nd_unlikely(!nd_page_is_block_start(pg, p)))
-        nd_misuse("free", nd_load_relaxed(&pg->in_use) ? "invalid pointer (not the start of a block)"
-                                                       : "double free or invalid pointer (page not in use)", p);
+    if (nd_unlikely(nd_block_is_marked(p)))
+        nd_misuse("free", "double free", p);
     nd_heap_free_remote(pg, p);
     nd_thread_count_remote_free(pg->cls);
     /* A free into a segment abandoned by an exited thread: adopt it, so that
@@ -68,13 +77,10 @@ static void nd_free_large(nd_segment *s, nd_page *pg, void *p)
     nd_thread_count_free(false, nd_large_free(s, pg, cache));
 }
 
-void nd_free_slow(nd_segment *s, nd_page *pg, void *p)
+void nd_free_slow(void *p, nd_segment *s, nd_page *pg)
 {
     if (nd_unlikely(!nd_seg_cookie_ok(s)))
-        nd_misuse("free", "invalid pointer (not allocated by nodal)", p);
-    uintptr_t key = nd_load_relaxed(&pg->key);
-    uintptr_t tid = nd_tid();
-
+        nd_free_bad_header(p, s);
     if (s->kind == ND_SEG_HUGE) {
         if (pg->start != (uint8_t *)p || !pg->in_use)
             nd_misuse("free", "invalid pointer (not the start of a block)", p);
@@ -88,29 +94,36 @@ void nd_free_slow(nd_segment *s, nd_page *pg, void *p)
     }
     if (s->kind != ND_SEG_SMALL && s->kind != ND_SEG_MEDIUM)
         nd_misuse("free", "double free or invalid pointer (segment not in use)", p);
-
+    /* Every free that reaches here is checked in full. */
+    if (nd_unlikely(!nd_page_is_block_start(pg, p)))
+        nd_misuse("free", nd_load_relaxed(&pg->in_use) ? "invalid pointer (not the start of a block)"
+                                                       : "double free or invalid pointer (page not in use)", p);
+    uintptr_t key = nd_load_relaxed(&pg->key);
+    uintptr_t tid = nd_tid();
     if ((key & ~ND_KEY_COLD) != tid || tid == 0) {
         nd_free_remote(s, pg, p, key);
         return;
     }
-    nd_heap *h = pg->heap;
-    if (key & ND_KEY_COLD) {   /* our page, not a hot one: straight back to it */
-        nd_heap_free_local(h, pg, p);
-        return;
-    }
-    /* Our own block of a hot page: the cache is full (or has no slots), or
-       p was just freed. */
-    nd_bin *b = pg->bin;
-    if (b->last_free == p || (b->cur != b->empty && *b->cur == p))
+    /* Our own block. The mark says it is free already. */
+    if (nd_unlikely(nd_block_is_marked(p)))
         nd_misuse("free", "double free", p);
+    nd_heap *h = pg->heap;
     nd_tcache *tc = nd_tcache_of_heap(h);
-    if (tc->binfo[pg->cls].cap_max == 0) {
+    if ((key & ND_KEY_COLD) || tc->binfo[pg->cls].cap_max == 0) {
+        /* A page that is not hot (or a class without a cache, or checks on):
+           straight back to the page. */
+        nd_block_mark(p);
+        if (nd_unlikely(nd_opt(ND_OPT_check) >= 2))
+            nd_page_junk(pg, p);
         nd_heap_free_local(h, pg, p);
         return;
     }
-    if (nd_unlikely(!nd_page_is_block_start(pg, p)))
-        nd_misuse("free", "invalid pointer (not the start of a block)", p);
-    nd_tcache_free_full(tc, pg, p);
+    nd_bin *b = pg->bin;
+    if (b->cur == b->low)
+        nd_tcache_free_full(tc, pg, p);
+    else
+        *--b->cur = p;
+    nd_block_mark(p);
     nd_thread_tick(tc);
 }
 

@@ -25,7 +25,7 @@
 #include "tcache.h"
 #include "thread.h"
 
-void nd_free_slow(nd_segment *s, nd_page *pg, void *p) nd_hidden;
+void nd_free_slow(void *p, nd_segment *s, nd_page *pg) nd_hidden;   /* p first: it stays in its register */
 void nd_free_special(void *p) nd_hidden;   /* NULL, huge-aligned, or not nodal's */
 void nd_free_sized(void *p, size_t size) nd_hidden;
 void nd_free_aligned_sized(void *p, size_t alignment, size_t size) nd_hidden;
@@ -46,30 +46,32 @@ nd_inline void nd_free_fast(void *p)
     if (nd_unlikely(key != tid)) {
         /* One of our pages that is not hot: the block goes straight back to
            it, unless that is the page's last block out or it sits on the
-           full queue (both need the page queues) or checks are on. */
+           full queue (both need the page queues), or checks are on, or it
+           does not look like a live block start. */
         if (key == (tid | ND_KEY_COLD) && tid != 0 && pg->used > 1 && !pg->in_full &&
-            nd_likely(!nd_check_frees)) {
+            nd_likely(!nd_check_frees) && nd_page_block_ok(pg, p) && !nd_block_is_marked(p)) {
             nd_block *blk = p;
-            blk->next = pg->free;
+            nd_link_set(blk, pg->free);
+            nd_block_mark(blk);
             pg->free = blk;
             pg->used--;
             nd_count_inc(&pg->bin->page_frees);
             return;
         }
-        nd_free_slow(s, pg, p);
+        nd_free_slow(p, s, pg);
         return;
     }
+    /* A hot page of ours. Not a block start, a block already marked free (a
+       double free), or a full bin: the slow path sorts it out. */
     nd_bin *b = pg->bin;
     void **cur = b->cur;
-    /* Full, or p freed twice in a row: the bin remembers its last free until
-       the next malloc of the class (cheaper than reading the cache's top). */
-    if (nd_unlikely(cur == b->low || b->last_free == p)) {
-        nd_free_slow(s, pg, p);
+    if (nd_unlikely(!nd_page_block_ok(pg, p) || nd_block_is_marked(p) || cur == b->low)) {
+        nd_free_slow(p, s, pg);
         return;
     }
     *--cur = p;
     b->cur = cur;
-    b->last_free = p;
+    nd_block_mark(p);
 }
 
 #endif /* ND_FREE_H */

@@ -242,16 +242,14 @@ void nd_heap_return_blocks(nd_heap *h, nd_page *pg, nd_block *head, nd_block *ta
 
 void nd_heap_free_local(nd_heap *h, nd_page *pg, void *p)
 {
-    if (nd_unlikely(!pg->in_use || !nd_page_has_block(pg, p)))
-        nd_misuse("free", "invalid pointer (not the start of a block)", p);
-    if (nd_unlikely(nd_opt(ND_OPT_check) >= 2))
-        nd_page_check_free(pg, p);
+    nd_assert(pg->in_use && nd_page_has_block(pg, p) && nd_block_is_marked(p));
     nd_count_inc(&h->cstats[pg->cls].slow_frees);
     nd_heap_return_blocks(h, pg, p, p, 1);
 }
 
 void nd_heap_free_remote(nd_page *pg, void *p)
 {
+    /* nd_page_xpush marks p and links it. */
     if (nd_page_xpush(pg, p) != ND_XSTATE_NOTIFY)
         return;
     /* We took NOTIFY -> BUSY: tell the owner, then clear BUSY. The owner

@@ -99,7 +99,8 @@ size_t nd_heap_take_blocks(nd_heap *h, unsigned cls, void **out, size_t n) nd_hi
 /* Gives `count` blocks of page pg, linked head..tail, back (owner side):
    the page leaves the full queue, or retires when no block is out. */
 void   nd_heap_return_blocks(nd_heap *h, nd_page *pg, nd_block *head, nd_block *tail, uint32_t count) nd_hidden;
-/* The owner frees block p of its page pg straight to the page. */
+/* The owner frees block p (a block start of its page pg, marked free) straight
+   to the page. */
 void   nd_heap_free_local(nd_heap *h, nd_page *pg, void *p) nd_hidden;
 /* Any thread frees block p of page pg, which another heap owns (or nobody,
    when abandoned): onto the page's remote list, notifying the owner if the

@@ -36,8 +36,7 @@ void *nd_huge_alloc(size_t size, size_t alignment, int node, bool bound, const u
     }
     s->cookie = (uintptr_t)s ^ nd_seg_secret;
     s->kind = ND_SEG_HUGE;
-    s->page_shift = ND_SEG_SHIFT;
-    s->page_count = 1;
+    nd_seg_set_geometry(s, ND_SEG_SHIFT, 1);
     s->bound = bound;
     s->interleaved = interleave != NULL;
     s->node = (int16_t)node;

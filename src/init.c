@@ -17,6 +17,7 @@
 #include "node.h"
 #include "options.h"
 #include "os.h"
+#include "page.h"
 #include "segment.h"
 #include "thread.h"
 #include "topo.h"
@@ -62,6 +63,7 @@ void nd_process_init(void)
         nd_options_init();
         nd_topo_init();
         nd_seg_init();
+        nd_page_keys_init();
         nd_node_init();
         nd_thread_process_init();
         if (nd_opt(ND_OPT_stats) > 0)

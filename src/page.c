@@ -12,6 +12,23 @@
 #include "msg.h"
 #include "os.h"
 
+uintptr_t nd_block_mark_key;
+uintptr_t nd_link_key;
+
+void nd_page_keys_init(void)
+{
+    do
+        nd_block_mark_key = nd_os_random();
+    while (nd_block_mark_key == 0);
+    nd_link_key = nd_os_random();
+}
+
+void nd_page_corrupt(const nd_page *pg, const void *block, const char *what)
+{
+    nd_fatal("heap corruption: %s: block %p of the %u-byte page at %p (a write after free or an overflow?)",
+             what, block, pg->block_size, (const void *)pg->start);
+}
+
 bool nd_page_is_block_start(const nd_page *pg, const void *p)
 {
     if (!nd_load_relaxed(&pg->in_use))
@@ -26,8 +43,9 @@ void nd_page_init(nd_page *pg, unsigned cls, uint8_t *start, size_t area,
 {
     uint32_t bsize = nd_class_size[cls];
     pg->block_size = bsize;
-    pg->reserved = (uint32_t)(area / bsize);
+    pg->reserved = (uint16_t)(area / bsize);
     pg->capacity = 0;
+    pg->span = 0;
     pg->used = 0;
     pg->free = NULL;
     pg->start = start;
@@ -66,6 +84,7 @@ void nd_page_release(nd_page *pg)
     pg->bin = NULL;
     pg->free = NULL;
     pg->capacity = 0;
+    pg->span = 0;
     pg->in_full = 0;
 }
 
@@ -79,7 +98,8 @@ uintptr_t nd_page_xpush(nd_page *pg, nd_block *b)
            again would close a cycle that the owner would walk forever. */
         if (nd_unlikely((old & ~ND_XSTATE_MASK) == (uintptr_t)b))
             nd_misuse("free", "double free", b);
-        b->next = (nd_block *)(old & ~ND_XSTATE_MASK);
+        nd_link_set(b, (nd_block *)(old & ~ND_XSTATE_MASK));
+        nd_block_mark(b);
         uintptr_t st = old & ND_XSTATE_MASK;
         desired = (uintptr_t)b | (st == ND_XSTATE_NOTIFY ? ND_XSTATE_BUSY : st);
     } while (!nd_cas_weak_acq_rel(&pg->xfree, &old, desired));
@@ -105,22 +125,30 @@ void nd_page_collect(nd_page *pg)
         return;
     /* The list can hold at most the blocks out of the page. A longer one,
        or a cycle, means a block was freed twice by other threads (p, q, p):
-       stop at the bound rather than walk a cycle forever. */
+       stop at the bound rather than walk a cycle forever. Every link is
+       checked before it is followed. */
     uint32_t n = 1;
     nd_block *tail = list;
-    while (tail->next != NULL) {
+    if (nd_unlikely(!nd_page_link_ok(pg, list) || !nd_block_is_marked(list)))
+        nd_page_corrupt(pg, list, "a block freed by another thread was modified");
+    for (;;) {
+        nd_block *next = nd_link_get(tail);
+        if (next == NULL)
+            break;
         if (nd_unlikely(n >= pg->used))
             nd_fatal("free(): double free: %p (a block of the page at %p freed twice by other threads)",
-                     (void *)tail->next, (void *)pg->start);
-        tail = tail->next;
+                     (void *)next, (void *)pg->start);
+        if (nd_unlikely(!nd_page_link_ok(pg, next) || !nd_block_is_marked(next)))
+            nd_page_corrupt(pg, tail, "the link of a block freed by another thread was overwritten");
+        tail = next;
         n++;
     }
     if (nd_unlikely(n > pg->used))
         nd_fatal("free(): double free: %p (a block of the page at %p freed twice by other threads)",
                  (void *)list, (void *)pg->start);
-    tail->next = pg->free;
+    nd_link_set(tail, pg->free);
     pg->free = list;
-    pg->used -= n;
+    pg->used = (uint16_t)(pg->used - n);
 }
 
 bool nd_page_disarm(nd_page *pg)
@@ -165,18 +193,25 @@ size_t nd_page_take(nd_page *pg, void **out, size_t n)
     while (got < n) {
         nd_block *b = pg->free;
         if (b != NULL) {
-            pg->free = b->next;
+            /* b was checked when the link to it was followed (or set). */
+            nd_block *next = nd_link_get(b);
+            if (nd_unlikely(next != NULL && (!nd_page_link_ok(pg, next) || !nd_block_is_marked(next))))
+                nd_page_corrupt(pg, b, "the link of a freed block was overwritten");
+            pg->free = next;
             out[got++] = b;
             continue;
         }
         if (pg->capacity < pg->reserved) {
-            size_t k = pg->reserved - pg->capacity;
+            size_t k = (size_t)(pg->reserved - pg->capacity);
             if (k > n - got)
                 k = n - got;
             uint8_t *p = pg->start + (size_t)pg->capacity * pg->block_size;
-            for (size_t i = 0; i < k; i++, p += pg->block_size)
+            for (size_t i = 0; i < k; i++, p += pg->block_size) {
+                nd_block_mark(p);   /* free from now on: see page.h */
                 out[got++] = p;
-            nd_store_relaxed(&pg->capacity, pg->capacity + (uint32_t)k);   /* read by remote frees */
+            }
+            nd_store_relaxed(&pg->capacity, (uint16_t)(pg->capacity + k));   /* read by remote frees */
+            pg->span = (uintptr_t)pg->capacity * pg->block_size;
             continue;
         }
         if ((nd_load_relaxed(&pg->xfree) & ~ND_XSTATE_MASK) != 0) {
@@ -186,7 +221,7 @@ size_t nd_page_take(nd_page *pg, void **out, size_t n)
         }
         break;
     }
-    pg->used += (uint32_t)got;
+    pg->used = (uint16_t)(pg->used + got);
     return got;
 }
 
@@ -194,18 +229,27 @@ void nd_page_give(nd_page *pg, nd_block *head, nd_block *tail, uint32_t count)
 {
     if (nd_unlikely(count > pg->used))
         nd_misuse("free", "double free or corruption (more blocks back than out)", head);
-    tail->next = pg->free;
+    nd_link_set(tail, pg->free);
     pg->free = head;
-    pg->used -= count;
+    pg->used = (uint16_t)(pg->used - count);
 }
 
-void nd_page_check_free(nd_page *pg, void *p)
+bool nd_page_list_has(const nd_page *pg, const void *p)
 {
-    for (nd_block *b = pg->free; b != NULL; b = b->next)
+    size_t steps = 0;
+    for (const nd_block *b = pg->free; b != NULL; b = nd_link_get(b)) {
         if (b == p)
-            nd_misuse("free", "double free", p);
-    if (pg->block_size > sizeof(nd_block))
-        memset((char *)p + sizeof(nd_block), 0xdf, pg->block_size - sizeof(nd_block));
+            return true;
+        if (!nd_page_link_ok(pg, b) || ++steps > pg->capacity)
+            nd_page_corrupt(pg, b, "a free list is damaged");
+    }
+    return false;
+}
+
+void nd_page_junk(nd_page *pg, void *p)
+{
+    if (pg->block_size > 2 * sizeof(uintptr_t))
+        memset((char *)p + 2 * sizeof(uintptr_t), 0xdf, pg->block_size - 2 * sizeof(uintptr_t));
 }
 
 /* ---- debug validation ------------------------------------------------------ */
@@ -218,9 +262,11 @@ bool nd_page_is_valid(const nd_page *pg)
         return false;
     if (pg->cls < ND_CLASS_COUNT && pg->block_size != nd_class_size[pg->cls])
         return false;
+    if (pg->span != (uintptr_t)pg->capacity * pg->block_size)
+        return false;
     size_t free_len = 0;
-    for (const nd_block *b = pg->free; b != NULL; b = b->next) {
-        if (!nd_page_is_block_start(pg, b) || ++free_len > pg->capacity)
+    for (const nd_block *b = pg->free; b != NULL; b = nd_link_get(b)) {
+        if (!nd_page_is_block_start(pg, b) || !nd_block_is_marked(b) || ++free_len > pg->capacity)
             return false;
     }
     /* Blocks out of the page may still sit on xfree, so <= rather than ==. */

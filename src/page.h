@@ -35,6 +35,39 @@
 #include "config.h"
 #include "segment.h"
 
+/*
+ * Freed blocks (small and medium pages). Every free block, wherever it
+ * waits (a thread-cache bin, the page's free list, its remote list),
+ * carries the freed-block mark in its second word; a malloc clears it when
+ * it hands the block out. A free that finds the mark already there is a
+ * double free (the slow path confirms it where it can). A block on a free
+ * list keeps its link in its first word, encoded (XOR with a secret and
+ * the block's own address), and every link is checked when it is followed:
+ * it must lead to a carved block start of the same page that still carries
+ * the mark. A write into a freed block therefore cannot steer a later
+ * malloc to an address of its choosing; it is reported instead.
+ *
+ *   free block:  [ encoded link | mark | (stale contents) ... ]
+ *   live block:  [ program data ...                          ]   (word 1 != mark)
+ */
+extern uintptr_t nd_block_mark_key nd_hidden;
+extern uintptr_t nd_link_key nd_hidden;
+/* Draws the secrets (process start). */
+void nd_page_keys_init(void) nd_hidden;
+
+static inline bool nd_block_is_marked(const void *p) { return ((const uintptr_t *)p)[1] == nd_block_mark_key; }
+static inline void nd_block_mark(void *p) { ((uintptr_t *)p)[1] = nd_block_mark_key; }
+static inline void nd_block_unmark(void *p) { ((uintptr_t *)p)[1] = 0; }
+/* The link of free block b, decoded / encoded. */
+static inline nd_block *nd_link_get(const nd_block *b)
+{
+    return (nd_block *)((uintptr_t)b->next ^ nd_link_key ^ ((uintptr_t)b >> 4));
+}
+static inline void nd_link_set(nd_block *b, const nd_block *next)
+{
+    b->next = (nd_block *)((uintptr_t)next ^ nd_link_key ^ ((uintptr_t)b >> 4));
+}
+
 #define ND_XSTATE_MASK   ((uintptr_t)3)
 #define ND_XSTATE_NONE   ((uintptr_t)0)
 #define ND_XSTATE_NOTIFY ((uintptr_t)1)
@@ -45,7 +78,8 @@ struct nd_heap;
 /* The page descriptor of p in s (small, medium and large segments). */
 static inline nd_page *nd_page_of(nd_segment *s, const void *p)
 {
-    return &s->pages[((uintptr_t)p - (uintptr_t)s) >> s->page_shift];
+    uintptr_t off = ((uintptr_t)p >> s->desc_shift) & s->desc_mask;
+    return (nd_page *)((uintptr_t)s + __builtin_offsetof(nd_segment, pages) + off);
 }
 
 /* Block index of p in page pg (exact for every offset in a segment). */
@@ -53,6 +87,28 @@ static inline size_t nd_page_block_index(const nd_page *pg, const void *p)
 {
     uint64_t off = (uint64_t)((uintptr_t)p - (uintptr_t)pg->start);
     return (size_t)(((__uint128_t)off * pg->recip) >> 64);
+}
+
+/* Is p the start of a carved block of pg? The free fast path's check, in
+   six instructions: off = p - start must be below the carved span (which
+   also rules out the segment header before page 0), and off * recip
+   (mod 2^64), where recip = ceil(2^64 / block_size), is below 2^32 exactly
+   when off is a multiple of block_size: for off = idx * size + r the
+   product is idx * e + r * recip with e = recip * size - 2^64 <= size, so
+   it stays below 2^26 when r = 0 (a page holds at most 4096 blocks of at
+   most 16 KiB, or 25 of at most 128 KiB) and reaches at least recip -
+   2^26 >= 2^47 - 2^26 when r > 0. tests/unit/size_classes.c checks every
+   offset of every class. */
+static inline bool nd_page_block_ok(const nd_page *pg, const void *p)
+{
+    uintptr_t off = (uintptr_t)p - (uintptr_t)pg->start;
+    return off < pg->span && ((uint64_t)(off * pg->recip) >> 32) == 0;
+}
+
+/* The check of every free-list link followed: a carved block start of pg. */
+static inline bool nd_page_link_ok(const nd_page *pg, const void *p)
+{
+    return nd_page_block_ok(pg, p);
 }
 
 /* Is p the start of a carved block of the small or medium page pg?
@@ -105,9 +161,12 @@ bool nd_page_arm(nd_page *pg) nd_hidden;
    was armed, false if not (a notifier may then have pushed it). */
 bool nd_page_disarm(nd_page *pg) nd_hidden;
 
-/* check=2: aborts if p is already on pg's free list, then fills p's bytes
-   past its link word with 0xdf. */
-void nd_page_check_free(nd_page *pg, void *p) nd_hidden;
+/* Is p on pg's free list? (the list is checked as it is walked) */
+bool nd_page_list_has(const nd_page *pg, const void *p) nd_hidden;
+/* check=2: fills p's bytes past its link and mark with 0xdf. */
+void nd_page_junk(nd_page *pg, void *p) nd_hidden;
+/* A damaged free list or remote list: one line, abort. */
+_Noreturn void nd_page_corrupt(const nd_page *pg, const void *block, const char *what) nd_hidden;
 
 /* Debug check of the invariants above struct nd_page (segment.h); true
    when they hold. Cost: O(blocks). */

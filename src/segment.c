@@ -208,13 +208,21 @@ void nd_seg_unmap(nd_segment *s)
     nd_os_unmap(s, ND_SEG_SIZE);
 }
 
+void nd_seg_set_geometry(nd_segment *s, unsigned page_shift, unsigned page_count)
+{
+    s->page_shift = (uint8_t)page_shift;
+    s->page_count = (uint16_t)page_count;
+    s->desc_shift = (uint8_t)(page_shift - ND_PAGE_DESC_SHIFT);
+    s->desc_mask = (uint32_t)((page_count - 1) << ND_PAGE_DESC_SHIFT);
+}
+
 void nd_seg_format(nd_segment *s, int kind)
 {
     nd_assert(kind == ND_SEG_SMALL || kind == ND_SEG_MEDIUM || kind == ND_SEG_LARGE);
     s->kind = (uint8_t)kind;
-    s->page_shift = kind == ND_SEG_SMALL ? ND_SMALL_PAGE_SHIFT
-                  : kind == ND_SEG_MEDIUM ? ND_MEDIUM_PAGE_SHIFT : ND_SEG_SHIFT;
-    s->page_count = (uint16_t)(kind == ND_SEG_LARGE ? 1 : ND_SEG_SIZE >> s->page_shift);
+    unsigned shift = kind == ND_SEG_SMALL ? ND_SMALL_PAGE_SHIFT
+                   : kind == ND_SEG_MEDIUM ? ND_MEDIUM_PAGE_SHIFT : ND_SEG_SHIFT;
+    nd_seg_set_geometry(s, shift, kind == ND_SEG_LARGE ? 1 : (unsigned)(ND_SEG_SIZE >> shift));
     s->used_pages = 0;
     s->free_mask = nd_mask_range(0, s->page_count - 1u);
     s->owner = NULL;

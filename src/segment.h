@@ -39,7 +39,8 @@
  *               straight to the page); id | ND_KEY_LARGE for a large block;
  *               ND_KEY_NONE (1) when no thread owns the page
  *     bin       owner heap's thread-cache bin for this page's class
- *     free, used, capacity, reserved, block_size, start, recip, cls, ...
+ *     free, start, recip, span, block_size, used, capacity, reserved,
+ *     cls, in_use, in_full, index
  *   line 1, written by other threads:
  *     xfree     remote-free list head | 2 state bits (see page.h)
  *     xnext     link in the owner heap's list of notified pages
@@ -76,7 +77,9 @@ enum { ND_SEG_FREE = 0, ND_SEG_SMALL, ND_SEG_MEDIUM, ND_SEG_LARGE, ND_SEG_HUGE }
  *  - in_use == 0  <=>  key == ND_KEY_NONE, heap == NULL, used == 0.
  *  - used = blocks handed out of the page (in a thread cache, with the
  *    program, or on xfree); capacity - used - length(free) = 0.
- *  - capacity <= reserved; blocks [0, capacity) have been carved.
+ *  - capacity <= reserved <= 65535; blocks [0, capacity) have been carved;
+ *    span == capacity * block_size (small and medium pages).
+ *  - every block on free or xfree carries the freed-block mark (page.h).
  *  - free is touched only by the owner thread (or under the owner's lock for
  *    a shared heap); xfree only with atomics.
  *  - when key & ~ND_KEY_FLAGS is a thread id, bin == &heap->bins[cls] of
@@ -88,13 +91,14 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
     /* line 0: owner side */
     uintptr_t       key;
     struct nd_bin  *bin;
-    nd_block       *free;
-    uint32_t        used;
-    uint32_t        capacity;
-    uint32_t        reserved;
-    uint32_t        block_size;
+    nd_block       *free;        /* links encoded (page.h) */
     uint8_t        *start;       /* first block */
     uint64_t        recip;       /* ceil(2^64 / block_size): block index by multiply */
+    uintptr_t       span;        /* capacity * block_size: bytes carved (owner writes) */
+    uint32_t        block_size;
+    uint16_t        used;
+    uint16_t        capacity;
+    uint16_t        reserved;
     uint8_t         cls;
     uint8_t         in_use;
     uint8_t         in_full;     /* on the owner's full queue */
@@ -132,7 +136,9 @@ typedef struct nd_segment {
     size_t          size;        /* bytes mapped */
     struct nd_heap *owner;
     uint32_t        used_pages;
-    uint32_t        interleaved; /* huge only: pages spread over nodes */
+    uint32_t        desc_mask;   /* (p >> desc_shift) & desc_mask: byte offset of p's page descriptor in pages[] */
+    uint8_t         desc_shift;  /* page_shift - log2(sizeof(nd_page)) */
+    uint8_t         interleaved; /* huge only: pages spread over nodes */
     uint64_t        free_mask;
     uint64_t        committed;
     uint64_t        purge_mask;
@@ -144,6 +150,8 @@ typedef struct nd_segment {
 } nd_segment;
 
 _Static_assert(sizeof(nd_page) == 2 * ND_CACHE_LINE, "a page descriptor is two cache lines");
+#define ND_PAGE_DESC_SHIFT 7   /* log2(sizeof(nd_page)) */
+_Static_assert(__builtin_offsetof(nd_page, xfree) == ND_CACHE_LINE, "the owner's fields fit line 0");
 _Static_assert(sizeof(nd_segment) <= ND_SEG_HEADER_SIZE, "the segment header must fit");
 _Static_assert(__builtin_offsetof(nd_segment, pages) + sizeof(nd_page) <= ND_HUGE_HEADER_SIZE,
                "a huge segment's header holds one page descriptor");
@@ -176,11 +184,6 @@ static inline bool nd_seg_cookie_ok(const nd_segment *s)
     return s->cookie == ((uintptr_t)s ^ nd_seg_secret);
 }
 
-static inline nd_page *nd_seg_page_of(nd_segment *s, const void *p)
-{
-    return &s->pages[((uintptr_t)p - (uintptr_t)s) >> s->page_shift];
-}
-
 static inline size_t nd_seg_page_size(const nd_segment *s) { return (size_t)1 << s->page_shift; }
 
 /* First byte and end of the block area of page i. */
@@ -201,6 +204,8 @@ void nd_seg_init(void) nd_hidden;
 nd_segment *nd_seg_map(int node, bool bound) nd_hidden;
 void nd_seg_unmap(nd_segment *s) nd_hidden;
 /* Lays out pages for `kind` (SMALL, MEDIUM or LARGE); all pages free. */
+/* Sets page_shift and page_count, and the descriptor lookup they imply. */
+void nd_seg_set_geometry(nd_segment *s, unsigned page_shift, unsigned page_count) nd_hidden;
 void nd_seg_format(nd_segment *s, int kind) nd_hidden;
 /* Makes [p, p+len) of s usable: bound segments populate and verify chunks not
    yet committed. 0, or -1 with errno = ENOMEM when strict placement failed. */

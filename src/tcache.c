@@ -104,20 +104,32 @@ static bool nd_tcache_fill(nd_tcache *tc, unsigned c)
     return got != 0;
 }
 
+/* A request that failed is not counted (see nd_tcache_count_request). */
+static void *nd_tcache_uncount(nd_tcache *tc, unsigned c)
+{
+    nd_bin *b = &tc->bins[c];
+    if (b->tick < ND_TICK_PERIOD)
+        nd_store_relaxed(&b->tick, b->tick + 1);
+    else if (tc->binfo[c].nreq > 0)   /* the tick had just rolled over */
+        nd_store_relaxed(&tc->binfo[c].nreq, tc->binfo[c].nreq - 1);
+    return NULL;
+}
+
 void *nd_tcache_alloc(nd_tcache *tc, unsigned c)
 {
+    void *p = NULL;
     if (tc->binfo[c].cap_max == 0) {
-        void *p = NULL;
         if (nd_heap_take_blocks(&tc->heap, c, &p, 1) == 0)
-            return NULL;
+            return nd_tcache_uncount(tc, c);
         nd_count_inc(&tc->heap.cstats[c].direct_allocs);
-        return p;
+    } else {
+        nd_bin *b = &tc->bins[c];
+        if (b->cur == b->empty && !nd_tcache_fill(tc, c))
+            return nd_tcache_uncount(tc, c);
+        p = *b->cur++;
     }
-    nd_bin *b = &tc->bins[c];
-    if (b->cur == b->empty && !nd_tcache_fill(tc, c))
-        return NULL;
-    b->last_free = NULL;   /* see nd_free_fast */
-    return *b->cur++;
+    nd_block_unmark(p);
+    return p;
 }
 
 /* ---- giving blocks back ---------------------------------------------------- */
@@ -132,7 +144,6 @@ void nd_tcache_flush(nd_tcache *tc, unsigned c, size_t n)
         n = count;
     if (n == 0)
         return;
-    bool check2 = nd_opt(ND_OPT_check) >= 2;
     void **oldest = bin->empty - n;
     void **it = oldest, **end = bin->empty;
     while (it < end) {
@@ -154,9 +165,9 @@ void nd_tcache_flush(nd_tcache *tc, unsigned c, size_t n)
             uintptr_t idx = (uintptr_t)(((__uint128_t)off * recip) >> 64);
             if (nd_unlikely(off >= span || idx * bsize != off))
                 nd_misuse("free", "invalid pointer (not the start of a block)", p);
-            if (nd_unlikely(check2))
-                nd_page_check_free(pg, p);
-            ((nd_block *)p)->next = head;
+            if (nd_unlikely(!nd_block_is_marked(p)))
+                nd_page_corrupt(pg, p, "a block waiting in a thread cache was modified");
+            nd_link_set(p, head);
             head = p;
             k++;
             if (++it == end)

@@ -42,7 +42,7 @@
  * Hot part of a bin, read and written by the fast paths (one cache line).
  * Invariants: low <= cur <= empty; empty - low == info.cap <= info.cap_max;
  * *empty == NULL; [cur, empty) are free blocks of the bin's class from
- * pages its heap owns; 0 < tick <= ND_TICK_PERIOD except transiently 0
+ * pages its heap owns, each carrying the freed-block mark (page.h); 0 < tick <= ND_TICK_PERIOD except transiently 0
  * between a fast path that took it there and the slow path it calls.
  */
 typedef struct nd_bin {
@@ -51,8 +51,7 @@ typedef struct nd_bin {
     void   **low;
     int64_t  tick;
     uint64_t page_frees;   /* owner frees straight into cold pages (fast path) */
-    void    *last_free;    /* the block freed last, unless a malloc came since */
-    uint64_t pad_[2];
+    uint64_t pad_[3];
 } nd_bin;
 
 _Static_assert(sizeof(nd_bin) == ND_BIN_BYTES, "a hot bin is one cache line: class index << 6");

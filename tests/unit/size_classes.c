@@ -5,6 +5,7 @@
  */
 #include "check.h"
 #include "heap.h"
+#include "page.h"
 #include "segment.h"
 
 /* Every request size maps to the smallest class that holds it. */
@@ -59,6 +60,33 @@ static void block_index_by_multiply_is_exact(void)
     }
 }
 
+/* The free fast path's block-start check (nd_page_block_ok) accepts exactly
+   the starts of carved blocks: every offset of a whole page of every class,
+   offsets before the page (a segment header) and beyond what was carved. */
+static void fast_block_start_check_is_exact(void)
+{
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        nd_page pg;
+        memset(&pg, 0, sizeof pg);
+        pg.block_size = nd_class_size[c];
+        pg.recip = UINT64_MAX / pg.block_size + 1;
+        pg.start = (uint8_t *)(uintptr_t)(ND_SEG_SIZE * 8 + ND_SEG_HEADER_SIZE);
+        size_t page = nd_class_is_small(c) ? ND_SMALL_PAGE_SIZE : ND_MEDIUM_PAGE_SIZE;
+        size_t blocks = page / pg.block_size;
+        pg.capacity = (uint16_t)(blocks - blocks / 3);   /* part of the page carved */
+        pg.span = (uintptr_t)pg.capacity * pg.block_size;
+        for (size_t off = 0; off < page; off++) {
+            bool want = off % pg.block_size == 0 && off < pg.span;
+            EXPECT(nd_page_block_ok(&pg, pg.start + off) == want,
+                   "the fast check to %s offset %zu of a %u-byte page carved to %zu bytes",
+                   want ? "accept" : "reject", off, pg.block_size, (size_t)pg.span);
+        }
+        for (size_t back = 1; back <= ND_SEG_HEADER_SIZE; back++)
+            EXPECT(!nd_page_block_ok(&pg, pg.start - back), "the fast check to reject %zu bytes before "
+                   "the first block of class %u B (the segment header)", back, pg.block_size);
+    }
+}
+
 /* Chunk masks cover exactly the 64 KiB chunks a range touches. */
 static void chunk_masks_cover_exactly_the_touched_chunks(void)
 {
@@ -103,6 +131,7 @@ static const struct nd_case cases[] = {
     ND_CASE(every_size_maps_to_the_smallest_class_that_fits),
     ND_CASE(classes_are_quantum_aligned_and_at_most_25_percent_apart),
     ND_CASE(block_index_by_multiply_is_exact),
+    ND_CASE(fast_block_start_check_is_exact),
     ND_CASE(chunk_masks_cover_exactly_the_touched_chunks),
     ND_CASE(page_areas_tile_the_segment),
 };
