@@ -89,6 +89,7 @@
     X(page_frees,          COUNTER, CLASS,   DERIVED, COUNT, 0, "frees by the owner straight to a page that is not one of the class's hot pages") \
     X(slow_frees,          COUNTER, CLASS,   CLASS,   COUNT, 0, "frees by the owner that reached a page through the slow path (no cache, or checks on)") \
     X(remote_frees,        COUNTER, CLASS,   CLASS,   COUNT, 1, "frees of blocks owned by another thread") \
+    X(remote_pushes,       COUNTER, CLASS,   CLASS,   COUNT, 0, "of those, the ones sent to their page at once (one atomic each); the others waited in the freeing thread's cache") \
     X(cached,              GAUGE,   CLASS,   DERIVED, COUNT, 1, "blocks waiting in thread caches") \
     X(pages,               GAUGE,   CLASS,   GAUGE,   COUNT, 1, "pages in use (64 KiB for classes up to 16 KiB, 512 KiB above)") \
     X(bytes_in_use,        GAUGE,   CLASS,   DERIVED, BYTES, 1, "bytes in live blocks of the class") \

@@ -48,13 +48,41 @@ void nd_free_special(void *p)
     nd_huge_free(s);
 }
 
-/* Remote free: p belongs to a page another heap owns (or nobody does). */
-static void nd_free_remote(nd_segment *s, nd_page *pg, void *p, uintptr_t key)
+/* Remote free: p belongs to a page another heap owns (or nobody does).
+   If this thread has a thread cache for the same kind of memory, the block
+   waits there like one of its own: no atomic now, reused here while it is
+   still in this core's cache, and given back to its page with the others
+   of that page as one chain when the cache flushes. Otherwise (or when the
+   page was abandoned by an exited thread) it goes onto the page's remote
+   list at once. */
+static void nd_free_remote(void *p, nd_segment *s, nd_page *pg, uintptr_t key)
 {
     if (nd_unlikely(nd_block_is_marked(p)))
         nd_misuse("free", "double free", p);
+    unsigned cls = pg->cls;
+    if (nd_likely(key != ND_KEY_NONE)) {
+        /* The common case inline: a live thread with a cache for this kind
+           of memory (the empty tcache has tid 0) and room in the bin. */
+        nd_thread *t = nd_tls_thread;
+        nd_tcache *tc = s->bound ? t->node_tc[s->node] : t->plain;
+        if (nd_likely(tc->heap.tid == nd_tid() && tc->heap.tid != 0 && tc->heap.node == s->node)) {
+            nd_bin *b = &tc->bins[cls];
+            if (nd_likely(b->cur != b->low)) {
+                *--b->cur = p;
+                nd_block_mark(p);
+                nd_count_inc(&tc->heap.cstats[cls].remote_frees);
+                return;
+            }
+        }
+        tc = nd_thread_cache_for_free(s, true);
+        if (tc != NULL && tc->binfo[cls].cap_max != 0) {
+            nd_thread_count_remote_free(cls, false);
+            nd_tcache_push(tc, cls, p);
+            return;
+        }
+    }
+    nd_thread_count_remote_free(cls, true);
     nd_heap_free_remote(pg, p);
-    nd_thread_count_remote_free(pg->cls);
     /* A free into a segment abandoned by an exited thread: adopt it, so that
        the rest of its blocks are freed locally and its pages reused. */
     if (key == ND_KEY_NONE && nd_load_relaxed(&s->abandoned) && nd_opt(ND_OPT_reclaim_on_free)) {
@@ -94,14 +122,15 @@ void nd_free_slow(void *p, nd_segment *s, nd_page *pg)
     }
     if (s->kind != ND_SEG_SMALL && s->kind != ND_SEG_MEDIUM)
         nd_misuse("free", "double free or invalid pointer (segment not in use)", p);
-    /* Every free that reaches here is checked in full. */
-    if (nd_unlikely(!nd_page_is_block_start(pg, p)))
+    /* Every free that reaches here is checked in full (a page not in use
+       has no span). */
+    if (nd_unlikely(!nd_page_block_ok_shared(pg, p)))
         nd_misuse("free", nd_load_relaxed(&pg->in_use) ? "invalid pointer (not the start of a block)"
                                                        : "double free or invalid pointer (page not in use)", p);
     uintptr_t key = nd_load_relaxed(&pg->key);
     uintptr_t tid = nd_tid();
     if ((key & ~ND_KEY_COLD) != tid || tid == 0) {
-        nd_free_remote(s, pg, p, key);
+        nd_free_remote(p, s, pg, key);
         return;
     }
     /* Our own block. The mark says it is free already. */
@@ -118,12 +147,7 @@ void nd_free_slow(void *p, nd_segment *s, nd_page *pg)
         nd_heap_free_local(h, pg, p);
         return;
     }
-    nd_bin *b = pg->bin;
-    if (b->cur == b->low)
-        nd_tcache_free_full(tc, pg, p);
-    else
-        *--b->cur = p;
-    nd_block_mark(p);
+    nd_tcache_push(tc, pg->cls, p);
     nd_thread_tick(tc);
 }
 

@@ -247,19 +247,30 @@ void nd_heap_free_local(nd_heap *h, nd_page *pg, void *p)
     nd_heap_return_blocks(h, pg, p, p, 1);
 }
 
-void nd_heap_free_remote(nd_page *pg, void *p)
+/* After a push found the page armed (and set BUSY): tell the owner, then
+   clear BUSY. The owner cannot go away meanwhile: it waits for BUSY to
+   clear first. */
+static void nd_heap_notify(nd_page *pg)
 {
-    /* nd_page_xpush marks p and links it. */
-    if (nd_page_xpush(pg, p) != ND_XSTATE_NOTIFY)
-        return;
-    /* We took NOTIFY -> BUSY: tell the owner, then clear BUSY. The owner
-       cannot go away meanwhile: it waits for BUSY to clear first. */
     nd_heap *h = nd_load_acquire(&pg->heap);
     nd_page *top = nd_load_relaxed(&h->notified);
     do {
         pg->xnext = top;
     } while (!nd_cas_weak_acq_rel(&h->notified, &top, pg));
     nd_page_xdone(pg);
+}
+
+void nd_heap_free_remote(nd_page *pg, void *p)
+{
+    /* nd_page_xpush marks p and links it. */
+    if (nd_page_xpush(pg, p) == ND_XSTATE_NOTIFY)
+        nd_heap_notify(pg);
+}
+
+void nd_heap_free_remote_chain(nd_page *pg, nd_block *head, nd_block *tail)
+{
+    if (nd_page_xpush_chain(pg, head, tail) == ND_XSTATE_NOTIFY)
+        nd_heap_notify(pg);
 }
 
 void nd_heap_drain_notified(nd_heap *h)

@@ -106,6 +106,9 @@ void   nd_heap_free_local(nd_heap *h, nd_page *pg, void *p) nd_hidden;
    when abandoned): onto the page's remote list, notifying the owner if the
    page waits on its full queue. */
 void   nd_heap_free_remote(nd_page *pg, void *p) nd_hidden;
+/* The same for a chain of marked blocks of pg, linked head..tail (a
+   thread cache giving back blocks of other heaps' pages). */
+void   nd_heap_free_remote_chain(nd_page *pg, nd_block *head, nd_block *tail) nd_hidden;
 /* Moves pages notified by remote frees back to their queues. */
 void   nd_heap_drain_notified(nd_heap *h) nd_hidden;
 

@@ -45,7 +45,7 @@ void nd_page_init(nd_page *pg, unsigned cls, uint8_t *start, size_t area,
     pg->block_size = bsize;
     pg->reserved = (uint16_t)(area / bsize);
     pg->capacity = 0;
-    pg->span = 0;
+    nd_store_relaxed(&pg->span, (uintptr_t)0);
     pg->used = 0;
     pg->free = NULL;
     pg->start = start;
@@ -84,7 +84,7 @@ void nd_page_release(nd_page *pg)
     pg->bin = NULL;
     pg->free = NULL;
     pg->capacity = 0;
-    pg->span = 0;
+    nd_store_relaxed(&pg->span, (uintptr_t)0);
     pg->in_full = 0;
 }
 
@@ -92,16 +92,21 @@ void nd_page_release(nd_page *pg)
 
 uintptr_t nd_page_xpush(nd_page *pg, nd_block *b)
 {
+    nd_block_mark(b);
+    return nd_page_xpush_chain(pg, b, b);
+}
+
+uintptr_t nd_page_xpush_chain(nd_page *pg, nd_block *head, nd_block *tail)
+{
     uintptr_t old = nd_load_relaxed(&pg->xfree), desired;
     do {
         /* The block already heads the list: freed twice in a row. Pushing it
            again would close a cycle that the owner would walk forever. */
-        if (nd_unlikely((old & ~ND_XSTATE_MASK) == (uintptr_t)b))
-            nd_misuse("free", "double free", b);
-        nd_link_set(b, (nd_block *)(old & ~ND_XSTATE_MASK));
-        nd_block_mark(b);
+        if (nd_unlikely((old & ~ND_XSTATE_MASK) == (uintptr_t)head))
+            nd_misuse("free", "double free", head);
+        nd_link_set(tail, (nd_block *)(old & ~ND_XSTATE_MASK));
         uintptr_t st = old & ND_XSTATE_MASK;
-        desired = (uintptr_t)b | (st == ND_XSTATE_NOTIFY ? ND_XSTATE_BUSY : st);
+        desired = (uintptr_t)head | (st == ND_XSTATE_NOTIFY ? ND_XSTATE_BUSY : st);
     } while (!nd_cas_weak_acq_rel(&pg->xfree, &old, desired));
     return old & ND_XSTATE_MASK;
 }
@@ -211,7 +216,7 @@ size_t nd_page_take(nd_page *pg, void **out, size_t n)
                 out[got++] = p;
             }
             nd_store_relaxed(&pg->capacity, (uint16_t)(pg->capacity + k));   /* read by remote frees */
-            pg->span = (uintptr_t)pg->capacity * pg->block_size;
+            nd_store_relaxed(&pg->span, (uintptr_t)pg->capacity * pg->block_size);   /* read by remote frees */
             continue;
         }
         if ((nd_load_relaxed(&pg->xfree) & ~ND_XSTATE_MASK) != 0) {

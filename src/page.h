@@ -105,6 +105,15 @@ static inline bool nd_page_block_ok(const nd_page *pg, const void *p)
     return off < pg->span && ((uint64_t)(off * pg->recip) >> 32) == 0;
 }
 
+/* The same for a thread that does not own pg: the span only grows while
+   the page is in use, and the carving of a block happened before it was
+   handed out, so before any thread can free it. */
+static inline bool nd_page_block_ok_shared(const nd_page *pg, const void *p)
+{
+    uintptr_t off = (uintptr_t)p - (uintptr_t)pg->start;
+    return off < nd_load_relaxed(&pg->span) && ((uint64_t)(off * pg->recip) >> 32) == 0;
+}
+
 /* The check of every free-list link followed: a carved block start of pg. */
 static inline bool nd_page_link_ok(const nd_page *pg, const void *p)
 {
@@ -153,6 +162,9 @@ void nd_page_collect(nd_page *pg) nd_hidden;
    the list was in; ND_XSTATE_NOTIFY means the caller now holds BUSY and
    must notify the owner, then call nd_page_xdone. */
 uintptr_t nd_page_xpush(nd_page *pg, nd_block *b) nd_hidden;
+/* The same for `count` blocks linked head..tail (all marked; the tail's
+   link is set here). */
+uintptr_t nd_page_xpush_chain(nd_page *pg, nd_block *head, nd_block *tail) nd_hidden;
 void      nd_page_xdone(nd_page *pg) nd_hidden;
 /* Arms notification for a page going on the full queue. False if remote
    frees are already waiting (then the page is not full after all). */

@@ -134,6 +134,28 @@ void *nd_tcache_alloc(nd_tcache *tc, unsigned c)
 
 /* ---- giving blocks back ---------------------------------------------------- */
 
+/* A run of blocks of another heap's page (they were freed into this cache
+   by a thread that does not own them): back to that page's remote list as
+   one chain, one compare-and-swap. The page cannot leave use while they
+   are out; its capacity is read atomically (its owner carves meanwhile).
+   Returns where the run ends. */
+static void **nd_tcache_flush_foreign(nd_page *pg, void **it, void **end)
+{
+    const uintptr_t start = (uintptr_t)pg->start, size = nd_seg_page_size(nd_seg_base(pg));
+    nd_block *head = NULL, *tail = *it;
+    for (; it < end && (uintptr_t)*it - start < size; it++) {
+        void *p = *it;
+        if (nd_unlikely(!nd_block_is_marked(p)))
+            nd_page_corrupt(pg, p, "a block waiting in a thread cache was modified");
+        if (head != NULL)
+            nd_link_set(p, head);
+        head = p;
+    }
+    /* head .. tail: the last block taken first; the push sets tail's link. */
+    nd_heap_free_remote_chain(pg, head, tail);
+    return it;
+}
+
 void nd_tcache_flush(nd_tcache *tc, unsigned c, size_t n)
 {
     nd_bin *bin = &tc->bins[c];
@@ -152,19 +174,20 @@ void nd_tcache_flush(nd_tcache *tc, unsigned c, size_t n)
            compiler would otherwise assume may alias it. */
         void *p = *it;
         nd_page *pg = nd_page_of(nd_seg_base(p), p);
-        if (nd_unlikely(pg->heap != h || !pg->in_use))
-            nd_misuse("free", "invalid pointer (not a block of this thread's heap)", p);
+        if (nd_unlikely(!nd_load_relaxed(&pg->in_use) || pg->cls != c))
+            nd_misuse("free", "invalid pointer (not a block of its size class)", p);
+        if (nd_load_relaxed(&pg->heap) != h) {
+            it = nd_tcache_flush_foreign(pg, it, end);
+            continue;
+        }
+        /* Every block here passed the block-start check when it was freed
+           (or came from a checked list); the mark tells if it was written
+           to since. */
         const uintptr_t start = (uintptr_t)pg->start;
-        const uint64_t recip = pg->recip;
-        const uintptr_t bsize = pg->block_size;
-        const uintptr_t span = (uintptr_t)pg->capacity * bsize;   /* carved blocks */
-        uintptr_t off = (uintptr_t)p - start;
+        const uintptr_t span = pg->span;
         nd_block *head = NULL, *tail = p;
         uint32_t k = 0;
         for (;;) {
-            uintptr_t idx = (uintptr_t)(((__uint128_t)off * recip) >> 64);
-            if (nd_unlikely(off >= span || idx * bsize != off))
-                nd_misuse("free", "invalid pointer (not the start of a block)", p);
             if (nd_unlikely(!nd_block_is_marked(p)))
                 nd_page_corrupt(pg, p, "a block waiting in a thread cache was modified");
             nd_link_set(p, head);
@@ -173,8 +196,7 @@ void nd_tcache_flush(nd_tcache *tc, unsigned c, size_t n)
             if (++it == end)
                 break;
             p = *it;
-            off = (uintptr_t)p - start;
-            if (off >= span)
+            if ((uintptr_t)p - start >= span)
                 break;
         }
         nd_heap_return_blocks(h, pg, head, tail, k);
@@ -194,21 +216,23 @@ void nd_tcache_flush_all(nd_tcache *tc)
         nd_tcache_flush(tc, c, tc->binfo[c].cap);
 }
 
-void nd_tcache_free_full(nd_tcache *tc, nd_page *pg, void *p)
+void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)
 {
-    unsigned c = pg->cls;
     nd_bin *b = &tc->bins[c];
     nd_bin_info *bi = &tc->binfo[c];
-    if (bi->filled && bi->cap < bi->cap_max) {
-        /* Dry, then full again: the working set does not fit. Grow. */
-        uint32_t cap = bi->cap * 2 < bi->cap_max ? bi->cap * 2 : bi->cap_max;
-        b->low = b->empty - cap;
-        bi->cap = cap;
-    } else {
-        nd_tcache_flush(tc, c, (bi->cap + 1) / 2);
+    if (b->cur == b->low) {
+        if (bi->filled && bi->cap < bi->cap_max) {
+            /* Dry, then full again: the working set does not fit. Grow. */
+            uint32_t cap = bi->cap * 2 < bi->cap_max ? bi->cap * 2 : bi->cap_max;
+            b->low = b->empty - cap;
+            bi->cap = cap;
+        } else {
+            nd_tcache_flush(tc, c, (bi->cap + 1) / 2);
+        }
+        bi->filled = 0;
     }
-    bi->filled = 0;
     *--b->cur = p;
+    nd_block_mark(p);
 }
 
 /* ---- garbage collection ---------------------------------------------------- */
@@ -261,14 +285,15 @@ void nd_tcache_stats_add(const nd_tcache *tc, nd_snap_class *cls, nd_snap_totals
         uint64_t fill_blocks = nd_load_relaxed(&cs->fill_blocks);
         uint64_t flush_blocks = nd_load_relaxed(&cs->flush_blocks);
         uint64_t page_frees = nd_load_relaxed(&b->page_frees);
-        /* Blocks into the cache = fills + owner frees; out = requests +
-           flushes; so owner frees into the cache = cached + requests +
-           flushes - fills. Classes without a cache count their frees. */
+        /* Blocks into the cache = fills + frees into it (the owner's, and
+           other threads' blocks it keeps); out = requests + flushes; so
+           frees into the cache = cached + requests + flushes - fills.
+           Classes without a cache count their frees. */
         uint64_t cache_frees = tc->binfo[c].cap_max != 0 ? cached + requests + flush_blocks - fill_blocks : 0;
         nd_snap_class_add_counters(&cls[c], cs);
         cls[c].requests += requests;
         cls[c].frees += cache_frees + page_frees + nd_load_relaxed(&cs->slow_frees) +
-                        nd_load_relaxed(&cs->remote_frees);
+                        nd_load_relaxed(&cs->remote_pushes);
         cls[c].page_frees += page_frees;
         cls[c].cached += cached;
     }
@@ -287,7 +312,9 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
             return false;
         for (void *const *it = b->cur; it < b->empty; it++) {
             const nd_page *pg = nd_page_of(nd_seg_base(*it), *it);
-            if (pg->heap != &tc->heap || pg->cls != c || !nd_page_has_block(pg, *it))
+            const nd_segment *s = nd_seg_base(*it);
+            if (!pg->in_use || pg->cls != c || !nd_page_has_block(pg, *it) || !nd_block_is_marked(*it) ||
+                s->bound != tc->heap.bound || s->node != tc->heap.node)
                 return false;
         }
     }

@@ -41,8 +41,11 @@
 /*
  * Hot part of a bin, read and written by the fast paths (one cache line).
  * Invariants: low <= cur <= empty; empty - low == info.cap <= info.cap_max;
- * *empty == NULL; [cur, empty) are free blocks of the bin's class from
- * pages its heap owns, each carrying the freed-block mark (page.h); 0 < tick <= ND_TICK_PERIOD except transiently 0
+ * *empty == NULL; [cur, empty) are free blocks of the bin's class, each
+ * carrying the freed-block mark (page.h), from pages of the tcache's kind
+ * of memory: its heap's hot pages, and pages of other heaps whose blocks
+ * this thread freed (they go back to their page, as one chain per page,
+ * when the bin flushes); 0 < tick <= ND_TICK_PERIOD except transiently 0
  * between a fast path that took it there and the slow path it calls.
  */
 typedef struct nd_bin {
@@ -113,9 +116,11 @@ bool  nd_tcache_count_request(nd_tcache *tc, unsigned c) nd_hidden;
 /* A block of class c for the slow path: from the bin (refilled if empty),
    or straight from the heap for classes without a cache. NULL = ENOMEM. */
 void *nd_tcache_alloc(nd_tcache *tc, unsigned c) nd_hidden;
-/* The owner frees p of its hot page pg but the bin is full: grow the bin
-   or flush half of it, then cache p. */
-void  nd_tcache_free_full(nd_tcache *tc, nd_page *pg, void *p) nd_hidden;
+/* Caches free block p of class c (a block of this heap's hot pages, or of
+   another heap's page of the same kind of memory: see nd_free_slow), making
+   room first if the bin is full (grow it, or flush half of it); p gets the
+   freed-block mark. */
+void  nd_tcache_push(nd_tcache *tc, unsigned c, void *p) nd_hidden;
 /* Returns the n oldest blocks of bin c to their pages. */
 void  nd_tcache_flush(nd_tcache *tc, unsigned c, size_t n) nd_hidden;
 /* Every cached block back to its pages. */

@@ -129,6 +129,27 @@ nd_tcache *nd_thread_tcache_for(const nd_segment *s)
     return nd_thread_node_tcache(s->node);   /* created if this thread has none yet */
 }
 
+/* Remote frees a thread that never allocated makes before it gets a thread
+   cache of its own to keep them in (a thread that only frees, as the
+   consumer of a queue does, then batches them too). */
+#define ND_START_AFTER_REMOTE_FREES 64
+static __thread uint32_t nd_tls_remote_frees;
+
+nd_tcache *nd_thread_cache_for_free(const nd_segment *s, bool may_start)
+{
+    nd_thread *t = nd_tls_thread;
+    if (nd_unlikely(t->state != ND_THREAD_LIVE)) {
+        if (!may_start || t->state != ND_THREAD_NEW || ++nd_tls_remote_frees < ND_START_AFTER_REMOTE_FREES ||
+            nd_thread_start() == NULL)
+            return NULL;
+        t = nd_tls_thread;
+    }
+    nd_tcache *tc = s->bound ? t->node_tc[s->node] : t->plain;
+    if (tc == &nd_tcache_empty || tc->heap.node != s->node)
+        return NULL;   /* no tcache for that node, or plain memory of another node */
+    return tc;
+}
+
 /* The thread's tcaches: its plain one, then its node ones. */
 static int nd_thread_tcaches(const nd_thread *t, nd_tcache **out)
 {
@@ -385,14 +406,19 @@ void *nd_thread_malloc_aligned(nd_tcache *tc, size_t alignment, size_t size)
 
 /* ---- statistics ----------------------------------------------------------------- */
 
-void nd_thread_count_remote_free(unsigned cls)
+void nd_thread_count_remote_free(unsigned cls, bool pushed)
 {
     if (cls >= ND_CLASS_COUNT)
         return;
-    if (nd_tls_thread->state == ND_THREAD_LIVE)
-        nd_count_inc(&nd_tls_tc->heap.cstats[cls].remote_frees);
-    else
+    if (nd_tls_thread->state == ND_THREAD_LIVE) {
+        nd_class_counters *c = &nd_tls_tc->heap.cstats[cls];
+        nd_count_inc(&c->remote_frees);
+        if (pushed)
+            nd_count_inc(&c->remote_pushes);
+    } else {
         nd_add_relaxed(&nd_orphan_cls[cls].remote_frees, 1);
+        nd_add_relaxed(&nd_orphan_cls[cls].remote_pushes, 1);
+    }
 }
 
 void nd_thread_count_free(bool huge, size_t bytes)
@@ -428,7 +454,7 @@ void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, size_t *thread
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         nd_snap_class_add(&cls[c], &nd_dead_cls[c]);
         nd_snap_class_add_counters(&cls[c], &nd_orphan_cls[c]);
-        cls[c].frees += nd_load_relaxed(&nd_orphan_cls[c].remote_frees);
+        cls[c].frees += nd_load_relaxed(&nd_orphan_cls[c].remote_pushes);
     }
     nd_snap_totals_add(tot, &nd_dead_tot);
     nd_snap_totals_add_counters(tot, &nd_orphan);

@@ -56,6 +56,12 @@ nd_tcache *nd_thread_node_tcache(int node) nd_hidden;
 /* The calling thread's tcache for memory of segment s's kind, if it has (or
    can make) one; NULL otherwise. */
 nd_tcache *nd_thread_tcache_for(const nd_segment *s) nd_hidden;
+/* The calling thread's tcache that may keep a block of segment s that
+   another heap owns, freed by this thread: one for the same kind of memory
+   (bound to the same node, or plain memory of the same node), if the thread
+   has it already; NULL otherwise. may_start: a thread that has none yet
+   gets one after a few such frees. */
+nd_tcache *nd_thread_cache_for_free(const nd_segment *s, bool may_start) nd_hidden;
 /* pthread key destructor. */
 void nd_thread_done(void *arg) nd_hidden;
 
@@ -74,7 +80,8 @@ void  nd_thread_collect(bool purge_all) nd_hidden;
 
 /* Statistics counted on behalf of the calling thread (or of threads
    without a heap, atomically). */
-void nd_thread_count_remote_free(unsigned cls) nd_hidden;
+/* pushed: sent to the page at once (else it waits in this thread's cache). */
+void nd_thread_count_remote_free(unsigned cls, bool pushed) nd_hidden;
 /* A large (huge = false) or huge block of `bytes` freed. */
 void nd_thread_count_free(bool huge, size_t bytes) nd_hidden;
 void nd_thread_count_large_resize(long delta) nd_hidden;

@@ -19,6 +19,7 @@
  * malloc, so between two snapshots only the test's nodal_* calls count.
  */
 #define _GNU_SOURCE
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 #include <unistd.h>
@@ -193,6 +194,59 @@ static void stats_json_reports_its_length_like_snprintf(void)
     }
 }
 
+/* Blocks freed by a thread that does not own them count as frees at once,
+   whether they wait in that thread's cache or went back to their page, and
+   still after that thread exits. */
+struct remote_frees { void **blocks; int n; pthread_barrier_t freed, checked; };
+
+static void *free_them_all(void *arg)
+{
+    struct remote_frees *r = arg;
+    for (int i = 0; i < r->n; i++)
+        nodal_free(r->blocks[i]);
+    pthread_barrier_wait(&r->freed);
+    pthread_barrier_wait(&r->checked);   /* exits once the main thread looked */
+    return NULL;
+}
+
+static void stats_count_frees_made_by_other_threads_exactly(void)
+{
+    enum { N = 5000 };
+    static void *blocks[N];
+    nodal_free(nodal_malloc(64));
+    const struct nd_json *before = snapshot(json_a, pool_a);
+    const struct nd_json *cb = class_of(before, 64);
+    double fre0 = member_number(cb, KEY_FREES, "the class entry");
+    double use0 = member_number(cb, "bytes_in_use", "the class entry");
+    double rem0 = member_number(cb, "remote_frees", "the class entry");
+    for (int i = 0; i < N; i++)
+        blocks[i] = nodal_malloc(64);
+    struct remote_frees r = { blocks, N, {{0}}, {{0}} };
+    pthread_barrier_init(&r.freed, NULL, 2);
+    pthread_barrier_init(&r.checked, NULL, 2);
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, free_them_all, &r) == 0, "pthread_create to work");
+    pthread_barrier_wait(&r.freed);
+    for (int round = 0; round < 2; round++) {
+        const struct nd_json *after = snapshot(json_b, pool_b);
+        const struct nd_json *ca = class_of(after, 64);
+        double fre1 = member_number(ca, KEY_FREES, "the class entry");
+        double use1 = member_number(ca, "bytes_in_use", "the class entry");
+        double rem1 = member_number(ca, "remote_frees", "the class entry");
+        const char *when = round == 0 ? "while the freeing thread lives" : "after it exited";
+        EXPECT(fre1 - fre0 == N, "%d frees by another thread to add exactly %d frees %s, got %.0f",
+               N, N, when, fre1 - fre0);
+        EXPECT(rem1 - rem0 == N, "%d frees by another thread to add exactly %d remote_frees %s, got %.0f",
+               N, N, when, rem1 - rem0);
+        EXPECT(use1 == use0, "bytes_in_use of the 64-byte class to come back to %.0f %s, it is %.0f",
+               use0, when, use1);
+        if (round == 0) {
+            pthread_barrier_wait(&r.checked);
+            pthread_join(t, NULL);
+        }
+    }
+}
+
 /* Prints the report `how` (NULL for text) into buf. */
 static void print_report(const char *how, char *buf, size_t cap)
 {
@@ -363,6 +417,7 @@ static const struct nd_case cases[] = {
     ND_CASE(stats_count_exactly_n_requests_and_frees_in_the_class_of_s),
     ND_CASE(stats_json_is_one_valid_object_with_the_documented_keys),
     ND_CASE(stats_json_reports_its_length_like_snprintf),
+    ND_CASE(stats_count_frees_made_by_other_threads_exactly),
     ND_CASE(stats_print_brief_is_one_summary_line_with_requests),
     ND_CASE(stats_reports_name_their_pid_and_program),
     ND_CASE(stats_names_agree_across_brief_text_and_json),
