@@ -36,9 +36,11 @@
  *
  * Failure: the throwing forms run the standard's new-handler loop and throw
  * std::bad_alloc; the nothrow forms return NULL (an exception from the
- * handler included). A process without a C++ runtime cannot install a
- * handler or catch anything: a throwing form that fails there prints one
- * line and aborts.
+ * handler included). A C++ runtime loaded after libnodal (a C program that
+ * dlopens a C++ module) is found with dlsym when a request fails, and
+ * std::bad_alloc is thrown through the C++ ABI (see new_fail.cc). Only a
+ * process with no C++ runtime at all gets one line and abort() from a
+ * failing throwing form (nothing could catch the exception).
  *
  * Calls into the core: nd_malloc_fast, nd_free_fast, nd_free_sized and
  * nd_aligned_alloc only (alloc.h), plus nd_fatal for that one message.
