@@ -11,8 +11,9 @@
  *   nodal::on_node<K>             base class: the class's objects live on node K
  *   nodal::make_on_node<T>(k, ..) std::unique_ptr<T, nodal::node_delete<T>>
  *   new (nodal::node(k)) T(..)    one object (or array) on node k; free it with
- *                                 nodal::destroy(p), or delete p when the
- *                                 program uses libnodal's operator delete
+ *                                 nodal::destroy(p), or delete p / delete[] p
+ *                                 when the program uses libnodal's operator
+ *                                 delete (arrays: only then)
  *
  * Guarantees (those of nodal_malloc_node): every page of every block is on
  * the node asked for; nothing here ever returns memory from another node.
@@ -45,6 +46,10 @@
 #ifndef NODAL_HPP
 #define NODAL_HPP
 
+#if __cplusplus < 201703L && !(defined(_MSVC_LANG) && _MSVC_LANG >= 201703L)
+#error "nodal.hpp needs C++17"
+#endif
+
 #include "nodal.h"
 
 #include <cstddef>
@@ -64,10 +69,6 @@
 #define NODAL_HAS_PMR 1
 #else
 #define NODAL_HAS_PMR 0
-#endif
-
-#if __cplusplus < 201703L && !(defined(_MSVC_LANG) && _MSVC_LANG >= 201703L)
-#error "nodal.hpp needs C++17"
 #endif
 
 namespace nodal {
