@@ -19,6 +19,8 @@
  * Runs for -d seconds (default 2) after the prefill. Reported: million
  * operations per second (mops) and per CPU-second of the threads (cpu_mops,
  * the steadier figure on a busy machine; it does not count time blocked).
+ * Result lines say lang=c; bstxx.cpp is the same benchmark in C++ with
+ * node-typed tree nodes (lang=c++).
  */
 #define _GNU_SOURCE
 #include "harness.h"
@@ -237,7 +239,7 @@ int main(int argc, char **argv)
         size += c.trees[i].size;
     const char *config = strcmp(backend, "malloc") == 0 ? "numa/regular" : "numa/numa";
     printf("note: %ld keys in the trees at the end\n", size);
-    bench_result("bst", "config=%s backend=%s threads=%d trees=%d keys=%lld mops=%.4f cpu_mops=%.4f "
+    bench_result("bst", "config=%s backend=%s lang=c threads=%d trees=%d keys=%lld mops=%.4f cpu_mops=%.4f "
                  "user_s=%.3f sys_s=%.3f",
                  config, backend, nthreads, c.ntrees, keys, (double)r.ops / ((double)r.wall_ns / 1e9) / 1e6,
                  (double)r.ops / ((double)r.cpu_ns / 1e9) / 1e6, r.user_s, r.sys_s);

@@ -25,9 +25,19 @@
 #ifndef BENCH_HARNESS_H
 #define BENCH_HARNESS_H
 
-#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* C++ programs (cxxnew.cpp, bstxx.cpp) include this too: the lock word is a
+   std::atomic<int> there, which has the layout of C's _Atomic int. */
+#ifdef __cplusplus
+#include <atomic>
+#define BENCH_ATOMIC_INT std::atomic<int>
+extern "C" {
+#else
+#include <stdatomic.h>
+#define BENCH_ATOMIC_INT _Atomic int
+#endif
 
 /* Makes p visible to the compiler as "used and possibly written through",
    so a malloc/free pair around it cannot be optimised away. */
@@ -39,11 +49,15 @@ static inline void cpu_relax(void) { __asm__ volatile("pause" ::: "memory"); }
 /* A test-and-test-and-set lock that yields the CPU after a short spin, so a
    preempted holder (oversubscription, shared machine) does not stall the
    waiters for a whole time slice. Zero-initialised = unlocked. */
-typedef struct { _Atomic int held; } bench_lock;
+typedef struct { BENCH_ATOMIC_INT held; } bench_lock;
 void bench_lock_acquire(bench_lock *l);
 static inline void bench_lock_release(bench_lock *l)
 {
+#ifdef __cplusplus
+    l->held.store(0, std::memory_order_release);
+#else
     atomic_store_explicit(&l->held, 0, memory_order_release);
+#endif
 }
 
 /* Monotonic clock in nanoseconds. */
@@ -140,5 +154,9 @@ void bench_result(const char *workload, const char *fmt, ...) __attribute__((for
 
 /* Exit status for "this configuration cannot run here" (run.py: skipped). */
 #define BENCH_SKIP 77
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

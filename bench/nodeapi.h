@@ -16,6 +16,10 @@
 
 #include <stddef.h>
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
 typedef struct node_backend {
     const char *name;
     void *(*alloc)(size_t size, int node);
@@ -42,5 +46,9 @@ int node_of_addr(const void *p);
  */
 int node_target_parse(const char *s);
 int node_target_for(int target, int thread, int cpu);
+
+#ifdef __cplusplus
+}
+#endif
 
 #endif

@@ -151,19 +151,6 @@ void nd_free_slow(void *p, nd_segment *s, nd_page *pg)
     nd_thread_tick(tc);
 }
 
-void nd_free_sized(void *p, size_t size)
-{
-    (void)size;
-    nd_free_fast(p);
-}
-
-void nd_free_aligned_sized(void *p, size_t alignment, size_t size)
-{
-    (void)alignment;
-    (void)size;
-    nd_free_fast(p);
-}
-
 /* ---- public prefixed names ------------------------------------------------- */
 
 nd_public void nodal_free(void *p) { nd_free_fast(p); }

@@ -27,8 +27,6 @@
 
 void nd_free_slow(void *p, nd_segment *s, nd_page *pg) nd_hidden;   /* p first: it stays in its register */
 void nd_free_special(void *p) nd_hidden;   /* NULL, huge-aligned, or not nodal's */
-void nd_free_sized(void *p, size_t size) nd_hidden;
-void nd_free_aligned_sized(void *p, size_t alignment, size_t size) nd_hidden;
 
 nd_inline void nd_free_fast(void *p)
 {
@@ -72,6 +70,21 @@ nd_inline void nd_free_fast(void *p)
     *--cur = p;
     b->cur = cur;
     nd_block_mark(p);
+}
+
+/* free_sized / sized delete: a block's page knows its size, so the size is
+   not needed to find it; every check of free applies. */
+nd_inline void nd_free_sized(void *p, size_t size)
+{
+    (void)size;
+    nd_free_fast(p);
+}
+
+nd_inline void nd_free_aligned_sized(void *p, size_t alignment, size_t size)
+{
+    (void)alignment;
+    (void)size;
+    nd_free_fast(p);
 }
 
 #endif /* ND_FREE_H */

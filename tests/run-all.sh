@@ -4,11 +4,11 @@
 #   tests/run-all.sh BUILDDIR        (what `make check` runs)
 #
 #   1. host    ctest in BUILDDIR, one run per label: unit, api, stress,
-#              install,
-#              preload, placement (its host form), then any unlabeled test
+#              preload, placement (its host form), cpp, install, cross,
+#              then any unlabeled test
 #   2. asan    configure + build BUILDDIR-asan with -DNODAL_SANITIZE=address
 #              (tests call nodal_* names, linked against nodal_prefix_san),
-#              ctest -L 'api|stress'
+#              ctest -L 'api|stress|cpp'
 #   3. tsan    the same in BUILDDIR-tsan with -DNODAL_SANITIZE=thread
 #   4. vm      tests/placement/run-vm.sh BUILDDIR, if that script exists
 #              (multi-node NUMA inside a VM; exit 77 = not available)
@@ -74,10 +74,10 @@ run_ctest() {
 }
 
 # ---- 1. host tiers --------------------------------------------------------
-for label in unit api stress preload placement install cross; do
+for label in unit api stress preload placement cpp install cross; do
     run_ctest "host/$label" "$build" -L "^$label\$"
 done
-run_ctest "host/unlabeled" "$build" -LE '^(unit|api|stress|preload|placement|install|cross)$'
+run_ctest "host/unlabeled" "$build" -LE '^(unit|api|stress|preload|placement|cpp|install|cross)$'
 
 # ---- 2, 3. sanitizer builds ----------------------------------------------
 san_tier() {
@@ -92,7 +92,7 @@ san_tier() {
         any_failed=1
         return
     fi
-    run_ctest "$name" "$dir" -L '^(api|stress)$'
+    run_ctest "$name" "$dir" -L '^(api|stress|cpp)$'
 }
 if [ "${ND_SKIP_SAN:-0}" = 1 ]; then
     summary+=("asan|0|0|1|0|left out (ND_SKIP_SAN=1)")

@@ -46,6 +46,7 @@ def run(bindir, allocs, log):
     """Returns (samples, variants_by_group, problems)."""
     micro = os.path.join(bindir, "micro")
     nodepair = os.path.join(bindir, "nodepair")
+    cxxnew = os.path.join(bindir, "cxxnew")
     samples, problems = [], []
     seq = [0]
 
@@ -73,6 +74,20 @@ def run(bindir, allocs, log):
             loop = per_op(lambda n: [micro, "-m", "empty", "-s", "32", "-t", "1", "-n", str(n),
                                      "-w", "20000"], env)
             log("  callgrind loop overhead %.1f instr/iteration" % loop)
+        if not os.path.exists(cxxnew):
+            continue
+        for mode in ("pair", "batch"):
+            for api in ("new", "unsized", "malloc"):
+                def argv(n, mode=mode, api=api):
+                    return [cxxnew, "-m", mode, "-a", api, "-s", "32", "-t", "1", "-n", str(n),
+                            "-w", "20000"]
+                try:
+                    x = per_op(argv, env)
+                except Exception as e:
+                    problems.append("callgrind cxxnew %s %s %s: %s" % (v.name, mode, api, e))
+                    continue
+                log("  callgrind %-10s C++ %-5s %-7s %7.1f instr/pair" % (v.name, mode, api, x))
+                record("callgrind-cxx", v, {"mode": mode, "api": api, "size": "32"}, x)
 
     node_variants = [v for v in allocs.node(numa_ops=1, other_ops=1) if not v.name.startswith("numa_")]
     for v in node_variants:
@@ -88,4 +103,5 @@ def run(bindir, allocs, log):
             continue
         log("  callgrind %-16s %7.1f instr/cycle" % (v.name, x))
         record("callgrind-node", v, {"size": "32"}, x)
-    return samples, {"callgrind": dropin, "callgrind-node": node_variants}, problems, loop
+    return (samples, {"callgrind": dropin, "callgrind-node": node_variants, "callgrind-cxx": dropin},
+            problems, loop)

@@ -28,6 +28,13 @@ GROUPS = {
     "micro-realloc": ("Micro: realloc growth from 8 B to 64 KiB", ["cpu_ns_realloc", "ns_realloc"],
                       "per realloc call"),
     "micro-aligned": ("Micro: aligned_alloc/free pairs", ["cpu_ns_pair", "ns_pair"], "per pair"),
+    "cxxnew-pair": ("C++: tight operator new / sized delete pairs", ["cpu_ns_pair", "ns_pair"],
+                    "per ::operator new(size) + ::operator delete(p, size) pair, what `new T` / "
+                    "`delete p` compile to; every allocator runs its own operator new except glibc, "
+                    "whose column is libstdc++'s operator new calling malloc; api=malloc rows are "
+                    "malloc/free in the same binary"),
+    "cxxnew-batch": ("C++: batches of 1,000 operator new then 1,000 sized deletes",
+                     ["cpu_ns_pair", "ns_pair"], "per new + delete pair (as cxxnew-pair)"),
     "xthread": ("Cross-thread: one thread mallocs, another frees", ["ns_obj"],
                 "per object through a producer/consumer pair: wall time / objects (the threads "
                 "spin while waiting for each other, so their CPU time, in the CSV, says little)"),
@@ -62,6 +69,11 @@ GROUPS = {
                   "(the loop alone is given below the table)"),
     "callgrind-node": ("Instructions per node-targeted cycle (callgrind, 32 B, one thread)", ["instr_pair"],
                        "instructions per alloc + 32 B memset + free cycle of nodepair"),
+    "callgrind-cxx": ("Instructions per C++ operator new/delete pair (callgrind, 32 B, one thread)",
+                      ["instr_pair"],
+                      "instructions per pair of cxxnew, loop included: api=new is ::operator new + "
+                      "sized delete, api=unsized the unsized delete, api=malloc malloc/free in the "
+                      "same loop"),
 }
 
 
@@ -85,6 +97,10 @@ def quick_cases():
                               ["-m", mode, "-s", _csv(sizes), "-t", str(t),
                                "-n", "4000000" if mode == "pair" else "500000"],
                               "micro-" + mode))
+    for t in (1, 2, 8, 16):
+        cases.append(Case("cxxnew-pair-t%d" % t, "cxxnew",
+                          ["-m", "pair", "-a", "new,malloc", "-s", _csv(sizes), "-t", str(t),
+                           "-n", "4000000"], "cxxnew-pair"))
     cases += [
         Case("xthread", "xthread", ["-s", "8,32", "-n", "1000000"], "xthread"),
         Case("malloctest", "malloctest", ["-t", "1,2,8", "-n", "500000"], "malloctest"),
@@ -107,6 +123,12 @@ def full_cases():
                               ["-m", mode, "-s", _csv(sizes), "-t", str(t),
                                "-n", "10000000" if mode == "pair" else "1000000"],
                               "micro-" + mode, timeout=900))
+    for mode in ("pair", "batch"):
+        for t in (1, 2, 4, 8, 16):
+            cases.append(Case("cxxnew-%s-t%d" % (mode, t), "cxxnew",
+                              ["-m", mode, "-a", "new,malloc", "-s", "16,32,64,256,1024", "-t", str(t),
+                               "-n", "10000000" if mode == "pair" else "1000000"],
+                              "cxxnew-" + mode, timeout=900))
     for t in (1, 2, 4, 8, 16):
         cases.append(Case("micro-realloc-t%d" % t, "micro",
                           ["-m", "realloc", "-g", "64k", "-t", str(t), "-n", "2000000"], "micro-realloc"))
@@ -132,6 +154,9 @@ def full_cases():
              "node", {"numa_ops": 20000, "other_ops": 2000000}),
         Case("bst-t2", "bst", ["-t", "2", "-T", "4", "-k", "200000", "-d", "3"], "bst", "app"),
         Case("bst-t8", "bst", ["-t", "8", "-T", "4", "-k", "200000", "-d", "3"], "bst", "app"),
+        # the same BST in C++ with node-typed tree nodes (rows lang=c++)
+        Case("bstxx-t2", "bstxx", ["-t", "2", "-T", "4", "-k", "200000", "-d", "3"], "bst", "app"),
+        Case("bstxx-t8", "bstxx", ["-t", "8", "-T", "4", "-k", "200000", "-d", "3"], "bst", "app"),
         Case("ycsb-t2", "ycsb", ["-t", "2", "-k", "500000", "-d", "4"], "ycsb", "app"),
         Case("chase", "chase", ["-c", "2m", "-s", "64", "-h", "10m"], "chase", "chase"),
     ]
@@ -147,6 +172,7 @@ def vm_cases():
         Case("vm-nodepair-remote", "nodepair", ["-s", "32", "-t", "1,2", "-N", "1"], "vm-nodepair",
              "node", {"numa_ops": 2000, "other_ops": 200000}),
         Case("vm-bst", "bst", ["-t", "4", "-k", "50000", "-d", "1"], "vm-bst", "app"),
+        Case("vm-bstxx", "bstxx", ["-t", "4", "-k", "50000", "-d", "1"], "vm-bst", "app"),
         Case("vm-ycsb", "ycsb", ["-t", "4", "-k", "50000", "-T", "4", "-B", "1021", "-d", "2",
                                  "-i", "250", "-w", "2"], "vm-ycsb", "app"),
         Case("vm-chase", "chase", ["-c", "256k", "-s", "64", "-h", "2m", "-N", "1"], "vm-chase", "chase"),

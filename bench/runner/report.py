@@ -93,7 +93,7 @@ class Table:
         self.fixed = {k: dict(pk).get(k) for k in keys
                       if len({dict(pk).get(k) for pk in vals}) == 1}
         self.cols = [k for k in keys if k not in self.fixed]
-        order = ["mode", "size", "align", "pairs", "threads"]
+        order = ["lang", "mode", "api", "size", "align", "pairs", "threads"]
         self.cols.sort(key=lambda k: (order.index(k) if k in order else len(order), k))
         self.rows = sorted(vals, key=lambda pk: [_num(dict(pk).get(k, "")) for k in self.cols])
 
@@ -223,6 +223,32 @@ def _extra_app(tables, group, metric):
     return out
 
 
+def _extra_cxxnew(tables, group):
+    """nodal's operator new/delete pair against its own malloc/free pair in
+    the same binary (target: at most 1 ns more)."""
+    t = tables.get((group, "cpu_ns_pair"))
+    if not t or "nodal" not in [v.name for v in t.variants] or "api" not in t.cols:
+        return []
+    keys = [k for k in t.cols if k != "api"]
+    by = {}
+    for row in t.rows:
+        d = dict(row)
+        by.setdefault(tuple(d.get(k, "") for k in keys), {})[d.get("api")] = row
+    out = ["", "nodal: operator new/delete pair minus nodal's malloc/free pair, cpu_ns_pair "
+           "(target <= +1 ns):", "", "| " + " | ".join(keys + ["new", "malloc", "difference",
+                                                                "verdict"]) + " |",
+           "|" + "|".join(["---"] * len(keys) + ["---:"] * 3 + ["---"]) + "|"]
+    for k, rows in by.items():
+        if "new" not in rows or "malloc" not in rows:
+            continue
+        a, b = t.median(rows["new"], "nodal"), t.median(rows["malloc"], "nodal")
+        if a is None or b is None:
+            continue
+        out.append("| " + " | ".join(list(k) + [fmt(a), fmt(b), "%+.2f" % (a - b),
+                                                "ok" if a - b <= 1.0 else "over"]) + " |")
+    return out
+
+
 def markdown(samples, variants_by_group, meta, problems):
     out = [header(meta)]
     tables = {}
@@ -246,6 +272,8 @@ def markdown(samples, variants_by_group, meta, problems):
                                           " - " + fixed if fixed else ""), "", t.markdown()]
         if group.endswith("nodepair"):
             out += _extra_nodepair(tables, group)
+        if group.startswith("cxxnew"):
+            out += _extra_cxxnew(tables, group)
         if group.endswith(("bst", "ycsb")):
             for metric in GROUPS[group][1]:
                 out += _extra_app(tables, group, metric)

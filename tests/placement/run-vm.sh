@@ -5,7 +5,8 @@
 #   tests/placement/run-vm.sh BUILDDIR [TEST...]
 #
 # BUILDDIR is a CMake build directory with the placement tests built
-# (BUILDDIR/tests/placement/*) and, if present, BUILDDIR/tools/nodal-verify.
+# (BUILDDIR/tests/placement/*, and the C++ ones in BUILDDIR/tests/cpp/) and,
+# if present, BUILDDIR/tools/nodal-verify.
 # TEST names (as in the plan below) select a subset.
 #
 # Two boots:
@@ -48,7 +49,11 @@ main|node_cache_never_mixes_nodes[huge_pages=1]|tests/placement/node_cache_never
 main|cross_thread_frees_keep_node|tests/placement/cross_thread_frees_keep_node|||300
 main|thread_churn_keeps_rss_bounded|tests/placement/thread_churn_keeps_rss_bounded||-r 60 -w 10|240
 main|nodal-verify|tools/nodal-verify||--quick|240
-small|full_node_strict_or_preferred|tests/placement/full_node_strict_or_preferred|||240'
+main|stl_containers_stay_on_their_node|tests/cpp/stl_containers_stay_on_their_node|||240
+main|node_typed_objects_stay_on_their_node|tests/cpp/node_typed_objects_stay_on_their_node|||240
+main|shared_containers_keep_their_node|tests/cpp/shared_containers_keep_their_node|||240
+small|full_node_strict_or_preferred|tests/placement/full_node_strict_or_preferred|||240
+small|node_full_throws_bad_alloc|tests/cpp/node_full_throws_bad_alloc|||240'
 
 # numa-vm arguments and time limit (s) of each boot.
 boot_setup() {
