@@ -141,9 +141,12 @@ void *nd_tcache_alloc(nd_tcache *tc, unsigned c)
    Returns where the run ends. */
 static void **nd_tcache_flush_foreign(nd_page *pg, void **it, void **end)
 {
-    const uintptr_t start = (uintptr_t)pg->start, size = nd_seg_page_size(nd_seg_base(pg));
+    /* The page's own bytes: pages are aligned to their size in the segment
+       (page 0's blocks start after the header, its bytes at the segment). */
+    const uintptr_t size = nd_seg_page_size(nd_seg_base(pg));
+    const uintptr_t base = (uintptr_t)pg->start & ~(size - 1);
     nd_block *head = NULL, *tail = *it;
-    for (; it < end && (uintptr_t)*it - start < size; it++) {
+    for (; it < end && (uintptr_t)*it - base < size; it++) {
         void *p = *it;
         if (nd_unlikely(!nd_block_is_marked(p)))
             nd_page_corrupt(pg, p, "a block waiting in a thread cache was modified");

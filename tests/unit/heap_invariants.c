@@ -6,6 +6,7 @@
  * must return to their owner's pages.
  */
 #include <pthread.h>
+#include <stdlib.h>
 #include "alloc.h"
 #include "check.h"
 #include "thread.h"
@@ -86,8 +87,53 @@ static void remote_frees_return_to_the_owner(void)
     EXPECT(a != NULL && atol(a + 12) == 0, "no byte to be allocated, stats say %.24s", a ? a : "nothing");
 }
 
+/* Blocks another thread frees wait in its cache and go back to their own
+   pages as one chain per page: freed in address order, runs cross page
+   boundaries (page 0 of a segment starts after the header) and must still
+   land on the right page. The owner then takes them all back, checked. */
+struct handoff { void **blocks; int n, down; };
+
+static void *free_in_address_order(void *arg)
+{
+    struct handoff *h = arg;
+    for (int i = 0; i < h->n; i++)
+        nodal_free(h->blocks[h->down ? h->n - 1 - i : i]);
+    nodal_collect(0);   /* flush this thread's cache: every chain goes home now */
+    return NULL;
+}
+
+static int by_address(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void remote_frees_in_chains_go_back_to_their_own_pages(void)
+{
+    enum { N = 40000 };
+    static void *blocks[N];
+    size_t sizes[] = { 48, 96, 3072, 48, 96, 3072 };
+    for (size_t k = 0; k < 6; k++) {
+        for (int i = 0; i < N; i++) {
+            blocks[i] = nodal_malloc(sizes[k]);
+            EXPECT(blocks[i] != NULL, "malloc(%zu) to succeed", sizes[k]);
+        }
+        qsort(blocks, N, sizeof blocks[0], by_address);
+        struct handoff h = { blocks, N, k >= 3 };   /* ascending, then descending addresses */
+        pthread_t t;
+        EXPECT(pthread_create(&t, NULL, free_in_address_order, &h) == 0, "pthread_create to work");
+        pthread_join(t, NULL);
+        for (int i = 0; i < N; i++)
+            blocks[i] = nodal_malloc(sizes[k]);   /* takes the chains back, checking every link */
+        EXPECT(nd_thread_is_valid(), "the heap invariants to hold after taking back %d blocks of %zu B", N, sizes[k]);
+        for (int i = 0; i < N; i++)
+            nodal_free(blocks[i]);
+    }
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(random_operations_keep_the_heap_valid),
     ND_CASE(remote_frees_return_to_the_owner),
+    ND_CASE(remote_frees_in_chains_go_back_to_their_own_pages),
 };
 ND_MAIN(cases)
