@@ -79,10 +79,10 @@ soname=$(objdump -p "$libdir/libnodal.so" 2>/dev/null | awk '/SONAME/{print $2}'
 
 # "Linked": the README's link block as written, in the environment the
 # own-prefix block set up, and the program runs without LD_LIBRARY_PATH.
-mkdir -p "$tmp/work"
-cp "$here/hello.c" "$tmp/work/prog.c"
+mkdir -p "$tmp/app"
+cp "$here/hello.c" "$tmp/app/prog.c"
 (
-    cd "$tmp/work"
+    cd "$tmp/app"
     unset LD_LIBRARY_PATH LD_PRELOAD
     export HOME="$tmp/home" PATH="$prefix/bin:$PATH" PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
     { echo "set -ex"; block link; } >link.sh
@@ -92,8 +92,8 @@ cp "$here/hello.c" "$tmp/work/prog.c"
     fail "the README's link block to build and run prog.c"
 }
 grep -q "hello from nodal" "$tmp/link.out" || fail "the linked program's output, got: $(cat "$tmp/link.out")"
-env -u LD_LIBRARY_PATH ldd "$tmp/work/prog" | grep -q "libnodal.so.0 => $libdir" ||
-    fail "the linked program to find $libdir/libnodal.so.0 by itself: $(ldd "$tmp/work/prog" | grep nodal)"
+env -u LD_LIBRARY_PATH ldd "$tmp/app/prog" | grep -q "libnodal.so.0 => $libdir" ||
+    fail "the linked program to find $libdir/libnodal.so.0 by itself: $(ldd "$tmp/app/prog" | grep nodal)"
 
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
 cc=${CC:-cc}
