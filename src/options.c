@@ -500,6 +500,18 @@ size_t nd_opt_check(const char *name, size_t nlen, const char *value, size_t vle
     return b.need;
 }
 
+/* Drops spaces around s[0..*len). */
+static const char *nd_trim(const char *s, size_t *len)
+{
+    while (*len > 0 && s[0] == ' ') {
+        s++;
+        (*len)--;
+    }
+    while (*len > 0 && s[*len - 1] == ' ')
+        (*len)--;
+    return s;
+}
+
 void nd_opt_scan(const char *text, nd_opt_visit_fn *fn, void *ctx)
 {
     const char *s = text;
@@ -512,10 +524,15 @@ void nd_opt_scan(const char *text, nd_opt_visit_fn *fn, void *ctx)
         while (*end && *end != ',')
             end++;
         const char *eq = memchr(s, '=', (size_t)(end - s));
-        if (eq == NULL)
-            fn(ctx, s, (size_t)(end - s), NULL, 0);
-        else
-            fn(ctx, s, (size_t)(eq - s), eq + 1, (size_t)(end - eq - 1));
+        size_t nlen = (size_t)((eq ? eq : end) - s);
+        const char *name = nd_trim(s, &nlen);
+        if (eq == NULL) {
+            fn(ctx, name, nlen, NULL, 0);
+        } else {
+            size_t vlen = (size_t)(end - eq - 1);
+            const char *value = nd_trim(eq + 1, &vlen);
+            fn(ctx, name, nlen, value, vlen);
+        }
         s = end;
     }
 }
@@ -571,7 +588,7 @@ void nd_options_init(void)
     nd_check_frees = nd_opt_values[ND_OPT_check] >= 2;
     if (nd_opt_verbose()) {
         for (int i = 0; i < ND_OPT_COUNT; i++) {
-            char val[ND_OPT_TEXT_MAX + 1], var[64];
+            char val[1024], var[64];
             nd_opt_format((nd_opt_id)i, val, sizeof val);
             nd_opt_var_name((nd_opt_id)i, var, sizeof var);
             const char *from = nd_opt_from[i] == ND_FROM_OPTIONS  ? "NODAL_OPTIONS" :

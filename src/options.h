@@ -49,7 +49,8 @@
 #define ND_OPT_SPELLINGS \
     "How values are written: a number option also takes yes, on or true for 1 and " \
     "no, off or false for 0, and so does stats; a switch (an option of 0..1, and " \
-    "stats) given by its name alone is turned on (huge_pages means huge_pages=1); sizes take the suffixes k, m and g (tcache_max=64k); a choice may also " \
+    "stats) given by its name alone is turned on (huge_pages means huge_pages=1); " \
+    "sizes take the suffixes k, m and g (tcache_max=64k); a choice may also " \
     "be given by its position, counting from 0 (stats=2 is stats=json); letter case " \
     "does not matter. A file name in NODAL_OPTIONS cannot contain a comma (use " \
     "NODAL_STATS_FILE for one that does)."
