@@ -99,15 +99,16 @@ def main():
 
     build = os.path.abspath(a.build)
     bindir = build_programs(build)
-    nodal, nodal_status = probe_nodal(build, bindir, a.nodal, log)
+    nodal, nodal_status = probe_nodal(build, bindir, a.nodal, log, repo=REPO)
     log("nodal: " + nodal_status)
     variants = [tuple(v.split(":", 1)) for v in a.nodal_variants.split(";") if ":" in v]
     allocs = Allocators(nodal, a.nodal_options, [x for x in a.allocators.split(",") if x]
                         if a.allocators else None, variants)
 
     stamp = time.strftime("%Y-%m-%dT%H%M%SZ", time.gmtime())
+    commit, commit_short = machine.git_commit(REPO)
     meta = {"command": " ".join(shlex.quote(x) for x in [os.path.relpath(sys.argv[0], REPO)] + sys.argv[1:]),
-            "commit": machine.git_commit(REPO), "date": stamp, "machine": machine.machine_info(),
+            "commit": commit, "commit_short": commit_short, "date": stamp, "machine": machine.machine_info(),
             "versions": machine.package_versions(), "nodal": nodal_status, "reps": reps, "mode": mode}
     outdir = a.out or os.path.join(BENCH, "results", "%s-%s" % (stamp, meta["machine"]["host"]))
     os.makedirs(outdir, exist_ok=True)
@@ -170,7 +171,7 @@ def main():
     meta["machine"]["loadavg_end"] = machine.machine_info()["loadavg"]
     meta["loadavg_end"] = meta["machine"]["loadavg_end"]
     footer = "nodal bench %s | commit %s | %s | %s, %d CPUs | %s" % (
-        mode, meta["commit"], stamp, meta["machine"]["host"], meta["machine"]["nproc"], nodal_status)
+        mode, meta["commit_short"], stamp, meta["machine"]["host"], meta["machine"]["nproc"], nodal_status)
     pngs = [] if a.no_plots else plots.plot_all(samples, by_group, cases.GROUPS, outdir, footer, log)
     md = report.markdown(samples, by_group, meta, problems)
 

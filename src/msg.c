@@ -10,7 +10,7 @@
 
 static void nd_vmessage(const char *fmt, va_list ap)
 {
-    char line[512];
+    char line[1024];
     int n = snprintf(line, sizeof line, "nodal: ");
     int m = vsnprintf(line + n, sizeof line - (size_t)n - 1, fmt, ap);
     size_t len = (size_t)n + (m < 0 ? 0 : (size_t)m);

@@ -1,28 +1,39 @@
 /*
- * options.h - the one table of run-time options.
+ * options.h - the one table of run-time options, and nodal's messages.
  *
  * Options are read once, at process initialisation, from NODAL_OPTIONS
  * ("name=value,name=value") and then from NODAL_<NAME> variables, which win.
- * An invalid value prints one warning line on stderr and keeps the default.
- * The table drives parsing, validation, nodal_option_get() and the README's
- * table (tools/gen-options prints it).
+ * An invalid value prints one warning line on stderr and keeps the default;
+ * an unknown name prints one line naming the closest option.
+ *
+ * The table drives parsing, validation, the messages, nodal_option_get(),
+ * nodal-run's flags (tools/nodal-run.c links this file, so it accepts and
+ * refuses exactly what the library does, in the same words) and the option
+ * tables of the README, the man pages and `nodal-run --list-options`
+ * (tools/gen-options.c).
  */
 #ifndef ND_OPTIONS_H
 #define ND_OPTIONS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "config.h"
 #include "msg.h"
 
 /* Kinds of values. */
-#define ND_OPTK_INT  0   /* plain integer */
-#define ND_OPTK_SIZE 1   /* bytes; accepts k/m/g suffixes */
-#define ND_OPTK_ENUM 2   /* one of the names in `names` ('|'-separated), stored as its index */
+#define ND_OPTK_INT    0   /* integer in lo..hi */
+#define ND_OPTK_SIZE   1   /* bytes in lo..hi; accepts k/m/g suffixes */
+#define ND_OPTK_ENUM   2   /* one of `names` ('|'-separated), stored as its index */
+#define ND_OPTK_TEXT   3   /* text of at most hi bytes (a file name); nd_opt_text() */
+
+/* Longest file name a text option takes. */
+#define ND_OPT_TEXT_MAX 4095
 
 /* X(name, kind, default, min, max, names, meaning) */
 #define ND_OPTIONS(X) \
-    X(stats,          ND_OPTK_INT,  0,     0, 2,        "",                 "print statistics to stderr at exit: 1 = text report, 2 = JSON") \
+    X(stats,          ND_OPTK_ENUM, 0,     0, 2,        "off|text|json",    "print statistics at exit (to stderr, or to stats_file): text = a report, json = JSON") \
+    X(stats_file,     ND_OPTK_TEXT, 0,     0, ND_OPT_TEXT_MAX, "",          "file the exit statistics go to instead of stderr; %p in the name becomes the process id (one file per process)") \
     X(verbose,        ND_OPTK_INT,  0,     0, 1,        "",                 "print diagnostics (option values, topology problems) on stderr") \
     X(check,          ND_OPTK_INT,  1,     0, 2,        "",                 "heap checks: 0 = none, 1 = cheap ones (default), 2 = every free validated, caches off, freed memory filled with 0xdf") \
     X(purge_delay,    ND_OPTK_INT,  100,   0, 3600000,  "",                 "milliseconds freed memory stays unused before it is returned to the OS (0 = at once)") \
@@ -34,6 +45,16 @@
     X(huge_pages,     ND_OPTK_INT,  0,     0, 1,        "",                 "ask for transparent huge pages on node-bound segments (MADV_HUGEPAGE)") \
     X(prefetch,       ND_OPTK_INT,  0,     0, 8,        "",                 "prefetch the next free block of a size class on malloc: cache lines, 0 = off") \
     X(reclaim_on_free, ND_OPTK_INT, 1,     0, 1,        "",                 "a free into a segment abandoned by an exited thread adopts that segment")
+
+/* How values are spelled, for every document that lists the options. */
+#define ND_OPT_SPELLINGS \
+    "How values are written: a number option also takes yes, on or true for 1 and " \
+    "no, off or false for 0, and so does stats; a switch (an option of 0..1, and " \
+    "stats) given by its name alone is turned on (huge_pages means huge_pages=1); " \
+    "sizes take the suffixes k, m and g (tcache_max=64k); a choice may also " \
+    "be given by its position, counting from 0 (stats=2 is stats=json); letter case " \
+    "does not matter. A file name in NODAL_OPTIONS cannot contain a comma (use " \
+    "NODAL_STATS_FILE for one that does)."
 
 typedef enum {
 #define ND_OPT_ENUM(name, kind, def, lo, hi, names, meaning) ND_OPT_##name,
@@ -51,6 +72,7 @@ typedef struct nd_opt_desc {
 } nd_opt_desc;
 
 extern const nd_opt_desc nd_opt_table[ND_OPT_COUNT] nd_hidden;
+/* The values. A text option's value is 1 when it is set, 0 when not. */
 extern long nd_opt_values[ND_OPT_COUNT] nd_hidden;
 /* The prefetch option as the fast path reads it (one byte). */
 extern uint8_t nd_prefetch_lines nd_hidden;
@@ -60,5 +82,62 @@ extern uint8_t nd_check_frees nd_hidden;
 void nd_options_init(void) nd_hidden;
 static inline long nd_opt(nd_opt_id id) { return nd_opt_values[id]; }
 static inline bool nd_opt_verbose(void) { return nd_opt_values[ND_OPT_verbose] != 0; }
+/* A text option's value ("" when not set). */
+const char *nd_opt_text(nd_opt_id id) nd_hidden;
+
+/* ---- formatting (no allocation; each returns the length it needs, like
+   snprintf, and always terminates buf when len > 0) ---------------------- */
+
+/* An option's current value as its documentation spells it: the name of a
+   choice ("strict"), the text of a text option, a number in decimal (sizes in
+   bytes). Meant for diagnostics and the statistics JSON: the value is a JSON
+   number when nd_opt_is_number(id), else a string to quote. */
+size_t nd_opt_format(nd_opt_id id, char *buf, size_t len) nd_hidden;
+static inline bool nd_opt_is_number(nd_opt_id id)
+{
+    return nd_opt_table[id].kind == ND_OPTK_INT || nd_opt_table[id].kind == ND_OPTK_SIZE;
+}
+/* A value v of option d for people: choice names, sizes with k/m/g when
+   exact ("32k"), "(none)" for an unset text option. */
+size_t nd_opt_format_value(const nd_opt_desc *d, long v, char *buf, size_t len) nd_hidden;
+/* The values an option takes: "0..128k", "strict, preferred", "a file name". */
+size_t nd_opt_format_range(const nd_opt_desc *d, char *buf, size_t len) nd_hidden;
+
+/* ---- parsing, shared by the library and nodal-run ------------------------ */
+
+/* The option called name[0..len) (case-insensitive), or -1. */
+int nd_opt_find(const char *name, size_t len) nd_hidden;
+/* Edit distance between a[0..alen) and b (insert, delete, change or swap
+   one letter; case and '-' vs '_' do not count). */
+int nd_opt_distance(const char *a, size_t alen, const char *b) nd_hidden;
+/* The option that a misspelled name most likely meant: the only option it
+   begins, or the nearest within max(2, len / 3) edits; -1 if none is close. */
+int nd_opt_closest(const char *name, size_t len) nd_hidden;
+
+/* Checks one setting. `value` is value[0..vlen), or NULL for a name given
+   alone. On success sets *id and *out (for a text option *out = 1 and the
+   text is value[0..vlen)) and returns 0. Otherwise writes one sentence to msg
+   saying what is wrong and what is valid, and returns its length (> 0):
+     invalid value '1g' for tcache_max (from NODAL_OPTIONS): out of range; valid: 0..128k
+       (bytes; suffixes k, m, g)
+     unknown option 'tcache-count' (from NODAL_OPTIONS)<unknown_tail>; did you mean tcache_count?
+   *id is the option for an invalid value, -1 for an unknown name.
+   `source` says where the setting came from. */
+size_t nd_opt_check(const char *name, size_t nlen, const char *value, size_t vlen,
+                    const char *source, const char *unknown_tail,
+                    int *id, long *out, char *msg, size_t msglen) nd_hidden;
+
+/* Calls fn for every "name=value" or bare "name" in a NODAL_OPTIONS string
+   (value NULL for a bare name). */
+typedef void nd_opt_visit_fn(void *ctx, const char *name, size_t nlen,
+                             const char *value, size_t vlen);
+void nd_opt_scan(const char *text, nd_opt_visit_fn *fn, void *ctx) nd_hidden;
+
+/* "NODAL_" + the option's name in capitals, e.g. NODAL_TCACHE_MAX. */
+void nd_opt_var_name(nd_opt_id id, char *buf, size_t len) nd_hidden;
+
+/* Expands a stats_file-style name: %p becomes pid, %% a single %. Returns
+   the length it needs (like snprintf). */
+size_t nd_opt_expand_path(const char *tmpl, long pid, char *buf, size_t len) nd_hidden;
 
 #endif /* ND_OPTIONS_H */

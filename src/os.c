@@ -218,17 +218,40 @@ void nd_os_keep_stderr(void)
         nd_stderr_fd = fd;
 }
 
-void nd_os_write_stderr(const char *buf, size_t len)
+bool nd_os_write_fd(int fd, const char *buf, size_t len)
 {
     while (len > 0) {
-        ssize_t n = write(nd_stderr_fd, buf, len);
+        ssize_t n = write(fd, buf, len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
-            return;
+            return false;
         buf += n;
         len -= (size_t)n;
     }
+    return true;
+}
+
+void nd_os_write_stderr(const char *buf, size_t len)
+{
+    int saved = errno;
+    nd_os_write_fd(nd_stderr_fd, buf, len);
+    errno = saved;
+}
+
+int nd_os_create_file(const char *path)
+{
+    int saved = errno;
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    errno = saved;
+    return fd;
+}
+
+void nd_os_close(int fd)
+{
+    int saved = errno;
+    close(fd);
+    errno = saved;
 }
 
 static size_t nd_status_kib(const char *text, const char *key)

@@ -67,6 +67,11 @@ void     nd_os_yield(void) nd_hidden;
 long        nd_os_read_file(const char *path, char *buf, size_t len) nd_hidden; /* bytes, -1 */
 const char *nd_os_getenv(const char *name) nd_hidden;
 void        nd_os_write_stderr(const char *buf, size_t len) nd_hidden;
+/* Creates (or truncates) a file for writing, mode 0644: a descriptor, or -1. */
+int         nd_os_create_file(const char *path) nd_hidden;
+/* Writes all of buf to fd; false on an error. */
+bool        nd_os_write_fd(int fd, const char *buf, size_t len) nd_hidden;
+void        nd_os_close(int fd) nd_hidden;
 /* Keeps a private duplicate of stderr for the exit report, so that a
    program closing its stderr at exit (coreutils do) still gets it. */
 void        nd_os_keep_stderr(void) nd_hidden;

@@ -119,7 +119,8 @@ nd_public void nodal_stats_reset(void)
 /* ---- output ------------------------------------------------------------------ */
 
 typedef struct nd_out {
-    FILE  *file;        /* NULL: stderr via write(2), unless dst */
+    FILE  *file;        /* NULL: a descriptor via write(2) (fd), unless dst */
+    int    fd;          /* -1: stderr (the duplicate kept at start-up) */
     char  *dst;         /* caller's buffer (JSON) */
     size_t dst_len;
     size_t total;       /* bytes produced */
@@ -135,6 +136,9 @@ static void nd_out_flush(nd_out *o)
     if (o->dst == NULL) {
         if (o->file != NULL) {
             if (fwrite(o->buf, 1, o->n, o->file) != o->n)
+                o->err = 1;
+        } else if (o->fd >= 0) {
+            if (!nd_os_write_fd(o->fd, o->buf, o->n))
                 o->err = 1;
         } else {
             nd_os_write_stderr(o->buf, o->n);
@@ -344,22 +348,32 @@ static void nd_print_text(nd_out *o, const nd_snapshot *s)
 #define ND_JSON_NODE(n, k, sc, so, u, l, m) \
     ND_IF_##sc(, , nd_field(o, ",", "\"" #n "\"", ND_UNIT_##u, ND_VAL_##u(nd->n), false, ":");)
 
-/* An option's value as JSON: enums by name, strings quoted. */
+/* Writes text as the inside of a JSON string. */
+static void nd_json_text(nd_out *o, const char *t)
+{
+    for (; *t; t++) {
+        unsigned char c = (unsigned char)*t;
+        if (c == '"' || c == '\\')
+            nd_outf(o, "\\%c", c);
+        else if (c < 0x20)
+            nd_outf(o, "\\u%04x", c);
+        else
+            nd_out_write(o, (const char *)&c, 1);
+    }
+}
+
+/* An option's value as JSON: numbers as numbers, choices by name and text
+   as strings. */
 static void nd_json_option(nd_out *o, int i)
 {
-    const nd_opt_desc *d = &nd_opt_table[i];
-    long v = nd_opt_values[i];
-    if (d->kind == ND_OPTK_ENUM) {
-        const char *names = d->names;
-        for (long k = 0; k < v && names != NULL; k++) {
-            names = strchr(names, '|');
-            if (names != NULL)
-                names++;
-        }
-        size_t len = names != NULL ? strcspn(names, "|") : 0;
-        nd_outf(o, "\"%.*s\"", (int)len, names != NULL ? names : "");
+    char v[ND_OPT_TEXT_MAX + 1];
+    nd_opt_format((nd_opt_id)i, v, sizeof v);
+    if (nd_opt_is_number((nd_opt_id)i)) {
+        nd_outf(o, "%s", v);
     } else {
-        nd_outf(o, "%ld", v);
+        nd_outf(o, "\"");
+        nd_json_text(o, v);
+        nd_outf(o, "\"");
     }
 }
 
@@ -369,8 +383,7 @@ static void nd_print_json(nd_out *o, const nd_snapshot *s)
     const char *sep = "";
     nd_os_program_name(prog, sizeof prog);
     nd_outf(o, "{\"version\":\"%s\",\"pid\":%ld,\"program\":\"", NODAL_VERSION_STRING, nd_os_pid());
-    for (const char *c = prog; *c; c++)   /* comm is at most 15 bytes; escape what JSON needs */
-        nd_outf(o, (*c == '"' || *c == '\\') ? "\\%c" : ((unsigned char)*c < 0x20 ? "\\u%04x" : "%c"), *c);
+    nd_json_text(o, prog);
     nd_outf(o, "\",\"totals\":{");
     ND_STATS_TABLE(ND_JSON_TOTAL)
     nd_outf(o, "},\"classes\":[");
@@ -410,6 +423,7 @@ nd_public int nodal_stats_print(FILE *out, const char *opts)
     nd_snapshot_take(&nd_snap_buf, true);
     static nd_out o;
     memset(&o, 0, offsetof(nd_out, buf));
+    o.fd = -1;
     o.file = out != NULL ? out : stderr;
     if (opts != NULL && strstr(opts, "json"))
         nd_print_json(&o, &nd_snap_buf);
@@ -434,6 +448,7 @@ nd_public size_t nodal_stats_json(char *buf, size_t len)
     nd_snapshot_take(&nd_snap_buf, true);
     static nd_out o;
     memset(&o, 0, offsetof(nd_out, buf));
+    o.fd = -1;
     char dummy;
     o.dst = buf != NULL ? buf : &dummy;
     o.dst_len = buf != NULL ? len : 0;
@@ -445,21 +460,36 @@ nd_public size_t nodal_stats_json(char *buf, size_t len)
     return total;
 }
 
-/* The report at exit when the option stats is set: straight to fd 2 (a
-   duplicate kept at start-up: programs close stderr at exit). */
+/* The report at exit when the option stats is set (or stats_file, which
+   implies the text report): to stats_file, or straight to fd 2 (a duplicate
+   kept at start-up: programs close stderr at exit). */
 __attribute__((destructor(101))) static void nd_stats_at_exit(void)
 {
-    if (nd_load_acquire(&nd_process_state) != 2 || nd_opt(ND_OPT_stats) <= 0)
+    if (nd_load_acquire(&nd_process_state) != 2)
+        return;
+    const char *file = nd_opt_text(ND_OPT_stats_file);
+    long mode = nd_opt(ND_OPT_stats);
+    if (mode <= 0 && file[0] == '\0')
         return;
     nd_lock(&nd_report_lock);
     nd_snapshot_take(&nd_snap_buf, false);
     static nd_out o;
     memset(&o, 0, offsetof(nd_out, buf));
-    if (nd_opt(ND_OPT_stats) >= 2)
+    o.fd = -1;
+    char path[ND_OPT_TEXT_MAX + 32];
+    if (file[0] != '\0') {
+        if (nd_opt_expand_path(file, nd_os_pid(), path, sizeof path) < sizeof path)
+            o.fd = nd_os_create_file(path);
+        if (o.fd < 0)
+            nd_warn("cannot write the statistics to '%s'; they go to stderr", file);
+    }
+    if (mode >= 2)
         nd_print_json(&o, &nd_snap_buf);
     else
         nd_print_text(&o, &nd_snap_buf);
     nd_out_flush(&o);
+    if (o.fd >= 0)
+        nd_os_close(o.fd);
     nd_unlock(&nd_report_lock);
 }
 

@@ -4,17 +4,19 @@
 #   tests/run-all.sh BUILDDIR        (what `make check` runs)
 #
 #   1. host    ctest in BUILDDIR, one run per label: unit, api, stress,
-#              preload, placement (its host form), cpp, install, cross,
-#              then any unlabeled test
+#              preload, placement (its host form), cpp, install, cross; then any
+#              unlabeled test (no row when there is none)
 #   2. asan    configure + build BUILDDIR-asan with -DNODAL_SANITIZE=address
 #              (tests call nodal_* names, linked against nodal_prefix_san),
 #              ctest -L 'api|stress|cpp'
 #   3. tsan    the same in BUILDDIR-tsan with -DNODAL_SANITIZE=thread
-#   4. vm      tests/placement/run-vm.sh BUILDDIR, if that script exists
-#              (multi-node NUMA inside a VM; exit 77 = not available)
+#   4. vm      the repository's 4-node VM: tools/numa-vm/selftest.sh (the
+#              tool itself), then tests/placement/run-vm.sh BUILDDIR (the
+#              placement tier on 4 nodes); exit 77 = no VM on this machine
 #
-# Exit status: 0 if nothing failed (skips are listed, never counted as
-# passes), 1 otherwise. Logs: BUILDDIR/run-all-logs/.
+# Exit status: 0 if nothing failed (skips are listed with their reasons in
+# the note column, never counted as passes), 1 otherwise. Logs:
+# BUILDDIR/run-all-logs/.
 #
 # Environment: JOBS (parallel tests/builds, default nproc), ND_SKIP_SAN=1
 # (leave out tiers 2 and 3), ND_SKIP_VM=1 (leave out tier 4),
@@ -34,9 +36,11 @@ logs=$build/run-all-logs
 mkdir -p "$logs"
 start_all=$(date +%s)
 
-# One row per tier: name|passed|failed|skipped|seconds|note
+# One row per tier: name|passed|failed|skipped|seconds|note; a note may hold
+# several items separated by ASCII unit separators (one line each).
 summary=()
 any_failed=0
+US=$'\037'
 
 # count_ctest LOG -> "passed failed skipped" from ctest's progress lines.
 count_ctest() {
@@ -49,13 +53,27 @@ count_ctest() {
         END { printf "%d %d %d\n", p, f, s }' "$1"
 }
 
+# skip_reasons CONSOLE_LOG TEST_LOG -> one "test: reason" line per skipped
+# test: the first line starting "SKIP" in its output (ctest keeps the output
+# of every test in Testing/Temporary/LastTest.log, even of skipped ones).
+skip_reasons() {
+    local name
+    sed -n 's/.* Test *#[0-9]*: \([^ ]*\) .*\*\*\*Skipped.*/\1/p' "$1" | while read -r name; do
+        awk -v n="$name" '
+            $0 ~ /^[0-9]+\/[0-9]+ Testing: / { cur = $3 }
+            cur == n && /^SKIP/ && !done { sub(/^SKIP:? */, ""); sub(/^[A-Za-z0-9_.=-]+: /, ""); print n ": " $0; done = 1 }
+            END { if (!done) print n ": exit status 77 (no reason printed)" }' "$2"
+    done
+}
+
 # run_ctest TIER DIR LABEL_ARGS... : one ctest run, recorded as a summary row.
+# The row's time starts at $tier_t0 when set (a build before the run).
 run_ctest() {
     local tier=$1 dir=$2
     shift 2
-    local log=$logs/${tier//\//-}.log t0=$(date +%s)
+    local log=$logs/${tier//\//-}.log t0=${tier_t0:-$(date +%s)}
     if [ "$(cd "$dir" && ctest -N "$@" 2>/dev/null | sed -n 's/^Total Tests: //p')" = "0" ]; then
-        summary+=("$tier|0|0|0|0|no tests with this label")
+        [ "$tier" = host/unlabeled ] || summary+=("$tier|0|0|0|0|no tests with this label")
         return
     fi
     echo "== $tier: ctest $* (log: $log)"
@@ -66,6 +84,12 @@ run_ctest() {
     if [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
         f=1
         note="ctest exited $rc"
+    fi
+    if [ "$s" -gt 0 ]; then
+        local reasons
+        reasons=$(skip_reasons "$log" "$dir/Testing/Temporary/LastTest.log")
+        cp "$dir/Testing/Temporary/LastTest.log" "${log%.log}-tests.log" 2>/dev/null
+        note="${note:+$note$US}$(printf '%s' "$reasons" | sed 's/^/skipped /' | tr '\n' "$US")"
     fi
     [ "$f" -gt 0 ] && any_failed=1
     summary+=("$tier|$p|$f|$s|$(($(date +%s) - t0))|$note")
@@ -92,7 +116,7 @@ san_tier() {
         any_failed=1
         return
     fi
-    run_ctest "$name" "$dir" -L '^(api|stress|cpp)$'
+    tier_t0=$t0 run_ctest "$name" "$dir" -L '^(api|stress|cpp)$'
 }
 if [ "${ND_SKIP_SAN:-0}" = 1 ]; then
     summary+=("asan|0|0|1|0|left out (ND_SKIP_SAN=1)")
@@ -100,36 +124,53 @@ if [ "${ND_SKIP_SAN:-0}" = 1 ]; then
 else
     san_tier asan address "$asan_dir"
     san_tier tsan thread "$tsan_dir"
+    unset tier_t0
 fi
 
-# ---- 4. the VM tier (tests/placement owns it) -----------------------------
-vm=$src/tests/placement/run-vm.sh
+# ---- 4. the VM tier: the tool's self-test, then the placement tier ------------
+# vm_row TIER LOG RC T0 PASSED FAILED SKIPPED : one row; exit 77 is a skip
+# whose reason is the log's last line starting SKIP.
+vm_row() {
+    local tier=$1 log=$2 rc=$3 t0=$4 p=${5:-0} f=${6:-0} s=${7:-0} note=""
+    if [ "$rc" -eq 77 ]; then
+        s=$((s > 0 ? s : 1))
+        note=$(grep '^SKIP' "$log" | tail -n 1 | sed 's/^SKIP:* *//')
+    elif [ "$rc" -ne 0 ]; then
+        [ "$f" -eq 0 ] && f=1
+        note="exit status $rc, see $log"
+    fi
+    if [ "$rc" -ne 77 ] && [ "$s" -gt 0 ]; then
+        # run-vm.sh's summary: "SKIP name secs s [boot]  why"
+        note="${note:+$note$US}$(grep -E '^SKIP ' "$log" | sed -E 's/^SKIP +([^ ]+) +[^[]*\[[^]]*\] */skipped \1: /' |
+            tr '\n' "$US")"
+    fi
+    [ "$f" -gt 0 ] && any_failed=1
+    summary+=("$tier|$p|$f|$s|$(($(date +%s) - t0))|$note")
+}
 if [ "${ND_SKIP_VM:-0}" = 1 ]; then
     summary+=("vm|0|0|1|0|left out (ND_SKIP_VM=1)")
-elif [ -f "$vm" ]; then
-    log=$logs/vm.log
+else
+    log=$logs/vm-numa-vm.log
     t0=$(date +%s)
-    echo "== vm: $vm $build (log: $log)"
-    sh "$vm" "$build" >"$log" 2>&1
+    echo "== vm/numa-vm: tools/numa-vm/selftest.sh (log: $log)"
+    "$src/tools/numa-vm/selftest.sh" >"$log" 2>&1
+    rc=$?
+    grep -E '^[^ ].* FAIL \(' "$log" | sed 's/^/   /'
+    p=$(sed -n 's/^passed \([0-9]*\), failed [0-9]*$/\1/p' "$log")
+    f=$(sed -n 's/^passed [0-9]*, failed \([0-9]*\)$/\1/p' "$log")
+    vm_row vm/numa-vm "$log" "$rc" "$t0" "$p" "$f" 0
+
+    log=$logs/vm-placement.log
+    t0=$(date +%s)
+    echo "== vm/placement: tests/placement/run-vm.sh $build (log: $log)"
+    sh "$src/tests/placement/run-vm.sh" "$build" >"$log" 2>&1
     rc=$?
     line=$(grep -E '^== [0-9]+ passed, [0-9]+ failed, [0-9]+ skipped' "$log" | tail -1)
     p=$(echo "$line" | sed -n 's/^== \([0-9]*\) passed.*/\1/p')
     f=$(echo "$line" | sed -n 's/.* \([0-9]*\) failed.*/\1/p')
     s=$(echo "$line" | sed -n 's/.* \([0-9]*\) skipped.*/\1/p')
-    p=${p:-0} f=${f:-0} s=${s:-0}
-    note=""
-    if [ "$rc" -eq 77 ]; then
-        s=$((s > 0 ? s : 1))
-        note="VM not available: $(grep -m1 '^SKIP' "$log")"
-    elif [ "$rc" -ne 0 ]; then
-        [ "$f" -eq 0 ] && f=1
-        note="run-vm.sh exited $rc"
-    fi
-    [ "$f" -gt 0 ] && any_failed=1
     grep -E '^FAIL' "$log" | sed 's/^/   /'
-    summary+=("vm|$p|$f|$s|$(($(date +%s) - t0))|$note")
-else
-    summary+=("vm|0|0|0|0|tests/placement/run-vm.sh not present")
+    vm_row vm/placement "$log" "$rc" "$t0" "$p" "$f" "$s"
 fi
 
 # ---- summary ----------------------------------------------------------------
@@ -139,7 +180,15 @@ printf '%-16s %7s %7s %8s %7s  %s\n' tier passed failed skipped seconds note
 tp=0 tf=0 ts=0
 for row in "${summary[@]}"; do
     IFS='|' read -r tier p f s secs note <<<"$row"
-    printf '%-16s %7d %7d %8d %7d  %s\n' "$tier" "$p" "$f" "$s" "$secs" "$note"
+    first=${note%%"$US"*}
+    printf '%-16s %7d %7d %8d %7d  %s\n' "$tier" "$p" "$f" "$s" "$secs" "$first"
+    rest=${note#"$first"}
+    while [ -n "$rest" ]; do
+        rest=${rest#"$US"}
+        item=${rest%%"$US"*}
+        rest=${rest#"$item"}
+        [ -n "$item" ] && printf '%-16s %7s %7s %8s %7s  %s\n' "" "" "" "" "" "$item"
+    done
     tp=$((tp + p)) tf=$((tf + f)) ts=$((ts + s))
 done
 printf '%-16s %7d %7d %8d\n' total "$tp" "$tf" "$ts"

@@ -38,6 +38,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -487,7 +488,7 @@ static void expect_node_block(const void *p, size_t size, int node, const char *
 }
 
 /* ---- timing ------------------------------------------------------------- */
-#define BATCH 1000
+#define BATCH 1000                  /* --ops must be at least this (see usage_error) */
 
 struct timing_job {
     pthread_t tid;
@@ -818,45 +819,63 @@ static void check_cross_threads(void)
 /* ---- main ---------------------------------------------------------------- */
 static void usage(const char *prog, int status)
 {
-    printf("usage: %s [--quick] [--threads 1,2,4,8,16] [--ops N] [--size BYTES]\n"
-           "          [--no-timing] [--no-placement] [-h]\n"
-           "Prints the NUMA topology, the cost of node-targeted alloc/free per thread count,\n"
-           "and checks with the kernel that blocks land on the node they were asked for.\n"
-           "Exit status: 0 placement correct, 1 a placement check failed, 2 usage error.\n",
-           prog);
+    fprintf(status ? stderr : stdout,
+            "usage: %s [--quick] [--threads 1,2,4,8,16] [--ops N] [--size BYTES]\n"
+            "          [--no-timing] [--no-placement] [--version] [-h]\n"
+            "Prints the NUMA topology, the cost of node-targeted alloc/free per thread count,\n"
+            "and checks with the kernel that blocks land on the node they were asked for.\n"
+            "Exit status: 0 placement correct, 1 a placement check failed, 2 usage error.\n"
+            "See nodal-verify(1).\n",
+            prog);
     exit(status);
+}
+
+static void usage_error(const char *prog, const char *what, const char *arg)
+{
+    fprintf(stderr, "nodal-verify: %s%s%s\n", what, arg ? ": " : "", arg ? arg : "");
+    usage(prog, 2);
 }
 
 int main(int argc, char **argv)
 {
     int ops_given = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--quick") || !strcmp(argv[i], "-q")) {
+        const char *a = argv[i];
+        bool has_value = i + 1 < argc;
+        if (!strcmp(a, "--quick") || !strcmp(a, "-q")) {
             quick = 1;
-        } else if (!strcmp(argv[i], "--threads") && i + 1 < argc) {
-            nthread_counts = parse_list(argv[++i], thread_counts, 32);
-            for (int k = 0; k < nthread_counts; k++)
-                if (thread_counts[k] < 1 || thread_counts[k] > 4096)
-                    usage(argv[0], 2);
-            if (nthread_counts == 0)
-                usage(argv[0], 2);
-        } else if (!strcmp(argv[i], "--ops") && i + 1 < argc) {
-            ops_per_thread = atol(argv[++i]);
-            ops_given = 1;
-            if (ops_per_thread < BATCH)
-                usage(argv[0], 2);
-        } else if (!strcmp(argv[i], "--size") && i + 1 < argc) {
-            timing_size = (size_t)atol(argv[++i]);
-            if (timing_size == 0)
-                usage(argv[0], 2);
-        } else if (!strcmp(argv[i], "--no-timing")) {
+        } else if (!strcmp(a, "--threads") || !strcmp(a, "--ops") || !strcmp(a, "--size")) {
+            if (!has_value)
+                usage_error(argv[0], "a value must follow", a);
+            const char *v = argv[++i];
+            if (!strcmp(a, "--threads")) {
+                nthread_counts = parse_list(v, thread_counts, 32);
+                for (int k = 0; k < nthread_counts; k++)
+                    if (thread_counts[k] < 1 || thread_counts[k] > 4096)
+                        usage_error(argv[0], "--threads takes counts from 1 to 4096, got", v);
+                if (nthread_counts == 0)
+                    usage_error(argv[0], "--threads takes a list like 1,2,4, got", v);
+            } else if (!strcmp(a, "--ops")) {
+                ops_per_thread = atol(v);
+                ops_given = 1;
+                if (ops_per_thread < BATCH)
+                    usage_error(argv[0], "--ops takes a count of at least 1000, got", v);
+            } else {
+                timing_size = (size_t)atol(v);
+                if (timing_size == 0)
+                    usage_error(argv[0], "--size takes a size in bytes, got", v);
+            }
+        } else if (!strcmp(a, "--no-timing")) {
             do_timing = 0;
-        } else if (!strcmp(argv[i], "--no-placement")) {
+        } else if (!strcmp(a, "--no-placement")) {
             do_placement = 0;
-        } else if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+        } else if (!strcmp(a, "--version")) {
+            printf("nodal-verify %s (library: %s)\n", ND_VERSION, nodal_version());
+            return 0;
+        } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(argv[0], 0);
         } else {
-            usage(argv[0], 2);
+            usage_error(argv[0], "unknown option", a);
         }
     }
     if (quick && !ops_given)

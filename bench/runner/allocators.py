@@ -146,23 +146,35 @@ class Allocators:
                 "chase": self.chase}[name](**kw)
 
 
-def probe_nodal(build, bindir, override=None, log=print):
+def shown_path(path, repo):
+    """A path as a result header shows it: relative to the repository when
+    inside it (build/libnodal.so.0.1.0), else only the file name."""
+    if repo:
+        rel = os.path.relpath(path, repo)
+        if not rel.startswith(".."):
+            return rel
+    return os.path.basename(path)
+
+
+def probe_nodal(build, bindir, override=None, log=print, repo=None):
     """Returns (path or None, status text). nodal counts as available only if
-    libnodal.so exists and a benchmark program runs with it preloaded."""
+    libnodal.so exists and a benchmark program runs with it preloaded. The
+    status names the library without machine-specific directories."""
     path = override or os.path.join(build, "libnodal.so")
     if not os.path.exists(path):
-        return None, "not built (%s missing)" % path
+        return None, "not built (%s missing)" % shown_path(path, repo)
     path = os.path.realpath(path)
+    shown = shown_path(path, repo)
     env = dict(os.environ, LD_PRELOAD=path)
     micro = os.path.join(bindir, "micro")
     try:
         r = subprocess.run([micro, "-m", "pair", "-n", "20000", "-t", "2"], env=env,
                            capture_output=True, text=True, timeout=60)
     except subprocess.TimeoutExpired:
-        return None, "broken (%s: smoke test timed out)" % path
+        return None, "broken (%s: smoke test timed out)" % shown
     if r.returncode != 0:
         return None, "broken (%s: smoke test exited %d: %s)" % (
-            path, r.returncode, (r.stderr or "").strip().splitlines()[-1:] or "")
+            shown, r.returncode, (r.stderr or "").strip().splitlines()[-1:] or "")
     version = "nodal"
     nodepair = os.path.join(bindir, "nodepair")
     if os.path.exists(nodepair):
@@ -173,4 +185,4 @@ def probe_nodal(build, bindir, override=None, log=print):
                 version = line[len("note: "):]
         if r.returncode != 0:
             log("warning: nodal's node API smoke test exited %d" % r.returncode)
-    return path, "%s (%s)" % (version, path)
+    return path, "%s (%s)" % (version, shown)

@@ -63,13 +63,24 @@ def package_versions():
 
 
 def git_commit(repo):
-    head = _out(["git", "-C", repo, "rev-parse", "--short", "HEAD"])
+    """(long, short) description of the code that ran: the commit and its date,
+    and whether the tree had changes not in that commit (which files), e.g.
+    ("1d92385 of 2026-11-30, with uncommitted changes to bench/run.py",
+     "1d92385 + changes"). The long form goes into the result header, the short
+    one into plot footers."""
+    head = _out(["git", "-C", repo, "log", "-1", "--format=%h %cs"])
     if not head:
-        return "uncommitted"
-    # --no-optional-locks: reading the status must not touch the index
-    dirty = _out(["git", "--no-optional-locks", "-C", repo, "status", "--porcelain",
-                  "--untracked-files=no"])
-    return head + ("-dirty" if dirty else "")
+        return "not a git checkout", "no commit"
+    commit, date = (head.split() + ["?"])[:2]
+    # tracked files that differ from the commit (staged or not); untracked
+    # files do not count. --no-optional-locks: this must not touch the index.
+    diff = _out(["git", "--no-optional-locks", "-C", repo, "diff", "--name-only", "HEAD"]) or ""
+    changed = [line for line in diff.splitlines() if line]
+    if not changed:
+        return "%s of %s (the tree matched the commit)" % (commit, date), commit
+    shown = ", ".join(changed[:4]) + (" and %d more" % (len(changed) - 4) if len(changed) > 4 else "")
+    return ("%s of %s, with uncommitted changes to %s" % (commit, date, shown),
+            "%s + changes" % commit)
 
 
 def _cpu_model():

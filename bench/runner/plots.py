@@ -20,6 +20,21 @@ def _label(d, keys):
     return " ".join("%s=%s" % (k, d[k]) for k in keys if k in d) or "all"
 
 
+def wants_log_axis(values):
+    """Values that span more than ~1.5 decades (numa_alloc_onnode's 140,000 ns
+    next to nodal's 7 ns) get a log axis; on a linear one the small values
+    are flattened onto zero. Zero or negative values keep the linear axis."""
+    return bool(values) and min(values) > 0 and max(values) / min(values) > 30
+
+
+def axis_label(metric, log_axis=False):
+    """The y axis: what is measured, in which unit, which way is better."""
+    unit = unit_of(metric)
+    return "%s%s\n%s is better%s" % (metric, " (%s)" % unit if unit else "",
+                                      "higher" if higher_is_better(metric) else "lower",
+                                      ", log scale" if log_axis else "")
+
+
 def plot_table(t, path, footer):
     plt = _plt()
     by_threads = "threads" in t.cols
@@ -62,16 +77,12 @@ def plot_table(t, path, footer):
                 ax.set_xticks(range(len(rows)))
                 ax.set_xticklabels([_label(dict(r), t.cols) for r in rows], rotation=20, fontsize=7)
         ax.set_title(title, fontsize=9)
-        unit = unit_of(t.metric)
-        ax.set_ylabel("%s%s%s" % (t.metric, " (%s)" % unit if unit else "",
-                                  "  higher is better" if higher_is_better(t.metric) else ""), fontsize=8)
-        if t.metric.startswith("ns_") and by_threads:
-            lo = min((x for r in rows for xs in t.values.get(r, {}).values() for x in xs), default=1)
-            hi = max((x for r in rows for xs in t.values.get(r, {}).values() for x in xs), default=1)
-            if lo > 0 and hi / lo > 30:
-                ax.set_yscale("log")
-        if ax.get_yscale() == "linear":
+        log_axis = wants_log_axis([x for r in rows for xs in t.values.get(r, {}).values() for x in xs])
+        if log_axis:
+            ax.set_yscale("log")
+        else:
             ax.set_ylim(bottom=0)
+        ax.set_ylabel(axis_label(t.metric, log_axis), fontsize=8)
         ax.grid(alpha=0.3)
     for ax in list(axes.flat)[n:]:
         ax.axis("off")

@@ -21,7 +21,7 @@ def caption(metric):
     if metric.startswith("cpu_ns_"):
         return "CPU time, ns"
     if metric.startswith("ns_"):
-        return "wall time, ns, core-normalised"
+        return "wall time per operation and busy core, ns"
     if metric == "overhead":
         return "final RSS / live bytes"
     u = unit_of(metric)

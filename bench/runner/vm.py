@@ -1,4 +1,4 @@
-"""--vm: the node-sensitive workloads in a multi-node VM (shared/numa-vm).
+"""--vm: the node-sensitive workloads in a multi-node VM (tools/numa-vm).
 
 Python does not run inside the VM, so every job of every repetition goes into
 one busybox sh script, run in a single boot; each job is framed by marker
@@ -21,13 +21,9 @@ from .execute import samples_from, status_of
 
 
 def find_numa_vm(repo, override=None):
-    candidates = [override] if override else [
-        os.path.join(os.path.dirname(repo), "shared", "numa-vm", "numa-vm"),
-        "/work/shared/numa-vm/numa-vm"]
-    for c in candidates:
-        if c and os.access(c, os.X_OK):
-            return c
-    return None
+    """The repository's own tools/numa-vm/numa-vm, or the one --numa-vm names."""
+    path = override or os.path.join(repo, "tools", "numa-vm", "numa-vm")
+    return path if os.access(path, os.X_OK) else None
 
 
 def run(numa_vm, bindir, jobs, raw_out, log, timeout=3000):

@@ -19,6 +19,7 @@ enum kind {
     LEVEL,    /* small integer, 0 = off */
     NUMBER,   /* a count, a size or a delay */
     WORD,     /* one of two words; the first is the default */
+    TEXT,     /* a file name; nodal_option_get says 1 when set, 0 when not */
 };
 
 struct option {
@@ -29,6 +30,7 @@ struct option {
 
 static const struct option options[] = {
     { "stats",          BOOL,   { 0 } },
+    { "stats_file",     TEXT,   { 0 } },
     { "verbose",        LEVEL,  { 0 } },
     { "check",          LEVEL,  { 0 } },
     { "purge_delay",    NUMBER, { 0 } },
@@ -49,6 +51,7 @@ static const char *const invalid_values[][3] = {
     [LEVEL]  = { "banana", "1x", NULL },
     [NUMBER] = { "banana", "12abc", "-5" },
     [WORD]   = { "banana", "strictly", "" },
+    [TEXT]   = { "/tmp/nodal.%d", "", "/tmp/100%" },
 };
 
 /* Runs this program's print_options case with NODAL_OPTIONS = setting (and
@@ -114,6 +117,13 @@ static void every_option_accepts_valid_values(void)
     for (size_t i = 0; i < N_OPTIONS; i++) {
         const struct option *o = &options[i];
         char setting[128];
+        if (o->kind == TEXT) {
+            snprintf(setting, sizeof setting, "%s=/tmp/nodal-stats.%%p", o->name);
+            run_with(setting, got, &c);
+            EXPECT(dflt[i] == 0 && got[i] == 1, "NODAL_OPTIONS=\"%s\" to set %s (0 unset, 1 set), "
+                   "got %ld (default %ld)", setting, o->name, got[i], dflt[i]);
+            continue;
+        }
         if (o->kind == WORD) {
             snprintf(setting, sizeof setting, "%s=%s", o->name, o->words[0]);
             run_with(setting, got, &c);
@@ -194,6 +204,116 @@ static void nodal_name_variables_win_over_nodal_options(void)
            extra, setting, got[a]);
 }
 
+/* What a warning line must contain for one bad setting. */
+struct warning_case {
+    const char *options;         /* NODAL_OPTIONS, or NULL */
+    const char *extra;           /* one more NAME=value variable, or NULL */
+    const char *want[3];         /* pieces of the one warning line */
+};
+
+static void expect_one_warning(const struct warning_case *w)
+{
+    static struct nd_child c;
+    long got[N_OPTIONS];
+    run_with_env(w->options, w->extra, got, &c);
+    const char *what = w->options ? w->options : w->extra;
+    int lines = nd_count_lines_with(c.err, "nodal:");
+    EXPECT(lines == 1, "\"%s\" to give exactly one warning line, got %d in \"%s\"", what, lines, c.err);
+    for (int k = 0; k < 3 && w->want[k]; k++)
+        EXPECT(strstr(c.err, w->want[k]) != NULL, "the warning for \"%s\" to contain \"%s\", got \"%s\"",
+               what, w->want[k], c.err);
+}
+
+/* An invalid value's warning says which option, where the setting came
+   from, what is valid (the range, or the names of a choice) and which
+   default is kept, by name for a choice. */
+static void invalid_value_warning_names_source_valid_values_and_default(void)
+{
+    static const struct warning_case cases[] = {
+        { "tcache_max=1g", NULL, { "invalid value '1g' for tcache_max (from NODAL_OPTIONS)",
+                                   "valid: 0..128k", "using the default 32k" } },
+        { NULL, "NODAL_TCACHE_MAX=1g", { "(from NODAL_TCACHE_MAX)", "valid: 0..128k", "32k" } },
+        { "tcache_count=lots", NULL, { "not a number", "valid: 0..65536", "using the default 2048" } },
+        { "node_fallback=loose", NULL, { "for node_fallback (from NODAL_OPTIONS)",
+                                         "valid: strict, preferred", "using the default strict" } },
+        { "stats=xml", NULL, { "valid: off, text, json", "using the default off", NULL } },
+        { "huge_pages=maybe", NULL, { "valid: 0..1", "yes/no", NULL } },
+        { "stats_file=/tmp/x.%d", NULL, { "for stats_file", "%p", NULL } },
+        { "tcache_count", NULL, { "option tcache_count (from NODAL_OPTIONS) needs a value",
+                                  "valid: 0..65536", NULL } },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_one_warning(&cases[i]);
+}
+
+/* An unknown name is ignored with one line that names the closest option
+   (dashes for underscores, missing or swapped letters), or lists them all
+   when none is close. */
+static void unknown_option_warning_suggests_the_closest_name(void)
+{
+    static const struct warning_case cases[] = {
+        { "tcache-count=256", NULL, { "unknown option 'tcache-count' (from NODAL_OPTIONS) is ignored",
+                                      "did you mean tcache_count?", NULL } },
+        { "tcache_cnt=5", NULL, { "did you mean tcache_count?", NULL, NULL } },
+        { "purge_dealy=0", NULL, { "did you mean purge_delay?", NULL, NULL } },
+        { "hugepages", NULL, { "did you mean huge_pages?", NULL, NULL } },
+        { "colour=blue", NULL, { "the options are stats, stats_file, verbose", "reclaim_on_free", NULL } },
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        expect_one_warning(&cases[i]);
+}
+
+/* verbose=1 prints every option, a choice by its name, with where its value
+   came from. */
+static void verbose_prints_every_option_by_name_with_its_source(void)
+{
+    static struct nd_child c;
+    long got[N_OPTIONS];
+    run_with_env("verbose=1,node_fallback=preferred,stats_file=/tmp/x.%p", "NODAL_PURGE_DELAY=7",
+                 got, &c);
+    static const char *const want[] = {
+        "nodal: option node_fallback = preferred (from NODAL_OPTIONS)\n",
+        "nodal: option stats = off (default)\n",
+        "nodal: option stats_file = /tmp/x.%p (from NODAL_OPTIONS)\n",
+        "nodal: option purge_delay = 7 (from NODAL_PURGE_DELAY)\n",
+        "nodal: option verbose = 1 (from NODAL_OPTIONS)\n",
+    };
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++)
+        EXPECT(strstr(c.err, want[i]) != NULL, "verbose=1 to print \"%.*s\", got \"%s\"",
+               (int)strlen(want[i]) - 1, want[i], c.err);
+    for (size_t i = 0; i < N_OPTIONS; i++) {
+        char key[64];
+        snprintf(key, sizeof key, "nodal: option %s = ", options[i].name);
+        EXPECT(nd_count_lines_with(c.err, key) == 1, "verbose=1 to print one line \"%s...\", got \"%s\"",
+               key, c.err);
+    }
+}
+
+/* The spellings the option documentation promises (ND_OPT_SPELLINGS). */
+static void documented_spellings_are_accepted(void)
+{
+    static const struct { const char *setting, *name; long want; } cases[] = {
+        { "stats=yes", "stats", 1 },          { "stats=json", "stats", 2 },
+        { "stats=2", "stats", 2 },            { "stats", "stats", 1 },
+        { "huge_pages", "huge_pages", 1 },    { "Huge_Pages=On", "huge_pages", 1 },
+        { "reclaim_on_free=off", "reclaim_on_free", 0 }, { "check=no", "check", 0 },
+        { "verbose=true", "verbose", 1 },     { "tcache_max=64k", "tcache_max", 65536 },
+        { "tcache_bytes=1m", "tcache_bytes", 1048576 }, { "tcache_bytes=1g", "tcache_bytes", 1L << 30 },
+        { "node_fallback=PREFERRED", "node_fallback", 1 }, { "node_fallback=1", "node_fallback", 1 },
+    };
+    static struct nd_child c;
+    long got[N_OPTIONS];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        run_with(cases[i].setting, got, &c);
+        size_t k = index_of(cases[i].name);
+        EXPECT(got[k] == cases[i].want, "NODAL_OPTIONS=\"%s\" to set %s to %ld, got %ld",
+               cases[i].setting, cases[i].name, cases[i].want, got[k]);
+        EXPECT(strstr(c.err, "invalid") == NULL && strstr(c.err, "unknown") == NULL &&
+               strstr(c.err, "needs a value") == NULL,
+               "NODAL_OPTIONS=\"%s\" to be accepted silently, got \"%s\"", cases[i].setting, c.err);
+    }
+}
+
 /* Not a property: the child side of the cases above. Prints each option as
    "\nname=value" and leaves with _exit so no exit-time report mixes in. */
 static void print_options(void)
@@ -211,6 +331,10 @@ static const struct nd_case cases[] = {
     ND_CASE(invalid_option_values_warn_once_and_keep_the_default),
     ND_CASE(several_options_in_one_variable_all_apply),
     ND_CASE(nodal_name_variables_win_over_nodal_options),
+    ND_CASE(invalid_value_warning_names_source_valid_values_and_default),
+    ND_CASE(unknown_option_warning_suggests_the_closest_name),
+    ND_CASE(verbose_prints_every_option_by_name_with_its_source),
+    ND_CASE(documented_spellings_are_accepted),
     ND_CASE(print_options),
 };
 ND_MAIN(cases)

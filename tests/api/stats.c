@@ -413,6 +413,54 @@ static void emit_stats_json(void)
     nodal_free(q);
 }
 
+/* Not a property: a few allocations, then exit (the exit report is the
+   point), for stats_file_gets_the_exit_report_named_by_pid. */
+static void allocate_a_little(void)
+{
+    for (int i = 0; i < 100; i++)
+        nodal_free(nodal_malloc((size_t)i * 8));
+}
+
+/* stats_file=PATH sends the report at exit to PATH (with %p the pid), not
+   to stderr, and implies the text report. */
+static void stats_file_gets_the_exit_report_named_by_pid(void)
+{
+    char dir[] = "/tmp/nodal-stats-XXXXXX";
+    EXPECT(mkdtemp(dir) != NULL, "mkdtemp to work");
+    char opt[128], self[4096];
+    snprintf(opt, sizeof opt, "stats_file=%s/report.%%p.txt", dir);
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    EXPECT(len > 0, "/proc/self/exe to be readable");
+    self[len] = '\0';
+    char *argv[] = { self, (char *)"allocate_a_little", NULL };
+    static struct nd_child c;
+    nd_run_exec(argv, opt, NULL, 60, &c);
+    EXPECT(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0, "the child to exit 0; it %s; stderr: %s",
+           nd_describe_status(c.status), c.err);
+    EXPECT(strstr(c.err, "statistics of pid") == NULL, "no report on stderr, got: %.200s", c.err);
+    char cmd[256], found[512] = "";
+    snprintf(cmd, sizeof cmd, "ls %s", dir);
+    FILE *ls = popen(cmd, "r");
+    EXPECT(ls != NULL && fgets(found, sizeof found, ls) != NULL, "one file in %s", dir);
+    pclose(ls);
+    found[strcspn(found, "\n")] = '\0';
+    long pid = 0;
+    EXPECT(sscanf(found, "report.%ld.txt", &pid) == 1 && pid > 0, "the file to be report.PID.txt, got %s", found);
+    char path[700], text[4096] = "";
+    snprintf(path, sizeof path, "%s/%s", dir, found);
+    FILE *f = fopen(path, "r");
+    EXPECT(f != NULL, "%s to be readable", path);
+    size_t n = fread(text, 1, sizeof text - 1, f);
+    fclose(f);
+    text[n] = '\0';
+    char want[96];
+    snprintf(want, sizeof want, "nodal: pid=%ld program=", pid);
+    EXPECT(strncmp(text, want, strlen(want)) == 0, "the file to start with \"%s\", got \"%.120s\"", want, text);
+    EXPECT(strstr(text, "statistics of pid") != NULL, "the file to hold the text report");
+    unlink(path);
+    rmdir(dir);
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(stats_count_exactly_n_requests_and_frees_in_the_class_of_s),
     ND_CASE(stats_json_is_one_valid_object_with_the_documented_keys),
@@ -423,6 +471,8 @@ static const struct nd_case cases[] = {
     ND_CASE(stats_names_agree_across_brief_text_and_json),
     ND_CASE(stats_utilization_counts_cached_blocks_as_available),
     ND_CASE(stats_hint_names_the_option_to_change),
+    ND_CASE(stats_file_gets_the_exit_report_named_by_pid),
+    ND_CASE(allocate_a_little),
     ND_CASE(emit_stats_json),
     ND_CASE(emit_stats_after_many_fills),
 };

@@ -1,48 +1,111 @@
 #!/bin/sh
-# install_test.sh - `cmake --install` into a temporary prefix, then use it as
-# a user would: build C and C++ programs with pkg-config (shared and
-# static), build with CMake's find_package, run the programs, check that the
-# C program and libnodal.so need no libstdc++, run one under nodal-run and check that the
-# statistics line comes out, and check that the man page is there.
+# install_test.sh - the README's quick start, exactly as written, then the
+# rest of the installed tree as a user would use it.
 #
 #   tests/install/install_test.sh BUILDDIR
+#
+# The commands come from README.md itself: each code block that follows a
+# "<!-- install-test: NAME -->" line is run as written. The one line that
+# needs root ("sudo make install", to /usr/local) is replaced by the block
+# the README gives for a prefix of your own, with HOME pointing into a
+# temporary directory; so the test installs nothing outside it. After that:
+# a program linked with pkg-config runs without LD_LIBRARY_PATH, a static
+# build, find_package, nodal-run's JSON statistics, and the man pages.
 set -eu
 build=$(cd "$1" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
+src=$(cd "$here/../.." && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fail() { echo "FAIL install: expected $*" >&2; exit 1; }
 
-cmake --install "$build" --prefix "$tmp/prefix" >"$tmp/install.log" 2>&1 || { cat "$tmp/install.log"; fail "cmake --install to succeed"; }
-prefix=$tmp/prefix
-pc=$(find "$prefix" -name nodal.pc | head -n1)
-[ -n "$pc" ] || fail "nodal.pc to be installed"
-libdir=$(dirname "$(dirname "$pc")")
+# block NAME: the README's code block after <!-- install-test: NAME -->
+block() {
+    awk -v tag="<!-- install-test: $1 -->" '
+        $0 == tag { armed = 1; next }
+        armed && /^```/ { if (inside) exit; inside = 1; next }
+        inside { print }' "$src/README.md"
+}
+for b in "quick start" verify "own prefix" link; do
+    [ -n "$(block "$b")" ] || fail "README.md to have a code block after <!-- install-test: $b -->"
+done
+block "quick start" | grep -qx 'sudo make install *#.*' ||
+    fail "the quick start's install step to be 'sudo make install' (this test replaces it)"
+
+# The quick start as a script: the root-only line swapped for the
+# own-prefix block, then the verify step. Run from the top of the tree, as
+# the README says, with this test's build directory and a private HOME.
+{
+    echo "set -ex"
+    block "quick start" | while IFS= read -r line; do
+        case $line in
+        "sudo make install"*) block "own prefix" ;;
+        *) printf '%s\n' "$line" ;;
+        esac
+    done
+    block verify
+} >"$tmp/quickstart.sh"
+mkdir -p "$tmp/home"
+(
+    cd "$src"
+    unset LD_LIBRARY_PATH LD_PRELOAD NODAL_OPTIONS NODAL_STATS NODAL_STATS_FILE PKG_CONFIG_PATH
+    export HOME="$tmp/home" BUILD="$build"
+    sh "$tmp/quickstart.sh"
+    env >"$tmp/env.after"
+) >"$tmp/quickstart.out" 2>"$tmp/quickstart.err" || {
+    tail -n 40 "$tmp/quickstart.err" >&2
+    fail "every quick start step to succeed (script: $(tr '\n' ';' <"$tmp/quickstart.sh"))"
+}
+prefix=$tmp/home/.local
+# step 4: the summary line of step 3's program
+grep -q '^nodal: [a-z_]*=[0-9]' "$tmp/quickstart.err" ||
+    fail "step 3 to print nodal's summary line ('nodal: name=value ...') on stderr, got: $(head -c 600 "$tmp/quickstart.err")"
+# step 5
+grep -q 'nodal-verify: PASS' "$tmp/quickstart.out" ||
+    fail "nodal-verify --quick to end with 'nodal-verify: PASS', got: $(tail -n 5 "$tmp/quickstart.out")"
+
+# What the quick start installed.
+pc=$prefix/lib/pkgconfig/nodal.pc
+[ -f "$pc" ] || fail "nodal.pc in $prefix/lib/pkgconfig (where the README's PKG_CONFIG_PATH points)"
+libdir=$prefix/lib
 [ -f "$prefix/include/nodal.h" ] || fail "include/nodal.h to be installed"
 [ -f "$prefix/include/nodal.hpp" ] || fail "include/nodal.hpp to be installed"
 ls "$libdir"/libnodal.so.0* >/dev/null 2>&1 || fail "a versioned libnodal.so.0 (soname) in $libdir"
 [ -f "$libdir/libnodal.a" ] || fail "libnodal.a in $libdir"
-[ -x "$prefix/bin/nodal-run" ] || fail "bin/nodal-run to be installed"
-[ -f "$prefix/share/man/man3/nodal.3" ] || fail "the man page share/man/man3/nodal.3"
+for page in man3/nodal.3 man1/nodal-run.1 man1/nodal-verify.1; do
+    [ -f "$prefix/share/man/$page" ] || fail "the man page share/man/$page"
+done
 soname=$(objdump -p "$libdir/libnodal.so" 2>/dev/null | awk '/SONAME/{print $2}')
 [ "$soname" = "libnodal.so.0" ] || fail "soname libnodal.so.0, got '$soname'"
 
+# "Linked": the README's link block as written, in the environment the
+# own-prefix block set up, and the program runs without LD_LIBRARY_PATH.
+mkdir -p "$tmp/app"
+cp "$here/hello.c" "$tmp/app/prog.c"
+(
+    cd "$tmp/app"
+    unset LD_LIBRARY_PATH LD_PRELOAD
+    export HOME="$tmp/home" PATH="$prefix/bin:$PATH" PKG_CONFIG_PATH="$prefix/lib/pkgconfig"
+    { echo "set -ex"; block link; } >link.sh
+    sh link.sh
+) >"$tmp/link.out" 2>"$tmp/link.err" || {
+    cat "$tmp/link.err" >&2
+    fail "the README's link block to build and run prog.c"
+}
+grep -q "hello from nodal" "$tmp/link.out" || fail "the linked program's output, got: $(cat "$tmp/link.out")"
+env -u LD_LIBRARY_PATH ldd "$tmp/app/prog" | grep -q "libnodal.so.0 => $libdir" ||
+    fail "the linked program to find $libdir/libnodal.so.0 by itself: $(ldd "$tmp/app/prog" | grep nodal)"
+
 export PKG_CONFIG_PATH="$libdir/pkgconfig"
 cc=${CC:-cc}
-# shared, through pkg-config
-$cc -o "$tmp/hello" "$here/hello.c" $(pkg-config --cflags --libs nodal) -Wl,-rpath,"$libdir" \
-    || fail "hello.c to build with pkg-config --cflags --libs nodal"
-out=$("$tmp/hello") || fail "the pkg-config build to run"
-echo "$out" | grep -q "hello from nodal" || fail "its output, got: $out"
-ldd "$tmp/hello" | grep -q "libnodal.so.0 => $libdir" || fail "the program to use the installed libnodal.so.0"
 # a C program gets no C++ runtime from libnodal (it defines operator new)
-readelf -d "$tmp/hello" | grep -q 'NEEDED.*libstdc++' && fail "the C program not to need libstdc++"
+readelf -d "$tmp/app/prog" | grep -q 'NEEDED.*libstdc++' && fail "the C program not to need libstdc++"
 readelf -d "$libdir/libnodal.so" | grep -q 'NEEDED.*libstdc++' && fail "libnodal.so not to need libstdc++"
 # C++ through pkg-config: nodal.hpp and nodal's operator new
 cxx=${CXX:-c++}
 $cxx -std=c++17 -o "$tmp/hello_cxx" "$here/hello.cpp" $(pkg-config --cflags --libs nodal) \
-    -Wl,-rpath,"$libdir" || fail "hello.cpp to build with pkg-config --cflags --libs nodal"
-out=$("$tmp/hello_cxx") || fail "the C++ pkg-config build to run, got: $out"
+    || fail "hello.cpp to build with pkg-config --cflags --libs nodal"
+out=$(env -u LD_LIBRARY_PATH "$tmp/hello_cxx") || fail "the C++ pkg-config build to run, got: $out"
 echo "$out" | grep -q "hello from nodal.hpp" || fail "its output, got: $out"
 # static, through pkg-config
 $cc -o "$tmp/hello_static" "$here/hello.c" $(pkg-config --cflags nodal) "$libdir/libnodal.a" \
@@ -57,19 +120,31 @@ mkdir -p "$tmp/consumer"
 cp "$here/hello.c" "$here/hello.cpp" "$tmp/consumer/"
 cp "$here/CMakeLists.txt.consumer" "$tmp/consumer/CMakeLists.txt"
 cmake -S "$tmp/consumer" -B "$tmp/consumer/build" -DCMAKE_PREFIX_PATH="$prefix" \
-      -DCMAKE_BUILD_RPATH="$libdir" >"$tmp/consumer.log" 2>&1 \
+      >"$tmp/consumer.log" 2>&1 \
     && cmake --build "$tmp/consumer/build" >>"$tmp/consumer.log" 2>&1 \
     || { cat "$tmp/consumer.log"; fail "find_package(nodal) and nodal::nodal to build a program"; }
-"$tmp/consumer/build/hello" | grep -q "hello from nodal" || fail "the CMake build to run"
-"$tmp/consumer/build/hello_cxx" | grep -q "hello from nodal.hpp" || fail "the CMake C++ build to run"
+env -u LD_LIBRARY_PATH "$tmp/consumer/build/hello" | grep -q "hello from nodal" ||
+    fail "the CMake build to run (from its build tree, without LD_LIBRARY_PATH)"
+env -u LD_LIBRARY_PATH "$tmp/consumer/build/hello_cxx" | grep -q "hello from nodal.hpp" ||
+    fail "the CMake C++ build to run"
 "$tmp/consumer/build/hello_cxx_static" | grep -q "hello from nodal.hpp" ||
     fail "the CMake C++ build with nodal::nodal_static to run"
-# nodal-run: a program that knows nothing of nodal (ls), with statistics at
-# exit. (Not a shell: dash ends with _exit(), which skips every exit hook.)
+# nodal-run from the prefix: the summary line, JSON statistics, the option list
 err=$("$prefix/bin/nodal-run" --tcache-count=64 -- ls "$prefix" 2>&1 >/dev/null)
-echo "$err" | grep -q "^nodal: pid=[0-9]* program=[^ ]* requests=" || fail "nodal-run to print a 'nodal: pid=N program=P requests=N' line, got: $err"
+echo "$err" | grep -q "^nodal: pid=[0-9]* program=[^ ]* requests=" ||
+    fail "nodal-run to print a 'nodal: pid=N program=P requests=N' line, got: $err"
 err=$("$prefix/bin/nodal-run" --stats=json -- true 2>&1 >/dev/null)
 echo "$err" | python3 -m json.tool >/dev/null 2>&1 || fail "nodal-run --stats=json to print JSON that parses, got: $err"
 "$prefix/bin/nodal-run" --list-options | grep -q "^tcache_count" || fail "nodal-run --list-options to list tcache_count"
-[ -f "$prefix/share/man/man3/nodal.hpp.3" ] || fail "the man page share/man/man3/nodal.hpp.3"
-echo "PASS install: headers (C and C++), libraries (soname $soname, no libstdc++), pkg-config (shared and static, C and C++), find_package, nodal-run, man pages"
+"$prefix/bin/nodal-run" --version | grep -q "^library: $libdir/libnodal.so" ||
+    fail "the installed nodal-run to preload the installed library, got: $("$prefix/bin/nodal-run" --version)"
+# the man pages render without warnings (when man is installed)
+if command -v man >/dev/null 2>&1; then
+    for page in man3/nodal.3 man3/nodal.hpp.3 man1/nodal-run.1 man1/nodal-verify.1; do
+        [ -f "$prefix/share/man/$page" ] || fail "the man page share/man/$page"
+        w=$(MANWIDTH=80 man --warnings -l "$prefix/share/man/$page" 2>&1 >/dev/null) ||
+            fail "man -l $page to render"
+        [ -z "$w" ] || fail "man -l $page to render without warnings, got: $w"
+    done
+fi
+echo "PASS install: the README's quick start and link step as written; headers (C and C++); libraries (soname $soname, no libstdc++); pkg-config (shared with rpath, static; C and C++); find_package; nodal-run; nodal-verify; man pages"

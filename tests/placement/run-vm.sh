@@ -17,11 +17,12 @@
 #   small  the same with node 3 at 96 MiB, for filling a node.
 #
 # Exit status: 0 every test passed or skipped, 1 a test failed or had no
-# result (crash, timeout, VM stopped), 77 numa-vm is not available.
+# result (crash, timeout, VM stopped), 77 no VM can be prepared on this
+# machine (the reason is on the line starting SKIP).
 #
-# Environment: NUMA_VM (path of the numa-vm tool; default: ../shared/numa-vm
-# next to the repository, then numa-vm in PATH), NUMA_VM_ARGS (extra
-# arguments for every boot, e.g. "--accel tcg").
+# Environment: NUMA_VM (path of the numa-vm tool; default: the repository's
+# tools/numa-vm/numa-vm), NUMA_VM_ARGS (extra arguments for every boot, e.g.
+# "--accel tcg").
 set -u
 
 usage() {
@@ -63,18 +64,25 @@ boot_setup() {
     esac
 }
 
-# ---- find numa-vm ------------------------------------------------------------
-NUMA_VM=${NUMA_VM:-}
-if [ -z "$NUMA_VM" ]; then
-    if [ -x "$ROOT/../shared/numa-vm/numa-vm" ]; then
-        NUMA_VM=$ROOT/../shared/numa-vm/numa-vm
-    elif command -v numa-vm >/dev/null 2>&1; then
-        NUMA_VM=$(command -v numa-vm)
-    fi
-fi
-if [ -z "$NUMA_VM" ] || [ ! -x "$NUMA_VM" ]; then
-    echo "SKIP placement tier: numa-vm not found (set NUMA_VM=/path/to/numa-vm)"
+# ---- find numa-vm and check that it can prepare a VM here ------------------------
+NUMA_VM=${NUMA_VM:-$ROOT/tools/numa-vm/numa-vm}
+if [ ! -x "$NUMA_VM" ]; then
+    echo "SKIP placement tier: $NUMA_VM is not an executable file (NUMA_VM names another)"
     exit 77
+fi
+# --dry-run installs what is missing (as root) and fetches the kernel, but
+# boots nothing; 2 = packages missing and not root, 125 = cannot prepare.
+pre=$("$NUMA_VM" --dry-run -- true 2>&1 >/dev/null)
+prc=$?
+if [ "$prc" -ne 0 ]; then
+    echo "$pre"
+    why=$(echo "$pre" | grep -v '^  ' | grep -v 'qemu command' | tail -n 1 | sed 's/^numa-vm: //')
+    if [ "$prc" -eq 2 ] || [ "$prc" -eq 125 ]; then
+        echo "SKIP placement tier: numa-vm cannot prepare a VM here: ${why:-exit status $prc}"
+        exit 77
+    fi
+    echo "FAIL placement tier: numa-vm --dry-run exited $prc"
+    exit 1
 fi
 
 selected() {   # selected NAME: is NAME in the command line's list (or no list)?

@@ -1,0 +1,140 @@
+#!/bin/sh
+# nodal_run.sh - nodal-run's contract: flags are checked against the option
+# table before the program starts, with the library's own messages.
+#
+#   nodal_run.sh BUILDDIR CASE
+#
+# Each CASE is one property (the ctest name is api.nodal_run.CASE); the
+# program run under nodal-run leaves a marker file, so "did not start" is
+# checked, not assumed.
+set -u
+build=$1
+case_name=$2
+run=$build/tools/nodal-run
+lib=$build/libnodal.so
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+marker=$tmp/started
+
+fail() { echo "FAIL $case_name: expected $*" >&2; exit 1; }
+
+# nodal_run ARGS...: runs nodal-run in a clean option environment; sets rc,
+# out, err.
+nodal_run() {
+    env -u NODAL_OPTIONS -u NODAL_STATS -u NODAL_STATS_FILE -u NODAL_VERBOSE \
+        -u NODAL_TCACHE_MAX -u NODAL_PURGE_DELAY "$run" "$@" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    out=$(cat "$tmp/out")
+    err=$(cat "$tmp/err")
+}
+# the program: leaves a marker, prints its NODAL_* environment
+prog="sh -c 'touch $marker; env | grep ^NODAL_ | sort'"
+
+expect_refused() {   # expect_refused WHAT PIECE... (after nodal_run)
+    what=$1
+    shift
+    [ "$rc" -eq 2 ] || fail "$what to exit with status 2, got $rc (stderr: $err)"
+    [ ! -e "$marker" ] || fail "$what not to start the program"
+    n=$(printf '%s\n' "$err" | grep -c '^nodal-run: ')
+    [ "$n" -ge 1 ] || fail "$what to print an error line starting 'nodal-run: ', got: $err"
+    for piece in "$@"; do
+        printf '%s' "$err" | grep -qF -- "$piece" || fail "$what to say \"$piece\", got: $err"
+    done
+}
+
+case $case_name in
+unknown_option_flag_names_the_closest_option_and_exits_2)
+    nodal_run --tcache-cnt=5 -- sh -c "touch $marker"
+    expect_refused "--tcache-cnt=5" "unknown option 'tcache_cnt' (from --tcache-cnt)" \
+        "did you mean tcache_count?"
+    nodal_run --purge-dealy=0 -- sh -c "touch $marker"
+    expect_refused "--purge-dealy=0" "did you mean purge_delay?"
+    ;;
+invalid_value_flag_names_the_valid_values_and_exits_2)
+    nodal_run --tcache-max=1g -- sh -c "touch $marker"
+    expect_refused "--tcache-max=1g" "invalid value '1g' for tcache_max (from --tcache-max)" \
+        "valid: 0..128k"
+    nodal_run --stats=xml -- sh -c "touch $marker"
+    expect_refused "--stats=xml" "valid: off, text, json"
+    nodal_run --node-fallback=loose -- sh -c "touch $marker"
+    expect_refused "--node-fallback=loose" "valid: strict, preferred"
+    nodal_run --stats-file=/tmp/x.%d -- sh -c "touch $marker"
+    expect_refused "--stats-file=/tmp/x.%d" "for stats_file" "%p"
+    nodal_run --tcache-max -- sh -c "touch $marker"
+    expect_refused "--tcache-max without a value" "needs a value"
+    ;;
+messages_are_the_librarys_own)
+    # The same bad setting in NODAL_OPTIONS: nodal-run refuses it with the
+    # words the library warns with (minus the library's "using the default").
+    for setting in tcache_max=1g node_fallback=loose tcache-count=256 stats=xml; do
+        lib_line=$(env -u NODAL_STATS NODAL_OPTIONS=$setting LD_PRELOAD=$lib true 2>&1 |
+            sed -n 's/^nodal: //p' | sed 's/; using the default [^;]*$//; s/ is ignored;/;/')
+        run_line=$(env -u NODAL_STATS NODAL_OPTIONS=$setting "$run" -- true 2>&1 |
+            sed -n '1s/^nodal-run: //p')
+        [ -n "$lib_line" ] || fail "the library to warn about NODAL_OPTIONS=$setting"
+        [ "$lib_line" = "$run_line" ] ||
+            fail "nodal-run to refuse NODAL_OPTIONS=$setting in the library's words: library \"$lib_line\", nodal-run \"$run_line\""
+    done
+    ;;
+short_flag_is_a_usage_error_not_an_exec_error)
+    nodal_run -v sh -c "touch $marker"
+    expect_refused "-v" "unknown flag '-v'" "--verbose" "usage: nodal-run"
+    printf '%s' "$err" | grep -q "exec" && fail "no 'exec' error for -v, got: $err"
+    ;;
+no_program_is_an_error)
+    nodal_run
+    [ "$rc" -eq 2 ] || fail "exit status 2 without a program, got $rc"
+    printf '%s' "$err" | grep -q '^nodal-run: no program given' ||
+        fail "'nodal-run: no program given', got: $err"
+    nodal_run --stats=json
+    [ "$rc" -eq 2 ] || fail "exit status 2 with flags but no program, got $rc"
+    ;;
+version_names_version_and_library)
+    nodal_run --version
+    [ "$rc" -eq 0 ] || fail "--version to exit 0, got $rc"
+    printf '%s' "$out" | grep -q '^nodal-run [0-9][0-9.]*$' || fail "'nodal-run X.Y.Z', got: $out"
+    printf '%s' "$out" | grep -q "^library: .*libnodal.so" || fail "'library: .../libnodal.so...', got: $out"
+    ;;
+flags_reach_the_program_and_win_over_the_environment)
+    NODAL_OPTIONS=purge_delay=5,verbose "$run" --purge-delay=7 --stats-file="$tmp/s.%p" --no-huge-pages \
+        -- sh -c "touch $marker; env | grep ^NODAL_ | sort" >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [ "$rc" -eq 0 ] || fail "the program to run, exit $rc: $(cat "$tmp/err")"
+    grep -qx "NODAL_PURGE_DELAY=7" "$tmp/out" || fail "NODAL_PURGE_DELAY=7 in the program's environment, got: $(cat "$tmp/out")"
+    grep -qx "NODAL_STATS_FILE=$tmp/s.%p" "$tmp/out" || fail "NODAL_STATS_FILE in the program's environment"
+    grep -qx "NODAL_HUGE_PAGES=off" "$tmp/out" || fail "NODAL_HUGE_PAGES=off in the program's environment"
+    grep -qx "NODAL_OPTIONS=purge_delay=5,verbose" "$tmp/out" || fail "NODAL_OPTIONS kept as it was"
+    grep -q "option purge_delay = 7 (from NODAL_PURGE_DELAY)" "$tmp/err" ||
+        fail "the library to take purge_delay=7 from the flag, got: $(cat "$tmp/err")"
+    grep -q "option stats_file = $tmp/s.%p (from NODAL_STATS_FILE)" "$tmp/err" ||
+        fail "the library to take stats_file from --stats-file"
+    grep -q "option stats = text (from NODAL_STATS)" "$tmp/err" ||
+        fail "statistics on by default (stats = text), got: $(cat "$tmp/err")"
+    ;;
+environment_is_checked_before_the_program_starts)
+    NODAL_OPTIONS=tcache_max=1g "$run" -- sh -c "touch $marker" >"$tmp/out" 2>"$tmp/err"
+    rc=$? err=$(cat "$tmp/err")
+    expect_refused "NODAL_OPTIONS=tcache_max=1g" "(from NODAL_OPTIONS)" "valid: 0..128k"
+    NODAL_PURGE_DELAY=soon "$run" -- sh -c "touch $marker" >"$tmp/out" 2>"$tmp/err"
+    rc=$? err=$(cat "$tmp/err")
+    expect_refused "NODAL_PURGE_DELAY=soon" "(from NODAL_PURGE_DELAY)"
+    ;;
+missing_program_exits_127)
+    nodal_run -- "$tmp/no-such-program"
+    [ "$rc" -eq 127 ] || fail "exit status 127 for a missing program, got $rc"
+    printf '%s' "$err" | grep -q "^nodal-run: cannot run '$tmp/no-such-program'" ||
+        fail "'cannot run ...', got: $err"
+    ;;
+list_options_lists_every_option)
+    nodal_run --list-options
+    [ "$rc" -eq 0 ] || fail "--list-options to exit 0"
+    for name in $("$build/tools/gen-options" md | sed -n 's/^| `\([a-z_]*\)`.*/\1/p'); do
+        printf '%s\n' "$out" | grep -q "^$name " || fail "--list-options to list $name"
+    done
+    ;;
+*)
+    echo "nodal_run.sh: no case $case_name" >&2
+    exit 2
+    ;;
+esac
+echo "PASS $case_name"

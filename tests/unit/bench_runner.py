@@ -1,0 +1,83 @@
+#!/usr/bin/env python3
+"""bench_runner.py - what the benchmark reports tell a reader (bench/runner):
+plots whose values span decades get a log axis, every axis says which way
+is better, and result headers name the code and the library without
+machine paths or '-dirty' noise.
+
+    bench_runner.py CASE      (the ctest name is unit.bench_runner.CASE)
+"""
+import os
+import subprocess
+import sys
+import tempfile
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
+from runner import machine, plots  # noqa: E402  (matplotlib is not needed here)
+from runner.allocators import shown_path  # noqa: E402
+
+
+def expect(cond, what):
+    if not cond:
+        print("FAIL %s: expected %s" % (sys.argv[1], what), file=sys.stderr)
+        sys.exit(1)
+
+
+def values_spanning_decades_get_a_log_axis():
+    # the node-targeted plot: numa_alloc_onnode ~140,000 ns, nodal ~7 ns
+    expect(plots.wants_log_axis([6.2, 6.7, 14.5, 23000.0, 138000.0]),
+           "a log axis for 6 ns next to 138,000 ns")
+    expect(not plots.wants_log_axis([3.1, 3.5, 6.4]), "a linear axis for 3-6 ns")
+    expect(not plots.wants_log_axis([0.0, 5.0, 50000.0]), "a linear axis when a value is 0")
+    expect(not plots.wants_log_axis([]), "a linear axis without values")
+
+
+def every_axis_says_which_way_is_better():
+    for metric in ("cpu_ns_op", "ns_pair", "peak_rss_mib", "instr_pair", "overhead"):
+        label = plots.axis_label(metric)
+        expect("lower is better" in label, "%s's axis to say 'lower is better', got %r" % (metric, label))
+    for metric in ("mops", "cpu_mops", "steady_mops"):
+        label = plots.axis_label(metric)
+        expect("higher is better" in label, "%s's axis to say 'higher is better', got %r" % (metric, label))
+    expect("log scale" in plots.axis_label("ns_op", True), "a log axis to say so")
+
+
+def library_is_shown_without_machine_paths():
+    expect(shown_path("/home/me/nodal/build/libnodal.so.0.1.0", "/home/me/nodal")
+           == "build/libnodal.so.0.1.0", "a library inside the repository relative to it")
+    expect(shown_path("/opt/x/lib/libnodal.so.0", "/home/me/nodal") == "libnodal.so.0",
+           "a library elsewhere by its file name only")
+
+
+def commit_says_whether_the_tree_matched_it():
+    with tempfile.TemporaryDirectory() as d:
+        def git(*args):
+            subprocess.run(["git", "-C", d, "-c", "user.name=t", "-c", "user.email=t@t"] + list(args),
+                           check=True, capture_output=True)
+        git("init", "-q")
+        with open(os.path.join(d, "a.c"), "w") as f:
+            f.write("1\n")
+        git("add", "a.c")
+        git("commit", "-q", "-m", "one")
+        long, short = machine.git_commit(d)
+        expect("the tree matched the commit" in long and "dirty" not in long,
+               "a clean tree to be described as matching its commit, got %r" % long)
+        expect(" " not in short, "the short form of a clean tree to be the commit alone, got %r" % short)
+        with open(os.path.join(d, "a.c"), "w") as f:
+            f.write("2\n")
+        long, short = machine.git_commit(d)
+        expect("uncommitted changes to a.c" in long and "dirty" not in long,
+               "a changed tree to name the changed file, got %r" % long)
+        expect(short.endswith("+ changes"), "the short form to say '+ changes', got %r" % short)
+
+
+CASES = {f.__name__: f for f in (values_spanning_decades_get_a_log_axis,
+                                 every_axis_says_which_way_is_better,
+                                 library_is_shown_without_machine_paths,
+                                 commit_says_whether_the_tree_matched_it)}
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2 or sys.argv[1] not in CASES:
+        sys.exit("usage: bench_runner.py %s" % "|".join(CASES))
+    CASES[sys.argv[1]]()
+    print("PASS %s" % sys.argv[1])
