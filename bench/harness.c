@@ -6,6 +6,7 @@
 #include "harness.h"
 
 #include <errno.h>
+#include <math.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -193,6 +194,7 @@ static long status_field_kib(const char *name)
 }
 
 long bench_rss_kib(void) { return status_field_kib("VmRSS"); }
+long bench_vm_kib(void) { return status_field_kib("VmSize"); }
 long bench_peak_rss_kib(void) { return status_field_kib("VmHWM"); }
 
 int bench_reset_peak_rss(void)
@@ -204,6 +206,15 @@ int bench_reset_peak_rss(void)
     return (fclose(f) == 0 && ok) ? 0 : -1;
 }
 
+void bench_touch_pages(void *p, size_t size)
+{
+    volatile char *c = p;
+    for (size_t off = 0; off < size; off += 4096)
+        c[off] = (char)off;
+    if (size)
+        c[size - 1] = 1;
+}
+
 /* ---- randomness -------------------------------------------------------- */
 uint64_t rng_seed(uint64_t a, uint64_t b)
 {
@@ -213,6 +224,13 @@ uint64_t rng_seed(uint64_t a, uint64_t b)
     z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
     z ^= z >> 31;
     return z ? z : 1;
+}
+
+size_t rng_log_uniform(uint64_t *s, size_t lo, size_t hi)
+{
+    double u = (double)(rng_next(s) >> 11) / 9007199254740992.0;    /* [0, 1) */
+    size_t v = (size_t)exp(log((double)lo) + u * (log((double)hi + 1) - log((double)lo)));
+    return v < lo ? lo : v > hi ? hi : v;
 }
 
 /* ---- arguments --------------------------------------------------------- */

@@ -125,6 +125,11 @@ long bench_rss_kib(void);
 long bench_peak_rss_kib(void);
 /* Resets VmHWM to the current RSS (/proc/self/clear_refs); 0 on success. */
 int bench_reset_peak_rss(void);
+/* VmSize of this process in KiB (address space in use), -1 if unknown. */
+long bench_vm_kib(void);
+/* Writes one byte in every 4 KiB of [p, p + size) and the last byte, so every
+   OS page of the block is resident afterwards (faulted in if it was not). */
+void bench_touch_pages(void *p, size_t size);
 
 /* ---- randomness (xorshift64*, deterministic per seed) ------------------ */
 static inline uint64_t rng_next(uint64_t *s)
@@ -139,6 +144,8 @@ static inline uint64_t rng_next(uint64_t *s)
 /* Uniform in [0, n). */
 static inline uint64_t rng_below(uint64_t *s, uint64_t n) { return (uint64_t)(((unsigned __int128)rng_next(s) * n) >> 64); }
 uint64_t rng_seed(uint64_t a, uint64_t b);
+/* Log-uniform in [lo, hi] (lo >= 1): as many sizes per octave as any other. */
+size_t rng_log_uniform(uint64_t *s, size_t lo, size_t hi);
 
 /* ---- arguments --------------------------------------------------------- */
 /* "4k" -> 4096, "2m" -> 2097152, "1g"; exits with a message on junk. */

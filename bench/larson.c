@@ -11,7 +11,10 @@
  * server hands requests between worker threads.
  *
  * Reported: core-normalised wall ns and CPU ns per replacement (one free plus
- * one malloc), millions of replacements per second, and peak RSS.
+ * one malloc), millions of replacements per second, the process's user and
+ * system seconds, and peak RSS. With several thread counts (-t 2,4) the peak
+ * is reset before each row, but what earlier rows left resident still counts:
+ * run one thread count per process to compare footprints (bench/run.py does).
  */
 #define _GNU_SOURCE
 #include "harness.h"
@@ -93,6 +96,7 @@ int main(int argc, char **argv)
         for (int k = 0; k < c.threads; k++)
             c.arrays[k] = calloc((size_t)c.slots, sizeof(void *));
         pthread_barrier_init(&c.round_barrier, NULL, (unsigned)c.threads);
+        bench_reset_peak_rss();
         bench_team r;
         bench_team_run(c.threads, worker, &c, &r);
         pthread_barrier_destroy(&c.round_barrier);

@@ -96,6 +96,11 @@ def main():
     if run_cg:
         pkgs += machine.CALLGRIND_PACKAGES
     machine.ensure_packages(pkgs, log)
+    if run_host and a.full:
+        absent = [p for p in machine.APP_PACKAGES if not machine.installed(p)]
+        if absent:
+            log("note: the real-program rows (redis, sqlite, stress-ng) need %s; without them they are "
+                "skipped (apt-get install -y %s)" % (" ".join(absent), " ".join(absent)))
 
     build = os.path.abspath(a.build)
     bindir = build_programs(build)

@@ -1,22 +1,34 @@
 /*
- * xthread.c - cross-thread frees: one thread allocates, another frees.
+ * xthread.c - cross-thread frees: producer/consumer pairs, one thread
+ * allocates, another frees.
  *
- * -p pairs of threads (default 1). In each pair the producer mallocs a block
- * of -s bytes, writes its first byte and pushes the pointer into a
- * single-producer/single-consumer ring; the consumer pops it, reads the byte
- * and frees the block. Every block is therefore freed by a thread that did
- * not allocate it: the remote-free path of the allocator.
+ * -p pairs of threads (a list: one row per count, default 1). In each pair
+ * the producer mallocs a block and pushes the pointer into a
+ * single-producer/single-consumer ring; the consumer pops it, reads the first
+ * byte and frees the block. Every block is therefore freed by a thread that
+ * did not allocate it: the remote-free path of the allocator. Block sizes:
+ * one row per size in -s, plus with -x min,max a row (size=min-max) whose
+ * sizes are drawn log-uniformly from [min, max] per block. The producer writes
+ * the first byte of each block (and one byte per 64 B of a mixed-size block,
+ * as a program filling a message would).
  *
- * Reported: CPU time of both threads per object (cpu_ns_obj), and
- * ns per object = wall time / objects per pair, i.e. the time one
- * object takes to go through the pipeline in steady state. -m noalloc passes
- * blocks from a static pool instead: the cost of the ring and of moving the
- * blocks' cache lines between the cores, without any allocator. -g sets how
- * many slots are published at a time (default 8, one cache line of pointers),
- * -r how many slots the ring has (default 65,536): how far the producer may
- * run ahead. A deep ring keeps the pipeline moving when the two threads are
- * not always running at the same time (a busy, shared machine); with 4,096
- * slots the result there measured mostly the scheduler.
+ * Reported per row: ns per object = wall time / objects per pair, i.e. the
+ * time one object takes to go through the pipeline in steady state
+ * (core-normalised when the pairs outnumber the CPUs); CPU time of both
+ * threads per object (cpu_ns_obj; the threads spin briefly, then yield, while
+ * they wait for each other, so it includes some waiting); throughput in
+ * million objects per second over all pairs (mops); the process's user and
+ * system seconds over the row; and peak RSS (reset before each row, so it
+ * starts from what the previous rows left resident).
+ *
+ * -m noalloc passes blocks from a static pool instead: the cost of the ring
+ * and of moving the blocks' cache lines between the cores, without any
+ * allocator. -g sets how many slots are published at a time (default 8, one
+ * cache line of pointers), -r how many slots the ring has (default 65,536):
+ * how far the producer may run ahead. A deep ring keeps the pipeline moving
+ * when the two threads are not always running at the same time (a busy,
+ * shared machine); with 4,096 slots the result there measured mostly the
+ * scheduler.
  */
 #define _GNU_SOURCE
 #include "harness.h"
@@ -37,7 +49,8 @@ struct ring {
 };
 
 struct cfg {
-    size_t size;
+    size_t size;            /* 0: log-uniform in [min, max] per block */
+    size_t min, max;
     long long objects;      /* per pair */
     int noalloc;
     int batch;              /* publish every batch slots (power of two) */
@@ -61,12 +74,25 @@ static void backoff(unsigned *spins)
         sched_yield();
 }
 
-static void producer(struct ring *r, const struct cfg *c, long long n)
+static char *produce(const struct cfg *c, uint64_t *rng, long long i)
+{
+    if (c->noalloc)
+        return pool[i & (2 * c->depth - 1)];
+    if (c->size)
+        return malloc(c->size);
+    size_t sz = rng_log_uniform(rng, c->min, c->max);
+    char *p = malloc(sz);
+    for (size_t off = 64; off < sz; off += 64)
+        p[off] = (char)off;
+    return p;
+}
+
+static void producer(struct ring *r, const struct cfg *c, uint64_t *rng, long long n)
 {
     uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
     uint64_t tail_seen = atomic_load_explicit(&r->tail, memory_order_acquire);
     for (long long i = 0; i < n; i++) {
-        char *p = c->noalloc ? pool[i & (2 * c->depth - 1)] : malloc(c->size);
+        char *p = produce(c, rng, i);
         p[0] = (char)i;
         unsigned spins = 0;
         while (head - tail_seen >= c->depth) {
@@ -109,60 +135,88 @@ static void worker(bench_thread *t)
     struct ring *r = &c->rings[t->id / 2];
     long long warm = c->objects / 10;
     if (t->id % 2 == 0)
-        producer(r, c, warm);
+        producer(r, c, &t->rng, warm);
     else
         consumer(r, c, warm);
     bench_sync(t);
     if (t->id % 2 == 0)
-        producer(r, c, c->objects);
+        producer(r, c, &t->rng, c->objects);
     else
         consumer(r, c, c->objects);
     t->ops = t->id % 2 ? (uint64_t)c->objects : 0;
+}
+
+static void run_row(struct cfg *c, int pairs)
+{
+    if (posix_memalign((void **)&c->rings, 64, sizeof *c->rings * (size_t)pairs))
+        die("out of memory");
+    memset(c->rings, 0, sizeof *c->rings * (size_t)pairs);
+    bench_reset_peak_rss();
+    bench_team r;
+    bench_team_run(2 * pairs, worker, c, &r);
+    /* per-pair pipeline time; with more pairs than CPU pairs this is
+       core-normalised like everything else */
+    int cores = 2 * pairs < bench_ncpus() ? 2 * pairs : bench_ncpus();
+    double ns = (double)r.wall_ns * cores / 2.0 / (double)r.ops;
+    double mops = (double)r.ops / ((double)r.wall_ns / 1e9) / 1e6;
+    char size[64];
+    if (c->size)
+        snprintf(size, sizeof size, "%zu", c->size);
+    else
+        snprintf(size, sizeof size, "%zu-%zu", c->min, c->max);
+    bench_result("xthread", "mode=%s size=%s pairs=%d ns_obj=%.2f cpu_ns_obj=%.2f mops=%.3f user_s=%.3f sys_s=%.3f "
+                 "peak_rss_mib=%.1f",
+                 c->noalloc ? "noalloc" : "prodcons", size, pairs, ns, bench_cpu_ns_per_op(&r), mops,
+                 r.user_s, r.sys_s, bench_peak_rss_kib() / 1024.0);
+    free(c->rings);
 }
 
 int main(int argc, char **argv)
 {
     bench_init(argc, argv);
     struct cfg c = { .objects = 2000000, .batch = 8, .depth = 65536 };
-    long long sizes[16] = { 8 };
-    int nsizes = 1, pairs = 1, opt;
-    while ((opt = getopt(argc, argv, "s:n:p:g:r:mP")) != -1) {
+    long long sizes[16] = { 8 }, pl[16] = { 1 }, range[2] = { 0, 0 };
+    int nsizes = 1, npl = 1, nrange = 0, opt;
+    while ((opt = getopt(argc, argv, "s:x:n:p:g:r:mP")) != -1) {
         switch (opt) {
         case 's': nsizes = parse_list(optarg, sizes, 16); break;
+        case 'x': nrange = parse_list(optarg, range, 2); break;
         case 'n': c.objects = parse_size(optarg); break;
-        case 'p': pairs = (int)parse_size(optarg); break;
+        case 'p': npl = parse_list(optarg, pl, 16); break;
         case 'g': c.batch = (int)parse_size(optarg); break;
         case 'r': c.depth = (uint64_t)parse_size(optarg); break;
         case 'm': c.noalloc = 1; break;
         case 'P': bench_pinning = 0; break;
         default:
-            fprintf(stderr, "usage: xthread [-s sizes] [-n objects per pair] [-p pairs] [-g publish batch] [-r ring slots] [-m (no alloc)] [-P]\n");
+            fprintf(stderr, "usage: xthread [-s sizes] [-x min,max (mixed sizes)] [-n objects per pair] [-p pairs]\n"
+                            "               [-g publish batch] [-r ring slots] [-m (no alloc)] [-P]\n");
             return 2;
         }
     }
-    if (pairs < 1)
-        die("need at least one pair");
+    for (int i = 0; i < npl; i++)
+        if (pl[i] < 1)
+            die("need at least one pair");
+    if (nrange && (nrange != 2 || range[0] < 1 || range[1] < range[0]))
+        die("-x takes min,max with 1 <= min <= max");
     if (c.depth < 2 || c.depth > RING_MAX || (c.depth & (c.depth - 1)))
         die("-r must be a power of two in 2..%d", RING_MAX);
     if (c.batch < 1 || c.batch > (int)c.depth || (c.batch & (c.batch - 1)))
         die("-g must be a power of two <= -r");
     if (c.noalloc && posix_memalign((void **)&pool, 64, sizeof *pool * 2 * c.depth))
         die("out of memory");
-    for (int i = 0; i < nsizes; i++) {
-        c.size = (size_t)sizes[i];
-        if (posix_memalign((void **)&c.rings, 64, sizeof *c.rings * (size_t)pairs))
-            die("out of memory");
-        memset(c.rings, 0, sizeof *c.rings * (size_t)pairs);
-        bench_team r;
-        bench_team_run(2 * pairs, worker, &c, &r);
-        /* per-pair pipeline time; with more pairs than CPU pairs this is
-           core-normalised like everything else */
-        int cores = 2 * pairs < bench_ncpus() ? 2 * pairs : bench_ncpus();
-        double ns = (double)r.wall_ns * cores / 2.0 / (double)r.ops;
-        bench_result("xthread", "mode=%s size=%zu pairs=%d ns_obj=%.2f cpu_ns_obj=%.2f user_s=%.3f sys_s=%.3f",
-                     c.noalloc ? "noalloc" : "prodcons", c.size, pairs, ns, bench_cpu_ns_per_op(&r),
-                     r.user_s, r.sys_s);
-        free(c.rings);
+    for (int k = 0; k < npl; k++) {
+        for (int i = 0; i < nsizes + (nrange && !c.noalloc); i++) {
+            if (i < nsizes) {
+                c.size = (size_t)sizes[i];
+                if (c.size < 1)
+                    die("sizes must be >= 1");
+            } else {
+                c.size = 0;
+                c.min = (size_t)range[0];
+                c.max = (size_t)range[1];
+            }
+            run_row(&c, (int)pl[k]);
+        }
     }
     return 0;
 }

@@ -41,11 +41,18 @@ class Variant:
     args: list = field(default_factory=list)
     peer: bool = True
 
-    def environ(self, base):
+    def environ(self, base, target=False):
+        """The process environment. target: the process is a driver of a real
+        program (bench/apps/), which must not run under the allocator
+        itself: the library goes into BENCH_TARGET_PRELOAD, and the driver
+        preloads it into the program it starts (empty: glibc)."""
         env = dict(base)
         env.pop("LD_PRELOAD", None)
         env.pop("NODAL_OPTIONS", None)
-        if self.preload:
+        env.pop("BENCH_TARGET_PRELOAD", None)
+        if target:
+            env["BENCH_TARGET_PRELOAD"] = self.preload or ""
+        elif self.preload:
             env["LD_PRELOAD"] = self.preload
         env.update(self.env)
         return env

@@ -16,6 +16,8 @@ class Case:
     vset: str = "dropin"    # variant set (allocators.py)
     vset_kw: dict = field(default_factory=dict)
     timeout: float = 300
+    driver: bool = False    # program is a bench/apps/ driver of a real program
+                            # (the allocator goes into the program it starts)
 
 
 # group -> (title, metrics tabulated, what one number means)
@@ -23,8 +25,10 @@ GROUPS = {
     "micro-pair": ("Micro: tight malloc/free pairs", ["cpu_ns_pair", "ns_pair"],
                    "per malloc+free pair"),
     "micro-batch": ("Micro: batches of 1,000 mallocs then 1,000 frees",
-                    ["cpu_ns_pair", "cpu_ns_alloc", "cpu_ns_free", "ns_pair"],
-                    "per pair; the alloc/free split divides the CPU time by the measured phase times"),
+                    ["cpu_ns_pair", "cpu_ns_alloc", "cpu_ns_free", "ns_pair", "sys_s"],
+                    "per pair; the alloc/free split divides the CPU time by the measured phase times; "
+                    "sys_s = the process's system seconds over the row (glibc trims and refaults its heap "
+                    "top for batches of 256 B and more)"),
     "micro-realloc": ("Micro: realloc growth from 8 B to 64 KiB", ["cpu_ns_realloc", "ns_realloc"],
                       "per realloc call"),
     "micro-aligned": ("Micro: aligned_alloc/free pairs", ["cpu_ns_pair", "ns_pair"], "per pair"),
@@ -35,18 +39,25 @@ GROUPS = {
                     "malloc/free in the same binary"),
     "cxxnew-batch": ("C++: batches of 1,000 operator new then 1,000 sized deletes",
                      ["cpu_ns_pair", "ns_pair"], "per new + delete pair (as cxxnew-pair)"),
-    "xthread": ("Cross-thread: one thread mallocs, another frees", ["ns_obj"],
-                "per object through a producer/consumer pair: wall time / objects (the threads "
-                "spin while waiting for each other, so their CPU time, in the CSV, says little)"),
+    "xthread": ("Producer/consumer: one thread mallocs, another frees (1-4 pairs)",
+                ["ns_obj", "cpu_ns_obj", "mops", "sys_s", "peak_rss_mib"],
+                "per object through a producer/consumer pair: ns_obj = wall time / objects per pair "
+                "(core-normalised past 2 threads); cpu_ns_obj = CPU time of both threads per object "
+                "(it includes their brief spinning while they wait for each other); mops = million "
+                "objects per second over all pairs; sys_s = system seconds over the row; peak RSS in "
+                "MiB (up to 65,536 objects per pair are in flight: 64 MiB per pair at 1,024 B); "
+                "size=8-1024 draws each block's size log-uniformly"),
     "larson": ("Larson-style server simulation", ["ns_op", "cpu_ns_op", "peak_rss_mib"],
-               "per free+malloc replacement; peak RSS in MiB"),
+               "per free+malloc replacement; peak RSS in MiB (one process per thread count)"),
     "malloctest": ("malloc-test (seed 001): 1,024 B malloc/free per thread", ["cpu_ns_req", "ns_req"],
                    "per request"),
     "tinytemps": ("Tiny temporaries (seed 002): 8 and 16 B in batches",
                   ["wall_s", "cpu_ns_tmp", "peak_rss_mib"],
                   "wall seconds; CPU ns per temporary (alloc+free); peak RSS in MiB"),
     "prefetch": ("Prefetch example (seed 003): 80,000 objects allocated, written, freed",
-                 ["ns_obj", "cpu_ns_obj"], "per object (page faults included)"),
+                 ["ns_obj", "cpu_ns_obj", "proc_sys_s", "proc_rss_mib"],
+                 "per object (page faults included); proc_* = the whole process (wait4): system "
+                 "seconds and peak RSS in MiB"),
     "frag": ("Fragmentation: mixed sizes, free a random half, allocate larger",
              ["peak_rss_mib", "final_rss_mib", "overhead"],
              "RSS in MiB; overhead = final RSS / live bytes"),
@@ -54,6 +65,52 @@ GROUPS = {
                 "RSS in MiB at the peak, right after freeing everything, and after the settle time"),
     "falseshare": ("False sharing (cache-scratch / cache-thrash)", ["ns_write", "cpu_ns_write"],
                    "per write pass over the block"),
+    "hugeblk": ("Huge blocks in a loop: 5-25 MiB allocated, touched, freed",
+                ["cpu_us_block", "us_block", "sys_s", "peak_rss_mib"],
+                "per block (free + malloc + touch), in microseconds: CPU time (kernel time included: "
+                "page faults, mmap, munmap) and core-normalised wall time; sys_s = the process's "
+                "system seconds over the timed region; peak RSS in MiB. touch=page writes every "
+                "4 KiB of the block, touch=little only its first and last byte; slots = blocks "
+                "live per thread"),
+    "shortlived": ("Short-lived mixed sizes: 8 B-1 MiB, about 256 blocks live per thread",
+                   ["wall_s", "cpu_ns_step", "sys_s", "peak_rss_mib"],
+                   "wall seconds of the timed region; CPU ns per step (free + malloc + touch of every "
+                   "4 KiB), kernel time included; system seconds; peak RSS in MiB"),
+    "alignloop": ("Aligned allocations (4 KiB-1 MiB alignments) and huge aligned requests in a loop",
+                  ["cpu_ns_call", "ns_call", "sys_s"],
+                  "per call (free + posix_memalign or aligned_alloc + two writes), kernel time "
+                  "included in the CPU time; size=near: [align/2, 2*align], size=huge: 4-32 MiB; "
+                  "sys_s = system seconds of the row"),
+    "aslimit": ("Address-space limit: ulimit -v 200 MiB",
+                ["blocks", "small_ok_pct", "refill_pct", "vm_start_mib"],
+                "blocks = how many blocks of the size fit before malloc fails (higher is better); "
+                "small_ok_pct = share of 1,000 mallocs of 64 B that succeed after that; refill_pct = "
+                "share of the freed half that can be allocated again; vm_start_mib = address space "
+                "in use at start (program, libraries, the allocator's reservations)"),
+    "threadchurn": ("Thread churn: 20,000 short threads, each allocating a little",
+                    ["cpu_us_thread", "us_thread", "sys_s", "rss_mib", "peak_rss_mib"],
+                    "per thread (create, 64 mallocs, 56 frees, 8 blocks left to the next wave, exit, "
+                    "join), in microseconds: process CPU time (user + system) and core-normalised "
+                    "wall time; sys_s = system seconds; rss_mib = RSS after every thread has "
+                    "exited and every block is freed; peak RSS in MiB; threads = threads at a time"),
+    "reqresp": ("Thread pool: request/response with random sizes",
+                ["ns_req", "cpu_ns_req", "mops", "sys_s", "peak_rss_mib"],
+                "per request: core-normalised wall ns (clients and workers counted) and CPU ns of all "
+                "threads (the queues' futex calls included: the same under every allocator); mops = "
+                "million requests per second; system seconds; peak RSS in MiB; threads = workers"),
+    "redis": ("redis-server under LD_PRELOAD: bulk load, redis-benchmark, BGSAVE, DEBUG RELOAD",
+              ["peak_rss_mib", "cpu_s", "sys_s", "final_rss_mib", "bench_mops"],
+              "the server's peak RSS (VmHWM) and RSS at the end in MiB; its CPU and system seconds "
+              "(BGSAVE child included); bench_mops = geometric mean of redis-benchmark's requests per "
+              "second over its tests, in millions (client on the same CPUs: noisy). The glibc column "
+              "preloads libc.so.6, since Debian's redis-server links jemalloc"),
+    "sqlite": ("SQLite (libsqlite3) on an in-memory database, CPU-bound",
+               ["cpu_s", "sys_s", "peak_rss_mib"],
+               "process CPU seconds (user + system) over the workload, system seconds, peak RSS in MiB"),
+    "stressng": ("stress-ng's malloc stressor under LD_PRELOAD",
+                 ["cpu_s", "sys_s", "peak_rss_mib"],
+                 "CPU seconds (user + system) of stress-ng and its workers for a fixed number of "
+                 "allocations; system seconds; largest peak RSS of its processes in MiB"),
     "nodepair": ("Node-targeted alloc + first touch + free", ["ns_op", "cpu_ns_op", "misplaced"],
                  "per cycle (numa_alloc_onnode's cost is mostly kernel time and waiting for the mmap "
                  "lock: compare the wall times); misplaced = blocks (of 64 per thread) the kernel "
@@ -77,6 +134,19 @@ GROUPS = {
 }
 
 
+# Tables that also get a "vs glibc" table (each column's median / glibc's):
+# the issues' targets for these are ratios to glibc.
+VS_GLIBC = {
+    "micro-realloc": ["cpu_ns_realloc"],
+    "larson": ["peak_rss_mib"],
+    "aslimit": ["blocks"],
+    "threadchurn": ["cpu_us_thread", "rss_mib"],
+    "redis": ["peak_rss_mib", "cpu_s"],
+    "sqlite": ["cpu_s"],
+    "stressng": ["cpu_s"],
+}
+
+
 # The VM's tables are kept apart from the host's.
 for _g in ("nodepair", "bst", "ycsb", "chase"):
     _t, _m, _w = GROUPS[_g]
@@ -89,9 +159,10 @@ def _csv(xs):
 
 
 def quick_cases():
-    sizes = [16, 32, 64, 256, 1024]
     cases = []
     for mode in ("pair", "batch"):  # batch: fewer ops, see full_cases()
+        # 4 KiB only in batches (issue 11's "batches of 4 KiB blocks")
+        sizes = [16, 32, 64, 256, 1024] + ([4096] if mode == "batch" else [])
         for t in (1, 2, 8, 16):
             cases.append(Case("micro-%s-t%d" % (mode, t), "micro",
                               ["-m", mode, "-s", _csv(sizes), "-t", str(t),
@@ -102,12 +173,23 @@ def quick_cases():
                           ["-m", "pair", "-a", "new,malloc", "-s", _csv(sizes), "-t", str(t),
                            "-n", "4000000"], "cxxnew-pair"))
     cases += [
-        Case("xthread", "xthread", ["-s", "8,32", "-n", "1000000"], "xthread"),
+        Case("xthread", "xthread", ["-s", "8,64", "-x", "8,1024", "-p", "1,2", "-n", "500000"], "xthread"),
         Case("malloctest", "malloctest", ["-t", "1,2,8", "-n", "500000"], "malloctest"),
         Case("tinytemps", "tinytemps", ["-t", "8", "-r", "1000"], "tinytemps"),
         Case("peakrel", "peakrel", ["-t", "2", "-m", "128m", "-d", "1000"], "peakrel"),
         Case("nodepair", "nodepair", ["-s", "32", "-t", "1,2,8,16", "-N", "0"], "nodepair",
              "node", {"numa_ops": 5000, "other_ops": 2000000}),
+        Case("hugeblk-page", "hugeblk", ["-T", "page", "-n", "200"], "hugeblk"),
+        Case("shortlived-t2", "shortlived", ["-t", "2", "-n", "1000000"], "shortlived"),
+        Case("shortlived-t8", "shortlived", ["-t", "8", "-n", "1000000"], "shortlived"),
+        Case("alignloop", "alignloop", ["-a", "4k,64k,1m", "-A", "1m", "-n", "100000", "-N", "10000"],
+             "alignloop"),
+        Case("aslimit", "aslimit", ["-s", "1m", "-v", "200m"], "aslimit"),
+        Case("threadchurn", "threadchurn", ["-c", "8", "-n", "20000"], "threadchurn"),
+        Case("reqresp-t2", "reqresp", ["-t", "2", "-n", "200000"], "reqresp"),
+        Case("reqresp-t8", "reqresp", ["-t", "8", "-n", "200000"], "reqresp"),
+        Case("larson-t2", "larson", ["-t", "2", "-r", "50000", "-R", "20"], "larson"),
+        Case("larson-t8", "larson", ["-t", "8", "-r", "50000", "-R", "20"], "larson"),
     ]
     return cases
 
@@ -136,10 +218,27 @@ def full_cases():
             cases.append(Case("micro-aligned%d-t%d" % (align, t), "micro",
                               ["-m", "aligned", "-a", str(align), "-s", "32,256,4096", "-t", str(t),
                                "-n", "4000000"], "micro-aligned"))
+    for p in (1, 2, 4):
+        cases.append(Case("xthread-p%d" % p, "xthread", ["-s", "8,32,256,1024", "-x", "8,1024", "-p", str(p),
+                                                        "-n", str(2000000 // p)], "xthread", timeout=600))
+    for t in (1, 2, 4, 8, 16):  # one process per thread count: peak RSS of that count alone
+        cases.append(Case("larson-t%d" % t, "larson", ["-t", str(t), "-r", "50000", "-R", "20"], "larson"))
     cases += [
-        Case("xthread-p1", "xthread", ["-s", "8,32,256", "-n", "4000000", "-p", "1"], "xthread"),
-        Case("xthread-p2", "xthread", ["-s", "8,32,256", "-n", "2000000", "-p", "2"], "xthread"),
-        Case("larson", "larson", ["-t", "1,2,4,8,16", "-r", "50000", "-R", "20"], "larson"),
+        Case("hugeblk-page", "hugeblk", ["-T", "page", "-n", "500"], "hugeblk"),
+        Case("hugeblk-little", "hugeblk", ["-T", "little", "-n", "20000"], "hugeblk"),
+        Case("hugeblk-page-k4-t2", "hugeblk", ["-T", "page", "-k", "4", "-t", "2", "-n", "500"], "hugeblk"),
+        Case("shortlived-t2", "shortlived", ["-t", "2", "-n", "2000000"], "shortlived"),
+        Case("shortlived-t8", "shortlived", ["-t", "8", "-n", "2000000"], "shortlived"),
+        Case("alignloop", "alignloop", ["-n", "200000", "-N", "20000"], "alignloop"),
+        Case("aslimit", "aslimit", ["-s", "256k,1m,4m", "-v", "200m"], "aslimit"),
+        Case("threadchurn-c8", "threadchurn", ["-c", "8", "-n", "20000"], "threadchurn"),
+        Case("threadchurn-c1", "threadchurn", ["-c", "1", "-n", "20000"], "threadchurn"),
+        Case("reqresp-t2", "reqresp", ["-t", "2", "-n", "400000"], "reqresp"),
+        Case("reqresp-t8", "reqresp", ["-t", "8", "-n", "400000"], "reqresp"),
+        Case("redis", "apps/redis.py", ["-n", "20000"], "redis", timeout=900, driver=True),
+        Case("sqlite", "sqlite", ["-r", "3", "-k", "20000"], "sqlite"),
+        Case("stressng", "apps/stressng.py", ["-w", "2", "-n", "400000"], "stressng", timeout=900,
+             driver=True),
         Case("malloctest", "malloctest", ["-t", "1,2,3,4,5,8,20", "-n", "1000000"], "malloctest"),
         Case("tinytemps-t8", "tinytemps", ["-t", "8"], "tinytemps"),
         Case("tinytemps-t2", "tinytemps", ["-t", "2", "-l", "1000000"], "tinytemps"),

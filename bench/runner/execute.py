@@ -19,8 +19,9 @@ STATUS_OK, STATUS_SKIP = "ok", "skipped"
 
 
 def is_metric(key):
-    return (key.startswith(("ns_", "cpu_ns_", "instr_")) or key.endswith(("_s", "_mib", "_mops"))
-            or key in ("mops", "overhead", "misplaced"))
+    return (key.startswith(("ns_", "cpu_ns_", "us_", "cpu_us_", "instr_"))
+            or key.endswith(("_s", "_mib", "_mops", "_pct"))
+            or key in ("mops", "overhead", "misplaced", "blocks"))
 
 
 def parse_results(text):
@@ -110,12 +111,22 @@ def load1():
         return None
 
 
+# bench/: the real-program drivers (Case.driver) live in bench/apps/
+BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def run_job(bindir, case, variant, rep, seq, log):
-    argv = [os.path.join(bindir, case.program)] + case.args + variant.args
-    env = variant.environ(os.environ)
+    path = os.path.join(BENCH if case.driver else bindir, case.program)
+    argv = [path] + case.args + variant.args
+    env = variant.environ(os.environ, target=case.driver)
     load = load1()
-    rc, out, err, usage, wall = run_process(argv, env, case.timeout)
-    status = status_of(rc)
+    if os.path.exists(path):
+        rc, out, err, usage, wall = run_process(argv, env, case.timeout)
+        status = status_of(rc)
+    else:   # e.g. sqlite without libsqlite3-dev: the program was not built
+        rc, out, err, wall = 77, "", "%s was not built" % case.program, 0.0
+        usage = {"proc_wall_s": 0.0, "proc_user_s": 0.0, "proc_sys_s": 0.0, "proc_maxrss_kib": 0}
+        status = STATUS_SKIP
     base = {"rep": rep, "seq": seq, "case": case.id, "group": case.group,
             "variant": variant.name, "program": case.program, "load1": load}
     rows = samples_from(out, status, usage, base)

@@ -17,10 +17,14 @@ PACKAGES = {
     "plots": ["python3-matplotlib"],
 }
 CALLGRIND_PACKAGES = ["valgrind"]
+# The real programs of full mode (redis, sqlite, stress-ng). Not installed
+# automatically (redis-server's package starts a system service): their rows
+# are skipped, with a note, when these are missing.
+APP_PACKAGES = ["libsqlite3-dev", "redis-server", "redis-tools", "stress-ng"]
 
 # Packages whose versions go into every result header.
 VERSIONED = ["libc6", "libjemalloc2", "libmimalloc2.0", "libtcmalloc-minimal4",
-             "libnuma1", "gcc-12", "valgrind"]
+             "libnuma1", "gcc-12", "valgrind", "redis-server", "libsqlite3-0", "stress-ng"]
 
 
 def _out(cmd, cwd=None):

@@ -8,12 +8,28 @@ best; for throughputs (Mops/s) R = best / value. The best peer is bold.
 """
 
 import csv
+import re
 import statistics
 
-from .cases import GROUPS
+from .cases import GROUPS, VS_GLIBC
+
+# Metrics where more is better (throughputs, counts and shares of successes).
+HIGHER_IS_BETTER = {"mops", "blocks", "small_ok_pct", "refill_pct", "fill_pct"}
+
+# Per-process figures every sample carries (from wait4, see execute.py), as
+# metrics a group may list: one value per run, the row is the case.
+PROC_METRICS = {
+    "proc_sys_s": lambda s: s.get("proc_sys_s"),
+    "proc_user_s": lambda s: s.get("proc_user_s"),
+    "proc_cpu_s": lambda s: (s["proc_user_s"] + s["proc_sys_s"]
+                             if s.get("proc_user_s") is not None and s.get("proc_sys_s") is not None
+                             else None),
+    "proc_rss_mib": lambda s: s["proc_maxrss_kib"] / 1024.0 if s.get("proc_maxrss_kib") else None,
+}
+
 
 def higher_is_better(metric):
-    return metric == "mops" or metric.endswith("_mops")
+    return metric in HIGHER_IS_BETTER or metric.endswith("_mops")
 
 
 def caption(metric):
@@ -22,15 +38,29 @@ def caption(metric):
         return "CPU time, ns"
     if metric.startswith("ns_"):
         return "wall time per operation and busy core, ns"
+    if metric.startswith("cpu_us_"):
+        return "CPU time, us"
+    if metric.startswith("us_"):
+        return "wall time per operation and busy core, us"
     if metric == "overhead":
         return "final RSS / live bytes"
+    if metric in PROC_METRICS:
+        return "whole process, from wait4, %s; one row per case" % unit_of(metric)
     u = unit_of(metric)
+    if higher_is_better(metric):
+        u = (u + ", " if u else "") + "higher is better"
     return u
 
 
 def unit_of(metric):
     if metric.startswith(("ns_", "cpu_ns_")):
         return "ns"
+    if metric.startswith(("us_", "cpu_us_")):
+        return "us"
+    if metric.endswith("_pct"):
+        return "%"
+    if metric == "blocks":
+        return "blocks"
     if metric.startswith("instr_"):
         return "instructions"
     if metric.endswith("_mib"):
@@ -61,11 +91,16 @@ def fmt(x):
     return "%.2g" % x if a >= 0.001 else "%.1e" % x
 
 
+_UNITS = {"": 1, "KiB": 1 << 10, "MiB": 1 << 20, "GiB": 1 << 30}
+
+
 def _num(v):
-    try:
-        return (0, float(v.rstrip("MiB")))
-    except ValueError:
-        return (1, v)
+    """Sort key of a parameter value: numbers (with an optional KiB/MiB/GiB
+    unit) by value, then everything else (8-1024, near, ...) as text."""
+    m = re.match(r"^(\d+(?:\.\d+)?)(KiB|MiB|GiB)?$", v)
+    if m:
+        return (0, float(m.group(1)) * _UNITS[m.group(2) or ""], "")
+    return (1, 0.0, v)
 
 
 def param_key(params):
@@ -78,9 +113,20 @@ class Table:
     def __init__(self, samples, group, metric, variants):
         self.group, self.metric = group, metric
         vals = {}
-        for s in samples:
-            if s["group"] == group and s["metric"] == metric and s["status"] == "ok":
-                vals.setdefault(param_key(s["params"]), {}).setdefault(s["variant"], []).append(s["value"])
+        if metric in PROC_METRICS:
+            seen_runs = set()
+            for s in samples:
+                run = (s["rep"], s["seq"])
+                if s["group"] != group or s["status"] != "ok" or run in seen_runs:
+                    continue
+                seen_runs.add(run)
+                v = PROC_METRICS[metric](s)
+                if v is not None:
+                    vals.setdefault(param_key({"case": s["case"]}), {}).setdefault(s["variant"], []).append(v)
+        else:
+            for s in samples:
+                if s["group"] == group and s["metric"] == metric and s["status"] == "ok":
+                    vals.setdefault(param_key(s["params"]), {}).setdefault(s["variant"], []).append(s["value"])
         self.values = vals
         seen = {v for row in vals.values() for v in row}
         self.variants = [v for v in variants if v.name in seen]
@@ -93,7 +139,7 @@ class Table:
         self.fixed = {k: dict(pk).get(k) for k in keys
                       if len({dict(pk).get(k) for pk in vals}) == 1}
         self.cols = [k for k in keys if k not in self.fixed]
-        order = ["lang", "mode", "api", "size", "align", "pairs", "threads"]
+        order = ["case", "lang", "mode", "api", "touch", "size", "align", "pairs", "threads"]
         self.cols.sort(key=lambda k: (order.index(k) if k in order else len(order), k))
         self.rows = sorted(vals, key=lambda pk: [_num(dict(pk).get(k, "")) for k in self.cols])
 
@@ -249,6 +295,30 @@ def _extra_cxxnew(tables, group):
     return out
 
 
+def _extra_vs_glibc(tables, group):
+    """Each column's median divided by glibc's, for the metrics whose targets
+    are ratios to glibc (cases.VS_GLIBC). Not oriented: for counts and
+    throughputs (higher is better) a ratio below 1 is worse."""
+    out = []
+    for metric in VS_GLIBC.get(group, []):
+        t = tables.get((group, metric))
+        if not t or "glibc" not in [v.name for v in t.variants]:
+            continue
+        others = [v.name for v in t.variants if v.name != "glibc"]
+        out += ["", "%s: each median / glibc's median%s:" % (
+            metric, " (higher is better)" if higher_is_better(metric) else " (lower is better)"), "",
+            "| " + " | ".join(t.cols + others) + " |",
+            "|" + "|".join(["---"] * len(t.cols) + ["---:"] * len(others)) + "|"]
+        for row in t.rows:
+            base = t.median(row, "glibc")
+            cells = []
+            for n in others:
+                m = t.median(row, n)
+                cells.append("%.2f" % (m / base) if base and m is not None else "-")
+            out.append("| " + " | ".join([dict(row).get(k, "") for k in t.cols] + cells) + " |")
+    return out
+
+
 def markdown(samples, variants_by_group, meta, problems):
     out = [header(meta)]
     tables = {}
@@ -274,6 +344,7 @@ def markdown(samples, variants_by_group, meta, problems):
             out += _extra_nodepair(tables, group)
         if group.startswith("cxxnew"):
             out += _extra_cxxnew(tables, group)
+        out += _extra_vs_glibc(tables, group)
         if group.endswith(("bst", "ycsb")):
             for metric in GROUPS[group][1]:
                 out += _extra_app(tables, group, metric)

@@ -1,0 +1,152 @@
+/*
+ * aslimit.c - an address-space limit (`ulimit -v`): how much of it an
+ * allocator lets the program use, and whether small requests still succeed
+ * once large ones fail.
+ *
+ * For each block size in -s (default 1 MiB) a child process is forked that
+ * sets RLIMIT_AS to -v bytes (default 200 MiB; like `ulimit -v 204800`, the
+ * limit covers the whole address space: program, libraries, the allocator's
+ * own reservations) and then:
+ *   1. allocates 100 blocks of 64 B and keeps them (the program's state);
+ *   2. allocates blocks of the size, writing one byte of each, until malloc
+ *      returns NULL: `blocks` is how many it got;
+ *   3. with all of them still held, asks for -m blocks of -x bytes (default
+ *      1,000 of 64 B): `small_ok_pct` is the share that succeeded;
+ *   4. frees every second large block and allocates as many again:
+ *      `refill_pct` is the share of those that succeeded (freed address
+ *      space being reused).
+ * The counts live in a shared mapping made before the fork, so they are
+ * reported even when the allocator kills the child (an abort on failure):
+ * the run then exits 1 after printing them.
+ *
+ * Reported: blocks, small_ok_pct, refill_pct, fill_pct = blocks * size /
+ * (limit - address space in use before step 2), and vm_start_mib, the address
+ * space in use when the limit was set.
+ */
+#define _GNU_SOURCE
+#include "harness.h"
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct counts {
+    long blocks, small_ok, refilled, refill_tried;
+    long vm_start_kib, vm_before_kib;
+    int phase;      /* last phase reached */
+};
+
+static void child(struct counts *out, size_t size, long long limit, size_t small, long nsmall)
+{
+    out->vm_start_kib = bench_vm_kib();
+    struct rlimit rl = { (rlim_t)limit, (rlim_t)limit };
+    if (setrlimit(RLIMIT_AS, &rl) != 0)
+        _exit(3);
+    void *state[100];
+    for (int i = 0; i < 100; i++) {
+        state[i] = malloc(64);
+        if (!state[i])
+            _exit(4);
+        memset(state[i], 1, 64);
+    }
+    long cap = (long)(limit / (long long)size) + 64;
+    char **big = calloc((size_t)cap, sizeof *big);
+    void **smalls = calloc((size_t)nsmall, sizeof *smalls);
+    if (!big || !smalls)
+        _exit(4);
+    out->vm_before_kib = bench_vm_kib();
+    out->phase = 2;
+    long n = 0;
+    while (n < cap) {
+        char *p = malloc(size);
+        if (!p)
+            break;
+        p[0] = 1;
+        big[n++] = p;
+        out->blocks = n;
+    }
+    out->phase = 3;
+    for (long i = 0; i < nsmall; i++) {
+        smalls[i] = malloc(small);
+        if (smalls[i]) {
+            memset(smalls[i], 2, small);
+            out->small_ok++;
+        }
+    }
+    out->phase = 4;
+    for (long i = 0; i < n; i += 2) {
+        free(big[i]);
+        big[i] = NULL;
+        out->refill_tried++;
+    }
+    for (long i = 0; i < n; i += 2) {
+        big[i] = malloc(size);
+        if (big[i]) {
+            big[i][0] = 3;
+            out->refilled++;
+        }
+    }
+    out->phase = 5;
+    _exit(0);
+}
+
+int main(int argc, char **argv)
+{
+    bench_init(argc, argv);
+    long long sizes[16] = { 1 << 20 }, limit = 200ll << 20;
+    long long small = 64, nsmall = 1000;
+    int nsizes = 1, opt, failed = 0;
+    while ((opt = getopt(argc, argv, "s:v:x:m:P")) != -1) {
+        switch (opt) {
+        case 's': nsizes = parse_list(optarg, sizes, 16); break;
+        case 'v': limit = parse_size(optarg); break;
+        case 'x': small = parse_size(optarg); break;
+        case 'm': nsmall = parse_size(optarg); break;
+        case 'P': bench_pinning = 0; break;
+        default:
+            fprintf(stderr, "usage: aslimit [-s block sizes] [-v address-space limit] [-x small size] [-m small count] [-P]\n");
+            return 2;
+        }
+    }
+    if (small < 1 || nsmall < 1)
+        die("need -x >= 1 and -m >= 1");
+    struct counts *c = mmap(NULL, sizeof *c, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (c == MAP_FAILED)
+        die("mmap failed");
+    for (int i = 0; i < nsizes; i++) {
+        size_t size = (size_t)sizes[i];
+        if (size < 1)
+            die("block size must be >= 1");
+        memset(c, 0, sizeof *c);
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid < 0)
+            die("fork failed");
+        if (pid == 0)
+            child(c, size, limit, (size_t)small, (long)nsmall);
+        int st = 0;
+        if (waitpid(pid, &st, 0) != pid)
+            die("waitpid failed");
+        if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+            failed = 1;
+            if (WIFSIGNALED(st))
+                printf("note: size %zu: the child was killed by signal %d (%s) in phase %d\n", size,
+                       WTERMSIG(st), strsignal(WTERMSIG(st)), c->phase);
+            else
+                printf("note: size %zu: the child exited %d in phase %d\n", size, WEXITSTATUS(st), c->phase);
+        }
+        double room = (double)limit - (double)c->vm_before_kib * 1024.0;
+        bench_result("aslimit", "size=%zuKiB limit=%lldMiB blocks=%ld small_ok_pct=%.1f refill_pct=%.1f fill_pct=%.1f "
+                     "vm_start_mib=%.1f",
+                     size >> 10, limit >> 20, c->blocks, 100.0 * (double)c->small_ok / (double)nsmall,
+                     c->refill_tried ? 100.0 * (double)c->refilled / (double)c->refill_tried : 0.0,
+                     room > 0 ? 100.0 * (double)c->blocks * (double)size / room : 0.0,
+                     (double)c->vm_start_kib / 1024.0);
+    }
+    return failed;
+}
