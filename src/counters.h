@@ -70,6 +70,7 @@
     X(huge_bytes_freed,    COUNTER, PROCESS, THREAD,  BYTES, 0, "bytes of huge blocks freed") \
     X(huge_count,          GAUGE,   PROCESS, GAUGE,   COUNT, 1, "huge blocks live") \
     X(huge_bytes,          GAUGE,   PROCESS, GAUGE,   BYTES, 1, "bytes in live huge blocks") \
+    X(huge_cached_bytes,   GAUGE,   PROCESS, GAUGE,   BYTES, 1, "freed huge mappings kept for reuse (for purge_delay at most)") \
     X(reclaimed_segments,  COUNTER, PROCESS, THREAD,  COUNT, 1, "segments of exited threads taken over by a live thread") \
     X(abandoned_segments,  COUNTER, PROCESS, THREAD,  COUNT, 1, "segments left with live blocks by exiting threads") \
     X(node_fallback_pages, COUNTER, PROCESS, GAUGE,   COUNT, 2, "OS pages of node-targeted memory placed on another node (node_fallback=preferred only)") \

@@ -5,7 +5,95 @@
 #include "huge.h"
 
 #include <errno.h>
+#include <string.h>
+#include "node.h"
 #include "os.h"
+
+/* The header and page descriptor of a huge segment whose block starts at
+   `offset`, and the block gauges. */
+static void *nd_huge_setup(nd_segment *s, size_t offset)
+{
+    nd_seg_set_geometry(s, ND_SEG_SHIFT, 1);
+    s->kind = ND_SEG_HUGE;
+    s->free_mask = 0;
+    s->used_pages = 1;
+    s->committed = ~(uint64_t)0;
+    nd_page *pg = &s->pages[0];
+    memset(pg, 0, sizeof *pg);
+    pg->key = ND_KEY_NONE;
+    pg->in_use = 1;
+    pg->used = 1;
+    pg->capacity = pg->reserved = 1;
+    pg->start = (uint8_t *)s + offset;
+    pg->block_size = 0;   /* see nd_huge_usable */
+    pg->cls = ND_CLASS_COUNT;
+    nd_gauge_active((long)(s->size - offset));
+    nd_gauge_add(huge_count, 1);
+    nd_gauge_add(huge_bytes, s->size - offset);
+    return pg->start;
+}
+
+/* Resizes the mapping of a plain huge segment s to total bytes, in place
+   or by moving it (its pages go along: nothing is faulted in again).
+   Returns the segment (perhaps moved), or NULL if it could not. */
+static nd_segment *nd_huge_remap(nd_segment *s, size_t total)
+{
+    size_t old = s->size;
+    if (total == old)
+        return s;
+    if (total < old) {
+        nd_os_unmap((uint8_t *)s + total, old - total);
+        nd_gauge_add(returned, old - total);
+    } else if (nd_os_remap_inplace(s, old, total) != 0) {
+        void *to = nd_os_map_aligned(total, ND_SEG_SIZE);   /* an aligned place to move to */
+        if (to == NULL)
+            return NULL;
+        nd_segment *t = nd_os_remap_to(s, old, total, to);
+        if (t == NULL) {
+            nd_os_unmap(to, total);
+            return NULL;
+        }
+        nd_segmap_set(s, 0);
+        nd_segmap_set(t, 1);
+        t->cookie = (uintptr_t)t ^ nd_seg_secret;
+        s = t;
+    }
+    s->size = total;
+    nd_seg_gauge_mapped(s, (long)total - (long)old);
+    if (total > old)
+        nd_gauge_add(committed, total - old);
+    else
+        nd_gauge_sub(committed, old - total);
+    return s;
+}
+
+/* A freed huge mapping of (node, bound) for a block of total bytes. Its
+   pages are in memory already, so it is taken as it is when it is not much
+   larger (the block gets the spare bytes as usable size); a smaller plain
+   one is grown (mremap keeps its pages), a much larger one trimmed.
+   Node-bound mappings are taken only when they hold total bytes already
+   (new bound memory must be placed and checked). NULL if none fits. */
+static nd_segment *nd_huge_reuse(size_t total, int node, bool bound)
+{
+    size_t most = 4 * total + 4 * ND_SEG_SIZE;   /* spare bytes are usable; trimming would lose resident pages */
+    nd_segment *s = nd_node_huge_take(node, bound, total, most);
+    if (s == NULL && !bound) {
+        s = nd_node_huge_take(node, false, 0, total);   /* the largest smaller one: grow it */
+        if (s == NULL)
+            s = nd_node_huge_take(node, false, total, SIZE_MAX);   /* a much larger one: trim it */
+        if (s != NULL) {
+            nd_segment *t = nd_huge_remap(s, total);
+            if (t == NULL) {
+                nd_seg_unmap_huge(s);
+                return NULL;
+            }
+            s = t;
+        }
+    }
+    if (s != NULL)
+        s->fresh = 0;
+    return s;
+}
 
 void *nd_huge_alloc(size_t size, size_t alignment, int node, bool bound, const uint64_t *interleave)
 {
@@ -23,7 +111,21 @@ void *nd_huge_alloc(size_t size, size_t alignment, int node, bool bound, const u
         errno = ENOMEM;
         return NULL;
     }
+    /* A mapping a huge block of this kind left behind, if one fits (every
+       cached one starts 4 MiB-aligned, and the block must start in its
+       first 4 MiB, where the segment map points at the header). */
+    if (interleave == NULL && offset < ND_SEG_SIZE) {
+        nd_segment *s = nd_huge_reuse(total, node, bound);
+        if (s != NULL)
+            return nd_huge_setup(s, offset);
+    }
     nd_segment *s = nd_os_map_aligned(total, map_align);
+    if (s == NULL) {
+        /* Out of address space (or memory): give back every cached segment
+           and mapping, and try once more. */
+        nd_node_release_cached();
+        s = nd_os_map_aligned(total, map_align);
+    }
     if (s == NULL) {
         errno = ENOMEM;
         return NULL;
@@ -35,33 +137,19 @@ void *nd_huge_alloc(size_t size, size_t alignment, int node, bool bound, const u
         return NULL;
     }
     s->cookie = (uintptr_t)s ^ nd_seg_secret;
-    s->kind = ND_SEG_HUGE;
-    nd_seg_set_geometry(s, ND_SEG_SHIFT, 1);
     s->bound = bound;
     s->interleaved = interleave != NULL;
+    s->fresh = 1;
     s->node = (int16_t)node;
     s->size = total;
-    s->free_mask = 0;
-    s->used_pages = 1;
-    s->committed = ~(uint64_t)0;
-    nd_page *pg = &s->pages[0];
-    pg->key = ND_KEY_NONE;
-    pg->in_use = 1;
-    pg->used = 1;
-    pg->capacity = pg->reserved = 1;
-    pg->start = (uint8_t *)s + offset;
-    pg->block_size = 0;   /* see nd_huge_usable */
-    pg->cls = ND_CLASS_COUNT;
     nd_seg_gauge_mapped(s, (long)total);
-    nd_gauge_active((long)(total - offset));
     nd_gauge_add(committed, total);
     nd_gauge_add(segments, 1);
-    nd_gauge_add(huge_count, 1);
-    nd_gauge_add(huge_bytes, total - offset);
+    void *p = nd_huge_setup(s, offset);
     nd_segmap_set(s, 1);
     if (offset >= ND_SEG_SIZE)
-        nd_segmap_set(pg->start, (unsigned)(offset / ND_SEG_SIZE) + 1);
-    return pg->start;
+        nd_segmap_set(p, (unsigned)(offset / ND_SEG_SIZE) + 1);
+    return p;
 }
 
 size_t nd_huge_usable(const nd_segment *s, const void *p)
@@ -73,18 +161,15 @@ void nd_huge_free(nd_segment *s)
 {
     size_t total = s->size;
     size_t offset = (size_t)(s->pages[0].start - (uint8_t *)s);
-    if (offset >= ND_SEG_SIZE)
-        nd_segmap_set(s->pages[0].start, 0);
-    nd_segmap_set(s, 0);
-    s->cookie = 0;
-    nd_seg_gauge_mapped(s, -(long)total);
+    s->pages[0].in_use = 0;
     nd_gauge_active(-(long)(total - offset));
-    nd_gauge_sub(committed, total);
-    nd_gauge_add(returned, total);
-    nd_gauge_sub(segments, 1);
     nd_gauge_sub(huge_count, 1);
     nd_gauge_sub(huge_bytes, total - offset);
-    nd_os_unmap(s, total);
+    if (offset >= ND_SEG_SIZE)
+        nd_segmap_set(s->pages[0].start, 0);
+    else if (nd_node_huge_keep(s))   /* the next huge block may take it whole */
+        return;
+    nd_seg_unmap_huge(s);
 }
 
 void *nd_huge_realloc(nd_segment *s, void *p, size_t size)

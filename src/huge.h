@@ -2,7 +2,9 @@
  * huge.h - huge blocks: a mapping of their own, sized to fit, for requests
  * too large (or too aligned) for a segment's pages. The mapping is a
  * segment of kind HUGE: a 4 KiB header with one page descriptor, then the
- * block. Freeing it unmaps it.
+ * block. A freed one stays mapped, whole, for purge_delay in its node's
+ * cache of huge mappings (node.h), for the next huge block of the same kind
+ * of memory that fits; then it is unmapped.
  *
  *   s +0           +offset (>= 4 KiB, the alignment)           +size
  *   | nd_segment   | block ................................... |
@@ -29,6 +31,6 @@ size_t nd_huge_usable(const nd_segment *s, const void *p) nd_hidden;
    cannot (the caller then copies). */
 void  *nd_huge_realloc(nd_segment *s, void *p, size_t size) nd_hidden;
 /* Is this huge block zero-filled fresh memory (calloc may skip the memset)? */
-static inline bool nd_huge_is_fresh(const nd_segment *s) { return s->kind == ND_SEG_HUGE && !s->interleaved; }
+static inline bool nd_huge_is_fresh(const nd_segment *s) { return s->kind == ND_SEG_HUGE && s->fresh; }
 
 #endif /* ND_HUGE_H */

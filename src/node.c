@@ -18,6 +18,8 @@
 #include "topo.h"
 
 #define ND_CACHE_DIRTY_MAX 4
+#define ND_HUGE_CACHE_COUNT 8
+#define ND_HUGE_CACHE_BYTES ((size_t)128 << 20)
 
 typedef ND_LIST(nd_segment) nd_seg_list;
 
@@ -27,15 +29,21 @@ typedef ND_LIST(nd_segment) nd_seg_list;
  *    abandoned), dirty ones (memory beyond the header still committed)
  *    before clean ones; cache_dirty counts the dirty ones.
  *  - abandoned lists segments with abandoned == 1 and owner NULL.
- *  - cache_hint, dirty_hint and abandoned_hint equal cache.count,
- *    cache_dirty and abandoned.count; they are also read without the lock
- *    (as hints), so they change with atomics.
+ *  - huge lists freed huge mappings (kind FREE, interleaved 0, their block
+ *    gone from the block gauges) newest first; huge_bytes is the sum of
+ *    their sizes, at most ND_HUGE_CACHE_BYTES, and huge.count is at most
+ *    ND_HUGE_CACHE_COUNT.
+ *  - cache_hint, dirty_hint, abandoned_hint and huge_hint equal
+ *    cache.count, cache_dirty, abandoned.count and huge.count; they are
+ *    also read without the lock (as hints), so they change with atomics.
  */
 typedef struct nd_kind_state {
     nd_seg_list cache;
     size_t      cache_dirty;
     nd_seg_list abandoned;
-    size_t      cache_hint, dirty_hint, abandoned_hint;
+    nd_seg_list huge;          /* freed huge mappings, newest first */
+    size_t      huge_bytes;
+    size_t      cache_hint, dirty_hint, abandoned_hint, huge_hint;
 } nd_kind_state;
 
 typedef struct nd_aligned(ND_CACHE_LINE) nd_node_state {
@@ -180,6 +188,108 @@ bool nd_node_abandoned_claim(nd_segment *s)
     return claimed;
 }
 
+/* ---- freed huge mappings ------------------------------------------------ */
+
+nd_segment *nd_node_huge_take(int node, bool bound, size_t need, size_t most)
+{
+    nd_node_state *ns = &nd_nodes[node];
+    nd_kind_state *k = nd_kind(node, bound);
+    if (nd_load_relaxed(&k->huge_hint) == 0)
+        return NULL;
+    nd_lock(&ns->lock);
+    /* The smallest of size need..most; when need is 0, the largest. */
+    nd_segment *best = NULL;
+    for (nd_segment *s = k->huge.first; s != NULL; s = s->next)
+        if (s->size >= need && s->size <= most &&
+            (best == NULL || (need == 0 ? s->size > best->size : s->size < best->size)))
+            best = s;
+    if (best != NULL) {
+        nd_list_remove(&k->huge, best);
+        k->huge_bytes -= best->size;
+        nd_sub_relaxed(&k->huge_hint, 1);
+        nd_gauge_sub(huge_cached_bytes, best->size);
+    }
+    nd_unlock(&ns->lock);
+    return best;
+}
+
+bool nd_node_huge_keep(nd_segment *s)
+{
+    if (nd_opt(ND_OPT_purge_delay) <= 0 || s->interleaved || s->size > ND_HUGE_CACHE_BYTES / 2)
+        return false;
+    nd_node_state *ns = &nd_nodes[s->node];
+    nd_kind_state *k = nd_kind(s->node, s->bound);
+    nd_segment *victims[ND_HUGE_CACHE_COUNT + 1];
+    size_t nv = 0;
+    s->kind = ND_SEG_FREE;
+    s->cached_at = nd_os_now_ms();
+    nd_lock(&ns->lock);
+    nd_list_push_front(&k->huge, s);
+    k->huge_bytes += s->size;
+    nd_add_relaxed(&k->huge_hint, 1);
+    nd_gauge_add(huge_cached_bytes, s->size);
+    while ((k->huge.count > ND_HUGE_CACHE_COUNT || k->huge_bytes > ND_HUGE_CACHE_BYTES) && nv < ND_HUGE_CACHE_COUNT) {
+        nd_segment *v = k->huge.last;   /* the oldest */
+        nd_list_remove(&k->huge, v);
+        k->huge_bytes -= v->size;
+        nd_sub_relaxed(&k->huge_hint, 1);
+        nd_gauge_sub(huge_cached_bytes, v->size);
+        victims[nv++] = v;
+    }
+    nd_unlock(&ns->lock);
+    for (size_t i = 0; i < nv; i++)
+        nd_seg_unmap_huge(victims[i]);
+    return true;
+}
+
+/* Unmaps the freed huge mappings of one (node, kind) whose delay is over. */
+static void nd_node_sweep_huge(int node, bool bound, uint64_t now, bool force)
+{
+    nd_node_state *ns = &nd_nodes[node];
+    nd_kind_state *k = nd_kind(node, bound);
+    if (nd_load_relaxed(&k->huge_hint) == 0)
+        return;
+    uint64_t delay = (uint64_t)nd_opt(ND_OPT_purge_delay);
+    for (;;) {
+        nd_segment *v = NULL;
+        nd_lock(&ns->lock);
+        nd_segment *old = k->huge.last;
+        if (old != NULL && (force || old->cached_at + delay <= now)) {
+            v = old;
+            nd_list_remove(&k->huge, v);
+            k->huge_bytes -= v->size;
+            nd_sub_relaxed(&k->huge_hint, 1);
+            nd_gauge_sub(huge_cached_bytes, v->size);
+        }
+        nd_unlock(&ns->lock);
+        if (v == NULL)
+            return;
+        nd_seg_unmap_huge(v);
+    }
+}
+
+void nd_node_release_cached(void)
+{
+    for (int i = 0; i < nd_topo.mem_count; i++) {
+        int node = nd_topo.mem_ids[i];
+        for (int b = 0; b < 2; b++) {
+            nd_node_sweep_huge(node, b, 0, true);
+            nd_node_state *ns = &nd_nodes[node];
+            nd_kind_state *k = nd_kind(node, b);
+            for (;;) {
+                nd_lock(&ns->lock);
+                nd_segment *v = k->cache.last;
+                if (v != NULL)
+                    nd_cache_take(k, v);
+                nd_unlock(&ns->lock);
+                if (v == NULL)
+                    break;
+                nd_seg_unmap(v);
+            }
+        }
+    }
+}
+
 /* Purges the dirty cached segments of one (node, kind) whose delay is over. */
 static void nd_node_sweep(int node, bool bound, uint64_t now, bool force)
 {
@@ -229,6 +339,8 @@ void nd_node_maintain(int mode)
         int node = nd_topo.mem_ids[i];
         nd_node_sweep(node, false, now, force);
         nd_node_sweep(node, true, now, force);
+        nd_node_sweep_huge(node, false, now, force);
+        nd_node_sweep_huge(node, true, now, force);
         nd_assert2(nd_node_is_valid(node));
     }
 }
@@ -281,6 +393,15 @@ bool nd_node_is_valid(int node)
         for (nd_segment *s = k->abandoned.first; s != NULL && ok; s = s->next, n++)
             ok = s->abandoned && s->owner == NULL && s->node == node && s->bound == b;
         ok = ok && n == k->abandoned.count && nd_load_relaxed(&k->abandoned_hint) == n;
+        size_t bytes = 0;
+        n = 0;
+        for (nd_segment *s = k->huge.first; s != NULL && ok; s = s->next, n++) {
+            ok = s->kind == ND_SEG_FREE && !s->interleaved && s->node == node && s->bound == b &&
+                 nd_seg_cookie_ok(s);
+            bytes += s->size;
+        }
+        ok = ok && n == k->huge.count && bytes == k->huge_bytes && bytes <= ND_HUGE_CACHE_BYTES &&
+             n <= ND_HUGE_CACHE_COUNT && nd_load_relaxed(&k->huge_hint) == n;
     }
     nd_unlock(&ns->lock);
     return ok;

@@ -30,6 +30,19 @@ nd_segment *nd_node_abandoned_pop(int node, bool bound) nd_hidden;
 /* Takes s off its abandoned list if it is still there and the lock is free. */
 bool        nd_node_abandoned_claim(nd_segment *s) nd_hidden;
 
+/* Freed huge mappings, kept whole for purge_delay (their memory too) for
+   the next huge block of the same kind of memory that fits.
+   nd_node_huge_take: the smallest cached mapping of size need..most (the
+   largest, when need is 0), taken off the cache, or NULL. nd_node_huge_keep: caches a huge segment whose
+   block was freed (kind set to FREE), unmapping the oldest beyond the
+   cache's bounds; false if it may not be cached (the caller unmaps it). */
+nd_segment *nd_node_huge_take(int node, bool bound, size_t need, size_t most) nd_hidden;
+bool        nd_node_huge_keep(nd_segment *s) nd_hidden;
+
+/* Out of address space: unmaps every cached segment and huge mapping of
+   every node (abandoned ones stay: they hold blocks). */
+void        nd_node_release_cached(void) nd_hidden;
+
 /* Purges cached segments: ND_SWEEP_PERIODIC (expired ones, at most once per
    purge_delay across all threads), ND_SWEEP_EXPIRED (expired ones, now),
    ND_SWEEP_ALL (every one). */

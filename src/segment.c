@@ -216,6 +216,18 @@ void nd_seg_set_geometry(nd_segment *s, unsigned page_shift, unsigned page_count
     s->desc_mask = (uint32_t)((page_count - 1) << ND_PAGE_DESC_SHIFT);
 }
 
+void nd_seg_unmap_huge(nd_segment *s)
+{
+    size_t total = s->size;
+    nd_segmap_set(s, 0);
+    s->cookie = 0;
+    nd_seg_gauge_mapped(s, -(long)total);
+    nd_gauge_sub(committed, total);
+    nd_gauge_add(returned, total);
+    nd_gauge_sub(segments, 1);
+    nd_os_unmap(s, total);
+}
+
 void nd_seg_format(nd_segment *s, int kind)
 {
     nd_assert(kind == ND_SEG_SMALL || kind == ND_SEG_MEDIUM || kind == ND_SEG_LARGE);

@@ -139,6 +139,7 @@ typedef struct nd_segment {
     uint32_t        desc_mask;   /* (p >> desc_shift) & desc_mask: byte offset of p's page descriptor in pages[] */
     uint8_t         desc_shift;  /* page_shift - log2(sizeof(nd_page)) */
     uint8_t         interleaved; /* huge only: pages spread over nodes */
+    uint8_t         fresh;       /* huge only: never handed out since mapped (all zero) */
     uint64_t        free_mask;
     uint64_t        committed;
     uint64_t        purge_mask;
@@ -203,6 +204,9 @@ void nd_seg_init(void) nd_hidden;
    NULL with errno = ENOMEM. */
 nd_segment *nd_seg_map(int node, bool bound) nd_hidden;
 void nd_seg_unmap(nd_segment *s) nd_hidden;
+/* Unmaps a huge segment's whole mapping (s->size bytes; its block already
+   gone from the block gauges), fixing the segment map and the gauges. */
+void nd_seg_unmap_huge(nd_segment *s) nd_hidden;
 /* Lays out pages for `kind` (SMALL, MEDIUM or LARGE); all pages free. */
 /* Sets page_shift and page_count, and the descriptor lookup they imply. */
 void nd_seg_set_geometry(nd_segment *s, unsigned page_shift, unsigned page_count) nd_hidden;
