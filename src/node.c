@@ -11,6 +11,7 @@
  */
 #include "node.h"
 
+#include <errno.h>
 #include <string.h>
 #include "atomic.h"
 #include "list.h"
@@ -102,6 +103,12 @@ nd_segment *nd_node_seg_get(int node, bool bound, int kind)
     }
     if (s == NULL) {
         s = nd_seg_map(node, bound);
+        if (s == NULL && errno == ENOMEM) {
+            /* Out of address space (or memory): give back every cached
+               segment and huge mapping, and try once more. */
+            nd_node_release_cached();
+            s = nd_seg_map(node, bound);
+        }
         if (s == NULL)
             return NULL;
     }

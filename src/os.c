@@ -7,6 +7,7 @@
 #define _GNU_SOURCE
 #include "os.h"
 
+#include "atomic.h"
 #include "counters.h"
 
 #include <errno.h>
@@ -49,17 +50,45 @@ static void *nd_os_mmap(void *hint, size_t size)
     return p == MAP_FAILED ? NULL : p;
 }
 
+/* Where the next aligned mapping is tried first: just below the last one
+   (the kernel hands out address space top down), so that an aligned
+   mapping usually takes one mmap of exactly its size, never a mapping
+   twice as large to trim. Races between threads only cost a retry. */
+static uintptr_t nd_os_hint;
+
+#ifndef MAP_FIXED_NOREPLACE
+#define MAP_FIXED_NOREPLACE 0x100000
+#endif
+
+static void nd_os_hint_below(uintptr_t start, size_t size, size_t alignment)
+{
+    size_t span = (size + alignment - 1) & ~(alignment - 1);
+    nd_store_relaxed(&nd_os_hint, start > span ? start - span : 0);
+}
+
 void *nd_os_map_aligned(size_t size, size_t alignment)
 {
     if (size + alignment < size)
         return errno = ENOMEM, NULL;
-    /* Most of the time the kernel hands out the range just below the last
-       one; try an exact aligned fit first, then over-map and trim. */
+    uintptr_t hint = nd_load_relaxed(&nd_os_hint);
+    if (hint != 0 && (hint & (alignment - 1)) == 0) {
+        nd_gauge_add(os_maps, 1);
+        void *p = mmap((void *)hint, size, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+        if (p == (void *)hint) {
+            nd_os_hint_below(hint, size, alignment);
+            return p;
+        }
+        if (p != MAP_FAILED)   /* a kernel without MAP_FIXED_NOREPLACE took it as a hint */
+            nd_os_unmap(p, size);
+    }
     void *p = nd_os_mmap(NULL, size);
     if (p == NULL)
         return NULL;
-    if (((uintptr_t)p & (alignment - 1)) == 0)
+    if (((uintptr_t)p & (alignment - 1)) == 0) {
+        nd_os_hint_below((uintptr_t)p, size, alignment);
         return p;
+    }
     nd_os_unmap(p, size);
     size_t over = size + alignment;
     char *raw = nd_os_mmap(NULL, over);
@@ -72,6 +101,7 @@ void *nd_os_map_aligned(size_t size, size_t alignment)
         nd_os_unmap(raw, head);
     if (tail)
         nd_os_unmap((char *)start + size, tail);
+    nd_os_hint_below(start, size, alignment);
     return (void *)start;
 }
 
