@@ -9,9 +9,9 @@
  *   +-----------+--------------------+--------------------+-----+
  *   | header    | page 0 (rest of    | page 1             | ... |   small: 64 pages of 64 KiB
  *   | 16 KiB    |  the first page)   |                    |     |   medium: 8 pages of 512 KiB
- *   +-----------+--------------------+--------------------+-----+   large: 1 page, one block
- *   huge blocks get a segment of their own, sized to fit (a multiple of 4 MiB
- *   once aligned), mapped directly and unmapped when freed.
+ *   +-----------+--------------------+--------------------+-----+   large: runs of 64 KiB chunks
+ *   huge blocks (1 MiB and up) get a mapping of their own, sized to fit and
+ *   4 MiB-aligned; a freed one is kept a while for the next (huge.h).
  */
 #ifndef ND_CONFIG_H
 #define ND_CONFIG_H
@@ -63,7 +63,7 @@
 #define ND_SMALL_MAX        (16 * ND_KiB)    /* classes <= this live on small pages */
 #define ND_MEDIUM_MAX       (128 * ND_KiB)   /* largest size class */
 #define ND_LOOKUP_MAX       1024             /* sizes <= this use a table */
-#define ND_LARGE_MAX        (ND_SEG_SIZE - ND_SEG_HEADER_SIZE)  /* one block per segment */
+#define ND_LARGE_MAX        (ND_MiB - 4 * ND_KiB)   /* large blocks share segments; from 1 MiB on, huge */
 #define ND_ALIGN_NATURAL    ND_SEG_HEADER_SIZE /* every page start is aligned to this */
 
 /* ---- nodes and the segment map ----------------------------------------- */

@@ -92,19 +92,6 @@ static void nd_free_remote(void *p, nd_segment *s, nd_page *pg, uintptr_t key)
     }
 }
 
-static void nd_free_large(nd_segment *s, nd_page *pg, void *p)
-{
-    if (!nd_load_relaxed(&pg->in_use))
-        nd_misuse("free", "double free or invalid pointer (block not in use)", p);
-    if (pg->start != (uint8_t *)p)
-        nd_misuse("free", "invalid pointer (not the start of a block)", p);
-    /* Our own block: its segment may stay in our heap's cache. */
-    uintptr_t owner = nd_load_relaxed(&pg->key) & ~ND_KEY_LARGE;
-    nd_heap *h = owner == nd_tid() ? pg->heap : NULL;
-    nd_large_cache *cache = h != NULL && !h->shared ? &h->large : NULL;
-    nd_thread_count_free(false, nd_large_free(s, pg, cache));
-}
-
 void nd_free_slow(void *p, nd_segment *s, nd_page *pg)
 {
     if (nd_unlikely(!nd_seg_cookie_ok(s)))
@@ -117,7 +104,7 @@ void nd_free_slow(void *p, nd_segment *s, nd_page *pg)
         return;
     }
     if (s->kind == ND_SEG_LARGE) {
-        nd_free_large(s, pg, p);
+        nd_thread_count_free(false, nd_large_free(s, pg, p));
         return;
     }
     if (s->kind != ND_SEG_SMALL && s->kind != ND_SEG_MEDIUM)

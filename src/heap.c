@@ -310,8 +310,8 @@ void nd_heap_purge(nd_heap *h, uint64_t now, bool all)
     nd_assert2(nd_heap_is_valid(h));
 }
 
-/* Gives the segments h keeps for reuse (its spares and free large
-   segments) back to their node: all of them, or those unused for the delay. */
+/* Gives the segments h keeps for reuse (its spares) back to their node:
+   all of them, or those unused for the delay. */
 static void nd_heap_release_kept(nd_heap *h, uint64_t now, bool all)
 {
     uint64_t delay = (uint64_t)nd_opt(ND_OPT_purge_delay);
@@ -323,7 +323,6 @@ static void nd_heap_release_kept(nd_heap *h, uint64_t now, bool all)
             nd_heap_seg_release(h, s);
         }
     }
-    nd_large_cache_release(&h->large, now, all);
 }
 
 void nd_heap_maintain(nd_heap *h, uint64_t now, bool force)

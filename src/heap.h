@@ -22,7 +22,6 @@
 #include <stdint.h>
 #include "config.h"
 #include "counters.h"
-#include "large.h"
 #include "list.h"
 #include "page.h"
 #include "segment.h"
@@ -80,7 +79,6 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_heap {
     nd_seg_queue    used[2];
     nd_segment     *spare[2];
     uint64_t        spare_since[2];     /* ms */
-    nd_large_cache  large;
     uint64_t        clock_ms;           /* the clock when maintenance last looked */
     uint64_t        epoch;              /* the heap's own clock: slow-path events */
     size_t          purge_pending;

@@ -7,12 +7,13 @@
  * process is marked ready, so a nested malloc simply works.
  *
  * Fork: prepare takes every nodal lock (order: threads list -> shared heaps
- * -> nodes -> meta); the parent releases them; the child releases them after
+ * -> large-block pools -> nodes -> meta); the parent releases them; the child releases them after
  * folding the tcaches of the threads that did not survive (see thread.c).
  */
 #include "init.h"
 
 #include <pthread.h>
+#include "large.h"
 #include "meta.h"
 #include "node.h"
 #include "options.h"
@@ -31,6 +32,7 @@ static void nd_fork_prepare(void)
     if (nd_load_acquire(&nd_process_state) != 2)
         return;
     nd_thread_lock_all();
+    nd_large_lock_all();
     nd_node_lock_all();
     nd_meta_lock_all();
 }
@@ -41,6 +43,7 @@ static void nd_fork_parent(void)
         return;
     nd_meta_unlock_all();
     nd_node_unlock_all();
+    nd_large_unlock_all();
     nd_thread_unlock_all();
 }
 
@@ -50,6 +53,7 @@ static void nd_fork_child(void)
         return;
     nd_meta_unlock_all();
     nd_node_unlock_all();
+    nd_large_unlock_all();
     nd_thread_fork_child();
     nd_thread_unlock_all();
 }
@@ -65,6 +69,7 @@ void nd_process_init(void)
         nd_seg_init();
         nd_page_keys_init();
         nd_node_init();
+        nd_large_init();
         nd_thread_process_init();
         if (nd_opt(ND_OPT_stats) > 0)
             nd_os_keep_stderr();

@@ -1,13 +1,36 @@
 /*
- * large.c - large blocks (see large.h): one per segment, from the owner's
- * cache of free large segments or its node's.
+ * large.c - large blocks (see large.h): runs of 64 KiB chunks in LARGE
+ * segments, one pool of segments per (node, kind), each under its own lock.
+ *
+ * Locks: a pool's lock is taken alone: segments come from and go back to
+ * the node cache (node.c) with it released, and node-bound chunks are
+ * populated and checked with it released too (their run is reserved first).
  */
 #include "large.h"
 
 #include <errno.h>
+#include "list.h"
+#include "msg.h"
 #include "node.h"
 #include "options.h"
 #include "os.h"
+#include "topo.h"
+
+typedef struct nd_aligned(ND_CACHE_LINE) nd_large_pool {
+    nd_lock_t lock;
+    ND_LIST(nd_segment) segs;
+    uint32_t  empty;    /* segments with no block */
+    size_t    hint;     /* segs.count, also read without the lock (atomics) */
+} nd_large_pool;
+
+static nd_large_pool nd_large_pools[ND_MAX_NODES][2];
+
+void nd_large_init(void)
+{
+    for (int n = 0; n < ND_MAX_NODES; n++)
+        for (int b = 0; b < 2; b++)
+            nd_lock_init(&nd_large_pools[n][b].lock);
+}
 
 static size_t nd_round_os(size_t n)
 {
@@ -15,106 +38,279 @@ static size_t nd_round_os(size_t n)
     return (n + ps - 1) & ~(ps - 1);
 }
 
-void *nd_large_alloc(nd_large_cache *cache, struct nd_heap *owner, uintptr_t tid, int node, bool bound,
-                     size_t size, size_t alignment, size_t *bytes)
+static unsigned nd_chunks_of(size_t bytes) { return (unsigned)((bytes + ND_CHUNK_SIZE - 1) >> ND_CHUNK_SHIFT); }
+
+/* The first run of k free chunks of s starting at a multiple of step (> 0,
+   never chunk 0); 64 if none. */
+static unsigned nd_large_find(const nd_segment *s, unsigned k, unsigned step)
 {
-    size_t offset = ND_SEG_HEADER_SIZE;
-    if (alignment > offset)
-        offset = alignment;   /* alignments are powers of two <= 2 MiB here */
-    size_t need = nd_round_os(size == 0 ? 1 : size);
-    if (offset + need > ND_SEG_SIZE) {
-        errno = ENOMEM;
-        return NULL;
+    uint64_t free = s->free_mask;
+    for (unsigned i = step; i + k <= 64; i += step) {
+        uint64_t run = nd_mask_range(i, i + k - 1);
+        if ((free & run) == run)
+            return i;
+        if (step == 1) {
+            /* Skip past the taken chunk that broke the run. */
+            uint64_t taken = run & ~free;
+            i = 63u - (unsigned)__builtin_clzll(taken);
+        }
     }
-    nd_segment *s = NULL;
-    if (cache->first != NULL) {
-        s = cache->first;
-        cache->first = s->next;
-        s->next = NULL;
-        cache->count--;
-    } else {
-        s = nd_node_seg_get(node, bound, ND_SEG_LARGE);
-        if (s == NULL)
-            return NULL;
-    }
-    uint8_t *start = (uint8_t *)s + offset;
-    if (nd_seg_commit(s, start, need) != 0) {
-        nd_node_seg_put(s);
-        errno = ENOMEM;
-        return NULL;
-    }
-    s->purge_mask = 0;
-    s->free_mask = 0;
-    s->used_pages = 1;
-    nd_page *pg = &s->pages[0];
-    pg->block_size = (uint32_t)need;
-    pg->reserved = pg->capacity = pg->used = 1;
-    pg->start = start;
-    pg->cls = ND_CLASS_COUNT;
-    nd_store_relaxed(&pg->in_use, 1);
-    nd_store_relaxed(&pg->heap, owner);
-    nd_store_release(&pg->key, tid | ND_KEY_LARGE);
-    nd_gauge_active((long)need);
-    *bytes = need;
-    return start;
+    return 64;
 }
 
-size_t nd_large_free(nd_segment *s, nd_page *pg, nd_large_cache *cache)
+/* Makes chunks `run` of s a block of `need` bytes starting at chunk i.
+   Under the pool lock. */
+static void *nd_large_take(nd_large_pool *pool, nd_segment *s, unsigned i, unsigned k, size_t need)
 {
-    size_t bytes = pg->block_size;
-    nd_store_relaxed(&pg->in_use, 0);
-    nd_store_release(&pg->key, ND_KEY_NONE);
+    uint64_t run = nd_mask_range(i, i + k - 1);
+    s->free_mask &= ~run;
+    s->purge_mask &= ~run;   /* reused before its purge: keep it */
+    if (s->used_pages++ == 0)
+        pool->empty--;
+    nd_page *pg = &s->pages[i];
+    pg->start = (uint8_t *)s + ((size_t)i << ND_CHUNK_SHIFT);
+    pg->block_size = (uint32_t)need;
+    pg->reserved = (uint16_t)k;
+    pg->capacity = pg->used = 1;
+    pg->cls = ND_CLASS_COUNT;
     pg->heap = NULL;
-    s->used_pages = 0;
-    s->free_mask = 1;
-    nd_gauge_active(-(long)bytes);
-    if (cache != NULL && cache->count < ND_LARGE_CACHE_MAX && nd_opt(ND_OPT_purge_delay) > 0) {
-        s->cached_at = nd_os_now_ms();
-        s->next = cache->first;
-        cache->first = s;
-        cache->count++;
-        return bytes;
+    pg->key = ND_KEY_LARGE;
+    nd_store_release(&pg->in_use, 1);
+    return pg->start;
+}
+
+/* Gives chunks [i, i+k) of s back to the segment (a block freed, or a tail
+   cut off); their memory is purged after the delay. Under the pool lock. */
+static void nd_large_give(nd_segment *s, unsigned i, unsigned k, uint64_t now)
+{
+    uint64_t run = nd_mask_range(i, i + k - 1);
+    s->free_mask |= run;
+    uint64_t dirty = run & s->committed;
+    if (dirty == 0)
+        return;
+    if (nd_opt(ND_OPT_purge_delay) == 0) {
+        nd_seg_purge(s, dirty);
+        return;
     }
-    nd_node_seg_put(s);
+    s->purge_mask |= dirty;
+    s->purge_at = now + (uint64_t)nd_opt(ND_OPT_purge_delay);
+}
+
+/* Commits the chunks of [p, p+len) that are not yet: plain memory just says
+   so; node-bound memory is populated and checked with the lock released
+   (the run is reserved, so nobody else touches those chunks). */
+static int nd_large_commit(nd_large_pool *pool, nd_segment *s, const void *p, size_t len)
+{
+    uint64_t todo = nd_seg_chunks(s, p, len) & ~s->committed;
+    if (todo == 0)
+        return 0;
+    if (!s->bound) {
+        s->committed |= todo;
+        nd_gauge_add(committed, (size_t)nd_popcount64(todo) << ND_CHUNK_SHIFT);
+        return 0;
+    }
+    nd_unlock(&pool->lock);
+    uint64_t m = todo, done = 0;
+    int rc = 0;
+    while (m != 0) {
+        unsigned a, b;
+        nd_mask_first_run(m, &a, &b);
+        rc = nd_seg_commit_bound((uint8_t *)s + ((size_t)a << ND_CHUNK_SHIFT),
+                                 (size_t)(b - a + 1) << ND_CHUNK_SHIFT, s->node);
+        if (rc != 0)
+            break;   /* that run was purged again; the ones before stay */
+        done |= nd_mask_range(a, b);
+        m &= ~nd_mask_range(a, b);
+    }
+    nd_lock(&pool->lock);
+    s->committed |= done;
+    nd_gauge_add(committed, (size_t)nd_popcount64(done) << ND_CHUNK_SHIFT);
+    return rc;
+}
+
+void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t *bytes)
+{
+    size_t need = nd_round_os(size == 0 ? 1 : size);
+    unsigned k = nd_chunks_of(need);
+    unsigned step = alignment > ND_CHUNK_SIZE ? (unsigned)(alignment >> ND_CHUNK_SHIFT) : 1;
+    if (k > 63 || step >= 64) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    nd_large_pool *pool = &nd_large_pools[node][bound ? 1 : 0];
+    nd_lock(&pool->lock);
+    for (;;) {
+        nd_segment *s;
+        unsigned i = 64;
+        for (s = pool->segs.first; s != NULL; s = s->next)
+            if ((i = nd_large_find(s, k, step)) < 64)
+                break;
+        if (s == NULL) {
+            nd_unlock(&pool->lock);
+            s = nd_node_seg_get(node, bound, ND_SEG_LARGE);
+            if (s == NULL)
+                return NULL;
+            s->free_mask &= ~(uint64_t)1;   /* chunk 0: the header */
+            nd_lock(&pool->lock);
+            nd_list_push_front(&pool->segs, s);
+            nd_add_relaxed(&pool->hint, 1);
+            pool->empty++;
+            continue;
+        }
+        void *p = nd_large_take(pool, s, i, k, need);
+        if (nd_large_commit(pool, s, p, need) != 0) {
+            /* The node is full (strict placement): give the run back. */
+            nd_page *pg = &s->pages[i];
+            nd_store_relaxed(&pg->in_use, 0);
+            pg->key = ND_KEY_NONE;
+            nd_large_give(s, i, k, nd_os_now_ms());
+            if (--s->used_pages == 0)
+                pool->empty++;
+            nd_unlock(&pool->lock);
+            errno = ENOMEM;
+            return NULL;
+        }
+        nd_unlock(&pool->lock);
+        nd_gauge_active((long)need);
+        *bytes = need;
+        return p;
+    }
+}
+
+size_t nd_large_free(nd_segment *s, nd_page *pg, void *p)
+{
+    nd_large_pool *pool = &nd_large_pools[s->node][s->bound ? 1 : 0];
+    nd_lock(&pool->lock);
+    if (!pg->in_use || pg->start != (uint8_t *)p) {
+        int used = pg->in_use;
+        nd_unlock(&pool->lock);
+        nd_misuse("free", used ? "invalid pointer (not the start of a block)"
+                               : "double free or invalid pointer (block not in use)", p);
+    }
+    size_t bytes = pg->block_size;
+    unsigned i = pg->index, k = pg->reserved;
+    nd_store_relaxed(&pg->in_use, 0);
+    pg->key = ND_KEY_NONE;
+    nd_large_give(s, i, k, nd_os_now_ms());
+    nd_segment *release = NULL;
+    if (--s->used_pages == 0) {
+        if (pool->empty < ND_LARGE_SPARE) {
+            pool->empty++;
+        } else {
+            nd_list_remove(&pool->segs, s);
+            nd_sub_relaxed(&pool->hint, 1);
+            release = s;
+        }
+    }
+    nd_unlock(&pool->lock);
+    nd_gauge_active(-(long)bytes);
+    if (release != NULL)
+        nd_node_seg_put(release);   /* purged there, or cached with its memory for a while */
     return bytes;
 }
 
 bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
 {
     size_t need = nd_round_os(size == 0 ? 1 : size);
-    uint8_t *end = (uint8_t *)s + ND_SEG_SIZE;
-    if (pg->start + need > end)
+    unsigned k2 = nd_chunks_of(need);
+    nd_large_pool *pool = &nd_large_pools[s->node][s->bound ? 1 : 0];
+    nd_lock(&pool->lock);
+    unsigned i = pg->index, k = pg->reserved;
+    if (!pg->in_use || i + k2 > 64) {
+        nd_unlock(&pool->lock);
         return false;
-    if (need > pg->block_size) {
-        if (nd_seg_commit(s, pg->start, need) != 0)
+    }
+    if (k2 > k) {
+        uint64_t more = nd_mask_range(i + k, i + k2 - 1);
+        if ((s->free_mask & more) != more) {
+            nd_unlock(&pool->lock);
             return false;
-    } else if (need < pg->block_size) {
-        /* Give back whole chunks past the new end. */
-        size_t off = (size_t)(pg->start + need - (uint8_t *)s);
-        size_t first_free_chunk = (off + ND_CHUNK_SIZE - 1) >> ND_CHUNK_SHIFT;
-        uint64_t tail = first_free_chunk >= 64 ? 0 : nd_mask_range((unsigned)first_free_chunk, 63);
-        if (tail & s->committed)
-            nd_seg_purge(s, tail);
+        }
+        s->free_mask &= ~more;
+        s->purge_mask &= ~more;
+        pg->reserved = (uint16_t)k2;   /* reserved before a bound commit drops the lock */
+        if (nd_large_commit(pool, s, pg->start, need) != 0) {
+            pg->reserved = (uint16_t)k;
+            nd_large_give(s, i + k, k2 - k, nd_os_now_ms());
+            nd_unlock(&pool->lock);
+            return false;
+        }
+    } else if (k2 < k) {
+        nd_large_give(s, i + k2, k - k2, nd_os_now_ms());
+        pg->reserved = (uint16_t)k2;
     }
     *delta = (long)need - (long)pg->block_size;
-    nd_gauge_active(*delta);
     pg->block_size = (uint32_t)need;
+    nd_unlock(&pool->lock);
+    nd_gauge_active(*delta);
     return true;
 }
 
-void nd_large_cache_release(nd_large_cache *cache, uint64_t now, bool all)
+void nd_large_maintain(uint64_t now, bool force)
 {
-    uint64_t delay = (uint64_t)nd_opt(ND_OPT_purge_delay);
-    nd_segment **pp = &cache->first;
-    while (*pp) {
-        nd_segment *s = *pp;
-        if (all || now >= s->cached_at + delay) {
-            *pp = s->next;
-            s->next = NULL;
-            cache->count--;
-            nd_node_seg_put(s);
-        } else {
-            pp = &s->next;
+    for (int n = 0; n < nd_topo.mem_count; n++) {
+        int node = nd_topo.mem_ids[n];
+        for (int b = 0; b < 2; b++) {
+            nd_large_pool *pool = &nd_large_pools[node][b];
+            if (nd_load_relaxed(&pool->hint) == 0)
+                continue;
+            nd_lock(&pool->lock);
+            for (nd_segment *s = pool->segs.first; s != NULL; s = s->next)
+                if (s->purge_mask != 0 && (force || now >= s->purge_at))
+                    nd_seg_purge(s, s->purge_mask);
+            nd_unlock(&pool->lock);
         }
     }
+}
+
+void nd_large_lock_all(void)
+{
+    for (int n = 0; n < nd_topo.mem_count; n++)
+        for (int b = 0; b < 2; b++)
+            nd_lock(&nd_large_pools[nd_topo.mem_ids[n]][b].lock);
+}
+
+void nd_large_unlock_all(void)
+{
+    for (int n = nd_topo.mem_count - 1; n >= 0; n--)
+        for (int b = 1; b >= 0; b--)
+            nd_unlock(&nd_large_pools[nd_topo.mem_ids[n]][b].lock);
+}
+
+bool nd_large_is_valid(void)
+{
+    bool ok = true;
+    for (int n = 0; n < nd_topo.mem_count && ok; n++) {
+        int node = nd_topo.mem_ids[n];
+        for (int b = 0; b < 2 && ok; b++) {
+            nd_large_pool *pool = &nd_large_pools[node][b];
+            nd_lock(&pool->lock);
+            uint32_t empty = 0;
+            size_t count = 0;
+            for (nd_segment *s = pool->segs.first; s != NULL && ok; s = s->next, count++) {
+                ok = s->kind == ND_SEG_LARGE && s->node == node && s->bound == b && (s->free_mask & 1) == 0 &&
+                     (s->purge_mask & ~s->free_mask) == 0 && nd_seg_is_valid(s);
+                uint64_t covered = 1;
+                uint32_t blocks = 0;
+                for (unsigned i = 1; i < 64 && ok; i++) {
+                    const nd_page *pg = &s->pages[i];
+                    if (!pg->in_use)
+                        continue;
+                    uint64_t run = nd_mask_range(i, i + pg->reserved - 1u);
+                    ok = pg->reserved >= 1 && i + pg->reserved <= 64 && (covered & run) == 0 &&
+                         pg->start == (uint8_t *)s + ((size_t)i << ND_CHUNK_SHIFT) &&
+                         nd_chunks_of(pg->block_size) <= pg->reserved;
+                    covered |= run;
+                    blocks++;
+                }
+                ok = ok && blocks == s->used_pages && (covered | s->free_mask) == ~(uint64_t)0 &&
+                     (covered & s->free_mask) == 0;
+                empty += s->used_pages == 0;
+            }
+            ok = ok && empty == pool->empty && empty <= ND_LARGE_SPARE && count == pool->segs.count &&
+                 count == nd_load_relaxed(&pool->hint);
+            nd_unlock(&pool->lock);
+        }
+    }
+    return ok;
 }

@@ -1,13 +1,28 @@
 /*
- * large.h - large blocks: above the largest size class and small enough to
- * share a 4 MiB segment with its header; one block per segment, sized to
- * whole OS pages. A freed large segment goes to its owner heap's small
- * cache of free large segments (no lock) when the owner frees it, to its
- * node's cache otherwise.
+ * large.h - large blocks: above the largest size class (128 KiB) and below
+ * ND_LARGE_MAX (1 MiB), many to a segment. A LARGE segment is cut into 64
+ * chunks of 64 KiB; chunk 0 holds the header, and a large block takes a run
+ * of whole chunks (it touches only the OS pages of its size). The
+ * segments of each kind of memory (plain memory of a node, memory bound to
+ * a node) form a pool shared by every thread, under the pool's lock: any
+ * thread allocates from it and any thread frees into it, so a block freed
+ * by another thread is reusable at once and no memory waits for an owner.
  *
- * A large page descriptor: reserved = capacity = used = 1, block_size = the
- * block's usable bytes (OS-page multiple), start = the block, key = owner
- * id | ND_KEY_LARGE (so every free takes the slow path), heap = the owner.
+ *   seg  +0        +64 KiB          +320 KiB        +512 KiB     +4 MiB
+ *   | header     | block A (4 chunks)  | free ...   | block B | ... |
+ *
+ * Descriptor of a large block: pages[i] of its first chunk i: in_use = 1,
+ * start = the block (the chunk's start), block_size = its usable bytes (a
+ * multiple of the OS page), reserved = its chunks, cls = ND_CLASS_COUNT,
+ * key = ND_KEY_LARGE (every free takes the slow path). The descriptors of
+ * its other chunks are not in use, so a pointer into the middle of a block
+ * is told apart from its start.
+ *
+ * Invariants (under the pool lock): a pool's segments are kind LARGE, of
+ * the pool's node and kind; free_mask bit i set <=> chunk i belongs to no
+ * block (bit 0, the header, never); used_pages = blocks in the segment; at
+ * most ND_LARGE_SPARE segments of a pool have no block; purge_mask holds
+ * committed chunks of no block, purged once purge_at has passed.
  */
 #ifndef ND_LARGE_H
 #define ND_LARGE_H
@@ -17,41 +32,32 @@
 #include <stdint.h>
 #include "segment.h"
 
-#define ND_LARGE_CACHE_MAX 2
+#define ND_LARGE_SPARE 1   /* empty segments a pool keeps */
 
-/* Free large segments a heap keeps for its next large blocks.
-   Invariant: count == length of the list through segment->next; each is
-   kind LARGE with no page in use. */
-typedef struct nd_large_cache {
-    nd_segment *first;
-    uint32_t    count;
-} nd_large_cache;
-
-struct nd_heap;
-
-/* A large block of `size` bytes, aligned to `alignment` (0 or a power of two
-   <= 2 MiB), for the heap `owner` (thread id `tid`) whose memory is (node,
-   bound). *bytes = its usable size. NULL with errno = ENOMEM. */
-void  *nd_large_alloc(nd_large_cache *cache, struct nd_heap *owner, uintptr_t tid, int node, bool bound,
-                      size_t size, size_t alignment, size_t *bytes) nd_hidden;
-/* Frees the large block of s; keeps the segment in `cache` (the owner's, or
-   NULL when another thread frees). Returns the block's bytes. */
-size_t nd_large_free(nd_segment *s, nd_page *pg, nd_large_cache *cache) nd_hidden;
-/* Resizes a large block in place; false if it does not fit its segment.
-   *delta = the change in its bytes. */
+void   nd_large_init(void) nd_hidden;
+/* A large block of `size` bytes, aligned to `alignment` (0 or a power of
+   two up to 2 MiB), of (node, bound) memory. *bytes = its usable size.
+   NULL with errno = ENOMEM. */
+void  *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t *bytes) nd_hidden;
+/* Frees the large block p (any thread); its chunks are purged after the
+   delay. Returns the block's bytes. Aborts on a double free or a pointer
+   that is not a block start. */
+size_t nd_large_free(nd_segment *s, nd_page *pg, void *p) nd_hidden;
+/* Resizes a large block in place (the chunks after it when it grows);
+   false if they are taken. *delta = the change in its bytes. */
 bool   nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta) nd_hidden;
-/* Gives cached segments back to their node: all, or those cached for the
-   purge delay. */
-void   nd_large_cache_release(nd_large_cache *cache, uint64_t now, bool all) nd_hidden;
-/* Will a block of `size` bytes aligned to `alignment` fit a large segment? */
+/* Purges freed chunks whose delay has passed (all of them when force). */
+void   nd_large_maintain(uint64_t now, bool force) nd_hidden;
+/* Will a block of `size` bytes aligned to `alignment` be a large block? */
 static inline bool nd_large_fits(size_t size, size_t alignment)
 {
-    if (size > ND_LARGE_MAX || alignment > ND_SEG_SIZE / 2)
-        return false;
-    size_t offset = (ND_SEG_HEADER_SIZE + alignment - 1) & ~(alignment - 1);
-    if (alignment == 0)
-        offset = ND_SEG_HEADER_SIZE;
-    return offset + size <= ND_SEG_SIZE;
+    return size <= ND_LARGE_MAX && alignment <= ND_SEG_SIZE / 2;
 }
+
+/* fork(): the pools' locks. */
+void   nd_large_lock_all(void) nd_hidden;
+void   nd_large_unlock_all(void) nd_hidden;
+/* Debug check of every pool's invariants; takes the locks. */
+bool   nd_large_is_valid(void) nd_hidden;
 
 #endif /* ND_LARGE_H */

@@ -232,9 +232,10 @@ void nd_seg_format(nd_segment *s, int kind)
 {
     nd_assert(kind == ND_SEG_SMALL || kind == ND_SEG_MEDIUM || kind == ND_SEG_LARGE);
     s->kind = (uint8_t)kind;
+    /* LARGE: the descriptors are per 64 KiB chunk; a block takes a run. */
     unsigned shift = kind == ND_SEG_SMALL ? ND_SMALL_PAGE_SHIFT
-                   : kind == ND_SEG_MEDIUM ? ND_MEDIUM_PAGE_SHIFT : ND_SEG_SHIFT;
-    nd_seg_set_geometry(s, shift, kind == ND_SEG_LARGE ? 1 : (unsigned)(ND_SEG_SIZE >> shift));
+                   : kind == ND_SEG_MEDIUM ? ND_MEDIUM_PAGE_SHIFT : ND_CHUNK_SHIFT;
+    nd_seg_set_geometry(s, shift, (unsigned)(ND_SEG_SIZE >> shift));
     s->used_pages = 0;
     s->free_mask = nd_mask_range(0, s->page_count - 1u);
     s->owner = NULL;
@@ -266,7 +267,15 @@ bool nd_seg_is_valid(const nd_segment *s)
     for (unsigned i = 0; i < s->page_count; i++) {
         const nd_page *pg = &s->pages[i];
         bool is_free = (s->free_mask >> i) & 1;
-        if (pg->index != i || is_free == (nd_load_relaxed(&pg->in_use) != 0))
+        if (pg->index != i)
+            return false;
+        if (s->kind == ND_SEG_LARGE) {   /* a block covers a run; its first chunk's descriptor is in use */
+            if (is_free && nd_load_relaxed(&pg->in_use))
+                return false;
+            in_use += nd_load_relaxed(&pg->in_use) != 0;
+            continue;
+        }
+        if (is_free == (nd_load_relaxed(&pg->in_use) != 0))
             return false;
         in_use += !is_free;
     }

@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <string.h>
 #include "huge.h"
+#include "large.h"
 #include "meta.h"
 #include "node.h"
 #include "options.h"
@@ -313,6 +314,8 @@ static void nd_thread_maintain(nd_thread *t, bool force)
         nd_heap_maintain(&tcs[i]->heap, now, force);
         nd_assert2(nd_tcache_is_valid(tcs[i]));
     }
+    nd_large_maintain(now, force);
+    nd_assert2(nd_large_is_valid());
     nd_node_maintain(force ? ND_SWEEP_ALL : ND_SWEEP_PERIODIC);
 }
 
@@ -341,6 +344,7 @@ void nd_thread_collect(bool purge_all)
         nd_tcache_gc(tcs[i], purge_all);
         nd_heap_collect(&tcs[i]->heap, now, purge_all);
     }
+    nd_large_maintain(now, purge_all);
 }
 
 /* ---- the slow path by size ---------------------------------------------------- */
@@ -349,7 +353,7 @@ static void *nd_thread_large(nd_tcache *tc, size_t size, size_t alignment)
 {
     nd_heap *h = &tc->heap;
     size_t bytes;
-    void *p = nd_large_alloc(&h->large, h, h->tid, h->node, h->bound, size, alignment, &bytes);
+    void *p = nd_large_alloc(h->node, h->bound, size, alignment, &bytes);
     if (p != NULL) {
         nd_count_inc(&h->stats.large_allocs);
         nd_count_add(&h->stats.large_bytes_allocated, bytes);

@@ -9,6 +9,7 @@
  * keeps the system malloc.
  */
 #include <stdint.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -122,11 +123,110 @@ static void no_huge_mapping_is_kept_when_purge_delay_is_0(void)
     EXPECT(atof(c.out) == 0, "no freed huge mapping kept with purge_delay=0, huge_cached_bytes %s", c.out);
 }
 
+/* Large blocks (above 128 KiB, below 1 MiB) share segments: 20 blocks of
+   200 KiB take two segments, not twenty. */
+static void large_blocks_share_segments(void)
+{
+    enum { N = 20 };
+    static void *b[N];
+    nodal_collect(1);
+    double seg0 = total("segments");
+    for (int i = 0; i < N; i++) {
+        b[i] = nodal_malloc(200 << 10);
+        EXPECT(b[i] != NULL, "nodal_malloc(200 KiB) to succeed");
+        memset(b[i], i, 200 << 10);
+    }
+    double segs = total("segments") - seg0;
+    EXPECT(segs <= 2, "20 blocks of 200 KiB to take at most 2 new segments, took %.0f", segs);
+    for (int i = 0; i < N; i++) {
+        for (size_t j = 0; j < (200 << 10); j += 4096)
+            EXPECT(((unsigned char *)b[i])[j] == (unsigned char)i, "block %d byte %zu intact", i, j);
+        nodal_free(b[i]);
+    }
+}
+
+/* realloc grows a large block in place while the chunks after it are free,
+   and shrinks it in place. */
+static void realloc_resizes_a_large_block_in_place(void)
+{
+    nodal_collect(1);
+    unsigned char *p = nodal_malloc(150 << 10);
+    EXPECT(p != NULL, "nodal_malloc(150 KiB) to succeed");
+    memset(p, 0x5a, 150 << 10);
+    for (size_t size = 200 << 10; size <= (900 << 10); size += 100 << 10) {
+        unsigned char *q = nodal_realloc(p, size);
+        EXPECT(q == p, "realloc(p, %zu KiB) to grow in place (the chunks after it are free)", size >> 10);
+        EXPECT(nodal_usable_size(q) >= size, "usable size %zu >= %zu", nodal_usable_size(q), size);
+    }
+    unsigned char *q = nodal_realloc(p, 140 << 10);
+    EXPECT(q == p, "realloc to 140 KiB to shrink in place");
+    for (size_t j = 0; j < (140 << 10); j += 512)
+        EXPECT(q[j] == 0x5a, "byte %zu kept through the resizes", j);
+    nodal_free(q);
+}
+
+/* Under an address-space limit of 200 MiB (ulimit -v), 1 MiB blocks fill
+   most of it; once they fail, small allocations still succeed, and freeing
+   half the large ones lets large ones succeed again. In a child: the limit
+   stays there. */
+static void emit_address_space_limit(void)
+{
+    struct rlimit lim = { (rlim_t)200 << 20, (rlim_t)200 << 20 };
+    EXPECT(setrlimit(RLIMIT_AS, &lim) == 0, "setrlimit(RLIMIT_AS) to work");
+    static void *small[100], *big[400];
+    for (int i = 0; i < 100; i++)
+        small[i] = nodal_malloc(64);
+    int n = 0;
+    while (n < 400 && (big[n] = nodal_malloc(MiB)) != NULL)
+        n++;
+    int small_ok = 0;
+    for (int i = 0; i < 1000; i++) {
+        void *p = nodal_malloc(64);
+        small_ok += p != NULL;
+        if (i % 2 == 0)
+            nodal_free(p);
+    }
+    for (int i = 0; i < n; i += 2)
+        nodal_free(big[i]);
+    int refill = 0;
+    for (int i = 0; i < n; i += 2)
+        refill += (big[i] = nodal_malloc(MiB)) != NULL;
+    printf("%d %d %d\n", n, small_ok, refill);
+    (void)small;
+}
+
+static void address_space_limit_leaves_small_allocations_working(void)
+{
+#ifdef ND_TEST_SANITIZER
+    SKIP("a sanitizer reserves terabytes of address space: no limit of 200 MiB can hold");
+#endif
+    static struct nd_child c;
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    EXPECT(len > 0, "/proc/self/exe to be readable");
+    self[len] = '\0';
+    char *argv[] = { self, (char *)"emit_address_space_limit", NULL };
+    nd_run_exec(argv, NULL, NULL, 120, &c);
+    EXPECT(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0, "the child to exit 0; it %s; stderr: %s",
+           nd_describe_status(c.status), c.err);
+    int n = 0, small_ok = 0, refill = 0;
+    EXPECT(sscanf(c.out, "%d %d %d", &n, &small_ok, &refill) == 3, "three counts, got \"%s\"", c.out);
+    /* The limit minus what a process holds at start (the library, the
+       segment map's 32 MiB, a first segment): glibc fits 195 here. */
+    EXPECT(n >= 120, "at least 120 blocks of 1 MiB under a 200 MiB address-space limit, got %d", n);
+    EXPECT(small_ok == 1000, "every 64-byte malloc to succeed once 1 MiB ones fail, %d of 1000 did", small_ok);
+    EXPECT(refill == (n + 1) / 2, "the %d 1 MiB blocks freed to be allocatable again, %d were", (n + 1) / 2, refill);
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(huge_blocks_in_a_loop_reuse_their_mapping),
     ND_CASE(calloc_of_a_reused_huge_mapping_is_zero),
     ND_CASE(freed_huge_mappings_are_bounded_and_drained),
     ND_CASE(no_huge_mapping_is_kept_when_purge_delay_is_0),
+    ND_CASE(large_blocks_share_segments),
+    ND_CASE(realloc_resizes_a_large_block_in_place),
+    ND_CASE(address_space_limit_leaves_small_allocations_working),
     ND_CASE(emit_cached_after_free_with_no_delay),
+    ND_CASE(emit_address_space_limit),
 };
 ND_MAIN(cases)
