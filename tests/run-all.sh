@@ -10,15 +10,21 @@
 #              (tests call nodal_* names, linked against nodal_prefix_san),
 #              ctest -L 'api|stress'
 #   3. tsan    the same in BUILDDIR-tsan with -DNODAL_SANITIZE=thread
-#   4. vm      tests/placement/run-vm.sh BUILDDIR, if that script exists
+#   4. fuzz    configure + build BUILDDIR-fuzz with clang and -DNODAL_FUZZ=ON
+#              (the core with libFuzzer coverage, ASan and UBSan), ctest -L fuzz:
+#              one bounded libFuzzer run per option set, in parallel
+#              (skipped when clang's libFuzzer is not installed)
+#   5. vm      tests/placement/run-vm.sh BUILDDIR, if that script exists
 #              (multi-node NUMA inside a VM; exit 77 = not available)
 #
 # Exit status: 0 if nothing failed (skips are listed, never counted as
 # passes), 1 otherwise. Logs: BUILDDIR/run-all-logs/.
 #
 # Environment: JOBS (parallel tests/builds, default nproc), ND_SKIP_SAN=1
-# (leave out tiers 2 and 3), ND_SKIP_VM=1 (leave out tier 4),
-# ND_ASAN_BUILD / ND_TSAN_BUILD (sanitizer build directories).
+# (leave out tiers 2 and 3), ND_SKIP_FUZZ=1 (leave out tier 4), ND_SKIP_VM=1
+# (leave out tier 5), ND_ASAN_BUILD / ND_TSAN_BUILD / ND_FUZZ_BUILD (their
+# build directories), ND_FUZZ_CC (the fuzz tier's compiler, default clang-14
+# or clang), ND_FUZZ_SECONDS (seconds per libFuzzer run, default 45).
 set -u
 
 if [ $# -lt 1 ]; then
@@ -30,6 +36,7 @@ build=$(cd "$1" 2>/dev/null && pwd) || { echo "run-all.sh: no build directory $1
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 asan_dir=${ND_ASAN_BUILD:-${build%/}-asan}
 tsan_dir=${ND_TSAN_BUILD:-${build%/}-tsan}
+fuzz_dir=${ND_FUZZ_BUILD:-${build%/}-fuzz}
 logs=$build/run-all-logs
 mkdir -p "$logs"
 start_all=$(date +%s)
@@ -74,10 +81,10 @@ run_ctest() {
 }
 
 # ---- 1. host tiers --------------------------------------------------------
-for label in unit api stress preload placement install cross; do
+for label in unit api stress preload placement install cross fuzz; do
     run_ctest "host/$label" "$build" -L "^$label\$"
 done
-run_ctest "host/unlabeled" "$build" -LE '^(unit|api|stress|preload|placement|install|cross)$'
+run_ctest "host/unlabeled" "$build" -LE '^(unit|api|stress|preload|placement|install|cross|fuzz)$'
 
 # ---- 2, 3. sanitizer builds ----------------------------------------------
 san_tier() {
@@ -102,7 +109,39 @@ else
     san_tier tsan thread "$tsan_dir"
 fi
 
-# ---- 4. the VM tier (tests/placement owns it) -----------------------------
+# ---- 4. the fuzz build: libFuzzer runs ---------------------------------------
+fuzz_tier() {
+    local t0=$(date +%s) log=$logs/fuzz-build.log cc=${ND_FUZZ_CC:-}
+    if [ -z "$cc" ]; then
+        cc=$(command -v clang-14 || command -v clang || true)
+    fi
+    local probe=$logs/fuzz-probe
+    if [ -z "$cc" ] || ! printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d; (void)n; return 0; }\n' \
+            | "$cc" -fsanitize=fuzzer,address -x c - -o "$probe" >/dev/null 2>&1; then
+        summary+=("fuzz|0|0|1|0|clang with libFuzzer not installed (apt-get install clang-14 libclang-rt-14-dev)")
+        return
+    fi
+    rm -f "$probe"
+    local cxx=${cc/clang/clang++}
+    echo "== fuzz: configure and build $fuzz_dir with $cc (log: $log)"
+    if ! { cmake -S "$src" -B "$fuzz_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNODAL_FUZZ=ON \
+                 -DNODAL_BENCH=OFF -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
+                 -DND_FUZZ_SECONDS="${ND_FUZZ_SECONDS:-45}" \
+           && cmake --build "$fuzz_dir" -j "$jobs" --target nd_fuzz_tests; } >"$log" 2>&1; then
+        tail -20 "$log" | sed 's/^/   /'
+        summary+=("fuzz|0|1|0|$(($(date +%s) - t0))|configure or build failed, see $log")
+        any_failed=1
+        return
+    fi
+    run_ctest "fuzz" "$fuzz_dir" -L '^fuzz$'
+}
+if [ "${ND_SKIP_FUZZ:-0}" = 1 ]; then
+    summary+=("fuzz|0|0|1|0|left out (ND_SKIP_FUZZ=1)")
+else
+    fuzz_tier
+fi
+
+# ---- 5. the VM tier (tests/placement owns it) -----------------------------
 vm=$src/tests/placement/run-vm.sh
 if [ "${ND_SKIP_VM:-0}" = 1 ]; then
     summary+=("vm|0|0|1|0|left out (ND_SKIP_VM=1)")
