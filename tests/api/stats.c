@@ -15,10 +15,12 @@
  * malloc, so between two snapshots only the test's nodal_* calls count.
  */
 #include <stdint.h>
+#include <sys/resource.h>
 
 #include "check.h"
 #include "json.h"
 #include "nodal.h"
+#include "proc.h"
 
 #define KEY_CLASSES  "classes"
 #define KEY_SIZE     "size"
@@ -219,11 +221,62 @@ static void emit_stats_json(void)
     nodal_free(q);
 }
 
+/* Allocates `size` until 50 requests failed under a tight address-space
+   limit (the child only), then compares `allocated` with the blocks it got. */
+static void failed_allocations_child(void *arg)
+{
+    size_t size = *(size_t *)arg;
+    void *warm = nodal_malloc(size);
+    nodal_free(warm);
+    nodal_memory_info mi;
+    EXPECT(nodal_memory_info_get(&mi) == 0, "nodal_memory_info_get to return 0");
+    size_t before = mi.allocated, got = 0, failures = 0;
+    struct rlimit now;
+    getrlimit(RLIMIT_AS, &now);
+    /* Room for 64 MiB more than the process maps now. */
+    size_t vm = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f || fscanf(f, "%zu", &vm) != 1)
+        _exit(4);
+    fclose(f);
+    struct rlimit tight = { vm * (size_t)sysconf(_SC_PAGESIZE) + ((size_t)64 << 20), now.rlim_max };
+    EXPECT(setrlimit(RLIMIT_AS, &tight) == 0, "setrlimit(RLIMIT_AS) to work (errno %d)", errno);
+    size_t tries = ((size_t)256 << 20) / size + 1000;   /* past the margin, whatever the size */
+    for (size_t i = 0; i < tries && failures < 50; i++) {
+        void *p = nodal_malloc(size);
+        if (p)
+            got += nodal_usable_size(p);
+        else
+            failures++;
+    }
+    EXPECT(failures > 0, "malloc(%zu) to fail under a 64 MiB address-space margin", size);
+    EXPECT(nodal_memory_info_get(&mi) == 0, "nodal_memory_info_get to return 0");
+    EXPECT(mi.allocated - before == got,
+           "allocated to grow by the %zu usable bytes of the blocks malloc(%zu) returned, not by "
+           "the %zu failed requests; it grew by %zu", got, size, failures, mi.allocated - before);
+}
+
+static void failed_allocations_do_not_count_in_allocated(void)
+{
+#ifdef ND_TEST_SANITIZER
+    SKIP("the sanitizer's shadow memory does not fit an address-space limit");
+#endif
+    static struct nd_child c;
+    size_t sizes[] = { 48, 3000, 100000, 1000000, 6000000 };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        nd_run_forked(failed_allocations_child, &sizes[i], 120, &c);
+        EXPECT(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
+               "a child that runs out of address space with %zu-byte requests to find "
+               "`allocated` exact; it %s: %s", sizes[i], nd_describe_status(c.status), c.err);
+    }
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(stats_count_exactly_n_requests_and_frees_in_the_class_of_s),
     ND_CASE(stats_json_is_one_valid_object_with_the_documented_keys),
     ND_CASE(stats_json_reports_its_length_like_snprintf),
     ND_CASE(stats_print_brief_is_one_summary_line_with_mallocs),
+    ND_CASE(failed_allocations_do_not_count_in_allocated),
     ND_CASE(emit_stats_json),
 };
 ND_MAIN(cases)
