@@ -14,6 +14,7 @@
  * Linked against the prefix library: the test's own stdio keeps the system
  * malloc, so between two snapshots only the test's nodal_* calls count.
  */
+#include <pthread.h>
 #include <stdint.h>
 #include <sys/resource.h>
 
@@ -271,12 +272,39 @@ static void failed_allocations_do_not_count_in_allocated(void)
     }
 }
 
+/* Found by the fuzzer: a large block freed by a thread whose first nodal
+   call is that free stayed in `allocated` for good. */
+static void *free_in_fresh_thread(void *p)
+{
+    nodal_free(p);
+    return NULL;
+}
+
+static void blocks_freed_by_a_thread_that_never_allocated_leave_allocated(void)
+{
+    size_t sizes[] = { 100, 100000, (size_t)1 << 20, (size_t)8 << 20 };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        nodal_memory_info mi;
+        EXPECT(nodal_memory_info_get(&mi) == 0, "nodal_memory_info_get to return 0");
+        size_t before = mi.allocated;
+        void *p = nodal_malloc(sizes[i]);
+        EXPECT(p != NULL, "nodal_malloc(%zu) to succeed", sizes[i]);
+        pthread_t t;
+        EXPECT(pthread_create(&t, NULL, free_in_fresh_thread, p) == 0, "pthread_create to work");
+        pthread_join(t, NULL);
+        EXPECT(nodal_memory_info_get(&mi) == 0, "nodal_memory_info_get to return 0");
+        EXPECT(mi.allocated == before, "allocated to be back at %zu once a new thread freed the "
+               "%zu-byte block; it is %zu", before, sizes[i], mi.allocated);
+    }
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(stats_count_exactly_n_requests_and_frees_in_the_class_of_s),
     ND_CASE(stats_json_is_one_valid_object_with_the_documented_keys),
     ND_CASE(stats_json_reports_its_length_like_snprintf),
     ND_CASE(stats_print_brief_is_one_summary_line_with_mallocs),
     ND_CASE(failed_allocations_do_not_count_in_allocated),
+    ND_CASE(blocks_freed_by_a_thread_that_never_allocated_leave_allocated),
     ND_CASE(emit_stats_json),
 };
 ND_MAIN(cases)
