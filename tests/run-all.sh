@@ -12,7 +12,7 @@
 #   3. tsan    the same in BUILDDIR-tsan with -DNODAL_SANITIZE=thread
 #   4. fuzz    configure + build BUILDDIR-fuzz with clang and -DNODAL_FUZZ=ON
 #              (the core with libFuzzer coverage, ASan and UBSan), ctest -L fuzz:
-#              one bounded libFuzzer run per option set, in parallel
+#              one bounded libFuzzer run per option set, two at a time
 #              (skipped when clang's libFuzzer is not installed)
 #   5. vm      tests/placement/run-vm.sh BUILDDIR, if that script exists
 #              (multi-node NUMA inside a VM; exit 77 = not available)
@@ -24,7 +24,7 @@
 # (leave out tiers 2 and 3), ND_SKIP_FUZZ=1 (leave out tier 4), ND_SKIP_VM=1
 # (leave out tier 5), ND_ASAN_BUILD / ND_TSAN_BUILD / ND_FUZZ_BUILD (their
 # build directories), ND_FUZZ_CC (the fuzz tier's compiler, default clang-14
-# or clang), ND_FUZZ_SECONDS (seconds per libFuzzer run, default 45).
+# or clang), ND_FUZZ_SECONDS (seconds per libFuzzer run, default 30).
 set -u
 
 if [ $# -lt 1 ]; then
@@ -126,7 +126,7 @@ fuzz_tier() {
     echo "== fuzz: configure and build $fuzz_dir with $cc (log: $log)"
     if ! { cmake -S "$src" -B "$fuzz_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNODAL_FUZZ=ON \
                  -DNODAL_BENCH=OFF -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
-                 -DND_FUZZ_SECONDS="${ND_FUZZ_SECONDS:-45}" \
+                 -DND_FUZZ_SECONDS="${ND_FUZZ_SECONDS:-30}" \
            && cmake --build "$fuzz_dir" -j "$jobs" --target nd_fuzz_tests; } >"$log" 2>&1; then
         tail -20 "$log" | sed 's/^/   /'
         summary+=("fuzz|0|1|0|$(($(date +%s) - t0))|configure or build failed, see $log")

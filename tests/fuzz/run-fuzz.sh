@@ -42,7 +42,7 @@ echo "== $fuzzer for $seconds s, NODAL_OPTIONS=\"$options\", corpus $work/corpus
 # -error_exitcode: libFuzzer's default (77) would read as "skipped" to ctest.
 # shellcheck disable=SC2086
 "$fuzzer" -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 -max_len=4096 \
-    -error_exitcode=1 -timeout_exitcode=1 -print_final_stats=1 \
+    -error_exitcode=1 -timeout_exitcode=1 -print_final_stats=1 -len_control=20 \
     -artifact_prefix="$work/artifacts/" ${ND_FUZZ_FLAGS:-} \
     "$work/corpus" $corpora >"$work/fuzz.log" 2>&1
 rc=$?
