@@ -11,7 +11,7 @@
  *
  * The process state carries over from one input to the next, as it does
  * under libFuzzer. When an input fails (the target aborts), the input being
- * run is written to $ND_FUZZ_ARTIFACTS (default: the current directory) as
+ * run (abort, SIGSEGV, SIGBUS) is written to $ND_FUZZ_ARTIFACTS (default: the current directory) as
  * crash-SEED-INDEX and its path printed, so random finds can be replayed:
  * replay the same --seed up to that input, or the file alone (most finds
  * reproduce from the file alone).
@@ -172,6 +172,8 @@ int main(int argc, char **argv)
     size_t max_len = 2048, runs = 0;
     int have_seed = 0, random_mode = 0;
     signal(SIGABRT, on_abort);
+    signal(SIGSEGV, on_abort);
+    signal(SIGBUS, on_abort);
     setvbuf(stdout, NULL, _IOLBF, 0);
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
