@@ -27,8 +27,9 @@
  * their own, and exit on request (their heaps are abandoned while the model
  * still holds their blocks).
  *
- * Input format: a stream of operations, each one opcode byte followed by the
- * bytes its arguments need; a short input reads zeros past its end. At the
+ * Input format: a stream of operations, each one opcode byte (modulo 32, see
+ * fz_run_op) followed by the bytes its arguments need; a short input reads
+ * zeros past its end. Keep it stable: saved inputs depend on it. At the
  * end of each input every block is freed and the workers are drained, so
  * nodal holds none of the model's blocks between inputs.
  *
@@ -659,15 +660,16 @@ static size_t fz_req_bytes(const struct fz_req *r)
 }
 
 /* ---- worker threads ---------------------------------------------------- */
-enum { J_FREE, J_ALLOC, J_CHURN, J_EXIT };
+enum { J_FREE, J_ALLOC, J_REALLOC, J_CHURN, J_EXIT };
 
 struct fz_job {
     int kind;
-    struct fz_block blk;     /* J_FREE: the block and how to free it */
+    struct fz_block blk;     /* J_FREE, J_REALLOC: the block (and how to free it) */
     unsigned which;
     struct fz_req req;       /* J_ALLOC */
-    void *result;            /* J_ALLOC: out */
+    void *result;            /* J_ALLOC, J_REALLOC: out */
     int err;
+    size_t new_size;         /* J_REALLOC */
     size_t churn_size;       /* J_CHURN */
     unsigned churn_count;
 };
@@ -730,6 +732,11 @@ static void *fz_worker_main(void *arg)
         }
         case J_ALLOC:
             j->result = fz_req_run(&j->req, &j->err);
+            break;
+        case J_REALLOC:
+            errno = 0;
+            j->result = nodal_realloc(j->blk.p, j->new_size);
+            j->err = errno;
             break;
         case J_CHURN:
             fz_churn(j->churn_size, j->churn_count);
@@ -809,6 +816,7 @@ enum {
     OP_MALLOC_NODE, OP_CALLOC_NODE, OP_ALIGNED_NODE, OP_REALLOC_NODE, OP_MALLOC_LOCAL,
     OP_INTERLEAVED, OP_NODE_OF, OP_COLLECT, OP_HAND_OVER, OP_WORKER_ALLOC, OP_WORKER_CHURN,
     OP_WORKER_EXIT, OP_SYNC, OP_CHECK_ALL, OP_FREE_RANGE, OP_FILL_CLASS, OP_MEMORY_INFO,
+    OP_WORKER_REALLOC,
     OP_COUNT
 };
 static const char *const fz_op_names[OP_COUNT] = {
@@ -818,6 +826,7 @@ static const char *const fz_op_names[OP_COUNT] = {
     "nodal_malloc_local", "nodal_malloc_interleaved", "nodal_node_of", "nodal_collect",
     "hand a block to a worker", "worker allocates", "worker churns", "worker exits",
     "sync workers", "check every block", "free a range", "fill a class", "nodal_memory_info_get",
+    "worker reallocs",
 };
 
 static const int fz_op_how[OP_COUNT] = {
@@ -979,6 +988,43 @@ static void fz_op_worker_alloc(struct fz_in *in)
     fz_req_finish(&done->req, done->result, done->err, slot);
 }
 
+/* A worker reallocs a block of the model (most often one the main thread
+   owns: the realloc of another thread's block). */
+static void fz_op_worker_realloc(struct fz_in *in)
+{
+    size_t slot = fz_slot_of(in);
+    struct fz_worker *w = fz_worker_of(in);
+    size_t size = fz_size(in);
+    struct fz_block *b = &fz_slot[slot];
+    if (!b->p || fz_size_is_impossible(size))
+        return;
+    if (size > FZ_BUDGET || fz_live_bytes - b->size + size > FZ_BUDGET)
+        return;
+    fz_check_contents(b, slot, "until a worker reallocates it");
+    fz_log("worker %d reallocs slot %zu (%p, %zu bytes) to %zu", (int)(w - fz_workers), slot,
+           (void *)b->p, b->size, size);
+    struct fz_job j = { .kind = J_REALLOC, .blk = *b, .new_size = size };
+    unsigned t = fz_post(w, &j);
+    fz_wait(w, t);
+    const struct fz_job *done = &w->q[t % FZ_QUEUE];
+    struct fz_block old = *b;
+    void *q = done->result;
+    if (size == 0) {
+        FZ_EXPECT(q == NULL, "a worker's realloc(%p, 0) to free the block and return NULL, got %p",
+                  (void *)old.p, q);
+        fz_forget(slot);
+        return;
+    }
+    FZ_EXPECT(q != NULL, "a worker's realloc(%p, %zu) to succeed, it failed with errno %d",
+              (void *)old.p, size, done->err);
+    size_t keep = old.size < size ? old.size : size;
+    size_t bad = fz_check(q, old.usable, keep, old.tag);
+    FZ_EXPECT(bad == SIZE_MAX, "a worker's realloc(%p, %zu) to keep the first %zu bytes; byte %zu "
+              "differs (new block %p)", (void *)old.p, size, keep, bad, q);
+    fz_forget(slot);
+    fz_adopt(slot, q, size, 16, old.how == H_INTERLEAVED ? FZ_NODE_ANY : old.node, H_REALLOC, 0);
+}
+
 static void fz_op_worker_churn(struct fz_in *in)
 {
     struct fz_worker *w = fz_worker_of(in);
@@ -1041,9 +1087,21 @@ static void fz_op_memory_info(void)
                   "model's live blocks (%zu usable bytes)", mi.allocated, usable);
 }
 
+/* The opcode is the byte modulo FZ_OP_SLOTS; slots past OP_COUNT are
+   no-ops. A new operation takes the next free slot, so the inputs in
+   tests/fuzz/regress and corpus keep their meaning (they hold no no-ops:
+   minimizing removed them). When the slots run out, make the last one an
+   escape that reads a second byte. */
+#define FZ_OP_SLOTS 32
+_Static_assert(OP_COUNT <= FZ_OP_SLOTS, "more operations than opcode slots");
+
 static void fz_run_op(struct fz_in *in)
 {
-    int op = fz_u8(in) % OP_COUNT;
+    int op = fz_u8(in) % FZ_OP_SLOTS;
+    if (op >= OP_COUNT) {
+        fz_op_name = "no-op (a free opcode slot)";
+        return;
+    }
     fz_op_name = fz_op_names[op];
     fz_log("%s", fz_op_name);
     switch (op) {
@@ -1111,6 +1169,9 @@ static void fz_run_op(struct fz_in *in)
         break;
     case OP_MEMORY_INFO:
         fz_op_memory_info();
+        break;
+    case OP_WORKER_REALLOC:
+        fz_op_worker_realloc(in);
         break;
     }
 }
