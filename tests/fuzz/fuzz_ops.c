@@ -80,10 +80,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
  *   FZ_KNOWN_COMMITTED     memory info's `committed` drifts down by 48 KiB
  *                          at every purge of a run that starts at a
  *                          segment's first chunk, and goes "negative"
- *   FZ_KNOWN_FRESH_FREE    a large block freed by a thread that has not
- *                          allocated yet stays in `allocated` for good (the
- *                          free is counted only in a thread with a heap):
- *                          workers allocate once before their first job
+ *   FZ_KNOWN_FRESH_FREE    a large block freed (or resized in place) by a
+ *                          thread that has not allocated yet stays in
+ *                          `allocated` for good (the large paths count only
+ *                          in a thread with a heap): workers allocate once
+ *                          before their first job
  */
 static int fz_known_bugs = 1;
 #define FZ_KNOWN_ALIGNED_ZERO fz_known_bugs
