@@ -71,6 +71,10 @@ for c in $("$prog" --list); do
             >"$work/out" 2>"$work/err"
         st=$?
         [ "$st" -eq 137 ] && st=124
+        # sh's own notice of the death is not the allocator's message.
+        grep -Ev '^(Aborted|Segmentation fault|Bus error|Killed)( \(core dumped\))?$' "$work/err" \
+            >"$work/err2"
+        mv "$work/err2" "$work/err"
         cell=$(classify "$st" "$work/out" "$work/err")
         row+=" $cell |"
         msg=$(grep -v '^$' "$work/err" | grep -v "unknown option 'secure'" | head -1 | cut -c1-110)
