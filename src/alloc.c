@@ -208,27 +208,12 @@ void *nd_pvalloc(size_t size)
 
 /* ---- realloc --------------------------------------------------------------- */
 
-/* Validates p as a live block start and returns its segment and page. */
-static nd_segment *nd_block_lookup(const char *fn, const void *p, nd_page **pgp)
-{
-    nd_segment *s = nd_seg_of(p);
-    if (s == NULL || !nd_seg_cookie_ok(s))
-        nd_misuse(fn, "invalid pointer (not a block allocated by nodal)", p);
-    nd_page *pg = s->kind == ND_SEG_HUGE ? &s->pages[0] : nd_page_of(s, p);
-    if (!nd_page_is_block_start(pg, p))
-        nd_misuse(fn, "invalid pointer (not a block allocated by nodal)", p);
-    if ((s->kind == ND_SEG_SMALL || s->kind == ND_SEG_MEDIUM) && nd_block_is_marked(p))
-        nd_misuse(fn, "invalid pointer (a block already freed)", p);
-    *pgp = pg;
-    return s;
-}
-
 size_t nd_usable_size(const void *p)
 {
     if (p == NULL)
         return 0;
     nd_page *pg;
-    nd_segment *s = nd_block_lookup("malloc_usable_size", p, &pg);
+    nd_segment *s = nd_block_find("malloc_usable_size", p, &pg);
     if (s->kind == ND_SEG_HUGE)
         return nd_huge_usable(s, p);
     return pg->block_size;
@@ -251,17 +236,17 @@ void *nd_realloc(void *p, size_t size)
         return NULL;
     }
     nd_page *pg;
-    nd_segment *s = nd_block_lookup("realloc", p, &pg);
+    nd_segment *s = nd_block_find("realloc", p, &pg);
     size_t usable;
     if (s->kind == ND_SEG_HUGE) {
+        usable = nd_huge_usable(s, p);
+        if (size <= usable && size > usable / 2)
+            return p;
         if (size > ND_LARGE_MAX && !s->bound) {
             void *q = nd_huge_realloc(s, p, size);
             if (q != NULL)
                 return q;
         }
-        usable = nd_huge_usable(s, p);
-        if (size <= usable && size > usable / 2)
-            return p;
     } else if (s->kind == ND_SEG_LARGE) {
         usable = pg->block_size;
         long delta;
@@ -305,7 +290,7 @@ void *nd_realloc_node(void *p, size_t size, int node)
         return NULL;
     }
     nd_page *pg;
-    nd_segment *s = nd_block_lookup("nodal_realloc_node", p, &pg);
+    nd_segment *s = nd_block_find("nodal_realloc_node", p, &pg);
     if (s->bound && s->node == node && !s->interleaved)
         return nd_realloc(p, size);
     if (size == 0) {

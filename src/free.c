@@ -19,6 +19,7 @@
 #include "free.h"
 
 #include <errno.h>
+#include <string.h>
 #include "huge.h"
 #include "large.h"
 #include "msg.h"
@@ -26,10 +27,52 @@
 
 /* The segment map says a segment starts here, but its header is not one
    nodal wrote (or no longer): memory was overwritten. */
-static nd_cold void nd_free_bad_header(const void *p, const nd_segment *s)
+static nd_cold _Noreturn void nd_bad_header(const char *fn, const void *p)
 {
-    nd_fatal("free(): heap corruption: the header of the segment at %p, which holds %p, is overwritten "
-             "(an overflow from the memory before it?)", (const void *)s, p);
+    nd_misuse(fn, "heap corruption (segment header overwritten)", p);
+}
+
+void nd_block_misuse(const char *fn, const nd_segment *s, const void *p)
+{
+    bool freeing = strcmp(fn, "free") == 0;
+    const char *interior = "invalid pointer (not the start of a block)";
+    const char *unused = freeing ? "double free or invalid pointer (block not in use)"
+                                 : "invalid pointer (block not in use)";
+    const char *why = unused;
+    if (s->kind == ND_SEG_HUGE) {
+        const nd_page *pg = &s->pages[0];
+        if (pg->start != (const uint8_t *)p)
+            why = interior;
+    } else if (s->kind == ND_SEG_LARGE) {
+        /* A chunk that no run holds is free; any other is a block's (or the
+           header's) without being the start of one in use. */
+        const nd_page *pg = nd_page_of((nd_segment *)s, p);
+        uint64_t free_mask = nd_load_relaxed(&s->free_mask);
+        if (!(free_mask & ((uint64_t)1 << pg->index)))
+            why = interior;
+    } else if (s->kind == ND_SEG_SMALL || s->kind == ND_SEG_MEDIUM) {
+        const nd_page *pg = nd_page_of((nd_segment *)s, p);
+        if (nd_load_relaxed(&pg->in_use) && !nd_page_block_ok_shared(pg, p))
+            why = interior;
+        else if (nd_load_relaxed(&pg->in_use) && freeing)
+            why = "double free";
+    }
+    nd_misuse(fn, why, p);
+}
+
+nd_segment *nd_block_find(const char *fn, const void *p, nd_page **pgp)
+{
+    nd_segment *s = nd_seg_of(p);
+    if (s == NULL)
+        nd_misuse(fn, "invalid pointer (not allocated by nodal)", p);
+    if (!nd_seg_cookie_ok(s))
+        nd_bad_header(fn, p);
+    nd_page *pg = s->kind == ND_SEG_HUGE ? &s->pages[0] : nd_page_of(s, p);
+    if (!nd_page_is_block_start(pg, p) ||
+        ((s->kind == ND_SEG_SMALL || s->kind == ND_SEG_MEDIUM) && nd_block_is_marked(p)))
+        nd_block_misuse(fn, s, p);
+    *pgp = pg;
+    return s;
 }
 
 void nd_free_special(void *p)
@@ -40,10 +83,11 @@ void nd_free_special(void *p)
     if (s == NULL)
         nd_misuse("free", "invalid pointer (not allocated by nodal)", p);
     if (!nd_seg_cookie_ok(s))
-        nd_free_bad_header(p, s);
-    /* Only huge blocks aligned past the first 4 MiB land here. */
-    if (s->kind != ND_SEG_HUGE || s->pages[0].start != (uint8_t *)p)
-        nd_misuse("free", "invalid pointer (not the start of a block)", p);
+        nd_bad_header("free", p);
+    /* Past the first 4 MiB of a huge mapping: an aligned huge block, or an
+       interior pointer. */
+    if (s->kind != ND_SEG_HUGE || s->pages[0].start != (uint8_t *)p || !s->pages[0].in_use)
+        nd_block_misuse("free", s, p);
     nd_thread_count_free(true, nd_huge_usable(s, p));
     nd_huge_free(s);
 }
@@ -81,39 +125,47 @@ static void nd_free_remote(void *p, nd_segment *s, nd_page *pg, uintptr_t key)
             return;
         }
     }
-    nd_thread_count_remote_free(cls, true);
-    nd_heap_free_remote(pg, p);
-    /* A free into a segment abandoned by an exited thread: adopt it, so that
-       the rest of its blocks are freed locally and its pages reused. */
+    /* A free into a segment abandoned by an exited thread: adopt it, and
+       the block (like the rest of the segment's) is freed locally, its
+       page reused or released. The adoption comes first: once p is pushed
+       to another owner's page, that owner may free the page and unmap the
+       segment, so nothing here may read s after a push. */
     if (key == ND_KEY_NONE && nd_load_relaxed(&s->abandoned) && nd_opt(ND_OPT_reclaim_on_free)) {
         nd_tcache *tc = nd_thread_tcache_for(s);
-        if (tc != NULL && nd_node_abandoned_claim(s))
+        if (tc != NULL && nd_node_abandoned_claim(s)) {
             nd_heap_adopt_segment(&tc->heap, s);
+            nd_thread_count_remote_free(cls, false);
+            nd_block_mark(p);
+            nd_heap_free_local(&tc->heap, pg, p);
+            return;
+        }
     }
+    nd_thread_count_remote_free(cls, true);
+    nd_heap_free_remote(pg, p);
 }
 
 void nd_free_slow(void *p, nd_segment *s, nd_page *pg)
 {
     if (nd_unlikely(!nd_seg_cookie_ok(s)))
-        nd_free_bad_header(p, s);
+        nd_bad_header("free", p);
     if (s->kind == ND_SEG_HUGE) {
         if (pg->start != (uint8_t *)p || !pg->in_use)
-            nd_misuse("free", "invalid pointer (not the start of a block)", p);
+            nd_block_misuse("free", s, p);
         nd_thread_count_free(true, nd_huge_usable(s, p));
         nd_huge_free(s);
         return;
     }
     if (s->kind == ND_SEG_LARGE) {
-        nd_thread_count_free(false, nd_large_free(s, pg, p));
+        size_t bytes = nd_large_free(s, pg, p);
+        if (bytes == 0)
+            nd_block_misuse("free", s, p);
+        nd_thread_count_free(false, bytes);
         return;
     }
-    if (s->kind != ND_SEG_SMALL && s->kind != ND_SEG_MEDIUM)
-        nd_misuse("free", "double free or invalid pointer (segment not in use)", p);
     /* Every free that reaches here is checked in full (a page not in use
-       has no span). */
-    if (nd_unlikely(!nd_page_block_ok_shared(pg, p)))
-        nd_misuse("free", nd_load_relaxed(&pg->in_use) ? "invalid pointer (not the start of a block)"
-                                                       : "double free or invalid pointer (page not in use)", p);
+       has no span; neither has a free segment's). */
+    if (nd_unlikely((s->kind != ND_SEG_SMALL && s->kind != ND_SEG_MEDIUM) || !nd_page_block_ok_shared(pg, p)))
+        nd_block_misuse("free", s, p);
     uintptr_t key = nd_load_relaxed(&pg->key);
     uintptr_t tid = nd_tid();
     if ((key & ~ND_KEY_COLD) != tid || tid == 0) {

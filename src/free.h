@@ -27,6 +27,13 @@
 
 void nd_free_slow(void *p, nd_segment *s, nd_page *pg) nd_hidden;   /* p first: it stays in its register */
 void nd_free_special(void *p) nd_hidden;   /* NULL, huge-aligned, or not nodal's */
+/* p (in segment s, whose header checked out) is not the start of a block
+   in use: says which of "not the start of a block", "block not in use" or
+   "double free" in one line and aborts; fn names the entry point. */
+_Noreturn void nd_block_misuse(const char *fn, const nd_segment *s, const void *p) nd_hidden __attribute__((cold));
+/* The segment and page of p, the start of a block in use (realloc,
+   malloc_usable_size); misuse (abort) otherwise. */
+nd_segment *nd_block_find(const char *fn, const void *p, nd_page **pgp) nd_hidden;
 
 nd_inline void nd_free_fast(void *p)
 {

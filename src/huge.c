@@ -42,9 +42,12 @@ static nd_segment *nd_huge_remap(nd_segment *s, size_t total)
     if (total == old)
         return s;
     if (total < old) {
+        nd_segmap_huge(s, old, total);
         nd_os_unmap((uint8_t *)s + total, old - total);
         nd_gauge_add(returned, old - total);
-    } else if (nd_os_remap_inplace(s, old, total) != 0) {
+    } else if (nd_os_remap_inplace(s, old, total) == 0) {
+        nd_segmap_huge(s, old, total);
+    } else {
         void *to = nd_os_map_aligned(total, ND_SEG_SIZE);   /* an aligned place to move to */
         if (to == NULL)
             return NULL;
@@ -53,8 +56,8 @@ static nd_segment *nd_huge_remap(nd_segment *s, size_t total)
             nd_os_unmap(to, total);
             return NULL;
         }
-        nd_segmap_set(s, 0);
-        nd_segmap_set(t, 1);
+        nd_segmap_huge(s, old, 0);
+        nd_segmap_huge(t, 0, total);
         t->cookie = (uintptr_t)t ^ nd_seg_secret;
         s = t;
     }
@@ -102,19 +105,21 @@ void *nd_huge_alloc(size_t size, size_t alignment, int node, bool bound, const u
     size_t ps = nd_os_page_size();
     size_t offset = alignment;   /* block offset from the segment start: >= header */
     size_t map_align = alignment > ND_SEG_SIZE ? alignment : ND_SEG_SIZE;
-    if (offset / ND_SEG_SIZE > 254 || size > ((size_t)1 << 46)) {
+    if (offset / ND_SEG_SIZE >= ND_SEGMAP_REACH || size > ((size_t)1 << 46)) {
         errno = ENOMEM;
         return NULL;
     }
+    if (size == 0)
+        size = 1;   /* a block of its own, inside the mapping */
     size_t total = (offset + size + ps - 1) & ~(ps - 1);
     if (total < size) {
         errno = ENOMEM;
         return NULL;
     }
     /* A mapping a huge block of this kind left behind, if one fits (every
-       cached one starts 4 MiB-aligned, and the block must start in its
-       first 4 MiB, where the segment map points at the header). */
-    if (interleave == NULL && offset < ND_SEG_SIZE) {
+       cached one starts 4 MiB-aligned, and the segment map of its first GiB
+       points at its header). */
+    if (interleave == NULL && map_align == ND_SEG_SIZE) {
         nd_segment *s = nd_huge_reuse(total, node, bound);
         if (s != NULL)
             return nd_huge_setup(s, offset);
@@ -146,9 +151,7 @@ void *nd_huge_alloc(size_t size, size_t alignment, int node, bool bound, const u
     nd_gauge_add(committed, total);
     nd_gauge_add(segments, 1);
     void *p = nd_huge_setup(s, offset);
-    nd_segmap_set(s, 1);
-    if (offset >= ND_SEG_SIZE)
-        nd_segmap_set(p, (unsigned)(offset / ND_SEG_SIZE) + 1);
+    nd_segmap_huge(s, 0, total);
     return p;
 }
 
@@ -165,59 +168,35 @@ void nd_huge_free(nd_segment *s)
     nd_gauge_active(-(long)(total - offset));
     nd_gauge_sub(huge_count, 1);
     nd_gauge_sub(huge_bytes, total - offset);
-    if (offset >= ND_SEG_SIZE)
-        nd_segmap_set(s->pages[0].start, 0);
-    else if (nd_node_huge_keep(s))   /* the next huge block may take it whole */
+    if (nd_node_huge_keep(s))   /* the next huge block may take it whole */
         return;
     nd_seg_unmap_huge(s);
 }
 
 void *nd_huge_realloc(nd_segment *s, void *p, size_t size)
 {
-    /* Only plain huge blocks whose block starts in the first chunk move by
-       remapping; bound ones must be committed and verified, which a copy
-       into a fresh block does. */
+    /* Only plain huge blocks move by remapping; bound ones must be
+       committed and verified, which a copy into a fresh block does. */
     size_t offset = (size_t)((uint8_t *)p - (uint8_t *)s);
-    if (s->bound || s->interleaved || offset >= ND_SEG_SIZE)
+    if (s->bound || s->interleaved || size > ((size_t)1 << 46))
         return NULL;
     size_t ps = nd_os_page_size();
-    size_t total = (offset + size + ps - 1) & ~(ps - 1);
-    if (total < size || size > ((size_t)1 << 46))
-        return NULL;
+    size_t total = (offset + (size == 0 ? 1 : size) + ps - 1) & ~(ps - 1);
     size_t old_total = s->size;
-    if (total == old_total)
-        return p;
-    if (total < old_total || nd_os_remap_inplace(s, old_total, total) == 0) {
-        if (total < old_total)
-            nd_os_unmap((uint8_t *)s + total, old_total - total);
-        s->size = total;
-    } else {
-        /* Reserve an aligned destination and move the mapping there. */
-        void *to = nd_os_map_aligned(total, ND_SEG_SIZE);
-        if (to == NULL)
-            return NULL;
-        nd_segment *t = nd_os_remap_to(s, old_total, total, to);
-        if (t == NULL) {
-            nd_os_unmap(to, total);
-            return NULL;
-        }
-        nd_segmap_set(s, 0);
-        t->cookie = (uintptr_t)t ^ nd_seg_secret;
-        t->pages[0].start = (uint8_t *)t + offset;
-        t->size = total;
-        nd_segmap_set(t, 1);
-        s = t;
-    }
+    /* Growing: an eighth more than asked, so that a block grown a little at
+       a time moves (or even calls the kernel) seldom; the pages past the
+       request cost nothing until they are touched. */
+    if (total > old_total && total - old_total < old_total / 8)
+        total = (old_total + old_total / 8 + ps - 1) & ~(ps - 1);
+    nd_segment *t = nd_huge_remap(s, total);
+    if (t == NULL)
+        return NULL;
+    t->pages[0].start = (uint8_t *)t + offset;
     long delta = (long)total - (long)old_total;
-    nd_seg_gauge_mapped(s, delta);
     nd_gauge_active(delta);
-    if (delta > 0) {
-        nd_gauge_add(committed, delta);
-        nd_gauge_add(huge_bytes, delta);
-    } else {
-        nd_gauge_sub(committed, -delta);
-        nd_gauge_sub(huge_bytes, -delta);
-        nd_gauge_add(returned, -delta);
-    }
-    return s->pages[0].start;
+    if (delta > 0)
+        nd_gauge_add(huge_bytes, (size_t)delta);
+    else
+        nd_gauge_sub(huge_bytes, (size_t)-delta);
+    return t->pages[0].start;
 }

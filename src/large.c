@@ -182,10 +182,8 @@ size_t nd_large_free(nd_segment *s, nd_page *pg, void *p)
     nd_large_pool *pool = &nd_large_pools[s->node][s->bound ? 1 : 0];
     nd_lock(&pool->lock);
     if (!pg->in_use || pg->start != (uint8_t *)p) {
-        int used = pg->in_use;
         nd_unlock(&pool->lock);
-        nd_misuse("free", used ? "invalid pointer (not the start of a block)"
-                               : "double free or invalid pointer (block not in use)", p);
+        return 0;
     }
     size_t bytes = pg->block_size;
     unsigned i = pg->index, k = pg->reserved;

@@ -40,8 +40,8 @@ void   nd_large_init(void) nd_hidden;
    NULL with errno = ENOMEM. */
 void  *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t *bytes) nd_hidden;
 /* Frees the large block p (any thread); its chunks are purged after the
-   delay. Returns the block's bytes. Aborts on a double free or a pointer
-   that is not a block start. */
+   delay. Returns the block's bytes, or 0 if p is not the start of a large
+   block in use (the caller reports the misuse). */
 size_t nd_large_free(nd_segment *s, nd_page *pg, void *p) nd_hidden;
 /* Resizes a large block in place (the chunks after it when it grows);
    false if they are taken. *delta = the change in its bytes. */

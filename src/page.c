@@ -23,10 +23,10 @@ void nd_page_keys_init(void)
     nd_link_key = nd_os_random();
 }
 
-void nd_page_corrupt(const nd_page *pg, const void *block, const char *what)
+void nd_page_corrupt(const nd_page *pg, const void *block, const char *what, const char *detail)
 {
-    nd_fatal("heap corruption: %s: block %p of the %u-byte page at %p (a write after free or an overflow?)",
-             what, block, pg->block_size, (const void *)pg->start);
+    nd_fatal("%s: %p (%s; a block of the %u-byte page at %p: a write after free or an overflow?)",
+             what, block, detail, pg->block_size, (const void *)pg->start);
 }
 
 bool nd_page_is_block_start(const nd_page *pg, const void *p)
@@ -135,7 +135,7 @@ void nd_page_collect(nd_page *pg)
     uint32_t n = 1;
     nd_block *tail = list;
     if (nd_unlikely(!nd_page_link_ok(pg, list) || !nd_block_is_marked(list)))
-        nd_page_corrupt(pg, list, "a block freed by another thread was modified");
+        nd_page_corrupt(pg, list, ND_CORRUPT_LIST, "a block freed by another thread was modified");
     for (;;) {
         nd_block *next = nd_link_get(tail);
         if (next == NULL)
@@ -144,7 +144,7 @@ void nd_page_collect(nd_page *pg)
             nd_fatal("free(): double free: %p (a block of the page at %p freed twice by other threads)",
                      (void *)next, (void *)pg->start);
         if (nd_unlikely(!nd_page_link_ok(pg, next) || !nd_block_is_marked(next)))
-            nd_page_corrupt(pg, tail, "the link of a block freed by another thread was overwritten");
+            nd_page_corrupt(pg, tail, ND_CORRUPT_LIST, "the link of a block freed by another thread was overwritten");
         tail = next;
         n++;
     }
@@ -201,7 +201,7 @@ size_t nd_page_take(nd_page *pg, void **out, size_t n)
             /* b was checked when the link to it was followed (or set). */
             nd_block *next = nd_link_get(b);
             if (nd_unlikely(next != NULL && (!nd_page_link_ok(pg, next) || !nd_block_is_marked(next))))
-                nd_page_corrupt(pg, b, "the link of a freed block was overwritten");
+                nd_page_corrupt(pg, b, ND_CORRUPT_LIST, "the link of a freed block was overwritten");
             pg->free = next;
             out[got++] = b;
             continue;
@@ -246,7 +246,7 @@ bool nd_page_list_has(const nd_page *pg, const void *p)
         if (b == p)
             return true;
         if (!nd_page_link_ok(pg, b) || ++steps > pg->capacity)
-            nd_page_corrupt(pg, b, "a free list is damaged");
+            nd_page_corrupt(pg, b, ND_CORRUPT_LIST, "a free list is damaged");
     }
     return false;
 }

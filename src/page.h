@@ -177,8 +177,11 @@ bool nd_page_disarm(nd_page *pg) nd_hidden;
 bool nd_page_list_has(const nd_page *pg, const void *p) nd_hidden;
 /* check=2: fills p's bytes past its link and mark with 0xdf. */
 void nd_page_junk(nd_page *pg, void *p) nd_hidden;
-/* A damaged free list or remote list: one line, abort. */
-_Noreturn void nd_page_corrupt(const nd_page *pg, const void *block, const char *what) nd_hidden;
+/* A damaged free list or remote list, or a freed block written to: one
+   line, "nodal: WHAT: BLOCK (DETAIL; ...)", abort. */
+_Noreturn void nd_page_corrupt(const nd_page *pg, const void *block, const char *what, const char *detail) nd_hidden;
+#define ND_CORRUPT_LIST  "malloc(): corrupted free list"
+#define ND_CORRUPT_FREED "free(): block modified after free"
 
 /* Debug check of the invariants above struct nd_page (segment.h); true
    when they hold. Cost: O(blocks). */

@@ -60,6 +60,22 @@ void nd_segmap_set(const void *addr, unsigned value)
     nd_store_release(&nd_segmap[(uintptr_t)addr >> ND_SEG_SHIFT], (uint8_t)value);
 }
 
+static size_t nd_segmap_chunks(size_t size)
+{
+    size_t n = (size + ND_SEG_SIZE - 1) >> ND_SEG_SHIFT;
+    return n < ND_SEGMAP_REACH ? n : ND_SEGMAP_REACH;
+}
+
+void nd_segmap_huge(const nd_segment *s, size_t old_size, size_t new_size)
+{
+    size_t first = (uintptr_t)s >> ND_SEG_SHIFT;
+    size_t had = nd_segmap_chunks(old_size), has = nd_segmap_chunks(new_size);
+    for (size_t i = had; i < has; i++)
+        nd_store_release(&nd_segmap[first + i], (uint8_t)(i + 1));
+    for (size_t i = has; i < had; i++)
+        nd_store_release(&nd_segmap[first + i], (uint8_t)0);
+}
+
 /*
  * Checks that every OS page of [p, p+len) is on `node`, migrating strays.
  * Returns the number of OS pages that remain elsewhere (0 = all placed), or
@@ -157,7 +173,8 @@ void nd_seg_purge(nd_segment *s, uint64_t mask)
         }
         nd_os_purge(start, (size_t)(end - start));
         nd_gauge_add(returned, (size_t)(end - start));
-        nd_gauge_sub(committed, (size_t)(end - start));
+        /* committed counts whole chunks: chunk 0 (the header's) stays */
+        nd_gauge_sub(committed, (size_t)nd_popcount64(run) << ND_CHUNK_SHIFT);
         s->committed &= ~run;
         mask &= ~nd_mask_range(a, b);
     }
@@ -213,13 +230,13 @@ void nd_seg_set_geometry(nd_segment *s, unsigned page_shift, unsigned page_count
     s->page_shift = (uint8_t)page_shift;
     s->page_count = (uint16_t)page_count;
     s->desc_shift = (uint8_t)(page_shift - ND_PAGE_DESC_SHIFT);
-    s->desc_mask = (uint32_t)((page_count - 1) << ND_PAGE_DESC_SHIFT);
+    s->desc_mask = (uint16_t)((page_count - 1) << ND_PAGE_DESC_SHIFT);
 }
 
 void nd_seg_unmap_huge(nd_segment *s)
 {
     size_t total = s->size;
-    nd_segmap_set(s, 0);
+    nd_segmap_huge(s, total, 0);
     s->cookie = 0;
     nd_seg_gauge_mapped(s, -(long)total);
     nd_gauge_sub(committed, total);

@@ -136,7 +136,9 @@ typedef struct nd_segment {
     size_t          size;        /* bytes mapped */
     struct nd_heap *owner;
     uint32_t        used_pages;
-    uint32_t        desc_mask;   /* (p >> desc_shift) & desc_mask: byte offset of p's page descriptor in pages[] */
+    uint16_t        desc_mask;   /* (p >> desc_shift) & desc_mask: byte offset of p's page descriptor in pages[]
+                                    (16 bits: even an overwritten header sends the free path no
+                                    further than 64 KiB into the mapping, to its cookie check) */
     uint8_t         desc_shift;  /* page_shift - log2(sizeof(nd_page)) */
     uint8_t         interleaved; /* huge only: pages spread over nodes */
     uint8_t         fresh;       /* huge only: never handed out since mapped (all zero) */
@@ -240,6 +242,12 @@ static inline int nd_seg_commit(nd_segment *s, const void *p, size_t len)
 void nd_seg_gauge_mapped(const nd_segment *s, long delta) nd_hidden;
 /* Sets the segment map for the 4 MiB chunk holding addr (0: not nodal's). */
 void nd_segmap_set(const void *addr, unsigned value) nd_hidden;
+/* A huge mapping at s (4 MiB-aligned) changes from old_size to new_size
+   bytes (0: none): its first ND_SEGMAP_REACH chunks point back at s, the
+   rest of the map is cleared, so that any pointer into its first GiB finds
+   the header (a free of an interior pointer says so, not "not nodal's"). */
+void nd_segmap_huge(const nd_segment *s, size_t old_size, size_t new_size) nd_hidden;
+#define ND_SEGMAP_REACH 255u   /* map values 1..255: the distance back, plus one */
 /* Binds [p, p+size) to `node` (MPOL_PREFERRED); 0 or -1 with errno. */
 int  nd_seg_bind_node(void *p, size_t size, int node) nd_hidden;
 /* A new mapping [p, p+size) for node-bound memory: bound to node (before

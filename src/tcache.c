@@ -149,7 +149,7 @@ static void **nd_tcache_flush_foreign(nd_page *pg, void **it, void **end)
     for (; it < end && (uintptr_t)*it - base < size; it++) {
         void *p = *it;
         if (nd_unlikely(!nd_block_is_marked(p)))
-            nd_page_corrupt(pg, p, "a block waiting in a thread cache was modified");
+            nd_page_corrupt(pg, p, ND_CORRUPT_FREED, "a block waiting in a thread cache was modified");
         if (head != NULL)
             nd_link_set(p, head);
         head = p;
@@ -192,7 +192,7 @@ void nd_tcache_flush(nd_tcache *tc, unsigned c, size_t n)
         uint32_t k = 0;
         for (;;) {
             if (nd_unlikely(!nd_block_is_marked(p)))
-                nd_page_corrupt(pg, p, "a block waiting in a thread cache was modified");
+                nd_page_corrupt(pg, p, ND_CORRUPT_FREED, "a block waiting in a thread cache was modified");
             nd_link_set(p, head);
             head = p;
             k++;
@@ -202,8 +202,9 @@ void nd_tcache_flush(nd_tcache *tc, unsigned c, size_t n)
             if ((uintptr_t)p - start >= span)
                 break;
         }
+        /* pg may be gone after this (its page released, its segment
+           unmapped): nothing reads it again. */
         nd_heap_return_blocks(h, pg, head, tail, k);
-        nd_assert2(!pg->in_use || nd_page_is_valid(pg));
     }
     memmove(bin->cur + n, bin->cur, (size_t)(oldest - bin->cur) * sizeof(void *));
     bin->cur += n;

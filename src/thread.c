@@ -442,13 +442,14 @@ void nd_thread_count_free(bool huge, size_t bytes)
 
 void nd_thread_count_large_resize(long delta)
 {
-    if (nd_tls_thread->state != ND_THREAD_LIVE)
-        return;
-    nd_thread_counters *s = &nd_tls_tc->heap.stats;
-    if (delta > 0)
-        nd_count_add(&s->large_bytes_allocated, (uint64_t)delta);
+    bool live = nd_tls_thread->state == ND_THREAD_LIVE;
+    nd_thread_counters *s = live ? &nd_tls_tc->heap.stats : &nd_orphan;
+    uint64_t *sum = delta > 0 ? &s->large_bytes_allocated : &s->large_bytes_freed;
+    uint64_t bytes = delta > 0 ? (uint64_t)delta : (uint64_t)-delta;
+    if (live)
+        nd_count_add(sum, bytes);
     else
-        nd_count_add(&s->large_bytes_freed, (uint64_t)-delta);
+        nd_add_relaxed(sum, bytes);
 }
 
 void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, size_t *threads)

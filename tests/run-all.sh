@@ -10,7 +10,11 @@
 #              (tests call nodal_* names, linked against nodal_prefix_san),
 #              ctest -L 'api|stress|cpp'
 #   3. tsan    the same in BUILDDIR-tsan with -DNODAL_SANITIZE=thread
-#   4. vm      the repository's 4-node VM: tools/numa-vm/selftest.sh (the
+#   4. fuzz    configure + build BUILDDIR-fuzz with clang and -DNODAL_FUZZ=ON
+#              (the core with libFuzzer coverage, ASan and UBSan), ctest -L fuzz:
+#              one bounded libFuzzer run per option set, two at a time
+#              (skipped when clang's libFuzzer is not installed)
+#   5. vm      the repository's 4-node VM: tools/numa-vm/selftest.sh (the
 #              tool itself), then tests/placement/run-vm.sh BUILDDIR (the
 #              placement tier on 4 nodes); exit 77 = no VM on this machine
 #
@@ -19,8 +23,10 @@
 # BUILDDIR/run-all-logs/.
 #
 # Environment: JOBS (parallel tests/builds, default nproc), ND_SKIP_SAN=1
-# (leave out tiers 2 and 3), ND_SKIP_VM=1 (leave out tier 4),
-# ND_ASAN_BUILD / ND_TSAN_BUILD (sanitizer build directories).
+# (leave out tiers 2 and 3), ND_SKIP_FUZZ=1 (leave out tier 4), ND_SKIP_VM=1
+# (leave out tier 5), ND_ASAN_BUILD / ND_TSAN_BUILD / ND_FUZZ_BUILD (their
+# build directories), ND_FUZZ_CC (the fuzz tier's compiler, default clang-14
+# or clang), ND_FUZZ_SECONDS (seconds per libFuzzer run, default 30).
 set -u
 
 if [ $# -lt 1 ]; then
@@ -32,6 +38,7 @@ build=$(cd "$1" 2>/dev/null && pwd) || { echo "run-all.sh: no build directory $1
 jobs=${JOBS:-$(nproc 2>/dev/null || echo 2)}
 asan_dir=${ND_ASAN_BUILD:-${build%/}-asan}
 tsan_dir=${ND_TSAN_BUILD:-${build%/}-tsan}
+fuzz_dir=${ND_FUZZ_BUILD:-${build%/}-fuzz}
 logs=$build/run-all-logs
 mkdir -p "$logs"
 start_all=$(date +%s)
@@ -98,10 +105,10 @@ run_ctest() {
 }
 
 # ---- 1. host tiers --------------------------------------------------------
-for label in unit api stress preload placement cpp install cross; do
+for label in unit api stress preload placement cpp install cross fuzz; do
     run_ctest "host/$label" "$build" -L "^$label\$"
 done
-run_ctest "host/unlabeled" "$build" -LE '^(unit|api|stress|preload|placement|cpp|install|cross)$'
+run_ctest "host/unlabeled" "$build" -LE '^(unit|api|stress|preload|placement|cpp|install|cross|fuzz)$'
 
 # ---- 2, 3. sanitizer builds ----------------------------------------------
 san_tier() {
@@ -127,7 +134,40 @@ else
     unset tier_t0
 fi
 
-# ---- 4. the VM tier: the tool's self-test, then the placement tier ------------
+# ---- 4. the fuzz build: libFuzzer runs ---------------------------------------
+fuzz_tier() {
+    local t0=$(date +%s) log=$logs/fuzz-build.log cc=${ND_FUZZ_CC:-}
+    if [ -z "$cc" ]; then
+        cc=$(command -v clang-14 || command -v clang || true)
+    fi
+    local probe=$logs/fuzz-probe
+    if [ -z "$cc" ] || ! printf 'int LLVMFuzzerTestOneInput(const char *d, unsigned long n) { (void)d; (void)n; return 0; }\n' \
+            | "$cc" -fsanitize=fuzzer,address -x c - -o "$probe" >/dev/null 2>&1; then
+        summary+=("fuzz|0|0|1|0|clang with libFuzzer not installed (apt-get install clang-14 libclang-rt-14-dev)")
+        return
+    fi
+    rm -f "$probe"
+    local cxx=${cc/clang/clang++}
+    echo "== fuzz: configure and build $fuzz_dir with $cc (log: $log)"
+    if ! { cmake -S "$src" -B "$fuzz_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNODAL_FUZZ=ON \
+                 -DNODAL_BENCH=OFF -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
+                 -DND_FUZZ_SECONDS="${ND_FUZZ_SECONDS:-30}" \
+           && cmake --build "$fuzz_dir" -j "$jobs" --target nd_fuzz_tests; } >"$log" 2>&1; then
+        tail -20 "$log" | sed 's/^/   /'
+        summary+=("fuzz|0|1|0|$(($(date +%s) - t0))|configure or build failed, see $log")
+        any_failed=1
+        return
+    fi
+    run_ctest "fuzz" "$fuzz_dir" -L '^fuzz$'
+}
+if [ "${ND_SKIP_FUZZ:-0}" = 1 ]; then
+    summary+=("fuzz|0|0|1|0|left out (ND_SKIP_FUZZ=1)")
+else
+    fuzz_tier
+fi
+
+
+# ---- 5. the VM tier: the tool's self-test, then the placement tier ------------
 # vm_row TIER LOG RC T0 PASSED FAILED SKIPPED : one row; exit 77 is a skip
 # whose reason is the log's last line starting SKIP.
 vm_row() {

@@ -8,6 +8,7 @@
 #include "api.h"
 #include "check.h"
 #include "pattern.h"
+#include "proc.h"
 
 #define MAX_ALIGN ((size_t)64 << 20)
 
@@ -236,6 +237,57 @@ static void aligned_blocks_are_freed_in_full(void)
            "it is %zu", before.allocated, after.allocated);
 }
 
+/* Found by the fuzzer: an aligned request of size 0 with an alignment of
+   4 MiB or more got an address one past its own mapping, which is often the
+   header of the segment mapped right above it; that segment's map entry was
+   overwritten, so its block stopped being nodal's. A huge block is made
+   first, each zero-size request after it, and the huge block must stay
+   intact. Run in a child: the failure is an abort inside nodal. */
+static void zero_size_aligned_requests_child(void *arg)
+{
+    (void)arg;
+    const struct nd_api *A = nd_api();
+    const size_t aligns[] = { (size_t)4 << 20, (size_t)8 << 20 };
+    for (int round = 0; round < 4; round++) {
+        for (size_t i = 0; i < 2; i++) {
+            size_t hsize = ((size_t)6 << 20) + 12345;
+            unsigned char *h = A->malloc(hsize);
+            if (!h)
+                _exit(4);
+            nd_pat_fill(h, hsize, 7);
+            void *q[3] = { NULL, NULL, NULL };
+            if (A->posix_memalign(&q[0], aligns[i], 0) != 0)
+                q[0] = NULL;
+            q[1] = A->aligned_alloc(aligns[i], 0);
+            q[2] = A->memalign(aligns[i], 0);
+            for (int k = 0; k < 3; k++)
+                if (q[k] && (unsigned char *)q[k] >= h && (unsigned char *)q[k] < h + hsize) {
+                    fprintf(stderr, "a zero-size request aligned to %zu returned %p, inside the "
+                            "live %zu-byte block %p\n", aligns[i], q[k], hsize, (void *)h);
+                    _exit(3);
+                }
+            if (A->usable_size(h) < hsize || nd_pat_check(h, hsize, hsize, 7) != SIZE_MAX) {
+                fprintf(stderr, "the %zu-byte block %p to keep its size and contents\n", hsize,
+                        (void *)h);
+                _exit(3);
+            }
+            for (int k = 0; k < 3; k++)
+                A->free(q[k]);
+            A->free(h);
+        }
+    }
+}
+
+static void zero_size_requests_with_segment_alignment_leave_other_blocks_intact(void)
+{
+    static struct nd_child c;
+    nd_api();
+    nd_run_forked(zero_size_aligned_requests_child, NULL, 60, &c);
+    EXPECT(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
+           "zero-size requests aligned to 4 and 8 MiB to leave a live huge block intact; the "
+           "child %s; its stderr: \"%s\"", nd_describe_status(c.status), c.err);
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(posix_memalign_honours_every_power_of_two_alignment),
     ND_CASE(aligned_alloc_honours_every_power_of_two_alignment),
@@ -246,5 +298,6 @@ static const struct nd_case cases[] = {
     ND_CASE(aligned_alloc_with_impossible_size_fails_with_enomem),
     ND_CASE(memalign_with_impossible_size_fails_with_enomem),
     ND_CASE(aligned_blocks_are_freed_in_full),
+    ND_CASE(zero_size_requests_with_segment_alignment_leave_other_blocks_intact),
 };
 ND_MAIN(cases)

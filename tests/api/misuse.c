@@ -3,8 +3,29 @@
  * program: one line on stderr that names nodal, then abort(). Each misuse runs
  * in a forked child; the parent checks the child died of SIGABRT and what it
  * printed.
+ *
+ * The cases after "exact messages" below also name the line: the child
+ * prints "want: LINE" on stdout before the misuse (alternatives separated by
+ * " | "), and the one stderr line containing "nodal" must be LINE exactly, or
+ * LINE followed by " (detail)". Cases that need options (check=2, secure=1)
+ * re-execute this program as `misuse_child --scenario=NAME` with
+ * NODAL_OPTIONS set. Heap corruption that nodal lets through is made
+ * visible in the child (a block handed out twice, malloc returning the
+ * address an attacker wrote) and reported as such.
+ *
+ * Messages (nodal's, after "nodal: "):
+ *   free(): double free: P
+ *   free(): double free or invalid pointer (block not in use): P   (large)
+ *   free(): invalid pointer (not the start of a block): P
+ *   free(): invalid pointer (not allocated by nodal): P
+ *   free(): heap corruption (segment header overwritten): P
+ *   free(): heap overflow past the end of the block: P             (secure=1)
+ *   malloc(): corrupted free list: P        P = the free block whose link was overwritten
+ *   malloc(): free block modified after free: P                    (secure=1)
+ *   realloc(): invalid pointer (block not in use): P
  */
 #include <dlfcn.h>
+#include <stdarg.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdint.h>
@@ -260,6 +281,682 @@ static void double_free_by_another_thread_aborts_at_the_owners_exit(void)
     expect_remote_double_free_abort(3000, 0, 1);
 }
 
+/* ---- exact messages ---------------------------------------------------- */
+
+static struct nd_child mc;
+
+/* The child states the line nodal must print (printf format). */
+__attribute__((format(printf, 1, 2)))
+static void want(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("want: ", stdout);
+    vfprintf(stdout, fmt, ap);
+    fputc('\n', stdout);
+    va_end(ap);
+    fflush(stdout);
+}
+
+/* The child saw the misuse go through; says what happened and exits 3. */
+__attribute__((noreturn, format(printf, 1, 2)))
+static void let_through(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("the misuse went through: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    _exit(3);
+}
+
+/* Is `line` (len bytes) `w` (wlen bytes), or `w` followed by " (detail)"? */
+static int line_is(const char *line, size_t len, const char *w, size_t wlen)
+{
+    if (len < wlen || memcmp(line, w, wlen) != 0)
+        return 0;
+    return len == wlen || (len > wlen + 2 && line[wlen] == ' ' && line[wlen + 1] == '(' &&
+                           line[len - 1] == ')');
+}
+
+/* Does `line` match one of the " | "-separated alternatives of `wants`? */
+static int line_matches(const char *line, size_t len, const char *wants)
+{
+    const char *w = wants;
+    for (;;) {
+        const char *bar = strstr(w, " | ");
+        size_t wlen = bar ? (size_t)(bar - w) : strlen(w);
+        if (line_is(line, len, w, wlen))
+            return 1;
+        if (!bar)
+            return 0;
+        w = bar + 3;
+    }
+}
+
+/* The child's death: SIGABRT, one stderr line naming nodal, the line it
+   announced. */
+static void check_death(const char *what, const struct nd_child *c)
+{
+    EXPECT(WIFSIGNALED(c->status) && WTERMSIG(c->status) == SIGABRT,
+           "%s to abort the process (SIGABRT); the child %s; its stderr: \"%s\"",
+           what, nd_describe_status(c->status), c->err);
+    const char *w = strstr(c->out, "want: ");
+    EXPECT(w != NULL, "the child of \"%s\" to announce the message it expects; stdout: \"%s\"",
+           what, c->out);
+    char wants[512];
+    size_t wl = strcspn(w + 6, "\n");
+    if (wl >= sizeof wants)
+        wl = sizeof wants - 1;
+    memcpy(wants, w + 6, wl);
+    wants[wl] = '\0';
+    int lines = nd_count_lines_with(c->err, "nodal");
+    EXPECT(lines == 1, "%s to print exactly one line containing \"nodal\" (\"%s\"), found %d; "
+           "stderr: \"%s\"", what, wants, lines, c->err);
+    const char *line = c->err;
+    for (;;) {
+        size_t len = strcspn(line, "\n");
+        const char *hit = strstr(line, "nodal");
+        if (hit && hit < line + len) {
+            EXPECT(line_matches(line, len, wants), "%s to print \"%s\"; it printed \"%.*s\"",
+                   what, wants, (int)len, line);
+            return;
+        }
+        line += len + 1;
+    }
+}
+
+/* A scenario: runs in the child, announces its line, misuses the heap. */
+typedef void (*scenario_fn)(long arg);
+struct scenario {
+    const char *name;
+    scenario_fn fn;
+};
+static const struct scenario *find_scenario(const char *name);
+
+/* Runs scenario `name` with `arg` in a child: forked when `options` is NULL,
+   else this program re-executed with NODAL_OPTIONS=options. */
+static void expect_misuse(const char *what, const char *options, const char *name, long arg)
+{
+    const struct scenario *sc = find_scenario(name);
+    EXPECT(sc != NULL, "a scenario named %s", name);
+    if (options) {
+        static char self[4096], variant[64], scen[160], argbuf[64];
+        ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+        EXPECT(n > 0, "/proc/self/exe to name this program");
+        self[n] = '\0';
+        snprintf(variant, sizeof variant, "--variant=%s", nd_api()->name);
+        snprintf(scen, sizeof scen, "--scenario=%s", name);
+        snprintf(argbuf, sizeof argbuf, "--arg=%ld", arg);
+        char *argv[] = { self, variant, (char *)"misuse_child", scen, argbuf, NULL };
+        nd_run_exec(argv, options, NULL, 30, &mc);
+    } else {
+        int op[2], ep[2];
+        if (pipe(op) != 0 || pipe(ep) != 0)
+            FAIL("pipe() to work (errno %d)", errno);
+        fflush(stdout);
+        fflush(stderr);
+        pid_t pid = fork();
+        if (pid < 0)
+            FAIL("fork() to work (errno %d)", errno);
+        if (pid == 0) {
+            struct rlimit no_core = { 0, 0 };
+            setrlimit(RLIMIT_CORE, &no_core);
+            dup2(op[1], 1);
+            dup2(ep[1], 2);
+            close(op[0]); close(op[1]); close(ep[0]); close(ep[1]);
+            alarm(30);
+            sc->fn(arg);
+            fflush(stdout);
+            _exit(0);
+        }
+        close(op[1]);
+        close(ep[1]);
+        memset(&mc, 0, sizeof mc);
+        nd_drain(op[0], ep[0], &mc);
+        while (waitpid(pid, &mc.status, 0) < 0 && errno == EINTR)
+            ;
+    }
+    char full[320];
+    snprintf(full, sizeof full, "%s%s%s", what, options ? " with NODAL_OPTIONS=" : "",
+             options ? options : "");
+    check_death(full, &mc);
+}
+
+/* The child side of a re-executed scenario. */
+static void misuse_child(void)
+{
+    const char *name = NULL;
+    for (int i = 0; i < nd_opt_count; i++)
+        if (strcmp(nd_opt_keys[i], "scenario") == 0)
+            name = nd_opt_vals[i];
+    const struct scenario *sc = name ? find_scenario(name) : NULL;
+    if (!sc) {
+        fprintf(stderr, "misuse_child: no --scenario=NAME given, or no such scenario\n");
+        _exit(2);
+    }
+    nd_api();
+    sc->fn(nd_opt_long("arg", 0));
+    fflush(stdout);
+    _exit(0);
+}
+
+/* After a misuse that nodal let through: n blocks of `size`; if one comes
+   back twice, the heap is corrupt. */
+static void expect_no_block_twice(size_t size, const char *what)
+{
+    const struct nd_api *A = nd_api();
+    void *got[64];
+    for (int i = 0; i < 64; i++) {
+        got[i] = A->malloc(size);
+        for (int j = 0; j < i; j++)
+            if (got[i] == got[j])
+                let_through("%s: malloc(%zu) then handed out %p twice", what, size, got[i]);
+    }
+}
+
+/* ---- double frees by one thread: p, q, p ------------------------------ */
+
+static void sc_double_free_p_q_p(long size)
+{
+    const struct nd_api *A = nd_api();
+    void *keep = A->malloc((size_t)size);
+    void *p = A->malloc((size_t)size), *q = A->malloc((size_t)size);
+    if (!keep || !p || !q)
+        _exit(4);
+    if ((size_t)size >= ((size_t)128 << 10) && (size_t)size < ((size_t)4 << 20))
+        want("nodal: free(): double free or invalid pointer (block not in use): %p", p);
+    else if ((size_t)size >= ((size_t)4 << 20))
+        want("nodal: free(): invalid pointer (not allocated by nodal): %p", p);
+    else
+        want("nodal: free(): double free: %p", p);
+    A->free(p);
+    A->free(q);
+    A->free(p);
+    expect_no_block_twice((size_t)size, "free(p); free(q); free(p)");
+    let_through("free(p); free(q); free(p) of %ld-byte blocks", size);
+}
+
+static void double_free_p_q_p_of_small_block_aborts_with_message(void)
+{
+    nd_api();
+    expect_misuse("freeing a 32-byte block p, then q, then p again", NULL, "double_free_p_q_p", 32);
+}
+
+static void double_free_p_q_p_of_medium_block_aborts_with_message(void)
+{
+    nd_api();
+    expect_misuse("freeing a 3000-byte block p, then q, then p again", NULL, "double_free_p_q_p", 3000);
+}
+
+static void double_free_p_q_p_of_large_block_aborts_with_message(void)
+{
+    nd_api();
+    expect_misuse("freeing a 256 KiB block p, then q, then p again", NULL, "double_free_p_q_p",
+                  256L << 10);
+}
+
+static void double_free_p_q_p_of_huge_block_aborts_with_message(void)
+{
+    nd_api();
+    expect_misuse("freeing a 64 MiB block p, then q, then p again", NULL, "double_free_p_q_p",
+                  64L << 20);
+}
+
+/* ---- double frees across threads: owner and another thread ------------ */
+
+struct xthread {
+    void *p;
+};
+
+static void *free_in_thread(void *arg)
+{
+    nd_api()->free(((struct xthread *)arg)->p);
+    return NULL;
+}
+
+static void free_by_another_thread(void *p)
+{
+    struct xthread x = { p };
+    pthread_t t;
+    if (pthread_create(&t, NULL, free_in_thread, &x) != 0)
+        _exit(4);
+    pthread_join(t, NULL);
+}
+
+/* arg = size; the owner frees first when `owner_first`. Then the owner
+   allocates the size until a block comes back twice. */
+static void cross_thread_double_free(long size, int owner_first)
+{
+    const struct nd_api *A = nd_api();
+    void *keep[16];
+    for (int i = 0; i < 16; i++)
+        keep[i] = A->malloc((size_t)size);
+    void *p = A->malloc((size_t)size);
+    if (!p || !keep[15])
+        _exit(4);
+    want("nodal: free(): double free: %p", p);
+    if (owner_first) {
+        A->free(p);
+        free_by_another_thread(p);
+    } else {
+        free_by_another_thread(p);
+        A->free(p);
+    }
+    static void *seen[20000];
+    for (int i = 0; i < 20000; i++) {
+        seen[i] = A->malloc((size_t)size);
+        if (seen[i] == p)
+            for (int j = 0; j < i; j++)
+                if (seen[j] == p)
+                    let_through("the %ld-byte block %p freed by %s came back from malloc twice",
+                                size, p, owner_first ? "its owner, then another thread"
+                                                     : "another thread, then its owner");
+    }
+    let_through("the %ld-byte block %p freed by %s", size, p,
+                owner_first ? "its owner, then another thread" : "another thread, then its owner");
+}
+
+static void sc_double_free_owner_then_other(long size) { cross_thread_double_free(size, 1); }
+static void sc_double_free_other_then_owner(long size) { cross_thread_double_free(size, 0); }
+
+static void double_free_by_owner_then_another_thread_aborts_with_message(void)
+{
+    nd_api();
+    long sizes[] = { 32, 3000, 100000 };
+    for (size_t i = 0; i < 3; i++)
+        expect_misuse("a block freed by its owner, then by another thread", NULL,
+                      "double_free_owner_then_other", sizes[i]);
+}
+
+static void double_free_by_another_thread_then_owner_aborts_with_message(void)
+{
+    nd_api();
+    long sizes[] = { 32, 3000, 100000 };
+    for (size_t i = 0; i < 3; i++)
+        expect_misuse("a block freed by another thread, then by its owner", NULL,
+                      "double_free_other_then_owner", sizes[i]);
+}
+
+/* check=2 validates frees from other threads too: the owner frees p (under
+   check=2 straight to its page), another thread frees p again. */
+static void check_2_validates_a_free_by_another_thread(void)
+{
+    nd_api();
+    long sizes[] = { 32, 3000 };
+    for (size_t i = 0; i < 2; i++)
+        expect_misuse("a block freed by its owner, then by another thread", "check=2",
+                      "double_free_owner_then_other", sizes[i]);
+}
+
+/* ---- interior pointers ------------------------------------------------- */
+
+/* arg: size in the low 40 bits, offset of the pointer freed above them. */
+static void sc_free_interior(long arg)
+{
+    size_t size = (size_t)arg & (((size_t)1 << 40) - 1), off = (size_t)arg >> 40;
+    const struct nd_api *A = nd_api();
+    void *keep = A->malloc(size);
+    unsigned char *p = A->malloc(size);
+    if (!keep || !p)
+        _exit(4);
+    memset(p, 0x41, size < 65536 ? size : 65536);
+    want("nodal: free(): invalid pointer (not the start of a block): %p", (void *)(p + off));
+    A->free(p + off);
+    for (int i = 0; i < 64; i++) {
+        unsigned char *q = A->malloc(size);
+        if (q == p + off)
+            let_through("free(p + %zu) of a %zu-byte block; malloc then returned p + %zu",
+                        off, size, off);
+    }
+    let_through("free(p + %zu) of a %zu-byte block", off, size);
+}
+
+static long interior(size_t size, size_t off) { return (long)(size | off << 40); }
+
+static void free_of_interior_pointer_of_small_block_aborts_with_message(void)
+{
+    nd_api();
+    expect_misuse("freeing p + 16 of a 64-byte block", NULL, "free_interior", interior(64, 16));
+}
+
+static void free_of_interior_pointer_of_medium_block_aborts_with_message(void)
+{
+    nd_api();
+    expect_misuse("freeing p + 1024 of a 3000-byte block", NULL, "free_interior",
+                  interior(3000, 1024));
+}
+
+static void free_of_interior_pointer_of_large_block_aborts_with_message(void)
+{
+    nd_api();
+    expect_misuse("freeing p + 16 of a 256 KiB block", NULL, "free_interior",
+                  interior((size_t)256 << 10, 16));
+    expect_misuse("freeing p + 128 KiB of a 256 KiB block", NULL, "free_interior",
+                  interior((size_t)256 << 10, (size_t)128 << 10));
+}
+
+static void free_of_interior_pointer_of_huge_block_aborts_with_message(void)
+{
+    nd_api();
+    expect_misuse("freeing p + 16 of a 16 MiB block", NULL, "free_interior",
+                  interior((size_t)16 << 20, 16));
+}
+
+/* Past the first 4 MiB of a huge block (the segment map marks only the
+   block's first 4 MiB today: the message says "not allocated by nodal"). */
+static void free_of_pointer_deep_inside_a_huge_block_aborts_with_message(void)
+{
+    nd_api();
+    expect_misuse("freeing p + 6 MiB of a 16 MiB block", NULL, "free_interior",
+                  interior((size_t)16 << 20, (size_t)6 << 20));
+}
+
+/* ---- foreign pointers and nodal's own memory ---------------------------- */
+
+static unsigned char some_global[256];
+
+static void sc_free_global(long arg)
+{
+    (void)arg;
+    void *keep = nd_api()->malloc(100);
+    (void)keep;
+    want("nodal: free(): invalid pointer (not allocated by nodal): %p", (void *)(some_global + 64));
+    nd_api()->free(some_global + 64);
+    let_through("freeing the address of a global");
+}
+
+static void free_of_global_address_aborts_with_message(void)
+{
+    nd_api();
+    expect_misuse("freeing the address of a global variable", NULL, "free_global", 0);
+}
+
+static void sc_free_wild(long arg)
+{
+    (void)arg;
+    void *keep = nd_api()->malloc(100);
+    (void)keep;
+    void *wild = (void *)(uintptr_t)0x5a5a5a5a5000ULL;
+    want("nodal: free(): invalid pointer (not allocated by nodal): %p", wild);
+    nd_api()->free(wild);
+    let_through("freeing an address nothing is mapped at");
+}
+
+static void free_of_unmapped_address_aborts_with_message(void)
+{
+    nd_api();
+    expect_misuse("freeing an address nothing is mapped at", NULL, "free_wild", 0);
+}
+
+/* arg: offset from the segment base (0 = the base itself). */
+static void sc_free_segment_header(long off)
+{
+    const struct nd_api *A = nd_api();
+    unsigned char *p = A->malloc(64);
+    if (!p)
+        _exit(4);
+    unsigned char *seg = (unsigned char *)((uintptr_t)p & ~(((uintptr_t)4 << 20) - 1));
+    want("nodal: free(): invalid pointer (not the start of a block): %p", (void *)(seg + off));
+    A->free(seg + off);
+    for (int i = 0; i < 64; i++)
+        if (A->malloc(64) == seg + off)
+            let_through("free() of nodal's own segment header (%p); malloc(64) then returned it",
+                        (void *)(seg + off));
+    let_through("free() of nodal's own segment header (%p)", (void *)(seg + off));
+}
+
+static void free_of_a_segment_base_aborts_with_message(void)
+{
+    nd_api();
+    expect_misuse("freeing the 4 MiB-aligned base of a segment (nodal's own header)", NULL,
+                  "free_segment_header", 0);
+    expect_misuse("freeing an address inside a segment's header", NULL, "free_segment_header",
+                  4096);
+}
+
+/* ---- free-list poisoning: one 8-byte write into a freed block ----------- */
+
+/* Where the attacker wants malloc to return: a global, zeroed. */
+static uint64_t attacker_target[64] __attribute__((aligned(64)));
+
+/* Allocates `size` n times; fails the child if malloc ever returns the
+   attacker's address. */
+static void malloc_until_target(size_t size, int n, void *poisoned)
+{
+    const struct nd_api *A = nd_api();
+    for (int i = 0; i < n; i++) {
+        unsigned char *q = A->malloc(size);
+        if (q >= (unsigned char *)attacker_target &&
+            q < (unsigned char *)attacker_target + sizeof attacker_target)
+            let_through("one 8-byte write into the freed block %p made malloc(%zu) return "
+                        "the attacker's address %p", poisoned, size, (void *)q);
+    }
+    fprintf(stderr, "the poisoned link of %p was never followed in %d mallocs: "
+            "the test no longer reaches a free list\n", poisoned, n);
+    _exit(5);
+}
+
+static void poison(void *p)
+{
+    uint64_t v = (uint64_t)(uintptr_t)attacker_target;
+    memcpy(p, &v, sizeof v);
+}
+
+/* The block is freed by another thread (the page's remote-free list links
+   through it), then written. */
+static void sc_poison_remote(long size)
+{
+    const struct nd_api *A = nd_api();
+    void *keep[256];
+    for (int i = 0; i < 256; i++)
+        keep[i] = A->malloc((size_t)size);
+    void *p = A->malloc((size_t)size);
+    if (!p || !keep[255])
+        _exit(4);
+    want("nodal: malloc(): corrupted free list: %p", p);
+    free_by_another_thread(p);
+    poison(p);
+    malloc_until_target((size_t)size, 20000, p);
+}
+
+/* The block goes back to its page's free list, then is written. p is the
+   first of a long run of blocks and is freed first; then the second half of
+   the run is freed: p is the oldest block in the thread cache when it
+   overflows, and a flush returns it to its page (at once under check=2,
+   which turns the caches off), while the rest of p's page stays in use. */
+static void sc_poison_local(long size)
+{
+    const struct nd_api *A = nd_api();
+    enum { N = 12000 };
+    static void *blocks[N];
+    for (int i = 0; i < N; i++)
+        if (!(blocks[i] = A->malloc((size_t)size)))
+            _exit(4);
+    void *p = blocks[0];
+    want("nodal: malloc(): corrupted free list: %p", p);
+    A->free(p);
+    for (int i = N - 1; i >= N / 2; i--)
+        A->free(blocks[i]);
+    poison(p);
+    malloc_until_target((size_t)size, 2 * N, p);
+}
+
+static void write_after_free_of_a_remotely_freed_block_is_caught(void)
+{
+    nd_api();
+    expect_misuse("one 8-byte write into a 48-byte block freed by another thread", NULL,
+                  "poison_remote", 48);
+}
+
+static void write_after_free_into_a_page_free_list_is_caught(void)
+{
+    nd_api();
+    expect_misuse("one 8-byte write into a freed 48-byte block", NULL, "poison_local", 48);
+}
+
+static void write_after_free_into_a_page_free_list_is_caught_under_check_2(void)
+{
+    nd_api();
+    expect_misuse("one 8-byte write into a freed 48-byte block", "check=2", "poison_local", 48);
+}
+
+/* ---- overflows (secure=1) ------------------------------------------------- */
+
+/* Two live neighbours a, b (b right after a's usable bytes) of `size`. */
+static int find_neighbours(size_t size, unsigned char **a, unsigned char **b)
+{
+    const struct nd_api *A = nd_api();
+    static unsigned char *blk[512];
+    for (int i = 0; i < 512; i++)
+        if (!(blk[i] = A->malloc(size)))
+            _exit(4);
+    for (int i = 0; i < 512; i++) {
+        size_t u = A->usable_size(blk[i]);
+        for (int j = 0; j < 512; j++)
+            if (blk[j] == blk[i] + u) {
+                *a = blk[i];
+                *b = blk[j];
+                return 1;
+            }
+    }
+    return 0;
+}
+
+static void sc_overflow_into_free_neighbour(long size)
+{
+    const struct nd_api *A = nd_api();
+    unsigned char *a, *b;
+    if (!find_neighbours((size_t)size, &a, &b)) {
+        fprintf(stderr, "no two adjacent blocks among 512 of %ld bytes\n", size);
+        _exit(6);
+    }
+    want("nodal: malloc(): corrupted free list: %p | nodal: malloc(): free block modified after "
+         "free: %p", (void *)b, (void *)b);
+    A->free(b);
+    memset(a + A->usable_size(a), 0x41, 16);   /* 16 bytes past a's end: b's first 16 */
+    for (int i = 0; i < 4096; i++)
+        (void)A->malloc((size_t)size);
+    let_through("a 16-byte overflow from %p into its free neighbour %p", (void *)a, (void *)b);
+}
+
+static void sc_overflow_into_live_neighbour(long size)
+{
+    const struct nd_api *A = nd_api();
+    unsigned char *a = A->malloc((size_t)size);
+    if (!a)
+        _exit(4);
+    want("nodal: free(): heap overflow past the end of the block: %p", (void *)a);
+    memset(a + size, 0x41, 32);   /* 32 bytes past the requested end */
+    A->free(a);
+    let_through("a 32-byte overflow past the end of the %ld-byte block %p", size, (void *)a);
+}
+
+static void overflow_into_a_free_neighbour_is_caught_under_secure_1(void)
+{
+    nd_api();
+    expect_misuse("a 16-byte overflow into a free neighbour", "secure=1",
+                  "overflow_into_free_neighbour", 48);
+}
+
+static void overflow_into_a_live_neighbour_is_caught_under_secure_1(void)
+{
+    nd_api();
+    expect_misuse("a 32-byte overflow past the end of a 40-byte block", "secure=1",
+                  "overflow_into_live_neighbour", 40);
+}
+
+/* An overflow past the end of a block that ends where the next segment
+   starts (here an 8 MiB huge block, whose mapping is exactly 8 MiB, next to
+   another) lands in that segment's header: the free of the other block
+   reports heap corruption, not a pointer nodal never returned, and does
+   not crash on the damaged header. */
+static void sc_overflow_into_next_segment(long arg)
+{
+    (void)arg;
+    const struct nd_api *A = nd_api();
+    const size_t seg = (size_t)4 << 20, size = 2 * seg - ((size_t)4 << 10);
+    unsigned char *blk[24];
+    for (int i = 0; i < 24; i++) {
+        if (!(blk[i] = A->malloc(size)))
+            _exit(4);
+        for (int j = 0; j < i; j++) {
+            unsigned char *lo = blk[i] < blk[j] ? blk[i] : blk[j];
+            unsigned char *hi = blk[i] < blk[j] ? blk[j] : blk[i];
+            uintptr_t hi_seg = (uintptr_t)hi & ~(uintptr_t)(seg - 1);
+            if (lo + A->usable_size(lo) != (unsigned char *)hi_seg)
+                continue;
+            want("nodal: free(): heap corruption (segment header overwritten): %p", (void *)hi);
+            memset(lo + A->usable_size(lo), 0x41, 64);
+            A->free(hi);
+            let_through("a 64-byte overflow past the block %p into the next segment", (void *)lo);
+        }
+    }
+    fprintf(stderr, "no two blocks in adjacent mappings among 24\n");
+    _exit(6);
+}
+
+static void overflow_past_a_block_into_the_next_segment_is_reported_as_corruption(void)
+{
+    nd_api();
+    expect_misuse("a 64-byte overflow past a block into the next segment's header", NULL,
+                  "overflow_into_next_segment", 0);
+}
+
+/* ---- realloc of a freed block ------------------------------------------- */
+
+static void sc_realloc_freed(long size)
+{
+    const struct nd_api *A = nd_api();
+    void *keep = A->malloc((size_t)size);
+    void *p = A->malloc((size_t)size);
+    void *keep2 = A->malloc((size_t)size);
+    if (!keep || !p || !keep2)
+        _exit(4);
+    want("nodal: realloc(): invalid pointer (block not in use): %p", p);
+    A->free(p);
+    void *q = A->realloc(p, (size_t)size / 2);
+    let_through("realloc(%p, %ld) of a freed %ld-byte block returned %p", p, size / 2, size, q);
+}
+
+static void realloc_of_a_freed_large_block_aborts_with_message(void)
+{
+    nd_api();
+    expect_misuse("realloc() of a freed 256 KiB block", NULL, "realloc_freed", 256L << 10);
+}
+
+static void realloc_of_a_freed_block_aborts_with_message_under_check_2(void)
+{
+    nd_api();
+    expect_misuse("realloc() of a freed 100-byte block", "check=2", "realloc_freed", 100);
+    expect_misuse("realloc() of a freed 3000-byte block", "check=2", "realloc_freed", 3000);
+}
+
+static const struct scenario scenarios[] = {
+    { "double_free_p_q_p", sc_double_free_p_q_p },
+    { "double_free_owner_then_other", sc_double_free_owner_then_other },
+    { "double_free_other_then_owner", sc_double_free_other_then_owner },
+    { "free_interior", sc_free_interior },
+    { "free_global", sc_free_global },
+    { "free_wild", sc_free_wild },
+    { "free_segment_header", sc_free_segment_header },
+    { "poison_remote", sc_poison_remote },
+    { "poison_local", sc_poison_local },
+    { "overflow_into_free_neighbour", sc_overflow_into_free_neighbour },
+    { "overflow_into_live_neighbour", sc_overflow_into_live_neighbour },
+    { "overflow_into_next_segment", sc_overflow_into_next_segment },
+    { "realloc_freed", sc_realloc_freed },
+};
+
+static const struct scenario *find_scenario(const char *name)
+{
+    for (size_t i = 0; i < sizeof scenarios / sizeof scenarios[0]; i++)
+        if (strcmp(scenarios[i].name, name) == 0)
+            return &scenarios[i];
+    return NULL;
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(free_of_stack_address_aborts_with_message),
     ND_CASE(free_of_pointer_into_foreign_mapping_aborts_with_message),
@@ -271,5 +968,29 @@ static const struct nd_case cases[] = {
     ND_CASE(double_free_by_another_thread_aborts_with_message),
     ND_CASE(double_free_p_q_p_by_another_thread_aborts_with_message),
     ND_CASE(double_free_by_another_thread_aborts_at_the_owners_exit),
+    ND_CASE(double_free_p_q_p_of_small_block_aborts_with_message),
+    ND_CASE(double_free_p_q_p_of_medium_block_aborts_with_message),
+    ND_CASE(double_free_p_q_p_of_large_block_aborts_with_message),
+    ND_CASE(double_free_p_q_p_of_huge_block_aborts_with_message),
+    ND_CASE(double_free_by_owner_then_another_thread_aborts_with_message),
+    ND_CASE(double_free_by_another_thread_then_owner_aborts_with_message),
+    ND_CASE(check_2_validates_a_free_by_another_thread),
+    ND_CASE(free_of_interior_pointer_of_small_block_aborts_with_message),
+    ND_CASE(free_of_interior_pointer_of_medium_block_aborts_with_message),
+    ND_CASE(free_of_interior_pointer_of_large_block_aborts_with_message),
+    ND_CASE(free_of_interior_pointer_of_huge_block_aborts_with_message),
+    ND_CASE(free_of_pointer_deep_inside_a_huge_block_aborts_with_message),
+    ND_CASE(free_of_global_address_aborts_with_message),
+    ND_CASE(free_of_unmapped_address_aborts_with_message),
+    ND_CASE(free_of_a_segment_base_aborts_with_message),
+    ND_CASE(write_after_free_of_a_remotely_freed_block_is_caught),
+    ND_CASE(write_after_free_into_a_page_free_list_is_caught),
+    ND_CASE(write_after_free_into_a_page_free_list_is_caught_under_check_2),
+    ND_CASE(overflow_into_a_free_neighbour_is_caught_under_secure_1),
+    ND_CASE(overflow_into_a_live_neighbour_is_caught_under_secure_1),
+    ND_CASE(overflow_past_a_block_into_the_next_segment_is_reported_as_corruption),
+    ND_CASE(realloc_of_a_freed_large_block_aborts_with_message),
+    ND_CASE(realloc_of_a_freed_block_aborts_with_message_under_check_2),
+    ND_CASE(misuse_child),
 };
 ND_MAIN(cases)

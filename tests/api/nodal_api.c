@@ -169,6 +169,27 @@ static void collect_keeps_live_blocks_intact(void)
     }
 }
 
+/* Found by the fuzzer: `committed` lost 48 KiB (a 64 KiB chunk less the
+   16 KiB segment header) at every purge of a run starting at a segment's
+   first chunk, until it wrapped around below zero. */
+static void committed_stays_within_mapped_across_purges(void)
+{
+    static void *blocks[4000];
+    for (int round = 0; round < 8; round++) {
+        for (int i = 0; i < 4000; i++)
+            EXPECT((blocks[i] = nodal_malloc(32)) != NULL, "nodal_malloc(32) to succeed");
+        for (int i = 0; i < 4000; i++)
+            nodal_free(blocks[i]);
+        nodal_collect(1);
+        nodal_memory_info mi;
+        EXPECT(nodal_memory_info_get(&mi) == 0, "nodal_memory_info_get to return 0");
+        EXPECT(mi.committed <= mi.mapped,
+               "committed (%zu, as signed %zd) to stay within mapped (%zu) after %d rounds of "
+               "4000 mallocs, 4000 frees and nodal_collect(1)", mi.committed,
+               (ssize_t)mi.committed, mi.mapped, round + 1);
+    }
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(node_functions_reject_invalid_node_ids_with_einval),
     ND_CASE(node_of_is_minus_one_for_pointers_nodal_did_not_return),
@@ -178,5 +199,6 @@ static const struct nd_case cases[] = {
     ND_CASE(version_string_matches_the_header),
     ND_CASE(usable_size_of_null_is_zero),
     ND_CASE(collect_keeps_live_blocks_intact),
+    ND_CASE(committed_stays_within_mapped_across_purges),
 };
 ND_MAIN(cases)

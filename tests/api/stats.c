@@ -22,6 +22,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "check.h"
@@ -461,6 +462,103 @@ static void stats_file_gets_the_exit_report_named_by_pid(void)
     rmdir(dir);
 }
 
+/* Allocates `size` until 50 requests failed under a tight address-space
+   limit (the child only), then compares `allocated` with the blocks it got. */
+static void failed_allocations_child(void *arg)
+{
+    size_t size = *(size_t *)arg;
+    void *warm = nodal_malloc(size);
+    nodal_free(warm);
+    nodal_memory_info mi;
+    EXPECT(nodal_memory_info_get(&mi) == 0, "nodal_memory_info_get to return 0");
+    size_t before = mi.allocated, got = 0, failures = 0;
+    struct rlimit now;
+    getrlimit(RLIMIT_AS, &now);
+    /* Room for 64 MiB more than the process maps now. */
+    size_t vm = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (!f || fscanf(f, "%zu", &vm) != 1)
+        _exit(4);
+    fclose(f);
+    struct rlimit tight = { vm * (size_t)sysconf(_SC_PAGESIZE) + ((size_t)64 << 20), now.rlim_max };
+    EXPECT(setrlimit(RLIMIT_AS, &tight) == 0, "setrlimit(RLIMIT_AS) to work (errno %d)", errno);
+    size_t tries = ((size_t)256 << 20) / size + 1000;   /* past the margin, whatever the size */
+    for (size_t i = 0; i < tries && failures < 50; i++) {
+        void *p = nodal_malloc(size);
+        if (p)
+            got += nodal_usable_size(p);
+        else
+            failures++;
+    }
+    EXPECT(failures > 0, "malloc(%zu) to fail under a 64 MiB address-space margin", size);
+    EXPECT(nodal_memory_info_get(&mi) == 0, "nodal_memory_info_get to return 0");
+    EXPECT(mi.allocated - before == got,
+           "allocated to grow by the %zu usable bytes of the blocks malloc(%zu) returned, not by "
+           "the %zu failed requests; it grew by %zu", got, size, failures, mi.allocated - before);
+}
+
+static void failed_allocations_do_not_count_in_allocated(void)
+{
+#ifdef ND_TEST_SANITIZER
+    SKIP("the sanitizer's shadow memory does not fit an address-space limit");
+#endif
+    static struct nd_child c;
+    size_t sizes[] = { 48, 3000, 100000, 1000000, 6000000 };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        nd_run_forked(failed_allocations_child, &sizes[i], 120, &c);
+        EXPECT(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
+               "a child that runs out of address space with %zu-byte requests to find "
+               "`allocated` exact; it %s: %s", sizes[i], nd_describe_status(c.status), c.err);
+    }
+}
+
+/* Found by the fuzzer: a large block freed (or resized in place) by a
+   thread whose first nodal call is that free (or realloc) stayed in
+   `allocated` for good: the large paths count only in a thread that has a
+   heap. (It is also why stress.asan.random_mixed_operations_... fails now
+   and then: a worker's first operation can be another thread's block.) */
+static void *free_in_fresh_thread(void *p)
+{
+    nodal_free(p);
+    return NULL;
+}
+
+static void *shrink_in_fresh_thread(void *p)
+{
+    return nodal_realloc(p, (size_t)512 << 10);
+}
+
+static void blocks_freed_by_a_thread_that_never_allocated_leave_allocated(void)
+{
+    size_t sizes[] = { 100, 100000, (size_t)1 << 20, (size_t)8 << 20 };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+        nodal_memory_info mi;
+        EXPECT(nodal_memory_info_get(&mi) == 0, "nodal_memory_info_get to return 0");
+        size_t before = mi.allocated;
+        void *p = nodal_malloc(sizes[i]);
+        EXPECT(p != NULL, "nodal_malloc(%zu) to succeed", sizes[i]);
+        pthread_t t;
+        EXPECT(pthread_create(&t, NULL, free_in_fresh_thread, p) == 0, "pthread_create to work");
+        pthread_join(t, NULL);
+        EXPECT(nodal_memory_info_get(&mi) == 0, "nodal_memory_info_get to return 0");
+        EXPECT(mi.allocated == before, "allocated to be back at %zu once a new thread freed the "
+               "%zu-byte block; it is %zu", before, sizes[i], mi.allocated);
+    }
+    nodal_memory_info mi;
+    EXPECT(nodal_memory_info_get(&mi) == 0, "nodal_memory_info_get to return 0");
+    size_t before = mi.allocated;
+    void *p = nodal_malloc((size_t)1 << 20), *q = NULL;
+    EXPECT(p != NULL, "nodal_malloc(1 MiB) to succeed");
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, shrink_in_fresh_thread, p) == 0, "pthread_create to work");
+    pthread_join(t, &q);
+    EXPECT(q != NULL, "a new thread's realloc of a 1 MiB block to 512 KiB to succeed");
+    nodal_free(q);
+    EXPECT(nodal_memory_info_get(&mi) == 0, "nodal_memory_info_get to return 0");
+    EXPECT(mi.allocated == before, "allocated to be back at %zu once a new thread shrank a 1 MiB "
+           "block to 512 KiB and it was freed; it is %zu", before, mi.allocated);
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(stats_count_exactly_n_requests_and_frees_in_the_class_of_s),
     ND_CASE(stats_json_is_one_valid_object_with_the_documented_keys),
@@ -473,6 +571,8 @@ static const struct nd_case cases[] = {
     ND_CASE(stats_hint_names_the_option_to_change),
     ND_CASE(stats_file_gets_the_exit_report_named_by_pid),
     ND_CASE(allocate_a_little),
+    ND_CASE(failed_allocations_do_not_count_in_allocated),
+    ND_CASE(blocks_freed_by_a_thread_that_never_allocated_leave_allocated),
     ND_CASE(emit_stats_json),
     ND_CASE(emit_stats_after_many_fills),
 };
