@@ -227,6 +227,27 @@ static void *nd_malloc_like(const nd_segment *s, size_t size)
     return nd_malloc_fast(nd_tls_tc, size);
 }
 
+/* The new block of a realloc that grows a block of s to size bytes. Past
+   ND_SMALL_MAX it is a large block, whatever its size: a block that grows
+   once tends to grow again, and a large block grows in place while the
+   chunks after it are free (and costs only its touched pages until then),
+   where a size class would copy at every class step. */
+static void *nd_malloc_grown(const nd_segment *s, size_t size)
+{
+    if (size > ND_SMALL_MAX && size <= ND_LARGE_MAX && nd_tls_thread->state == ND_THREAD_LIVE) {
+        bool shared;
+        nd_tcache *tc = s->bound ? nd_node_tcache(s->node, &shared) : nd_plain_tcache();
+        if (tc != NULL)
+            return nd_thread_large(tc, size, 0);
+    }
+    /* Below that, a quarter more room than asked (about one class step):
+       a block grown a little at a time is copied at every other step
+       rather than at every one. */
+    if (size <= ND_SMALL_MAX)
+        size += size / 4;
+    return nd_malloc_like(s, size);
+}
+
 void *nd_realloc(void *p, size_t size)
 {
     if (p == NULL)
@@ -250,7 +271,7 @@ void *nd_realloc(void *p, size_t size)
     } else if (s->kind == ND_SEG_LARGE) {
         usable = pg->block_size;
         long delta;
-        if (size > ND_MEDIUM_MAX && size <= ND_LARGE_MAX && nd_large_resize(s, pg, size, &delta)) {
+        if (size > ND_SMALL_MAX && size <= ND_LARGE_MAX && nd_large_resize(s, pg, size, &delta)) {
             nd_thread_count_large_resize(delta);
             return p;
         }
@@ -263,7 +284,7 @@ void *nd_realloc(void *p, size_t size)
         errno = ENOMEM;
         return NULL;
     }
-    void *q = nd_malloc_like(s, size);
+    void *q = size > usable ? nd_malloc_grown(s, size) : nd_malloc_like(s, size);
     if (q == NULL)
         return NULL;
     memcpy(q, p, usable < size ? usable : size);

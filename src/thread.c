@@ -349,7 +349,7 @@ void nd_thread_collect(bool purge_all)
 
 /* ---- the slow path by size ---------------------------------------------------- */
 
-static void *nd_thread_large(nd_tcache *tc, size_t size, size_t alignment)
+void *nd_thread_large(nd_tcache *tc, size_t size, size_t alignment)
 {
     nd_heap *h = &tc->heap;
     size_t bytes;

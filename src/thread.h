@@ -70,6 +70,9 @@ void nd_thread_done(void *arg) nd_hidden;
    blocks. NULL with errno = ENOMEM. */
 void *nd_thread_malloc(nd_tcache *tc, size_t size) nd_hidden;
 void *nd_thread_malloc_aligned(nd_tcache *tc, size_t alignment, size_t size) nd_hidden;
+/* A large block (a run of 64 KiB chunks, see large.h) of tc's kind of
+   memory, whatever its size up to ND_LARGE_MAX. */
+void *nd_thread_large(nd_tcache *tc, size_t size, size_t alignment) nd_hidden;
 /* The same from the shared heap of (node, bound), for threads without a
    tcache of their own. */
 void *nd_thread_shared_malloc(int node, bool bound, size_t alignment, size_t size) nd_hidden;

@@ -165,6 +165,42 @@ static void realloc_resizes_a_large_block_in_place(void)
     nodal_free(q);
 }
 
+/* A block grown by realloc a quarter at a time, from 8 B to 8 MiB: every
+   byte written on the way is kept, and past 16 KiB (where a grown block
+   becomes a run of chunks) it grows in place up to 1 MiB while the chunks
+   after it are free: one copy in all between 16 KiB and 1 MiB, not one
+   per size class. */
+static void realloc_growth_keeps_contents_and_grows_in_place_past_16_kib(void)
+{
+    nodal_collect(1);
+    size_t size = 8, written = 0;
+    unsigned char *p = nodal_malloc(size);
+    EXPECT(p != NULL, "nodal_malloc(8) to succeed");
+    unsigned char *mid = NULL;
+    int moves_mid = 0, steps = 0;
+    while (size < ((size_t)8 << 20)) {
+        size_t next = size + size / 4 + 8;
+        unsigned char *q = nodal_realloc(p, next);
+        EXPECT(q != NULL, "realloc(p, %zu) to succeed", next);
+        for (size_t j = 0; j < written; j += 61)
+            EXPECT(q[j] == (unsigned char)(j * 7 + 1), "byte %zu kept when growing to %zu bytes", j, next);
+        for (size_t j = written; j < next; j++)
+            q[j] = (unsigned char)(j * 7 + 1);
+        written = next;
+        if (next > ((size_t)20 << 10) && next <= ((size_t)1000 << 10)) {
+            moves_mid += mid != NULL && q != mid;
+            mid = q;
+        }
+        p = q;
+        size = next;
+        steps++;
+    }
+    EXPECT(moves_mid == 0, "a block grown by realloc from 20 KiB to 1000 KiB to stay in place; it moved "
+           "%d times", moves_mid);
+    EXPECT(nodal_usable_size(p) >= size, "usable size %zu >= %zu", nodal_usable_size(p), size);
+    nodal_free(p);
+}
+
 /* Under an address-space limit of 200 MiB (ulimit -v), 1 MiB blocks fill
    most of it; once they fail, small allocations still succeed, and freeing
    half the large ones lets large ones succeed again. In a child: the limit
@@ -225,6 +261,7 @@ static const struct nd_case cases[] = {
     ND_CASE(no_huge_mapping_is_kept_when_purge_delay_is_0),
     ND_CASE(large_blocks_share_segments),
     ND_CASE(realloc_resizes_a_large_block_in_place),
+    ND_CASE(realloc_growth_keeps_contents_and_grows_in_place_past_16_kib),
     ND_CASE(address_space_limit_leaves_small_allocations_working),
     ND_CASE(emit_cached_after_free_with_no_delay),
     ND_CASE(emit_address_space_limit),
