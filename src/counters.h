@@ -59,6 +59,7 @@
     X(rss,                 GAUGE,   PROCESS, DERIVED, BYTES, 2, "the process's resident set, as the kernel reports it (all of it, not only nodal's)") \
     X(peak_rss,            PEAK,    PROCESS, DERIVED, BYTES, 2, "the process's highest resident set") \
     X(threads,             GAUGE,   PROCESS, DERIVED, COUNT, 2, "threads that have a heap") \
+    X(pooled_threads,      GAUGE,   PROCESS, DERIVED, COUNT, 1, "records of exited threads (caches, heaps and their pages) kept for the next thread to start on their node, for ten purge delays at most") \
     X(remote_frees,        COUNTER, PROCESS, DERIVED, COUNT, 2, "frees of small and medium blocks made by a thread other than the one owning them") \
     X(large_allocs,        COUNTER, PROCESS, THREAD,  COUNT, 1, "large blocks allocated (above 128 KiB, up to a segment)") \
     X(large_frees,         COUNTER, PROCESS, THREAD,  COUNT, 1, "large blocks freed") \

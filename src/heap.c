@@ -351,6 +351,13 @@ static void nd_heap_retire_empty_pages(nd_heap *h)
     }
 }
 
+void nd_heap_trim(nd_heap *h)
+{
+    nd_heap_drain_notified(h);
+    nd_heap_retire_empty_pages(h);
+    nd_heap_release_kept(h, 0, true);
+}
+
 void nd_heap_collect(nd_heap *h, uint64_t now, bool purge_all)
 {
     nd_heap_drain_notified(h);

@@ -118,6 +118,11 @@ void   nd_heap_maintain(nd_heap *h, uint64_t now, bool force) nd_hidden;
 /* nodal_collect: remote frees taken back, empty pages retired, everything
    kept for reuse given back. */
 void   nd_heap_collect(nd_heap *h, uint64_t now, bool purge_all) nd_hidden;
+/* A heap whose thread exited and whose record waits for the next thread
+   (thread.c): remote frees taken back, empty pages retired, segments kept
+   for reuse given back to the node (which purges them after the delay);
+   its partly used pages stay. */
+void   nd_heap_trim(nd_heap *h) nd_hidden;
 /* Purges retired pages of h's segments: those past their delay, or all. */
 void   nd_heap_purge(nd_heap *h, uint64_t now, bool all) nd_hidden;
 

@@ -24,6 +24,11 @@ static size_t nd_meta_round(size_t size) { return (size + ND_CACHE_LINE - 1) & ~
 
 void *nd_meta_alloc(size_t size)
 {
+    return nd_meta_alloc_head(size, size);
+}
+
+void *nd_meta_alloc_head(size_t size, size_t zero)
+{
     size = nd_meta_round(size);
     void *p = NULL;
     nd_lock(&nd_meta_lock_);
@@ -59,7 +64,7 @@ void *nd_meta_alloc(size_t size)
         return p;   /* fresh mappings are zero */
     }
     nd_unlock(&nd_meta_lock_);
-    memset(p, 0, size);
+    memset(p, 0, zero < size ? zero : size);
     return p;
 }
 

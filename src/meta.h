@@ -15,6 +15,9 @@
 #include "config.h"
 
 void *nd_meta_alloc(size_t size) nd_hidden;      /* zeroed, 64-byte aligned; NULL on failure */
+/* The same with only the first `zero` bytes zeroed (a recycled object's
+   rest keeps old contents): for objects with a big array the owner fills. */
+void *nd_meta_alloc_head(size_t size, size_t zero) nd_hidden;
 void  nd_meta_free(void *p, size_t size) nd_hidden;
 size_t nd_meta_mapped(void) nd_hidden;            /* bytes mapped for metadata */
 

@@ -57,11 +57,12 @@ static size_t nd_class_page_size(unsigned c)
 static void nd_snapshot_take(nd_snapshot *s, bool since_reset)
 {
     memset(s, 0, sizeof *s);
-    size_t threads = 0;
-    nd_thread_stats_sum(s->cls, &s->t, &threads);
+    size_t threads = 0, pooled = 0;
+    nd_thread_stats_sum(s->cls, &s->t, &threads, &pooled);
     ND_STATS_TABLE(ND_READ_GAUGE)
     /* Derived fields, from all-time counters. */
     s->t.threads = threads;
+    s->t.pooled_threads = pooled;
     s->t.metadata = nd_meta_mapped();
     s->t.mapped = s->t.segment_bytes + s->t.metadata;
     s->t.peak_mapped = s->t.peak_segment_bytes + s->t.metadata;   /* metadata only grows */

@@ -38,7 +38,8 @@ nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
         caps[c] = nd_bin_capacity(c, shared);
         slots += caps[c] + 1;
     }
-    nd_tcache *tc = nd_meta_alloc(sizeof(nd_tcache) + slots * sizeof(void *));
+    /* The slots need no zeroing: only [cur, empty) of a bin is ever read. */
+    nd_tcache *tc = nd_meta_alloc_head(sizeof(nd_tcache) + slots * sizeof(void *), sizeof(nd_tcache));
     if (tc == NULL)
         return NULL;
     void **slot = (void **)(tc + 1);
@@ -53,6 +54,7 @@ nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
         tc->binfo[c].cap = start;
         tc->binfo[c].cap_max = caps[c];
         tc->binfo[c].low_water = ND_NO_SAMPLE;
+        tc->binfo[c].fill = ND_FIRST_FILL;
         slot += caps[c] + 1;
     }
     tc->slot_bytes = (uint32_t)(slots * sizeof(void *));
@@ -87,9 +89,14 @@ static bool nd_tcache_fill(nd_tcache *tc, unsigned c)
 {
     nd_bin *bin = &tc->bins[c];
     nd_assert2(bin->cur == bin->empty && *bin->empty == NULL);
-    size_t want = tc->binfo[c].cap / 2;
+    nd_bin_info *bi = &tc->binfo[c];
+    size_t want = bi->cap / 2;
+    if (want > bi->fill)
+        want = bi->fill;
     if (want == 0)
         want = 1;
+    if (bi->fill < bi->cap_max)
+        bi->fill *= 2;
     void **dst = bin->empty - want;
     size_t got = nd_heap_take_blocks(&tc->heap, c, dst, want);
     if (got < want && got > 0)
@@ -218,6 +225,15 @@ void nd_tcache_flush_all(nd_tcache *tc)
 {
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
         nd_tcache_flush(tc, c, tc->binfo[c].cap);
+}
+
+void nd_tcache_restart(nd_tcache *tc)
+{
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        tc->binfo[c].fill = ND_FIRST_FILL;
+        tc->binfo[c].filled = 0;
+        tc->binfo[c].low_water = ND_NO_SAMPLE;
+    }
 }
 
 void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)

@@ -76,7 +76,13 @@ typedef struct nd_bin_info {
     uint32_t low_water;  /* fewest blocks seen cached since the last GC pass
                             (sampled at fills and tick roll-overs), or
                             ND_NO_SAMPLE */
+    uint32_t fill;       /* blocks the next fill takes at most: ND_FIRST_FILL
+                            at first, doubling at each fill up to cap / 2, so
+                            a thread that makes a few requests of a class
+                            does not take (and at its exit give back) a
+                            full cache's worth */
 } nd_bin_info;
+#define ND_FIRST_FILL 4
 #define ND_NO_SAMPLE UINT32_MAX
 
 /*
@@ -125,6 +131,8 @@ void  nd_tcache_push(nd_tcache *tc, unsigned c, void *p) nd_hidden;
 void  nd_tcache_flush(nd_tcache *tc, unsigned c, size_t n) nd_hidden;
 /* Every cached block back to its pages. */
 void  nd_tcache_flush_all(nd_tcache *tc) nd_hidden;
+/* An emptied cache about to serve a new thread: fills start small again. */
+void  nd_tcache_restart(nd_tcache *tc) nd_hidden;
 /* GC pass: blocks the bins did not need since the last pass go back, and
    bins that kept more than half their capacity unused shrink; force: all. */
 void  nd_tcache_gc(nd_tcache *tc, bool force) nd_hidden;

@@ -49,6 +49,19 @@ static nd_thread *nd_threads_head;
 
 #define ND_GC_EVENTS 256
 
+/* Pools of records of exited threads, per node (plain tcache's node), newest
+   first, under nd_threads_lock; nd_pool_count (all pools) is also read
+   without it. A record waits at most ND_POOL_WAIT purge delays, then
+   maintenance takes it apart as an exit used to: its heaps abandoned (their
+   live blocks' segments wait on the node for an owner), its caches freed. */
+#define ND_POOL_MAX  16
+#define ND_POOL_WAIT 10
+static nd_thread *nd_pool[ND_MAX_NODES];
+static int  nd_thread_tcaches(const nd_thread *t, nd_tcache **out);
+static void nd_fold_dead_locked(const nd_tcache *tc);
+static uint32_t   nd_pool_len[ND_MAX_NODES];
+static uint32_t   nd_pool_count;
+
 /* Statistics of exited threads (under nd_threads_lock), and counts made by
    threads without a heap (atomics). */
 static nd_snap_class      nd_dead_cls[ND_CLASS_COUNT];
@@ -63,6 +76,126 @@ void nd_thread_process_init(void)
     pthread_key_create(&nd_thread_key, nd_thread_done);
 }
 
+/* A pooled record for a thread starting on `node`, now LIVE; NULL if none. */
+static nd_thread *nd_thread_pool_take(int node)
+{
+    if (nd_load_relaxed(&nd_pool_count) == 0)
+        return NULL;
+    nd_lock(&nd_threads_lock);
+    nd_thread *t = nd_pool[node];
+    if (t != NULL) {
+        nd_pool[node] = t->pool_next;
+        nd_pool_len[node]--;
+        nd_store_relaxed(&nd_pool_count, nd_pool_count - 1);
+        t->pool_next = NULL;
+        t->state = ND_THREAD_LIVE;
+    }
+    nd_unlock(&nd_threads_lock);
+    return t;
+}
+
+
+/* Pools the record of the calling thread, which is exiting: false when
+   its node's pool is full. */
+static bool nd_thread_pool_put(nd_thread *t)
+{
+    int node = t->plain->heap.node;
+    bool pooled = false;
+    nd_lock(&nd_threads_lock);
+    if (nd_pool_len[node] < ND_POOL_MAX) {
+        t->state = ND_THREAD_POOLED;
+        t->pooled_at = nd_os_now_ms();
+        t->pool_next = nd_pool[node];
+        nd_pool[node] = t;
+        nd_pool_len[node]++;
+        nd_store_relaxed(&nd_pool_count, nd_pool_count + 1);
+        pooled = true;
+    }
+    nd_unlock(&nd_threads_lock);
+    return pooled;
+}
+
+/* Takes apart a record no thread uses (an exited thread's): its caches
+   flushed, its heaps abandoned, its counters folded into the totals of exited threads,
+   its caches and itself freed. */
+static void nd_thread_dismantle(nd_thread *t)
+{
+    nd_tcache *tcs[ND_MAX_NODES + 1];
+    int n = nd_thread_tcaches(t, tcs);
+    for (int i = 0; i < n; i++) {
+        nd_tcache_flush_all(tcs[i]);
+        nd_heap_abandon(&tcs[i]->heap);
+    }
+    nd_lock(&nd_threads_lock);
+    if (t->prev)
+        t->prev->next = t->next;
+    else
+        nd_threads_head = t->next;
+    if (t->next)
+        t->next->prev = t->prev;
+    for (int i = 0; i < n; i++)
+        nd_fold_dead_locked(tcs[i]);
+    t->state = ND_THREAD_DEAD;
+    nd_unlock(&nd_threads_lock);
+    for (int i = 0; i < n; i++)
+        nd_tcache_destroy(tcs[i]);
+    nd_meta_free(t, sizeof(nd_thread));
+}
+
+/* Takes apart the pooled records that waited their time (all of them if
+   `all`). */
+static void nd_thread_pool_age(uint64_t now, bool all)
+{
+    if (nd_load_relaxed(&nd_pool_count) == 0)
+        return;
+    uint64_t wait = (uint64_t)nd_opt(ND_OPT_purge_delay) * ND_POOL_WAIT;
+    nd_thread *victims = NULL;
+    nd_lock(&nd_threads_lock);
+    for (int node = 0; node < ND_MAX_NODES; node++) {
+        /* Newest first: the ones due are a tail. */
+        nd_thread **link = &nd_pool[node];
+        while (*link != NULL && !all && (*link)->pooled_at + wait > now)
+            link = &(*link)->pool_next;
+        while (*link != NULL) {
+            nd_thread *t = *link;
+            *link = t->pool_next;
+            nd_pool_len[node]--;
+            nd_store_relaxed(&nd_pool_count, nd_pool_count - 1);
+            t->state = ND_THREAD_DEAD;   /* off the pool, still on the list */
+            t->pool_next = victims;
+            victims = t;
+        }
+    }
+    nd_unlock(&nd_threads_lock);
+    while (victims != NULL) {
+        nd_thread *t = victims;
+        victims = t->pool_next;
+        nd_thread_dismantle(t);
+    }
+}
+
+/* Upkeep of the process that no thread's own maintenance may reach in a
+   program whose threads are all short-lived (they exit before their first
+   maintenance): pooled records aged, large segments purged, node caches and
+   freed huge mappings swept. Run as threads start and exit, by one of them
+   at a time, at most twice per purge delay. */
+static uint64_t nd_upkeep_at;
+
+static void nd_thread_upkeep(void)
+{
+    uint64_t now = nd_os_now_ms();
+    uint64_t at = nd_load_relaxed(&nd_upkeep_at);
+    if (now < at)
+        return;
+    long delay = nd_opt(ND_OPT_purge_delay);
+    uint64_t next = now + (uint64_t)(delay > 1 ? delay / 2 : 1);
+    if (!nd_cas_strong_acq_rel(&nd_upkeep_at, &at, next))
+        return;   /* another thread does it */
+    nd_thread_pool_age(now, false);
+    nd_large_maintain(now, false);
+    nd_node_maintain(ND_SWEEP_PERIODIC);
+}
+
 nd_tcache *nd_thread_start(void)
 {
     nd_thread *t = nd_tls_thread;
@@ -71,9 +204,24 @@ nd_tcache *nd_thread_start(void)
     if (t->state == ND_THREAD_DEAD || nd_tls_starting)
         return NULL;
     nd_tls_starting = 1;
+    int node = nd_topo_local_mem_node(nd_topo_current_node());
+    t = nd_thread_pool_take(node);
+    if (t != NULL) {
+        /* The record of an exited thread: its caches, heaps and id. */
+        nd_tcache *tc = t->plain;
+        nd_tls_tid = tc->heap.tid;
+        t->gc_countdown = ND_GC_EVENTS;
+        t->maintain_at = nd_os_now_ms() + (uint64_t)nd_opt(ND_OPT_purge_delay);
+        nd_tls_tc = tc;
+        nd_tls_thread = t;
+        pthread_setspecific(nd_thread_key, t);
+        nd_tls_starting = 0;
+        nd_thread_upkeep();
+        return tc;
+    }
+    nd_thread_upkeep();
     if (nd_tls_tid == 0)
         nd_tls_tid = nd_fetch_add_relaxed(&nd_next_tid, ND_TID_STEP);
-    int node = nd_topo_local_mem_node(nd_topo_current_node());
     t = nd_meta_alloc(sizeof(nd_thread));
     nd_tcache *tc = t != NULL ? nd_tcache_create(nd_tls_tid, node, false, false) : NULL;
     if (tc == NULL) {
@@ -183,27 +331,13 @@ void nd_thread_done(void *arg)
     /* From here on this thread allocates from the shared heaps. */
     nd_tls_tc = &nd_tcache_dead;
     nd_tls_thread = &nd_thread_dead;
-    nd_tcache *tcs[ND_MAX_NODES + 1];
-    int n = nd_thread_tcaches(t, tcs);
-    for (int i = 0; i < n; i++) {
-        nd_tcache_flush_all(tcs[i]);
-        nd_heap_abandon(&tcs[i]->heap);
-    }
-    nd_lock(&nd_threads_lock);
-    if (t->prev)
-        t->prev->next = t->next;
-    else
-        nd_threads_head = t->next;
-    if (t->next)
-        t->next->prev = t->prev;
-    for (int i = 0; i < n; i++)
-        nd_fold_dead_locked(tcs[i]);
-    t->state = ND_THREAD_DEAD;
-    nd_unlock(&nd_threads_lock);
     nd_tls_tid = 0;
-    for (int i = 0; i < n; i++)
-        nd_tcache_destroy(tcs[i]);
-    nd_meta_free(t, sizeof(nd_thread));
+    /* Pooled as it is, cached blocks and all, for the next thread to start
+       on this node: it finds its caches warm, as a thread of a pool would.
+       (purge_delay=0: memory goes back at once, so nothing waits.) */
+    if (nd_opt(ND_OPT_purge_delay) == 0 || !nd_thread_pool_put(t))
+        nd_thread_dismantle(t);
+    nd_thread_upkeep();
 }
 
 /* ---- shared heaps ----------------------------------------------------------- */
@@ -268,7 +402,8 @@ void nd_thread_unlock_all(void)
 
 void nd_thread_fork_child(void)
 {
-    /* Only the forking thread survives. The tcaches of the others are left
+    /* Only the forking thread survives (and the pooled records, whole, on
+       their pools). The tcaches of the others are left
        as they were (they may have been mid-update): their ids never match a
        thread of the child, so frees of their blocks take the remote path.
        Their counters are folded into the totals. Called with the list lock
@@ -278,9 +413,12 @@ void nd_thread_fork_child(void)
     nd_threads_head = NULL;
     while (t) {
         nd_thread *next = t->next;
-        if (t == self) {
+        if (t == self || t->state == ND_THREAD_POOLED) {
+            /* The caller, and records no thread was using: they stay. */
             t->next = nd_threads_head;
             t->prev = NULL;
+            if (nd_threads_head)
+                nd_threads_head->prev = t;
             nd_threads_head = t;
         } else {
             nd_tcache *tcs[ND_MAX_NODES + 1];
@@ -316,6 +454,7 @@ static void nd_thread_maintain(nd_thread *t, bool force)
     }
     nd_large_maintain(now, force);
     nd_assert2(nd_large_is_valid());
+    nd_thread_pool_age(now, force);
     nd_node_maintain(force ? ND_SWEEP_ALL : ND_SWEEP_PERIODIC);
 }
 
@@ -334,17 +473,18 @@ void nd_thread_tick(nd_tcache *tc)
 void nd_thread_collect(bool purge_all)
 {
     nd_thread *t = nd_tls_thread;
-    if (t->state != ND_THREAD_LIVE)
-        return;
     uint64_t now = nd_os_now_ms();
-    nd_tcache *tcs[ND_MAX_NODES + 1];
-    int n = nd_thread_tcaches(t, tcs);
-    for (int i = 0; i < n; i++) {
-        nd_tcache_flush_all(tcs[i]);
-        nd_tcache_gc(tcs[i], purge_all);
-        nd_heap_collect(&tcs[i]->heap, now, purge_all);
+    if (t->state == ND_THREAD_LIVE) {
+        nd_tcache *tcs[ND_MAX_NODES + 1];
+        int n = nd_thread_tcaches(t, tcs);
+        for (int i = 0; i < n; i++) {
+            nd_tcache_flush_all(tcs[i]);
+            nd_tcache_gc(tcs[i], purge_all);
+            nd_heap_collect(&tcs[i]->heap, now, purge_all);
+        }
     }
     nd_large_maintain(now, purge_all);
+    nd_thread_pool_age(now, purge_all);
 }
 
 /* ---- the slow path by size ---------------------------------------------------- */
@@ -452,9 +592,9 @@ void nd_thread_count_large_resize(long delta)
         nd_add_relaxed(sum, bytes);
 }
 
-void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, size_t *threads)
+void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, size_t *threads, size_t *pooled)
 {
-    size_t nthreads = 0;
+    size_t nthreads = 0, npooled = 0;
     nd_lock(&nd_threads_lock);
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         nd_snap_class_add(&cls[c], &nd_dead_cls[c]);
@@ -464,7 +604,8 @@ void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, size_t *thread
     nd_snap_totals_add(tot, &nd_dead_tot);
     nd_snap_totals_add_counters(tot, &nd_orphan);
     for (nd_thread *t = nd_threads_head; t; t = t->next) {
-        nthreads++;
+        nthreads += t->state == ND_THREAD_LIVE;
+        npooled += t->state == ND_THREAD_POOLED;
         nd_tcache *tcs[ND_MAX_NODES + 1];
         int n = nd_thread_tcaches(t, tcs);
         for (int i = 0; i < n; i++)
@@ -477,8 +618,8 @@ void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, size_t *thread
                 nd_tcache_stats_add(tc, cls, tot);
         }
     nd_unlock(&nd_threads_lock);
-    if (threads)
-        *threads = nthreads;
+    *threads = nthreads;
+    *pooled = npooled;
 }
 
 bool nd_thread_is_valid(void)

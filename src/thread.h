@@ -17,14 +17,20 @@
 #include "counters.h"
 #include "tcache.h"
 
-enum { ND_THREAD_NEW = 0, ND_THREAD_LIVE, ND_THREAD_DEAD };
+enum { ND_THREAD_NEW = 0, ND_THREAD_LIVE, ND_THREAD_DEAD, ND_THREAD_POOLED };
 
 /*
- * A thread's record.
- * Invariants: state == LIVE for a thread on the list of live threads;
- * plain == the thread's plain tcache (nd_tls_tc while it lives);
- * node_tc[n] == its tcache for memory bound to node n, or the static empty
- * tcache (every fast path misses) when it has none.
+ * A thread's record: its tcaches (and through them its heaps), kept whole
+ * after the thread exits for the next thread that starts on the same node
+ * (ND_THREAD_POOLED), so that a program that starts a thread per task
+ * reuses the last one's pages and caches instead of building new ones.
+ * Invariants: the records on the list (next/prev, under nd_threads_lock)
+ * are LIVE (a running thread's) or POOLED (on its node's pool too, through
+ * pool_next, pooled_at set, no thread using it: its caches keep their
+ * blocks for the next thread); plain == the plain tcache (nd_tls_tc while it lives); node_tc[n] ==
+ * the tcache for memory bound to node n, or the static empty tcache (every
+ * fast path misses) when there is none; every tcache's heap has the
+ * record's id (a thread that takes a pooled record takes its id too).
  */
 typedef struct nd_aligned(ND_CACHE_LINE) nd_thread {
     nd_tcache        *node_tc[ND_MAX_NODES];
@@ -32,7 +38,9 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_thread {
     uint8_t           state;
     uint32_t          gc_countdown;     /* slow-path events until the next maintenance check */
     uint64_t          maintain_at;      /* ms */
-    struct nd_thread *next, *prev;      /* list of live threads */
+    uint64_t          pooled_at;        /* ms; POOLED only */
+    struct nd_thread *next, *prev;      /* list of records (live and pooled) */
+    struct nd_thread *pool_next;        /* POOLED: its node's pool, newest first */
 } nd_thread;
 
 /* The fast paths' view of the calling thread: its plain tcache and its
@@ -43,7 +51,8 @@ extern __thread nd_tcache *nd_tls_tc nd_hidden;
 extern __thread nd_thread *nd_tls_thread nd_hidden;
 extern __thread uintptr_t  nd_tls_tid nd_hidden;
 
-/* The calling thread's id: a TLS word, never reused (0 before start). */
+/* The calling thread's id: a TLS word (0 before start and after exit); an
+   id belongs to a thread record and passes with it to a later thread. */
 static inline uintptr_t nd_tid(void) { return nd_tls_tid; }
 
 void nd_thread_process_init(void) nd_hidden;
@@ -78,7 +87,8 @@ void *nd_thread_large(nd_tcache *tc, size_t size, size_t alignment) nd_hidden;
 void *nd_thread_shared_malloc(int node, bool bound, size_t alignment, size_t size) nd_hidden;
 /* A slow-path event of tc (its heap's clock; maintenance every so often). */
 void  nd_thread_tick(nd_tcache *tc) nd_hidden;
-/* nodal_collect for the calling thread. */
+/* nodal_collect: the calling thread's caches and heaps (if it has any), large
+   segments, pooled thread records (those past their wait, or all). */
 void  nd_thread_collect(bool purge_all) nd_hidden;
 
 /* Statistics counted on behalf of the calling thread (or of threads
@@ -90,7 +100,7 @@ void nd_thread_count_free(bool huge, size_t bytes) nd_hidden;
 void nd_thread_count_large_resize(long delta) nd_hidden;
 /* Sums over live, exited and shared heaps into cls[ND_CLASS_COUNT] and tot;
    *threads = live threads. */
-void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, size_t *threads) nd_hidden;
+void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, size_t *threads, size_t *pooled) nd_hidden;
 
 /* fork(): prepare takes the list lock and every shared heap's lock; the
    child keeps only the forking thread (the others' counters are folded). */

@@ -5,9 +5,15 @@
  * again, the cache of them is bounded and drains after purge_delay, and a
  * reused mapping never leaks old contents into calloc.
  *
+ * A thread that exits leaves its record (caches, heaps) for the next thread
+ * to start on its node, for ten purge delays at most.
+ *
  * Linked against the prefix library (nodal_* names): the test's own stdio
  * keeps the system malloc.
  */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -201,6 +207,71 @@ static void realloc_growth_keeps_contents_and_grows_in_place_past_16_kib(void)
     nodal_free(p);
 }
 
+/* ---- thread records ------------------------------------------------------ */
+
+/* A thread that allocates and frees one 48-byte block on CPU 0, then exits;
+   the block's address comes back. */
+static void *alloc_free_and_exit(void *arg)
+{
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+    void *p = nodal_malloc(48);
+    nodal_free(p);
+    *(void **)arg = p;
+    return NULL;
+}
+
+static void *run_on_cpu0(void)
+{
+    void *p = NULL;
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, alloc_free_and_exit, &p) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+    EXPECT(p != NULL, "nodal_malloc(48) in a thread to succeed");
+    return p;
+}
+
+/* A thread that starts after another exited (on the same node) takes over
+   its record: the caches come warm, so its first block is the one the
+   exited thread freed last. The record waits in a pool meanwhile, and the
+   statistics say so. */
+static void a_thread_started_after_another_exited_takes_over_its_caches(void)
+{
+    nodal_collect(1);   /* no pooled record from earlier tests */
+    EXPECT(total("pooled_threads") == 0, "no pooled thread record after nodal_collect(1), got %g",
+           total("pooled_threads"));
+    void *first = run_on_cpu0();
+    EXPECT(total("pooled_threads") == 1, "one pooled thread record after a thread exited, got %g",
+           total("pooled_threads"));
+    void *second = run_on_cpu0();
+    EXPECT(second == first, "the next thread's first 48-byte block to be the one the exited thread "
+           "freed (%p), got %p", first, second);
+    EXPECT(total("pooled_threads") == 1, "still one pooled record (taken and given back), got %g",
+           total("pooled_threads"));
+}
+
+/* A pooled record waits ten purge delays (1 s by default) for a thread to
+   take it; after that, maintenance takes it apart and its memory goes back
+   like that of an exited thread. */
+static void a_pooled_thread_record_is_taken_apart_after_ten_purge_delays(void)
+{
+    nodal_collect(1);
+    run_on_cpu0();
+    EXPECT(total("pooled_threads") == 1, "one pooled thread record after a thread exited, got %g",
+           total("pooled_threads"));
+    nodal_collect(0);
+    EXPECT(total("pooled_threads") == 1, "a record pooled just now to stay pooled through "
+           "nodal_collect(0), got %g", total("pooled_threads"));
+    long delay = nodal_option_get("purge_delay");
+    EXPECT(delay > 0, "purge_delay to be positive (the default), got %ld", delay);
+    usleep((useconds_t)(10 * delay + 200) * 1000);
+    nodal_collect(0);
+    EXPECT(total("pooled_threads") == 0, "the record to be taken apart %ld ms after its thread "
+           "exited, %g still pooled", 10 * delay + 200, total("pooled_threads"));
+}
+
 /* Under an address-space limit of 200 MiB (ulimit -v), 1 MiB blocks fill
    most of it; once they fail, small allocations still succeed, and freeing
    half the large ones lets large ones succeed again. In a child: the limit
@@ -262,6 +333,8 @@ static const struct nd_case cases[] = {
     ND_CASE(large_blocks_share_segments),
     ND_CASE(realloc_resizes_a_large_block_in_place),
     ND_CASE(realloc_growth_keeps_contents_and_grows_in_place_past_16_kib),
+    ND_CASE(a_thread_started_after_another_exited_takes_over_its_caches),
+    ND_CASE(a_pooled_thread_record_is_taken_apart_after_ten_purge_delays),
     ND_CASE(address_space_limit_leaves_small_allocations_working),
     ND_CASE(emit_cached_after_free_with_no_delay),
     ND_CASE(emit_address_space_limit),
