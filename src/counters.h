@@ -87,6 +87,8 @@
     X(fill_blocks,         COUNTER, CLASS,   CLASS,   COUNT, 0, "blocks moved from pages into thread caches") \
     X(flushes,             COUNTER, CLASS,   CLASS,   COUNT, 1, "times a thread cache gave blocks back to their pages") \
     X(flush_blocks,        COUNTER, CLASS,   CLASS,   COUNT, 0, "blocks moved from thread caches back to pages") \
+    X(full_size_fills,     COUNTER, CLASS,   CLASS,   COUNT, 0, "fills of a cache already at its largest capacity (tcache_count, tcache_bytes): the ones a larger cache would have saved") \
+    X(full_size_flushes,   COUNTER, CLASS,   CLASS,   COUNT, 0, "overflows of a cache already at its largest capacity") \
     X(direct_allocs,       COUNTER, CLASS,   CLASS,   COUNT, 0, "blocks taken straight from pages (classes without a thread cache)") \
     X(page_frees,          COUNTER, CLASS,   DERIVED, COUNT, 0, "frees by the owner straight to a page that is not one of the class's hot pages") \
     X(slow_frees,          COUNTER, CLASS,   CLASS,   COUNT, 0, "frees by the owner that reached a page through the slow path (no cache, or checks on)") \

@@ -256,15 +256,18 @@ static int nd_print_hints(nd_out *o, const nd_snapshot *s, const char *indent)
     int n = 0;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         const nd_snap_class *k = &s->cls[c];
-        if (k->requests >= 10000 && k->fills * 64 > k->requests)
-            nd_hint(o, &n, indent, "class %u B: the thread cache was refilled every %.0f requests (fills/requests "
-                            "above 1/64): raise tcache_count (now %ld) or tcache_bytes (now %ld)",
-                         nd_class_size[c], (double)k->requests / (double)k->fills,
+        /* Only fills and overflows at the largest capacity count: a cache
+           still growing (or a thread that made a few requests and exited)
+           is not short of room. */
+        if (k->requests >= 10000 && k->full_size_fills * 64 > k->requests)
+            nd_hint(o, &n, indent, "class %u B: the thread cache, at its largest, was refilled every %.0f requests "
+                            "(above 1/64): raise tcache_count (now %ld) or tcache_bytes (now %ld)",
+                         nd_class_size[c], (double)k->requests / (double)k->full_size_fills,
                          nd_opt(ND_OPT_tcache_count), nd_opt(ND_OPT_tcache_bytes));
-        if (k->frees >= 10000 && k->flushes * 64 > k->frees)
-            nd_hint(o, &n, indent, "class %u B: the thread cache overflowed every %.0f frees (flushes/frees above "
-                            "1/64): raise tcache_count (now %ld) or tcache_bytes (now %ld)",
-                         nd_class_size[c], (double)k->frees / (double)k->flushes,
+        if (k->frees >= 10000 && k->full_size_flushes * 64 > k->frees)
+            nd_hint(o, &n, indent, "class %u B: the thread cache, at its largest, overflowed every %.0f frees "
+                            "(above 1/64): raise tcache_count (now %ld) or tcache_bytes (now %ld)",
+                         nd_class_size[c], (double)k->frees / (double)k->full_size_flushes,
                          nd_opt(ND_OPT_tcache_count), nd_opt(ND_OPT_tcache_bytes));
         if (k->direct_allocs >= 10000 && k->direct_allocs * 2 > k->requests)
             nd_hint(o, &n, indent, "class %u B: %llu blocks came straight from pages, without a thread cache: "

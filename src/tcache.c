@@ -107,6 +107,8 @@ static bool nd_tcache_fill(nd_tcache *tc, unsigned c)
     nd_class_counters *cs = &tc->heap.cstats[c];
     nd_count_inc(&cs->fills);
     nd_count_add(&cs->fill_blocks, got);
+    if (bi->cap == bi->cap_max && want == bi->cap / 2)
+        nd_count_inc(&cs->full_size_fills);
     nd_assert2(nd_tcache_is_valid(tc));
     return got != 0;
 }
@@ -247,6 +249,8 @@ void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)
             b->low = b->empty - cap;
             bi->cap = cap;
         } else {
+            if (bi->cap == bi->cap_max)
+                nd_count_inc(&tc->heap.cstats[c].full_size_flushes);
             nd_tcache_flush(tc, c, (bi->cap + 1) / 2);
         }
         bi->filled = 0;
