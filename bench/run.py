@@ -71,7 +71,7 @@ def parse_args():
     ap.add_argument("--nodal-options", help="NODAL_OPTIONS for the nodal runs (default: none)")
     ap.add_argument("--nodal-variants", default="",
                     help="extra nodal columns for the drop-in workloads, 'label:opts;label:opts' "
-                         "(e.g. 'tc256:tcache_count=256;pf1:prefetch=1')")
+                         "(e.g. 'tc256:tcache_count=256;tc4k:tcache_bytes=4096')")
     ap.add_argument("--numa-vm", help="path of the numa-vm tool")
     ap.add_argument("--out", help="results directory (default: bench/results/<UTC date>-<host>)")
     ap.add_argument("--no-plots", action="store_true")

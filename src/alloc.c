@@ -19,17 +19,6 @@
 
 /* ---- slow paths ------------------------------------------------------------ */
 
-void *nd_pop_prefetch(void **cur)
-{
-    const char *next = cur[1];
-    if (next != NULL)
-        for (unsigned i = 0; i < nd_prefetch_lines; i++)
-            __builtin_prefetch(next + i * ND_CACHE_LINE, 1, 3);
-    void *p = *cur;
-    nd_block_unmark(p);
-    return p;
-}
-
 /* The calling thread's plain tcache, or NULL: use a shared heap. */
 static nd_tcache *nd_plain_tcache(void)
 {

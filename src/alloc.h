@@ -46,10 +46,21 @@ void  *nd_realloc_node(void *p, size_t size, int node) nd_hidden;
 void  *nd_malloc_node_aligned(size_t alignment, size_t size, int node) nd_hidden;
 void  *nd_calloc_node(size_t count, size_t size, int node) nd_hidden;
 
-/* prefetch=N: returns the block at *cur (unmarked, as the fast path does)
-   after prefetching the next one a malloc of the class will return. Out of
-   line, so that the fast path pays one compare for the option. */
-void *nd_pop_prefetch(void **cur) nd_hidden;
+/* Built with -DNODAL_PREFETCH_LINES=N (config.h: ND_PREFETCH_LINES), a
+   malloc from a bin also prefetches N cache lines of the block the next
+   malloc of the class will return (as jemalloc's with-prefetch-objects);
+   0, the default, costs nothing. */
+#if ND_PREFETCH_LINES > 0
+#define ND_BIN_PREFETCH(cur)                                                   \
+    do {                                                                       \
+        const char *next_ = (const char *)(cur)[1];                            \
+        if (next_ != NULL)                                                     \
+            for (int i_ = 0; i_ < ND_PREFETCH_LINES; i_++)                     \
+                __builtin_prefetch(next_ + i_ * ND_CACHE_LINE, 1, 3);          \
+    } while (0)
+#else
+#define ND_BIN_PREFETCH(cur) ((void)0)
+#endif
 
 /* Pops a block from the bin at byte offset `off` of tcache tc and clears
    its freed-block mark (page.h); the caller takes its slow path when the
@@ -61,8 +72,7 @@ void *nd_pop_prefetch(void **cur) nd_hidden;
         if (nd_unlikely(cur_ == b_->empty) || nd_unlikely(--b_->tick == 0))    \
             return (slow);                                                     \
         b_->cur = cur_ + 1;                                                    \
-        if (nd_unlikely(nd_prefetch_lines != 0))                               \
-            return nd_pop_prefetch(cur_);                                      \
+        ND_BIN_PREFETCH(cur_);                                                 \
         void *p_ = *cur_;                                                      \
         nd_block_unmark(p_);                                                   \
         return p_;                                                             \

@@ -26,6 +26,9 @@
 #ifndef ND_STATS
 #define ND_STATS 1            /* per-thread counters on the fast paths */
 #endif
+#ifndef ND_PREFETCH_LINES
+#define ND_PREFETCH_LINES 0   /* cache lines of the next block a malloc prefetches (alloc.h) */
+#endif
 
 /* "0.1.0", from the version macros of the public header (CMake reads the
    same macros, so the version is written in one place). */

@@ -36,7 +36,6 @@ static char *const nd_opt_bufs[ND_OPT_COUNT] = {
 #undef ND_OPT_BUFP
 };
 
-uint8_t nd_prefetch_lines;
 uint8_t nd_check_frees;
 
 /* Where each value came from, for verbose=1. */
@@ -549,7 +548,6 @@ void nd_options_init(void)
             nd_set_option(&ctx, nd_opt_table[i].name, strlen(nd_opt_table[i].name), v, strlen(v));
         }
     }
-    nd_prefetch_lines = (uint8_t)nd_opt_values[ND_OPT_prefetch];
     nd_check_frees = nd_opt_values[ND_OPT_check] >= 2;
     if (nd_opt_verbose()) {
         for (int i = 0; i < ND_OPT_COUNT; i++) {

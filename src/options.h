@@ -43,7 +43,6 @@
     X(tcache_bytes,   ND_OPTK_SIZE, 262144, 0, 1 << 30, "",                 "most bytes a thread cache may hold per size class (caps tcache_count for larger classes)") \
     X(node_fallback,  ND_OPTK_ENUM, 0,     0, 1,        "strict|preferred", "when the requested node is full: strict = NULL/ENOMEM, preferred = use other nodes (counted)") \
     X(huge_pages,     ND_OPTK_INT,  0,     0, 1,        "",                 "ask for transparent huge pages on node-bound segments (MADV_HUGEPAGE)") \
-    X(prefetch,       ND_OPTK_INT,  0,     0, 8,        "",                 "prefetch the next free block of a size class on malloc: cache lines, 0 = off") \
     X(reclaim_on_free, ND_OPTK_INT, 1,     0, 1,        "",                 "a free into a segment abandoned by an exited thread adopts that segment")
 
 /* How values are spelled, for every document that lists the options. */
@@ -74,8 +73,6 @@ typedef struct nd_opt_desc {
 extern const nd_opt_desc nd_opt_table[ND_OPT_COUNT] nd_hidden;
 /* The values. A text option's value is 1 when it is set, 0 when not. */
 extern long nd_opt_values[ND_OPT_COUNT] nd_hidden;
-/* The prefetch option as the fast path reads it (one byte). */
-extern uint8_t nd_prefetch_lines nd_hidden;
 /* check >= 2: every free goes through the validating slow path. */
 extern uint8_t nd_check_frees nd_hidden;
 

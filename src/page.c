@@ -45,11 +45,11 @@ void nd_page_init(nd_page *pg, unsigned cls, uint8_t *start, size_t area,
     pg->block_size = bsize;
     pg->reserved = (uint16_t)(area / bsize);
     pg->capacity = 0;
-    nd_store_relaxed(&pg->span, (uintptr_t)0);
+    nd_store_relaxed(&pg->limit, (uint64_t)0);
     pg->used = 0;
     pg->free = NULL;
     pg->start = start;
-    pg->recip = UINT64_MAX / bsize + 1;
+    pg->mul = nd_block_mul(bsize);
     pg->cls = (uint8_t)cls;
     pg->in_full = 0;
     pg->xnext = NULL;
@@ -84,7 +84,7 @@ void nd_page_release(nd_page *pg)
     pg->bin = NULL;
     pg->free = NULL;
     pg->capacity = 0;
-    nd_store_relaxed(&pg->span, (uintptr_t)0);
+    nd_store_relaxed(&pg->limit, (uint64_t)0);
     pg->in_full = 0;
 }
 
@@ -216,7 +216,7 @@ size_t nd_page_take(nd_page *pg, void **out, size_t n)
                 out[got++] = p;
             }
             nd_store_relaxed(&pg->capacity, (uint16_t)(pg->capacity + k));   /* read by remote frees */
-            nd_store_relaxed(&pg->span, (uintptr_t)pg->capacity * pg->block_size);   /* read by remote frees */
+            nd_store_relaxed(&pg->limit, (uint64_t)pg->capacity * (pg->mul * pg->block_size));   /* read by remote frees */
             continue;
         }
         if ((nd_load_relaxed(&pg->xfree) & ~ND_XSTATE_MASK) != 0) {
@@ -267,7 +267,8 @@ bool nd_page_is_valid(const nd_page *pg)
         return false;
     if (pg->cls < ND_CLASS_COUNT && pg->block_size != nd_class_size[pg->cls])
         return false;
-    if (pg->span != (uintptr_t)pg->capacity * pg->block_size)
+    if (pg->cls < ND_CLASS_COUNT &&
+        (pg->mul != nd_block_mul(pg->block_size) || pg->limit != (uint64_t)pg->capacity * (pg->mul * pg->block_size)))
         return false;
     size_t free_len = 0;
     for (const nd_block *b = pg->free; b != NULL; b = nd_link_get(b)) {

@@ -82,42 +82,52 @@ static inline nd_page *nd_page_of(nd_segment *s, const void *p)
     return (nd_page *)((uintptr_t)s + __builtin_offsetof(nd_segment, pages) + off);
 }
 
+/* The multiplier of a block size b: floor(2^64 / b) + 1. Then
+   b * mul = 2^64 + e with 1 <= e <= b, the e of nd_page_block_ok. */
+static inline uint64_t nd_block_mul(uint32_t b)
+{
+    return UINT64_MAX / b + 1 + ((b & (b - 1)) == 0);
+}
+
 /* Block index of p in page pg (exact for every offset in a segment). */
 static inline size_t nd_page_block_index(const nd_page *pg, const void *p)
 {
     uint64_t off = (uint64_t)((uintptr_t)p - (uintptr_t)pg->start);
-    return (size_t)(((__uint128_t)off * pg->recip) >> 64);
+    return (size_t)(((__uint128_t)off * pg->mul) >> 64);
 }
 
-/* Is p the start of a carved block of pg? The free fast path's check, in
-   six instructions: off = p - start must be below the carved span (which
-   also rules out the segment header before page 0), and off * recip
-   (mod 2^64), where recip = ceil(2^64 / block_size), is below 2^32 exactly
-   when off is a multiple of block_size: for off = idx * size + r the
-   product is idx * e + r * recip with e = recip * size - 2^64 <= size, so
-   it stays below 2^26 when r = 0 (a page holds at most 4096 blocks of at
-   most 16 KiB, or 25 of at most 128 KiB) and reaches at least recip -
-   2^26 >= 2^47 - 2^26 when r > 0. tests/unit/size_classes.c checks every
-   offset of every class. */
+/* Is p, a pointer into pg's segment, the start of a carved block of pg?
+   The free fast path's check, one multiply and one compare: with
+   off = p - start = k * size + r (0 <= r < size) and size * mul = 2^64 + e,
+   off * mul mod 2^64 = k * e + r * mul. For r == 0 that is k * e, below
+   limit = capacity * e exactly when k < capacity. For r > 0 it is at least
+   mul > 2^64 / size >= 2^47 (sizes are at most 128 KiB) while k * e stays
+   below 2^23 (|off| < 4 MiB), so it never passes; nor does a p before
+   start (the segment header before page 0): -d * mul mod 2^64 lands within
+   2^47 of 2^64 or above 2^46. A page not carved (limit 0) takes nothing.
+   tests/unit/size_classes.c checks every offset of every class. */
 static inline bool nd_page_block_ok(const nd_page *pg, const void *p)
 {
-    uintptr_t off = (uintptr_t)p - (uintptr_t)pg->start;
-    return off < pg->span && ((uint64_t)(off * pg->recip) >> 32) == 0;
+    uint64_t off = (uint64_t)((uintptr_t)p - (uintptr_t)pg->start);
+    return off * pg->mul < pg->limit;
 }
 
-/* The same for a thread that does not own pg: the span only grows while
-   the page is in use, and the carving of a block happened before it was
+/* The same for a thread that does not own pg: limit only grows while the
+   page is in use, and the carving of a block happened before it was
    handed out, so before any thread can free it. */
 static inline bool nd_page_block_ok_shared(const nd_page *pg, const void *p)
 {
-    uintptr_t off = (uintptr_t)p - (uintptr_t)pg->start;
-    return off < nd_load_relaxed(&pg->span) && ((uint64_t)(off * pg->recip) >> 32) == 0;
+    uint64_t off = (uint64_t)((uintptr_t)p - (uintptr_t)pg->start);
+    return off * pg->mul < nd_load_relaxed(&pg->limit);
 }
 
-/* The check of every free-list link followed: a carved block start of pg. */
+/* The check of every free-list link followed: a carved block start of pg,
+   whatever the link's value (it may be anything if memory was overwritten,
+   so the range is checked too). */
 static inline bool nd_page_link_ok(const nd_page *pg, const void *p)
 {
-    return nd_page_block_ok(pg, p);
+    uint64_t off = (uint64_t)((uintptr_t)p - (uintptr_t)pg->start);
+    return off < (uint64_t)pg->capacity * pg->block_size && off * pg->mul < pg->limit;
 }
 
 /* Is p the start of a carved block of the small or medium page pg?

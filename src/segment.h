@@ -39,7 +39,7 @@
  *               straight to the page); id | ND_KEY_LARGE for a large block;
  *               ND_KEY_NONE (1) when no thread owns the page
  *     bin       owner heap's thread-cache bin for this page's class
- *     free, start, recip, span, block_size, used, capacity, reserved,
+ *     free, start, mul, limit, block_size, used, capacity, reserved,
  *     cls, in_use, in_full, index
  *   line 1, written by other threads:
  *     xfree     remote-free list head | 2 state bits (see page.h)
@@ -78,7 +78,8 @@ enum { ND_SEG_FREE = 0, ND_SEG_SMALL, ND_SEG_MEDIUM, ND_SEG_LARGE, ND_SEG_HUGE }
  *  - used = blocks handed out of the page (in a thread cache, with the
  *    program, or on xfree); capacity - used - length(free) = 0.
  *  - capacity <= reserved <= 65535; blocks [0, capacity) have been carved;
- *    span == capacity * block_size (small and medium pages).
+ *    mul == nd_block_mul(block_size) and limit == capacity * (mul *
+ *    block_size mod 2^64) (small and medium pages; see nd_page_block_ok).
  *  - every block on free or xfree carries the freed-block mark (page.h).
  *  - free is touched only by the owner thread (or under the owner's lock for
  *    a shared heap); xfree only with atomics.
@@ -93,8 +94,9 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
     struct nd_bin  *bin;
     nd_block       *free;        /* links encoded (page.h) */
     uint8_t        *start;       /* first block */
-    uint64_t        recip;       /* ceil(2^64 / block_size): block index by multiply */
-    uintptr_t       span;        /* capacity * block_size: bytes carved (owner writes) */
+    uint64_t        mul;         /* floor(2^64 / block_size) + 1: block index by multiply */
+    uint64_t        limit;       /* capacity * (mul * block_size mod 2^64): the carved blocks
+                                    (owner writes; see nd_page_block_ok) */
     uint32_t        block_size;
     uint16_t        used;
     uint16_t        capacity;

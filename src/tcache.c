@@ -196,7 +196,7 @@ void nd_tcache_flush(nd_tcache *tc, unsigned c, size_t n)
            (or came from a checked list); the mark tells if it was written
            to since. */
         const uintptr_t start = (uintptr_t)pg->start;
-        const uintptr_t span = pg->span;
+        const uintptr_t span = (uintptr_t)pg->capacity * pg->block_size;
         nd_block *head = NULL, *tail = p;
         uint32_t k = 0;
         for (;;) {

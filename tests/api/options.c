@@ -39,7 +39,6 @@ static const struct option options[] = {
     { "tcache_bytes",   NUMBER, { 0 } },
     { "node_fallback",  WORD,   { "strict", "preferred" } },
     { "huge_pages",     BOOL,   { 0 } },
-    { "prefetch",       LEVEL,  { 0 } },
     { "cache_segments", NUMBER, { 0 } },
     { "reclaim_on_free", BOOL,  { 0 } },
 };

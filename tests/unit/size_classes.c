@@ -49,7 +49,7 @@ static void block_index_by_multiply_is_exact(void)
         nd_page pg;
         memset(&pg, 0, sizeof pg);
         pg.block_size = nd_class_size[c];
-        pg.recip = UINT64_MAX / pg.block_size + 1;
+        pg.mul = nd_block_mul(pg.block_size);
         pg.start = (uint8_t *)(uintptr_t)(ND_SEG_SIZE * 8 + ND_SEG_HEADER_SIZE);
         size_t area = nd_class_size[c] <= ND_SMALL_MAX ? ND_SEG_SIZE : ND_SEG_SIZE;
         for (size_t off = 0; off < area; off += (c < 8 ? 1 : 7)) {
@@ -69,21 +69,36 @@ static void fast_block_start_check_is_exact(void)
         nd_page pg;
         memset(&pg, 0, sizeof pg);
         pg.block_size = nd_class_size[c];
-        pg.recip = UINT64_MAX / pg.block_size + 1;
+        pg.mul = nd_block_mul(pg.block_size);
         pg.start = (uint8_t *)(uintptr_t)(ND_SEG_SIZE * 8 + ND_SEG_HEADER_SIZE);
         size_t page = nd_class_is_small(c) ? ND_SMALL_PAGE_SIZE : ND_MEDIUM_PAGE_SIZE;
         size_t blocks = page / pg.block_size;
         pg.capacity = (uint16_t)(blocks - blocks / 3);   /* part of the page carved */
-        pg.span = (uintptr_t)pg.capacity * pg.block_size;
-        for (size_t off = 0; off < page; off++) {
-            bool want = off % pg.block_size == 0 && off < pg.span;
+        pg.limit = (uint64_t)pg.capacity * (pg.mul * pg.block_size);
+        size_t span = (size_t)pg.capacity * pg.block_size;
+        /* The whole segment after the page start (the check sees pointers
+           of its segment only), and the header before it. */
+        for (size_t off = 0; off < ND_SEG_SIZE - ND_SEG_HEADER_SIZE; off++) {
+            bool want = off % pg.block_size == 0 && off < span;
             EXPECT(nd_page_block_ok(&pg, pg.start + off) == want,
                    "the fast check to %s offset %zu of a %u-byte page carved to %zu bytes",
-                   want ? "accept" : "reject", off, pg.block_size, (size_t)pg.span);
+                   want ? "accept" : "reject", off, pg.block_size, span);
+            EXPECT(nd_page_link_ok(&pg, pg.start + off) == want,
+                   "the link check to %s offset %zu of a %u-byte page carved to %zu bytes",
+                   want ? "accept" : "reject", off, pg.block_size, span);
         }
         for (size_t back = 1; back <= ND_SEG_HEADER_SIZE; back++)
             EXPECT(!nd_page_block_ok(&pg, pg.start - back), "the fast check to reject %zu bytes before "
                    "the first block of class %u B (the segment header)", back, pg.block_size);
+        /* Links may hold anything: far pointers never pass the link check. */
+        for (uint64_t far = 1; far < 4096; far++) {
+            uint64_t v = far * 0x9e3779b97f4a7c15u;
+            EXPECT(!nd_page_link_ok(&pg, (void *)(uintptr_t)v) || ((uintptr_t)v - (uintptr_t)pg.start) < span,
+                   "the link check to reject the far pointer %#llx", (unsigned long long)v);
+        }
+        pg.limit = 0;
+        EXPECT(!nd_page_block_ok(&pg, pg.start), "a page with nothing carved to take no block (class %u B)",
+               pg.block_size);
     }
 }
 
