@@ -92,33 +92,13 @@ void nd_free_special(void *p)
     nd_huge_free(s);
 }
 
-/* Remote free: p belongs to a page another heap owns (or nobody does).
-   If this thread has a thread cache for the same kind of memory, the block
-   waits there like one of its own: no atomic now, reused here while it is
-   still in this core's cache, and given back to its page with the others
-   of that page as one chain when the cache flushes. Otherwise (or when the
-   page was abandoned by an exited thread) it goes onto the page's remote
-   list at once. */
-static void nd_free_remote(void *p, nd_segment *s, nd_page *pg, uintptr_t key)
+/* Remote free, past the common case (see nd_free_remote): no cache of
+   this kind of memory yet (or room in it), or a page nobody owns. */
+static nd_noinline void nd_free_remote_slow(void *p, nd_segment *s, nd_page *pg, uintptr_t key)
 {
-    if (nd_unlikely(nd_block_is_marked(p)))
-        nd_misuse("free", "double free", p);
     unsigned cls = pg->cls;
-    if (nd_likely(key != ND_KEY_NONE)) {
-        /* The common case inline: a live thread with a cache for this kind
-           of memory (the empty tcache has tid 0) and room in the bin. */
-        nd_thread *t = nd_tls_thread;
-        nd_tcache *tc = s->bound ? t->node_tc[s->node] : t->plain;
-        if (nd_likely(tc->heap.tid == nd_tid() && tc->heap.tid != 0 && tc->heap.node == s->node)) {
-            nd_bin *b = &tc->bins[cls];
-            if (nd_likely(b->cur != b->low)) {
-                *--b->cur = p;
-                nd_block_mark(p);
-                nd_count_inc(&tc->heap.cstats[cls].remote_frees);
-                return;
-            }
-        }
-        tc = nd_thread_cache_for_free(s, true);
+    if (key != ND_KEY_NONE) {
+        nd_tcache *tc = nd_thread_cache_for_free(s, true);
         if (tc != NULL && tc->binfo[cls].cap_max != 0) {
             nd_thread_count_remote_free(cls, false);
             nd_tcache_push(tc, cls, p);
@@ -144,10 +124,37 @@ static void nd_free_remote(void *p, nd_segment *s, nd_page *pg, uintptr_t key)
     nd_heap_free_remote(pg, p);
 }
 
-void nd_free_slow(void *p, nd_segment *s, nd_page *pg)
+/* Remote free: p belongs to a page another heap owns (or nobody does).
+   If this thread has a thread cache for the same kind of memory, the block
+   waits there like one of its own: no atomic now, reused here while it is
+   still in this core's cache, and given back to its page with the others
+   of that page as one chain when the cache flushes. Otherwise (or when the
+   page was abandoned by an exited thread) it goes onto the page's remote
+   list at once. The common case is kept small enough to need no saved
+   registers; the rest is a tail call. */
+static void nd_free_remote(void *p, nd_segment *s, nd_page *pg, uintptr_t key)
 {
-    if (nd_unlikely(!nd_seg_cookie_ok(s)))
-        nd_bad_header("free", p);
+    if (nd_unlikely(nd_block_is_marked(p)))
+        nd_misuse("free", "double free", p);
+    /* The tcache for this kind of memory: a thread that has not started,
+       or has exited, sees static tcaches whose bins are full (cur == low),
+       so the test below sends it on. */
+    nd_thread *t = nd_tls_thread;
+    nd_tcache *tc = s->bound ? t->node_tc[s->node] : t->plain;
+    unsigned cls = pg->cls;
+    nd_bin *b = &tc->bins[cls];
+    if (nd_likely(key != ND_KEY_NONE && tc->heap.node == s->node && b->cur != b->low)) {
+        *--b->cur = p;
+        nd_block_mark(p);
+        nd_count_inc(&tc->heap.cstats[cls].remote_frees);
+        return;
+    }
+    nd_free_remote_slow(p, s, pg, key);
+}
+
+/* Huge and large blocks, and segments of no kind that frees take. */
+static nd_noinline void nd_free_big(void *p, nd_segment *s, nd_page *pg)
+{
     if (s->kind == ND_SEG_HUGE) {
         if (pg->start != (uint8_t *)p || !pg->in_use)
             nd_block_misuse("free", s, p);
@@ -162,17 +169,13 @@ void nd_free_slow(void *p, nd_segment *s, nd_page *pg)
         nd_thread_count_free(false, bytes);
         return;
     }
-    /* Every free that reaches here is checked in full (a page not in use
-       has no span; neither has a free segment's). */
-    if (nd_unlikely((s->kind != ND_SEG_SMALL && s->kind != ND_SEG_MEDIUM) || !nd_page_block_ok_shared(pg, p)))
-        nd_block_misuse("free", s, p);
-    uintptr_t key = nd_load_relaxed(&pg->key);
-    uintptr_t tid = nd_tid();
-    if ((key & ~ND_KEY_COLD) != tid || tid == 0) {
-        nd_free_remote(p, s, pg, key);
-        return;
-    }
-    /* Our own block. The mark says it is free already. */
+    nd_block_misuse("free", s, p);
+}
+
+/* A block of one of this thread's own pages, past the fast path. */
+static nd_noinline void nd_free_own(void *p, nd_page *pg, uintptr_t key)
+{
+    /* The mark says it is free already. */
     if (nd_unlikely(nd_block_is_marked(p)))
         nd_misuse("free", "double free", p);
     nd_heap *h = pg->heap;
@@ -188,6 +191,27 @@ void nd_free_slow(void *p, nd_segment *s, nd_page *pg)
     }
     nd_tcache_push(tc, pg->cls, p);
     nd_thread_tick(tc);
+}
+
+void nd_free_slow(void *p, nd_segment *s, nd_page *pg)
+{
+    if (nd_unlikely(!nd_seg_cookie_ok(s)))
+        nd_bad_header("free", p);
+    if (nd_unlikely(s->kind != ND_SEG_SMALL && s->kind != ND_SEG_MEDIUM)) {
+        nd_free_big(p, s, pg);
+        return;
+    }
+    /* Every free that reaches here is checked in full (a page not in use
+       has nothing carved). */
+    if (nd_unlikely(!nd_page_block_ok_shared(pg, p)))
+        nd_block_misuse("free", s, p);
+    uintptr_t key = nd_load_relaxed(&pg->key);
+    uintptr_t tid = nd_tid();
+    if ((key & ~ND_KEY_COLD) != tid || tid == 0) {
+        nd_free_remote(p, s, pg, key);
+        return;
+    }
+    nd_free_own(p, pg, key);
 }
 
 /* ---- public prefixed names ------------------------------------------------- */
