@@ -206,6 +206,14 @@ size_t nd_page_take(nd_page *pg, void **out, size_t n)
             out[got++] = b;
             continue;
         }
+        /* Blocks other threads gave back come before blocks never used:
+           carving first would touch (make resident) the whole page while
+           most of its blocks wait on xfree. */
+        if ((nd_load_relaxed(&pg->xfree) & ~ND_XSTATE_MASK) != 0) {
+            nd_page_collect(pg);
+            if (pg->free != NULL)
+                continue;
+        }
         if (pg->capacity < pg->reserved) {
             size_t k = (size_t)(pg->reserved - pg->capacity);
             if (k > n - got)
@@ -218,11 +226,6 @@ size_t nd_page_take(nd_page *pg, void **out, size_t n)
             nd_store_relaxed(&pg->capacity, (uint16_t)(pg->capacity + k));   /* read by remote frees */
             nd_store_relaxed(&pg->limit, (uint64_t)pg->capacity * (pg->mul * pg->block_size));   /* read by remote frees */
             continue;
-        }
-        if ((nd_load_relaxed(&pg->xfree) & ~ND_XSTATE_MASK) != 0) {
-            nd_page_collect(pg);
-            if (pg->free != NULL)
-                continue;
         }
         break;
     }

@@ -154,8 +154,8 @@ void nd_page_set_owner(nd_page *pg, struct nd_heap *owner, struct nd_bin *bin, u
    clears its state. */
 void nd_page_release(nd_page *pg) nd_hidden;
 
-/* Takes up to n blocks into out: free list first, then carving, then the
-   remote frees. Returns how many. Owner only. */
+/* Takes up to n blocks into out: free list first, then the remote frees,
+   then carving new ones. Returns how many. Owner only. */
 size_t nd_page_take(nd_page *pg, void **out, size_t n) nd_hidden;
 /* No block left to take without remote frees? */
 static inline bool nd_page_is_exhausted(const nd_page *pg)

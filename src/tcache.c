@@ -30,6 +30,21 @@ static uint32_t nd_bin_capacity(unsigned cls, bool shared)
     return (uint32_t)cap;
 }
 
+/* The capacity a bin starts with, and the least the GC shrinks it to:
+   ND_BIN_START_BYTES worth of blocks, 2 to 32 of them (at most cap_max).
+   It doubles each time the bin runs dry and then overflows (a working set
+   that does not fit), so a class the thread allocates in bursts reaches
+   its full size in a few rounds, while a class it only frees blocks of
+   (blocks of other threads, kept for a chain back to their page) stays
+   small and pins few pages. */
+#define ND_BIN_START_BYTES 8192u
+static uint32_t nd_bin_start_capacity(unsigned cls, uint32_t cap_max)
+{
+    uint32_t n = ND_BIN_START_BYTES / nd_class_size[cls];
+    n = n < 2 ? 2 : n > 32 ? 32 : n;
+    return n < cap_max ? n : cap_max;
+}
+
 nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
 {
     uint32_t caps[ND_CLASS_COUNT];
@@ -45,7 +60,7 @@ nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
     void **slot = (void **)(tc + 1);
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         nd_bin *b = &tc->bins[c];
-        uint32_t start = caps[c] / 4 ? caps[c] / 4 : caps[c];
+        uint32_t start = nd_bin_start_capacity(c, caps[c]);
         b->empty = slot + caps[c];
         b->low = b->empty - start;
         *b->empty = NULL;
@@ -283,7 +298,8 @@ void nd_tcache_gc(nd_tcache *tc, bool force)
         if (unneeded != 0)
             nd_tcache_flush(tc, c, force ? count : unneeded - unneeded / 4);
         /* More than half the capacity unused all along: halve it. */
-        if (bi->low_water != ND_NO_SAMPLE && bi->low_water > bi->cap / 2 && bi->cap > bi->cap_max / 4) {
+        if (bi->low_water != ND_NO_SAMPLE && bi->low_water > bi->cap / 2 &&
+            bi->cap / 2 >= nd_bin_start_capacity(c, bi->cap_max)) {
             uint32_t cap = bi->cap / 2;
             size_t now_count = (size_t)(b->empty - b->cur);
             if (now_count > cap)

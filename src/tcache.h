@@ -66,7 +66,7 @@ _Static_assert(sizeof(nd_bin) == ND_BIN_BYTES, "a hot bin is one cache line: cla
  * not fit: fill, flush, fill, ...) doubles its capacity, up to cap_max (the
  * slots allocated, from the options tcache_count and tcache_bytes); a GC
  * pass that finds more than half of it unused all along halves it, down to
- * cap_max / 4.
+ * the capacity it started with (8 KiB worth of blocks, 2 to 32; tcache.c).
  */
 typedef struct nd_bin_info {
     uint64_t nreq;       /* requests counted at tick roll-overs */
