@@ -91,7 +91,7 @@ int main(int argc, char **argv)
         case 'N': target = optarg; break;
         case 'P': bench_pinning = 0; break;
         default:
-            fprintf(stderr, "usage: nodepair [-b malloc|nodal|numa|jepool] [-s size] [-t threads,...]\n"
+            fprintf(stderr, "usage: nodepair [-b " NODE_BACKENDS "] [-s size] [-t threads,...]\n"
                             "                [-n cycles] [-w warm-up per thread] [-N node|local|rr] [-P]\n");
             return 2;
         }
