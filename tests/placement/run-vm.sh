@@ -35,6 +35,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 
 # The plan: boot | name | program (relative to BUILDDIR) | NODAL_OPTIONS | arguments | timeout (s)
+#           [| other files the program needs (relative to BUILDDIR, space-separated)]
 PLAN='main|topology_matches_kernel|tests/placement/topology_matches_kernel|||60
 main|invalid_node_is_einval|tests/placement/invalid_node_is_einval|||60
 main|node_of_reports_home_node|tests/placement/node_of_reports_home_node|||120
@@ -48,6 +49,7 @@ main|node_cache_never_mixes_nodes[huge_pages=1]|tests/placement/node_cache_never
 main|cross_thread_frees_keep_node|tests/placement/cross_thread_frees_keep_node|||300
 main|thread_churn_keeps_rss_bounded|tests/placement/thread_churn_keeps_rss_bounded||-r 60 -w 10|240
 main|nodal-verify|tools/nodal-verify||--quick|240
+main|matrix_covers_every_node_pair|tests/placement/matrix_covers_every_node_pair|||180|tools/nodal-verify
 small|full_node_strict_or_preferred|tests/placement/full_node_strict_or_preferred|||240'
 
 # numa-vm arguments and time limit (s) of each boot.
@@ -102,15 +104,18 @@ run_boot() {
 #!/bin/sh
 echo "@@ guest: kernel $(uname -r), THP $(cat /sys/kernel/mm/transparent_hugepage/enabled), numa_balancing $(cat /proc/sys/kernel/numa_balancing 2>/dev/null)"
 EOF
-    echo "$PLAN" | while IFS='|' read -r b name prog opts args tmo; do
+    echo "$PLAN" | while IFS='|' read -r b name prog opts args tmo extra; do
         [ "$b" = "$boot" ] || continue
         selected "$name" || continue
-        echo "$name|$prog|$opts|$args|$tmo"
+        echo "$name|$prog|$opts|$args|$tmo|$extra"
     done >"$TMP/plan-$boot"
     [ -s "$TMP/plan-$boot" ] || return 0
-    while IFS='|' read -r name prog opts args tmo; do
+    while IFS='|' read -r name prog opts args tmo extra; do
         [ -x "$BUILD/$prog" ] || continue
         adds="$adds --add $BUILD/$prog"
+        for f in $extra; do
+            [ -e "$BUILD/$f" ] && adds="$adds --add $BUILD/$f"
+        done
         if [ -n "$opts" ]; then
             envcmd="env NODAL_OPTIONS=$opts"
         else
@@ -141,7 +146,7 @@ EOF
     tr -d '\r' <"$TMP/raw-$boot" >"$TMP/out-$boot"
     vmrc=$(cat "$TMP/vmrc-$boot" 2>/dev/null || echo "?")
     echo "== boot '$boot' took $(($(date +%s) - t0)) s (numa-vm exit status $vmrc)"
-    while IFS='|' read -r name prog opts args tmo; do
+    while IFS='|' read -r name prog opts args tmo extra; do
         if [ ! -x "$BUILD/$prog" ]; then
             echo "$name|FAIL|-|-|$boot|not built: $BUILD/$prog" >>"$RESULTS"
             continue
