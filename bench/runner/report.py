@@ -22,6 +22,10 @@ def caption(metric):
         return "CPU time, ns"
     if metric.startswith("ns_"):
         return "wall time, ns, core-normalised"
+    if metric.startswith("cpu_us_"):
+        return "CPU time, µs"
+    if metric.startswith("us_"):
+        return "wall time, µs"
     if metric == "overhead":
         return "final RSS / live bytes"
     u = unit_of(metric)
@@ -31,6 +35,8 @@ def caption(metric):
 def unit_of(metric):
     if metric.startswith(("ns_", "cpu_ns_")):
         return "ns"
+    if metric.startswith(("us_", "cpu_us_")):
+        return "µs"
     if metric.startswith("instr_"):
         return "instructions"
     if metric.endswith("_mib"):
@@ -205,8 +211,11 @@ def _extra_app(tables, group, metric):
     t = tables.get((group, metric))
     if not t:
         return []
-    pairs = [("numa/jemalloc-pool", "regular/jemalloc"), ("numa/nodal", "regular/nodal")]
     names = [v.name for v in t.variants]
+    pairs = [("numa/jemalloc-pool", "regular/jemalloc"), ("numa/nodal", "regular/nodal")]
+    # memkind's own jemalloc is not a drop-in here: compare it with jemalloc's
+    pairs += [(n, "regular/jemalloc") for n in names if n.startswith("numa/memkind")]
+    pairs += [(n, "regular/nodal") for n in names if n.startswith("numa/nodal ")]
     pairs = [p for p in pairs if p[0] in names and p[1] in names]
     if not pairs:
         return []
@@ -220,6 +229,24 @@ def _extra_app(tables, group, metric):
             x, y = t.median(row, a), t.median(row, b)
             cells.append("%+.1f %%" % (100 * (x / y - 1)) if x and y else "-")
         out.append("| " + " | ".join([dict(row).get(k, "") for k in t.cols] + cells) + " |")
+    return out
+
+
+def _extra_nodecost(tables, group):
+    """The issue-12 target: a new node-bound MiB through nodal costs at most
+    1.2x a plain first-touched MiB."""
+    t = tables.get((group, "ratio"))
+    if not t:
+        return []
+    out = ["", "A new node-bound MiB through nodal / a plain first-touched MiB (median CPU time per MiB; "
+           "target <= 1.2):", "", "| " + " | ".join(t.cols + [v.name for v in t.variants] + ["verdict"]) + " |",
+           "|" + "|".join(["---"] * len(t.cols) + ["---:"] * len(t.variants) + ["---"]) + "|"]
+    for row in t.rows:
+        meds = [t.median(row, v.name) for v in t.variants]
+        worst = max([m for m in meds if m is not None], default=None)
+        verdict = "-" if worst is None else ("ok" if worst <= 1.2 else "over")
+        out.append("| " + " | ".join([dict(row).get(k, "") for k in t.cols] + [fmt(m) for m in meds] +
+                                     [verdict]) + " |")
     return out
 
 
@@ -246,9 +273,12 @@ def markdown(samples, variants_by_group, meta, problems):
                                           " - " + fixed if fixed else ""), "", t.markdown()]
         if group.endswith("nodepair"):
             out += _extra_nodepair(tables, group)
+        if group.endswith("nodecost"):
+            out += _extra_nodecost(tables, group)
         if group.endswith(("bst", "ycsb")):
             for metric in GROUPS[group][1]:
-                out += _extra_app(tables, group, metric)
+                if metric != "misplaced":
+                    out += _extra_app(tables, group, metric)
         if group == "callgrind" and meta.get("callgrind_loop") is not None:
             out += ["", "The benchmark loop alone (micro -m empty) costs %.1f instructions per iteration."
                     % meta["callgrind_loop"]]
