@@ -146,9 +146,22 @@ static void kstat_read(struct kstat *k)
     kstat_add(k, "proc_nivcsw", ru.ru_nivcsw);
 }
 
+/* Mappings (VMAs) of the process now: lines of /proc/self/maps. */
+static long count_vmas(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f)
+        return -1;
+    long n = 0;
+    for (int c; (c = fgetc(f)) != EOF;)
+        n += c == '\n';
+    fclose(f);
+    return n;
+}
+
 static void kstat_print(const struct kstat *a, const struct kstat *b)
 {
-    printf("note: kernel over the timed region:");
+    printf("note: kernel over the timed region: vmas_at_end=%ld", count_vmas());
     for (int i = 0; i < b->n; i++) {
         long long before = 0;
         for (int j = 0; j < a->n; j++)
@@ -165,6 +178,12 @@ static int kstat_enabled(void)
     const char *e = getenv("BENCH_KSTAT");
     return e && *e && strcmp(e, "0") != 0;
 }
+
+/* The end of the window is taken by the first worker that stops, so that
+   what threads do after their timed region (clean-up, exit) is left out. */
+static struct kstat kstat_start, kstat_end;
+static int kstat_on;
+static atomic_int kstat_taken;
 
 /* ---- thread team ------------------------------------------------------- */
 static pthread_barrier_t team_barrier;
@@ -191,6 +210,8 @@ void bench_stop(bench_thread *t)
 {
     t->t_end = now_ns();
     t->cpu_end = thread_cpu_ns();
+    if (kstat_on && atomic_exchange(&kstat_taken, 1) == 0)
+        kstat_read(&kstat_end);
 }
 
 uint64_t thread_cpu_ns(void)
@@ -211,6 +232,8 @@ void bench_team_run(int n, bench_fn fn, void *arg, bench_team *out)
         die("out of memory");
     pthread_t *tids = calloc((size_t)n, sizeof *tids);
     team_fn = fn;
+    kstat_on = kstat_enabled();
+    atomic_store(&kstat_taken, 0);
     pthread_barrier_init(&team_barrier, NULL, (unsigned)n + 1);
     for (int i = 0; i < n; i++) {
         memset(&ts[i], 0, sizeof ts[i]);
@@ -226,18 +249,17 @@ void bench_team_run(int n, bench_fn fn, void *arg, bench_team *out)
     /* The main thread joins the start barrier so that it can read the CPU
        time at the start of the timed region. */
     pthread_barrier_wait(&team_barrier);
-    static struct kstat k0, k1;
-    int kstat = kstat_enabled();
-    if (kstat)
-        kstat_read(&k0);
+    if (kstat_on)
+        kstat_read(&kstat_start);
     struct rusage r0, r1;
     getrusage(RUSAGE_SELF, &r0);
     for (int i = 0; i < n; i++)
         pthread_join(tids[i], NULL);
     getrusage(RUSAGE_SELF, &r1);
-    if (kstat) {
-        kstat_read(&k1);
-        kstat_print(&k0, &k1);
+    if (kstat_on) {
+        if (!atomic_load(&kstat_taken))
+            kstat_read(&kstat_end);
+        kstat_print(&kstat_start, &kstat_end);
     }
     pthread_barrier_destroy(&team_barrier);
 

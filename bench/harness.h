@@ -97,7 +97,9 @@ typedef struct bench_team {
  * over the timed region:" line: the changes of /proc/vmstat's fault, THP,
  * NUMA, migration and page-allocation counters (system-wide), of the TLB
  * shootdown IPIs (/proc/interrupts) and of the process's faults and context
- * switches, from the start of the timed region until every worker returned.
+ * switches, from the start of the timed region until the first worker calls
+ * bench_stop (what threads do after their timed region is left out), and
+ * the number of the process's mappings (VMAs) at the end.
  */
 void bench_team_run(int n, bench_fn fn, void *arg, bench_team *out);
 void bench_sync(bench_thread *t);

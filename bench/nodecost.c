@@ -40,7 +40,8 @@
  *
  * Reported per mechanism: wall and CPU microseconds per segment (us_seg,
  * cpu_us_seg) and CPU microseconds per MiB (cpu_us_mib); medians over -r
- * repetitions, and the spread in a note line.
+ * repetitions, and the spread in a note line. "config=thp-<mode>" names the
+ * THP setting (the runner's column).
  */
 #define _GNU_SOURCE
 #include "harness.h"
@@ -83,6 +84,7 @@ static struct {
     int segs, reps;
     enum thp_mode thp;
     int have_populate;
+    int busy;               /* sibling threads spinning on other CPUs */
 } cfg;
 
 /* ---- segments --------------------------------------------------------- */
@@ -289,8 +291,8 @@ static void report(const char *mech, double *wall, double *cpu, int reps, double
         hi = cpu[i] > hi ? cpu[i] : hi;
     }
     double w = median(wall, reps) / segs / 1e3, c = median(cpu, reps) / segs / 1e3;
-    bench_result("nodecost", "mech=%s thp=%s node=%d us_seg=%.1f cpu_us_seg=%.1f cpu_us_mib=%.2f", mech, thp_name(),
-                 cfg.node, w, c, c / (double)(SEG >> 20));
+    bench_result("nodecost", "mech=%s config=thp-%s node=%d busy=%d us_seg=%.1f cpu_us_seg=%.1f cpu_us_mib=%.2f",
+                 mech, thp_name(), cfg.node, cfg.busy, w, c, c / (double)(SEG >> 20));
     printf("note: %s: CPU us per segment over %d repetitions: %.1f-%.1f%s\n", mech, reps, lo / segs / 1e3,
            hi / segs / 1e3, bad > 0 ? " (some pages not on the target node: see the migrate row)" : "");
 }
@@ -365,7 +367,7 @@ static void run_nodal(long long mib, size_t bsize)
     report("nodal-plain", wall[0], cpu[0], cfg.reps, segs, 0);
     report("nodal-node", wall[1], cpu[1], cfg.reps, segs, bad);
     double ratio = median(nc, cfg.reps) / median(pc, cfg.reps);
-    bench_result("nodecost-ratio", "what=node_vs_plain_mib thp=%s node=%d block=%zu ratio=%.3f misplaced=%ld",
+    bench_result("nodecost-ratio", "what=node_vs_plain_mib config=thp-%s node=%d block=%zu ratio=%.3f misplaced=%ld",
                  thp_name(), cfg.node, bsize, ratio, bad);
     for (size_t i = 0; i < nkeep; i++)
         (i / nblocks) % 2 ? nodal_free(keep[i]) : free(keep[i]);
@@ -448,6 +450,7 @@ int main(int argc, char **argv)
     if (!cfg.have_populate)
         printf("note: this kernel has no MADV_POPULATE_WRITE: populate rows touch every page instead\n");
     pthread_t sib[64];
+    cfg.busy = busy < 64 ? (int)busy : 64;
     for (long long i = 0; i < busy && i < 64; i++)
         pthread_create(&sib[i], NULL, sibling, (void *)(intptr_t)bench_cpu((int)i + 1));
     printf("note: node %d, other node %d, %d segments of 4 MiB per repetition, %d repetitions, THP %s, "

@@ -160,13 +160,13 @@ class Allocators:
                                   ["-b", "nodal"], peer=False))
         return self._filter(vs)
 
-    def nodecost(self):
+    def nodecost(self, modes=("default", "off", "on")):
         """One column per THP setting of nodecost -H; nodal is preloaded when
         available (its rows are skipped otherwise); huge_pages=1 goes with
         THP on."""
         base = self.nodal_env.get("NODAL_OPTIONS")
         vs = []
-        for mode in ("default", "off", "on"):
+        for mode in modes:
             env = {}
             opts = ",".join(filter(None, [base, "huge_pages=1" if mode == "on" else None]))
             if opts:

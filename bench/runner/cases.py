@@ -168,10 +168,14 @@ def vm_cases():
         Case("vm-ycsb", "ycsb", ["-t", "4", "-k", "50000", "-T", "4", "-B", "1021", "-d", "2",
                                  "-i", "250", "-w", "2"], "vm-ycsb", "app"),
         Case("vm-chase", "chase", ["-c", "256k", "-s", "64", "-h", "2m", "-N", "1"], "vm-chase", "chase"),
-        Case("vm-nodecost-cpu", "nodecost", ["-N", "0", "-r", "3", "-S", "8"], "vm-nodecost", "nodecost"),
-        Case("vm-nodecost-memonly", "nodecost", ["-N", "2", "-r", "3", "-S", "8"], "vm-nodecost", "nodecost"),
-        Case("vm-nodecost-busy", "nodecost", ["-N", "0", "-r", "3", "-S", "8", "-B", "3",
-                                              "-m", "purge-64k,purge-4m,migrate"], "vm-nodecost", "nodecost"),
+        # one repetition per run (the runner repeats), 4 segments, 8 MiB through nodal
+        Case("vm-nodecost-cpu", "nodecost", ["-N", "0", "-r", "1", "-S", "4", "-M", "8"], "vm-nodecost",
+             "nodecost"),
+        Case("vm-nodecost-memonly", "nodecost", ["-N", "2", "-r", "1", "-S", "4", "-M", "8"], "vm-nodecost",
+             "nodecost", {"modes": ("default",)}),
+        Case("vm-nodecost-busy", "nodecost", ["-N", "0", "-r", "1", "-S", "4", "-B", "3",
+                                              "-m", "purge-64k,purge-4m,migrate"], "vm-nodecost", "nodecost",
+             {"modes": ("default",)}),
     ]
 
 
