@@ -173,10 +173,28 @@ static void kstat_print(const struct kstat *a, const struct kstat *b)
     printf("\n");
 }
 
+/* 0 off, 1 counters, 2 counters and the process's mappings with their
+   policies (/proc/self/maps, numa_maps) at the end, to tell where faults
+   were. */
 static int kstat_enabled(void)
 {
     const char *e = getenv("BENCH_KSTAT");
-    return e && *e && strcmp(e, "0") != 0;
+    if (!e || !*e || strcmp(e, "0") == 0)
+        return 0;
+    return strcmp(e, "2") == 0 ? 2 : 1;
+}
+
+static void dump_numa_maps(void)
+{
+    static const char *const files[] = { "/proc/self/maps", "/proc/self/numa_maps" };
+    char line[1024];
+    for (int i = 0; i < 2; i++) {
+        FILE *f = fopen(files[i], "r");
+        while (f && fgets(line, sizeof line, f))
+            printf("note: %s: %s", files[i] + 11, line);
+        if (f)
+            fclose(f);
+    }
 }
 
 /* The end of the window is taken by the first worker that stops, so that
@@ -260,6 +278,8 @@ void bench_team_run(int n, bench_fn fn, void *arg, bench_team *out)
         if (!atomic_load(&kstat_taken))
             kstat_read(&kstat_end);
         kstat_print(&kstat_start, &kstat_end);
+        if (kstat_on > 1)
+            dump_numa_maps();
     }
     pthread_barrier_destroy(&team_barrier);
 

@@ -99,7 +99,9 @@ typedef struct bench_team {
  * shootdown IPIs (/proc/interrupts) and of the process's faults and context
  * switches, from the start of the timed region until the first worker calls
  * bench_stop (what threads do after their timed region is left out), and
- * the number of the process's mappings (VMAs) at the end.
+ * the number of the process's mappings (VMAs) at the end. BENCH_KSTAT=2
+ * also prints /proc/self/maps and numa_maps (every mapping, with its
+ * policy) then.
  */
 void bench_team_run(int n, bench_fn fn, void *arg, bench_team *out);
 void bench_sync(bench_thread *t);

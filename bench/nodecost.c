@@ -39,8 +39,11 @@
  * then shoot down their TLBs too.
  *
  * Reported per mechanism: wall and CPU microseconds per segment (us_seg,
- * cpu_us_seg) and CPU microseconds per MiB (cpu_us_mib); medians over -r
- * repetitions, and the spread in a note line. "config=thp-<mode>" names the
+ * cpu_us_seg) and CPU microseconds per MiB (cpu_us_mib), medians over -r
+ * repetitions with the spread in a note line; and the TLB-shootdown IPIs
+ * the machine received per segment while it ran (tlb_ipis_seg, from
+ * /proc/interrupts: an IPI interrupts another CPU, which is what makes a
+ * purge or a migration expensive in a multithreaded program). "config=thp-<mode>" names the
  * THP setting (the runner's column).
  */
 #define _GNU_SOURCE
@@ -264,6 +267,32 @@ static void prepare(char *seg, enum prep prep)
     }
 }
 
+/* TLB-shootdown IPIs received so far, all CPUs (/proc/interrupts); -1 if
+   the kernel does not say. */
+static long long tlb_ipis(void)
+{
+    FILE *f = fopen("/proc/interrupts", "r");
+    if (!f)
+        return -1;
+    char line[4096];
+    long long sum = -1;
+    while (fgets(line, sizeof line, f)) {
+        if (!strstr(line, "TLB shootdowns"))
+            continue;
+        sum = 0;
+        char *p = strchr(line, ':');
+        for (char *end; p && *++p;) {
+            long long x = strtoll(p, &end, 10);
+            if (end == p)
+                break;
+            sum += x;
+            p = end - 1;
+        }
+    }
+    fclose(f);
+    return sum;
+}
+
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -282,8 +311,9 @@ static const char *thp_name(void)
 }
 
 /* Prints one mechanism's row from per-repetition totals (ns per
-   repetition, each covering `segs` segments' worth of memory). */
-static void report(const char *mech, double *wall, double *cpu, int reps, double segs, long bad)
+   repetition, each covering `segs` segments' worth of memory; ipis: TLB
+   shootdown IPIs over all repetitions, -1 if unknown). */
+static void report(const char *mech, double *wall, double *cpu, int reps, double segs, long bad, long long ipis)
 {
     double lo = 1e300, hi = 0;
     for (int i = 0; i < reps; i++) {
@@ -291,8 +321,11 @@ static void report(const char *mech, double *wall, double *cpu, int reps, double
         hi = cpu[i] > hi ? cpu[i] : hi;
     }
     double w = median(wall, reps) / segs / 1e3, c = median(cpu, reps) / segs / 1e3;
-    bench_result("nodecost", "mech=%s config=thp-%s node=%d busy=%d us_seg=%.1f cpu_us_seg=%.1f cpu_us_mib=%.2f",
-                 mech, thp_name(), cfg.node, cfg.busy, w, c, c / (double)(SEG >> 20));
+    char ipi[48] = "";
+    if (ipis >= 0)
+        snprintf(ipi, sizeof ipi, " tlb_ipis_seg=%.2f", (double)ipis / segs / reps);
+    bench_result("nodecost", "mech=%s config=thp-%s node=%d busy=%d us_seg=%.1f cpu_us_seg=%.1f cpu_us_mib=%.2f%s",
+                 mech, thp_name(), cfg.node, cfg.busy, w, c, c / (double)(SEG >> 20), ipi);
     printf("note: %s: CPU us per segment over %d repetitions: %.1f-%.1f%s\n", mech, reps, lo / segs / 1e3,
            hi / segs / 1e3, bad > 0 ? " (some pages not on the target node: see the migrate row)" : "");
 }
@@ -306,23 +339,27 @@ static void run_mech(const struct mech *m)
     char **segs = malloc(sizeof *segs * (size_t)cfg.segs);
     double wall[MAXREPS], cpu[MAXREPS];
     long bad = 0;
+    long long ipis = 0;
     for (int r = 0; r < cfg.reps; r++) {
         for (int i = 0; i < cfg.segs; i++) {
             segs[i] = seg_map();
             prepare(segs[i], m->prep);
         }
+        long long i0 = tlb_ipis();
         uint64_t t0 = now_ns(), c0 = thread_cpu_ns();
         for (int i = 0; i < cfg.segs; i++) {
             long b = m->run(segs[i]);
             bad += b > 0 ? b : 0;
         }
         uint64_t c1 = thread_cpu_ns(), t1 = now_ns();
+        long long i1 = tlb_ipis();
+        ipis = i0 < 0 || i1 < 0 || ipis < 0 ? -1 : ipis + (i1 - i0);
         wall[r] = (double)(t1 - t0);
         cpu[r] = (double)(c1 - c0);
         for (int i = 0; i < cfg.segs; i++)
             munmap(segs[i], SEG);
     }
-    report(m->name, wall, cpu, cfg.reps, cfg.segs, bad);
+    report(m->name, wall, cpu, cfg.reps, cfg.segs, bad, ipis);
     free(segs);
 }
 
@@ -337,9 +374,11 @@ static void run_nodal(long long mib, size_t bsize)
     void **keep = malloc(sizeof *keep * nblocks * (size_t)cfg.reps * 2);
     size_t nkeep = 0;
     double wall[2][MAXREPS], cpu[2][MAXREPS];
+    long long ipis[2] = { 0, 0 };
     /* interleaved: plain then node in every repetition */
     for (int r = 0; r < cfg.reps; r++) {
         for (int k = 0; k < 2; k++) {
+            long long i0 = tlb_ipis();
             uint64_t t0 = now_ns(), c0 = thread_cpu_ns();
             for (size_t i = 0; i < nblocks; i++) {
                 char *p = k == 0 ? malloc(bsize) : nodal_malloc_node(bsize, cfg.node);
@@ -349,6 +388,8 @@ static void run_nodal(long long mib, size_t bsize)
                 keep[nkeep++] = p;
             }
             uint64_t c1 = thread_cpu_ns(), t1 = now_ns();
+            long long i1 = tlb_ipis();
+            ipis[k] = i0 < 0 || i1 < 0 || ipis[k] < 0 ? -1 : ipis[k] + (i1 - i0);
             wall[k][r] = (double)(t1 - t0);
             cpu[k][r] = (double)(c1 - c0);
         }
@@ -364,8 +405,8 @@ static void run_nodal(long long mib, size_t bsize)
     double pc[MAXREPS], nc[MAXREPS];
     memcpy(pc, cpu[0], sizeof pc);
     memcpy(nc, cpu[1], sizeof nc);
-    report("nodal-plain", wall[0], cpu[0], cfg.reps, segs, 0);
-    report("nodal-node", wall[1], cpu[1], cfg.reps, segs, bad);
+    report("nodal-plain", wall[0], cpu[0], cfg.reps, segs, 0, ipis[0]);
+    report("nodal-node", wall[1], cpu[1], cfg.reps, segs, bad, ipis[1]);
     double ratio = median(nc, cfg.reps) / median(pc, cfg.reps);
     bench_result("nodecost-ratio", "what=node_vs_plain_mib config=thp-%s node=%d block=%zu ratio=%.3f misplaced=%ld",
                  thp_name(), cfg.node, bsize, ratio, bad);

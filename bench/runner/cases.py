@@ -61,15 +61,16 @@ GROUPS = {
              "arrays the kernel reports off their table's node at the end"),
     "chase": ("Pointer chasing over node-bound objects", ["ns_hop"], "ns per hop"),
     "nodecost": ("What node-bound memory costs, per mechanism (bench/nodecost.c)",
-                 ["cpu_us_seg", "cpu_us_mib", "us_seg", "ratio", "misplaced"],
+                 ["cpu_us_seg", "cpu_us_mib", "us_seg", "tlb_ipis_seg", "ratio", "misplaced"],
                  "per 4 MiB segment and per MiB; the kernel primitives of a node-bound commit timed apart "
                  "(map, mbind, first touch, MADV_POPULATE_WRITE per 64 KiB chunk or per segment, "
                  "move_pages queries, migration of strays, MADV_DONTNEED purges, refaults; commit-64k is "
                  "nodal's commit today, commit-4m the same per segment), and new memory through nodal: "
                  "nodal-plain = malloc + first touch, nodal-node = nodal_malloc_node + first touch "
-                 "(ratio = node / plain per MiB); busy = sibling threads spinning on other CPUs (TLB "
-                 "shootdowns); one column per transparent-huge-page setting (thp-on also sets nodal's "
-                 "huge_pages=1)"),
+                 "(ratio = node / plain per MiB); tlb_ipis_seg = TLB-shootdown IPIs the machine received "
+                 "per segment meanwhile; busy = sibling threads spinning on other CPUs (so that the "
+                 "process's TLB flushes must interrupt them); one column per transparent-huge-page "
+                 "setting (thp-on also sets nodal's huge_pages=1)"),
     "callgrind": ("Instructions per malloc/free pair (callgrind, 32 B, one thread)", ["instr_pair"],
                   "instructions per pair = (Ir(N2) - Ir(N1)) / (N2 - N1), loop included "
                   "(the loop alone is given below the table)"),
