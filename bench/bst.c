@@ -231,6 +231,7 @@ int main(int argc, char **argv)
     if (per_node < 1)
         die("-T must be >= 1");
     int nnodes = node_ids(c.ids, 64);
+    node_backend_require(c.be, nnodes);
     c.per_node = (int)per_node;
     c.ntrees = nnodes * c.per_node;
     c.trees = calloc((size_t)c.ntrees, sizeof *c.trees);

@@ -36,12 +36,12 @@ static void *numa_alloc_(size_t size, int node) { return numa_alloc_onnode(size,
 static void numa_free_(void *p, size_t size, int node) { (void)node; numa_free(p, size); }
 
 static const node_backend backends[] = {
-    { "malloc", plain_alloc, plain_free },
-    { "nodal", nodal_alloc_, nodal_free_ },
-    { "numa", numa_alloc_, numa_free_ },
-    { "jepool", jepool_alloc, jepool_free },
-    { "memkind", mkpool_alloc, mkpool_free },
-    { "memkind-hbw", mkpool_hbw_alloc, mkpool_hbw_free },
+    { "malloc", plain_alloc, plain_free, 0 },
+    { "nodal", nodal_alloc_, nodal_free_, 0 },
+    { "numa", numa_alloc_, numa_free_, 0 },
+    { "jepool", jepool_alloc, jepool_free, 0 },
+    { "memkind", mkpool_alloc, mkpool_free, 0 },
+    { "memkind-hbw", mkpool_hbw_alloc, mkpool_hbw_free, 1 },
 };
 
 const node_backend *node_backend_get(const char *name)
@@ -71,6 +71,14 @@ const node_backend *node_backend_get(const char *name)
     }
     fprintf(stderr, "unknown backend '%s' (%s)\n", name, NODE_BACKENDS);
     exit(2);
+}
+
+void node_backend_require(const node_backend *be, int count)
+{
+    if (be->one_node && count > 1) {
+        fprintf(stderr, "%s: targets one node per process; this run needs %d\n", be->name, count);
+        exit(BENCH_SKIP);
+    }
 }
 
 int node_ids(int *ids, int max)

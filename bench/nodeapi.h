@@ -27,6 +27,7 @@ typedef struct node_backend {
     const char *name;
     void *(*alloc)(size_t size, int node);
     void (*free)(void *p, size_t size, int node);
+    int one_node;       /* can target only one node per process (memkind-hbw) */
 } node_backend;
 
 /*
@@ -35,6 +36,10 @@ typedef struct node_backend {
  * preloaded), or 2 for an unknown name.
  */
 const node_backend *node_backend_get(const char *name);
+
+/* A workload about to target `count` distinct nodes: exits with BENCH_SKIP
+   and a message when the backend cannot (one_node and count > 1). */
+void node_backend_require(const node_backend *be, int count);
 
 /* Nodes with memory, ascending (at most 64). */
 int node_ids(int *ids, int max);

@@ -210,6 +210,7 @@ int main(int argc, char **argv)
                      .keys = keys, .payload = (size_t)payload, .local_pct = (int)local,
                      .interval_ms = (int)interval, .warm_intervals = (int)warm, .seconds = seconds };
     c.nnodes = node_ids(c.ids, 64);
+    node_backend_require(c.be, c.nnodes);
     if (c.keys < c.nnodes)
         die("need at least one key per node");
     c.tables = calloc((size_t)(c.nnodes * c.tables_per_node), sizeof *c.tables);
