@@ -34,7 +34,7 @@ int main(int argc, char **argv)
         case 'N': target = optarg; break;
         case 'P': bench_pinning = 0; break;
         default:
-            fprintf(stderr, "usage: chase [-b malloc|nodal|jepool|numa] [-c objects] [-s size] [-h hops]\n"
+            fprintf(stderr, "usage: chase [-b " NODE_BACKENDS "] [-c objects] [-s size] [-h hops]\n"
                             "             [-N node|local] [-P]\n");
             return 2;
         }

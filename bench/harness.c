@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/resource.h>
 #include <time.h>
+#include <unistd.h>
 
 int bench_argc;
 char **bench_argv;
@@ -74,6 +75,135 @@ void bench_lock_acquire(bench_lock *l)
     }
 }
 
+/* ---- kernel counters over the timed region (BENCH_KSTAT=1) ------------- */
+/* The /proc/vmstat counters that say what the kernel did for the program's
+   memory: faults, huge pages, NUMA hinting and migration, page allocation. */
+static const char *const kstat_prefixes[] = {
+    "pgfault", "pgmajfault", "thp_", "numa_", "pgmigrate_", "pgalloc_", "pgfree", "compact_",
+};
+#define KSTAT_MAX 160
+
+struct kstat {
+    int n;
+    char name[KSTAT_MAX][64];
+    long long value[KSTAT_MAX];
+};
+
+static int kstat_wanted(const char *name)
+{
+    if (strncmp(name, "nr_", 3) == 0)
+        return 0;
+    for (size_t i = 0; i < sizeof kstat_prefixes / sizeof kstat_prefixes[0]; i++)
+        if (strncmp(name, kstat_prefixes[i], strlen(kstat_prefixes[i])) == 0)
+            return 1;
+    return 0;
+}
+
+static void kstat_add(struct kstat *k, const char *name, long long v)
+{
+    if (k->n < KSTAT_MAX) {
+        snprintf(k->name[k->n], sizeof k->name[0], "%s", name);
+        k->value[k->n++] = v;
+    }
+}
+
+/* vmstat counters, TLB shootdown IPIs (all CPUs, /proc/interrupts) and the
+   process's faults and context switches. */
+static void kstat_read(struct kstat *k)
+{
+    k->n = 0;
+    char line[4096], name[64];
+    long long v;
+    FILE *f = fopen("/proc/vmstat", "r");
+    if (f) {
+        while (fgets(line, sizeof line, f))
+            if (sscanf(line, "%63s %lld", name, &v) == 2 && kstat_wanted(name))
+                kstat_add(k, name, v);
+        fclose(f);
+    }
+    f = fopen("/proc/interrupts", "r");
+    if (f) {
+        while (fgets(line, sizeof line, f)) {
+            if (!strstr(line, "TLB shootdowns"))
+                continue;
+            long long sum = 0;
+            char *p = strchr(line, ':');
+            for (char *end; p && *++p;) {
+                long long x = strtoll(p, &end, 10);
+                if (end == p)
+                    break;
+                sum += x;
+                p = end - 1;
+            }
+            kstat_add(k, "tlb_shootdowns", sum);
+        }
+        fclose(f);
+    }
+    struct rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    kstat_add(k, "proc_minflt", ru.ru_minflt);
+    kstat_add(k, "proc_majflt", ru.ru_majflt);
+    kstat_add(k, "proc_nvcsw", ru.ru_nvcsw);
+    kstat_add(k, "proc_nivcsw", ru.ru_nivcsw);
+}
+
+/* Mappings (VMAs) of the process now: lines of /proc/self/maps. */
+static long count_vmas(void)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    if (!f)
+        return -1;
+    long n = 0;
+    for (int c; (c = fgetc(f)) != EOF;)
+        n += c == '\n';
+    fclose(f);
+    return n;
+}
+
+static void kstat_print(const struct kstat *a, const struct kstat *b)
+{
+    printf("note: kernel over the timed region: vmas_at_end=%ld", count_vmas());
+    for (int i = 0; i < b->n; i++) {
+        long long before = 0;
+        for (int j = 0; j < a->n; j++)
+            if (strcmp(a->name[j], b->name[i]) == 0)
+                before = a->value[j];
+        if (b->value[i] != before)
+            printf(" %s=%lld", b->name[i], b->value[i] - before);
+    }
+    printf("\n");
+}
+
+/* 0 off, 1 counters, 2 counters and the process's mappings with their
+   policies (/proc/self/maps, numa_maps) at the end, to tell where faults
+   were. */
+static int kstat_enabled(void)
+{
+    const char *e = getenv("BENCH_KSTAT");
+    if (!e || !*e || strcmp(e, "0") == 0)
+        return 0;
+    return strcmp(e, "2") == 0 ? 2 : 1;
+}
+
+static void dump_numa_maps(void)
+{
+    static const char *const files[] = { "/proc/self/maps", "/proc/self/numa_maps" };
+    char line[1024];
+    for (int i = 0; i < 2; i++) {
+        FILE *f = fopen(files[i], "r");
+        while (f && fgets(line, sizeof line, f))
+            printf("note: %s: %s", files[i] + 11, line);
+        if (f)
+            fclose(f);
+    }
+}
+
+/* The end of the window is taken by the first worker that stops, so that
+   what threads do after their timed region (clean-up, exit) is left out. */
+static struct kstat kstat_start, kstat_end;
+static int kstat_on;
+static atomic_int kstat_taken;
+
 /* ---- thread team ------------------------------------------------------- */
 static pthread_barrier_t team_barrier;
 static bench_fn team_fn;        /* one team runs at a time */
@@ -99,6 +229,8 @@ void bench_stop(bench_thread *t)
 {
     t->t_end = now_ns();
     t->cpu_end = thread_cpu_ns();
+    if (kstat_on && atomic_exchange(&kstat_taken, 1) == 0)
+        kstat_read(&kstat_end);
 }
 
 uint64_t thread_cpu_ns(void)
@@ -119,6 +251,8 @@ void bench_team_run(int n, bench_fn fn, void *arg, bench_team *out)
         die("out of memory");
     pthread_t *tids = calloc((size_t)n, sizeof *tids);
     team_fn = fn;
+    kstat_on = kstat_enabled();
+    atomic_store(&kstat_taken, 0);
     pthread_barrier_init(&team_barrier, NULL, (unsigned)n + 1);
     for (int i = 0; i < n; i++) {
         memset(&ts[i], 0, sizeof ts[i]);
@@ -134,11 +268,20 @@ void bench_team_run(int n, bench_fn fn, void *arg, bench_team *out)
     /* The main thread joins the start barrier so that it can read the CPU
        time at the start of the timed region. */
     pthread_barrier_wait(&team_barrier);
+    if (kstat_on)
+        kstat_read(&kstat_start);
     struct rusage r0, r1;
     getrusage(RUSAGE_SELF, &r0);
     for (int i = 0; i < n; i++)
         pthread_join(tids[i], NULL);
     getrusage(RUSAGE_SELF, &r1);
+    if (kstat_on) {
+        if (!atomic_load(&kstat_taken))
+            kstat_read(&kstat_end);
+        kstat_print(&kstat_start, &kstat_end);
+        if (kstat_on > 1)
+            dump_numa_maps();
+    }
     pthread_barrier_destroy(&team_barrier);
 
     memset(out, 0, sizeof *out);

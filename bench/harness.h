@@ -107,6 +107,15 @@ typedef struct bench_team {
  * set-up and warm-up, then calls bench_sync(t), which returns once every
  * thread has arrived: the timed region starts there and ends when the worker
  * calls bench_stop(t) (or returns). Untimed clean-up may follow bench_stop.
+ * With BENCH_KSTAT=1 in the environment it also prints one "note: kernel
+ * over the timed region:" line: the changes of /proc/vmstat's fault, THP,
+ * NUMA, migration and page-allocation counters (system-wide), of the TLB
+ * shootdown IPIs (/proc/interrupts) and of the process's faults and context
+ * switches, from the start of the timed region until the first worker calls
+ * bench_stop (what threads do after their timed region is left out), and
+ * the number of the process's mappings (VMAs) at the end. BENCH_KSTAT=2
+ * also prints /proc/self/maps and numa_maps (every mapping, with its
+ * policy) then.
  */
 void bench_team_run(int n, bench_fn fn, void *arg, bench_team *out);
 void bench_sync(bench_thread *t);

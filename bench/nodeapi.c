@@ -11,6 +11,7 @@
 #include "nodeapi.h"
 #include "harness.h"
 #include "jepool.h"
+#include "mkpool.h"
 #include "nodal.h"
 
 #include <numa.h>
@@ -35,10 +36,12 @@ static void *numa_alloc_(size_t size, int node) { return numa_alloc_onnode(size,
 static void numa_free_(void *p, size_t size, int node) { (void)node; numa_free(p, size); }
 
 static const node_backend backends[] = {
-    { "malloc", plain_alloc, plain_free },
-    { "nodal", nodal_alloc_, nodal_free_ },
-    { "numa", numa_alloc_, numa_free_ },
-    { "jepool", jepool_alloc, jepool_free },
+    { "malloc", plain_alloc, plain_free, 0 },
+    { "nodal", nodal_alloc_, nodal_free_, 0 },
+    { "numa", numa_alloc_, numa_free_, 0 },
+    { "jepool", jepool_alloc, jepool_free, 0 },
+    { "memkind", mkpool_alloc, mkpool_free, 0 },
+    { "memkind-hbw", mkpool_hbw_alloc, mkpool_hbw_free, 1 },
 };
 
 const node_backend *node_backend_get(const char *name)
@@ -60,10 +63,22 @@ const node_backend *node_backend_get(const char *name)
         }
         if (strcmp(name, "jepool") == 0 && jepool_init() != 0)
             exit(BENCH_SKIP);
+        if (strcmp(name, "memkind") == 0 && mkpool_init() != 0)
+            exit(BENCH_SKIP);
+        if (strcmp(name, "memkind-hbw") == 0 && mkpool_hbw_init() != 0)
+            exit(BENCH_SKIP);
         return &backends[i];
     }
-    fprintf(stderr, "unknown backend '%s' (malloc, nodal, numa, jepool)\n", name);
+    fprintf(stderr, "unknown backend '%s' (%s)\n", name, NODE_BACKENDS);
     exit(2);
+}
+
+void node_backend_require(const node_backend *be, int count)
+{
+    if (be->one_node && count > 1) {
+        fprintf(stderr, "%s: targets one node per process; this run needs %d\n", be->name, count);
+        exit(BENCH_SKIP);
+    }
 }
 
 int node_ids(int *ids, int max)
@@ -97,6 +112,25 @@ int node_of_addr(const void *p)
     if (move_pages(0, 1, &page, NULL, &status, 0) != 0)
         return -1;
     return status;
+}
+
+long node_count_misplaced(void *const *ptrs, size_t n, int node)
+{
+    enum { BATCH = 1024 };
+    void *pages[BATCH];
+    int status[BATCH];
+    long bad = 0;
+    for (size_t i = 0; i < n; i += BATCH) {
+        size_t m = n - i < BATCH ? n - i : BATCH;
+        for (size_t j = 0; j < m; j++)
+            pages[j] = (void *)((uintptr_t)ptrs[i + j] & ~(uintptr_t)4095);
+        if (move_pages(0, (unsigned long)m, pages, NULL, status, 0) != 0)
+            return -1;
+        for (size_t j = 0; j < m; j++)
+            if (status[j] != node)
+                bad++;
+    }
+    return bad;
 }
 
 int node_target_parse(const char *s)

@@ -91,7 +91,7 @@ int main(int argc, char **argv)
         case 'N': target = optarg; break;
         case 'P': bench_pinning = 0; break;
         default:
-            fprintf(stderr, "usage: nodepair [-b malloc|nodal|numa|jepool] [-s size] [-t threads,...]\n"
+            fprintf(stderr, "usage: nodepair [-b " NODE_BACKENDS "] [-s size] [-t threads,...]\n"
                             "                [-n cycles] [-w warm-up per thread] [-N node|local|rr] [-P]\n");
             return 2;
         }
@@ -100,6 +100,12 @@ int main(int argc, char **argv)
         die("size must be >= 1");
     struct cfg c = { .be = node_backend_get(backend), .size = (size_t)size, .target = node_target_parse(target),
                    .warm = warm };
+    if (c.target == -2 || c.target == -1) {     /* rr or local: one node per thread (or per CPU node) */
+        int ids[64], n = node_ids(ids, 64), most = 1;
+        for (int i = 0; i < ntl; i++)
+            most = tl[i] > most ? (int)tl[i] : most;
+        node_backend_require(c.be, c.target == -2 ? (most < n ? most : n) : n);
+    }
     for (int i = 0; i < ntl; i++) {
         int threads = (int)tl[i];
         c.cycles = total / threads;

@@ -168,7 +168,8 @@ def main():
                     for v in vs[k:] + vs[:k]:
                         seq += 1
                         jobs.append((seq, rep, case, v))
-            s, p = vm.run(tool, bindir, jobs, raw, log)
+            # one boot runs every job: allow about 25 s per job under emulation
+            s, p = vm.run(tool, bindir, jobs, raw, log, timeout=max(3000, 25 * len(jobs)))
             samples += s
             problems += p
 

@@ -15,8 +15,10 @@
  *
  * Runs -d seconds (default 3); the op count is sampled every -i ms (default
  * 250); intervals after the first -w (default 2) are the steady state.
- * Reported: steady mean, lowest and highest interval, in Mops/s; and
- * operations per CPU-second of the threads over the whole run (cpu_mops).
+ * Reported: steady mean, lowest and highest interval, in Mops/s;
+ * operations per CPU-second of the threads over the whole run (cpu_mops);
+ * and "misplaced": records and bucket arrays at the end whose page the
+ * kernel (move_pages) reports on another node than their table's.
  */
 #define _GNU_SOURCE
 #include "harness.h"
@@ -196,7 +198,7 @@ int main(int argc, char **argv)
         case 'w': warm = parse_size(optarg); break;
         case 'P': bench_pinning = 0; break;
         default:
-            fprintf(stderr, "usage: ycsb [-b malloc|nodal|jepool|numa] [-t threads] [-T tables per node]\n"
+            fprintf(stderr, "usage: ycsb [-b " NODE_BACKENDS "] [-t threads] [-T tables per node]\n"
                             "            [-B buckets] [-k keys] [-p payload] [-l local %%] [-d seconds]\n"
                             "            [-i interval ms] [-w warm-up intervals] [-P]\n");
             return 2;
@@ -208,6 +210,7 @@ int main(int argc, char **argv)
                      .keys = keys, .payload = (size_t)payload, .local_pct = (int)local,
                      .interval_ms = (int)interval, .warm_intervals = (int)warm, .seconds = seconds };
     c.nnodes = node_ids(c.ids, 64);
+    node_backend_require(c.be, c.nnodes);
     if (c.keys < c.nnodes)
         die("need at least one key per node");
     c.tables = calloc((size_t)(c.nnodes * c.tables_per_node), sizeof *c.tables);
@@ -242,10 +245,25 @@ int main(int argc, char **argv)
     if (n == 0)
         die("no interval after warm-up: raise -d or lower -w");
     const char *config = strcmp(backend, "malloc") == 0 ? "numa/regular" : "numa/numa";
+    /* placement of every record and bucket array, as the kernel sees it */
+    long misplaced = 0;
+    size_t cap = (size_t)c.keys + 16, len;
+    void **v = malloc(sizeof *v * cap);
+    for (int i = 0; i < c.nnodes * c.tables_per_node && v; i++) {
+        struct table *t = &c.tables[i];
+        len = 0;
+        v[len++] = t->buckets;
+        for (long b = 0; b < buckets; b++)
+            for (struct rec *x = t->buckets[b].head; x && len < cap; x = x->next)
+                v[len++] = x;
+        long bad = node_count_misplaced(v, len, t->node);
+        misplaced = bad < 0 || misplaced < 0 ? -1 : misplaced + bad;
+    }
+    free(v);
     bench_result("ycsb", "config=%s backend=%s threads=%d keys=%lld payload=%lld local_pct=%lld steady_mops=%.4f "
-                 "min_interval_mops=%.4f max_interval_mops=%.4f cpu_mops=%.4f user_s=%.3f sys_s=%.3f",
+                 "min_interval_mops=%.4f max_interval_mops=%.4f cpu_mops=%.4f misplaced=%ld user_s=%.3f sys_s=%.3f",
                  config, backend, c.nthreads, keys, payload, local, sum / n, lo, hi,
-                 (double)r.ops / ((double)r.cpu_ns / 1e9) / 1e6, r.user_s, r.sys_s);
+                 (double)r.ops / ((double)r.cpu_ns / 1e9) / 1e6, misplaced, r.user_s, r.sys_s);
 
     for (int i = 0; i < c.nnodes * c.tables_per_node; i++) {
         struct table *t = &c.tables[i];

@@ -5,6 +5,7 @@
  *
  *   nodal-verify [--quick] [--threads 1,2,4,8,16] [--ops N] [--size BYTES]
  *                [--no-timing] [--no-placement] [-h]
+ *   nodal-verify --matrix [--json] [--size BYTES] [--time SECONDS] [--bw-threads N]
  *
  * 1. Topology: nodes with memory, their CPUs, total and free memory, which
  *    are memory-only, and the distance matrix, as nodal sees them; any
@@ -26,10 +27,13 @@
  *    reported as a warning (timing never fails the run: machines are noisy,
  *    and counts above the CPU count oversubscribe).
  *
+ * --matrix instead measures latency and bandwidth from every CPU node to
+ * every memory node on node-API memory (verify-matrix.c).
+ *
  * Exit status: 0 all placement checks passed, 1 a check failed, 2 usage or
  * setup error.
  *
- * Build by hand: cc -O2 -pthread nodal-verify.c -lnodal
+ * Build by hand: cc -O2 -pthread nodal-verify.c verify-matrix.c -lnodal
  */
 #define _GNU_SOURCE
 #include <dirent.h>
@@ -49,8 +53,8 @@
 #include <unistd.h>
 
 #include "nodal.h"
+#include "verify.h"
 
-#define MAX_NODES NODAL_MAX_NODES
 #define MASK_BITS 1024              /* get_mempolicy wants room for every kernel node id */
 #define MASK_LONGS (MASK_BITS / (8 * sizeof(unsigned long)))
 #define MPOL_DEFAULT 0
@@ -97,7 +101,7 @@ static void violation(const char *fmt, ...)
     pthread_mutex_unlock(&out_lock);
 }
 
-static double now(void)
+double now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -105,16 +109,10 @@ static double now(void)
 }
 
 /* ---- topology ------------------------------------------------------------ */
-struct node {
-    int id, has_cpus;
-    int ncpus, *cpus;          /* CPUs this process may run on */
-    char cpulist[256];
-    long total_kib, free_kib;
-};
-static struct node nodes[MAX_NODES];
-static int nnodes;                  /* nodes with memory, nodal's order */
-static int cpu_nodes[MAX_NODES], ncpu_nodes;   /* indexes into nodes[] */
-static int page_size;
+struct node nodes[MAX_NODES];
+int nnodes;
+int cpu_nodes[MAX_NODES], ncpu_nodes;
+int page_size;
 
 static int read_line(const char *path, char *buf, size_t len)
 {
@@ -305,7 +303,7 @@ static int spread_cpu(int k, int *node_idx)
     return n->cpus[(k / ncpu_nodes) % n->ncpus];
 }
 
-static int pin(int cpu)
+int pin(int cpu)
 {
     cpu_set_t set;
     CPU_ZERO(&set);
@@ -427,8 +425,7 @@ static void requery(void **pages, int *status, unsigned long n)
     }
 }
 
-/* Pages of [p, p+size) not on `node` (or not resident); first bad in *where. */
-static size_t pages_off_node(const void *p, size_t size, int node, int *where)
+size_t pages_off_node(const void *p, size_t size, int node, int *where)
 {
     enum { CHUNK = 1024 };
     void *pages[CHUNK];
@@ -821,12 +818,43 @@ static void usage(const char *prog, int status)
 {
     fprintf(status ? stderr : stdout,
             "usage: %s [--quick] [--threads 1,2,4,8,16] [--ops N] [--size BYTES]\n"
-            "          [--no-timing] [--no-placement] [--version] [-h]\n"
-            "Prints the NUMA topology, the cost of node-targeted alloc/free per thread count,\n"
-            "and checks with the kernel that blocks land on the node they were asked for.\n"
-            "Exit status: 0 placement correct, 1 a placement check failed, 2 usage error.\n"
-            "See nodal-verify(1).\n",
-            prog);
+            "          [--no-timing] [--no-placement]\n"
+            "       %s --matrix [--json] [--size BYTES] [--time SECONDS] [--bw-threads N]\n"
+            "       %s --version | -h | --help\n"
+            "\n"
+            "Without --matrix: prints the NUMA topology (nodes with memory, their CPUs, memory,\n"
+            "distances), checks with the kernel (move_pages, get_mempolicy) that blocks from\n"
+            "nodal_malloc_node land on the node they were asked for and that plain malloc stays\n"
+            "unbound, and reports the cost of node-targeted alloc/free per thread count.\n"
+            "  --quick           fewer rounds and operations (20,000 per thread)\n"
+            "  --threads LIST    thread counts for the timing (default 1,2,4,8,16)\n"
+            "  --ops N           operations per thread for the timing (default 200,000)\n"
+            "  --size BYTES      block size for the timing (default 32)\n"
+            "  --no-timing       skip the timing\n"
+            "  --no-placement    skip the placement checks\n"
+            "\n"
+            "With --matrix: measures, on memory from the node API, what an access costs from every\n"
+            "node with CPUs (rows) to every node with memory (columns; memory-only nodes are\n"
+            "columns only), and prints the kernel's distance beside each value:\n"
+            "  latency           ns per load: one thread pinned to the CPU node's first CPU follows\n"
+            "                    a chain of dependent loads through the buffer in random order\n"
+            "  read, write       GB/s: one thread per CPU of the CPU node, each summing 64-bit words\n"
+            "                    over (read) or memset()ing (write) its share of the buffer\n"
+            "Each node's buffer (one nodal_malloc_node block) is checked with move_pages first.\n"
+            "  --json            print one JSON object instead of the tables: cpu_nodes, mem_nodes,\n"
+            "                    distance, latency_ns, read_gbs, write_gbs (rows = cpu_nodes,\n"
+            "                    columns = mem_nodes), bw_threads, misplaced_pages, size_bytes\n"
+            "  --size BYTES      buffer per memory node (default 256m; k, m, g suffixes; capped at\n"
+            "                    half the free memory of the emptiest node). Use several times\n"
+            "                    the last-level cache, or the latency measures the cache.\n"
+            "  --time SECONDS    time per measurement (default 0.2; three per cell)\n"
+            "  --bw-threads N    threads per CPU node for the bandwidth (default: one per CPU)\n"
+            "Set NODAL_OPTIONS=huge_pages=1 to measure with transparent huge pages (fewer TLB\n"
+            "misses in the latency).\n"
+            "\n"
+            "Exit status: 0 placement correct (or matrix measured, every buffer on its node),\n"
+            "1 a placement check failed, 2 usage or setup error. See nodal-verify(1).\n",
+            prog, prog, prog);
     exit(status);
 }
 
@@ -836,15 +864,34 @@ static void usage_error(const char *prog, const char *what, const char *arg)
     usage(prog, 2);
 }
 
+/* "256m" -> bytes; 0 on junk. */
+static size_t parse_bytes(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || v <= 0)
+        return 0;
+    switch (*end) {
+    case 'k': case 'K': v *= 1024; end++; break;
+    case 'm': case 'M': v *= 1024 * 1024; end++; break;
+    case 'g': case 'G': v *= 1024.0 * 1024 * 1024; end++; break;
+    default: break;
+    }
+    return *end == '\0' ? (size_t)v : 0;
+}
+
 int main(int argc, char **argv)
 {
-    int ops_given = 0;
+    int ops_given = 0, matrix = 0;
+    const char *size_arg = NULL;
+    struct matrix_opts mo = { .size = (size_t)256 << 20, .seconds = 0.2 };
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         bool has_value = i + 1 < argc;
         if (!strcmp(a, "--quick") || !strcmp(a, "-q")) {
             quick = 1;
-        } else if (!strcmp(a, "--threads") || !strcmp(a, "--ops") || !strcmp(a, "--size")) {
+        } else if (!strcmp(a, "--threads") || !strcmp(a, "--ops") || !strcmp(a, "--size") ||
+                   !strcmp(a, "--time") || !strcmp(a, "--bw-threads")) {
             if (!has_value)
                 usage_error(argv[0], "a value must follow", a);
             const char *v = argv[++i];
@@ -860,11 +907,21 @@ int main(int argc, char **argv)
                 ops_given = 1;
                 if (ops_per_thread < BATCH)
                     usage_error(argv[0], "--ops takes a count of at least 1000, got", v);
+            } else if (!strcmp(a, "--size")) {
+                size_arg = v;
+            } else if (!strcmp(a, "--time")) {
+                mo.seconds = atof(v);
+                if (!(mo.seconds > 0 && mo.seconds <= 60))
+                    usage_error(argv[0], "--time takes seconds above 0, up to 60, got", v);
             } else {
-                timing_size = (size_t)atol(v);
-                if (timing_size == 0)
-                    usage_error(argv[0], "--size takes a size in bytes, got", v);
+                mo.bw_threads = atoi(v);
+                if (mo.bw_threads < 1 || mo.bw_threads > 4096)
+                    usage_error(argv[0], "--bw-threads takes a count from 1 to 4096, got", v);
             }
+        } else if (!strcmp(a, "--matrix")) {
+            matrix = 1;
+        } else if (!strcmp(a, "--json")) {
+            mo.json = 1;
         } else if (!strcmp(a, "--no-timing")) {
             do_timing = 0;
         } else if (!strcmp(a, "--no-placement")) {
@@ -878,12 +935,28 @@ int main(int argc, char **argv)
             usage_error(argv[0], "unknown option", a);
         }
     }
+    if (mo.json && !matrix)
+        usage_error(argv[0], "--json goes with --matrix", NULL);
+    if (size_arg != NULL) {
+        size_t v = parse_bytes(size_arg);
+        if (v == 0)
+            usage_error(argv[0], "--size takes a size in bytes (k, m, g suffixes), got", size_arg);
+        if (matrix)
+            mo.size = v;
+        else
+            timing_size = v;
+    }
     if (quick && !ops_given)
         ops_per_thread = 20000;
     ops_per_thread = (ops_per_thread + BATCH - 1) / BATCH * BATCH;
     setvbuf(stdout, NULL, _IOLBF, 0);
 
     topology();
+    if (matrix) {
+        if (!mo.json)
+            print_header();
+        return matrix_run(&mo);
+    }
     print_header();
     /* Placement first: the plain-malloc check wants pages no earlier thread
        of this process has touched (memory of exited threads is reused). */

@@ -8,13 +8,17 @@ arguments (e.g. the node backend "-b jepool"), and whether it is a peer
 Variant sets:
   dropin  glibc, jemalloc, mimalloc, tcmalloc (+ nodal): the same binary,
           only LD_PRELOAD differs
-  node    node-targeted calls: numa_alloc_onnode, the jemalloc NUMA pool
+  node    node-targeted calls: numa_alloc_onnode, the jemalloc NUMA pool,
+          memkind (a fixed kind per node; MEMKIND_HBW for one node)
           (+ nodal's node API and nodal's plain malloc), plus jemalloc's plain
           malloc as the seed's reference row
   app     the BST/YCSB configurations: numa/regular under each drop-in
-          allocator, numa/numa with the jemalloc pool (+ nodal)
+          allocator, numa/numa with the jemalloc pool and memkind (+ nodal,
+          and nodal with each --nodal-variants option set)
   chase   pointer chasing: plain malloc under each peer, the jemalloc pool,
-          nodal's node API with huge_pages=0 and =1
+          memkind, nodal's node API with huge_pages=0 and =1
+  nodecost  the cost of node-bound memory per mechanism (bench/nodecost.c),
+          one column per transparent-huge-page setting, nodal preloaded
 """
 
 import os
@@ -28,6 +32,7 @@ LIBDIR_SONAMES = {
     "tcmalloc": "libtcmalloc_minimal.so.4",
 }
 PEERS = ["glibc", "jemalloc", "mimalloc", "tcmalloc"]
+MEMKIND_SONAME = "libmemkind.so.0"
 # libjemalloc.so.2 needs more static TLS than glibc leaves for dlopen();
 # jepool.c re-executes itself with this when it is missing.
 JEPOOL_ENV = {"GLIBC_TUNABLES": "glibc.rtld.optional_static_tls=16384"}
@@ -93,6 +98,12 @@ class Allocators:
         self.jepool_env = dict(JEPOOL_ENV)
         if "jemalloc" in self.libs:       # an absolute path also works in the VM
             self.jepool_env["BENCH_JEMALLOC"] = self.libs["jemalloc"]
+        # memkind is dlopen()ed too; the VM runner adds the library (and,
+        # through its ELF dependencies, what it needs) when the path is set
+        self.memkind_env = {}
+        memkind = find_library(MEMKIND_SONAME)
+        if memkind:
+            self.memkind_env["BENCH_MEMKIND"] = memkind
 
     def _keep(self, name):
         """--allocators keeps every column whose label has the name as a word
@@ -116,7 +127,9 @@ class Allocators:
     def node(self, numa_ops, other_ops):
         """numa_alloc_onnode is ~1000x slower: it gets its own op count."""
         vs = [Variant("numa_alloc_onnode", args=["-b", "numa", "-n", str(numa_ops)]),
-              Variant("jemalloc-pool", env=dict(self.jepool_env), args=["-b", "jepool", "-n", str(other_ops)])]
+              Variant("jemalloc-pool", env=dict(self.jepool_env), args=["-b", "jepool", "-n", str(other_ops)]),
+              Variant("memkind", env=dict(self.memkind_env), args=["-b", "memkind", "-n", str(other_ops)]),
+              Variant("memkind-hbw", env=dict(self.memkind_env), args=["-b", "memkind-hbw", "-n", str(other_ops)])]
         if self.nodal:
             vs.append(Variant("nodal-node", self.nodal, dict(self.nodal_env),
                               ["-b", "nodal", "-n", str(other_ops)], peer=False))
@@ -131,16 +144,22 @@ class Allocators:
         vs = [Variant("regular/" + n, self.libs[n], args=["-b", "malloc"])
               for n in PEERS if n in self.libs]
         vs.append(Variant("numa/jemalloc-pool", env=dict(self.jepool_env), args=["-b", "jepool"]))
+        vs.append(Variant("numa/memkind", env=dict(self.memkind_env), args=["-b", "memkind"]))
+        vs.append(Variant("numa/memkind-hbw", env=dict(self.memkind_env), args=["-b", "memkind-hbw"]))
         if self.nodal:
             vs.append(Variant("regular/nodal", self.nodal, dict(self.nodal_env),
                               ["-b", "malloc"], peer=False))
             vs.append(Variant("numa/nodal", self.nodal, dict(self.nodal_env),
                               ["-b", "nodal"], peer=False))
+            for label, opts in self.nodal_variants:
+                vs.append(Variant("numa/nodal " + label, self.nodal, {"NODAL_OPTIONS": opts},
+                                  ["-b", "nodal"], peer=False))
         return self._filter(vs)
 
     def chase(self):
         vs = [Variant(n, self.libs[n], args=["-b", "malloc"]) for n in PEERS if n in self.libs]
         vs.append(Variant("jemalloc-pool", env=dict(self.jepool_env), args=["-b", "jepool"]))
+        vs.append(Variant("memkind", env=dict(self.memkind_env), args=["-b", "memkind"]))
         if self.nodal:
             for hp in ("0", "1"):
                 opts = ",".join(filter(None, [self.nodal_env.get("NODAL_OPTIONS"), "huge_pages=" + hp]))
@@ -148,9 +167,23 @@ class Allocators:
                                   ["-b", "nodal"], peer=False))
         return self._filter(vs)
 
+    def nodecost(self, modes=("default", "off", "on")):
+        """One column per THP setting of nodecost -H; nodal is preloaded when
+        available (its rows are skipped otherwise); huge_pages=1 goes with
+        THP on."""
+        base = self.nodal_env.get("NODAL_OPTIONS")
+        vs = []
+        for mode in modes:
+            env = {}
+            opts = ",".join(filter(None, [base, "huge_pages=1" if mode == "on" else None]))
+            if opts:
+                env["NODAL_OPTIONS"] = opts
+            vs.append(Variant("thp-" + mode, self.nodal, env, ["-H", mode], peer=False))
+        return vs       # not filtered by --allocators: the columns are settings
+
     def for_set(self, name, **kw):
         return {"dropin": self.dropin, "node": self.node, "app": self.app,
-                "chase": self.chase}[name](**kw)
+                "chase": self.chase, "nodecost": self.nodecost}[name](**kw)
 
 
 def shown_path(path, repo):

@@ -115,12 +115,26 @@ GROUPS = {
                  "per cycle (numa_alloc_onnode's cost is mostly kernel time and waiting for the mmap "
                  "lock: compare the wall times); misplaced = blocks (of 64 per thread) the kernel "
                  "reports on another node than the target"),
-    "bst": ("BST (seed 000): trees per node, mixed lookup/insert/delete", ["mops", "cpu_mops"],
-            "million operations per second (mops) and per CPU-second of the threads (cpu_mops)"),
-    "ycsb": ("YCSB workload A (seed 000): hash tables per node", ["steady_mops", "cpu_mops"],
+    "bst": ("BST (seed 000): trees per node, mixed lookup/insert/delete", ["mops", "cpu_mops", "misplaced"],
+            "million operations per second (mops) and per CPU-second of the threads (cpu_mops); "
+            "misplaced = tree nodes the kernel reports off their tree's node at the end (plain malloc "
+            "follows first touch)"),
+    "ycsb": ("YCSB workload A (seed 000): hash tables per node", ["steady_mops", "cpu_mops", "misplaced"],
              "million operations per second, mean of intervals after warm-up (steady_mops), and "
-             "per CPU-second of the threads over the run (cpu_mops)"),
+             "per CPU-second of the threads over the run (cpu_mops); misplaced = records and bucket "
+             "arrays the kernel reports off their table's node at the end"),
     "chase": ("Pointer chasing over node-bound objects", ["ns_hop"], "ns per hop"),
+    "nodecost": ("What node-bound memory costs, per mechanism (bench/nodecost.c)",
+                 ["cpu_us_seg", "cpu_us_mib", "us_seg", "tlb_ipis_seg", "ratio", "misplaced"],
+                 "per 4 MiB segment and per MiB; the kernel primitives of a node-bound commit timed apart "
+                 "(map, mbind, first touch, MADV_POPULATE_WRITE per 64 KiB chunk or per segment, "
+                 "move_pages queries, migration of strays, MADV_DONTNEED purges, refaults; commit-64k is "
+                 "nodal's commit today, commit-4m the same per segment), and new memory through nodal: "
+                 "nodal-plain = malloc + first touch, nodal-node = nodal_malloc_node + first touch "
+                 "(ratio = node / plain per MiB); tlb_ipis_seg = TLB-shootdown IPIs the machine received "
+                 "per segment meanwhile; busy = sibling threads spinning on other CPUs (so that the "
+                 "process's TLB flushes must interrupt them); one column per transparent-huge-page "
+                 "setting (thp-on also sets nodal's huge_pages=1)"),
     "callgrind": ("Instructions per malloc/free pair (callgrind, 32 B, one thread)", ["instr_pair"],
                   "instructions per pair = (Ir(N2) - Ir(N1)) / (N2 - N1), loop included "
                   "(the loop alone is given below the table)"),
@@ -148,7 +162,7 @@ VS_GLIBC = {
 
 
 # The VM's tables are kept apart from the host's.
-for _g in ("nodepair", "bst", "ycsb", "chase"):
+for _g in ("nodepair", "bst", "ycsb", "chase", "nodecost"):
     _t, _m, _w = GROUPS[_g]
     GROUPS["vm-" + _g] = ("In the multi-node VM: " + _t, _m,
                           _w + " (inside numa-vm under emulation: compare columns, not absolute times)")
@@ -258,6 +272,9 @@ def full_cases():
         Case("bstxx-t8", "bstxx", ["-t", "8", "-T", "4", "-k", "200000", "-d", "3"], "bst", "app"),
         Case("ycsb-t2", "ycsb", ["-t", "2", "-k", "500000", "-d", "4"], "ycsb", "app"),
         Case("chase", "chase", ["-c", "2m", "-s", "64", "-h", "10m"], "chase", "chase"),
+        Case("nodecost", "nodecost", ["-N", "local", "-r", "5", "-S", "16"], "nodecost", "nodecost"),
+        Case("nodecost-busy", "nodecost", ["-N", "local", "-r", "5", "-S", "16", "-B", "1",
+                                           "-m", "purge-64k,purge-4m,migrate"], "nodecost", "nodecost"),
     ]
     return cases
 
@@ -270,11 +287,21 @@ def vm_cases():
              "node", {"numa_ops": 2000, "other_ops": 200000}),
         Case("vm-nodepair-remote", "nodepair", ["-s", "32", "-t", "1,2", "-N", "1"], "vm-nodepair",
              "node", {"numa_ops": 2000, "other_ops": 200000}),
+        Case("vm-nodepair-memonly", "nodepair", ["-s", "32", "-t", "1,2,4", "-N", "2"], "vm-nodepair",
+             "node", {"numa_ops": 2000, "other_ops": 200000}),
         Case("vm-bst", "bst", ["-t", "4", "-k", "50000", "-d", "1"], "vm-bst", "app"),
         Case("vm-bstxx", "bstxx", ["-t", "4", "-k", "50000", "-d", "1"], "vm-bst", "app"),
         Case("vm-ycsb", "ycsb", ["-t", "4", "-k", "50000", "-T", "4", "-B", "1021", "-d", "2",
                                  "-i", "250", "-w", "2"], "vm-ycsb", "app"),
         Case("vm-chase", "chase", ["-c", "256k", "-s", "64", "-h", "2m", "-N", "1"], "vm-chase", "chase"),
+        # one repetition per run (the runner repeats), 4 segments, 8 MiB through nodal
+        Case("vm-nodecost-cpu", "nodecost", ["-N", "0", "-r", "1", "-S", "4", "-M", "8"], "vm-nodecost",
+             "nodecost"),
+        Case("vm-nodecost-memonly", "nodecost", ["-N", "2", "-r", "1", "-S", "4", "-M", "8"], "vm-nodecost",
+             "nodecost", {"modes": ("default",)}),
+        Case("vm-nodecost-busy", "nodecost", ["-N", "0", "-r", "1", "-S", "4", "-B", "3",
+                                              "-m", "purge-64k,purge-4m,migrate"], "vm-nodecost", "nodecost",
+             {"modes": ("default",)}),
     ]
 
 

@@ -13,6 +13,7 @@ PACKAGES = {
     "mimalloc": ["libmimalloc2.0", "libmimalloc-dev"],
     "tcmalloc": ["libtcmalloc-minimal4"],
     "numa": ["libnuma1", "libnuma-dev"],
+    "memkind": ["libmemkind0"],
     "build": ["cmake", "gcc"],
     "plots": ["python3-matplotlib"],
 }
@@ -24,7 +25,7 @@ APP_PACKAGES = ["libsqlite3-dev", "redis-server", "redis-tools", "stress-ng"]
 
 # Packages whose versions go into every result header.
 VERSIONED = ["libc6", "libjemalloc2", "libmimalloc2.0", "libtcmalloc-minimal4",
-             "libnuma1", "gcc-12", "valgrind", "redis-server", "libsqlite3-0", "stress-ng"]
+             "libnuma1", "libmemkind0", "gcc-12", "valgrind", "redis-server", "libsqlite3-0", "stress-ng"]
 
 
 def _out(cmd, cwd=None):

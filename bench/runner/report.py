@@ -251,8 +251,11 @@ def _extra_app(tables, group, metric):
     t = tables.get((group, metric))
     if not t:
         return []
-    pairs = [("numa/jemalloc-pool", "regular/jemalloc"), ("numa/nodal", "regular/nodal")]
     names = [v.name for v in t.variants]
+    pairs = [("numa/jemalloc-pool", "regular/jemalloc"), ("numa/nodal", "regular/nodal")]
+    # memkind's own jemalloc is not a drop-in here: compare it with jemalloc's
+    pairs += [(n, "regular/jemalloc") for n in names if n.startswith("numa/memkind")]
+    pairs += [(n, "regular/nodal") for n in names if n.startswith("numa/nodal ")]
     pairs = [p for p in pairs if p[0] in names and p[1] in names]
     if not pairs:
         return []
@@ -319,6 +322,24 @@ def _extra_vs_glibc(tables, group):
     return out
 
 
+def _extra_nodecost(tables, group):
+    """The issue-12 target: a new node-bound MiB through nodal costs at most
+    1.2x a plain first-touched MiB."""
+    t = tables.get((group, "ratio"))
+    if not t:
+        return []
+    out = ["", "A new node-bound MiB through nodal / a plain first-touched MiB (median CPU time per MiB; "
+           "target <= 1.2):", "", "| " + " | ".join(t.cols + [v.name for v in t.variants] + ["verdict"]) + " |",
+           "|" + "|".join(["---"] * len(t.cols) + ["---:"] * len(t.variants) + ["---"]) + "|"]
+    for row in t.rows:
+        meds = [t.median(row, v.name) for v in t.variants]
+        worst = max([m for m in meds if m is not None], default=None)
+        verdict = "-" if worst is None else ("ok" if worst <= 1.2 else "over")
+        out.append("| " + " | ".join([dict(row).get(k, "") for k in t.cols] + [fmt(m) for m in meds] +
+                                     [verdict]) + " |")
+    return out
+
+
 def markdown(samples, variants_by_group, meta, problems):
     out = [header(meta)]
     tables = {}
@@ -345,9 +366,12 @@ def markdown(samples, variants_by_group, meta, problems):
         if group.startswith("cxxnew"):
             out += _extra_cxxnew(tables, group)
         out += _extra_vs_glibc(tables, group)
+        if group.endswith("nodecost"):
+            out += _extra_nodecost(tables, group)
         if group.endswith(("bst", "ycsb")):
             for metric in GROUPS[group][1]:
-                out += _extra_app(tables, group, metric)
+                if metric != "misplaced":
+                    out += _extra_app(tables, group, metric)
         if group == "callgrind" and meta.get("callgrind_loop") is not None:
             out += ["", "The benchmark loop alone (micro -m empty) costs %.1f instructions per iteration."
                     % meta["callgrind_loop"]]

@@ -38,8 +38,9 @@ def run(numa_vm, bindir, jobs, raw_out, log, timeout=3000):
         if v.preload:
             env["LD_PRELOAD"] = v.preload
             adds.add(v.preload)
-        if "BENCH_JEMALLOC" in env:
-            adds.add(env["BENCH_JEMALLOC"])
+        for lib in ("BENCH_JEMALLOC", "BENCH_MEMKIND"):   # dlopen()ed: not seen by ldd
+            if lib in env:
+                adds.add(env[lib])
         cmd = ["env"] + ["%s=%s" % kv for kv in env.items()] + [prog] + case.args + v.args
         lines.append("echo @@job %d" % seq)
         lines.append(" ".join(shlex.quote(c) for c in cmd) + " 2>&1")

@@ -37,6 +37,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 
 # The plan: boot | name | program (relative to BUILDDIR) | NODAL_OPTIONS | arguments | timeout (s)
+#           [| other files the program needs (relative to BUILDDIR, space-separated)]
 PLAN='main|topology_matches_kernel|tests/placement/topology_matches_kernel|||60
 main|invalid_node_is_einval|tests/placement/invalid_node_is_einval|||60
 main|node_of_reports_home_node|tests/placement/node_of_reports_home_node|||120
@@ -53,6 +54,7 @@ main|nodal-verify|tools/nodal-verify||--quick|240
 main|stl_containers_stay_on_their_node|tests/cpp/stl_containers_stay_on_their_node|||240
 main|node_typed_objects_stay_on_their_node|tests/cpp/node_typed_objects_stay_on_their_node|||240
 main|shared_containers_keep_their_node|tests/cpp/shared_containers_keep_their_node|||240
+main|matrix_covers_every_node_pair|tests/placement/matrix_covers_every_node_pair|||180|tools/nodal-verify
 small|full_node_strict_or_preferred|tests/placement/full_node_strict_or_preferred|||240
 small|node_full_throws_bad_alloc|tests/cpp/node_full_throws_bad_alloc|||240'
 
@@ -115,15 +117,18 @@ run_boot() {
 #!/bin/sh
 echo "@@ guest: kernel $(uname -r), THP $(cat /sys/kernel/mm/transparent_hugepage/enabled), numa_balancing $(cat /proc/sys/kernel/numa_balancing 2>/dev/null)"
 EOF
-    echo "$PLAN" | while IFS='|' read -r b name prog opts args tmo; do
+    echo "$PLAN" | while IFS='|' read -r b name prog opts args tmo extra; do
         [ "$b" = "$boot" ] || continue
         selected "$name" || continue
-        echo "$name|$prog|$opts|$args|$tmo"
+        echo "$name|$prog|$opts|$args|$tmo|$extra"
     done >"$TMP/plan-$boot"
     [ -s "$TMP/plan-$boot" ] || return 0
-    while IFS='|' read -r name prog opts args tmo; do
+    while IFS='|' read -r name prog opts args tmo extra; do
         [ -x "$BUILD/$prog" ] || continue
         adds="$adds --add $BUILD/$prog"
+        for f in $extra; do
+            [ -e "$BUILD/$f" ] && adds="$adds --add $BUILD/$f"
+        done
         if [ -n "$opts" ]; then
             envcmd="env NODAL_OPTIONS=$opts"
         else
@@ -154,7 +159,7 @@ EOF
     tr -d '\r' <"$TMP/raw-$boot" >"$TMP/out-$boot"
     vmrc=$(cat "$TMP/vmrc-$boot" 2>/dev/null || echo "?")
     echo "== boot '$boot' took $(($(date +%s) - t0)) s (numa-vm exit status $vmrc)"
-    while IFS='|' read -r name prog opts args tmo; do
+    while IFS='|' read -r name prog opts args tmo extra; do
         if [ ! -x "$BUILD/$prog" ]; then
             echo "$name|FAIL|-|-|$boot|not built: $BUILD/$prog" >>"$RESULTS"
             continue
