@@ -61,7 +61,16 @@ void *nd_meta_alloc_head(size_t size, size_t zero)
             }
         }
         nd_unlock(&nd_meta_lock_);
-        return p;   /* fresh mappings are zero */
+        /* Fresh mappings are zero. Its first `zero` bytes (what the caller
+           uses at once: a cache's counters and bins) are written now, page
+           by page: a page whose first access is a load maps the shared zero
+           page, and the store after it then costs a copy and a TLB
+           shootdown on every CPU running the process (found with the
+           kernel's tlb_flush tracepoint in node-heavy programs). */
+        if (p != NULL)
+            for (size_t off = 0; off < zero && off < size; off += 4096)
+                nd_store_relaxed((char *)p + off, (char)0);
+        return p;
     }
     nd_unlock(&nd_meta_lock_);
     memset(p, 0, zero < size ? zero : size);
