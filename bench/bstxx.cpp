@@ -264,7 +264,7 @@ int main(int argc, char **argv)
         case 'T': per_node = parse_size(optarg); break;
         case 'P': bench_pinning = 0; break;
         default:
-            std::fprintf(stderr, "usage: bstxx [-b malloc|nodal|jepool|numa] [-t threads] [-k keys] "
+            std::fprintf(stderr, "usage: bstxx [-b " NODE_BACKENDS "] [-t threads] [-k keys] "
                                  "[-r lookup %%]\n             [-l local %%] [-d seconds] [-T trees per "
                                  "node] [-P]\n");
             return 2;
@@ -289,6 +289,8 @@ int main(int argc, char **argv)
     c.local_pct = static_cast<int>(local);
     c.seconds = seconds;
     int nnodes = node_ids(c.ids, 64);
+    if (be != nullptr)
+        node_backend_require(be, nnodes);   // skips a one-node backend on several nodes
     c.per_node = static_cast<int>(per_node);
     c.ntrees = nnodes * c.per_node;
     c.trees = new tree[static_cast<std::size_t>(c.ntrees)]();
