@@ -39,7 +39,9 @@ void nd_block_misuse(const char *fn, const nd_segment *s, const void *p)
     const char *unused = freeing ? "double free or invalid pointer (block not in use)"
                                  : "invalid pointer (block not in use)";
     const char *why = unused;
-    if (s->kind == ND_SEG_HUGE) {
+    if (s->kind != ND_SEG_HUGE && (uintptr_t)p - (uintptr_t)s < ND_SEG_HEADER_SIZE) {
+        why = interior;   /* the segment's own header: never a block */
+    } else if (s->kind == ND_SEG_HUGE) {
         const nd_page *pg = &s->pages[0];
         if (pg->start != (const uint8_t *)p)
             why = interior;

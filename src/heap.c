@@ -79,6 +79,19 @@ static void nd_heap_seg_release(nd_heap *h, nd_segment *s)
 }
 
 /* A fresh page of class cls for h; NULL (errno ENOMEM) if memory ran out. */
+/* The free page of s a new page of a class takes: the first one at or
+   after the segment's colour, a page index that differs from segment to
+   segment. Without it every segment's first pages sit at the same offsets,
+   4 MiB apart, and a thread that works in several segments at once (one
+   per node it targets, say) finds their pages, and their descriptors,
+   competing for the same sets of the TLB and caches. */
+static unsigned nd_seg_pick_page(const nd_segment *s)
+{
+    unsigned colour = (unsigned)(((uintptr_t)s >> ND_SEG_SHIFT) * 5u) & (s->page_count - 1u);
+    uint64_t at_or_after = s->free_mask & ~(((uint64_t)1 << colour) - 1);
+    return (unsigned)__builtin_ctzll(at_or_after != 0 ? at_or_after : s->free_mask);
+}
+
 static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)
 {
     int k = nd_class_is_small(cls) ? 0 : 1;
@@ -97,7 +110,7 @@ static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)
             s->owner = h;
             nd_list_push_front(&h->avail[k], s);
         }
-        unsigned i = (unsigned)__builtin_ctzll(s->free_mask);
+        unsigned i = nd_seg_pick_page(s);
         size_t area;
         uint8_t *start = nd_seg_page_area(s, i, &area);
         if (nd_seg_commit(s, start, area) != 0) {

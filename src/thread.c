@@ -332,11 +332,22 @@ void nd_thread_done(void *arg)
     nd_tls_tc = &nd_tcache_dead;
     nd_tls_thread = &nd_thread_dead;
     nd_tls_tid = 0;
-    /* Pooled as it is, cached blocks and all, for the next thread to start
-       on this node: it finds its caches warm, as a thread of a pool would.
-       (purge_delay=0: memory goes back at once, so nothing waits.) */
-    if (nd_opt(ND_OPT_purge_delay) == 0 || !nd_thread_pool_put(t))
-        nd_thread_dismantle(t);
+    /* Pooled for the next thread to start on this node, cached blocks and
+       all: it finds its caches warm, as a thread of a pool would. Its heaps
+       first give back pages no block is in and segments kept spare, since
+       a record may wait a while. (purge_delay=0: memory goes back at once,
+       so nothing waits.) */
+    if (nd_opt(ND_OPT_purge_delay) != 0) {
+        nd_tcache *tcs[ND_MAX_NODES + 1];
+        int n = nd_thread_tcaches(t, tcs);
+        for (int i = 0; i < n; i++)
+            nd_heap_trim(&tcs[i]->heap);
+        if (nd_thread_pool_put(t)) {
+            nd_thread_upkeep();
+            return;
+        }
+    }
+    nd_thread_dismantle(t);
     nd_thread_upkeep();
 }
 
