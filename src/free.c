@@ -15,6 +15,10 @@
  *                                                    -> "invalid pointer", abort
  * check=2 adds: thread caches off, so every free takes the slow path and is
  * checked in full; freed memory filled with 0xdf past its link and mark.
+ * secure=1 adds (secure.h): caches off as well; the canary after the
+ *  request checked                                   -> "heap overflow past the end of the block", abort
+ * then the block is filled, marked and kept in the freeing thread's
+ * quarantine, by whichever thread frees it.
  */
 #include "free.h"
 
@@ -24,6 +28,7 @@
 #include "large.h"
 #include "msg.h"
 #include "node.h"
+#include "secure.h"
 
 /* The segment map says a segment starts here, but its header is not one
    nodal wrote (or no longer): memory was overwritten. */
@@ -144,6 +149,33 @@ static void nd_free_remote(void *p, nd_segment *s, nd_page *pg, uintptr_t key)
     nd_heap_free_remote(pg, p);
 }
 
+/* secure=1: every small and medium free, by any thread. The block is
+   checked (not free already, nothing written past its request), filled
+   and marked, and waits in the calling thread's quarantine; a thread
+   without one gives it straight back. */
+static void nd_free_secure(void *p, nd_page *pg)
+{
+    nd_secure_retire(pg, p);
+    uintptr_t key = nd_load_relaxed(&pg->key), tid = nd_tid();
+    bool own = (key & ~ND_KEY_COLD) == tid && tid != 0;
+    unsigned cls = pg->cls;
+    size_t bsize = pg->block_size;
+    nd_heap *h = own ? pg->heap : NULL;
+    nd_tcache *q = nd_thread_quarantine();
+    if (own)
+        nd_count_inc(&h->cstats[cls].slow_frees);
+    else
+        nd_thread_count_remote_free(cls, true);
+    if (q != NULL) {
+        nd_secure_quarantine(q, p, bsize);
+        return;
+    }
+    if (own)
+        nd_heap_return_blocks(h, pg, p, p, 1);
+    else
+        nd_heap_free_remote(pg, p);
+}
+
 void nd_free_slow(void *p, nd_segment *s, nd_page *pg)
 {
     if (nd_unlikely(!nd_seg_cookie_ok(s)))
@@ -166,6 +198,10 @@ void nd_free_slow(void *p, nd_segment *s, nd_page *pg)
        has no span; neither has a free segment's). */
     if (nd_unlikely((s->kind != ND_SEG_SMALL && s->kind != ND_SEG_MEDIUM) || !nd_page_block_ok_shared(pg, p)))
         nd_block_misuse("free", s, p);
+    if (nd_unlikely(nd_secure_on())) {
+        nd_free_secure(p, pg);
+        return;
+    }
     uintptr_t key = nd_load_relaxed(&pg->key);
     uintptr_t tid = nd_tid();
     if ((key & ~ND_KEY_COLD) != tid || tid == 0) {

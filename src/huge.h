@@ -9,6 +9,11 @@
  *   s +0           +offset (>= 4 KiB, the alignment)           +size
  *   | nd_segment   | block ................................... |
  *
+ * secure=1: the last OS page of every huge mapping is a guard page
+ * (inaccessible; nd_seg_guard bytes), not part of the block: an overflow
+ * past the block faults at once. Such mappings are reused only as they
+ * are (never grown, trimmed or moved).
+ *
  * A block aligned beyond 4 MiB starts in a later 4 MiB chunk of its mapping;
  * the segment map says how far back the header is (segment.h).
  */

@@ -96,6 +96,17 @@ static void nd_large_give(nd_segment *s, unsigned i, unsigned k, uint64_t now)
     s->purge_at = now + (uint64_t)nd_opt(ND_OPT_purge_delay);
 }
 
+/* secure=1: makes the guard page after the large block of `usable` bytes
+   at p inaccessible (access = false) or usable again; nothing to do when it
+   is the segment's own guard page. 0, or -1 when the kernel refused. */
+static int nd_large_guard(nd_segment *s, uint8_t *p, size_t usable, bool access)
+{
+    uint8_t *g = p + usable;
+    if (nd_seg_guard == 0 || g == (uint8_t *)s + ND_SEG_SIZE - nd_seg_guard)
+        return 0;
+    return nd_os_protect(g, nd_seg_guard, access);
+}
+
 /* Commits the chunks of [p, p+len) that are not yet: plain memory just says
    so; node-bound memory is populated and checked with the lock released
    (the run is reserved, so nobody else touches those chunks). */
@@ -130,7 +141,8 @@ static int nd_large_commit(nd_large_pool *pool, nd_segment *s, const void *p, si
 
 void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t *bytes)
 {
-    size_t need = nd_round_os(size == 0 ? 1 : size);
+    size_t usable = nd_round_os(size == 0 ? 1 : size);
+    size_t need = usable + nd_seg_guard;   /* secure=1: and its guard page */
     unsigned k = nd_chunks_of(need);
     unsigned step = alignment > ND_CHUNK_SIZE ? (unsigned)(alignment >> ND_CHUNK_SHIFT) : 1;
     if (k > 63 || step >= 64) {
@@ -157,7 +169,7 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
             pool->empty++;
             continue;
         }
-        void *p = nd_large_take(pool, s, i, k, need);
+        void *p = nd_large_take(pool, s, i, k, usable);
         if (nd_large_commit(pool, s, p, need) != 0) {
             /* The node is full (strict placement): give the run back. */
             nd_page *pg = &s->pages[i];
@@ -171,8 +183,13 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
             return NULL;
         }
         nd_unlock(&pool->lock);
-        nd_gauge_active((long)need);
-        *bytes = need;
+        nd_gauge_active((long)usable);
+        if (nd_large_guard(s, p, usable, false) != 0) {
+            nd_large_free(s, &s->pages[i], p);   /* out of mappings (vm.max_map_count) */
+            errno = ENOMEM;
+            return NULL;
+        }
+        *bytes = usable;
         return p;
     }
 }
@@ -187,6 +204,7 @@ size_t nd_large_free(nd_segment *s, nd_page *pg, void *p)
     }
     size_t bytes = pg->block_size;
     unsigned i = pg->index, k = pg->reserved;
+    nd_large_guard(s, p, bytes, true);   /* before the chunks can be reused */
     nd_store_relaxed(&pg->in_use, 0);
     pg->key = ND_KEY_NONE;
     nd_large_give(s, i, k, nd_os_now_ms());
@@ -209,6 +227,8 @@ size_t nd_large_free(nd_segment *s, nd_page *pg, void *p)
 
 bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
 {
+    if (nd_seg_guard != 0)
+        return false;   /* secure=1: the guard page would move; realloc copies */
     size_t need = nd_round_os(size == 0 ? 1 : size);
     unsigned k2 = nd_chunks_of(need);
     nd_large_pool *pool = &nd_large_pools[s->node][s->bound ? 1 : 0];
@@ -297,7 +317,7 @@ bool nd_large_is_valid(void)
                     uint64_t run = nd_mask_range(i, i + pg->reserved - 1u);
                     ok = pg->reserved >= 1 && i + pg->reserved <= 64 && (covered & run) == 0 &&
                          pg->start == (uint8_t *)s + ((size_t)i << ND_CHUNK_SHIFT) &&
-                         nd_chunks_of(pg->block_size) <= pg->reserved;
+                         nd_chunks_of(pg->block_size + nd_seg_guard) <= pg->reserved;
                     covered |= run;
                     blocks++;
                 }

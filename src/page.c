@@ -10,17 +10,53 @@
 
 #include <string.h>
 #include "msg.h"
+#include "options.h"
 #include "os.h"
 
 uintptr_t nd_block_mark_key;
 uintptr_t nd_link_key;
+uint8_t   nd_page_fill_carved;
 
 void nd_page_keys_init(void)
 {
     do
         nd_block_mark_key = nd_os_random();
-    while (nd_block_mark_key == 0);
+    while (nd_block_mark_key == 0 || nd_block_mark_key == ND_FILL_WORD);
     nd_link_key = nd_os_random();
+    nd_page_fill_carved = nd_secure_on();
+}
+
+/* ---- the fill of free blocks (secure=1) ---------------------------------- */
+
+void nd_block_fill(void *p, size_t size)
+{
+    size_t n = size < ND_FILL_MAX ? size : ND_FILL_MAX;
+    uintptr_t *w = p;
+    w[0] = ND_FILL_WORD;
+    w[1] = nd_block_mark_key;
+    memset(w + 2, ND_FILL_BYTE, n - 2 * sizeof(uintptr_t));
+}
+
+size_t nd_block_fill_damage(const void *p, size_t size)
+{
+    size_t n = (size < ND_FILL_MAX ? size : ND_FILL_MAX) / sizeof(uintptr_t);
+    const uintptr_t *w = p;
+    uintptr_t diff = (w[0] ^ ND_FILL_WORD) | (w[1] ^ nd_block_mark_key);
+    for (size_t i = 2; i < n; i++)
+        diff |= w[i] ^ ND_FILL_WORD;
+    if (nd_likely(diff == 0))
+        return size;
+    /* Rare: say where. */
+    for (size_t i = 0; i < n; i++) {
+        uintptr_t want = i == 1 ? nd_block_mark_key : ND_FILL_WORD;
+        if (w[i] != want) {
+            size_t b = 0;
+            while (((w[i] ^ want) >> (8 * b) & 0xff) == 0)
+                b++;
+            return i * sizeof(uintptr_t) + b;
+        }
+    }
+    return size;
 }
 
 void nd_page_corrupt(const nd_page *pg, const void *block, const char *what, const char *detail)
@@ -215,6 +251,9 @@ size_t nd_page_take(nd_page *pg, void **out, size_t n)
                 nd_block_mark(p);   /* free from now on: see page.h */
                 out[got++] = p;
             }
+            if (nd_unlikely(nd_page_fill_carved))
+                for (size_t i = got - k; i < got; i++)
+                    nd_block_fill(out[i], pg->block_size);
             nd_store_relaxed(&pg->capacity, (uint16_t)(pg->capacity + k));   /* read by remote frees */
             nd_store_relaxed(&pg->span, (uintptr_t)pg->capacity * pg->block_size);   /* read by remote frees */
             continue;

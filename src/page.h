@@ -49,11 +49,30 @@
  *
  *   free block:  [ encoded link | mark | (stale contents) ... ]
  *   live block:  [ program data ...                          ]   (word 1 != mark)
+ *
+ * secure=1 also fills every free block (ND_FILL_BYTE over its first
+ * ND_FILL_MAX bytes, the mark and a link excepted): blocks carved here get
+ * it (nd_page_fill_carved), freed ones get it at free (secure.c), and the
+ * fill is checked when a block is handed out again, so a write after free
+ * or an overflow into a free block is seen at its next reuse.
+ *
+ *   free block, secure=1: [ link or fill | mark | 0xdf 0xdf ... (first 4 KiB) | ... ]
  */
 extern uintptr_t nd_block_mark_key nd_hidden;
 extern uintptr_t nd_link_key nd_hidden;
+/* secure=1: carving fills the blocks it hands out (set at start-up). */
+extern uint8_t nd_page_fill_carved nd_hidden;
 /* Draws the secrets (process start). */
 void nd_page_keys_init(void) nd_hidden;
+
+#define ND_FILL_BYTE 0xdf
+#define ND_FILL_WORD ((uintptr_t)0xdfdfdfdfdfdfdfdfull)
+#define ND_FILL_MAX  4096   /* bytes of a free block filled and checked (secure=1) */
+/* secure=1: gives free block p of `size` bytes its fill (word 0 too) and the mark. */
+void   nd_block_fill(void *p, size_t size) nd_hidden;
+/* The offset of the first byte of p's fill (nd_block_fill) that changed, or
+   size when it is intact (the mark is checked too, as word 1). */
+size_t nd_block_fill_damage(const void *p, size_t size) nd_hidden;
 
 static inline bool nd_block_is_marked(const void *p) { return ((const uintptr_t *)p)[1] == nd_block_mark_key; }
 static inline void nd_block_mark(void *p) { ((uintptr_t *)p)[1] = nd_block_mark_key; }
@@ -182,6 +201,7 @@ void nd_page_junk(nd_page *pg, void *p) nd_hidden;
 _Noreturn void nd_page_corrupt(const nd_page *pg, const void *block, const char *what, const char *detail) nd_hidden;
 #define ND_CORRUPT_LIST  "malloc(): corrupted free list"
 #define ND_CORRUPT_FREED "free(): block modified after free"
+#define ND_CORRUPT_REUSE "malloc(): free block modified after free"   /* secure=1, at reuse */
 
 /* Debug check of the invariants above struct nd_page (segment.h); true
    when they hold. Cost: O(blocks). */

@@ -18,6 +18,7 @@
 #include "node.h"
 #include "options.h"
 #include "os.h"
+#include "secure.h"
 #include "topo.h"
 
 /* ---- the static tcaches and records, and TLS ------------------------------ */
@@ -284,6 +285,14 @@ nd_tcache *nd_thread_tcache_for(const nd_segment *s)
 #define ND_START_AFTER_REMOTE_FREES 64
 static __thread uint32_t nd_tls_remote_frees;
 
+nd_tcache *nd_thread_quarantine(void)
+{
+    nd_thread *t = nd_tls_thread;
+    nd_tcache *tc = t->state == ND_THREAD_LIVE ? nd_tls_tc
+                  : t->state == ND_THREAD_NEW ? nd_thread_start() : NULL;
+    return tc != NULL && tc->secure != NULL ? tc : NULL;
+}
+
 nd_tcache *nd_thread_cache_for_free(const nd_segment *s, bool may_start)
 {
     nd_thread *t = nd_tls_thread;
@@ -414,7 +423,14 @@ void nd_thread_fork_child(void)
     while (t) {
         nd_thread *next = t->next;
         if (t == self || t->state == ND_THREAD_POOLED) {
-            /* The caller, and records no thread was using: they stay. */
+            /* The caller, and records no thread was using: they stay, with
+               randomness of their own (secure=1: the child's allocation
+               order is not its parent's or its siblings'). */
+            nd_tcache *tcs[ND_MAX_NODES + 1];
+            int n = nd_thread_tcaches(t, tcs);
+            for (int i = 0; i < n; i++)
+                if (tcs[i]->secure != NULL)
+                    nd_secure_reseed(tcs[i]->secure);
             t->next = nd_threads_head;
             t->prev = NULL;
             if (nd_threads_head)
@@ -512,14 +528,26 @@ static void *nd_thread_huge(nd_tcache *tc, size_t size, size_t alignment)
     return p;
 }
 
+/* A block of class c for a request of `size` bytes: through the thread
+   cache, or (secure=1) the checked path, which pads the request by a canary
+   word (the caller chose c for that). */
+static void *nd_thread_class_alloc(nd_tcache *tc, unsigned c, size_t size)
+{
+    if (nd_tcache_count_request(tc, c) && !tc->heap.shared && nd_tls_thread->state == ND_THREAD_LIVE)
+        nd_thread_maintain(nd_tls_thread, false);
+    if (nd_unlikely(nd_secure_on()))
+        return nd_secure_alloc(tc, c, size);
+    return nd_tcache_alloc(tc, c);
+}
+
 void *nd_thread_malloc(nd_tcache *tc, size_t size)
 {
     nd_thread_tick(tc);
-    if (size <= ND_MEDIUM_MAX) {
-        unsigned c = nd_class_of(size);
-        if (nd_tcache_count_request(tc, c) && !tc->heap.shared && nd_tls_thread->state == ND_THREAD_LIVE)
-            nd_thread_maintain(nd_tls_thread, false);
-        return nd_tcache_alloc(tc, c);
+    if (nd_unlikely(nd_secure_on())) {
+        if (size <= ND_SECURE_CLASS_MAX)
+            return nd_thread_class_alloc(tc, nd_class_of(size + ND_SECURE_TAIL), size);
+    } else if (size <= ND_MEDIUM_MAX) {
+        return nd_thread_class_alloc(tc, nd_class_of(size), size);
     }
     if (size > (size_t)PTRDIFF_MAX) {
         errno = ENOMEM;
@@ -539,9 +567,18 @@ void *nd_thread_malloc_aligned(nd_tcache *tc, size_t alignment, size_t size)
         return NULL;
     }
     if (alignment <= ND_ALIGN_NATURAL) {
-        unsigned c = nd_class_aligned(size, alignment);
-        if (c < ND_CLASS_COUNT)
-            return nd_thread_malloc(tc, nd_class_size[c]);
+        if (nd_unlikely(nd_secure_on())) {
+            unsigned c = size <= ND_SECURE_CLASS_MAX ? nd_class_aligned(size + ND_SECURE_TAIL, alignment)
+                                                    : ND_CLASS_COUNT;
+            if (c < ND_CLASS_COUNT) {
+                nd_thread_tick(tc);
+                return nd_thread_class_alloc(tc, c, size);
+            }
+        } else {
+            unsigned c = nd_class_aligned(size, alignment);
+            if (c < ND_CLASS_COUNT)
+                return nd_thread_malloc(tc, nd_class_size[c]);
+        }
     }
     if (nd_large_fits(size, alignment))
         return nd_thread_large(tc, size, alignment);

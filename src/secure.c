@@ -1,0 +1,296 @@
+/*
+ * secure.c - secure=1 (see secure.h): canaries after live blocks, a random
+ * choice among a bin of candidate blocks, fills checked at reuse, and the
+ * quarantine of freed blocks.
+ *
+ * Everything here runs on the thread that owns the thread cache (or, for a
+ * shared heap, under its lock), except nd_secure_retire, which any thread
+ * freeing a block calls on that block alone.
+ */
+#include "secure.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include "heap.h"
+#include "meta.h"
+#include "msg.h"
+#include "os.h"
+#include "tcache.h"
+
+static uint64_t nd_canary_key;
+
+void nd_secure_init(void)
+{
+    nd_canary_key = nd_os_random();
+}
+
+/* ---- the canary word ------------------------------------------------------- */
+
+static inline uint32_t nd_canary32(const void *p, uint64_t delta)
+{
+    uint64_t h = ((uint64_t)(uintptr_t)p ^ nd_canary_key ^ (delta << 40)) * 0x9E3779B97F4A7C15ull;
+    return (uint32_t)(h >> 32);
+}
+
+static inline uint64_t *nd_tail_of(const void *p, size_t block_size)
+{
+    return (uint64_t *)((uintptr_t)p + block_size - ND_SECURE_TAIL);
+}
+
+/* Writes the canary word and the slack fill of a request of `size` bytes. */
+static void nd_secure_set_tail(void *p, size_t block_size, size_t size)
+{
+    size_t delta = block_size - ND_SECURE_TAIL - size;
+    memset((char *)p + size, ND_FILL_BYTE, delta < ND_SECURE_SLACK ? delta : ND_SECURE_SLACK);
+    *nd_tail_of(p, block_size) = nd_canary32(p, delta) | (uint64_t)delta << 32;
+}
+
+static _Noreturn nd_cold void nd_overflow(const char *fn, const void *p, const char *detail)
+{
+    nd_fatal("%s(): heap overflow past the end of the block: %p (%s)", fn, p, detail);
+}
+
+/* The request size of live block p (block_size bytes); aborts on damage. */
+static size_t nd_secure_check_tail(const char *fn, const void *p, size_t block_size)
+{
+    uint64_t tail = *nd_tail_of(p, block_size);
+    uint64_t delta = tail >> 32;
+    char detail[160];
+    if (nd_unlikely(delta > block_size - ND_SECURE_TAIL || (uint32_t)tail != nd_canary32(p, delta))) {
+        if (tail == ND_FILL_WORD && strcmp(fn, "free") == 0)
+            nd_fatal("free(): double free: %p (freed before, then written to)", p);
+        snprintf(detail, sizeof detail, "the canary in its last 8 bytes, at byte %zu of the %zu-byte block, "
+                 "was overwritten", block_size - ND_SECURE_TAIL, block_size);
+        nd_overflow(fn, p, detail);
+    }
+    size_t size = block_size - ND_SECURE_TAIL - (size_t)delta;
+    size_t slack = delta < ND_SECURE_SLACK ? (size_t)delta : ND_SECURE_SLACK;
+    const unsigned char *b = (const unsigned char *)p + size;
+    for (size_t i = 0; i < slack; i++)
+        if (nd_unlikely(b[i] != ND_FILL_BYTE)) {
+            snprintf(detail, sizeof detail, "byte %zu was written, %zu bytes were asked for", size + i, size);
+            nd_overflow(fn, p, detail);
+        }
+    return size;
+}
+
+size_t nd_secure_size(const char *fn, const nd_page *pg, const void *p)
+{
+    return nd_secure_check_tail(fn, p, pg->block_size);
+}
+
+void nd_secure_resize(const nd_page *pg, void *p, size_t size)
+{
+    nd_assert(size + ND_SECURE_TAIL <= pg->block_size);
+    nd_secure_set_tail(p, pg->block_size, size);
+}
+
+/* ---- state ----------------------------------------------------------------- */
+
+nd_secure *nd_secure_create(void)
+{
+    nd_secure *sc = nd_meta_alloc(sizeof(nd_secure));
+    if (sc == NULL)
+        return NULL;
+    nd_secure_reseed(sc);
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        size_t n = ND_SECURE_BIN_BYTES / nd_class_size[c];
+        sc->cap[c] = (uint8_t)(n < 2 ? 2 : n > ND_SECURE_BIN ? ND_SECURE_BIN : n);
+    }
+    return sc;
+}
+
+void nd_secure_reseed(nd_secure *sc)
+{
+    sc->rng = nd_os_random() ^ (uint64_t)(uintptr_t)sc;
+}
+
+void nd_secure_destroy(nd_secure *sc)
+{
+    nd_meta_free(sc, sizeof(nd_secure));
+}
+
+/* A random number below n (n > 0). splitmix64, then Lemire's reduction. */
+static inline uint32_t nd_secure_random(nd_secure *sc, uint32_t n)
+{
+    uint64_t z = (sc->rng += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    return (uint32_t)(((z >> 32) * (uint64_t)n) >> 32);
+}
+
+/* ---- malloc ------------------------------------------------------------------ */
+
+/* A free block handed out: its fill must be intact. */
+static void nd_secure_check_fill(const void *p)
+{
+    nd_segment *s = nd_seg_base(p);
+    const nd_page *pg = nd_page_of(s, p);
+    size_t bad = nd_block_fill_damage(p, pg->block_size);
+    if (nd_unlikely(bad < pg->block_size)) {
+        char detail[96];
+        snprintf(detail, sizeof detail, "byte %zu of the %u-byte block was changed while it was free",
+                 bad, pg->block_size);
+        nd_page_corrupt(pg, p, ND_CORRUPT_REUSE, detail);
+    }
+}
+
+/* Checks the first bytes of one quarantined block, in turn: a write into a
+   freed block is seen within ND_QUARANTINE mallocs even if the block is
+   never reused. */
+static void nd_secure_audit(nd_secure *sc)
+{
+    if (sc->qcount == 0)
+        return;
+    if ((uint32_t)(sc->audit - sc->head) >= sc->qcount)
+        sc->audit = sc->head;
+    const void *p = sc->ring[sc->audit++ & (ND_QUARANTINE - 1)];
+    const nd_page *pg = nd_page_of(nd_seg_base(p), p);
+    size_t n = pg->block_size < ND_SECURE_AUDIT ? pg->block_size : ND_SECURE_AUDIT;
+    size_t bad = nd_block_fill_damage(p, n);
+    if (nd_unlikely(bad < n)) {
+        char detail[96];
+        snprintf(detail, sizeof detail, "byte %zu of a block waiting in quarantine was changed", bad);
+        nd_page_corrupt(pg, p, ND_CORRUPT_REUSE, detail);
+    }
+}
+
+void *nd_secure_alloc(nd_tcache *tc, unsigned c, size_t size)
+{
+    nd_secure *sc = tc->secure;
+    void *p;
+    if (sc == NULL) {
+        /* A shared heap (threads being torn down): no bin, no quarantine. */
+        if (nd_heap_take_blocks(&tc->heap, c, &p, 1) == 0)
+            return nd_tcache_uncount(tc, c);
+        *(uintptr_t *)p = ND_FILL_WORD;   /* its link, checked as it was followed */
+    } else {
+        nd_secure_audit(sc);
+        uint32_t n = sc->count[c];
+        void **bin = sc->bin[c];
+        if (n <= sc->cap[c] / 2u) {
+            size_t got = nd_heap_take_blocks(&tc->heap, c, bin + n, sc->cap[c] - n);
+            for (size_t i = n; i < n + got; i++)
+                *(uintptr_t *)bin[i] = ND_FILL_WORD;   /* their links, checked as they were followed */
+            n += (uint32_t)got;
+            nd_class_counters *cs = &tc->heap.cstats[c];
+            nd_count_inc(&cs->fills);
+            nd_count_add(&cs->fill_blocks, got);
+            sc->count[c] = (uint8_t)n;
+            nd_assert2(nd_secure_is_valid(tc));
+            if (n == 0)
+                return nd_tcache_uncount(tc, c);
+        }
+        uint32_t j = nd_secure_random(sc, n);
+        p = bin[j];
+        bin[j] = bin[--n];
+        sc->count[c] = (uint8_t)n;
+    }
+    nd_secure_check_fill(p);
+    nd_block_unmark(p);
+    nd_secure_set_tail(p, nd_class_size[c], size);
+    return p;
+}
+
+/* ---- free ---------------------------------------------------------------------- */
+
+void nd_secure_retire(nd_page *pg, void *p)
+{
+    if (nd_unlikely(nd_block_is_marked(p)))
+        nd_misuse("free", "double free", p);
+    size_t bsize = pg->block_size;
+    nd_secure_check_tail("free", p, bsize);
+    nd_block_fill(p, bsize);
+    if (bsize > ND_FILL_MAX)
+        *nd_tail_of(p, bsize) = ND_FILL_WORD;   /* past the fill: leave no valid canary behind */
+}
+
+/* Gives quarantined block p (a marked block start) back to its page: to the
+   page itself if a heap of tc's thread owns it, else to its remote list. */
+static void nd_secure_release(nd_tcache *tc, void *p)
+{
+    nd_page *pg = nd_page_of(nd_seg_base(p), p);
+    size_t n = pg->block_size < ND_SECURE_AUDIT ? pg->block_size : ND_SECURE_AUDIT;
+    if (nd_unlikely(nd_block_fill_damage(p, n) < n))
+        nd_page_corrupt(pg, p, ND_CORRUPT_FREED, "a block waiting in quarantine was modified");
+    uintptr_t key = nd_load_relaxed(&pg->key);
+    if ((key & ~ND_KEY_COLD) == tc->heap.tid && tc->heap.tid != 0)
+        nd_heap_return_blocks(pg->heap, pg, p, p, 1);
+    else
+        nd_heap_free_remote(pg, p);   /* nothing reads pg after this */
+}
+
+/* The oldest quarantined block goes back. */
+static void nd_secure_evict(nd_tcache *tc)
+{
+    nd_secure *sc = tc->secure;
+    void *p = sc->ring[sc->head++ & (ND_QUARANTINE - 1)];
+    sc->qcount--;
+    sc->qbytes -= nd_page_of(nd_seg_base(p), p)->block_size;
+    nd_secure_release(tc, p);
+}
+
+void nd_secure_quarantine(nd_tcache *tc, void *p, size_t block_size)
+{
+    nd_secure *sc = tc->secure;
+    while (sc->qcount == ND_QUARANTINE || (sc->qcount > 0 && sc->qbytes + block_size > ND_QUARANTINE_BYTES))
+        nd_secure_evict(tc);
+    sc->ring[(sc->head + sc->qcount) & (ND_QUARANTINE - 1)] = p;
+    sc->qcount++;
+    sc->qbytes += block_size;
+}
+
+void nd_secure_flush(nd_tcache *tc)
+{
+    nd_secure *sc = tc->secure;
+    while (sc->qcount > 0)
+        nd_secure_evict(tc);
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        while (sc->count[c] > 0) {
+            void *p = sc->bin[c][--sc->count[c]];
+            nd_heap_return_blocks(&tc->heap, nd_page_of(nd_seg_base(p), p), p, p, 1);
+        }
+    }
+    nd_assert2(nd_secure_is_valid(tc));
+}
+
+/* ---- debug validation ---------------------------------------------------------- */
+
+/* p is a marked, filled block start of an in-use small or medium page. */
+static bool nd_secure_block_ok(const void *p, size_t check)
+{
+    const nd_segment *s = nd_seg_base(p);
+    const nd_page *pg = nd_page_of((nd_segment *)s, p);
+    if ((s->kind != ND_SEG_SMALL && s->kind != ND_SEG_MEDIUM) || !nd_load_relaxed(&pg->in_use) ||
+        !nd_page_has_block(pg, p))
+        return false;
+    size_t n = pg->block_size < check ? pg->block_size : check;
+    return nd_block_fill_damage(p, n) == n;
+}
+
+bool nd_secure_is_valid(const nd_tcache *tc)
+{
+    const nd_secure *sc = tc->secure;
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        if (sc->count[c] > sc->cap[c] || sc->cap[c] > ND_SECURE_BIN)
+            return false;
+        for (unsigned i = 0; i < sc->count[c]; i++) {
+            const void *p = sc->bin[c][i];
+            const nd_page *pg = nd_page_of(nd_seg_base(p), p);
+            if (!nd_secure_block_ok(p, ND_FILL_MAX) || pg->cls != c || pg->heap != &tc->heap)
+                return false;
+        }
+    }
+    if (sc->qcount > ND_QUARANTINE || sc->qbytes > ND_QUARANTINE_BYTES)
+        return false;
+    size_t bytes = 0;
+    for (uint32_t i = 0; i < sc->qcount; i++) {
+        const void *p = sc->ring[(sc->head + i) & (ND_QUARANTINE - 1)];
+        if (!nd_secure_block_ok(p, ND_SECURE_AUDIT))
+            return false;
+        bytes += nd_page_of(nd_seg_base(p), p)->block_size;
+    }
+    return bytes == sc->qbytes;
+}
