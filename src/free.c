@@ -155,21 +155,18 @@ static void nd_free_remote(void *p, nd_segment *s, nd_page *pg, uintptr_t key)
    without one gives it straight back. */
 static void nd_free_secure(void *p, nd_page *pg)
 {
-    nd_secure_retire(pg, p);
     uintptr_t key = nd_load_relaxed(&pg->key), tid = nd_tid();
     bool own = (key & ~ND_KEY_COLD) == tid && tid != 0;
     unsigned cls = pg->cls;
-    size_t bsize = pg->block_size;
     nd_heap *h = own ? pg->heap : NULL;
-    nd_tcache *q = nd_thread_quarantine();
+    nd_tcache *q = nd_likely(nd_tls_thread->state == ND_THREAD_LIVE) ? nd_tls_tc : nd_thread_quarantine();
+    bool kept = nd_secure_free(pg, p, q);   /* aborts on misuse */
     if (own)
         nd_count_inc(&h->cstats[cls].slow_frees);
     else
         nd_thread_count_remote_free(cls, true);
-    if (q != NULL) {
-        nd_secure_quarantine(q, p, bsize);
+    if (kept)
         return;
-    }
     if (own)
         nd_heap_return_blocks(h, pg, p, p, 1);
     else

@@ -28,26 +28,10 @@ void nd_page_keys_init(void)
 
 /* ---- the fill of free blocks (secure=1) ---------------------------------- */
 
-void nd_block_fill(void *p, size_t size)
+size_t nd_block_fill_damage(const void *p, size_t n)
 {
-    size_t n = size < ND_FILL_MAX ? size : ND_FILL_MAX;
-    uintptr_t *w = p;
-    w[0] = ND_FILL_WORD;
-    w[1] = nd_block_mark_key;
-    memset(w + 2, ND_FILL_BYTE, n - 2 * sizeof(uintptr_t));
-}
-
-size_t nd_block_fill_damage(const void *p, size_t size)
-{
-    size_t n = (size < ND_FILL_MAX ? size : ND_FILL_MAX) / sizeof(uintptr_t);
     const uintptr_t *w = p;
-    uintptr_t diff = (w[0] ^ ND_FILL_WORD) | (w[1] ^ nd_block_mark_key);
-    for (size_t i = 2; i < n; i++)
-        diff |= w[i] ^ ND_FILL_WORD;
-    if (nd_likely(diff == 0))
-        return size;
-    /* Rare: say where. */
-    for (size_t i = 0; i < n; i++) {
+    for (size_t i = 0; i < n / sizeof(uintptr_t); i++) {
         uintptr_t want = i == 1 ? nd_block_mark_key : ND_FILL_WORD;
         if (w[i] != want) {
             size_t b = 0;
@@ -56,7 +40,7 @@ size_t nd_block_fill_damage(const void *p, size_t size)
             return i * sizeof(uintptr_t) + b;
         }
     }
-    return size;
+    return n;
 }
 
 void nd_page_corrupt(const nd_page *pg, const void *block, const char *what, const char *detail)

@@ -68,11 +68,43 @@ void nd_page_keys_init(void) nd_hidden;
 #define ND_FILL_BYTE 0xdf
 #define ND_FILL_WORD ((uintptr_t)0xdfdfdfdfdfdfdfdfull)
 #define ND_FILL_MAX  4096   /* bytes of a free block filled and checked (secure=1) */
-/* secure=1: gives free block p of `size` bytes its fill (word 0 too) and the mark. */
-void   nd_block_fill(void *p, size_t size) nd_hidden;
-/* The offset of the first byte of p's fill (nd_block_fill) that changed, or
-   size when it is intact (the mark is checked too, as word 1). */
-size_t nd_block_fill_damage(const void *p, size_t size) nd_hidden;
+/* secure=1: gives free block p of `size` bytes (a multiple of 16) its fill
+   (word 0 too) and the mark. */
+static inline void nd_block_fill(void *p, size_t size)
+{
+    size_t n = (size < ND_FILL_MAX ? size : ND_FILL_MAX) / sizeof(uintptr_t);
+    uintptr_t *w = p;
+    w[0] = ND_FILL_WORD;
+    w[1] = nd_block_mark_key;
+    /* Small blocks (most) without a loop's set-up. */
+    if (n > 2)
+        w[2] = w[3] = ND_FILL_WORD;
+    if (n > 4)
+        w[4] = w[5] = ND_FILL_WORD;
+    for (size_t i = 6; i < n; i += 2) {
+        w[i] = ND_FILL_WORD;
+        w[i + 1] = ND_FILL_WORD;
+    }
+}
+/* Are the first n bytes of free block p (n >= 16, a multiple of 16) its
+   fill and mark, as nd_block_fill left them? */
+static inline bool nd_block_fill_ok(const void *p, size_t n)
+{
+    const uintptr_t *w = p;
+    uintptr_t diff = (w[0] ^ ND_FILL_WORD) | (w[1] ^ nd_block_mark_key);
+    n /= sizeof(uintptr_t);
+    /* Small blocks (most) without a loop's set-up. */
+    if (n > 2)
+        diff |= (w[2] ^ ND_FILL_WORD) | (w[3] ^ ND_FILL_WORD);
+    if (n > 4)
+        diff |= (w[4] ^ ND_FILL_WORD) | (w[5] ^ ND_FILL_WORD);
+    for (size_t i = 6; i < n; i += 2)
+        diff |= (w[i] ^ ND_FILL_WORD) | (w[i + 1] ^ ND_FILL_WORD);
+    return diff == 0;
+}
+/* The offset of the first of those bytes that changed (for the message),
+   or n. */
+size_t nd_block_fill_damage(const void *p, size_t n) nd_hidden;
 
 static inline bool nd_block_is_marked(const void *p) { return ((const uintptr_t *)p)[1] == nd_block_mark_key; }
 static inline void nd_block_mark(void *p) { ((uintptr_t *)p)[1] = nd_block_mark_key; }

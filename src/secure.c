@@ -38,11 +38,27 @@ static inline uint64_t *nd_tail_of(const void *p, size_t block_size)
     return (uint64_t *)((uintptr_t)p + block_size - ND_SECURE_TAIL);
 }
 
+/* The slack bytes checked are the first min(delta, ND_SECURE_SLACK) after
+   the request: one or two (unaligned) words from p + size. Both words lie
+   inside the block (size + 8 <= block size; the second is read only when
+   delta > 8); the first may overlap the canary word, which is why it is
+   written before the canary and compared under a mask. */
+_Static_assert(ND_SECURE_SLACK == 2 * sizeof(uint64_t), "the slack is two words");
+
+static inline uint64_t nd_bytes_mask(size_t n)   /* the low n bytes (n <= 8) */
+{
+    return n >= 8 ? ~(uint64_t)0 : (((uint64_t)1 << (8 * n)) - 1);
+}
+
 /* Writes the canary word and the slack fill of a request of `size` bytes. */
-static void nd_secure_set_tail(void *p, size_t block_size, size_t size)
+static inline void nd_secure_set_tail(void *p, size_t block_size, size_t size)
 {
     size_t delta = block_size - ND_SECURE_TAIL - size;
-    memset((char *)p + size, ND_FILL_BYTE, delta < ND_SECURE_SLACK ? delta : ND_SECURE_SLACK);
+    char *end = (char *)p + size;
+    uint64_t fill = ND_FILL_WORD;
+    memcpy(end, &fill, sizeof fill);
+    if (delta > 8)
+        memcpy(end + 8, &fill, sizeof fill);
     *nd_tail_of(p, block_size) = nd_canary32(p, delta) | (uint64_t)delta << 32;
 }
 
@@ -65,13 +81,18 @@ static size_t nd_secure_check_tail(const char *fn, const void *p, size_t block_s
         nd_overflow(fn, p, detail);
     }
     size_t size = block_size - ND_SECURE_TAIL - (size_t)delta;
-    size_t slack = delta < ND_SECURE_SLACK ? (size_t)delta : ND_SECURE_SLACK;
-    const unsigned char *b = (const unsigned char *)p + size;
-    for (size_t i = 0; i < slack; i++)
-        if (nd_unlikely(b[i] != ND_FILL_BYTE)) {
-            snprintf(detail, sizeof detail, "byte %zu was written, %zu bytes were asked for", size + i, size);
-            nd_overflow(fn, p, detail);
-        }
+    const char *end = (const char *)p + size;
+    uint64_t w0, w1 = ND_FILL_WORD;
+    memcpy(&w0, end, sizeof w0);
+    if (delta > 8)
+        memcpy(&w1, end + 8, sizeof w1);
+    uint64_t bad0 = (w0 ^ ND_FILL_WORD) & nd_bytes_mask((size_t)delta);
+    uint64_t bad1 = (w1 ^ ND_FILL_WORD) & nd_bytes_mask(delta > 8 ? (size_t)delta - 8 : 0);
+    if (nd_unlikely((bad0 | bad1) != 0)) {
+        size_t at = bad0 != 0 ? (size_t)__builtin_ctzll(bad0) / 8 : 8 + (size_t)__builtin_ctzll(bad1) / 8;
+        snprintf(detail, sizeof detail, "byte %zu was written, %zu bytes were asked for", size + at, size);
+        nd_overflow(fn, p, detail);
+    }
     return size;
 }
 
@@ -111,30 +132,29 @@ void nd_secure_destroy(nd_secure *sc)
     nd_meta_free(sc, sizeof(nd_secure));
 }
 
-/* A random number below n (n > 0). splitmix64, then Lemire's reduction. */
+/* A random number below n (n > 0): wyrand (a Weyl sequence through a
+   128-bit multiply), then Lemire's reduction. Not for cryptography: it only
+   has to make the next block unpredictable from the program's view. */
 static inline uint32_t nd_secure_random(nd_secure *sc, uint32_t n)
 {
-    uint64_t z = (sc->rng += 0x9E3779B97F4A7C15ull);
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    z ^= z >> 31;
+    uint64_t s = (sc->rng += 0xa0761d6478bd642full);
+    __uint128_t m = (__uint128_t)s * (s ^ 0xe7037ed1a0b428dbull);
+    uint64_t z = (uint64_t)(m >> 64) ^ (uint64_t)m;
     return (uint32_t)(((z >> 32) * (uint64_t)n) >> 32);
 }
 
 /* ---- malloc ------------------------------------------------------------------ */
 
-/* A free block handed out: its fill must be intact. */
-static void nd_secure_check_fill(const void *p)
+/* A write into a free block, found at byte `at` of p when it was handed
+   out again (or audited in quarantine). */
+static _Noreturn nd_cold void nd_secure_modified(const void *p, const char *where)
 {
-    nd_segment *s = nd_seg_base(p);
-    const nd_page *pg = nd_page_of(s, p);
-    size_t bad = nd_block_fill_damage(p, pg->block_size);
-    if (nd_unlikely(bad < pg->block_size)) {
-        char detail[96];
-        snprintf(detail, sizeof detail, "byte %zu of the %u-byte block was changed while it was free",
-                 bad, pg->block_size);
-        nd_page_corrupt(pg, p, ND_CORRUPT_REUSE, detail);
-    }
+    const nd_page *pg = nd_page_of(nd_seg_base(p), p);
+    size_t n = pg->block_size < ND_FILL_MAX ? pg->block_size : ND_FILL_MAX;
+    char detail[128];
+    snprintf(detail, sizeof detail, "byte %zu of the %u-byte block was changed while it %s",
+             nd_block_fill_damage(p, n), pg->block_size, where);
+    nd_page_corrupt(pg, p, ND_CORRUPT_REUSE, detail);
 }
 
 /* Checks the first bytes of one quarantined block, in turn: a write into a
@@ -146,15 +166,14 @@ static void nd_secure_audit(nd_secure *sc)
         return;
     if ((uint32_t)(sc->audit - sc->head) >= sc->qcount)
         sc->audit = sc->head;
-    const void *p = sc->ring[sc->audit++ & (ND_QUARANTINE - 1)];
-    const nd_page *pg = nd_page_of(nd_seg_base(p), p);
-    size_t n = pg->block_size < ND_SECURE_AUDIT ? pg->block_size : ND_SECURE_AUDIT;
-    size_t bad = nd_block_fill_damage(p, n);
-    if (nd_unlikely(bad < n)) {
-        char detail[96];
-        snprintf(detail, sizeof detail, "byte %zu of a block waiting in quarantine was changed", bad);
-        nd_page_corrupt(pg, p, ND_CORRUPT_REUSE, detail);
-    }
+    const uintptr_t *w = sc->ring[sc->audit++ & (ND_QUARANTINE - 1)];
+    /* Every block has at least 16 bytes; those of 16 end with the mark. */
+    _Static_assert(ND_SECURE_AUDIT == 32, "the audit reads four words");
+    uintptr_t diff = (w[0] ^ ND_FILL_WORD) | (w[1] ^ nd_block_mark_key);
+    if (nd_page_of(nd_seg_base(w), w)->block_size > 16)
+        diff |= (w[2] ^ ND_FILL_WORD) | (w[3] ^ ND_FILL_WORD);
+    if (nd_unlikely(diff != 0))
+        nd_secure_modified(w, "waited in quarantine");
 }
 
 void *nd_secure_alloc(nd_tcache *tc, unsigned c, size_t size)
@@ -188,15 +207,17 @@ void *nd_secure_alloc(nd_tcache *tc, unsigned c, size_t size)
         bin[j] = bin[--n];
         sc->count[c] = (uint8_t)n;
     }
-    nd_secure_check_fill(p);
+    size_t bsize = nd_class_size[c];
+    if (nd_unlikely(!nd_block_fill_ok(p, bsize < ND_FILL_MAX ? bsize : ND_FILL_MAX)))
+        nd_secure_modified(p, "was free");
     nd_block_unmark(p);
-    nd_secure_set_tail(p, nd_class_size[c], size);
+    nd_secure_set_tail(p, bsize, size);
     return p;
 }
 
 /* ---- free ---------------------------------------------------------------------- */
 
-void nd_secure_retire(nd_page *pg, void *p)
+static inline void nd_secure_retire(nd_page *pg, void *p)
 {
     if (nd_unlikely(nd_block_is_marked(p)))
         nd_misuse("free", "double free", p);
@@ -207,23 +228,33 @@ void nd_secure_retire(nd_page *pg, void *p)
         *nd_tail_of(p, bsize) = ND_FILL_WORD;   /* past the fill: leave no valid canary behind */
 }
 
-/* Gives quarantined block p (a marked block start) back to its page: to the
-   page itself if a heap of tc's thread owns it, else to its remote list. */
-static void nd_secure_release(nd_tcache *tc, void *p)
+/* Quarantined block p (a marked block start) is free for reuse: a block
+   of a heap of tc's thread goes to the bin of that heap's cache (its fill
+   is checked when it is handed out) or, the bin full, to its page; another
+   heap's goes to its page's remote list. The mark is checked here: the
+   lists the block may join rely on it. */
+static inline void nd_secure_release(nd_tcache *tc, void *p)
 {
     nd_page *pg = nd_page_of(nd_seg_base(p), p);
-    size_t n = pg->block_size < ND_SECURE_AUDIT ? pg->block_size : ND_SECURE_AUDIT;
-    if (nd_unlikely(nd_block_fill_damage(p, n) < n))
+    if (nd_unlikely(!nd_block_is_marked(p)))
         nd_page_corrupt(pg, p, ND_CORRUPT_FREED, "a block waiting in quarantine was modified");
     uintptr_t key = nd_load_relaxed(&pg->key);
-    if ((key & ~ND_KEY_COLD) == tc->heap.tid && tc->heap.tid != 0)
-        nd_heap_return_blocks(pg->heap, pg, p, p, 1);
-    else
+    if ((key & ~ND_KEY_COLD) == tc->heap.tid && tc->heap.tid != 0) {
+        nd_heap *h = pg->heap;
+        nd_secure *sc = nd_tcache_of_heap(h)->secure;
+        unsigned c = pg->cls;
+        if (nd_likely(sc != NULL && sc->count[c] < sc->cap[c])) {
+            sc->bin[c][sc->count[c]++] = p;
+            return;
+        }
+        nd_heap_return_blocks(h, pg, p, p, 1);
+    } else {
         nd_heap_free_remote(pg, p);   /* nothing reads pg after this */
+    }
 }
 
 /* The oldest quarantined block goes back. */
-static void nd_secure_evict(nd_tcache *tc)
+static inline void nd_secure_evict(nd_tcache *tc)
 {
     nd_secure *sc = tc->secure;
     void *p = sc->ring[sc->head++ & (ND_QUARANTINE - 1)];
@@ -232,14 +263,21 @@ static void nd_secure_evict(nd_tcache *tc)
     nd_secure_release(tc, p);
 }
 
-void nd_secure_quarantine(nd_tcache *tc, void *p, size_t block_size)
+bool nd_secure_free(nd_page *pg, void *p, nd_tcache *tc)
 {
+    nd_secure_retire(pg, p);
+    if (tc == NULL)
+        return false;
+    size_t block_size = pg->block_size;
     nd_secure *sc = tc->secure;
-    while (sc->qcount == ND_QUARANTINE || (sc->qcount > 0 && sc->qbytes + block_size > ND_QUARANTINE_BYTES))
+    if (sc->qcount == ND_QUARANTINE)
+        nd_secure_evict(tc);
+    while (sc->qbytes + block_size > ND_QUARANTINE_BYTES)   /* a block fits alone: qcount > 0 here */
         nd_secure_evict(tc);
     sc->ring[(sc->head + sc->qcount) & (ND_QUARANTINE - 1)] = p;
     sc->qcount++;
     sc->qbytes += block_size;
+    return true;
 }
 
 void nd_secure_flush(nd_tcache *tc)
@@ -259,15 +297,14 @@ void nd_secure_flush(nd_tcache *tc)
 /* ---- debug validation ---------------------------------------------------------- */
 
 /* p is a marked, filled block start of an in-use small or medium page. */
-static bool nd_secure_block_ok(const void *p, size_t check)
+static bool nd_secure_block_ok(const void *p)
 {
     const nd_segment *s = nd_seg_base(p);
     const nd_page *pg = nd_page_of((nd_segment *)s, p);
     if ((s->kind != ND_SEG_SMALL && s->kind != ND_SEG_MEDIUM) || !nd_load_relaxed(&pg->in_use) ||
         !nd_page_has_block(pg, p))
         return false;
-    size_t n = pg->block_size < check ? pg->block_size : check;
-    return nd_block_fill_damage(p, n) == n;
+    return nd_block_fill_ok(p, pg->block_size < ND_FILL_MAX ? pg->block_size : ND_FILL_MAX);
 }
 
 bool nd_secure_is_valid(const nd_tcache *tc)
@@ -279,7 +316,7 @@ bool nd_secure_is_valid(const nd_tcache *tc)
         for (unsigned i = 0; i < sc->count[c]; i++) {
             const void *p = sc->bin[c][i];
             const nd_page *pg = nd_page_of(nd_seg_base(p), p);
-            if (!nd_secure_block_ok(p, ND_FILL_MAX) || pg->cls != c || pg->heap != &tc->heap)
+            if (!nd_secure_block_ok(p) || pg->cls != c || pg->heap != &tc->heap)
                 return false;
         }
     }
@@ -288,7 +325,7 @@ bool nd_secure_is_valid(const nd_tcache *tc)
     size_t bytes = 0;
     for (uint32_t i = 0; i < sc->qcount; i++) {
         const void *p = sc->ring[(sc->head + i) & (ND_QUARANTINE - 1)];
-        if (!nd_secure_block_ok(p, ND_SECURE_AUDIT))
+        if (!nd_secure_block_ok(p))
             return false;
         bytes += nd_page_of(nd_seg_base(p), p)->block_size;
     }

@@ -15,10 +15,10 @@
  *   malloc (thread.c)  -> nd_secure_alloc: audit one quarantined block; a
  *                         random block of the class's bin (refilled from
  *                         the heap); its fill checked; its canary written
- *   free   (free.c)    -> nd_secure_retire: not freed already, canary
- *                         intact; filled and marked; then
- *                         nd_secure_quarantine: the calling thread keeps
- *                         it; the oldest block goes back to its page
+ *   free   (free.c)    -> nd_secure_free: not freed already, canary
+ *                         intact; filled and marked; the calling thread
+ *                         keeps it in quarantine; the oldest block there
+ *                         goes back to its cache's bin or its page
  *
  * A live block of a request of n bytes (class size at least n + 8):
  *
@@ -50,7 +50,8 @@ struct nd_tcache;
 #define ND_SECURE_BIN_BYTES (64 * ND_KiB)   /* ... and at most this many bytes of them (2 at least) */
 #define ND_QUARANTINE       256    /* most blocks a thread keeps freed before reuse ... */
 #define ND_QUARANTINE_BYTES ND_MiB /* ... and at most this many bytes of them */
-#define ND_SECURE_AUDIT     64     /* bytes of one quarantined block each malloc checks */
+#define ND_SECURE_AUDIT     32     /* bytes of one quarantined block each malloc checks (where an
+                                      overflow into it lands first) */
 
 _Static_assert((ND_QUARANTINE & (ND_QUARANTINE - 1)) == 0, "the quarantine is a ring indexed by a mask");
 _Static_assert(ND_MEDIUM_MAX <= ND_QUARANTINE_BYTES, "any block fits in the quarantine");
@@ -97,13 +98,13 @@ void nd_secure_reseed(nd_secure *sc) nd_hidden;
    ENOMEM). Aborts when the block's fill was changed while it was free. */
 void *nd_secure_alloc(struct nd_tcache *tc, unsigned c, size_t size) nd_hidden;
 
-/* Block p of page pg (a block start of an in-use page), about to be freed:
-   aborts with a message if it is free already or written past its request;
-   otherwise fills and marks it. */
-void nd_secure_retire(nd_page *pg, void *p) nd_hidden;
-/* Keeps the retired block p in tc's quarantine (the calling thread's plain
-   cache); the oldest blocks beyond its bounds go back to their pages. */
-void nd_secure_quarantine(struct nd_tcache *tc, void *p, size_t block_size) nd_hidden;
+/* Frees block p of page pg (a block start of an in-use page): aborts with
+   a message if it is free already or written past its request; otherwise
+   fills and marks it and keeps it in tc's quarantine (tc: the calling
+   thread's plain cache), the oldest blocks beyond its bounds going back.
+   tc == NULL (a thread without one): returns false, and the caller gives
+   the block (filled and marked) back to its page. */
+bool nd_secure_free(nd_page *pg, void *p, struct nd_tcache *tc) nd_hidden;
 
 /* The request size of live block p of page pg (its canary checked: a damaged
    one aborts with "FN(): heap overflow past the end of the block"). */

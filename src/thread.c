@@ -542,13 +542,14 @@ static void *nd_thread_class_alloc(nd_tcache *tc, unsigned c, size_t size)
 
 void *nd_thread_malloc(nd_tcache *tc, size_t size)
 {
+    /* secure=1: every malloc comes here; the request count's roll-overs
+       (nd_tcache_count_request) tick the heap and run maintenance, as the
+       fast path's do. */
+    if (nd_unlikely(nd_secure_on()) && size <= ND_SECURE_CLASS_MAX)
+        return nd_thread_class_alloc(tc, nd_class_of(size + ND_SECURE_TAIL), size);
     nd_thread_tick(tc);
-    if (nd_unlikely(nd_secure_on())) {
-        if (size <= ND_SECURE_CLASS_MAX)
-            return nd_thread_class_alloc(tc, nd_class_of(size + ND_SECURE_TAIL), size);
-    } else if (size <= ND_MEDIUM_MAX) {
+    if (size <= ND_MEDIUM_MAX && !nd_secure_on())
         return nd_thread_class_alloc(tc, nd_class_of(size), size);
-    }
     if (size > (size_t)PTRDIFF_MAX) {
         errno = ENOMEM;
         return NULL;
@@ -570,10 +571,8 @@ void *nd_thread_malloc_aligned(nd_tcache *tc, size_t alignment, size_t size)
         if (nd_unlikely(nd_secure_on())) {
             unsigned c = size <= ND_SECURE_CLASS_MAX ? nd_class_aligned(size + ND_SECURE_TAIL, alignment)
                                                     : ND_CLASS_COUNT;
-            if (c < ND_CLASS_COUNT) {
-                nd_thread_tick(tc);
+            if (c < ND_CLASS_COUNT)
                 return nd_thread_class_alloc(tc, c, size);
-            }
         } else {
             unsigned c = nd_class_aligned(size, alignment);
             if (c < ND_CLASS_COUNT)
