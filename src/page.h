@@ -56,7 +56,7 @@
  * fill is checked when a block is handed out again, so a write after free
  * or an overflow into a free block is seen at its next reuse.
  *
- *   free block, secure=1: [ link or fill | mark | 0xdf 0xdf ... (first 4 KiB) | ... ]
+ *   free block, secure=1: [ link or fill | mark | 0xdf 0xdf ... (to byte 256) | ... ]
  */
 extern uintptr_t nd_block_mark_key nd_hidden;
 extern uintptr_t nd_link_key nd_hidden;
@@ -67,7 +67,11 @@ void nd_page_keys_init(void) nd_hidden;
 
 #define ND_FILL_BYTE 0xdf
 #define ND_FILL_WORD ((uintptr_t)0xdfdfdfdfdfdfdfdfull)
-#define ND_FILL_MAX  4096   /* bytes of a free block filled and checked (secure=1) */
+/* Bytes of a free block filled and checked (secure=1): all of most blocks,
+   and where an overflow into a block lands; filling and checking more costs
+   about 0.07 ns a byte per malloc/free pair (1 KiB blocks: 37 ns per pair
+   at 256, 92 at 1024). */
+#define ND_FILL_MAX  256
 /* secure=1: gives free block p of `size` bytes (a multiple of 16) its fill
    (word 0 too) and the mark. */
 static inline void nd_block_fill(void *p, size_t size)

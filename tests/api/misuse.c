@@ -930,11 +930,12 @@ static void write_after_free_is_caught_at_reuse_under_secure_1(void)
     /* In the first 64 bytes: seen by the quarantine's audit, soon. */
     expect_misuse("a 1-byte write at byte 24 of a freed 48-byte block", "secure=1", "write_after_free",
                   waf(48, 24));
-    /* Further in: seen when the block is handed out again. */
-    expect_misuse("a 1-byte write at byte 300 of a freed 500-byte block", "secure=1", "write_after_free",
-                  waf(500, 300));
-    expect_misuse("a 1-byte write at byte 4000 of a freed 6000-byte block", "secure=1", "write_after_free",
-                  waf(6000, 4000));
+    /* Further in (the fill covers a block's first 256 bytes): seen when the
+       block is handed out again. */
+    expect_misuse("a 1-byte write at byte 200 of a freed 500-byte block", "secure=1", "write_after_free",
+                  waf(500, 200));
+    expect_misuse("a 1-byte write at byte 255 of a freed 6000-byte block", "secure=1", "write_after_free",
+                  waf(6000, 255));
 }
 
 /* One byte written just past the request, into the block's slack. */
