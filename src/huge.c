@@ -87,17 +87,26 @@ static nd_segment *nd_huge_reuse(size_t total, int node, bool bound)
 {
     size_t most = 4 * total + 4 * ND_SEG_SIZE;   /* spare bytes are usable; trimming would lose resident pages */
     nd_segment *s = nd_node_huge_take(node, bound, total, most);
-    if (s == NULL && !bound && nd_seg_guard == 0) {   /* secure=1: the guard page would move */
+    if (s == NULL && !bound) {
         s = nd_node_huge_take(node, false, 0, total);   /* the largest smaller one: grow it */
         if (s == NULL)
             s = nd_node_huge_take(node, false, total, SIZE_MAX);   /* a much larger one: trim it */
         if (s != NULL) {
+            /* secure=1: the guard page moves to the new end (the old one
+               becomes block, or goes with a trimmed tail). */
+            const size_t g = nd_seg_guard;
+            if (g != 0)
+                nd_os_protect((uint8_t *)s + s->size - g, g, true);
             nd_segment *t = nd_huge_remap(s, total);
             if (t == NULL) {
                 nd_seg_unmap_huge(s);
                 return NULL;
             }
             s = t;
+            if (g != 0 && nd_os_protect((uint8_t *)s + s->size - g, g, false) != 0) {
+                nd_seg_unmap_huge(s);   /* out of mappings (vm.max_map_count) */
+                return NULL;
+            }
         }
     }
     if (s != NULL)

@@ -1068,12 +1068,38 @@ static void overflow_past_a_large_block_faults_under_secure_1(void)
         expect_fault("a write past the end of a large block", "secure=1", "write_past_usable", sizes[i]);
 }
 
+/* A huge block freed, then a block of another size that reuses its
+   mapping, grown or trimmed (arg: first size in MiB << 16 | second size
+   in MiB); a write past the end of the second. */
+static void sc_write_past_reused_huge(long arg)
+{
+    const struct nd_api *A = nd_api();
+    size_t first = (size_t)(arg >> 16) << 20, second = (size_t)(arg & 0xffff) << 20;
+    void *keep = A->malloc(64);
+    A->free(A->malloc(first));
+    unsigned char *p = A->malloc(second);
+    if (!p || !keep)
+        _exit(4);
+    size_t u = A->usable_size(p);
+    printf("about to write byte %zu of the %zu-byte block %p (after a %zu-byte one)\n", u, second,
+           (void *)p, first);
+    fflush(stdout);
+    ((volatile unsigned char *)p)[u] = 1;
+    let_through("a 1-byte write past the usable end of the %zu-byte block %p", second, (void *)p);
+}
+
 static void overflow_past_a_huge_block_faults_under_secure_1(void)
 {
     nd_api();
     expect_fault("a write past the end of an 8 MiB block", "secure=1", "write_past_usable", 8L << 20);
     expect_fault("a write past the end of a 5 MiB + 1 byte block", "secure=1", "write_past_usable",
                  (5L << 20) + 1);
+    /* A freed mapping reused for a larger block (grown) and a much smaller
+       one (trimmed): the guard page moves to the new end. */
+    expect_fault("a write past the end of a 12 MiB block in a grown 8 MiB mapping", "secure=1",
+                 "write_past_reused_huge", 8L << 16 | 12);
+    expect_fault("a write past the end of a 6 MiB block in a trimmed 64 MiB mapping", "secure=1",
+                 "write_past_reused_huge", 64L << 16 | 6);
 }
 
 /* Blocks of `size` until one ends where the last page of its segment ends;
@@ -1193,6 +1219,7 @@ static const struct scenario scenarios[] = {
     { "double_free_after_write", sc_double_free_after_write },
     { "write_past_usable", sc_write_past_usable },
     { "write_past_segment_end", sc_write_past_segment_end },
+    { "write_past_reused_huge", sc_write_past_reused_huge },
 };
 
 static const struct scenario *find_scenario(const char *name)
