@@ -157,6 +157,19 @@ static _Noreturn nd_cold void nd_secure_modified(const void *p, const char *wher
     nd_page_corrupt(pg, p, ND_CORRUPT_REUSE, detail);
 }
 
+/* Are the first ND_SECURE_AUDIT bytes of quarantined block p (of a page
+   with blocks of block_size) as its free left them? */
+static inline bool nd_secure_audit_ok(const void *p, size_t block_size)
+{
+    const uintptr_t *w = p;
+    /* Every block has at least 16 bytes; those of 16 end with the mark. */
+    _Static_assert(ND_SECURE_AUDIT == 32, "the audit reads four words");
+    uintptr_t diff = (w[0] ^ ND_FILL_WORD) | (w[1] ^ nd_block_mark_key);
+    if (block_size > 16)
+        diff |= (w[2] ^ ND_FILL_WORD) | (w[3] ^ ND_FILL_WORD);
+    return diff == 0;
+}
+
 /* Checks the first bytes of one quarantined block, in turn: a write into a
    freed block is seen within ND_QUARANTINE mallocs even if the block is
    never reused. */
@@ -166,14 +179,9 @@ static void nd_secure_audit(nd_secure *sc)
         return;
     if ((uint32_t)(sc->audit - sc->head) >= sc->qcount)
         sc->audit = sc->head;
-    const uintptr_t *w = sc->ring[sc->audit++ & (ND_QUARANTINE - 1)];
-    /* Every block has at least 16 bytes; those of 16 end with the mark. */
-    _Static_assert(ND_SECURE_AUDIT == 32, "the audit reads four words");
-    uintptr_t diff = (w[0] ^ ND_FILL_WORD) | (w[1] ^ nd_block_mark_key);
-    if (nd_page_of(nd_seg_base(w), w)->block_size > 16)
-        diff |= (w[2] ^ ND_FILL_WORD) | (w[3] ^ ND_FILL_WORD);
-    if (nd_unlikely(diff != 0))
-        nd_secure_modified(w, "waited in quarantine");
+    const void *p = sc->ring[sc->audit++ & (ND_QUARANTINE - 1)];
+    if (nd_unlikely(!nd_secure_audit_ok(p, nd_page_of(nd_seg_base(p), p)->block_size)))
+        nd_secure_modified(p, "waited in quarantine");
 }
 
 void *nd_secure_alloc(nd_tcache *tc, unsigned c, size_t size)
@@ -229,14 +237,14 @@ static inline void nd_secure_retire(nd_page *pg, void *p)
 }
 
 /* Quarantined block p (a marked block start) is free for reuse: a block
-   of a heap of tc's thread goes to the bin of that heap's cache (its fill
-   is checked when it is handed out) or, the bin full, to its page; another
-   heap's goes to its page's remote list. The mark is checked here: the
-   lists the block may join rely on it. */
+   of a heap of tc's thread goes to the bin of that heap's cache (its whole
+   fill is checked when it is handed out) or, the bin full, to its page;
+   another heap's goes to its page's remote list. Its first bytes are
+   checked here, before a link overwrites its first word. */
 static inline void nd_secure_release(nd_tcache *tc, void *p)
 {
     nd_page *pg = nd_page_of(nd_seg_base(p), p);
-    if (nd_unlikely(!nd_block_is_marked(p)))
+    if (nd_unlikely(!nd_secure_audit_ok(p, pg->block_size)))
         nd_page_corrupt(pg, p, ND_CORRUPT_FREED, "a block waiting in quarantine was modified");
     uintptr_t key = nd_load_relaxed(&pg->key);
     if ((key & ~ND_KEY_COLD) == tc->heap.tid && tc->heap.tid != 0) {
@@ -280,11 +288,17 @@ bool nd_secure_free(nd_page *pg, void *p, nd_tcache *tc)
     return true;
 }
 
-void nd_secure_flush(nd_tcache *tc)
+void nd_secure_flush_quarantine(nd_tcache *tc)
 {
     nd_secure *sc = tc->secure;
     while (sc->qcount > 0)
         nd_secure_evict(tc);
+}
+
+void nd_secure_flush(nd_tcache *tc)
+{
+    nd_secure *sc = tc->secure;
+    nd_secure_flush_quarantine(tc);
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         while (sc->count[c] > 0) {
             void *p = sc->bin[c][--sc->count[c]];

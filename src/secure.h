@@ -115,6 +115,8 @@ void nd_secure_resize(const nd_page *pg, void *p, size_t size) nd_hidden;
 
 /* Every block of tc's bins and quarantine back to its page. */
 void nd_secure_flush(struct nd_tcache *tc) nd_hidden;
+/* Every block of tc's quarantine back (checked): a thread's exit. */
+void nd_secure_flush_quarantine(struct nd_tcache *tc) nd_hidden;
 
 /* Debug check of the invariants above (tc's secure state). */
 bool nd_secure_is_valid(const struct nd_tcache *tc) nd_hidden;

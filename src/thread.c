@@ -341,6 +341,10 @@ void nd_thread_done(void *arg)
     nd_tls_tc = &nd_tcache_dead;
     nd_tls_thread = &nd_thread_dead;
     nd_tls_tid = 0;
+    /* secure=1: the blocks the thread kept in quarantine go back now,
+       checked, rather than wait unaudited for the next thread. */
+    if (t->plain->secure != NULL)
+        nd_secure_flush_quarantine(t->plain);
     /* Pooled as it is, cached blocks and all, for the next thread to start
        on this node: it finds its caches warm, as a thread of a pool would.
        (purge_delay=0: memory goes back at once, so nothing waits.) */

@@ -809,6 +809,16 @@ static void write_after_free_of_a_remotely_freed_block_is_caught(void)
                   "poison_remote", 48);
 }
 
+/* Under secure=1 the freeing thread keeps the block in quarantine; when it
+   exits, the block goes back (checked) to its page's remote list, where
+   the write lands on its link. */
+static void write_after_free_of_a_remotely_freed_block_is_caught_under_secure_1(void)
+{
+    nd_api();
+    expect_misuse("one 8-byte write into a 48-byte block freed by another thread", "secure=1",
+                  "poison_remote", 48);
+}
+
 static void write_after_free_into_a_page_free_list_is_caught(void)
 {
     nd_api();
@@ -1257,6 +1267,7 @@ static const struct nd_case cases[] = {
     ND_CASE(free_of_unmapped_address_aborts_with_message),
     ND_CASE(free_of_a_segment_base_aborts_with_message),
     ND_CASE(write_after_free_of_a_remotely_freed_block_is_caught),
+    ND_CASE(write_after_free_of_a_remotely_freed_block_is_caught_under_secure_1),
     ND_CASE(write_after_free_into_a_page_free_list_is_caught),
     ND_CASE(write_after_free_into_a_page_free_list_is_caught_under_check_2),
     ND_CASE(overflow_into_a_free_neighbour_is_caught_under_secure_1),
