@@ -532,28 +532,21 @@ static void *nd_thread_huge(nd_tcache *tc, size_t size, size_t alignment)
     return p;
 }
 
-/* A block of class c for a request of `size` bytes: through the thread
-   cache, or (secure=1) the checked path, which pads the request by a canary
-   word (the caller chose c for that). */
-static void *nd_thread_class_alloc(nd_tcache *tc, unsigned c, size_t size)
+/* secure=1: a block of class c for a request of `size` bytes, through the
+   checked path (secure.h), which pads the request by a canary word (the
+   caller chose c for that). Every malloc comes here; the request count's
+   roll-overs (nd_tcache_count_request) tick the heap and run maintenance,
+   as the fast path's do. */
+static inline void *nd_thread_secure_alloc(nd_tcache *tc, unsigned c, size_t size)
 {
     if (nd_tcache_count_request(tc, c) && !tc->heap.shared && nd_tls_thread->state == ND_THREAD_LIVE)
         nd_thread_maintain(nd_tls_thread, false);
-    if (nd_unlikely(nd_secure_on()))
-        return nd_secure_alloc(tc, c, size);
-    return nd_tcache_alloc(tc, c);
+    return nd_secure_alloc(tc, c, size);
 }
 
-void *nd_thread_malloc(nd_tcache *tc, size_t size)
+/* Blocks above the classes: large or huge. */
+static void *nd_thread_malloc_big(nd_tcache *tc, size_t size)
 {
-    /* secure=1: every malloc comes here; the request count's roll-overs
-       (nd_tcache_count_request) tick the heap and run maintenance, as the
-       fast path's do. */
-    if (nd_unlikely(nd_secure_on()) && size <= ND_SECURE_CLASS_MAX)
-        return nd_thread_class_alloc(tc, nd_class_of(size + ND_SECURE_TAIL), size);
-    nd_thread_tick(tc);
-    if (size <= ND_MEDIUM_MAX && !nd_secure_on())
-        return nd_thread_class_alloc(tc, nd_class_of(size), size);
     if (size > (size_t)PTRDIFF_MAX) {
         errno = ENOMEM;
         return NULL;
@@ -561,6 +554,30 @@ void *nd_thread_malloc(nd_tcache *tc, size_t size)
     if (size <= ND_LARGE_MAX)
         return nd_thread_large(tc, size, 0);
     return nd_thread_huge(tc, size, 0);
+}
+
+/* secure=1: requests padded by the canary word; those too large for a
+   class with it are large blocks. */
+static nd_noinline void *nd_thread_malloc_secure(nd_tcache *tc, size_t size)
+{
+    if (size <= ND_SECURE_CLASS_MAX)
+        return nd_thread_secure_alloc(tc, nd_class_of(size + ND_SECURE_TAIL), size);
+    nd_thread_tick(tc);
+    return nd_thread_malloc_big(tc, size);
+}
+
+void *nd_thread_malloc(nd_tcache *tc, size_t size)
+{
+    if (nd_unlikely(nd_secure_on()))
+        return nd_thread_malloc_secure(tc, size);
+    nd_thread_tick(tc);
+    if (size <= ND_MEDIUM_MAX) {
+        unsigned c = nd_class_of(size);
+        if (nd_tcache_count_request(tc, c) && !tc->heap.shared && nd_tls_thread->state == ND_THREAD_LIVE)
+            nd_thread_maintain(nd_tls_thread, false);
+        return nd_tcache_alloc(tc, c);
+    }
+    return nd_thread_malloc_big(tc, size);
 }
 
 void *nd_thread_malloc_aligned(nd_tcache *tc, size_t alignment, size_t size)
@@ -576,7 +593,7 @@ void *nd_thread_malloc_aligned(nd_tcache *tc, size_t alignment, size_t size)
             unsigned c = size <= ND_SECURE_CLASS_MAX ? nd_class_aligned(size + ND_SECURE_TAIL, alignment)
                                                     : ND_CLASS_COUNT;
             if (c < ND_CLASS_COUNT)
-                return nd_thread_class_alloc(tc, c, size);
+                return nd_thread_secure_alloc(tc, c, size);
         } else {
             unsigned c = nd_class_aligned(size, alignment);
             if (c < ND_CLASS_COUNT)
