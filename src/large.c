@@ -126,8 +126,10 @@ static int nd_large_commit(nd_large_pool *pool, nd_segment *s, const void *p, si
     while (m != 0) {
         unsigned a, b;
         nd_mask_first_run(m, &a, &b);
-        rc = nd_seg_commit_bound((uint8_t *)s + ((size_t)a << ND_CHUNK_SHIFT),
-                                 (size_t)(b - a + 1) << ND_CHUNK_SHIFT, s->node);
+        size_t n = (size_t)(b - a + 1) << ND_CHUNK_SHIFT;
+        if (b == ND_SEG_CHUNKS - 1)
+            n -= nd_seg_guard;   /* never populate the segment's guard page */
+        rc = nd_seg_commit_bound((uint8_t *)s + ((size_t)a << ND_CHUNK_SHIFT), n, s->node);
         if (rc != 0)
             break;   /* that run was purged again; the ones before stay */
         done |= nd_mask_range(a, b);

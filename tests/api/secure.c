@@ -194,11 +194,38 @@ static void nodal_collect_gives_the_quarantine_back(void)
            "quarantine, %zu after", before.active, held.active, after.active);
 }
 
+/* Node-bound large blocks are committed (populated and checked) chunk by
+   chunk; a run that ends at its segment's end must stop before the
+   segment's guard page. Blocks of many sizes on node 0 until several have
+   ended in a segment's last chunk; every usable byte written. */
+static void node_bound_large_blocks_reach_the_end_of_their_segment(void)
+{
+    need_secure();
+    const uintptr_t seg = (uintptr_t)4 << 20;
+    enum { N = 200 };
+    static unsigned char *blk[N];
+    int at_end = 0, n = 0;
+    for (size_t size = (size_t)130 << 10; n < N && at_end < 4; size = size * 5 / 4 > ((size_t)1000 << 10) ?
+                                                                       (size_t)130 << 10 : size * 5 / 4) {
+        unsigned char *p = nodal_malloc_node(size, 0);
+        EXPECT(p != NULL, "nodal_malloc_node(%zu, 0) to succeed (errno %d)", size, errno);
+        size_t u = nodal_usable_size(p);
+        memset(p, 0x5a, u);
+        uintptr_t end = ((uintptr_t)p + u - 1) & (seg - 1);
+        at_end += end >= seg - ((uintptr_t)64 << 10);   /* in the last 64 KiB chunk of its segment */
+        blk[n++] = p;
+    }
+    EXPECT(at_end >= 1, "some of %d node-bound large blocks to end in the last chunk of their segment", n);
+    for (int i = 0; i < n; i++)
+        nodal_free(blk[i]);
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(consecutive_blocks_are_rarely_neighbours),
     ND_CASE(allocation_order_differs_between_forked_processes),
     ND_CASE(a_freed_block_waits_for_256_more_frees_then_comes_back),
     ND_CASE(usable_size_is_the_size_asked_for),
     ND_CASE(nodal_collect_gives_the_quarantine_back),
+    ND_CASE(node_bound_large_blocks_reach_the_end_of_their_segment),
 };
 ND_MAIN(cases)
