@@ -96,15 +96,76 @@ static void nd_large_give(nd_segment *s, unsigned i, unsigned k, uint64_t now)
     s->purge_at = now + (uint64_t)nd_opt(ND_OPT_purge_delay);
 }
 
-/* secure=1: makes the guard page after the large block of `usable` bytes
-   at p inaccessible (access = false) or usable again; nothing to do when it
-   is the segment's own guard page. 0, or -1 when the kernel refused. */
-static int nd_large_guard(nd_segment *s, uint8_t *p, size_t usable, bool access)
+/* ---- guard pages (secure=1) ------------------------------------------------
+   Every block is followed by an inaccessible OS page. In a plain segment it
+   stays when the block is freed: the next block in those chunks often ends
+   at the same place, and then needs no system call; the pages of a block
+   are made accessible as it is handed out. (A node-bound segment's guard
+   pages go with their block: its chunks are populated and checked, which
+   an inaccessible page would fail.) Under the pool lock. */
+
+static size_t nd_large_page_of(const nd_segment *s, const void *p)
 {
-    uint8_t *g = p + usable;
-    if (nd_seg_guard == 0 || g == (uint8_t *)s + ND_SEG_SIZE - nd_seg_guard)
+    return (size_t)((const uint8_t *)p - (const uint8_t *)s) / nd_os_page_size();
+}
+
+static void nd_large_mark(nd_segment *s, size_t i, size_t j, bool guarded)
+{
+    for (; i < j; i++) {
+        uint64_t bit = (uint64_t)1 << (i % 64);
+        s->guards[i / 64] = guarded ? s->guards[i / 64] | bit : s->guards[i / 64] & ~bit;
+    }
+}
+
+/* Makes the guard pages left among OS pages [a, b) of s accessible. 0 or -1. */
+static int nd_large_unguard(nd_segment *s, size_t a, size_t b)
+{
+    size_t ps = nd_os_page_size();
+    for (size_t i = a; i < b;) {
+        if (i % 64 == 0 && s->guards[i / 64] == 0) {
+            i += 64;
+            continue;
+        }
+        if (!nd_seg_guarded(s, i)) {
+            i++;
+            continue;
+        }
+        size_t j = i;
+        while (j < b && nd_seg_guarded(s, j))
+            j++;
+        if (nd_os_protect((uint8_t *)s + i * ps, (j - i) * ps, true) != 0)
+            return -1;
+        nd_large_mark(s, i, j, false);
+        i = j;
+    }
+    return 0;
+}
+
+/* The large block of `usable` bytes at p is handed out: its pages
+   accessible, the page after it a guard. 0, or -1 when the kernel refused
+   (out of mappings: vm.max_map_count). */
+static int nd_large_guard(nd_segment *s, uint8_t *p, size_t usable)
+{
+    if (nd_seg_guard == 0)
         return 0;
-    return nd_os_protect(g, nd_seg_guard, access);
+    size_t g = nd_large_page_of(s, p + usable);
+    if (nd_large_unguard(s, nd_large_page_of(s, p), g) != 0)
+        return -1;
+    if (nd_seg_guarded(s, g))
+        return 0;
+    if (nd_os_protect(p + usable, nd_seg_guard, false) != 0)
+        return -1;
+    nd_large_mark(s, g, g + 1, true);
+    return 0;
+}
+
+/* The large block of `usable` bytes at p is freed: a node-bound segment's
+   guard page after it goes (see above). */
+static void nd_large_unguard_freed(nd_segment *s, uint8_t *p, size_t usable)
+{
+    size_t g = nd_large_page_of(s, p + usable);
+    if (nd_seg_guard != 0 && s->bound && g + 1 < ND_SEG_SIZE / nd_os_page_size())
+        nd_large_unguard(s, g, g + 1);
 }
 
 /* Commits the chunks of [p, p+len) that are not yet: plain memory just says
@@ -184,9 +245,10 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
             errno = ENOMEM;
             return NULL;
         }
+        int guarded = nd_large_guard(s, p, usable);
         nd_unlock(&pool->lock);
         nd_gauge_active((long)usable);
-        if (nd_large_guard(s, p, usable, false) != 0) {
+        if (guarded != 0) {
             nd_large_free(s, &s->pages[i], p);   /* out of mappings (vm.max_map_count) */
             errno = ENOMEM;
             return NULL;
@@ -206,7 +268,7 @@ size_t nd_large_free(nd_segment *s, nd_page *pg, void *p)
     }
     size_t bytes = pg->block_size;
     unsigned i = pg->index, k = pg->reserved;
-    nd_large_guard(s, p, bytes, true);   /* before the chunks can be reused */
+    nd_large_unguard_freed(s, p, bytes);   /* before the chunks can be reused */
     nd_store_relaxed(&pg->in_use, 0);
     pg->key = ND_KEY_NONE;
     nd_large_give(s, i, k, nd_os_now_ms());
@@ -222,8 +284,13 @@ size_t nd_large_free(nd_segment *s, nd_page *pg, void *p)
     }
     nd_unlock(&pool->lock);
     nd_gauge_active(-(long)bytes);
-    if (release != NULL)
+    if (release != NULL) {
+        /* Its guard pages go (but the segment's own): it may come back as
+           a segment of small or medium pages. */
+        if (nd_seg_guard != 0)
+            nd_large_unguard(release, 0, ND_SEG_SIZE / nd_os_page_size() - 1);
         nd_node_seg_put(release);   /* purged there, or cached with its memory for a while */
+    }
     return bytes;
 }
 
@@ -320,6 +387,12 @@ bool nd_large_is_valid(void)
                     ok = pg->reserved >= 1 && i + pg->reserved <= 64 && (covered & run) == 0 &&
                          pg->start == (uint8_t *)s + ((size_t)i << ND_CHUNK_SHIFT) &&
                          nd_chunks_of(pg->block_size + nd_seg_guard) <= pg->reserved;
+                    if (ok && nd_seg_guard != 0) {
+                        size_t a = nd_large_page_of(s, pg->start), g = nd_large_page_of(s, pg->start + pg->block_size);
+                        for (size_t q = a; q < g && ok; q++)
+                            ok = !nd_seg_guarded(s, q);
+                        ok = ok && nd_seg_guarded(s, g);
+                    }
                     covered |= run;
                     blocks++;
                 }

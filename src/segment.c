@@ -267,6 +267,11 @@ void nd_seg_format(nd_segment *s, int kind)
     s->owner = NULL;
     s->abandoned = 0;
     s->next = s->prev = NULL;
+    memset(s->guards, 0, sizeof s->guards);
+    if (nd_seg_guard != 0) {
+        size_t last = ND_SEG_SIZE / nd_os_page_size() - 1;
+        s->guards[last / 64] |= (uint64_t)1 << (last % 64);
+    }
     memset(s->pages, 0, sizeof(nd_page) * s->page_count);
     for (unsigned i = 0; i < s->page_count; i++) {
         s->pages[i].key = ND_KEY_NONE;
@@ -288,6 +293,9 @@ bool nd_seg_is_valid(const nd_segment *s)
         return false;
     if (s->page_count == 0 || s->page_count > ND_SEG_MAX_PAGES ||
         (s->free_mask & ~nd_mask_range(0, s->page_count - 1u)) != 0)
+        return false;
+    size_t last = ND_SEG_SIZE / nd_os_page_size() - 1;
+    if (nd_seg_guarded(s, last) != (nd_seg_guard != 0))
         return false;
     uint32_t in_use = 0;
     const uint8_t *guard = (const uint8_t *)s + ND_SEG_SIZE - nd_seg_guard;

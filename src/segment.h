@@ -63,6 +63,8 @@
 struct nd_bin;
 struct nd_heap;
 
+#define ND_SEG_GUARD_WORDS (ND_SEG_SIZE / 4096 / 64)   /* a bit per OS page (4 KiB or more) */
+
 typedef struct nd_block { struct nd_block *next; } nd_block;
 struct nd_page;
 
@@ -132,6 +134,9 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
  *  - secure=1 (nd_seg_guard != 0): the last nd_seg_guard bytes of a 4 MiB
  *    segment are inaccessible while it is mapped and belong to no block:
  *    every in-use page's blocks (a large block's usable bytes) end before them.
+ *  - guards (SMALL, MEDIUM, LARGE): bit i set <=> OS page i of the segment
+ *    is inaccessible: the last one under secure=1, and in a LARGE segment
+ *    the guard pages its blocks left (large.h); never a page of a block.
  */
 typedef struct nd_segment {
     uintptr_t       cookie;
@@ -157,6 +162,7 @@ typedef struct nd_segment {
     uint64_t        purge_epoch; /* ... and the owner heap's epoch it must have reached */
     uint64_t        cached_at;   /* ms; when it entered a node cache */
     struct nd_segment *next, *prev;
+    uint64_t        guards[ND_SEG_GUARD_WORDS];   /* inaccessible OS pages (secure=1) */
     nd_page         pages[ND_SEG_MAX_PAGES];
 } nd_segment;
 
@@ -231,6 +237,12 @@ void nd_seg_format(nd_segment *s, int kind) nd_hidden;
 int  nd_seg_commit_slow(nd_segment *s, uint64_t todo) nd_hidden;
 /* Purges the chunks in mask (never the header); clears their committed bits. */
 void nd_seg_purge(nd_segment *s, uint64_t mask) nd_hidden;
+
+/* Is OS page i of s inaccessible (segment.h: guards)? */
+static inline bool nd_seg_guarded(const nd_segment *s, size_t i)
+{
+    return (s->guards[i / 64] >> (i % 64)) & 1;
+}
 
 /* Chunk mask covering [p, p + len). */
 static inline uint64_t nd_seg_chunks(const nd_segment *s, const void *p, size_t len)

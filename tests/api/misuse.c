@@ -1070,12 +1070,35 @@ static void sc_write_past_usable(long size)
     let_through("a 1-byte write past the usable end of the %ld-byte block %p", size, (void *)p);
 }
 
+/* Large blocks of other sizes come and go where the block will be (their
+   guard pages stay behind, secure.h), then every usable byte of a block of
+   `size` is written, then one past it. */
+static void sc_write_past_reused_large(long size)
+{
+    const struct nd_api *A = nd_api();
+    void *keep = A->malloc(64);
+    long sizes[] = { 300L << 10, 150L << 10, size, 200L << 10, size + 8192, 140L << 10 };
+    for (int i = 0; i < 6; i++)
+        A->free(A->malloc((size_t)sizes[i]));
+    unsigned char *p = A->malloc((size_t)size);
+    if (!p || !keep)
+        _exit(4);
+    size_t u = A->usable_size(p);
+    memset(p, 0x5a, u);
+    printf("about to write byte %zu of the %ld-byte block %p\n", u, size, (void *)p);
+    fflush(stdout);
+    ((volatile unsigned char *)p)[u] = 1;
+    let_through("a 1-byte write past the usable end of the %ld-byte block %p", size, (void *)p);
+}
+
 static void overflow_past_a_large_block_faults_under_secure_1(void)
 {
     nd_api();
     long sizes[] = { 200L << 10, 256L << 10, (1L << 20) - 8192 };
     for (size_t i = 0; i < 3; i++)
         expect_fault("a write past the end of a large block", "secure=1", "write_past_usable", sizes[i]);
+    expect_fault("a write past the end of a large block where others came and went", "secure=1",
+                 "write_past_reused_large", 220L << 10);
 }
 
 /* A huge block freed, then a block of another size that reuses its
@@ -1230,6 +1253,7 @@ static const struct scenario scenarios[] = {
     { "write_past_usable", sc_write_past_usable },
     { "write_past_segment_end", sc_write_past_segment_end },
     { "write_past_reused_huge", sc_write_past_reused_huge },
+    { "write_past_reused_large", sc_write_past_reused_large },
 };
 
 static const struct scenario *find_scenario(const char *name)
