@@ -45,7 +45,7 @@
     X(huge_pages,     ND_OPTK_INT,  0,     0, 1,        "",                 "ask for transparent huge pages on node-bound segments (MADV_HUGEPAGE)") \
     X(prefetch,       ND_OPTK_INT,  0,     0, 8,        "",                 "prefetch the next free block of a size class on malloc: cache lines, 0 = off") \
     X(reclaim_on_free, ND_OPTK_INT, 1,     0, 1,        "",                 "a free into a segment abandoned by an exited thread adopts that segment") \
-    X(secure,         ND_OPTK_INT,  0,     0, 1,        "",                 "hardened mode: guard pages after segments and large blocks, random allocation order, a canary after each block checked at free, freed blocks filled and checked at reuse, delayed reuse of freed blocks (quarantine); caches off, every call checked (see Hardening)")
+    X(secure,         ND_OPTK_INT,  0,     0, 1,        "",                 "hardened mode: guard pages after segments and large blocks, random allocation order, a canary after each block (checked at free), freed blocks filled and checked at reuse, delayed reuse (quarantine); malloc and free take checked slow paths, 4-10 times slower (README: Hardening)")
 
 /* How values are spelled, for every document that lists the options. */
 #define ND_OPT_SPELLINGS \
