@@ -4,8 +4,9 @@
  * quarantine of freed blocks.
  *
  * Everything here runs on the thread that owns the thread cache (or, for a
- * shared heap, under its lock), except nd_secure_retire, which any thread
- * freeing a block calls on that block alone.
+ * shared heap, under its lock); nd_secure_free checks and fills the block
+ * it is given whichever thread frees it, and keeps it in that thread's
+ * quarantine.
  */
 #include "secure.h"
 
@@ -74,8 +75,9 @@ static size_t nd_secure_check_tail(const char *fn, const void *p, size_t block_s
     uint64_t delta = tail >> 32;
     char detail[160];
     if (nd_unlikely(delta > block_size - ND_SECURE_TAIL || (uint32_t)tail != nd_canary32(p, delta))) {
-        if (tail == ND_FILL_WORD && strcmp(fn, "free") == 0)
-            nd_fatal("free(): double free: %p (freed before, then written to)", p);
+        if (tail == ND_FILL_WORD)   /* a free block whose mark was overwritten */
+            nd_fatal("%s(): %s: %p (freed before, then written to)", fn,
+                     strcmp(fn, "free") == 0 ? "double free" : "invalid pointer (block not in use)", p);
         snprintf(detail, sizeof detail, "the canary in its last 8 bytes, at byte %zu of the %zu-byte block, "
                  "was overwritten", block_size - ND_SECURE_TAIL, block_size);
         nd_overflow(fn, p, detail);
