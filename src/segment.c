@@ -35,7 +35,13 @@ void nd_seg_gauge_mapped(const nd_segment *s, long delta)
 void nd_seg_init(void)
 {
     nd_seg_secret = (uintptr_t)nd_os_random() | 1;
-    nd_seg_guard = nd_secure_on() ? nd_os_page_size() : 0;
+    /* A guard page is an OS page: with pages above 16 KiB (some aarch64
+       kernels) it would take a whole 64 KiB page of a small segment, and
+       secure=1 goes without guard pages there. */
+    size_t ps = nd_os_page_size();
+    nd_seg_guard = nd_secure_on() && ps <= 16 * ND_KiB ? ps : 0;
+    if (nd_secure_on() && nd_seg_guard == 0 && nd_opt_verbose())
+        nd_warn("secure=1 without guard pages: the OS page (%zu bytes) is too large", ps);
 }
 
 /* Gives [p, p+size) its node as policy. A kernel without NUMA calls
