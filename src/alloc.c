@@ -15,6 +15,7 @@
 #include "large.h"
 #include "msg.h"
 #include "os.h"
+#include "secure.h"
 #include "topo.h"
 
 /* ---- slow paths ------------------------------------------------------------ */
@@ -197,15 +198,25 @@ void *nd_pvalloc(size_t size)
 
 /* ---- realloc --------------------------------------------------------------- */
 
+/* The bytes of block p (in s, page pg) a program may use: its block size,
+   or under secure=1 for a small or medium block the size it asked for (the
+   canary comes right after). fn: the entry point, for a damaged canary. */
+static size_t nd_block_usable(const char *fn, const nd_segment *s, const nd_page *pg, const void *p)
+{
+    if (s->kind == ND_SEG_HUGE)
+        return nd_huge_usable(s, p);
+    if (s->kind != ND_SEG_LARGE && nd_unlikely(nd_secure_on()))
+        return nd_secure_size(fn, pg, p);
+    return pg->block_size;
+}
+
 size_t nd_usable_size(const void *p)
 {
     if (p == NULL)
         return 0;
     nd_page *pg;
     nd_segment *s = nd_block_find("malloc_usable_size", p, &pg);
-    if (s->kind == ND_SEG_HUGE)
-        return nd_huge_usable(s, p);
-    return pg->block_size;
+    return nd_block_usable("malloc_usable_size", s, pg, p);
 }
 
 /* A new block like the one in s (same node kind). */
@@ -231,8 +242,9 @@ static void *nd_malloc_grown(const nd_segment *s, size_t size)
     }
     /* Below that, a quarter more room than asked (about one class step):
        a block grown a little at a time is copied at every other step
-       rather than at every one. */
-    if (size <= ND_SMALL_MAX)
+       rather than at every one. (Not under secure=1: the canary goes right
+       after what was asked for.) */
+    if (size <= ND_SMALL_MAX && !nd_secure_on())
         size += size / 4;
     return nd_malloc_like(s, size);
 }
@@ -262,6 +274,14 @@ void *nd_realloc(void *p, size_t size)
         long delta;
         if (size > ND_SMALL_MAX && size <= ND_LARGE_MAX && nd_large_resize(s, pg, size, &delta)) {
             nd_thread_count_large_resize(delta);
+            return p;
+        }
+    } else if (nd_unlikely(nd_secure_on())) {
+        /* In place while the request and its canary fit (the canary moves). */
+        usable = nd_secure_size("realloc", pg, p);
+        size_t room = pg->block_size - ND_SECURE_TAIL;
+        if (size <= room && (size > room / 2 || room <= 4 * ND_QUANTUM)) {
+            nd_secure_resize(pg, p, size);
             return p;
         }
     } else {
@@ -307,7 +327,7 @@ void *nd_realloc_node(void *p, size_t size, int node)
         nd_free_fast(p);
         return NULL;
     }
-    size_t usable = s->kind == ND_SEG_HUGE ? nd_huge_usable(s, p) : pg->block_size;
+    size_t usable = nd_block_usable("nodal_realloc_node", s, pg, p);
     void *q = nd_malloc_node_fast(size, node);
     if (q == NULL)
         return NULL;

@@ -15,6 +15,10 @@
  *                                                    -> "invalid pointer", abort
  * check=2 adds: thread caches off, so every free takes the slow path and is
  * checked in full; freed memory filled with 0xdf past its link and mark.
+ * secure=1 adds (secure.h): caches off as well; the canary after the
+ *  request checked                                   -> "heap overflow past the end of the block", abort
+ * then the block is filled, marked and kept in the freeing thread's
+ * quarantine, by whichever thread frees it.
  */
 #include "free.h"
 
@@ -24,6 +28,7 @@
 #include "large.h"
 #include "msg.h"
 #include "node.h"
+#include "secure.h"
 
 /* The segment map says a segment starts here, but its header is not one
    nodal wrote (or no longer): memory was overwritten. */
@@ -195,6 +200,30 @@ static nd_noinline void nd_free_own(void *p, nd_page *pg, uintptr_t key)
     nd_thread_tick(tc);
 }
 
+/* secure=1: every small and medium free, by any thread. The block is
+   checked (not free already, nothing written past its request), filled
+   and marked, and waits in the calling thread's quarantine; a thread
+   without one gives it straight back. */
+static void nd_free_secure(void *p, nd_page *pg)
+{
+    uintptr_t key = nd_load_relaxed(&pg->key), tid = nd_tid();
+    bool own = (key & ~ND_KEY_COLD) == tid && tid != 0;
+    unsigned cls = pg->cls;
+    nd_heap *h = own ? pg->heap : NULL;
+    nd_tcache *q = nd_likely(nd_tls_thread->state == ND_THREAD_LIVE) ? nd_tls_tc : nd_thread_quarantine();
+    bool kept = nd_secure_free(pg, p, q);   /* aborts on misuse */
+    if (own)
+        nd_count_inc(&h->cstats[cls].slow_frees);
+    else
+        nd_thread_count_remote_free(cls, true);
+    if (kept)
+        return;
+    if (own)
+        nd_heap_return_blocks(h, pg, p, p, 1);
+    else
+        nd_heap_free_remote(pg, p);
+}
+
 void nd_free_slow(void *p, nd_segment *s, nd_page *pg)
 {
     if (nd_unlikely(!nd_seg_cookie_ok(s)))
@@ -207,6 +236,10 @@ void nd_free_slow(void *p, nd_segment *s, nd_page *pg)
        has nothing carved). */
     if (nd_unlikely(!nd_page_block_ok_shared(pg, p)))
         nd_block_misuse("free", s, p);
+    if (nd_unlikely(nd_secure_on())) {
+        nd_free_secure(p, pg);
+        return;
+    }
     uintptr_t key = nd_load_relaxed(&pg->key);
     uintptr_t tid = nd_tid();
     if ((key & ~ND_KEY_COLD) != tid || tid == 0) {

@@ -9,6 +9,13 @@
 #include "node.h"
 #include "os.h"
 
+/* The bytes of the block of a huge segment whose block starts at `offset`:
+   to the end of the mapping, but for the guard page (secure=1). */
+static size_t nd_huge_bytes(const nd_segment *s, size_t offset)
+{
+    return s->size - nd_seg_guard - offset;
+}
+
 /* The header and page descriptor of a huge segment whose block starts at
    `offset`, and the block gauges. */
 static void *nd_huge_setup(nd_segment *s, size_t offset)
@@ -27,9 +34,9 @@ static void *nd_huge_setup(nd_segment *s, size_t offset)
     pg->start = (uint8_t *)s + offset;
     pg->block_size = 0;   /* see nd_huge_usable */
     pg->cls = ND_CLASS_COUNT;
-    nd_gauge_active((long)(s->size - offset));
+    nd_gauge_active((long)nd_huge_bytes(s, offset));
     nd_gauge_add(huge_count, 1);
-    nd_gauge_add(huge_bytes, s->size - offset);
+    nd_gauge_add(huge_bytes, nd_huge_bytes(s, offset));
     return pg->start;
 }
 
@@ -85,12 +92,21 @@ static nd_segment *nd_huge_reuse(size_t total, int node, bool bound)
         if (s == NULL)
             s = nd_node_huge_take(node, false, total, SIZE_MAX);   /* a much larger one: trim it */
         if (s != NULL) {
+            /* secure=1: the guard page moves to the new end (the old one
+               becomes block, or goes with a trimmed tail). */
+            const size_t g = nd_seg_guard;
+            if (g != 0)
+                nd_os_protect((uint8_t *)s + s->size - g, g, true);
             nd_segment *t = nd_huge_remap(s, total);
             if (t == NULL) {
                 nd_seg_unmap_huge(s);
                 return NULL;
             }
             s = t;
+            if (g != 0 && nd_os_protect((uint8_t *)s + s->size - g, g, false) != 0) {
+                nd_seg_unmap_huge(s);   /* out of mappings (vm.max_map_count) */
+                return NULL;
+            }
         }
     }
     if (s != NULL)
@@ -111,7 +127,7 @@ void *nd_huge_alloc(size_t size, size_t alignment, int node, bool bound, const u
     }
     if (size == 0)
         size = 1;   /* a block of its own, inside the mapping */
-    size_t total = (offset + size + ps - 1) & ~(ps - 1);
+    size_t total = ((offset + size + ps - 1) & ~(ps - 1)) + nd_seg_guard;   /* secure=1: a guard page last */
     if (total < size) {
         errno = ENOMEM;
         return NULL;
@@ -137,8 +153,13 @@ void *nd_huge_alloc(size_t size, size_t alignment, int node, bool bound, const u
     }
     if (interleave != NULL) {
         nd_os_bind(s, total, ND_MPOL_INTERLEAVE, interleave);
-    } else if (bound && nd_seg_place_new(s, total, node, total) != 0) {
+    } else if (bound && nd_seg_place_new(s, total, node, total - nd_seg_guard) != 0) {
         nd_os_unmap(s, total);
+        return NULL;
+    }
+    if (nd_seg_guard != 0 && nd_os_protect((uint8_t *)s + total - nd_seg_guard, nd_seg_guard, false) != 0) {
+        nd_os_unmap(s, total);   /* out of mappings (vm.max_map_count) */
+        errno = ENOMEM;
         return NULL;
     }
     s->cookie = (uintptr_t)s ^ nd_seg_secret;
@@ -157,17 +178,17 @@ void *nd_huge_alloc(size_t size, size_t alignment, int node, bool bound, const u
 
 size_t nd_huge_usable(const nd_segment *s, const void *p)
 {
-    return (size_t)((const uint8_t *)s + s->size - (const uint8_t *)p);
+    return nd_huge_bytes(s, (size_t)((const uint8_t *)p - (const uint8_t *)s));
 }
 
 void nd_huge_free(nd_segment *s)
 {
-    size_t total = s->size;
     size_t offset = (size_t)(s->pages[0].start - (uint8_t *)s);
+    size_t bytes = nd_huge_bytes(s, offset);
     s->pages[0].in_use = 0;
-    nd_gauge_active(-(long)(total - offset));
+    nd_gauge_active(-(long)bytes);
     nd_gauge_sub(huge_count, 1);
-    nd_gauge_sub(huge_bytes, total - offset);
+    nd_gauge_sub(huge_bytes, bytes);
     if (nd_node_huge_keep(s))   /* the next huge block may take it whole */
         return;
     nd_seg_unmap_huge(s);
@@ -178,8 +199,8 @@ void *nd_huge_realloc(nd_segment *s, void *p, size_t size)
     /* Only plain huge blocks move by remapping; bound ones must be
        committed and verified, which a copy into a fresh block does. */
     size_t offset = (size_t)((uint8_t *)p - (uint8_t *)s);
-    if (s->bound || s->interleaved || size > ((size_t)1 << 46))
-        return NULL;
+    if (s->bound || s->interleaved || size > ((size_t)1 << 46) || nd_seg_guard != 0)
+        return NULL;   /* (secure=1: the guard page would move) */
     size_t ps = nd_os_page_size();
     size_t total = (offset + (size == 0 ? 1 : size) + ps - 1) & ~(ps - 1);
     size_t old_total = s->size;

@@ -9,6 +9,12 @@
  *   s +0           +offset (>= 4 KiB, the alignment)           +size
  *   | nd_segment   | block ................................... |
  *
+ * secure=1: the last OS page of every huge mapping is a guard page
+ * (inaccessible; nd_seg_guard bytes), not part of the block: an overflow
+ * past the block faults at once. A cached mapping grown or trimmed for
+ * reuse gets its guard page at its new end; a live block is not resized
+ * in place (realloc copies).
+ *
  * A block aligned beyond 4 MiB starts in a later 4 MiB chunk of its mapping;
  * the segment map says how far back the header is (segment.h).
  */

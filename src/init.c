@@ -19,6 +19,7 @@
 #include "options.h"
 #include "os.h"
 #include "page.h"
+#include "secure.h"
 #include "segment.h"
 #include "thread.h"
 #include "topo.h"
@@ -68,6 +69,7 @@ void nd_process_init(void)
         nd_topo_init();
         nd_seg_init();
         nd_page_keys_init();
+        nd_secure_init();
         nd_node_init();
         nd_large_init();
         nd_thread_process_init();

@@ -96,6 +96,78 @@ static void nd_large_give(nd_segment *s, unsigned i, unsigned k, uint64_t now)
     s->purge_at = now + (uint64_t)nd_opt(ND_OPT_purge_delay);
 }
 
+/* ---- guard pages (secure=1) ------------------------------------------------
+   Every block is followed by an inaccessible OS page. In a plain segment it
+   stays when the block is freed: the next block in those chunks often ends
+   at the same place, and then needs no system call; the pages of a block
+   are made accessible as it is handed out. (A node-bound segment's guard
+   pages go with their block: its chunks are populated and checked, which
+   an inaccessible page would fail.) Under the pool lock. */
+
+static size_t nd_large_page_of(const nd_segment *s, const void *p)
+{
+    return (size_t)((const uint8_t *)p - (const uint8_t *)s) / nd_os_page_size();
+}
+
+static void nd_large_mark(nd_segment *s, size_t i, size_t j, bool guarded)
+{
+    for (; i < j; i++) {
+        uint64_t bit = (uint64_t)1 << (i % 64);
+        s->guards[i / 64] = guarded ? s->guards[i / 64] | bit : s->guards[i / 64] & ~bit;
+    }
+}
+
+/* Makes the guard pages left among OS pages [a, b) of s accessible. 0 or -1. */
+static int nd_large_unguard(nd_segment *s, size_t a, size_t b)
+{
+    size_t ps = nd_os_page_size();
+    for (size_t i = a; i < b;) {
+        if (i % 64 == 0 && s->guards[i / 64] == 0) {
+            i += 64;
+            continue;
+        }
+        if (!nd_seg_guarded(s, i)) {
+            i++;
+            continue;
+        }
+        size_t j = i;
+        while (j < b && nd_seg_guarded(s, j))
+            j++;
+        if (nd_os_protect((uint8_t *)s + i * ps, (j - i) * ps, true) != 0)
+            return -1;
+        nd_large_mark(s, i, j, false);
+        i = j;
+    }
+    return 0;
+}
+
+/* The large block of `usable` bytes at p is handed out: its pages
+   accessible, the page after it a guard. 0, or -1 when the kernel refused
+   (out of mappings: vm.max_map_count). */
+static int nd_large_guard(nd_segment *s, uint8_t *p, size_t usable)
+{
+    if (nd_seg_guard == 0)
+        return 0;
+    size_t g = nd_large_page_of(s, p + usable);
+    if (nd_large_unguard(s, nd_large_page_of(s, p), g) != 0)
+        return -1;
+    if (nd_seg_guarded(s, g))
+        return 0;
+    if (nd_os_protect(p + usable, nd_seg_guard, false) != 0)
+        return -1;
+    nd_large_mark(s, g, g + 1, true);
+    return 0;
+}
+
+/* The large block of `usable` bytes at p is freed: a node-bound segment's
+   guard page after it goes (see above). */
+static void nd_large_unguard_freed(nd_segment *s, uint8_t *p, size_t usable)
+{
+    size_t g = nd_large_page_of(s, p + usable);
+    if (nd_seg_guard != 0 && s->bound && g + 1 < ND_SEG_SIZE / nd_os_page_size())
+        nd_large_unguard(s, g, g + 1);
+}
+
 /* Commits the chunks of [p, p+len) that are not yet: plain memory just says
    so; node-bound memory is populated and checked with the lock released
    (the run is reserved, so nobody else touches those chunks). */
@@ -115,8 +187,10 @@ static int nd_large_commit(nd_large_pool *pool, nd_segment *s, const void *p, si
     while (m != 0) {
         unsigned a, b;
         nd_mask_first_run(m, &a, &b);
-        rc = nd_seg_commit_bound((uint8_t *)s + ((size_t)a << ND_CHUNK_SHIFT),
-                                 (size_t)(b - a + 1) << ND_CHUNK_SHIFT, s->node);
+        size_t n = (size_t)(b - a + 1) << ND_CHUNK_SHIFT;
+        if (b == ND_SEG_CHUNKS - 1)
+            n -= nd_seg_guard;   /* never populate the segment's guard page */
+        rc = nd_seg_commit_bound((uint8_t *)s + ((size_t)a << ND_CHUNK_SHIFT), n, s->node);
         if (rc != 0)
             break;   /* that run was purged again; the ones before stay */
         done |= nd_mask_range(a, b);
@@ -130,7 +204,8 @@ static int nd_large_commit(nd_large_pool *pool, nd_segment *s, const void *p, si
 
 void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t *bytes)
 {
-    size_t need = nd_round_os(size == 0 ? 1 : size);
+    size_t usable = nd_round_os(size == 0 ? 1 : size);
+    size_t need = usable + nd_seg_guard;   /* secure=1: and its guard page */
     unsigned k = nd_chunks_of(need);
     unsigned step = alignment > ND_CHUNK_SIZE ? (unsigned)(alignment >> ND_CHUNK_SHIFT) : 1;
     if (k > 63 || step >= 64) {
@@ -157,7 +232,7 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
             pool->empty++;
             continue;
         }
-        void *p = nd_large_take(pool, s, i, k, need);
+        void *p = nd_large_take(pool, s, i, k, usable);
         if (nd_large_commit(pool, s, p, need) != 0) {
             /* The node is full (strict placement): give the run back. */
             nd_page *pg = &s->pages[i];
@@ -170,9 +245,15 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
             errno = ENOMEM;
             return NULL;
         }
+        int guarded = nd_large_guard(s, p, usable);
         nd_unlock(&pool->lock);
-        nd_gauge_active((long)need);
-        *bytes = need;
+        nd_gauge_active((long)usable);
+        if (guarded != 0) {
+            nd_large_free(s, &s->pages[i], p);   /* out of mappings (vm.max_map_count) */
+            errno = ENOMEM;
+            return NULL;
+        }
+        *bytes = usable;
         return p;
     }
 }
@@ -187,6 +268,7 @@ size_t nd_large_free(nd_segment *s, nd_page *pg, void *p)
     }
     size_t bytes = pg->block_size;
     unsigned i = pg->index, k = pg->reserved;
+    nd_large_unguard_freed(s, p, bytes);   /* before the chunks can be reused */
     nd_store_relaxed(&pg->in_use, 0);
     pg->key = ND_KEY_NONE;
     nd_large_give(s, i, k, nd_os_now_ms());
@@ -202,13 +284,20 @@ size_t nd_large_free(nd_segment *s, nd_page *pg, void *p)
     }
     nd_unlock(&pool->lock);
     nd_gauge_active(-(long)bytes);
-    if (release != NULL)
+    if (release != NULL) {
+        /* Its guard pages go (but the segment's own): it may come back as
+           a segment of small or medium pages. */
+        if (nd_seg_guard != 0)
+            nd_large_unguard(release, 0, ND_SEG_SIZE / nd_os_page_size() - 1);
         nd_node_seg_put(release);   /* purged there, or cached with its memory for a while */
+    }
     return bytes;
 }
 
 bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
 {
+    if (nd_seg_guard != 0)
+        return false;   /* secure=1: the guard page would move; realloc copies */
     size_t need = nd_round_os(size == 0 ? 1 : size);
     unsigned k2 = nd_chunks_of(need);
     nd_large_pool *pool = &nd_large_pools[s->node][s->bound ? 1 : 0];
@@ -297,7 +386,13 @@ bool nd_large_is_valid(void)
                     uint64_t run = nd_mask_range(i, i + pg->reserved - 1u);
                     ok = pg->reserved >= 1 && i + pg->reserved <= 64 && (covered & run) == 0 &&
                          pg->start == (uint8_t *)s + ((size_t)i << ND_CHUNK_SHIFT) &&
-                         nd_chunks_of(pg->block_size) <= pg->reserved;
+                         nd_chunks_of(pg->block_size + nd_seg_guard) <= pg->reserved;
+                    if (ok && nd_seg_guard != 0) {
+                        size_t a = nd_large_page_of(s, pg->start), g = nd_large_page_of(s, pg->start + pg->block_size);
+                        for (size_t q = a; q < g && ok; q++)
+                            ok = !nd_seg_guarded(s, q);
+                        ok = ok && nd_seg_guarded(s, g);
+                    }
                     covered |= run;
                     blocks++;
                 }

@@ -548,7 +548,7 @@ void nd_options_init(void)
             nd_set_option(&ctx, nd_opt_table[i].name, strlen(nd_opt_table[i].name), v, strlen(v));
         }
     }
-    nd_check_frees = nd_opt_values[ND_OPT_check] >= 2;
+    nd_check_frees = nd_opt_values[ND_OPT_check] >= 2 || nd_opt_values[ND_OPT_secure] != 0;
     if (nd_opt_verbose()) {
         for (int i = 0; i < ND_OPT_COUNT; i++) {
             char val[1024], var[64];

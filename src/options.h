@@ -43,7 +43,8 @@
     X(tcache_bytes,   ND_OPTK_SIZE, 262144, 0, 1 << 30, "",                 "most bytes a thread cache may hold per size class (caps tcache_count for larger classes)") \
     X(node_fallback,  ND_OPTK_ENUM, 0,     0, 1,        "strict|preferred", "when the requested node is full: strict = NULL/ENOMEM, preferred = use other nodes (counted)") \
     X(huge_pages,     ND_OPTK_INT,  0,     0, 1,        "",                 "ask for transparent huge pages on node-bound segments (MADV_HUGEPAGE)") \
-    X(reclaim_on_free, ND_OPTK_INT, 1,     0, 1,        "",                 "a free into a segment abandoned by an exited thread adopts that segment")
+    X(reclaim_on_free, ND_OPTK_INT, 1,     0, 1,        "",                 "a free into a segment abandoned by an exited thread adopts that segment") \
+    X(secure,         ND_OPTK_INT,  0,     0, 1,        "",                 "hardened mode: guard pages after segments and large blocks, random allocation order, a canary after each block (checked at free), freed blocks filled and checked at reuse, delayed reuse (quarantine); malloc and free take checked slow paths, 4-10 times slower (README: Hardening)")
 
 /* How values are spelled, for every document that lists the options. */
 #define ND_OPT_SPELLINGS \
@@ -73,12 +74,14 @@ typedef struct nd_opt_desc {
 extern const nd_opt_desc nd_opt_table[ND_OPT_COUNT] nd_hidden;
 /* The values. A text option's value is 1 when it is set, 0 when not. */
 extern long nd_opt_values[ND_OPT_COUNT] nd_hidden;
-/* check >= 2: every free goes through the validating slow path. */
+/* check >= 2 or secure=1: every free goes through the validating slow path. */
 extern uint8_t nd_check_frees nd_hidden;
 
 void nd_options_init(void) nd_hidden;
 static inline long nd_opt(nd_opt_id id) { return nd_opt_values[id]; }
 static inline bool nd_opt_verbose(void) { return nd_opt_values[ND_OPT_verbose] != 0; }
+/* secure=1 (slow paths only: the fast paths never see it, see secure.h). */
+static inline bool nd_secure_on(void) { return nd_opt_values[ND_OPT_secure] != 0; }
 /* A text option's value ("" when not set). */
 const char *nd_opt_text(nd_opt_id id) nd_hidden;
 

@@ -147,6 +147,14 @@ int nd_os_advise_hugepage(void *p, size_t size)
 #endif
 }
 
+int nd_os_protect(void *p, size_t size, bool access)
+{
+    int saved = errno;
+    int rc = mprotect(p, size, access ? PROT_READ | PROT_WRITE : PROT_NONE);
+    errno = saved;
+    return rc;
+}
+
 int nd_os_remap_inplace(void *p, size_t old_size, size_t new_size)
 {
     void *q = mremap(p, old_size, new_size, 0);

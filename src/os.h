@@ -14,6 +14,8 @@
  *    reads as zero afterwards. Its policy (binding) is kept.
  *  - No function here calls malloc, directly or through libc, and none keeps
  *    a lock, so all are safe during start-up, in fork handlers and at exit.
+ *  - A guard page (nd_os_protect(p, n, false)) faults on any access until
+ *    it is made accessible again; nd_os_populate() must not be given one.
  *  - Failures return -1 / NULL and leave errno as the kernel set it.
  */
 #ifndef ND_OS_H
@@ -40,6 +42,9 @@ void  nd_os_unmap(void *p, size_t size) nd_hidden;
 int   nd_os_purge(void *p, size_t size) nd_hidden;
 int   nd_os_populate(void *p, size_t size) nd_hidden;
 int   nd_os_advise_hugepage(void *p, size_t size) nd_hidden;
+/* Makes [p, p+size) (whole OS pages) inaccessible (guard page: any access
+   faults) or, access = true, readable and writable again. 0 or -1. */
+int   nd_os_protect(void *p, size_t size, bool access) nd_hidden;
 /* Grow/shrink a mapping, keeping its start (-1 if it cannot in place). */
 int   nd_os_remap_inplace(void *p, size_t old_size, size_t new_size) nd_hidden;
 /* Move a mapping to `to` (a range reserved with nd_os_map_aligned). */

@@ -10,17 +10,37 @@
 
 #include <string.h>
 #include "msg.h"
+#include "options.h"
 #include "os.h"
 
 uintptr_t nd_block_mark_key;
 uintptr_t nd_link_key;
+uint8_t   nd_page_fill_carved;
 
 void nd_page_keys_init(void)
 {
     do
         nd_block_mark_key = nd_os_random();
-    while (nd_block_mark_key == 0);
+    while (nd_block_mark_key == 0 || nd_block_mark_key == ND_FILL_WORD);
     nd_link_key = nd_os_random();
+    nd_page_fill_carved = nd_secure_on();
+}
+
+/* ---- the fill of free blocks (secure=1) ---------------------------------- */
+
+size_t nd_block_fill_damage(const void *p, size_t n)
+{
+    const uintptr_t *w = p;
+    for (size_t i = 0; i < n / sizeof(uintptr_t); i++) {
+        uintptr_t want = i == 1 ? nd_block_mark_key : ND_FILL_WORD;
+        if (w[i] != want) {
+            size_t b = 0;
+            while (((w[i] ^ want) >> (8 * b) & 0xff) == 0)
+                b++;
+            return i * sizeof(uintptr_t) + b;
+        }
+    }
+    return n;
 }
 
 void nd_page_corrupt(const nd_page *pg, const void *block, const char *what, const char *detail)
@@ -223,6 +243,9 @@ size_t nd_page_take(nd_page *pg, void **out, size_t n)
                 nd_block_mark(p);   /* free from now on: see page.h */
                 out[got++] = p;
             }
+            if (nd_unlikely(nd_page_fill_carved))
+                for (size_t i = got - k; i < got; i++)
+                    nd_block_fill(out[i], pg->block_size);
             nd_store_relaxed(&pg->capacity, (uint16_t)(pg->capacity + k));   /* read by remote frees */
             nd_store_relaxed(&pg->limit, (uint64_t)pg->capacity * (pg->mul * pg->block_size));   /* read by remote frees */
             continue;

@@ -49,11 +49,66 @@
  *
  *   free block:  [ encoded link | mark | (stale contents) ... ]
  *   live block:  [ program data ...                          ]   (word 1 != mark)
+ *
+ * secure=1 also fills every free block (ND_FILL_BYTE over its first
+ * ND_FILL_MAX bytes, the mark and a link excepted): blocks carved here get
+ * it (nd_page_fill_carved), freed ones get it at free (secure.c), and the
+ * fill is checked when a block is handed out again, so a write after free
+ * or an overflow into a free block is seen at its next reuse.
+ *
+ *   free block, secure=1: [ link or fill | mark | 0xdf 0xdf ... (to byte 256) | ... ]
  */
 extern uintptr_t nd_block_mark_key nd_hidden;
 extern uintptr_t nd_link_key nd_hidden;
+/* secure=1: carving fills the blocks it hands out (set at start-up). */
+extern uint8_t nd_page_fill_carved nd_hidden;
 /* Draws the secrets (process start). */
 void nd_page_keys_init(void) nd_hidden;
+
+#define ND_FILL_BYTE 0xdf
+#define ND_FILL_WORD ((uintptr_t)0xdfdfdfdfdfdfdfdfull)
+/* Bytes of a free block filled and checked (secure=1): all of most blocks,
+   and where an overflow into a block lands; filling and checking more costs
+   about 0.07 ns a byte per malloc/free pair (1 KiB blocks: 37 ns per pair
+   at 256, 92 at 1024). */
+#define ND_FILL_MAX  256
+/* secure=1: gives free block p of `size` bytes (a multiple of 16) its fill
+   (word 0 too) and the mark. */
+static inline void nd_block_fill(void *p, size_t size)
+{
+    size_t n = (size < ND_FILL_MAX ? size : ND_FILL_MAX) / sizeof(uintptr_t);
+    uintptr_t *w = p;
+    w[0] = ND_FILL_WORD;
+    w[1] = nd_block_mark_key;
+    /* Small blocks (most) without a loop's set-up. */
+    if (n > 2)
+        w[2] = w[3] = ND_FILL_WORD;
+    if (n > 4)
+        w[4] = w[5] = ND_FILL_WORD;
+    for (size_t i = 6; i < n; i += 2) {
+        w[i] = ND_FILL_WORD;
+        w[i + 1] = ND_FILL_WORD;
+    }
+}
+/* Are the first n bytes of free block p (n >= 16, a multiple of 16) its
+   fill and mark, as nd_block_fill left them? */
+static inline bool nd_block_fill_ok(const void *p, size_t n)
+{
+    const uintptr_t *w = p;
+    uintptr_t diff = (w[0] ^ ND_FILL_WORD) | (w[1] ^ nd_block_mark_key);
+    n /= sizeof(uintptr_t);
+    /* Small blocks (most) without a loop's set-up. */
+    if (n > 2)
+        diff |= (w[2] ^ ND_FILL_WORD) | (w[3] ^ ND_FILL_WORD);
+    if (n > 4)
+        diff |= (w[4] ^ ND_FILL_WORD) | (w[5] ^ ND_FILL_WORD);
+    for (size_t i = 6; i < n; i += 2)
+        diff |= (w[i] ^ ND_FILL_WORD) | (w[i + 1] ^ ND_FILL_WORD);
+    return diff == 0;
+}
+/* The offset of the first of those bytes that changed (for the message),
+   or n. */
+size_t nd_block_fill_damage(const void *p, size_t n) nd_hidden;
 
 static inline bool nd_block_is_marked(const void *p) { return ((const uintptr_t *)p)[1] == nd_block_mark_key; }
 static inline void nd_block_mark(void *p) { ((uintptr_t *)p)[1] = nd_block_mark_key; }
@@ -192,6 +247,7 @@ void nd_page_junk(nd_page *pg, void *p) nd_hidden;
 _Noreturn void nd_page_corrupt(const nd_page *pg, const void *block, const char *what, const char *detail) nd_hidden;
 #define ND_CORRUPT_LIST  "malloc(): corrupted free list"
 #define ND_CORRUPT_FREED "free(): block modified after free"
+#define ND_CORRUPT_REUSE "malloc(): free block modified after free"   /* secure=1, at reuse */
 
 /* Debug check of the invariants above struct nd_page (segment.h); true
    when they hold. Cost: O(blocks). */

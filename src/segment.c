@@ -23,6 +23,7 @@
 
 uint8_t   nd_segmap[ND_SEGMAP_SIZE];
 uintptr_t nd_seg_secret;
+size_t    nd_seg_guard;
 
 void nd_seg_gauge_mapped(const nd_segment *s, long delta)
 {
@@ -34,6 +35,13 @@ void nd_seg_gauge_mapped(const nd_segment *s, long delta)
 void nd_seg_init(void)
 {
     nd_seg_secret = (uintptr_t)nd_os_random() | 1;
+    /* A guard page is an OS page: with pages above 16 KiB (some aarch64
+       kernels) it would take a whole 64 KiB page of a small segment, and
+       secure=1 goes without guard pages there. */
+    size_t ps = nd_os_page_size();
+    nd_seg_guard = nd_secure_on() && ps <= 16 * ND_KiB ? ps : 0;
+    if (nd_secure_on() && nd_seg_guard == 0 && nd_opt_verbose())
+        nd_warn("secure=1 without guard pages: the OS page (%zu bytes) is too large", ps);
 }
 
 /* Gives [p, p+size) its node as policy. A kernel without NUMA calls
@@ -144,10 +152,12 @@ int nd_seg_commit_slow(nd_segment *s, uint64_t todo)
             nd_mask_first_run(m, &a, &b);
             uint8_t *start = (uint8_t *)s + ((size_t)a << ND_CHUNK_SHIFT);
             size_t n = (size_t)(b - a + 1) << ND_CHUNK_SHIFT;
+            if (b == ND_SEG_CHUNKS - 1)
+                n -= nd_seg_guard;   /* never populate the guard page */
             if (nd_seg_commit_bound(start, n, s->node) != 0)
                 return -1;
             s->committed |= nd_mask_range(a, b);
-            nd_gauge_add(committed, n);
+            nd_gauge_add(committed, (size_t)(b - a + 1) << ND_CHUNK_SHIFT);   /* whole chunks, as purges count */
             m &= ~s->committed;
         }
     } else {
@@ -198,6 +208,11 @@ nd_segment *nd_seg_map(int node, bool bound)
     }
     if (bound && nd_seg_place_new(s, ND_SEG_SIZE, node, ND_CHUNK_SIZE) != 0) {
         nd_os_unmap(s, ND_SEG_SIZE);
+        return NULL;
+    }
+    if (nd_seg_guard != 0 && nd_os_protect((uint8_t *)s + ND_SEG_SIZE - nd_seg_guard, nd_seg_guard, false) != 0) {
+        nd_os_unmap(s, ND_SEG_SIZE);   /* out of mappings (vm.max_map_count) */
+        errno = ENOMEM;
         return NULL;
     }
     s->cookie = (uintptr_t)s ^ nd_seg_secret;
@@ -258,6 +273,11 @@ void nd_seg_format(nd_segment *s, int kind)
     s->owner = NULL;
     s->abandoned = 0;
     s->next = s->prev = NULL;
+    memset(s->guards, 0, sizeof s->guards);
+    if (nd_seg_guard != 0) {
+        size_t last = ND_SEG_SIZE / nd_os_page_size() - 1;
+        s->guards[last / 64] |= (uint64_t)1 << (last % 64);
+    }
     memset(s->pages, 0, sizeof(nd_page) * s->page_count);
     for (unsigned i = 0; i < s->page_count; i++) {
         s->pages[i].key = ND_KEY_NONE;
@@ -280,11 +300,19 @@ bool nd_seg_is_valid(const nd_segment *s)
     if (s->page_count == 0 || s->page_count > ND_SEG_MAX_PAGES ||
         (s->free_mask & ~nd_mask_range(0, s->page_count - 1u)) != 0)
         return false;
+    size_t last = ND_SEG_SIZE / nd_os_page_size() - 1;
+    if (nd_seg_guarded(s, last) != (nd_seg_guard != 0))
+        return false;
     uint32_t in_use = 0;
+    const uint8_t *guard = (const uint8_t *)s + ND_SEG_SIZE - nd_seg_guard;
     for (unsigned i = 0; i < s->page_count; i++) {
         const nd_page *pg = &s->pages[i];
         bool is_free = (s->free_mask >> i) & 1;
         if (pg->index != i)
+            return false;
+        /* No block reaches the guard page (a large block: its usable bytes). */
+        if (nd_load_relaxed(&pg->in_use) &&
+            pg->start + (s->kind == ND_SEG_LARGE ? pg->block_size : (size_t)pg->reserved * pg->block_size) > guard)
             return false;
         if (s->kind == ND_SEG_LARGE) {   /* a block covers a run; its first chunk's descriptor is in use */
             if (is_free && nd_load_relaxed(&pg->in_use))

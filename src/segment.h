@@ -21,6 +21,11 @@
  *   starts after the header. LARGE: one page holding one block. HUGE: one
  *   block, segment sized to fit, 4 KiB header.
  *
+ *   secure=1: the last OS page of every 4 MiB segment is a guard page
+ *   (inaccessible, nd_seg_guard bytes; 0 otherwise): the last page's
+ *   blocks (and large blocks) end before it, so an overflow past the last
+ *   block of a segment faults instead of reaching the next segment's header.
+ *
  *   Owner of a pointer p:  seg = p & ~(4 MiB - 1)
  *                          page = &seg->pages[(p - seg) >> seg->page_shift]
  *
@@ -57,6 +62,8 @@
 
 struct nd_bin;
 struct nd_heap;
+
+#define ND_SEG_GUARD_WORDS (ND_SEG_SIZE / 4096 / 64)   /* a bit per OS page (4 KiB or more) */
 
 typedef struct nd_block { struct nd_block *next; } nd_block;
 struct nd_page;
@@ -126,6 +133,12 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
  *  - committed bit j: chunk j may hold resident memory (bound: populated and
  *    verified). purge_mask is a subset of committed and of free pages' chunks.
  *  - the segment map says 1 for seg while mapped.
+ *  - secure=1 (nd_seg_guard != 0): the last nd_seg_guard bytes of a 4 MiB
+ *    segment are inaccessible while it is mapped and belong to no block:
+ *    every in-use page's blocks (a large block's usable bytes) end before them.
+ *  - guards (SMALL, MEDIUM, LARGE): bit i set <=> OS page i of the segment
+ *    is inaccessible: the last one under secure=1, and in a LARGE segment
+ *    the guard pages its blocks left (large.h); never a page of a block.
  */
 typedef struct nd_segment {
     uintptr_t       cookie;
@@ -151,6 +164,7 @@ typedef struct nd_segment {
     uint64_t        purge_epoch; /* ... and the owner heap's epoch it must have reached */
     uint64_t        cached_at;   /* ms; when it entered a node cache */
     struct nd_segment *next, *prev;
+    uint64_t        guards[ND_SEG_GUARD_WORDS];   /* inaccessible OS pages (secure=1) */
     nd_page         pages[ND_SEG_MAX_PAGES];
 } nd_segment;
 
@@ -163,6 +177,8 @@ _Static_assert(__builtin_offsetof(nd_segment, pages) + sizeof(nd_page) <= ND_HUG
 
 extern uint8_t   nd_segmap[ND_SEGMAP_SIZE] nd_hidden;
 extern uintptr_t nd_seg_secret nd_hidden;
+/* Bytes of the guard page at the end of every 4 MiB segment (secure=1), or 0. */
+extern size_t    nd_seg_guard nd_hidden;
 
 /* The segment whose 4 MiB-aligned start is at or below p: the owner of any
    pointer into a small, medium or large page, and of a page descriptor. */
@@ -191,7 +207,8 @@ static inline bool nd_seg_cookie_ok(const nd_segment *s)
 
 static inline size_t nd_seg_page_size(const nd_segment *s) { return (size_t)1 << s->page_shift; }
 
-/* First byte and end of the block area of page i. */
+/* First byte and end of the block area of page i (the last page's ends at
+   the segment's guard page, if any). */
 static inline uint8_t *nd_seg_page_area(nd_segment *s, unsigned i, size_t *size)
 {
     size_t psize = nd_seg_page_size(s);
@@ -199,6 +216,8 @@ static inline uint8_t *nd_seg_page_area(nd_segment *s, unsigned i, size_t *size)
     uint8_t *end = start + psize;
     if (i == 0)
         start = (uint8_t *)s + ND_SEG_HEADER_SIZE;
+    if (i + 1u == s->page_count)
+        end -= nd_seg_guard;
     *size = (size_t)(end - start);
     return start;
 }
@@ -220,6 +239,12 @@ void nd_seg_format(nd_segment *s, int kind) nd_hidden;
 int  nd_seg_commit_slow(nd_segment *s, uint64_t todo) nd_hidden;
 /* Purges the chunks in mask (never the header); clears their committed bits. */
 void nd_seg_purge(nd_segment *s, uint64_t mask) nd_hidden;
+
+/* Is OS page i of s inaccessible (segment.h: guards)? */
+static inline bool nd_seg_guarded(const nd_segment *s, size_t i)
+{
+    return (s->guards[i / 64] >> (i % 64)) & 1;
+}
 
 /* Chunk mask covering [p, p + len). */
 static inline uint64_t nd_seg_chunks(const nd_segment *s, const void *p, size_t len)

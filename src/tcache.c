@@ -10,6 +10,7 @@
 #include "meta.h"
 #include "msg.h"
 #include "options.h"
+#include "secure.h"
 
 void *nd_tcache_no_slots[1];   /* the NULL sentinel of every bin without slots */
 
@@ -20,7 +21,7 @@ void *nd_tcache_no_slots[1];   /* the NULL sentinel of every bin without slots *
 static uint32_t nd_bin_capacity(unsigned cls, bool shared)
 {
     size_t size = nd_class_size[cls];
-    if (shared || nd_opt(ND_OPT_check) >= 2 || size > (size_t)nd_opt(ND_OPT_tcache_max))
+    if (shared || nd_opt(ND_OPT_check) >= 2 || nd_secure_on() || size > (size_t)nd_opt(ND_OPT_tcache_max))
         return 0;
     size_t cap = (size_t)nd_opt(ND_OPT_tcache_bytes) / size;
     if (cap > (size_t)nd_opt(ND_OPT_tcache_count))
@@ -57,6 +58,10 @@ nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
     nd_tcache *tc = nd_meta_alloc_head(sizeof(nd_tcache) + slots * sizeof(void *), sizeof(nd_tcache));
     if (tc == NULL)
         return NULL;
+    if (!shared && nd_secure_on() && (tc->secure = nd_secure_create()) == NULL) {
+        nd_meta_free(tc, sizeof(nd_tcache) + slots * sizeof(void *));
+        return NULL;
+    }
     void **slot = (void **)(tc + 1);
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         nd_bin *b = &tc->bins[c];
@@ -79,6 +84,8 @@ nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
 
 void nd_tcache_destroy(nd_tcache *tc)
 {
+    if (tc->secure != NULL)
+        nd_secure_destroy(tc->secure);
     nd_meta_free(tc, sizeof(nd_tcache) + tc->slot_bytes);
 }
 
@@ -129,7 +136,7 @@ static bool nd_tcache_fill(nd_tcache *tc, unsigned c)
 }
 
 /* A request that failed is not counted (see nd_tcache_count_request). */
-static void *nd_tcache_uncount(nd_tcache *tc, unsigned c)
+void *nd_tcache_uncount(nd_tcache *tc, unsigned c)
 {
     nd_bin *b = &tc->bins[c];
     if (b->tick < ND_TICK_PERIOD)
@@ -240,6 +247,8 @@ void nd_tcache_flush(nd_tcache *tc, unsigned c, size_t n)
 
 void nd_tcache_flush_all(nd_tcache *tc)
 {
+    if (tc->secure != NULL)
+        nd_secure_flush(tc);
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
         nd_tcache_flush(tc, c, tc->binfo[c].cap);
 }
@@ -286,6 +295,8 @@ void nd_tcache_gc(nd_tcache *tc, bool force)
        unneeded. The pass waits for a few samples (nd_tcache_gc_due), so
        that low-water marks mean something however slowly time passes. */
     tc->gc_samples = 0;
+    if (force && tc->secure != NULL)
+        nd_secure_flush(tc);
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         nd_bin *b = &tc->bins[c];
         nd_bin_info *bi = &tc->binfo[c];
@@ -358,5 +369,8 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
                 return false;
         }
     }
+    if ((tc->secure != NULL) != (nd_secure_on() && !tc->heap.shared) ||
+        (tc->secure != NULL && !nd_secure_is_valid(tc)))
+        return false;
     return tc->heap.bins == (tc->heap.shared ? NULL : tc->bins) && nd_heap_is_valid(&tc->heap);
 }

@@ -89,13 +89,16 @@ typedef struct nd_bin_info {
  * A thread cache and the heap under it.
  * Invariants: the bins' slot arrays (slot_bytes) follow the struct in the
  * same allocation; heap.bins == bins; every bin's blocks belong to heap.
- * gc_samples counts tick roll-overs since the last GC pass.
+ * gc_samples counts tick roll-overs since the last GC pass. secure != NULL
+ * exactly when secure=1 and the cache is not a shared heap's; then every
+ * bin has capacity 0 (secure.h).
  */
 typedef struct nd_aligned(ND_CACHE_LINE) nd_tcache {
     nd_bin       bins[ND_CLASS_COUNT];
     nd_bin_info  binfo[ND_CLASS_COUNT];
     uint32_t     slot_bytes;
     uint32_t     gc_samples;
+    struct nd_secure *secure;   /* secure=1: random bins and quarantine (secure.h) */
     nd_heap      heap;
 } nd_tcache;
 
@@ -119,6 +122,8 @@ static inline nd_tcache *nd_tcache_of_heap(nd_heap *h)
 /* Counts a request of class c made on the slow path; true when the tick
    rolled over (time for a maintenance check). */
 bool  nd_tcache_count_request(nd_tcache *tc, unsigned c) nd_hidden;
+/* Takes back the count of a request of class c that failed; returns NULL. */
+void *nd_tcache_uncount(nd_tcache *tc, unsigned c) nd_hidden;
 /* A block of class c for the slow path: from the bin (refilled if empty),
    or straight from the heap for classes without a cache. NULL = ENOMEM. */
 void *nd_tcache_alloc(nd_tcache *tc, unsigned c) nd_hidden;

@@ -18,6 +18,7 @@
 #include "node.h"
 #include "options.h"
 #include "os.h"
+#include "secure.h"
 #include "topo.h"
 
 /* ---- the static tcaches and records, and TLS ------------------------------ */
@@ -284,6 +285,14 @@ nd_tcache *nd_thread_tcache_for(const nd_segment *s)
 #define ND_START_AFTER_REMOTE_FREES 64
 static __thread uint32_t nd_tls_remote_frees;
 
+nd_tcache *nd_thread_quarantine(void)
+{
+    nd_thread *t = nd_tls_thread;
+    nd_tcache *tc = t->state == ND_THREAD_LIVE ? nd_tls_tc
+                  : t->state == ND_THREAD_NEW ? nd_thread_start() : NULL;
+    return tc != NULL && tc->secure != NULL ? tc : NULL;
+}
+
 nd_tcache *nd_thread_cache_for_free(const nd_segment *s, bool may_start)
 {
     nd_thread *t = nd_tls_thread;
@@ -332,6 +341,10 @@ void nd_thread_done(void *arg)
     nd_tls_tc = &nd_tcache_dead;
     nd_tls_thread = &nd_thread_dead;
     nd_tls_tid = 0;
+    /* secure=1: the blocks the thread kept in quarantine go back now,
+       checked, rather than wait unaudited for the next thread. */
+    if (t->plain->secure != NULL)
+        nd_secure_flush_quarantine(t->plain);
     /* Pooled for the next thread to start on this node, cached blocks and
        all: it finds its caches warm, as a thread of a pool would. Its heaps
        first give back pages no block is in and segments kept spare, since
@@ -425,7 +438,14 @@ void nd_thread_fork_child(void)
     while (t) {
         nd_thread *next = t->next;
         if (t == self || t->state == ND_THREAD_POOLED) {
-            /* The caller, and records no thread was using: they stay. */
+            /* The caller, and records no thread was using: they stay, with
+               randomness of their own (secure=1: the child's allocation
+               order is not its parent's or its siblings'). */
+            nd_tcache *tcs[ND_MAX_NODES + 1];
+            int n = nd_thread_tcaches(t, tcs);
+            for (int i = 0; i < n; i++)
+                if (tcs[i]->secure != NULL)
+                    nd_secure_reseed(tcs[i]->secure);
             t->next = nd_threads_head;
             t->prev = NULL;
             if (nd_threads_head)
@@ -523,15 +543,21 @@ static void *nd_thread_huge(nd_tcache *tc, size_t size, size_t alignment)
     return p;
 }
 
-void *nd_thread_malloc(nd_tcache *tc, size_t size)
+/* secure=1: a block of class c for a request of `size` bytes, through the
+   checked path (secure.h), which pads the request by a canary word (the
+   caller chose c for that). Every malloc comes here; the request count's
+   roll-overs (nd_tcache_count_request) tick the heap and run maintenance,
+   as the fast path's do. */
+static inline void *nd_thread_secure_alloc(nd_tcache *tc, unsigned c, size_t size)
 {
-    nd_thread_tick(tc);
-    if (size <= ND_MEDIUM_MAX) {
-        unsigned c = nd_class_of(size);
-        if (nd_tcache_count_request(tc, c) && !tc->heap.shared && nd_tls_thread->state == ND_THREAD_LIVE)
-            nd_thread_maintain(nd_tls_thread, false);
-        return nd_tcache_alloc(tc, c);
-    }
+    if (nd_tcache_count_request(tc, c) && !tc->heap.shared && nd_tls_thread->state == ND_THREAD_LIVE)
+        nd_thread_maintain(nd_tls_thread, false);
+    return nd_secure_alloc(tc, c, size);
+}
+
+/* Blocks above the classes: large or huge. */
+static void *nd_thread_malloc_big(nd_tcache *tc, size_t size)
+{
     if (size > (size_t)PTRDIFF_MAX) {
         errno = ENOMEM;
         return NULL;
@@ -539,6 +565,30 @@ void *nd_thread_malloc(nd_tcache *tc, size_t size)
     if (size <= ND_LARGE_MAX)
         return nd_thread_large(tc, size, 0);
     return nd_thread_huge(tc, size, 0);
+}
+
+/* secure=1: requests padded by the canary word; those too large for a
+   class with it are large blocks. */
+static nd_noinline void *nd_thread_malloc_secure(nd_tcache *tc, size_t size)
+{
+    if (size <= ND_SECURE_CLASS_MAX)
+        return nd_thread_secure_alloc(tc, nd_class_of(size + ND_SECURE_TAIL), size);
+    nd_thread_tick(tc);
+    return nd_thread_malloc_big(tc, size);
+}
+
+void *nd_thread_malloc(nd_tcache *tc, size_t size)
+{
+    if (nd_unlikely(nd_secure_on()))
+        return nd_thread_malloc_secure(tc, size);
+    nd_thread_tick(tc);
+    if (size <= ND_MEDIUM_MAX) {
+        unsigned c = nd_class_of(size);
+        if (nd_tcache_count_request(tc, c) && !tc->heap.shared && nd_tls_thread->state == ND_THREAD_LIVE)
+            nd_thread_maintain(nd_tls_thread, false);
+        return nd_tcache_alloc(tc, c);
+    }
+    return nd_thread_malloc_big(tc, size);
 }
 
 void *nd_thread_malloc_aligned(nd_tcache *tc, size_t alignment, size_t size)
@@ -550,9 +600,16 @@ void *nd_thread_malloc_aligned(nd_tcache *tc, size_t alignment, size_t size)
         return NULL;
     }
     if (alignment <= ND_ALIGN_NATURAL) {
-        unsigned c = nd_class_aligned(size, alignment);
-        if (c < ND_CLASS_COUNT)
-            return nd_thread_malloc(tc, nd_class_size[c]);
+        if (nd_unlikely(nd_secure_on())) {
+            unsigned c = size <= ND_SECURE_CLASS_MAX ? nd_class_aligned(size + ND_SECURE_TAIL, alignment)
+                                                    : ND_CLASS_COUNT;
+            if (c < ND_CLASS_COUNT)
+                return nd_thread_secure_alloc(tc, c, size);
+        } else {
+            unsigned c = nd_class_aligned(size, alignment);
+            if (c < ND_CLASS_COUNT)
+                return nd_thread_malloc(tc, nd_class_size[c]);
+        }
     }
     if (nd_large_fits(size, alignment))
         return nd_thread_large(tc, size, alignment);

@@ -71,6 +71,10 @@ nd_tcache *nd_thread_tcache_for(const nd_segment *s) nd_hidden;
    has it already; NULL otherwise. may_start: a thread that has none yet
    gets one after a few such frees. */
 nd_tcache *nd_thread_cache_for_free(const nd_segment *s, bool may_start) nd_hidden;
+/* secure=1: the calling thread's plain tcache, which keeps the blocks it
+   frees in quarantine (started if the thread had none yet); NULL if it
+   cannot have one. */
+nd_tcache *nd_thread_quarantine(void) nd_hidden;
 /* pthread key destructor. */
 void nd_thread_done(void *arg) nd_hidden;
 

@@ -376,8 +376,9 @@ struct scenario {
 static const struct scenario *find_scenario(const char *name);
 
 /* Runs scenario `name` with `arg` in a child: forked when `options` is NULL,
-   else this program re-executed with NODAL_OPTIONS=options. */
-static void expect_misuse(const char *what, const char *options, const char *name, long arg)
+   else this program re-executed with NODAL_OPTIONS=options. Leaves what
+   the child did in mc. */
+static void run_scenario(const char *options, const char *name, long arg)
 {
     const struct scenario *sc = find_scenario(name);
     EXPECT(sc != NULL, "a scenario named %s", name);
@@ -418,10 +419,28 @@ static void expect_misuse(const char *what, const char *options, const char *nam
         while (waitpid(pid, &mc.status, 0) < 0 && errno == EINTR)
             ;
     }
+}
+
+/* The scenario's misuse must end in nodal's line it announced and abort(). */
+static void expect_misuse(const char *what, const char *options, const char *name, long arg)
+{
+    run_scenario(options, name, arg);
     char full[320];
     snprintf(full, sizeof full, "%s%s%s", what, options ? " with NODAL_OPTIONS=" : "",
              options ? options : "");
     check_death(full, &mc);
+}
+
+/* The scenario's misuse must fault at once (a guard page): SIGSEGV, with
+   nothing from nodal (it never saw the write). */
+static void expect_fault(const char *what, const char *options, const char *name, long arg)
+{
+    run_scenario(options, name, arg);
+    EXPECT(WIFSIGNALED(mc.status) && WTERMSIG(mc.status) == SIGSEGV,
+           "%s with NODAL_OPTIONS=%s to fault at the write (SIGSEGV: a guard page); the child %s; "
+           "its stderr: \"%s\"", what, options ? options : "", nd_describe_status(mc.status), mc.err);
+    EXPECT(strstr(mc.out, "about to write") != NULL,
+           "the child of \"%s\" to reach the write; its stdout: \"%s\"", what, mc.out);
 }
 
 /* The child side of a re-executed scenario. */
@@ -790,6 +809,16 @@ static void write_after_free_of_a_remotely_freed_block_is_caught(void)
                   "poison_remote", 48);
 }
 
+/* Under secure=1 the freeing thread keeps the block in quarantine; when it
+   exits, the block goes back (checked) to its page's remote list, where
+   the write lands on its link. */
+static void write_after_free_of_a_remotely_freed_block_is_caught_under_secure_1(void)
+{
+    nd_api();
+    expect_misuse("one 8-byte write into a 48-byte block freed by another thread", "secure=1",
+                  "poison_remote", 48);
+}
+
 static void write_after_free_into_a_page_free_list_is_caught(void)
 {
     nd_api();
@@ -804,7 +833,9 @@ static void write_after_free_into_a_page_free_list_is_caught_under_check_2(void)
 
 /* ---- overflows (secure=1) ------------------------------------------------- */
 
-/* Two live neighbours a, b (b right after a's usable bytes) of `size`. */
+/* Two live neighbours a, b of `size`: b is the block that starts right
+   after a's block (the blocks' stride apart: a's usable bytes, then under
+   secure=1 a's canary). */
 static int find_neighbours(size_t size, unsigned char **a, unsigned char **b)
 {
     const struct nd_api *A = nd_api();
@@ -812,15 +843,18 @@ static int find_neighbours(size_t size, unsigned char **a, unsigned char **b)
     for (int i = 0; i < 512; i++)
         if (!(blk[i] = A->malloc(size)))
             _exit(4);
-    for (int i = 0; i < 512; i++) {
-        size_t u = A->usable_size(blk[i]);
+    size_t stride = SIZE_MAX;
+    for (int i = 0; i < 512; i++)
         for (int j = 0; j < 512; j++)
-            if (blk[j] == blk[i] + u) {
+            if (blk[j] > blk[i] && (size_t)(blk[j] - blk[i]) < stride)
+                stride = (size_t)(blk[j] - blk[i]);
+    for (int i = 0; i < 512; i++)
+        for (int j = 0; j < 512; j++)
+            if (blk[j] == blk[i] + stride) {
                 *a = blk[i];
                 *b = blk[j];
                 return 1;
             }
-    }
     return 0;
 }
 
@@ -835,10 +869,12 @@ static void sc_overflow_into_free_neighbour(long size)
     want("nodal: malloc(): corrupted free list: %p | nodal: malloc(): free block modified after "
          "free: %p", (void *)b, (void *)b);
     A->free(b);
-    memset(a + A->usable_size(a), 0x41, 16);   /* 16 bytes past a's end: b's first 16 */
+    size_t u = A->usable_size(a);
+    memset(a + u, 0x41, (size_t)(b - a) - u + 16);   /* past a's end, through b's first 16 */
     for (int i = 0; i < 4096; i++)
         (void)A->malloc((size_t)size);
-    let_through("a 16-byte overflow from %p into its free neighbour %p", (void *)a, (void *)b);
+    let_through("an overflow from %p through the first 16 bytes of its free neighbour %p", (void *)a,
+                (void *)b);
 }
 
 static void sc_overflow_into_live_neighbour(long size)
@@ -856,7 +892,7 @@ static void sc_overflow_into_live_neighbour(long size)
 static void overflow_into_a_free_neighbour_is_caught_under_secure_1(void)
 {
     nd_api();
-    expect_misuse("a 16-byte overflow into a free neighbour", "secure=1",
+    expect_misuse("an overflow through the first 16 bytes of a free neighbour", "secure=1",
                   "overflow_into_free_neighbour", 48);
 }
 
@@ -865,6 +901,268 @@ static void overflow_into_a_live_neighbour_is_caught_under_secure_1(void)
     nd_api();
     expect_misuse("a 32-byte overflow past the end of a 40-byte block", "secure=1",
                   "overflow_into_live_neighbour", 40);
+}
+
+/* ---- more of secure=1 -------------------------------------------------------- */
+
+/* A write into a freed block, past its link and mark (where the default
+   checks do not look), at byte `off` of a `size`-byte block: reported when
+   the block is checked again, by a later malloc. Blocks of the size come
+   and go meanwhile, so the block leaves quarantine and is reused. */
+static void sc_write_after_free(long arg)
+{
+    size_t size = (size_t)arg & 0xffffff, off = (size_t)arg >> 24;
+    const struct nd_api *A = nd_api();
+    unsigned char *p = A->malloc(size);
+    void *keep = A->malloc(size);
+    if (!p || !keep)
+        _exit(4);
+    want("nodal: malloc(): free block modified after free: %p", (void *)p);
+    A->free(p);
+    p[off] ^= 0x40;
+    enum { LIVE = 16 };
+    void *live[LIVE] = { 0 };
+    for (int i = 0; i < 100000; i++) {
+        A->free(live[i % LIVE]);
+        live[i % LIVE] = A->malloc(size);
+        if (live[i % LIVE] == p)
+            let_through("a write into the freed %zu-byte block %p at byte %zu; malloc handed it out again",
+                        size, (void *)p, off);
+    }
+    let_through("a write into the freed %zu-byte block %p at byte %zu", size, (void *)p, off);
+}
+
+static long waf(size_t size, size_t off) { return (long)(size | off << 24); }
+
+static void write_after_free_is_caught_at_reuse_under_secure_1(void)
+{
+    nd_api();
+    /* In the first 64 bytes: seen by the quarantine's audit, soon. */
+    expect_misuse("a 1-byte write at byte 24 of a freed 48-byte block", "secure=1", "write_after_free",
+                  waf(48, 24));
+    /* Further in (the fill covers a block's first 256 bytes): seen when the
+       block is handed out again. */
+    expect_misuse("a 1-byte write at byte 200 of a freed 500-byte block", "secure=1", "write_after_free",
+                  waf(500, 200));
+    expect_misuse("a 1-byte write at byte 255 of a freed 6000-byte block", "secure=1", "write_after_free",
+                  waf(6000, 255));
+}
+
+/* One byte written just past the request, into the block's slack. */
+static void sc_overflow_by_one(long size)
+{
+    const struct nd_api *A = nd_api();
+    unsigned char *a = A->malloc((size_t)size);
+    if (!a)
+        _exit(4);
+    want("nodal: free(): heap overflow past the end of the block: %p", (void *)a);
+    a[size] = 0;
+    A->free(a);
+    let_through("a 1-byte overflow past the end of the %ld-byte block %p", size, (void *)a);
+}
+
+static void one_byte_overflow_is_caught_at_free_under_secure_1(void)
+{
+    nd_api();
+    /* 33 + the canary fit a 48-byte block: the byte lands in the slack. 40:
+       no slack, it lands on the canary. 5000: a medium class. */
+    long sizes[] = { 0, 33, 40, 5000, 100000 };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        expect_misuse("a 1-byte overflow past the end of a block", "secure=1", "overflow_by_one", sizes[i]);
+}
+
+/* The overflow is found by the free of another thread. */
+static void *free_arg(void *p)
+{
+    nd_api()->free(p);
+    return NULL;
+}
+
+static void sc_overflow_then_remote_free(long size)
+{
+    const struct nd_api *A = nd_api();
+    unsigned char *a = A->malloc((size_t)size);
+    if (!a)
+        _exit(4);
+    want("nodal: free(): heap overflow past the end of the block: %p", (void *)a);
+    memset(a + size, 0x41, 8);
+    pthread_t t;
+    if (pthread_create(&t, NULL, free_arg, a) != 0)
+        _exit(4);
+    pthread_join(t, NULL);
+    let_through("an 8-byte overflow past the end of the %ld-byte block %p, freed by another thread",
+                size, (void *)a);
+}
+
+static void overflow_is_caught_by_a_free_in_another_thread_under_secure_1(void)
+{
+    nd_api();
+    expect_misuse("an 8-byte overflow past a 40-byte block freed by another thread", "secure=1",
+                  "overflow_then_remote_free", 40);
+}
+
+static void sc_realloc_overflowed(long size)
+{
+    const struct nd_api *A = nd_api();
+    unsigned char *a = A->malloc((size_t)size);
+    if (!a)
+        _exit(4);
+    want("nodal: realloc(): heap overflow past the end of the block: %p", (void *)a);
+    memset(a + size, 0x41, 4);
+    a = A->realloc(a, (size_t)size * 3);
+    let_through("a 4-byte overflow past the end of a %ld-byte block, then realloc", size);
+}
+
+static void realloc_of_an_overflowed_block_is_caught_under_secure_1(void)
+{
+    nd_api();
+    expect_misuse("realloc() of a 100-byte block written 4 bytes past its end", "secure=1",
+                  "realloc_overflowed", 100);
+}
+
+/* A double free whose first free was followed by a write over the block's
+   first 16 bytes (its mark among them). */
+static void sc_double_free_after_write(long size)
+{
+    const struct nd_api *A = nd_api();
+    void *keep = A->malloc((size_t)size);
+    unsigned char *p = A->malloc((size_t)size);
+    if (!keep || !p)
+        _exit(4);
+    want("nodal: free(): double free: %p", (void *)p);
+    A->free(p);
+    memset(p, 0x41, 16);
+    A->free(p);
+    let_through("free(p), a write into p, free(p) of a %ld-byte block", size);
+}
+
+static void double_free_after_a_write_into_the_block_is_caught_under_secure_1(void)
+{
+    nd_api();
+    expect_misuse("a 48-byte block freed, written, and freed again", "secure=1", "double_free_after_write",
+                  48);
+}
+
+static void double_free_across_threads_is_caught_under_secure_1(void)
+{
+    nd_api();
+    long sizes[] = { 32, 3000, 100000 };
+    for (size_t i = 0; i < 3; i++) {
+        expect_misuse("a block freed by its owner, then by another thread", "secure=1",
+                      "double_free_owner_then_other", sizes[i]);
+        expect_misuse("a block freed by another thread, then by its owner", "secure=1",
+                      "double_free_other_then_owner", sizes[i]);
+    }
+    expect_misuse("freeing a 32-byte block p, then q, then p again", "secure=1", "double_free_p_q_p", 32);
+}
+
+/* Writes one byte past the usable end of a block of `size` bytes. */
+static void sc_write_past_usable(long size)
+{
+    const struct nd_api *A = nd_api();
+    unsigned char *p = A->malloc((size_t)size);
+    if (!p)
+        _exit(4);
+    size_t u = A->usable_size(p);
+    printf("about to write byte %zu of the %ld-byte block %p\n", u, size, (void *)p);
+    fflush(stdout);
+    ((volatile unsigned char *)p)[u] = 1;
+    let_through("a 1-byte write past the usable end of the %ld-byte block %p", size, (void *)p);
+}
+
+/* Large blocks of other sizes come and go where the block will be (their
+   guard pages stay behind, secure.h), then every usable byte of a block of
+   `size` is written, then one past it. */
+static void sc_write_past_reused_large(long size)
+{
+    const struct nd_api *A = nd_api();
+    void *keep = A->malloc(64);
+    long sizes[] = { 300L << 10, 150L << 10, size, 200L << 10, size + 8192, 140L << 10 };
+    for (int i = 0; i < 6; i++)
+        A->free(A->malloc((size_t)sizes[i]));
+    unsigned char *p = A->malloc((size_t)size);
+    if (!p || !keep)
+        _exit(4);
+    size_t u = A->usable_size(p);
+    memset(p, 0x5a, u);
+    printf("about to write byte %zu of the %ld-byte block %p\n", u, size, (void *)p);
+    fflush(stdout);
+    ((volatile unsigned char *)p)[u] = 1;
+    let_through("a 1-byte write past the usable end of the %ld-byte block %p", size, (void *)p);
+}
+
+static void overflow_past_a_large_block_faults_under_secure_1(void)
+{
+    nd_api();
+    long sizes[] = { 200L << 10, 256L << 10, (1L << 20) - 8192 };
+    for (size_t i = 0; i < 3; i++)
+        expect_fault("a write past the end of a large block", "secure=1", "write_past_usable", sizes[i]);
+    expect_fault("a write past the end of a large block where others came and went", "secure=1",
+                 "write_past_reused_large", 220L << 10);
+}
+
+/* A huge block freed, then a block of another size that reuses its
+   mapping, grown or trimmed (arg: first size in MiB << 16 | second size
+   in MiB); a write past the end of the second. */
+static void sc_write_past_reused_huge(long arg)
+{
+    const struct nd_api *A = nd_api();
+    size_t first = (size_t)(arg >> 16) << 20, second = (size_t)(arg & 0xffff) << 20;
+    void *keep = A->malloc(64);
+    A->free(A->malloc(first));
+    unsigned char *p = A->malloc(second);
+    if (!p || !keep)
+        _exit(4);
+    size_t u = A->usable_size(p);
+    printf("about to write byte %zu of the %zu-byte block %p (after a %zu-byte one)\n", u, second,
+           (void *)p, first);
+    fflush(stdout);
+    ((volatile unsigned char *)p)[u] = 1;
+    let_through("a 1-byte write past the usable end of the %zu-byte block %p", second, (void *)p);
+}
+
+static void overflow_past_a_huge_block_faults_under_secure_1(void)
+{
+    nd_api();
+    expect_fault("a write past the end of an 8 MiB block", "secure=1", "write_past_usable", 8L << 20);
+    expect_fault("a write past the end of a 5 MiB + 1 byte block", "secure=1", "write_past_usable",
+                 (5L << 20) + 1);
+    /* A freed mapping reused for a larger block (grown) and a much smaller
+       one (trimmed): the guard page moves to the new end. */
+    expect_fault("a write past the end of a 12 MiB block in a grown 8 MiB mapping", "secure=1",
+                 "write_past_reused_huge", 8L << 16 | 12);
+    expect_fault("a write past the end of a 6 MiB block in a trimmed 64 MiB mapping", "secure=1",
+                 "write_past_reused_huge", 64L << 16 | 6);
+}
+
+/* Blocks of `size` until one ends where the last page of its segment ends;
+   a write just past it. */
+static void sc_write_past_segment_end(long size)
+{
+    const struct nd_api *A = nd_api();
+    const uintptr_t seg = (uintptr_t)4 << 20;
+    for (int i = 0; i < 200000; i++) {
+        unsigned char *p = A->malloc((size_t)size);
+        if (!p)
+            _exit(4);
+        uintptr_t end = (uintptr_t)p + A->usable_size(p) + 8;   /* + its canary */
+        if (seg - (end & (seg - 1)) <= 4096 && (end & (seg - 1)) != 0) {
+            size_t gap = seg - (end & (seg - 1));
+            printf("about to write %zu bytes past the end of the block %p, the last of its segment\n",
+                   gap, (void *)p);
+            fflush(stdout);
+            memset(p + A->usable_size(p), 0x41, 8 + gap);
+            let_through("an overflow past the last block %p of a segment", (void *)p);
+        }
+    }
+    fprintf(stderr, "no block near the end of a segment among 200000\n");
+    _exit(6);
+}
+
+static void overflow_past_the_last_block_of_a_segment_faults_under_secure_1(void)
+{
+    nd_api();
+    expect_fault("an overflow past the last block of a segment", "secure=1", "write_past_segment_end", 56);
 }
 
 /* An overflow past the end of a block that ends where the next segment
@@ -947,6 +1245,15 @@ static const struct scenario scenarios[] = {
     { "overflow_into_live_neighbour", sc_overflow_into_live_neighbour },
     { "overflow_into_next_segment", sc_overflow_into_next_segment },
     { "realloc_freed", sc_realloc_freed },
+    { "write_after_free", sc_write_after_free },
+    { "overflow_by_one", sc_overflow_by_one },
+    { "overflow_then_remote_free", sc_overflow_then_remote_free },
+    { "realloc_overflowed", sc_realloc_overflowed },
+    { "double_free_after_write", sc_double_free_after_write },
+    { "write_past_usable", sc_write_past_usable },
+    { "write_past_segment_end", sc_write_past_segment_end },
+    { "write_past_reused_huge", sc_write_past_reused_huge },
+    { "write_past_reused_large", sc_write_past_reused_large },
 };
 
 static const struct scenario *find_scenario(const char *name)
@@ -984,10 +1291,20 @@ static const struct nd_case cases[] = {
     ND_CASE(free_of_unmapped_address_aborts_with_message),
     ND_CASE(free_of_a_segment_base_aborts_with_message),
     ND_CASE(write_after_free_of_a_remotely_freed_block_is_caught),
+    ND_CASE(write_after_free_of_a_remotely_freed_block_is_caught_under_secure_1),
     ND_CASE(write_after_free_into_a_page_free_list_is_caught),
     ND_CASE(write_after_free_into_a_page_free_list_is_caught_under_check_2),
     ND_CASE(overflow_into_a_free_neighbour_is_caught_under_secure_1),
     ND_CASE(overflow_into_a_live_neighbour_is_caught_under_secure_1),
+    ND_CASE(write_after_free_is_caught_at_reuse_under_secure_1),
+    ND_CASE(one_byte_overflow_is_caught_at_free_under_secure_1),
+    ND_CASE(overflow_is_caught_by_a_free_in_another_thread_under_secure_1),
+    ND_CASE(realloc_of_an_overflowed_block_is_caught_under_secure_1),
+    ND_CASE(double_free_after_a_write_into_the_block_is_caught_under_secure_1),
+    ND_CASE(double_free_across_threads_is_caught_under_secure_1),
+    ND_CASE(overflow_past_a_large_block_faults_under_secure_1),
+    ND_CASE(overflow_past_a_huge_block_faults_under_secure_1),
+    ND_CASE(overflow_past_the_last_block_of_a_segment_faults_under_secure_1),
     ND_CASE(overflow_past_a_block_into_the_next_segment_is_reported_as_corruption),
     ND_CASE(realloc_of_a_freed_large_block_aborts_with_message),
     ND_CASE(realloc_of_a_freed_block_aborts_with_message_under_check_2),

@@ -1,0 +1,231 @@
+/*
+ * secure.c - what secure=1 promises besides catching misuse (the misuse
+ * itself is api/misuse.c's): allocation order is random and differs
+ * between processes, a freed block waits in quarantine for a bounded
+ * number of frees, malloc_usable_size is the size asked for (the canary
+ * follows it), and the quarantine is given back by nodal_collect.
+ *
+ * Registered with NODAL_OPTIONS=secure=1 (tests/CMakeLists.txt); every
+ * case fails if the option is not on.
+ */
+#include <stdint.h>
+
+#include "api.h"
+#include "check.h"
+#include "proc.h"
+
+static void need_secure(void)
+{
+    long v = nodal_option_get("secure");
+    EXPECT(v == 1, "these cases to run with NODAL_OPTIONS=secure=1; nodal_option_get(\"secure\") is %ld", v);
+}
+
+static int cmp_ptr(const void *a, const void *b)
+{
+    uintptr_t x = *(const uintptr_t *)a, y = *(const uintptr_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The distance between neighbouring blocks among `n` (the smallest gap). */
+static size_t stride_of(void *const *blk, size_t n)
+{
+    static uintptr_t sorted[8192];
+    EXPECT(n <= 8192, "at most 8192 blocks, got %zu", n);
+    memcpy(sorted, blk, n * sizeof *sorted);
+    qsort(sorted, n, sizeof *sorted, cmp_ptr);
+    size_t stride = SIZE_MAX;
+    for (size_t i = 1; i < n; i++)
+        if (sorted[i] - sorted[i - 1] < stride)
+            stride = sorted[i] - sorted[i - 1];
+    return stride;
+}
+
+/* 4000 blocks of 32 bytes one after another: a block handed out right
+   after its neighbour would be the rule with a sequential order (every
+   time, in the default mode); here it is the exception. */
+static void consecutive_blocks_are_rarely_neighbours(void)
+{
+    need_secure();
+    const struct nd_api *A = nd_api();
+    enum { N = 4000 };
+    static void *blk[N];
+    for (int i = 0; i < N; i++)
+        EXPECT((blk[i] = A->malloc(32)) != NULL, "malloc(32) to succeed");
+    size_t stride = stride_of(blk, N);
+    int adjacent = 0, distinct = 0;
+    static intptr_t seen[N];
+    for (int i = 1; i < N; i++) {
+        intptr_t d = (intptr_t)blk[i] - (intptr_t)blk[i - 1];
+        adjacent += d == (intptr_t)stride || d == -(intptr_t)stride;
+        int j = 0;
+        while (j < distinct && seen[j] != d)
+            j++;
+        if (j == distinct)
+            seen[distinct++] = d;
+    }
+    EXPECT(adjacent < N / 4, "at most a quarter of %d consecutive 32-byte blocks to be neighbours "
+           "(%zu bytes apart); %d were", N, stride, adjacent);
+    EXPECT(distinct >= 20, "the gap from one block to the next to take many values; it took %d", distinct);
+    for (int i = 0; i < N; i++)
+        A->free(blk[i]);
+}
+
+/* Two processes forked from one that already allocated: each draws its own
+   order (a forked child gets new randomness). */
+static void allocation_order_differs_between_forked_processes(void)
+{
+    need_secure();
+    const struct nd_api *A = nd_api();
+    void *warm = A->malloc(32);   /* the parent's thread cache exists before the forks */
+    enum { N = 64 };
+    uintptr_t order[2][N];
+    for (int k = 0; k < 2; k++) {
+        int fd[2];
+        EXPECT(pipe(fd) == 0, "pipe() to work");
+        pid_t pid = fork();
+        EXPECT(pid >= 0, "fork() to work");
+        if (pid == 0) {
+            uintptr_t mine[N];
+            for (int i = 0; i < N; i++)
+                mine[i] = (uintptr_t)A->malloc(32);
+            ssize_t w = write(fd[1], mine, sizeof mine);
+            _exit(w == (ssize_t)sizeof mine ? 0 : 1);
+        }
+        close(fd[1]);
+        size_t got = 0;
+        while (got < sizeof order[k]) {
+            ssize_t r = read(fd[0], (char *)order[k] + got, sizeof order[k] - got);
+            if (r <= 0)
+                break;
+            got += (size_t)r;
+        }
+        close(fd[0]);
+        int st;
+        waitpid(pid, &st, 0);
+        EXPECT(got == sizeof order[k] && WIFEXITED(st) && WEXITSTATUS(st) == 0,
+               "child %d to report its %d blocks", k, N);
+    }
+    EXPECT(memcmp(order[0], order[1], sizeof order[0]) != 0,
+           "two forked children to get their 64 blocks of 32 bytes in different orders; both got the same");
+    A->free(warm);
+}
+
+/* A freed block is not handed out again before ND_QUARANTINE (256) more
+   frees of the thread, and is handed out again after some more (the delay
+   is bounded). */
+static void a_freed_block_waits_for_256_more_frees_then_comes_back(void)
+{
+    need_secure();
+    const struct nd_api *A = nd_api();
+    enum { N = 600, DELAY = 256 };
+    static void *blk[N];
+    for (int i = 0; i < N; i++)
+        EXPECT((blk[i] = A->malloc(48)) != NULL, "malloc(48) to succeed");
+    void *p = blk[0];
+    A->free(p);
+    for (int i = 1; i < DELAY; i++) {
+        A->free(blk[i]);
+        void *q = A->malloc(48);
+        EXPECT(q != p, "a freed 48-byte block not to come back from malloc within %d frees; it came back "
+               "after %d", DELAY, i);
+        blk[i] = q;
+    }
+    int back = -1;
+    for (int i = 0; i < 20000 && back < 0; i++) {
+        int k = 1 + i % (N - 1);
+        A->free(blk[k]);
+        blk[k] = A->malloc(48);
+        if (blk[k] == p)
+            back = i;
+    }
+    EXPECT(back >= 0, "a freed 48-byte block to come back from malloc within 20000 frees after the "
+           "first %d; it did not (the quarantine should be bounded)", DELAY);
+    for (int i = 1; i < N; i++)
+        A->free(blk[i]);
+}
+
+/* malloc_usable_size is the size asked for: the canary comes right after. */
+static void usable_size_is_the_size_asked_for(void)
+{
+    need_secure();
+    const struct nd_api *A = nd_api();
+    for (size_t n = 0; n <= (size_t)128 << 10; n = n < 1100 ? n + 1 : n + n / 7) {
+        unsigned char *p = A->malloc(n);
+        EXPECT(p != NULL, "malloc(%zu) to succeed", n);
+        size_t u = A->usable_size(p);
+        if (n + 8 <= ((size_t)128 << 10))
+            EXPECT(u == n, "malloc_usable_size of a %zu-byte block to be %zu under secure=1, got %zu", n, n, u);
+        else
+            EXPECT(u >= n, "malloc_usable_size of a %zu-byte block to be >= %zu, got %zu", n, n, u);
+        memset(p, 0x5a, u);   /* every usable byte may be written */
+        A->free(p);
+    }
+    /* realloc in place moves the canary: the usable size follows. */
+    unsigned char *p = A->malloc(100);
+    unsigned char *q = A->realloc(p, 90);
+    EXPECT(q == p && A->usable_size(q) == 90, "realloc(p, 90) of a 100-byte block to stay in place with "
+           "a usable size of 90; got %p (was %p), %zu", (void *)q, (void *)p, A->usable_size(q));
+    memset(q, 1, 90);
+    A->free(q);
+}
+
+/* What the quarantine and the random bins hold goes back with
+   nodal_collect(1): the pages they kept in use are released. */
+static void nodal_collect_gives_the_quarantine_back(void)
+{
+    need_secure();
+    const struct nd_api *A = nd_api();
+    nodal_memory_info before, held, after;
+    nodal_collect(1);
+    nodal_memory_info_get(&before);
+    enum { N = 3000 };
+    static void *blk[N];
+    for (int i = 0; i < N; i++)
+        EXPECT((blk[i] = A->malloc(1000)) != NULL, "malloc(1000) to succeed");
+    for (int i = 0; i < N; i++)
+        A->free(blk[i]);
+    nodal_memory_info_get(&held);
+    nodal_collect(1);
+    nodal_memory_info_get(&after);
+    EXPECT(held.active > before.active, "freed blocks in quarantine to keep pages active (before %zu, "
+           "after the frees %zu)", before.active, held.active);
+    EXPECT(after.active <= before.active + ((size_t)128 << 10),
+           "nodal_collect(1) to give the quarantined blocks' pages back: active %zu before, %zu with the "
+           "quarantine, %zu after", before.active, held.active, after.active);
+}
+
+/* Node-bound large blocks are committed (populated and checked) chunk by
+   chunk; a run that ends at its segment's end must stop before the
+   segment's guard page. Blocks of many sizes on node 0 until several have
+   ended in a segment's last chunk; every usable byte written. */
+static void node_bound_large_blocks_reach_the_end_of_their_segment(void)
+{
+    need_secure();
+    const uintptr_t seg = (uintptr_t)4 << 20;
+    enum { N = 200 };
+    static unsigned char *blk[N];
+    int at_end = 0, n = 0;
+    for (size_t size = (size_t)130 << 10; n < N && at_end < 4; size = size * 5 / 4 > ((size_t)1000 << 10) ?
+                                                                       (size_t)130 << 10 : size * 5 / 4) {
+        unsigned char *p = nodal_malloc_node(size, 0);
+        EXPECT(p != NULL, "nodal_malloc_node(%zu, 0) to succeed (errno %d)", size, errno);
+        size_t u = nodal_usable_size(p);
+        memset(p, 0x5a, u);
+        uintptr_t end = ((uintptr_t)p + u - 1) & (seg - 1);
+        at_end += end >= seg - ((uintptr_t)64 << 10);   /* in the last 64 KiB chunk of its segment */
+        blk[n++] = p;
+    }
+    EXPECT(at_end >= 1, "some of %d node-bound large blocks to end in the last chunk of their segment", n);
+    for (int i = 0; i < n; i++)
+        nodal_free(blk[i]);
+}
+
+static const struct nd_case cases[] = {
+    ND_CASE(consecutive_blocks_are_rarely_neighbours),
+    ND_CASE(allocation_order_differs_between_forked_processes),
+    ND_CASE(a_freed_block_waits_for_256_more_frees_then_comes_back),
+    ND_CASE(usable_size_is_the_size_asked_for),
+    ND_CASE(nodal_collect_gives_the_quarantine_back),
+    ND_CASE(node_bound_large_blocks_reach_the_end_of_their_segment),
+};
+ND_MAIN(cases)
