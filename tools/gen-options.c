@@ -1,5 +1,5 @@
 /*
- * gen-options.c - prints nodal's option table (src/options.h) as Markdown
+ * gen-options.c - prints nodal's option table (src/support/options.h) as Markdown
  * (for the README), man page text (for nodal(3) and nodal-run(1)) or plain
  * text. Build-time helper; not installed.
  *

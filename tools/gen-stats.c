@@ -1,5 +1,5 @@
 /*
- * gen-stats.c - prints nodal's statistics table (src/counters.h) as
+ * gen-stats.c - prints nodal's statistics table (src/base/counters.h) as
  * Markdown, for the README (a unit test keeps the two equal). Build-time
  * helper; not installed.
  *

@@ -5,7 +5,7 @@
  *   nodal-run [FLAGS] [--] PROGRAM [ARGS...]
  *
  * Every flag is checked against the option table before the program starts,
- * by the library's own code (src/options.c is linked in): an unknown name or
+ * by the library's own code (src/support/options.c is linked in): an unknown name or
  * an invalid value is an error with the same words the library would print,
  * and nodal-run exits with status 2. Options already in the environment
  * (NODAL_OPTIONS, NODAL_<NAME>) are checked the same way and kept; flags win

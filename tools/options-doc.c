@@ -1,5 +1,5 @@
 /*
- * options-doc.c - prints the option table (src/options.h) for people, with
+ * options-doc.c - prints the option table (src/support/options.h) for people, with
  * the same value formatting the library's messages use.
  */
 #include "options-doc.h"

@@ -6,7 +6,7 @@
  * once at start-up.
  *
  * OPTIONS-TABLE: the option names and the values tried are in `options`
- * below; adjust them there when the option table in src/options.c settles.
+ * below; adjust them there when the option table in src/support/options.c settles.
  */
 #include <limits.h>
 

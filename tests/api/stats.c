@@ -2,7 +2,7 @@
  * stats.c - nodal's statistics tell the truth about a known workload, and
  * their JSON form is valid JSON.
  *
- * STATS-SCHEMA: the names this file relies on (src/counters.h is the one
+ * STATS-SCHEMA: the names this file relies on (src/base/counters.h is the one
  * table they come from; README.md lists them):
  *   nodal_stats_json() -> { "version": .., "pid": N, "program": "..",
  *                           "totals": { "requests": N, ... },

@@ -18,14 +18,16 @@ flags="-std=gnu11 -O2 -Wall -Wextra -Wundef -Wshadow -Wstrict-prototypes -Wmissi
 cxx=${CROSS_CXX:-aarch64-linux-gnu-g++}
 cxx_note=""
 command -v "$cxx" >/dev/null 2>&1 || cxx_note=" (C++ operators left out: no $cxx)"
-for f in "$root"/src/*.c; do
+incs=""
+for d in "$root"/src/*/; do incs="$incs -I$d"; done
+for f in "$root"/src/*/*.c; do
     [ -n "$cxx_note" ] && [ "$(basename "$f")" = new_delete.c ] && continue
-    $cc $flags -I"$root/include" -I"$root/src" -c "$f" -o "$out/$(basename "$f" .c).o" \
+    $cc $flags -I"$root/include" $incs -c "$f" -o "$out/$(basename "$f" .c).o" \
         || { echo "FAIL aarch64: expected $f to compile without warnings"; exit 1; }
 done
 if [ -z "$cxx_note" ]; then
-    $cxx -std=c++17 -O2 -Wall -Wextra -Werror -fPIC -fvisibility=hidden -I"$root/src" \
-        -c "$root/src/new_fail.cc" -o "$out/new_fail.o" \
+    $cxx -std=c++17 -O2 -Wall -Wextra -Werror -fPIC -fvisibility=hidden -I"$root/src/api" \
+        -c "$root/src/api/new_fail.cc" -o "$out/new_fail.o" \
         || { echo "FAIL aarch64: expected new_fail.cc to compile without warnings"; exit 1; }
 fi
 $cc -shared -Wl,--no-undefined -o "$out/libnodal.so" "$out"/*.o -lpthread || { echo "FAIL aarch64: expected libnodal.so to link"; exit 1; }

@@ -2,9 +2,11 @@
 """layers.py - no file of src/ includes or calls a layer above its own.
 
 The layers are written once, in the table of src/README.md between
-"<!-- layers" and "<!-- end of layers -->" (top first). A file may include
-the headers of its own row and the rows below it, and call the functions
-and macros those headers declare (or that the file defines itself).
+"<!-- layers" and "<!-- end of layers -->" (top first), each file named by
+its path under src/ (the directories are groups of layers). A file may
+include the headers of its own row and the rows below it, and call the
+functions and macros those headers declare (or that the file defines
+itself).
 
     layers.py SRC_DIR        (exit 0: all downward; 1: a violation)
 """
@@ -43,7 +45,16 @@ def strip_strings(code):
 def main():
     src = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "../../src")
     layer_of, names = layer_table(src)
-    files = sorted(f for f in os.listdir(src) if f.endswith((".c", ".h")))
+    files = sorted(os.path.relpath(os.path.join(d, f), src)
+                   for d, _, fs in os.walk(src) for f in fs if f.endswith((".c", ".h", ".cc")))
+    base = {}
+    for f in files:
+        b = os.path.basename(f)
+        if b in base:
+            problems_early = "two files of src/ are named %s: %s and %s" % (b, base[b], f)
+            print("FAIL layers: " + problems_early)
+            return 1
+        base[b] = f
     problems = []
     for f in files:
         if f not in layer_of:
@@ -71,7 +82,7 @@ def main():
             continue
         mine = layer_of[f]
         for m in re.finditer(r'^\s*#\s*include\s+"([^"]+)"', raw[f], re.M):
-            inc = m.group(1)
+            inc = base.get(os.path.basename(m.group(1)), m.group(1))
             if inc in layer_of and layer_of[inc] < mine:
                 problems.append("%s (layer '%s') includes %s (layer '%s', above it)"
                                 % (f, names[mine], inc, names[layer_of[inc]]))
@@ -81,6 +92,15 @@ def main():
                 line = code[f].count("\n", 0, m.start()) + 1
                 problems.append("%s:%d (layer '%s') calls %s, declared in %s (layer '%s', above it)"
                                 % (f, line, names[mine], m.group(1), h, names[layer_of[h]]))
+    # Each directory is one run of rows: a layer group.
+    seen, last = [], None
+    for f, depth in sorted(layer_of.items(), key=lambda kv: kv[1]):
+        d = os.path.dirname(f)
+        if d != last:
+            if d in seen:
+                problems.append("directory src/%s holds rows that are not next to each other in the table" % d)
+            seen.append(d)
+            last = d
     for p in sorted(set(problems)):
         print("FAIL layers: " + p)
     if problems:
