@@ -430,6 +430,27 @@ bool nd_heap_reclaim(nd_heap *h)
     return any;
 }
 
+void nd_heap_fork_child(nd_heap *h)
+{
+    /* A notifier holds BUSY from its push until its page is on h->notified
+       (nd_heap_notify). One that was cut off by the fork left the page BUSY,
+       on the list or not: clear BUSY and make sure the owner hears of it. */
+    for (nd_page *pg = h->full.first; pg; pg = pg->next) {
+        if (!nd_page_fork_clear_busy(pg))
+            continue;
+        bool queued = false;
+        for (nd_page *q = h->notified; q != NULL; q = q->xnext)
+            if (q == pg) {
+                queued = true;
+                break;
+            }
+        if (!queued) {
+            pg->xnext = h->notified;
+            h->notified = pg;
+        }
+    }
+}
+
 void nd_heap_abandon(nd_heap *h)
 {
     /* No more notifications: disarm full pages, then forget notified ones. */

@@ -135,6 +135,10 @@ bool   nd_heap_adopt_segment(nd_heap *h, nd_segment *s) nd_hidden;
    released, the rest of its segments abandoned to their node. The thread
    cache must have been flushed first. */
 void   nd_heap_abandon(nd_heap *h) nd_hidden;
+/* In a child after fork (single-threaded, h consistent: its owner is the
+   forking thread, pooled, or a locked shared heap): finishes the
+   notifications that threads lost in the fork had begun on h's full pages. */
+void   nd_heap_fork_child(nd_heap *h) nd_hidden;
 
 /* Debug check of the invariants above; true when they hold. Cost: O(pages
    + blocks). */

@@ -210,6 +210,15 @@ bool nd_page_arm(nd_page *pg)
     }
 }
 
+bool nd_page_fork_clear_busy(nd_page *pg)
+{
+    uintptr_t x = nd_load_relaxed(&pg->xfree);
+    if ((x & ND_XSTATE_MASK) != ND_XSTATE_BUSY)
+        return false;
+    nd_store_relaxed(&pg->xfree, x & ~ND_XSTATE_MASK);
+    return true;
+}
+
 /* ---- taking and giving blocks -------------------------------------------- */
 
 size_t nd_page_take(nd_page *pg, void **out, size_t n)

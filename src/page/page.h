@@ -237,6 +237,10 @@ bool nd_page_arm(nd_page *pg) nd_hidden;
 /* Stops notification (waiting out a notifier in flight); true if the page
    was armed, false if not (a notifier may then have pushed it). */
 bool nd_page_disarm(nd_page *pg) nd_hidden;
+/* In a child after fork, single-threaded: a notifier that did not survive the
+   fork may have left pg BUSY, which its owner would wait out forever. Clears
+   BUSY (the waiting blocks stay on the list); true if it was set. */
+bool nd_page_fork_clear_busy(nd_page *pg) nd_hidden;
 
 /* Is p on pg's free list? (the list is checked as it is walked) */
 bool nd_page_list_has(const nd_page *pg, const void *p) nd_hidden;

@@ -443,9 +443,11 @@ void nd_thread_fork_child(void)
                order is not its parent's or its siblings'). */
             nd_tcache *tcs[ND_MAX_NODES + 1];
             int n = nd_thread_tcaches(t, tcs);
-            for (int i = 0; i < n; i++)
+            for (int i = 0; i < n; i++) {
                 if (tcs[i]->secure != NULL)
                     nd_secure_reseed(tcs[i]->secure);
+                nd_heap_fork_child(&tcs[i]->heap);
+            }
             t->next = nd_threads_head;
             t->prev = NULL;
             if (nd_threads_head)
@@ -459,6 +461,10 @@ void nd_thread_fork_child(void)
         }
         t = next;
     }
+    for (int node = 0; node < ND_MAX_NODES; node++)
+        for (int b = 0; b < 2; b++)
+            if (nd_shared[node][b].tc != NULL)
+                nd_heap_fork_child(&nd_shared[node][b].tc->heap);
 }
 
 /* ---- maintenance ------------------------------------------------------------ */

@@ -6,9 +6,15 @@
  * must return to their owner's pages.
  */
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include "alloc.h"
+#include "heap.h"
+#include "page.h"
 #include "check.h"
+#include "proc.h"
 #include "thread.h"
 #include "segment.h"
 
@@ -131,7 +137,71 @@ static void remote_frees_in_chains_go_back_to_their_own_pages(void)
     }
 }
 
+/* A thread that frees a block of a full page "notifies" the owner: it holds
+   the page BUSY from its push until the page is on the owner's `notified`
+   list. fork() can cut such a thread off at either point; the owner in the
+   child must not wait for it forever. Simulated here: this thread pushes
+   one of its own blocks as a remote free would, stops where the notifier
+   would be cut off, and forks. The child frees everything (the page leaves
+   the full queue, which waits out BUSY), allocates again and checks the
+   heap. */
+static void fork_cutting_off_a_remote_free_leaves_a_working_child(void)
+{
+    enum { N = 4096 };
+    static void *blocks[N];
+    for (int variant = 0; variant < 2; variant++) {
+        nd_page *pg = NULL;
+        int victim = -1;
+        for (int i = 0; i < N; i++) {
+            blocks[i] = nodal_malloc(64);
+            EXPECT(blocks[i] != NULL, "malloc(64) to succeed");
+        }
+        for (int i = 0; i < N && pg == NULL; i++) {
+            nd_page *q = nd_page_of(nd_seg_base(blocks[i]), blocks[i]);
+            if ((nd_load_acquire(&q->xfree) & ND_XSTATE_MASK) == ND_XSTATE_NOTIFY)
+                pg = q, victim = i;
+        }
+        EXPECT(pg != NULL, "some page of %d blocks of 64 B to be full and armed", N);
+        EXPECT(nd_page_xpush(pg, blocks[victim]) == ND_XSTATE_NOTIFY,
+               "the push to find the page armed (the pusher must notify)");
+        nd_heap *h = nd_load_acquire(&pg->heap);
+        if (variant == 1) {     /* cut off after queueing the page, before clearing BUSY */
+            pg->xnext = h->notified;
+            h->notified = pg;
+        }
+        blocks[victim] = NULL;
+        fflush(NULL);
+        pid_t pid = fork();
+        EXPECT(pid >= 0, "fork to work");
+        if (pid == 0) {
+            alarm(20);
+            for (int i = 0; i < N; i++)
+                nodal_free(blocks[i]);
+            nodal_collect(0);
+            for (int i = 0; i < N; i++)
+                blocks[i] = nodal_malloc(64);
+            bool ok = nd_thread_is_valid();
+            for (int i = 0; i < N; i++)
+                nodal_free(blocks[i]);
+            _exit(ok && nd_thread_is_valid() ? 0 : 3);
+        }
+        /* The parent is single-threaded too: finish the notification the
+           same way, then give everything back. */
+        nd_heap_fork_child(h);
+        int st;
+        while (waitpid(pid, &st, 0) < 0)
+            ;
+        EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+               "the child (variant %d) to free, allocate and exit 0; it %s", variant,
+               nd_describe_status(st));
+        for (int i = 0; i < N; i++)
+            nodal_free(blocks[i]);
+        EXPECT(nd_thread_is_valid(), "the parent's heap to be valid after variant %d", variant);
+    }
+}
+
 static const struct nd_case cases[] = {
+    ND_CASE(fork_cutting_off_a_remote_free_leaves_a_working_child),
     ND_CASE(random_operations_keep_the_heap_valid),
     ND_CASE(remote_frees_return_to_the_owner),
     ND_CASE(remote_frees_in_chains_go_back_to_their_own_pages),
