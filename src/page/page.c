@@ -221,6 +221,18 @@ bool nd_page_fork_clear_busy(nd_page *pg)
 
 /* ---- taking and giving blocks -------------------------------------------- */
 
+/* How many blocks can still be carved without touching an OS page that
+   carving has not reached yet (0 for a page not carved at all). */
+static size_t nd_page_resident_room(const nd_page *pg)
+{
+    if (pg->capacity == 0 || pg->capacity >= pg->reserved)
+        return 0;
+    uintptr_t next = (uintptr_t)pg->start + (size_t)pg->capacity * pg->block_size;
+    uintptr_t ps = (uintptr_t)nd_os_page_size();
+    uintptr_t end = (next + ps - 1) & ~(ps - 1);
+    return (size_t)((end - next) / pg->block_size);
+}
+
 size_t nd_page_take(nd_page *pg, void **out, size_t n)
 {
     size_t got = 0;
@@ -235,16 +247,24 @@ size_t nd_page_take(nd_page *pg, void **out, size_t n)
             out[got++] = b;
             continue;
         }
-        /* Blocks other threads gave back come before blocks never used:
-           carving first would touch (make resident) the whole page while
-           most of its blocks wait on xfree. */
-        if ((nd_load_relaxed(&pg->xfree) & ~ND_XSTATE_MASK) != 0) {
+        /* Blocks other threads gave back come before blocks that would make
+           more memory resident: carving on through the page while most of
+           its blocks wait on xfree would touch all of it. Blocks that fit
+           in the OS page carving has already reached cost no memory, and
+           come first: meanwhile the remote frees pile up, and the owner
+           takes them in one batch rather than a few at a time against the
+           thread that frees them (producer/consumer). */
+        bool remote = (nd_load_relaxed(&pg->xfree) & ~ND_XSTATE_MASK) != 0;
+        size_t room = remote ? nd_page_resident_room(pg) : 0;
+        if (remote && room == 0) {
             nd_page_collect(pg);
             if (pg->free != NULL)
                 continue;
         }
         if (pg->capacity < pg->reserved) {
             size_t k = (size_t)(pg->reserved - pg->capacity);
+            if (room != 0 && k > room)
+                k = room;
             if (k > n - got)
                 k = n - got;
             uint8_t *p = pg->start + (size_t)pg->capacity * pg->block_size;
