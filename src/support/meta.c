@@ -45,14 +45,14 @@ void *nd_meta_alloc_head(size_t size, size_t zero)
             /* Big objects get their own mapping (never returned). */
             p = nd_os_map_aligned((size + 4095) & ~(size_t)4095, ND_CACHE_LINE);
             if (p != NULL)
-                nd_meta_total += (size + 4095) & ~(size_t)4095;
+                nd_add_relaxed(&nd_meta_total, (size + 4095) & ~(size_t)4095);
         } else {
             if (nd_meta_bump == NULL || (size_t)(nd_meta_end - nd_meta_bump) < size) {
                 char *chunk = nd_os_map_aligned(ND_META_CHUNK, ND_CACHE_LINE);
                 if (chunk != NULL) {
                     nd_meta_bump = chunk;
                     nd_meta_end = chunk + ND_META_CHUNK;
-                    nd_meta_total += ND_META_CHUNK;
+                    nd_add_relaxed(&nd_meta_total, (size_t)ND_META_CHUNK);
                 }
             }
             if (nd_meta_bump != NULL && (size_t)(nd_meta_end - nd_meta_bump) >= size) {
