@@ -983,12 +983,19 @@ static void fz_op_memory_info(void)
     FZ_EXPECT(mi.active <= mi.mapped && mi.committed <= mi.mapped,
               "memory info with active (%zu) and committed (%zu) within mapped (%zu)",
               mi.active, mi.committed, mi.mapped);
+    if (!fz_check_stats)
+        return;
+    /* The statistics sum every thread's counters as they are at that moment:
+       while workers allocate and free, a snapshot may read one of them
+       half-way through an update. The exact check waits for them (the
+       read above stays concurrent). */
+    fz_sync_all();
+    FZ_EXPECT(nodal_memory_info_get(&mi) == 0, "nodal_memory_info_get to succeed");
     size_t usable = 0;
     for (size_t i = 0; i < FZ_SLOTS; i++)
         if (fz_slot[i].p && fz_slot[i].how != H_INTERLEAVED)
             usable += fz_slot[i].usable;
-    if (fz_check_stats)
-        FZ_EXPECT(mi.allocated >= usable, "memory info's allocated (%zu) to count at least the "
+    FZ_EXPECT(mi.allocated >= usable, "memory info's allocated (%zu) to count at least the "
                   "model's live blocks (%zu usable bytes)", mi.allocated, usable);
 }
 
