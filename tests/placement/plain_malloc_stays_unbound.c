@@ -14,8 +14,9 @@
  * leaked into plain malloc.
  *
  * Plain memory is checked on fresh pages: the threads start together at
- * process start-up and nothing plain is freed before it is checked, so no
- * page could have been first touched elsewhere. A thread on a CPU node
+ * process start-up and no thread frees plain memory before every thread
+ * has checked its own (a barrier), so no page could have been first
+ * touched elsewhere. A thread on a CPU node
  * without memory checks only the policy.
  *
  *   plain_malloc_stays_unbound [-t THREADS_PER_CPU] [-v]
@@ -167,6 +168,10 @@ static void *run(void *arg)
     keep_plain(w, &set, malloc(12 << 20), 12 << 20, "malloc (huge)");
     pt_batch_flush(w->batch);
     check_contents(w, &set);
+    /* Nothing plain is freed until every thread has checked its blocks:
+       memory a thread on another node wrote and freed may be handed out
+       again here (as by any allocator), and would then be on that node. */
+    pthread_barrier_wait(&barrier);
     for (int i = 0; i < set.n; i++)
         free(set.p[i]);
     free(set.p);
@@ -198,6 +203,11 @@ int main(int argc, char **argv)
         nthreads = 64;  /* enough to cover a big machine's nodes */
     worker *w = calloc((size_t)nthreads, sizeof *w);
     pthread_barrier_init(&barrier, NULL, (unsigned)nthreads);
+    /* The main thread is not pinned: memory it wrote and freed while
+       setting up (on whatever CPU it ran) could be handed to a worker
+       still resident where main wrote it. Give it all back to the OS
+       first, so that every page a worker gets is touched first by it. */
+    nodal_collect(1);
     for (i = 0; i < nthreads; i++) {
         w[i].idx = i;
         w[i].cpu = pt_spread_cpu(i, NULL);
