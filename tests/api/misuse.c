@@ -375,6 +375,20 @@ struct scenario {
 };
 static const struct scenario *find_scenario(const char *name);
 
+struct scenario_call {
+    const struct scenario *sc;
+    long arg;
+};
+
+static void scenario_call_run(void *p)
+{
+    const struct scenario_call *call = p;
+    alarm(30);
+    call->sc->fn(call->arg);
+    fflush(stdout);
+    _exit(0);
+}
+
 /* Runs scenario `name` with `arg` in a child: forked when `options` is NULL,
    else this program re-executed with NODAL_OPTIONS=options. Leaves what
    the child did in mc. */
@@ -393,31 +407,8 @@ static void run_scenario(const char *options, const char *name, long arg)
         char *argv[] = { self, variant, (char *)"misuse_child", scen, argbuf, NULL };
         nd_run_exec(argv, options, NULL, 30, &mc);
     } else {
-        int op[2], ep[2];
-        if (pipe(op) != 0 || pipe(ep) != 0)
-            FAIL("pipe() to work (errno %d)", errno);
-        fflush(stdout);
-        fflush(stderr);
-        pid_t pid = fork();
-        if (pid < 0)
-            FAIL("fork() to work (errno %d)", errno);
-        if (pid == 0) {
-            struct rlimit no_core = { 0, 0 };
-            setrlimit(RLIMIT_CORE, &no_core);
-            dup2(op[1], 1);
-            dup2(ep[1], 2);
-            close(op[0]); close(op[1]); close(ep[0]); close(ep[1]);
-            alarm(30);
-            sc->fn(arg);
-            fflush(stdout);
-            _exit(0);
-        }
-        close(op[1]);
-        close(ep[1]);
-        memset(&mc, 0, sizeof mc);
-        nd_drain(op[0], ep[0], &mc);
-        while (waitpid(pid, &mc.status, 0) < 0 && errno == EINTR)
-            ;
+        struct scenario_call call = { sc, arg };
+        nd_fork_captured(scenario_call_run, &call, 1, &mc);
     }
 }
 

@@ -82,16 +82,15 @@ static void nd_drain(int fd_out, int fd_err, struct nd_child *c)
 }
 
 /*
- * Runs fn(arg) in a forked child with its stderr captured; the child exits 0
- * if fn returns. No core dumps; SIGALRM after `timeout_s` seconds so a
- * deadlock shows as a death by SIGALRM instead of a hang.
+ * Forks a child that runs child(arg), which must not return (it exits or
+ * execs), with no core dumps and its stderr (and its stdout when
+ * `capture_out`) captured into c; waits for it.
  */
 __attribute__((unused))
-static void nd_run_forked(void (*fn)(void *), void *arg, unsigned timeout_s,
-                          struct nd_child *c)
+static void nd_fork_captured(void (*child)(void *), void *arg, int capture_out, struct nd_child *c)
 {
-    int ep[2];
-    if (pipe(ep) != 0)
+    int op[2] = { -1, -1 }, ep[2];
+    if ((capture_out && pipe(op) != 0) || pipe(ep) != 0)
         FAIL("pipe() to work (errno %d)", errno);
     fflush(stdout);
     fflush(stderr);
@@ -101,18 +100,90 @@ static void nd_run_forked(void (*fn)(void *), void *arg, unsigned timeout_s,
     if (pid == 0) {
         struct rlimit no_core = { 0, 0 };
         setrlimit(RLIMIT_CORE, &no_core);
-        close(ep[0]);
+        if (capture_out) {
+            dup2(op[1], 1);
+            close(op[0]);
+            close(op[1]);
+        }
         dup2(ep[1], 2);
+        close(ep[0]);
         close(ep[1]);
-        alarm(timeout_s);
-        fn(arg);
-        exit(0);
+        child(arg);
+        _exit(127);
     }
+    if (capture_out)
+        close(op[1]);
     close(ep[1]);
     memset(c, 0, sizeof *c);
-    nd_drain(-1, ep[0], c);
+    nd_drain(op[0], ep[0], c);
     while (waitpid(pid, &c->status, 0) < 0 && errno == EINTR)
         ;
+}
+
+struct nd_forked_call {
+    void (*fn)(void *);
+    void *arg;
+    unsigned timeout_s;
+};
+
+__attribute__((unused))
+static void nd_forked_call_run(void *p)
+{
+    const struct nd_forked_call *f = p;
+    alarm(f->timeout_s);
+    f->fn(f->arg);
+    exit(0);
+}
+
+/*
+ * Runs fn(arg) in a forked child with its stderr captured; the child exits 0
+ * if fn returns. No core dumps; SIGALRM after `timeout_s` seconds so a
+ * deadlock shows as a death by SIGALRM instead of a hang.
+ */
+__attribute__((unused))
+static void nd_run_forked(void (*fn)(void *), void *arg, unsigned timeout_s,
+                          struct nd_child *c)
+{
+    struct nd_forked_call f = { fn, arg, timeout_s };
+    nd_fork_captured(nd_forked_call_run, &f, 0, c);
+}
+
+struct nd_exec_call {
+    char *const *argv;
+    const char *options, *extra;
+    unsigned timeout_s;
+};
+
+__attribute__((unused))
+static void nd_exec_call_run(void *p)
+{
+    const struct nd_exec_call *x = p;
+    /* Only the settings asked for: no NODAL_* from the caller's
+       environment. */
+    extern char **environ;
+    for (int again = 1; again;) {
+        again = 0;
+        for (char **e = environ; *e; e++)
+            if (strncmp(*e, "NODAL_", 6) == 0 && strchr(*e, '=')) {
+                char name[128];
+                size_t len = (size_t)(strchr(*e, '=') - *e);
+                if (len >= sizeof name)
+                    len = sizeof name - 1;
+                memcpy(name, *e, len);
+                name[len] = '\0';
+                unsetenv(name);
+                again = 1;
+                break;
+            }
+    }
+    if (x->options)
+        setenv("NODAL_OPTIONS", x->options, 1);
+    if (x->extra)
+        putenv((char *)x->extra);
+    alarm(x->timeout_s);
+    execv(x->argv[0], x->argv);
+    fprintf(stderr, "exec %s failed: errno %d\n", x->argv[0], errno);
+    _exit(127);
 }
 
 /*
@@ -124,53 +195,8 @@ __attribute__((unused))
 static void nd_run_exec(char *const argv[], const char *options, const char *extra,
                         unsigned timeout_s, struct nd_child *c)
 {
-    int op[2], ep[2];
-    if (pipe(op) != 0 || pipe(ep) != 0)
-        FAIL("pipe() to work (errno %d)", errno);
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    if (pid < 0)
-        FAIL("fork() to work (errno %d)", errno);
-    if (pid == 0) {
-        struct rlimit no_core = { 0, 0 };
-        setrlimit(RLIMIT_CORE, &no_core);
-        dup2(op[1], 1);
-        dup2(ep[1], 2);
-        close(op[0]); close(op[1]); close(ep[0]); close(ep[1]);
-        /* Only the settings asked for: no NODAL_* from the caller's
-           environment. */
-        extern char **environ;
-        for (int again = 1; again;) {
-            again = 0;
-            for (char **e = environ; *e; e++)
-                if (strncmp(*e, "NODAL_", 6) == 0 && strchr(*e, '=')) {
-                    char name[128];
-                    size_t len = (size_t)(strchr(*e, '=') - *e);
-                    if (len >= sizeof name)
-                        len = sizeof name - 1;
-                    memcpy(name, *e, len);
-                    name[len] = '\0';
-                    unsetenv(name);
-                    again = 1;
-                    break;
-                }
-        }
-        if (options)
-            setenv("NODAL_OPTIONS", options, 1);
-        if (extra)
-            putenv((char *)extra);
-        alarm(timeout_s);
-        execv(argv[0], argv);
-        fprintf(stderr, "exec %s failed: errno %d\n", argv[0], errno);
-        _exit(127);
-    }
-    close(op[1]);
-    close(ep[1]);
-    memset(c, 0, sizeof *c);
-    nd_drain(op[0], ep[0], c);
-    while (waitpid(pid, &c->status, 0) < 0 && errno == EINTR)
-        ;
+    struct nd_exec_call x = { argv, options, extra, timeout_s };
+    nd_fork_captured(nd_exec_call_run, &x, 1, c);
 }
 
 /* "exited with 3", "killed by signal 6 (Aborted)": for messages. */
