@@ -42,6 +42,7 @@ asm(".weak __cxa_allocate_exception");
 asm(".weak __cxa_throw");
 asm(".weak __cxa_begin_catch");
 asm(".weak __cxa_end_catch");
+asm(".weak _ZSt9terminatev");     // std::terminate, called by clang's __clang_call_terminate
 
 // The ones this file names, declared weak so that their address can be
 // tested: NULL when the process has no C++ runtime.
