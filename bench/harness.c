@@ -109,6 +109,30 @@ static void kstat_add(struct kstat *k, const char *name, long long v)
 
 /* vmstat counters, TLB shootdown IPIs (all CPUs, /proc/interrupts) and the
    process's faults and context switches. */
+long long bench_tlb_shootdowns(void)
+{
+    FILE *f = fopen("/proc/interrupts", "r");
+    if (!f)
+        return -1;
+    char line[4096];
+    long long sum = -1;
+    while (fgets(line, sizeof line, f)) {
+        if (!strstr(line, "TLB shootdowns"))
+            continue;
+        sum = 0;
+        char *p = strchr(line, ':');
+        for (char *end; p && *++p;) {
+            long long x = strtoll(p, &end, 10);
+            if (end == p)
+                break;
+            sum += x;
+            p = end - 1;
+        }
+    }
+    fclose(f);
+    return sum;
+}
+
 static void kstat_read(struct kstat *k)
 {
     k->n = 0;
@@ -121,24 +145,9 @@ static void kstat_read(struct kstat *k)
                 kstat_add(k, name, v);
         fclose(f);
     }
-    f = fopen("/proc/interrupts", "r");
-    if (f) {
-        while (fgets(line, sizeof line, f)) {
-            if (!strstr(line, "TLB shootdowns"))
-                continue;
-            long long sum = 0;
-            char *p = strchr(line, ':');
-            for (char *end; p && *++p;) {
-                long long x = strtoll(p, &end, 10);
-                if (end == p)
-                    break;
-                sum += x;
-                p = end - 1;
-            }
-            kstat_add(k, "tlb_shootdowns", sum);
-        }
-        fclose(f);
-    }
+    long long tlb = bench_tlb_shootdowns();
+    if (tlb >= 0)
+        kstat_add(k, "tlb_shootdowns", tlb);
     struct rusage ru;
     getrusage(RUSAGE_SELF, &ru);
     kstat_add(k, "proc_minflt", ru.ru_minflt);

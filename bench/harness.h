@@ -64,6 +64,10 @@ static inline void bench_lock_release(bench_lock *l)
 uint64_t now_ns(void);
 
 /* Keeps argc/argv (for re-exec) and reads BENCH_NOPIN. Call first in main. */
+/* TLB-shootdown IPIs received so far, all CPUs (/proc/interrupts); -1 if
+   the kernel does not say. */
+long long bench_tlb_shootdowns(void);
+
 void bench_init(int argc, char **argv);
 extern int bench_argc;
 extern char **bench_argv;

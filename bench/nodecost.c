@@ -267,32 +267,6 @@ static void prepare(char *seg, enum prep prep)
     }
 }
 
-/* TLB-shootdown IPIs received so far, all CPUs (/proc/interrupts); -1 if
-   the kernel does not say. */
-static long long tlb_ipis(void)
-{
-    FILE *f = fopen("/proc/interrupts", "r");
-    if (!f)
-        return -1;
-    char line[4096];
-    long long sum = -1;
-    while (fgets(line, sizeof line, f)) {
-        if (!strstr(line, "TLB shootdowns"))
-            continue;
-        sum = 0;
-        char *p = strchr(line, ':');
-        for (char *end; p && *++p;) {
-            long long x = strtoll(p, &end, 10);
-            if (end == p)
-                break;
-            sum += x;
-            p = end - 1;
-        }
-    }
-    fclose(f);
-    return sum;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -345,14 +319,14 @@ static void run_mech(const struct mech *m)
             segs[i] = seg_map();
             prepare(segs[i], m->prep);
         }
-        long long i0 = tlb_ipis();
+        long long i0 = bench_tlb_shootdowns();
         uint64_t t0 = now_ns(), c0 = thread_cpu_ns();
         for (int i = 0; i < cfg.segs; i++) {
             long b = m->run(segs[i]);
             bad += b > 0 ? b : 0;
         }
         uint64_t c1 = thread_cpu_ns(), t1 = now_ns();
-        long long i1 = tlb_ipis();
+        long long i1 = bench_tlb_shootdowns();
         ipis = i0 < 0 || i1 < 0 || ipis < 0 ? -1 : ipis + (i1 - i0);
         wall[r] = (double)(t1 - t0);
         cpu[r] = (double)(c1 - c0);
@@ -378,7 +352,7 @@ static void run_nodal(long long mib, size_t bsize)
     /* interleaved: plain then node in every repetition */
     for (int r = 0; r < cfg.reps; r++) {
         for (int k = 0; k < 2; k++) {
-            long long i0 = tlb_ipis();
+            long long i0 = bench_tlb_shootdowns();
             uint64_t t0 = now_ns(), c0 = thread_cpu_ns();
             for (size_t i = 0; i < nblocks; i++) {
                 char *p = k == 0 ? malloc(bsize) : nodal_malloc_node(bsize, cfg.node);
@@ -388,7 +362,7 @@ static void run_nodal(long long mib, size_t bsize)
                 keep[nkeep++] = p;
             }
             uint64_t c1 = thread_cpu_ns(), t1 = now_ns();
-            long long i1 = tlb_ipis();
+            long long i1 = bench_tlb_shootdowns();
             ipis[k] = i0 < 0 || i1 < 0 || ipis[k] < 0 ? -1 : ipis[k] + (i1 - i0);
             wall[k][r] = (double)(t1 - t0);
             cpu[k][r] = (double)(c1 - c0);
