@@ -19,9 +19,12 @@ uint8_t   nd_page_fill_carved;
 
 void nd_page_keys_init(void)
 {
+    /* Blocks are 16-byte aligned, so a mark's low four bits are the key's:
+       neither 0 nor 0xf, a mark is never 0 (an unmarked block) nor the
+       fill word, whatever the address. */
     do
         nd_block_mark_key = nd_os_random();
-    while (nd_block_mark_key == 0 || nd_block_mark_key == ND_FILL_WORD);
+    while ((nd_block_mark_key & 0xf) == 0 || (nd_block_mark_key & 0xf) == 0xf);
     nd_link_key = nd_os_random();
     nd_page_fill_carved = nd_secure_on();
 }
@@ -32,7 +35,7 @@ size_t nd_block_fill_damage(const void *p, size_t n)
 {
     const uintptr_t *w = p;
     for (size_t i = 0; i < n / sizeof(uintptr_t); i++) {
-        uintptr_t want = i == 1 ? nd_block_mark_key : ND_FILL_WORD;
+        uintptr_t want = i == 1 ? nd_block_mark_of(p) : ND_FILL_WORD;
         if (w[i] != want) {
             size_t b = 0;
             while (((w[i] ^ want) >> (8 * b) & 0xff) == 0)

@@ -40,14 +40,24 @@
  * waits (a thread-cache bin, the page's free list, its remote list),
  * carries the freed-block mark in its second word; a malloc clears it when
  * it hands the block out. A free that finds the mark already there is a
- * double free (the slow path confirms it where it can). A block on a free
+ * double free (the slow path confirms it where it can).
+ *
+ * The mark is the block's own: a secret combined with the block's address
+ * (nd_block_mark_of). Freed blocks leave their marks in memory that later
+ * becomes other blocks' bytes (a large block carved out of a retired page
+ * is not cleared, nor are the tails of reused blocks), and a program may
+ * copy such bytes into a live block: realloc of an uninitialised large
+ * block into a small one does exactly that. With one process-wide mark, the
+ * copy made the live block look freed (its free aborted as a double free,
+ * malloc_usable_size as "not in use"); a mark that names its address is
+ * only ever found at that address, where every malloc clears it. A block on a free
  * list keeps its link in its first word, encoded (XOR with a secret and
  * the block's own address), and every link is checked when it is followed:
  * it must lead to a carved block start of the same page that still carries
  * the mark. A write into a freed block therefore cannot steer a later
  * malloc to an address of its choosing; it is reported instead.
  *
- *   free block:  [ encoded link | mark | (stale contents) ... ]
+ *   free block:  [ encoded link | mark = secret ^ address | (stale contents) ... ]
  *   live block:  [ program data ...                          ]   (word 1 != mark)
  *
  * secure=1 also fills every free block (ND_FILL_BYTE over its first
@@ -65,6 +75,12 @@ extern uint8_t nd_page_fill_carved nd_hidden;
 /* Draws the secrets (process start). */
 void nd_page_keys_init(void) nd_hidden;
 
+/* The freed-block mark of the block at p (see above). */
+static inline uintptr_t nd_block_mark_of(const void *p) { return nd_block_mark_key ^ (uintptr_t)p; }
+static inline bool nd_block_is_marked(const void *p) { return ((const uintptr_t *)p)[1] == nd_block_mark_of(p); }
+static inline void nd_block_mark(void *p) { ((uintptr_t *)p)[1] = nd_block_mark_of(p); }
+static inline void nd_block_unmark(void *p) { ((uintptr_t *)p)[1] = 0; }
+
 #define ND_FILL_BYTE 0xdf
 #define ND_FILL_WORD ((uintptr_t)0xdfdfdfdfdfdfdfdfull)
 /* Bytes of a free block filled and checked (secure=1): all of most blocks,
@@ -79,7 +95,7 @@ static inline void nd_block_fill(void *p, size_t size)
     size_t n = (size < ND_FILL_MAX ? size : ND_FILL_MAX) / sizeof(uintptr_t);
     uintptr_t *w = p;
     w[0] = ND_FILL_WORD;
-    w[1] = nd_block_mark_key;
+    w[1] = nd_block_mark_of(p);
     /* Small blocks (most) without a loop's set-up. */
     if (n > 2)
         w[2] = w[3] = ND_FILL_WORD;
@@ -95,7 +111,7 @@ static inline void nd_block_fill(void *p, size_t size)
 static inline bool nd_block_fill_ok(const void *p, size_t n)
 {
     const uintptr_t *w = p;
-    uintptr_t diff = (w[0] ^ ND_FILL_WORD) | (w[1] ^ nd_block_mark_key);
+    uintptr_t diff = (w[0] ^ ND_FILL_WORD) | (w[1] ^ nd_block_mark_of(p));
     n /= sizeof(uintptr_t);
     /* Small blocks (most) without a loop's set-up. */
     if (n > 2)
@@ -110,9 +126,6 @@ static inline bool nd_block_fill_ok(const void *p, size_t n)
    or n. */
 size_t nd_block_fill_damage(const void *p, size_t n) nd_hidden;
 
-static inline bool nd_block_is_marked(const void *p) { return ((const uintptr_t *)p)[1] == nd_block_mark_key; }
-static inline void nd_block_mark(void *p) { ((uintptr_t *)p)[1] = nd_block_mark_key; }
-static inline void nd_block_unmark(void *p) { ((uintptr_t *)p)[1] = 0; }
 /* The link of free block b, decoded / encoded. */
 static inline nd_block *nd_link_get(const nd_block *b)
 {

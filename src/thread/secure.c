@@ -166,7 +166,7 @@ static inline bool nd_secure_audit_ok(const void *p, size_t block_size)
     const uintptr_t *w = p;
     /* Every block has at least 16 bytes; those of 16 end with the mark. */
     _Static_assert(ND_SECURE_AUDIT == 32, "the audit reads four words");
-    uintptr_t diff = (w[0] ^ ND_FILL_WORD) | (w[1] ^ nd_block_mark_key);
+    uintptr_t diff = (w[0] ^ ND_FILL_WORD) | (w[1] ^ nd_block_mark_of(p));
     if (block_size > 16)
         diff |= (w[2] ^ ND_FILL_WORD) | (w[3] ^ ND_FILL_WORD);
     return diff == 0;
