@@ -14,6 +14,7 @@
 #include <stdio.h>
 #include <string.h>
 #include "init.h"
+#include "lock.h"
 #include "meta.h"
 #include "node.h"
 #include "options.h"
@@ -33,9 +34,9 @@ typedef struct nd_snapshot {
    subtracted from reports). */
 static nd_snapshot nd_base;
 static int nd_base_set;
-/* Lock order: nd_report_lock -> nd_stats_lock -> the thread list lock. */
-static nd_lock_t nd_report_lock = ND_LOCK_INIT;
-static nd_lock_t nd_stats_lock = ND_LOCK_INIT;
+/* Locks (lock.h): report, one report at a time; stats_base, nd_base. */
+#define nd_report_lock ND_LOCK(report, 0)
+#define nd_stats_lock  ND_LOCK(stats_base, 0)
 
 static size_t nd_class_page_size(unsigned c)
 {
@@ -95,12 +96,12 @@ static void nd_snapshot_take(nd_snapshot *s, bool since_reset)
         s->node[i].bound_abandoned_segments = bound.abandoned;
     }
     if (since_reset) {
-        nd_lock(&nd_stats_lock);
+        nd_lock(nd_stats_lock);
         if (nd_base_set) {
             const nd_snapshot *b = &nd_base;
             ND_STATS_TABLE(ND_SUB_COUNTER)
         }
-        nd_unlock(&nd_stats_lock);
+        nd_unlock(nd_stats_lock);
     }
 }
 
@@ -108,13 +109,13 @@ nd_public void nodal_stats_reset(void)
 {
     static nd_snapshot s;   /* large: not on the caller's stack */
     nd_process_ensure();
-    nd_lock(&nd_report_lock);
+    nd_lock(nd_report_lock);
     nd_snapshot_take(&s, false);
-    nd_lock(&nd_stats_lock);
+    nd_lock(nd_stats_lock);
     nd_base = s;
     nd_base_set = 1;
-    nd_unlock(&nd_stats_lock);
-    nd_unlock(&nd_report_lock);
+    nd_unlock(nd_stats_lock);
+    nd_unlock(nd_report_lock);
 }
 
 /* ---- output ------------------------------------------------------------------ */
@@ -423,7 +424,7 @@ static nd_snapshot nd_snap_buf;   /* reports are made one at a time, under nd_re
 nd_public int nodal_stats_print(FILE *out, const char *opts)
 {
     nd_process_ensure();
-    nd_lock(&nd_report_lock);
+    nd_lock(nd_report_lock);
     nd_snapshot_take(&nd_snap_buf, true);
     static nd_out o;
     memset(&o, 0, offsetof(nd_out, buf));
@@ -437,7 +438,7 @@ nd_public int nodal_stats_print(FILE *out, const char *opts)
         nd_print_text(&o, &nd_snap_buf);
     nd_out_flush(&o);
     int err = o.err;
-    nd_unlock(&nd_report_lock);
+    nd_unlock(nd_report_lock);
     if (out != NULL && fflush(out) != 0)
         err = 1;
     else if (out == NULL && fflush(stderr) != 0)
@@ -448,7 +449,7 @@ nd_public int nodal_stats_print(FILE *out, const char *opts)
 nd_public size_t nodal_stats_json(char *buf, size_t len)
 {
     nd_process_ensure();
-    nd_lock(&nd_report_lock);
+    nd_lock(nd_report_lock);
     nd_snapshot_take(&nd_snap_buf, true);
     static nd_out o;
     memset(&o, 0, offsetof(nd_out, buf));
@@ -458,7 +459,7 @@ nd_public size_t nodal_stats_json(char *buf, size_t len)
     o.dst_len = buf != NULL ? len : 0;
     nd_print_json(&o, &nd_snap_buf);
     size_t total = o.total;
-    nd_unlock(&nd_report_lock);
+    nd_unlock(nd_report_lock);
     if (buf != NULL && len > 0)
         buf[total < len ? total : len - 1] = '\0';
     return total;
@@ -475,7 +476,7 @@ __attribute__((destructor(101))) static void nd_stats_at_exit(void)
     long mode = nd_opt(ND_OPT_stats);
     if (mode <= 0 && file[0] == '\0')
         return;
-    nd_lock(&nd_report_lock);
+    nd_lock(nd_report_lock);
     nd_snapshot_take(&nd_snap_buf, false);
     static nd_out o;
     memset(&o, 0, offsetof(nd_out, buf));
@@ -494,7 +495,7 @@ __attribute__((destructor(101))) static void nd_stats_at_exit(void)
     nd_out_flush(&o);
     if (o.fd >= 0)
         nd_os_close(o.fd);
-    nd_unlock(&nd_report_lock);
+    nd_unlock(nd_report_lock);
 }
 
 nd_public int nodal_memory_info_get(nodal_memory_info *info)
@@ -504,7 +505,7 @@ nd_public int nodal_memory_info_get(nodal_memory_info *info)
         return -1;
     }
     nd_process_ensure();
-    nd_lock(&nd_report_lock);
+    nd_lock(nd_report_lock);
     nd_snapshot_take(&nd_snap_buf, false);
     const nd_snap_totals *t = &nd_snap_buf.t;
     memset(info, 0, sizeof *info);
@@ -518,7 +519,7 @@ nd_public int nodal_memory_info_get(nodal_memory_info *info)
     info->segments = t->segments;
     info->rss_current = t->rss;
     info->rss_peak = t->peak_rss;
-    nd_unlock(&nd_report_lock);
+    nd_unlock(nd_report_lock);
     return 0;
 }
 

@@ -13,6 +13,7 @@
 #include "huge.h"
 #include "init.h"
 #include "large.h"
+#include "lock.h"
 #include "msg.h"
 #include "os.h"
 #include "secure.h"
@@ -31,6 +32,7 @@ static nd_tcache *nd_plain_tcache(void)
 
 void *nd_malloc_slow(size_t size, nd_tcache *tc)
 {
+    nd_lock_may_take(ND_LOCK_ID_threads);   /* a thread's start, maintenance */
     if (nd_unlikely(nd_tls_thread->state != ND_THREAD_LIVE)) {
         tc = nd_plain_tcache();
         if (tc == NULL)

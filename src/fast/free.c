@@ -26,6 +26,7 @@
 #include <string.h>
 #include "huge.h"
 #include "large.h"
+#include "lock.h"
 #include "msg.h"
 #include "node.h"
 #include "secure.h"
@@ -226,6 +227,7 @@ static void nd_free_secure(void *p, nd_page *pg)
 
 void nd_free_slow(void *p, nd_segment *s, nd_page *pg)
 {
+    nd_lock_may_take(ND_LOCK_ID_threads);   /* a thread's start, adoption, large blocks */
     if (nd_unlikely(!nd_seg_cookie_ok(s)))
         nd_bad_header("free", p);
     if (nd_unlikely(s->kind != ND_SEG_SMALL && s->kind != ND_SEG_MEDIUM)) {

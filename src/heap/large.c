@@ -2,14 +2,16 @@
  * large.c - large blocks (see large.h): runs of 64 KiB chunks in LARGE
  * segments, one pool of segments per (node, kind), each under its own lock.
  *
- * Locks: a pool's lock is taken alone: segments come from and go back to
- * the node cache (node.c) with it released, and node-bound chunks are
- * populated and checked with it released too (their run is reserved first).
+ * Locks: a pool's lock (lock.h: large_pool) is held for no call that takes
+ * another lock: segments come from and go back to the node cache (node.c)
+ * with it released, and node-bound chunks are populated and checked with it
+ * released too (their run is reserved first).
  */
 #include "large.h"
 
 #include <errno.h>
 #include "list.h"
+#include "lock.h"
 #include "msg.h"
 #include "node.h"
 #include "options.h"
@@ -17,7 +19,7 @@
 #include "topo.h"
 
 typedef struct nd_aligned(ND_CACHE_LINE) nd_large_pool {
-    nd_lock_t lock;
+    nd_lock_t *lock;    /* ND_LOCK(large_pool, 2 * node + bound) */
     ND_LIST(nd_segment) segs;
     uint32_t  empty;    /* segments with no block */
     size_t    hint;     /* segs.count, also read without the lock (atomics) */
@@ -29,7 +31,7 @@ void nd_large_init(void)
 {
     for (int n = 0; n < ND_MAX_NODES; n++)
         for (int b = 0; b < 2; b++)
-            nd_lock_init(&nd_large_pools[n][b].lock);
+            nd_large_pools[n][b].lock = ND_LOCK(large_pool, 2 * n + b);
 }
 
 static size_t nd_round_os(size_t n)
@@ -181,7 +183,7 @@ static int nd_large_commit(nd_large_pool *pool, nd_segment *s, const void *p, si
         nd_gauge_add(committed, (size_t)nd_popcount64(todo) << ND_CHUNK_SHIFT);
         return 0;
     }
-    nd_unlock(&pool->lock);
+    nd_unlock(pool->lock);
     uint64_t m = todo, done = 0;
     int rc = 0;
     while (m != 0) {
@@ -196,7 +198,7 @@ static int nd_large_commit(nd_large_pool *pool, nd_segment *s, const void *p, si
         done |= nd_mask_range(a, b);
         m &= ~nd_mask_range(a, b);
     }
-    nd_lock(&pool->lock);
+    nd_lock(pool->lock);
     s->committed |= done;
     nd_gauge_add(committed, (size_t)nd_popcount64(done) << ND_CHUNK_SHIFT);
     return rc;
@@ -204,6 +206,7 @@ static int nd_large_commit(nd_large_pool *pool, nd_segment *s, const void *p, si
 
 void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t *bytes)
 {
+    nd_lock_may_take(ND_LOCK_ID_large_pool);
     size_t usable = nd_round_os(size == 0 ? 1 : size);
     size_t need = usable + nd_seg_guard;   /* secure=1: and its guard page */
     unsigned k = nd_chunks_of(need);
@@ -213,7 +216,7 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
         return NULL;
     }
     nd_large_pool *pool = &nd_large_pools[node][bound ? 1 : 0];
-    nd_lock(&pool->lock);
+    nd_lock(pool->lock);
     for (;;) {
         nd_segment *s;
         unsigned i = 64;
@@ -221,12 +224,12 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
             if ((i = nd_large_find(s, k, step)) < 64)
                 break;
         if (s == NULL) {
-            nd_unlock(&pool->lock);
+            nd_unlock(pool->lock);
             s = nd_node_seg_get(node, bound, ND_SEG_LARGE);
             if (s == NULL)
                 return NULL;
             s->free_mask &= ~(uint64_t)1;   /* chunk 0: the header */
-            nd_lock(&pool->lock);
+            nd_lock(pool->lock);
             nd_list_push_front(&pool->segs, s);
             nd_add_relaxed(&pool->hint, 1);
             pool->empty++;
@@ -241,12 +244,12 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
             nd_large_give(s, i, k, nd_os_now_ms());
             if (--s->used_pages == 0)
                 pool->empty++;
-            nd_unlock(&pool->lock);
+            nd_unlock(pool->lock);
             errno = ENOMEM;
             return NULL;
         }
         int guarded = nd_large_guard(s, p, usable);
-        nd_unlock(&pool->lock);
+        nd_unlock(pool->lock);
         nd_gauge_active((long)usable);
         if (guarded != 0) {
             nd_large_free(s, &s->pages[i], p);   /* out of mappings (vm.max_map_count) */
@@ -260,10 +263,11 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
 
 size_t nd_large_free(nd_segment *s, nd_page *pg, void *p)
 {
+    nd_lock_may_take(ND_LOCK_ID_large_pool);
     nd_large_pool *pool = &nd_large_pools[s->node][s->bound ? 1 : 0];
-    nd_lock(&pool->lock);
+    nd_lock(pool->lock);
     if (!pg->in_use || pg->start != (uint8_t *)p) {
-        nd_unlock(&pool->lock);
+        nd_unlock(pool->lock);
         return 0;
     }
     size_t bytes = pg->block_size;
@@ -282,7 +286,7 @@ size_t nd_large_free(nd_segment *s, nd_page *pg, void *p)
             release = s;
         }
     }
-    nd_unlock(&pool->lock);
+    nd_unlock(pool->lock);
     nd_gauge_active(-(long)bytes);
     if (release != NULL) {
         /* Its guard pages go (but the segment's own): it may come back as
@@ -296,21 +300,22 @@ size_t nd_large_free(nd_segment *s, nd_page *pg, void *p)
 
 bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
 {
+    nd_lock_may_take(ND_LOCK_ID_large_pool);
     if (nd_seg_guard != 0)
         return false;   /* secure=1: the guard page would move; realloc copies */
     size_t need = nd_round_os(size == 0 ? 1 : size);
     unsigned k2 = nd_chunks_of(need);
     nd_large_pool *pool = &nd_large_pools[s->node][s->bound ? 1 : 0];
-    nd_lock(&pool->lock);
+    nd_lock(pool->lock);
     unsigned i = pg->index, k = pg->reserved;
     if (!pg->in_use || i + k2 > 64) {
-        nd_unlock(&pool->lock);
+        nd_unlock(pool->lock);
         return false;
     }
     if (k2 > k) {
         uint64_t more = nd_mask_range(i + k, i + k2 - 1);
         if ((s->free_mask & more) != more) {
-            nd_unlock(&pool->lock);
+            nd_unlock(pool->lock);
             return false;
         }
         s->free_mask &= ~more;
@@ -319,7 +324,7 @@ bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
         if (nd_large_commit(pool, s, pg->start, need) != 0) {
             pg->reserved = (uint16_t)k;
             nd_large_give(s, i + k, k2 - k, nd_os_now_ms());
-            nd_unlock(&pool->lock);
+            nd_unlock(pool->lock);
             return false;
         }
     } else if (k2 < k) {
@@ -328,40 +333,27 @@ bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
     }
     *delta = (long)need - (long)pg->block_size;
     pg->block_size = (uint32_t)need;
-    nd_unlock(&pool->lock);
+    nd_unlock(pool->lock);
     nd_gauge_active(*delta);
     return true;
 }
 
 void nd_large_maintain(uint64_t now, bool force)
 {
+    nd_lock_may_take(ND_LOCK_ID_large_pool);
     for (int n = 0; n < nd_topo.mem_count; n++) {
         int node = nd_topo.mem_ids[n];
         for (int b = 0; b < 2; b++) {
             nd_large_pool *pool = &nd_large_pools[node][b];
             if (nd_load_relaxed(&pool->hint) == 0)
                 continue;
-            nd_lock(&pool->lock);
+            nd_lock(pool->lock);
             for (nd_segment *s = pool->segs.first; s != NULL; s = s->next)
                 if (s->purge_mask != 0 && (force || now >= s->purge_at))
                     nd_seg_purge(s, s->purge_mask);
-            nd_unlock(&pool->lock);
+            nd_unlock(pool->lock);
         }
     }
-}
-
-void nd_large_lock_all(void)
-{
-    for (int n = 0; n < nd_topo.mem_count; n++)
-        for (int b = 0; b < 2; b++)
-            nd_lock(&nd_large_pools[nd_topo.mem_ids[n]][b].lock);
-}
-
-void nd_large_unlock_all(void)
-{
-    for (int n = nd_topo.mem_count - 1; n >= 0; n--)
-        for (int b = 1; b >= 0; b--)
-            nd_unlock(&nd_large_pools[nd_topo.mem_ids[n]][b].lock);
 }
 
 bool nd_large_is_valid(void)
@@ -371,7 +363,7 @@ bool nd_large_is_valid(void)
         int node = nd_topo.mem_ids[n];
         for (int b = 0; b < 2 && ok; b++) {
             nd_large_pool *pool = &nd_large_pools[node][b];
-            nd_lock(&pool->lock);
+            nd_lock(pool->lock);
             uint32_t empty = 0;
             size_t count = 0;
             for (nd_segment *s = pool->segs.first; s != NULL && ok; s = s->next, count++) {
@@ -402,7 +394,7 @@ bool nd_large_is_valid(void)
             }
             ok = ok && empty == pool->empty && empty <= ND_LARGE_SPARE && count == pool->segs.count &&
                  count == nd_load_relaxed(&pool->hint);
-            nd_unlock(&pool->lock);
+            nd_unlock(pool->lock);
         }
     }
     return ok;

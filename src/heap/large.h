@@ -63,9 +63,6 @@ static inline bool nd_large_fits(size_t size, size_t alignment)
     return size <= ND_LARGE_MAX && alignment <= ND_SEG_SIZE / 2;
 }
 
-/* fork(): the pools' locks. */
-void   nd_large_lock_all(void) nd_hidden;
-void   nd_large_unlock_all(void) nd_hidden;
 /* Debug check of every pool's invariants; takes the locks. */
 bool   nd_large_is_valid(void) nd_hidden;
 

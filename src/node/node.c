@@ -15,6 +15,7 @@
 #include <string.h>
 #include "atomic.h"
 #include "list.h"
+#include "lock.h"
 #include "options.h"
 #include "topo.h"
 
@@ -48,18 +49,14 @@ typedef struct nd_kind_state {
 } nd_kind_state;
 
 typedef struct nd_aligned(ND_CACHE_LINE) nd_node_state {
-    nd_lock_t     lock;
-    nd_kind_state kinds[2];    /* [0] plain, [1] bound */
+    nd_kind_state kinds[2];    /* [0] plain, [1] bound; under ND_LOCK(node, node id) */
 } nd_node_state;
 
 static nd_node_state nd_nodes[ND_MAX_NODES];
 static uint64_t nd_node_next_maintain;   /* ms; one thread at a time sweeps */
 
-void nd_node_init(void)
-{
-    for (int i = 0; i < ND_MAX_NODES; i++)
-        nd_lock_init(&nd_nodes[i].lock);
-}
+/* The lock of node state ns (lock.h: row node, instance = node id). */
+static nd_lock_t *nd_node_lock(const nd_node_state *ns) { return ND_LOCK(node, ns - nd_nodes); }
 
 static bool nd_seg_is_dirty(const nd_segment *s) { return (s->committed & ~(uint64_t)1) != 0; }
 
@@ -91,15 +88,16 @@ static nd_kind_state *nd_kind(int node, bool bound) { return &nd_nodes[node].kin
 
 nd_segment *nd_node_seg_get(int node, bool bound, int kind)
 {
+    nd_lock_may_take(ND_LOCK_ID_node);
     nd_node_state *ns = &nd_nodes[node];
     nd_kind_state *k = nd_kind(node, bound);
     nd_segment *s = NULL;
     if (nd_load_relaxed(&k->cache_hint) != 0) {
-        nd_lock(&ns->lock);
+        nd_lock(nd_node_lock(ns));
         s = k->cache.first;
         if (s != NULL)
             nd_cache_take(k, s);
-        nd_unlock(&ns->lock);
+        nd_unlock(nd_node_lock(ns));
     }
     if (s == NULL) {
         s = nd_seg_map(node, bound);
@@ -119,6 +117,7 @@ nd_segment *nd_node_seg_get(int node, bool bound, int kind)
 
 void nd_node_seg_put(nd_segment *s)
 {
+    nd_lock_may_take(ND_LOCK_ID_node);
     nd_assert(s->used_pages == 0 && !s->abandoned);
     int node = s->node;
     nd_node_state *ns = &nd_nodes[node];
@@ -135,13 +134,13 @@ void nd_node_seg_put(nd_segment *s)
         nd_seg_purge(s, s->committed);
 
     nd_segment *victim = NULL;
-    nd_lock(&ns->lock);
+    nd_lock(nd_node_lock(ns));
     nd_cache_add(k, s, nd_seg_is_dirty(s));   /* dirty ones first */
     if (k->cache.count > (size_t)nd_opt(ND_OPT_cache_segments)) {
         victim = k->cache.last;
         nd_cache_take(k, victim);
     }
-    nd_unlock(&ns->lock);
+    nd_unlock(nd_node_lock(ns));
     if (victim != NULL)
         nd_seg_unmap(victim);
     nd_assert2(nd_node_is_valid(node));
@@ -149,32 +148,34 @@ void nd_node_seg_put(nd_segment *s)
 
 void nd_node_abandon(nd_segment *s)
 {
+    nd_lock_may_take(ND_LOCK_ID_node);
     nd_node_state *ns = &nd_nodes[s->node];
     nd_kind_state *k = nd_kind(s->node, s->bound);
-    nd_lock(&ns->lock);
+    nd_lock(nd_node_lock(ns));
     s->owner = NULL;
     nd_store_release(&s->abandoned, 1);
     nd_list_push_front(&k->abandoned, s);
     nd_add_relaxed(&k->abandoned_hint, 1);
     int node = s->node;   /* s may be adopted (and released) once unlocked */
-    nd_unlock(&ns->lock);
+    nd_unlock(nd_node_lock(ns));
     nd_assert2(nd_node_is_valid(node));
 }
 
 nd_segment *nd_node_abandoned_pop(int node, bool bound)
 {
+    nd_lock_may_take(ND_LOCK_ID_node);
     nd_node_state *ns = &nd_nodes[node];
     nd_kind_state *k = nd_kind(node, bound);
     if (nd_load_relaxed(&k->abandoned_hint) == 0)
         return NULL;
-    nd_lock(&ns->lock);
+    nd_lock(nd_node_lock(ns));
     nd_segment *s = k->abandoned.first;
     if (s != NULL) {
         nd_list_remove(&k->abandoned, s);
         nd_sub_relaxed(&k->abandoned_hint, 1);
         nd_store_relaxed(&s->abandoned, 0);
     }
-    nd_unlock(&ns->lock);
+    nd_unlock(nd_node_lock(ns));
     return s;
 }
 
@@ -182,7 +183,7 @@ bool nd_node_abandoned_claim(nd_segment *s)
 {
     nd_node_state *ns = &nd_nodes[s->node];
     nd_kind_state *k = nd_kind(s->node, s->bound);
-    if (!nd_trylock(&ns->lock))
+    if (!nd_trylock(nd_node_lock(ns)))
         return false;
     bool claimed = false;
     if (nd_load_relaxed(&s->abandoned)) {
@@ -191,7 +192,7 @@ bool nd_node_abandoned_claim(nd_segment *s)
         nd_store_relaxed(&s->abandoned, 0);
         claimed = true;
     }
-    nd_unlock(&ns->lock);
+    nd_unlock(nd_node_lock(ns));
     return claimed;
 }
 
@@ -199,11 +200,12 @@ bool nd_node_abandoned_claim(nd_segment *s)
 
 nd_segment *nd_node_huge_take(int node, bool bound, size_t need, size_t most)
 {
+    nd_lock_may_take(ND_LOCK_ID_node);
     nd_node_state *ns = &nd_nodes[node];
     nd_kind_state *k = nd_kind(node, bound);
     if (nd_load_relaxed(&k->huge_hint) == 0)
         return NULL;
-    nd_lock(&ns->lock);
+    nd_lock(nd_node_lock(ns));
     /* The smallest of size need..most; when need is 0, the largest. */
     nd_segment *best = NULL;
     for (nd_segment *s = k->huge.first; s != NULL; s = s->next)
@@ -216,12 +218,13 @@ nd_segment *nd_node_huge_take(int node, bool bound, size_t need, size_t most)
         nd_sub_relaxed(&k->huge_hint, 1);
         nd_gauge_sub(huge_cached_bytes, best->size);
     }
-    nd_unlock(&ns->lock);
+    nd_unlock(nd_node_lock(ns));
     return best;
 }
 
 bool nd_node_huge_keep(nd_segment *s)
 {
+    nd_lock_may_take(ND_LOCK_ID_node);
     if (nd_opt(ND_OPT_purge_delay) <= 0 || s->interleaved || s->size > ND_HUGE_CACHE_BYTES / 2)
         return false;
     nd_node_state *ns = &nd_nodes[s->node];
@@ -230,7 +233,7 @@ bool nd_node_huge_keep(nd_segment *s)
     size_t nv = 0;
     s->kind = ND_SEG_FREE;
     s->cached_at = nd_os_now_ms();
-    nd_lock(&ns->lock);
+    nd_lock(nd_node_lock(ns));
     nd_list_push_front(&k->huge, s);
     k->huge_bytes += s->size;
     nd_add_relaxed(&k->huge_hint, 1);
@@ -243,7 +246,7 @@ bool nd_node_huge_keep(nd_segment *s)
         nd_gauge_sub(huge_cached_bytes, v->size);
         victims[nv++] = v;
     }
-    nd_unlock(&ns->lock);
+    nd_unlock(nd_node_lock(ns));
     for (size_t i = 0; i < nv; i++)
         nd_seg_unmap_huge(victims[i]);
     return true;
@@ -259,7 +262,7 @@ static void nd_node_sweep_huge(int node, bool bound, uint64_t now, bool force)
     uint64_t delay = (uint64_t)nd_opt(ND_OPT_purge_delay);
     for (;;) {
         nd_segment *v = NULL;
-        nd_lock(&ns->lock);
+        nd_lock(nd_node_lock(ns));
         nd_segment *old = k->huge.last;
         if (old != NULL && (force || old->cached_at + delay <= now)) {
             v = old;
@@ -268,7 +271,7 @@ static void nd_node_sweep_huge(int node, bool bound, uint64_t now, bool force)
             nd_sub_relaxed(&k->huge_hint, 1);
             nd_gauge_sub(huge_cached_bytes, v->size);
         }
-        nd_unlock(&ns->lock);
+        nd_unlock(nd_node_lock(ns));
         if (v == NULL)
             return;
         nd_seg_unmap_huge(v);
@@ -277,6 +280,7 @@ static void nd_node_sweep_huge(int node, bool bound, uint64_t now, bool force)
 
 void nd_node_release_cached(void)
 {
+    nd_lock_may_take(ND_LOCK_ID_node);
     for (int i = 0; i < nd_topo.mem_count; i++) {
         int node = nd_topo.mem_ids[i];
         for (int b = 0; b < 2; b++) {
@@ -284,11 +288,11 @@ void nd_node_release_cached(void)
             nd_node_state *ns = &nd_nodes[node];
             nd_kind_state *k = nd_kind(node, b);
             for (;;) {
-                nd_lock(&ns->lock);
+                nd_lock(nd_node_lock(ns));
                 nd_segment *v = k->cache.last;
                 if (v != NULL)
                     nd_cache_take(k, v);
-                nd_unlock(&ns->lock);
+                nd_unlock(nd_node_lock(ns));
                 if (v == NULL)
                     break;
                 nd_seg_unmap(v);
@@ -308,7 +312,7 @@ static void nd_node_sweep(int node, bool bound, uint64_t now, bool force)
     nd_segment *v[MAXV];
     size_t nv = 0;
     uint64_t delay = (uint64_t)nd_opt(ND_OPT_purge_delay);
-    nd_lock(&ns->lock);
+    nd_lock(nd_node_lock(ns));
     for (nd_segment *s = k->cache.first; s != NULL && nv < MAXV;) {
         nd_segment *next = s->next;
         if (!nd_seg_is_dirty(s))
@@ -319,19 +323,20 @@ static void nd_node_sweep(int node, bool bound, uint64_t now, bool force)
         }
         s = next;
     }
-    nd_unlock(&ns->lock);
+    nd_unlock(nd_node_lock(ns));
     if (nv == 0)
         return;
     for (size_t i = 0; i < nv; i++)
         nd_seg_purge(v[i], v[i]->committed);
-    nd_lock(&ns->lock);
+    nd_lock(nd_node_lock(ns));
     for (size_t i = 0; i < nv; i++)
         nd_cache_add(k, v[i], false);   /* clean now: to the back */
-    nd_unlock(&ns->lock);
+    nd_unlock(nd_node_lock(ns));
 }
 
 void nd_node_maintain(int mode)
 {
+    nd_lock_may_take(ND_LOCK_ID_node);
     uint64_t now = nd_os_now_ms();
     uint64_t due = nd_load_relaxed(&nd_node_next_maintain);
     bool force = mode == ND_SWEEP_ALL;
@@ -354,35 +359,23 @@ void nd_node_maintain(int mode)
 
 void nd_node_counts_get(int node, bool bound, nd_node_counts *c)
 {
+    nd_lock_may_take(ND_LOCK_ID_node);
     nd_node_state *ns = &nd_nodes[node];
     nd_kind_state *k = nd_kind(node, bound);
-    nd_lock(&ns->lock);
+    nd_lock(nd_node_lock(ns));
     c->cached = k->cache.count;
     c->cached_committed = 0;
     for (nd_segment *s = k->cache.first; s; s = s->next)
         c->cached_committed += (size_t)nd_popcount64(s->committed) << ND_CHUNK_SHIFT;
     c->abandoned = k->abandoned.count;
-    nd_unlock(&ns->lock);
-}
-
-/* Only nodes with memory ever hold segments, so only their locks matter. */
-void nd_node_lock_all(void)
-{
-    for (int i = 0; i < nd_topo.mem_count; i++)
-        nd_lock(&nd_nodes[nd_topo.mem_ids[i]].lock);
-}
-
-void nd_node_unlock_all(void)
-{
-    for (int i = nd_topo.mem_count - 1; i >= 0; i--)
-        nd_unlock(&nd_nodes[nd_topo.mem_ids[i]].lock);
+    nd_unlock(nd_node_lock(ns));
 }
 
 bool nd_node_is_valid(int node)
 {
     nd_node_state *ns = &nd_nodes[node];
     bool ok = true;
-    nd_lock(&ns->lock);
+    nd_lock(nd_node_lock(ns));
     for (int b = 0; b < 2 && ok; b++) {
         nd_kind_state *k = &ns->kinds[b];
         size_t n = 0, dirty = 0;
@@ -410,6 +403,6 @@ bool nd_node_is_valid(int node)
         ok = ok && n == k->huge.count && bytes == k->huge_bytes && bytes <= ND_HUGE_CACHE_BYTES &&
              n <= ND_HUGE_CACHE_COUNT && nd_load_relaxed(&k->huge_hint) == n;
     }
-    nd_unlock(&ns->lock);
+    nd_unlock(nd_node_lock(ns));
     return ok;
 }

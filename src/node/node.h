@@ -4,9 +4,8 @@
  * kind of memory a node has (plain memory created by threads running on the
  * node, and memory bound to the node).
  *
- * Lock order: heaps list lock -> shared-heap locks -> node locks (ascending
- * node id) -> meta lock. A node lock is held only for list operations; no
- * system call is made under it except the unmapping of surplus segments.
+ * Locks: one per node (lock.h: node), held only for list operations; no
+ * system call is made under it.
  */
 #ifndef ND_NODE_H
 #define ND_NODE_H
@@ -15,8 +14,6 @@
 #include "config.h"
 #include "os.h"
 #include "segment.h"
-
-void nd_node_init(void) nd_hidden;
 
 /* A free segment for (node, bound): from the cache or fresh from the OS;
    formatted for `kind` (SMALL/MEDIUM/LARGE). NULL with errno = ENOMEM. */
@@ -55,8 +52,5 @@ void nd_node_counts_get(int node, bool bound, nd_node_counts *c) nd_hidden;
 /* Debug check of the invariants of a node's caches and abandoned lists
    (node.c); true when they hold. Takes the node lock. */
 bool nd_node_is_valid(int node) nd_hidden;
-
-void nd_node_lock_all(void) nd_hidden;
-void nd_node_unlock_all(void) nd_hidden;
 
 #endif /* ND_NODE_H */

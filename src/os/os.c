@@ -331,7 +331,3 @@ void nd_os_program_name(char *buf, size_t len)
         buf[n - 1] = '\0';
 }
 
-void nd_lock_init(nd_lock_t *l) { pthread_mutex_init(l, NULL); }
-void nd_lock(nd_lock_t *l) { pthread_mutex_lock(l); }
-bool nd_trylock(nd_lock_t *l) { return pthread_mutex_trylock(l) == 0; }
-void nd_unlock(nd_lock_t *l) { pthread_mutex_unlock(l); }

@@ -87,13 +87,8 @@ long        nd_os_pid(void) nd_hidden;
 /* The program's name as the kernel knows it (/proc/self/comm). */
 void        nd_os_program_name(char *buf, size_t len) nd_hidden;
 
-/* Locks: real (futex-backed) mutexes; never unbounded spinning. */
-typedef pthread_mutex_t nd_lock_t;
-#define ND_LOCK_INIT PTHREAD_MUTEX_INITIALIZER
-void nd_lock_init(nd_lock_t *l) nd_hidden;
-void nd_lock(nd_lock_t *l) nd_hidden;
-bool nd_trylock(nd_lock_t *l) nd_hidden;
-void nd_unlock(nd_lock_t *l) nd_hidden;
+/* Locks: lock.h (one table of every lock nodal has). */
+#include "lock.h"
 
 /* The calling thread's stack-free identity for the fast paths lives in
    heap.h (a TLS word); nothing here is per-thread. */

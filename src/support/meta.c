@@ -1,12 +1,13 @@
 /*
- * meta.c - the metadata allocator (see meta.h). One lock (rank: after node
- * locks, before nothing), taken only when a thread starts or ends, or a heap
- * is created: never on an allocation fast path.
+ * meta.c - the metadata allocator (see meta.h). One lock (ND_LOCK(meta, 0),
+ * the last row of lock.h's table), taken only when a thread starts or ends,
+ * or a heap is created: never on an allocation fast path.
  */
 #include "meta.h"
 
 #include <string.h>
 #include "atomic.h"
+#include "lock.h"
 #include "os.h"
 
 #define ND_META_CHUNK   (1 * ND_MiB)
@@ -18,7 +19,6 @@ typedef struct nd_meta_free_obj { struct nd_meta_free_obj *next; } nd_meta_free_
 static struct { size_t size; nd_meta_free_obj *head; } nd_meta_lists[ND_META_CLASSES];
 static char  *nd_meta_bump, *nd_meta_end;
 static size_t nd_meta_total;
-static nd_lock_t nd_meta_lock_ = ND_LOCK_INIT;
 
 static size_t nd_meta_round(size_t size) { return (size + ND_CACHE_LINE - 1) & ~(size_t)(ND_CACHE_LINE - 1); }
 
@@ -29,9 +29,10 @@ void *nd_meta_alloc(size_t size)
 
 void *nd_meta_alloc_head(size_t size, size_t zero)
 {
+    nd_lock_may_take(ND_LOCK_ID_meta);
     size = nd_meta_round(size);
     void *p = NULL;
-    nd_lock(&nd_meta_lock_);
+    nd_lock(ND_LOCK(meta, 0));
     for (int i = 0; i < ND_META_CLASSES; i++) {
         if (nd_meta_lists[i].size == size && nd_meta_lists[i].head != NULL) {
             nd_meta_free_obj *o = nd_meta_lists[i].head;
@@ -60,7 +61,7 @@ void *nd_meta_alloc_head(size_t size, size_t zero)
                 nd_meta_bump += size;
             }
         }
-        nd_unlock(&nd_meta_lock_);
+        nd_unlock(ND_LOCK(meta, 0));
         /* Fresh mappings are zero. Its first `zero` bytes (what the caller
            uses at once: a cache's counters and bins) are written now, page
            by page: a page whose first access is a load maps the shared zero
@@ -72,17 +73,18 @@ void *nd_meta_alloc_head(size_t size, size_t zero)
                 nd_store_relaxed((char *)p + off, (char)0);
         return p;
     }
-    nd_unlock(&nd_meta_lock_);
+    nd_unlock(ND_LOCK(meta, 0));
     memset(p, 0, zero < size ? zero : size);
     return p;
 }
 
 void nd_meta_free(void *p, size_t size)
 {
+    nd_lock_may_take(ND_LOCK_ID_meta);
     if (p == NULL)
         return;
     size = nd_meta_round(size);
-    nd_lock(&nd_meta_lock_);
+    nd_lock(ND_LOCK(meta, 0));
     int slot = -1;
     for (int i = 0; i < ND_META_CLASSES; i++) {
         if (nd_meta_lists[i].size == size) {
@@ -100,10 +102,8 @@ void nd_meta_free(void *p, size_t size)
     }
     /* else: more distinct sizes than slots; the object is leaked (cannot happen
        with nodal's fixed set of metadata types). */
-    nd_unlock(&nd_meta_lock_);
+    nd_unlock(ND_LOCK(meta, 0));
 }
 
 size_t nd_meta_mapped(void) { return nd_load_relaxed(&nd_meta_total); }
 
-void nd_meta_lock_all(void) { nd_lock(&nd_meta_lock_); }
-void nd_meta_unlock_all(void) { nd_unlock(&nd_meta_lock_); }

@@ -22,7 +22,5 @@ void  nd_meta_free(void *p, size_t size) nd_hidden;
 size_t nd_meta_mapped(void) nd_hidden;            /* bytes mapped for metadata */
 
 /* fork(): the lock is taken in prepare and released in parent and child. */
-void nd_meta_lock_all(void) nd_hidden;
-void nd_meta_unlock_all(void) nd_hidden;
 
 #endif /* ND_META_H */

@@ -6,16 +6,15 @@
  * buffers. Calls that might allocate (pthread_atfork) are made after the
  * process is marked ready, so a nested malloc simply works.
  *
- * Fork: prepare takes every nodal lock (order: threads list -> shared heaps
- * -> large-block pools -> nodes -> meta); the parent releases them; the child releases them after
- * folding the tcaches of the threads that did not survive (see thread.c).
+ * Fork: prepare takes every lock of lock.h's table in its order; the parent
+ * releases them; the child releases them after folding the tcaches of the
+ * threads that did not survive (see thread.c).
  */
 #include "init.h"
 
 #include <pthread.h>
 #include "large.h"
-#include "meta.h"
-#include "node.h"
+#include "lock.h"
 #include "options.h"
 #include "os.h"
 #include "page.h"
@@ -25,43 +24,38 @@
 #include "topo.h"
 
 int nd_process_state;
-static nd_lock_t nd_init_lock = ND_LOCK_INIT;
 static int nd_atfork_done;
 
+/* Every lock of the table, in its order: no thread can be inside nodal's
+   state when the process is copied. The handlers are registered once
+   start-up is over; a fork that comes before finds nothing to do. */
 static void nd_fork_prepare(void)
 {
     if (nd_load_acquire(&nd_process_state) != 2)
         return;
-    nd_thread_lock_all();
-    nd_large_lock_all();
-    nd_node_lock_all();
-    nd_meta_lock_all();
+    nd_locks_acquire_all();
 }
 
 static void nd_fork_parent(void)
 {
     if (nd_load_acquire(&nd_process_state) != 2)
         return;
-    nd_meta_unlock_all();
-    nd_node_unlock_all();
-    nd_large_unlock_all();
-    nd_thread_unlock_all();
+    nd_locks_release_all();
 }
 
+/* The child has only the forking thread: the records of the others are
+   folded (thread.c) while every lock is still held, then all are released. */
 static void nd_fork_child(void)
 {
     if (nd_load_acquire(&nd_process_state) != 2)
         return;
-    nd_meta_unlock_all();
-    nd_node_unlock_all();
-    nd_large_unlock_all();
     nd_thread_fork_child();
-    nd_thread_unlock_all();
+    nd_locks_release_all();
 }
 
 void nd_process_init(void)
 {
-    nd_lock(&nd_init_lock);
+    nd_lock(ND_LOCK(init, 0));
     if (nd_process_state == 0) {
         nd_process_state = 1;
         nd_os_init();
@@ -70,7 +64,6 @@ void nd_process_init(void)
         nd_seg_init();
         nd_page_keys_init();
         nd_secure_init();
-        nd_node_init();
         nd_large_init();
         nd_thread_process_init();
         if (nd_opt(ND_OPT_stats) > 0)
@@ -79,7 +72,7 @@ void nd_process_init(void)
             nd_warn("%d node(s) with memory; first %d", nd_topo.mem_count, nd_topo.mem_ids[0]);
         nd_store_release(&nd_process_state, 2);
     }
-    nd_unlock(&nd_init_lock);
+    nd_unlock(ND_LOCK(init, 0));
     if (nd_load_acquire(&nd_process_state) == 2 &&
         __atomic_exchange_n(&nd_atfork_done, 1, __ATOMIC_ACQ_REL) == 0)
         pthread_atfork(nd_fork_prepare, nd_fork_parent, nd_fork_child);

@@ -3,9 +3,8 @@
  * shared heaps, the slow path by size, maintenance, fork and statistics
  * sums.
  *
- * Locks: nd_threads_lock (list of live threads, dead totals) ->
- * nd_shared_lock (creation of shared heaps) -> a shared heap's lock ->
- * node locks -> meta lock.
+ * Locks (lock.h): threads (the list of records, the pools, dead totals),
+ * shared_table (creation of shared heaps), shared_heap (one each).
  */
 #include "thread.h"
 
@@ -14,6 +13,7 @@
 #include <string.h>
 #include "huge.h"
 #include "large.h"
+#include "lock.h"
 #include "meta.h"
 #include "node.h"
 #include "options.h"
@@ -45,7 +45,7 @@ static __thread uint8_t nd_tls_starting;
 static uintptr_t nd_next_tid = 4 * ND_TID_STEP;   /* below: reserved (shared heaps) */
 static pthread_key_t nd_thread_key;
 
-static nd_lock_t  nd_threads_lock = ND_LOCK_INIT;
+#define nd_threads_lock ND_LOCK(threads, 0)   /* lock.h */
 static nd_thread *nd_threads_head;
 
 #define ND_GC_EVENTS 256
@@ -82,7 +82,7 @@ static nd_thread *nd_thread_pool_take(int node)
 {
     if (nd_load_relaxed(&nd_pool_count) == 0)
         return NULL;
-    nd_lock(&nd_threads_lock);
+    nd_lock(nd_threads_lock);
     nd_thread *t = nd_pool[node];
     if (t != NULL) {
         nd_pool[node] = t->pool_next;
@@ -91,7 +91,7 @@ static nd_thread *nd_thread_pool_take(int node)
         t->pool_next = NULL;
         t->state = ND_THREAD_LIVE;
     }
-    nd_unlock(&nd_threads_lock);
+    nd_unlock(nd_threads_lock);
     return t;
 }
 
@@ -102,7 +102,7 @@ static bool nd_thread_pool_put(nd_thread *t)
 {
     int node = t->plain->heap.node;
     bool pooled = false;
-    nd_lock(&nd_threads_lock);
+    nd_lock(nd_threads_lock);
     if (nd_pool_len[node] < ND_POOL_MAX) {
         t->state = ND_THREAD_POOLED;
         t->pooled_at = nd_os_now_ms();
@@ -112,7 +112,7 @@ static bool nd_thread_pool_put(nd_thread *t)
         nd_store_relaxed(&nd_pool_count, nd_pool_count + 1);
         pooled = true;
     }
-    nd_unlock(&nd_threads_lock);
+    nd_unlock(nd_threads_lock);
     return pooled;
 }
 
@@ -127,7 +127,7 @@ static void nd_thread_dismantle(nd_thread *t)
         nd_tcache_flush_all(tcs[i]);
         nd_heap_abandon(&tcs[i]->heap);
     }
-    nd_lock(&nd_threads_lock);
+    nd_lock(nd_threads_lock);
     if (t->prev)
         t->prev->next = t->next;
     else
@@ -137,7 +137,7 @@ static void nd_thread_dismantle(nd_thread *t)
     for (int i = 0; i < n; i++)
         nd_fold_dead_locked(tcs[i]);
     t->state = ND_THREAD_DEAD;
-    nd_unlock(&nd_threads_lock);
+    nd_unlock(nd_threads_lock);
     for (int i = 0; i < n; i++)
         nd_tcache_destroy(tcs[i]);
     nd_meta_free(t, sizeof(nd_thread));
@@ -151,7 +151,7 @@ static void nd_thread_pool_age(uint64_t now, bool all)
         return;
     uint64_t wait = (uint64_t)nd_opt(ND_OPT_purge_delay) * ND_POOL_WAIT;
     nd_thread *victims = NULL;
-    nd_lock(&nd_threads_lock);
+    nd_lock(nd_threads_lock);
     for (int node = 0; node < ND_MAX_NODES; node++) {
         /* Newest first: the ones due are a tail. */
         nd_thread **link = &nd_pool[node];
@@ -167,7 +167,7 @@ static void nd_thread_pool_age(uint64_t now, bool all)
             victims = t;
         }
     }
-    nd_unlock(&nd_threads_lock);
+    nd_unlock(nd_threads_lock);
     while (victims != NULL) {
         nd_thread *t = victims;
         victims = t->pool_next;
@@ -237,12 +237,12 @@ nd_tcache *nd_thread_start(void)
     t->state = ND_THREAD_LIVE;
     t->gc_countdown = ND_GC_EVENTS;
     t->maintain_at = tc->heap.clock_ms + (uint64_t)nd_opt(ND_OPT_purge_delay);
-    nd_lock(&nd_threads_lock);
+    nd_lock(nd_threads_lock);
     t->next = nd_threads_head;
     if (nd_threads_head)
         nd_threads_head->prev = t;
     nd_threads_head = t;
-    nd_unlock(&nd_threads_lock);
+    nd_unlock(nd_threads_lock);
     nd_tls_tc = tc;
     nd_tls_thread = t;
     /* May allocate (for high key numbers): the thread is already in place. */
@@ -367,27 +367,27 @@ void nd_thread_done(void *arg)
 /* ---- shared heaps ----------------------------------------------------------- */
 
 typedef struct nd_shared_heap {
-    nd_lock_t  lock;
     nd_tcache *tc;
 } nd_shared_heap;
 
-static nd_lock_t      nd_shared_lock = ND_LOCK_INIT;
+/* Under ND_LOCK(shared_table, 0) while created; then each under its own
+   ND_LOCK(shared_heap, 2 * node + bound). */
 static nd_shared_heap nd_shared[ND_MAX_NODES][2];
+
+static nd_lock_t *nd_shared_heap_lock(int node, bool bound) { return ND_LOCK(shared_heap, 2 * node + (bound ? 1 : 0)); }
 
 static nd_shared_heap *nd_shared_get(int node, bool bound)
 {
     nd_shared_heap *sh = &nd_shared[node][bound];
     if (nd_load_acquire(&sh->tc) != NULL)
         return sh;
-    nd_lock(&nd_shared_lock);
+    nd_lock(ND_LOCK(shared_table, 0));
     if (sh->tc == NULL) {
         nd_tcache *tc = nd_tcache_create(ND_TID_SHARED, node, bound, true);
-        if (tc != NULL) {
-            nd_lock_init(&sh->lock);
+        if (tc != NULL)
             nd_store_release(&sh->tc, tc);
-        }
     }
-    nd_unlock(&nd_shared_lock);
+    nd_unlock(ND_LOCK(shared_table, 0));
     return sh->tc != NULL ? sh : NULL;
 }
 
@@ -398,30 +398,10 @@ void *nd_thread_shared_malloc(int node, bool bound, size_t alignment, size_t siz
         errno = ENOMEM;
         return NULL;
     }
-    nd_lock(&sh->lock);
+    nd_lock(nd_shared_heap_lock(node, bound));
     void *p = nd_thread_malloc_aligned(sh->tc, alignment, size);
-    nd_unlock(&sh->lock);
+    nd_unlock(nd_shared_heap_lock(node, bound));
     return p;
-}
-
-void nd_thread_lock_all(void)
-{
-    nd_lock(&nd_threads_lock);
-    nd_lock(&nd_shared_lock);
-    for (int n = 0; n < ND_MAX_NODES; n++)
-        for (int b = 0; b < 2; b++)
-            if (nd_shared[n][b].tc)
-                nd_lock(&nd_shared[n][b].lock);
-}
-
-void nd_thread_unlock_all(void)
-{
-    for (int n = ND_MAX_NODES - 1; n >= 0; n--)
-        for (int b = 1; b >= 0; b--)
-            if (nd_shared[n][b].tc)
-                nd_unlock(&nd_shared[n][b].lock);
-    nd_unlock(&nd_shared_lock);
-    nd_unlock(&nd_threads_lock);
 }
 
 void nd_thread_fork_child(void)
@@ -430,8 +410,8 @@ void nd_thread_fork_child(void)
        their pools). The tcaches of the others are left
        as they were (they may have been mid-update): their ids never match a
        thread of the child, so frees of their blocks take the remote path.
-       Their counters are folded into the totals. Called with the list lock
-       held (nd_thread_lock_all). */
+       Their counters are folded into the totals. Called with every lock
+       held (the fork handlers, init.c). */
     nd_thread *self = nd_tls_thread;
     nd_thread *t = nd_threads_head;
     nd_threads_head = NULL;
@@ -585,6 +565,7 @@ static nd_noinline void *nd_thread_malloc_secure(nd_tcache *tc, size_t size)
 
 void *nd_thread_malloc(nd_tcache *tc, size_t size)
 {
+    nd_lock_may_take(ND_LOCK_ID_large_pool);   /* and nodes, metadata (a shared heap's lock may be held) */
     if (nd_unlikely(nd_secure_on()))
         return nd_thread_malloc_secure(tc, size);
     nd_thread_tick(tc);
@@ -669,7 +650,7 @@ void nd_thread_count_large_resize(long delta)
 void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, size_t *threads, size_t *pooled)
 {
     size_t nthreads = 0, npooled = 0;
-    nd_lock(&nd_threads_lock);
+    nd_lock(nd_threads_lock);
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         nd_snap_class_add(&cls[c], &nd_dead_cls[c]);
         nd_snap_class_add_counters(&cls[c], &nd_orphan_cls[c]);
@@ -691,7 +672,7 @@ void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, size_t *thread
             if (tc != NULL)
                 nd_tcache_stats_add(tc, cls, tot);
         }
-    nd_unlock(&nd_threads_lock);
+    nd_unlock(nd_threads_lock);
     *threads = nthreads;
     *pooled = npooled;
 }

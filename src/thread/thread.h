@@ -4,9 +4,7 @@
  * node it asked for), the locked shared heaps used by threads being torn
  * down, the allocation slow path by size (cache, large, huge), periodic
  * maintenance, fork, and the statistics summed over threads.
- *
- * Locks: the list of live threads -> the shared-heap table -> a shared
- * heap's lock -> node locks -> meta lock.
+
  */
 #ifndef ND_THREAD_H
 #define ND_THREAD_H
@@ -106,10 +104,8 @@ void nd_thread_count_large_resize(long delta) nd_hidden;
    *threads = live threads. */
 void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, size_t *threads, size_t *pooled) nd_hidden;
 
-/* fork(): prepare takes the list lock and every shared heap's lock; the
-   child keeps only the forking thread (the others' counters are folded). */
-void nd_thread_lock_all(void) nd_hidden;
-void nd_thread_unlock_all(void) nd_hidden;
+/* fork(), in the child, every lock held: only the forking thread survives
+   (the others' counters are folded). */
 void nd_thread_fork_child(void) nd_hidden;
 
 /* Debug check of every tcache of the calling thread. */

@@ -1,0 +1,101 @@
+/*
+ * lock.h - every lock nodal has, in one table, and the lock-order witness.
+ *
+ * ND_LOCKS(X) lists the locks outermost first: their rank is their row. A
+ * thread that holds a lock may take only locks of later rows, and of a row
+ * with several instances only instances of a higher index. The table is the
+ * only place that order is written down; from it come
+ *   - the locks themselves (nd_locks_NAME[count], each on its own cache
+ *     line; a file uses ND_LOCK(NAME, i) and never declares a lock of its
+ *     own),
+ *   - fork(): the prepare handler takes every instance of every row, top to
+ *     bottom (nd_locks_acquire_all), the parent and the child release them
+ *     bottom to top (nd_locks_release_all), so no lock is ever copied held
+ *     into a child,
+ *   - the lock table of src/README.md (tools/gen-locks; a unit test keeps
+ *     the two equal),
+ *   - in debug builds (ND_WITNESS, on when ND_DEBUG >= 1: the unit tier and
+ *     the sanitizer builds), a witness: every acquisition is checked
+ *     against the locks the thread holds, and one out of order (the same
+ *     lock twice included) aborts with one line naming both; a function
+ *     that may take a lock says so at its top (nd_lock_may_take), so a
+ *     caller holding that lock, or a later one, is caught even on the runs
+ *     where the lock happens not to be taken.
+ *
+ *   X(name, count, protects)
+ *
+ * Locks are real mutexes (futexes): nothing spins without bound, and no
+ * fast path takes any of them.
+ */
+#ifndef ND_LOCK_H
+#define ND_LOCK_H
+
+#include <stdbool.h>
+#include <pthread.h>
+#include "config.h"
+
+#define ND_LOCKS(X) \
+    X(init,         1,                "start-up: options, topology and secrets are read once, by one thread") \
+    X(report,       1,                "statistics reports, one at a time: the snapshot buffer and the output of nodal_stats_print, nodal_stats_json, nodal_memory_info_get, nodal_stats_reset and the report at exit") \
+    X(stats_base,   1,                "the snapshot nodal_stats_reset took (subtracted from later reports)") \
+    X(threads,      1,                "the list of thread records, the pools of exited threads' records, the statistics of exited threads") \
+    X(shared_table, 1,                "the creation of shared heaps") \
+    X(shared_heap,  2 * ND_MAX_NODES, "one shared heap (per node; plain, bound): the heap of threads that have no cache of their own (starting or exiting)") \
+    X(large_pool,   2 * ND_MAX_NODES, "one pool of large-block segments (per node; plain, bound): its segments' chunk masks and block descriptors") \
+    X(node,         ND_MAX_NODES,     "one node's caches of free segments and of freed huge mappings, and its abandoned segments") \
+    X(meta,         1,                "the metadata allocator (thread records, thread caches, heaps)")
+
+typedef enum {
+#define ND_LOCK_ENUM(name, count, protects) ND_LOCK_ID_##name,
+    ND_LOCKS(ND_LOCK_ENUM)
+#undef ND_LOCK_ENUM
+    ND_LOCK_ROWS
+} nd_lock_id;
+
+/* One lock on its own cache line (a pthread mutex). */
+typedef struct nd_aligned(ND_CACHE_LINE) nd_lock_t {
+    pthread_mutex_t mu;
+} nd_lock_t;
+
+#define ND_LOCK_DECLARE(name, count, protects) extern nd_lock_t nd_locks_##name[count] nd_hidden;
+ND_LOCKS(ND_LOCK_DECLARE)
+#undef ND_LOCK_DECLARE
+
+/* Instance i of the row `name`. */
+#define ND_LOCK(name, i) (&nd_locks_##name[(i)])
+
+/* The rows, for the witness, fork and the documentation. */
+typedef struct nd_lock_row {
+    const char *name;
+    nd_lock_t  *locks;
+    unsigned    count;
+    const char *protects;
+} nd_lock_row;
+extern const nd_lock_row nd_lock_table[ND_LOCK_ROWS] nd_hidden;
+
+void nd_lock(nd_lock_t *l) nd_hidden;
+bool nd_trylock(nd_lock_t *l) nd_hidden;
+void nd_unlock(nd_lock_t *l) nd_hidden;
+
+/* fork(): every lock of the table, in its order (prepare), and back
+   (parent, child). The caller holds none. */
+void nd_locks_acquire_all(void) nd_hidden;
+void nd_locks_release_all(void) nd_hidden;
+
+#ifndef ND_WITNESS
+#define ND_WITNESS (ND_DEBUG >= 1)
+#endif
+
+#if ND_WITNESS
+/* The caller may take a lock of row `id` (any instance): aborts if the
+   thread holds a lock of that row or a later one. */
+void nd_lock_may_take(nd_lock_id id) nd_hidden;
+#else
+#define nd_lock_may_take(id) ((void)0)
+#endif
+/* Was the library built with the witness? Locks the calling thread holds,
+   as the witness counts them (0 without it). For tests. */
+bool     nd_lock_witness_on(void) nd_hidden;
+unsigned nd_lock_held_count(void) nd_hidden;
+
+#endif /* ND_LOCK_H */
