@@ -19,6 +19,7 @@
 #include "node.h"
 #include "options.h"
 #include "os.h"
+#include "shared.h"
 #include "thread.h"
 #include "topo.h"
 
@@ -38,7 +39,7 @@ static int nd_base_set;
 #define nd_report_lock ND_LOCK(report, 0)
 #define nd_stats_lock  ND_LOCK(stats_base, 0)
 
-static size_t nd_class_page_size(unsigned c)
+static size_t nd_stats_page_size(unsigned c)
 {
     return nd_class_is_small(c) ? ND_SMALL_PAGE_SIZE : ND_MEDIUM_PAGE_SIZE;
 }
@@ -60,6 +61,7 @@ static void nd_snapshot_take(nd_snapshot *s, bool since_reset)
     memset(s, 0, sizeof *s);
     size_t threads = 0, pooled = 0;
     nd_thread_stats_sum(s->cls, &s->t, &threads, &pooled);
+    nd_shared_stats_add(s->cls, &s->t);
     ND_STATS_TABLE(ND_READ_GAUGE)
     /* Derived fields, from all-time counters. */
     s->t.threads = threads;
@@ -73,7 +75,7 @@ static void nd_snapshot_take(nd_snapshot *s, bool since_reset)
         nd_snap_class *k = &s->cls[c];
         uint64_t live = k->requests > k->frees ? k->requests - k->frees : 0;
         k->bytes_in_use = live * nd_class_size[c];
-        double room = (double)k->pages * (double)nd_class_page_size(c);
+        double room = (double)k->pages * (double)nd_stats_page_size(c);
         double used = (double)(live + k->cached) * nd_class_size[c];
         k->utilization = room > 0 ? (used > room ? 1.0 : used / room) : 0;
         small += k->bytes_in_use;

@@ -16,23 +16,6 @@ void nd_gauge_add_peak(size_t *gauge, size_t *peak, long delta)
         ;
 }
 
-/* Racy reads of another thread's counters are fine: every field is read
-   once, as a whole word. */
-#define ND_ADD_CLASS_COUNTER(n, k, sc, so, u, l, m)  ND_SEL(sc, so)(dst->n += nd_load_relaxed(&src->n);, , , , )
-#define ND_ADD_THREAD_COUNTER(n, k, sc, so, u, l, m) ND_SEL(sc, so)(, dst->n += nd_load_relaxed(&src->n);, , , )
-
-__attribute__((no_sanitize("thread")))
-void nd_class_counters_add(nd_class_counters *dst, const nd_class_counters *src)
-{
-    ND_STATS_TABLE(ND_ADD_CLASS_COUNTER)
-}
-
-__attribute__((no_sanitize("thread")))
-void nd_thread_counters_add(nd_thread_counters *dst, const nd_thread_counters *src)
-{
-    ND_STATS_TABLE(ND_ADD_THREAD_COUNTER)
-}
-
 #define ND_ADD_SNAP_CLASS(n, k, sc, so, u, l, m) ND_IF_##sc(, dst->n += src->n;, )
 void nd_snap_class_add(nd_snap_class *dst, const nd_snap_class *src)
 {

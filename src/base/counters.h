@@ -151,10 +151,6 @@ typedef struct nd_gauges { ND_STATS_TABLE(ND_GEN_GAUGE) } nd_gauges;
 
 extern nd_gauges nd_gauge nd_hidden;
 
-/* Adds two counter sets field by field (dst += src; src read racily). */
-void nd_class_counters_add(nd_class_counters *dst, const nd_class_counters *src) nd_hidden;
-void nd_thread_counters_add(nd_thread_counters *dst, const nd_thread_counters *src) nd_hidden;
-
 /* A per-thread counter: written by its owner only, without a lock prefix,
    read by reports as a whole aligned word (never torn on the 64-bit
    targets nodal supports). Under ThreadSanitizer the same as a relaxed

@@ -16,7 +16,9 @@
 #include "lock.h"
 #include "msg.h"
 #include "os.h"
+#include "route.h"
 #include "secure.h"
+#include "shared.h"
 #include "topo.h"
 
 /* ---- slow paths ------------------------------------------------------------ */
@@ -36,9 +38,9 @@ void *nd_malloc_slow(size_t size, nd_tcache *tc)
     if (nd_unlikely(nd_tls_thread->state != ND_THREAD_LIVE)) {
         tc = nd_plain_tcache();
         if (tc == NULL)
-            return nd_thread_shared_malloc(nd_topo.mem_ids[0], false, 0, size);
+            return nd_shared_malloc(nd_topo.mem_ids[0], false, 0, size);
     }
-    return nd_thread_malloc(tc, size);
+    return nd_route_malloc(tc, size);
 }
 
 /* The tcache for node-bound memory on `node` (NULL + errno when none; *shared
@@ -63,8 +65,8 @@ void *nd_malloc_node_slow(size_t size, int node)
     bool shared;
     nd_tcache *tc = nd_node_tcache(node, &shared);
     if (tc == NULL)
-        return shared ? nd_thread_shared_malloc(node, true, 0, size) : NULL;
-    return nd_thread_malloc(tc, size);
+        return shared ? nd_shared_malloc(node, true, 0, size) : NULL;
+    return nd_route_malloc(tc, size);
 }
 
 void *nd_malloc_node_aligned(size_t alignment, size_t size, int node)
@@ -72,16 +74,16 @@ void *nd_malloc_node_aligned(size_t alignment, size_t size, int node)
     bool shared;
     nd_tcache *tc = nd_node_tcache(node, &shared);
     if (tc == NULL)
-        return shared ? nd_thread_shared_malloc(node, true, alignment, size) : NULL;
-    return nd_thread_malloc_aligned(tc, alignment, size);
+        return shared ? nd_shared_malloc(node, true, alignment, size) : NULL;
+    return nd_route_malloc_aligned(tc, alignment, size);
 }
 
 static nd_noinline void *nd_malloc_aligned_slow(size_t alignment, size_t size)
 {
     nd_tcache *tc = nd_plain_tcache();
     if (tc == NULL)
-        return nd_thread_shared_malloc(nd_topo.mem_ids[0], false, alignment, size);
-    return nd_thread_malloc_aligned(tc, alignment, size);
+        return nd_shared_malloc(nd_topo.mem_ids[0], false, alignment, size);
+    return nd_route_malloc_aligned(tc, alignment, size);
 }
 
 /* Aligned requests a size class can serve (class.h) come from the thread
@@ -240,7 +242,7 @@ static void *nd_malloc_grown(const nd_segment *s, size_t size)
         bool shared;
         nd_tcache *tc = s->bound ? nd_node_tcache(s->node, &shared) : nd_plain_tcache();
         if (tc != NULL)
-            return nd_thread_large(tc, size, 0);
+            return nd_route_large(tc, size, 0);
     }
     /* Below that, a quarter more room than asked (about one class step):
        a block grown a little at a time is copied at every other step

@@ -28,7 +28,7 @@
 #include "large.h"
 #include "lock.h"
 #include "msg.h"
-#include "node.h"
+#include "route.h"
 #include "secure.h"
 
 /* The segment map says a segment starts here, but its header is not one
@@ -100,38 +100,6 @@ void nd_free_special(void *p)
     nd_huge_free(s);
 }
 
-/* Remote free, past the common case (see nd_free_remote): no cache of
-   this kind of memory yet (or room in it), or a page nobody owns. */
-static nd_noinline void nd_free_remote_slow(void *p, nd_segment *s, nd_page *pg, uintptr_t key)
-{
-    unsigned cls = pg->cls;
-    if (key != ND_KEY_NONE) {
-        nd_tcache *tc = nd_thread_cache_for_free(s, true);
-        if (tc != NULL && tc->binfo[cls].cap_max != 0) {
-            nd_thread_count_remote_free(cls, false);
-            nd_tcache_push(tc, cls, p);
-            return;
-        }
-    }
-    /* A free into a segment abandoned by an exited thread: adopt it, and
-       the block (like the rest of the segment's) is freed locally, its
-       page reused or released. The adoption comes first: once p is pushed
-       to another owner's page, that owner may free the page and unmap the
-       segment, so nothing here may read s after a push. */
-    if (key == ND_KEY_NONE && nd_load_relaxed(&s->abandoned) && nd_opt(ND_OPT_reclaim_on_free)) {
-        nd_tcache *tc = nd_thread_tcache_for(s);
-        if (tc != NULL && nd_node_abandoned_claim(s)) {
-            nd_heap_adopt_segment(&tc->heap, s);
-            nd_thread_count_remote_free(cls, false);
-            nd_block_mark(p);
-            nd_heap_free_local(&tc->heap, pg, p);
-            return;
-        }
-    }
-    nd_thread_count_remote_free(cls, true);
-    nd_heap_free_remote(pg, p);
-}
-
 /* Remote free: p belongs to a page another heap owns (or nobody does).
    If this thread has a thread cache for the same kind of memory, the block
    waits there like one of its own: no atomic now, reused here while it is
@@ -157,7 +125,7 @@ static void nd_free_remote(void *p, nd_segment *s, nd_page *pg, uintptr_t key)
         nd_count_inc(&tc->heap.cstats[cls].remote_frees);
         return;
     }
-    nd_free_remote_slow(p, s, pg, key);
+    nd_route_free_foreign(p, s, pg, key);
 }
 
 /* Huge and large blocks, and segments of no kind that frees take. */

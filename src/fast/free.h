@@ -1,16 +1,22 @@
 /*
  * free.h - the free fast path (static inline) and the free entry points
- * below it (free.c). One free is a few loads, two compares and one store on
- * the thread cache; anything else (another thread's block, a large or huge
- * block, a full cache, a bad pointer) folds into one unlikely branch that
- * calls the slow path with what the fast path already found.
+ * below it (free.c). A free of a block of one of the thread's hot pages is
+ * 28 instructions on x86-64 (gcc 12 -O2): five compares (the segment map
+ * byte, the page's owner against the thread's id, the block-start check by
+ * one multiply, the freed mark, the bin's bottom) and three stores (the
+ * block into the bin, the bin's cur, the block's mark). Anything else
+ * (another thread's block, a large or huge block, a full cache, a bad
+ * pointer) folds into one unlikely branch that calls the slow path with
+ * what the fast path already found.
  *
  * One free, top to bottom:
  *   nd_free_fast: segment map byte -> segment -> page descriptor;
  *                 key == this thread: *--bin->cur = p    (bin->cur != bin->low)
  *                 key == this thread | COLD: straight back to the page
- *   else nd_free_slow (free.c) -> remote: nd_heap_free_remote (heap.c)
- *                              -> own page, full cache: nd_tcache_free_full
+ *   else nd_free_slow (free.c) -> another heap's block: kept in this
+ *                                 thread's cache, or nd_heap_free_remote
+ *                              -> own page, full cache: nd_tcache_push
+ *                                 (grows the bin or flushes half of it)
  *                              -> large / huge: nd_large_free / nd_huge_free
  */
 #ifndef ND_FREE_H
@@ -60,7 +66,7 @@ nd_inline void nd_free_fast(void *p)
             nd_block_mark(blk);
             pg->free = blk;
             pg->used--;
-            nd_count_inc(&pg->bin->page_frees);
+            nd_count_inc(&((nd_bin *)pg->bin)->page_frees);
             return;
         }
         nd_free_slow(p, s, pg);

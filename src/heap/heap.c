@@ -12,28 +12,24 @@
 #include "node.h"
 #include "options.h"
 
-void nd_heap_init(nd_heap *h, uintptr_t tid, int node, bool bound, struct nd_bin *bins)
+void nd_heap_init(nd_heap *h, uintptr_t tid, int node, bool bound, void *const *bins)
 {
     h->tid = tid;
     h->node = (int16_t)node;
     h->bound = bound;
     h->shared = tid == ND_TID_SHARED;
-    h->bins = bins;
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
+        h->bins[c] = bins != NULL ? bins[c] : NULL;
     h->clock_ms = nd_os_now_ms();
 }
 
-static inline struct nd_bin *nd_heap_bin(const nd_heap *h, unsigned cls)
-{
-    return h->bins == NULL ? NULL : (struct nd_bin *)((char *)h->bins + (size_t)cls * ND_BIN_BYTES);
-}
-
-static inline int nd_seg_kind_index(const nd_segment *s) { return s->kind == ND_SEG_SMALL ? 0 : 1; }
+static inline int nd_heap_kind_of(const nd_segment *s) { return s->kind == ND_SEG_SMALL ? 0 : 1; }
 
 /* ---- hot pages ------------------------------------------------------------ */
 
 /* Makes pg one of the hot pages of its class (frees of its blocks by the
    owner go to the thread cache); the page it displaces goes cold. */
-static inline void nd_page_make_hot(nd_heap *h, nd_page *pg)
+static inline void nd_heap_make_hot(nd_heap *h, nd_page *pg)
 {
     if (pg->key == h->tid || h->shared)
         return;
@@ -46,7 +42,7 @@ static inline void nd_page_make_hot(nd_heap *h, nd_page *pg)
     nd_store_release(&pg->key, h->tid);
 }
 
-static inline void nd_page_make_cold(nd_heap *h, nd_page *pg)
+static inline void nd_heap_make_cold(nd_heap *h, nd_page *pg)
 {
     for (int i = 0; i < ND_HOT_PAGES; i++)
         if (h->hot[pg->cls][i] == pg) {
@@ -55,7 +51,7 @@ static inline void nd_page_make_cold(nd_heap *h, nd_page *pg)
         }
 }
 
-static inline bool nd_page_is_hot(const nd_heap *h, const nd_page *pg)
+static inline bool nd_heap_page_is_hot(const nd_heap *h, const nd_page *pg)
 {
     for (int i = 0; i < ND_HOT_PAGES; i++)
         if (h->hot[pg->cls][i] == pg)
@@ -85,7 +81,7 @@ static void nd_heap_seg_release(nd_heap *h, nd_segment *s)
    4 MiB apart, and a thread that works in several segments at once (one
    per node it targets, say) finds their pages, and their descriptors,
    competing for the same sets of the TLB and caches. */
-static unsigned nd_seg_pick_page(const nd_segment *s)
+static unsigned nd_heap_pick_page(const nd_segment *s)
 {
     unsigned colour = (unsigned)(((uintptr_t)s >> ND_SEG_SHIFT) * 5u) & (s->page_count - 1u);
     uint64_t at_or_after = s->free_mask & ~(((uint64_t)1 << colour) - 1);
@@ -110,7 +106,7 @@ static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)
             s->owner = h;
             nd_list_push_front(&h->avail[k], s);
         }
-        unsigned i = nd_seg_pick_page(s);
+        unsigned i = nd_heap_pick_page(s);
         size_t area;
         uint8_t *start = nd_seg_page_area(s, i, &area);
         if (nd_seg_commit(s, start, area) != 0) {
@@ -136,7 +132,7 @@ static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)
         if (s->free_mask == 0)
             nd_list_move_front(&h->avail[k], &h->used[k], s);
         nd_page *pg = &s->pages[i];
-        nd_page_init(pg, cls, start, area, h, nd_heap_bin(h, cls), h->tid | ND_KEY_COLD);
+        nd_page_init(pg, cls, start, area, h, h->bins[cls], h->tid | ND_KEY_COLD);
         nd_add_relaxed(&nd_gauge.pages[cls], 1);
         nd_gauge_active((long)area);
         nd_list_push_front(&h->pages[cls], pg);
@@ -162,7 +158,7 @@ static void nd_heap_page_retire(nd_heap *h, nd_page *pg)
     nd_assert(pg->used == 0 && pg->in_use);
     if (pg->in_full)
         nd_heap_unfull(h, pg);
-    nd_page_make_cold(h, pg);
+    nd_heap_make_cold(h, pg);
     nd_list_remove(&h->pages[pg->cls], pg);
     unsigned cls = pg->cls;
     nd_page_release(pg);
@@ -172,7 +168,7 @@ static void nd_heap_page_retire(nd_heap *h, nd_page *pg)
     uint8_t *start = nd_seg_page_area(s, pg->index, &area);
     nd_sub_relaxed(&nd_gauge.pages[cls], 1);
     nd_gauge_active(-(long)area);
-    int k = nd_seg_kind_index(s);
+    int k = nd_heap_kind_of(s);
     if (s->free_mask == 0)
         nd_list_move_front(&h->used[k], &h->avail[k], s);
     s->free_mask |= (uint64_t)1 << pg->index;
@@ -219,7 +215,7 @@ size_t nd_heap_take_blocks(nd_heap *h, unsigned cls, void **out, size_t n)
             if (pg == NULL)
                 break;
         }
-        nd_page_make_hot(h, pg);
+        nd_heap_make_hot(h, pg);
         got += nd_page_take(pg, out + got, n - got);
         if (nd_page_is_exhausted(pg)) {
             /* Full: park it where remote frees will find it again. */
@@ -383,7 +379,7 @@ void nd_heap_collect(nd_heap *h, uint64_t now, bool purge_all)
 
 bool nd_heap_adopt_segment(nd_heap *h, nd_segment *s)
 {
-    int k = nd_seg_kind_index(s);
+    int k = nd_heap_kind_of(s);
     nd_seg_queue *list = s->free_mask ? &h->avail[k] : &h->used[k];
     s->owner = h;
     nd_list_push_front(list, s);
@@ -395,7 +391,7 @@ bool nd_heap_adopt_segment(nd_heap *h, nd_segment *s)
         nd_page *pg = &s->pages[i];
         if (!pg->in_use)
             continue;
-        nd_page_set_owner(pg, h, nd_heap_bin(h, pg->cls), h->tid | ND_KEY_COLD);
+        nd_page_set_owner(pg, h, h->bins[pg->cls], h->tid | ND_KEY_COLD);
         nd_list_push_back(&h->pages[pg->cls], pg);
         if (pg->used == 0)
             nd_heap_page_retire(h, pg);
@@ -497,12 +493,12 @@ void nd_heap_abandon(nd_heap *h)
 
 /* ---- debug validation ---------------------------------------------------------- */
 
-static bool nd_seg_queue_is_valid(const nd_heap *h, const nd_seg_queue *q, int k, bool avail)
+static bool nd_heap_seg_queue_is_valid(const nd_heap *h, const nd_seg_queue *q, int k, bool avail)
 {
     size_t n = 0;
     for (const nd_segment *s = q->first; s; s = s->next, n++) {
         if (s->owner != h || (s->free_mask != 0) != avail || s->bound != h->bound ||
-            nd_seg_kind_index(s) != k || !nd_seg_is_valid(s))
+            nd_heap_kind_of(s) != k || !nd_seg_is_valid(s))
             return false;
         if (s->used_pages == 0 && h->spare[k] != s)
             return false;
@@ -517,7 +513,7 @@ bool nd_heap_is_valid(const nd_heap *h)
         for (const nd_page *pg = h->pages[c].first; pg != NULL; pg = pg->next, n++) {
             if (!pg->in_use || pg->cls != c || pg->heap != h || pg->in_full || !nd_page_is_valid(pg))
                 return false;
-            uintptr_t want = !h->shared && nd_page_is_hot(h, pg) ? h->tid : (h->tid | ND_KEY_COLD);
+            uintptr_t want = !h->shared && nd_heap_page_is_hot(h, pg) ? h->tid : (h->tid | ND_KEY_COLD);
             if (pg->key != want)
                 return false;
         }
@@ -537,7 +533,7 @@ bool nd_heap_is_valid(const nd_heap *h)
         return false;
     size_t pending = 0;
     for (int k = 0; k < 2; k++) {
-        if (!nd_seg_queue_is_valid(h, &h->avail[k], k, true) || !nd_seg_queue_is_valid(h, &h->used[k], k, false))
+        if (!nd_heap_seg_queue_is_valid(h, &h->avail[k], k, true) || !nd_heap_seg_queue_is_valid(h, &h->used[k], k, false))
             return false;
         const nd_seg_queue *lists[2] = { &h->avail[k], &h->used[k] };
         for (int l = 0; l < 2; l++)

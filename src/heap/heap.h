@@ -40,8 +40,6 @@
 typedef ND_LIST(nd_page) nd_page_queue;
 typedef ND_LIST(nd_segment) nd_seg_queue;
 
-struct nd_bin;
-
 /*
  * A heap.
  * Invariants:
@@ -70,7 +68,8 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_heap {
     int16_t         node;
     uint8_t         bound;
     uint8_t         shared;
-    struct nd_bin  *bins;               /* the owner's thread-cache bins, ND_BIN_BYTES apart (hot pages point there) */
+    void           *bins[ND_CLASS_COUNT];   /* the owner's thread-cache bin of each class, opaque
+                                           here (tcache.h): hot pages point there; NULL (shared) */
     nd_page_queue   pages[ND_CLASS_COUNT];
     nd_page_queue   full;
     nd_page        *hot[ND_CLASS_COUNT][ND_HOT_PAGES];
@@ -87,9 +86,10 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_heap {
     nd_aligned(ND_CACHE_LINE) nd_page *notified;   /* pages notified by remote frees (other threads push) */
 } nd_heap;
 
-/* Sets up h (zeroed memory) for (node, bound); bins = the owner's bins or
-   NULL (shared heap). */
-void nd_heap_init(nd_heap *h, uintptr_t tid, int node, bool bound, struct nd_bin *bins) nd_hidden;
+/* Sets up h (zeroed memory) for (node, bound); bins[c] = the owner's
+   thread-cache bin of class c (opaque to the heap), or bins = NULL (a
+   shared heap). */
+void nd_heap_init(nd_heap *h, uintptr_t tid, int node, bool bound, void *const *bins) nd_hidden;
 
 /* Fills out[0..n) with blocks of class cls from h's pages; returns how many
    (0 only when memory ran out: errno = ENOMEM). */

@@ -58,45 +58,45 @@ static uint64_t nd_node_next_maintain;   /* ms; one thread at a time sweeps */
 /* The lock of node state ns (lock.h: row node, instance = node id). */
 static nd_lock_t *nd_node_lock(const nd_node_state *ns) { return ND_LOCK(node, ns - nd_nodes); }
 
-static bool nd_seg_is_dirty(const nd_segment *s) { return (s->committed & ~(uint64_t)1) != 0; }
+static bool nd_node_seg_is_dirty(const nd_segment *s) { return (s->committed & ~(uint64_t)1) != 0; }
 
 /* Under the node lock: list changes that keep the hints equal. */
-static void nd_cache_add(nd_kind_state *k, nd_segment *s, bool front)
+static void nd_node_cache_add(nd_kind_state *k, nd_segment *s, bool front)
 {
     if (front)
         nd_list_push_front(&k->cache, s);
     else
         nd_list_push_back(&k->cache, s);
     nd_add_relaxed(&k->cache_hint, 1);
-    if (nd_seg_is_dirty(s)) {
+    if (nd_node_seg_is_dirty(s)) {
         k->cache_dirty++;
         nd_add_relaxed(&k->dirty_hint, 1);
     }
 }
 
-static void nd_cache_take(nd_kind_state *k, nd_segment *s)
+static void nd_node_cache_take(nd_kind_state *k, nd_segment *s)
 {
     nd_list_remove(&k->cache, s);
     nd_sub_relaxed(&k->cache_hint, 1);
-    if (nd_seg_is_dirty(s)) {
+    if (nd_node_seg_is_dirty(s)) {
         k->cache_dirty--;
         nd_sub_relaxed(&k->dirty_hint, 1);
     }
 }
 
-static nd_kind_state *nd_kind(int node, bool bound) { return &nd_nodes[node].kinds[bound ? 1 : 0]; }
+static nd_kind_state *nd_node_kind(int node, bool bound) { return &nd_nodes[node].kinds[bound ? 1 : 0]; }
 
 nd_segment *nd_node_seg_get(int node, bool bound, int kind)
 {
     nd_lock_may_take(ND_LOCK_ID_node);
     nd_node_state *ns = &nd_nodes[node];
-    nd_kind_state *k = nd_kind(node, bound);
+    nd_kind_state *k = nd_node_kind(node, bound);
     nd_segment *s = NULL;
     if (nd_load_relaxed(&k->cache_hint) != 0) {
         nd_lock(nd_node_lock(ns));
         s = k->cache.first;
         if (s != NULL)
-            nd_cache_take(k, s);
+            nd_node_cache_take(k, s);
         nd_unlock(nd_node_lock(ns));
     }
     if (s == NULL) {
@@ -121,24 +121,24 @@ void nd_node_seg_put(nd_segment *s)
     nd_assert(s->used_pages == 0 && !s->abandoned);
     int node = s->node;
     nd_node_state *ns = &nd_nodes[node];
-    nd_kind_state *k = nd_kind(node, s->bound);
+    nd_kind_state *k = nd_node_kind(node, s->bound);
     uint64_t now = nd_os_now_ms();
     s->owner = NULL;
     s->kind = ND_SEG_FREE;
     s->cached_at = now;
     s->purge_mask = 0;
 
-    bool keep_dirty = nd_seg_is_dirty(s) && nd_opt(ND_OPT_purge_delay) > 0 &&
+    bool keep_dirty = nd_node_seg_is_dirty(s) && nd_opt(ND_OPT_purge_delay) > 0 &&
                       nd_load_relaxed(&k->dirty_hint) < ND_CACHE_DIRTY_MAX;
-    if (!keep_dirty && nd_seg_is_dirty(s))
+    if (!keep_dirty && nd_node_seg_is_dirty(s))
         nd_seg_purge(s, s->committed);
 
     nd_segment *victim = NULL;
     nd_lock(nd_node_lock(ns));
-    nd_cache_add(k, s, nd_seg_is_dirty(s));   /* dirty ones first */
+    nd_node_cache_add(k, s, nd_node_seg_is_dirty(s));   /* dirty ones first */
     if (k->cache.count > (size_t)nd_opt(ND_OPT_cache_segments)) {
         victim = k->cache.last;
-        nd_cache_take(k, victim);
+        nd_node_cache_take(k, victim);
     }
     nd_unlock(nd_node_lock(ns));
     if (victim != NULL)
@@ -150,7 +150,7 @@ void nd_node_abandon(nd_segment *s)
 {
     nd_lock_may_take(ND_LOCK_ID_node);
     nd_node_state *ns = &nd_nodes[s->node];
-    nd_kind_state *k = nd_kind(s->node, s->bound);
+    nd_kind_state *k = nd_node_kind(s->node, s->bound);
     nd_lock(nd_node_lock(ns));
     s->owner = NULL;
     nd_store_release(&s->abandoned, 1);
@@ -165,7 +165,7 @@ nd_segment *nd_node_abandoned_pop(int node, bool bound)
 {
     nd_lock_may_take(ND_LOCK_ID_node);
     nd_node_state *ns = &nd_nodes[node];
-    nd_kind_state *k = nd_kind(node, bound);
+    nd_kind_state *k = nd_node_kind(node, bound);
     if (nd_load_relaxed(&k->abandoned_hint) == 0)
         return NULL;
     nd_lock(nd_node_lock(ns));
@@ -182,7 +182,7 @@ nd_segment *nd_node_abandoned_pop(int node, bool bound)
 bool nd_node_abandoned_claim(nd_segment *s)
 {
     nd_node_state *ns = &nd_nodes[s->node];
-    nd_kind_state *k = nd_kind(s->node, s->bound);
+    nd_kind_state *k = nd_node_kind(s->node, s->bound);
     if (!nd_trylock(nd_node_lock(ns)))
         return false;
     bool claimed = false;
@@ -202,7 +202,7 @@ nd_segment *nd_node_huge_take(int node, bool bound, size_t need, size_t most)
 {
     nd_lock_may_take(ND_LOCK_ID_node);
     nd_node_state *ns = &nd_nodes[node];
-    nd_kind_state *k = nd_kind(node, bound);
+    nd_kind_state *k = nd_node_kind(node, bound);
     if (nd_load_relaxed(&k->huge_hint) == 0)
         return NULL;
     nd_lock(nd_node_lock(ns));
@@ -228,7 +228,7 @@ bool nd_node_huge_keep(nd_segment *s)
     if (nd_opt(ND_OPT_purge_delay) <= 0 || s->interleaved || s->size > ND_HUGE_CACHE_BYTES / 2)
         return false;
     nd_node_state *ns = &nd_nodes[s->node];
-    nd_kind_state *k = nd_kind(s->node, s->bound);
+    nd_kind_state *k = nd_node_kind(s->node, s->bound);
     nd_segment *victims[ND_HUGE_CACHE_COUNT + 1];
     size_t nv = 0;
     s->kind = ND_SEG_FREE;
@@ -256,7 +256,7 @@ bool nd_node_huge_keep(nd_segment *s)
 static void nd_node_sweep_huge(int node, bool bound, uint64_t now, bool force)
 {
     nd_node_state *ns = &nd_nodes[node];
-    nd_kind_state *k = nd_kind(node, bound);
+    nd_kind_state *k = nd_node_kind(node, bound);
     if (nd_load_relaxed(&k->huge_hint) == 0)
         return;
     uint64_t delay = (uint64_t)nd_opt(ND_OPT_purge_delay);
@@ -286,12 +286,12 @@ void nd_node_release_cached(void)
         for (int b = 0; b < 2; b++) {
             nd_node_sweep_huge(node, b, 0, true);
             nd_node_state *ns = &nd_nodes[node];
-            nd_kind_state *k = nd_kind(node, b);
+            nd_kind_state *k = nd_node_kind(node, b);
             for (;;) {
                 nd_lock(nd_node_lock(ns));
                 nd_segment *v = k->cache.last;
                 if (v != NULL)
-                    nd_cache_take(k, v);
+                    nd_node_cache_take(k, v);
                 nd_unlock(nd_node_lock(ns));
                 if (v == NULL)
                     break;
@@ -306,7 +306,7 @@ static void nd_node_sweep(int node, bool bound, uint64_t now, bool force)
 {
     enum { MAXV = ND_CACHE_DIRTY_MAX + 2 };
     nd_node_state *ns = &nd_nodes[node];
-    nd_kind_state *k = nd_kind(node, bound);
+    nd_kind_state *k = nd_node_kind(node, bound);
     if (nd_load_relaxed(&k->dirty_hint) == 0)
         return;
     nd_segment *v[MAXV];
@@ -315,10 +315,10 @@ static void nd_node_sweep(int node, bool bound, uint64_t now, bool force)
     nd_lock(nd_node_lock(ns));
     for (nd_segment *s = k->cache.first; s != NULL && nv < MAXV;) {
         nd_segment *next = s->next;
-        if (!nd_seg_is_dirty(s))
+        if (!nd_node_seg_is_dirty(s))
             break;
         if (force || s->cached_at + delay <= now) {
-            nd_cache_take(k, s);
+            nd_node_cache_take(k, s);
             v[nv++] = s;
         }
         s = next;
@@ -330,7 +330,7 @@ static void nd_node_sweep(int node, bool bound, uint64_t now, bool force)
         nd_seg_purge(v[i], v[i]->committed);
     nd_lock(nd_node_lock(ns));
     for (size_t i = 0; i < nv; i++)
-        nd_cache_add(k, v[i], false);   /* clean now: to the back */
+        nd_node_cache_add(k, v[i], false);   /* clean now: to the back */
     nd_unlock(nd_node_lock(ns));
 }
 
@@ -361,7 +361,7 @@ void nd_node_counts_get(int node, bool bound, nd_node_counts *c)
 {
     nd_lock_may_take(ND_LOCK_ID_node);
     nd_node_state *ns = &nd_nodes[node];
-    nd_kind_state *k = nd_kind(node, bound);
+    nd_kind_state *k = nd_node_kind(node, bound);
     nd_lock(nd_node_lock(ns));
     c->cached = k->cache.count;
     c->cached_committed = 0;
@@ -381,7 +381,7 @@ bool nd_node_is_valid(int node)
         size_t n = 0, dirty = 0;
         bool clean_seen = false;
         for (nd_segment *s = k->cache.first; s != NULL && ok; s = s->next, n++) {
-            bool d = nd_seg_is_dirty(s);
+            bool d = nd_node_seg_is_dirty(s);
             ok = s->kind == ND_SEG_FREE && s->owner == NULL && !s->abandoned && s->node == node &&
                  s->bound == b && !(d && clean_seen) && nd_seg_is_valid(s);
             clean_seen |= !d;

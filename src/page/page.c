@@ -62,7 +62,7 @@ bool nd_page_is_block_start(const nd_page *pg, const void *p)
 }
 
 void nd_page_init(nd_page *pg, unsigned cls, uint8_t *start, size_t area,
-                  struct nd_heap *owner, struct nd_bin *bin, uintptr_t key)
+                  struct nd_heap *owner, void *bin, uintptr_t key)
 {
     uint32_t bsize = nd_class_size[cls];
     pg->block_size = bsize;
@@ -83,7 +83,7 @@ void nd_page_init(nd_page *pg, unsigned cls, uint8_t *start, size_t area,
     nd_store_release(&pg->key, key);
 }
 
-void nd_page_set_owner(nd_page *pg, struct nd_heap *owner, struct nd_bin *bin, uintptr_t key)
+void nd_page_set_owner(nd_page *pg, struct nd_heap *owner, void *bin, uintptr_t key)
 {
     pg->in_full = 0;
     pg->xnext = NULL;
@@ -295,18 +295,6 @@ void nd_page_give(nd_page *pg, nd_block *head, nd_block *tail, uint32_t count)
     nd_link_set(tail, pg->free);
     pg->free = head;
     pg->used = (uint16_t)(pg->used - count);
-}
-
-bool nd_page_list_has(const nd_page *pg, const void *p)
-{
-    size_t steps = 0;
-    for (const nd_block *b = pg->free; b != NULL; b = nd_link_get(b)) {
-        if (b == p)
-            return true;
-        if (!nd_page_link_ok(pg, b) || ++steps > pg->capacity)
-            nd_page_corrupt(pg, b, ND_CORRUPT_LIST, "a free list is damaged");
-    }
-    return false;
 }
 
 void nd_page_junk(nd_page *pg, void *p)

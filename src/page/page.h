@@ -214,10 +214,10 @@ bool nd_page_is_block_start(const nd_page *pg, const void *p) nd_hidden;
 /* A free page of segment s goes into use for class cls, owned by `owner`,
    whose thread cache bin for the class is `bin`, with key `key`. */
 void nd_page_init(nd_page *pg, unsigned cls, uint8_t *start, size_t area,
-                  struct nd_heap *owner, struct nd_bin *bin, uintptr_t key) nd_hidden;
+                  struct nd_heap *owner, void *bin, uintptr_t key) nd_hidden;
 /* An in-use page changes owner (adoption): new owner fields, remote frees
    taken back. */
-void nd_page_set_owner(nd_page *pg, struct nd_heap *owner, struct nd_bin *bin, uintptr_t key) nd_hidden;
+void nd_page_set_owner(nd_page *pg, struct nd_heap *owner, void *bin, uintptr_t key) nd_hidden;
 /* The page leaves use (no block out): waits out a notifier in flight, then
    clears its state. */
 void nd_page_release(nd_page *pg) nd_hidden;
@@ -255,8 +255,6 @@ bool nd_page_disarm(nd_page *pg) nd_hidden;
    BUSY (the waiting blocks stay on the list); true if it was set. */
 bool nd_page_fork_clear_busy(nd_page *pg) nd_hidden;
 
-/* Is p on pg's free list? (the list is checked as it is walked) */
-bool nd_page_list_has(const nd_page *pg, const void *p) nd_hidden;
 /* check=2: fills p's bytes past its link and mark with 0xdf. */
 void nd_page_junk(nd_page *pg, void *p) nd_hidden;
 /* A damaged free list or remote list, or a freed block written to: one

@@ -43,7 +43,7 @@
  *               id | ND_KEY_COLD for the owner's other pages (frees go
  *               straight to the page); id | ND_KEY_LARGE for a large block;
  *               ND_KEY_NONE (1) when no thread owns the page
- *     bin       owner heap's thread-cache bin for this page's class
+ *     bin       owner heap's thread-cache bin for this page's class (opaque)
  *     free, start, mul, limit, block_size, used, capacity, reserved,
  *     cls, in_use, in_full, index
  *   line 1, written by other threads:
@@ -60,7 +60,6 @@
 #include "config.h"
 #include "counters.h"
 
-struct nd_bin;
 struct nd_heap;
 
 #define ND_SEG_GUARD_WORDS (ND_SEG_SIZE / 4096 / 64)   /* a bit per OS page (4 KiB or more) */
@@ -90,15 +89,15 @@ enum { ND_SEG_FREE = 0, ND_SEG_SMALL, ND_SEG_MEDIUM, ND_SEG_LARGE, ND_SEG_HUGE }
  *  - every block on free or xfree carries the freed-block mark (page.h).
  *  - free is touched only by the owner thread (or under the owner's lock for
  *    a shared heap); xfree only with atomics.
- *  - when key & ~ND_KEY_FLAGS is a thread id, bin == &heap->bins[cls] of
- *    that thread's heap; key is the bare id only for the pages in
+ *  - when key & ~ND_KEY_FLAGS is a thread id, bin == heap->bins[cls] (the
+ *    owner's thread-cache bin for the class, opaque below the tcache); key is the bare id only for the pages in
  *    heap->hot[cls][], so the thread cache holds blocks of few pages and
  *    cannot pin many.
  */
 typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
     /* line 0: owner side */
     uintptr_t       key;
-    struct nd_bin  *bin;
+    void           *bin;         /* owner's thread-cache bin of the class (tcache.h; opaque here) */
     nd_block       *free;        /* links encoded (page.h) */
     uint8_t        *start;       /* first block */
     uint64_t        mul;         /* floor(2^64 / block_size) + 1: block index by multiply */

@@ -20,6 +20,7 @@
 #include "page.h"
 #include "secure.h"
 #include "segment.h"
+#include "shared.h"
 #include "thread.h"
 #include "topo.h"
 
@@ -50,6 +51,7 @@ static void nd_fork_child(void)
     if (nd_load_acquire(&nd_process_state) != 2)
         return;
     nd_thread_fork_child();
+    nd_shared_fork_child();
     nd_locks_release_all();
 }
 

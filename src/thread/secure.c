@@ -16,6 +16,7 @@
 #include "heap.h"
 #include "meta.h"
 #include "msg.h"
+#include "options.h"
 #include "os.h"
 #include "tcache.h"
 
@@ -111,7 +112,7 @@ void nd_secure_resize(const nd_page *pg, void *p, size_t size)
 
 /* ---- state ----------------------------------------------------------------- */
 
-nd_secure *nd_secure_create(void)
+static nd_secure *nd_secure_create(void)
 {
     nd_secure *sc = nd_meta_alloc(sizeof(nd_secure));
     if (sc == NULL)
@@ -129,9 +130,19 @@ void nd_secure_reseed(nd_secure *sc)
     sc->rng = nd_os_random() ^ (uint64_t)(uintptr_t)sc;
 }
 
-void nd_secure_destroy(nd_secure *sc)
+bool nd_secure_attach(nd_tcache *tc)
 {
-    nd_meta_free(sc, sizeof(nd_secure));
+    if (!nd_secure_on() || tc->heap.shared)
+        return true;
+    tc->secure = nd_secure_create();
+    return tc->secure != NULL;
+}
+
+void nd_secure_detach(nd_tcache *tc)
+{
+    if (tc->secure != NULL)
+        nd_meta_free(tc->secure, sizeof(nd_secure));
+    tc->secure = NULL;
 }
 
 /* A random number below n (n > 0): wyrand (a Weyl sequence through a
@@ -300,6 +311,8 @@ void nd_secure_flush_quarantine(nd_tcache *tc)
 void nd_secure_flush(nd_tcache *tc)
 {
     nd_secure *sc = tc->secure;
+    if (sc == NULL)
+        return;
     nd_secure_flush_quarantine(tc);
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         while (sc->count[c] > 0) {
@@ -326,6 +339,10 @@ static bool nd_secure_block_ok(const void *p)
 bool nd_secure_is_valid(const nd_tcache *tc)
 {
     const nd_secure *sc = tc->secure;
+    if ((sc != NULL) != (nd_secure_on() && !tc->heap.shared))
+        return false;
+    if (sc == NULL)
+        return true;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         if (sc->count[c] > sc->cap[c] || sc->cap[c] > ND_SECURE_BIN)
             return false;

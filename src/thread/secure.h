@@ -86,9 +86,11 @@ typedef struct nd_secure {
 
 /* Draws the canary key (process start). */
 void nd_secure_init(void) nd_hidden;
-/* A secure state for a thread cache; NULL when out of memory. */
-nd_secure *nd_secure_create(void) nd_hidden;
-void nd_secure_destroy(nd_secure *sc) nd_hidden;
+/* Gives thread cache tc its secure state when secure=1 (a shared heap's
+   cache has none); false when out of memory. nd_secure_detach takes it off
+   (its blocks given back first: nd_secure_flush). */
+bool nd_secure_attach(struct nd_tcache *tc) nd_hidden;
+void nd_secure_detach(struct nd_tcache *tc) nd_hidden;
 /* New randomness for the allocation order (a forked child). */
 void nd_secure_reseed(nd_secure *sc) nd_hidden;
 
@@ -113,12 +115,14 @@ size_t nd_secure_size(const char *fn, const nd_page *pg, const void *p) nd_hidde
    place; size + ND_SECURE_TAIL <= its block size). */
 void nd_secure_resize(const nd_page *pg, void *p, size_t size) nd_hidden;
 
-/* Every block of tc's bins and quarantine back to its page. */
+/* Every block of tc's bins and quarantine back to its page (nothing
+   without a secure state). */
 void nd_secure_flush(struct nd_tcache *tc) nd_hidden;
 /* Every block of tc's quarantine back (checked): a thread's exit. */
 void nd_secure_flush_quarantine(struct nd_tcache *tc) nd_hidden;
 
-/* Debug check of the invariants above (tc's secure state). */
+/* Debug check of the invariants above (tc's secure state, which tc has
+   exactly when secure=1 and it is not a shared heap's). */
 bool nd_secure_is_valid(const struct nd_tcache *tc) nd_hidden;
 
 #endif /* ND_SECURE_H */

@@ -10,7 +10,6 @@
 #include "meta.h"
 #include "msg.h"
 #include "options.h"
-#include "secure.h"
 
 void *nd_tcache_no_slots[1];   /* the NULL sentinel of every bin without slots */
 
@@ -58,10 +57,6 @@ nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
     nd_tcache *tc = nd_meta_alloc_head(sizeof(nd_tcache) + slots * sizeof(void *), sizeof(nd_tcache));
     if (tc == NULL)
         return NULL;
-    if (!shared && nd_secure_on() && (tc->secure = nd_secure_create()) == NULL) {
-        nd_meta_free(tc, sizeof(nd_tcache) + slots * sizeof(void *));
-        return NULL;
-    }
     void **slot = (void **)(tc + 1);
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         nd_bin *b = &tc->bins[c];
@@ -78,14 +73,16 @@ nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
         slot += caps[c] + 1;
     }
     tc->slot_bytes = (uint32_t)(slots * sizeof(void *));
-    nd_heap_init(&tc->heap, tid, node, bound, shared ? NULL : tc->bins);
+    void *bins[ND_CLASS_COUNT];
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
+        bins[c] = &tc->bins[c];
+    nd_heap_init(&tc->heap, tid, node, bound, shared ? NULL : bins);
     return tc;
 }
 
 void nd_tcache_destroy(nd_tcache *tc)
 {
-    if (tc->secure != NULL)
-        nd_secure_destroy(tc->secure);
+    nd_assert(tc->secure == NULL);   /* secure.c detached it */
     nd_meta_free(tc, sizeof(nd_tcache) + tc->slot_bytes);
 }
 
@@ -247,19 +244,8 @@ void nd_tcache_flush(nd_tcache *tc, unsigned c, size_t n)
 
 void nd_tcache_flush_all(nd_tcache *tc)
 {
-    if (tc->secure != NULL)
-        nd_secure_flush(tc);
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
         nd_tcache_flush(tc, c, tc->binfo[c].cap);
-}
-
-void nd_tcache_restart(nd_tcache *tc)
-{
-    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
-        tc->binfo[c].fill = ND_FIRST_FILL;
-        tc->binfo[c].filled = 0;
-        tc->binfo[c].low_water = ND_NO_SAMPLE;
-    }
 }
 
 void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)
@@ -295,8 +281,6 @@ void nd_tcache_gc(nd_tcache *tc, bool force)
        unneeded. The pass waits for a few samples (nd_tcache_gc_due), so
        that low-water marks mean something however slowly time passes. */
     tc->gc_samples = 0;
-    if (force && tc->secure != NULL)
-        nd_secure_flush(tc);
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         nd_bin *b = &tc->bins[c];
         nd_bin_info *bi = &tc->binfo[c];
@@ -369,8 +353,8 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
                 return false;
         }
     }
-    if ((tc->secure != NULL) != (nd_secure_on() && !tc->heap.shared) ||
-        (tc->secure != NULL && !nd_secure_is_valid(tc)))
-        return false;
-    return tc->heap.bins == (tc->heap.shared ? NULL : tc->bins) && nd_heap_is_valid(&tc->heap);
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
+        if (tc->heap.bins[c] != (tc->heap.shared ? NULL : (void *)&tc->bins[c]))
+            return false;
+    return nd_heap_is_valid(&tc->heap);
 }

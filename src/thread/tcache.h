@@ -88,10 +88,12 @@ typedef struct nd_bin_info {
 /*
  * A thread cache and the heap under it.
  * Invariants: the bins' slot arrays (slot_bytes) follow the struct in the
- * same allocation; heap.bins == bins; every bin's blocks belong to heap.
- * gc_samples counts tick roll-overs since the last GC pass. secure != NULL
- * exactly when secure=1 and the cache is not a shared heap's; then every
- * bin has capacity 0 (secure.h).
+ * same allocation; heap.bins[c] == &bins[c] (NULL for a shared heap's);
+ * every bin's blocks belong to heap.
+ * gc_samples counts tick roll-overs since the last GC pass. Under secure=1
+ * every bin has capacity 0, and `secure`, which the tcache only carries,
+ * is the cache's secure state (secure.c attaches it, checks it and takes
+ * it off; NULL otherwise).
  */
 typedef struct nd_aligned(ND_CACHE_LINE) nd_tcache {
     nd_bin       bins[ND_CLASS_COUNT];
@@ -136,8 +138,6 @@ void  nd_tcache_push(nd_tcache *tc, unsigned c, void *p) nd_hidden;
 void  nd_tcache_flush(nd_tcache *tc, unsigned c, size_t n) nd_hidden;
 /* Every cached block back to its pages. */
 void  nd_tcache_flush_all(nd_tcache *tc) nd_hidden;
-/* An emptied cache about to serve a new thread: fills start small again. */
-void  nd_tcache_restart(nd_tcache *tc) nd_hidden;
 /* GC pass: blocks the bins did not need since the last pass go back, and
    bins that kept more than half their capacity unused shrink; force: all. */
 void  nd_tcache_gc(nd_tcache *tc, bool force) nd_hidden;

@@ -1,18 +1,18 @@
 /*
- * thread.c - threads (see thread.h): start and exit, their tcaches, the
- * shared heaps, the slow path by size, maintenance, fork and statistics
- * sums.
+ * thread.c - a thread's life (see thread.h): its start (a new record or a
+ * pooled one), its thread caches, its periodic maintenance, its exit (the
+ * record pooled, or taken apart), fork, and the statistics of the records.
  *
- * Locks (lock.h): threads (the list of records, the pools, dead totals),
- * shared_table (creation of shared heaps), shared_heap (one each).
+ * Locks (lock.h): threads (the list of records, the pools, the statistics
+ * of exited threads).
  */
 #include "thread.h"
 
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
-#include "huge.h"
 #include "large.h"
+#include "list.h"
 #include "lock.h"
 #include "meta.h"
 #include "node.h"
@@ -46,7 +46,7 @@ static uintptr_t nd_next_tid = 4 * ND_TID_STEP;   /* below: reserved (shared hea
 static pthread_key_t nd_thread_key;
 
 #define nd_threads_lock ND_LOCK(threads, 0)   /* lock.h */
-static nd_thread *nd_threads_head;
+static ND_LIST(nd_thread) nd_threads;   /* live and pooled records, newest first */
 
 #define ND_GC_EVENTS 256
 
@@ -69,6 +69,34 @@ static nd_snap_class      nd_dead_cls[ND_CLASS_COUNT];
 static nd_snap_totals     nd_dead_tot;
 static nd_class_counters  nd_orphan_cls[ND_CLASS_COUNT];
 static nd_thread_counters nd_orphan;
+
+/* ---- a thread's caches ------------------------------------------------------ */
+
+/* A thread cache of the calling thread's for (node, bound), with its
+   secure=1 state; NULL when out of memory. */
+static nd_tcache *nd_thread_cache_new(int node, bool bound)
+{
+    nd_tcache *tc = nd_tcache_create(nd_tls_tid, node, bound, false);
+    if (tc != NULL && !nd_secure_attach(tc)) {
+        nd_tcache_destroy(tc);
+        tc = NULL;
+    }
+    return tc;
+}
+
+/* Every block tc holds back to its pages (secure=1: its random bins and
+   quarantine too). */
+static void nd_thread_cache_flush(nd_tcache *tc)
+{
+    nd_secure_flush(tc);
+    nd_tcache_flush_all(tc);
+}
+
+static void nd_thread_cache_destroy(nd_tcache *tc)
+{
+    nd_secure_detach(tc);
+    nd_tcache_destroy(tc);
+}
 
 /* ---- threads ------------------------------------------------------------- */
 
@@ -124,22 +152,17 @@ static void nd_thread_dismantle(nd_thread *t)
     nd_tcache *tcs[ND_MAX_NODES + 1];
     int n = nd_thread_tcaches(t, tcs);
     for (int i = 0; i < n; i++) {
-        nd_tcache_flush_all(tcs[i]);
+        nd_thread_cache_flush(tcs[i]);
         nd_heap_abandon(&tcs[i]->heap);
     }
     nd_lock(nd_threads_lock);
-    if (t->prev)
-        t->prev->next = t->next;
-    else
-        nd_threads_head = t->next;
-    if (t->next)
-        t->next->prev = t->prev;
+    nd_list_remove(&nd_threads, t);
     for (int i = 0; i < n; i++)
         nd_fold_dead_locked(tcs[i]);
     t->state = ND_THREAD_DEAD;
     nd_unlock(nd_threads_lock);
     for (int i = 0; i < n; i++)
-        nd_tcache_destroy(tcs[i]);
+        nd_thread_cache_destroy(tcs[i]);
     nd_meta_free(t, sizeof(nd_thread));
 }
 
@@ -224,7 +247,7 @@ nd_tcache *nd_thread_start(void)
     if (nd_tls_tid == 0)
         nd_tls_tid = nd_fetch_add_relaxed(&nd_next_tid, ND_TID_STEP);
     t = nd_meta_alloc(sizeof(nd_thread));
-    nd_tcache *tc = t != NULL ? nd_tcache_create(nd_tls_tid, node, false, false) : NULL;
+    nd_tcache *tc = t != NULL ? nd_thread_cache_new(node, false) : NULL;
     if (tc == NULL) {
         if (t != NULL)
             nd_meta_free(t, sizeof(nd_thread));
@@ -238,10 +261,7 @@ nd_tcache *nd_thread_start(void)
     t->gc_countdown = ND_GC_EVENTS;
     t->maintain_at = tc->heap.clock_ms + (uint64_t)nd_opt(ND_OPT_purge_delay);
     nd_lock(nd_threads_lock);
-    t->next = nd_threads_head;
-    if (nd_threads_head)
-        nd_threads_head->prev = t;
-    nd_threads_head = t;
+    nd_list_push_front(&nd_threads, t);
     nd_unlock(nd_threads_lock);
     nd_tls_tc = tc;
     nd_tls_thread = t;
@@ -261,7 +281,7 @@ nd_tcache *nd_thread_node_tcache(int node)
     nd_tcache *tc = t->node_tc[node];
     if (tc != &nd_tcache_empty)
         return tc;
-    tc = nd_tcache_create(nd_tls_tid, node, true, false);
+    tc = nd_thread_cache_new(node, true);
     if (tc == NULL) {
         errno = ENOMEM;
         return NULL;
@@ -364,46 +384,6 @@ void nd_thread_done(void *arg)
     nd_thread_upkeep();
 }
 
-/* ---- shared heaps ----------------------------------------------------------- */
-
-typedef struct nd_shared_heap {
-    nd_tcache *tc;
-} nd_shared_heap;
-
-/* Under ND_LOCK(shared_table, 0) while created; then each under its own
-   ND_LOCK(shared_heap, 2 * node + bound). */
-static nd_shared_heap nd_shared[ND_MAX_NODES][2];
-
-static nd_lock_t *nd_shared_heap_lock(int node, bool bound) { return ND_LOCK(shared_heap, 2 * node + (bound ? 1 : 0)); }
-
-static nd_shared_heap *nd_shared_get(int node, bool bound)
-{
-    nd_shared_heap *sh = &nd_shared[node][bound];
-    if (nd_load_acquire(&sh->tc) != NULL)
-        return sh;
-    nd_lock(ND_LOCK(shared_table, 0));
-    if (sh->tc == NULL) {
-        nd_tcache *tc = nd_tcache_create(ND_TID_SHARED, node, bound, true);
-        if (tc != NULL)
-            nd_store_release(&sh->tc, tc);
-    }
-    nd_unlock(ND_LOCK(shared_table, 0));
-    return sh->tc != NULL ? sh : NULL;
-}
-
-void *nd_thread_shared_malloc(int node, bool bound, size_t alignment, size_t size)
-{
-    nd_shared_heap *sh = nd_shared_get(node, bound);
-    if (sh == NULL) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    nd_lock(nd_shared_heap_lock(node, bound));
-    void *p = nd_thread_malloc_aligned(sh->tc, alignment, size);
-    nd_unlock(nd_shared_heap_lock(node, bound));
-    return p;
-}
-
 void nd_thread_fork_child(void)
 {
     /* Only the forking thread survives (and the pooled records, whole, on
@@ -413,8 +393,8 @@ void nd_thread_fork_child(void)
        Their counters are folded into the totals. Called with every lock
        held (the fork handlers, init.c). */
     nd_thread *self = nd_tls_thread;
-    nd_thread *t = nd_threads_head;
-    nd_threads_head = NULL;
+    nd_thread *t = nd_threads.first;
+    nd_list_init(&nd_threads);
     while (t) {
         nd_thread *next = t->next;
         if (t == self || t->state == ND_THREAD_POOLED) {
@@ -428,11 +408,7 @@ void nd_thread_fork_child(void)
                     nd_secure_reseed(tcs[i]->secure);
                 nd_heap_fork_child(&tcs[i]->heap);
             }
-            t->next = nd_threads_head;
-            t->prev = NULL;
-            if (nd_threads_head)
-                nd_threads_head->prev = t;
-            nd_threads_head = t;
+            nd_list_push_front(&nd_threads, t);
         } else {
             nd_tcache *tcs[ND_MAX_NODES + 1];
             int n = nd_thread_tcaches(t, tcs);
@@ -441,10 +417,6 @@ void nd_thread_fork_child(void)
         }
         t = next;
     }
-    for (int node = 0; node < ND_MAX_NODES; node++)
-        for (int b = 0; b < 2; b++)
-            if (nd_shared[node][b].tc != NULL)
-                nd_heap_fork_child(&nd_shared[node][b].tc->heap);
 }
 
 /* ---- maintenance ------------------------------------------------------------ */
@@ -464,6 +436,8 @@ static void nd_thread_maintain(nd_thread *t, bool force)
     nd_tcache *tcs[ND_MAX_NODES + 1];
     int n = nd_thread_tcaches(t, tcs);
     for (int i = 0; i < n; i++) {
+        if (force)
+            nd_secure_flush(tcs[i]);
         if (force || nd_tcache_gc_due(tcs[i]))
             nd_tcache_gc(tcs[i], force);
         nd_heap_maintain(&tcs[i]->heap, now, force);
@@ -475,16 +449,32 @@ static void nd_thread_maintain(nd_thread *t, bool force)
     nd_node_maintain(force ? ND_SWEEP_ALL : ND_SWEEP_PERIODIC);
 }
 
+/* The one trigger of a thread's maintenance, for both of its clocks: its
+   slow-path events (nd_thread_tick) and its requests' roll-overs
+   (nd_thread_count_request). A shared heap's cache, or a thread that is
+   not live, has none. */
+static void nd_thread_maintain_check(nd_tcache *tc, bool due)
+{
+    nd_thread *t = nd_tls_thread;
+    if (due && !tc->heap.shared && t->state == ND_THREAD_LIVE)
+        nd_thread_maintain(t, false);
+}
+
+void nd_thread_count_request(nd_tcache *tc, unsigned c)
+{
+    nd_thread_maintain_check(tc, nd_tcache_count_request(tc, c));
+}
+
 void nd_thread_tick(nd_tcache *tc)
 {
     nd_heap_tick(&tc->heap);
     nd_thread *t = nd_tls_thread;
-    if (tc->heap.shared || t->state != ND_THREAD_LIVE)
-        return;
-    if (nd_unlikely(--t->gc_countdown == 0)) {
+    bool due = false;
+    if (!tc->heap.shared && t->state == ND_THREAD_LIVE && nd_unlikely(--t->gc_countdown == 0)) {
         t->gc_countdown = ND_GC_EVENTS;
-        nd_thread_maintain(t, false);
+        due = true;
     }
+    nd_thread_maintain_check(tc, due);
 }
 
 void nd_thread_collect(bool purge_all)
@@ -495,112 +485,13 @@ void nd_thread_collect(bool purge_all)
         nd_tcache *tcs[ND_MAX_NODES + 1];
         int n = nd_thread_tcaches(t, tcs);
         for (int i = 0; i < n; i++) {
-            nd_tcache_flush_all(tcs[i]);
+            nd_thread_cache_flush(tcs[i]);
             nd_tcache_gc(tcs[i], purge_all);
             nd_heap_collect(&tcs[i]->heap, now, purge_all);
         }
     }
     nd_large_maintain(now, purge_all);
     nd_thread_pool_age(now, purge_all);
-}
-
-/* ---- the slow path by size ---------------------------------------------------- */
-
-void *nd_thread_large(nd_tcache *tc, size_t size, size_t alignment)
-{
-    nd_heap *h = &tc->heap;
-    size_t bytes;
-    void *p = nd_large_alloc(h->node, h->bound, size, alignment, &bytes);
-    if (p != NULL) {
-        nd_count_inc(&h->stats.large_allocs);
-        nd_count_add(&h->stats.large_bytes_allocated, bytes);
-    }
-    return p;
-}
-
-static void *nd_thread_huge(nd_tcache *tc, size_t size, size_t alignment)
-{
-    nd_heap *h = &tc->heap;
-    void *p = nd_huge_alloc(size, alignment, h->node, h->bound, NULL);
-    if (p != NULL) {
-        nd_count_inc(&h->stats.huge_allocs);
-        nd_count_add(&h->stats.huge_bytes_allocated, size);
-    }
-    return p;
-}
-
-/* secure=1: a block of class c for a request of `size` bytes, through the
-   checked path (secure.h), which pads the request by a canary word (the
-   caller chose c for that). Every malloc comes here; the request count's
-   roll-overs (nd_tcache_count_request) tick the heap and run maintenance,
-   as the fast path's do. */
-static inline void *nd_thread_secure_alloc(nd_tcache *tc, unsigned c, size_t size)
-{
-    if (nd_tcache_count_request(tc, c) && !tc->heap.shared && nd_tls_thread->state == ND_THREAD_LIVE)
-        nd_thread_maintain(nd_tls_thread, false);
-    return nd_secure_alloc(tc, c, size);
-}
-
-/* Blocks above the classes: large or huge. */
-static void *nd_thread_malloc_big(nd_tcache *tc, size_t size)
-{
-    if (size > (size_t)PTRDIFF_MAX) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    if (size <= ND_LARGE_MAX)
-        return nd_thread_large(tc, size, 0);
-    return nd_thread_huge(tc, size, 0);
-}
-
-/* secure=1: requests padded by the canary word; those too large for a
-   class with it are large blocks. */
-static nd_noinline void *nd_thread_malloc_secure(nd_tcache *tc, size_t size)
-{
-    if (size <= ND_SECURE_CLASS_MAX)
-        return nd_thread_secure_alloc(tc, nd_class_of(size + ND_SECURE_TAIL), size);
-    nd_thread_tick(tc);
-    return nd_thread_malloc_big(tc, size);
-}
-
-void *nd_thread_malloc(nd_tcache *tc, size_t size)
-{
-    nd_lock_may_take(ND_LOCK_ID_large_pool);   /* and nodes, metadata (a shared heap's lock may be held) */
-    if (nd_unlikely(nd_secure_on()))
-        return nd_thread_malloc_secure(tc, size);
-    nd_thread_tick(tc);
-    if (size <= ND_MEDIUM_MAX) {
-        unsigned c = nd_class_of(size);
-        if (nd_tcache_count_request(tc, c) && !tc->heap.shared && nd_tls_thread->state == ND_THREAD_LIVE)
-            nd_thread_maintain(nd_tls_thread, false);
-        return nd_tcache_alloc(tc, c);
-    }
-    return nd_thread_malloc_big(tc, size);
-}
-
-void *nd_thread_malloc_aligned(nd_tcache *tc, size_t alignment, size_t size)
-{
-    if (alignment <= ND_QUANTUM)
-        return nd_thread_malloc(tc, size);
-    if (size > (size_t)PTRDIFF_MAX || alignment > ((size_t)1 << 40)) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    if (alignment <= ND_ALIGN_NATURAL) {
-        if (nd_unlikely(nd_secure_on())) {
-            unsigned c = size <= ND_SECURE_CLASS_MAX ? nd_class_aligned(size + ND_SECURE_TAIL, alignment)
-                                                    : ND_CLASS_COUNT;
-            if (c < ND_CLASS_COUNT)
-                return nd_thread_secure_alloc(tc, c, size);
-        } else {
-            unsigned c = nd_class_aligned(size, alignment);
-            if (c < ND_CLASS_COUNT)
-                return nd_thread_malloc(tc, nd_class_size[c]);
-        }
-    }
-    if (nd_large_fits(size, alignment))
-        return nd_thread_large(tc, size, alignment);
-    return nd_thread_huge(tc, size, alignment);
 }
 
 /* ---- statistics ----------------------------------------------------------------- */
@@ -658,7 +549,7 @@ void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, size_t *thread
     }
     nd_snap_totals_add(tot, &nd_dead_tot);
     nd_snap_totals_add_counters(tot, &nd_orphan);
-    for (nd_thread *t = nd_threads_head; t; t = t->next) {
+    for (nd_thread *t = nd_threads.first; t; t = t->next) {
         nthreads += t->state == ND_THREAD_LIVE;
         npooled += t->state == ND_THREAD_POOLED;
         nd_tcache *tcs[ND_MAX_NODES + 1];
@@ -666,12 +557,6 @@ void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, size_t *thread
         for (int i = 0; i < n; i++)
             nd_tcache_stats_add(tcs[i], cls, tot);
     }
-    for (int n = 0; n < ND_MAX_NODES; n++)
-        for (int b = 0; b < 2; b++) {
-            nd_tcache *tc = nd_load_acquire(&nd_shared[n][b].tc);
-            if (tc != NULL)
-                nd_tcache_stats_add(tc, cls, tot);
-        }
     nd_unlock(nd_threads_lock);
     *threads = nthreads;
     *pooled = npooled;
@@ -685,7 +570,7 @@ bool nd_thread_is_valid(void)
     nd_tcache *tcs[ND_MAX_NODES + 1];
     int n = nd_thread_tcaches(t, tcs);
     for (int i = 0; i < n; i++)
-        if (!nd_tcache_is_valid(tcs[i]))
+        if (!nd_tcache_is_valid(tcs[i]) || !nd_secure_is_valid(tcs[i]))
             return false;
     return true;
 }

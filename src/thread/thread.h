@@ -1,9 +1,10 @@
 /*
- * thread.h - threads: the thread-local words the fast paths read, a
- * thread's start and exit, its thread caches (one for plain memory, one per
- * node it asked for), the locked shared heaps used by threads being torn
- * down, the allocation slow path by size (cache, large, huge), periodic
- * maintenance, fork, and the statistics summed over threads.
+ * thread.h - a thread's life: the thread-local words the fast paths read,
+ * a thread's start and exit (its record pooled for the next thread on its
+ * node, or taken apart), its thread caches (one for plain memory, one per
+ * node it asked for), its periodic maintenance, fork, and the statistics
+ * of the records. (Which block a slow path hands out is route.h's; the
+ * heaps of threads without caches are shared.h's.)
 
  */
 #ifndef ND_THREAD_H
@@ -76,19 +77,11 @@ nd_tcache *nd_thread_quarantine(void) nd_hidden;
 /* pthread key destructor. */
 void nd_thread_done(void *arg) nd_hidden;
 
-/* The slow path of malloc for a tcache of the calling thread (or a shared
-   one, under its lock): size classes through the cache, large and huge
-   blocks. NULL with errno = ENOMEM. */
-void *nd_thread_malloc(nd_tcache *tc, size_t size) nd_hidden;
-void *nd_thread_malloc_aligned(nd_tcache *tc, size_t alignment, size_t size) nd_hidden;
-/* A large block (a run of 64 KiB chunks, see large.h) of tc's kind of
-   memory, whatever its size up to ND_LARGE_MAX. */
-void *nd_thread_large(nd_tcache *tc, size_t size, size_t alignment) nd_hidden;
-/* The same from the shared heap of (node, bound), for threads without a
-   tcache of their own. */
-void *nd_thread_shared_malloc(int node, bool bound, size_t alignment, size_t size) nd_hidden;
 /* A slow-path event of tc (its heap's clock; maintenance every so often). */
 void  nd_thread_tick(nd_tcache *tc) nd_hidden;
+/* A request of class c made on a slow path of tc (counted as the fast
+   path's are; maintenance when the count rolls over). */
+void  nd_thread_count_request(nd_tcache *tc, unsigned c) nd_hidden;
 /* nodal_collect: the calling thread's caches and heaps (if it has any), large
    segments, pooled thread records (those past their wait, or all). */
 void  nd_thread_collect(bool purge_all) nd_hidden;
@@ -100,8 +93,9 @@ void nd_thread_count_remote_free(unsigned cls, bool pushed) nd_hidden;
 /* A large (huge = false) or huge block of `bytes` freed. */
 void nd_thread_count_free(bool huge, size_t bytes) nd_hidden;
 void nd_thread_count_large_resize(long delta) nd_hidden;
-/* Sums over live, exited and shared heaps into cls[ND_CLASS_COUNT] and tot;
-   *threads = live threads. */
+/* Sums over the records of live, pooled and exited threads into
+   cls[ND_CLASS_COUNT] and tot (the shared heaps: shared.h); *threads =
+   live threads, *pooled = pooled records. */
 void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, size_t *threads, size_t *pooled) nd_hidden;
 
 /* fork(), in the child, every lock held: only the forking thread survives

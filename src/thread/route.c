@@ -1,0 +1,145 @@
+/*
+ * route.c - the slow paths' choices (see route.h): malloc by size, and
+ * frees of blocks whose page another thread owns.
+ */
+#include "route.h"
+
+#include <errno.h>
+#include "heap.h"
+#include "huge.h"
+#include "large.h"
+#include "lock.h"
+#include "node.h"
+#include "options.h"
+#include "secure.h"
+#include "thread.h"
+
+/* ---- malloc by size ------------------------------------------------------------ */
+
+void *nd_route_large(nd_tcache *tc, size_t size, size_t alignment)
+{
+    nd_heap *h = &tc->heap;
+    size_t bytes;
+    void *p = nd_large_alloc(h->node, h->bound, size, alignment, &bytes);
+    if (p != NULL) {
+        nd_count_inc(&h->stats.large_allocs);
+        nd_count_add(&h->stats.large_bytes_allocated, bytes);
+    }
+    return p;
+}
+
+static void *nd_route_huge(nd_tcache *tc, size_t size, size_t alignment)
+{
+    nd_heap *h = &tc->heap;
+    void *p = nd_huge_alloc(size, alignment, h->node, h->bound, NULL);
+    if (p != NULL) {
+        nd_count_inc(&h->stats.huge_allocs);
+        nd_count_add(&h->stats.huge_bytes_allocated, size);
+    }
+    return p;
+}
+
+/* Blocks above the classes: large or huge. */
+static void *nd_route_big(nd_tcache *tc, size_t size)
+{
+    if (size > (size_t)PTRDIFF_MAX) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (size <= ND_LARGE_MAX)
+        return nd_route_large(tc, size, 0);
+    return nd_route_huge(tc, size, 0);
+}
+
+/* secure=1: a block of class c for a request of `size` bytes, through the
+   checked path (secure.h), which pads the request by a canary word (the
+   caller chose c for that). Every malloc comes here, counted like the fast
+   path's (nd_thread_count_request: maintenance at its roll-overs). */
+static void *nd_route_secure(nd_tcache *tc, unsigned c, size_t size)
+{
+    nd_thread_count_request(tc, c);
+    return nd_secure_alloc(tc, c, size);
+}
+
+/* secure=1: requests padded by the canary word; those too large for a
+   class with it are large blocks. */
+static nd_noinline void *nd_route_malloc_secure(nd_tcache *tc, size_t size)
+{
+    if (size <= ND_SECURE_CLASS_MAX)
+        return nd_route_secure(tc, nd_class_of(size + ND_SECURE_TAIL), size);
+    nd_thread_tick(tc);
+    return nd_route_big(tc, size);
+}
+
+void *nd_route_malloc(nd_tcache *tc, size_t size)
+{
+    /* A shared heap's lock may be held: what follows may take a large
+       pool's, a node's and the metadata lock. */
+    nd_lock_may_take(ND_LOCK_ID_large_pool);
+    if (nd_unlikely(nd_secure_on()))
+        return nd_route_malloc_secure(tc, size);
+    nd_thread_tick(tc);
+    if (size <= ND_MEDIUM_MAX) {
+        unsigned c = nd_class_of(size);
+        nd_thread_count_request(tc, c);
+        return nd_tcache_alloc(tc, c);
+    }
+    return nd_route_big(tc, size);
+}
+
+void *nd_route_malloc_aligned(nd_tcache *tc, size_t alignment, size_t size)
+{
+    if (alignment <= ND_QUANTUM)
+        return nd_route_malloc(tc, size);
+    if (size > (size_t)PTRDIFF_MAX || alignment > ((size_t)1 << 40)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (alignment <= ND_ALIGN_NATURAL) {
+        if (nd_unlikely(nd_secure_on())) {
+            unsigned c = size <= ND_SECURE_CLASS_MAX ? nd_class_aligned(size + ND_SECURE_TAIL, alignment)
+                                                    : ND_CLASS_COUNT;
+            if (c < ND_CLASS_COUNT)
+                return nd_route_secure(tc, c, size);
+        } else {
+            unsigned c = nd_class_aligned(size, alignment);
+            if (c < ND_CLASS_COUNT)
+                return nd_route_malloc(tc, nd_class_size[c]);
+        }
+    }
+    if (nd_large_fits(size, alignment))
+        return nd_route_large(tc, size, alignment);
+    return nd_route_huge(tc, size, alignment);
+}
+
+/* ---- frees of other threads' blocks ---------------------------------------------- */
+
+void nd_route_free_foreign(void *p, nd_segment *s, nd_page *pg, uintptr_t key)
+{
+    unsigned cls = pg->cls;
+    if (key != ND_KEY_NONE) {
+        nd_tcache *tc = nd_thread_cache_for_free(s, true);
+        if (tc != NULL && tc->binfo[cls].cap_max != 0) {
+            nd_thread_count_remote_free(cls, false);
+            nd_tcache_push(tc, cls, p);
+            return;
+        }
+    }
+    /* A free into a segment abandoned by an exited thread: adopt it, and
+       the block (like the rest of the segment's) is freed locally, its
+       page reused or released. The adoption comes first: once p is pushed
+       to another owner's page, that owner may free the page and unmap the
+       segment, so nothing here may read s after a push. */
+    if (key == ND_KEY_NONE && nd_load_relaxed(&s->abandoned) && nd_opt(ND_OPT_reclaim_on_free)) {
+        nd_tcache *tc = nd_thread_tcache_for(s);
+        if (tc != NULL && nd_node_abandoned_claim(s)) {
+            nd_heap_adopt_segment(&tc->heap, s);   /* keeps s: p is still out of its page */
+            nd_thread_count_remote_free(cls, false);
+            nd_block_mark(p);
+            nd_heap_free_local(&tc->heap, pg, p);
+            return;
+        }
+    }
+    nd_thread_count_remote_free(cls, true);
+    nd_heap_free_remote(pg, p);
+}

@@ -1,0 +1,41 @@
+/*
+ * route.h - the slow paths' choices, below the fast layer and above a
+ * thread's caches: which kind of block serves a malloc that its thread
+ * cache could not (by size: a size class through the cache, secure=1's
+ * checked path, a large block, a huge block), and where a small or medium
+ * block freed by a thread that does not own its page goes (this thread's
+ * cache, an abandoned segment this thread adopts, or its page's remote
+ * list).
+ *
+ * Every function works for the calling thread, with one of its thread
+ * caches, or with a shared heap's cache under that heap's lock (shared.h).
+ */
+#ifndef ND_ROUTE_H
+#define ND_ROUTE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "config.h"
+#include "segment.h"
+#include "tcache.h"
+
+/* The slow path of malloc for tc: size classes through the cache (or
+   secure=1's checked path), large and huge blocks. NULL with errno =
+   ENOMEM. */
+void *nd_route_malloc(nd_tcache *tc, size_t size) nd_hidden;
+/* The same with an alignment (a power of two). */
+void *nd_route_malloc_aligned(nd_tcache *tc, size_t alignment, size_t size) nd_hidden;
+/* A large block (a run of 64 KiB chunks, see large.h) of tc's kind of
+   memory, whatever its size up to ND_LARGE_MAX. */
+void *nd_route_large(nd_tcache *tc, size_t size, size_t alignment) nd_hidden;
+
+/* Block p of small or medium page pg of segment s, which another heap owns
+   (key, read by the caller) or nobody does (ND_KEY_NONE: an exited thread
+   abandoned its segment), is freed by the calling thread, whose own cache
+   had no room for it (or which has none): kept in a cache of this thread
+   for the same kind of memory if it has room, else taken in by adopting
+   the abandoned segment (option reclaim_on_free), else pushed on the
+   page's remote-free list. p carries no freed mark yet. */
+void nd_route_free_foreign(void *p, nd_segment *s, nd_page *pg, uintptr_t key) nd_hidden;
+
+#endif /* ND_ROUTE_H */
