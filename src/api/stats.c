@@ -19,6 +19,7 @@
 #include "node.h"
 #include "options.h"
 #include "os.h"
+#include "out.h"
 #include "shared.h"
 #include "thread.h"
 #include "topo.h"
@@ -121,67 +122,6 @@ nd_public void nodal_stats_reset(void)
 }
 
 /* ---- output ------------------------------------------------------------------ */
-
-typedef struct nd_out {
-    FILE  *file;        /* NULL: a descriptor via write(2) (fd), unless dst */
-    int    fd;          /* -1: stderr (the duplicate kept at start-up) */
-    char  *dst;         /* caller's buffer (JSON) */
-    size_t dst_len;
-    size_t total;       /* bytes produced */
-    size_t n;           /* bytes in buf */
-    int    err;
-    char   buf[4096];
-} nd_out;
-
-static void nd_out_flush(nd_out *o)
-{
-    if (o->n == 0)
-        return;
-    if (o->dst == NULL) {
-        if (o->file != NULL) {
-            if (fwrite(o->buf, 1, o->n, o->file) != o->n)
-                o->err = 1;
-        } else if (o->fd >= 0) {
-            if (!nd_os_write_fd(o->fd, o->buf, o->n))
-                o->err = 1;
-        } else {
-            nd_os_write_stderr(o->buf, o->n);
-        }
-    }
-    o->n = 0;
-}
-
-static void nd_out_write(nd_out *o, const char *s, size_t len)
-{
-    if (o->dst != NULL) {
-        for (size_t i = 0; i < len; i++, o->total++)
-            if (o->total + 1 < o->dst_len)
-                o->dst[o->total] = s[i];
-        return;
-    }
-    o->total += len;
-    while (len > 0) {
-        size_t room = sizeof o->buf - o->n;
-        size_t k = len < room ? len : room;
-        memcpy(o->buf + o->n, s, k);
-        o->n += k;
-        s += k;
-        len -= k;
-        if (o->n == sizeof o->buf)
-            nd_out_flush(o);
-    }
-}
-
-static void __attribute__((format(printf, 2, 3))) nd_outf(nd_out *o, const char *fmt, ...)
-{
-    char line[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(line, sizeof line, fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        nd_out_write(o, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
-}
 
 /* A field's value, typed by its unit. */
 typedef struct nd_val { uint64_t u; double d; } nd_val;
@@ -429,9 +369,7 @@ nd_public int nodal_stats_print(FILE *out, const char *opts)
     nd_lock(nd_report_lock);
     nd_snapshot_take(&nd_snap_buf, true);
     static nd_out o;
-    memset(&o, 0, offsetof(nd_out, buf));
-    o.fd = -1;
-    o.file = out != NULL ? out : stderr;
+    nd_out_to_file(&o, out != NULL ? out : stderr, -1);
     if (opts != NULL && strstr(opts, "json"))
         nd_print_json(&o, &nd_snap_buf);
     else if (opts != NULL && strstr(opts, "brief"))
@@ -454,16 +392,11 @@ nd_public size_t nodal_stats_json(char *buf, size_t len)
     nd_lock(nd_report_lock);
     nd_snapshot_take(&nd_snap_buf, true);
     static nd_out o;
-    memset(&o, 0, offsetof(nd_out, buf));
-    o.fd = -1;
     char dummy;
-    o.dst = buf != NULL ? buf : &dummy;
-    o.dst_len = buf != NULL ? len : 0;
+    nd_out_to_buffer(&o, buf != NULL ? buf : &dummy, buf != NULL ? len : 0);
     nd_print_json(&o, &nd_snap_buf);
-    size_t total = o.total;
+    size_t total = o.total;   /* buf is terminated (out.h) */
     nd_unlock(nd_report_lock);
-    if (buf != NULL && len > 0)
-        buf[total < len ? total : len - 1] = '\0';
     return total;
 }
 
@@ -481,8 +414,7 @@ __attribute__((destructor(101))) static void nd_stats_at_exit(void)
     nd_lock(nd_report_lock);
     nd_snapshot_take(&nd_snap_buf, false);
     static nd_out o;
-    memset(&o, 0, offsetof(nd_out, buf));
-    o.fd = -1;
+    nd_out_to_file(&o, NULL, -1);
     char path[ND_OPT_TEXT_MAX + 32];
     if (file[0] != '\0') {
         if (nd_opt_expand_path(file, nd_os_pid(), path, sizeof path) < sizeof path)

@@ -151,26 +151,10 @@ void *nd_huge_alloc(size_t size, size_t alignment, int node, bool bound, const u
         errno = ENOMEM;
         return NULL;
     }
-    if (interleave != NULL) {
-        nd_os_bind(s, total, ND_MPOL_INTERLEAVE, interleave);
-    } else if (bound && nd_seg_place_new(s, total, node, total - nd_seg_guard) != 0) {
-        nd_os_unmap(s, total);
+    if (nd_seg_adopt_mapping(s, total, node, bound, interleave, total - nd_seg_guard) != 0)
         return NULL;
-    }
-    if (nd_seg_guard != 0 && nd_os_protect((uint8_t *)s + total - nd_seg_guard, nd_seg_guard, false) != 0) {
-        nd_os_unmap(s, total);   /* out of mappings (vm.max_map_count) */
-        errno = ENOMEM;
-        return NULL;
-    }
-    s->cookie = (uintptr_t)s ^ nd_seg_secret;
-    s->bound = bound;
-    s->interleaved = interleave != NULL;
     s->fresh = 1;
-    s->node = (int16_t)node;
-    s->size = total;
-    nd_seg_gauge_mapped(s, (long)total);
     nd_gauge_add(committed, total);
-    nd_gauge_add(segments, 1);
     void *p = nd_huge_setup(s, offset);
     nd_segmap_huge(s, 0, total);
     return p;

@@ -190,13 +190,39 @@ void nd_seg_purge(nd_segment *s, uint64_t mask)
     }
 }
 
-int nd_seg_place_new(void *p, size_t size, int node, size_t commit)
+/* A new mapping [p, p+size) for node-bound memory: bound to node (before
+   anything touches it), transparent huge pages asked for if the option
+   says so, and its first `commit` bytes committed. 0, or -1 with errno. */
+static int nd_seg_place_new(void *p, size_t size, int node, size_t commit)
 {
     if (nd_seg_bind_node(p, size, node) != 0)
         return -1;
     if (nd_opt(ND_OPT_huge_pages))
         nd_os_advise_hugepage(p, size);
     return nd_seg_commit_bound(p, commit, node);
+}
+
+int nd_seg_adopt_mapping(nd_segment *s, size_t size, int node, bool bound, const uint64_t *interleave, size_t commit)
+{
+    if (interleave != NULL) {
+        nd_os_bind(s, size, ND_MPOL_INTERLEAVE, interleave);
+    } else if (bound && nd_seg_place_new(s, size, node, commit) != 0) {
+        nd_os_unmap(s, size);
+        return -1;
+    }
+    if (nd_seg_guard != 0 && nd_os_protect((uint8_t *)s + size - nd_seg_guard, nd_seg_guard, false) != 0) {
+        nd_os_unmap(s, size);   /* out of mappings (vm.max_map_count) */
+        errno = ENOMEM;
+        return -1;
+    }
+    s->cookie = (uintptr_t)s ^ nd_seg_secret;
+    s->node = (int16_t)node;
+    s->bound = bound;
+    s->interleaved = interleave != NULL;
+    s->size = size;
+    nd_seg_gauge_mapped(s, (long)size);
+    nd_gauge_add(segments, 1);
+    return 0;
 }
 
 nd_segment *nd_seg_map(int node, bool bound)
@@ -206,24 +232,11 @@ nd_segment *nd_seg_map(int node, bool bound)
         errno = ENOMEM;
         return NULL;
     }
-    if (bound && nd_seg_place_new(s, ND_SEG_SIZE, node, ND_CHUNK_SIZE) != 0) {
-        nd_os_unmap(s, ND_SEG_SIZE);
+    if (nd_seg_adopt_mapping(s, ND_SEG_SIZE, node, bound, NULL, ND_CHUNK_SIZE) != 0)
         return NULL;
-    }
-    if (nd_seg_guard != 0 && nd_os_protect((uint8_t *)s + ND_SEG_SIZE - nd_seg_guard, nd_seg_guard, false) != 0) {
-        nd_os_unmap(s, ND_SEG_SIZE);   /* out of mappings (vm.max_map_count) */
-        errno = ENOMEM;
-        return NULL;
-    }
-    s->cookie = (uintptr_t)s ^ nd_seg_secret;
-    s->node = (int16_t)node;
-    s->bound = bound;
-    s->size = ND_SEG_SIZE;
     s->kind = ND_SEG_FREE;
     s->committed = 1;
     nd_gauge_add(committed, ND_CHUNK_SIZE);
-    nd_seg_gauge_mapped(s, (long)ND_SEG_SIZE);
-    nd_gauge_add(segments, 1);
     nd_segmap_set(s, 1);
     return s;
 }

@@ -226,6 +226,15 @@ void nd_seg_init(void) nd_hidden;
    NULL with errno = ENOMEM. */
 nd_segment *nd_seg_map(int node, bool bound) nd_hidden;
 void nd_seg_unmap(nd_segment *s) nd_hidden;
+/* A fresh mapping s of `size` bytes becomes a segment of (node, bound) or,
+   interleave != NULL, of pages spread over that node mask: placed (bound:
+   bound to its node before anything touches it, its first `commit` bytes
+   committed), its last nd_seg_guard bytes a guard page, its header's
+   cookie, node, bound, interleaved and size written, the mapped gauges
+   counted. Kind, committed chunks and the segment map are the caller's.
+   0, or -1 with errno (the mapping is then gone). */
+int  nd_seg_adopt_mapping(nd_segment *s, size_t size, int node, bool bound, const uint64_t *interleave,
+                          size_t commit) nd_hidden;
 /* Unmaps a huge segment's whole mapping (s->size bytes; its block already
    gone from the block gauges), fixing the segment map and the gauges. */
 void nd_seg_unmap_huge(nd_segment *s) nd_hidden;
@@ -276,10 +285,6 @@ void nd_segmap_huge(const nd_segment *s, size_t old_size, size_t new_size) nd_hi
 #define ND_SEGMAP_REACH 255u   /* map values 1..255: the distance back, plus one */
 /* Binds [p, p+size) to `node` (MPOL_PREFERRED); 0 or -1 with errno. */
 int  nd_seg_bind_node(void *p, size_t size, int node) nd_hidden;
-/* A new mapping [p, p+size) for node-bound memory: bound to node (before
-   anything touches it), transparent huge pages asked for if the option
-   says so, and its first `commit` bytes committed. 0, or -1 with errno. */
-int  nd_seg_place_new(void *p, size_t size, int node, size_t commit) nd_hidden;
 /* Populates [p, p+len) of node-bound memory and checks (migrating strays)
    that every OS page is on `node`: 0, or -1 with errno = ENOMEM when strict
    placement failed (the range is then purged). */

@@ -11,6 +11,7 @@
 #include <string.h>
 #include "msg.h"
 #include "os.h"
+#include "out.h"
 
 const nd_opt_desc nd_opt_table[ND_OPT_COUNT] = {
 #define ND_OPT_DESC(name, kind, def, lo, hi, names, meaning) { #name, kind, def, lo, hi, names, meaning },
@@ -42,46 +43,6 @@ uint8_t nd_check_frees;
 enum { ND_FROM_DEFAULT, ND_FROM_OPTIONS, ND_FROM_VARIABLE };
 static uint8_t nd_opt_from[ND_OPT_COUNT];
 
-/* ---- a small no-allocation string builder ------------------------------------ */
-
-typedef struct nd_sbuf {
-    char  *buf;
-    size_t len;    /* capacity */
-    size_t need;   /* bytes written or wanted, without the terminator */
-} nd_sbuf;
-
-static void nd_sb_put(nd_sbuf *b, const char *s, size_t n)
-{
-    if (b->need < b->len) {
-        size_t room = b->len - 1 - b->need;
-        memcpy(b->buf + b->need, s, n < room ? n : room);
-    }
-    b->need += n;
-    if (b->len > 0)
-        b->buf[b->need < b->len ? b->need : b->len - 1] = '\0';
-}
-
-static void nd_sb_str(nd_sbuf *b, const char *s) { nd_sb_put(b, s, strlen(s)); }
-
-static __attribute__((format(printf, 2, 3))) void nd_sb_fmt(nd_sbuf *b, const char *fmt, ...)
-{
-    char tmp[512];
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (n > 0)
-        nd_sb_put(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
-}
-
-static nd_sbuf nd_sb(char *buf, size_t len)
-{
-    nd_sbuf b = { buf, len, 0 };
-    if (len > 0)
-        buf[0] = '\0';
-    return b;
-}
-
 /* The idx-th name of a '|'-separated list; its length in *n (0 if none). */
 static const char *nd_nth_name(const char *names, long idx, size_t *n)
 {
@@ -103,49 +64,51 @@ static const char *nd_nth_name(const char *names, long idx, size_t *n)
 
 size_t nd_opt_format_value(const nd_opt_desc *d, long v, char *buf, size_t len)
 {
-    nd_sbuf b = nd_sb(buf, len);
+    nd_out b;
+    nd_out_to_buffer(&b, buf, len);
     if (d->kind == ND_OPTK_ENUM) {
         size_t n;
         const char *s = nd_nth_name(d->names, v, &n);
         if (n > 0)
-            nd_sb_put(&b, s, n);
+            nd_out_write(&b, s, n);
         else
-            nd_sb_fmt(&b, "%ld", v);
+            nd_outf(&b, "%ld", v);
     } else if (d->kind == ND_OPTK_TEXT) {
-        nd_sb_str(&b, "(none)");
+        nd_out_str(&b, "(none)");
     } else if (d->kind == ND_OPTK_SIZE && v >= 1024 && v % 1024 == 0) {
         if (v % (1024L * 1024 * 1024) == 0)
-            nd_sb_fmt(&b, "%ldg", v / (1024L * 1024 * 1024));
+            nd_outf(&b, "%ldg", v / (1024L * 1024 * 1024));
         else if (v % (1024L * 1024) == 0)
-            nd_sb_fmt(&b, "%ldm", v / (1024L * 1024));
+            nd_outf(&b, "%ldm", v / (1024L * 1024));
         else
-            nd_sb_fmt(&b, "%ldk", v / 1024);
+            nd_outf(&b, "%ldk", v / 1024);
     } else {
-        nd_sb_fmt(&b, "%ld", v);
+        nd_outf(&b, "%ld", v);
     }
-    return b.need;
+    return b.total;
 }
 
 size_t nd_opt_format_range(const nd_opt_desc *d, char *buf, size_t len)
 {
-    nd_sbuf b = nd_sb(buf, len);
+    nd_out b;
+    nd_out_to_buffer(&b, buf, len);
     if (d->kind == ND_OPTK_ENUM) {
         for (long i = d->lo; i <= d->hi; i++) {
             size_t n;
             const char *s = nd_nth_name(d->names, i, &n);
             if (i > d->lo)
-                nd_sb_str(&b, ", ");
-            nd_sb_put(&b, s, n);
+                nd_out_str(&b, ", ");
+            nd_out_write(&b, s, n);
         }
     } else if (d->kind == ND_OPTK_TEXT) {
-        nd_sb_str(&b, "a file name");
+        nd_out_str(&b, "a file name");
     } else {
         char lo[32], hi[32];
         nd_opt_format_value(d, d->lo, lo, sizeof lo);
         nd_opt_format_value(d, d->hi, hi, sizeof hi);
-        nd_sb_fmt(&b, "%s..%s", lo, hi);
+        nd_outf(&b, "%s..%s", lo, hi);
     }
-    return b.need;
+    return b.total;
 }
 
 const char *nd_opt_text(nd_opt_id id)
@@ -156,41 +119,44 @@ const char *nd_opt_text(nd_opt_id id)
 size_t nd_opt_format(nd_opt_id id, char *buf, size_t len)
 {
     const nd_opt_desc *d = &nd_opt_table[id];
-    nd_sbuf b = nd_sb(buf, len);
+    nd_out b;
+    nd_out_to_buffer(&b, buf, len);
     if (d->kind == ND_OPTK_TEXT)
-        nd_sb_str(&b, nd_opt_bufs[id]);
+        nd_out_str(&b, nd_opt_bufs[id]);
     else if (d->kind == ND_OPTK_ENUM)
         return nd_opt_format_value(d, nd_opt_values[id], buf, len);
     else
-        nd_sb_fmt(&b, "%ld", nd_opt_values[id]);
-    return b.need;
+        nd_outf(&b, "%ld", nd_opt_values[id]);
+    return b.total;
 }
 
 void nd_opt_var_name(nd_opt_id id, char *buf, size_t len)
 {
-    nd_sbuf b = nd_sb(buf, len);
-    nd_sb_str(&b, "NODAL_");
+    nd_out b;
+    nd_out_to_buffer(&b, buf, len);
+    nd_out_str(&b, "NODAL_");
     for (const char *c = nd_opt_table[id].name; *c; c++) {
         char u = (char)(*c >= 'a' && *c <= 'z' ? *c - 'a' + 'A' : *c);
-        nd_sb_put(&b, &u, 1);
+        nd_out_write(&b, &u, 1);
     }
 }
 
 size_t nd_opt_expand_path(const char *tmpl, long pid, char *buf, size_t len)
 {
-    nd_sbuf b = nd_sb(buf, len);
+    nd_out b;
+    nd_out_to_buffer(&b, buf, len);
     for (const char *c = tmpl; *c; c++) {
         if (c[0] == '%' && c[1] == 'p') {
-            nd_sb_fmt(&b, "%ld", pid);
+            nd_outf(&b, "%ld", pid);
             c++;
         } else if (c[0] == '%' && c[1] == '%') {
-            nd_sb_put(&b, "%", 1);
+            nd_out_write(&b, "%", 1);
             c++;
         } else {
-            nd_sb_put(&b, c, 1);
+            nd_out_write(&b, c, 1);
         }
     }
-    return b.need;
+    return b.total;
 }
 
 /* ---- names --------------------------------------------------------------------- */
@@ -402,66 +368,67 @@ static enum nd_verdict nd_parse_value(const nd_opt_desc *d, const char *v, size_
 }
 
 /* "valid: 0..128k (bytes; suffixes k, m, g)" and the like. */
-static void nd_explain_valid(nd_sbuf *b, const nd_opt_desc *d)
+static void nd_explain_valid(nd_out *b, const nd_opt_desc *d)
 {
     char rng[96];
     nd_opt_format_range(d, rng, sizeof rng);
     if (d->kind == ND_OPTK_TEXT) {
-        nd_sb_fmt(b, "valid: %s; %%p in it becomes the process id, %%%% a %%", rng);
+        nd_outf(b, "valid: %s; %%p in it becomes the process id, %%%% a %%", rng);
         return;
     }
-    nd_sb_fmt(b, "valid: %s", rng);
+    nd_outf(b, "valid: %s", rng);
     if (d->kind == ND_OPTK_SIZE)
-        nd_sb_str(b, " (bytes; suffixes k, m, g)");
+        nd_out_str(b, " (bytes; suffixes k, m, g)");
     else if (d->kind == ND_OPTK_INT && d->lo == 0 && d->hi == 1)
-        nd_sb_str(b, " (or yes/no, on/off, true/false)");
+        nd_out_str(b, " (or yes/no, on/off, true/false)");
 }
 
 size_t nd_opt_check(const char *name, size_t nlen, const char *value, size_t vlen,
                     const char *source, const char *unknown_tail,
                     int *id, long *out, char *msg, size_t msglen)
 {
-    nd_sbuf b = nd_sb(msg, msglen);
+    nd_out b;
+    nd_out_to_buffer(&b, msg, msglen);
     int i = nd_opt_find(name, nlen);
     *id = i;
     if (i < 0) {
-        nd_sb_fmt(&b, "unknown option '%.*s' (from %s)%s", (int)(nlen > 64 ? 64 : nlen), name,
+        nd_outf(&b, "unknown option '%.*s' (from %s)%s", (int)(nlen > 64 ? 64 : nlen), name,
                   source, unknown_tail ? unknown_tail : "");
         int c = nd_opt_closest(name, nlen);
         if (c >= 0) {
-            nd_sb_fmt(&b, "; did you mean %s?", nd_opt_table[c].name);
+            nd_outf(&b, "; did you mean %s?", nd_opt_table[c].name);
         } else {
-            nd_sb_str(&b, "; the options are");
+            nd_out_str(&b, "; the options are");
             for (int k = 0; k < ND_OPT_COUNT; k++) {
-                nd_sb_str(&b, k ? ", " : " ");
-                nd_sb_str(&b, nd_opt_table[k].name);
+                nd_out_str(&b, k ? ", " : " ");
+                nd_out_str(&b, nd_opt_table[k].name);
             }
         }
-        return b.need ? b.need : 1;
+        return b.total ? b.total : 1;
     }
     const nd_opt_desc *d = &nd_opt_table[i];
     enum nd_verdict v = nd_parse_value(d, value, vlen, out);
     if (v == ND_OK)
         return 0;
     if (v == ND_NEEDS_VALUE && value == NULL) {
-        nd_sb_fmt(&b, "option %s (from %s) needs a value; ", d->name, source);
+        nd_outf(&b, "option %s (from %s) needs a value; ", d->name, source);
     } else {
         int shown = (int)(vlen > 80 ? 80 : vlen);
-        nd_sb_fmt(&b, "invalid value '%.*s'%s for %s (from %s): ", shown, value,
+        nd_outf(&b, "invalid value '%.*s'%s for %s (from %s): ", shown, value,
                   (size_t)shown < vlen ? "..." : "", d->name, source);
         switch (v) {
         case ND_NOT_A_VALUE:
-            nd_sb_str(&b, d->kind == ND_OPTK_ENUM ? "not one of the choices; " : "not a number; ");
+            nd_out_str(&b, d->kind == ND_OPTK_ENUM ? "not one of the choices; " : "not a number; ");
             break;
-        case ND_OUT_OF_RANGE: nd_sb_str(&b, "out of range; "); break;
-        case ND_NEEDS_VALUE:  nd_sb_str(&b, "empty; "); break;
-        case ND_TOO_LONG:     nd_sb_fmt(&b, "longer than %ld characters; ", d->hi); break;
-        case ND_BAD_TEXT:     nd_sb_str(&b, "'%' may only be followed by p or %; "); break;
+        case ND_OUT_OF_RANGE: nd_out_str(&b, "out of range; "); break;
+        case ND_NEEDS_VALUE:  nd_out_str(&b, "empty; "); break;
+        case ND_TOO_LONG:     nd_outf(&b, "longer than %ld characters; ", d->hi); break;
+        case ND_BAD_TEXT:     nd_out_str(&b, "'%' may only be followed by p or %; "); break;
         case ND_OK:           break;
         }
     }
     nd_explain_valid(&b, d);
-    return b.need;
+    return b.total;
 }
 
 /* Drops spaces around s[0..*len). */
