@@ -3,7 +3,7 @@
 #
 #   tests/run-all.sh BUILDDIR        (what `make check` runs)
 #
-#   1. host    ctest in BUILDDIR, one run per label: unit, api, stress,
+#   1. host    ctest in BUILDDIR, one run per label: lint, unit, api, stress,
 #              preload, placement (its host form), cpp, install, cross; then any
 #              unlabeled test (no row when there is none)
 #   2. asan    configure + build BUILDDIR-asan with -DNODAL_SANITIZE=address
@@ -105,10 +105,10 @@ run_ctest() {
 }
 
 # ---- 1. host tiers --------------------------------------------------------
-for label in unit api stress preload placement cpp install cross fuzz; do
+for label in lint unit api stress preload placement cpp install cross fuzz; do
     run_ctest "host/$label" "$build" -L "^$label\$"
 done
-run_ctest "host/unlabeled" "$build" -LE '^(unit|api|stress|preload|placement|cpp|install|cross|fuzz)$'
+run_ctest "host/unlabeled" "$build" -LE '^(lint|unit|api|stress|preload|placement|cpp|install|cross|fuzz)$'
 
 # ---- 2, 3. sanitizer builds ----------------------------------------------
 san_tier() {

@@ -1,14 +1,26 @@
 #!/usr/bin/env python3
-"""layers.py - no file of src/ includes or calls a layer above its own.
+"""layers.py - the shape of src/: layers, names in comments, dead functions.
 
-The layers are written once, in the table of src/README.md between
+    layers.py SRC_DIR [layers|comments|unused] [CALLER_DIR...]
+
+layers (the default): no file of src/ includes or calls a layer above its
+own. The layers are written once, in the table of src/README.md between
 "<!-- layers" and "<!-- end of layers -->" (top first), each file named by
 its path under src/ (the directories are groups of layers). A file may
 include the headers of its own row and the rows below it, and call the
 functions and macros those headers declare (or that the file defines
 itself).
 
-    layers.py SRC_DIR        (exit 0: all downward; 1: a violation)
+comments: every nd_ name a comment of src/ mentions exists in src/'s code
+(a function, macro, type or variable): a comment cannot go on naming a
+function that was renamed or removed. Names written as patterns
+(nd_locks_NAME, nd_opt_buf_##name) are left out.
+
+unused: every nd_ function src/ defines is called (or its address taken,
+or aliased) somewhere outside its own definition and declarations: in
+src/, or in the CALLER_DIRs (the tools and tests that use internals).
+
+Exit 0 when the check passes, 1 when it does not (one FAIL line each).
 """
 
 import os
@@ -42,8 +54,91 @@ def strip_strings(code):
     return re.sub(r'"(\\.|[^"\\\n])*"', '""', code)
 
 
+def source_files(root):
+    return sorted(os.path.relpath(os.path.join(d, f), root)
+                  for d, _, fs in os.walk(root) for f in fs
+                  if f.endswith((".c", ".h", ".cc", ".cpp", ".hpp")))
+
+
+def comments_of(code):
+    """(line, text) of every comment."""
+    out = []
+    for m in re.finditer(r"/\*.*?\*/|//[^\n]*", code, flags=re.S):
+        out.append((code.count("\n", 0, m.start()) + 1, m.group(0)))
+    return out
+
+
+def check_comments(src):
+    files = source_files(src)
+    raw = {f: open(os.path.join(src, f)).read() for f in files}
+    known = set()
+    for f in files:
+        known.update(re.findall(r"\b(nd_\w+)", strip_comments(raw[f])))
+    problems = []
+    for f in files:
+        for line, text in comments_of(raw[f]):
+            for m in re.finditer(r"\b(nd_\w+)", text):
+                name = m.group(1)
+                if any(c.isupper() for c in name) or name.endswith("_"):
+                    continue   # a pattern: nd_locks_NAME, nd_opt_buf_##name
+                if name not in known:
+                    problems.append("%s:%d: a comment names %s, which src/ does not define or use"
+                                    % (f, line + text.count("\n", 0, m.start()), name))
+    for p in sorted(set(problems)):
+        print("FAIL names: " + p)
+    if problems:
+        return 1
+    print("PASS names: every nd_ name in the comments of %d files of src/ exists in the code" % len(files))
+    return 0
+
+
+def check_unused(src, callers):
+    files = source_files(src)
+    raw = {f: strip_comments(open(os.path.join(src, f)).read()) for f in files}
+    defined = {}
+    for f in files:
+        # Definitions start at column 0 with their type and end their line
+        # with the parameter list (the style of every file); a prototype
+        # ends with ';'.
+        for m in re.finditer(r"^(?!return\b|if\b|else\b)[A-Za-z_][\w \t\*]*?\b(nd_\w+)\s*\([^;{]*\)\s*(?:\{|\n\{)",
+                             raw[f], re.M):
+            defined.setdefault(m.group(1), f)
+    texts = [raw[f] for f in files]
+    for d in callers:
+        for f in source_files(d):
+            texts.append(strip_comments(open(os.path.join(d, f)).read()))
+    problems = []
+    for name, where in sorted(defined.items()):
+        uses = 0
+        pat = re.compile(r"\b" + re.escape(name) + r"\b")
+        for t in texts:
+            for m in pat.finditer(t):
+                line_start = t.rfind("\n", 0, m.start()) + 1
+                line_end = t.find("\n", m.end())
+                line = t[line_start:line_end if line_end >= 0 else len(t)]
+                # A definition or declaration starts at column 0 and names it
+                # before its '('; anything else is a use.
+                if re.match(r"^(?!return\b)[A-Za-z_][\w \t\*]*?\b" + re.escape(name) + r"\s*\(", line) and \
+                        not line.startswith((" ", "\t")):
+                    continue
+                uses += 1
+        if uses == 0:
+            problems.append("%s defines %s, which nothing calls" % (where, name))
+    for p in problems:
+        print("FAIL unused: " + p)
+    if problems:
+        return 1
+    print("PASS unused: each of the %d nd_ functions src/ defines is called" % len(defined))
+    return 0
+
+
 def main():
     src = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "../../src")
+    mode = sys.argv[2] if len(sys.argv) > 2 else "layers"
+    if mode == "comments":
+        return check_comments(src)
+    if mode == "unused":
+        return check_unused(src, sys.argv[3:])
     layer_of, names = layer_table(src)
     files = sorted(os.path.relpath(os.path.join(d, f), src)
                    for d, _, fs in os.walk(src) for f in fs if f.endswith((".c", ".h", ".cc")))

@@ -10,7 +10,7 @@ tmp=$(mktemp)
 trap 'rm -f "$tmp"' EXIT
 sed -n "/<!-- $name table: generated/,/<!-- end of $name table -->/p" "$readme" | sed '1d;$d' > "$tmp"
 if ! diff -u "$generated" "$tmp"; then
-    echo "FAIL readme_${name}_table_matches_the_code: expected README.md's $name table to equal $generated (regenerate it with $generator md)" >&2
+    echo "FAIL readme_${name}_table_matches_the_code: expected $readme's $name table to equal $generated (regenerate it with $generator md)" >&2
     exit 1
 fi
 echo "PASS readme_${name}_table_matches_the_code"
