@@ -191,11 +191,18 @@ def main():
     report.write_csv(os.path.join(outdir, "samples.csv"), samples, meta)
     with open(os.path.join(outdir, "run.log"), "w") as f:
         f.write("\n".join(LOG) + "\n\n" + "\n".join(raw))
-    # latest.md is the README's table: only complete, unfiltered runs replace it
+    # latest.md is the README's table: only complete, unfiltered runs replace
+    # it. Git keeps the latest tables and their samples (xz-compressed), not
+    # the run directories: their plots and CSV stay on the machine that ran.
     if not a.out and not only and not a.allocators and run_host:
-        rel = os.path.relpath(outdir, os.path.join(BENCH, "results")) + "/"
-        with open(os.path.join(BENCH, "results", "latest.md"), "w") as f:
-            f.write(with_plots(rel))
+        results = os.path.join(BENCH, "results")
+        rel = os.path.relpath(outdir, results)
+        with open(os.path.join(results, "latest.md"), "w") as f:
+            f.write(md + "\nThe plots and the raw samples of this run are in `bench/results/%s/` on the machine "
+                    "that ran it (run directories are not kept in git); the samples are also in "
+                    "`latest-samples.csv.xz` here.\n" % rel)
+        subprocess.run(["sh", "-c", 'xz -9 -c "$1" > "$2"', "sh", os.path.join(outdir, "samples.csv"),
+                        os.path.join(results, "latest-samples.csv.xz")], check=False)
     print(md)
     log("results: %s (%.0f s)" % (os.path.relpath(outdir), meta["elapsed"]))
     return 1 if problems and not samples else 0
