@@ -52,6 +52,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kview.h"
 #include "nodal.h"
 #include "verify.h"
 
@@ -116,73 +117,10 @@ int page_size;
 
 static int read_line(const char *path, char *buf, size_t len)
 {
-    FILE *f = fopen(path, "r");
-    if (!f)
+    if (kv_read_text(path, buf, len) < 0)
         return -1;
-    if (!fgets(buf, (int)len, f))
-        buf[0] = '\0';
-    fclose(f);
     buf[strcspn(buf, "\n")] = '\0';
     return 0;
-}
-
-static long meminfo_kib(int id, const char *key)
-{
-    char path[128], line[256];
-    long v = -1;
-    snprintf(path, sizeof path, "/sys/devices/system/node/node%d/meminfo", id);
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return -1;
-    while (fgets(line, sizeof line, f)) {
-        char *k = strstr(line, key);
-        if (k && k[strlen(key)] == ':') {
-            v = atol(k + strlen(key) + 1);
-            break;
-        }
-    }
-    fclose(f);
-    return v;
-}
-
-static int parse_list(const char *s, int *out, int max)
-{
-    int n = 0;
-    while (*s) {
-        char *end;
-        long lo = strtol(s, &end, 10), hi;
-        if (end == s)
-            break;
-        hi = lo;
-        s = end;
-        if (*s == '-') {
-            hi = strtol(s + 1, &end, 10);
-            s = end;
-        }
-        for (long v = lo; v <= hi && n < max; v++)
-            out[n++] = (int)v;
-        while (*s == ',' || *s == ' ')
-            s++;
-    }
-    return n;
-}
-
-static int sys_distance(int from, int to)
-{
-    char path[128], buf[1024], online[256];
-    int ids[MAX_NODES], n, k = 0;
-    snprintf(path, sizeof path, "/sys/devices/system/node/node%d/distance", from);
-    if (read_line(path, buf, sizeof buf) || read_line("/sys/devices/system/node/online",
-                                                      online, sizeof online))
-        return -1;
-    n = parse_list(online, ids, MAX_NODES);
-    for (char *s = buf, *end;; s = end, k++) {
-        long v = strtol(s, &end, 10);
-        if (end == s || k >= n)
-            return -1;
-        if (ids[k] == to)
-            return (int)v;
-    }
 }
 
 static void topology(void)
@@ -210,13 +148,13 @@ static void topology(void)
         snprintf(path, sizeof path, "/sys/devices/system/node/node%d/cpulist", n->id);
         if (read_line(path, n->cpulist, sizeof n->cpulist))
             n->cpulist[0] = '\0';
-        nc = parse_list(n->cpulist, cpus, 1024);
+        nc = kv_parse_list(n->cpulist, cpus, 1024);
         n->cpus = calloc((size_t)nc + 1, sizeof *n->cpus);
         for (int c = 0; c < nc; c++)
             if (cpus[c] < CPU_SETSIZE && CPU_ISSET(cpus[c], &allowed))
                 n->cpus[n->ncpus++] = cpus[c];
-        n->total_kib = meminfo_kib(n->id, "MemTotal");
-        n->free_kib = meminfo_kib(n->id, "MemFree");
+        n->total_kib = kv_meminfo_kib(n->id, "MemTotal");
+        n->free_kib = kv_meminfo_kib(n->id, "MemFree");
         if (n->ncpus > 0)
             cpu_nodes[ncpu_nodes++] = i;
     }
@@ -227,7 +165,7 @@ static void topology(void)
 
     /* nodal against the kernel */
     if (read_line("/sys/devices/system/node/has_memory", buf, sizeof buf) == 0)
-        nsys = parse_list(buf, sys_ids, MAX_NODES);
+        nsys = kv_parse_list(buf, sys_ids, MAX_NODES);
     int same = nsys == nnodes;
     for (int i = 0; same && i < nnodes; i++)
         same = sys_ids[i] == ids[i];
@@ -245,7 +183,7 @@ static void topology(void)
         }
         for (int j = 0; j < nnodes; j++) {
             int d = nodal_node_distance(nodes[i].id, nodes[j].id);
-            int k = sys_distance(nodes[i].id, nodes[j].id);
+            int k = kv_distance(nodes[i].id, nodes[j].id);
             if (k >= 0 && d != k) {
                 printf("  FAIL: nodal_node_distance(%d, %d) = %d, /sys says %d\n",
                        nodes[i].id, nodes[j].id, d, k);
@@ -333,98 +271,6 @@ static void touch(void *p, size_t size)
     c[size - 1] = 1;
 }
 
-/* Node of the physical frame behind `page`, from /proc/self/pagemap and the
-   memory blocks each node lists in /sys (frame numbers need root); -1 if
-   unknown. */
-static int node_of_frame(void *page)
-{
-    static uint64_t block_pages;
-    static int *block_node, nblocks;
-    static int tried;
-    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-    pthread_mutex_lock(&lock);
-    if (!tried) {
-        char buf[64], path[128];
-        tried = 1;
-        if (read_line("/sys/devices/system/memory/block_size_bytes", buf, sizeof buf) == 0)
-            block_pages = strtoull(buf, NULL, 16) / (uint64_t)page_size;
-        for (int i = 0; block_pages && i < nnodes; i++) {
-            snprintf(path, sizeof path, "/sys/devices/system/node/node%d", nodes[i].id);
-            DIR *d = opendir(path);
-            for (struct dirent *e; d && (e = readdir(d)) != NULL;) {
-                char *end;
-                long m = strncmp(e->d_name, "memory", 6) ? -1 : strtol(e->d_name + 6, &end, 10);
-                if (m < 0 || end == e->d_name + 6 || *end)
-                    continue;
-                if (m >= nblocks) {
-                    int *nb = realloc(block_node, (size_t)(m + 1024) * sizeof *nb);
-                    if (!nb)
-                        break;
-                    for (int k = nblocks; k < m + 1024; k++)
-                        nb[k] = -1;
-                    block_node = nb;
-                    nblocks = (int)m + 1024;
-                }
-                block_node[m] = nodes[i].id;
-            }
-            if (d)
-                closedir(d);
-        }
-    }
-    pthread_mutex_unlock(&lock);
-    if (!block_pages || !block_node)
-        return -1;
-    uint64_t entry = 0;
-    int fd = open("/proc/self/pagemap", O_RDONLY);
-    ssize_t got = fd < 0 ? -1
-                         : pread(fd, &entry, sizeof entry,
-                                 (off_t)((uintptr_t)page / (uintptr_t)page_size * 8));
-    if (fd >= 0)
-        close(fd);
-    uint64_t pfn = entry & ((1ULL << 55) - 1);
-    if (got != (ssize_t)sizeof entry || !(entry >> 63) || pfn == 0 ||
-        pfn / block_pages >= (uint64_t)nblocks)
-        return -1;
-    return block_node[pfn / block_pages];
-}
-
-/* Pages move_pages cannot answer for: being migrated, split or collapsed
-   (asked again, together, up to 5 times over about 60 ms), or made
-   PROT_NONE by NUMA balancing to sample accesses (plain memory only; read
-   as EFAULT until touched): those are looked up by physical frame, else
-   touched once and asked again. */
-static void requery(void **pages, int *status, unsigned long n)
-{
-    void *again[1024];
-    int st[1024];
-    unsigned long where[1024], m = 0;
-    for (int wait_us = 2000; wait_us <= 32000; wait_us *= 2) {
-        m = 0;
-        for (unsigned long i = 0; i < n && m < 1024; i++)
-            if (status[i] < 0) {
-                where[m] = i;
-                again[m++] = pages[i];
-            }
-        if (m == 0 || (usleep((useconds_t)wait_us),
-                       syscall(SYS_move_pages, 0, m, again, NULL, st, 0) != 0))
-            return;
-        for (unsigned long k = 0; k < m; k++)
-            status[where[k]] = st[k];
-    }
-    for (unsigned long k = 0; k < m; k++) {
-        unsigned long i = where[k];
-        if (status[i] >= 0)
-            continue;
-        int node = node_of_frame(pages[i]);
-        if (node >= 0) {
-            status[i] = node;
-        } else if (status[i] == -EFAULT) {
-            (void)*(volatile const char *)pages[i];   /* still mapped: it is a live block */
-            syscall(SYS_move_pages, 0, 1UL, &pages[i], NULL, &status[i], 0);
-        }
-    }
-}
-
 size_t pages_off_node(const void *p, size_t size, int node, int *where)
 {
     enum { CHUNK = 1024 };
@@ -438,11 +284,10 @@ size_t pages_off_node(const void *p, size_t size, int node, int *where)
         unsigned long n = 0;
         for (; a <= last && n < CHUNK; a += ps)
             pages[n++] = (void *)a;
-        if (syscall(SYS_move_pages, 0, n, pages, NULL, status, 0) != 0) {
+        if (kv_query_pages(pages, status, n) != 0) {
             *where = -errno;
             return n;
         }
-        requery(pages, status, n);
         for (unsigned long i = 0; i < n; i++) {
             if (status[i] != node) {
                 if (bad++ == 0)
@@ -896,7 +741,7 @@ int main(int argc, char **argv)
                 usage_error(argv[0], "a value must follow", a);
             const char *v = argv[++i];
             if (!strcmp(a, "--threads")) {
-                nthread_counts = parse_list(v, thread_counts, 32);
+                nthread_counts = kv_parse_list(v, thread_counts, 32);
                 for (int k = 0; k < nthread_counts; k++)
                     if (thread_counts[k] < 1 || thread_counts[k] > 4096)
                         usage_error(argv[0], "--threads takes counts from 1 to 4096, got", v);

@@ -19,6 +19,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "kview.h"
 #include "nodal.h"
 
 #define MPOL_F_NODE (1 << 0)
@@ -240,66 +241,9 @@ char *pt_stats_json(void)
 static pt_topo topo;
 static pthread_once_t topo_once = PTHREAD_ONCE_INIT;
 
-static int read_text(const char *path, char *buf, size_t len)
-{
-    FILE *f = fopen(path, "r");
-    size_t n;
-    if (!f)
-        return -1;
-    n = fread(buf, 1, len - 1, f);
-    fclose(f);
-    buf[n] = '\0';
-    return (int)n;
-}
-
-/* Parses a kernel list like "0-3,8,10-11" into ids; returns the count. */
-static int parse_list(const char *s, int *out, int max)
-{
-    int n = 0;
-    while (*s) {
-        char *end;
-        long lo = strtol(s, &end, 10), hi;
-        if (end == s)
-            break;
-        hi = lo;
-        s = end;
-        if (*s == '-') {
-            hi = strtol(s + 1, &end, 10);
-            s = end;
-        }
-        for (long v = lo; v <= hi && n < max; v++)
-            out[n++] = (int)v;
-        while (*s == ',' || *s == '\n' || *s == ' ')
-            s++;
-    }
-    return n;
-}
-
-static long meminfo_kib(int id, const char *field)
-{
-    char path[128], line[256], key[64];
-    long v, found = -1;
-    FILE *f;
-    snprintf(path, sizeof path, "/sys/devices/system/node/node%d/meminfo", id);
-    snprintf(key, sizeof key, "%s:", field);
-    f = fopen(path, "r");
-    if (!f)
-        return -1;
-    while (fgets(line, sizeof line, f)) {
-        /* "Node 0 MemFree:   123 kB" */
-        char *k = strstr(line, key);
-        if (k && sscanf(k + strlen(key), "%ld", &v) == 1) {
-            found = v;
-            break;
-        }
-    }
-    fclose(f);
-    return found;
-}
-
 long pt_node_free_kib(int id)
 {
-    return meminfo_kib(id, "MemFree");
+    return kv_meminfo_kib(id, "MemFree");
 }
 
 static void topo_read(void)
@@ -310,19 +254,19 @@ static void topo_read(void)
     cpu_set_t allowed;
 
     topo.page_size = (int)sysconf(_SC_PAGESIZE);
-    if (read_text("/sys/devices/system/node/online", buf, sizeof buf) < 0) {
+    if (kv_read_text("/sys/devices/system/node/online", buf, sizeof buf) < 0) {
         printf("FAIL setup: cannot read /sys/devices/system/node/online "
                "(kernel without NUMA support?)\n");
         exit(2);
     }
-    n = parse_list(buf, ids, PT_MAX_NODES);
+    n = kv_parse_list(buf, ids, PT_MAX_NODES);
     for (i = 0; i < n; i++) {
         if (ids[i] >= PT_MAX_NODES)
             continue;
         topo.node[topo.nnodes++].id = ids[i];
     }
-    if (read_text("/sys/devices/system/node/has_memory", buf, sizeof buf) >= 0) {
-        n = parse_list(buf, ids, PT_MAX_NODES);
+    if (kv_read_text("/sys/devices/system/node/has_memory", buf, sizeof buf) >= 0) {
+        n = kv_parse_list(buf, ids, PT_MAX_NODES);
         for (i = 0; i < n; i++)
             for (int j = 0; j < topo.nnodes; j++)
                 if (topo.node[j].id == ids[i])
@@ -336,7 +280,7 @@ static void topo_read(void)
         pt_node *nd = &topo.node[i];
         char path[128];
         snprintf(path, sizeof path, "/sys/devices/system/node/node%d/cpulist", nd->id);
-        n = read_text(path, buf, sizeof buf) >= 0 ? parse_list(buf, ids, PT_MAX_CPUS) : 0;
+        n = kv_read_text(path, buf, sizeof buf) >= 0 ? kv_parse_list(buf, ids, PT_MAX_CPUS) : 0;
         nd->cpus = calloc((size_t)n + 1, sizeof *nd->cpus);
         if (!nd->cpus)
             exit(2);
@@ -344,8 +288,8 @@ static void topo_read(void)
             if (ids[j] < CPU_SETSIZE && CPU_ISSET(ids[j], &allowed))
                 nd->cpus[nd->ncpus++] = ids[j];
         nd->has_cpus = nd->ncpus > 0;
-        nd->total_kib = meminfo_kib(nd->id, "MemTotal");
-        nd->free_kib = meminfo_kib(nd->id, "MemFree");
+        nd->total_kib = kv_meminfo_kib(nd->id, "MemTotal");
+        nd->free_kib = kv_meminfo_kib(nd->id, "MemFree");
         if (nd->has_memory)
             topo.mem[topo.nmem++] = nd->id;
         if (nd->has_cpus)
@@ -375,25 +319,7 @@ const pt_node *pt_node_get(int id)
 
 int pt_sys_distance(int from, int to)
 {
-    char path[128], buf[4096];
-    int d[PT_MAX_NODES * 4], n;
-    const pt_topo *t = pt_topology();
-    int idx = -1;
-    snprintf(path, sizeof path, "/sys/devices/system/node/node%d/distance", from);
-    if (read_text(path, buf, sizeof buf) < 0)
-        return -1;
-    /* One distance per online node, in id order, separated by spaces. */
-    n = 0;
-    for (char *s = buf, *end; n < (int)(sizeof d / sizeof d[0]); s = end) {
-        long v = strtol(s, &end, 10);
-        if (end == s)
-            break;
-        d[n++] = (int)v;
-    }
-    for (int i = 0; i < t->nnodes; i++)
-        if (t->node[i].id == to)
-            idx = i;
-    return idx >= 0 && idx < n ? d[idx] : -1;
+    return kv_distance(from, to);
 }
 
 /* ---- CPUs ---------------------------------------------------------------- */
@@ -441,150 +367,7 @@ void pt_touch(void *p, size_t size, unsigned char v)
     c[size - 1] = v;
 }
 
-static long sys_move_pages_query(unsigned long count, void **pages, int *status)
-{
-    return syscall(SYS_move_pages, 0, count, pages, NULL, status, 0);
-}
-
-/* Most pages one query asks about (pt_where_is chunks, batches). */
-#define PT_QUERY_MAX 4096
-
-/* Is the address inside any mapping of this process?  */
-static int is_mapped(const void *p)
-{
-    FILE *f = fopen("/proc/self/maps", "r");
-    char line[512];
-    int found = 0;
-    if (!f)
-        return -1;
-    while (!found && fgets(line, sizeof line, f)) {
-        unsigned long lo, hi;
-        if (sscanf(line, "%lx-%lx", &lo, &hi) == 2)
-            found = (uintptr_t)p >= lo && (uintptr_t)p < hi;
-    }
-    fclose(f);
-    return found;
-}
-
-/*
- * The node of a physical page: /sys/devices/system/node/nodeN/memoryM says
- * which node memory block M (block_size_bytes long) belongs to. Built once.
- */
-static int *block_node;            /* block index -> node, -1 unknown */
-static size_t nblocks_known;
-static uint64_t block_pages;       /* OS pages per memory block */
-static pthread_once_t block_once = PTHREAD_ONCE_INIT;
-
-static void read_memory_blocks(void)
-{
-    char buf[64];
-    const pt_topo *t = pt_topology();
-    if (read_text("/sys/devices/system/memory/block_size_bytes", buf, sizeof buf) <= 0)
-        return;
-    block_pages = strtoull(buf, NULL, 16) / (uint64_t)t->page_size;
-    if (block_pages == 0)
-        return;
-    for (int i = 0; i < t->nnodes; i++) {
-        char path[128];
-        snprintf(path, sizeof path, "/sys/devices/system/node/node%d", t->node[i].id);
-        DIR *d = opendir(path);
-        struct dirent *e;
-        while (d && (e = readdir(d)) != NULL) {
-            char *end;
-            if (strncmp(e->d_name, "memory", 6) != 0)
-                continue;
-            unsigned long m = strtoul(e->d_name + 6, &end, 10);
-            if (end == e->d_name + 6 || *end)
-                continue;
-            if (m >= nblocks_known) {
-                size_t grow = m + 1024;
-                int *nb = realloc(block_node, grow * sizeof *nb);
-                if (!nb)
-                    break;
-                for (size_t k = nblocks_known; k < grow; k++)
-                    nb[k] = -1;
-                block_node = nb;
-                nblocks_known = grow;
-            }
-            block_node[m] = t->node[i].id;
-        }
-        if (d)
-            closedir(d);
-    }
-}
-
-/* Node of the page mapped at `page` from its physical frame, or -1 if the
-   frame is unknown (not present, or no permission to see frame numbers). */
-static int node_from_pagemap(void *page)
-{
-    uint64_t entry = 0, pfn;
-    pthread_once(&block_once, read_memory_blocks);
-    if (!block_pages)
-        return -1;
-    int fd = open("/proc/self/pagemap", O_RDONLY);   /* rare path: open each time */
-    off_t off = (off_t)((uintptr_t)page / (uintptr_t)pt_topology()->page_size * 8);
-    ssize_t got = fd < 0 ? -1 : pread(fd, &entry, sizeof entry, off);
-    if (fd >= 0)
-        close(fd);
-    if (got != (ssize_t)sizeof entry)
-        return -1;
-    pfn = entry & ((1ULL << 55) - 1);
-    if (!(entry >> 63 & 1) || pfn == 0)      /* not present, or frame hidden */
-        return -1;
-    if (pfn / block_pages >= nblocks_known)
-        return -1;
-    return block_node[pfn / block_pages];
-}
-
-/*
- * Pages move_pages cannot answer for. A page being migrated, split or
- * collapsed reads as an error for a moment; those are asked again together,
- * up to 5 times over about 60 ms. A page that NUMA balancing has made
- * PROT_NONE to sample accesses (plain memory only: node memory has a policy
- * and is not scanned) reads as EFAULT until it is next touched; for those
- * the node comes from the physical frame (/proc/self/pagemap, root only),
- * else from one read access and a last query. Returns 0, or -1 if
- * move_pages itself failed.
- */
-static int requery(void **pages, int *status, size_t n)
-{
-    static __thread void *again[PT_QUERY_MAX];
-    static __thread int st[PT_QUERY_MAX];
-    static __thread size_t where[PT_QUERY_MAX];
-    size_t m = 0;
-    for (int wait_us = 2000; wait_us <= 32000; wait_us *= 2) {
-        m = 0;
-        for (size_t i = 0; i < n && m < PT_QUERY_MAX; i++)
-            if (status[i] < 0) {
-                where[m] = i;
-                again[m++] = pages[i];
-            }
-        if (m == 0)
-            return 0;
-        usleep((useconds_t)wait_us);
-        if (sys_move_pages_query(m, again, st) != 0)
-            return -1;
-        for (size_t k = 0; k < m; k++)
-            status[where[k]] = st[k];
-    }
-    for (size_t k = 0; k < m; k++) {
-        size_t i = where[k];
-        if (status[i] >= 0)
-            continue;
-        int node = node_from_pagemap(pages[i]);
-        if (node >= 0) {
-            status[i] = node;
-        } else if (is_mapped(pages[i]) == 1) {
-            (void)*(volatile const char *)pages[i];
-            if (sys_move_pages_query(1, &pages[i], &status[i]) != 0)
-                return -1;
-        }
-    }
-    return 0;
-}
-
-
-#define PT_QUERY_CHUNK PT_QUERY_MAX
+#define PT_QUERY_CHUNK KV_QUERY_MAX
 
 int pt_where_is(const void *p, size_t size, int node, pt_where *w)
 {
@@ -602,7 +385,7 @@ int pt_where_is(const void *p, size_t size, int node, pt_where *w)
         size_t n = total - done < PT_QUERY_CHUNK ? total - done : PT_QUERY_CHUNK;
         for (size_t i = 0; i < n; i++)
             pages[i] = (void *)(first + (done + i) * ps);
-        if (sys_move_pages_query(n, pages, status) != 0 || requery(pages, status, n) != 0)
+        if (kv_query_pages(pages, status, n) != 0)
             return -1;
         for (size_t i = 0; i < n; i++) {
             int st = status[i];
@@ -668,7 +451,7 @@ static void describe_status(int st, const void *page, char *buf, size_t len)
         snprintf(buf, len, "node %d", st);
         return;
     }
-    int m = is_mapped(page);
+    int m = kv_is_mapped(page);
     snprintf(buf, len, "not resident (move_pages: %s; the address is %s)", strerror(-st),
              m < 0 ? "of unknown mapping" : m ? "mapped" : "NOT mapped any more");
 }
@@ -680,8 +463,7 @@ void pt_batch_flush(pt_batch *b)
         return;
     for (i = 0; i < b->n; i++)
         b->pages[i] = b->e[i].page;
-    if (sys_move_pages_query(b->n, b->pages, b->status) != 0 ||
-        requery(b->pages, b->status, b->n) != 0)
+    if (kv_query_pages(b->pages, b->status, b->n) != 0)
         pt_die("move_pages(%zu pages): %s", b->n, strerror(errno));
     for (i = 0; i < b->n; i++) {
         struct pt_entry *e = &b->e[i];
