@@ -1,6 +1,7 @@
 /*
- * list.h - the one intrusive doubly linked list nodal uses: page queues of a
- * heap, segment lists of a heap, and the segment caches of a node.
+ * list.h - the one intrusive doubly linked list nodal uses: page queues and
+ * segment lists of a heap, a large-block pool's segments, a node's segment
+ * caches and abandoned segments, and the list of thread records.
  *
  * An element is any struct with `next` and `prev` pointers to its own type;
  * a list is { first, last, count } of that type (ND_LIST). The operations
