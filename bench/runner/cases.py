@@ -263,7 +263,7 @@ def full_cases():
                               ["-m", "aligned", "-a", str(align), "-s", "32,256,4096", "-t", str(t),
                                "-n", "4000000"], "micro-aligned"))
     for p in (1, 2, 4):
-        cases.append(Case("xthread-p%d" % p, "xthread", ["-s", "8,32,256,1024", "-x", "8,1024", "-p", str(p),
+        cases.append(Case("xthread-p%d" % p, "xthread", ["-s", "8,32,64,256,1024", "-x", "8,1024", "-p", str(p),
                                                         "-n", str(2000000 // p)], "xthread", timeout=600))
     for t in (1, 2, 4, 8, 16):  # one process per thread count: peak RSS of that count alone
         cases.append(Case("larson-t%d" % t, "larson", ["-t", str(t), "-r", "50000", "-R", "20"], "larson"))
