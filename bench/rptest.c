@@ -18,8 +18,12 @@
  * The hand-over goes through the receiver's inbox, a chain of blocks (linked
  * through their first word) under a mutex: one lock per loop. A sender whose
  * receiver already holds more than 8 loops' worth of blocks frees its own
- * inbox and yields until the receiver has caught up, so the backlog (and peak
- * RSS) stays bounded when threads outnumber the CPUs. A thread past its last
+ * inbox and sleeps (a condition variable) until the receiver has taken its
+ * blocks, so the backlog (and peak RSS) stays bounded when a thread gets less
+ * CPU than the others (oversubscription, a busy machine), and a waiting
+ * thread uses no CPU: the CPU time is the allocator's and the loop's. Freeing
+ * its own inbox before it sleeps means no cycle of threads can wait on each
+ * other for good (and the wait is timed, 1 ms, for safety). A thread past its last
  * loop sleeps on its inbox's condition variable and frees what still comes
  * (its sender may be many loops behind) until every thread has finished; it
  * is never waited for.
@@ -32,14 +36,16 @@
 #include "harness.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
 struct inbox {
     pthread_mutex_t mu;
     pthread_cond_t cv;          /* its owner, past its last loop, waits here */
+    pthread_cond_t room;        /* its sender, finding it full, waits here */
+    int sender_waits;
     void *head;                 /* chain through each block's first word */
     long long count;
     int finished;               /* its owner is past its last loop (under mu) */
@@ -76,13 +82,22 @@ static void free_chain(void *chain)
     }
 }
 
+/* Takes the inbox's chain (under its lock) and wakes a waiting sender. */
+static void *take(struct inbox *in)
+{
+    void *chain = in->head;
+    in->head = NULL;
+    in->count = 0;
+    if (in->sender_waits)
+        pthread_cond_signal(&in->room);
+    return chain;
+}
+
 /* Frees what was handed to this thread. */
 static void drain(struct inbox *in)
 {
     pthread_mutex_lock(&in->mu);
-    void *chain = in->head;
-    in->head = NULL;
-    in->count = 0;
+    void *chain = take(in);
     pthread_mutex_unlock(&in->mu);
     free_chain(chain);
 }
@@ -95,6 +110,8 @@ static void drain_until_all_done(struct cfg *c, int self)
     struct inbox *in = &c->inbox[self];
     pthread_mutex_lock(&in->mu);
     in->finished = 1;
+    if (in->sender_waits)
+        pthread_cond_signal(&in->room);
     pthread_mutex_unlock(&in->mu);
     if (atomic_fetch_sub(&c->running, 1) == 1) {
         for (int i = 0; i < c->threads; i++) {     /* the last one wakes everyone */
@@ -107,9 +124,7 @@ static void drain_until_all_done(struct cfg *c, int self)
         pthread_mutex_lock(&in->mu);
         while (in->count == 0 && atomic_load(&c->running) > 0)
             pthread_cond_wait(&in->cv, &in->mu);
-        void *chain = in->head;
-        in->head = NULL;
-        in->count = 0;
+        void *chain = take(in);
         int last = atomic_load(&c->running) == 0;
         pthread_mutex_unlock(&in->mu);
         free_chain(chain);
@@ -121,14 +136,24 @@ static void drain_until_all_done(struct cfg *c, int self)
 static void hand_over(const struct cfg *c, int self, void *head, void *tail, long long n)
 {
     struct inbox *to = &c->inbox[(self + 1) % c->threads];
-    for (;;) {
-        pthread_mutex_lock(&to->mu);
-        /* a receiver past its last loop frees at once */
-        if (to->count <= c->backlog || to->finished)
-            break;
+    pthread_mutex_lock(&to->mu);
+    /* a receiver past its last loop frees at once */
+    while (to->count > c->backlog && !to->finished) {
         pthread_mutex_unlock(&to->mu);
         drain(&c->inbox[self]);     /* whoever waits for us can go on */
-        sched_yield();
+        pthread_mutex_lock(&to->mu);
+        if (to->count <= c->backlog || to->finished)
+            break;
+        struct timespec until;
+        clock_gettime(CLOCK_REALTIME, &until);
+        until.tv_nsec += 1000000;
+        if (until.tv_nsec >= 1000000000) {
+            until.tv_sec++;
+            until.tv_nsec -= 1000000000;
+        }
+        to->sender_waits++;
+        pthread_cond_timedwait(&to->room, &to->mu, &until);
+        to->sender_waits--;
     }
     *(void **)tail = to->head;
     to->head = head;
@@ -208,6 +233,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < c.threads; i++) {
         pthread_mutex_init(&c.inbox[i].mu, NULL);
         pthread_cond_init(&c.inbox[i].cv, NULL);
+        pthread_cond_init(&c.inbox[i].room, NULL);
     }
     atomic_store(&c.running, c.threads);
 
@@ -220,6 +246,7 @@ int main(int argc, char **argv)
                  (double)r.wall_ns / 1e9, r.user_s, r.sys_s, bench_peak_rss_kib() / 1024.0);
     for (int i = 0; i < c.threads; i++) {
         pthread_cond_destroy(&c.inbox[i].cv);
+        pthread_cond_destroy(&c.inbox[i].room);
         pthread_mutex_destroy(&c.inbox[i].mu);
     }
     free(c.inbox);
