@@ -47,8 +47,35 @@ GROUPS = {
                 "objects per second over all pairs; sys_s = system seconds over the row; peak RSS in "
                 "MiB (up to 65,536 objects per pair are in flight: 64 MiB per pair at 1,024 B); "
                 "size=8-1024 draws each block's size log-uniformly"),
-    "larson": ("Larson-style server simulation", ["ns_op", "cpu_ns_op", "peak_rss_mib"],
-               "per free+malloc replacement; peak RSS in MiB (one process per thread count)"),
+    "larson": ("Larson-style server simulation", ["ns_op", "cpu_ns_op", "sys_s", "peak_rss_mib"],
+               "per free+malloc replacement; system seconds of the row; peak RSS in MiB (one process per "
+               "thread count); free=sized rows free each block with its size: free_sized where the "
+               "allocator exports it (nodal), else its own sized free (jemalloc sdallocx, tcmalloc "
+               "tc_free_sized, mimalloc mi_free_size); glibc 2.36 has none, so its cell stays empty"),
+    "batchq": ("Batch producer/consumer: batches of 100 x 64 B through a mutex/condvar queue",
+               ["ns_obj", "cpu_ns_obj", "sys_s", "peak_rss_mib"],
+               "per object: W producer threads allocate batches, W consumer threads free them "
+               "(threads = 2W); core-normalised wall ns and CPU ns of all threads (the queue's locking "
+               "and futex wake-ups included: the same under every allocator); system seconds of the "
+               "timed region; peak RSS in MiB (at most 64 batches, 400 KiB, in the queue)"),
+    "mstress": ("Stress with transfers (mstress shape): random sizes 8 B-4 MiB, slots swapped "
+                "between threads", ["wall_s", "cpu_ns_step", "sys_s", "peak_rss_mib"],
+                "5 rounds of short-lived threads share a 1,000-slot transfer array (atomic exchange); "
+                "wall seconds of the whole row (thread start and exit included); CPU ns per step = the "
+                "process's user + system time / steps (thread exit included); system seconds; peak RSS "
+                "in MiB"),
+    "rptest": ("rpmalloc benchmark shape: 8 B-16 KiB in loops, 20 % of each loop's blocks freed by "
+               "the next thread", ["ns_op", "cpu_ns_op", "sys_s", "peak_rss_mib"],
+               "per malloc/free pair: core-normalised wall ns and CPU ns; system seconds of the timed "
+               "region; peak RSS in MiB"),
+    "mthread": ("glibc bench-malloc-thread shape: each thread churns 4 B-32 KiB over 1,024 slots",
+                ["ns_step", "cpu_ns_step", "sys_s", "peak_rss_mib"],
+                "per step (free + malloc, thread-local): core-normalised wall ns and CPU ns; system "
+                "seconds of the timed region; peak RSS in MiB"),
+    "alloctest": ("Mixed small sizes (alloc-test shape): 8 B-1 KiB, mostly under 64 B, 65,536 slots "
+                  "per thread", ["ns_step", "cpu_ns_step", "sys_s", "peak_rss_mib"],
+                  "per step (check, free, malloc, fill the block): core-normalised wall ns and CPU ns; "
+                  "system seconds of the timed region; peak RSS in MiB"),
     "malloctest": ("malloc-test (seed 001): 1,024 B malloc/free per thread", ["cpu_ns_req", "ns_req"],
                    "per request"),
     "tinytemps": ("Tiny temporaries (seed 002): 8 and 16 B in batches",
@@ -204,6 +231,9 @@ def quick_cases():
         Case("reqresp-t8", "reqresp", ["-t", "8", "-n", "200000"], "reqresp"),
         Case("larson-t2", "larson", ["-t", "2", "-r", "50000", "-R", "20"], "larson"),
         Case("larson-t8", "larson", ["-t", "8", "-r", "50000", "-R", "20"], "larson"),
+        # issue 18: the two most telling cross-thread shapes, smaller than in full mode
+        Case("batchq-w2", "batchq", ["-w", "2", "-n", "2000000"], "batchq"),
+        Case("mstress-t8", "mstress", ["-t", "8", "-n", "1000000"], "mstress"),
     ]
     return cases
 
@@ -233,10 +263,23 @@ def full_cases():
                               ["-m", "aligned", "-a", str(align), "-s", "32,256,4096", "-t", str(t),
                                "-n", "4000000"], "micro-aligned"))
     for p in (1, 2, 4):
-        cases.append(Case("xthread-p%d" % p, "xthread", ["-s", "8,32,256,1024", "-x", "8,1024", "-p", str(p),
+        cases.append(Case("xthread-p%d" % p, "xthread", ["-s", "8,32,64,256,1024", "-x", "8,1024", "-p", str(p),
                                                         "-n", str(2000000 // p)], "xthread", timeout=600))
     for t in (1, 2, 4, 8, 16):  # one process per thread count: peak RSS of that count alone
         cases.append(Case("larson-t%d" % t, "larson", ["-t", str(t), "-r", "50000", "-R", "20"], "larson"))
+    # issue 18: the shapes where threads free each other's blocks, at 2 and 8
+    # threads (alloc-test at 1 and 2); a few seconds per run
+    for t in (2, 8):
+        cases.append(Case("larson-sized-t%d" % t, "larson", ["-t", str(t), "-r", "50000", "-R", "20",
+                                                            "-f", "sized"], "larson"))
+    for w in (2, 8):
+        cases.append(Case("batchq-w%d" % w, "batchq", ["-w", str(w), "-n", "4000000"], "batchq"))
+    for t in (2, 8):
+        cases.append(Case("mstress-t%d" % t, "mstress", ["-t", str(t), "-n", "2000000"], "mstress"))
+        cases.append(Case("rptest-t%d" % t, "rptest", ["-t", str(t), "-n", "4000"], "rptest"))
+        cases.append(Case("mthread-t%d" % t, "mthread", ["-t", str(t), "-n", "5000000"], "mthread"))
+    for t in (1, 2):
+        cases.append(Case("alloctest-t%d" % t, "alloctest", ["-t", str(t), "-n", "5000000"], "alloctest"))
     cases += [
         Case("hugeblk-page", "hugeblk", ["-T", "page", "-n", "500"], "hugeblk"),
         Case("hugeblk-little", "hugeblk", ["-T", "little", "-n", "20000"], "hugeblk"),

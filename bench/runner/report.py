@@ -139,7 +139,8 @@ class Table:
         self.fixed = {k: dict(pk).get(k) for k in keys
                       if len({dict(pk).get(k) for pk in vals}) == 1}
         self.cols = [k for k in keys if k not in self.fixed]
-        order = ["case", "lang", "mode", "api", "touch", "size", "align", "pairs", "threads"]
+        order = ["case", "lang", "mode", "api", "free", "touch", "size", "align", "pairs", "producers",
+                 "threads"]
         self.cols.sort(key=lambda k: (order.index(k) if k in order else len(order), k))
         self.rows = sorted(vals, key=lambda pk: [_num(dict(pk).get(k, "")) for k in self.cols])
 
