@@ -60,7 +60,7 @@
     X(peak_rss,            PEAK,    PROCESS, DERIVED, BYTES, 2, "the process's highest resident set") \
     X(threads,             GAUGE,   PROCESS, DERIVED, COUNT, 2, "threads that have a heap") \
     X(pooled_threads,      GAUGE,   PROCESS, DERIVED, COUNT, 1, "records of exited threads (caches, heaps and their pages) kept for the next thread to start on their node, for ten purge delays at most") \
-    X(remote_frees,        COUNTER, PROCESS, DERIVED, COUNT, 2, "frees of small and medium blocks made by a thread other than the one owning them") \
+    X(remote_frees,        COUNTER, PROCESS, DERIVED, COUNT, 2, "small and medium blocks given back to a page another thread owns by the thread that freed them (a block the freeing thread reused first is not counted)") \
     X(large_allocs,        COUNTER, PROCESS, THREAD,  COUNT, 1, "large blocks allocated (above 128 KiB, up to a segment)") \
     X(large_frees,         COUNTER, PROCESS, THREAD,  COUNT, 1, "large blocks freed") \
     X(large_bytes_allocated, COUNTER, PROCESS, THREAD, BYTES, 0, "bytes of large blocks allocated (whole OS pages)") \
@@ -90,10 +90,9 @@
     X(full_size_fills,     COUNTER, CLASS,   CLASS,   COUNT, 0, "fills of a cache already at its largest capacity (tcache_count, tcache_bytes): the ones a larger cache would have saved") \
     X(full_size_flushes,   COUNTER, CLASS,   CLASS,   COUNT, 0, "overflows of a cache already at its largest capacity") \
     X(direct_allocs,       COUNTER, CLASS,   CLASS,   COUNT, 0, "blocks taken straight from pages (classes without a thread cache)") \
-    X(page_frees,          COUNTER, CLASS,   DERIVED, COUNT, 0, "frees by the owner straight to a page that is not one of the class's hot pages") \
     X(slow_frees,          COUNTER, CLASS,   CLASS,   COUNT, 0, "frees by the owner that reached a page through the slow path (no cache, or checks on)") \
-    X(remote_frees,        COUNTER, CLASS,   CLASS,   COUNT, 1, "frees of blocks owned by another thread") \
-    X(remote_pushes,       COUNTER, CLASS,   CLASS,   COUNT, 0, "of those, the ones sent to their page at once (one atomic each); the others waited in the freeing thread's cache") \
+    X(remote_frees,        COUNTER, CLASS,   CLASS,   COUNT, 1, "blocks of pages other threads own, given back to their page by the thread that freed them") \
+    X(remote_pushes,       COUNTER, CLASS,   CLASS,   COUNT, 0, "of those, the ones sent at once, one atomic each (no cache of their kind, or it had no room); the others went in chains, one atomic per page, from the freeing thread's cache") \
     X(cached,              GAUGE,   CLASS,   DERIVED, COUNT, 1, "blocks waiting in thread caches") \
     X(pages,               GAUGE,   CLASS,   GAUGE,   COUNT, 1, "pages in use (64 KiB for classes up to 16 KiB, 512 KiB above)") \
     X(bytes_in_use,        GAUGE,   CLASS,   DERIVED, BYTES, 1, "bytes in live blocks of the class") \

@@ -100,34 +100,6 @@ void nd_free_special(void *p)
     nd_huge_free(s);
 }
 
-/* Remote free: p belongs to a page another heap owns (or nobody does).
-   If this thread has a thread cache for the same kind of memory, the block
-   waits there like one of its own: no atomic now, reused here while it is
-   still in this core's cache, and given back to its page with the others
-   of that page as one chain when the cache flushes. Otherwise (or when the
-   page was abandoned by an exited thread) it goes onto the page's remote
-   list at once. The common case is kept small enough to need no saved
-   registers; the rest is a tail call. */
-static void nd_free_remote(void *p, nd_segment *s, nd_page *pg, uintptr_t key)
-{
-    if (nd_unlikely(nd_block_is_marked(p)))
-        nd_misuse("free", "double free", p);
-    /* The tcache for this kind of memory: a thread that has not started,
-       or has exited, sees static tcaches whose bins are full (cur == low),
-       so the test below sends it on. */
-    nd_thread *t = nd_tls_thread;
-    nd_tcache *tc = s->bound ? t->node_tc[s->node] : t->plain;
-    unsigned cls = pg->cls;
-    nd_bin *b = &tc->bins[cls];
-    if (nd_likely(key != ND_KEY_NONE && tc->heap.node == s->node && b->cur != b->low)) {
-        *--b->cur = p;
-        nd_block_mark(p);
-        nd_count_inc(&tc->heap.cstats[cls].remote_frees);
-        return;
-    }
-    nd_route_free_foreign(p, s, pg, key);
-}
-
 /* Huge and large blocks, and segments of no kind that frees take. */
 static nd_noinline void nd_free_big(void *p, nd_segment *s, nd_page *pg)
 {
@@ -148,17 +120,14 @@ static nd_noinline void nd_free_big(void *p, nd_segment *s, nd_page *pg)
     nd_block_misuse("free", s, p);
 }
 
-/* A block of one of this thread's own pages, past the fast path. */
-static nd_noinline void nd_free_own(void *p, nd_page *pg, uintptr_t key)
+/* A block of one of this thread's own pages, past the fast path: its bin
+   is full (grown, or half of it flushed), or its class has no cache (or
+   checks are on): then straight back to the page. */
+static nd_noinline void nd_free_own(void *p, nd_page *pg)
 {
-    /* The mark says it is free already. */
-    if (nd_unlikely(nd_block_is_marked(p)))
-        nd_misuse("free", "double free", p);
     nd_heap *h = pg->heap;
     nd_tcache *tc = nd_tcache_of_heap(h);
-    if ((key & ND_KEY_COLD) || tc->binfo[pg->cls].cap_max == 0) {
-        /* A page that is not hot (or a class without a cache, or checks on):
-           straight back to the page. */
+    if (tc->binfo[pg->cls].cap_max == 0) {
         nd_block_mark(p);
         if (nd_unlikely(nd_opt(ND_OPT_check) >= 2))
             nd_page_junk(pg, p);
@@ -176,7 +145,7 @@ static nd_noinline void nd_free_own(void *p, nd_page *pg, uintptr_t key)
 static void nd_free_secure(void *p, nd_page *pg)
 {
     uintptr_t key = nd_load_relaxed(&pg->key), tid = nd_tid();
-    bool own = (key & ~ND_KEY_COLD) == tid && tid != 0;
+    bool own = key == tid && tid != 0;
     unsigned cls = pg->cls;
     nd_heap *h = own ? pg->heap : NULL;
     nd_tcache *q = nd_likely(nd_tls_thread->state == ND_THREAD_LIVE) ? nd_tls_tc : nd_thread_quarantine();
@@ -210,13 +179,18 @@ void nd_free_slow(void *p, nd_segment *s, nd_page *pg)
         nd_free_secure(p, pg);
         return;
     }
+    /* The mark says it is free already, whoever frees it. */
+    if (nd_unlikely(nd_block_is_marked(p)))
+        nd_misuse("free", "double free", p);
     uintptr_t key = nd_load_relaxed(&pg->key);
     uintptr_t tid = nd_tid();
-    if ((key & ~ND_KEY_COLD) != tid || tid == 0) {
-        nd_free_remote(p, s, pg, key);
+    if (key != tid || tid == 0) {
+        /* Another heap's page (or no heap's): no cache of this kind here,
+           or its bin was full. */
+        nd_route_free_foreign(p, s, pg, key);
         return;
     }
-    nd_free_own(p, pg, key);
+    nd_free_own(p, pg);
 }
 
 /* ---- public prefixed names ------------------------------------------------- */

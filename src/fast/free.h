@@ -11,12 +11,12 @@
  *
  * One free, top to bottom:
  *   nd_free_fast: segment map byte -> segment -> page descriptor;
- *                 key == this thread: *--bin->cur = p    (bin->cur != bin->low)
- *                 key == this thread | COLD: straight back to the page
- *   else nd_free_slow (free.c) -> another heap's block: kept in this
- *                                 thread's cache, or nd_heap_free_remote
- *                              -> own page, full cache: nd_tcache_push
- *                                 (grows the bin or flushes half of it)
+ *                 page kind == the thread's: *--bin->cur = p   (bin->cur != bin->low)
+ *                 (a node-bound kind: the thread's cache for that node)
+ *   else nd_free_slow (free.c) -> full cache: nd_tcache_push (grows the
+ *                                 bin or flushes half of it)
+ *                              -> no cache of that kind, an abandoned page:
+ *                                 nd_route_free_foreign (route.c)
  *                              -> large / huge: nd_large_free / nd_huge_free
  */
 #ifndef ND_FREE_H
@@ -53,30 +53,31 @@ nd_inline void nd_free_fast(void *p)
     }
     nd_segment *s = nd_seg_base(p);
     nd_page *pg = nd_page_of(s, p);
-    uintptr_t key = nd_load_relaxed(&pg->key), tid = nd_tid();
-    if (nd_unlikely(key != tid)) {
-        /* One of our pages that is not hot: the block goes straight back to
-           it, unless that is the page's last block out or it sits on the
-           full queue (both need the page queues), or checks are on, or it
-           does not look like a live block start. */
-        if (key == (tid | ND_KEY_COLD) && tid != 0 && pg->used > 1 && !pg->in_full &&
-            nd_likely(!nd_check_frees) && nd_page_block_ok(pg, p) && !nd_block_is_marked(p)) {
-            nd_block *blk = p;
-            nd_link_set(blk, pg->free);
-            nd_block_mark(blk);
-            pg->free = blk;
-            pg->used--;
-            nd_count_inc(&((nd_bin *)pg->bin)->page_frees);
-            return;
+    /* A block of the thread's own page goes to the bin the page names. Any
+       other block of the thread's kind of plain memory goes to its cache
+       too, whichever thread's page it is on; memory bound to a node goes
+       to the thread's cache for that node (a static full one when it has
+       none). Large and huge blocks, pages not in use or abandoned, and
+       plain memory of another node have no cache here: the slow path. */
+    nd_bin *b;
+    if (nd_likely(nd_load_relaxed(&pg->key) == nd_tid())) {
+        b = pg->bin;
+    } else {
+        unsigned kind = nd_load_relaxed(&pg->kind);
+        nd_tcache *tc = nd_tls_tc;
+        if (nd_unlikely(kind != nd_tls_kind)) {
+            if (!nd_kind_is_bound(kind)) {
+                nd_free_slow(p, s, pg);
+                return;
+            }
+            tc = nd_tls_thread->node_tc[nd_kind_node(kind)];
         }
-        nd_free_slow(p, s, pg);
-        return;
+        b = &tc->bins[pg->cls];
     }
-    /* A hot page of ours. Not a block start, a block already marked free (a
-       double free), or a full bin: the slow path sorts it out. */
-    nd_bin *b = pg->bin;
+    /* Not a block start, a block already marked free (a double free), or a
+       full bin: the slow path sorts it out. */
     void **cur = b->cur;
-    if (nd_unlikely(!nd_page_block_ok(pg, p) || nd_block_is_marked(p) || cur == b->low)) {
+    if (nd_unlikely(!nd_page_block_ok_shared(pg, p) || nd_block_is_marked(p) || cur == b->low)) {
         nd_free_slow(p, s, pg);
         return;
     }

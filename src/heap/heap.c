@@ -1,6 +1,6 @@
 /*
- * heap.c - a heap's pages and segments (see heap.h): page queues and hot
- * pages, taking blocks for the thread cache and taking them back, remote
+ * heap.c - a heap's pages and segments (see heap.h): page queues, taking
+ * blocks for the thread cache and taking them back, remote
  * frees and their notification, new and retired pages, spare segments,
  * adoption and abandonment, purging.
  */
@@ -23,41 +23,10 @@ void nd_heap_init(nd_heap *h, uintptr_t tid, int node, bool bound, void *const *
     h->clock_ms = nd_os_now_ms();
 }
 
+/* The kind of memory h's pages are (segment.h). */
+static inline unsigned nd_heap_kind(const nd_heap *h) { return nd_kind_of(h->bound, h->node); }
+
 static inline int nd_heap_kind_of(const nd_segment *s) { return s->kind == ND_SEG_SMALL ? 0 : 1; }
-
-/* ---- hot pages ------------------------------------------------------------ */
-
-/* Makes pg one of the hot pages of its class (frees of its blocks by the
-   owner go to the thread cache); the page it displaces goes cold. */
-static inline void nd_heap_make_hot(nd_heap *h, nd_page *pg)
-{
-    if (pg->key == h->tid || h->shared)
-        return;
-    unsigned c = pg->cls, i = h->hot_next[c];
-    nd_page *old = h->hot[c][i];
-    if (old != NULL)
-        nd_store_release(&old->key, h->tid | ND_KEY_COLD);
-    h->hot[c][i] = pg;
-    h->hot_next[c] = (uint8_t)((i + 1) % ND_HOT_PAGES);
-    nd_store_release(&pg->key, h->tid);
-}
-
-static inline void nd_heap_make_cold(nd_heap *h, nd_page *pg)
-{
-    for (int i = 0; i < ND_HOT_PAGES; i++)
-        if (h->hot[pg->cls][i] == pg) {
-            h->hot[pg->cls][i] = NULL;
-            nd_store_release(&pg->key, h->tid | ND_KEY_COLD);
-        }
-}
-
-static inline bool nd_heap_page_is_hot(const nd_heap *h, const nd_page *pg)
-{
-    for (int i = 0; i < ND_HOT_PAGES; i++)
-        if (h->hot[pg->cls][i] == pg)
-            return true;
-    return false;
-}
 
 /* ---- segments and pages -------------------------------------------------- */
 
@@ -132,7 +101,7 @@ static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)
         if (s->free_mask == 0)
             nd_list_move_front(&h->avail[k], &h->used[k], s);
         nd_page *pg = &s->pages[i];
-        nd_page_init(pg, cls, start, area, h, h->bins[cls], h->tid | ND_KEY_COLD);
+        nd_page_init(pg, cls, start, area, h, h->bins[cls], h->tid, nd_heap_kind(h));
         nd_add_relaxed(&nd_gauge.pages[cls], 1);
         nd_gauge_active((long)area);
         nd_list_push_front(&h->pages[cls], pg);
@@ -158,7 +127,6 @@ static void nd_heap_page_retire(nd_heap *h, nd_page *pg)
     nd_assert(pg->used == 0 && pg->in_use);
     if (pg->in_full)
         nd_heap_unfull(h, pg);
-    nd_heap_make_cold(h, pg);
     nd_list_remove(&h->pages[pg->cls], pg);
     unsigned cls = pg->cls;
     nd_page_release(pg);
@@ -202,7 +170,7 @@ static void nd_heap_page_retire(nd_heap *h, nd_page *pg)
 
 /* ---- blocks out ------------------------------------------------------------- */
 
-size_t nd_heap_take_blocks(nd_heap *h, unsigned cls, void **out, size_t n)
+size_t nd_heap_take_blocks(nd_heap *h, unsigned cls, void **out, size_t n, size_t max)
 {
     if (nd_load_relaxed(&h->notified) != NULL)
         nd_heap_drain_notified(h);
@@ -215,8 +183,7 @@ size_t nd_heap_take_blocks(nd_heap *h, unsigned cls, void **out, size_t n)
             if (pg == NULL)
                 break;
         }
-        nd_heap_make_hot(h, pg);
-        got += nd_page_take(pg, out + got, n - got);
+        got += nd_page_take(pg, out + got, n - got, max - got);
         if (nd_page_is_exhausted(pg)) {
             /* Full: park it where remote frees will find it again. */
             nd_list_remove(q, pg);
@@ -224,8 +191,7 @@ size_t nd_heap_take_blocks(nd_heap *h, unsigned cls, void **out, size_t n)
                 pg->in_full = 1;
                 nd_list_push_front(&h->full, pg);
             } else {
-                nd_page_collect(pg);
-                nd_list_push_back(q, pg);
+                nd_list_push_back(q, pg);   /* remote frees are waiting: taken at its turn */
             }
         }
     }
@@ -290,9 +256,10 @@ void nd_heap_drain_notified(nd_heap *h)
         list = pg->xnext;
         pg->xnext = NULL;
         if (pg->in_full && pg->heap == h) {
+            /* Its remote frees stay where they are: the next take
+               collects them straight into the thread cache. */
             nd_list_remove(&h->full, pg);
             pg->in_full = 0;
-            nd_page_collect(pg);
             nd_list_push_front(&h->pages[pg->cls], pg);
         }
     }
@@ -391,7 +358,7 @@ bool nd_heap_adopt_segment(nd_heap *h, nd_segment *s)
         nd_page *pg = &s->pages[i];
         if (!pg->in_use)
             continue;
-        nd_page_set_owner(pg, h, h->bins[pg->cls], h->tid | ND_KEY_COLD);
+        nd_page_set_owner(pg, h, h->bins[pg->cls], h->tid, nd_heap_kind(h));
         nd_list_push_back(&h->pages[pg->cls], pg);
         if (pg->used == 0)
             nd_heap_page_retire(h, pg);
@@ -468,25 +435,16 @@ void nd_heap_abandon(nd_heap *h)
                 nd_segment *s = lists[l]->first;
                 nd_list_remove(lists[l], s);
                 nd_assert(s->used_pages != 0);   /* the spare went back above */
-                for (unsigned i = 0; i < s->page_count; i++) {
-                    nd_page *pg = &s->pages[i];
-                    if (!pg->in_use)
-                        continue;
-                    nd_store_release(&pg->key, ND_KEY_NONE);
-                    nd_store_relaxed(&pg->heap, (nd_heap *)NULL);
-                    pg->bin = NULL;
-                    pg->next = pg->prev = NULL;
-                }
+                for (unsigned i = 0; i < s->page_count; i++)
+                    if (s->pages[i].in_use)
+                        nd_page_orphan(&s->pages[i]);
                 nd_count_inc(&h->stats.abandoned_segments);
                 nd_node_abandon(s);
             }
         }
     }
-    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
         nd_list_init(&h->pages[c]);
-        for (int i = 0; i < ND_HOT_PAGES; i++)
-            h->hot[c][i] = NULL;
-    }
     h->spare[0] = h->spare[1] = NULL;
     h->purge_pending = 0;
 }
@@ -511,19 +469,12 @@ bool nd_heap_is_valid(const nd_heap *h)
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         size_t n = 0;
         for (const nd_page *pg = h->pages[c].first; pg != NULL; pg = pg->next, n++) {
-            if (!pg->in_use || pg->cls != c || pg->heap != h || pg->in_full || !nd_page_is_valid(pg))
-                return false;
-            uintptr_t want = !h->shared && nd_heap_page_is_hot(h, pg) ? h->tid : (h->tid | ND_KEY_COLD);
-            if (pg->key != want)
+            if (!pg->in_use || pg->cls != c || pg->heap != h || pg->in_full || !nd_page_is_valid(pg) ||
+                pg->key != h->tid || pg->bin != h->bins[c] || pg->kind != nd_heap_kind(h))
                 return false;
         }
         if (n != h->pages[c].count)
             return false;
-        for (int i = 0; i < ND_HOT_PAGES; i++) {
-            const nd_page *pg = h->hot[c][i];
-            if (pg != NULL && (!pg->in_use || pg->heap != h || pg->cls != c))
-                return false;
-        }
     }
     size_t n = 0;
     for (const nd_page *pg = h->full.first; pg != NULL; pg = pg->next, n++)

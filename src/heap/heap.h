@@ -2,10 +2,9 @@
  * heap.h - heaps: the pages and segments one thread owns for one kind of
  * memory (plain memory created on a node, or memory bound to a node). A
  * heap hands blocks out to its thread cache (tcache.h) and takes them back;
- * it keeps its pages in queues per size class, chooses the hot pages whose
- * frees may go to the thread cache, takes remote frees back, adopts the
- * segments of exited threads, and gives memory back to the OS after the
- * purge delay.
+ * it keeps its pages in queues per size class, takes remote frees back,
+ * adopts the segments of exited threads, and gives memory back to the OS
+ * after the purge delay.
  *
  * Owns: struct nd_heap, the page queues, the remote-free notification of a
  * heap (nd_heap_free_remote, nd_heap_drain_notified), a heap's segments
@@ -26,7 +25,6 @@
 #include "page.h"
 #include "segment.h"
 
-#define ND_HOT_PAGES 4       /* pages per class whose owner frees may go to the thread cache */
 #define ND_PURGE_PENDING_MAX (32 * ND_MiB)  /* beyond this, purge without waiting */
 /* Memory a heap freed is purged once purge_delay has passed AND the heap has
    done this much work since (epochs), so that a thread that gets little CPU
@@ -46,11 +44,8 @@ typedef ND_LIST(nd_segment) nd_seg_queue;
  *  - tid != 0 is the owner thread's id, unique for the life of the process;
  *    a shared heap has ND_TID_SHARED and is used under its owner's lock.
  *  - every page in pages[c] or full is in use, owned by this heap (heap ==
- *    this, key == tid for the pages in hot[c][], tid | ND_KEY_COLD
- *    otherwise), of class c, in a segment in avail[] or used[]. hot[c][]
- *    holds at most ND_HOT_PAGES of them (NULL for empty slots): the thread
- *    cache only ever holds blocks freed into these, so it cannot keep many
- *    pages alive. A shared heap has no hot pages.
+ *    this, key == tid, bin == bins[c], kind == nd_kind_of(bound, node)),
+ *    of class c, in a segment in avail[] or used[].
  *  - pages[c] holds pages that may have free blocks; the first is tried
  *    first. full holds pages with none, whose xfree is armed to notify
  *    (page.h), or which are already on `notified`.
@@ -69,11 +64,9 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_heap {
     uint8_t         bound;
     uint8_t         shared;
     void           *bins[ND_CLASS_COUNT];   /* the owner's thread-cache bin of each class, opaque
-                                           here (tcache.h): hot pages point there; NULL (shared) */
+                                           here (tcache.h); its pages point there; NULL: shared */
     nd_page_queue   pages[ND_CLASS_COUNT];
     nd_page_queue   full;
-    nd_page        *hot[ND_CLASS_COUNT][ND_HOT_PAGES];
-    uint8_t         hot_next[ND_CLASS_COUNT];   /* slot the next hot page replaces */
     nd_seg_queue    avail[2];
     nd_seg_queue    used[2];
     nd_segment     *spare[2];
@@ -86,14 +79,17 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_heap {
     nd_aligned(ND_CACHE_LINE) nd_page *notified;   /* pages notified by remote frees (other threads push) */
 } nd_heap;
 
-/* Sets up h (zeroed memory) for (node, bound); bins[c] = the owner's
-   thread-cache bin of class c (opaque to the heap), or bins = NULL (a
-   shared heap). */
+/* Sets up h (zeroed memory) for (node, bound), owned by thread `tid` (or
+   ND_TID_SHARED: a shared heap, used under its lock); bins[c] = the
+   owner's thread-cache bin of class c (opaque to the heap), or bins = NULL
+   (a shared heap). */
 void nd_heap_init(nd_heap *h, uintptr_t tid, int node, bool bound, void *const *bins) nd_hidden;
 
-/* Fills out[0..n) with blocks of class cls from h's pages; returns how many
-   (0 only when memory ran out: errno = ENOMEM). */
-size_t nd_heap_take_blocks(nd_heap *h, unsigned cls, void **out, size_t n) nd_hidden;
+/* Fills out[0..n) with blocks of class cls from h's pages (out has room
+   for max >= n: blocks other threads gave back may fill it up to max, see
+   nd_page_take); returns how many (0 only when memory ran out: errno =
+   ENOMEM). */
+size_t nd_heap_take_blocks(nd_heap *h, unsigned cls, void **out, size_t n, size_t max) nd_hidden;
 /* Gives `count` blocks of page pg, linked head..tail, back (owner side):
    the page leaves the full queue, or retires when no block is out. */
 void   nd_heap_return_blocks(nd_heap *h, nd_page *pg, nd_block *head, nd_block *tail, uint32_t count) nd_hidden;

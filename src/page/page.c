@@ -62,7 +62,7 @@ bool nd_page_is_block_start(const nd_page *pg, const void *p)
 }
 
 void nd_page_init(nd_page *pg, unsigned cls, uint8_t *start, size_t area,
-                  struct nd_heap *owner, void *bin, uintptr_t key)
+                  struct nd_heap *owner, void *bin, uintptr_t key, unsigned kind)
 {
     uint32_t bsize = nd_class_size[cls];
     pg->block_size = bsize;
@@ -81,16 +81,27 @@ void nd_page_init(nd_page *pg, unsigned cls, uint8_t *start, size_t area,
     nd_store_release(&pg->heap, owner);
     pg->bin = bin;
     nd_store_release(&pg->key, key);
+    nd_store_release(&pg->kind, (uint8_t)kind);
 }
 
-void nd_page_set_owner(nd_page *pg, struct nd_heap *owner, void *bin, uintptr_t key)
+void nd_page_set_owner(nd_page *pg, struct nd_heap *owner, void *bin, uintptr_t key, unsigned kind)
 {
     pg->in_full = 0;
     pg->xnext = NULL;
     nd_store_release(&pg->heap, owner);
     pg->bin = bin;
     nd_store_release(&pg->key, key);
+    nd_store_release(&pg->kind, (uint8_t)kind);
     nd_page_collect(pg);
+}
+
+void nd_page_orphan(nd_page *pg)
+{
+    nd_store_relaxed(&pg->kind, (uint8_t)ND_KIND_NONE);
+    nd_store_release(&pg->key, ND_KEY_NONE);
+    nd_store_relaxed(&pg->heap, (struct nd_heap *)NULL);
+    pg->bin = NULL;
+    pg->next = pg->prev = NULL;
 }
 
 void nd_page_release(nd_page *pg)
@@ -101,6 +112,7 @@ void nd_page_release(nd_page *pg)
     while ((nd_load_acquire(&pg->xfree) & ND_XSTATE_MASK) == ND_XSTATE_BUSY)
         nd_os_yield();
     nd_store_relaxed(&pg->xfree, (uintptr_t)0);
+    nd_store_relaxed(&pg->kind, (uint8_t)ND_KIND_NONE);
     nd_store_release(&pg->key, ND_KEY_NONE);
     nd_store_relaxed(&pg->in_use, 0);
     nd_store_relaxed(&pg->heap, (struct nd_heap *)NULL);
@@ -141,42 +153,53 @@ void nd_page_xdone(nd_page *pg)
         ;
 }
 
-void nd_page_collect(nd_page *pg)
+/* Takes pg's remote list back: its first blocks go into out[0..n) (up to
+   n of them), the rest onto the front of the free list; returns how many
+   went into out. The list can hold at most the blocks out of the page: a
+   longer one, or a cycle, means a block was freed twice by other threads
+   (p, q, p), and the walk stops at that bound rather than run forever.
+   Every link is checked before it is followed. */
+static size_t nd_page_collect_into(nd_page *pg, void **out, size_t n)
 {
     uintptr_t x = nd_load_relaxed(&pg->xfree);
     if ((x & ~ND_XSTATE_MASK) == 0)
-        return;
+        return 0;
     while (!nd_cas_weak_acq_rel(&pg->xfree, &x, x & ND_XSTATE_MASK))
         ;
-    nd_block *list = (nd_block *)(x & ~ND_XSTATE_MASK);
-    if (list == NULL)
-        return;
-    /* The list can hold at most the blocks out of the page. A longer one,
-       or a cycle, means a block was freed twice by other threads (p, q, p):
-       stop at the bound rather than walk a cycle forever. Every link is
-       checked before it is followed. */
-    uint32_t n = 1;
-    nd_block *tail = list;
-    if (nd_unlikely(!nd_page_link_ok(pg, list) || !nd_block_is_marked(list)))
-        nd_page_corrupt(pg, list, ND_CORRUPT_LIST, "a block freed by another thread was modified");
+    nd_block *b = (nd_block *)(x & ~ND_XSTATE_MASK);
+    if (b == NULL)
+        return 0;
+    if (nd_unlikely(!nd_page_link_ok(pg, b) || !nd_block_is_marked(b)))
+        nd_page_corrupt(pg, b, ND_CORRUPT_LIST, "a block freed by another thread was modified");
+    uint32_t count = 0;
+    size_t got = 0;
+    nd_block *rest = NULL;
     for (;;) {
-        nd_block *next = nd_link_get(tail);
+        if (nd_unlikely(++count > pg->used))
+            nd_fatal("free(): double free: %p (a block of the page at %p freed twice by other threads)",
+                     (void *)b, (void *)pg->start);
+        nd_block *next = nd_link_get(b);
+        if (nd_unlikely(next != NULL && (!nd_page_link_ok(pg, next) || !nd_block_is_marked(next))))
+            nd_page_corrupt(pg, b, ND_CORRUPT_LIST, "the link of a block freed by another thread was overwritten");
+        if (got < n)
+            out[got++] = b;
+        else if (rest == NULL)
+            rest = b;
         if (next == NULL)
             break;
-        if (nd_unlikely(n >= pg->used))
-            nd_fatal("free(): double free: %p (a block of the page at %p freed twice by other threads)",
-                     (void *)next, (void *)pg->start);
-        if (nd_unlikely(!nd_page_link_ok(pg, next) || !nd_block_is_marked(next)))
-            nd_page_corrupt(pg, tail, ND_CORRUPT_LIST, "the link of a block freed by another thread was overwritten");
-        tail = next;
-        n++;
+        b = next;
     }
-    if (nd_unlikely(n > pg->used))
-        nd_fatal("free(): double free: %p (a block of the page at %p freed twice by other threads)",
-                 (void *)list, (void *)pg->start);
-    nd_link_set(tail, pg->free);
-    pg->free = list;
-    pg->used = (uint16_t)(pg->used - n);
+    if (rest != NULL) {   /* rest .. b keep their links; b was the last */
+        nd_link_set(b, pg->free);
+        pg->free = rest;
+    }
+    pg->used = (uint16_t)(pg->used - count);
+    return got;
+}
+
+void nd_page_collect(nd_page *pg)
+{
+    nd_page_collect_into(pg, NULL, 0);
 }
 
 bool nd_page_disarm(nd_page *pg)
@@ -236,7 +259,7 @@ static size_t nd_page_resident_room(const nd_page *pg)
     return (size_t)((end - next) / pg->block_size);
 }
 
-size_t nd_page_take(nd_page *pg, void **out, size_t n)
+size_t nd_page_take(nd_page *pg, void **out, size_t n, size_t max)
 {
     size_t got = 0;
     while (got < n) {
@@ -260,8 +283,10 @@ size_t nd_page_take(nd_page *pg, void **out, size_t n)
         bool remote = (nd_load_relaxed(&pg->xfree) & ~ND_XSTATE_MASK) != 0;
         size_t room = remote ? nd_page_resident_room(pg) : 0;
         if (remote && room == 0) {
-            nd_page_collect(pg);
-            if (pg->free != NULL)
+            /* Straight into out: each block is walked once. */
+            size_t k = nd_page_collect_into(pg, out + got, max - got);
+            got += k;
+            if (k != 0 || pg->free != NULL)
                 continue;
         }
         if (pg->capacity < pg->reserved) {
@@ -308,7 +333,7 @@ void nd_page_junk(nd_page *pg, void *p)
 bool nd_page_is_valid(const nd_page *pg)
 {
     if (!pg->in_use)
-        return pg->key == ND_KEY_NONE && pg->used == 0;
+        return pg->key == ND_KEY_NONE && pg->used == 0 && pg->kind == ND_KIND_NONE;
     if (pg->capacity > pg->reserved || pg->used > pg->capacity)
         return false;
     if (pg->cls < ND_CLASS_COUNT && pg->block_size != nd_class_size[pg->cls])

@@ -174,7 +174,7 @@ static inline size_t nd_page_block_index(const nd_page *pg, const void *p)
    start (the segment header before page 0): -d * mul mod 2^64 lands within
    2^47 of 2^64 or above 2^46. A page not carved (limit 0) takes nothing.
    tests/unit/size_classes.c checks every offset of every class. */
-static inline bool nd_page_block_ok(const nd_page *pg, const void *p)
+nd_inline bool nd_page_block_ok(const nd_page *pg, const void *p)
 {
     uint64_t off = (uint64_t)((uintptr_t)p - (uintptr_t)pg->start);
     return off * pg->mul < pg->limit;
@@ -183,7 +183,7 @@ static inline bool nd_page_block_ok(const nd_page *pg, const void *p)
 /* The same for a thread that does not own pg: limit only grows while the
    page is in use, and the carving of a block happened before it was
    handed out, so before any thread can free it. */
-static inline bool nd_page_block_ok_shared(const nd_page *pg, const void *p)
+nd_inline bool nd_page_block_ok_shared(const nd_page *pg, const void *p)
 {
     uint64_t off = (uint64_t)((uintptr_t)p - (uintptr_t)pg->start);
     return off * pg->mul < nd_load_relaxed(&pg->limit);
@@ -211,20 +211,29 @@ static inline bool nd_page_has_block(const nd_page *pg, const void *p)
    in use) */
 bool nd_page_is_block_start(const nd_page *pg, const void *p) nd_hidden;
 
-/* A free page of segment s goes into use for class cls, owned by `owner`,
-   whose thread cache bin for the class is `bin`, with key `key`. */
+/* A free page of segment s goes into use for class cls, owned by `owner`
+   (thread id `key`, whose thread-cache bin for the class is `bin`), for
+   memory of `kind` (nd_kind_of). */
 void nd_page_init(nd_page *pg, unsigned cls, uint8_t *start, size_t area,
-                  struct nd_heap *owner, void *bin, uintptr_t key) nd_hidden;
-/* An in-use page changes owner (adoption): new owner fields, remote frees
-   taken back. */
-void nd_page_set_owner(nd_page *pg, struct nd_heap *owner, void *bin, uintptr_t key) nd_hidden;
+                  struct nd_heap *owner, void *bin, uintptr_t key, unsigned kind) nd_hidden;
+/* An in-use page changes owner (adoption): new owner fields, its kind
+   again, remote frees taken back. */
+void nd_page_set_owner(nd_page *pg, struct nd_heap *owner, void *bin, uintptr_t key, unsigned kind) nd_hidden;
+/* The page loses its owner (its thread exited): frees no longer cache its
+   blocks (they go to its remote list), and no heap takes from it until one
+   adopts its segment. */
+void nd_page_orphan(nd_page *pg) nd_hidden;
 /* The page leaves use (no block out): waits out a notifier in flight, then
    clears its state. */
 void nd_page_release(nd_page *pg) nd_hidden;
 
-/* Takes up to n blocks into out: free list first, then the remote frees,
-   then carving new ones. Returns how many. Owner only. */
-size_t nd_page_take(nd_page *pg, void **out, size_t n) nd_hidden;
+/* Takes n blocks (fewer if the page has no more) into out, which has room
+   for max >= n: free list first, then blocks that fit in the OS pages
+   carving has reached, then the remote frees, then carving new ones. The
+   remote frees go straight into out, up to max of them (they have been
+   walked once to be counted and checked; the ones past max become the
+   free list). Returns how many, possibly more than n. Owner only. */
+size_t nd_page_take(nd_page *pg, void **out, size_t n, size_t max) nd_hidden;
 /* No block left to take without remote frees? */
 static inline bool nd_page_is_exhausted(const nd_page *pg)
 {

@@ -36,16 +36,18 @@
  *       4 MiB chunk of its segment (the header is d chunks lower)
  *
  * Page descriptor (two cache lines):
- *   line 0, touched by the owner's fast paths:
- *     key       owner thread id (multiple of 16) for the "hot" pages of a
- *               size class (up to ND_HOT_PAGES) whose frees may go to the
- *               thread cache;
- *               id | ND_KEY_COLD for the owner's other pages (frees go
- *               straight to the page); id | ND_KEY_LARGE for a large block;
- *               ND_KEY_NONE (1) when no thread owns the page
- *     bin       owner heap's thread-cache bin for this page's class (opaque)
+ *   line 0, read by every thread's free fast path, written by the owner:
+ *     key       owner thread id (a multiple of 16); ND_KEY_NONE (1) when no
+ *               thread owns the page (and for large blocks)
+ *     bin       the owner's thread-cache bin of this page's class (opaque
+ *               here): the owner's frees go straight there
  *     free, start, mul, limit, block_size, used, capacity, reserved,
  *     cls, in_use, in_full, index
+ *     kind      the page's kind of memory, for the free fast path: any
+ *               thread caches a freed block in its cache of the same kind
+ *               (nd_kind_of: plain memory of node n, or bound to node n);
+ *               ND_KIND_NONE when the page holds no small or medium blocks
+ *               that may be cached (not in use, abandoned, large, huge)
  *   line 1, written by other threads:
  *     xfree     remote-free list head | 2 state bits (see page.h)
  *     xnext     link in the owner heap's list of notified pages
@@ -68,10 +70,15 @@ typedef struct nd_block { struct nd_block *next; } nd_block;
 struct nd_page;
 
 #define ND_KEY_NONE  ((uintptr_t)1)
-#define ND_KEY_LARGE ((uintptr_t)1)    /* or-ed into the owner id of a large block */
-#define ND_KEY_COLD  ((uintptr_t)2)    /* or-ed into the owner id of a page that is not hot */
-#define ND_KEY_FLAGS ((uintptr_t)3)
+#define ND_KEY_LARGE ((uintptr_t)1)     /* a large block's descriptor: no owner */
 #define ND_TID_STEP  ((uintptr_t)16)    /* thread ids are multiples of this */
+
+/* Kinds of memory, as a page's `kind` byte and a thread cache's: plain
+   memory of node n is 2 + 2n, memory bound to node n is 3 + 2n (odd). */
+#define ND_KIND_NONE 0u
+static inline unsigned nd_kind_of(bool bound, int node) { return 2u + 2u * (unsigned)node + (bound ? 1u : 0u); }
+static inline bool     nd_kind_is_bound(unsigned kind) { return kind & 1u; }
+static inline int      nd_kind_node(unsigned kind) { return (int)((kind - 2u) >> 1); }
 
 enum { ND_SEG_FREE = 0, ND_SEG_SMALL, ND_SEG_MEDIUM, ND_SEG_LARGE, ND_SEG_HUGE };
 
@@ -81,6 +88,9 @@ enum { ND_SEG_FREE = 0, ND_SEG_SMALL, ND_SEG_MEDIUM, ND_SEG_LARGE, ND_SEG_HUGE }
  *  - a page belongs to exactly one segment and so to one node kind (bound
  *    node k, or plain with a home node); that never changes while in use.
  *  - in_use == 0  <=>  key == ND_KEY_NONE, heap == NULL, used == 0.
+ *  - kind == nd_kind_of(its segment's bound, node) while a heap owns the
+ *    page; ND_KIND_NONE otherwise (not in use, abandoned, not small or
+ *    medium).
  *  - used = blocks handed out of the page (in a thread cache, with the
  *    program, or on xfree); capacity - used - length(free) = 0.
  *  - capacity <= reserved <= 65535; blocks [0, capacity) have been carved;
@@ -89,15 +99,12 @@ enum { ND_SEG_FREE = 0, ND_SEG_SMALL, ND_SEG_MEDIUM, ND_SEG_LARGE, ND_SEG_HUGE }
  *  - every block on free or xfree carries the freed-block mark (page.h).
  *  - free is touched only by the owner thread (or under the owner's lock for
  *    a shared heap); xfree only with atomics.
- *  - when key & ~ND_KEY_FLAGS is a thread id, bin == heap->bins[cls] (the
- *    owner's thread-cache bin for the class, opaque below the tcache); key is the bare id only for the pages in
- *    heap->hot[cls][], so the thread cache holds blocks of few pages and
- *    cannot pin many.
+ *  - key == heap->tid and bin == heap->bins[cls] while a heap owns the page.
  */
 typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
     /* line 0: owner side */
     uintptr_t       key;
-    void           *bin;         /* owner's thread-cache bin of the class (tcache.h; opaque here) */
+    void           *bin;         /* the owner's thread-cache bin of the class (tcache.h; opaque here) */
     nd_block       *free;        /* links encoded (page.h) */
     uint8_t        *start;       /* first block */
     uint64_t        mul;         /* floor(2^64 / block_size) + 1: block index by multiply */
@@ -111,6 +118,7 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
     uint8_t         in_use;
     uint8_t         in_full;     /* on the owner's full queue */
     uint8_t         index;       /* position in the segment */
+    uint8_t         kind;        /* nd_kind_of, or ND_KIND_NONE (read by every thread's free) */
     /* line 1: shared side */
     nd_aligned(ND_CACHE_LINE) uintptr_t xfree;
     struct nd_page *xnext;

@@ -120,8 +120,7 @@ void nd_route_free_foreign(void *p, nd_segment *s, nd_page *pg, uintptr_t key)
     if (key != ND_KEY_NONE) {
         nd_tcache *tc = nd_thread_cache_for_free(s, true);
         if (tc != NULL && tc->binfo[cls].cap_max != 0) {
-            nd_thread_count_remote_free(cls, false);
-            nd_tcache_push(tc, cls, p);
+            nd_tcache_push(tc, cls, p);   /* counted when it goes back to its page */
             return;
         }
     }
@@ -134,7 +133,6 @@ void nd_route_free_foreign(void *p, nd_segment *s, nd_page *pg, uintptr_t key)
         nd_tcache *tc = nd_thread_tcache_for(s);
         if (tc != NULL && nd_node_abandoned_claim(s)) {
             nd_heap_adopt_segment(&tc->heap, s);   /* keeps s: p is still out of its page */
-            nd_thread_count_remote_free(cls, false);
             nd_block_mark(p);
             nd_heap_free_local(&tc->heap, pg, p);
             return;

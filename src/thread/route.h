@@ -29,13 +29,14 @@ void *nd_route_malloc_aligned(nd_tcache *tc, size_t alignment, size_t size) nd_h
    memory, whatever its size up to ND_LARGE_MAX. */
 void *nd_route_large(nd_tcache *tc, size_t size, size_t alignment) nd_hidden;
 
-/* Block p of small or medium page pg of segment s, which another heap owns
-   (key, read by the caller) or nobody does (ND_KEY_NONE: an exited thread
-   abandoned its segment), is freed by the calling thread, whose own cache
-   had no room for it (or which has none): kept in a cache of this thread
-   for the same kind of memory if it has room, else taken in by adopting
-   the abandoned segment (option reclaim_on_free), else pushed on the
-   page's remote-free list. p carries no freed mark yet. */
+/* Block p (a block start, not marked free) of small or medium page pg of
+   segment s, which another heap owns (key, read by the caller) or nobody
+   does (ND_KEY_NONE: an exited thread abandoned its segment), is freed by
+   the calling thread, whose free fast path could not cache it (no cache
+   of that kind yet, or a full bin): kept in this thread's cache of the
+   same kind of memory (made after a few such frees; a full bin grows or
+   flushes), else taken in by adopting the abandoned segment (option
+   reclaim_on_free), else pushed on the page's remote-free list at once. */
 void nd_route_free_foreign(void *p, nd_segment *s, nd_page *pg, uintptr_t key) nd_hidden;
 
 #endif /* ND_ROUTE_H */

@@ -203,7 +203,7 @@ void *nd_secure_alloc(nd_tcache *tc, unsigned c, size_t size)
     void *p;
     if (sc == NULL) {
         /* A shared heap (threads being torn down): no bin, no quarantine. */
-        if (nd_heap_take_blocks(&tc->heap, c, &p, 1) == 0)
+        if (nd_heap_take_blocks(&tc->heap, c, &p, 1, 1) == 0)
             return nd_tcache_uncount(tc, c);
         *(uintptr_t *)p = ND_FILL_WORD;   /* its link, checked as it was followed */
     } else {
@@ -211,7 +211,7 @@ void *nd_secure_alloc(nd_tcache *tc, unsigned c, size_t size)
         uint32_t n = sc->count[c];
         void **bin = sc->bin[c];
         if (n <= sc->cap[c] / 2u) {
-            size_t got = nd_heap_take_blocks(&tc->heap, c, bin + n, sc->cap[c] - n);
+            size_t got = nd_heap_take_blocks(&tc->heap, c, bin + n, sc->cap[c] - n, sc->cap[c] - n);
             for (size_t i = n; i < n + got; i++)
                 *(uintptr_t *)bin[i] = ND_FILL_WORD;   /* their links, checked as they were followed */
             n += (uint32_t)got;
@@ -260,7 +260,7 @@ static inline void nd_secure_release(nd_tcache *tc, void *p)
     if (nd_unlikely(!nd_secure_audit_ok(p, pg->block_size)))
         nd_page_corrupt(pg, p, ND_CORRUPT_FREED, "a block waiting in quarantine was modified");
     uintptr_t key = nd_load_relaxed(&pg->key);
-    if ((key & ~ND_KEY_COLD) == tc->heap.tid && tc->heap.tid != 0) {
+    if (key == tc->heap.tid && tc->heap.tid != 0) {
         nd_heap *h = pg->heap;
         nd_secure *sc = nd_tcache_of_heap(h)->secure;
         unsigned c = pg->cls;

@@ -77,6 +77,7 @@ nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
         bins[c] = &tc->bins[c];
     nd_heap_init(&tc->heap, tid, node, bound, shared ? NULL : bins);
+    tc->kind = shared ? ND_KIND_NONE : nd_kind_of(bound, node);
     return tc;
 }
 
@@ -109,6 +110,15 @@ static bool nd_tcache_fill(nd_tcache *tc, unsigned c)
     nd_bin *bin = &tc->bins[c];
     nd_assert2(bin->cur == bin->empty && *bin->empty == NULL);
     nd_bin_info *bi = &tc->binfo[c];
+    /* Dry again with no overflow since the last fill: the blocks this
+       thread allocates do not come back to it fast enough (it hands them
+       to others, or keeps them). Bigger fills, like a cache that did not
+       fit its working set. */
+    if (bi->filled && bi->cap < bi->cap_max) {
+        uint32_t cap = bi->cap * 2 < bi->cap_max ? bi->cap * 2 : bi->cap_max;
+        bin->low = bin->empty - cap;
+        bi->cap = cap;
+    }
     size_t want = bi->cap / 2;
     if (want > bi->fill)
         want = bi->fill;
@@ -116,10 +126,11 @@ static bool nd_tcache_fill(nd_tcache *tc, unsigned c)
         want = 1;
     if (bi->fill < bi->cap_max)
         bi->fill *= 2;
-    void **dst = bin->empty - want;
-    size_t got = nd_heap_take_blocks(&tc->heap, c, dst, want);
-    if (got < want && got > 0)
-        memmove(bin->empty - got, dst, got * sizeof(void *));
+    /* Into the bin's whole room: the remote frees of a page, walked once
+       to be counted, come in as many as fit (nd_page_take). */
+    size_t got = nd_heap_take_blocks(&tc->heap, c, bin->low, want, bi->cap);
+    if (got > 0)
+        memmove(bin->empty - got, bin->low, got * sizeof(void *));
     bin->cur = bin->empty - got;
     tc->binfo[c].low_water = 0;   /* it just ran dry */
     tc->binfo[c].filled = 1;
@@ -147,7 +158,7 @@ void *nd_tcache_alloc(nd_tcache *tc, unsigned c)
 {
     void *p = NULL;
     if (tc->binfo[c].cap_max == 0) {
-        if (nd_heap_take_blocks(&tc->heap, c, &p, 1) == 0)
+        if (nd_heap_take_blocks(&tc->heap, c, &p, 1, 1) == 0)
             return nd_tcache_uncount(tc, c);
         nd_count_inc(&tc->heap.cstats[c].direct_allocs);
     } else {
@@ -162,19 +173,47 @@ void *nd_tcache_alloc(nd_tcache *tc, unsigned c)
 
 /* ---- giving blocks back ---------------------------------------------------- */
 
-/* A run of blocks of another heap's page (they were freed into this cache
-   by a thread that does not own them): back to that page's remote list as
-   one chain, one compare-and-swap. The page cannot leave use while they
-   are out; its capacity is read atomically (its owner carves meanwhile).
-   Returns where the run ends. */
-static void **nd_tcache_flush_foreign(nd_page *pg, void **it, void **end)
+/* Puts the blocks of one page next to each other in p[0..n) (blocks of
+   class c: their pages are 2^shift bytes, aligned). Blocks usually come in
+   long runs of one page already (a thread frees what it allocated, or
+   what another thread allocated, in about that order), and one flush sees
+   few pages: each page's blocks are gathered behind the first one in one
+   pass over the rest, O(n x pages). */
+static void nd_tcache_group(void **p, size_t n, unsigned shift)
 {
-    /* The page's own bytes: pages are aligned to their size in the segment
-       (page 0's blocks start after the header, its bytes at the segment). */
+    for (size_t start = 0; start < n;) {
+        uintptr_t page = (uintptr_t)p[start] >> shift;
+        size_t mid = start + 1;
+        while (mid < n && (uintptr_t)p[mid] >> shift == page)
+            mid++;   /* the run as it comes */
+        for (size_t i = mid + 1; i < n; i++)
+            if ((uintptr_t)p[i] >> shift == page) {
+                void *t = p[i];
+                p[i] = p[mid];
+                p[mid++] = t;
+            }
+        start = mid;
+    }
+}
+
+/* Gives blocks it..end (sorted by address), starting with one of page pg
+   (in use, of the bin's class), back to that page: those of the heap's own
+   pages without an atomic, those of other heaps' pages (or of no heap's,
+   when abandoned) as one chain on the page's remote list. The page cannot
+   leave use while they are out; nothing reads pg after the blocks went
+   back (its page may be released, its segment unmapped). Returns where
+   the page's run ends. */
+static void **nd_tcache_flush_page(nd_tcache *tc, nd_page *pg, void **it, void **end)
+{
+    /* The page's bytes: pages are aligned to their size in the segment
+       (page 0's blocks start after the header, its bytes at the segment).
+       Read once: the loop writes into blocks, which the compiler would
+       otherwise assume may alias the descriptor. */
     const uintptr_t size = nd_seg_page_size(nd_seg_base(pg));
     const uintptr_t base = (uintptr_t)pg->start & ~(size - 1);
     nd_block *head = NULL, *tail = *it;
-    for (; it < end && (uintptr_t)*it - base < size; it++) {
+    uint32_t k = 0;
+    for (; it < end && (uintptr_t)*it - base < size; it++, k++) {
         void *p = *it;
         if (nd_unlikely(!nd_block_is_marked(p)))
             nd_page_corrupt(pg, p, ND_CORRUPT_FREED, "a block waiting in a thread cache was modified");
@@ -182,15 +221,20 @@ static void **nd_tcache_flush_foreign(nd_page *pg, void **it, void **end)
             nd_link_set(p, head);
         head = p;
     }
-    /* head .. tail: the last block taken first; the push sets tail's link. */
-    nd_heap_free_remote_chain(pg, head, tail);
+    /* head .. tail: the last block taken first. */
+    nd_heap *h = &tc->heap;
+    if (nd_load_relaxed(&pg->heap) == h) {
+        nd_heap_return_blocks(h, pg, head, tail, k);   /* sets tail's link */
+    } else {
+        nd_count_add(&h->cstats[pg->cls].remote_frees, k);
+        nd_heap_free_remote_chain(pg, head, tail);   /* sets tail's link */
+    }
     return it;
 }
 
 void nd_tcache_flush(nd_tcache *tc, unsigned c, size_t n)
 {
     nd_bin *bin = &tc->bins[c];
-    nd_heap *h = &tc->heap;
     nd_assert2(bin->low <= bin->cur && bin->cur <= bin->empty && *bin->empty == NULL);
     size_t count = (size_t)(bin->empty - bin->cur);
     if (n > count)
@@ -198,45 +242,17 @@ void nd_tcache_flush(nd_tcache *tc, unsigned c, size_t n)
     if (n == 0)
         return;
     void **oldest = bin->empty - n;
-    void **it = oldest, **end = bin->empty;
-    while (it < end) {
-        /* A run of blocks from one page goes back as one chain. The page's
-           geometry is read once: the loop writes into blocks, which the
-           compiler would otherwise assume may alias it. */
+    nd_tcache_group(oldest, n, nd_class_is_small(c) ? ND_SMALL_PAGE_SHIFT : ND_MEDIUM_PAGE_SHIFT);
+    for (void **it = oldest; it < bin->empty;) {
         void *p = *it;
         nd_page *pg = nd_page_of(nd_seg_base(p), p);
         if (nd_unlikely(!nd_load_relaxed(&pg->in_use) || pg->cls != c))
             nd_misuse("free", "invalid pointer (not a block of its size class)", p);
-        if (nd_load_relaxed(&pg->heap) != h) {
-            it = nd_tcache_flush_foreign(pg, it, end);
-            continue;
-        }
-        /* Every block here passed the block-start check when it was freed
-           (or came from a checked list); the mark tells if it was written
-           to since. */
-        const uintptr_t start = (uintptr_t)pg->start;
-        const uintptr_t span = (uintptr_t)pg->capacity * pg->block_size;
-        nd_block *head = NULL, *tail = p;
-        uint32_t k = 0;
-        for (;;) {
-            if (nd_unlikely(!nd_block_is_marked(p)))
-                nd_page_corrupt(pg, p, ND_CORRUPT_FREED, "a block waiting in a thread cache was modified");
-            nd_link_set(p, head);
-            head = p;
-            k++;
-            if (++it == end)
-                break;
-            p = *it;
-            if ((uintptr_t)p - start >= span)
-                break;
-        }
-        /* pg may be gone after this (its page released, its segment
-           unmapped): nothing reads it again. */
-        nd_heap_return_blocks(h, pg, head, tail, k);
+        it = nd_tcache_flush_page(tc, pg, it, bin->empty);
     }
     memmove(bin->cur + n, bin->cur, (size_t)(oldest - bin->cur) * sizeof(void *));
     bin->cur += n;
-    nd_class_counters *cs = &h->cstats[c];
+    nd_class_counters *cs = &tc->heap.cstats[c];
     nd_count_inc(&cs->flushes);
     nd_count_add(&cs->flush_blocks, n);
     nd_assert2(nd_tcache_is_valid(tc));
@@ -319,7 +335,6 @@ void nd_tcache_stats_add(const nd_tcache *tc, nd_snap_class *cls, nd_snap_totals
         uint64_t cached = (uint64_t)(b->empty - nd_load_relaxed(&b->cur));
         uint64_t fill_blocks = nd_load_relaxed(&cs->fill_blocks);
         uint64_t flush_blocks = nd_load_relaxed(&cs->flush_blocks);
-        uint64_t page_frees = nd_load_relaxed(&b->page_frees);
         /* Blocks into the cache = fills + frees into it (the owner's, and
            other threads' blocks it keeps); out = requests + flushes; so
            frees into the cache = cached + requests + flushes - fills.
@@ -327,9 +342,8 @@ void nd_tcache_stats_add(const nd_tcache *tc, nd_snap_class *cls, nd_snap_totals
         uint64_t cache_frees = tc->binfo[c].cap_max != 0 ? cached + requests + flush_blocks - fill_blocks : 0;
         nd_snap_class_add_counters(&cls[c], cs);
         cls[c].requests += requests;
-        cls[c].frees += cache_frees + page_frees + nd_load_relaxed(&cs->slow_frees) +
+        cls[c].frees += cache_frees + nd_load_relaxed(&cs->slow_frees) +
                         nd_load_relaxed(&cs->remote_pushes);
-        cls[c].page_frees += page_frees;
         cls[c].cached += cached;
     }
     nd_snap_totals_add_counters(tot, &tc->heap.stats);
@@ -353,6 +367,8 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
                 return false;
         }
     }
+    if (tc->kind != (tc->heap.shared ? ND_KIND_NONE : nd_kind_of(tc->heap.bound, tc->heap.node)))
+        return false;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
         if (tc->heap.bins[c] != (tc->heap.shared ? NULL : (void *)&tc->bins[c]))
             return false;

@@ -43,18 +43,19 @@
  * Invariants: low <= cur <= empty; empty - low == info.cap <= info.cap_max;
  * *empty == NULL; [cur, empty) are free blocks of the bin's class, each
  * carrying the freed-block mark (page.h), from pages of the tcache's kind
- * of memory: its heap's hot pages, and pages of other heaps whose blocks
- * this thread freed (they go back to their page, as one chain per page,
- * when the bin flushes); 0 < tick <= ND_TICK_PERIOD except transiently 0
- * between a fast path that took it there and the slow path it calls.
+ * of memory: its heap's pages, and pages of other heaps of that kind whose
+ * blocks this thread freed (the free fast path caches every block of its
+ * kind; a flush gives each block back to its page, those of one page
+ * together: the heap's own without an atomic, the others as one chain per
+ * page); 0 < tick <= ND_TICK_PERIOD except transiently 0 between a fast
+ * path that took it there and the slow path it calls.
  */
 typedef struct nd_bin {
     void   **cur;
     void   **empty;
     void   **low;
     int64_t  tick;
-    uint64_t page_frees;   /* owner frees straight into cold pages (fast path) */
-    uint64_t pad_[3];
+    uint64_t pad_[4];
 } nd_bin;
 
 _Static_assert(sizeof(nd_bin) == ND_BIN_BYTES, "a hot bin is one cache line: class index << 6");
@@ -88,8 +89,9 @@ typedef struct nd_bin_info {
 /*
  * A thread cache and the heap under it.
  * Invariants: the bins' slot arrays (slot_bytes) follow the struct in the
- * same allocation; heap.bins[c] == &bins[c] (NULL for a shared heap's);
- * every bin's blocks belong to heap.
+ * same allocation; kind == nd_kind_of(heap.bound, heap.node), the kind of
+ * the blocks the bins hold (ND_KIND_NONE for a shared heap's cache, which
+ * holds none).
  * gc_samples counts tick roll-overs since the last GC pass. Under secure=1
  * every bin has capacity 0, and `secure`, which the tcache only carries,
  * is the cache's secure state (secure.c attaches it, checks it and takes
@@ -100,6 +102,7 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_tcache {
     nd_bin_info  binfo[ND_CLASS_COUNT];
     uint32_t     slot_bytes;
     uint32_t     gc_samples;
+    uint32_t     kind;          /* nd_kind_of(heap.bound, heap.node) */
     struct nd_secure *secure;   /* secure=1: random bins and quarantine (secure.h) */
     nd_heap      heap;
 } nd_tcache;

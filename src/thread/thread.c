@@ -38,6 +38,7 @@ static nd_thread nd_thread_dead = {
 };
 
 __thread nd_tcache *nd_tls_tc = &nd_tcache_empty;
+__thread unsigned   nd_tls_kind = ND_KIND_NONE + 1;   /* no page's kind: every free takes the slow path */
 __thread nd_thread *nd_tls_thread = &nd_thread_empty;
 __thread uintptr_t  nd_tls_tid;
 static __thread uint8_t nd_tls_starting;
@@ -237,6 +238,7 @@ nd_tcache *nd_thread_start(void)
         t->gc_countdown = ND_GC_EVENTS;
         t->maintain_at = nd_os_now_ms() + (uint64_t)nd_opt(ND_OPT_purge_delay);
         nd_tls_tc = tc;
+        nd_tls_kind = tc->kind;
         nd_tls_thread = t;
         pthread_setspecific(nd_thread_key, t);
         nd_tls_starting = 0;
@@ -264,6 +266,7 @@ nd_tcache *nd_thread_start(void)
     nd_list_push_front(&nd_threads, t);
     nd_unlock(nd_threads_lock);
     nd_tls_tc = tc;
+    nd_tls_kind = tc->kind;
     nd_tls_thread = t;
     /* May allocate (for high key numbers): the thread is already in place. */
     pthread_setspecific(nd_thread_key, t);
@@ -359,6 +362,7 @@ void nd_thread_done(void *arg)
         return;
     /* From here on this thread allocates from the shared heaps. */
     nd_tls_tc = &nd_tcache_dead;
+    nd_tls_kind = ND_KIND_NONE + 1;
     nd_tls_thread = &nd_thread_dead;
     nd_tls_tid = 0;
     /* secure=1: the blocks the thread kept in quarantine go back now,

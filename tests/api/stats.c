@@ -205,6 +205,10 @@ static void *free_them_all(void *arg)
     struct remote_frees *r = arg;
     for (int i = 0; i < r->n; i++)
         nodal_free(r->blocks[i]);
+    /* Frees of other threads' blocks wait in this thread's cache until they
+       go back to their pages, where remote_frees counts them: send them
+       all back now. */
+    nodal_collect(0);
     pthread_barrier_wait(&r->freed);
     pthread_barrier_wait(&r->checked);   /* exits once the main thread looked */
     return NULL;
