@@ -1,13 +1,15 @@
 /*
  * free.h - the free fast path (static inline) and the free entry points
- * below it (free.c). A free of a block of one of the thread's hot pages is
- * 28 instructions on x86-64 (gcc 12 -O2): five compares (the segment map
+ * below it (free.c). A free of a block of one of the thread's own pages is
+ * 36 instructions on x86-64 (gcc 12 -O2): five compares (the segment map
  * byte, the page's owner against the thread's id, the block-start check by
  * one multiply, the freed mark, the bin's bottom) and three stores (the
- * block into the bin, the bin's cur, the block's mark). Anything else
- * (another thread's block, a large or huge block, a full cache, a bad
- * pointer) folds into one unlikely branch that calls the slow path with
- * what the fast path already found.
+ * block into the bin, the bin's cur, the block's mark); a block of another
+ * thread's page of the same kind of memory takes eleven more (the page's
+ * kind against the thread's, the bin of its class). Anything else (a large
+ * or huge block, another kind of memory, a full cache, a bad pointer) folds
+ * into one unlikely branch that calls the slow path with what the fast path
+ * already found.
  *
  * One free, top to bottom:
  *   nd_free_fast: segment map byte -> segment -> page descriptor;
