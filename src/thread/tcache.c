@@ -68,6 +68,7 @@ nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
         b->tick = ND_TICK_PERIOD;
         tc->binfo[c].cap = start;
         tc->binfo[c].cap_max = caps[c];
+        tc->cap_bytes += (size_t)start * nd_class_size[c];
         tc->binfo[c].low_water = ND_NO_SAMPLE;
         tc->binfo[c].fill = ND_FIRST_FILL;
         slot += caps[c] + 1;
@@ -104,6 +105,22 @@ bool nd_tcache_count_request(nd_tcache *tc, unsigned c)
     return true;
 }
 
+/* Doubles bin c's capacity (at most to cap_max), if the cache's capacities
+   stay within tcache_total; false if it may not grow. */
+static bool nd_tcache_grow(nd_tcache *tc, unsigned c)
+{
+    nd_bin *b = &tc->bins[c];
+    nd_bin_info *bi = &tc->binfo[c];
+    uint32_t cap = bi->cap * 2 < bi->cap_max ? bi->cap * 2 : bi->cap_max;
+    size_t more = (size_t)(cap - bi->cap) * nd_class_size[c];
+    if (cap == bi->cap || tc->cap_bytes + more > (size_t)nd_opt(ND_OPT_tcache_total))
+        return false;
+    tc->cap_bytes += more;
+    b->low = b->empty - cap;
+    bi->cap = cap;
+    return true;
+}
+
 /* Refills bin c from the heap; false when out of memory (errno = ENOMEM). */
 static bool nd_tcache_fill(nd_tcache *tc, unsigned c)
 {
@@ -114,11 +131,8 @@ static bool nd_tcache_fill(nd_tcache *tc, unsigned c)
        thread allocates do not come back to it fast enough (it hands them
        to others, or keeps them). Bigger fills, like a cache that did not
        fit its working set. */
-    if (bi->filled && bi->cap < bi->cap_max) {
-        uint32_t cap = bi->cap * 2 < bi->cap_max ? bi->cap * 2 : bi->cap_max;
-        bin->low = bin->empty - cap;
-        bi->cap = cap;
-    }
+    if (bi->filled)
+        nd_tcache_grow(tc, c);
     size_t want = bi->cap / 2;
     if (want > bi->fill)
         want = bi->fill;
@@ -269,12 +283,9 @@ void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)
     nd_bin *b = &tc->bins[c];
     nd_bin_info *bi = &tc->binfo[c];
     if (b->cur == b->low) {
-        if (bi->filled && bi->cap < bi->cap_max) {
-            /* Dry, then full again: the working set does not fit. Grow. */
-            uint32_t cap = bi->cap * 2 < bi->cap_max ? bi->cap * 2 : bi->cap_max;
-            b->low = b->empty - cap;
-            bi->cap = cap;
-        } else {
+        /* Dry, then full again: the working set does not fit. Grow, within
+           the cache's budget; else flush half. */
+        if (!bi->filled || !nd_tcache_grow(tc, c)) {
             if (bi->cap == bi->cap_max)
                 nd_count_inc(&tc->heap.cstats[c].full_size_flushes);
             nd_tcache_flush(tc, c, (bi->cap + 1) / 2);
@@ -315,6 +326,7 @@ void nd_tcache_gc(nd_tcache *tc, bool force)
             size_t now_count = (size_t)(b->empty - b->cur);
             if (now_count > cap)
                 nd_tcache_flush(tc, c, now_count - cap);
+            tc->cap_bytes -= (size_t)(bi->cap - cap) * nd_class_size[c];
             bi->cap = cap;
             b->low = b->empty - cap;
         }
@@ -353,6 +365,11 @@ void nd_tcache_stats_add(const nd_tcache *tc, nd_snap_class *cls, nd_snap_totals
 
 bool nd_tcache_is_valid(const nd_tcache *tc)
 {
+    size_t cap_bytes = 0;
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
+        cap_bytes += (size_t)tc->binfo[c].cap * nd_class_size[c];
+    if (cap_bytes != tc->cap_bytes)
+        return false;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         const nd_bin *b = &tc->bins[c];
         const nd_bin_info *bi = &tc->binfo[c];
