@@ -49,6 +49,7 @@ main|plain_malloc_stays_unbound|tests/placement/plain_malloc_stays_unbound|||120
 main|node_cache_never_mixes_nodes|tests/placement/node_cache_never_mixes_nodes|||180
 main|node_cache_never_mixes_nodes[huge_pages=1]|tests/placement/node_cache_never_mixes_nodes|huge_pages=1|--expect-option huge_pages=1|180
 main|cross_thread_frees_keep_node|tests/placement/cross_thread_frees_keep_node|||300
+main|plain_frees_go_home_to_their_node|tests/placement/plain_frees_go_home_to_their_node|||240
 main|thread_churn_keeps_rss_bounded|tests/placement/thread_churn_keeps_rss_bounded||-r 80 -w 30|240
 main|nodal-verify|tools/nodal-verify||--quick|240
 main|stl_containers_stay_on_their_node|tests/cpp/stl_containers_stay_on_their_node|||240
