@@ -41,7 +41,10 @@
  * 0 in the sanitizer builds: their exit handlers are theirs to get right),
  * --without=KIND,... (leave kinds of worker out, to find which one leaves a
  * lock behind: small, large, huge, node, remote, realloc, threads, stats,
- * maint, cxx), --seed=S.
+ * maint, cxx), --settle-us=N (1000: before a fork, wait at most this long
+ * for every kind of worker to have made a call since the last child),
+ * --verbose=1 (where the time went: the children's steps, fork(), the
+ * wait for the workers), --seed=S.
  */
 #include <poll.h>
 #include <pthread.h>
@@ -710,6 +713,7 @@ static void fork_during_every_kind_of_call_gives_children_that_finish(void)
     A = nd_api();
     long forks = nd_opt_long("forks", 1000);
     long deadline_ms = nd_opt_long("deadline-ms", 1000);
+    long settle_us = nd_opt_long("settle-us", 1000);
 #ifdef ND_TEST_SANITIZER
     int exit_report = (int)nd_opt_long("exit-report", 0);
 #else
@@ -781,14 +785,14 @@ static void fork_during_every_kind_of_call_gives_children_that_finish(void)
     long slowest_at = 0;
     for (long f = 1; f <= forks; f++) {
         /* The workers back at work: a random pause, then until each kind
-           has made a call since the last child (5 ms at most). */
+           has made a call since the last child (--settle-us, 1 ms, at most). */
         long before[K_COUNT];
         double t_resume = now_ms();
         for (int k = 0; k < K_COUNT; k++)
             before[k] = atomic_load(&kind_ops[k]);
         struct timespec pause = { 0, (long)nd_rng_below(&r, 500) * 1000 };
         nanosleep(&pause, NULL);
-        for (double until = now_ms() + 5; now_ms() < until;) {
+        for (double until = now_ms() + (double)settle_us / 1e3; now_ms() < until;) {
             int all = 1;
             for (int k = 0; k < K_COUNT; k++)
                 all &= !kind_on[k] || atomic_load(&kind_ops[k]) > before[k];
