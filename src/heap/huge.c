@@ -9,6 +9,10 @@
 #include "node.h"
 #include "os.h"
 
+#if ND_DEBUG >= 2
+void (*nd_huge_moved_hook)(void *old_start, size_t old_size);
+#endif
+
 /* The bytes of the block of a huge segment whose block starts at `offset`:
    to the end of the mapping, but for the guard page (secure=1). */
 static size_t nd_huge_bytes(const nd_segment *s, size_t offset)
@@ -58,12 +62,22 @@ static nd_segment *nd_huge_remap(nd_segment *s, size_t total)
         void *to = nd_os_map_aligned(total, ND_SEG_SIZE);   /* an aligned place to move to */
         if (to == NULL)
             return NULL;
+        /* The old range's map entries go first: once mremap has released
+           its addresses, another thread may map a segment or a huge block
+           there and set entries of its own, which clearing ours afterwards
+           would wipe (its free then says "not allocated by nodal"). Nobody
+           else looks this block up meanwhile: its owner is resizing it. */
+        nd_segmap_huge(s, old, 0);
         nd_segment *t = nd_os_remap_to(s, old, total, to);
         if (t == NULL) {
+            nd_segmap_huge(s, 0, old);
             nd_os_unmap(to, total);
             return NULL;
         }
-        nd_segmap_huge(s, old, 0);
+#if ND_DEBUG >= 2
+        if (nd_huge_moved_hook != NULL)
+            nd_huge_moved_hook(s, old);
+#endif
         nd_segmap_huge(t, 0, total);
         t->cookie = (uintptr_t)t ^ nd_seg_secret;
         s = t;

@@ -36,6 +36,12 @@ size_t nd_huge_usable(const nd_segment *s, const void *p) nd_hidden;
 /* Resizes a plain huge block in place or by moving its mapping; NULL if it
    cannot (the caller then copies). */
 void  *nd_huge_realloc(nd_segment *s, void *p, size_t size) nd_hidden;
+/* Debug builds (ND_DEBUG >= 2; tests): called when a realloc has moved a
+   huge mapping away from [old_start, old_start + old_size), before the new
+   one is in the segment map, so that a test can map something there
+   meanwhile. Release builds do not define it. */
+extern void (*nd_huge_moved_hook)(void *old_start, size_t old_size) nd_hidden;
+
 /* Is this huge block zero-filled fresh memory (calloc may skip the memset)? */
 static inline bool nd_huge_is_fresh(const nd_segment *s) { return s->kind == ND_SEG_HUGE && s->fresh; }
 

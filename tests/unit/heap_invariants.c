@@ -10,8 +10,10 @@
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <string.h>
 #include "alloc.h"
 #include "heap.h"
+#include "huge.h"
 #include "page.h"
 #include "check.h"
 #include "proc.h"
@@ -200,7 +202,61 @@ static void fork_cutting_off_a_remote_free_leaves_a_working_child(void)
     }
 }
 
+/* realloc moves a plain huge block to a new mapping when it cannot grow
+   in place (mremap). The old addresses are free for anyone once the block
+   has moved: a block another thread maps there meanwhile must keep its
+   segment-map entries (they were wiped when the move cleared the old
+   range's entries after the fact: that block's free then aborted with
+   "invalid pointer (not allocated by nodal)"). The hook maps huge blocks
+   of the old size right after the move, as another thread could: the
+   kernel usually hands back the range just released. */
+static void *moved_hook_blocks[4];
+static int moved_hook_hits;
+
+static void map_where_the_block_was(void *old_start, size_t old_size)
+{
+    for (int i = 0; i < 4; i++) {
+        moved_hook_blocks[i] = nodal_malloc(old_size - 8192);
+        if ((uint8_t *)moved_hook_blocks[i] >= (uint8_t *)old_start &&
+            (uint8_t *)moved_hook_blocks[i] < (uint8_t *)old_start + old_size)
+            moved_hook_hits++;
+    }
+}
+
+static void a_huge_block_mapped_where_a_moved_one_was_stays_nodals(void)
+{
+    enum { ROUNDS = 16 };
+    nd_huge_moved_hook = map_where_the_block_was;
+    for (int r = 0; r < ROUNDS; r++) {
+        /* A block, and one right after it so that it cannot grow in place. */
+        size_t size = (size_t)(8 + r % 4) << 20;
+        uint8_t *p = nodal_malloc(size);
+        void *fence = nodal_malloc((size_t)4 << 20);
+        EXPECT(p != NULL && fence != NULL, "huge mallocs to succeed");
+        memset(p, 0x5a, 4096);
+        moved_hook_blocks[0] = NULL;
+        uint8_t *q = nodal_realloc(p, size * 3);
+        EXPECT(q != NULL && q[4095] == 0x5a, "realloc of a huge block to keep its contents");
+        for (int i = 0; i < 4; i++) {
+            void *b = moved_hook_blocks[i];
+            if (b == NULL)
+                continue;
+            EXPECT(nodal_usable_size(b) >= ((size_t)(8 + r % 4) << 20) - 8192,
+                   "a huge block mapped while another moved to be nodal's and in use");
+            nodal_free(b);   /* aborts if its segment-map entries were wiped */
+            moved_hook_blocks[i] = NULL;
+        }
+        nodal_free(q);
+        nodal_free(fence);
+    }
+    nd_huge_moved_hook = NULL;
+    if (moved_hook_hits == 0)
+        SKIP("the kernel never mapped a new block where a moved one was (%d rounds): the window was "
+             "not exercised", ROUNDS);
+}
+
 static const struct nd_case cases[] = {
+    ND_CASE(a_huge_block_mapped_where_a_moved_one_was_stays_nodals),
     ND_CASE(fork_cutting_off_a_remote_free_leaves_a_working_child),
     ND_CASE(random_operations_keep_the_heap_valid),
     ND_CASE(remote_frees_return_to_the_owner),
