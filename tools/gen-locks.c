@@ -21,10 +21,10 @@ int main(int argc, char **argv)
         char count[32];
         if (row->count == 1)
             snprintf(count, sizeof count, "one");
-        else if (row->count == ND_MAX_NODES)
-            snprintf(count, sizeof count, "one per node");
-        else if (row->count == 2 * ND_MAX_NODES)
-            snprintf(count, sizeof count, "two per node");
+        else if (row->count == ND_LOCKS_PER_NODE)
+            snprintf(count, sizeof count, "one per node with memory");
+        else if (row->count == ND_LOCKS_PER_NODE_KIND)
+            snprintf(count, sizeof count, "two per node with memory");
         else
             snprintf(count, sizeof count, "%u", row->count);
         printf("| %u | `%s` | %s | %s |\n", r, row->name, count, row->protects);

@@ -135,6 +135,25 @@ void nd_unlock(nd_lock_t *l)
     pthread_mutex_unlock(&l->mu);
 }
 
+/* Nodes with memory: only their instances of the per-node rows are taken. */
+static uint64_t nd_lock_nodes[(ND_MAX_NODES + 63) / 64];
+
+void nd_locks_set_nodes(const uint64_t *mask)
+{
+    for (unsigned i = 0; i < sizeof nd_lock_nodes / sizeof nd_lock_nodes[0]; i++)
+        nd_lock_nodes[i] = mask[i];
+}
+
+/* Is instance i of row r one fork must take? */
+static bool nd_lock_instance_used(unsigned r, unsigned i)
+{
+    unsigned count = nd_lock_table[r].count;
+    if (count == 1)
+        return true;
+    unsigned node = count == ND_LOCKS_PER_NODE ? i : i / 2;
+    return (nd_lock_nodes[node / 64] >> (node % 64)) & 1;
+}
+
 void nd_locks_acquire_all(void)
 {
 #if ND_WITNESS
@@ -144,7 +163,8 @@ void nd_locks_acquire_all(void)
 #endif
     for (unsigned r = 0; r < ND_LOCK_ROWS; r++)
         for (unsigned i = 0; i < nd_lock_table[r].count; i++)
-            pthread_mutex_lock(&nd_lock_table[r].locks[i].mu);
+            if (nd_lock_instance_used(r, i))
+                pthread_mutex_lock(&nd_lock_table[r].locks[i].mu);
 #if ND_WITNESS
     nd_held_all = 1;
 #endif
@@ -154,7 +174,8 @@ void nd_locks_release_all(void)
 {
     for (unsigned r = ND_LOCK_ROWS; r-- > 0;)
         for (unsigned i = nd_lock_table[r].count; i-- > 0;)
-            pthread_mutex_unlock(&nd_lock_table[r].locks[i].mu);
+            if (nd_lock_instance_used(r, i))
+                pthread_mutex_unlock(&nd_lock_table[r].locks[i].mu);
 #if ND_WITNESS
     nd_held_all = 0;
 #endif

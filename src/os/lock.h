@@ -22,7 +22,9 @@
  *     caller holding that lock, or a later one, is caught even on the runs
  *     where the lock happens not to be taken.
  *
- *   X(name, count, protects)
+ *   X(name, count, protects)     count: 1, ND_LOCKS_PER_NODE (instance =
+ *                                node id) or ND_LOCKS_PER_NODE_KIND (2 * node
+ *                                id + kind: plain, bound)
  *
  * Locks are real mutexes (futexes): nothing spins without bound, and no
  * fast path takes any of them.
@@ -31,8 +33,12 @@
 #define ND_LOCK_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <pthread.h>
 #include "config.h"
+
+#define ND_LOCKS_PER_NODE      ND_MAX_NODES
+#define ND_LOCKS_PER_NODE_KIND (2 * ND_MAX_NODES)
 
 #define ND_LOCKS(X) \
     X(init,         1,                "start-up: options, topology and secrets are read once, by one thread") \
@@ -40,9 +46,9 @@
     X(stats_base,   1,                "the snapshot nodal_stats_reset took (subtracted from later reports)") \
     X(threads,      1,                "the list of thread records, the pools of exited threads' records, the statistics of exited threads") \
     X(shared_table, 1,                "the creation of shared heaps") \
-    X(shared_heap,  2 * ND_MAX_NODES, "one shared heap (per node; plain, bound): the heap of threads that have no cache of their own (starting or exiting)") \
-    X(large_pool,   2 * ND_MAX_NODES, "one pool of large-block segments (per node; plain, bound): its segments' chunk masks and block descriptors") \
-    X(node,         ND_MAX_NODES,     "one node's caches of free segments and of freed huge mappings, and its abandoned segments") \
+    X(shared_heap,  ND_LOCKS_PER_NODE_KIND, "one shared heap (per node; plain, bound): the heap of threads that have no cache of their own (starting or exiting)") \
+    X(large_pool,   ND_LOCKS_PER_NODE_KIND, "one pool of large-block segments (per node; plain, bound): its segments' chunk masks and block descriptors") \
+    X(node,         ND_LOCKS_PER_NODE, "one node's caches of free segments and of freed huge mappings, and its abandoned segments") \
     X(meta,         1,                "the metadata allocator (thread records, thread caches, heaps)")
 
 typedef enum {
@@ -78,9 +84,13 @@ bool nd_trylock(nd_lock_t *l) nd_hidden;
 void nd_unlock(nd_lock_t *l) nd_hidden;
 
 /* fork(): every lock of the table, in its order (prepare), and back
-   (parent, child). The caller holds none. */
+   (parent, child). The caller holds none. The instances of the per-node
+   rows are those of the nodes with memory (nd_locks_set_nodes, at
+   start-up): no other is ever taken. */
 void nd_locks_acquire_all(void) nd_hidden;
 void nd_locks_release_all(void) nd_hidden;
+/* The nodes whose per-node lock instances are in use (a bit per node). */
+void nd_locks_set_nodes(const uint64_t *mask) nd_hidden;
 
 #ifndef ND_WITNESS
 #define ND_WITNESS (ND_DEBUG >= 1)

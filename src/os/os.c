@@ -161,10 +161,29 @@ int nd_os_remap_inplace(void *p, size_t old_size, size_t new_size)
     return q == MAP_FAILED ? -1 : 0;
 }
 
+/* ThreadSanitizer follows mmap and munmap but not mremap: the range a move
+   leaves keeps its accesses in TSan's shadow, and the next mapping there
+   then "races" with them. The annotation forgets them, as munmap would. */
+#if defined(__SANITIZE_THREAD__)
+#define ND_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define ND_TSAN 1
+#endif
+#endif
+#ifdef ND_TSAN
+void AnnotateNewMemory(const char *file, int line, const volatile void *mem, long size);
+#endif
+
 void *nd_os_remap_to(void *p, size_t old_size, size_t new_size, void *to)
 {
     void *q = mremap(p, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, to);
-    return q == MAP_FAILED ? NULL : q;
+    if (q == MAP_FAILED)
+        return NULL;
+#ifdef ND_TSAN
+    AnnotateNewMemory(__FILE__, __LINE__, p, (long)old_size);
+#endif
+    return q;
 }
 
 int nd_os_bind(void *p, size_t size, int mode, const uint64_t *mask)

@@ -63,6 +63,10 @@ void nd_process_init(void)
         nd_os_init();
         nd_options_init();
         nd_topo_init();
+        uint64_t nodes[(ND_MAX_NODES + 63) / 64] = { 0 };
+        for (int i = 0; i < nd_topo.mem_count; i++)
+            nodes[nd_topo.mem_ids[i] / 64] |= (uint64_t)1 << (nd_topo.mem_ids[i] % 64);
+        nd_locks_set_nodes(nodes);   /* fork takes the per-node locks of these */
         nd_seg_init();
         nd_page_keys_init();
         nd_secure_init();
