@@ -29,6 +29,14 @@
 #ifndef ND_PREFETCH_LINES
 #define ND_PREFETCH_LINES 0   /* cache lines of the next block a malloc prefetches (alloc.h) */
 #endif
+/* ND_TSAN: built with ThreadSanitizer (gcc or clang). */
+#if defined(__SANITIZE_THREAD__)
+#define ND_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define ND_TSAN 1
+#endif
+#endif
 
 /* "0.1.0", from the version macros of the public header (CMake reads the
    same macros, so the version is written in one place). */

@@ -155,13 +155,6 @@ extern nd_gauges nd_gauge nd_hidden;
    targets nodal supports). Under ThreadSanitizer the same as a relaxed
    load and store, so the racy reads are not reported; otherwise a plain
    add, which compiles to one add to memory. */
-#if defined(__SANITIZE_THREAD__)
-#define ND_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define ND_TSAN 1
-#endif
-#endif
 #if ND_STATS && defined(ND_TSAN)
 #define nd_count_add(p, v) __atomic_store_n((p), __atomic_load_n((p), __ATOMIC_RELAXED) + (v), __ATOMIC_RELAXED)
 #elif ND_STATS

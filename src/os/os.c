@@ -164,13 +164,6 @@ int nd_os_remap_inplace(void *p, size_t old_size, size_t new_size)
 /* ThreadSanitizer follows mmap and munmap but not mremap: the range a move
    leaves keeps its accesses in TSan's shadow, and the next mapping there
    then "races" with them. The annotation forgets them, as munmap would. */
-#if defined(__SANITIZE_THREAD__)
-#define ND_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define ND_TSAN 1
-#endif
-#endif
 #ifdef ND_TSAN
 void AnnotateNewMemory(const char *file, int line, const volatile void *mem, long size);
 #endif
