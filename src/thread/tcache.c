@@ -187,30 +187,31 @@ void *nd_tcache_alloc(nd_tcache *tc, unsigned c)
 
 /* ---- giving blocks back ---------------------------------------------------- */
 
-/* Puts the blocks of one page next to each other in p[0..n) (blocks of
-   class c: their pages are 2^shift bytes, aligned). Blocks usually come in
-   long runs of one page already (a thread frees what it allocated, or
-   what another thread allocated, in about that order), and one flush sees
-   few pages: each page's blocks are gathered behind the first one in one
-   pass over the rest, O(n x pages). */
-static void nd_tcache_group(void **p, size_t n, unsigned shift)
+/* Puts the blocks of *it's page (pages of 2^shift bytes, aligned) that
+   stand anywhere in it..end right behind *it, in one pass. Only another
+   heap's page is worth it: its blocks then go home as one chain, one
+   compare-and-swap, instead of one per run. Blocks usually come in long
+   runs of one page already (a thread frees what it allocated, or what
+   another thread allocated, in about that order). The heap's own pages
+   take their runs as they come: a run costs no atomic there, and a flush
+   of blocks of many pages (a batch of large blocks) pays no scan. */
+static void nd_tcache_gather(void **it, void **end, unsigned shift)
 {
-    for (size_t start = 0; start < n;) {
-        uintptr_t page = (uintptr_t)p[start] >> shift;
-        size_t mid = start + 1;
-        while (mid < n && (uintptr_t)p[mid] >> shift == page)
-            mid++;   /* the run as it comes */
-        for (size_t i = mid + 1; i < n; i++)
-            if ((uintptr_t)p[i] >> shift == page) {
-                void *t = p[i];
-                p[i] = p[mid];
-                p[mid++] = t;
-            }
-        start = mid;
-    }
+    uintptr_t page = (uintptr_t)*it >> shift;
+    void **mid = it + 1;
+    while (mid < end && (uintptr_t)*mid >> shift == page)
+        mid++;   /* the run as it comes */
+    if (mid == end)
+        return;
+    for (void **i = mid + 1; i < end; i++)   /* *mid is of another page */
+        if ((uintptr_t)*i >> shift == page) {
+            void *t = *i;
+            *i = *mid;
+            *mid++ = t;
+        }
 }
 
-/* Gives blocks it..end (sorted by address), starting with one of page pg
+/* Gives the run of blocks of page pg that starts at it (it < end)
    (in use, of the bin's class), back to that page: those of the heap's own
    pages without an atomic, those of other heaps' pages (or of no heap's,
    when abandoned) as one chain on the page's remote list. The page cannot
@@ -256,12 +257,14 @@ void nd_tcache_flush(nd_tcache *tc, unsigned c, size_t n)
     if (n == 0)
         return;
     void **oldest = bin->empty - n;
-    nd_tcache_group(oldest, n, nd_class_is_small(c) ? ND_SMALL_PAGE_SHIFT : ND_MEDIUM_PAGE_SHIFT);
+    const unsigned shift = nd_class_is_small(c) ? ND_SMALL_PAGE_SHIFT : ND_MEDIUM_PAGE_SHIFT;
     for (void **it = oldest; it < bin->empty;) {
         void *p = *it;
         nd_page *pg = nd_page_of(nd_seg_base(p), p);
         if (nd_unlikely(!nd_load_relaxed(&pg->in_use) || pg->cls != c))
             nd_misuse("free", "invalid pointer (not a block of its size class)", p);
+        if (nd_load_relaxed(&pg->heap) != &tc->heap)
+            nd_tcache_gather(it, bin->empty, shift);
         it = nd_tcache_flush_page(tc, pg, it, bin->empty);
     }
     memmove(bin->cur + n, bin->cur, (size_t)(oldest - bin->cur) * sizeof(void *));
