@@ -76,6 +76,7 @@ struct nd_page;
 /* Kinds of memory, as a page's `kind` byte and a thread cache's: plain
    memory of node n is 2 + 2n, memory bound to node n is 3 + 2n (odd). */
 #define ND_KIND_NONE 0u
+#define ND_KIND_NO_PAGE 1u   /* a kind no page has: a thread without a cache of its own (every free of it takes the slow path) */
 static inline unsigned nd_kind_of(bool bound, int node) { return 2u + 2u * (unsigned)node + (bound ? 1u : 0u); }
 static inline bool     nd_kind_is_bound(unsigned kind) { return kind & 1u; }
 static inline int      nd_kind_node(unsigned kind) { return (int)((kind - 2u) >> 1); }

@@ -38,7 +38,7 @@ static nd_thread nd_thread_dead = {
 };
 
 __thread nd_tcache *nd_tls_tc = &nd_tcache_empty;
-__thread unsigned   nd_tls_kind = ND_KIND_NONE + 1;   /* no page's kind: every free takes the slow path */
+__thread unsigned   nd_tls_kind = ND_KIND_NO_PAGE;
 __thread nd_thread *nd_tls_thread = &nd_thread_empty;
 __thread uintptr_t  nd_tls_tid;
 static __thread uint8_t nd_tls_starting;
@@ -362,7 +362,7 @@ void nd_thread_done(void *arg)
         return;
     /* From here on this thread allocates from the shared heaps. */
     nd_tls_tc = &nd_tcache_dead;
-    nd_tls_kind = ND_KIND_NONE + 1;
+    nd_tls_kind = ND_KIND_NO_PAGE;
     nd_tls_thread = &nd_thread_dead;
     nd_tls_tid = 0;
     /* secure=1: the blocks the thread kept in quarantine go back now,

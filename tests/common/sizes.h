@@ -48,6 +48,23 @@ static const size_t nd_pair_sizes[] = {
 #define ND_PAIR_SIZES (sizeof nd_pair_sizes / sizeof nd_pair_sizes[0])
 
 
+/* A size in [lo, hi] (1 <= lo <= hi), log-uniform: a random bit length,
+   then a random value below it, so every size class of the range gets
+   traffic. */
+__attribute__((unused))
+static size_t nd_log_uniform(struct nd_rng *r, size_t lo, size_t hi)
+{
+    unsigned lo_bits = 0, hi_bits = 0;
+    while (((size_t)1 << lo_bits) < lo)
+        lo_bits++;
+    while (((size_t)1 << hi_bits) < hi)
+        hi_bits++;
+    unsigned bits = lo_bits + (unsigned)nd_rng_below(r, hi_bits - lo_bits + 1);
+    size_t top = (size_t)1 << bits;
+    size_t s = top / 2 + nd_rng_below(r, top / 2 + 1);
+    return s < lo ? lo : s > hi ? hi : s;
+}
+
 /* A request size drawn from a mix that is mostly small, sometimes medium or
    large and rarely huge (per mille: 600 up to 256 B, 250 up to 4 KiB, 100 up
    to 64 KiB, 45 up to 1 MiB, huge_pm from 1 to 9 MiB; the rest up to 1 MiB).
@@ -67,20 +84,7 @@ static size_t nd_random_size(struct nd_rng *r, unsigned huge_pm)
         lo = 65537, hi = (size_t)1 << 20;
     else
         lo = ((size_t)1 << 20) + 1, hi = (size_t)9 << 20;
-    /* log-uniform: a random bit length, then a random value below it */
-    unsigned lo_bits = 0, hi_bits = 0;
-    while (((size_t)1 << lo_bits) < lo)
-        lo_bits++;
-    while (((size_t)1 << hi_bits) < hi)
-        hi_bits++;
-    unsigned bits = lo_bits + (unsigned)nd_rng_below(r, hi_bits - lo_bits + 1);
-    size_t top = (size_t)1 << bits;
-    size_t s = top / 2 + nd_rng_below(r, top / 2 + 1);
-    if (s < lo)
-        s = lo;
-    if (s > hi)
-        s = hi;
-    return s;
+    return nd_log_uniform(r, lo, hi);
 }
 
 #endif /* ND_TEST_SIZES_H */

@@ -58,6 +58,7 @@
 #include "api.h"
 #include "check.h"
 #include "pattern.h"
+#include "sizes.h"
 
 #define H_MAX_THREADS 64
 #define H_MAX_HOGS    8
@@ -278,19 +279,6 @@ static void h_hogs_stop(void)
 
 /* ---- sizes, alignments, nodes ------------------------------------------- */
 
-static size_t h_log_uniform(struct nd_rng *r, size_t lo, size_t hi)
-{
-    unsigned lo_bits = 0, hi_bits = 0;
-    while (((size_t)1 << lo_bits) < lo)
-        lo_bits++;
-    while (((size_t)1 << hi_bits) < hi)
-        hi_bits++;
-    unsigned bits = lo_bits + (unsigned)nd_rng_below(r, hi_bits - lo_bits + 1);
-    size_t top = (size_t)1 << bits;
-    size_t s = top / 2 + nd_rng_below(r, top / 2 + 1);
-    return s < lo ? lo : s > hi ? hi : s;
-}
-
 static const size_t h_edge_sizes[] = {
     8, 15, 16, 17, 4095, 4096, 4097, 65536, H_SMALL_MAX - 1, H_SMALL_MAX, H_SMALL_MAX + 1,
     H_MEDIUM_MAX - 1, H_MEDIUM_MAX, H_MEDIUM_MAX + 1, H_MEDIUM_MAX + 4096,
@@ -314,7 +302,7 @@ static size_t h_size(struct nd_rng *r)
     if (pick < 36)
         return 1 + nd_rng_below(r, 15);                                /* below one word pair */
     if (pick < 58)
-        return h_log_uniform(r, 65, H_SMALL_MAX);                      /* small */
+        return nd_log_uniform(r, 65, H_SMALL_MAX);                      /* small */
     if (pick < 70)
         return H_SMALL_MAX + 1 + nd_rng_below(r, H_MEDIUM_MAX - H_SMALL_MAX);   /* medium */
     if (pick < 84)
