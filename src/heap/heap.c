@@ -12,14 +12,12 @@
 #include "node.h"
 #include "options.h"
 
-void nd_heap_init(nd_heap *h, uintptr_t tid, int node, bool bound, void *const *bins)
+void nd_heap_init(nd_heap *h, uintptr_t tid, int node, bool bound)
 {
     h->tid = tid;
     h->node = (int16_t)node;
     h->bound = bound;
     h->shared = tid == ND_TID_SHARED;
-    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
-        h->bins[c] = bins != NULL ? bins[c] : NULL;
     h->clock_ms = nd_os_now_ms();
 }
 
@@ -101,7 +99,7 @@ static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)
         if (s->free_mask == 0)
             nd_list_move_front(&h->avail[k], &h->used[k], s);
         nd_page *pg = &s->pages[i];
-        nd_page_init(pg, cls, start, area, h, h->bins[cls], h->tid, nd_heap_kind(h));
+        nd_page_init(pg, cls, start, area, h, h->tid, nd_heap_kind(h));
         nd_add_relaxed(&nd_gauge.pages[cls], 1);
         nd_gauge_active((long)area);
         nd_list_push_front(&h->pages[cls], pg);
@@ -358,7 +356,7 @@ bool nd_heap_adopt_segment(nd_heap *h, nd_segment *s)
         nd_page *pg = &s->pages[i];
         if (!pg->in_use)
             continue;
-        nd_page_set_owner(pg, h, h->bins[pg->cls], h->tid, nd_heap_kind(h));
+        nd_page_set_owner(pg, h, h->tid, nd_heap_kind(h));
         nd_list_push_back(&h->pages[pg->cls], pg);
         if (pg->used == 0)
             nd_heap_page_retire(h, pg);
@@ -470,7 +468,7 @@ bool nd_heap_is_valid(const nd_heap *h)
         size_t n = 0;
         for (const nd_page *pg = h->pages[c].first; pg != NULL; pg = pg->next, n++) {
             if (!pg->in_use || pg->cls != c || pg->heap != h || pg->in_full || !nd_page_is_valid(pg) ||
-                pg->key != h->tid || pg->bin != h->bins[c] || pg->kind != nd_heap_kind(h))
+                pg->key != h->tid || pg->kind != nd_heap_kind(h))
                 return false;
         }
         if (n != h->pages[c].count)

@@ -44,7 +44,7 @@ typedef ND_LIST(nd_segment) nd_seg_queue;
  *  - tid != 0 is the owner thread's id, unique for the life of the process;
  *    a shared heap has ND_TID_SHARED and is used under its owner's lock.
  *  - every page in pages[c] or full is in use, owned by this heap (heap ==
- *    this, key == tid, bin == bins[c], kind == nd_kind_of(bound, node)),
+ *    this, key == tid, kind == nd_kind_of(bound, node)),
  *    of class c, in a segment in avail[] or used[].
  *  - pages[c] holds pages that may have free blocks; the first is tried
  *    first. full holds pages with none, whose xfree is armed to notify
@@ -63,8 +63,6 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_heap {
     int16_t         node;
     uint8_t         bound;
     uint8_t         shared;
-    void           *bins[ND_CLASS_COUNT];   /* the owner's thread-cache bin of each class, opaque
-                                           here (tcache.h); its pages point there; NULL: shared */
     nd_page_queue   pages[ND_CLASS_COUNT];
     nd_page_queue   full;
     nd_seg_queue    avail[2];
@@ -80,10 +78,8 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_heap {
 } nd_heap;
 
 /* Sets up h (zeroed memory) for (node, bound), owned by thread `tid` (or
-   ND_TID_SHARED: a shared heap, used under its lock); bins[c] = the
-   owner's thread-cache bin of class c (opaque to the heap), or bins = NULL
-   (a shared heap). */
-void nd_heap_init(nd_heap *h, uintptr_t tid, int node, bool bound, void *const *bins) nd_hidden;
+   ND_TID_SHARED: a shared heap, used under its lock). */
+void nd_heap_init(nd_heap *h, uintptr_t tid, int node, bool bound) nd_hidden;
 
 /* Fills out[0..n) with blocks of class cls from h's pages (out has room
    for max >= n: blocks other threads gave back may fill it up to max, see

@@ -62,7 +62,7 @@ bool nd_page_is_block_start(const nd_page *pg, const void *p)
 }
 
 void nd_page_init(nd_page *pg, unsigned cls, uint8_t *start, size_t area,
-                  struct nd_heap *owner, void *bin, uintptr_t key, unsigned kind)
+                  struct nd_heap *owner, uintptr_t key, unsigned kind)
 {
     uint32_t bsize = nd_class_size[cls];
     pg->block_size = bsize;
@@ -79,17 +79,15 @@ void nd_page_init(nd_page *pg, unsigned cls, uint8_t *start, size_t area,
     nd_store_relaxed(&pg->xfree, (uintptr_t)0);
     nd_store_relaxed(&pg->in_use, 1);
     nd_store_release(&pg->heap, owner);
-    pg->bin = bin;
     nd_store_release(&pg->key, key);
     nd_store_release(&pg->kind, (uint8_t)kind);
 }
 
-void nd_page_set_owner(nd_page *pg, struct nd_heap *owner, void *bin, uintptr_t key, unsigned kind)
+void nd_page_set_owner(nd_page *pg, struct nd_heap *owner, uintptr_t key, unsigned kind)
 {
     pg->in_full = 0;
     pg->xnext = NULL;
     nd_store_release(&pg->heap, owner);
-    pg->bin = bin;
     nd_store_release(&pg->key, key);
     nd_store_release(&pg->kind, (uint8_t)kind);
     nd_page_collect(pg);
@@ -100,7 +98,6 @@ void nd_page_orphan(nd_page *pg)
     nd_store_relaxed(&pg->kind, (uint8_t)ND_KIND_NONE);
     nd_store_release(&pg->key, ND_KEY_NONE);
     nd_store_relaxed(&pg->heap, (struct nd_heap *)NULL);
-    pg->bin = NULL;
     pg->next = pg->prev = NULL;
 }
 
@@ -116,7 +113,6 @@ void nd_page_release(nd_page *pg)
     nd_store_release(&pg->key, ND_KEY_NONE);
     nd_store_relaxed(&pg->in_use, 0);
     nd_store_relaxed(&pg->heap, (struct nd_heap *)NULL);
-    pg->bin = NULL;
     pg->free = NULL;
     pg->capacity = 0;
     nd_store_relaxed(&pg->limit, (uint64_t)0);

@@ -212,13 +212,12 @@ static inline bool nd_page_has_block(const nd_page *pg, const void *p)
 bool nd_page_is_block_start(const nd_page *pg, const void *p) nd_hidden;
 
 /* A free page of segment s goes into use for class cls, owned by `owner`
-   (thread id `key`, whose thread-cache bin for the class is `bin`), for
-   memory of `kind` (nd_kind_of). */
+   (thread id `key`), for memory of `kind` (nd_kind_of). */
 void nd_page_init(nd_page *pg, unsigned cls, uint8_t *start, size_t area,
-                  struct nd_heap *owner, void *bin, uintptr_t key, unsigned kind) nd_hidden;
+                  struct nd_heap *owner, uintptr_t key, unsigned kind) nd_hidden;
 /* An in-use page changes owner (adoption): new owner fields, its kind
    again, remote frees taken back. */
-void nd_page_set_owner(nd_page *pg, struct nd_heap *owner, void *bin, uintptr_t key, unsigned kind) nd_hidden;
+void nd_page_set_owner(nd_page *pg, struct nd_heap *owner, uintptr_t key, unsigned kind) nd_hidden;
 /* The page loses its owner (its thread exited): frees no longer cache its
    blocks (they go to its remote list), and no heap takes from it until one
    adopts its segment. */

@@ -100,12 +100,11 @@ enum { ND_SEG_FREE = 0, ND_SEG_SMALL, ND_SEG_MEDIUM, ND_SEG_LARGE, ND_SEG_HUGE }
  *  - every block on free or xfree carries the freed-block mark (page.h).
  *  - free is touched only by the owner thread (or under the owner's lock for
  *    a shared heap); xfree only with atomics.
- *  - key == heap->tid and bin == heap->bins[cls] while a heap owns the page.
+ *  - key == heap->tid while a heap owns the page.
  */
 typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
     /* line 0: owner side */
     uintptr_t       key;
-    void           *bin;         /* the owner's thread-cache bin of the class (tcache.h; opaque here) */
     nd_block       *free;        /* links encoded (page.h) */
     uint8_t        *start;       /* first block */
     uint64_t        mul;         /* floor(2^64 / block_size) + 1: block index by multiply */

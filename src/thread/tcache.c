@@ -74,10 +74,7 @@ nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
         slot += caps[c] + 1;
     }
     tc->slot_bytes = (uint32_t)(slots * sizeof(void *));
-    void *bins[ND_CLASS_COUNT];
-    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
-        bins[c] = &tc->bins[c];
-    nd_heap_init(&tc->heap, tid, node, bound, shared ? NULL : bins);
+    nd_heap_init(&tc->heap, tid, node, bound);
     tc->kind = shared ? ND_KIND_NONE : nd_kind_of(bound, node);
     return tc;
 }
@@ -389,8 +386,5 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
     }
     if (tc->kind != (tc->heap.shared ? ND_KIND_NONE : nd_kind_of(tc->heap.bound, tc->heap.node)))
         return false;
-    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
-        if (tc->heap.bins[c] != (tc->heap.shared ? NULL : (void *)&tc->bins[c]))
-            return false;
     return nd_heap_is_valid(&tc->heap);
 }
