@@ -10,7 +10,9 @@
 # the README gives for a prefix of your own, with HOME pointing into a
 # temporary directory; so the test installs nothing outside it. After that:
 # a program linked with pkg-config runs without LD_LIBRARY_PATH, a static
-# build, find_package, nodal-run's JSON statistics, and the man pages.
+# build, find_package, nodal-run's JSON statistics, the man pages and the
+# archives' exported names (a program defining nd_* names of its own links
+# with both).
 set -eu
 build=$(cd "$1" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
@@ -115,6 +117,26 @@ $cc -o "$tmp/hello_static" "$here/hello.c" $(pkg-config --cflags nodal) "$libdir
 $cxx -std=c++17 -o "$tmp/hello_cxx_static" "$here/hello.cpp" $(pkg-config --cflags nodal) \
     "$libdir/libnodal.a" -pthread || fail "hello.cpp to link statically against libnodal.a"
 "$tmp/hello_cxx_static" | grep -q "hello from nodal.hpp" || fail "the static C++ build to run"
+# The archives export the shared library's names and nothing else: a program
+# with its own nd_warn, nd_heap_init, ... links with each of them and runs.
+nm=${NM:-nm}
+# exported ARCHIVE: its global names, less the compiler's DW.ref.* (a weak
+# hidden pointer to the C++ personality routine that every object with a
+# catch carries, merged across objects by the linker)
+exported() { "$nm" -g --defined-only "$1" | awk 'NF == 3 && $3 !~ /^DW\.ref\./ { print $3 }' | sort -u; }
+"$nm" -D --defined-only "$libdir/libnodal.so" | awk '{ print $3 }' | sort -u >"$tmp/so.names"
+exported "$libdir/libnodal.a" >"$tmp/a.names"
+extra=$(comm -13 "$tmp/so.names" "$tmp/a.names" | head -n 5 | tr '\n' ' ')
+[ -z "$extra" ] || fail "libnodal.a to export only what libnodal.so exports, also got: $extra"
+[ "$(wc -l <"$tmp/a.names")" -eq "$(wc -l <"$tmp/so.names")" ] ||
+    fail "libnodal.a to export every name libnodal.so exports: $(comm -23 "$tmp/so.names" "$tmp/a.names" | head -n 5 | tr '\n' ' ')"
+extra=$(exported "$libdir/libnodal_prefix.a" | grep -v '^nodal_' | head -n 5 | tr '\n' ' ')
+[ -z "$extra" ] || fail "libnodal_prefix.a to export only nodal_* names, also got: $extra"
+for lib in libnodal.a libnodal_prefix.a; do
+    $cc -o "$tmp/clash" "$here/clash.c" $(pkg-config --cflags nodal) "$libdir/$lib" -pthread \
+        >"$tmp/clash.log" 2>&1 || { cat "$tmp/clash.log" >&2; fail "a program defining nd_* names of its own to link with $lib"; }
+    "$tmp/clash" | grep -q "side by side" || fail "the program with its own nd_* names, linked with $lib, to run"
+done
 # CMake package
 mkdir -p "$tmp/consumer"
 cp "$here/hello.c" "$here/hello.cpp" "$tmp/consumer/"
@@ -147,4 +169,4 @@ if command -v man >/dev/null 2>&1; then
         [ -z "$w" ] || fail "man -l $page to render without warnings, got: $w"
     done
 fi
-echo "PASS install: the README's quick start and link step as written; headers (C and C++); libraries (soname $soname, no libstdc++); pkg-config (shared with rpath, static; C and C++); find_package; nodal-run; nodal-verify; man pages"
+echo "PASS install: the README's quick start and link step as written; headers (C and C++); libraries (soname $soname, no libstdc++); pkg-config (shared with rpath, static; C and C++); find_package; nodal-run; nodal-verify; man pages; archives export only public names"
