@@ -10,15 +10,25 @@
 # the README gives for a prefix of your own, with HOME pointing into a
 # temporary directory; so the test installs nothing outside it. After that:
 # a program linked with pkg-config runs without LD_LIBRARY_PATH, a static
-# build, find_package, nodal-run's JSON statistics, the man pages and the
+# build, find_package, nodal-run's JSON statistics, the man pages, the
 # archives' exported names (a program defining nd_* names of its own links
-# with both).
+# with both), and `make uninstall`.
 set -eu
 build=$(cd "$1" && pwd)
 here=$(cd "$(dirname "$0")" && pwd)
 src=$(cd "$here/../.." && pwd)
 tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+# This test installs from BUILDDIR, which writes BUILDDIR/install_manifest.txt:
+# the manifest of an install of the user's own (what `make uninstall` reads)
+# is put back at the end.
+manifest=$build/install_manifest.txt
+[ -f "$manifest" ] && cp -p "$manifest" "$tmp/manifest.saved"
+restore_manifest() {
+    rm -f "$manifest" "$manifest.removed"
+    [ -f "$tmp/manifest.saved" ] && cp -p "$tmp/manifest.saved" "$manifest"
+    return 0
+}
+trap 'restore_manifest; rm -rf "$tmp"' EXIT
 fail() { echo "FAIL install: expected $*" >&2; exit 1; }
 
 # block NAME: the README's code block after <!-- install-test: NAME -->
@@ -169,4 +179,13 @@ if command -v man >/dev/null 2>&1; then
         [ -z "$w" ] || fail "man -l $page to render without warnings, got: $w"
     done
 fi
-echo "PASS install: the README's quick start and link step as written; headers (C and C++); libraries (soname $soname, no libstdc++); pkg-config (shared with rpath, static; C and C++); find_package; nodal-run; nodal-verify; man pages; archives export only public names"
+# make uninstall: every file the install put in the prefix is gone again
+(
+    cd "$src"
+    export BUILD="$build"
+    make uninstall
+) >"$tmp/uninstall.log" 2>&1 || { cat "$tmp/uninstall.log" >&2; fail "make uninstall to succeed"; }
+left=$(find "$prefix" -type f -o -type l | head -n 5 | tr '\n' ' ')
+[ -z "$left" ] || fail "make uninstall to remove every file of the install, left: $left"
+[ ! -e "$prefix/lib/cmake/nodal" ] || fail "make uninstall to remove the directory lib/cmake/nodal"
+echo "PASS install: the README's quick start and link step as written; headers (C and C++); libraries (soname $soname, no libstdc++); pkg-config (shared with rpath, static; C and C++); find_package; nodal-run; nodal-verify; man pages; archives export only public names; make uninstall"
