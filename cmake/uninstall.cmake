@@ -4,11 +4,12 @@
 #   cmake -DMANIFEST=BUILD/install_manifest.txt -P cmake/uninstall.cmake
 #
 # Every file of the manifest is removed (one line each; a file already gone
-# is said, not an error); then the directories that only nodal's files
-# occupied (lib/cmake/nodal) are removed when empty. The loader cache is
-# refreshed when run as root, as `make install` does. The manifest is kept
-# (renamed install_manifest.txt.removed), so a second run finds nothing to do
-# and says so.
+# is said, not an error), under $DESTDIR when that is set, as for the install
+# (the manifest lists the paths without it); then nodal's own directory,
+# lib/cmake/nodal, when it is left empty. The loader cache is refreshed when
+# run as root, as `make install` does. The manifest is kept, renamed
+# install_manifest.txt.removed, so a second run finds nothing to do and says
+# so.
 if(NOT MANIFEST OR NOT EXISTS "${MANIFEST}")
   message(FATAL_ERROR "nodal uninstall: no install manifest '${MANIFEST}': "
                       "nothing was installed from this build directory (or it was uninstalled)")
@@ -17,6 +18,7 @@ file(STRINGS "${MANIFEST}" nd_files)
 set(nd_removed 0)
 set(nd_dirs "")
 foreach(f ${nd_files})
+  set(f "$ENV{DESTDIR}${f}")
   if(IS_SYMLINK "${f}" OR EXISTS "${f}")
     file(REMOVE "${f}")
     if(IS_SYMLINK "${f}" OR EXISTS "${f}")
