@@ -191,7 +191,7 @@ def main():
     report.write_csv(os.path.join(outdir, "samples.csv"), samples, meta)
     with open(os.path.join(outdir, "run.log"), "w") as f:
         f.write("\n".join(LOG) + "\n\n" + "\n".join(raw))
-    # latest.md is the README's table: only complete, unfiltered runs replace
+    # latest.md is the results' table (docs/results.md): only complete, unfiltered runs replace
     # it. Git keeps the latest tables and their samples (xz-compressed), not
     # the run directories: their plots and CSV stay on the machine that ran.
     if not a.out and not only and not a.allocators and run_host:

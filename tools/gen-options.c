@@ -1,6 +1,6 @@
 /*
  * gen-options.c - prints nodal's option table (src/support/options.h) as Markdown
- * (for the README), man page text (for nodal(3) and nodal-run(1)) or plain
+ * (for docs/options.md), man page text (for nodal(3) and nodal-run(1)) or plain
  * text. Build-time helper; not installed.
  *
  *   gen-options md|man|text

@@ -1,6 +1,6 @@
 /*
  * gen-stats.c - prints nodal's statistics table (src/base/counters.h) as
- * Markdown, for the README (a unit test keeps the two equal). Build-time
+ * Markdown, for docs/statistics.md (a lint test keeps the two equal). Build-time
  * helper; not installed.
  *
  *   gen-stats md

@@ -14,7 +14,9 @@
  * The library is found relative to this program (ND_RUN_LIB, e.g.
  * "../lib/libnodal.so.0"), so an installed tree can be moved; --lib overrides.
  */
+#include <elf.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -40,7 +42,9 @@ static const char usage_text[] =
     "Runs PROGRAM with nodal as its malloc (LD_PRELOAD) and prints nodal's\n"
     "statistics on stderr when it exits.\n"
     "\n"
-    "  --stats[=text|json|off]  statistics at exit (default: text)\n"
+    "  --stats[=text|json|summary|off]\n"
+    "                           statistics at exit (default: text; summary: the\n"
+    "                           one line per process, for a build's many processes)\n"
     "  --no-stats               no statistics\n"
     "  --stats-file=PATH        statistics to PATH instead of stderr; %p in PATH\n"
     "                           becomes the process id (one file per process)\n"
@@ -51,6 +55,7 @@ static const char usage_text[] =
     "                           installed with nodal-run\n"
     "  --list-options           the options, their defaults and values\n"
     "  --version                nodal-run's version and the library it uses\n"
+    "                           (with --lib=PATH: that one)\n"
     "  -h, --help               this text\n"
     "\n"
     "Flags are checked before PROGRAM starts: an unknown option or an invalid\n"
@@ -97,6 +102,54 @@ static const char *default_lib(char *buf, size_t len, char *why, size_t wlen)
         return NULL;
     }
     return buf;
+}
+
+/* Whether the program execvp would run for name is a statically linked ELF
+   executable: no PT_INTERP, so no dynamic loader runs and LD_PRELOAD has no
+   effect. False when it cannot tell (not found, not ELF: a script's
+   interpreter is what runs). */
+static bool is_static_elf(const char *name)
+{
+    char path[PATH_MAX];
+    const char *found = NULL;
+    if (strchr(name, '/') != NULL) {
+        found = name;
+    } else {
+        const char *dirs = getenv("PATH");
+        for (const char *d = dirs ? dirs : "/usr/local/bin:/usr/bin:/bin"; found == NULL && *d;) {
+            const char *end = strchr(d, ':');
+            size_t len = end ? (size_t)(end - d) : strlen(d);
+            if (snprintf(path, sizeof path, "%.*s%s%s", (int)len, d, len ? "/" : "", name) < (int)sizeof path &&
+                access(path, X_OK) == 0)
+                found = path;
+            d += len + (end != NULL);
+        }
+    }
+    if (found == NULL)
+        return false;
+    int fd = open(found, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    Elf64_Ehdr eh;
+    bool is_static = false;
+    if (pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+        eh.e_ident[EI_CLASS] == ELFCLASS64 && (eh.e_type == ET_EXEC || eh.e_type == ET_DYN) &&
+        eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum > 0 && eh.e_phnum < 4096) {
+        is_static = true;
+        for (unsigned k = 0; k < eh.e_phnum && is_static; k++) {
+            Elf64_Phdr ph;
+            if (pread(fd, &ph, sizeof ph, (off_t)(eh.e_phoff + (uint64_t)k * sizeof ph)) != (ssize_t)sizeof ph)
+                is_static = false;                /* cannot tell */
+            else if (ph.p_type == PT_INTERP)
+                is_static = false;
+        }
+        /* a shared library (ET_DYN without PT_INTERP and not executable) is not
+           a program: execvp fails on it and says so */
+        if (is_static && eh.e_type == ET_DYN && eh.e_entry == 0)
+            is_static = false;
+    }
+    close(fd);
+    return is_static;
 }
 
 /* "--tcache-count" -> "tcache_count" in buf. */
@@ -207,7 +260,7 @@ int main(int argc, char **argv)
     static struct setting settings[256];
     size_t nsettings = 0;
     const char *lib_flag = NULL;
-    bool stats_flag = false;
+    bool stats_flag = false, version = false;
     int i = 1;
 
     for (; i < argc; i++) {
@@ -222,11 +275,9 @@ int main(int argc, char **argv)
             fputs(usage_text, stdout);
             return 0;
         }
-        if (strcmp(a, "--version") == 0) {
-            char lib[PATH_MAX], why[PATH_MAX + 128];
-            const char *l = default_lib(lib, sizeof lib, why, sizeof why);
-            printf("nodal-run %s\nlibrary: %s\n", ND_VERSION, l ? l : why);
-            return 0;
+        if (strcmp(a, "--version") == 0) {   /* answered once --lib is known */
+            version = true;
+            continue;
         }
         if (strcmp(a, "--list-options") == 0) {
             nd_options_doc(stdout, "text");
@@ -295,12 +346,25 @@ int main(int argc, char **argv)
         if (id == ND_OPT_stats)
             stats_flag = true;
     }
+    char lib[PATH_MAX];
+    if (version) {
+        char why[PATH_MAX + 128];
+        const char *l;
+        if (lib_flag == NULL) {
+            l = default_lib(lib, sizeof lib, why, sizeof why);
+        } else {
+            l = realpath(lib_flag, lib);
+            if (l == NULL)
+                snprintf(why, sizeof why, "%.3000s: %s", lib_flag, strerror(errno));
+        }
+        printf("nodal-run %s\nlibrary: %s\n", ND_VERSION, l ? l : why);
+        return l ? 0 : EXIT_USAGE;
+    }
     if (i >= argc)
         usage_error("no program given");
 
     check_environment();
 
-    char lib[PATH_MAX];
     if (lib_flag != NULL) {
         if (realpath(lib_flag, lib) == NULL)
             usage_error("--lib=%s: %s", lib_flag, strerror(errno));
@@ -330,6 +394,12 @@ int main(int argc, char **argv)
     }
     snprintf(preload, plen, "%s%s%s", lib, old && *old ? ":" : "", old && *old ? old : "");
     setenv("LD_PRELOAD", preload, 1);
+
+    /* The program runs anyway: it just does not get nodal. */
+    if (is_static_elf(argv[i]))
+        fprintf(stderr, "nodal-run: '%s' is statically linked: no dynamic loader runs for it, so "
+                        "nodal cannot be preloaded and there is no report (link it with libnodal.a)\n",
+                argv[i]);
 
     execvp(argv[i], argv + i);
     int e = errno;

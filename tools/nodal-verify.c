@@ -703,10 +703,74 @@ static void usage(const char *prog, int status)
     exit(status);
 }
 
-static void usage_error(const char *prog, const char *what, const char *arg)
+/* A usage error: one line saying what is wrong, one with the synopsis
+   (the whole help is --help's), exit status 2. */
+static _Noreturn void usage_error(const char *prog, const char *what, const char *arg)
 {
+    (void)prog;
     fprintf(stderr, "nodal-verify: %s%s%s\n", what, arg ? ": " : "", arg ? arg : "");
-    usage(prog, 2);
+    fprintf(stderr, "usage: nodal-verify [--quick] [--matrix] [FLAGS]   (nodal-verify --help lists the flags)\n");
+    exit(2);
+}
+
+/* The flags, for suggestions. */
+static const char *const verify_flags[] = {
+    "--quick", "--threads", "--ops", "--size", "--time", "--bw-threads", "--matrix",
+    "--json", "--no-timing", "--no-placement", "--version", "--help",
+};
+#define N_VERIFY_FLAGS (sizeof verify_flags / sizeof verify_flags[0])
+
+/* Edit distance (insertions, deletions, substitutions) of a[0..alen) and b,
+   for strings of up to 63 characters (longer ones are far from every flag). */
+static int edit_distance(const char *a, size_t alen, const char *b)
+{
+    size_t blen = strlen(b);
+    if (alen > 63 || blen > 63)
+        return 64;
+    int row[64];
+    for (size_t j = 0; j <= blen; j++)
+        row[j] = (int)j;
+    for (size_t i = 1; i <= alen; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= blen; j++) {
+            int up = row[j];
+            int best = diag + (a[i - 1] != b[j - 1]);
+            if (up + 1 < best)
+                best = up + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[blen];
+}
+
+/* An unknown flag: one line, with the nearest flag when one is close (or the
+   flag itself when only "=VALUE" was wrong: values follow after a space). */
+static _Noreturn void unknown_flag(const char *prog, const char *a)
+{
+    const char *eq = strchr(a, '=');
+    size_t len = eq ? (size_t)(eq - a) : strlen(a);
+    const char *best = NULL;
+    int bestd = 3;                      /* at most 2 edits away */
+    for (size_t k = 0; k < N_VERIFY_FLAGS; k++) {
+        int d = edit_distance(a, len, verify_flags[k]);
+        if (d < bestd) {
+            bestd = d;
+            best = verify_flags[k];
+        }
+    }
+    char what[160];
+    if (best != NULL && eq != NULL && bestd == 0)
+        snprintf(what, sizeof what, "unknown flag '%.60s' (give the value after a space: %s %.40s)", a, best,
+                 eq + 1);
+    else if (best != NULL)
+        snprintf(what, sizeof what, "unknown flag '%.60s'; did you mean %s?", a, best);
+    else
+        snprintf(what, sizeof what, "unknown flag '%.60s'", a);
+    usage_error(prog, what, NULL);
 }
 
 /* "256m" -> bytes; 0 on junk. */
@@ -777,7 +841,7 @@ int main(int argc, char **argv)
         } else if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
             usage(argv[0], 0);
         } else {
-            usage_error(argv[0], "unknown option", a);
+            unknown_flag(argv[0], a);
         }
     }
     if (mo.json && !matrix)

@@ -422,8 +422,10 @@ __attribute__((destructor(101))) static void nd_stats_at_exit(void)
         if (o.fd < 0)
             nd_warn("cannot write the statistics to '%s'; they go to stderr", file);
     }
-    if (mode >= 2)
+    if (mode == 2)
         nd_print_json(&o, &nd_snap_buf);
+    else if (mode == 3)
+        nd_print_brief(&o, &nd_snap_buf);
     else
         nd_print_text(&o, &nd_snap_buf);
     nd_out_flush(&o);

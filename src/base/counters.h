@@ -5,9 +5,9 @@
  * ND_STATS_TABLE(X) lists every field a report shows. From it come: the
  * per-thread counter structs the allocator increments, the process-wide
  * gauges, the snapshot a report is made from, the merges between them, the
- * text and JSON printers and the summary line (stats.c), and the README's
- * statistics table (tools/gen-stats; a unit test keeps the README equal to
- * it). A field has one name everywhere.
+ * text and JSON printers and the summary line (stats.c), and the
+ * statistics table of docs/statistics.md (tools/gen-stats; a lint test keeps
+ * the document equal to it). A field has one name everywhere.
  *
  *   X(name, kind, scope, source, unit, level, meaning)
  *

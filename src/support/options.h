@@ -9,7 +9,7 @@
  * The table drives parsing, validation, the messages, nodal_option_get(),
  * nodal-run's flags (tools/nodal-run.c links this file, so it accepts and
  * refuses exactly what the library does, in the same words) and the option
- * tables of the README, the man pages and `nodal-run --list-options`
+ * tables of docs/options.md, the man pages and `nodal-run --list-options`
  * (tools/gen-options.c).
  */
 #ifndef ND_OPTIONS_H
@@ -32,10 +32,10 @@
 
 /* X(name, kind, default, min, max, names, meaning) */
 #define ND_OPTIONS(X) \
-    X(stats,          ND_OPTK_ENUM, 0,     0, 2,        "off|text|json",    "print statistics at exit (to stderr, or to stats_file): text = a report, json = JSON") \
+    X(stats,          ND_OPTK_ENUM, 0,     0, 3,        "off|text|json|summary", "print statistics at exit (to stderr, or to stats_file): text = a report, json = JSON, summary = the report's first line only (one line per process)") \
     X(stats_file,     ND_OPTK_TEXT, 0,     0, ND_OPT_TEXT_MAX, "",          "file the exit statistics go to instead of stderr; %p in the name becomes the process id (one file per process)") \
     X(verbose,        ND_OPTK_INT,  0,     0, 1,        "",                 "print diagnostics (option values, topology problems) on stderr") \
-    X(check,          ND_OPTK_INT,  1,     0, 2,        "",                 "heap checks: 0 = none, 1 = cheap ones (default), 2 = every free validated, caches off, freed memory filled with 0xdf") \
+    X(check,          ND_OPTK_INT,  1,     0, 2,        "",                 "heap checks: 1 = the cheap ones (default; always on: 0 is the same), 2 = every free validated, caches off, freed memory filled with 0xdf") \
     X(purge_delay,    ND_OPTK_INT,  100,   0, 3600000,  "",                 "milliseconds freed memory stays unused before it is returned to the OS (0 = at once)") \
     X(cache_segments, ND_OPTK_INT,  16,    0, 65536,    "",                 "free 4 MiB segments kept mapped per node and kind for reuse (their memory is still purged)") \
     X(tcache_max,     ND_OPTK_SIZE, 32768, 0, 131072,   "",                 "largest block size kept in thread caches; larger sizes go to pages directly") \
@@ -45,7 +45,7 @@
     X(node_fallback,  ND_OPTK_ENUM, 0,     0, 1,        "strict|preferred", "when the requested node is full: strict = NULL/ENOMEM, preferred = use other nodes (counted)") \
     X(huge_pages,     ND_OPTK_INT,  0,     0, 1,        "",                 "ask for transparent huge pages on node-bound segments (MADV_HUGEPAGE)") \
     X(reclaim_on_free, ND_OPTK_INT, 1,     0, 1,        "",                 "a free into a segment abandoned by an exited thread adopts that segment") \
-    X(secure,         ND_OPTK_INT,  0,     0, 1,        "",                 "hardened mode: guard pages after segments and large blocks, random allocation order, a canary after each block (checked at free), freed blocks filled and checked at reuse, delayed reuse (quarantine); malloc and free take checked slow paths, 4-10 times slower (README: Hardening)")
+    X(secure,         ND_OPTK_INT,  0,     0, 1,        "",                 "hardened mode: guard pages after segments and large blocks, random allocation order, a canary after each block (checked at free), freed blocks filled and checked at reuse, delayed reuse (quarantine); malloc and free take checked slow paths, 4-10 times slower (docs/hardening.md)")
 
 /* How values are spelled, for every document that lists the options. */
 #define ND_OPT_SPELLINGS \

@@ -1,6 +1,7 @@
 #!/bin/sh
 # nodal_run.sh - nodal-run's contract: flags are checked against the option
-# table before the program starts, with the library's own messages.
+# table before the program starts, with the library's own messages; and
+# nodal-verify's answer to a mistyped flag.
 #
 #   nodal_run.sh BUILDDIR CASE
 #
@@ -94,6 +95,52 @@ version_names_version_and_library)
     [ "$rc" -eq 0 ] || fail "--version to exit 0, got $rc"
     printf '%s' "$out" | grep -q '^nodal-run [0-9][0-9.]*$' || fail "'nodal-run X.Y.Z', got: $out"
     printf '%s' "$out" | grep -q "^library: .*libnodal.so" || fail "'library: .../libnodal.so...', got: $out"
+    ;;
+version_with_lib_names_that_library)
+    mkdir -p "$tmp/other"
+    cp "$lib" "$tmp/other/libnodal.so.0"
+    for order in "--version --lib=$tmp/other/libnodal.so.0" "--lib=$tmp/other/libnodal.so.0 --version"; do
+        nodal_run $order
+        [ "$rc" -eq 0 ] || fail "nodal-run $order to exit 0, got $rc: $err"
+        printf '%s' "$out" | grep -qx "library: $tmp/other/libnodal.so.0" ||
+            fail "nodal-run $order to name the library --lib gives, got: $out"
+    done
+    nodal_run --version --lib="$tmp/none.so"
+    [ "$rc" -eq 2 ] || fail "--version with a missing --lib library to exit 2, got $rc"
+    printf '%s' "$out" | grep -q "^library: $tmp/none.so: No such file" ||
+        fail "--version to say the --lib library is missing, got: $out"
+    ;;
+statically_linked_program_runs_and_is_said_to_get_no_report)
+    printf 'int main(void) { return 0; }\n' >"$tmp/static.c"
+    ${CC:-cc} -static -o "$tmp/static" "$tmp/static.c" 2>/dev/null ||
+        { echo "SKIP: no static C library to link a static program with"; exit 77; }
+    nodal_run -- "$tmp/static"
+    [ "$rc" -eq 0 ] || fail "the static program to run, exit $rc: $err"
+    printf '%s' "$err" | grep -q "^nodal-run: '$tmp/static' is statically linked: .*no report" ||
+        fail "a line saying the program is statically linked and gets no report, got: $err"
+    nodal_run -- true
+    printf '%s' "$err" | grep -q "statically" && fail "no such line for a dynamic program, got: $err"
+    [ "$rc" -eq 0 ] || fail "true to run"
+    ;;
+stats_summary_prints_one_line_per_process)
+    nodal_run --stats=summary -- sh -c "ls / >/dev/null; ls / >/dev/null; touch $marker"
+    [ "$rc" -eq 0 ] && [ -e "$marker" ] || fail "the program to run, exit $rc: $err"
+    n=$(printf '%s\n' "$err" | grep -c '^nodal: pid=[0-9]* program=[^ ]* requests=[0-9]')
+    [ "$n" -ge 2 ] || fail "a summary line from each ls, got: $err"
+    other=$(printf '%s\n' "$err" | grep -v '^nodal: pid=[0-9]* program=[^ ]* requests=[0-9]')
+    [ -z "$other" ] || fail "nothing but summary lines, also got: $other"
+    ;;
+verify_mistyped_flag_is_one_line_and_a_suggestion)
+    verify=$build/tools/nodal-verify
+    "$verify" --quik >"$tmp/out" 2>"$tmp/err"
+    rc=$?
+    [ "$rc" -eq 2 ] || fail "nodal-verify --quik to exit 2, got $rc"
+    [ "$(wc -l <"$tmp/err")" -eq 2 ] || fail "two lines (the error, the synopsis), got: $(cat "$tmp/err")"
+    grep -q "^nodal-verify: unknown flag '--quik'; did you mean --quick?" "$tmp/err" ||
+        fail "the error to suggest --quick, got: $(cat "$tmp/err")"
+    "$verify" --threads=1,2 >"$tmp/out" 2>"$tmp/err"
+    grep -q "give the value after a space: --threads 1,2" "$tmp/err" ||
+        fail "--threads=1,2 to be told the value goes after a space, got: $(cat "$tmp/err")"
     ;;
 flags_reach_the_program_and_win_over_the_environment)
     NODAL_OPTIONS=purge_delay=5,verbose "$run" --purge-delay=7 --stats-file="$tmp/s.%p" --no-huge-pages \

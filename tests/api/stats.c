@@ -3,7 +3,7 @@
  * their JSON form is valid JSON.
  *
  * STATS-SCHEMA: the names this file relies on (src/base/counters.h is the one
- * table they come from; README.md lists them):
+ * table they come from; docs/statistics.md lists them):
  *   nodal_stats_json() -> { "version": .., "pid": N, "program": "..",
  *                           "totals": { "requests": N, ... },
  *                           "classes": [ { "size": S, "requests": N,

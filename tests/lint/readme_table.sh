@@ -1,8 +1,9 @@
 #!/bin/sh
-# readme_table.sh - a table in README.md is the one the code generates, so
-# the documentation cannot drift.
-#   readme_table.sh NAME README.md GENERATED.md GENERATOR
-# The README holds the table between "<!-- NAME table: generated ..." and
+# readme_table.sh - a table in a document (docs/options.md, docs/statistics.md,
+# src/README.md) is the one the code generates, so the documentation cannot
+# drift.
+#   readme_table.sh NAME DOCUMENT.md GENERATED.md GENERATOR
+# The document holds the table between "<!-- NAME table: generated ..." and
 # "<!-- end of NAME table -->".
 set -eu
 name=$1 readme=$2 generated=$3 generator=$4
