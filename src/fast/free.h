@@ -35,6 +35,8 @@
 
 void nd_free_slow(void *p, nd_segment *s, nd_page *pg) nd_hidden;   /* p first: it stays in its register */
 void nd_free_special(void *p) nd_hidden;   /* NULL, huge-aligned, or not nodal's */
+/* p is the block on top of the bin it would go to: "double free", abort. */
+_Noreturn void nd_free_twice_in_a_row(const void *p) nd_hidden __attribute__((cold));
 /* p (in segment s, whose header checked out) is not the start of a block
    in use: says which of "not the start of a block", "block not in use" or
    "double free" in one line and aborts; fn names the entry point. */
@@ -83,6 +85,11 @@ nd_inline void nd_free_fast(void *p)
         nd_free_slow(p, s, pg);
         return;
     }
+    /* The block this bin took last (*cur; the NULL below an empty bin's
+       slots otherwise): freed twice in a row by this thread, its mark
+       erased in between by a write after free into its second word. */
+    if (nd_unlikely(*cur == p))
+        nd_free_twice_in_a_row(p);
     *--cur = p;
     b->cur = cur;
     nd_block_mark(p);
