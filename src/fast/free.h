@@ -81,7 +81,8 @@ nd_inline void nd_free_fast(void *p)
     /* Not a block start, a block already marked free (a double free), or a
        full bin: the slow path sorts it out. */
     void **cur = b->cur;
-    if (nd_unlikely(!nd_page_block_ok_shared(pg, p) || nd_block_is_marked(p) || cur == b->low)) {
+    uintptr_t mark = nd_block_mark_of(p);
+    if (nd_unlikely(!nd_page_block_ok_shared(pg, p) || ((uintptr_t *)p)[1] == mark || cur == b->low)) {
         nd_free_slow(p, s, pg);
         return;
     }
@@ -92,7 +93,7 @@ nd_inline void nd_free_fast(void *p)
         nd_free_twice_in_a_row(p);
     *--cur = p;
     b->cur = cur;
-    nd_block_mark(p);
+    ((uintptr_t *)p)[1] = mark;   /* nd_block_mark(p) */
 }
 
 /* free_sized / sized delete: a block's page knows its size, so the size is
