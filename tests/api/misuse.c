@@ -910,7 +910,14 @@ static void sc_forge_from_freed_words(long arg)
     memcpy(t, &t0, sizeof t0);
     memcpy(t + 8, &t1, sizeof t1);
     uint64_t fl = (uintptr_t)t ^ link_key ^ ((uintptr_t)f >> 4);
-    want("nodal: malloc(): corrupted free list: %p", (void *)f);
+    /* secure=1 keeps F in a bin of its own with word 0 filled, not linked:
+       the fill's check sees the forged word first. */
+    const char *opts = getenv("NODAL_OPTIONS");
+    if (opts && strstr(opts, "secure=1"))
+        want("nodal: malloc(): corrupted free list: %p | nodal: malloc(): free block modified after free: %p",
+             (void *)f, (void *)f);
+    else
+        want("nodal: malloc(): corrupted free list: %p", (void *)f);
     memcpy(f, &fl, sizeof fl);
     /* Allocate until the page's free list is reached. */
     static void *got[2 * N];
@@ -942,19 +949,33 @@ static void a_read_of_freed_blocks_does_not_forge_a_link_to_a_cached_block(void)
                   NULL, "forge_from_freed_words", 1);
 }
 
+static void a_read_of_freed_blocks_does_not_forge_a_link_under_check_2_or_secure_1(void)
+{
+    nd_api();
+    const char *opts[] = { "check=2", "secure=1" };
+    for (int i = 0; i < 2; i++) {
+        expect_misuse("a link forged from the words of freed blocks, to a live block dressed as a free one",
+                      opts[i], "forge_from_freed_words", 0);
+        expect_misuse("a link forged from the words of freed blocks, to a block waiting in a thread cache",
+                      opts[i], "forge_from_freed_words", 1);
+    }
+}
+
 /* ---- a double free with the second word cleared in between --------------- */
 
 /* free(p); p[1] = 0; free(p): the common shape `s->len = 0` after free,
-   which erases the freed mark. arg = size | other << 24: the second free
-   is made by another thread when `other`. */
+   which erases the freed mark. arg = size | other << 24 | between << 25:
+   the second free is made by another thread when `other`; another block
+   of the size is freed in between when `between` (p, write, q, p). */
 static void sc_double_free_second_word_cleared(long arg)
 {
     size_t size = (size_t)arg & 0xffffff;
-    int other = (int)(arg >> 24);
+    int other = (int)(arg >> 24) & 1, between = (int)(arg >> 25) & 1;
     const struct nd_api *A = nd_api();
     void *keep = A->malloc(size);
     long *p = A->malloc(size);
-    if (!keep || !p)
+    void *q = A->malloc(size);
+    if (!keep || !p || !q)
         _exit(4);
     /* The second free itself is seen by default; check=2 (the block is on
        its page's free list then) may see the list's damage at the next
@@ -969,15 +990,19 @@ static void sc_double_free_second_word_cleared(long arg)
         want("nodal: free(): double free: %p", (void *)p);
     A->free(p);
     p[1] = 0;
+    if (between)
+        A->free(q);
     if (other)
         free_by_another_thread(p);
     else
         A->free(p);
     expect_no_block_twice(size, "free(p); p[1] = 0; free(p)");
-    let_through("free(p); p[1] = 0; free(p) of a %zu-byte block%s", size, other ? ", the second by another thread" : "");
+    let_through("free(p); p[1] = 0; %sfree(p) of a %zu-byte block%s", between ? "free(q); " : "", size,
+                other ? ", the second by another thread" : "");
 }
 
 static long dfc(size_t size, int other) { return (long)(size | (size_t)other << 24); }
+static long dfc_between(size_t size) { return (long)(size | (size_t)1 << 25); }
 
 static void double_free_with_the_second_word_cleared_in_between_aborts(void)
 {
@@ -1001,6 +1026,8 @@ static void double_free_with_the_second_word_cleared_aborts_under_secure_1(void)
     expect_misuse("free(p); p[1] = 0; free(p)", "secure=1", "double_free_second_word_cleared", dfc(48, 0));
     expect_misuse("free(p); p[1] = 0; free(p) by another thread", "secure=1", "double_free_second_word_cleared",
                   dfc(48, 1));
+    expect_misuse("free(p); p[1] = 0; free(q); free(p)", "secure=1", "double_free_second_word_cleared",
+                  dfc_between(48));
 }
 
 /* ---- overflows (secure=1) ------------------------------------------------- */
@@ -1484,6 +1511,7 @@ static const struct nd_case cases[] = {
     ND_CASE(realloc_of_a_freed_block_aborts_with_message_under_check_2),
     ND_CASE(a_read_of_freed_blocks_does_not_forge_a_link_to_a_live_block),
     ND_CASE(a_read_of_freed_blocks_does_not_forge_a_link_to_a_cached_block),
+    ND_CASE(a_read_of_freed_blocks_does_not_forge_a_link_under_check_2_or_secure_1),
     ND_CASE(double_free_with_the_second_word_cleared_in_between_aborts),
     ND_CASE(double_free_with_the_second_word_cleared_aborts_under_check_2),
     ND_CASE(double_free_with_the_second_word_cleared_aborts_under_secure_1),
