@@ -71,7 +71,8 @@ def parse_args():
     ap.add_argument("--nodal-options", help="NODAL_OPTIONS for the nodal runs (default: none)")
     ap.add_argument("--nodal-variants", default="",
                     help="extra nodal columns for the drop-in workloads, 'label:opts;label:opts' "
-                         "(e.g. 'tc256:tcache_count=256;tc4k:tcache_bytes=4096')")
+                         "(e.g. 'tc256:tcache_count=256;tc4k:tcache_bytes=4096'); --full adds "
+                         "'secure:secure=1'")
     ap.add_argument("--numa-vm", help="path of the numa-vm tool")
     ap.add_argument("--out", help="results directory (default: bench/results/<UTC date>-<host>)")
     ap.add_argument("--no-plots", action="store_true")
@@ -107,6 +108,11 @@ def main():
     nodal, nodal_status = probe_nodal(build, bindir, a.nodal, log, repo=REPO)
     log("nodal: " + nodal_status)
     variants = [tuple(v.split(":", 1)) for v in a.nodal_variants.split(";") if ":" in v]
+    # --full: nodal with secure=1 too, in every drop-in workload (and the
+    # report's "secure=1 against the default" summary), unless a variant of
+    # that name is given already
+    if a.full and "secure" not in [label for label, _ in variants]:
+        variants.append(("secure", "secure=1"))
     allocs = Allocators(nodal, a.nodal_options, [x for x in a.allocators.split(",") if x]
                         if a.allocators else None, variants)
 

@@ -8,6 +8,7 @@ best; for throughputs (Mops/s) R = best / value. The best peer is bold.
 """
 
 import csv
+import math
 import re
 import statistics
 
@@ -341,6 +342,59 @@ def _extra_nodecost(tables, group):
     return out
 
 
+# The issue-23 targets for secure=1: its time / the default's, at most this
+# in geometric mean over the drop-in workloads, and at most ROW on every row.
+SECURE_GEOMEAN, SECURE_ROW = 1.25, 1.5
+
+
+def _time_metric(group, tables):
+    """The group's CPU-time metric (or its wall-time or throughput one)."""
+    metrics = [m for m in GROUPS[group][1] if (group, m) in tables]
+    for pick in (lambda m: m.startswith("cpu_"),
+                 lambda m: m.startswith("ns_") or m.endswith("mops")):
+        for m in metrics:
+            if pick(m):
+                return m
+    return None
+
+
+def _extra_secure(tables):
+    """secure=1 against the default, per row of every drop-in workload that
+    has both columns (time: secure / default; throughput: default /
+    secure), and their geometric mean, with the issue-23 targets."""
+    rows, out = [], []
+    for group in GROUPS:
+        m = _time_metric(group, tables)
+        t = tables.get((group, m)) if m else None
+        if not t:
+            continue
+        names = [v.name for v in t.variants]
+        if "nodal" not in names or "nodal secure" not in names:
+            continue
+        for row in t.rows:
+            a, b = t.median(row, "nodal secure"), t.median(row, "nodal")
+            if not a or not b:
+                continue
+            r = b / a if higher_is_better(m) else a / b
+            label = ", ".join("%s=%s" % (k, dict(row).get(k, "")) for k in t.cols)
+            rows.append((group, m, label, r))
+    if not rows:
+        return []
+    gm = math.exp(sum(math.log(r) for *_, r in rows) / len(rows))
+    worst = max(r for *_, r in rows)
+    out += ["", "## secure=1 against the default", "",
+            "nodal with secure=1 / nodal, the median of each row (time; for throughput the default's / "
+            "secure=1's), target <= %.2f on every row and <= %.2f in geometric mean: geometric mean "
+            "%.2f over %d rows (%s), worst %.2f (%s)." % (
+                SECURE_ROW, SECURE_GEOMEAN, gm, len(rows), "ok" if gm <= SECURE_GEOMEAN else "over",
+                worst, "ok" if worst <= SECURE_ROW else "over"), "",
+            "| workload | metric | row | secure=1 / default | verdict |", "|---|---|---|---:|---|"]
+    for group, m, label, r in rows:
+        out.append("| %s | %s | %s | %.2f | %s |" % (group, m, label or "-", r,
+                                                    "ok" if r <= SECURE_ROW else "over"))
+    return out
+
+
 def markdown(samples, variants_by_group, meta, problems):
     out = [header(meta)]
     tables = {}
@@ -376,6 +430,7 @@ def markdown(samples, variants_by_group, meta, problems):
         if group == "callgrind" and meta.get("callgrind_loop") is not None:
             out += ["", "The benchmark loop alone (micro -m empty) costs %.1f instructions per iteration."
                     % meta["callgrind_loop"]]
+    out += _extra_secure(tables)
     if problems:
         out += ["", "## Runs that did not produce results", ""]
         out += ["- %s" % p for p in problems]

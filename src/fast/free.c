@@ -68,6 +68,11 @@ void nd_block_misuse(const char *fn, const nd_segment *s, const void *p)
     nd_misuse(fn, why, p);
 }
 
+void nd_free_twice_in_a_row(const void *p)
+{
+    nd_misuse("free", "double free", p);
+}
+
 nd_segment *nd_block_find(const char *fn, const void *p, nd_page **pgp)
 {
     nd_segment *s = nd_seg_of(p);

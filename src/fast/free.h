@@ -1,10 +1,11 @@
 /*
  * free.h - the free fast path (static inline) and the free entry points
  * below it (free.c). A free of a small or medium block of the thread's
- * kind of memory is 44 instructions on x86-64 (gcc 12 -O2, its ret
- * included), whichever thread's page the block is on: five compares (the
+ * kind of memory is 49 instructions on x86-64 (gcc 12 -O2, its ret
+ * included), whichever thread's page the block is on: six compares (the
  * segment map byte, the page's kind of memory against the thread's, the
- * block-start check by one multiply, the freed mark, the bin's bottom) and
+ * block-start check by one multiply, the freed mark (a keyed folded
+ * multiply, page.h), the bin's bottom, the block the bin took last) and
  * three stores (the block into the bin, the bin's cur, the block's mark).
  * The path does not ask whose page it is: when a thread frees a mix of its
  * own and other threads' blocks, as every program that hands blocks
@@ -38,6 +39,8 @@
 
 void nd_free_slow(void *p, nd_segment *s, nd_page *pg) nd_hidden;   /* p first: it stays in its register */
 void nd_free_special(void *p) nd_hidden;   /* NULL, huge-aligned, or not nodal's */
+/* p is the block on top of the bin it would go to: "double free", abort. */
+_Noreturn void nd_free_twice_in_a_row(const void *p) nd_hidden __attribute__((cold));
 /* p (in segment s, whose header checked out) is not the start of a block
    in use: says which of "not the start of a block", "block not in use" or
    "double free" in one line and aborts; fn names the entry point. */
@@ -79,13 +82,19 @@ nd_inline void nd_free_fast(void *p)
     /* Not a block start, a block already marked free (a double free), or a
        full bin: the slow path sorts it out. */
     void **cur = b->cur, **low = b->low;
-    if (nd_unlikely(!nd_page_block_ok_shared(pg, p) || nd_block_is_marked(p) || cur == low)) {
+    uintptr_t mark = nd_block_mark_of(p);
+    if (nd_unlikely(!nd_page_block_ok_shared(pg, p) || ((uintptr_t *)p)[1] == mark || cur == low)) {
         nd_free_slow(p, s, pg);
         return;
     }
+    /* The block this bin took last (*cur; the NULL below an empty bin's
+       slots otherwise): freed twice in a row by this thread, its mark
+       erased in between by a write after free into its second word. */
+    if (nd_unlikely(*cur == p))
+        nd_free_twice_in_a_row(p);
     *--cur = p;
     b->cur = cur;
-    nd_block_mark(p);
+    ((uintptr_t *)p)[1] = mark;   /* nd_block_mark(p) */
 }
 
 /* free_sized / sized delete: a block's page knows its size, so the size is

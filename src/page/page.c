@@ -13,19 +13,18 @@
 #include "options.h"
 #include "os.h"
 
-uintptr_t nd_block_mark_key;
-uintptr_t nd_link_key;
+uint64_t  nd_block_mark_key[2];
+uint64_t  nd_link_key[2];
 uint8_t   nd_page_fill_carved;
 
 void nd_page_keys_init(void)
 {
-    /* Blocks are 16-byte aligned, so a mark's low four bits are the key's:
-       neither 0 nor 0xf, a mark is never 0 (an unmarked block) nor the
-       fill word, whatever the address. */
-    do
-        nd_block_mark_key = nd_os_random();
-    while ((nd_block_mark_key & 0xf) == 0 || (nd_block_mark_key & 0xf) == 0xf);
-    nd_link_key = nd_os_random();
+    /* m odd: the low word of the product is then a bijection of the
+       address. */
+    nd_block_mark_key[0] = nd_os_random();
+    nd_block_mark_key[1] = nd_os_random() | 1;
+    nd_link_key[0] = nd_os_random();
+    nd_link_key[1] = nd_os_random() | 1;
     nd_page_fill_carved = nd_secure_on();
 }
 
@@ -135,7 +134,7 @@ uintptr_t nd_page_xpush_chain(nd_page *pg, nd_block *head, nd_block *tail)
            again would close a cycle that the owner would walk forever. */
         if (nd_unlikely((old & ~ND_XSTATE_MASK) == (uintptr_t)head))
             nd_misuse("free", "double free", head);
-        nd_link_set(tail, (nd_block *)(old & ~ND_XSTATE_MASK));
+        nd_link_set(pg, tail, (nd_block *)(old & ~ND_XSTATE_MASK));
         uintptr_t st = old & ND_XSTATE_MASK;
         desired = (uintptr_t)head | (st == ND_XSTATE_NOTIFY ? ND_XSTATE_BUSY : st);
     } while (!nd_cas_weak_acq_rel(&pg->xfree, &old, desired));
@@ -174,8 +173,8 @@ static size_t nd_page_collect_into(nd_page *pg, void **out, size_t n)
         if (nd_unlikely(++count > pg->used))
             nd_fatal("free(): double free: %p (a block of the page at %p freed twice by other threads)",
                      (void *)b, (void *)pg->start);
-        nd_block *next = nd_link_get(b);
-        if (nd_unlikely(next != NULL && (!nd_page_link_ok(pg, next) || !nd_block_is_marked(next))))
+        nd_block *next;
+        if (nd_unlikely(!nd_link_get(pg, b, &next) || (next != NULL && !nd_block_is_marked(next))))
             nd_page_corrupt(pg, b, ND_CORRUPT_LIST, "the link of a block freed by another thread was overwritten");
         if (got < n)
             out[got++] = b;
@@ -186,7 +185,7 @@ static size_t nd_page_collect_into(nd_page *pg, void **out, size_t n)
         b = next;
     }
     if (rest != NULL) {   /* rest .. b keep their links; b was the last */
-        nd_link_set(b, pg->free);
+        nd_link_set(pg, b, pg->free);
         pg->free = rest;
     }
     pg->used = (uint16_t)(pg->used - count);
@@ -262,8 +261,8 @@ size_t nd_page_take(nd_page *pg, void **out, size_t n, size_t max)
         nd_block *b = pg->free;
         if (b != NULL) {
             /* b was checked when the link to it was followed (or set). */
-            nd_block *next = nd_link_get(b);
-            if (nd_unlikely(next != NULL && (!nd_page_link_ok(pg, next) || !nd_block_is_marked(next))))
+            nd_block *next;
+            if (nd_unlikely(!nd_link_get(pg, b, &next) || (next != NULL && !nd_block_is_marked(next))))
                 nd_page_corrupt(pg, b, ND_CORRUPT_LIST, "the link of a freed block was overwritten");
             pg->free = next;
             out[got++] = b;
@@ -313,7 +312,7 @@ void nd_page_give(nd_page *pg, nd_block *head, nd_block *tail, uint32_t count)
 {
     if (nd_unlikely(count > pg->used))
         nd_misuse("free", "double free or corruption (more blocks back than out)", head);
-    nd_link_set(tail, pg->free);
+    nd_link_set(pg, tail, pg->free);
     pg->free = head;
     pg->used = (uint16_t)(pg->used - count);
 }
@@ -338,8 +337,9 @@ bool nd_page_is_valid(const nd_page *pg)
         (pg->mul != nd_block_mul(pg->block_size) || pg->limit != (uint64_t)pg->capacity * (pg->mul * pg->block_size)))
         return false;
     size_t free_len = 0;
-    for (const nd_block *b = pg->free; b != NULL; b = nd_link_get(b)) {
-        if (!nd_page_is_block_start(pg, b) || !nd_block_is_marked(b) || ++free_len > pg->capacity)
+    for (nd_block *b = pg->free; b != NULL;) {
+        if (!nd_page_is_block_start(pg, b) || !nd_block_is_marked(b) || ++free_len > pg->capacity ||
+            !nd_link_get(pg, b, &b))
             return false;
     }
     /* Blocks out of the page may still sit on xfree, so <= rather than ==. */

@@ -42,7 +42,7 @@
  * it hands the block out. A free that finds the mark already there is a
  * double free (the slow path confirms it where it can).
  *
- * The mark is the block's own: a secret combined with the block's address
+ * The mark is the block's own: a keyed function of the block's address
  * (nd_block_mark_of). Freed blocks leave their marks in memory that later
  * becomes other blocks' bytes (a large block carved out of a retired page
  * is not cleared, nor are the tails of reused blocks), and a program may
@@ -50,14 +50,36 @@
  * block into a small one does exactly that. With one process-wide mark, the
  * copy made the live block look freed (its free aborted as a double free,
  * malloc_usable_size as "not in use"); a mark that names its address is
- * only ever found at that address, where every malloc clears it. A block on a free
- * list keeps its link in its first word, encoded (XOR with a secret and
- * the block's own address), and every link is checked when it is followed:
- * it must lead to a carved block start of the same page that still carries
- * the mark. A write into a freed block therefore cannot steer a later
- * malloc to an address of its choosing; it is reported instead.
+ * only ever found at that address, where every malloc clears it.
  *
- *   free block:  [ encoded link | mark = secret ^ address | (stale contents) ... ]
+ * The function is a folded multiply with two secret words k (XOR) and m
+ * (multiplier): x = address ^ k, mark = (low(x * m) ^ high(x * m)) | 0x20
+ * (128-bit product), not an XOR: a program that reads the marks of freed
+ * blocks (a read after free) learns those blocks' marks and nothing that
+ * computes the mark of another address, short of recovering k and m from
+ * folded products (no cheaper way is known to us; it is not a
+ * cryptographic MAC). With mark = secret ^ address, one freed block gave
+ * the secret, and with it the mark of every block: a live block could be
+ * dressed as a free one and a forged link would lead malloc to it. Bit 5
+ * is set in every mark and clear in 0 (an unmarked block) and in the fill
+ * word (0xdf bytes): a mark is never either, whatever the address.
+ *
+ * A block on a free list keeps its link in its first word: the index of
+ * the next block in the page (plus one; 0 ends the list) in the low 16
+ * bits, and above them 48 bits of a keyed folded multiply of the block's
+ * address and that index (nd_link_set, other keys than the mark's). Every
+ * link is checked when it is followed: its 48 bits must be the ones
+ * computed for this block and this index, the index a carved block of the
+ * page, and that block must carry its mark. Reading a freed block's link
+ * gives where it leads, and no link from any block to any other place:
+ * a write into a freed block cannot steer a later malloc to a live block,
+ * nor to a block waiting in a thread cache (which would hand it out
+ * twice), nor outside the page; it is reported instead. Replaying words
+ * read earlier at the same addresses is not stopped (a link and a mark
+ * read while that block was free, written back after it was reused).
+ *
+ *   free block:  [ link = mac(address, i) | i | mark = f(address) | (stale contents) ... ]
+ *                  (48 bits)                (16)
  *   live block:  [ program data ...                          ]   (word 1 != mark)
  *
  * secure=1 also fills every free block (ND_FILL_BYTE over its first
@@ -68,15 +90,36 @@
  *
  *   free block, secure=1: [ link or fill | mark | 0xdf 0xdf ... (to byte 256) | ... ]
  */
-extern uintptr_t nd_block_mark_key nd_hidden;
-extern uintptr_t nd_link_key nd_hidden;
+/* The mark's keys: [0] = k, [1] = m (see above). */
+extern uint64_t nd_block_mark_key[2] nd_hidden;
+/* The links' keys (see above). */
+extern uint64_t nd_link_key[2] nd_hidden;
 /* secure=1: carving fills the blocks it hands out (set at start-up). */
 extern uint8_t nd_page_fill_carved nd_hidden;
 /* Draws the secrets (process start). */
 void nd_page_keys_init(void) nd_hidden;
 
 /* The freed-block mark of the block at p (see above). */
-static inline uintptr_t nd_block_mark_of(const void *p) { return nd_block_mark_key ^ (uintptr_t)p; }
+/* The folded multiply: the low and the high word of the 128-bit product
+   a * b, XORed. On x86-64 as one mulq in asm: gcc spills an __int128
+   product to the stack in loops that keep many registers live (a flush's,
+   a fill's), three instructions more per block. */
+static inline uint64_t nd_mulfold(uint64_t a, uint64_t b)
+{
+#if defined(__x86_64__)
+    uint64_t lo, hi;
+    __asm__("mulq %3" : "=a"(lo), "=d"(hi) : "0"(a), "rm"(b) : "cc");
+    return lo ^ hi;
+#else
+    __uint128_t x = (__uint128_t)a * b;
+    return (uint64_t)x ^ (uint64_t)(x >> 64);
+#endif
+}
+
+static inline uintptr_t nd_block_mark_of(const void *p)
+{
+    return (uintptr_t)(nd_mulfold((uint64_t)(uintptr_t)p ^ nd_block_mark_key[0], nd_block_mark_key[1]) | 0x20);
+}
 static inline bool nd_block_is_marked(const void *p) { return ((const uintptr_t *)p)[1] == nd_block_mark_of(p); }
 static inline void nd_block_mark(void *p) { ((uintptr_t *)p)[1] = nd_block_mark_of(p); }
 static inline void nd_block_unmark(void *p) { ((uintptr_t *)p)[1] = 0; }
@@ -125,16 +168,6 @@ static inline bool nd_block_fill_ok(const void *p, size_t n)
 /* The offset of the first of those bytes that changed (for the message),
    or n. */
 size_t nd_block_fill_damage(const void *p, size_t n) nd_hidden;
-
-/* The link of free block b, decoded / encoded. */
-static inline nd_block *nd_link_get(const nd_block *b)
-{
-    return (nd_block *)((uintptr_t)b->next ^ nd_link_key ^ ((uintptr_t)b >> 4));
-}
-static inline void nd_link_set(nd_block *b, const nd_block *next)
-{
-    b->next = (nd_block *)((uintptr_t)next ^ nd_link_key ^ ((uintptr_t)b >> 4));
-}
 
 #define ND_XSTATE_MASK   ((uintptr_t)3)
 #define ND_XSTATE_NONE   ((uintptr_t)0)
@@ -189,13 +222,40 @@ nd_inline bool nd_page_block_ok_shared(const nd_page *pg, const void *p)
     return off * pg->mul < nd_load_relaxed(&pg->limit);
 }
 
-/* The check of every free-list link followed: a carved block start of pg,
-   whatever the link's value (it may be anything if memory was overwritten,
-   so the range is checked too). */
+/* The check of a remote list's head (the pointer in pg's xfree word): a
+   carved block start of pg, whatever the value (the range is checked
+   too). */
 static inline bool nd_page_link_ok(const nd_page *pg, const void *p)
 {
     uint64_t off = (uint64_t)((uintptr_t)p - (uintptr_t)pg->start);
     return off < (uint64_t)pg->capacity * pg->block_size && off * pg->mul < pg->limit;
+}
+
+/* The links of free blocks (see above). The 48 keyed bits of the link of
+   block b with index field f (f < 2^16; b < 2^48, so (b, f) -> x is one
+   to one). */
+#define ND_LINK_FIELD ((uint64_t)0xffff)
+static inline uint64_t nd_link_mac(const nd_block *b, uint64_t f)
+{
+    return nd_mulfold(((uint64_t)(uintptr_t)b | f << 48) ^ nd_link_key[0], nd_link_key[1]) & ~ND_LINK_FIELD;
+}
+/* Links free block b of page pg to next, a block of pg, or NULL. Any
+   thread (pg's start and mul do not change while it is in use). */
+static inline void nd_link_set(const nd_page *pg, nd_block *b, const nd_block *next)
+{
+    uint64_t f = next == NULL ? 0 : (uint64_t)nd_page_block_index(pg, next) + 1;
+    b->next = (nd_block *)(uintptr_t)(nd_link_mac(b, f) | f);
+}
+/* Follows the link of free block b of page pg: false if it is not one
+   nd_link_set wrote for b (overwritten) or leads to no carved block (owner
+   only: capacity); else *next is the block, or NULL at the list's end. */
+static inline bool nd_link_get(const nd_page *pg, const nd_block *b, nd_block **next)
+{
+    uint64_t w = (uint64_t)(uintptr_t)b->next, f = w & ND_LINK_FIELD;
+    if (nd_unlikely((w & ~ND_LINK_FIELD) != nd_link_mac(b, f) || f > pg->capacity))
+        return false;
+    *next = f == 0 ? NULL : (nd_block *)(pg->start + (size_t)(f - 1) * pg->block_size);
+    return true;
 }
 
 /* Is p the start of a carved block of the small or medium page pg?

@@ -230,7 +230,7 @@ static void **nd_tcache_flush_page(nd_tcache *tc, nd_page *pg, void **it, void *
         if (nd_unlikely(!nd_block_is_marked(p)))
             nd_page_corrupt(pg, p, ND_CORRUPT_FREED, "a block waiting in a thread cache was modified");
         if (head != NULL)
-            nd_link_set(p, head);
+            nd_link_set(pg, p, head);
         head = p;
     }
     /* head .. tail: the last block taken first. */

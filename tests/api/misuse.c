@@ -27,6 +27,7 @@
 #include <dlfcn.h>
 #include <stdarg.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdint.h>
 #include <sys/mman.h>
@@ -822,6 +823,213 @@ static void write_after_free_into_a_page_free_list_is_caught_under_check_2(void)
     expect_misuse("one 8-byte write into a freed 48-byte block", "check=2", "poison_local", 48);
 }
 
+/* ---- forging with what freed blocks reveal (a read after free) ---------- */
+
+/* The attack of issue 23, as an attacker who can read and write freed
+   blocks and write into a live one performs it against the XOR scheme
+   (mark = secret ^ address, link = next ^ secret ^ address >> 4):
+   reads the first two words of freed blocks of one page, takes the link
+   secret as the most frequent word0 ^ b >> 4 ^ a over pairs of freed
+   blocks (b, a) (a = NULL included) and the mark secret as word1 ^ b,
+   dresses a target block T as a free block with them (an encoded NULL
+   link and T's mark, as computed from the secret), and points the link
+   of a freed block F on the page's free list at T. arg 0: T is a live
+   block (malloc must never return it while it is live); arg 1: T is a
+   block another thread freed, waiting in that thread's cache (malloc must
+   not hand it out here while it waits there: it would be handed out
+   twice). With marks and links that are keyed functions of the address,
+   what was read computes neither for T: the forged link is reported when
+   malloc follows it. */
+static sem_t held;
+
+/* Frees a block into this thread's cache, then keeps the thread (and its
+   cache) alive. */
+static void *free_and_hold(void *p)
+{
+    nd_api()->free(p);
+    sem_post(&held);
+    for (;;)
+        pause();
+    return NULL;
+}
+
+static void sc_forge_from_freed_words(long arg)
+{
+    sem_init(&held, 0, 0);
+    const struct nd_api *A = nd_api();
+    enum { N = 12000, SIZE = 48, FREED = 32 };
+    static unsigned char *blocks[N];
+    for (int i = 0; i < N; i++)
+        if (!(blocks[i] = A->malloc(SIZE)))
+            _exit(4);
+    /* Every other block of the first FREED * 2 is freed, then the second
+       half of the run: the cache overflows and its oldest blocks, ours,
+       go back to their page's free list (as in poison_local). */
+    for (int i = 0; i < 2 * FREED; i += 2)
+        A->free(blocks[i]);
+    for (int i = N - 1; i >= N / 2; i--)
+        A->free(blocks[i]);
+    unsigned char *f = blocks[0];
+    uintptr_t page = (uintptr_t)f >> 16;
+    /* The secrets, as the XOR scheme gives them away. */
+    uint64_t cand[FREED * (FREED + 1)];
+    size_t nc = 0;
+    for (int i = 0; i < 2 * FREED; i += 2) {
+        uint64_t w0;
+        memcpy(&w0, blocks[i], sizeof w0);
+        for (int j = -2; j < 2 * FREED; j += 2)
+            if (j != i)
+                cand[nc++] = w0 ^ ((uintptr_t)blocks[i] >> 4) ^ (j < 0 ? 0 : (uintptr_t)blocks[j]);
+    }
+    uint64_t link_key = 0;
+    size_t best = 0;
+    for (size_t i = 0; i < nc; i++) {
+        size_t n = 0;
+        for (size_t j = 0; j < nc; j++)
+            n += cand[j] == cand[i];
+        if (n > best) {
+            best = n;
+            link_key = cand[i];
+        }
+    }
+    uint64_t f1;
+    memcpy(&f1, f + 8, sizeof f1);
+    uint64_t mark_key = f1 ^ (uintptr_t)f;
+    /* The target, on f's page. */
+    unsigned char *t = arg == 0 ? blocks[1] : blocks[3];
+    pthread_t holder;
+    if (arg == 1 && pthread_create(&holder, NULL, free_and_hold, t) != 0)
+        _exit(4);
+    if (arg == 1)
+        sem_wait(&held);   /* t waits in the holder's cache until this child exits */
+    if ((uintptr_t)t >> 16 != page) {
+        fprintf(stderr, "blocks[0] %p and the target %p are not on one 64 KiB page\n", (void *)f, (void *)t);
+        _exit(6);
+    }
+    uint64_t t0 = link_key ^ ((uintptr_t)t >> 4), t1 = mark_key ^ (uintptr_t)t;
+    memcpy(t, &t0, sizeof t0);
+    memcpy(t + 8, &t1, sizeof t1);
+    uint64_t fl = (uintptr_t)t ^ link_key ^ ((uintptr_t)f >> 4);
+    /* secure=1 keeps F in a bin of its own with word 0 filled, not linked:
+       the fill's check sees the forged word first. */
+    const char *opts = getenv("NODAL_OPTIONS");
+    if (opts && strstr(opts, "secure=1"))
+        want("nodal: malloc(): corrupted free list: %p | nodal: malloc(): free block modified after free: %p",
+             (void *)f, (void *)f);
+    else
+        want("nodal: malloc(): corrupted free list: %p", (void *)f);
+    memcpy(f, &fl, sizeof fl);
+    /* Allocate until the page's free list is reached. */
+    static void *got[2 * N];
+    for (int i = 0; i < 2 * N; i++) {
+        got[i] = A->malloc(SIZE);
+        if (arg == 0 && got[i] == t)
+            let_through("a forged link made malloc(%d) return the live block %p (F = %p; %zu of %zu "
+                        "link candidates agreed)", SIZE, (void *)t, (void *)f, best, nc);
+        if (arg == 1 && got[i] == t)
+            let_through("a forged link made malloc(%d) return the block %p, which waits in another "
+                        "thread's cache (F = %p)", SIZE, (void *)t, (void *)f);
+    }
+    fprintf(stderr, "the forged link of %p was never followed in %d mallocs: the test no longer "
+            "reaches a free list\n", (void *)f, 2 * N);
+    _exit(5);
+}
+
+static void a_read_of_freed_blocks_does_not_forge_a_link_to_a_live_block(void)
+{
+    nd_api();
+    expect_misuse("a link forged from the words of freed blocks, to a live block dressed as a free one",
+                  NULL, "forge_from_freed_words", 0);
+}
+
+static void a_read_of_freed_blocks_does_not_forge_a_link_to_a_cached_block(void)
+{
+    nd_api();
+    expect_misuse("a link forged from the words of freed blocks, to a block waiting in a thread cache",
+                  NULL, "forge_from_freed_words", 1);
+}
+
+static void a_read_of_freed_blocks_does_not_forge_a_link_under_check_2_or_secure_1(void)
+{
+    nd_api();
+    const char *opts[] = { "check=2", "secure=1" };
+    for (int i = 0; i < 2; i++) {
+        expect_misuse("a link forged from the words of freed blocks, to a live block dressed as a free one",
+                      opts[i], "forge_from_freed_words", 0);
+        expect_misuse("a link forged from the words of freed blocks, to a block waiting in a thread cache",
+                      opts[i], "forge_from_freed_words", 1);
+    }
+}
+
+/* ---- a double free with the second word cleared in between --------------- */
+
+/* free(p); p[1] = 0; free(p): the common shape `s->len = 0` after free,
+   which erases the freed mark. arg = size | other << 24 | between << 25:
+   the second free is made by another thread when `other`; another block
+   of the size is freed in between when `between` (p, write, q, p). */
+static void sc_double_free_second_word_cleared(long arg)
+{
+    size_t size = (size_t)arg & 0xffffff;
+    int other = (int)(arg >> 24) & 1, between = (int)(arg >> 25) & 1;
+    const struct nd_api *A = nd_api();
+    void *keep = A->malloc(size);
+    long *p = A->malloc(size);
+    void *q = A->malloc(size);
+    if (!keep || !p || !q)
+        _exit(4);
+    /* The second free itself is seen by default; check=2 (the block is on
+       its page's free list then) may see the list's damage at the next
+       malloc, secure=1 the quarantined block's damage when it leaves. */
+    const char *opts = getenv("NODAL_OPTIONS");
+    if (opts && strstr(opts, "check=2"))
+        want("nodal: free(): double free: %p | nodal: malloc(): corrupted free list: %p", (void *)p, (void *)p);
+    else if (opts && strstr(opts, "secure=1"))
+        want("nodal: free(): double free: %p | nodal: malloc(): free block modified after free: %p | "
+             "nodal: free(): block modified after free: %p", (void *)p, (void *)p, (void *)p);
+    else
+        want("nodal: free(): double free: %p", (void *)p);
+    A->free(p);
+    p[1] = 0;
+    if (between)
+        A->free(q);
+    if (other)
+        free_by_another_thread(p);
+    else
+        A->free(p);
+    expect_no_block_twice(size, "free(p); p[1] = 0; free(p)");
+    let_through("free(p); p[1] = 0; %sfree(p) of a %zu-byte block%s", between ? "free(q); " : "", size,
+                other ? ", the second by another thread" : "");
+}
+
+static long dfc(size_t size, int other) { return (long)(size | (size_t)other << 24); }
+static long dfc_between(size_t size) { return (long)(size | (size_t)1 << 25); }
+
+static void double_free_with_the_second_word_cleared_in_between_aborts(void)
+{
+    nd_api();
+    size_t sizes[] = { 16, 48, 1000, 20000 };
+    for (size_t i = 0; i < 4; i++)
+        expect_misuse("free(p); p[1] = 0; free(p)", NULL, "double_free_second_word_cleared", dfc(sizes[i], 0));
+}
+
+/* (By another thread, check=2 lets it through, as the default does: the
+   README's "what no level catches".) */
+static void double_free_with_the_second_word_cleared_aborts_under_check_2(void)
+{
+    nd_api();
+    expect_misuse("free(p); p[1] = 0; free(p)", "check=2", "double_free_second_word_cleared", dfc(48, 0));
+}
+
+static void double_free_with_the_second_word_cleared_aborts_under_secure_1(void)
+{
+    nd_api();
+    expect_misuse("free(p); p[1] = 0; free(p)", "secure=1", "double_free_second_word_cleared", dfc(48, 0));
+    expect_misuse("free(p); p[1] = 0; free(p) by another thread", "secure=1", "double_free_second_word_cleared",
+                  dfc(48, 1));
+    expect_misuse("free(p); p[1] = 0; free(q); free(p)", "secure=1", "double_free_second_word_cleared",
+                  dfc_between(48));
+}
+
 /* ---- overflows (secure=1) ------------------------------------------------- */
 
 /* Two live neighbours a, b of `size`: b is the block that starts right
@@ -1241,6 +1449,8 @@ static const struct scenario scenarios[] = {
     { "overflow_then_remote_free", sc_overflow_then_remote_free },
     { "realloc_overflowed", sc_realloc_overflowed },
     { "double_free_after_write", sc_double_free_after_write },
+    { "forge_from_freed_words", sc_forge_from_freed_words },
+    { "double_free_second_word_cleared", sc_double_free_second_word_cleared },
     { "write_past_usable", sc_write_past_usable },
     { "write_past_segment_end", sc_write_past_segment_end },
     { "write_past_reused_huge", sc_write_past_reused_huge },
@@ -1299,6 +1509,12 @@ static const struct nd_case cases[] = {
     ND_CASE(overflow_past_a_block_into_the_next_segment_is_reported_as_corruption),
     ND_CASE(realloc_of_a_freed_large_block_aborts_with_message),
     ND_CASE(realloc_of_a_freed_block_aborts_with_message_under_check_2),
+    ND_CASE(a_read_of_freed_blocks_does_not_forge_a_link_to_a_live_block),
+    ND_CASE(a_read_of_freed_blocks_does_not_forge_a_link_to_a_cached_block),
+    ND_CASE(a_read_of_freed_blocks_does_not_forge_a_link_under_check_2_or_secure_1),
+    ND_CASE(double_free_with_the_second_word_cleared_in_between_aborts),
+    ND_CASE(double_free_with_the_second_word_cleared_aborts_under_check_2),
+    ND_CASE(double_free_with_the_second_word_cleared_aborts_under_secure_1),
     ND_CASE(misuse_child),
 };
 ND_MAIN(cases)

@@ -102,6 +102,64 @@ static void fast_block_start_check_is_exact(void)
     }
 }
 
+/* What a read of freed blocks gives (page.h): a block's link and mark.
+   Every link leads where it was set to; a link copied to another block,
+   or with its index changed, is rejected; marks are never 0 nor the fill
+   word, differ from block to block, and the XOR of one block's mark with
+   its address, XORed with another address, is not that block's mark (the
+   XOR scheme's shortcut). Checked over every block of a 64 KiB page of
+   48-byte blocks. */
+static void links_and_marks_read_from_one_block_forge_no_other(void)
+{
+    static uint8_t area[ND_SMALL_PAGE_SIZE] __attribute__((aligned(65536)));
+    nd_page_keys_init();
+    nd_page pg;
+    memset(&pg, 0, sizeof pg);
+    pg.block_size = 48;
+    pg.mul = nd_block_mul(pg.block_size);
+    pg.start = area;
+    size_t blocks = sizeof area / pg.block_size;
+    pg.capacity = (uint16_t)blocks;
+    pg.limit = (uint64_t)pg.capacity * (pg.mul * pg.block_size);
+#define BLK(i) ((nd_block *)(area + (size_t)(i) * pg.block_size))
+    for (size_t i = 0; i < blocks; i++) {
+        uintptr_t m = nd_block_mark_of(BLK(i));
+        EXPECT(m != 0 && m != ND_FILL_WORD && (m & 0x20), "block %zu's mark %#llx to be neither 0 nor the "
+               "fill word, bit 5 set", i, (unsigned long long)m);
+        if (i > 0) {
+            uintptr_t prev = nd_block_mark_of(BLK(i - 1));
+            EXPECT(m != prev, "blocks %zu and %zu to have different marks", i - 1, i);
+            EXPECT((prev ^ (uintptr_t)BLK(i - 1) ^ (uintptr_t)BLK(i)) != m,
+                   "block %zu's mark not to follow from block %zu's by an XOR of addresses", i, i - 1);
+        }
+    }
+    size_t step = 7;   /* pairs (b, next) and copies over a sample of the page */
+    for (size_t i = 0; i < blocks; i += step) {
+        for (size_t j = 0; j <= blocks; j += step) {
+            nd_block *b = BLK(i), *next = j == blocks ? NULL : BLK(j), *got = (nd_block *)1;
+            nd_link_set(&pg, b, next);
+            EXPECT(nd_link_get(&pg, b, &got) && got == next, "the link of block %zu set to %zu to lead there",
+                   i, j);
+            uint64_t w = (uint64_t)(uintptr_t)b->next;
+            for (size_t k = 0; k < blocks; k += step) {
+                if (k == i)
+                    continue;
+                BLK(k)->next = b->next;
+                EXPECT(!nd_link_get(&pg, BLK(k), &got), "block %zu's link copied into block %zu to be rejected",
+                       i, k);
+            }
+            for (uint64_t f = 0; f <= blocks; f += step) {
+                if (f == (w & 0xffff))
+                    continue;
+                b->next = (nd_block *)(uintptr_t)((w & ~(uint64_t)0xffff) | f);
+                EXPECT(!nd_link_get(&pg, b, &got), "block %zu's link with its index changed to %llu to be "
+                       "rejected", i, (unsigned long long)f);
+            }
+        }
+    }
+#undef BLK
+}
+
 /* Chunk masks cover exactly the 64 KiB chunks a range touches. */
 static void chunk_masks_cover_exactly_the_touched_chunks(void)
 {
@@ -149,5 +207,6 @@ static const struct nd_case cases[] = {
     ND_CASE(fast_block_start_check_is_exact),
     ND_CASE(chunk_masks_cover_exactly_the_touched_chunks),
     ND_CASE(page_areas_tile_the_segment),
+    ND_CASE(links_and_marks_read_from_one_block_forge_no_other),
 };
 ND_MAIN(cases)
