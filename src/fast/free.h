@@ -2,7 +2,7 @@
  * free.h - the free fast path (static inline) and the free entry points
  * below it (free.c). A free of a block of one of the thread's own pages is
  * 36 instructions on x86-64 (gcc 12 -O2): five compares (the segment map
- * byte, the page's owner against the thread's id, the block-start check by
+ * word, the page's owner against the thread's id, the block-start check by
  * one multiply, the freed mark, the bin's bottom) and three stores (the
  * block into the bin, the bin's cur, the block's mark); a block of another
  * thread's page of the same kind of memory takes eleven more (the page's
@@ -12,7 +12,7 @@
  * already found.
  *
  * One free, top to bottom:
- *   nd_free_fast: segment map byte -> segment -> page descriptor;
+ *   nd_free_fast: segment map word -> segment -> page descriptor;
  *                 page kind == the thread's: *--bin->cur = p   (bin->cur != bin->low)
  *                 (a node-bound kind: the thread's cache for that node)
  *   else nd_free_slow (free.c) -> full cache: nd_tcache_push (grows the
@@ -46,10 +46,10 @@ nd_segment *nd_block_find(const char *fn, const void *p, nd_page **pgp) nd_hidde
 nd_inline void nd_free_fast(void *p)
 {
     uintptr_t a = (uintptr_t)p;
-    /* The map index is masked, not bounds-checked: an address beyond 2^47
-       either aliases no segment (slow path: "invalid pointer") or fails the
-       segment's cookie check on the slow path. */
-    if (nd_unlikely(nd_load_relaxed(&nd_segmap[(a >> ND_SEG_SHIFT) & (ND_SEGMAP_SIZE - 1)]) != 1)) {
+    /* The map's word names its window in full (segment.h): any address
+       of a window where no segment starts, NULL included, takes the
+       special path. */
+    if (nd_unlikely(!nd_segmap_is_start(a))) {
         nd_free_special(p);
         return;
     }

@@ -21,9 +21,14 @@
 #include "os.h"
 #include "topo.h"
 
-uint8_t   nd_segmap[ND_SEGMAP_SIZE];
+uint64_t  nd_segmap[ND_SEGMAP_SLOTS];
 uintptr_t nd_seg_secret;
 size_t    nd_seg_guard;
+
+/* Slot 0's word, which no window has (its windows' words have low bits
+   0): addresses in the top 4 MiB of the 64-bit space, whose key wraps to
+   0, never match it. */
+#define ND_SEGMAP_NONE ((uint64_t)1)
 
 void nd_seg_gauge_mapped(const nd_segment *s, long delta)
 {
@@ -34,6 +39,7 @@ void nd_seg_gauge_mapped(const nd_segment *s, long delta)
 
 void nd_seg_init(void)
 {
+    nd_store_release(&nd_segmap[0], ND_SEGMAP_NONE);
     nd_seg_secret = (uintptr_t)nd_os_random() | 1;
     /* A guard page is an OS page: with pages above 16 KiB (some aarch64
        kernels) it would take a whole 64 KiB page of a small segment, and
@@ -63,10 +69,7 @@ int nd_seg_bind_node(void *p, size_t size, int node)
     return -1;
 }
 
-void nd_segmap_set(const void *addr, unsigned value)
-{
-    nd_store_release(&nd_segmap[(uintptr_t)addr >> ND_SEG_SHIFT], (uint8_t)value);
-}
+static uint64_t *nd_segmap_slot(uintptr_t w) { return &nd_segmap[(w + 1) & (ND_SEGMAP_SLOTS - 1)]; }
 
 static size_t nd_segmap_chunks(size_t size)
 {
@@ -74,14 +77,69 @@ static size_t nd_segmap_chunks(size_t size)
     return n < ND_SEGMAP_REACH ? n : ND_SEGMAP_REACH;
 }
 
-void nd_segmap_huge(const nd_segment *s, size_t old_size, size_t new_size)
+/* Window w + d, the d-th chunk of a mapping starting in window w, gets its
+   word if its slot is free. A slot is claimed and released only by the
+   owner of the window that holds it, and a free one is taken with a
+   compare-and-swap: a mapping at addresses another mapping has just given
+   up finds the slot still taken until that one releases it, and is put
+   aside, rather than wiping the word. */
+static bool nd_segmap_claim(uintptr_t w, size_t d)
 {
-    size_t first = (uintptr_t)s >> ND_SEG_SHIFT;
+    uint64_t expect = 0;
+    return nd_cas_strong_acq_rel(nd_segmap_slot(w + d), &expect, (uint64_t)(w + d + 1) | (uint64_t)d << 48);
+}
+
+static void nd_segmap_release(uintptr_t w, size_t d)
+{
+    uint64_t expect = (uint64_t)(w + d + 1) | (uint64_t)d << 48;
+    bool ok = nd_cas_strong_acq_rel(nd_segmap_slot(w + d), &expect, (uint64_t)0);
+    nd_assert(ok);
+    (void)ok;
+}
+
+bool nd_segmap_huge(const nd_segment *s, size_t old_size, size_t new_size)
+{
+    uintptr_t w = (uintptr_t)s >> ND_SEG_SHIFT;
     size_t had = nd_segmap_chunks(old_size), has = nd_segmap_chunks(new_size);
-    for (size_t i = had; i < has; i++)
-        nd_store_release(&nd_segmap[first + i], (uint8_t)(i + 1));
+    for (size_t i = had; i < has; i++) {
+        if (!nd_segmap_claim(w, i)) {
+            while (i-- > had)
+                nd_segmap_release(w, i);
+            return false;
+        }
+    }
     for (size_t i = has; i < had; i++)
-        nd_store_release(&nd_segmap[first + i], (uint8_t)0);
+        nd_segmap_release(w, i);
+    return true;
+}
+
+/* Mappings put aside because a slot they need is taken, before giving up:
+   each is kept until the search ends, so that the kernel offers another
+   place. Two windows share a slot only 256 GiB apart: a process whose
+   mappings spread that far meets it seldom. */
+#define ND_SEG_RESERVE_TRIES 8
+
+void *nd_seg_reserve(size_t size, size_t alignment)
+{
+    void *aside[ND_SEG_RESERVE_TRIES];
+    size_t n = 0;
+    void *p = NULL;
+    for (;;) {
+        p = nd_os_map_aligned(size, alignment);
+        if (p == NULL || nd_segmap_huge(p, 0, size))
+            break;
+        if (n == ND_SEG_RESERVE_TRIES) {
+            nd_os_unmap(p, size);
+            p = NULL;
+            break;
+        }
+        aside[n++] = p;
+    }
+    while (n > 0)
+        nd_os_unmap(aside[--n], size);
+    if (p == NULL)
+        errno = ENOMEM;
+    return p;
 }
 
 /*
@@ -207,10 +265,14 @@ int nd_seg_adopt_mapping(nd_segment *s, size_t size, int node, bool bound, const
     if (interleave != NULL) {
         nd_os_bind(s, size, ND_MPOL_INTERLEAVE, interleave);
     } else if (bound && nd_seg_place_new(s, size, node, commit) != 0) {
+        int err = errno;
+        nd_segmap_huge(s, size, 0);
         nd_os_unmap(s, size);
+        errno = err;
         return -1;
     }
     if (nd_seg_guard != 0 && nd_os_protect((uint8_t *)s + size - nd_seg_guard, nd_seg_guard, false) != 0) {
+        nd_segmap_huge(s, size, 0);
         nd_os_unmap(s, size);   /* out of mappings (vm.max_map_count) */
         errno = ENOMEM;
         return -1;
@@ -227,24 +289,21 @@ int nd_seg_adopt_mapping(nd_segment *s, size_t size, int node, bool bound, const
 
 nd_segment *nd_seg_map(int node, bool bound)
 {
-    nd_segment *s = nd_os_map_aligned(ND_SEG_SIZE, ND_SEG_SIZE);
-    if (s == NULL) {
-        errno = ENOMEM;
+    nd_segment *s = nd_seg_reserve(ND_SEG_SIZE, ND_SEG_SIZE);
+    if (s == NULL)
         return NULL;
-    }
     if (nd_seg_adopt_mapping(s, ND_SEG_SIZE, node, bound, NULL, ND_CHUNK_SIZE) != 0)
         return NULL;
     s->kind = ND_SEG_FREE;
     s->committed = 1;
     nd_gauge_add(committed, ND_CHUNK_SIZE);
-    nd_segmap_set(s, 1);
     return s;
 }
 
 void nd_seg_unmap(nd_segment *s)
 {
     size_t committed = (size_t)nd_popcount64(s->committed) << ND_CHUNK_SHIFT;
-    nd_segmap_set(s, 0);
+    nd_segmap_huge(s, ND_SEG_SIZE, 0);
     s->cookie = 0;
     nd_gauge_sub(committed, committed);
     nd_gauge_add(returned, committed);
@@ -300,7 +359,7 @@ void nd_seg_format(nd_segment *s, int kind)
 
 bool nd_seg_is_valid(const nd_segment *s)
 {
-    if (!nd_seg_cookie_ok(s) || nd_load_relaxed(&nd_segmap[(uintptr_t)s >> ND_SEG_SHIFT]) != 1)
+    if (!nd_seg_cookie_ok(s) || !nd_segmap_is_start((uintptr_t)s))
         return false;
     if (s->bound && (s->node < 0 || s->node >= ND_MAX_NODES))
         return false;
