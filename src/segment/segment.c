@@ -210,7 +210,7 @@ int nd_seg_commit_slow(nd_segment *s, uint64_t todo)
             nd_mask_first_run(m, &a, &b);
             uint8_t *start = (uint8_t *)s + ((size_t)a << ND_CHUNK_SHIFT);
             size_t n = (size_t)(b - a + 1) << ND_CHUNK_SHIFT;
-            if (b == ND_SEG_CHUNKS - 1)
+            if ((size_t)(b + 1) << ND_CHUNK_SHIFT == s->size)
                 n -= nd_seg_guard;   /* never populate the guard page */
             if (nd_seg_commit_bound(start, n, s->node) != 0)
                 return -1;
@@ -287,12 +287,13 @@ int nd_seg_adopt_mapping(nd_segment *s, size_t size, int node, bool bound, const
     return 0;
 }
 
-nd_segment *nd_seg_map(int node, bool bound)
+nd_segment *nd_seg_map(int node, bool bound, size_t size)
 {
-    nd_segment *s = nd_seg_reserve(ND_SEG_SIZE, ND_SEG_SIZE);
+    nd_assert(size >= ND_CHUNK_SIZE && size <= ND_SEG_SIZE && (size & (ND_CHUNK_SIZE - 1)) == 0);
+    nd_segment *s = nd_seg_reserve(size, ND_SEG_SIZE);
     if (s == NULL)
         return NULL;
-    if (nd_seg_adopt_mapping(s, ND_SEG_SIZE, node, bound, NULL, ND_CHUNK_SIZE) != 0)
+    if (nd_seg_adopt_mapping(s, size, node, bound, NULL, ND_CHUNK_SIZE) != 0)
         return NULL;
     s->kind = ND_SEG_FREE;
     s->committed = 1;
@@ -303,13 +304,14 @@ nd_segment *nd_seg_map(int node, bool bound)
 void nd_seg_unmap(nd_segment *s)
 {
     size_t committed = (size_t)nd_popcount64(s->committed) << ND_CHUNK_SHIFT;
-    nd_segmap_huge(s, ND_SEG_SIZE, 0);
+    size_t size = s->size;
+    nd_segmap_huge(s, size, 0);
     s->cookie = 0;
     nd_gauge_sub(committed, committed);
     nd_gauge_add(returned, committed);
-    nd_seg_gauge_mapped(s, -(long)ND_SEG_SIZE);
+    nd_seg_gauge_mapped(s, -(long)size);
     nd_gauge_sub(segments, 1);
-    nd_os_unmap(s, ND_SEG_SIZE);
+    nd_os_unmap(s, size);
 }
 
 void nd_seg_set_geometry(nd_segment *s, unsigned page_shift, unsigned page_count)
@@ -339,7 +341,12 @@ void nd_seg_format(nd_segment *s, int kind)
     /* LARGE: the descriptors are per 64 KiB chunk; a block takes a run. */
     unsigned shift = kind == ND_SEG_SMALL ? ND_SMALL_PAGE_SHIFT
                    : kind == ND_SEG_MEDIUM ? ND_MEDIUM_PAGE_SHIFT : ND_CHUNK_SHIFT;
+    /* The descriptor lookup is a whole segment's; a short one (s->size <
+       4 MiB) has the pages that fit in its mapping. */
     nd_seg_set_geometry(s, shift, (unsigned)(ND_SEG_SIZE >> shift));
+    unsigned lookup = s->page_count;
+    s->page_count = (uint16_t)(s->size >> shift);
+    nd_assert(s->page_count >= 1 && ((size_t)s->page_count << shift) == s->size);
     s->used_pages = 0;
     s->free_mask = nd_mask_range(0, s->page_count - 1u);
     s->owner = NULL;
@@ -347,11 +354,13 @@ void nd_seg_format(nd_segment *s, int kind)
     s->next = s->prev = NULL;
     memset(s->guards, 0, sizeof s->guards);
     if (nd_seg_guard != 0) {
-        size_t last = ND_SEG_SIZE / nd_os_page_size() - 1;
+        size_t last = s->size / nd_os_page_size() - 1;
         s->guards[last / 64] |= (uint64_t)1 << (last % 64);
     }
-    memset(s->pages, 0, sizeof(nd_page) * s->page_count);
-    for (unsigned i = 0; i < s->page_count; i++) {
+    /* Every descriptor the lookup can reach (a short segment's beyond its
+       pages too: a foreign pointer past its mapping finds one in no use). */
+    memset(s->pages, 0, sizeof(nd_page) * lookup);
+    for (unsigned i = 0; i < lookup; i++) {
         s->pages[i].key = ND_KEY_NONE;
         s->pages[i].index = (uint8_t)i;
     }
@@ -372,11 +381,14 @@ bool nd_seg_is_valid(const nd_segment *s)
     if (s->page_count == 0 || s->page_count > ND_SEG_MAX_PAGES ||
         (s->free_mask & ~nd_mask_range(0, s->page_count - 1u)) != 0)
         return false;
-    size_t last = ND_SEG_SIZE / nd_os_page_size() - 1;
+    /* A short segment: its pages fill its mapping. */
+    if (s->size > ND_SEG_SIZE || ((size_t)s->page_count << s->page_shift) != s->size)
+        return false;
+    size_t last = s->size / nd_os_page_size() - 1;
     if (nd_seg_guarded(s, last) != (nd_seg_guard != 0))
         return false;
     uint32_t in_use = 0;
-    const uint8_t *guard = (const uint8_t *)s + ND_SEG_SIZE - nd_seg_guard;
+    const uint8_t *guard = (const uint8_t *)s + s->size - nd_seg_guard;
     for (unsigned i = 0; i < s->page_count; i++) {
         const nd_page *pg = &s->pages[i];
         bool is_free = (s->free_mask >> i) & 1;

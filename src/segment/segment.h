@@ -21,6 +21,11 @@
  *   starts after the header. LARGE: one page holding one block. HUGE: one
  *   block, segment sized to fit, 4 KiB header.
  *
+ *   A short segment (size < 4 MiB; SMALL or MEDIUM only) maps the first
+ *   `size` bytes of its 4 MiB window, page_count pages; the rest of the
+ *   window is not nodal's. Made only when a 4 MiB mapping fails (an
+ *   address-space limit), and unmapped as soon as it is empty.
+ *
  *   secure=1: the last OS page of every 4 MiB segment is a guard page
  *   (inaccessible, nd_seg_guard bytes; 0 otherwise): the last page's
  *   blocks (and large blocks) end before it, so an overflow past the last
@@ -151,6 +156,8 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
  *    its in-use pages then belong to owner. abandoned == 1: on its node's
  *    abandoned list, owner == NULL, pages keep their blocks.
  *  - free_mask bit i set <=> pages[i] not in use; used_pages = popcount of the rest.
+ *  - SMALL/MEDIUM: page_count << page_shift == size (4 MiB, or less for a
+ *    short segment); the descriptor lookup (desc_mask) is a 4 MiB segment's.
  *  - committed bit j: chunk j may hold resident memory (bound: populated and
  *    verified). purge_mask is a subset of committed and of free pages' chunks.
  *  - the segment map says 1 for seg while mapped.
@@ -268,9 +275,12 @@ void nd_seg_init(void) nd_hidden;
    size: nd_segmap_huge(s, 0, size)); a mapping whose windows' slots are
    taken is put aside and another one tried. NULL with errno = ENOMEM. */
 void *nd_seg_reserve(size_t size, size_t alignment) nd_hidden;
-/* A fresh 4 MiB segment for (node, bound), header committed, kind FREE;
-   NULL with errno = ENOMEM. */
-nd_segment *nd_seg_map(int node, bool bound) nd_hidden;
+/* A fresh segment of `size` bytes for (node, bound), 4 MiB-aligned,
+   header committed, kind FREE; NULL with errno = ENOMEM. size is
+   ND_SEG_SIZE, or less for a short segment (a whole number of the pages
+   of the kind it is formatted for): the fallback when address space is
+   short (RLIMIT_AS), whose window's rest stays unmapped. */
+nd_segment *nd_seg_map(int node, bool bound, size_t size) nd_hidden;
 void nd_seg_unmap(nd_segment *s) nd_hidden;
 /* A fresh mapping s of `size` bytes becomes a segment of (node, bound) or,
    interleave != NULL, of pages spread over that node mask: placed (bound:
