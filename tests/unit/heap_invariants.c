@@ -5,8 +5,11 @@
  * and flushes check it too), blocks must come back intact, and remote frees
  * must return to their owner's pages.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -255,8 +258,105 @@ static void a_huge_block_mapped_where_a_moved_one_was_stays_nodals(void)
              "not exercised", ROUNDS);
 }
 
+/* Under an address-space limit that leaves room for no 4 MiB segment, a
+   thread's small and medium blocks come from short segments (segment.h):
+   their invariants hold (nd_thread_is_valid checks every segment of the
+   thread's heaps), their blocks stay intact, a request that does not fit
+   fails with ENOMEM, and an empty short segment goes back to the OS. */
+static long vm_kib(void)
+{
+    char buf[256];
+    long kib = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f == NULL)
+        return -1;
+    while (fgets(buf, sizeof buf, f) != NULL)
+        if (strncmp(buf, "VmSize:", 7) == 0)
+            kib = atol(buf + 7);
+    fclose(f);
+    return kib;
+}
+
+static void *short_segment_work(void *arg)
+{
+    enum { N = 512 };
+    static void *p[N];
+    static size_t sz[N];
+    int *result = arg;
+    uint64_t x = nd_test_seed();
+    int ok = 0, failed = 0, short_seen = 0, bad = 0;
+    for (int round = 0; round < 8; round++) {
+        for (int i = 0; i < 3000; i++) {
+            size_t k = (size_t)(x >> 40) % N;
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            if (p[k] != NULL) {
+                for (size_t j = 0; j < sz[k]; j += 512)
+                    bad += ((unsigned char *)p[k])[j] != (unsigned char)(k + j);
+                nodal_free(p[k]);
+                p[k] = NULL;
+                continue;
+            }
+            sz[k] = (x >> 33) % 4 == 0 ? 16384 + (x >> 20) % (112 << 10) : 1 + (x >> 20) % 2048;
+            errno = 0;
+            p[k] = nodal_malloc(sz[k]);
+            if (p[k] == NULL) {
+                failed++;
+                bad += errno != ENOMEM;
+                continue;
+            }
+            ok++;
+            short_seen |= nd_seg_base(p[k])->size < ND_SEG_SIZE;
+            for (size_t j = 0; j < sz[k]; j += 512)
+                ((unsigned char *)p[k])[j] = (unsigned char)(k + j);
+        }
+        bad += !nd_thread_is_valid();
+    }
+    for (int k = 0; k < N; k++) {
+        nodal_free(p[k]);
+        p[k] = NULL;
+    }
+    nodal_collect(1);
+    bad += !nd_thread_is_valid();
+    result[0] = ok, result[1] = failed, result[2] = short_seen, result[3] = bad;
+    return NULL;
+}
+
+static void short_segments_under_an_address_space_limit_keep_the_heap_valid(void)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    EXPECT(pid >= 0, "fork to work");
+    if (pid == 0) {
+        alarm(60);
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setstacksize(&attr, 64 << 10);
+        /* Room for the thread's stack and 3 MiB: no whole segment. */
+        long vm = vm_kib();
+        struct rlimit lim;
+        lim.rlim_cur = lim.rlim_max = (rlim_t)vm * 1024 + ((rlim_t)3 << 20);
+        if (vm <= 0 || setrlimit(RLIMIT_AS, &lim) != 0)
+            _exit(4);
+        int r[4] = { 0, 0, 0, 0 };
+        pthread_t t;
+        if (pthread_create(&t, &attr, short_segment_work, r) != 0)
+            _exit(5);
+        pthread_join(t, NULL);
+        printf("%d %d %d %d\n", r[0], r[1], r[2], r[3]);
+        _exit(r[0] > 0 && r[2] && r[3] == 0 ? 0 : 3);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        ;
+    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+           "the child to get blocks from short segments, with every block intact, every failure ENOMEM and "
+           "the heap valid (exit 0); it %s (4: no limit, 5: no thread, 3: see its line of ok, failed, "
+           "short segments seen, problems)", nd_describe_status(st));
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(a_huge_block_mapped_where_a_moved_one_was_stays_nodals),
+    ND_CASE(short_segments_under_an_address_space_limit_keep_the_heap_valid),
     ND_CASE(fork_cutting_off_a_remote_free_leaves_a_working_child),
     ND_CASE(random_operations_keep_the_heap_valid),
     ND_CASE(remote_frees_return_to_the_owner),
