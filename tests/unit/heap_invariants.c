@@ -23,6 +23,8 @@
 #include "thread.h"
 #include "segment.h"
 
+#define MiB_ ((size_t)1 << 20)
+
 static size_t random_size(uint64_t *x)
 {
     *x = *x * 6364136223846793005ull + 1442695040888963407ull;
@@ -354,9 +356,98 @@ static void short_segments_under_an_address_space_limit_keep_the_heap_valid(void
            "short segments seen, problems)", nd_describe_status(st));
 }
 
+/* The segment map is a direct-mapped table (segment.h): a window 256 GiB
+   away from a segment's has the same slot, and is neither taken for the
+   segment nor given the slot while the segment holds it; a mapping whose
+   slots are all taken is put aside (nd_seg_reserve), and the allocation
+   fails cleanly when every place the kernel offers is. */
+static uintptr_t other_window_of_slot(uintptr_t w)
+{
+    /* The same slot in another 256 GiB region, below 2^47. */
+    uintptr_t region = (uintptr_t)ND_SEGMAP_SLOTS << ND_SEG_SHIFT;
+    uintptr_t a = w << ND_SEG_SHIFT;
+    return a >= region ? a - region : a + region;
+}
+
+static void segment_map_words_name_their_window(void)
+{
+    char *p = nodal_malloc(64);
+    EXPECT(p != NULL, "malloc(64) to succeed");
+    nd_segment *s = nd_seg_base(p);
+    EXPECT(nd_seg_of(p) == s, "a block's segment to be found through the map");
+    uintptr_t alias = other_window_of_slot((uintptr_t)s >> ND_SEG_SHIFT);
+    EXPECT(nd_seg_of((void *)(alias + 64)) == NULL && !nd_segmap_is_start(alias),
+           "an address 256 GiB from a segment (the same slot) not to be nodal's");
+    EXPECT(!nd_segmap_huge((nd_segment *)alias, 0, ND_SEG_SIZE), "a window whose slot is taken not to be claimed");
+    EXPECT(nd_seg_of(p) == s, "the segment's word to be intact after a refused claim");
+    /* A window with a free slot: claimed for three chunks, found from each,
+       released. */
+    uintptr_t w = alias >> ND_SEG_SHIFT;
+    while (!nd_segmap_huge((nd_segment *)(w << ND_SEG_SHIFT), 0, 3 * ND_SEG_SIZE))
+        w += 3;
+    uint8_t *x = (uint8_t *)(w << ND_SEG_SHIFT);
+    EXPECT(nd_seg_of(x + 5 * MiB_) == (nd_segment *)x && nd_seg_of(x + 9 * MiB_) == (nd_segment *)x &&
+           nd_segmap_is_start((uintptr_t)x) && !nd_segmap_is_start((uintptr_t)x + ND_SEG_SIZE),
+           "every chunk of a claimed mapping to point back at its start, only the first to be a start");
+    EXPECT(nd_segmap_huge((nd_segment *)x, 3 * ND_SEG_SIZE, 0), "a release to succeed");
+    EXPECT(nd_seg_of(x + 5 * MiB_) == NULL, "released windows not to be nodal's");
+    nodal_free(p);
+}
+
+static void a_mapping_whose_slots_are_taken_goes_elsewhere_or_fails_cleanly(void)
+{
+    enum { CHUNKS = 3 };   /* an 8 MiB block and its header span three windows */
+    /* Where an 8 MiB block goes; then the slots of those windows are
+       taken (by windows 256 GiB away), and the next 8 MiB block must go
+       elsewhere, wholly in the map. */
+    uint8_t *p = nodal_malloc(8 * MiB_);
+    EXPECT(p != NULL, "malloc(8 MiB) to succeed");
+    uintptr_t w0 = (uintptr_t)nd_seg_of(p) >> ND_SEG_SHIFT;
+    nodal_free(p);
+    nodal_collect(1);
+    bool held[CHUNKS];
+    for (int i = 0; i < CHUNKS; i++)
+        held[i] = nd_segmap_huge((nd_segment *)other_window_of_slot(w0 + (uintptr_t)i), 0, 1);
+    p = nodal_malloc(8 * MiB_);
+    EXPECT(p != NULL, "malloc(8 MiB) to succeed with the slots of the last one's windows taken");
+    uintptr_t w1 = (uintptr_t)nd_seg_of(p) >> ND_SEG_SHIFT;
+    for (int i = 0; i < CHUNKS; i++)
+        EXPECT(!held[i] || w1 + 2 < w0 + (uintptr_t)i || w1 > w0 + (uintptr_t)i,
+               "the new block not to use window %d of the last one, whose slot is taken", i);
+    EXPECT(nd_seg_of(p + 6 * MiB_) == nd_seg_of(p) && nd_seg_of(p + 8 * MiB_ - 1) == nd_seg_of(p),
+           "every window of the new block to be in the map");
+    nodal_free(p);
+    nodal_collect(1);
+    for (int i = 0; i < CHUNKS; i++)
+        if (held[i])
+            EXPECT(nd_segmap_huge((nd_segment *)other_window_of_slot(w0 + (uintptr_t)i), 1, 0), "a release to succeed");
+
+    /* Every slot taken: the allocation fails cleanly, and the mappings put
+       aside are gone. */
+    static uint8_t mine[ND_SEGMAP_SLOTS];
+    uintptr_t far = (uintptr_t)0x500000000000 >> ND_SEG_SHIFT;   /* 80 TiB: nothing of this process is there */
+    for (uintptr_t i = 0; i < ND_SEGMAP_SLOTS; i++)
+        mine[i] = nd_segmap_huge((nd_segment *)((far + i) << ND_SEG_SHIFT), 0, 1);
+    long vm = vm_kib();
+    errno = 0;
+    void *q = nodal_malloc(8 * MiB_);
+    int err = errno;
+    EXPECT(q == NULL && err == ENOMEM, "with every slot taken, malloc(8 MiB) to give NULL, ENOMEM (got %p, errno %d)",
+           q, err);
+    EXPECT(vm_kib() <= vm, "the mappings put aside to be unmapped (VmSize %ld KiB, was %ld)", vm_kib(), vm);
+    for (uintptr_t i = 0; i < ND_SEGMAP_SLOTS; i++)
+        if (mine[i])
+            EXPECT(nd_segmap_huge((nd_segment *)((far + i) << ND_SEG_SHIFT), 1, 0), "a release to succeed");
+    q = nodal_malloc(8 * MiB_);
+    EXPECT(q != NULL, "malloc(8 MiB) to succeed once the slots are free again");
+    nodal_free(q);
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(a_huge_block_mapped_where_a_moved_one_was_stays_nodals),
     ND_CASE(short_segments_under_an_address_space_limit_keep_the_heap_valid),
+    ND_CASE(segment_map_words_name_their_window),
+    ND_CASE(a_mapping_whose_slots_are_taken_goes_elsewhere_or_fails_cleanly),
     ND_CASE(fork_cutting_off_a_remote_free_leaves_a_working_child),
     ND_CASE(random_operations_keep_the_heap_valid),
     ND_CASE(remote_frees_return_to_the_owner),
