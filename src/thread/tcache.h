@@ -91,7 +91,8 @@ typedef struct nd_bin_info {
  * Invariants: the bins' slot arrays (slot_bytes) follow the struct in the
  * same allocation; kind == nd_kind_of(heap.bound, heap.node), the kind of
  * the blocks the bins hold (ND_KIND_NONE for a shared heap's cache, which
- * holds none); cap_bytes == the sum of the bins' cap * class size: a bin
+ * holds none; ND_KIND_NO_PAGE for the static empty and dead caches of
+ * thread.c); cap_bytes == the sum of the bins' cap * class size: a bin
  * grows only while that stays within the option tcache_total, so a thread
  * cache holds at most about that many bytes however many classes it uses
  * (its bins' starting capacities aside).
@@ -105,7 +106,7 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_tcache {
     nd_bin_info  binfo[ND_CLASS_COUNT];
     uint32_t     slot_bytes;
     uint32_t     gc_samples;
-    uint32_t     kind;          /* nd_kind_of(heap.bound, heap.node) */
+    uint32_t     kind;          /* nd_kind_of(heap.bound, heap.node); the free fast path compares pages' kind with it */
     size_t       cap_bytes;     /* sum over the bins of cap * class size (bounded by tcache_total) */
     struct nd_secure *secure;   /* secure=1: random bins and quarantine (secure.h) */
     nd_heap      heap;

@@ -23,8 +23,10 @@
 
 /* ---- the static tcaches and records, and TLS ------------------------------ */
 
-static nd_tcache nd_tcache_empty = { .bins = { [0 ... ND_CLASS_COUNT - 1] = ND_TCACHE_EMPTY_BIN } };
-static nd_tcache nd_tcache_dead = { .bins = { [0 ... ND_CLASS_COUNT - 1] = ND_TCACHE_EMPTY_BIN } };
+/* Their kind is one no page has: every free of a thread without a cache
+   of its own takes the slow path. */
+static nd_tcache nd_tcache_empty = { .bins = { [0 ... ND_CLASS_COUNT - 1] = ND_TCACHE_EMPTY_BIN }, .kind = ND_KIND_NO_PAGE };
+static nd_tcache nd_tcache_dead = { .bins = { [0 ... ND_CLASS_COUNT - 1] = ND_TCACHE_EMPTY_BIN }, .kind = ND_KIND_NO_PAGE };
 
 static nd_thread nd_thread_empty = {
     .node_tc = { [0 ... ND_MAX_NODES - 1] = &nd_tcache_empty },
@@ -38,7 +40,6 @@ static nd_thread nd_thread_dead = {
 };
 
 __thread nd_tcache *nd_tls_tc = &nd_tcache_empty;
-__thread unsigned   nd_tls_kind = ND_KIND_NO_PAGE;
 __thread nd_thread *nd_tls_thread = &nd_thread_empty;
 __thread uintptr_t  nd_tls_tid;
 static __thread uint8_t nd_tls_starting;
@@ -238,7 +239,6 @@ nd_tcache *nd_thread_start(void)
         t->gc_countdown = ND_GC_EVENTS;
         t->maintain_at = nd_os_now_ms() + (uint64_t)nd_opt(ND_OPT_purge_delay);
         nd_tls_tc = tc;
-        nd_tls_kind = tc->kind;
         nd_tls_thread = t;
         pthread_setspecific(nd_thread_key, t);
         nd_tls_starting = 0;
@@ -266,7 +266,6 @@ nd_tcache *nd_thread_start(void)
     nd_list_push_front(&nd_threads, t);
     nd_unlock(nd_threads_lock);
     nd_tls_tc = tc;
-    nd_tls_kind = tc->kind;
     nd_tls_thread = t;
     /* May allocate (for high key numbers): the thread is already in place. */
     pthread_setspecific(nd_thread_key, t);
@@ -362,7 +361,6 @@ void nd_thread_done(void *arg)
         return;
     /* From here on this thread allocates from the shared heaps. */
     nd_tls_tc = &nd_tcache_dead;
-    nd_tls_kind = ND_KIND_NO_PAGE;
     nd_tls_thread = &nd_thread_dead;
     nd_tls_tid = 0;
     /* secure=1: the blocks the thread kept in quarantine go back now,

@@ -47,8 +47,6 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_thread {
    fast path misses, so no "initialised yet?" test is needed); after its
    exit, static dead ones. */
 extern __thread nd_tcache *nd_tls_tc nd_hidden;
-/* nd_tls_tc's kind of memory (nd_kind_of), or a value no page has. */
-extern __thread unsigned   nd_tls_kind nd_hidden;
 extern __thread nd_thread *nd_tls_thread nd_hidden;
 extern __thread uintptr_t  nd_tls_tid nd_hidden;
 
