@@ -16,17 +16,6 @@
 
 /* ---- malloc by size ------------------------------------------------------------ */
 
-static void *nd_route_huge(nd_tcache *tc, size_t size, size_t alignment)
-{
-    nd_heap *h = &tc->heap;
-    void *p = nd_huge_alloc(size, alignment, h->node, h->bound, NULL);
-    if (p != NULL) {
-        nd_count_inc(&h->stats.huge_allocs);
-        nd_count_add(&h->stats.huge_bytes_allocated, size);
-    }
-    return p;
-}
-
 void *nd_route_large(nd_tcache *tc, size_t size, size_t alignment)
 {
     nd_heap *h = &tc->heap;
@@ -35,14 +24,18 @@ void *nd_route_large(nd_tcache *tc, size_t size, size_t alignment)
     if (p != NULL) {
         nd_count_inc(&h->stats.large_allocs);
         nd_count_add(&h->stats.large_bytes_allocated, bytes);
-        return p;
     }
-    /* No room in the pool and no 4 MiB segment to be had (an address-space
-       limit): plain memory gets a mapping of the block's own size, as a
-       huge block, while one fits. (A bound block failed because its node
-       is full, which another mapping would not change.) */
-    if (errno == ENOMEM && !h->bound)
-        p = nd_route_huge(tc, size, alignment);
+    return p;
+}
+
+static void *nd_route_huge(nd_tcache *tc, size_t size, size_t alignment)
+{
+    nd_heap *h = &tc->heap;
+    void *p = nd_huge_alloc(size, alignment, h->node, h->bound, NULL);
+    if (p != NULL) {
+        nd_count_inc(&h->stats.huge_allocs);
+        nd_count_add(&h->stats.huge_bytes_allocated, size);
+    }
     return p;
 }
 
