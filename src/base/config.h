@@ -80,8 +80,7 @@
 /* ---- nodes and the segment map ----------------------------------------- */
 #define ND_MAX_NODES  NODAL_MAX_NODES
 #define ND_MAX_CPUS   4096
-#define ND_VA_BITS    47                     /* user address space we map into */
-#define ND_SEGMAP_SIZE ((size_t)1 << (ND_VA_BITS - ND_SEG_SHIFT))  /* one byte per 4 MiB */
+#define ND_SEGMAP_SLOTS ((size_t)1 << 16)     /* the segment map's words (segment.h): 512 KiB */
 
 #define ND_CACHE_LINE 64
 #define ND_BIN_BYTES  ND_CACHE_LINE          /* one thread-cache bin (tcache.h) */

@@ -45,6 +45,10 @@ void nd_block_misuse(const char *fn, const nd_segment *s, const void *p)
     const char *unused = freeing ? "double free or invalid pointer (block not in use)"
                                  : "invalid pointer (block not in use)";
     const char *why = unused;
+    /* Past the segment's mapping: the rest of the window of a short
+       segment or of a huge block's last 4 MiB is anyone's. */
+    if ((uintptr_t)p - (uintptr_t)s >= s->size)
+        nd_misuse(fn, "invalid pointer (not allocated by nodal)", p);
     if (s->kind != ND_SEG_HUGE && (uintptr_t)p - (uintptr_t)s < ND_SEG_HEADER_SIZE) {
         why = interior;   /* the segment's own header: never a block */
     } else if (s->kind == ND_SEG_HUGE) {

@@ -5,8 +5,11 @@
  * and flushes check it too), blocks must come back intact, and remote frees
  * must return to their owner's pages.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +22,8 @@
 #include "proc.h"
 #include "thread.h"
 #include "segment.h"
+
+#define MiB_ ((size_t)1 << 20)
 
 static size_t random_size(uint64_t *x)
 {
@@ -255,8 +260,194 @@ static void a_huge_block_mapped_where_a_moved_one_was_stays_nodals(void)
              "not exercised", ROUNDS);
 }
 
+/* Under an address-space limit that leaves room for no 4 MiB segment, a
+   thread's small and medium blocks come from short segments (segment.h):
+   their invariants hold (nd_thread_is_valid checks every segment of the
+   thread's heaps), their blocks stay intact, a request that does not fit
+   fails with ENOMEM, and an empty short segment goes back to the OS. */
+static long vm_kib(void)
+{
+    char buf[256];
+    long kib = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f == NULL)
+        return -1;
+    while (fgets(buf, sizeof buf, f) != NULL)
+        if (strncmp(buf, "VmSize:", 7) == 0)
+            kib = atol(buf + 7);
+    fclose(f);
+    return kib;
+}
+
+static void *short_segment_work(void *arg)
+{
+    enum { N = 512 };
+    static void *p[N];
+    static size_t sz[N];
+    int *result = arg;
+    uint64_t x = nd_test_seed();
+    int ok = 0, failed = 0, short_seen = 0, bad = 0;
+    for (int round = 0; round < 8; round++) {
+        for (int i = 0; i < 3000; i++) {
+            size_t k = (size_t)(x >> 40) % N;
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            if (p[k] != NULL) {
+                for (size_t j = 0; j < sz[k]; j += 512)
+                    bad += ((unsigned char *)p[k])[j] != (unsigned char)(k + j);
+                nodal_free(p[k]);
+                p[k] = NULL;
+                continue;
+            }
+            sz[k] = (x >> 33) % 4 == 0 ? 16384 + (x >> 20) % (112 << 10) : 1 + (x >> 20) % 2048;
+            errno = 0;
+            p[k] = nodal_malloc(sz[k]);
+            if (p[k] == NULL) {
+                failed++;
+                bad += errno != ENOMEM;
+                continue;
+            }
+            ok++;
+            short_seen |= nd_seg_base(p[k])->size < ND_SEG_SIZE;
+            for (size_t j = 0; j < sz[k]; j += 512)
+                ((unsigned char *)p[k])[j] = (unsigned char)(k + j);
+        }
+        bad += !nd_thread_is_valid();
+    }
+    for (int k = 0; k < N; k++) {
+        nodal_free(p[k]);
+        p[k] = NULL;
+    }
+    nodal_collect(1);
+    bad += !nd_thread_is_valid();
+    result[0] = ok, result[1] = failed, result[2] = short_seen, result[3] = bad;
+    return NULL;
+}
+
+static void short_segments_under_an_address_space_limit_keep_the_heap_valid(void)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    EXPECT(pid >= 0, "fork to work");
+    if (pid == 0) {
+        alarm(60);
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setstacksize(&attr, 64 << 10);
+        /* Room for the thread's stack and 3 MiB: no whole segment. */
+        long vm = vm_kib();
+        struct rlimit lim;
+        lim.rlim_cur = lim.rlim_max = (rlim_t)vm * 1024 + ((rlim_t)3 << 20);
+        if (vm <= 0 || setrlimit(RLIMIT_AS, &lim) != 0)
+            _exit(4);
+        int r[4] = { 0, 0, 0, 0 };
+        pthread_t t;
+        if (pthread_create(&t, &attr, short_segment_work, r) != 0)
+            _exit(5);
+        pthread_join(t, NULL);
+        printf("%d %d %d %d\n", r[0], r[1], r[2], r[3]);
+        _exit(r[0] > 0 && r[2] && r[3] == 0 ? 0 : 3);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        ;
+    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+           "the child to get blocks from short segments, with every block intact, every failure ENOMEM and "
+           "the heap valid (exit 0); it %s (4: no limit, 5: no thread, 3: see its line of ok, failed, "
+           "short segments seen, problems)", nd_describe_status(st));
+}
+
+/* The segment map is a direct-mapped table (segment.h): a window 256 GiB
+   away from a segment's has the same slot, and is neither taken for the
+   segment nor given the slot while the segment holds it; a mapping whose
+   slots are all taken is put aside (nd_seg_reserve), and the allocation
+   fails cleanly when every place the kernel offers is. */
+static uintptr_t other_window_of_slot(uintptr_t w)
+{
+    /* The same slot in another 256 GiB region, below 2^47. */
+    uintptr_t region = (uintptr_t)ND_SEGMAP_SLOTS << ND_SEG_SHIFT;
+    uintptr_t a = w << ND_SEG_SHIFT;
+    return a >= region ? a - region : a + region;
+}
+
+static void segment_map_words_name_their_window(void)
+{
+    char *p = nodal_malloc(64);
+    EXPECT(p != NULL, "malloc(64) to succeed");
+    nd_segment *s = nd_seg_base(p);
+    EXPECT(nd_seg_of(p) == s, "a block's segment to be found through the map");
+    uintptr_t alias = other_window_of_slot((uintptr_t)s >> ND_SEG_SHIFT);
+    EXPECT(nd_seg_of((void *)(alias + 64)) == NULL && !nd_segmap_is_start(alias),
+           "an address 256 GiB from a segment (the same slot) not to be nodal's");
+    EXPECT(!nd_segmap_huge((nd_segment *)alias, 0, ND_SEG_SIZE), "a window whose slot is taken not to be claimed");
+    EXPECT(nd_seg_of(p) == s, "the segment's word to be intact after a refused claim");
+    /* A window with a free slot: claimed for three chunks, found from each,
+       released. */
+    uintptr_t w = alias >> ND_SEG_SHIFT;
+    while (!nd_segmap_huge((nd_segment *)(w << ND_SEG_SHIFT), 0, 3 * ND_SEG_SIZE))
+        w += 3;
+    uint8_t *x = (uint8_t *)(w << ND_SEG_SHIFT);
+    EXPECT(nd_seg_of(x + 5 * MiB_) == (nd_segment *)x && nd_seg_of(x + 9 * MiB_) == (nd_segment *)x &&
+           nd_segmap_is_start((uintptr_t)x) && !nd_segmap_is_start((uintptr_t)x + ND_SEG_SIZE),
+           "every chunk of a claimed mapping to point back at its start, only the first to be a start");
+    EXPECT(nd_segmap_huge((nd_segment *)x, 3 * ND_SEG_SIZE, 0), "a release to succeed");
+    EXPECT(nd_seg_of(x + 5 * MiB_) == NULL, "released windows not to be nodal's");
+    nodal_free(p);
+}
+
+static void a_mapping_whose_slots_are_taken_goes_elsewhere_or_fails_cleanly(void)
+{
+    enum { CHUNKS = 3 };   /* an 8 MiB block and its header span three windows */
+    /* Where an 8 MiB block goes; then the slots of those windows are
+       taken (by windows 256 GiB away), and the next 8 MiB block must go
+       elsewhere, wholly in the map. */
+    uint8_t *p = nodal_malloc(8 * MiB_);
+    EXPECT(p != NULL, "malloc(8 MiB) to succeed");
+    uintptr_t w0 = (uintptr_t)nd_seg_of(p) >> ND_SEG_SHIFT;
+    nodal_free(p);
+    nodal_collect(1);
+    bool held[CHUNKS];
+    for (int i = 0; i < CHUNKS; i++)
+        held[i] = nd_segmap_huge((nd_segment *)other_window_of_slot(w0 + (uintptr_t)i), 0, 1);
+    p = nodal_malloc(8 * MiB_);
+    EXPECT(p != NULL, "malloc(8 MiB) to succeed with the slots of the last one's windows taken");
+    uintptr_t w1 = (uintptr_t)nd_seg_of(p) >> ND_SEG_SHIFT;
+    for (int i = 0; i < CHUNKS; i++)
+        EXPECT(!held[i] || w1 + 2 < w0 + (uintptr_t)i || w1 > w0 + (uintptr_t)i,
+               "the new block not to use window %d of the last one, whose slot is taken", i);
+    EXPECT(nd_seg_of(p + 6 * MiB_) == nd_seg_of(p) && nd_seg_of(p + 8 * MiB_ - 1) == nd_seg_of(p),
+           "every window of the new block to be in the map");
+    nodal_free(p);
+    nodal_collect(1);
+    for (int i = 0; i < CHUNKS; i++)
+        if (held[i])
+            EXPECT(nd_segmap_huge((nd_segment *)other_window_of_slot(w0 + (uintptr_t)i), 1, 0), "a release to succeed");
+
+    /* Every slot taken: the allocation fails cleanly, and the mappings put
+       aside are gone. */
+    static uint8_t mine[ND_SEGMAP_SLOTS];
+    uintptr_t far = (uintptr_t)0x500000000000 >> ND_SEG_SHIFT;   /* 80 TiB: nothing of this process is there */
+    for (uintptr_t i = 0; i < ND_SEGMAP_SLOTS; i++)
+        mine[i] = nd_segmap_huge((nd_segment *)((far + i) << ND_SEG_SHIFT), 0, 1);
+    long vm = vm_kib();
+    errno = 0;
+    void *q = nodal_malloc(8 * MiB_);
+    int err = errno;
+    EXPECT(q == NULL && err == ENOMEM, "with every slot taken, malloc(8 MiB) to give NULL, ENOMEM (got %p, errno %d)",
+           q, err);
+    EXPECT(vm_kib() <= vm, "the mappings put aside to be unmapped (VmSize %ld KiB, was %ld)", vm_kib(), vm);
+    for (uintptr_t i = 0; i < ND_SEGMAP_SLOTS; i++)
+        if (mine[i])
+            EXPECT(nd_segmap_huge((nd_segment *)((far + i) << ND_SEG_SHIFT), 1, 0), "a release to succeed");
+    q = nodal_malloc(8 * MiB_);
+    EXPECT(q != NULL, "malloc(8 MiB) to succeed once the slots are free again");
+    nodal_free(q);
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(a_huge_block_mapped_where_a_moved_one_was_stays_nodals),
+    ND_CASE(short_segments_under_an_address_space_limit_keep_the_heap_valid),
+    ND_CASE(segment_map_words_name_their_window),
+    ND_CASE(a_mapping_whose_slots_are_taken_goes_elsewhere_or_fails_cleanly),
     ND_CASE(fork_cutting_off_a_remote_free_leaves_a_working_child),
     ND_CASE(random_operations_keep_the_heap_valid),
     ND_CASE(remote_frees_return_to_the_owner),
