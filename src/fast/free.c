@@ -99,6 +99,13 @@ void nd_free_special(void *p)
     nd_segment *s = nd_seg_of(p);
     if (s == NULL)
         nd_misuse("free", "invalid pointer (not allocated by nodal)", p);
+    /* A segment starts in p's window, without a word in nd_segcache: a
+       huge block, or a segment whose slot another window holds. The slow
+       path checks it all as it does for the fast path's. */
+    if (s == nd_seg_base(p)) {
+        nd_free_slow(p, s, nd_page_of(s, p));
+        return;
+    }
     if (!nd_seg_cookie_ok(s))
         nd_bad_header("free", p);
     /* Past the first 4 MiB of a huge mapping: an aligned huge block, or an

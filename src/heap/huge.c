@@ -57,27 +57,28 @@ static nd_segment *nd_huge_remap(nd_segment *s, size_t total)
         nd_os_unmap((uint8_t *)s + total, old - total);
         nd_gauge_add(returned, old - total);
     } else if (nd_os_remap_inplace(s, old, total) == 0) {
-        if (!nd_segmap_huge(s, old, total)) {   /* a new window's slot is taken */
+        if (!nd_segmap_huge(s, old, total)) {   /* no room for a leaf of the map */
             nd_os_remap_inplace(s, total, old);
             return NULL;
         }
     } else {
-        /* An aligned place to move to, its windows already in the map:
-           nodal's before the block moves in, and the block's old words are
-           released after (a mapping another thread makes at the old
-           addresses in between finds their slots taken and goes
-           elsewhere: it never has its words wiped). Nobody else looks this
-           block up meanwhile: its owner is resizing it. */
+        /* An aligned place to move to, its windows in the map already.
+           The block's old windows are cleared before it moves: once mremap
+           has released their addresses, another thread may map a segment
+           there and set its bytes, which clearing ours afterwards would
+           wipe (its free would then say "not allocated by nodal"). Nobody
+           else looks this block up meanwhile: its owner is resizing it. */
         void *to = nd_seg_reserve(total, ND_SEG_SIZE);
         if (to == NULL)
             return NULL;
+        nd_segmap_huge(s, old, 0);
         nd_segment *t = nd_os_remap_to(s, old, total, to);
         if (t == NULL) {
+            nd_segmap_huge(s, 0, old);   /* its leaves are there: cannot fail */
             nd_segmap_huge(to, total, 0);
             nd_os_unmap(to, total);
             return NULL;
         }
-        nd_segmap_huge(s, old, 0);
 #if ND_DEBUG >= 2
         if (nd_huge_moved_hook != NULL)
             nd_huge_moved_hook(s, old);

@@ -21,14 +21,15 @@
 #include "os.h"
 #include "topo.h"
 
-uint64_t  nd_segmap[ND_SEGMAP_SLOTS];
+uint8_t  *nd_segmap_top[ND_SEGMAP_TOP];
+uint64_t  nd_segcache[ND_SEGCACHE_SLOTS];
 uintptr_t nd_seg_secret;
 size_t    nd_seg_guard;
 
-/* Slot 0's word, which no window has (its windows' words have low bits
-   0): addresses in the top 4 MiB of the 64-bit space, whose key wraps to
-   0, never match it. */
-#define ND_SEGMAP_NONE ((uint64_t)1)
+/* Slot 0's word of nd_segcache, which no window has (slot 0's windows'
+   words are multiples of 2^16): addresses in the top 4 MiB of the 64-bit
+   space, whose key wraps to 0, never match it. */
+#define ND_SEGCACHE_NONE ((uint64_t)1)
 
 void nd_seg_gauge_mapped(const nd_segment *s, long delta)
 {
@@ -39,7 +40,7 @@ void nd_seg_gauge_mapped(const nd_segment *s, long delta)
 
 void nd_seg_init(void)
 {
-    nd_store_release(&nd_segmap[0], ND_SEGMAP_NONE);
+    nd_store_release(&nd_segcache[0], ND_SEGCACHE_NONE);
     nd_seg_secret = (uintptr_t)nd_os_random() | 1;
     /* A guard page is an OS page: with pages above 16 KiB (some aarch64
        kernels) it would take a whole 64 KiB page of a small segment, and
@@ -69,7 +70,9 @@ int nd_seg_bind_node(void *p, size_t size, int node)
     return -1;
 }
 
-static uint64_t *nd_segmap_slot(uintptr_t w) { return &nd_segmap[(w + 1) & (ND_SEGMAP_SLOTS - 1)]; }
+static size_t nd_segmap_leaf_bytes;   /* the leaves mapped so far */
+
+size_t nd_segmap_mapped(void) { return nd_load_relaxed(&nd_segmap_leaf_bytes); }
 
 static size_t nd_segmap_chunks(size_t size)
 {
@@ -77,66 +80,76 @@ static size_t nd_segmap_chunks(size_t size)
     return n < ND_SEGMAP_REACH ? n : ND_SEGMAP_REACH;
 }
 
-/* Window w + d, the d-th chunk of a mapping starting in window w, gets its
-   word if its slot is free. A slot is claimed and released only by the
-   owner of the window that holds it, and a free one is taken with a
-   compare-and-swap: a mapping at addresses another mapping has just given
-   up finds the slot still taken until that one releases it, and is put
-   aside, rather than wiping the word. */
-static bool nd_segmap_claim(uintptr_t w, size_t d)
+/* The leaf of the segment map that holds window w, mapped if it is not yet
+   (NULL, ENOMEM: beyond 2^ND_VA_BITS, or no room for it). Two threads
+   that map one at once both try; the compare-and-swap publishes one
+   (release: its zeroed bytes are seen by whoever reads the pointer) and
+   the other is unmapped. A leaf stays for the life of the process. */
+static uint8_t *nd_segmap_leaf(uintptr_t w)
 {
-    uint64_t expect = 0;
-    return nd_cas_strong_acq_rel(nd_segmap_slot(w + d), &expect, (uint64_t)(w + d + 1) | (uint64_t)d << 48);
-}
-
-static void nd_segmap_release(uintptr_t w, size_t d)
-{
-    uint64_t expect = (uint64_t)(w + d + 1) | (uint64_t)d << 48;
-    bool ok = nd_cas_strong_acq_rel(nd_segmap_slot(w + d), &expect, (uint64_t)0);
-    nd_assert(ok);
-    (void)ok;
+    if (w >= (uintptr_t)ND_SEGMAP_TOP << ND_SEGMAP_LEAF_BITS)
+        return errno = ENOMEM, NULL;
+    uint8_t **top = &nd_segmap_top[w >> ND_SEGMAP_LEAF_BITS];
+    uint8_t *leaf = nd_load_acquire(top);
+    if (leaf != NULL)
+        return leaf;
+    uint8_t *fresh = nd_os_map_aligned(ND_SEGMAP_LEAF_SIZE, ND_CACHE_LINE);
+    if (fresh == NULL)
+        return errno = ENOMEM, NULL;
+    if (nd_cas_strong_acq_rel(top, &leaf, fresh)) {
+        nd_add_relaxed(&nd_segmap_leaf_bytes, ND_SEGMAP_LEAF_SIZE);
+        return fresh;
+    }
+    nd_os_unmap(fresh, ND_SEGMAP_LEAF_SIZE);
+    return leaf;
 }
 
 bool nd_segmap_huge(const nd_segment *s, size_t old_size, size_t new_size)
 {
-    uintptr_t w = (uintptr_t)s >> ND_SEG_SHIFT;
+    uintptr_t first = (uintptr_t)s >> ND_SEG_SHIFT;
     size_t had = nd_segmap_chunks(old_size), has = nd_segmap_chunks(new_size);
-    for (size_t i = had; i < has; i++) {
-        if (!nd_segmap_claim(w, i)) {
-            while (i-- > had)
-                nd_segmap_release(w, i);
+    /* Every leaf first, so that a failure changes nothing. */
+    for (size_t i = had; i < has; i++)
+        if (nd_segmap_leaf(first + i) == NULL)
             return false;
-        }
+    for (size_t i = had; i < has; i++) {
+        uintptr_t w = first + i;
+        nd_store_release(&nd_segmap_top[w >> ND_SEGMAP_LEAF_BITS][w & (ND_SEGMAP_LEAF_SIZE - 1)], (uint8_t)(i + 1));
     }
-    for (size_t i = has; i < had; i++)
-        nd_segmap_release(w, i);
+    for (size_t i = has; i < had; i++) {
+        uintptr_t w = first + i;
+        nd_store_release(&nd_segmap_top[w >> ND_SEGMAP_LEAF_BITS][w & (ND_SEGMAP_LEAF_SIZE - 1)], (uint8_t)0);
+    }
     return true;
 }
 
-/* Mappings put aside because a slot they need is taken, before giving up:
-   each is kept until the search ends, so that the kernel offers another
-   place. Two windows share a slot only 256 GiB apart: a process whose
-   mappings spread that far meets it seldom. */
-#define ND_SEG_RESERVE_TRIES 8
+/* nd_segcache: segment s (of 4 MiB or less) takes its window's slot if it
+   is free, and gives it back if it holds it. A slot is claimed and
+   released only by the owner of the segment whose word it holds, each
+   with a compare-and-swap: a segment whose slot another window holds
+   keeps none (its frees take the special path), and a release never
+   wipes another segment's word. */
+static void nd_segcache_claim(const nd_segment *s)
+{
+    uintptr_t key = nd_segcache_key((uintptr_t)s);
+    uint64_t expect = 0;
+    nd_cas_strong_acq_rel(&nd_segcache[key & (ND_SEGCACHE_SLOTS - 1)], &expect, (uint64_t)key);
+}
+
+static void nd_segcache_release(const nd_segment *s)
+{
+    uintptr_t key = nd_segcache_key((uintptr_t)s);
+    uint64_t expect = key;
+    nd_cas_strong_acq_rel(&nd_segcache[key & (ND_SEGCACHE_SLOTS - 1)], &expect, (uint64_t)0);
+}
 
 void *nd_seg_reserve(size_t size, size_t alignment)
 {
-    void *aside[ND_SEG_RESERVE_TRIES];
-    size_t n = 0;
-    void *p = NULL;
-    for (;;) {
-        p = nd_os_map_aligned(size, alignment);
-        if (p == NULL || nd_segmap_huge(p, 0, size))
-            break;
-        if (n == ND_SEG_RESERVE_TRIES) {
-            nd_os_unmap(p, size);
-            p = NULL;
-            break;
-        }
-        aside[n++] = p;
+    void *p = nd_os_map_aligned(size, alignment);
+    if (p != NULL && !nd_segmap_huge(p, 0, size)) {
+        nd_os_unmap(p, size);
+        p = NULL;
     }
-    while (n > 0)
-        nd_os_unmap(aside[--n], size);
     if (p == NULL)
         errno = ENOMEM;
     return p;
@@ -295,6 +308,7 @@ nd_segment *nd_seg_map(int node, bool bound, size_t size)
         return NULL;
     if (nd_seg_adopt_mapping(s, size, node, bound, NULL, ND_CHUNK_SIZE) != 0)
         return NULL;
+    nd_segcache_claim(s);
     s->kind = ND_SEG_FREE;
     s->committed = 1;
     nd_gauge_add(committed, ND_CHUNK_SIZE);
@@ -305,6 +319,7 @@ void nd_seg_unmap(nd_segment *s)
 {
     size_t committed = (size_t)nd_popcount64(s->committed) << ND_CHUNK_SHIFT;
     size_t size = s->size;
+    nd_segcache_release(s);
     nd_segmap_huge(s, size, 0);
     s->cookie = 0;
     nd_gauge_sub(committed, committed);
@@ -337,6 +352,8 @@ void nd_seg_unmap_huge(nd_segment *s)
 void nd_seg_format(nd_segment *s, int kind)
 {
     nd_assert(kind == ND_SEG_SMALL || kind == ND_SEG_MEDIUM || kind == ND_SEG_LARGE);
+    if (!nd_segcache_is_start((uintptr_t)s))   /* its slot was taken when it was mapped: free now? */
+        nd_segcache_claim(s);
     s->kind = (uint8_t)kind;
     /* LARGE: the descriptors are per 64 KiB chunk; a block takes a run. */
     unsigned shift = kind == ND_SEG_SMALL ? ND_SMALL_PAGE_SHIFT
@@ -368,7 +385,7 @@ void nd_seg_format(nd_segment *s, int kind)
 
 bool nd_seg_is_valid(const nd_segment *s)
 {
-    if (!nd_seg_cookie_ok(s) || !nd_segmap_is_start((uintptr_t)s))
+    if (!nd_seg_cookie_ok(s) || nd_seg_of(s) != s)
         return false;
     if (s->bound && (s->node < 0 || s->node >= ND_MAX_NODES))
         return false;

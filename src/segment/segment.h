@@ -4,9 +4,9 @@
  * everyone else's.
  *
  * Owns: struct nd_segment and the layout of struct nd_page (the page
- * operations are in page.h), nd_segmap, and mapping, binding, committing,
- * purging and unmapping segment memory. Huge blocks (huge.h) are segments
- * too; their mapping is huge.c's.
+ * operations are in page.h), the segment map (nd_segmap_top, nd_segcache),
+ * and mapping, binding, committing, purging and unmapping segment memory.
+ * Huge blocks (huge.h) are segments too; their mapping is huge.c's.
  *
  * A segment (4 MiB, 4 MiB-aligned; huge ones larger):
  *
@@ -34,24 +34,33 @@
  *   Owner of a pointer p:  seg = p & ~(4 MiB - 1)
  *                          page = &seg->pages[(p - seg) >> seg->page_shift]
  *
- * The segment map is a direct-mapped table of the 4 MiB windows of address
- * space that nodal's mappings start in or cover: window w = p >> 22 has
- * the word nd_segmap[(w + 1) % ND_SEGMAP_SLOTS] (2^16 words, 512 KiB of address
- * space, where a byte per window of the whole 47-bit space took 32 MiB),
- * which holds
- *   0                   no window of nodal's
- *   w + 1               a segment starts in window w (p's header is at
- *                       p & ~(4 MiB-1))
- *   (w + 1) | d << 48   window w is the d-th 4 MiB chunk (1 <= d <
- *                       ND_SEGMAP_REACH) of a huge segment (the header is d
- *                       chunks lower: a block aligned beyond 4 MiB starts
- *                       there, or it is an interior pointer)
- * The word names its window in full, so an address of another window of
- * the same slot is "not nodal's", never mistaken for a segment. A slot
- * holds one window at a time: a mapping is made a segment only once every
- * window it needs had its slot free (nd_seg_reserve claims them, and puts
- * a mapping whose slot is taken aside for another). The free fast path
- * compares one word with w + 1.
+ * The segment map has a byte per 4 MiB window w = p >> 22 of the address
+ * space below 2^ND_VA_BITS, in two levels: nd_segmap_top (static, 8 KiB)
+ * points to a leaf per 2^16 windows (256 GiB, a leaf of 64 KiB), mapped
+ * when a mapping of nodal's first lands in its range, published with one
+ * compare-and-swap (release) and never unmapped; NULL where none did. So
+ * the map takes 8 KiB plus 64 KiB per 256 GiB range nodal uses, of the
+ * address space an RLIMIT_AS counts (a byte per window of the whole space
+ * took 32 MiB), and caps nothing. The byte:
+ *   0   not nodal's
+ *   1   a segment starts in window w (p's header is at p & ~(4 MiB-1))
+ *   d+1 window w is the d-th 4 MiB chunk (1 <= d < ND_SEGMAP_REACH) of a
+ *       huge segment (the header is d chunks lower: a block aligned beyond
+ *       4 MiB starts there, or it is an interior pointer)
+ * A window's byte is written only by the owner of the mapping covering
+ * it: set before the mapping is handed out, cleared before it is unmapped.
+ *
+ * The free fast path reads neither level: nd_segcache is a direct-mapped
+ * table of 2^16 words (512 KiB) in which a segment of 4 MiB or less
+ * (nd_seg_map's) claims the slot (w + 1) % 2^16 with the word w + 1, when
+ * the slot is free (compare-and-swap; released before the segment is
+ * unmapped). The word names its window in full, so the test "word == w+1"
+ * (one load, one compare, as the flat byte map's) is true only for a
+ * window where a segment starts. Any other free (a huge block, a pointer
+ * that is not nodal's, a segment whose slot another window 256 GiB away
+ * holds) goes to the special path, which asks the segment map: a segment
+ * without a slot loses only the fast path, never its memory, and claims a
+ * slot again whenever it is formatted anew.
  *
  * Page descriptor (two cache lines):
  *   line 0, read by every thread's free fast path, written by the owner:
@@ -202,7 +211,8 @@ _Static_assert(sizeof(nd_segment) <= ND_SEG_HEADER_SIZE, "the segment header mus
 _Static_assert(__builtin_offsetof(nd_segment, pages) + sizeof(nd_page) <= ND_HUGE_HEADER_SIZE,
                "a huge segment's header holds one page descriptor");
 
-extern uint64_t  nd_segmap[ND_SEGMAP_SLOTS] nd_hidden;
+extern uint8_t  *nd_segmap_top[ND_SEGMAP_TOP] nd_hidden;
+extern uint64_t  nd_segcache[ND_SEGCACHE_SLOTS] nd_hidden;
 extern uintptr_t nd_seg_secret nd_hidden;
 /* Bytes of the guard page at the end of every 4 MiB segment (secure=1), or 0. */
 extern size_t    nd_seg_guard nd_hidden;
@@ -214,35 +224,40 @@ static inline nd_segment *nd_seg_base(const void *p)
     return (nd_segment *)((uintptr_t)p & ~(uintptr_t)ND_SEG_MASK);
 }
 
-#define ND_SEGMAP_WINDOW ((((uint64_t)1) << 48) - 1)   /* the w + 1 part of a word */
-
 /* w + 1 for the window w of address a, computed as (a + 4 MiB) >> 22 (one
    instruction fewer; the top 4 MiB of the 64-bit space wrap to 0, whose
    slot holds a word no window has: nd_seg_init). */
-static inline uintptr_t nd_segmap_key(uintptr_t a) { return (a + ND_SEG_SIZE) >> ND_SEG_SHIFT; }
+static inline uintptr_t nd_segcache_key(uintptr_t a) { return (a + ND_SEG_SIZE) >> ND_SEG_SHIFT; }
 
-/* The segment map's word of window key - 1 (see above). */
-static inline uint64_t nd_segmap_word(uintptr_t key)
+/* Does a segment start in the 4 MiB window of a, by nd_segcache (the free
+   fast path's test: one load, one compare)? False also for a segment
+   whose slot another window holds: the segment map has the last word. */
+static inline bool nd_segcache_is_start(uintptr_t a)
 {
-    return nd_load_relaxed(&nd_segmap[key & (ND_SEGMAP_SLOTS - 1)]);
+    uintptr_t key = nd_segcache_key(a);
+    return nd_load_relaxed(&nd_segcache[key & (ND_SEGCACHE_SLOTS - 1)]) == key;
 }
 
-/* Does a segment start in the 4 MiB window of a (the free fast path's
-   test: one load, one compare)? */
-static inline bool nd_segmap_is_start(uintptr_t a)
+/* The segment map's byte of the window of a (see above); 0 beyond
+   2^ND_VA_BITS and in ranges no leaf covers. The leaf pointer is read with
+   acquire: a leaf published by another thread is seen with its bytes. */
+static inline unsigned nd_segmap_byte(uintptr_t a)
 {
-    uintptr_t key = nd_segmap_key(a);
-    return nd_segmap_word(key) == key;
+    uintptr_t w = a >> ND_SEG_SHIFT;
+    if (w >= (uintptr_t)ND_SEGMAP_TOP << ND_SEGMAP_LEAF_BITS)
+        return 0;
+    const uint8_t *leaf = nd_load_acquire(&nd_segmap_top[w >> ND_SEGMAP_LEAF_BITS]);
+    return leaf == NULL ? 0 : nd_load_relaxed(&leaf[w & (ND_SEGMAP_LEAF_SIZE - 1)]);
 }
 
 /* The segment a pointer belongs to, or NULL if it is not nodal's. */
 static inline nd_segment *nd_seg_of(const void *p)
 {
-    uintptr_t a = (uintptr_t)p, key = nd_segmap_key(a);
-    uint64_t v = nd_segmap_word(key);
-    if ((v & ND_SEGMAP_WINDOW) != key)
+    uintptr_t a = (uintptr_t)p;
+    unsigned v = nd_segmap_byte(a);
+    if (v == 0)
         return NULL;
-    return (nd_segment *)((a & ~(uintptr_t)ND_SEG_MASK) - (uintptr_t)(v >> 48) * ND_SEG_SIZE);
+    return (nd_segment *)((a & ~(uintptr_t)ND_SEG_MASK) - (uintptr_t)(v - 1) * ND_SEG_SIZE);
 }
 
 /* Does s carry this process's cookie (a segment nodal mapped)? */
@@ -271,8 +286,8 @@ static inline uint8_t *nd_seg_page_area(nd_segment *s, unsigned i, size_t *size)
 void nd_seg_init(void) nd_hidden;
 /* A fresh mapping of `size` bytes aligned to `alignment` (at least 4 MiB)
    whose windows the segment map holds for it (as a huge segment's of that
-   size: nd_segmap_huge(s, 0, size)); a mapping whose windows' slots are
-   taken is put aside and another one tried. NULL with errno = ENOMEM. */
+   size: nd_segmap_huge(s, 0, size)). NULL with errno = ENOMEM (no room
+   for the mapping, or for a leaf of the segment map it needs). */
 void *nd_seg_reserve(size_t size, size_t alignment) nd_hidden;
 /* A fresh segment of `size` bytes for (node, bound), 4 MiB-aligned,
    header committed, kind FREE; NULL with errno = ENOMEM. size is
@@ -333,12 +348,14 @@ static inline int nd_seg_commit(nd_segment *s, const void *p, size_t len)
 void nd_seg_gauge_mapped(const nd_segment *s, long delta) nd_hidden;
 /* A mapping at s (4 MiB-aligned) changes from old_size to new_size bytes
    (0: none): its first ND_SEGMAP_REACH chunks point back at s, its other
-   windows are released, so that any pointer into its first GiB finds the
+   windows are cleared, so that any pointer into its first GiB finds the
    header (a free of an interior pointer says so, not "not nodal's").
-   Growing, it claims the new windows: false, with nothing changed, when
-   the slot of one of them holds another window. */
+   Growing into a range no leaf covers yet maps the leaf: false, with
+   nothing changed, when that fails (ENOMEM). */
 bool nd_segmap_huge(const nd_segment *s, size_t old_size, size_t new_size) nd_hidden;
-#define ND_SEGMAP_REACH 255u   /* the most chunks of a mapping in the map (d < 255) */
+/* Bytes of the segment map's leaves (metadata: they are never unmapped). */
+size_t nd_segmap_mapped(void) nd_hidden;
+#define ND_SEGMAP_REACH 255u   /* map bytes 1..255: the distance back, plus one */
 /* Binds [p, p+size) to `node` (MPOL_PREFERRED); 0 or -1 with errno. */
 int  nd_seg_bind_node(void *p, size_t size, int node) nd_hidden;
 /* Populates [p, p+len) of node-bound memory and checks (migrating strays)

@@ -472,6 +472,87 @@ static void address_space_limit_leaves_small_allocations_working(void)
     EXPECT(v[6] == 1, "node-targeted calls under the limit to give a block or NULL with errno ENOMEM");
 }
 
+/* Address space far beyond 256 GiB: blocks of 64 MiB, never touched, up
+   to 1 TiB (4x what a segment map of 2^16 windows could hold), as many as
+   glibc's malloc gets in the same process (its count first, every block
+   freed), and all of them where the kernel overcommits (vm.overcommit_memory 0 or 1: untouched memory is only
+   address space). Every block is nodal's (its usable size says so), small
+   blocks still come in a thread started then, and freeing them all gives
+   the address space back. */
+#define FAR_BLOCK ((size_t)64 << 20)
+#define FAR_MAX   16384   /* 1 TiB of 64 MiB blocks */
+
+static void *far_small_thread(void *arg)
+{
+    int *ok = arg;
+    for (int i = 0; i < 1000; i++) {
+        char *p = nodal_malloc(64);
+        if (p != NULL) {
+            memset(p, 5, 64);
+            nodal_free(p);
+            (*ok)++;
+        }
+    }
+    return NULL;
+}
+
+static void address_space_far_beyond_256_gib_is_nodals(void)
+{
+#ifdef ND_TEST_SANITIZER
+    SKIP("a sanitizer's allocator and shadow memory decide how much address space a process gets");
+#endif
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY)
+        SKIP("an address-space limit (ulimit -v) is set: %llu bytes", (unsigned long long)lim.rlim_cur);
+    char mode[16] = "";
+    FILE *f = fopen("/proc/sys/vm/overcommit_memory", "r");
+    if (f != NULL) {
+        if (fgets(mode, sizeof mode, f) == NULL)
+            mode[0] = '\0';
+        fclose(f);
+    }
+    bool overcommits = mode[0] == '0' || mode[0] == '1';
+    static void *blocks[FAR_MAX];
+    int glibc_n = 0;
+    while (glibc_n < FAR_MAX && (blocks[glibc_n] = malloc(FAR_BLOCK)) != NULL)
+        glibc_n++;
+    for (int i = 0; i < glibc_n; i++)
+        free(blocks[i]);
+    long vm0 = as_vm_kib();
+    int n = 0;
+    while (n < FAR_MAX && (blocks[n] = nodal_malloc(FAR_BLOCK)) != NULL)
+        n++;
+    long vm1 = as_vm_kib();
+    printf("note: 64 MiB blocks (untouched), at most %d: nodal %d (%.2f TiB), glibc %d; vm.overcommit_memory %c; "
+           "VmSize %.2f TiB with them\n", FAR_MAX, n, (double)n * FAR_BLOCK / (double)((size_t)1 << 40), glibc_n,
+           mode[0] ? mode[0] : '?', (double)vm1 / (double)((size_t)1 << 30));
+    EXPECT(20 * (long)n >= 19 * (long)glibc_n, "nodal to get at least 0.95x glibc's %d blocks of 64 MiB, got %d",
+           glibc_n, n);
+    if (overcommits)
+        EXPECT(n == FAR_MAX, "1 TiB of 64 MiB blocks where the kernel overcommits, got %d blocks", n);
+    size_t below = SIZE_MAX, above = 0;
+    for (int i = 0; i < n; i++) {
+        below = (uintptr_t)blocks[i] < below ? (uintptr_t)blocks[i] : below;
+        above = (uintptr_t)blocks[i] > above ? (uintptr_t)blocks[i] : above;
+        if (i % 97 == 0 || i == n - 1)
+            EXPECT(nodal_malloc_usable_size(blocks[i]) >= FAR_BLOCK, "block %d (%p) to be nodal's, of 64 MiB or more",
+                   i, blocks[i]);
+    }
+    if (n > 0)
+        printf("note: the blocks span %.2f TiB of addresses\n", (double)(above - below) / (double)((size_t)1 << 40));
+    int late_ok = 0;
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, far_small_thread, &late_ok) == 0, "a thread to start");
+    pthread_join(t, NULL);
+    EXPECT(late_ok == 1000, "every 64-byte malloc of a thread started then to succeed, %d of 1000 did", late_ok);
+    for (int i = 0; i < n; i++)
+        nodal_free(blocks[i]);
+    nodal_collect(1);
+    long vm2 = as_vm_kib();
+    EXPECT(vm2 < vm0 + 64 * 1024, "the address space to be given back (VmSize %ld KiB, %ld before the blocks)", vm2,
+           vm0);
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(huge_blocks_in_a_loop_reuse_their_mapping),
     ND_CASE(calloc_of_a_reused_huge_mapping_is_zero),
@@ -483,6 +564,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_thread_started_after_another_exited_takes_over_its_caches),
     ND_CASE(a_pooled_thread_record_is_taken_apart_after_ten_purge_delays),
     ND_CASE(address_space_limit_leaves_small_allocations_working),
+    ND_CASE(address_space_far_beyond_256_gib_is_nodals),
     ND_CASE(emit_cached_after_free_with_no_delay),
     ND_CASE(emit_address_space_limit),
 };

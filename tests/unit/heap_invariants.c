@@ -356,98 +356,101 @@ static void short_segments_under_an_address_space_limit_keep_the_heap_valid(void
            "short segments seen, problems)", nd_describe_status(st));
 }
 
-/* The segment map is a direct-mapped table (segment.h): a window 256 GiB
-   away from a segment's has the same slot, and is neither taken for the
-   segment nor given the slot while the segment holds it; a mapping whose
-   slots are all taken is put aside (nd_seg_reserve), and the allocation
-   fails cleanly when every place the kernel offers is. */
+/* nd_segcache is a direct-mapped table (segment.h): a window 256 GiB away
+   from a segment's has the same slot, and is not taken for the segment;
+   the segment map (two levels) holds every window of nodal's wherever it
+   is, mapping a leaf for a range it had none in. */
 static uintptr_t other_window_of_slot(uintptr_t w)
 {
-    /* The same slot in another 256 GiB region, below 2^47. */
-    uintptr_t region = (uintptr_t)ND_SEGMAP_SLOTS << ND_SEG_SHIFT;
+    /* The same slot in another 256 GiB range, below 2^47. */
+    uintptr_t region = (uintptr_t)ND_SEGCACHE_SLOTS << ND_SEG_SHIFT;
     uintptr_t a = w << ND_SEG_SHIFT;
     return a >= region ? a - region : a + region;
 }
 
-static void segment_map_words_name_their_window(void)
+static void segment_map_holds_windows_of_any_range_and_the_cache_names_its_window(void)
 {
     char *p = nodal_malloc(64);
     EXPECT(p != NULL, "malloc(64) to succeed");
     nd_segment *s = nd_seg_base(p);
-    EXPECT(nd_seg_of(p) == s, "a block's segment to be found through the map");
+    EXPECT(nd_seg_of(p) == s && nd_segcache_is_start((uintptr_t)s),
+           "a block's segment to be found through the map and to hold its slot of the cache");
     uintptr_t alias = other_window_of_slot((uintptr_t)s >> ND_SEG_SHIFT);
-    EXPECT(nd_seg_of((void *)(alias + 64)) == NULL && !nd_segmap_is_start(alias),
+    EXPECT(nd_seg_of((void *)(alias + 64)) == NULL && !nd_segcache_is_start(alias),
            "an address 256 GiB from a segment (the same slot) not to be nodal's");
-    EXPECT(!nd_segmap_huge((nd_segment *)alias, 0, ND_SEG_SIZE), "a window whose slot is taken not to be claimed");
-    EXPECT(nd_seg_of(p) == s, "the segment's word to be intact after a refused claim");
-    /* A window with a free slot: claimed for three chunks, found from each,
-       released. */
-    uintptr_t w = alias >> ND_SEG_SHIFT;
-    while (!nd_segmap_huge((nd_segment *)(w << ND_SEG_SHIFT), 0, 3 * ND_SEG_SIZE))
-        w += 3;
-    uint8_t *x = (uint8_t *)(w << ND_SEG_SHIFT);
-    EXPECT(nd_seg_of(x + 5 * MiB_) == (nd_segment *)x && nd_seg_of(x + 9 * MiB_) == (nd_segment *)x &&
-           nd_segmap_is_start((uintptr_t)x) && !nd_segmap_is_start((uintptr_t)x + ND_SEG_SIZE),
-           "every chunk of a claimed mapping to point back at its start, only the first to be a start");
-    EXPECT(nd_segmap_huge((nd_segment *)x, 3 * ND_SEG_SIZE, 0), "a release to succeed");
-    EXPECT(nd_seg_of(x + 5 * MiB_) == NULL, "released windows not to be nodal's");
+    /* The alias's window in the map (a 4 MiB window nothing of this
+       process is in: only the map's bytes, never dereferenced). */
+    size_t leaves = nd_segmap_mapped();
+    EXPECT(nd_segmap_huge((nd_segment *)alias, 0, ND_SEG_SIZE), "a window of another range to be set in the map");
+    EXPECT(nd_seg_of((void *)(alias + 64)) == (nd_segment *)alias && !nd_segcache_is_start(alias),
+           "the alias to be found through the map, without the slot the segment holds");
+    EXPECT(nd_seg_of(p) == s && nd_segcache_is_start((uintptr_t)s), "the segment to keep its byte and its slot");
+    EXPECT(nd_segmap_mapped() <= leaves + ND_SEGMAP_LEAF_SIZE, "at most one leaf of 64 KiB to be mapped for it");
+    EXPECT(nd_segmap_huge((nd_segment *)alias, ND_SEG_SIZE, 0), "a release to succeed");
+    EXPECT(nd_seg_of((void *)(alias + 64)) == NULL, "a cleared window not to be nodal's");
+    /* Three chunks, found from each; in ranges up to 2^48. */
+    uintptr_t far[] = { alias, (uintptr_t)0x500000000000, (uintptr_t)0xffffff000000 - 3 * ND_SEG_SIZE };
+    for (int i = 0; i < 3; i++) {
+        uint8_t *x = (uint8_t *)(far[i] & ~(uintptr_t)ND_SEG_MASK);
+        EXPECT(nd_segmap_huge((nd_segment *)x, 0, 3 * ND_SEG_SIZE), "three windows at %p to be set", (void *)x);
+        EXPECT(nd_seg_of(x + 5 * MiB_) == (nd_segment *)x && nd_seg_of(x + 9 * MiB_) == (nd_segment *)x &&
+               nd_seg_of(x + 12 * MiB_) == NULL, "every chunk of the mapping at %p to point back at its start",
+               (void *)x);
+        EXPECT(nd_segmap_huge((nd_segment *)x, 3 * ND_SEG_SIZE, 0), "a release to succeed");
+        EXPECT(nd_seg_of(x + 5 * MiB_) == NULL, "released windows not to be nodal's");
+    }
+    EXPECT(nd_seg_of((void *)((uintptr_t)1 << ND_VA_BITS)) == NULL && nd_seg_of((void *)~(uintptr_t)0) == NULL,
+           "addresses beyond 2^%d not to be nodal's", ND_VA_BITS);
     nodal_free(p);
 }
 
-static void a_mapping_whose_slots_are_taken_goes_elsewhere_or_fails_cleanly(void)
+/* With every slot of nd_segcache held by windows of no segment, nothing
+   takes the free fast path: every block of every size is freed through the
+   segment map, and the heap stays valid; when the slots are free again, a
+   segment formatted anew takes its own. */
+static void segments_without_a_slot_free_through_the_segment_map(void)
 {
-    enum { CHUNKS = 3 };   /* an 8 MiB block and its header span three windows */
-    /* Where an 8 MiB block goes; then the slots of those windows are
-       taken (by windows 256 GiB away), and the next 8 MiB block must go
-       elsewhere, wholly in the map. */
-    uint8_t *p = nodal_malloc(8 * MiB_);
-    EXPECT(p != NULL, "malloc(8 MiB) to succeed");
-    uintptr_t w0 = (uintptr_t)nd_seg_of(p) >> ND_SEG_SHIFT;
-    nodal_free(p);
+    static uint64_t saved[ND_SEGCACHE_SLOTS];
+    for (size_t i = 0; i < ND_SEGCACHE_SLOTS; i++) {
+        saved[i] = nd_segcache[i];
+        nd_store_release(&nd_segcache[i], (uint64_t)1 << 40 | i);   /* a key no address below 2^62 has */
+    }
+    static const size_t sizes[] = { 16, 64, 200, 1000, 5000, 40000, 200 << 10, 3 << 20, 9 << 20 };
+    enum { N = 600 };
+    static void *blocks[N];
+    for (int round = 0; round < 4; round++) {
+        for (int i = 0; i < N; i++) {
+            size_t n = sizes[(unsigned)(i + round) % (sizeof sizes / sizeof sizes[0])];
+            if (n > ND_SEG_SIZE && i % 16 != 0)
+                n = 64;
+            blocks[i] = nodal_malloc(n);
+            EXPECT(blocks[i] != NULL, "malloc(%zu) to succeed", n);
+            memset(blocks[i], 1, n < 256 ? n : 256);
+            EXPECT(!nd_segcache_is_start((uintptr_t)blocks[i]), "no block of a segment with a slot");
+        }
+        for (int i = 0; i < N; i++)
+            nodal_free(blocks[i]);
+        EXPECT(nd_thread_is_valid(), "the heap to be valid after round %d", round);
+    }
+    /* The words of segments still mapped go back (a segment unmapped
+       meanwhile has none). */
+    for (size_t i = 0; i < ND_SEGCACHE_SLOTS; i++) {
+        uintptr_t a = (uintptr_t)(saved[i] - 1) << ND_SEG_SHIFT;
+        bool live = saved[i] > 1 && nd_seg_of((void *)a) == (nd_segment *)a;
+        nd_store_release(&nd_segcache[i], live ? saved[i] : 0);
+    }
     nodal_collect(1);
-    bool held[CHUNKS];
-    for (int i = 0; i < CHUNKS; i++)
-        held[i] = nd_segmap_huge((nd_segment *)other_window_of_slot(w0 + (uintptr_t)i), 0, 1);
-    p = nodal_malloc(8 * MiB_);
-    EXPECT(p != NULL, "malloc(8 MiB) to succeed with the slots of the last one's windows taken");
-    uintptr_t w1 = (uintptr_t)nd_seg_of(p) >> ND_SEG_SHIFT;
-    for (int i = 0; i < CHUNKS; i++)
-        EXPECT(!held[i] || w1 + 2 < w0 + (uintptr_t)i || w1 > w0 + (uintptr_t)i,
-               "the new block not to use window %d of the last one, whose slot is taken", i);
-    EXPECT(nd_seg_of(p + 6 * MiB_) == nd_seg_of(p) && nd_seg_of(p + 8 * MiB_ - 1) == nd_seg_of(p),
-           "every window of the new block to be in the map");
-    nodal_free(p);
-    nodal_collect(1);
-    for (int i = 0; i < CHUNKS; i++)
-        if (held[i])
-            EXPECT(nd_segmap_huge((nd_segment *)other_window_of_slot(w0 + (uintptr_t)i), 1, 0), "a release to succeed");
-
-    /* Every slot taken: the allocation fails cleanly, and the mappings put
-       aside are gone. */
-    static uint8_t mine[ND_SEGMAP_SLOTS];
-    uintptr_t far = (uintptr_t)0x500000000000 >> ND_SEG_SHIFT;   /* 80 TiB: nothing of this process is there */
-    for (uintptr_t i = 0; i < ND_SEGMAP_SLOTS; i++)
-        mine[i] = nd_segmap_huge((nd_segment *)((far + i) << ND_SEG_SHIFT), 0, 1);
-    long vm = vm_kib();
-    errno = 0;
-    void *q = nodal_malloc(8 * MiB_);
-    int err = errno;
-    EXPECT(q == NULL && err == ENOMEM, "with every slot taken, malloc(8 MiB) to give NULL, ENOMEM (got %p, errno %d)",
-           q, err);
-    EXPECT(vm_kib() <= vm, "the mappings put aside to be unmapped (VmSize %ld KiB, was %ld)", vm_kib(), vm);
-    for (uintptr_t i = 0; i < ND_SEGMAP_SLOTS; i++)
-        if (mine[i])
-            EXPECT(nd_segmap_huge((nd_segment *)((far + i) << ND_SEG_SHIFT), 1, 0), "a release to succeed");
-    q = nodal_malloc(8 * MiB_);
-    EXPECT(q != NULL, "malloc(8 MiB) to succeed once the slots are free again");
+    void *q = nodal_malloc(64);
+    EXPECT(q != NULL && nd_seg_of(q) == nd_seg_base(q), "malloc(64) to succeed with the slots back");
     nodal_free(q);
+    EXPECT(nd_thread_is_valid(), "the heap to be valid with the slots back");
 }
 
 static const struct nd_case cases[] = {
     ND_CASE(a_huge_block_mapped_where_a_moved_one_was_stays_nodals),
     ND_CASE(short_segments_under_an_address_space_limit_keep_the_heap_valid),
-    ND_CASE(segment_map_words_name_their_window),
-    ND_CASE(a_mapping_whose_slots_are_taken_goes_elsewhere_or_fails_cleanly),
+    ND_CASE(segment_map_holds_windows_of_any_range_and_the_cache_names_its_window),
+    ND_CASE(segments_without_a_slot_free_through_the_segment_map),
     ND_CASE(fork_cutting_off_a_remote_free_leaves_a_working_child),
     ND_CASE(random_operations_keep_the_heap_valid),
     ND_CASE(remote_frees_return_to_the_owner),
