@@ -404,6 +404,56 @@ static void segment_map_holds_windows_of_any_range_and_the_cache_names_its_windo
     nodal_free(p);
 }
 
+/* Threads that set windows of a range no leaf covers yet, all at once:
+   one leaf is published (the others' are unmapped), and every thread's
+   windows are in it. */
+enum { LEAF_RACERS = 4, LEAF_WINDOWS = 64 };
+static uintptr_t leaf_race_base;
+static pthread_barrier_t leaf_race_barrier;
+
+static void *leaf_racer(void *arg)
+{
+    uintptr_t id = (uintptr_t)arg;
+    pthread_barrier_wait(&leaf_race_barrier);
+    for (uintptr_t i = 0; i < LEAF_WINDOWS; i++) {
+        uintptr_t a = leaf_race_base + ((i * LEAF_RACERS + id) << ND_SEG_SHIFT);
+        if (!nd_segmap_huge((nd_segment *)a, 0, ND_SEG_SIZE) || nd_seg_of((void *)(a + 100)) != (nd_segment *)a)
+            return (void *)1;
+    }
+    return NULL;
+}
+
+static void a_new_leaf_is_published_once_by_racing_threads(void)
+{
+    /* A 256 GiB range nothing of this process is in (the highest below
+       2^47 that no leaf covers). */
+    uintptr_t range = (uintptr_t)ND_SEGMAP_LEAF_SIZE << ND_SEG_SHIFT;
+    uintptr_t base = ((uintptr_t)1 << 47) - range;
+    while (nd_seg_of((void *)base) != NULL || nd_load_acquire(&nd_segmap_top[base / range]) != NULL)
+        base -= range;
+    leaf_race_base = base;
+    size_t before = nd_segmap_mapped();
+    pthread_barrier_init(&leaf_race_barrier, NULL, LEAF_RACERS);
+    pthread_t t[LEAF_RACERS];
+    for (uintptr_t i = 0; i < LEAF_RACERS; i++)
+        EXPECT(pthread_create(&t[i], NULL, leaf_racer, (void *)i) == 0, "a thread to start");
+    int bad = 0;
+    for (int i = 0; i < LEAF_RACERS; i++) {
+        void *r;
+        pthread_join(t[i], &r);
+        bad += r != NULL;
+    }
+    pthread_barrier_destroy(&leaf_race_barrier);
+    EXPECT(bad == 0, "every thread to find each window it set, %d did not", bad);
+    EXPECT(nd_segmap_mapped() == before + ND_SEGMAP_LEAF_SIZE, "one leaf of 64 KiB to be mapped (%zu bytes were)",
+           nd_segmap_mapped() - before);
+    for (uintptr_t i = 0; i < LEAF_RACERS * LEAF_WINDOWS; i++) {
+        nd_segment *x = (nd_segment *)(base + (i << ND_SEG_SHIFT));
+        EXPECT(nd_seg_of(x) == x, "window %zu to be set", (size_t)i);
+        EXPECT(nd_segmap_huge(x, ND_SEG_SIZE, 0), "a release to succeed");
+    }
+}
+
 /* With every slot of nd_segcache held by windows of no segment, nothing
    takes the free fast path: every block of every size is freed through the
    segment map, and the heap stays valid; when the slots are free again, a
@@ -450,6 +500,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_huge_block_mapped_where_a_moved_one_was_stays_nodals),
     ND_CASE(short_segments_under_an_address_space_limit_keep_the_heap_valid),
     ND_CASE(segment_map_holds_windows_of_any_range_and_the_cache_names_its_window),
+    ND_CASE(a_new_leaf_is_published_once_by_racing_threads),
     ND_CASE(segments_without_a_slot_free_through_the_segment_map),
     ND_CASE(fork_cutting_off_a_remote_free_leaves_a_working_child),
     ND_CASE(random_operations_keep_the_heap_valid),
