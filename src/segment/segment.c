@@ -104,6 +104,13 @@ static uint8_t *nd_segmap_leaf(uintptr_t w)
     return leaf;
 }
 
+/* Window w's byte (its leaf is mapped). */
+static void nd_segmap_set(uintptr_t w, uint8_t value)
+{
+    uint8_t *leaf = nd_load_acquire(&nd_segmap_top[w >> ND_SEGMAP_LEAF_BITS]);
+    nd_store_release(&leaf[w & (ND_SEGMAP_LEAF_SIZE - 1)], value);
+}
+
 bool nd_segmap_huge(const nd_segment *s, size_t old_size, size_t new_size)
 {
     uintptr_t first = (uintptr_t)s >> ND_SEG_SHIFT;
@@ -112,14 +119,10 @@ bool nd_segmap_huge(const nd_segment *s, size_t old_size, size_t new_size)
     for (size_t i = had; i < has; i++)
         if (nd_segmap_leaf(first + i) == NULL)
             return false;
-    for (size_t i = had; i < has; i++) {
-        uintptr_t w = first + i;
-        nd_store_release(&nd_segmap_top[w >> ND_SEGMAP_LEAF_BITS][w & (ND_SEGMAP_LEAF_SIZE - 1)], (uint8_t)(i + 1));
-    }
-    for (size_t i = has; i < had; i++) {
-        uintptr_t w = first + i;
-        nd_store_release(&nd_segmap_top[w >> ND_SEGMAP_LEAF_BITS][w & (ND_SEGMAP_LEAF_SIZE - 1)], (uint8_t)0);
-    }
+    for (size_t i = had; i < has; i++)
+        nd_segmap_set(first + i, (uint8_t)(i + 1));
+    for (size_t i = has; i < had; i++)
+        nd_segmap_set(first + i, 0);
     return true;
 }
 
