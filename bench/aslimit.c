@@ -11,7 +11,10 @@
  *   2. allocates blocks of the size, writing one byte of each, until malloc
  *      returns NULL: `blocks` is how many it got;
  *   3. with all of them still held, asks for -m blocks of -x bytes (default
- *      1,000 of 64 B): `small_ok_pct` is the share that succeeded;
+ *      1,000 of 64 B): `small_ok_pct` is the share that succeeded; then the
+ *      same in a thread started before step 2 that had not allocated
+ *      (`idle_ok_pct`), and in a thread started now (`new_ok_pct`; -100 when
+ *      pthread_create fails: its stack is address space too);
  *   4. frees every second large block and allocates as many again:
  *      `refill_pct` is the share of those that succeeded (freed address
  *      space being reused).
@@ -26,6 +29,8 @@
 #define _GNU_SOURCE
 #include "harness.h"
 
+#include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,14 +41,47 @@
 #include <unistd.h>
 
 struct counts {
-    long blocks, small_ok, refilled, refill_tried;
+    long blocks, small_ok, idle_ok, new_ok, refilled, refill_tried;
     long vm_start_kib, vm_before_kib;
     int phase;      /* last phase reached */
 };
 
+struct smalls_job {
+    size_t size;
+    long n, *ok;
+    sem_t *go;   /* waited for first, when not NULL */
+};
+
+/* n blocks of `size` bytes, written and kept: how many it got. */
+static void *smalls_run(void *arg)
+{
+    struct smalls_job *j = arg;
+    while (j->go != NULL && sem_wait(j->go) != 0)
+        ;
+    for (long i = 0; i < j->n; i++) {
+        char *p = malloc(j->size);
+        if (p != NULL) {
+            memset(p, 4, j->size);
+            (*j->ok)++;
+        }
+    }
+    return NULL;
+}
+
 static void child(struct counts *out, size_t size, long long limit, size_t small, long nsmall)
 {
     out->vm_start_kib = bench_vm_kib();
+    /* The idle thread: started before the limit, waits without allocating. */
+    static sem_t go;
+    if (sem_init(&go, 0, 0) != 0)
+        _exit(4);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 64 << 10);
+    struct smalls_job idle = { small, nsmall, &out->idle_ok, &go }, late = { small, nsmall, &out->new_ok, NULL };
+    pthread_t idle_t, late_t;
+    if (pthread_create(&idle_t, &attr, smalls_run, &idle) != 0)
+        _exit(4);
     struct rlimit rl = { (rlim_t)limit, (rlim_t)limit };
     if (setrlimit(RLIMIT_AS, &rl) != 0)
         _exit(3);
@@ -78,6 +116,12 @@ static void child(struct counts *out, size_t size, long long limit, size_t small
             out->small_ok++;
         }
     }
+    sem_post(&go);
+    pthread_join(idle_t, NULL);
+    if (pthread_create(&late_t, &attr, smalls_run, &late) == 0)
+        pthread_join(late_t, NULL);
+    else
+        out->new_ok = -nsmall;   /* reported as -100: no thread */
     out->phase = 4;
     for (long i = 0; i < n; i += 2) {
         free(big[i]);
@@ -141,9 +185,10 @@ int main(int argc, char **argv)
                 printf("note: size %zu: the child exited %d in phase %d\n", size, WEXITSTATUS(st), c->phase);
         }
         double room = (double)limit - (double)c->vm_before_kib * 1024.0;
-        bench_result("aslimit", "size=%zuKiB limit=%lldMiB blocks=%ld small_ok_pct=%.1f refill_pct=%.1f fill_pct=%.1f "
-                     "vm_start_mib=%.1f",
+        bench_result("aslimit", "size=%zuKiB limit=%lldMiB blocks=%ld small_ok_pct=%.1f idle_ok_pct=%.1f new_ok_pct=%.1f "
+                     "refill_pct=%.1f fill_pct=%.1f vm_start_mib=%.1f",
                      size >> 10, limit >> 20, c->blocks, 100.0 * (double)c->small_ok / (double)nsmall,
+                     100.0 * (double)c->idle_ok / (double)nsmall, 100.0 * (double)c->new_ok / (double)nsmall,
                      c->refill_tried ? 100.0 * (double)c->refilled / (double)c->refill_tried : 0.0,
                      room > 0 ? 100.0 * (double)c->blocks * (double)size / room : 0.0,
                      (double)c->vm_start_kib / 1024.0);

@@ -67,7 +67,7 @@ static void nd_snapshot_take(nd_snapshot *s, bool since_reset)
     /* Derived fields, from all-time counters. */
     s->t.threads = threads;
     s->t.pooled_threads = pooled;
-    s->t.metadata = nd_meta_mapped();
+    s->t.metadata = nd_meta_mapped() + nd_segmap_mapped();
     s->t.mapped = s->t.segment_bytes + s->t.metadata;
     s->t.peak_mapped = s->t.peak_segment_bytes + s->t.metadata;   /* metadata only grows */
     nd_os_rss(&s->t.rss, &s->t.peak_rss);

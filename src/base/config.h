@@ -80,8 +80,16 @@
 /* ---- nodes and the segment map ----------------------------------------- */
 #define ND_MAX_NODES  NODAL_MAX_NODES
 #define ND_MAX_CPUS   4096
-#define ND_VA_BITS    47                     /* user address space we map into */
-#define ND_SEGMAP_SIZE ((size_t)1 << (ND_VA_BITS - ND_SEG_SHIFT))  /* one byte per 4 MiB */
+/* The segment map (segment.h): a byte per 4 MiB window of the user address
+   space below 2^ND_VA_BITS (x86-64: 47 bits, aarch64: 48), in leaves of
+   2^16 windows (256 GiB of address space, 64 KiB each) mapped when a
+   mapping first lands in their range, under a static table of 1,024
+   pointers (8 KiB); and the free fast path's table of 2^16 words (512 KiB). */
+#define ND_VA_BITS          48
+#define ND_SEGMAP_LEAF_BITS 16
+#define ND_SEGMAP_LEAF_SIZE ((size_t)1 << ND_SEGMAP_LEAF_BITS)
+#define ND_SEGMAP_TOP       ((size_t)1 << (ND_VA_BITS - ND_SEG_SHIFT - ND_SEGMAP_LEAF_BITS))
+#define ND_SEGCACHE_SLOTS   ((size_t)1 << 16)
 
 #define ND_CACHE_LINE 64
 #define ND_BIN_BYTES  ND_CACHE_LINE          /* one thread-cache bin (tcache.h) */

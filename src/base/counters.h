@@ -55,7 +55,7 @@
     X(committed,           GAUGE,   PROCESS, GAUGE,   BYTES, 1, "bytes of mapped memory that may be resident (not returned to the OS)") \
     X(returned,            COUNTER, PROCESS, GAUGE,   BYTES, 1, "bytes given back to the OS so far (purged or unmapped)") \
     X(segments,            GAUGE,   PROCESS, GAUGE,   COUNT, 1, "segments mapped (4 MiB each, or one per huge block)") \
-    X(metadata,            GAUGE,   PROCESS, DERIVED, BYTES, 1, "memory for nodal's own bookkeeping (thread caches and heaps)") \
+    X(metadata,            GAUGE,   PROCESS, DERIVED, BYTES, 1, "memory for nodal's own bookkeeping (thread caches, heaps and the segment map's leaves)") \
     X(rss,                 GAUGE,   PROCESS, DERIVED, BYTES, 2, "the process's resident set, as the kernel reports it (all of it, not only nodal's)") \
     X(peak_rss,            PEAK,    PROCESS, DERIVED, BYTES, 2, "the process's highest resident set") \
     X(threads,             GAUGE,   PROCESS, DERIVED, COUNT, 2, "threads that have a heap") \

@@ -45,6 +45,10 @@ void nd_block_misuse(const char *fn, const nd_segment *s, const void *p)
     const char *unused = freeing ? "double free or invalid pointer (block not in use)"
                                  : "invalid pointer (block not in use)";
     const char *why = unused;
+    /* Past the segment's mapping: the rest of the window of a short
+       segment or of a huge block's last 4 MiB is anyone's. */
+    if ((uintptr_t)p - (uintptr_t)s >= s->size)
+        nd_misuse(fn, "invalid pointer (not allocated by nodal)", p);
     if (s->kind != ND_SEG_HUGE && (uintptr_t)p - (uintptr_t)s < ND_SEG_HEADER_SIZE) {
         why = interior;   /* the segment's own header: never a block */
     } else if (s->kind == ND_SEG_HUGE) {
@@ -95,6 +99,13 @@ void nd_free_special(void *p)
     nd_segment *s = nd_seg_of(p);
     if (s == NULL)
         nd_misuse("free", "invalid pointer (not allocated by nodal)", p);
+    /* A segment starts in p's window, without a word in nd_segcache: a
+       huge block, or a segment whose slot another window holds. The slow
+       path checks it all as it does for the fast path's. */
+    if (s == nd_seg_base(p)) {
+        nd_free_slow(p, s, nd_page_of(s, p));
+        return;
+    }
     if (!nd_seg_cookie_ok(s))
         nd_bad_header("free", p);
     /* Past the first 4 MiB of a huge mapping: an aligned huge block, or an

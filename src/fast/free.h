@@ -3,7 +3,7 @@
  * below it (free.c). A free of a small or medium block of the thread's
  * kind of memory is 48 instructions on x86-64 (gcc 12 -O2, its ret
  * included), whichever thread's page the block is on: six compares (the
- * segment map byte, the page's kind of memory against the thread's, the
+ * nd_segcache word, the page's kind of memory against the thread's, the
  * block-start check by one multiply, the freed mark (a keyed folded
  * multiply, page.h), the bin's bottom, the block the bin took last) and
  * three stores (the block into the bin, the bin's cur, the block's mark).
@@ -16,7 +16,7 @@
  * branch that calls the slow path with what the fast path already found.
  *
  * One free, top to bottom:
- *   nd_free_fast: segment map byte -> segment -> page descriptor;
+ *   nd_free_fast: nd_segcache word -> segment -> page descriptor;
  *                 page kind == the thread's: *--bin->cur = p   (bin->cur != bin->low)
  *                 (a node-bound kind: the thread's cache for that node)
  *   else nd_free_slow (free.c) -> full cache: nd_tcache_push (grows the
@@ -38,7 +38,7 @@
 #include "thread.h"
 
 void nd_free_slow(void *p, nd_segment *s, nd_page *pg) nd_hidden;   /* p first: it stays in its register */
-void nd_free_special(void *p) nd_hidden;   /* NULL, huge-aligned, or not nodal's */
+void nd_free_special(void *p) nd_hidden;   /* NULL, huge, a segment without a word in nd_segcache, or not nodal's */
 /* p is the block on top of the bin it would go to: "double free", abort. */
 _Noreturn void nd_free_twice_in_a_row(const void *p) nd_hidden __attribute__((cold));
 /* p (in segment s, whose header checked out) is not the start of a block
@@ -52,10 +52,10 @@ nd_segment *nd_block_find(const char *fn, const void *p, nd_page **pgp) nd_hidde
 nd_inline void nd_free_fast(void *p)
 {
     uintptr_t a = (uintptr_t)p;
-    /* The map index is masked, not bounds-checked: an address beyond 2^47
-       either aliases no segment (slow path: "invalid pointer") or fails the
-       segment's cookie check on the slow path. */
-    if (nd_unlikely(nd_load_relaxed(&nd_segmap[(a >> ND_SEG_SHIFT) & (ND_SEGMAP_SIZE - 1)]) != 1)) {
+    /* nd_segcache's word names its window in full (segment.h): any
+       address of a window where no segment starts, NULL included, takes
+       the special path, and so does a segment without a slot. */
+    if (nd_unlikely(!nd_segcache_is_start(a))) {
         nd_free_special(p);
         return;
     }

@@ -57,20 +57,25 @@ static nd_segment *nd_huge_remap(nd_segment *s, size_t total)
         nd_os_unmap((uint8_t *)s + total, old - total);
         nd_gauge_add(returned, old - total);
     } else if (nd_os_remap_inplace(s, old, total) == 0) {
-        nd_segmap_huge(s, old, total);
+        if (!nd_segmap_huge(s, old, total)) {   /* no room for a leaf of the map */
+            nd_os_remap_inplace(s, total, old);
+            return NULL;
+        }
     } else {
-        void *to = nd_os_map_aligned(total, ND_SEG_SIZE);   /* an aligned place to move to */
+        /* An aligned place to move to, its windows in the map already.
+           The block's old windows are cleared before it moves: once mremap
+           has released their addresses, another thread may map a segment
+           there and set its bytes, which clearing ours afterwards would
+           wipe (its free would then say "not allocated by nodal"). Nobody
+           else looks this block up meanwhile: its owner is resizing it. */
+        void *to = nd_seg_reserve(total, ND_SEG_SIZE);
         if (to == NULL)
             return NULL;
-        /* The old range's map entries go first: once mremap has released
-           its addresses, another thread may map a segment or a huge block
-           there and set entries of its own, which clearing ours afterwards
-           would wipe (its free then says "not allocated by nodal"). Nobody
-           else looks this block up meanwhile: its owner is resizing it. */
         nd_segmap_huge(s, old, 0);
         nd_segment *t = nd_os_remap_to(s, old, total, to);
         if (t == NULL) {
-            nd_segmap_huge(s, 0, old);
+            nd_segmap_huge(s, 0, old);   /* its leaves are there: cannot fail */
+            nd_segmap_huge(to, total, 0);
             nd_os_unmap(to, total);
             return NULL;
         }
@@ -78,7 +83,6 @@ static nd_segment *nd_huge_remap(nd_segment *s, size_t total)
         if (nd_huge_moved_hook != NULL)
             nd_huge_moved_hook(s, old);
 #endif
-        nd_segmap_huge(t, 0, total);
         t->cookie = (uintptr_t)t ^ nd_seg_secret;
         s = t;
     }
@@ -154,12 +158,12 @@ void *nd_huge_alloc(size_t size, size_t alignment, int node, bool bound, const u
         if (s != NULL)
             return nd_huge_setup(s, offset);
     }
-    nd_segment *s = nd_os_map_aligned(total, map_align);
+    nd_segment *s = nd_seg_reserve(total, map_align);
     if (s == NULL) {
         /* Out of address space (or memory): give back every cached segment
            and mapping, and try once more. */
         nd_node_release_cached();
-        s = nd_os_map_aligned(total, map_align);
+        s = nd_seg_reserve(total, map_align);
     }
     if (s == NULL) {
         errno = ENOMEM;
@@ -169,9 +173,7 @@ void *nd_huge_alloc(size_t size, size_t alignment, int node, bool bound, const u
         return NULL;
     s->fresh = 1;
     nd_gauge_add(committed, total);
-    void *p = nd_huge_setup(s, offset);
-    nd_segmap_huge(s, 0, total);
-    return p;
+    return nd_huge_setup(s, offset);
 }
 
 size_t nd_huge_usable(const nd_segment *s, const void *p)

@@ -100,13 +100,21 @@ nd_segment *nd_node_seg_get(int node, bool bound, int kind)
         nd_unlock(nd_node_lock(ns));
     }
     if (s == NULL) {
-        s = nd_seg_map(node, bound);
+        s = nd_seg_map(node, bound, ND_SEG_SIZE);
         if (s == NULL && errno == ENOMEM) {
             /* Out of address space (or memory): give back every cached
                segment and huge mapping, and try once more. */
             nd_node_release_cached();
-            s = nd_seg_map(node, bound);
+            s = nd_seg_map(node, bound, ND_SEG_SIZE);
         }
+        /* Still none: a short segment, the largest that maps, down to
+           one page of the kind (small: 64 KiB, the header and a page of
+           48 KiB). Under an address-space limit (RLIMIT_AS) the last
+           megabyte left still serves small and medium blocks, and a thread
+           that starts then gets its first page. */
+        size_t least = kind == ND_SEG_SMALL ? ND_SMALL_PAGE_SIZE : ND_MEDIUM_PAGE_SIZE;
+        for (size_t size = ND_SEG_SIZE / 2; s == NULL && kind != ND_SEG_LARGE && size >= least; size /= 2)
+            s = nd_seg_map(node, bound, size);
         if (s == NULL)
             return NULL;
     }
@@ -127,6 +135,10 @@ void nd_node_seg_put(nd_segment *s)
     s->kind = ND_SEG_FREE;
     s->cached_at = now;
     s->purge_mask = 0;
+    if (s->size < ND_SEG_SIZE) {   /* short: a stopgap, never cached */
+        nd_seg_unmap(s);
+        return;
+    }
 
     bool keep_dirty = nd_node_seg_is_dirty(s) && nd_opt(ND_OPT_purge_delay) > 0 &&
                       nd_load_relaxed(&k->dirty_hint) < ND_CACHE_DIRTY_MAX;

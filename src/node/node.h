@@ -16,9 +16,12 @@
 #include "segment.h"
 
 /* A free segment for (node, bound): from the cache or fresh from the OS;
-   formatted for `kind` (SMALL/MEDIUM/LARGE). NULL with errno = ENOMEM. */
+   formatted for `kind` (SMALL/MEDIUM/LARGE). When no 4 MiB mapping can be
+   made, a SMALL or MEDIUM one may be short (segment.h). NULL with errno =
+   ENOMEM. */
 nd_segment *nd_node_seg_get(int node, bool bound, int kind) nd_hidden;
-/* Takes back a segment with no page in use (cached, purged later, or unmapped). */
+/* Takes back a segment with no page in use (cached, purged later, or
+   unmapped; a short one is unmapped). */
 void nd_node_seg_put(nd_segment *s) nd_hidden;
 
 /* Abandoned segments (pages still holding blocks, no owner). */

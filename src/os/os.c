@@ -66,21 +66,32 @@ static void nd_os_hint_below(uintptr_t start, size_t size, size_t alignment)
     nd_store_relaxed(&nd_os_hint, start > span ? start - span : 0);
 }
 
+/* A mapping of size bytes exactly at addr (which must be free), or NULL. */
+static void *nd_os_map_at(uintptr_t addr, size_t size)
+{
+    nd_gauge_add(os_maps, 1);
+    void *p = mmap((void *)addr, size, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (p == (void *)addr)
+        return p;
+    if (p != MAP_FAILED)   /* a kernel without MAP_FIXED_NOREPLACE took it as a hint */
+        nd_os_unmap(p, size);
+    return NULL;
+}
+
 void *nd_os_map_aligned(size_t size, size_t alignment)
 {
     if (size + alignment < size)
         return errno = ENOMEM, NULL;
-    uintptr_t hint = nd_load_relaxed(&nd_os_hint);
-    if (hint != 0 && (hint & (alignment - 1)) == 0) {
-        nd_gauge_add(os_maps, 1);
-        void *p = mmap((void *)hint, size, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-        if (p == (void *)hint) {
+    /* The hint, aligned down (a mapping of smaller alignment may have set
+       it). */
+    uintptr_t hint = nd_load_relaxed(&nd_os_hint) & ~(uintptr_t)(alignment - 1);
+    if (hint != 0) {
+        void *p = nd_os_map_at(hint, size);
+        if (p != NULL) {
             nd_os_hint_below(hint, size, alignment);
             return p;
         }
-        if (p != MAP_FAILED)   /* a kernel without MAP_FIXED_NOREPLACE took it as a hint */
-            nd_os_unmap(p, size);
     }
     void *p = nd_os_mmap(NULL, size);
     if (p == NULL)
@@ -92,8 +103,23 @@ void *nd_os_map_aligned(size_t size, size_t alignment)
     nd_os_unmap(p, size);
     size_t over = size + alignment;
     char *raw = nd_os_mmap(NULL, over);
-    if (raw == NULL)
-        return NULL;
+    if (raw == NULL) {
+        /* No room to map more than asked (an address-space limit,
+           RLIMIT_AS, counts the excess too). [p, p + size) was free: a
+           mapping of exactly size bytes may fit at the aligned address
+           below p (the kernel hands out the top of a free gap), or at the
+           one above. */
+        int err = errno;
+        uintptr_t lo = (uintptr_t)p & ~(uintptr_t)(alignment - 1);
+        void *q = nd_os_map_at(lo, size);
+        if (q == NULL)
+            q = nd_os_map_at(lo + alignment, size);
+        if (q != NULL)
+            nd_os_hint_below((uintptr_t)q, size, alignment);
+        else
+            errno = err;
+        return q;
+    }
     uintptr_t start = ((uintptr_t)raw + alignment - 1) & ~(uintptr_t)(alignment - 1);
     size_t head = start - (uintptr_t)raw;
     size_t tail = over - head - size;

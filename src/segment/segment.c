@@ -21,9 +21,15 @@
 #include "os.h"
 #include "topo.h"
 
-uint8_t   nd_segmap[ND_SEGMAP_SIZE];
+uint8_t  *nd_segmap_top[ND_SEGMAP_TOP];
+uint64_t  nd_segcache[ND_SEGCACHE_SLOTS];
 uintptr_t nd_seg_secret;
 size_t    nd_seg_guard;
+
+/* Slot 0's word of nd_segcache, which no window has (slot 0's windows'
+   words are multiples of 2^16): addresses in the top 4 MiB of the 64-bit
+   space, whose key wraps to 0, never match it. */
+#define ND_SEGCACHE_NONE ((uint64_t)1)
 
 void nd_seg_gauge_mapped(const nd_segment *s, long delta)
 {
@@ -34,6 +40,7 @@ void nd_seg_gauge_mapped(const nd_segment *s, long delta)
 
 void nd_seg_init(void)
 {
+    nd_store_release(&nd_segcache[0], ND_SEGCACHE_NONE);
     nd_seg_secret = (uintptr_t)nd_os_random() | 1;
     /* A guard page is an OS page: with pages above 16 KiB (some aarch64
        kernels) it would take a whole 64 KiB page of a small segment, and
@@ -63,10 +70,9 @@ int nd_seg_bind_node(void *p, size_t size, int node)
     return -1;
 }
 
-void nd_segmap_set(const void *addr, unsigned value)
-{
-    nd_store_release(&nd_segmap[(uintptr_t)addr >> ND_SEG_SHIFT], (uint8_t)value);
-}
+static size_t nd_segmap_leaf_bytes;   /* the leaves mapped so far */
+
+size_t nd_segmap_mapped(void) { return nd_load_relaxed(&nd_segmap_leaf_bytes); }
 
 static size_t nd_segmap_chunks(size_t size)
 {
@@ -74,14 +80,82 @@ static size_t nd_segmap_chunks(size_t size)
     return n < ND_SEGMAP_REACH ? n : ND_SEGMAP_REACH;
 }
 
-void nd_segmap_huge(const nd_segment *s, size_t old_size, size_t new_size)
+/* The leaf of the segment map that holds window w, mapped if it is not yet
+   (NULL, ENOMEM: beyond 2^ND_VA_BITS, or no room for it). Two threads
+   that map one at once both try; the compare-and-swap publishes one
+   (release: its zeroed bytes are seen by whoever reads the pointer) and
+   the other is unmapped. A leaf stays for the life of the process. */
+static uint8_t *nd_segmap_leaf(uintptr_t w)
 {
-    size_t first = (uintptr_t)s >> ND_SEG_SHIFT;
+    if (w >= (uintptr_t)ND_SEGMAP_TOP << ND_SEGMAP_LEAF_BITS)
+        return errno = ENOMEM, NULL;
+    uint8_t **top = &nd_segmap_top[w >> ND_SEGMAP_LEAF_BITS];
+    uint8_t *leaf = nd_load_acquire(top);
+    if (leaf != NULL)
+        return leaf;
+    uint8_t *fresh = nd_os_map_aligned(ND_SEGMAP_LEAF_SIZE, ND_CACHE_LINE);
+    if (fresh == NULL)
+        return errno = ENOMEM, NULL;
+    if (nd_cas_strong_acq_rel(top, &leaf, fresh)) {
+        nd_add_relaxed(&nd_segmap_leaf_bytes, ND_SEGMAP_LEAF_SIZE);
+        return fresh;
+    }
+    nd_os_unmap(fresh, ND_SEGMAP_LEAF_SIZE);
+    return leaf;
+}
+
+/* Window w's byte (its leaf is mapped). */
+static void nd_segmap_set(uintptr_t w, uint8_t value)
+{
+    uint8_t *leaf = nd_load_acquire(&nd_segmap_top[w >> ND_SEGMAP_LEAF_BITS]);
+    nd_store_release(&leaf[w & (ND_SEGMAP_LEAF_SIZE - 1)], value);
+}
+
+bool nd_segmap_huge(const nd_segment *s, size_t old_size, size_t new_size)
+{
+    uintptr_t first = (uintptr_t)s >> ND_SEG_SHIFT;
     size_t had = nd_segmap_chunks(old_size), has = nd_segmap_chunks(new_size);
+    /* Every leaf first, so that a failure changes nothing. */
     for (size_t i = had; i < has; i++)
-        nd_store_release(&nd_segmap[first + i], (uint8_t)(i + 1));
+        if (nd_segmap_leaf(first + i) == NULL)
+            return false;
+    for (size_t i = had; i < has; i++)
+        nd_segmap_set(first + i, (uint8_t)(i + 1));
     for (size_t i = has; i < had; i++)
-        nd_store_release(&nd_segmap[first + i], (uint8_t)0);
+        nd_segmap_set(first + i, 0);
+    return true;
+}
+
+/* nd_segcache: segment s (of 4 MiB or less) takes its window's slot if it
+   is free, and gives it back if it holds it. A slot is claimed and
+   released only by the owner of the segment whose word it holds, each
+   with a compare-and-swap: a segment whose slot another window holds
+   keeps none (its frees take the special path), and a release never
+   wipes another segment's word. */
+static void nd_segcache_claim(const nd_segment *s)
+{
+    uintptr_t key = nd_segcache_key((uintptr_t)s);
+    uint64_t expect = 0;
+    nd_cas_strong_acq_rel(&nd_segcache[key & (ND_SEGCACHE_SLOTS - 1)], &expect, (uint64_t)key);
+}
+
+static void nd_segcache_release(const nd_segment *s)
+{
+    uintptr_t key = nd_segcache_key((uintptr_t)s);
+    uint64_t expect = key;
+    nd_cas_strong_acq_rel(&nd_segcache[key & (ND_SEGCACHE_SLOTS - 1)], &expect, (uint64_t)0);
+}
+
+void *nd_seg_reserve(size_t size, size_t alignment)
+{
+    void *p = nd_os_map_aligned(size, alignment);
+    if (p != NULL && !nd_segmap_huge(p, 0, size)) {
+        nd_os_unmap(p, size);
+        p = NULL;
+    }
+    if (p == NULL)
+        errno = ENOMEM;
+    return p;
 }
 
 /*
@@ -152,7 +226,7 @@ int nd_seg_commit_slow(nd_segment *s, uint64_t todo)
             nd_mask_first_run(m, &a, &b);
             uint8_t *start = (uint8_t *)s + ((size_t)a << ND_CHUNK_SHIFT);
             size_t n = (size_t)(b - a + 1) << ND_CHUNK_SHIFT;
-            if (b == ND_SEG_CHUNKS - 1)
+            if ((size_t)(b + 1) << ND_CHUNK_SHIFT == s->size)
                 n -= nd_seg_guard;   /* never populate the guard page */
             if (nd_seg_commit_bound(start, n, s->node) != 0)
                 return -1;
@@ -207,10 +281,14 @@ int nd_seg_adopt_mapping(nd_segment *s, size_t size, int node, bool bound, const
     if (interleave != NULL) {
         nd_os_bind(s, size, ND_MPOL_INTERLEAVE, interleave);
     } else if (bound && nd_seg_place_new(s, size, node, commit) != 0) {
+        int err = errno;
+        nd_segmap_huge(s, size, 0);
         nd_os_unmap(s, size);
+        errno = err;
         return -1;
     }
     if (nd_seg_guard != 0 && nd_os_protect((uint8_t *)s + size - nd_seg_guard, nd_seg_guard, false) != 0) {
+        nd_segmap_huge(s, size, 0);
         nd_os_unmap(s, size);   /* out of mappings (vm.max_map_count) */
         errno = ENOMEM;
         return -1;
@@ -225,32 +303,33 @@ int nd_seg_adopt_mapping(nd_segment *s, size_t size, int node, bool bound, const
     return 0;
 }
 
-nd_segment *nd_seg_map(int node, bool bound)
+nd_segment *nd_seg_map(int node, bool bound, size_t size)
 {
-    nd_segment *s = nd_os_map_aligned(ND_SEG_SIZE, ND_SEG_SIZE);
-    if (s == NULL) {
-        errno = ENOMEM;
+    nd_assert(size >= ND_CHUNK_SIZE && size <= ND_SEG_SIZE && (size & (ND_CHUNK_SIZE - 1)) == 0);
+    nd_segment *s = nd_seg_reserve(size, ND_SEG_SIZE);
+    if (s == NULL)
         return NULL;
-    }
-    if (nd_seg_adopt_mapping(s, ND_SEG_SIZE, node, bound, NULL, ND_CHUNK_SIZE) != 0)
+    if (nd_seg_adopt_mapping(s, size, node, bound, NULL, ND_CHUNK_SIZE) != 0)
         return NULL;
+    nd_segcache_claim(s);
     s->kind = ND_SEG_FREE;
     s->committed = 1;
     nd_gauge_add(committed, ND_CHUNK_SIZE);
-    nd_segmap_set(s, 1);
     return s;
 }
 
 void nd_seg_unmap(nd_segment *s)
 {
     size_t committed = (size_t)nd_popcount64(s->committed) << ND_CHUNK_SHIFT;
-    nd_segmap_set(s, 0);
+    size_t size = s->size;
+    nd_segcache_release(s);
+    nd_segmap_huge(s, size, 0);
     s->cookie = 0;
     nd_gauge_sub(committed, committed);
     nd_gauge_add(returned, committed);
-    nd_seg_gauge_mapped(s, -(long)ND_SEG_SIZE);
+    nd_seg_gauge_mapped(s, -(long)size);
     nd_gauge_sub(segments, 1);
-    nd_os_unmap(s, ND_SEG_SIZE);
+    nd_os_unmap(s, size);
 }
 
 void nd_seg_set_geometry(nd_segment *s, unsigned page_shift, unsigned page_count)
@@ -276,11 +355,18 @@ void nd_seg_unmap_huge(nd_segment *s)
 void nd_seg_format(nd_segment *s, int kind)
 {
     nd_assert(kind == ND_SEG_SMALL || kind == ND_SEG_MEDIUM || kind == ND_SEG_LARGE);
+    if (!nd_segcache_is_start((uintptr_t)s))   /* its slot was taken when it was mapped: free now? */
+        nd_segcache_claim(s);
     s->kind = (uint8_t)kind;
     /* LARGE: the descriptors are per 64 KiB chunk; a block takes a run. */
     unsigned shift = kind == ND_SEG_SMALL ? ND_SMALL_PAGE_SHIFT
                    : kind == ND_SEG_MEDIUM ? ND_MEDIUM_PAGE_SHIFT : ND_CHUNK_SHIFT;
+    /* The descriptor lookup is a whole segment's; a short one (s->size <
+       4 MiB) has the pages that fit in its mapping. */
     nd_seg_set_geometry(s, shift, (unsigned)(ND_SEG_SIZE >> shift));
+    unsigned lookup = s->page_count;
+    s->page_count = (uint16_t)(s->size >> shift);
+    nd_assert(s->page_count >= 1 && ((size_t)s->page_count << shift) == s->size);
     s->used_pages = 0;
     s->free_mask = nd_mask_range(0, s->page_count - 1u);
     s->owner = NULL;
@@ -288,11 +374,13 @@ void nd_seg_format(nd_segment *s, int kind)
     s->next = s->prev = NULL;
     memset(s->guards, 0, sizeof s->guards);
     if (nd_seg_guard != 0) {
-        size_t last = ND_SEG_SIZE / nd_os_page_size() - 1;
+        size_t last = s->size / nd_os_page_size() - 1;
         s->guards[last / 64] |= (uint64_t)1 << (last % 64);
     }
-    memset(s->pages, 0, sizeof(nd_page) * s->page_count);
-    for (unsigned i = 0; i < s->page_count; i++) {
+    /* Every descriptor the lookup can reach (a short segment's beyond its
+       pages too: a foreign pointer past its mapping finds one in no use). */
+    memset(s->pages, 0, sizeof(nd_page) * lookup);
+    for (unsigned i = 0; i < lookup; i++) {
         s->pages[i].key = ND_KEY_NONE;
         s->pages[i].index = (uint8_t)i;
     }
@@ -300,7 +388,7 @@ void nd_seg_format(nd_segment *s, int kind)
 
 bool nd_seg_is_valid(const nd_segment *s)
 {
-    if (!nd_seg_cookie_ok(s) || nd_load_relaxed(&nd_segmap[(uintptr_t)s >> ND_SEG_SHIFT]) != 1)
+    if (!nd_seg_cookie_ok(s) || nd_seg_of(s) != s)
         return false;
     if (s->bound && (s->node < 0 || s->node >= ND_MAX_NODES))
         return false;
@@ -313,11 +401,14 @@ bool nd_seg_is_valid(const nd_segment *s)
     if (s->page_count == 0 || s->page_count > ND_SEG_MAX_PAGES ||
         (s->free_mask & ~nd_mask_range(0, s->page_count - 1u)) != 0)
         return false;
-    size_t last = ND_SEG_SIZE / nd_os_page_size() - 1;
+    /* A short segment: its pages fill its mapping. */
+    if (s->size > ND_SEG_SIZE || ((size_t)s->page_count << s->page_shift) != s->size)
+        return false;
+    size_t last = s->size / nd_os_page_size() - 1;
     if (nd_seg_guarded(s, last) != (nd_seg_guard != 0))
         return false;
     uint32_t in_use = 0;
-    const uint8_t *guard = (const uint8_t *)s + ND_SEG_SIZE - nd_seg_guard;
+    const uint8_t *guard = (const uint8_t *)s + s->size - nd_seg_guard;
     for (unsigned i = 0; i < s->page_count; i++) {
         const nd_page *pg = &s->pages[i];
         bool is_free = (s->free_mask >> i) & 1;

@@ -4,9 +4,9 @@
  * everyone else's.
  *
  * Owns: struct nd_segment and the layout of struct nd_page (the page
- * operations are in page.h), nd_segmap, and mapping, binding, committing,
- * purging and unmapping segment memory. Huge blocks (huge.h) are segments
- * too; their mapping is huge.c's.
+ * operations are in page.h), the segment map (nd_segmap_top, nd_segcache),
+ * and mapping, binding, committing, purging and unmapping segment memory.
+ * Huge blocks (huge.h) are segments too; their mapping is huge.c's.
  *
  * A segment (4 MiB, 4 MiB-aligned; huge ones larger):
  *
@@ -21,6 +21,11 @@
  *   starts after the header. LARGE: one page holding one block. HUGE: one
  *   block, segment sized to fit, 4 KiB header.
  *
+ *   A short segment (size < 4 MiB; SMALL or MEDIUM only) maps the first
+ *   `size` bytes of its 4 MiB window, page_count pages; the rest of the
+ *   window is not nodal's. Made only when a 4 MiB mapping fails (an
+ *   address-space limit), and unmapped as soon as it is empty.
+ *
  *   secure=1: the last OS page of every 4 MiB segment is a guard page
  *   (inaccessible, nd_seg_guard bytes; 0 otherwise): the last page's
  *   blocks (and large blocks) end before it, so an overflow past the last
@@ -29,11 +34,33 @@
  *   Owner of a pointer p:  seg = p & ~(4 MiB - 1)
  *                          page = &seg->pages[(p - seg) >> seg->page_shift]
  *
- * The segment map holds one byte per 4 MiB of address space:
+ * The segment map has a byte per 4 MiB window w = p >> 22 of the address
+ * space below 2^ND_VA_BITS, in two levels: nd_segmap_top (static, 8 KiB)
+ * points to a leaf per 2^16 windows (256 GiB, a leaf of 64 KiB), mapped
+ * when a mapping of nodal's first lands in its range, published with one
+ * compare-and-swap (release) and never unmapped; NULL where none did. So
+ * the map takes 8 KiB plus 64 KiB per 256 GiB range nodal uses, of the
+ * address space an RLIMIT_AS counts (a byte per window of the whole space
+ * took 32 MiB), and caps nothing. The byte:
  *   0   not nodal's
- *   1   a segment starts here (p's header is at p & ~(4 MiB-1))
- *   d+1 the block of a huge segment aligned beyond 4 MiB starts in the d-th
- *       4 MiB chunk of its segment (the header is d chunks lower)
+ *   1   a segment starts in window w (p's header is at p & ~(4 MiB-1))
+ *   d+1 window w is the d-th 4 MiB chunk (1 <= d < ND_SEGMAP_REACH) of a
+ *       huge segment (the header is d chunks lower: a block aligned beyond
+ *       4 MiB starts there, or it is an interior pointer)
+ * A window's byte is written only by the owner of the mapping covering
+ * it: set before the mapping is handed out, cleared before it is unmapped.
+ *
+ * The free fast path reads neither level: nd_segcache is a direct-mapped
+ * table of 2^16 words (512 KiB) in which a segment of 4 MiB or less
+ * (nd_seg_map's) claims the slot (w + 1) % 2^16 with the word w + 1, when
+ * the slot is free (compare-and-swap; released before the segment is
+ * unmapped). The word names its window in full, so the test "word == w+1"
+ * (one load, one compare, as the flat byte map's) is true only for a
+ * window where a segment starts. Any other free (a huge block, a pointer
+ * that is not nodal's, a segment whose slot another window 256 GiB away
+ * holds) goes to the special path, which asks the segment map: a segment
+ * without a slot loses only the fast path, never its memory, and claims a
+ * slot again whenever it is formatted anew.
  *
  * Page descriptor (two cache lines):
  *   line 0, read by every thread's free fast path, written by the owner:
@@ -137,6 +164,8 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
  *    its in-use pages then belong to owner. abandoned == 1: on its node's
  *    abandoned list, owner == NULL, pages keep their blocks.
  *  - free_mask bit i set <=> pages[i] not in use; used_pages = popcount of the rest.
+ *  - SMALL/MEDIUM: page_count << page_shift == size (4 MiB, or less for a
+ *    short segment); the descriptor lookup (desc_mask) is a 4 MiB segment's.
  *  - committed bit j: chunk j may hold resident memory (bound: populated and
  *    verified). purge_mask is a subset of committed and of free pages' chunks.
  *  - the segment map says 1 for seg while mapped.
@@ -182,7 +211,8 @@ _Static_assert(sizeof(nd_segment) <= ND_SEG_HEADER_SIZE, "the segment header mus
 _Static_assert(__builtin_offsetof(nd_segment, pages) + sizeof(nd_page) <= ND_HUGE_HEADER_SIZE,
                "a huge segment's header holds one page descriptor");
 
-extern uint8_t   nd_segmap[ND_SEGMAP_SIZE] nd_hidden;
+extern uint8_t  *nd_segmap_top[ND_SEGMAP_TOP] nd_hidden;
+extern uint64_t  nd_segcache[ND_SEGCACHE_SLOTS] nd_hidden;
 extern uintptr_t nd_seg_secret nd_hidden;
 /* Bytes of the guard page at the end of every 4 MiB segment (secure=1), or 0. */
 extern size_t    nd_seg_guard nd_hidden;
@@ -194,13 +224,37 @@ static inline nd_segment *nd_seg_base(const void *p)
     return (nd_segment *)((uintptr_t)p & ~(uintptr_t)ND_SEG_MASK);
 }
 
+/* w + 1 for the window w of address a, computed as (a + 4 MiB) >> 22 (one
+   instruction fewer; the top 4 MiB of the 64-bit space wrap to 0, whose
+   slot holds a word no window has: nd_seg_init). */
+static inline uintptr_t nd_segcache_key(uintptr_t a) { return (a + ND_SEG_SIZE) >> ND_SEG_SHIFT; }
+
+/* Does a segment start in the 4 MiB window of a, by nd_segcache (the free
+   fast path's test: one load, one compare)? False also for a segment
+   whose slot another window holds: the segment map has the last word. */
+static inline bool nd_segcache_is_start(uintptr_t a)
+{
+    uintptr_t key = nd_segcache_key(a);
+    return nd_load_relaxed(&nd_segcache[key & (ND_SEGCACHE_SLOTS - 1)]) == key;
+}
+
+/* The segment map's byte of the window of a (see above); 0 beyond
+   2^ND_VA_BITS and in ranges no leaf covers. The leaf pointer is read with
+   acquire: a leaf published by another thread is seen with its bytes. */
+static inline unsigned nd_segmap_byte(uintptr_t a)
+{
+    uintptr_t w = a >> ND_SEG_SHIFT;
+    if (w >= (uintptr_t)ND_SEGMAP_TOP << ND_SEGMAP_LEAF_BITS)
+        return 0;
+    const uint8_t *leaf = nd_load_acquire(&nd_segmap_top[w >> ND_SEGMAP_LEAF_BITS]);
+    return leaf == NULL ? 0 : nd_load_relaxed(&leaf[w & (ND_SEGMAP_LEAF_SIZE - 1)]);
+}
+
 /* The segment a pointer belongs to, or NULL if it is not nodal's. */
 static inline nd_segment *nd_seg_of(const void *p)
 {
-    uintptr_t a = (uintptr_t)p, idx = a >> ND_SEG_SHIFT;
-    if (idx >= ND_SEGMAP_SIZE)
-        return NULL;
-    unsigned v = nd_load_relaxed(&nd_segmap[idx]);
+    uintptr_t a = (uintptr_t)p;
+    unsigned v = nd_segmap_byte(a);
     if (v == 0)
         return NULL;
     return (nd_segment *)((a & ~(uintptr_t)ND_SEG_MASK) - (uintptr_t)(v - 1) * ND_SEG_SIZE);
@@ -230,17 +284,26 @@ static inline uint8_t *nd_seg_page_area(nd_segment *s, unsigned i, size_t *size)
 }
 
 void nd_seg_init(void) nd_hidden;
-/* A fresh 4 MiB segment for (node, bound), header committed, kind FREE;
-   NULL with errno = ENOMEM. */
-nd_segment *nd_seg_map(int node, bool bound) nd_hidden;
+/* A fresh mapping of `size` bytes aligned to `alignment` (at least 4 MiB)
+   whose windows the segment map holds for it (as a huge segment's of that
+   size: nd_segmap_huge(s, 0, size)). NULL with errno = ENOMEM (no room
+   for the mapping, or for a leaf of the segment map it needs). */
+void *nd_seg_reserve(size_t size, size_t alignment) nd_hidden;
+/* A fresh segment of `size` bytes for (node, bound), 4 MiB-aligned,
+   header committed, kind FREE; NULL with errno = ENOMEM. size is
+   ND_SEG_SIZE, or less for a short segment (a whole number of the pages
+   of the kind it is formatted for): the fallback when address space is
+   short (RLIMIT_AS), whose window's rest stays unmapped. */
+nd_segment *nd_seg_map(int node, bool bound, size_t size) nd_hidden;
 void nd_seg_unmap(nd_segment *s) nd_hidden;
 /* A fresh mapping s of `size` bytes becomes a segment of (node, bound) or,
    interleave != NULL, of pages spread over that node mask: placed (bound:
    bound to its node before anything touches it, its first `commit` bytes
    committed), its last nd_seg_guard bytes a guard page, its header's
    cookie, node, bound, interleaved and size written, the mapped gauges
-   counted. Kind, committed chunks and the segment map are the caller's.
-   0, or -1 with errno (the mapping is then gone). */
+   counted. s comes from nd_seg_reserve(size, ...). Kind and committed
+   chunks are the caller's. 0, or -1 with errno (the mapping and its
+   windows in the segment map are then gone). */
 int  nd_seg_adopt_mapping(nd_segment *s, size_t size, int node, bool bound, const uint64_t *interleave,
                           size_t commit) nd_hidden;
 /* Unmaps a huge segment's whole mapping (s->size bytes; its block already
@@ -283,14 +346,16 @@ static inline int nd_seg_commit(nd_segment *s, const void *p, size_t len)
 /* Adds (or, negative, removes) the bytes of a mapping of s to the mapped
    gauges (process and node) and their peak. */
 void nd_seg_gauge_mapped(const nd_segment *s, long delta) nd_hidden;
-/* Sets the segment map for the 4 MiB chunk holding addr (0: not nodal's). */
-void nd_segmap_set(const void *addr, unsigned value) nd_hidden;
-/* A huge mapping at s (4 MiB-aligned) changes from old_size to new_size
-   bytes (0: none): its first ND_SEGMAP_REACH chunks point back at s, the
-   rest of the map is cleared, so that any pointer into its first GiB finds
-   the header (a free of an interior pointer says so, not "not nodal's"). */
-void nd_segmap_huge(const nd_segment *s, size_t old_size, size_t new_size) nd_hidden;
-#define ND_SEGMAP_REACH 255u   /* map values 1..255: the distance back, plus one */
+/* A mapping at s (4 MiB-aligned) changes from old_size to new_size bytes
+   (0: none): its first ND_SEGMAP_REACH chunks point back at s, its other
+   windows are cleared, so that any pointer into its first GiB finds the
+   header (a free of an interior pointer says so, not "not nodal's").
+   Growing into a range no leaf covers yet maps the leaf: false, with
+   nothing changed, when that fails (ENOMEM). */
+bool nd_segmap_huge(const nd_segment *s, size_t old_size, size_t new_size) nd_hidden;
+/* Bytes of the segment map's leaves (metadata: they are never unmapped). */
+size_t nd_segmap_mapped(void) nd_hidden;
+#define ND_SEGMAP_REACH 255u   /* map bytes 1..255: the distance back, plus one */
 /* Binds [p, p+size) to `node` (MPOL_PREFERRED); 0 or -1 with errno. */
 int  nd_seg_bind_node(void *p, size_t size, int node) nd_hidden;
 /* Populates [p, p+len) of node-bound memory and checks (migrating strays)

@@ -49,11 +49,22 @@ void *nd_meta_alloc_head(size_t size, size_t zero)
                 nd_add_relaxed(&nd_meta_total, (size + 4095) & ~(size_t)4095);
         } else {
             if (nd_meta_bump == NULL || (size_t)(nd_meta_end - nd_meta_bump) < size) {
-                char *chunk = nd_os_map_aligned(ND_META_CHUNK, ND_CACHE_LINE);
-                if (chunk != NULL) {
-                    nd_meta_bump = chunk;
-                    nd_meta_end = chunk + ND_META_CHUNK;
-                    nd_add_relaxed(&nd_meta_total, (size_t)ND_META_CHUNK);
+                /* A chunk; when address space is short (RLIMIT_AS), half
+                   of one and so on, down to the object's own pages, so
+                   that a thread can still start. */
+                size_t least = (size + 4095) & ~(size_t)4095;
+                for (size_t want = ND_META_CHUNK;; want /= 2) {
+                    if (want < least)
+                        want = least;
+                    char *chunk = nd_os_map_aligned(want, ND_CACHE_LINE);
+                    if (chunk != NULL) {
+                        nd_meta_bump = chunk;
+                        nd_meta_end = chunk + want;
+                        nd_add_relaxed(&nd_meta_total, want);
+                        break;
+                    }
+                    if (want == least)
+                        break;
                 }
             }
             if (nd_meta_bump != NULL && (size_t)(nd_meta_end - nd_meta_bump) >= size) {

@@ -16,18 +16,6 @@
 
 /* ---- malloc by size ------------------------------------------------------------ */
 
-void *nd_route_large(nd_tcache *tc, size_t size, size_t alignment)
-{
-    nd_heap *h = &tc->heap;
-    size_t bytes;
-    void *p = nd_large_alloc(h->node, h->bound, size, alignment, &bytes);
-    if (p != NULL) {
-        nd_count_inc(&h->stats.large_allocs);
-        nd_count_add(&h->stats.large_bytes_allocated, bytes);
-    }
-    return p;
-}
-
 static void *nd_route_huge(nd_tcache *tc, size_t size, size_t alignment)
 {
     nd_heap *h = &tc->heap;
@@ -36,6 +24,25 @@ static void *nd_route_huge(nd_tcache *tc, size_t size, size_t alignment)
         nd_count_inc(&h->stats.huge_allocs);
         nd_count_add(&h->stats.huge_bytes_allocated, size);
     }
+    return p;
+}
+
+void *nd_route_large(nd_tcache *tc, size_t size, size_t alignment)
+{
+    nd_heap *h = &tc->heap;
+    size_t bytes;
+    void *p = nd_large_alloc(h->node, h->bound, size, alignment, &bytes);
+    if (p != NULL) {
+        nd_count_inc(&h->stats.large_allocs);
+        nd_count_add(&h->stats.large_bytes_allocated, bytes);
+        return p;
+    }
+    /* No room in the pool and no 4 MiB segment to be had (an address-space
+       limit): plain memory gets a mapping of the block's own size, as a
+       huge block, while one fits. (A bound block failed because its node
+       is full, which another mapping would not change.) */
+    if (errno == ENOMEM && !h->bound)
+        p = nd_route_huge(tc, size, alignment);
     return p;
 }
 

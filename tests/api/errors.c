@@ -3,7 +3,10 @@
  * can serve: NULL (or ENOMEM returned) with errno = ENOMEM, never a crash and
  * never a small block from an overflowed size computation.
  */
+#define _GNU_SOURCE
+#include <link.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "api.h"
 #include "check.h"
@@ -109,8 +112,41 @@ static void allocation_works_after_failures(void)
     }
 }
 
+/* libnodal's own image (code, data, and static arrays such as the segment
+   map) is address space every program that uses it holds from the start,
+   and an address-space limit (ulimit -v, RLIMIT_AS) counts all of it. */
+#ifndef ND_TEST_PREFIX_ONLY
+static int nd_image_bytes(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    if (info->dlpi_name == NULL || strstr(info->dlpi_name, "libnodal") == NULL)
+        return 0;
+    size_t total = 0;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type == PT_LOAD)
+            total += (ph->p_memsz + (ph->p_vaddr & 4095) + 4095) & ~(size_t)4095;
+    }
+    *(size_t *)data = total;
+    return 1;
+}
+
+static void nodal_image_takes_little_address_space(void)
+{
+    size_t bytes = 0;
+    dl_iterate_phdr(nd_image_bytes, &bytes);
+    if (bytes == 0)
+        SKIP("nodal is linked into the program here: its image is the program's");
+    EXPECT(bytes <= ((size_t)2 << 20), "libnodal's image, static data included, to take at most 2 MiB of "
+           "address space (an RLIMIT_AS counts it), got %zu KiB", bytes >> 10);
+}
+#endif
+
 static const struct nd_case cases[] = {
     ND_CASE(malloc_of_impossible_size_fails_with_enomem),
+#ifndef ND_TEST_PREFIX_ONLY
+    ND_CASE(nodal_image_takes_little_address_space),
+#endif
     ND_CASE(calloc_of_impossible_size_fails_with_enomem),
     ND_CASE(calloc_overflow_fails_with_enomem),
     ND_CASE(realloc_of_impossible_size_fails_with_enomem),

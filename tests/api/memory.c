@@ -14,6 +14,12 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
+#include <semaphore.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <errno.h>
 #include <stdint.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -273,33 +279,169 @@ static void a_pooled_thread_record_is_taken_apart_after_ten_purge_delays(void)
 }
 
 /* Under an address-space limit of 200 MiB (ulimit -v), 1 MiB blocks fill
-   most of it; once they fail, small allocations still succeed, and freeing
-   half the large ones lets large ones succeed again. In a child: the limit
-   stays there. */
+   nearly all of it; once they fail, small allocations still succeed in
+   the thread that made them, in a thread that had not allocated before
+   and in one started then, and freeing half the large ones lets large
+   ones succeed again. Node-targeted calls fail cleanly (NULL, ENOMEM).
+
+   The helper runs in a process of its own (the limit stays there), with
+   ND_ASLIMIT=glibc (the system malloc: this program is linked with the
+   prefix library) or nodal, and prints "n vm0 main early late refill
+   node": blocks of 1 MiB, the address space at its start (KiB), 64-byte
+   requests that succeeded (of 1,000) in the main thread, in an idle
+   thread made before the limit and in a thread started after (once one
+   1 MiB block is freed), 1 MiB blocks allocated again (of the half
+   freed), and 1 if the node calls failed cleanly. */
+#define AS_LIMIT ((size_t)200 << 20)
+
+static void *(*as_malloc)(size_t);
+static void (*as_free)(void *);
+static sem_t as_go;
+
+static long as_vm_kib(void)
+{
+    char buf[4096];
+    FILE *f = fopen("/proc/self/status", "r");
+    long kib = -1;
+    if (f == NULL)
+        return -1;
+    while (fgets(buf, sizeof buf, f) != NULL)
+        if (strncmp(buf, "VmSize:", 7) == 0)
+            kib = atol(buf + 7);
+    fclose(f);
+    return kib;
+}
+
+/* 1,000 blocks of 64 B, written and kept: how many it got. */
+static int as_small_requests(void)
+{
+    int ok = 0;
+    for (int i = 0; i < 1000; i++) {
+        char *p = as_malloc(64);
+        if (p != NULL) {
+            memset(p, 2, 64);
+            ok++;
+        }
+    }
+    return ok;
+}
+
+static void *as_idle_thread(void *arg)
+{
+    while (sem_wait(&as_go) != 0)
+        ;
+    *(int *)arg = as_small_requests();
+    return NULL;
+}
+
+static void *as_late_thread(void *arg)
+{
+    *(int *)arg = as_small_requests();
+    return NULL;
+}
+
+/* Node-targeted calls under the limit: 1 MiB blocks until one fails, which
+   must say ENOMEM, then small, calloc'ed, aligned and interleaved ones,
+   each a block or NULL with ENOMEM. 1 if all did. */
+static int as_node_calls_fail_cleanly(void)
+{
+    int ids[NODAL_MAX_NODES];
+    if (nodal_node_ids(ids, NODAL_MAX_NODES) < 1)
+        return 0;
+    int ok = 1;
+    for (int i = 0; i < 400; i++) {
+        errno = 0;
+        if (nodal_malloc_node(MiB, ids[0]) == NULL) {
+            ok &= errno == ENOMEM;
+            break;
+        }
+    }
+    for (int i = 0; i < 200; i++) {
+        void *p[4];
+        errno = 0;
+        p[0] = nodal_malloc_node(64, ids[0]);
+        ok &= p[0] != NULL || errno == ENOMEM;
+        errno = 0;
+        p[1] = nodal_calloc_node(1, 300 << 10, ids[0]);
+        ok &= p[1] != NULL || errno == ENOMEM;
+        errno = 0;
+        p[2] = nodal_aligned_alloc_node(2 * MiB, 4 * MiB, ids[0]);
+        ok &= p[2] != NULL || errno == ENOMEM;
+        errno = 0;
+        p[3] = nodal_malloc_interleaved(8 * MiB, NULL, 0);
+        ok &= p[3] != NULL || errno == ENOMEM;
+        if (i % 2 == 0)
+            for (int j = 0; j < 4; j++)
+                nodal_free(p[j]);
+    }
+    return ok;
+}
+
 static void emit_address_space_limit(void)
 {
-    struct rlimit lim = { (rlim_t)200 << 20, (rlim_t)200 << 20 };
-    EXPECT(setrlimit(RLIMIT_AS, &lim) == 0, "setrlimit(RLIMIT_AS) to work");
+    const char *who = getenv("ND_ASLIMIT");
+    bool glibc = who != NULL && strcmp(who, "glibc") == 0;
+    as_malloc = glibc ? malloc : nodal_malloc;
+    as_free = glibc ? free : nodal_free;
+    long vm0 = as_vm_kib();
     static void *small[100], *big[400];
     for (int i = 0; i < 100; i++)
-        small[i] = nodal_malloc(64);
+        small[i] = as_malloc(64);
+    EXPECT(sem_init(&as_go, 0, 0) == 0, "sem_init to work");
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 64 << 10);
+    pthread_t idle, late;
+    int idle_ok = 0, late_ok = 0;
+    EXPECT(pthread_create(&idle, &attr, as_idle_thread, &idle_ok) == 0, "a thread to start");
+    struct rlimit lim = { (rlim_t)AS_LIMIT, (rlim_t)AS_LIMIT };
+    EXPECT(setrlimit(RLIMIT_AS, &lim) == 0, "setrlimit(RLIMIT_AS) to work");
     int n = 0;
-    while (n < 400 && (big[n] = nodal_malloc(MiB)) != NULL)
+    while (n < 400 && (big[n] = as_malloc(MiB)) != NULL)
         n++;
-    int small_ok = 0;
+    int main_ok = 0;
     for (int i = 0; i < 1000; i++) {
-        void *p = nodal_malloc(64);
-        small_ok += p != NULL;
+        void *p = as_malloc(64);
+        main_ok += p != NULL;
         if (i % 2 == 0)
-            nodal_free(p);
+            as_free(p);
     }
     for (int i = 0; i < n; i += 2)
-        nodal_free(big[i]);
+        as_free(big[i]);
     int refill = 0;
     for (int i = 0; i < n; i += 2)
-        refill += (big[i] = nodal_malloc(MiB)) != NULL;
-    printf("%d %d %d\n", n, small_ok, refill);
+        refill += (big[i] = as_malloc(MiB)) != NULL;
+    /* The threads, once one 1 MiB block is given back (but for it, no
+       room at all may be left: the last block's failure leaves less than
+       a megabyte, perhaps nothing). */
+    if (n > 1)
+        as_free(big[1]);
+    sem_post(&as_go);
+    pthread_join(idle, NULL);
+    if (pthread_create(&late, &attr, as_late_thread, &late_ok) == 0)
+        pthread_join(late, NULL);
+    else
+        late_ok = -1;
+    int node_ok = glibc ? 1 : as_node_calls_fail_cleanly();
+    printf("%d %ld %d %d %d %d %d\n", n, vm0, main_ok, idle_ok, late_ok, refill, node_ok);
     (void)small;
+}
+
+/* One run of the helper with the allocator `who`; its seven counts. */
+static void as_run(const char *who, long out[7])
+{
+    static struct nd_child c;
+    char self[4096], env[64];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    EXPECT(len > 0, "/proc/self/exe to be readable");
+    self[len] = '\0';
+    snprintf(env, sizeof env, "ND_ASLIMIT=%s", who);
+    char *argv[] = { self, (char *)"emit_address_space_limit", NULL };
+    nd_run_exec(argv, NULL, env, 120, &c);
+    EXPECT(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0, "the %s child to exit 0; it %s; stderr: %s", who,
+           nd_describe_status(c.status), c.err);
+    EXPECT(sscanf(c.out, "%ld %ld %ld %ld %ld %ld %ld", &out[0], &out[1], &out[2], &out[3], &out[4], &out[5],
+                  &out[6]) == 7, "seven counts from the %s child, got \"%s\"", who, c.out);
 }
 
 static void address_space_limit_leaves_small_allocations_working(void)
@@ -307,22 +449,108 @@ static void address_space_limit_leaves_small_allocations_working(void)
 #ifdef ND_TEST_SANITIZER
     SKIP("a sanitizer reserves terabytes of address space: no limit of 200 MiB can hold");
 #endif
-    static struct nd_child c;
-    char self[4096];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    EXPECT(len > 0, "/proc/self/exe to be readable");
-    self[len] = '\0';
-    char *argv[] = { self, (char *)"emit_address_space_limit", NULL };
-    nd_run_exec(argv, NULL, NULL, 120, &c);
-    EXPECT(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0, "the child to exit 0; it %s; stderr: %s",
-           nd_describe_status(c.status), c.err);
-    int n = 0, small_ok = 0, refill = 0;
-    EXPECT(sscanf(c.out, "%d %d %d", &n, &small_ok, &refill) == 3, "three counts, got \"%s\"", c.out);
-    /* The limit minus what a process holds at start (the library, the
-       segment map's 32 MiB, a first segment): glibc fits 195 here. */
-    EXPECT(n >= 120, "at least 120 blocks of 1 MiB under a 200 MiB address-space limit, got %d", n);
-    EXPECT(small_ok == 1000, "every 64-byte malloc to succeed once 1 MiB ones fail, %d of 1000 did", small_ok);
-    EXPECT(refill == (n + 1) / 2, "the %d 1 MiB blocks freed to be allocatable again, %d were", (n + 1) / 2, refill);
+    long g[7], v[7];
+    as_run("glibc", g);
+    as_run("nodal", v);
+    long n = v[0], glibc_n = g[0];
+    /* What the limit leaves for 1 MiB blocks, each a mapping of 1 MiB and
+       an OS page (glibc's, and nodal's huge blocks): the limit less the
+       address space the same program held at its start, under glibc. */
+    long fits = (long)((AS_LIMIT - (size_t)g[1] * 1024) / (MiB + (size_t)sysconf(_SC_PAGESIZE)));
+    printf("note: 1 MiB blocks under a 200 MiB RLIMIT_AS: nodal %ld, glibc %ld, room for %ld "
+           "(address space at start: nodal's process %ld KiB, glibc's %ld KiB)\n", n, glibc_n, fits, v[1], g[1]);
+    EXPECT(20 * n >= 19 * glibc_n, "nodal to fit at least 0.95x glibc's %ld blocks of 1 MiB, got %ld", glibc_n, n);
+    EXPECT(20 * n >= 19 * fits, "nodal to fit at least 0.95x the %ld blocks of 1 MiB the limit has room for, got %ld",
+           fits, n);
+    EXPECT(v[2] == 1000, "every 64-byte malloc of the main thread to succeed once 1 MiB ones fail, %ld of 1000 did",
+           v[2]);
+    EXPECT(v[3] == 1000, "every 64-byte malloc of a thread that had not allocated before to succeed once 1 MiB "
+           "ones fail (and one is freed), %ld of 1000 did", v[3]);
+    EXPECT(v[4] == 1000, "every 64-byte malloc of a thread started once 1 MiB ones fail (and one is freed) to "
+           "succeed, %ld of 1000 did (-1: it could not start)", v[4]);
+    EXPECT(v[5] == (n + 1) / 2, "the %ld 1 MiB blocks freed to be allocatable again, %ld were", (n + 1) / 2, v[5]);
+    EXPECT(v[6] == 1, "node-targeted calls under the limit to give a block or NULL with errno ENOMEM");
+}
+
+/* Address space far beyond 256 GiB: blocks of 64 MiB, never touched, up
+   to 1 TiB (4x what a segment map of 2^16 windows could hold), as many as
+   glibc's malloc gets in the same process (its count first, every block
+   freed), and all of them where the kernel overcommits (vm.overcommit_memory 0 or 1: untouched memory is only
+   address space). Every block is nodal's (its usable size says so), small
+   blocks still come in a thread started then, and freeing them all gives
+   the address space back. */
+#define FAR_BLOCK ((size_t)64 << 20)
+#define FAR_MAX   16384   /* 1 TiB of 64 MiB blocks */
+
+static void *far_small_thread(void *arg)
+{
+    int *ok = arg;
+    for (int i = 0; i < 1000; i++) {
+        char *p = nodal_malloc(64);
+        if (p != NULL) {
+            memset(p, 5, 64);
+            nodal_free(p);
+            (*ok)++;
+        }
+    }
+    return NULL;
+}
+
+static void address_space_far_beyond_256_gib_is_nodals(void)
+{
+#ifdef ND_TEST_SANITIZER
+    SKIP("a sanitizer's allocator and shadow memory decide how much address space a process gets");
+#endif
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY)
+        SKIP("an address-space limit (ulimit -v) is set: %llu bytes", (unsigned long long)lim.rlim_cur);
+    char mode[16] = "";
+    FILE *f = fopen("/proc/sys/vm/overcommit_memory", "r");
+    if (f != NULL) {
+        if (fgets(mode, sizeof mode, f) == NULL)
+            mode[0] = '\0';
+        fclose(f);
+    }
+    bool overcommits = mode[0] == '0' || mode[0] == '1';
+    static void *blocks[FAR_MAX];
+    int glibc_n = 0;
+    while (glibc_n < FAR_MAX && (blocks[glibc_n] = malloc(FAR_BLOCK)) != NULL)
+        glibc_n++;
+    for (int i = 0; i < glibc_n; i++)
+        free(blocks[i]);
+    long vm0 = as_vm_kib();
+    int n = 0;
+    while (n < FAR_MAX && (blocks[n] = nodal_malloc(FAR_BLOCK)) != NULL)
+        n++;
+    long vm1 = as_vm_kib();
+    printf("note: 64 MiB blocks (untouched), at most %d: nodal %d (%.2f TiB), glibc %d; vm.overcommit_memory %c; "
+           "VmSize %.2f TiB with them\n", FAR_MAX, n, (double)n * FAR_BLOCK / (double)((size_t)1 << 40), glibc_n,
+           mode[0] ? mode[0] : '?', (double)vm1 / (double)((size_t)1 << 30));
+    EXPECT(20 * (long)n >= 19 * (long)glibc_n, "nodal to get at least 0.95x glibc's %d blocks of 64 MiB, got %d",
+           glibc_n, n);
+    if (overcommits)
+        EXPECT(n == FAR_MAX, "1 TiB of 64 MiB blocks where the kernel overcommits, got %d blocks", n);
+    size_t below = SIZE_MAX, above = 0;
+    for (int i = 0; i < n; i++) {
+        below = (uintptr_t)blocks[i] < below ? (uintptr_t)blocks[i] : below;
+        above = (uintptr_t)blocks[i] > above ? (uintptr_t)blocks[i] : above;
+        if (i % 97 == 0 || i == n - 1)
+            EXPECT(nodal_malloc_usable_size(blocks[i]) >= FAR_BLOCK, "block %d (%p) to be nodal's, of 64 MiB or more",
+                   i, blocks[i]);
+    }
+    if (n > 0)
+        printf("note: the blocks span %.2f TiB of addresses\n", (double)(above - below) / (double)((size_t)1 << 40));
+    int late_ok = 0;
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, far_small_thread, &late_ok) == 0, "a thread to start");
+    pthread_join(t, NULL);
+    EXPECT(late_ok == 1000, "every 64-byte malloc of a thread started then to succeed, %d of 1000 did", late_ok);
+    for (int i = 0; i < n; i++)
+        nodal_free(blocks[i]);
+    nodal_collect(1);
+    long vm2 = as_vm_kib();
+    EXPECT(vm2 < vm0 + 64 * 1024, "the address space to be given back (VmSize %ld KiB, %ld before the blocks)", vm2,
+           vm0);
 }
 
 static const struct nd_case cases[] = {
@@ -336,6 +564,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_thread_started_after_another_exited_takes_over_its_caches),
     ND_CASE(a_pooled_thread_record_is_taken_apart_after_ten_purge_delays),
     ND_CASE(address_space_limit_leaves_small_allocations_working),
+    ND_CASE(address_space_far_beyond_256_gib_is_nodals),
     ND_CASE(emit_cached_after_free_with_no_delay),
     ND_CASE(emit_address_space_limit),
 };

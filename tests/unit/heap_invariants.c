@@ -5,8 +5,11 @@
  * and flushes check it too), blocks must come back intact, and remote frees
  * must return to their owner's pages.
  */
+#include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -19,6 +22,8 @@
 #include "proc.h"
 #include "thread.h"
 #include "segment.h"
+
+#define MiB_ ((size_t)1 << 20)
 
 static size_t random_size(uint64_t *x)
 {
@@ -255,8 +260,248 @@ static void a_huge_block_mapped_where_a_moved_one_was_stays_nodals(void)
              "not exercised", ROUNDS);
 }
 
+/* Under an address-space limit that leaves room for no 4 MiB segment, a
+   thread's small and medium blocks come from short segments (segment.h):
+   their invariants hold (nd_thread_is_valid checks every segment of the
+   thread's heaps), their blocks stay intact, a request that does not fit
+   fails with ENOMEM, and an empty short segment goes back to the OS. */
+static long vm_kib(void)
+{
+    char buf[256];
+    long kib = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+    if (f == NULL)
+        return -1;
+    while (fgets(buf, sizeof buf, f) != NULL)
+        if (strncmp(buf, "VmSize:", 7) == 0)
+            kib = atol(buf + 7);
+    fclose(f);
+    return kib;
+}
+
+static void *short_segment_work(void *arg)
+{
+    enum { N = 512 };
+    static void *p[N];
+    static size_t sz[N];
+    int *result = arg;
+    uint64_t x = nd_test_seed();
+    int ok = 0, failed = 0, short_seen = 0, bad = 0;
+    for (int round = 0; round < 8; round++) {
+        for (int i = 0; i < 3000; i++) {
+            size_t k = (size_t)(x >> 40) % N;
+            x = x * 6364136223846793005ull + 1442695040888963407ull;
+            if (p[k] != NULL) {
+                for (size_t j = 0; j < sz[k]; j += 512)
+                    bad += ((unsigned char *)p[k])[j] != (unsigned char)(k + j);
+                nodal_free(p[k]);
+                p[k] = NULL;
+                continue;
+            }
+            sz[k] = (x >> 33) % 4 == 0 ? 16384 + (x >> 20) % (112 << 10) : 1 + (x >> 20) % 2048;
+            errno = 0;
+            p[k] = nodal_malloc(sz[k]);
+            if (p[k] == NULL) {
+                failed++;
+                bad += errno != ENOMEM;
+                continue;
+            }
+            ok++;
+            short_seen |= nd_seg_base(p[k])->size < ND_SEG_SIZE;
+            for (size_t j = 0; j < sz[k]; j += 512)
+                ((unsigned char *)p[k])[j] = (unsigned char)(k + j);
+        }
+        bad += !nd_thread_is_valid();
+    }
+    for (int k = 0; k < N; k++) {
+        nodal_free(p[k]);
+        p[k] = NULL;
+    }
+    nodal_collect(1);
+    bad += !nd_thread_is_valid();
+    result[0] = ok, result[1] = failed, result[2] = short_seen, result[3] = bad;
+    return NULL;
+}
+
+static void short_segments_under_an_address_space_limit_keep_the_heap_valid(void)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    EXPECT(pid >= 0, "fork to work");
+    if (pid == 0) {
+        alarm(60);
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setstacksize(&attr, 64 << 10);
+        /* Room for the thread's stack and 3 MiB: no whole segment. */
+        long vm = vm_kib();
+        struct rlimit lim;
+        lim.rlim_cur = lim.rlim_max = (rlim_t)vm * 1024 + ((rlim_t)3 << 20);
+        if (vm <= 0 || setrlimit(RLIMIT_AS, &lim) != 0)
+            _exit(4);
+        int r[4] = { 0, 0, 0, 0 };
+        pthread_t t;
+        if (pthread_create(&t, &attr, short_segment_work, r) != 0)
+            _exit(5);
+        pthread_join(t, NULL);
+        printf("%d %d %d %d\n", r[0], r[1], r[2], r[3]);
+        _exit(r[0] > 0 && r[2] && r[3] == 0 ? 0 : 3);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        ;
+    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+           "the child to get blocks from short segments, with every block intact, every failure ENOMEM and "
+           "the heap valid (exit 0); it %s (4: no limit, 5: no thread, 3: see its line of ok, failed, "
+           "short segments seen, problems)", nd_describe_status(st));
+}
+
+/* nd_segcache is a direct-mapped table (segment.h): a window 256 GiB away
+   from a segment's has the same slot, and is not taken for the segment;
+   the segment map (two levels) holds every window of nodal's wherever it
+   is, mapping a leaf for a range it had none in. */
+static uintptr_t other_window_of_slot(uintptr_t w)
+{
+    /* The same slot in another 256 GiB range, below 2^47. */
+    uintptr_t region = (uintptr_t)ND_SEGCACHE_SLOTS << ND_SEG_SHIFT;
+    uintptr_t a = w << ND_SEG_SHIFT;
+    return a >= region ? a - region : a + region;
+}
+
+static void segment_map_holds_windows_of_any_range_and_the_cache_names_its_window(void)
+{
+    char *p = nodal_malloc(64);
+    EXPECT(p != NULL, "malloc(64) to succeed");
+    nd_segment *s = nd_seg_base(p);
+    EXPECT(nd_seg_of(p) == s && nd_segcache_is_start((uintptr_t)s),
+           "a block's segment to be found through the map and to hold its slot of the cache");
+    uintptr_t alias = other_window_of_slot((uintptr_t)s >> ND_SEG_SHIFT);
+    EXPECT(nd_seg_of((void *)(alias + 64)) == NULL && !nd_segcache_is_start(alias),
+           "an address 256 GiB from a segment (the same slot) not to be nodal's");
+    /* The alias's window in the map (a 4 MiB window nothing of this
+       process is in: only the map's bytes, never dereferenced). */
+    size_t leaves = nd_segmap_mapped();
+    EXPECT(nd_segmap_huge((nd_segment *)alias, 0, ND_SEG_SIZE), "a window of another range to be set in the map");
+    EXPECT(nd_seg_of((void *)(alias + 64)) == (nd_segment *)alias && !nd_segcache_is_start(alias),
+           "the alias to be found through the map, without the slot the segment holds");
+    EXPECT(nd_seg_of(p) == s && nd_segcache_is_start((uintptr_t)s), "the segment to keep its byte and its slot");
+    EXPECT(nd_segmap_mapped() <= leaves + ND_SEGMAP_LEAF_SIZE, "at most one leaf of 64 KiB to be mapped for it");
+    EXPECT(nd_segmap_huge((nd_segment *)alias, ND_SEG_SIZE, 0), "a release to succeed");
+    EXPECT(nd_seg_of((void *)(alias + 64)) == NULL, "a cleared window not to be nodal's");
+    /* Three chunks, found from each; in ranges up to 2^48. */
+    uintptr_t far[] = { alias, (uintptr_t)0x500000000000, (uintptr_t)0xffffff000000 - 3 * ND_SEG_SIZE };
+    for (int i = 0; i < 3; i++) {
+        uint8_t *x = (uint8_t *)(far[i] & ~(uintptr_t)ND_SEG_MASK);
+        EXPECT(nd_segmap_huge((nd_segment *)x, 0, 3 * ND_SEG_SIZE), "three windows at %p to be set", (void *)x);
+        EXPECT(nd_seg_of(x + 5 * MiB_) == (nd_segment *)x && nd_seg_of(x + 9 * MiB_) == (nd_segment *)x &&
+               nd_seg_of(x + 12 * MiB_) == NULL, "every chunk of the mapping at %p to point back at its start",
+               (void *)x);
+        EXPECT(nd_segmap_huge((nd_segment *)x, 3 * ND_SEG_SIZE, 0), "a release to succeed");
+        EXPECT(nd_seg_of(x + 5 * MiB_) == NULL, "released windows not to be nodal's");
+    }
+    EXPECT(nd_seg_of((void *)((uintptr_t)1 << ND_VA_BITS)) == NULL && nd_seg_of((void *)~(uintptr_t)0) == NULL,
+           "addresses beyond 2^%d not to be nodal's", ND_VA_BITS);
+    nodal_free(p);
+}
+
+/* Threads that set windows of a range no leaf covers yet, all at once:
+   one leaf is published (the others' are unmapped), and every thread's
+   windows are in it. */
+enum { LEAF_RACERS = 4, LEAF_WINDOWS = 64 };
+static uintptr_t leaf_race_base;
+static pthread_barrier_t leaf_race_barrier;
+
+static void *leaf_racer(void *arg)
+{
+    uintptr_t id = (uintptr_t)arg;
+    pthread_barrier_wait(&leaf_race_barrier);
+    for (uintptr_t i = 0; i < LEAF_WINDOWS; i++) {
+        uintptr_t a = leaf_race_base + ((i * LEAF_RACERS + id) << ND_SEG_SHIFT);
+        if (!nd_segmap_huge((nd_segment *)a, 0, ND_SEG_SIZE) || nd_seg_of((void *)(a + 100)) != (nd_segment *)a)
+            return (void *)1;
+    }
+    return NULL;
+}
+
+static void a_new_leaf_is_published_once_by_racing_threads(void)
+{
+    /* A 256 GiB range nothing of this process is in (the highest below
+       2^47 that no leaf covers). */
+    uintptr_t range = (uintptr_t)ND_SEGMAP_LEAF_SIZE << ND_SEG_SHIFT;
+    uintptr_t base = ((uintptr_t)1 << 47) - range;
+    while (nd_seg_of((void *)base) != NULL || nd_load_acquire(&nd_segmap_top[base / range]) != NULL)
+        base -= range;
+    leaf_race_base = base;
+    size_t before = nd_segmap_mapped();
+    pthread_barrier_init(&leaf_race_barrier, NULL, LEAF_RACERS);
+    pthread_t t[LEAF_RACERS];
+    for (uintptr_t i = 0; i < LEAF_RACERS; i++)
+        EXPECT(pthread_create(&t[i], NULL, leaf_racer, (void *)i) == 0, "a thread to start");
+    int bad = 0;
+    for (int i = 0; i < LEAF_RACERS; i++) {
+        void *r;
+        pthread_join(t[i], &r);
+        bad += r != NULL;
+    }
+    pthread_barrier_destroy(&leaf_race_barrier);
+    EXPECT(bad == 0, "every thread to find each window it set, %d did not", bad);
+    EXPECT(nd_segmap_mapped() == before + ND_SEGMAP_LEAF_SIZE, "one leaf of 64 KiB to be mapped (%zu bytes were)",
+           nd_segmap_mapped() - before);
+    for (uintptr_t i = 0; i < LEAF_RACERS * LEAF_WINDOWS; i++) {
+        nd_segment *x = (nd_segment *)(base + (i << ND_SEG_SHIFT));
+        EXPECT(nd_seg_of(x) == x, "window %zu to be set", (size_t)i);
+        EXPECT(nd_segmap_huge(x, ND_SEG_SIZE, 0), "a release to succeed");
+    }
+}
+
+/* With every slot of nd_segcache held by windows of no segment, nothing
+   takes the free fast path: every block of every size is freed through the
+   segment map, and the heap stays valid; when the slots are free again, a
+   segment formatted anew takes its own. */
+static void segments_without_a_slot_free_through_the_segment_map(void)
+{
+    static uint64_t saved[ND_SEGCACHE_SLOTS];
+    for (size_t i = 0; i < ND_SEGCACHE_SLOTS; i++) {
+        saved[i] = nd_segcache[i];
+        nd_store_release(&nd_segcache[i], (uint64_t)1 << 40 | i);   /* a key no address below 2^62 has */
+    }
+    static const size_t sizes[] = { 16, 64, 200, 1000, 5000, 40000, 200 << 10, 3 << 20, 9 << 20 };
+    enum { N = 600 };
+    static void *blocks[N];
+    for (int round = 0; round < 4; round++) {
+        for (int i = 0; i < N; i++) {
+            size_t n = sizes[(unsigned)(i + round) % (sizeof sizes / sizeof sizes[0])];
+            if (n > ND_SEG_SIZE && i % 16 != 0)
+                n = 64;
+            blocks[i] = nodal_malloc(n);
+            EXPECT(blocks[i] != NULL, "malloc(%zu) to succeed", n);
+            memset(blocks[i], 1, n < 256 ? n : 256);
+            EXPECT(!nd_segcache_is_start((uintptr_t)blocks[i]), "no block of a segment with a slot");
+        }
+        for (int i = 0; i < N; i++)
+            nodal_free(blocks[i]);
+        EXPECT(nd_thread_is_valid(), "the heap to be valid after round %d", round);
+    }
+    /* The words of segments still mapped go back (a segment unmapped
+       meanwhile has none). */
+    for (size_t i = 0; i < ND_SEGCACHE_SLOTS; i++) {
+        uintptr_t a = (uintptr_t)(saved[i] - 1) << ND_SEG_SHIFT;
+        bool live = saved[i] > 1 && nd_seg_of((void *)a) == (nd_segment *)a;
+        nd_store_release(&nd_segcache[i], live ? saved[i] : 0);
+    }
+    nodal_collect(1);
+    void *q = nodal_malloc(64);
+    EXPECT(q != NULL && nd_seg_of(q) == nd_seg_base(q), "malloc(64) to succeed with the slots back");
+    nodal_free(q);
+    EXPECT(nd_thread_is_valid(), "the heap to be valid with the slots back");
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(a_huge_block_mapped_where_a_moved_one_was_stays_nodals),
+    ND_CASE(short_segments_under_an_address_space_limit_keep_the_heap_valid),
+    ND_CASE(segment_map_holds_windows_of_any_range_and_the_cache_names_its_window),
+    ND_CASE(a_new_leaf_is_published_once_by_racing_threads),
+    ND_CASE(segments_without_a_slot_free_through_the_segment_map),
     ND_CASE(fork_cutting_off_a_remote_free_leaves_a_working_child),
     ND_CASE(random_operations_keep_the_heap_valid),
     ND_CASE(remote_frees_return_to_the_owner),
