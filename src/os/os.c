@@ -257,6 +257,41 @@ long nd_os_read_file(const char *path, char *buf, size_t len)
     return (long)got;
 }
 
+bool nd_os_path_exists(const char *path)
+{
+    return access(path, F_OK) == 0;
+}
+
+/* getdents64 through syscall(): opendir would allocate (from nodal). */
+int nd_os_dir_names(const char *path, void (*fn)(const char *name, void *arg), void *arg)
+{
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    char buf[4096] __attribute__((aligned(8)));
+    int count = 0;
+    for (;;) {
+        long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        for (long off = 0; off < n;) {
+            /* struct linux_dirent64: ino (8), off (8), reclen (2), type (1), name */
+            unsigned short reclen;
+            memcpy(&reclen, buf + off + 16, sizeof reclen);
+            const char *name = buf + off + 19;
+            if (strcmp(name, ".") != 0 && strcmp(name, "..") != 0) {
+                fn(name, arg);
+                count++;
+            }
+            off += reclen;
+        }
+    }
+    close(fd);
+    return count;
+}
+
 const char *nd_os_getenv(const char *name) { return getenv(name); }
 
 static int nd_stderr_fd = STDERR_FILENO;

@@ -62,6 +62,11 @@ int  nd_os_addr_node(const void *p) nd_hidden;
    Returns 0, or -1 if the call failed as a whole. */
 int  nd_os_move_pages(void **pages, const int *nodes, int *status, size_t count) nd_hidden;
 int  nd_os_current_cpu(void) nd_hidden;       /* -1 if unknown */
+/* The calling thread's CPU as the kernel last wrote it into the thread's
+   restartable-sequences area (glibc >= 2.35 registers one per thread), or a
+   negative value when there is none (then ask nd_os_current_cpu). A load
+   from thread-local memory: no call, no system call. */
+static inline int nd_os_current_cpu_fast(void);
 
 /* Time, randomness, threads. */
 uint64_t nd_os_now_ms(void) nd_hidden;        /* coarse monotonic clock */
@@ -70,6 +75,11 @@ void     nd_os_yield(void) nd_hidden;
 
 /* Files and environment (start-up and statistics only). */
 long        nd_os_read_file(const char *path, char *buf, size_t len) nd_hidden; /* bytes, -1 */
+/* True if path names anything (a file, a directory, a symbolic link). */
+bool        nd_os_path_exists(const char *path) nd_hidden;
+/* Calls fn(name, arg) for every entry of a directory but "." and "..";
+   the number of entries, or -1 if it cannot be read. Allocates nothing. */
+int         nd_os_dir_names(const char *path, void (*fn)(const char *name, void *arg), void *arg) nd_hidden;
 const char *nd_os_getenv(const char *name) nd_hidden;
 void        nd_os_write_stderr(const char *buf, size_t len) nd_hidden;
 /* Creates (or truncates) a file for writing, mode 0644: a descriptor, or -1. */
@@ -86,6 +96,23 @@ _Noreturn void nd_os_abort(void) nd_hidden;
 long        nd_os_pid(void) nd_hidden;
 /* The program's name as the kernel knows it (/proc/self/comm). */
 void        nd_os_program_name(char *buf, size_t len) nd_hidden;
+
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35)) && \
+    (defined(__x86_64__) || defined(__aarch64__))
+/* glibc's (sys/rseq.h, which would pull in the kernel's headers). The
+   area's cpu_id_start (u32) is followed by cpu_id (u32; -1 before
+   registration, -2 if it failed). */
+extern const ptrdiff_t __rseq_offset;
+extern const unsigned int __rseq_size;
+static inline int nd_os_current_cpu_fast(void)
+{
+    if (__rseq_size == 0)
+        return -1;
+    return *(const volatile int32_t *)((const char *)__builtin_thread_pointer() + __rseq_offset + 4);
+}
+#else
+static inline int nd_os_current_cpu_fast(void) { return -1; }
+#endif
 
 /* Locks: lock.h (one table of every lock nodal has). */
 #include "lock.h"
