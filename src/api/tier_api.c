@@ -84,20 +84,33 @@ static void *nd_tier_aligned_one(int node, size_t alignment, size_t size)
     return nodal_aligned_alloc_node(alignment, size, node);
 }
 
+/* The fast path's misses: no rseq CPU (a thread glibc registered none for,
+   or valgrind), the table not built yet, an empty bin, a size above the
+   classes, a preferred or bad tier. A strict tier with a known CPU goes
+   straight to the node fast path (its own slow path refills the bin). */
 static __attribute__((noinline)) void *nd_tier_malloc_slow(size_t size, int tier)
 {
+    nd_process_ensure();
+    if ((unsigned)tier < ND_TIER_COUNT) {
+        unsigned cpu = (unsigned)nd_os_current_cpu();
+        if (cpu < ND_MAX_CPUS) {
+            unsigned node = (uint8_t)nd_tier_by_cpu[cpu][tier];
+            if (node < ND_MAX_NODES)
+                return nd_malloc_node_fast(size, (int)node);
+        }
+    }
     return nd_tier_walk(tier, nd_tier_malloc_one, size, 0);
 }
 
 nd_public void *nodal_malloc_tier(size_t size, int tier)
 {
-    unsigned cpu = (unsigned)nd_os_current_cpu_fast();
-    if (nd_unlikely(cpu >= ND_MAX_CPUS || (unsigned)tier >= ND_TIER_COUNT))
+    unsigned cpu = (unsigned)nd_os_current_cpu_fast(), t = (unsigned)tier;
+    if (nd_unlikely(cpu >= ND_MAX_CPUS || t >= ND_TIER_COUNT))
         return nd_tier_malloc_slow(size, tier);
-    unsigned node = (uint8_t)nd_tier_by_cpu[tier][cpu];   /* 0xff until start-up */
-    if (nd_unlikely(node >= ND_MAX_NODES))
-        return nd_tier_malloc_slow(size, tier);
-    nd_tcache *tc = nd_tls_thread->node_tc[node];
+    /* Before start-up every entry is node 0, whose cache in a thread that
+       has not started is the empty one: the pop below fails and the slow
+       path starts nodal. */
+    nd_tcache *tc = nd_tls_thread->node_tc[(uint8_t)nd_tier_by_cpu[cpu][t]];
     size_t c;
     if (nd_unlikely(!nd_class_fast(size, &c)))
         return nd_tier_malloc_slow(size, tier);

@@ -34,11 +34,24 @@
 static size_t nd_os_pagesize = 4096;   /* the OS page size (a nodal page is ND_SMALL_PAGE_SIZE) */
 static int nd_have_populate = 1;   /* cleared when the kernel lacks MADV_POPULATE_WRITE */
 
+intptr_t nd_os_rseq_cpu_off;
+
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35)) && \
+    (defined(__x86_64__) || defined(__aarch64__))
+/* glibc's (sys/rseq.h, which would pull in the kernel's headers): the area's
+   cpu_id_start (u32) is followed by cpu_id (u32). */
+extern const ptrdiff_t __rseq_offset;
+#define ND_RSEQ_CPU_OFF (__rseq_offset + 4)
+#else
+#define ND_RSEQ_CPU_OFF 0
+#endif
+
 void nd_os_init(void)
 {
     long ps = sysconf(_SC_PAGESIZE);
     if (ps > 0)
         nd_os_pagesize = (size_t)ps;
+    nd_os_rseq_cpu_off = ND_RSEQ_CPU_OFF;
 }
 
 size_t nd_os_page_size(void) { return nd_os_pagesize; }

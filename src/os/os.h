@@ -64,8 +64,8 @@ int  nd_os_move_pages(void **pages, const int *nodes, int *status, size_t count)
 int  nd_os_current_cpu(void) nd_hidden;       /* -1 if unknown */
 /* The calling thread's CPU as the kernel last wrote it into the thread's
    restartable-sequences area (glibc >= 2.35 registers one per thread), or a
-   negative value when there is none (then ask nd_os_current_cpu). A load
-   from thread-local memory: no call, no system call. */
+   negative value when there is none (then ask nd_os_current_cpu). One load
+   from thread-local memory: no call, no system call. See below. */
 static inline int nd_os_current_cpu_fast(void);
 
 /* Time, randomness, threads. */
@@ -97,18 +97,23 @@ long        nd_os_pid(void) nd_hidden;
 /* The program's name as the kernel knows it (/proc/self/comm). */
 void        nd_os_program_name(char *buf, size_t len) nd_hidden;
 
-#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35)) && \
-    (defined(__x86_64__) || defined(__aarch64__))
-/* glibc's (sys/rseq.h, which would pull in the kernel's headers). The
-   area's cpu_id_start (u32) is followed by cpu_id (u32; -1 before
-   registration, -2 if it failed). */
-extern const ptrdiff_t __rseq_offset;
-extern const unsigned int __rseq_size;
+/* Byte offset from the thread pointer of the thread's rseq cpu_id (glibc >=
+   2.35 keeps an rseq area in every thread's control block: cpu_id is -1
+   before registration, -2 when registration failed or was turned off,
+   e.g. under valgrind). Set by nd_os_init; 0 before, which reads some word
+   of the thread control block: callers must treat the result as a hint
+   until start-up is done (the tier table routes every CPU to its slow path
+   until then). */
+extern intptr_t nd_os_rseq_cpu_off nd_hidden;
+#if defined(__x86_64__) && defined(__SEG_FS)
 static inline int nd_os_current_cpu_fast(void)
 {
-    if (__rseq_size == 0)
-        return -1;
-    return *(const volatile int32_t *)((const char *)__builtin_thread_pointer() + __rseq_offset + 4);
+    return *(const volatile __seg_fs int32_t *)nd_os_rseq_cpu_off;
+}
+#elif defined(__GLIBC__) && (defined(__x86_64__) || defined(__aarch64__))
+static inline int nd_os_current_cpu_fast(void)
+{
+    return *(const volatile int32_t *)((const char *)__builtin_thread_pointer() + nd_os_rseq_cpu_off);
 }
 #else
 static inline int nd_os_current_cpu_fast(void) { return -1; }

@@ -14,7 +14,7 @@
 #include "topo.h"
 
 nd_tiers_t nd_tiers;
-int8_t nd_tier_by_cpu[ND_TIER_COUNT][ND_MAX_CPUS] = { [0 ... ND_TIER_COUNT - 1] = { [0 ... ND_MAX_CPUS - 1] = -1 } };
+int8_t nd_tier_by_cpu[ND_MAX_CPUS][4];
 
 static const char *const nd_tier_names[ND_TIER_COUNT] = { "latency", "bandwidth", "capacity" };
 
@@ -302,7 +302,7 @@ void nd_tier_read(const char *sys, const char *measured)
     }
     for (int t = 0; t < ND_TIER_COUNT; t++)
         for (int cpu = 0; cpu < ND_MAX_CPUS; cpu++)
-            nd_tier_by_cpu[t][cpu] = nd_tiers.order[t][nd_topo_cpu_node(cpu)][0];
+            nd_tier_by_cpu[cpu][t] = nd_tiers.order[t][nd_topo_cpu_node(cpu)][0];
 
     static const nd_opt_id caps[ND_TIER_COUNT] = { ND_OPT_tier_latency_max, ND_OPT_tier_bandwidth_max,
                                                    ND_OPT_tier_capacity_max };

@@ -26,9 +26,10 @@
  * Invariants:
  *  - order[t][c][0 .. count[c]) lists every node with memory exactly once,
  *    for every present node c and every tier t; count[c] == nd_topo.mem_count.
- *  - nd_tier_by_cpu[t][cpu] == order[t][nd_topo_cpu_node(cpu)][0] for
- *    every cpu below ND_MAX_CPUS once read; -1 (no node) before start-up,
- *    so that a call that early takes the slow path, which starts nodal.
+ *  - nd_tier_by_cpu[cpu][t] == order[t][nd_topo_cpu_node(cpu)][0] for
+ *    every cpu below ND_MAX_CPUS once read; 0 before start-up (a thread
+ *    that has not started has only empty caches, so a call that early
+ *    takes the slow path, which starts nodal), always a valid node index.
  *  - cap_tiers[n] has bit t set iff node n is the first choice of tier t for
  *    some CPU node and the option tier_<t>_max is set; only then can a
  *    mapping of node-bound memory on n be refused for the cap.
@@ -69,8 +70,9 @@ typedef struct nd_tiers_s {
 } nd_tiers_t;
 
 extern nd_tiers_t nd_tiers nd_hidden;
-/* The fast path's table: the node of each tier for a thread on each CPU. */
-extern int8_t nd_tier_by_cpu[ND_TIER_COUNT][ND_MAX_CPUS] nd_hidden;
+/* The fast path's table: the node of each tier for a thread on each CPU
+   (a CPU's tiers in one word; the fourth byte is unused). */
+extern int8_t nd_tier_by_cpu[ND_MAX_CPUS][4] nd_hidden;
 
 /* nd_tier_read("/sys", the option tier_file). */
 void nd_tier_init(void) nd_hidden;

@@ -70,8 +70,8 @@ static void hmat_attributes_name_each_tiers_node_per_cpu_node(void)
     static const int want[ND_TIER_COUNT][4] = { { 0, 0, 1, 1 }, { 2, 2, 3, 3 }, { 4, 4, 5, 5 } };
     for (int t = 0; t < ND_TIER_COUNT; t++)
         for (int cpu = 0; cpu < 4; cpu++)
-            EXPECT(nd_tier_by_cpu[t][cpu] == want[t][cpu], "the %s node of CPU %d to be %d, got %d",
-                   nd_tier_name(t), cpu, want[t][cpu], nd_tier_by_cpu[t][cpu]);
+            EXPECT(nd_tier_by_cpu[cpu][t] == want[t][cpu], "the %s node of CPU %d to be %d, got %d",
+                   nd_tier_name(t), cpu, want[t][cpu], nd_tier_by_cpu[cpu][t]);
     /* a node without CPUs sees the tiers as its closest CPU node does */
     EXPECT(nd_tier_node(ND_TIER_BANDWIDTH, 4) == 2 && nd_tier_node(ND_TIER_CAPACITY, 3) == 5,
            "from memory-only nodes 4 and 3, the tiers of nodes 0 and 1 (2, 5), got %d, %d",
