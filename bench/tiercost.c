@@ -19,8 +19,8 @@
  *
  * Reported per thread count: ns_op and cpu_ns_op (harness.h) per cycle,
  * and, for the nodal backends, misplaced: of 64 blocks per thread, those
- * with a page off nodal_tier_node's node (move_pages); for memkind, node=
- * the node its first block is on (the kernel's view), for comparison.
+ * with a page off nodal_tier_node's node (move_pages; 0 for memkind); a
+ * note line gives the node of the first block (the kernel's view).
  *
  *   tiercost [-b nodal-tier|nodal-node|memkind] [-T latency|bandwidth|capacity]
  *            [-s size] [-t threads,...] [-n cycles] [-w warm-up]
@@ -178,10 +178,11 @@ int main(int argc, char **argv)
         atomic_store(&c.first_node, -1);
         bench_team r;
         bench_team_run(threads, worker, &c, &r);
-        bench_result("tiercost", "backend=%s tier=%s size=%lld threads=%d ns_op=%.2f cpu_ns_op=%.2f misplaced=%ld "
-                     "first_node=%d",
+        printf("tiercost: %s, %d thread(s): the first block of a thread was on node %d (the kernel's view)\n",
+               backend, threads, atomic_load(&c.first_node));
+        bench_result("tiercost", "backend=%s tier=%s size=%lld threads=%d ns_op=%.2f cpu_ns_op=%.2f misplaced=%ld",
                      backend, tier, size, threads, bench_ns_per_op(&r, threads), bench_cpu_ns_per_op(&r),
-                     atomic_load(&c.misplaced), atomic_load(&c.first_node));
+                     c.backend == B_MEMKIND ? 0L : atomic_load(&c.misplaced));
     }
     return 0;
 }
