@@ -92,6 +92,42 @@ void *nodal_malloc_local(size_t size) NODAL_MALLOC_ATTR;
  */
 void *nodal_malloc_interleaved(size_t size, const int *nodes, int count) NODAL_MALLOC_ATTR;
 
+/* ---- Memory tiers: by attribute, not by node number ---------------------
+ * The node with the lowest latency, the highest bandwidth or the most
+ * memory near the calling thread (per its CPU's node, at each call), from
+ * the firmware's HMAT through the kernel, a file of measured values
+ * (option tier_file), or the distances (docs/tiers.md says which wins).
+ * The block has the node calls' guarantee: every page on that node.
+ * Strict (default): that node full (or over its cap, tier_*_max) gives
+ * NULL/ENOMEM. tier | NODAL_TIER_PREFERRED: then the next node of the
+ * tier's order, each in turn, and ENOMEM only when all are full.
+ * A bad tier gives NULL/EINVAL. Free with free() like any block.
+ */
+#define NODAL_TIER_LATENCY   0      /* lowest read latency */
+#define NODAL_TIER_BANDWIDTH 1      /* highest read bandwidth */
+#define NODAL_TIER_CAPACITY  2      /* most memory */
+#define NODAL_TIER_PREFERRED 0x100  /* or'ed in: fall to the next node of the order when full */
+void *nodal_malloc_tier(size_t size, int tier) NODAL_MALLOC_ATTR;
+void *nodal_calloc_tier(size_t count, size_t size, int tier) NODAL_MALLOC_ATTR;
+void *nodal_aligned_alloc_tier(size_t alignment, size_t size, int tier) NODAL_MALLOC_ATTR;
+/* The node of `tier` for a thread on node `from_node` (any node, CPU-only
+   ones too); -1 (EINVAL) for a bad tier or node. */
+int nodal_tier_node(int tier, int from_node);
+/* The tier's whole order from `from_node`, best first (the preferred walk):
+   writes up to max ids and returns how many nodes with memory there are;
+   -1 (EINVAL) for a bad tier or node. */
+int nodal_tier_nodes(int tier, int from_node, int *nodes, int max);
+/* What nodal knows of node `node` seen from node `from_node`. */
+typedef struct nodal_tier_attr {
+    unsigned read_latency_ns, write_latency_ns;         /* 0 = unknown */
+    unsigned read_bandwidth_mbps, write_bandwidth_mbps; /* MB/s; 0 = unknown */
+    unsigned long long mem_bytes;                       /* the node's memory */
+    int kernel_tier;   /* the kernel's memory_tierN, -1 if none */
+    int near;          /* 1 if node is near from_node (docs/tiers.md) */
+    int source;        /* 0 distances only, 1 the firmware's HMAT, 2 the measured file */
+} nodal_tier_attr;
+int nodal_tier_attr_get(int from_node, int node, nodal_tier_attr *out);   /* 0, or -1 (EINVAL) */
+
 /*
  * Home node of a block nodal returned: the node it is bound to for
  * node-targeted blocks; for plain malloc() blocks, the node its first page

@@ -10,6 +10,11 @@
  *   nodal::resource_on(k)         the process-wide node_resource of node k
  *   nodal::on_node<K>             base class: the class's objects live on node K
  *   nodal::make_on_node<T>(k, ..) std::unique_ptr<T, nodal::node_delete<T>>
+ *   nodal::tier_allocator<T, A>   STL allocator on the tier A's node near the
+ *                                 allocating thread (A: NODAL_TIER_LATENCY,
+ *                                 _BANDWIDTH, _CAPACITY, | NODAL_TIER_PREFERRED)
+ *   nodal::on_tier<A>             base class: the class's objects live on the
+ *                                 tier A's node near the thread creating them
  *   new (nodal::node(k)) T(..)    one object (or array) on node k; free it with
  *                                 nodal::destroy(p), or delete p / delete[] p
  *                                 when the program uses libnodal's operator
@@ -453,6 +458,183 @@ struct on_node {
     static void operator delete[](void *p, node) noexcept { nodal_free(p); }
     static void operator delete(void *p, std::align_val_t, node) noexcept { nodal_free(p); }
     static void operator delete[](void *p, std::align_val_t, node) noexcept { nodal_free(p); }
+    static void operator delete(void *, void *) noexcept {}
+    static void operator delete[](void *, void *) noexcept {}
+};
+
+/* ---- memory tiers: by attribute ------------------------------------------- */
+/*
+ * nodal_malloc_tier's guarantee (nodal.h, docs/tiers.md): every page on the
+ * node the tier names for the allocating thread's node. A full node (or a
+ * tier at its cap) runs the new-handler loop and throws std::bad_alloc; with
+ * NODAL_TIER_PREFERRED or'ed into A, the next node of the tier's order is
+ * tried first. An invalid A is a compile-time error.
+ */
+namespace detail {
+template <int A>
+inline constexpr bool tier_valid = (A & ~NODAL_TIER_PREFERRED) >= NODAL_TIER_LATENCY &&
+                                   (A & ~NODAL_TIER_PREFERRED) <= NODAL_TIER_CAPACITY;
+
+inline void *tier_try(std::size_t bytes, std::size_t align, int a) noexcept
+{
+    return align > default_align ? nodal_aligned_alloc_tier(align, bytes, a) : nodal_malloc_tier(bytes, a);
+}
+
+inline void *tier_failed(std::size_t bytes, std::size_t align, int a, bool nothrow)
+{
+    for (;;) {
+        std::new_handler h = std::get_new_handler();
+        if (h == nullptr) {
+            if (nothrow)
+                return nullptr;
+            throw_bad_alloc();
+        }
+#if defined(__cpp_exceptions)
+        if (nothrow) {
+            try {
+                h();
+            } catch (...) {
+                return nullptr;
+            }
+        } else {
+            h();
+        }
+#else
+        h();
+#endif
+        if (void *p = tier_try(bytes, align, a))
+            return p;
+    }
+}
+
+inline void *tier_alloc(std::size_t bytes, std::size_t align, int a)
+{
+    void *p = tier_try(bytes, align, a);
+    if (__builtin_expect(p != nullptr, 1))
+        return p;
+    return tier_failed(bytes, align, a, false);
+}
+
+inline void *tier_alloc_nothrow(std::size_t bytes, std::size_t align, int a) noexcept
+{
+    void *p = tier_try(bytes, align, a);
+    if (__builtin_expect(p != nullptr, 1))
+        return p;
+#if defined(__cpp_exceptions)
+    try {
+        return tier_failed(bytes, align, a, true);
+    } catch (...) {
+        return nullptr;
+    }
+#else
+    return tier_failed(bytes, align, a, true);
+#endif
+}
+}  // namespace detail
+
+/* Stateless: all allocators of one tier compare equal (the node is chosen
+   per allocation, by the allocating thread's node; any thread may free). */
+template <class T, int A>
+class tier_allocator {
+    static_assert(detail::tier_valid<A>, "nodal::tier_allocator<T, A>: A must be a NODAL_TIER_* value");
+
+public:
+    using value_type = T;
+    using size_type = std::size_t;
+    using difference_type = std::ptrdiff_t;
+    using propagate_on_container_copy_assignment = std::false_type;
+    using propagate_on_container_move_assignment = std::true_type;
+    using propagate_on_container_swap = std::false_type;
+    using is_always_equal = std::true_type;
+    template <class U>
+    struct rebind {
+        using other = tier_allocator<U, A>;
+    };
+
+    constexpr tier_allocator() noexcept = default;
+    template <class U>
+    constexpr tier_allocator(const tier_allocator<U, A> &) noexcept {}
+
+    static constexpr int tier() noexcept { return A; }
+
+    [[nodiscard]] T *allocate(std::size_t n)
+    {
+        if (n > detail::max_count<T>())
+            detail::throw_bad_array_new_length();
+        return static_cast<T *>(detail::tier_alloc(n * sizeof(T), alignof(T), A));
+    }
+    void deallocate(T *p, std::size_t n) noexcept { detail::dealloc(p, n * sizeof(T), alignof(T)); }
+    constexpr std::size_t max_size() const noexcept { return detail::max_count<T>(); }
+};
+
+template <class T, int A, class U, int B>
+constexpr bool operator==(const tier_allocator<T, A> &, const tier_allocator<U, B> &) noexcept
+{
+    return A == B;
+}
+template <class T, int A, class U, int B>
+constexpr bool operator!=(const tier_allocator<T, A> &, const tier_allocator<U, B> &) noexcept
+{
+    return A != B;
+}
+
+/*
+ * struct hot_index : nodal::on_tier<NODAL_TIER_LATENCY> { ... };  every `new
+ * hot_index` is on the lowest-latency node near the creating thread. The
+ * same forms as on_node<K> (plain, array, aligned, nothrow) and every delete.
+ */
+template <int A>
+struct on_tier {
+    static_assert(detail::tier_valid<A>, "nodal::on_tier<A>: A must be a NODAL_TIER_* value");
+    static constexpr int home_tier = A;
+
+    static void *operator new(std::size_t n) { return detail::tier_alloc(n, 0, A); }
+    static void *operator new[](std::size_t n) { return detail::tier_alloc(n, 0, A); }
+    static void *operator new(std::size_t n, std::align_val_t a)
+    {
+        return detail::tier_alloc(n, static_cast<std::size_t>(a), A);
+    }
+    static void *operator new[](std::size_t n, std::align_val_t a)
+    {
+        return detail::tier_alloc(n, static_cast<std::size_t>(a), A);
+    }
+    static void *operator new(std::size_t n, const std::nothrow_t &) noexcept
+    {
+        return detail::tier_alloc_nothrow(n, 0, A);
+    }
+    static void *operator new[](std::size_t n, const std::nothrow_t &) noexcept
+    {
+        return detail::tier_alloc_nothrow(n, 0, A);
+    }
+    static void *operator new(std::size_t n, std::align_val_t a, const std::nothrow_t &) noexcept
+    {
+        return detail::tier_alloc_nothrow(n, static_cast<std::size_t>(a), A);
+    }
+    static void *operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t &) noexcept
+    {
+        return detail::tier_alloc_nothrow(n, static_cast<std::size_t>(a), A);
+    }
+    static void *operator new(std::size_t, void *where) noexcept { return where; }
+    static void *operator new[](std::size_t, void *where) noexcept { return where; }
+
+    static void operator delete(void *p) noexcept { nodal_free(p); }
+    static void operator delete[](void *p) noexcept { nodal_free(p); }
+    static void operator delete(void *p, std::size_t n) noexcept { nodal_free_sized(p, n); }
+    static void operator delete[](void *p, std::size_t n) noexcept { nodal_free_sized(p, n); }
+    static void operator delete(void *p, std::align_val_t) noexcept { nodal_free(p); }
+    static void operator delete[](void *p, std::align_val_t) noexcept { nodal_free(p); }
+    static void operator delete(void *p, std::size_t n, std::align_val_t a) noexcept
+    {
+        detail::dealloc(p, n, static_cast<std::size_t>(a));
+    }
+    static void operator delete[](void *p, std::size_t n, std::align_val_t a) noexcept
+    {
+        detail::dealloc(p, n, static_cast<std::size_t>(a));
+    }
+    static void operator delete(void *p, const std::nothrow_t &) noexcept { nodal_free(p); }
+    static void operator delete[](void *p, const std::nothrow_t &) noexcept { nodal_free(p); }
+    static void operator delete(void *p, std::align_val_t, const std::nothrow_t &) noexcept { nodal_free(p); }
+    static void operator delete[](void *p, std::align_val_t, const std::nothrow_t &) noexcept { nodal_free(p); }
     static void operator delete(void *, void *) noexcept {}
     static void operator delete[](void *, void *) noexcept {}
 };

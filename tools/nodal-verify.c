@@ -664,13 +664,15 @@ static void usage(const char *prog, int status)
     fprintf(status ? stderr : stdout,
             "usage: %s [--quick] [--threads 1,2,4,8,16] [--ops N] [--size BYTES]\n"
             "          [--no-timing] [--no-placement]\n"
-            "       %s --matrix [--json] [--size BYTES] [--time SECONDS] [--bw-threads N]\n"
+            "       %s --matrix [--json] [--size BYTES] [--time SECONDS] [--bw-threads N] [--save FILE]\n"
             "       %s --version | -h | --help\n"
             "\n"
             "Without --matrix: prints the NUMA topology (nodes with memory, their CPUs, memory,\n"
             "distances), checks with the kernel (move_pages, get_mempolicy) that blocks from\n"
             "nodal_malloc_node land on the node they were asked for and that plain malloc stays\n"
-            "unbound, and reports the cost of node-targeted alloc/free per thread count.\n"
+            "unbound, prints the memory tiers per CPU node as the kernel and nodal see them and\n"
+            "checks that nodal_malloc_tier's blocks land on the tier's node, and reports the cost\n"
+            "of node-targeted alloc/free per thread count.\n"
             "  --quick           fewer rounds and operations (20,000 per thread)\n"
             "  --threads LIST    thread counts for the timing (default 1,2,4,8,16)\n"
             "  --ops N           operations per thread for the timing (default 200,000)\n"
@@ -694,6 +696,9 @@ static void usage(const char *prog, int status)
             "                    the last-level cache, or the latency measures the cache.\n"
             "  --time SECONDS    time per measurement (default 0.2; three per cell)\n"
             "  --bw-threads N    threads per CPU node for the bandwidth (default: one per CPU)\n"
+            "  --save FILE       also write the values as the file the option tier_file reads\n"
+            "                    (NODAL_OPTIONS=tier_file=FILE: the tier calls use them where the\n"
+            "                    firmware gives no HMAT; docs/tiers.md)\n"
             "Set NODAL_OPTIONS=huge_pages=1 to measure with transparent huge pages (fewer TLB\n"
             "misses in the latency).\n"
             "\n"
@@ -716,7 +721,7 @@ static _Noreturn void usage_error(const char *prog, const char *what, const char
 /* The flags, for suggestions. */
 static const char *const verify_flags[] = {
     "--quick", "--threads", "--ops", "--size", "--time", "--bw-threads", "--matrix",
-    "--json", "--no-timing", "--no-placement", "--version", "--help",
+    "--json", "--save", "--no-timing", "--no-placement", "--version", "--help",
 };
 #define N_VERIFY_FLAGS (sizeof verify_flags / sizeof verify_flags[0])
 
@@ -800,7 +805,7 @@ int main(int argc, char **argv)
         if (!strcmp(a, "--quick") || !strcmp(a, "-q")) {
             quick = 1;
         } else if (!strcmp(a, "--threads") || !strcmp(a, "--ops") || !strcmp(a, "--size") ||
-                   !strcmp(a, "--time") || !strcmp(a, "--bw-threads")) {
+                   !strcmp(a, "--time") || !strcmp(a, "--bw-threads") || !strcmp(a, "--save")) {
             if (!has_value)
                 usage_error(argv[0], "a value must follow", a);
             const char *v = argv[++i];
@@ -822,6 +827,8 @@ int main(int argc, char **argv)
                 mo.seconds = atof(v);
                 if (!(mo.seconds > 0 && mo.seconds <= 60))
                     usage_error(argv[0], "--time takes seconds above 0, up to 60, got", v);
+            } else if (!strcmp(a, "--save")) {
+                mo.save = v;
             } else {
                 mo.bw_threads = atoi(v);
                 if (mo.bw_threads < 1 || mo.bw_threads > 4096)
@@ -846,6 +853,8 @@ int main(int argc, char **argv)
     }
     if (mo.json && !matrix)
         usage_error(argv[0], "--json goes with --matrix", NULL);
+    if (mo.save && !matrix)
+        usage_error(argv[0], "--save goes with --matrix", NULL);
     if (size_arg != NULL) {
         size_t v = parse_bytes(size_arg);
         if (v == 0)
@@ -876,6 +885,7 @@ int main(int argc, char **argv)
         check_cross_threads();
         printf("\n");
     }
+    failed_checks += tiers_run();
     if (do_timing)
         timing();
     if (failed_checks)

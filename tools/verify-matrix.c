@@ -350,6 +350,30 @@ int matrix_run(const struct matrix_opts *o)
                    100 * cpu_share);
         printf("nodal-verify --matrix: %s\n", failed ? "FAIL: see the messages above" : "done, every buffer on its node");
     }
+    if (o->save != NULL && !failed) {
+        FILE *f = fopen(o->save, "w");
+        if (f == NULL) {
+            perror(o->save);
+            failed = 1;
+        } else {
+            fprintf(f, "# nodal tier_file, written by nodal-verify --matrix --save (%s; %.1f MiB per node, "
+                    "%.2f s per measurement)\n", nodal_version(), (double)size / (1 << 20), o->seconds);
+            fprintf(f, "# cpu_node mem_node latency_ns read_MBps write_MBps\n");
+            for (int r = 0; r < ncpu_nodes; r++)
+                for (int m = 0; m < nnodes; m++) {
+                    const struct cell *c = &cells[r * nnodes + m];
+                    fprintf(f, "%d %d %.0f %.0f %.0f\n", nodes[cpu_nodes[r]].id, nodes[m].id, c->latency_ns,
+                            c->read_gbs * 1000, c->write_gbs * 1000);
+                }
+            if (fclose(f) != 0) {
+                perror(o->save);
+                failed = 1;
+            } else if (!o->json) {
+                printf("saved to %s: NODAL_OPTIONS=tier_file=%s makes the tier calls use these values\n", o->save,
+                       o->save);
+            }
+        }
+    }
     free(cells);
     free(misplaced);
     return failed;

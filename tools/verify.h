@@ -30,12 +30,18 @@ int pin(int cpu);
    resident; the node (or -errno) of the first such page in *where. */
 size_t pages_off_node(const void *p, size_t size, int node, int *where);
 
+/* The memory tiers (verify-tiers.c): prints them per CPU node as the
+   kernel and nodal see them and checks nodal's choices and placement; the
+   number of failed checks. */
+int tiers_run(void);
+
 /* The matrix (verify-matrix.c): options and the run. */
 struct matrix_opts {
     size_t size;            /* bytes per memory node */
     double seconds;         /* per measurement */
     int bw_threads;         /* 0 = every usable CPU of the CPU node */
     int json;               /* print JSON instead of the tables */
+    const char *save;       /* write the values for the option tier_file here, or NULL */
 };
 /* Measures every (CPU node, memory node) pair; 0, or 1 if a buffer could not
    be had or was not on its node. */

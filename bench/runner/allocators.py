@@ -181,9 +181,20 @@ class Allocators:
             vs.append(Variant("thp-" + mode, self.nodal, env, ["-H", mode], peer=False))
         return vs       # not filtered by --allocators: the columns are settings
 
+    def tier(self, ops):
+        """tiercost: memkind's attribute kinds against nodal's tier call and
+        its node call on the resolved node."""
+        vs = [Variant("memkind", env=dict(self.memkind_env), args=["-b", "memkind", "-n", str(ops)])]
+        if self.nodal:
+            vs.append(Variant("nodal-tier", self.nodal, dict(self.nodal_env),
+                              ["-b", "nodal-tier", "-n", str(ops)], peer=False))
+            vs.append(Variant("nodal-node", self.nodal, dict(self.nodal_env),
+                              ["-b", "nodal-node", "-n", str(ops)], peer=False))
+        return self._filter(vs)
+
     def for_set(self, name, **kw):
         return {"dropin": self.dropin, "node": self.node, "app": self.app,
-                "chase": self.chase, "nodecost": self.nodecost}[name](**kw)
+                "chase": self.chase, "nodecost": self.nodecost, "tier": self.tier}[name](**kw)
 
 
 def shown_path(path, repo):

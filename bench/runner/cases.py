@@ -151,6 +151,13 @@ GROUPS = {
              "per CPU-second of the threads over the run (cpu_mops); misplaced = records and bucket "
              "arrays the kernel reports off their table's node at the end"),
     "chase": ("Pointer chasing over node-bound objects", ["ns_hop"], "ns per hop"),
+    "tiercost": ("Allocation by memory attribute: alloc + first touch + free (bench/tiercost.c)",
+                 ["cpu_ns_op", "ns_op", "misplaced"],
+                 "per cycle; nodal-tier = nodal_malloc_tier (the node resolved per call), nodal-node = "
+                 "nodal_malloc_node on the node nodal_tier_node names for the thread's node, memkind = "
+                 "memkind_malloc with MEMKIND_LOWEST_LATENCY_LOCAL / _HIGHEST_BANDWIDTH_LOCAL / "
+                 "_HIGHEST_CAPACITY_LOCAL; misplaced = nodal blocks (of 64 per thread) off the tier's node "
+                 "(not counted for memkind)"),
     "nodecost": ("What node-bound memory costs, per mechanism (bench/nodecost.c)",
                  ["cpu_us_seg", "cpu_us_mib", "us_seg", "tlb_ipis_seg", "ratio", "misplaced"],
                  "per 4 MiB segment and per MiB; the kernel primitives of a node-bound commit timed apart "
@@ -189,7 +196,7 @@ VS_GLIBC = {
 
 
 # The VM's tables are kept apart from the host's.
-for _g in ("nodepair", "bst", "ycsb", "chase", "nodecost"):
+for _g in ("nodepair", "bst", "ycsb", "chase", "nodecost", "tiercost"):
     _t, _m, _w = GROUPS[_g]
     GROUPS["vm-" + _g] = ("In the multi-node VM: " + _t, _m,
                           _w + " (inside numa-vm under emulation: compare columns, not absolute times)")
@@ -332,6 +339,14 @@ def vm_cases():
              "node", {"numa_ops": 2000, "other_ops": 200000}),
         Case("vm-nodepair-memonly", "nodepair", ["-s", "32", "-t", "1,2,4", "-N", "2"], "vm-nodepair",
              "node", {"numa_ops": 2000, "other_ops": 200000}),
+        # numa-vm --hmat (vm.py): nodes 2, 3 are the bandwidth tier of nodes 0, 1, so memkind's
+        # attribute kinds resolve (they need the firmware's HMAT)
+        Case("vm-tiercost-latency", "tiercost", ["-s", "32", "-t", "1,2", "-T", "latency"], "vm-tiercost",
+             "tier", {"ops": 200000}),
+        Case("vm-tiercost-bandwidth", "tiercost", ["-s", "32", "-t", "1,2", "-T", "bandwidth"], "vm-tiercost",
+             "tier", {"ops": 200000}),
+        Case("vm-tiercost-capacity", "tiercost", ["-s", "32", "-t", "1,2", "-T", "capacity"], "vm-tiercost",
+             "tier", {"ops": 200000}),
         Case("vm-bst", "bst", ["-t", "4", "-k", "50000", "-d", "1"], "vm-bst", "app"),
         Case("vm-bstxx", "bstxx", ["-t", "4", "-k", "50000", "-d", "1"], "vm-bst", "app"),
         Case("vm-ycsb", "ycsb", ["-t", "4", "-k", "50000", "-T", "4", "-B", "1021", "-d", "2",

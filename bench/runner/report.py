@@ -248,6 +248,28 @@ def _extra_nodepair(tables, group):
     return out
 
 
+def _extra_tiercost(tables, group):
+    """The tier call against the node call on the resolved node (target <=
+    1.05), and memkind's kind against the tier call (target >= 2)."""
+    t = tables.get((group, "cpu_ns_op"))
+    if not t:
+        return []
+    names = [v.name for v in t.variants]
+    if "nodal-tier" not in names or "nodal-node" not in names:
+        return []
+    has_mk = "memkind" in names
+    out = ["", "nodal-tier / nodal-node (target <= 1.05)%s, %s medians:" % (
+        " and memkind / nodal-tier (target >= 2)" if has_mk else "", t.metric), "",
+        "| " + " | ".join(t.cols + ["tier / node", "memkind / tier"]) + " |",
+        "|" + "|".join(["---"] * len(t.cols) + ["---:", "---:"]) + "|"]
+    for row in t.rows:
+        a, b = t.median(row, "nodal-tier"), t.median(row, "nodal-node")
+        m = t.median(row, "memkind") if has_mk else None
+        out.append("| " + " | ".join([dict(row).get(k, "") for k in t.cols] +
+                                     [fmt(a / b) if a and b else "-", fmt(m / a) if m and a else "-"]) + " |")
+    return out
+
+
 def _extra_app(tables, group, metric):
     """numa/numa against numa/regular with the same allocator family."""
     t = tables.get((group, metric))
@@ -423,6 +445,8 @@ def markdown(samples, variants_by_group, meta, problems):
         out += _extra_vs_glibc(tables, group)
         if group.endswith("nodecost"):
             out += _extra_nodecost(tables, group)
+        if group.endswith("tiercost"):
+            out += _extra_tiercost(tables, group)
         if group.endswith(("bst", "ycsb")):
             for metric in GROUPS[group][1]:
                 if metric != "misplaced":

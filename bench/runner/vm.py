@@ -50,7 +50,10 @@ def run(numa_vm, bindir, jobs, raw_out, log, timeout=3000):
         with open(script, "w") as f:
             f.write("\n".join(lines) + "\n")
         os.chmod(script, 0o755)
-        argv = [numa_vm, "-t", str(timeout)]
+        # --hmat: the firmware gives latency and bandwidth per (CPU node, node),
+        # which the tier workloads (and memkind's attribute kinds) need; the
+        # topology and distances are numa-vm's default either way
+        argv = [numa_vm, "--hmat", "-t", str(timeout)]
         for a in sorted(adds) + [script]:
             argv += ["--add", a]
         argv += ["--", "sh", script]

@@ -76,6 +76,8 @@
     X(abandoned_segments,  COUNTER, PROCESS, THREAD,  COUNT, 1, "segments left with live blocks by exiting threads") \
     X(node_fallback_pages, COUNTER, PROCESS, GAUGE,   COUNT, 2, "OS pages of node-targeted memory placed on another node (node_fallback=preferred only)") \
     X(strict_failures,     COUNTER, PROCESS, GAUGE,   COUNT, 1, "node-targeted requests refused because the node was full (node_fallback=strict)") \
+    X(tier_fallbacks,      COUNTER, PROCESS, GAUGE,   COUNT, 1, "tier calls with NODAL_TIER_PREFERRED served by a later node of the tier's order (the first was full or over its cap)") \
+    X(tier_cap_refusals,   COUNTER, PROCESS, GAUGE,   COUNT, 1, "node-bound mappings refused, or tier nodes skipped, because a tier was at its cap (tier_latency_max, ...)") \
     X(os_maps,             COUNTER, PROCESS, GAUGE,   COUNT, 0, "mappings made (mmap)") \
     X(os_unmaps,           COUNTER, PROCESS, GAUGE,   COUNT, 0, "mappings removed (munmap)") \
     X(os_purges,           COUNTER, PROCESS, GAUGE,   COUNT, 0, "ranges returned to the OS while staying mapped (madvise)") \

@@ -34,11 +34,24 @@
 static size_t nd_os_pagesize = 4096;   /* the OS page size (a nodal page is ND_SMALL_PAGE_SIZE) */
 static int nd_have_populate = 1;   /* cleared when the kernel lacks MADV_POPULATE_WRITE */
 
+intptr_t nd_os_rseq_cpu_off;
+
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35)) && \
+    (defined(__x86_64__) || defined(__aarch64__))
+/* glibc's (sys/rseq.h, which would pull in the kernel's headers): the area's
+   cpu_id_start (u32) is followed by cpu_id (u32). */
+extern const ptrdiff_t __rseq_offset;
+#define ND_RSEQ_CPU_OFF (__rseq_offset + 4)
+#else
+#define ND_RSEQ_CPU_OFF 0
+#endif
+
 void nd_os_init(void)
 {
     long ps = sysconf(_SC_PAGESIZE);
     if (ps > 0)
         nd_os_pagesize = (size_t)ps;
+    nd_os_rseq_cpu_off = ND_RSEQ_CPU_OFF;
 }
 
 size_t nd_os_page_size(void) { return nd_os_pagesize; }
@@ -281,6 +294,41 @@ long nd_os_read_file(const char *path, char *buf, size_t len)
     close(fd);
     buf[got] = '\0';
     return (long)got;
+}
+
+bool nd_os_path_exists(const char *path)
+{
+    return access(path, F_OK) == 0;
+}
+
+/* getdents64 through syscall(): opendir would allocate (from nodal). */
+int nd_os_dir_names(const char *path, void (*fn)(const char *name, void *arg), void *arg)
+{
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    char buf[4096] __attribute__((aligned(8)));
+    int count = 0;
+    for (;;) {
+        long n = syscall(SYS_getdents64, fd, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            break;
+        for (long off = 0; off < n;) {
+            /* struct linux_dirent64: ino (8), off (8), reclen (2), type (1), name */
+            unsigned short reclen;
+            memcpy(&reclen, buf + off + 16, sizeof reclen);
+            const char *name = buf + off + 19;
+            if (strcmp(name, ".") != 0 && strcmp(name, "..") != 0) {
+                fn(name, arg);
+                count++;
+            }
+            off += reclen;
+        }
+    }
+    close(fd);
+    return count;
 }
 
 const char *nd_os_getenv(const char *name) { return getenv(name); }

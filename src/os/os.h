@@ -62,6 +62,11 @@ int  nd_os_addr_node(const void *p) nd_hidden;
    Returns 0, or -1 if the call failed as a whole. */
 int  nd_os_move_pages(void **pages, const int *nodes, int *status, size_t count) nd_hidden;
 int  nd_os_current_cpu(void) nd_hidden;       /* -1 if unknown */
+/* The calling thread's CPU as the kernel last wrote it into the thread's
+   restartable-sequences area (glibc >= 2.35 registers one per thread), or a
+   negative value when there is none (then ask nd_os_current_cpu). One load
+   from thread-local memory: no call, no system call. See below. */
+static inline int nd_os_current_cpu_fast(void);
 
 /* Time, randomness, threads. */
 uint64_t nd_os_now_ms(void) nd_hidden;        /* coarse monotonic clock */
@@ -70,6 +75,11 @@ void     nd_os_yield(void) nd_hidden;
 
 /* Files and environment (start-up and statistics only). */
 long        nd_os_read_file(const char *path, char *buf, size_t len) nd_hidden; /* bytes, -1 */
+/* True if path names anything (a file, a directory, a symbolic link). */
+bool        nd_os_path_exists(const char *path) nd_hidden;
+/* Calls fn(name, arg) for every entry of a directory but "." and "..";
+   the number of entries, or -1 if it cannot be read. Allocates nothing. */
+int         nd_os_dir_names(const char *path, void (*fn)(const char *name, void *arg), void *arg) nd_hidden;
 const char *nd_os_getenv(const char *name) nd_hidden;
 void        nd_os_write_stderr(const char *buf, size_t len) nd_hidden;
 /* Creates (or truncates) a file for writing, mode 0644: a descriptor, or -1. */
@@ -86,6 +96,28 @@ _Noreturn void nd_os_abort(void) nd_hidden;
 long        nd_os_pid(void) nd_hidden;
 /* The program's name as the kernel knows it (/proc/self/comm). */
 void        nd_os_program_name(char *buf, size_t len) nd_hidden;
+
+/* Byte offset from the thread pointer of the thread's rseq cpu_id (glibc >=
+   2.35 keeps an rseq area in every thread's control block: cpu_id is -1
+   before registration, -2 when registration failed or was turned off,
+   e.g. under valgrind). Set by nd_os_init; 0 before, which reads some word
+   of the thread control block: callers must treat the result as a hint
+   until start-up is done (the tier table routes every CPU to its slow path
+   until then). */
+extern intptr_t nd_os_rseq_cpu_off nd_hidden;
+#if defined(__x86_64__) && defined(__SEG_FS)
+static inline int nd_os_current_cpu_fast(void)
+{
+    return *(const volatile __seg_fs int32_t *)nd_os_rseq_cpu_off;
+}
+#elif defined(__GLIBC__) && (defined(__x86_64__) || defined(__aarch64__))
+static inline int nd_os_current_cpu_fast(void)
+{
+    return *(const volatile int32_t *)((const char *)__builtin_thread_pointer() + nd_os_rseq_cpu_off);
+}
+#else
+static inline int nd_os_current_cpu_fast(void) { return -1; }
+#endif
 
 /* Locks: lock.h (one table of every lock nodal has). */
 #include "lock.h"

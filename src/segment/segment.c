@@ -19,6 +19,7 @@
 #include <string.h>
 #include "options.h"
 #include "os.h"
+#include "tier.h"
 #include "topo.h"
 
 uint8_t  *nd_segmap_top[ND_SEGMAP_TOP];
@@ -278,6 +279,12 @@ static int nd_seg_place_new(void *p, size_t size, int node, size_t commit)
 
 int nd_seg_adopt_mapping(nd_segment *s, size_t size, int node, bool bound, const uint64_t *interleave, size_t commit)
 {
+    if (bound && interleave == NULL && nd_tier_over_cap(node, size)) {
+        nd_os_unmap(s, size);   /* a capped tier's memory (tier_*_max): as if the node were full */
+        nd_gauge_add(tier_cap_refusals, 1);
+        errno = ENOMEM;
+        return -1;
+    }
     if (interleave != NULL) {
         nd_os_bind(s, size, ND_MPOL_INTERLEAVE, interleave);
     } else if (bound && nd_seg_place_new(s, size, node, commit) != 0) {

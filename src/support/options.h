@@ -45,6 +45,10 @@
     X(node_fallback,  ND_OPTK_ENUM, 0,     0, 1,        "strict|preferred", "when the requested node is full: strict = NULL/ENOMEM, preferred = use other nodes (counted)") \
     X(huge_pages,     ND_OPTK_INT,  0,     0, 1,        "",                 "ask for transparent huge pages on node-bound segments (MADV_HUGEPAGE)") \
     X(reclaim_on_free, ND_OPTK_INT, 1,     0, 1,        "",                 "a free into a segment abandoned by an exited thread adopts that segment") \
+    X(tier_file,      ND_OPTK_TEXT, 0,     0, ND_OPT_TEXT_MAX, "",          "file of measured latency and bandwidth per (CPU node, memory node) that the tier calls use when the firmware gives no HMAT (nodal-verify --matrix --save writes it; docs/tiers.md)") \
+    X(tier_latency_max,   ND_OPTK_SIZE, 0, 0, 1L << 40, "",             "most node-bound memory the process may map on the nodes of the latency tier (0 = no cap); beyond it they count as full") \
+    X(tier_bandwidth_max, ND_OPTK_SIZE, 0, 0, 1L << 40, "",             "most node-bound memory the process may map on the nodes of the bandwidth tier (0 = no cap); beyond it they count as full") \
+    X(tier_capacity_max,  ND_OPTK_SIZE, 0, 0, 1L << 40, "",             "most node-bound memory the process may map on the nodes of the capacity tier (0 = no cap); beyond it they count as full") \
     X(secure,         ND_OPTK_INT,  0,     0, 1,        "",                 "hardened mode: guard pages after segments and large blocks, random allocation order, a canary after each block (checked at free), freed blocks filled and checked at reuse, delayed reuse (quarantine); malloc and free take checked slow paths, 4-10 times slower (docs/hardening.md)")
 
 /* How values are spelled, for every document that lists the options. */

@@ -12,10 +12,10 @@
 
 nd_topo_t nd_topo;
 
-#define ND_SYS_NODE "/sys/devices/system/node"
+#define ND_SYS_NODE "%s/devices/system/node"
 
 /* Parses a kernel list ("0-3,8,10-11") and calls fn for every id. */
-static void nd_parse_list(const char *s, void (*fn)(int id, void *arg), void *arg)
+void nd_parse_list(const char *s, void (*fn)(int id, void *arg), void *arg)
 {
     while (*s) {
         while (*s == ',' || *s == ' ' || *s == '\n')
@@ -66,16 +66,23 @@ static void nd_topo_single_node(void)
 
 void nd_topo_init(void)
 {
-    char buf[4096], path[128];
+    nd_topo_read("/sys");
+}
+
+void nd_topo_read(const char *sys)
+{
+    char buf[4096], path[ND_SYS_PATH_MAX];
     memset(&nd_topo, 0, sizeof nd_topo);
     for (int c = 0; c < ND_MAX_CPUS; c++)
         nd_topo.cpu_node[c] = -1;
 
-    if (nd_os_read_file(ND_SYS_NODE "/online", buf, sizeof buf) <= 0) {
+    snprintf(path, sizeof path, ND_SYS_NODE "/online", sys);
+    if (nd_os_read_file(path, buf, sizeof buf) <= 0) {
         nd_topo_single_node();
     } else {
         nd_parse_list(buf, nd_mark_flag, (void *)(uintptr_t)ND_NODE_PRESENT);
-        if (nd_os_read_file(ND_SYS_NODE "/has_memory", buf, sizeof buf) > 0)
+        snprintf(path, sizeof path, ND_SYS_NODE "/has_memory", sys);
+        if (nd_os_read_file(path, buf, sizeof buf) > 0)
             nd_parse_list(buf, nd_mark_flag, (void *)(uintptr_t)ND_NODE_HAS_MEM);
         else
             for (int n = 0; n < ND_MAX_NODES; n++)
@@ -84,12 +91,12 @@ void nd_topo_init(void)
         for (int n = 0; n < ND_MAX_NODES; n++) {
             if (!(nd_topo.flags[n] & ND_NODE_PRESENT))
                 continue;
-            snprintf(path, sizeof path, ND_SYS_NODE "/node%d/cpulist", n);
+            snprintf(path, sizeof path, ND_SYS_NODE "/node%d/cpulist", sys, n);
             if (nd_os_read_file(path, buf, sizeof buf) > 0 && buf[0] >= '0' && buf[0] <= '9') {
                 nd_topo.flags[n] |= ND_NODE_HAS_CPU;
                 nd_parse_list(buf, nd_mark_cpu, (void *)(intptr_t)n);
             }
-            snprintf(path, sizeof path, ND_SYS_NODE "/node%d/distance", n);
+            snprintf(path, sizeof path, ND_SYS_NODE "/node%d/distance", sys, n);
             if (nd_os_read_file(path, buf, sizeof buf) > 0) {
                 /* One distance per present node, in id order. */
                 const char *s = buf;

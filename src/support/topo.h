@@ -34,7 +34,15 @@ typedef struct nd_topo_s {
 
 extern nd_topo_t nd_topo nd_hidden;
 
-void nd_topo_init(void) nd_hidden;
+/* Longest path nodal builds under the sysfs root. */
+#define ND_SYS_PATH_MAX 512
+
+void nd_topo_init(void) nd_hidden;                  /* nd_topo_read("/sys") */
+/* Reads the topology from sys + "/devices/system/node" (sys is "/sys"; the
+   unit tier passes a fixture tree). */
+void nd_topo_read(const char *sys) nd_hidden;
+/* Parses a kernel list ("0-3,8,10-11") and calls fn for every id. */
+void nd_parse_list(const char *s, void (*fn)(int id, void *arg), void *arg) nd_hidden;
 bool nd_topo_node_has_memory(int node) nd_hidden;   /* false for out-of-range ids */
 int  nd_topo_cpu_node(int cpu) nd_hidden;           /* node of a CPU, 0 if unknown */
 int  nd_topo_current_node(void) nd_hidden;          /* node of the calling CPU */

@@ -22,6 +22,7 @@
 #include "segment.h"
 #include "shared.h"
 #include "thread.h"
+#include "tier.h"
 #include "topo.h"
 
 int nd_process_state;
@@ -63,6 +64,7 @@ void nd_process_init(void)
         nd_os_init();
         nd_options_init();
         nd_topo_init();
+        nd_tier_init();
         uint64_t nodes[(ND_MAX_NODES + 63) / 64] = { 0 };
         for (int i = 0; i < nd_topo.mem_count; i++)
             nodes[nd_topo.mem_ids[i] / 64] |= (uint64_t)1 << (nd_topo.mem_ids[i] % 64);

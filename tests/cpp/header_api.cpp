@@ -316,6 +316,63 @@ void on_node_forms_allocate_from_nodal_and_free_back()
     delete[] w;
 }
 
+/* ---- memory tiers ------------------------------------------------------------ */
+using bw_alloc = nodal::tier_allocator<int, NODAL_TIER_BANDWIDTH>;
+static_assert(traits<bw_alloc>::is_always_equal::value, "tier allocators are stateless");
+static_assert(std::is_same_v<traits<bw_alloc>::rebind_alloc<long>, nodal::tier_allocator<long, NODAL_TIER_BANDWIDTH>>,
+              "rebind keeps the tier");
+static_assert(bw_alloc::tier() == NODAL_TIER_BANDWIDTH, "tier() is the template's tier");
+
+struct hot : nodal::on_tier<NODAL_TIER_LATENCY> {
+    long key = 1;
+};
+struct alignas(128) big_cold : nodal::on_tier<NODAL_TIER_CAPACITY | NODAL_TIER_PREFERRED> {
+    char bytes[3000];
+};
+
+/* Blocks of tier_allocator and on_tier come from nodal, on the tier's node
+   for the current node (a one-node machine: node 0; the VM tier checks
+   placement through the kernel); a bad tier throws nothing at compile
+   time because it cannot compile; impossible sizes throw bad_alloc. */
+void tier_allocator_and_on_tier_allocate_on_the_tiers_node()
+{
+    EXPECT((bw_alloc() == nodal::tier_allocator<long, NODAL_TIER_BANDWIDTH>() &&
+            bw_alloc() != nodal::tier_allocator<int, NODAL_TIER_LATENCY>()),
+           "tier allocators to compare equal exactly when their tiers are");
+    nd_totals before = nd_stats_totals();
+    {
+        std::vector<int, bw_alloc> v(1000, 7);
+        int here = nodal_current_node();
+        int want = nodal_tier_node(NODAL_TIER_BANDWIDTH, here);
+        EXPECT(want >= 0 && nodal_node_of(v.data()) == want,
+               "a vector of the bandwidth tier to be on node %d (from node %d), it is on %d", want, here,
+               nodal_node_of(v.data()));
+        hot *h = new hot;
+        big_cold *c = new big_cold[3];
+        hot *n = new (std::nothrow) hot;
+        EXPECT(nodal_node_of(h) == nodal_tier_node(NODAL_TIER_LATENCY, here) && n != nullptr &&
+                   nodal_node_of(c) == nodal_tier_node(NODAL_TIER_CAPACITY, here) && nd_is_aligned(c, 128),
+               "on_tier objects to be on their tiers' nodes, the over-aligned ones 128-aligned");
+        delete h;
+        delete n;
+        delete[] c;
+    }
+    nd_totals after = nd_stats_totals();
+    EXPECT(after.requests - before.requests == after.frees - before.frees && after.allocated == before.allocated,
+           "every tier block to go back to nodal (requests %+.0f, frees %+.0f)", after.requests - before.requests,
+           after.frees - before.frees);
+    bool threw = false;
+    try {
+        int *q = bw_alloc().allocate(impossible);
+        bw_alloc().deallocate(q, impossible);
+    } catch (const std::bad_alloc &) {
+        threw = true;
+    }
+    EXPECT(threw, "an impossible tier allocation to throw std::bad_alloc");
+    errno = 0;
+    EXPECT(nodal_malloc_tier(16, 3) == nullptr && errno == EINVAL, "a bad tier to give NULL/EINVAL");
+}
+
 /* ---- new[] of a node-typed class: the byte count with the cookie ------------- */
 template <std::size_t Size, std::size_t Align>
 struct alignas(Align) tracked : nodal::on_node<0> {
@@ -523,6 +580,7 @@ const nd_case cases[] = {
     ND_CASE(invalid_nodes_throw_invalid_argument_and_nothrow_forms_return_null),
     ND_CASE(impossible_sizes_throw_bad_alloc_after_the_new_handler_gives_up),
     ND_CASE(on_node_forms_allocate_from_nodal_and_free_back),
+    ND_CASE(tier_allocator_and_on_tier_allocate_on_the_tiers_node),
     ND_CASE(on_node_array_new_gets_the_byte_count_with_the_cookie),
     ND_CASE(make_on_node_constructs_destroys_and_frees),
     ND_CASE(pmr_resource_allocates_on_its_node_and_compares_by_node),

@@ -9,12 +9,15 @@
 # if present, BUILDDIR/tools/nodal-verify.
 # TEST names (as in the plan below) select a subset.
 #
-# Two boots:
+# Three boots:
 #   main   default numa-vm topology: nodes 0,1 with 2 CPUs and 512 MiB each,
 #          nodes 2,3 memory-only with 512 MiB; transparent huge pages
 #          "always" and automatic NUMA balancing on, as the kernel defaults
 #          are (nodal's guarantees must hold there);
-#   small  the same with node 3 at 96 MiB, for filling a node.
+#   small  the same with node 3 at 96 MiB, for filling a node;
+#   hmat   numa-vm --hmat: 6 nodes, the firmware gives latency and bandwidth
+#          (nodes 2, 3 high-bandwidth and 96 MiB, 4, 5 large and slow), for
+#          the memory tiers and filling the bandwidth tier.
 #
 # Exit status: 0 every test passed or skipped, 1 a test failed or had no
 # result (crash, timeout, VM stopped), 77 no VM can be prepared on this
@@ -55,15 +58,20 @@ main|nodal-verify|tools/nodal-verify||--quick|240
 main|stl_containers_stay_on_their_node|tests/cpp/stl_containers_stay_on_their_node|||240
 main|node_typed_objects_stay_on_their_node|tests/cpp/node_typed_objects_stay_on_their_node|||240
 main|shared_containers_keep_their_node|tests/cpp/shared_containers_keep_their_node|||240
+main|tier_blocks_on_the_kernels_node[no-hmat]|tests/placement/tier_blocks_on_the_kernels_node||--expect-hmat 0|240
 main|matrix_covers_every_node_pair|tests/placement/matrix_covers_every_node_pair|||180|tools/nodal-verify
 small|full_node_strict_or_preferred|tests/placement/full_node_strict_or_preferred|||240
-small|node_full_throws_bad_alloc|tests/cpp/node_full_throws_bad_alloc|||240'
+small|node_full_throws_bad_alloc|tests/cpp/node_full_throws_bad_alloc|||240
+hmat|tier_blocks_on_the_kernels_node|tests/placement/tier_blocks_on_the_kernels_node||--expect-hmat 1|240
+hmat|tier_full_strict_or_preferred|tests/placement/tier_full_strict_or_preferred|||240
+hmat|nodal-verify[HMAT]|tools/nodal-verify||--quick --no-timing|240'
 
 # numa-vm arguments and time limit (s) of each boot.
 boot_setup() {
     case $1 in
     main) bargs="" btmo=570 ;;
     small) bargs="--mem-per-node 512,512,256,96" btmo=300 ;;
+    hmat) bargs="--hmat --nodes 6 --mem-per-node 512,512,96,96,1024,1024" btmo=400 ;;
     esac
 }
 
@@ -199,6 +207,7 @@ EOF
 
 run_boot main
 run_boot small
+run_boot hmat
 
 # ---- summary -----------------------------------------------------------------
 echo
