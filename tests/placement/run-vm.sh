@@ -64,7 +64,7 @@ small|full_node_strict_or_preferred|tests/placement/full_node_strict_or_preferre
 small|node_full_throws_bad_alloc|tests/cpp/node_full_throws_bad_alloc|||240
 hmat|tier_blocks_on_the_kernels_node|tests/placement/tier_blocks_on_the_kernels_node||--expect-hmat 1|240
 hmat|tier_full_strict_or_preferred|tests/placement/tier_full_strict_or_preferred|||240
-hmat|nodal-verify[HMAT]|tools/nodal-verify||--quick --no-timing|240'
+hmat|nodal-verify[HMAT]|tools/nodal-verify||--quick --no-timing --no-placement|240'
 
 # numa-vm arguments and time limit (s) of each boot.
 boot_setup() {
