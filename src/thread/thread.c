@@ -462,9 +462,11 @@ static void nd_thread_maintain_check(nd_tcache *tc, bool due)
         nd_thread_maintain(t, false);
 }
 
-void nd_thread_count_request(nd_tcache *tc, unsigned c)
+bool nd_thread_count_request(nd_tcache *tc, unsigned c)
 {
-    nd_thread_maintain_check(tc, nd_tcache_count_request(tc, c));
+    unsigned r = nd_tcache_count_request(tc, c);
+    nd_thread_maintain_check(tc, r & ND_COUNT_MAINTAIN);
+    return r & ND_COUNT_SAMPLE;
 }
 
 void nd_thread_tick(nd_tcache *tc)
