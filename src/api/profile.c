@@ -74,13 +74,13 @@ static uint32_t nd_prof_collect(nd_prof_agg *total)
     const nd_prof_site *sites = nd_prof_sites();
     memset(total, 0, sizeof *total);
     uint32_t n = 0;
-    for (uint32_t i = 0; i < ND_PROF_SITES; i++) {
+    for (uint32_t i = (uint32_t)nd_prof_site_next(0); i < ND_PROF_SITES; i = (uint32_t)nd_prof_site_next(i + 1)) {
         if (nd_load_acquire(&sites[i].state) != 2)
             continue;
         memset(&nd_prof_aggs[i], 0, sizeof nd_prof_aggs[i]);
         nd_prof_rank[n++] = i;
     }
-    for (size_t i = 0; i < ND_PROF_LIVE; i++) {
+    for (size_t i = nd_prof_live_next(0); i < ND_PROF_LIVE; i = nd_prof_live_next(i + 1)) {
         nd_prof_live v;
         if (!nd_prof_live_copy(i, &v) || v.site >= ND_PROF_SITES)
             continue;

@@ -15,6 +15,42 @@ static int64_t  nd_prof_live_est;     /* estimated live bytes (atomic) */
 static uint64_t nd_prof_drops;        /* samples a full table refused (atomic) */
 static uintptr_t nd_prof_self_lo, nd_prof_self_hi;   /* nodal's code, left out of stacks */
 
+/* The OS pages of the tables ever written (atomic bits): the reports read
+   only those, so the tables' untouched pages never become resident. */
+#define ND_PROF_PAGE 4096u
+#define ND_PROF_SITE_PAGES ((ND_PROF_SITES * sizeof(nd_prof_site) + ND_PROF_PAGE - 1) / ND_PROF_PAGE)
+#define ND_PROF_LIVE_PAGES ((ND_PROF_LIVE * sizeof(nd_prof_slot) + ND_PROF_PAGE - 1) / ND_PROF_PAGE)
+static uint64_t nd_prof_site_used[(ND_PROF_SITE_PAGES + 63) / 64];
+static uint64_t nd_prof_live_used[(ND_PROF_LIVE_PAGES + 63) / 64];
+
+static void nd_prof_touch(uint64_t *used, size_t offset, size_t len)
+{
+    for (size_t pg = offset / ND_PROF_PAGE; pg <= (offset + len - 1) / ND_PROF_PAGE; pg++)
+        if (!(nd_load_relaxed(&used[pg / 64]) & ((uint64_t)1 << (pg % 64))))
+            __atomic_fetch_or(&used[pg / 64], (uint64_t)1 << (pg % 64), __ATOMIC_RELEASE);
+}
+
+/* The first index >= i of a table of `count` entries of `size` bytes that
+   lies on a page ever written; count when none. */
+static size_t nd_prof_next_used(const uint64_t *used, size_t i, size_t count, size_t size)
+{
+    for (; i < count; i++) {
+        size_t first = i * size / ND_PROF_PAGE, last = (i * size + size - 1) / ND_PROF_PAGE;
+        bool any = false;
+        for (size_t pg = first; pg <= last && !any; pg++)
+            any = (nd_load_acquire(&used[pg / 64]) >> (pg % 64)) & 1;
+        if (any)
+            return i;
+        /* Skip to the first entry of the next page. */
+        size_t next = ((last + 1) * ND_PROF_PAGE + size - 1) / size;
+        i = next > i ? next - 1 : i;
+    }
+    return count;
+}
+
+size_t nd_prof_site_next(size_t i) { return nd_prof_next_used(nd_prof_site_used, i, ND_PROF_SITES, sizeof(nd_prof_site)); }
+size_t nd_prof_live_next(size_t i) { return nd_prof_next_used(nd_prof_live_used, i, ND_PROF_LIVE, sizeof(nd_prof_slot)); }
+
 /* The recursion guard: set while this thread is inside the profiler (the
    unwinder may allocate; a signal handler may allocate in between). */
 static __thread uint8_t nd_prof_busy;
@@ -102,6 +138,7 @@ static uint32_t nd_prof_site_of(void *const *frames, int n)
         if (st == 0) {
             uint32_t zero = 0;
             if (__atomic_compare_exchange_n(&s->state, &zero, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+                nd_prof_touch(nd_prof_site_used, (size_t)i * sizeof *s, sizeof *s);
                 s->hash = h;
                 s->nframes = (uint32_t)n;
                 for (int k = 0; k < n; k++)
@@ -176,6 +213,7 @@ void nd_prof_record(void *p, nd_page *pg, size_t size, size_t usable, int node, 
         uintptr_t k = nd_load_relaxed(&sl->key);
         if (k != ND_PROF_EMPTY && k != ND_PROF_TOMB)
             continue;
+        nd_prof_touch(nd_prof_live_used, (size_t)(sl - nd_prof_live_tab) * sizeof *sl, sizeof *sl);
         if (!__atomic_compare_exchange_n(&sl->key, &k, ND_PROF_BUSY, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
             continue;
         nd_add_relaxed(&sl->seq, 1);   /* odd: being written */

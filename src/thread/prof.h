@@ -98,6 +98,10 @@ void nd_prof_forget(void *p, nd_page *pg) nd_hidden;
    samples dropped because a table was full. */
 const nd_prof_site *nd_prof_sites(void) nd_hidden;
 bool     nd_prof_live_copy(size_t i, nd_prof_live *out) nd_hidden;
+/* The first site / live slot >= i that may be in use (on a page of its
+   table ever written; the reports read no other), or the table's size. */
+size_t   nd_prof_site_next(size_t i) nd_hidden;
+size_t   nd_prof_live_next(size_t i) nd_hidden;
 int64_t  nd_prof_live_bytes(void) nd_hidden;
 uint64_t nd_prof_dropped(void) nd_hidden;
 int64_t  nd_prof_rate(void) nd_hidden;
