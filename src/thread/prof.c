@@ -88,6 +88,7 @@ bool nd_prof_start(int64_t rate)
     nd_os_backtrace(frames, 4);
     nd_prof_busy = 0;
     nd_store_release(&nd_tcache_prof_rate, rate);
+    nd_thread_prof_rearm();
     return true;
 }
 

@@ -76,6 +76,8 @@ nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
         slot += caps[c] + 1;
     }
     tc->slot_bytes = (uint32_t)(slots * sizeof(void *));
+    if (nd_unlikely(nd_load_relaxed(&nd_tcache_prof_rate) != 0) && !shared)
+        nd_tcache_prof_rearm(tc);
     nd_heap_init(&tc->heap, tid, node, bound);
     tc->kind = shared ? ND_KIND_NONE : nd_kind_of(bound, node);
     return tc;
@@ -90,6 +92,7 @@ void nd_tcache_destroy(nd_tcache *tc)
 /* ---- the malloc slow path ----------------------------------------------- */
 
 int64_t nd_tcache_prof_rate;
+static uint32_t nd_tcache_prof_arm(nd_tcache *tc, unsigned c, uint32_t done, bool *sample);
 
 /* ln(x) for x > 0, to about 1e-7, without libm: x = m * 2^e with m in
    [sqrt(1/2), sqrt(2)), then the series of atanh. */
@@ -142,6 +145,24 @@ static uint32_t nd_tcache_prof_arm(nd_tcache *tc, unsigned c, uint32_t done, boo
     }
     int64_t n = (bi->prof_left + size - 1) / size;
     return n < ND_TICK_PERIOD ? (uint32_t)n : ND_TICK_PERIOD;
+}
+
+void nd_tcache_prof_rearm(nd_tcache *tc)
+{
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        nd_bin *b = &tc->bins[c];
+        nd_bin_info *bi = &tc->binfo[c];
+        uint32_t done = b->tick < (int64_t)bi->armed ? bi->armed - (uint32_t)b->tick : 0;
+        nd_store_relaxed(&bi->nreq, bi->nreq + done);
+        bi->period_left = done < bi->period_left ? bi->period_left - done : 1;
+        bool sample = false;
+        bi->prof_left = 0;
+        uint32_t next = nd_tcache_prof_arm(tc, c, 0, &sample);
+        if (next > bi->period_left)
+            next = bi->period_left;
+        nd_store_relaxed(&bi->armed, next);
+        nd_store_relaxed(&b->tick, (int64_t)next);
+    }
 }
 
 unsigned nd_tcache_count_request(nd_tcache *tc, unsigned c)

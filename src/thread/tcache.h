@@ -153,6 +153,9 @@ extern int64_t nd_tcache_prof_rate nd_hidden;
 /* A gap in bytes to the next sample: exponential, of mean
    nd_tcache_prof_rate; *rng is the caller's state of the draws. */
 int64_t nd_tcache_prof_gap(uint64_t *rng) nd_hidden;
+/* prof=1: arms every bin of tc (its owner's thread) for its first sample
+   (a cache made before profiling started, or a new one). */
+void    nd_tcache_prof_rearm(nd_tcache *tc) nd_hidden;
 /* Takes back the count of a request of class c that failed; returns NULL. */
 void *nd_tcache_uncount(nd_tcache *tc, unsigned c) nd_hidden;
 /* A block of class c for the slow path: from the bin (refilled if empty),

@@ -481,6 +481,17 @@ void nd_thread_tick(nd_tcache *tc)
     nd_thread_maintain_check(tc, due);
 }
 
+void nd_thread_prof_rearm(void)
+{
+    nd_thread *t = nd_tls_thread;
+    if (t->state != ND_THREAD_LIVE)
+        return;
+    nd_tcache *tcs[ND_MAX_NODES + 1];
+    int n = nd_thread_tcaches(t, tcs);
+    for (int i = 0; i < n; i++)
+        nd_tcache_prof_rearm(tcs[i]);
+}
+
 void nd_thread_collect(bool purge_all)
 {
     nd_thread *t = nd_tls_thread;
