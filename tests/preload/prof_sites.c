@@ -34,11 +34,14 @@ void *get(size_t n, int node)
     return p;
 }
 
-__attribute__((noinline)) void *site_a(size_t n) { return get(n, node_a); }
-__attribute__((noinline)) void *site_b(size_t n) { return get(n, node_b); }
-__attribute__((noinline)) void *site_c(size_t n) { return get(n, -1); }
-__attribute__((noinline)) void *site_leak(size_t n) { return get(n, -1); }
-__attribute__((noinline)) void site_churn(size_t n) { free(get(n, -1)); }
+/* Each touches its block after the call, so that no call is a tail call
+   (which would leave no frame of the site in the stack). */
+static void *touched(void *p) { ((volatile char *)p)[0] = 2; return p; }
+__attribute__((noinline)) void *site_a(size_t n) { return touched(get(n, node_a)); }
+__attribute__((noinline)) void *site_b(size_t n) { return touched(get(n, node_b)); }
+__attribute__((noinline)) void *site_c(size_t n) { return touched(get(n, -1)); }
+__attribute__((noinline)) void *site_leak(size_t n) { return touched(get(n, -1)); }
+__attribute__((noinline)) void site_churn(size_t n) { free(touched(get(n, -1))); }
 
 static int sites(int argc, char **argv)
 {
