@@ -16,6 +16,7 @@ import os
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
@@ -113,6 +114,13 @@ def main():
     # that name is given already
     if a.full and "secure" not in [label for label, _ in variants]:
         variants.append(("secure", "secure=1"))
+    # --full: and with the heap profile on (prof=1, the default rate; its
+    # files into a scratch directory), for the report's "prof=1 against the
+    # default"
+    if a.full and "prof" not in [label for label, _ in variants]:
+        profdir = os.path.join(tempfile.gettempdir(), "nodal-bench-prof")
+        os.makedirs(profdir, exist_ok=True)
+        variants.append(("prof", "prof=1,prof_prefix=%s/p.%%p" % profdir))
     allocs = Allocators(nodal, a.nodal_options, [x for x in a.allocators.split(",") if x]
                         if a.allocators else None, variants)
 

@@ -184,6 +184,16 @@ size_t nodal_stats_json(char *buf, size_t len);
 void nodal_stats_reset(void);
 
 /*
+ * Heap profiling (option prof=1; see docs/profiling.md): writes the heap
+ * profile now, to path + ".heap" (gperftools' heap-profile format, for
+ * google-pprof, jeprof or pprof) and path + ".txt" (the sites ranked by
+ * live bytes, with their split over nodes); path NULL: the next numbered
+ * name under prof_prefix. Returns 0, or -1 with errno (ENOTSUP: profiling
+ * is off; or the error of creating or writing a file).
+ */
+int nodal_profile_dump(const char *path);
+
+/*
  * Returns free memory to the OS now: flushes the calling thread's caches,
  * frees empty pages and purges every cache nodal holds. force != 0 also
  * purges memory whose delay has not yet expired.

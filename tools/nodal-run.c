@@ -48,6 +48,12 @@ static const char usage_text[] =
     "  --no-stats               no statistics\n"
     "  --stats-file=PATH        statistics to PATH instead of stderr; %p in PATH\n"
     "                           becomes the process id (one file per process)\n"
+    "  --profile[=RATE]         heap profile: sample one allocation per RATE\n"
+    "                           bytes (default 512k) with its call stack; the\n"
+    "                           profile and a leak report are written at exit\n"
+    "                           (nodal-run says where; see docs/profiling.md)\n"
+    "  --stats-every[=]SECONDS  statistics of the running program every SECONDS\n"
+    "                           (10, 10s, 2m) on stderr, as --stats chooses\n"
     "  --NAME=VALUE             set nodal option NAME, dashes or underscores:\n"
     "                           --tcache-count=256 --node-fallback=preferred\n"
     "  --NAME, --no-NAME        set a switch on or off: --huge-pages\n"
@@ -67,6 +73,7 @@ static const char usage_text[] =
 /* nodal-run's own flags, for suggestions. */
 static const char *const own_flags[] = {
     "help", "version", "list-options", "lib", "stats", "no-stats", "stats-file",
+    "profile", "stats-every",
 };
 #define N_OWN (sizeof own_flags / sizeof own_flags[0])
 
@@ -260,7 +267,7 @@ int main(int argc, char **argv)
     static struct setting settings[256];
     size_t nsettings = 0;
     const char *lib_flag = NULL;
-    bool stats_flag = false, version = false;
+    bool stats_flag = false, version = false, profile = false;
     int i = 1;
 
     for (; i < argc; i++) {
@@ -297,6 +304,53 @@ int main(int argc, char **argv)
             if (value == NULL || *value == '\0')
                 usage_error("%s needs a path: --lib=PATH", a);
             lib_flag = value;
+            continue;
+        }
+        if (blen == 7 && strncmp(body, "profile", 7) == 0) {
+            /* --profile[=RATE]: prof=1 (and prof_rate=RATE) */
+            if (nsettings + 2 > sizeof settings / sizeof settings[0])
+                usage_error("too many flags");
+            settings[nsettings].id = ND_OPT_prof;
+            settings[nsettings++].value = "1";
+            if (value != NULL) {
+                char msg[1024];
+                int id;
+                long v;
+                if (nd_opt_check("prof_rate", 9, value, strlen(value), "--profile", "", &id, &v, msg, sizeof msg) != 0) {
+                    fprintf(stderr, "nodal-run: %s\n", msg);
+                    return EXIT_USAGE;
+                }
+                settings[nsettings].id = id;
+                settings[nsettings++].value = value;
+            }
+            profile = true;
+            continue;
+        }
+        if ((blen == 11 && strncmp(body, "stats-every", 11) == 0) ||
+            (blen == 11 && strncmp(body, "stats_every", 11) == 0)) {
+            /* --stats-every=10s or --stats-every 10s */
+            if (value == NULL) {
+                if (i + 1 >= argc)
+                    usage_error("%s needs a time: --stats-every 10s", a);
+                value = argv[++i];
+            }
+            char *end;
+            errno = 0;
+            long secs = strtol(value, &end, 10);
+            if (*end == 'm' && end[1] == '\0' && secs < 1440)
+                secs *= 60;
+            else if (*end == 's' && end[1] == '\0')
+                ;
+            else if (*end != '\0')
+                secs = -1;
+            if (end == value || errno != 0 || secs <= 0 || secs > 86400)
+                usage_error("%s: '%s' is not a time from 1s to 86400s (10, 10s, 2m)", a, value);
+            static char every[32];
+            snprintf(every, sizeof every, "%ld", secs);
+            if (nsettings == sizeof settings / sizeof settings[0])
+                usage_error("too many flags");
+            settings[nsettings].id = ND_OPT_stats_every;
+            settings[nsettings++].value = every;
             continue;
         }
         if ((blen == 8 && strncmp(body, "no-stats", 8) == 0) ||
@@ -400,6 +454,19 @@ int main(int argc, char **argv)
         fprintf(stderr, "nodal-run: '%s' is statically linked: no dynamic loader runs for it, so "
                         "nodal cannot be preloaded and there is no report (link it with libnodal.a)\n",
                 argv[i]);
+
+    if (profile) {
+        /* The program keeps this process's id (exec). */
+        const char *pre = getenv("NODAL_PROF_PREFIX");
+        char where[PATH_MAX + 64];
+        if (pre == NULL || *pre == '\0')
+            pre = "nodal-prof.%p";
+        size_t n = nd_opt_expand_path(pre, (long)getpid(), where, sizeof where);
+        if (n < sizeof where)
+            fprintf(stderr, "nodal-run: the heap profile goes to %s.exit.heap and %s.exit.txt at exit "
+                            "(%s.N.* for dumps before); view: google-pprof --text %s %s.exit.heap\n",
+                    where, where, where, argv[i], where);
+    }
 
     execvp(argv[i], argv + i);
     int e = errno;

@@ -417,6 +417,42 @@ def _extra_secure(tables):
     return out
 
 
+# The issue-21 targets for the heap profile on (prof=1, default rate): CPU
+# time at most this much above the default on the hand-off and server rows,
+# and peak RSS at most this much above it.
+PROF_CPU, PROF_RSS = 1.05, 1.02
+PROF_GROUPS = ("xthread", "batchq", "larson", "reqresp", "redis")
+
+
+def _extra_prof(tables):
+    """prof=1 against the default on the hand-off and server workloads: CPU
+    time (or time) and peak RSS, median of each row, with the targets."""
+    rows = []
+    for group in PROF_GROUPS:
+        for m in [_time_metric(group, tables)] + [x for x in GROUPS.get(group, ("", []))[1] if "peak_rss" in x]:
+            t = tables.get((group, m)) if m else None
+            if not t or "nodal prof" not in [v.name for v in t.variants]:
+                continue
+            target = PROF_RSS if "rss" in m else PROF_CPU
+            for row in t.rows:
+                a, b = t.median(row, "nodal prof"), t.median(row, "nodal")
+                if not a or not b:
+                    continue
+                r = b / a if higher_is_better(m) else a / b
+                label = ", ".join("%s=%s" % (k, dict(row).get(k, "")) for k in t.cols)
+                rows.append((group, m, label, r, target))
+    if not rows:
+        return []
+    out = ["", "## prof=1 against the default", "",
+           "nodal with the heap profile on (prof=1, one sample per 512 KiB) / nodal, the median of each "
+           "row of the hand-off and server workloads; targets: CPU time <= %.2f, peak RSS <= %.2f." % (
+               PROF_CPU, PROF_RSS), "",
+           "| workload | metric | row | prof=1 / default | verdict |", "|---|---|---|---:|---|"]
+    for group, m, label, r, target in rows:
+        out.append("| %s | %s | %s | %.3f | %s |" % (group, m, label or "-", r, "ok" if r <= target else "over"))
+    return out
+
+
 def markdown(samples, variants_by_group, meta, problems):
     out = [header(meta)]
     tables = {}
@@ -455,6 +491,7 @@ def markdown(samples, variants_by_group, meta, problems):
             out += ["", "The benchmark loop alone (micro -m empty) costs %.1f instructions per iteration."
                     % meta["callgrind_loop"]]
     out += _extra_secure(tables)
+    out += _extra_prof(tables)
     if problems:
         out += ["", "## Runs that did not produce results", ""]
         out += ["- %s" % p for p in problems]

@@ -434,6 +434,10 @@ __attribute__((destructor(101))) static void nd_stats_at_exit(void)
     nd_unlock(nd_report_lock);
 }
 
+/* The heap profile's constructor and exit dump (profile.c) come with the
+   statistics' into a program linked with a static archive. */
+__attribute__((used)) static int (*const nd_profile_keep)(const char *) = nodal_profile_dump;
+
 nd_public int nodal_memory_info_get(nodal_memory_info *info)
 {
     if (info == NULL) {

@@ -15,6 +15,7 @@
 #include "large.h"
 #include "lock.h"
 #include "msg.h"
+#include "prof.h"
 #include "os.h"
 #include "route.h"
 #include "secure.h"
@@ -269,6 +270,8 @@ void *nd_realloc(void *p, size_t size)
         if (size <= usable && size > usable / 2)
             return p;
         if (size > ND_LARGE_MAX && !s->bound) {
+            if (nd_unlikely(nd_load_relaxed(&s->pages[0].sampled)))
+                nd_prof_forget(p, &s->pages[0]);   /* it may move: no longer sampled */
             void *q = nd_huge_realloc(s, p, size);
             if (q != NULL)
                 return q;

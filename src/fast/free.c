@@ -28,6 +28,7 @@
 #include "large.h"
 #include "lock.h"
 #include "msg.h"
+#include "prof.h"
 #include "route.h"
 #include "secure.h"
 
@@ -112,6 +113,8 @@ void nd_free_special(void *p)
        interior pointer. */
     if (s->kind != ND_SEG_HUGE || s->pages[0].start != (uint8_t *)p || !s->pages[0].in_use)
         nd_block_misuse("free", s, p);
+    if (nd_unlikely(nd_load_relaxed(&s->pages[0].sampled)))
+        nd_prof_forget(p, &s->pages[0]);
     nd_thread_count_free(true, nd_huge_usable(s, p));
     nd_huge_free(s);
 }
@@ -122,11 +125,15 @@ static nd_noinline void nd_free_big(void *p, nd_segment *s, nd_page *pg)
     if (s->kind == ND_SEG_HUGE) {
         if (pg->start != (uint8_t *)p || !pg->in_use)
             nd_block_misuse("free", s, p);
+        if (nd_unlikely(nd_load_relaxed(&pg->sampled)))
+            nd_prof_forget(p, pg);
         nd_thread_count_free(true, nd_huge_usable(s, p));
         nd_huge_free(s);
         return;
     }
     if (s->kind == ND_SEG_LARGE) {
+        if (nd_unlikely(nd_load_relaxed(&pg->sampled)) && pg->start == (uint8_t *)p && pg->in_use)
+            nd_prof_forget(p, pg);
         size_t bytes = nd_large_free(s, pg, p);
         if (bytes == 0)
             nd_block_misuse("free", s, p);

@@ -42,6 +42,7 @@
 
 #define ND_LOCKS(X) \
     X(init,         1,                "start-up: options, topology and secrets are read once, by one thread") \
+    X(profile,      1,                "heap profile dumps, one at a time: their scratch tables and files (nodal_profile_dump, the signal's, periodic and exit dumps)") \
     X(report,       1,                "statistics reports, one at a time: the snapshot buffer and the output of nodal_stats_print, nodal_stats_json, nodal_memory_info_get, nodal_stats_reset and the report at exit") \
     X(stats_base,   1,                "the snapshot nodal_stats_reset took (subtracted from later reports)") \
     X(threads,      1,                "the list of thread records, the pools of exited threads' records, the statistics of exited threads") \

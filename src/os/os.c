@@ -10,7 +10,12 @@
 #include "atomic.h"
 #include "counters.h"
 
+#include <dlfcn.h>
 #include <errno.h>
+#include <execinfo.h>
+#include <link.h>
+#include <poll.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <sched.h>
@@ -417,3 +422,134 @@ void nd_os_program_name(char *buf, size_t len)
         buf[n - 1] = '\0';
 }
 
+
+/* ---- heap profiling ------------------------------------------------------------ */
+
+int nd_os_backtrace(void **frames, int max)
+{
+    int saved = errno;
+    int n = backtrace(frames, max);
+    errno = saved;
+    return n;
+}
+
+bool nd_os_symbol(const void *a, const char **file, const void **base, const char **sym, const void **sym_addr)
+{
+    Dl_info info;
+    int saved = errno;
+    int ok = dladdr(a, &info);
+    errno = saved;
+    if (!ok) {
+        *file = *sym = NULL;
+        *base = *sym_addr = NULL;
+        return false;
+    }
+    *file = info.dli_fname;
+    *base = info.dli_fbase;
+    *sym = info.dli_sname;
+    *sym_addr = info.dli_saddr;
+    return true;
+}
+
+bool nd_os_copy_file(const char *path, int fd)
+{
+    int saved = errno;
+    int in = open(path, O_RDONLY | O_CLOEXEC);
+    bool ok = in >= 0;
+    char buf[4096];
+    while (ok) {
+        ssize_t n = read(in, buf, sizeof buf);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0) {
+            ok = n == 0;
+            break;
+        }
+        ok = nd_os_write_fd(fd, buf, (size_t)n);
+    }
+    if (in >= 0)
+        close(in);
+    errno = saved;
+    return ok;
+}
+
+bool nd_os_pipe(int fds[2])
+{
+    int saved = errno;
+    bool ok = pipe2(fds, O_CLOEXEC | O_NONBLOCK) == 0;
+    errno = saved;
+    return ok;
+}
+
+bool nd_os_wait_input(int fd, int timeout_ms)
+{
+    int saved = errno;
+    struct pollfd p = { .fd = fd, .events = POLLIN };
+    bool got = false;
+    if (poll(&p, 1, timeout_ms) > 0) {
+        char buf[64];
+        while (read(fd, buf, sizeof buf) > 0)
+            got = true;
+    }
+    errno = saved;
+    return got;
+}
+
+bool nd_os_on_signal(int sig, void (*handler)(int))
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handler;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    int saved = errno;
+    bool ok = sigaction(sig, &sa, NULL) == 0;
+    errno = saved;
+    return ok;
+}
+
+void nd_os_signal_write(int fd, const void *buf, size_t len)
+{
+    int saved = errno;
+    ssize_t n = write(fd, buf, len);
+    (void)n;
+    errno = saved;
+}
+
+struct nd_code_query { uintptr_t a, lo, hi; bool found, main; };
+
+static int nd_code_range_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct nd_code_query *q = arg;
+    uintptr_t lo = UINTPTR_MAX, hi = 0;
+    bool has = false;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_X))
+            continue;
+        uintptr_t b = info->dlpi_addr + ph->p_vaddr, e = b + ph->p_memsz;
+        lo = b < lo ? b : lo;
+        hi = e > hi ? e : hi;
+        has |= q->a >= b && q->a < e;
+    }
+    if (!has)
+        return 0;
+    q->lo = lo;
+    q->hi = hi;
+    q->found = true;
+    q->main = info->dlpi_name == NULL || info->dlpi_name[0] == '\0';
+    return 1;
+}
+
+bool nd_os_code_range(const void *a, uintptr_t *lo, uintptr_t *hi, bool *main)
+{
+    struct nd_code_query q = { .a = (uintptr_t)a };
+    int saved = errno;
+    dl_iterate_phdr(nd_code_range_cb, &q);
+    errno = saved;
+    *lo = q.lo;
+    *hi = q.hi;
+    *main = q.main;
+    return q.found;
+}

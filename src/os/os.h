@@ -118,6 +118,31 @@ static inline int nd_os_current_cpu_fast(void)
 #else
 static inline int nd_os_current_cpu_fast(void) { return -1; }
 #endif
+/* Heap profiling (prof.c, profile.c). */
+/* The return addresses of the calling thread's stack, innermost first
+   (glibc's backtrace(): its first call may load libgcc_s, and allocate). */
+int         nd_os_backtrace(void **frames, int max) nd_hidden;
+/* What the dynamic loader knows of code address a: the file of its object
+   and where that is loaded, the symbol before a and its address (NULLs
+   where unknown). False when a is in no loaded object. */
+bool        nd_os_symbol(const void *a, const char **file, const void **base,
+                         const char **sym, const void **sym_addr) nd_hidden;
+/* The lowest and highest address of the executable segments of the loaded
+   object that holds code address a; *main: that object is the program
+   itself. False when a is in none. */
+bool        nd_os_code_range(const void *a, uintptr_t *lo, uintptr_t *hi, bool *main) nd_hidden;
+/* Copies the file at path to descriptor fd (/proc/self/maps into a
+   profile); false on an error. */
+bool        nd_os_copy_file(const char *path, int fd) nd_hidden;
+/* A pipe, both ends non-blocking and close-on-exec; false on failure. */
+bool        nd_os_pipe(int fds[2]) nd_hidden;
+/* Waits until fd is readable or timeout_ms passed; reads and discards what
+   is there. True when something was read. */
+bool        nd_os_wait_input(int fd, int timeout_ms) nd_hidden;
+/* Installs handler for signal sig (SA_RESTART); false when sig is invalid. */
+bool        nd_os_on_signal(int sig, void (*handler)(int)) nd_hidden;
+/* Writes len bytes to fd once (for a signal handler; errno kept). */
+void        nd_os_signal_write(int fd, const void *buf, size_t len) nd_hidden;
 
 /* Locks: lock.h (one table of every lock nodal has). */
 #include "lock.h"

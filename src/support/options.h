@@ -49,7 +49,14 @@
     X(tier_latency_max,   ND_OPTK_SIZE, 0, 0, 1L << 40, "",             "most node-bound memory the process may map on the nodes of the latency tier (0 = no cap); beyond it they count as full") \
     X(tier_bandwidth_max, ND_OPTK_SIZE, 0, 0, 1L << 40, "",             "most node-bound memory the process may map on the nodes of the bandwidth tier (0 = no cap); beyond it they count as full") \
     X(tier_capacity_max,  ND_OPTK_SIZE, 0, 0, 1L << 40, "",             "most node-bound memory the process may map on the nodes of the capacity tier (0 = no cap); beyond it they count as full") \
-    X(secure,         ND_OPTK_INT,  0,     0, 1,        "",                 "hardened mode: guard pages after segments and large blocks, random allocation order, a canary after each block (checked at free), freed blocks filled and checked at reuse, delayed reuse (quarantine); malloc and free take checked slow paths, 4-10 times slower (docs/hardening.md)")
+    X(secure,         ND_OPTK_INT,  0,     0, 1,        "",                 "hardened mode: guard pages after segments and large blocks, random allocation order, a canary after each block (checked at free), freed blocks filled and checked at reuse, delayed reuse (quarantine); malloc and free take checked slow paths, 4-10 times slower (docs/hardening.md)") \
+    X(prof,           ND_OPTK_INT,  0,     0, 1,        "",                 "heap profiling: samples allocations (one per prof_rate bytes on average) with their call stacks; a profile and a leak report at exit (docs/profiling.md)") \
+    X(prof_rate,      ND_OPTK_SIZE, 524288, 1, 1 << 30, "",                 "mean bytes allocated between two samples of the heap profile") \
+    X(prof_prefix,    ND_OPTK_TEXT, 0,     0, ND_OPT_TEXT_MAX, "",          "start of the heap profile files' names (default nodal-prof.%p: the current directory); %p becomes the process id") \
+    X(prof_signal,    ND_OPTK_INT,  0,     0, 64,       "",                 "a signal number that dumps the heap profile when the process receives it (12 = SIGUSR2; 0 = none)") \
+    X(prof_interval,  ND_OPTK_INT,  0,     0, 86400,    "",                 "seconds between periodic dumps of the heap profile (0 = none)") \
+    X(prof_growth,    ND_OPTK_SIZE, 0,     0, 1L << 40, "",                 "dump the heap profile whenever its estimate of live bytes grew by this much since the last dump (0 = never)") \
+    X(stats_every,    ND_OPTK_INT,  0,     0, 86400,    "",                 "seconds between statistics reports of a running process, on stderr, in the form `stats` chooses (its summary line when stats is off; 0 = none)")
 
 /* How values are spelled, for every document that lists the options. */
 #define ND_OPT_SPELLINGS \

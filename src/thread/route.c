@@ -11,6 +11,7 @@
 #include "lock.h"
 #include "node.h"
 #include "options.h"
+#include "prof.h"
 #include "secure.h"
 #include "thread.h"
 
@@ -46,6 +47,19 @@ void *nd_route_large(nd_tcache *tc, size_t size, size_t alignment)
     return p;
 }
 
+/* prof=1: sampled block p (large or huge) of `size` bytes requested into
+   the heap profile. */
+static void *nd_route_sampled(nd_tcache *tc, void *p, size_t size, size_t usable)
+{
+    if (p != NULL) {
+        nd_page *pg;
+        nd_segment *s = nd_seg_base(p);
+        pg = s->kind == ND_SEG_HUGE ? &s->pages[0] : nd_page_of(s, p);
+        nd_prof_record(p, pg, size, usable, tc->heap.node, tc->heap.bound);
+    }
+    return p;
+}
+
 /* Blocks above the classes: large or huge. */
 static void *nd_route_big(nd_tcache *tc, size_t size)
 {
@@ -53,9 +67,24 @@ static void *nd_route_big(nd_tcache *tc, size_t size)
         errno = ENOMEM;
         return NULL;
     }
+    if (nd_unlikely(nd_prof_is_on()) && !tc->heap.shared && nd_prof_big_due(size))
+        return nd_route_sampled(tc, size <= ND_LARGE_MAX ? nd_route_large(tc, size, 0) : nd_route_huge(tc, size, 0),
+                                size, size);
     if (size <= ND_LARGE_MAX)
         return nd_route_large(tc, size, 0);
     return nd_route_huge(tc, size, 0);
+}
+
+/* prof=1: a sampled request of class c gets a large block of its size
+   (prof.h: every free of it takes the slow path, which drops the sample),
+   counted as a large block and not as a request of its class. */
+static nd_noinline void *nd_route_small_sampled(nd_tcache *tc, unsigned c, size_t size)
+{
+    void *p = nd_route_large(tc, size, 0);
+    if (p == NULL)
+        return nd_tcache_alloc(tc, c);   /* the block of its class, unsampled */
+    nd_tcache_uncount(tc, c);
+    return nd_route_sampled(tc, p, size, nd_class_size[c]);
 }
 
 /* secure=1: a block of class c for a request of `size` bytes, through the
@@ -88,7 +117,8 @@ void *nd_route_malloc(nd_tcache *tc, size_t size)
     nd_thread_tick(tc);
     if (size <= ND_MEDIUM_MAX) {
         unsigned c = nd_class_of(size);
-        nd_thread_count_request(tc, c);
+        if (nd_unlikely(nd_thread_count_request(tc, c)))
+            return nd_route_small_sampled(tc, c, size);
         return nd_tcache_alloc(tc, c);
     }
     return nd_route_big(tc, size);

@@ -10,6 +10,7 @@
 #include "meta.h"
 #include "msg.h"
 #include "options.h"
+#include "os.h"
 
 void *nd_tcache_no_slots[1];   /* the NULL sentinel of every bin without slots */
 
@@ -66,6 +67,7 @@ nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
         *b->empty = NULL;
         b->cur = b->empty;
         b->tick = ND_TICK_PERIOD;
+        tc->binfo[c].armed = tc->binfo[c].period_left = ND_TICK_PERIOD;
         tc->binfo[c].cap = start;
         tc->binfo[c].cap_max = caps[c];
         tc->cap_bytes += (size_t)start * nd_class_size[c];
@@ -74,6 +76,8 @@ nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
         slot += caps[c] + 1;
     }
     tc->slot_bytes = (uint32_t)(slots * sizeof(void *));
+    if (nd_unlikely(nd_load_relaxed(&nd_tcache_prof_rate) != 0) && !shared)
+        nd_tcache_prof_rearm(tc);
     nd_heap_init(&tc->heap, tid, node, bound);
     tc->kind = shared ? ND_KIND_NONE : nd_kind_of(bound, node);
     return tc;
@@ -87,19 +91,112 @@ void nd_tcache_destroy(nd_tcache *tc)
 
 /* ---- the malloc slow path ----------------------------------------------- */
 
-bool nd_tcache_count_request(nd_tcache *tc, unsigned c)
+int64_t nd_tcache_prof_rate;
+static uint32_t nd_tcache_prof_arm(nd_tcache *tc, unsigned c, uint32_t done, bool *sample);
+
+/* ln(x) for x > 0, to about 1e-7, without libm: x = m * 2^e with m in
+   [sqrt(1/2), sqrt(2)), then the series of atanh. */
+static double nd_ln(double x)
+{
+    union { double d; uint64_t u; } v = { .d = x };
+    int e = (int)((v.u >> 52) & 0x7ff) - 1023;
+    v.u = (v.u & ((1ull << 52) - 1)) | (1023ull << 52);   /* m in [1, 2) */
+    double m = v.d;
+    if (m > 1.4142135623730951) {
+        m *= 0.5;
+        e++;
+    }
+    double t = (m - 1) / (m + 1), t2 = t * t, sum = 0, pow = t;
+    for (int k = 1; k <= 15; k += 2) {
+        sum += pow / k;
+        pow *= t2;
+    }
+    return 2 * sum + e * 0.6931471805599453;
+}
+
+int64_t nd_tcache_prof_gap(uint64_t *rng)
+{
+    /* xorshift64*: 53 random bits, u in (0, 1]. */
+    uint64_t x = *rng ? *rng : nd_os_random() | 1;
+    x ^= x >> 12;
+    x ^= x << 25;
+    x ^= x >> 27;
+    *rng = x;
+    double u = (double)(((x * 0x2545F4914F6CDD1Dull) >> 11) + 1) / 9007199254740992.0;
+    double gap = -nd_ln(u) * (double)nd_load_relaxed(&nd_tcache_prof_rate);
+    return gap < 1 ? 1 : gap > 1e15 ? (int64_t)1e15 : (int64_t)gap;
+}
+
+/* prof=1: takes the bytes of the `done` requests of class c since the tick
+   was armed off the bin's countdown; returns the requests to arm the tick
+   with (the next sample's, at most ND_TICK_PERIOD) and sets *sample when
+   the countdown ran out (this request is sampled). */
+static uint32_t nd_tcache_prof_arm(nd_tcache *tc, unsigned c, uint32_t done, bool *sample)
+{
+    nd_bin_info *bi = &tc->binfo[c];
+    int64_t size = nd_class_size[c];
+    if (bi->prof_left == 0)   /* the first count since profiling started */
+        bi->prof_left = nd_tcache_prof_gap(&tc->prof_rng);
+    else
+        bi->prof_left -= (int64_t)done * size;
+    if (bi->prof_left <= 0) {
+        *sample = true;
+        bi->prof_left = nd_tcache_prof_gap(&tc->prof_rng);
+    }
+    int64_t n = (bi->prof_left + size - 1) / size;
+    return n < ND_TICK_PERIOD ? (uint32_t)n : ND_TICK_PERIOD;
+}
+
+void nd_tcache_prof_rearm(nd_tcache *tc)
+{
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        nd_bin *b = &tc->bins[c];
+        nd_bin_info *bi = &tc->binfo[c];
+        uint32_t done = b->tick < (int64_t)bi->armed ? bi->armed - (uint32_t)b->tick : 0;
+        nd_store_relaxed(&bi->nreq, bi->nreq + done);
+        bi->period_left = done < bi->period_left ? bi->period_left - done : 1;
+        bool sample = false;
+        bi->prof_left = 0;
+        uint32_t next = nd_tcache_prof_arm(tc, c, 0, &sample);
+        if (next > bi->period_left)
+            next = bi->period_left;
+        nd_store_relaxed(&bi->armed, next);
+        nd_store_relaxed(&b->tick, (int64_t)next);
+    }
+}
+
+unsigned nd_tcache_count_request(nd_tcache *tc, unsigned c)
 {
     nd_bin *b = &tc->bins[c];
     if (b->tick > 0 && --b->tick > 0)   /* 0: the fast path already counted it */
-        return false;
-    uint32_t count = (uint32_t)(b->empty - b->cur);
-    if (count < tc->binfo[c].low_water)
-        tc->binfo[c].low_water = count;
-    tc->gc_samples++;
-    nd_heap_tick(&tc->heap);
-    nd_store_relaxed(&tc->binfo[c].nreq, tc->binfo[c].nreq + ND_TICK_PERIOD);
-    nd_store_relaxed(&b->tick, (int64_t)ND_TICK_PERIOD);
-    return true;
+        return 0;
+    nd_bin_info *bi = &tc->binfo[c];
+    uint32_t done = bi->armed;
+    unsigned r = 0;
+    nd_store_relaxed(&bi->nreq, bi->nreq + done);
+    if (done >= bi->period_left) {
+        bi->period_left = ND_TICK_PERIOD;
+        uint32_t count = (uint32_t)(b->empty - b->cur);
+        if (count < bi->low_water)
+            bi->low_water = count;
+        tc->gc_samples++;
+        nd_heap_tick(&tc->heap);
+        r = ND_COUNT_MAINTAIN;
+    } else {
+        bi->period_left -= done;
+    }
+    uint32_t next = ND_TICK_PERIOD;
+    if (nd_unlikely(nd_load_relaxed(&nd_tcache_prof_rate) != 0) && !tc->heap.shared) {
+        bool sample = false;
+        next = nd_tcache_prof_arm(tc, c, done, &sample);
+        if (sample)
+            r |= ND_COUNT_SAMPLE;
+    }
+    if (next > bi->period_left)   /* the maintenance clock keeps its period */
+        next = bi->period_left;
+    nd_store_relaxed(&bi->armed, next);
+    nd_store_relaxed(&b->tick, (int64_t)next);
+    return r;
 }
 
 /* Doubles bin c's capacity (at most to cap_max), if the cache's capacities
@@ -158,7 +255,7 @@ static bool nd_tcache_fill(nd_tcache *tc, unsigned c)
 void *nd_tcache_uncount(nd_tcache *tc, unsigned c)
 {
     nd_bin *b = &tc->bins[c];
-    if (b->tick < ND_TICK_PERIOD)
+    if (b->tick < (int64_t)tc->binfo[c].armed)
         nd_store_relaxed(&b->tick, b->tick + 1);
     else if (tc->binfo[c].nreq > 0)   /* the tick had just rolled over */
         nd_store_relaxed(&tc->binfo[c].nreq, tc->binfo[c].nreq - 1);
@@ -342,8 +439,9 @@ void nd_tcache_stats_add(const nd_tcache *tc, nd_snap_class *cls, nd_snap_totals
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         const nd_bin *b = &tc->bins[c];
         const nd_class_counters *cs = &tc->heap.cstats[c];
+        int64_t armed = nd_load_relaxed(&tc->binfo[c].armed), tick = nd_load_relaxed(&b->tick);
         uint64_t requests = nd_load_relaxed(&tc->binfo[c].nreq) +
-                            (uint64_t)(ND_TICK_PERIOD - nd_load_relaxed(&b->tick));
+                            (uint64_t)(tick < armed ? armed - tick : 0);   /* a re-arm in between: 0 */
         uint64_t cached = (uint64_t)(b->empty - nd_load_relaxed(&b->cur));
         uint64_t fill_blocks = nd_load_relaxed(&cs->fill_blocks);
         uint64_t flush_blocks = nd_load_relaxed(&cs->flush_blocks);

@@ -22,11 +22,19 @@
  *   a bin with cap 0 has low == cur == empty: every call takes the slow path.
  *
  * tick counts requests down; when the fast path takes it to 0 it goes to
- * the slow path, which adds ND_TICK_PERIOD to the request total, re-arms the
- * tick and lets the thread run its maintenance check. So requests of a
- * class are info.nreq + (ND_TICK_PERIOD - tick), exactly, without a counter
+ * the slow path, which adds the value the tick was armed with (info.armed)
+ * to the request total, re-arms the tick and, every ND_TICK_PERIOD
+ * requests, lets the thread run its maintenance check. So requests of a
+ * class are info.nreq + (info.armed - tick), exactly, without a counter
  * of its own on the fast path; frees into the cache are derived in the same
  * way (nd_tcache_stats_add).
+ *
+ * Heap profiling (prof=1, docs/profiling.md) uses the same tick: each bin
+ * counts the bytes to its next sample down (info.prof_left, drawn from an
+ * exponential distribution of mean prof_rate), and the tick is armed with
+ * the requests those bytes make (at most ND_TICK_PERIOD), so the request
+ * that crosses the sampling point takes the slow path and is sampled. The
+ * fast paths do not change; without profiling armed is ND_TICK_PERIOD.
  */
 #ifndef ND_TCACHE_H
 #define ND_TCACHE_H
@@ -71,6 +79,9 @@ _Static_assert(sizeof(nd_bin) == ND_BIN_BYTES, "a hot bin is one cache line: cla
  */
 typedef struct nd_bin_info {
     uint64_t nreq;       /* requests counted at tick roll-overs */
+    int64_t  prof_left;  /* prof=1: bytes of this class's requests to its next sample */
+    uint32_t armed;      /* the value the tick was last armed with (ND_TICK_PERIOD without profiling) */
+    uint32_t period_left; /* requests to the next maintenance check (ND_TICK_PERIOD apart) */
     uint32_t cap;        /* current capacity: empty - low */
     uint32_t cap_max;
     uint32_t filled;     /* the bin ran dry since its last flush */
@@ -108,6 +119,7 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_tcache {
     uint32_t     gc_samples;
     uint32_t     kind;          /* nd_kind_of(heap.bound, heap.node); the free fast path compares pages' kind with it */
     size_t       cap_bytes;     /* sum over the bins of cap * class size (bounded by tcache_total) */
+    uint64_t     prof_rng;      /* prof=1: the state of the sampling draws */
     struct nd_secure *secure;   /* secure=1: random bins and quarantine (secure.h) */
     nd_heap      heap;
 } nd_tcache;
@@ -129,9 +141,21 @@ static inline nd_tcache *nd_tcache_of_heap(nd_heap *h)
     return (nd_tcache *)((char *)h - __builtin_offsetof(nd_tcache, heap));
 }
 
-/* Counts a request of class c made on the slow path; true when the tick
-   rolled over (time for a maintenance check). */
-bool  nd_tcache_count_request(nd_tcache *tc, unsigned c) nd_hidden;
+/* Counts a request of class c made on the slow path; the bits of the
+   result: ND_COUNT_MAINTAIN, time for a maintenance check;
+   ND_COUNT_SAMPLE, prof=1 and the heap profile samples this request. */
+#define ND_COUNT_MAINTAIN 1u
+#define ND_COUNT_SAMPLE   2u
+unsigned nd_tcache_count_request(nd_tcache *tc, unsigned c) nd_hidden;
+/* prof=1: the mean bytes between two samples (0: profiling off), set once
+   the profiler is ready (prof.c). */
+extern int64_t nd_tcache_prof_rate nd_hidden;
+/* A gap in bytes to the next sample: exponential, of mean
+   nd_tcache_prof_rate; *rng is the caller's state of the draws. */
+int64_t nd_tcache_prof_gap(uint64_t *rng) nd_hidden;
+/* prof=1: arms every bin of tc (its owner's thread) for its first sample
+   (a cache made before profiling started, or a new one). */
+void    nd_tcache_prof_rearm(nd_tcache *tc) nd_hidden;
 /* Takes back the count of a request of class c that failed; returns NULL. */
 void *nd_tcache_uncount(nd_tcache *tc, unsigned c) nd_hidden;
 /* A block of class c for the slow path: from the bin (refilled if empty),

@@ -462,9 +462,11 @@ static void nd_thread_maintain_check(nd_tcache *tc, bool due)
         nd_thread_maintain(t, false);
 }
 
-void nd_thread_count_request(nd_tcache *tc, unsigned c)
+bool nd_thread_count_request(nd_tcache *tc, unsigned c)
 {
-    nd_thread_maintain_check(tc, nd_tcache_count_request(tc, c));
+    unsigned r = nd_tcache_count_request(tc, c);
+    nd_thread_maintain_check(tc, r & ND_COUNT_MAINTAIN);
+    return r & ND_COUNT_SAMPLE;
 }
 
 void nd_thread_tick(nd_tcache *tc)
@@ -477,6 +479,17 @@ void nd_thread_tick(nd_tcache *tc)
         due = true;
     }
     nd_thread_maintain_check(tc, due);
+}
+
+void nd_thread_prof_rearm(void)
+{
+    nd_thread *t = nd_tls_thread;
+    if (t->state != ND_THREAD_LIVE)
+        return;
+    nd_tcache *tcs[ND_MAX_NODES + 1];
+    int n = nd_thread_tcaches(t, tcs);
+    for (int i = 0; i < n; i++)
+        nd_tcache_prof_rearm(tcs[i]);
 }
 
 void nd_thread_collect(bool purge_all)

@@ -80,8 +80,12 @@ void nd_thread_done(void *arg) nd_hidden;
 /* A slow-path event of tc (its heap's clock; maintenance every so often). */
 void  nd_thread_tick(nd_tcache *tc) nd_hidden;
 /* A request of class c made on a slow path of tc (counted as the fast
-   path's are; maintenance when the count rolls over). */
-void  nd_thread_count_request(nd_tcache *tc, unsigned c) nd_hidden;
+   path's are; maintenance when the count rolls over). True when the heap
+   profile samples this request (prof=1). */
+bool  nd_thread_count_request(nd_tcache *tc, unsigned c) nd_hidden;
+/* prof=1 has just started: the calling thread's caches count to their
+   first samples (caches made later start so). */
+void  nd_thread_prof_rearm(void) nd_hidden;
 /* nodal_collect: the calling thread's caches and heaps (if it has any), large
    segments, pooled thread records (those past their wait, or all). */
 void  nd_thread_collect(bool purge_all) nd_hidden;

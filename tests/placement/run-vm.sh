@@ -59,6 +59,7 @@ main|stl_containers_stay_on_their_node|tests/cpp/stl_containers_stay_on_their_no
 main|node_typed_objects_stay_on_their_node|tests/cpp/node_typed_objects_stay_on_their_node|||240
 main|shared_containers_keep_their_node|tests/cpp/shared_containers_keep_their_node|||240
 main|tier_blocks_on_the_kernels_node[no-hmat]|tests/placement/tier_blocks_on_the_kernels_node||--expect-hmat 0|240
+main|heap_profile_splits_nodes|tests/placement/heap_profile_splits_nodes|prof=1,prof_rate=16k||180
 main|matrix_covers_every_node_pair|tests/placement/matrix_covers_every_node_pair|||180|tools/nodal-verify
 small|full_node_strict_or_preferred|tests/placement/full_node_strict_or_preferred|||240
 small|node_full_throws_bad_alloc|tests/cpp/node_full_throws_bad_alloc|||240

@@ -1,0 +1,109 @@
+/*
+ * prof.h - the heap profile's samples (prof=1; docs/profiling.md): which
+ * requests are sampled, their call stacks, and the table of the sampled
+ * blocks still live. The reports (files, signal, periodic dumps) are
+ * api/profile.c's.
+ *
+ * Owns: the table of call stacks (sites) and the table of live samples,
+ * the per-thread countdown of large and huge requests, the recursion
+ * guard of the unwinder.
+ *
+ * Which requests: on average one per prof_rate bytes, as a Poisson process
+ * over the bytes allocated: a request of u usable bytes is sampled with
+ * probability 1 - exp(-u / rate) and then stands for 1 / that many
+ * requests of its size. Small and medium requests are counted by their
+ * thread cache bins' ticks (tcache.h: the fast paths do not change);
+ * large and huge ones, which always take a slow path, here.
+ *
+ * A sampled block is always a large or huge block (a sampled small or
+ * medium request gets a large block of its size rounded up to the OS page,
+ * as jemalloc promotes its sampled requests), flagged in its descriptor
+ * (nd_page.sampled): every free of it takes the slow path, which drops the
+ * sample. Frees of unsampled blocks never look at the profile.
+ *
+ * Both tables are lock-free (a signal handler may allocate and free while
+ * its thread is inside the profiler) and fixed in size, mapped at start:
+ *
+ *   sites: open addressing by the stack's hash; a slot goes 0 (empty) ->
+ *          1 (being written) -> 2 (ready) and stays; its counters are
+ *          atomic.
+ *   live:  open addressing by the block's address; key 0 (empty), 1 (a
+ *          tombstone), 2 (being written) or the block's address. A writer
+ *          makes seq odd while it writes the fields; a reader copies a
+ *          slot and keeps the copy only if seq was even and unchanged.
+ *
+ * Invariants: a live slot's key is the address of a sampled large or huge
+ * block in use whose descriptor's `sampled` is 1, and no other slot has
+ * that key; its site is a ready slot of the sites table; live_bytes is the
+ * sum of the live slots' estimated bytes.
+ */
+#ifndef ND_PROF_H
+#define ND_PROF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "config.h"
+#include "segment.h"
+
+#define ND_PROF_FRAMES 32        /* frames kept of a stack */
+#define ND_PROF_SITES  16384     /* distinct stacks */
+#define ND_PROF_LIVE   65536     /* live samples (at most 3/4 of them used) */
+
+typedef struct nd_prof_site {
+    uint32_t state;              /* 0 empty, 1 being written, 2 ready */
+    uint32_t nframes;
+    uint64_t hash;
+    void    *frames[ND_PROF_FRAMES];   /* innermost first; nodal's own frames left out */
+    uint64_t samples;            /* samples taken here (atomic) */
+    uint64_t alloc_objs;         /* estimated requests made here since the start (atomic) */
+    uint64_t alloc_bytes;        /* estimated bytes requested here since the start (atomic) */
+} nd_prof_site;
+
+/* A live sample as the reports see it. */
+typedef struct nd_prof_live {
+    uintptr_t addr;
+    uint32_t  site;              /* index into the sites */
+    int16_t   node;              /* the node of its memory when sampled (bound: the node asked for) */
+    uint8_t   bound;             /* node-targeted memory */
+    uintptr_t tid;               /* the allocating thread's id */
+    uint64_t  size;              /* bytes requested */
+    uint64_t  objs;              /* estimated requests it stands for */
+    uint64_t  bytes;             /* estimated bytes it stands for */
+} nd_prof_live;
+
+typedef struct nd_prof_slot {
+    uintptr_t    key;
+    uint32_t     seq;
+    nd_prof_live v;
+} nd_prof_slot;
+
+/* Starts sampling, every rate bytes on average (once; after start-up, from
+   the library's constructor): maps the tables and loads the unwinder.
+   False when that failed (profiling stays off). */
+bool nd_prof_start(int64_t rate) nd_hidden;
+/* Is profiling on? */
+bool nd_prof_is_on(void) nd_hidden;
+/* A large or huge request of `bytes`: is it sampled? */
+bool nd_prof_big_due(size_t bytes) nd_hidden;
+/* Records sampled block p (a large or huge block, descriptor pg) of `size`
+   requested and `usable` bytes, of (node, bound) memory: its stack, and
+   its entry in the live table. */
+void nd_prof_record(void *p, nd_page *pg, size_t size, size_t usable, int node, bool bound) nd_hidden;
+/* Sampled block p (descriptor pg) is freed or moves: drops its sample. */
+void nd_prof_forget(void *p, nd_page *pg) nd_hidden;
+
+/* For the reports: the sites table, a consistent copy of live slot i
+   (false when it holds no sample), the estimated live bytes, and the
+   samples dropped because a table was full. */
+const nd_prof_site *nd_prof_sites(void) nd_hidden;
+bool     nd_prof_live_copy(size_t i, nd_prof_live *out) nd_hidden;
+/* The first site / live slot >= i that may be in use (on a page of its
+   table ever written; the reports read no other), or the table's size. */
+size_t   nd_prof_site_next(size_t i) nd_hidden;
+size_t   nd_prof_live_next(size_t i) nd_hidden;
+int64_t  nd_prof_live_bytes(void) nd_hidden;
+uint64_t nd_prof_dropped(void) nd_hidden;
+int64_t  nd_prof_rate(void) nd_hidden;
+
+#endif /* ND_PROF_H */

@@ -1,0 +1,75 @@
+#!/bin/sh
+# profile.sh LIBNODAL PROF_SITES [NODE_A NODE_B] - the heap profile, end to
+# end: with prof=1, prof_sites' three sites get their shares of the live
+# bytes (60/30/10 %) within 5 points, on the nodes asked for when two are
+# given; its leak is reported at its site at exit; google-pprof reads the
+# .heap dump and finds the same sites; a fork, thread churn and a signal
+# whose handler allocates neither deadlock nor lose the dumps (nodal_profile_dump,
+# the signal's dump, the exit files of parent and child).
+set -u
+lib=$1 prog=$2
+node_a=${3:-} node_b=${4:-}
+dir=$(mktemp -d) || exit 1
+trap 'rm -rf "$dir"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+cd "$dir" || exit 1
+NODAL_PROF=1 NODAL_PROF_RATE=32k NODAL_PROF_PREFIX="$dir/p.%p" LD_PRELOAD=$lib \
+    "$prog" sites "$dir/dump" $node_a $node_b 2>"$dir/err" || fail "prof_sites sites failed: $(cat "$dir/err")"
+[ -s dump.heap ] && [ -s dump.txt ] || fail "nodal_profile_dump wrote no dump.heap / dump.txt"
+
+# Shares of the live bytes, from the text report's site lines.
+share() {
+    awk -v f="$1" '/^#[0-9]+ live_bytes=/ { line = $0; k = 0; next }
+                   /^        / { k++; if (k <= 3 && line != "" && $1 ~ ("^" f "\\+")) { print line; line = "" } }' dump.txt |
+        sed -n 's/.*share=\([0-9.]*\)%.*/\1/p' | head -1
+}
+a=$(share site_a) b=$(share site_b) c=$(share site_c) leak=$(share site_leak)
+echo "shares: site_a=$a site_b=$b site_c=$c site_leak=$leak (want 60/30/10 of the sites' bytes, leak ~2.4)"
+for x in "$a" "$b" "$c"; do [ -n "$x" ] || fail "a site is missing from dump.txt: $(head -30 dump.txt)"; done
+awk -v a="$a" -v b="$b" -v c="$c" -v l="${leak:-0}" 'BEGIN {
+    t = a + b + c; if (t == 0) exit 1
+    ea = 100*a/t - 60; eb = 100*b/t - 30; ec = 100*c/t - 10
+    if (ea < -5 || ea > 5 || eb < -5 || eb > 5 || ec < -5 || ec > 5) exit 1 }' ||
+    fail "shares off by more than 5 points: a=$a b=$b c=$c"
+
+if [ -n "$node_a" ]; then
+    # site_a's bytes all on node_a, site_b's all on node_b.
+    line_a=$(grep -A3 '^#' dump.txt | grep -B3 '^        site_a+' | grep '^#' | head -1)
+    line_b=$(grep -A3 '^#' dump.txt | grep -B3 '^        site_b+' | grep '^#' | head -1)
+    echo "$line_a" | grep -Eq " node$node_b=0( |$)" || fail "site_a has bytes off node $node_a: $line_a"
+    echo "$line_b" | grep -Eq " node$node_a=0( |$)" || fail "site_b has bytes off node $node_b: $line_b"
+    echo "$line_a" | grep -Eq " node$node_a=[1-9]" || fail "site_a has no bytes on node $node_a: $line_a"
+    echo "$line_b" | grep -Eq " node$node_b=[1-9]" || fail "site_b has no bytes on node $node_b: $line_b"
+    echo "node split: site_a on node $node_a, site_b on node $node_b"
+fi
+
+# The leak report at exit names site_leak, and only it (the rest was freed).
+grep -q '^nodal: leaks: 1 site' err || fail "the leak report does not count one leaking site: $(cat err)"
+grep -A3 '^nodal: leak #1' err | grep -q 'site_leak+' || fail "the leak is not reported at site_leak: $(cat err)"
+ls p.*.exit.heap p.*.exit.txt >/dev/null 2>&1 || fail "no exit files p.PID.exit.*"
+
+# The viewer parses the dump.
+if command -v google-pprof >/dev/null 2>&1; then
+    google-pprof --text "$prog" dump.heap >pprof.out 2>pprof.err || fail "google-pprof failed: $(cat pprof.err)"
+    for f in site_a site_b site_c; do
+        grep -q " $f\$" pprof.out || fail "google-pprof does not show $f: $(cat pprof.out)"
+    done
+    echo "google-pprof: $(grep -c . pprof.out) lines, the three sites found"
+else
+    echo "google-pprof not installed (Debian: google-perftools): its check not run"
+    pprof_missing=1
+fi
+
+# Fork, thread churn, a signal in malloc; the API's and the signal's dumps.
+rm -f p.*
+NODAL_PROF=1 NODAL_PROF_RATE=1k NODAL_PROF_SIGNAL=12 NODAL_PROF_PREFIX="$dir/p.%p" LD_PRELOAD=$lib \
+    timeout 120 "$prog" safety >out 2>err || fail "prof_sites safety failed (status $?): $(tail -5 err)"
+grep -q 'safety: done' out || fail "safety did not finish"
+n_exit=$(ls p.*.exit.heap 2>/dev/null | wc -l)
+[ "$n_exit" -ge 5 ] || fail "want the exit profiles of the parent and its 4 children (and timeout's), found $n_exit"
+ls p.*.0.heap >/dev/null 2>&1 || fail "nodal_profile_dump(NULL) wrote no p.PID.0.heap"
+ls p.*.1.heap >/dev/null 2>&1 || fail "the signal (prof_signal=12) wrote no p.PID.1.heap"
+echo "safety: fork, thread churn, signals in malloc: done; dumps: $(ls p.* | wc -l) files"
+[ -z "${pprof_missing:-}" ] || exit 77
+exit 0
