@@ -92,7 +92,7 @@ static void *nd_malloc_aligned(size_t alignment, size_t size)
 {
     if (alignment <= ND_QUANTUM)
         return nd_malloc_fast(nd_tls_tc, size);
-    if (alignment <= ND_ALIGN_NATURAL) {
+    if (alignment <= ND_ALIGN_NATURAL && nd_likely(!nd_secure_on())) {   /* (secure: padded, slow path) */
         unsigned c = nd_class_aligned(size, alignment);
         if (c < ND_CLASS_COUNT) {
             nd_tcache *tc = nd_tls_tc;

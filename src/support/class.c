@@ -22,8 +22,17 @@ const uint32_t nd_class_size[ND_CLASS_COUNT] = {
 #define ND_AS_CLASS(c) c,
 #define ND_AS_OFFSET(c) (c) * ND_BIN_BYTES,
 const uint8_t nd_class_lookup[ND_LOOKUP_MAX / ND_QUANTUM + 1] = { ND_LOOKUP(ND_AS_CLASS) };
-const uint16_t nd_class_bin_offset[ND_LOOKUP_MAX / ND_QUANTUM + 1] = { ND_LOOKUP(ND_AS_OFFSET) };
+/* Not const: secure=1 pads it once at process start (nd_class_pad_requests). */
+uint16_t nd_class_bin_offset[ND_LOOKUP_MAX / ND_QUANTUM + 1] = { ND_LOOKUP(ND_AS_OFFSET) };
 
 _Static_assert(sizeof nd_class_lookup == 65, "one entry per 16 bytes up to 1 KiB");
 _Static_assert(sizeof nd_class_bin_offset == 2 * 65, "one bin offset per 16 bytes up to 1 KiB");
 _Static_assert(ND_MEDIUM_MAX == 131072, "the last class is ND_MEDIUM_MAX");
+
+void nd_class_pad_requests(size_t pad)
+{
+    for (size_t i = 0; i <= ND_LOOKUP_MAX / ND_QUANTUM; i++) {
+        size_t largest = i == 0 ? ND_QUANTUM : i * ND_QUANTUM;   /* the largest request of entry i */
+        nd_class_bin_offset[i] = (uint16_t)(nd_class_of(largest + pad) * ND_BIN_BYTES);
+    }
+}

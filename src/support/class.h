@@ -18,8 +18,12 @@
 
 extern const uint8_t  nd_class_lookup[ND_LOOKUP_MAX / ND_QUANTUM + 1] nd_hidden;
 /* The same lookup, as the byte offset of the class's bin in a thread cache
-   (class * ND_BIN_BYTES): the fast paths' table. */
-extern const uint16_t nd_class_bin_offset[ND_LOOKUP_MAX / ND_QUANTUM + 1] nd_hidden;
+   (class * ND_BIN_BYTES): the fast paths' table. Under secure=1 it maps a
+   request to a class with `pad` bytes more room (nd_class_pad_requests,
+   once, before any thread cache exists): the fast path then hands out
+   blocks with room for the canary word after any request up to 1 KiB. */
+extern uint16_t nd_class_bin_offset[ND_LOOKUP_MAX / ND_QUANTUM + 1] nd_hidden;
+void nd_class_pad_requests(size_t pad) nd_hidden;
 extern const uint32_t nd_class_size[ND_CLASS_COUNT] nd_hidden;
 
 /* The class of a request of `size` bytes (size <= ND_MEDIUM_MAX). */

@@ -45,7 +45,7 @@
     X(node_fallback,  ND_OPTK_ENUM, 0,     0, 1,        "strict|preferred", "when the requested node is full: strict = NULL/ENOMEM, preferred = use other nodes (counted)") \
     X(huge_pages,     ND_OPTK_INT,  0,     0, 1,        "",                 "ask for transparent huge pages on node-bound segments (MADV_HUGEPAGE)") \
     X(reclaim_on_free, ND_OPTK_INT, 1,     0, 1,        "",                 "a free into a segment abandoned by an exited thread adopts that segment") \
-    X(secure,         ND_OPTK_INT,  0,     0, 1,        "",                 "hardened mode: guard pages after segments and large blocks, random allocation order, a canary after each block (checked at free), freed blocks filled and checked at reuse, delayed reuse (quarantine); malloc and free take checked slow paths, 4-10 times slower (docs/hardening.md)")
+    X(secure,         ND_OPTK_INT,  0,     0, 2,        "",                 "hardened mode: 1 = for production: guard pages after segments and large blocks, allocation order shuffled at each refill, a keyed canary word at the end of each small and medium block checked at every free (requests padded by 8 bytes); frees take a checked slow path, mallocs stay on the fast path (about 1.1-1.3x the default's time); 2 = also the debugging aids: the canary right after the request with 16 checked bytes of slack, freed blocks filled and checked at reuse, a quarantine of 256 freed blocks, a random block per malloc; every call takes a slow path, 4-10 times slower (docs/hardening.md)")
 
 /* How values are spelled, for every document that lists the options. */
 #define ND_OPT_SPELLINGS \
@@ -81,8 +81,12 @@ extern uint8_t nd_check_frees nd_hidden;
 void nd_options_init(void) nd_hidden;
 static inline long nd_opt(nd_opt_id id) { return nd_opt_values[id]; }
 static inline bool nd_opt_verbose(void) { return nd_opt_values[ND_OPT_verbose] != 0; }
-/* secure=1 (slow paths only: the fast paths never see it, see secure.h). */
+/* secure=1 or 2 (slow paths only: the fast paths never see it, see
+   secure.h): guard pages, padded requests with a canary word. */
 static inline bool nd_secure_on(void) { return nd_opt_values[ND_OPT_secure] != 0; }
+/* secure=2: every call on a slow path, with the debugging aids (exact
+   canaries, fills, quarantine). */
+static inline bool nd_secure_full(void) { return nd_opt_values[ND_OPT_secure] >= 2; }
 /* A text option's value ("" when not set). */
 const char *nd_opt_text(nd_opt_id id) nd_hidden;
 

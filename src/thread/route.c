@@ -66,7 +66,7 @@ static void *nd_route_secure(nd_tcache *tc, unsigned c, size_t size)
 static nd_noinline void *nd_route_malloc_secure(nd_tcache *tc, size_t size)
 {
     if (size <= ND_SECURE_CLASS_MAX)
-        return nd_route_secure(tc, nd_class_of(size + ND_SECURE_TAIL), size);
+        return nd_route_secure(tc, nd_secure_class_of(size), size);
     nd_thread_tick(tc);
     return nd_route_big(tc, size);
 }

@@ -17,10 +17,15 @@ void *nd_tcache_no_slots[1];   /* the NULL sentinel of every bin without slots *
 
 /* ---- creation ------------------------------------------------------------ */
 
-static uint32_t nd_bin_capacity(unsigned cls, bool shared)
+/* No cache: shared heaps, check=2, secure=2; under secure=1, node-bound
+   caches (their free fast path would skip the canary check) and classes
+   above ND_LOOKUP_MAX (the fast path does not pad those requests). */
+static uint32_t nd_bin_capacity(unsigned cls, bool shared, bool bound)
 {
     size_t size = nd_class_size[cls];
-    if (shared || nd_opt(ND_OPT_check) >= 2 || nd_secure_on() || size > (size_t)nd_opt(ND_OPT_tcache_max))
+    if (shared || nd_opt(ND_OPT_check) >= 2 || nd_secure_full() || size > (size_t)nd_opt(ND_OPT_tcache_max))
+        return 0;
+    if (nd_secure_on() && (bound || size > ND_LOOKUP_MAX))
         return 0;
     size_t cap = (size_t)nd_opt(ND_OPT_tcache_bytes) / size;
     if (cap > (size_t)nd_opt(ND_OPT_tcache_count))
@@ -45,12 +50,22 @@ static uint32_t nd_bin_start_capacity(unsigned cls, uint32_t cap_max)
     return n < cap_max ? n : cap_max;
 }
 
+/* The kind a cache's free fast path compares pages' kind with (tcache.h). */
+static unsigned nd_tcache_kind(bool shared, bool bound, int node)
+{
+    if (shared)
+        return ND_KIND_NONE;
+    if (nd_secure_on() && !bound)
+        return ND_KIND_NO_PAGE;   /* secure=1: every plain free checks the canary on the slow path */
+    return nd_kind_of(bound, node);
+}
+
 nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
 {
     uint32_t caps[ND_CLASS_COUNT];
     size_t slots = 0;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
-        caps[c] = nd_bin_capacity(c, shared);
+        caps[c] = nd_bin_capacity(c, shared, bound);
         slots += caps[c] + 1;
     }
     /* The slots need no zeroing: only [cur, empty) of a bin is ever read. */
@@ -75,7 +90,7 @@ nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
     }
     tc->slot_bytes = (uint32_t)(slots * sizeof(void *));
     nd_heap_init(&tc->heap, tid, node, bound);
-    tc->kind = shared ? ND_KIND_NONE : nd_kind_of(bound, node);
+    tc->kind = nd_tcache_kind(shared, bound, node);
     return tc;
 }
 
@@ -118,8 +133,7 @@ static bool nd_tcache_grow(nd_tcache *tc, unsigned c)
     return true;
 }
 
-/* Refills bin c from the heap; false when out of memory (errno = ENOMEM). */
-static bool nd_tcache_fill(nd_tcache *tc, unsigned c)
+bool nd_tcache_fill(nd_tcache *tc, unsigned c)
 {
     nd_bin *bin = &tc->bins[c];
     nd_assert2(bin->cur == bin->empty && *bin->empty == NULL);
@@ -384,7 +398,7 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
                 return false;
         }
     }
-    if (tc->kind != (tc->heap.shared ? ND_KIND_NONE : nd_kind_of(tc->heap.bound, tc->heap.node)))
+    if (tc->kind != nd_tcache_kind(tc->heap.shared, tc->heap.bound, tc->heap.node))
         return false;
     return nd_heap_is_valid(&tc->heap);
 }
