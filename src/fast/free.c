@@ -175,12 +175,13 @@ static void nd_free_secure(void *p, nd_page *pg)
 static nd_noinline void nd_free_sealed_route(void *p, nd_segment *s, nd_page *pg)
 {
     nd_lock_may_take(ND_LOCK_ID_threads);   /* adoption */
-    unsigned cls = pg->cls;
+    unsigned bin = nd_class_bin[pg->cls];   /* (class.h) */
     nd_tcache *tc = nd_tls_tc;
-    if (tc->binfo[cls].cap_max != 0 && nd_load_relaxed(&pg->kind) == nd_kind_of(false, tc->heap.node)) {
-        if (nd_unlikely(*tc->bins[cls].cur == p))
+    if (bin < ND_CLASS_COUNT && tc->binfo[bin].cap_max != 0 &&
+        nd_load_relaxed(&pg->kind) == nd_kind_of(false, tc->heap.node)) {
+        if (nd_unlikely(*tc->bins[bin].cur == p))
             nd_free_twice_in_a_row(p);
-        nd_tcache_push(tc, cls, p);   /* grows the bin or flushes half of it */
+        nd_tcache_push(tc, bin, p);   /* grows the bin or flushes half of it */
         nd_thread_tick(tc);
         return;
     }
@@ -191,8 +192,8 @@ static nd_noinline void nd_free_sealed_route(void *p, nd_segment *s, nd_page *pg
         return;
     }
     nd_tcache *own = nd_tcache_of_heap(pg->heap);
-    if (own->binfo[cls].cap_max != 0) {
-        nd_tcache_push(own, cls, p);
+    if (bin < ND_CLASS_COUNT && own->binfo[bin].cap_max != 0) {
+        nd_tcache_push(own, bin, p);
         nd_thread_tick(own);
         return;
     }
@@ -222,9 +223,13 @@ static nd_noinline void nd_free_sealed(void *p, nd_segment *s, nd_page *pg)
         nd_misuse("free", "double free", p);
     if (nd_unlikely(!nd_secure_sealed(p, pg->block_size)))
         nd_secure_overflow_at_end("free", p, pg->block_size);
-    unsigned cls = pg->cls;
+    unsigned bin = nd_class_bin[pg->cls];   /* pg->cls, or one less (class.h) */
+    if (nd_unlikely(bin >= ND_CLASS_COUNT)) {
+        nd_free_sealed_route(p, s, pg);
+        return;
+    }
     nd_tcache *tc = nd_tls_tc;
-    nd_bin *b = &tc->bins[cls];
+    nd_bin *b = &tc->bins[bin];
     void **cur = b->cur;
     if (nd_likely(cur != b->low && nd_load_relaxed(&pg->kind) == nd_kind_of(false, tc->heap.node))) {
         if (nd_unlikely(*cur == p))

@@ -238,36 +238,49 @@ static void nd_secure_audit(nd_secure *sc)
 /* secure=1: a block of class c from tc (a cached class: its bin; else the
    small random bin of secure state sc, or for a shared heap the heap), its
    canary written. */
+unsigned nd_secure_request_class(const nd_tcache *tc, size_t size)
+{
+    size_t off;
+    if (!nd_secure_full() && nd_class_fast(size, &off)) {
+        unsigned bin = (unsigned)(off / ND_BIN_BYTES), c = nd_bin_class[bin];
+        if (c < ND_CLASS_COUNT && tc->binfo[bin].cap_max != 0)
+            return c;
+    }
+    return nd_secure_class_of(size);
+}
+
 static void *nd_secure_alloc_sealed(nd_tcache *tc, nd_secure *sc, unsigned c)
 {
     void *p;
-    if (tc->binfo[c].cap_max != 0) {
+    unsigned bin = nd_class_bin[c];
+    unsigned counted = bin < ND_CLASS_COUNT ? bin : c;   /* the request's tick (route.c) */
+    if (bin < ND_CLASS_COUNT && tc->binfo[bin].cap_max != 0) {
         /* The fast path pops what a refill here sealed and shuffled. */
-        nd_bin *b = &tc->bins[c];
+        nd_bin *b = &tc->bins[bin];
         if (b->cur == b->empty) {
-            if (!nd_tcache_fill(tc, c))
-                return nd_tcache_uncount(tc, c);
+            if (!nd_tcache_fill(tc, bin))
+                return nd_tcache_uncount(tc, bin);
             nd_secure_refilled(sc, b->cur, (size_t)(b->empty - b->cur), nd_class_size[c]);
         }
-        p = nd_tcache_alloc(tc, c);
+        p = nd_tcache_alloc(tc, bin);
     } else if (sc == NULL) {
         if (nd_heap_take_blocks(&tc->heap, c, &p, 1, 1) == 0)
-            return nd_tcache_uncount(tc, c);
+            return nd_tcache_uncount(tc, counted);
         nd_block_unmark(p);
     } else {
         uint32_t n = sc->count[c];
-        void **bin = sc->bin[c];
+        void **v = sc->bin[c];
         if (n == 0) {
-            n = (uint32_t)nd_heap_take_blocks(&tc->heap, c, bin, sc->cap[c], sc->cap[c]);
+            n = (uint32_t)nd_heap_take_blocks(&tc->heap, c, v, sc->cap[c], sc->cap[c]);
             nd_class_counters *cs = &tc->heap.cstats[c];
             nd_count_inc(&cs->fills);
             nd_count_add(&cs->fill_blocks, n);
             if (n == 0)
-                return nd_tcache_uncount(tc, c);
+                return nd_tcache_uncount(tc, counted);
         }
         uint32_t j = nd_secure_random(sc, n);
-        p = bin[j];
-        bin[j] = bin[--n];
+        p = v[j];
+        v[j] = v[--n];
         sc->count[c] = (uint8_t)n;
         nd_block_unmark(p);
     }
@@ -284,12 +297,14 @@ void nd_secure_keep(nd_tcache *tc, nd_page *pg, void *p)
     if (nd_unlikely(sc != NULL && sc->count[c] > 0 && sc->bin[c][sc->count[c] - 1] == p))
         nd_misuse("free", "double free", p);
     nd_block_mark(p);
+    /* Counted where its request was (route.c): its bin's class. */
+    unsigned bin = nd_class_bin[c];
+    nd_count_inc(&tc->heap.cstats[bin < ND_CLASS_COUNT ? bin : c].slow_frees);
     if (nd_likely(sc != NULL && sc->count[c] < sc->cap[c])) {
-        nd_count_inc(&tc->heap.cstats[c].slow_frees);
         sc->bin[c][sc->count[c]++] = p;
         return;
     }
-    nd_heap_free_local(&tc->heap, pg, p);   /* (counted there) */
+    nd_heap_return_blocks(&tc->heap, pg, p, p, 1);
 }
 
 void *nd_secure_alloc(nd_tcache *tc, unsigned c, size_t size)

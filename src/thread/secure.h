@@ -110,6 +110,16 @@ typedef struct nd_secure {
    table (process start, before any thread cache exists). */
 void nd_secure_init(void) nd_hidden;
 
+/* Class c, or under secure=1 the next one when c has no bin (the first
+   class past ND_LOOKUP_MAX, class.h): so every block handed out is of a
+   bin's class, and statistics count it at that bin. The next class keeps
+   any alignment up to 256 bytes that c has (a multiple of 512 is not
+   1280). */
+static inline unsigned nd_secure_class_with_bin(unsigned c)
+{
+    return c < ND_CLASS_COUNT && nd_class_bin[c] >= ND_CLASS_COUNT ? c + 1 : c;
+}
+
 /* The class of a request of `size` bytes (<= ND_SECURE_CLASS_MAX) with its
    canary word: under secure=1 a block keeps its link, mark and canary
    apart, so 24 bytes at least (the fast paths' padded table agrees). */
@@ -118,8 +128,14 @@ static inline unsigned nd_secure_class_of(size_t size)
     size_t need = size + ND_SECURE_TAIL;
     if (need < 3 * sizeof(uint64_t) && !nd_secure_full())
         need = 3 * sizeof(uint64_t);
-    return nd_class_of(need);
+    return nd_secure_class_with_bin(nd_class_of(need));
 }
+
+/* The class a malloc of `size` bytes (<= ND_SECURE_CLASS_MAX) takes on
+   the slow path: under secure=1 the class of the bin the fast path pops
+   for it (so that a refill here serves the fast path), when that bin has
+   a cache; else nd_secure_class_of. */
+unsigned nd_secure_request_class(const struct nd_tcache *tc, size_t size) nd_hidden;
 
 /* ---- secure=1's canary word ---- */
 extern uint64_t nd_canary_key[2] nd_hidden;

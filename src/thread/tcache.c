@@ -20,12 +20,13 @@ void *nd_tcache_no_slots[1];   /* the NULL sentinel of every bin without slots *
 /* No cache: shared heaps, check=2, secure=2; under secure=1, node-bound
    caches (their free fast path would skip the canary check) and classes
    above ND_LOOKUP_MAX (the fast path does not pad those requests). */
-static uint32_t nd_bin_capacity(unsigned cls, bool shared, bool bound)
+static uint32_t nd_bin_capacity(unsigned bin, bool shared, bool bound)
 {
+    unsigned cls = nd_bin_class[bin];   /* (secure=1: the next class past ND_LOOKUP_MAX) */
+    if (cls >= ND_CLASS_COUNT || (nd_secure_on() && bound))
+        return 0;
     size_t size = nd_class_size[cls];
     if (shared || nd_opt(ND_OPT_check) >= 2 || nd_secure_full() || size > (size_t)nd_opt(ND_OPT_tcache_max))
-        return 0;
-    if (nd_secure_on() && (bound || size > ND_LOOKUP_MAX))
         return 0;
     size_t cap = (size_t)nd_opt(ND_OPT_tcache_bytes) / size;
     if (cap > (size_t)nd_opt(ND_OPT_tcache_count))
@@ -153,7 +154,7 @@ bool nd_tcache_fill(nd_tcache *tc, unsigned c)
         bi->fill *= 2;
     /* Into the bin's whole room: the remote frees of a page, walked once
        to be counted, come in as many as fit (nd_page_take). */
-    size_t got = nd_heap_take_blocks(&tc->heap, c, bin->low, want, bi->cap);
+    size_t got = nd_heap_take_blocks(&tc->heap, nd_bin_class[c], bin->low, want, bi->cap);
     if (got > 0)
         memmove(bin->empty - got, bin->low, got * sizeof(void *));
     bin->cur = bin->empty - got;
@@ -268,11 +269,12 @@ void nd_tcache_flush(nd_tcache *tc, unsigned c, size_t n)
     if (n == 0)
         return;
     void **oldest = bin->empty - n;
-    const unsigned shift = nd_class_is_small(c) ? ND_SMALL_PAGE_SHIFT : ND_MEDIUM_PAGE_SHIFT;
+    const unsigned cls = nd_bin_class[c];
+    const unsigned shift = nd_class_is_small(cls) ? ND_SMALL_PAGE_SHIFT : ND_MEDIUM_PAGE_SHIFT;
     for (void **it = oldest; it < bin->empty;) {
         void *p = *it;
         nd_page *pg = nd_page_of(nd_seg_base(p), p);
-        if (nd_unlikely(!nd_load_relaxed(&pg->in_use) || pg->cls != c))
+        if (nd_unlikely(!nd_load_relaxed(&pg->in_use) || pg->cls != cls))
             nd_misuse("free", "invalid pointer (not a block of its size class)", p);
         if (nd_load_relaxed(&pg->heap) != &tc->heap)
             nd_tcache_gather(it, bin->empty, shift);
@@ -393,7 +395,7 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
         for (void *const *it = b->cur; it < b->empty; it++) {
             const nd_page *pg = nd_page_of(nd_seg_base(*it), *it);
             const nd_segment *s = nd_seg_base(*it);
-            if (!pg->in_use || pg->cls != c || !nd_page_has_block(pg, *it) || !nd_block_is_marked(*it) ||
+            if (!pg->in_use || pg->cls != nd_bin_class[c] || !nd_page_has_block(pg, *it) || !nd_block_is_marked(*it) ||
                 s->bound != tc->heap.bound || s->node != tc->heap.node)
                 return false;
         }

@@ -1208,7 +1208,7 @@ static void sc_overflow_then_remote_free(long size)
     if (!a)
         _exit(4);
     want("nodal: free(): heap overflow past the end of the block: %p", (void *)a);
-    memset(a + size, 0x41, 8);
+    memset(a + A->usable_size(a), 0x41, 8);   /* (secure=2: the request's end) */
     pthread_t t;
     if (pthread_create(&t, NULL, free_arg, a) != 0)
         _exit(4);
