@@ -75,9 +75,12 @@ static void nd_snapshot_take(nd_snapshot *s, bool since_reset)
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         nd_snap_class *k = &s->cls[c];
         uint64_t live = k->requests > k->frees ? k->requests - k->frees : 0;
-        k->bytes_in_use = live * nd_class_size[c];
+        /* (Under secure=1 the requests and frees of class c past 1 KiB
+           are its bin's, whose blocks are of the next class: class.h.) */
+        unsigned held = nd_bin_class[c] < ND_CLASS_COUNT ? nd_bin_class[c] : c;
+        k->bytes_in_use = live * nd_class_size[held];
         double room = (double)k->pages * (double)nd_stats_page_size(c);
-        double used = (double)(live + k->cached) * nd_class_size[c];
+        double used = (double)(live + k->cached) * nd_class_size[held];
         k->utilization = room > 0 ? (used > room ? 1.0 : used / room) : 0;
         small += k->bytes_in_use;
         s->t.requests += k->requests;

@@ -15,9 +15,11 @@
  *                                                    -> "invalid pointer", abort
  * check=2 adds: thread caches off, so every free takes the slow path and is
  * checked in full; freed memory filled with 0xdf past its link and mark.
- * secure=1 adds (secure.h): caches off as well; the canary after the
- *  request checked                                   -> "heap overflow past the end of the block", abort
- * then the block is filled, marked and kept in the freeing thread's
+ * secure=1 adds (secure.h): every free on this slow path; the canary at
+ *  the block's end checked                          -> "heap overflow past the end of the block", abort
+ * then the block goes to a thread cache as the fast path would have put it.
+ * secure=2: caches off as well; the canary after the request and the slack
+ * checked; the block is filled, marked and kept in the freeing thread's
  * quarantine, by whichever thread frees it.
  */
 #include "free.h"
@@ -185,7 +187,81 @@ static void nd_free_secure(void *p, nd_page *pg)
         nd_heap_free_remote(pg, p);
 }
 
-void nd_free_slow(void *p, nd_segment *s, nd_page *pg)
+/* secure=1: a checked block the thread's bin did not take (a full bin,
+   another kind of memory, a class without a cache): the slow path's
+   usual routes. */
+static nd_noinline void nd_free_sealed_route(void *p, nd_segment *s, nd_page *pg)
+{
+    nd_lock_may_take(ND_LOCK_ID_threads);   /* adoption */
+    unsigned bin = nd_class_bin[pg->cls];   /* (class.h) */
+    nd_tcache *tc = nd_tls_tc;
+    if (bin < ND_CLASS_COUNT && tc->binfo[bin].cap_max != 0 &&
+        nd_load_relaxed(&pg->kind) == nd_kind_of(false, tc->heap.node)) {
+        if (nd_unlikely(*tc->bins[bin].cur == p))
+            nd_free_twice_in_a_row(p);
+        nd_tcache_push(tc, bin, p);   /* grows the bin or flushes half of it */
+        nd_thread_tick(tc);
+        return;
+    }
+    uintptr_t key = nd_load_relaxed(&pg->key);
+    uintptr_t tid = nd_tid();
+    if (key != tid || tid == 0) {
+        nd_route_free_foreign(p, s, pg, key);
+        return;
+    }
+    nd_tcache *own = nd_tcache_of_heap(pg->heap);
+    if (bin < ND_CLASS_COUNT && own->binfo[bin].cap_max != 0) {
+        nd_tcache_push(own, bin, p);
+        nd_thread_tick(own);
+        return;
+    }
+    nd_secure_keep(own, pg, p);
+}
+
+/* secure=1: every free (the plain cache's kind matches no page, so the
+   fast path sends each one here). The block is checked (a block start of
+   a small or medium page, not free already, its canary intact), then goes
+   where the free fast path would have put it: the thread's bin of its
+   class for plain memory of the thread's kind (the block the bin took
+   last freed again: a double free, as there), else the usual routes. The
+   static caches of threads without one have no capacity: the route. */
+static nd_noinline void nd_free_sealed(void *p, nd_segment *s, nd_page *pg)
+{
+    if (nd_unlikely(!nd_seg_cookie_ok(s)))
+        nd_bad_header("free", p);
+    if (nd_unlikely(s->kind != ND_SEG_SMALL && s->kind != ND_SEG_MEDIUM)) {
+        nd_lock_may_take(ND_LOCK_ID_threads);
+        nd_free_big(p, s, pg);
+        return;
+    }
+    if (nd_unlikely(!nd_page_block_ok_shared(pg, p)))
+        nd_block_misuse("free", s, p);
+    uintptr_t mark = nd_block_mark_of(p);
+    if (nd_unlikely(((uintptr_t *)p)[1] == mark))
+        nd_misuse("free", "double free", p);
+    if (nd_unlikely(!nd_secure_sealed(p, pg->block_size)))
+        nd_secure_overflow_at_end("free", p, pg->block_size);
+    unsigned bin = nd_class_bin[pg->cls];   /* pg->cls, or one less (class.h) */
+    if (nd_unlikely(bin >= ND_CLASS_COUNT)) {
+        nd_free_sealed_route(p, s, pg);
+        return;
+    }
+    nd_tcache *tc = nd_tls_tc;
+    nd_bin *b = &tc->bins[bin];
+    void **cur = b->cur;
+    if (nd_likely(cur != b->low && nd_load_relaxed(&pg->kind) == nd_kind_of(false, tc->heap.node))) {
+        if (nd_unlikely(*cur == p))
+            nd_free_twice_in_a_row(p);
+        b->cur = cur - 1;
+        cur[-1] = p;
+        ((uintptr_t *)p)[1] = mark;   /* nd_block_mark(p) */
+        return;
+    }
+    nd_free_sealed_route(p, s, pg);
+}
+
+/* Every other free the fast path did not take. */
+static nd_noinline void nd_free_checked(void *p, nd_segment *s, nd_page *pg)
 {
     nd_lock_may_take(ND_LOCK_ID_threads);   /* a thread's start, adoption, large blocks */
     if (nd_unlikely(!nd_seg_cookie_ok(s)))
@@ -199,7 +275,7 @@ void nd_free_slow(void *p, nd_segment *s, nd_page *pg)
     if (nd_unlikely(!nd_page_block_ok_shared(pg, p)))
         nd_block_misuse("free", s, p);
     if (nd_unlikely(nd_secure_on())) {
-        nd_free_secure(p, pg);
+        nd_free_secure(p, pg);   /* secure=2 */
         return;
     }
     /* The mark says it is free already, whoever frees it. */
@@ -214,6 +290,14 @@ void nd_free_slow(void *p, nd_segment *s, nd_page *pg)
         return;
     }
     nd_free_own(p, pg);
+}
+
+void nd_free_slow(void *p, nd_segment *s, nd_page *pg)
+{
+    if (nd_opt(ND_OPT_secure) == 1)
+        nd_free_sealed(p, s, pg);
+    else
+        nd_free_checked(p, s, pg);
 }
 
 /* ---- public prefixed names ------------------------------------------------- */

@@ -25,10 +25,10 @@ void nd_page_keys_init(void)
     nd_block_mark_key[1] = nd_os_random() | 1;
     nd_link_key[0] = nd_os_random();
     nd_link_key[1] = nd_os_random() | 1;
-    nd_page_fill_carved = nd_secure_on();
+    nd_page_fill_carved = nd_secure_full();
 }
 
-/* ---- the fill of free blocks (secure=1) ---------------------------------- */
+/* ---- the fill of free blocks (secure=2) ---------------------------------- */
 
 size_t nd_block_fill_damage(const void *p, size_t n)
 {

@@ -82,19 +82,19 @@
  *                  (48 bits)                (16)
  *   live block:  [ program data ...                          ]   (word 1 != mark)
  *
- * secure=1 also fills every free block (ND_FILL_BYTE over its first
+ * secure=2 also fills every free block (ND_FILL_BYTE over its first
  * ND_FILL_MAX bytes, the mark and a link excepted): blocks carved here get
  * it (nd_page_fill_carved), freed ones get it at free (secure.c), and the
  * fill is checked when a block is handed out again, so a write after free
  * or an overflow into a free block is seen at its next reuse.
  *
- *   free block, secure=1: [ link or fill | mark | 0xdf 0xdf ... (to byte 256) | ... ]
+ *   free block, secure=2: [ link or fill | mark | 0xdf 0xdf ... (to byte 256) | ... ]
  */
 /* The mark's keys: [0] = k, [1] = m (see above). */
 extern uint64_t nd_block_mark_key[2] nd_hidden;
 /* The links' keys (see above). */
 extern uint64_t nd_link_key[2] nd_hidden;
-/* secure=1: carving fills the blocks it hands out (set at start-up). */
+/* secure=2: carving fills the blocks it hands out (set at start-up). */
 extern uint8_t nd_page_fill_carved nd_hidden;
 /* Draws the secrets (process start). */
 void nd_page_keys_init(void) nd_hidden;
@@ -126,12 +126,12 @@ static inline void nd_block_unmark(void *p) { ((uintptr_t *)p)[1] = 0; }
 
 #define ND_FILL_BYTE 0xdf
 #define ND_FILL_WORD ((uintptr_t)0xdfdfdfdfdfdfdfdfull)
-/* Bytes of a free block filled and checked (secure=1): all of most blocks,
+/* Bytes of a free block filled and checked (secure=2): all of most blocks,
    and where an overflow into a block lands; filling and checking more costs
    about 0.07 ns a byte per malloc/free pair (1 KiB blocks: 37 ns per pair
    at 256, 92 at 1024). */
 #define ND_FILL_MAX  256
-/* secure=1: gives free block p of `size` bytes (a multiple of 16) its fill
+/* secure=2: gives free block p of `size` bytes (a multiple of 16) its fill
    (word 0 too) and the mark. */
 static inline void nd_block_fill(void *p, size_t size)
 {
@@ -330,7 +330,7 @@ void nd_page_junk(nd_page *pg, void *p) nd_hidden;
 _Noreturn void nd_page_corrupt(const nd_page *pg, const void *block, const char *what, const char *detail) nd_hidden;
 #define ND_CORRUPT_LIST  "malloc(): corrupted free list"
 #define ND_CORRUPT_FREED "free(): block modified after free"
-#define ND_CORRUPT_REUSE "malloc(): free block modified after free"   /* secure=1, at reuse */
+#define ND_CORRUPT_REUSE "malloc(): free block modified after free"   /* secure=2, at reuse */
 
 /* Debug check of the invariants above struct nd_page (segment.h); true
    when they hold. Cost: O(blocks). */

@@ -22,8 +22,33 @@ const uint32_t nd_class_size[ND_CLASS_COUNT] = {
 #define ND_AS_CLASS(c) c,
 #define ND_AS_OFFSET(c) (c) * ND_BIN_BYTES,
 const uint8_t nd_class_lookup[ND_LOOKUP_MAX / ND_QUANTUM + 1] = { ND_LOOKUP(ND_AS_CLASS) };
-const uint16_t nd_class_bin_offset[ND_LOOKUP_MAX / ND_QUANTUM + 1] = { ND_LOOKUP(ND_AS_OFFSET) };
+/* Not const: secure=1 pads it once at process start (nd_class_pad_requests). */
+uint16_t nd_class_bin_offset[ND_LOOKUP_MAX / ND_QUANTUM + 1] = { ND_LOOKUP(ND_AS_OFFSET) };
 
 _Static_assert(sizeof nd_class_lookup == 65, "one entry per 16 bytes up to 1 KiB");
 _Static_assert(sizeof nd_class_bin_offset == 2 * 65, "one bin offset per 16 bytes up to 1 KiB");
 _Static_assert(ND_MEDIUM_MAX == 131072, "the last class is ND_MEDIUM_MAX");
+
+#define ND_AS_SELF(c) c,
+#define ND_CLASSES(X)                                                                            \
+    X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11) X(12) X(13) X(14) X(15) X(16)  \
+    X(17) X(18) X(19) X(20) X(21) X(22) X(23) X(24) X(25) X(26) X(27) X(28) X(29) X(30) X(31)   \
+    X(32) X(33) X(34) X(35) X(36) X(37) X(38) X(39) X(40) X(41) X(42) X(43) X(44) X(45) X(46)   \
+    X(47)
+uint8_t nd_bin_class[ND_CLASS_COUNT] = { ND_CLASSES(ND_AS_SELF) };
+uint8_t nd_class_bin[ND_CLASS_COUNT] = { ND_CLASSES(ND_AS_SELF) };
+_Static_assert(sizeof nd_bin_class == ND_CLASS_COUNT, "one entry per class");
+
+void nd_class_pad_requests(size_t pad)
+{
+    for (size_t i = 0; i <= ND_LOOKUP_MAX / ND_QUANTUM; i++) {
+        size_t largest = i == 0 ? ND_QUANTUM : i * ND_QUANTUM;   /* the largest request of entry i */
+        nd_class_bin_offset[i] = (uint16_t)(nd_class_of(largest + pad) * ND_BIN_BYTES);
+    }
+    unsigned first = nd_class_of(ND_LOOKUP_MAX + 1);   /* the first class the fast path does not pad */
+    for (unsigned b = first; b < ND_CLASS_COUNT; b++)
+        nd_bin_class[b] = (uint8_t)(b + 1);   /* ND_CLASS_COUNT for the last: none */
+    nd_class_bin[first] = ND_CLASS_COUNT;
+    for (unsigned c = first + 1; c < ND_CLASS_COUNT; c++)
+        nd_class_bin[c] = (uint8_t)(c - 1);
+}

@@ -18,8 +18,23 @@
 
 extern const uint8_t  nd_class_lookup[ND_LOOKUP_MAX / ND_QUANTUM + 1] nd_hidden;
 /* The same lookup, as the byte offset of the class's bin in a thread cache
-   (class * ND_BIN_BYTES): the fast paths' table. */
-extern const uint16_t nd_class_bin_offset[ND_LOOKUP_MAX / ND_QUANTUM + 1] nd_hidden;
+   (class * ND_BIN_BYTES): the fast paths' table. Under secure=1 it maps a
+   request to a class with `pad` bytes more room (nd_class_pad_requests,
+   once, before any thread cache exists): the fast path then hands out
+   blocks with room for the canary word after any request up to 1 KiB. */
+extern uint16_t nd_class_bin_offset[ND_LOOKUP_MAX / ND_QUANTUM + 1] nd_hidden;
+/* The class whose blocks a thread cache's bin b holds, and the bin that
+   holds class c's blocks (ND_CLASS_COUNT: none). Identities, except under
+   secure=1: past ND_LOOKUP_MAX the fast path takes a request's bin from
+   its size unpadded, so bin b holds blocks of class b + 1 there (room for
+   the canary word after any request of bin b's range); the first class
+   past ND_LOOKUP_MAX then has no bin, nor does the last bin any class. */
+extern uint8_t nd_bin_class[ND_CLASS_COUNT] nd_hidden;
+extern uint8_t nd_class_bin[ND_CLASS_COUNT] nd_hidden;
+/* secure=1, once, before any thread cache exists: the fast paths' table
+   gives the bin of a request of `pad` bytes more, and the bins past
+   ND_LOOKUP_MAX hold the next class. */
+void nd_class_pad_requests(size_t pad) nd_hidden;
 extern const uint32_t nd_class_size[ND_CLASS_COUNT] nd_hidden;
 
 /* The class of a request of `size` bytes (size <= ND_MEDIUM_MAX). */

@@ -49,7 +49,7 @@
     X(tier_latency_max,   ND_OPTK_SIZE, 0, 0, 1L << 40, "",             "most node-bound memory the process may map on the nodes of the latency tier (0 = no cap); beyond it they count as full") \
     X(tier_bandwidth_max, ND_OPTK_SIZE, 0, 0, 1L << 40, "",             "most node-bound memory the process may map on the nodes of the bandwidth tier (0 = no cap); beyond it they count as full") \
     X(tier_capacity_max,  ND_OPTK_SIZE, 0, 0, 1L << 40, "",             "most node-bound memory the process may map on the nodes of the capacity tier (0 = no cap); beyond it they count as full") \
-    X(secure,         ND_OPTK_INT,  0,     0, 1,        "",                 "hardened mode: guard pages after segments and large blocks, random allocation order, a canary after each block (checked at free), freed blocks filled and checked at reuse, delayed reuse (quarantine); malloc and free take checked slow paths, 4-10 times slower (docs/hardening.md)") \
+    X(secure,         ND_OPTK_INT,  0,     0, 2,        "",                 "hardened mode: 1 = for production: guard pages after segments and large blocks, allocation order shuffled at each refill, a keyed canary word at the end of each small and medium block checked at every free (requests padded by 8 bytes); frees take a checked slow path, mallocs stay on the fast path (1.1-1.9x the default's time on malloc/free pairs, more with large blocks or batches of 256 B-1 KiB); 2 = also the debugging aids: the canary right after the request with 16 checked bytes of slack, freed blocks filled and checked at reuse, a quarantine of 256 freed blocks, a random block per malloc; every call takes a slow path, 4-10 times slower (docs/hardening.md)") \
     X(prof,           ND_OPTK_INT,  0,     0, 1,        "",                 "heap profiling: samples allocations (one per prof_rate bytes on average) with their call stacks; a profile and a leak report at exit (docs/profiling.md)") \
     X(prof_rate,      ND_OPTK_SIZE, 524288, 1, 1 << 30, "",                 "mean bytes allocated between two samples of the heap profile") \
     X(prof_prefix,    ND_OPTK_TEXT, 0,     0, ND_OPT_TEXT_MAX, "",          "start of the heap profile files' names (default nodal-prof.%p: the current directory); %p becomes the process id") \
@@ -92,8 +92,12 @@ extern uint8_t nd_check_frees nd_hidden;
 void nd_options_init(void) nd_hidden;
 static inline long nd_opt(nd_opt_id id) { return nd_opt_values[id]; }
 static inline bool nd_opt_verbose(void) { return nd_opt_values[ND_OPT_verbose] != 0; }
-/* secure=1 (slow paths only: the fast paths never see it, see secure.h). */
+/* secure=1 or 2 (slow paths only: the fast paths never see it, see
+   secure.h): guard pages, padded requests with a canary word. */
 static inline bool nd_secure_on(void) { return nd_opt_values[ND_OPT_secure] != 0; }
+/* secure=2: every call on a slow path, with the debugging aids (exact
+   canaries, fills, quarantine). */
+static inline bool nd_secure_full(void) { return nd_opt_values[ND_OPT_secure] >= 2; }
 /* A text option's value ("" when not set). */
 const char *nd_opt_text(nd_opt_id id) nd_hidden;
 

@@ -93,7 +93,8 @@ static nd_noinline void *nd_route_small_sampled(nd_tcache *tc, unsigned c, size_
    path's (nd_thread_count_request: maintenance at its roll-overs). */
 static void *nd_route_secure(nd_tcache *tc, unsigned c, size_t size)
 {
-    nd_thread_count_request(tc, c);
+    unsigned bin = nd_class_bin[c];   /* the fast path's tick is its bin's (secure=1: class.h) */
+    nd_thread_count_request(tc, bin < ND_CLASS_COUNT ? bin : c);
     return nd_secure_alloc(tc, c, size);
 }
 
@@ -102,7 +103,7 @@ static void *nd_route_secure(nd_tcache *tc, unsigned c, size_t size)
 static nd_noinline void *nd_route_malloc_secure(nd_tcache *tc, size_t size)
 {
     if (size <= ND_SECURE_CLASS_MAX)
-        return nd_route_secure(tc, nd_class_of(size + ND_SECURE_TAIL), size);
+        return nd_route_secure(tc, nd_secure_request_class(tc, size), size);
     nd_thread_tick(tc);
     return nd_route_big(tc, size);
 }
@@ -134,8 +135,9 @@ void *nd_route_malloc_aligned(nd_tcache *tc, size_t alignment, size_t size)
     }
     if (alignment <= ND_ALIGN_NATURAL) {
         if (nd_unlikely(nd_secure_on())) {
-            unsigned c = size <= ND_SECURE_CLASS_MAX ? nd_class_aligned(size + ND_SECURE_TAIL, alignment)
-                                                    : ND_CLASS_COUNT;
+            unsigned c = size <= ND_SECURE_CLASS_MAX ?
+                         nd_secure_class_with_bin(nd_class_aligned(size + ND_SECURE_TAIL, alignment)) :
+                         ND_CLASS_COUNT;
             if (c < ND_CLASS_COUNT)
                 return nd_route_secure(tc, c, size);
         } else {
@@ -154,10 +156,12 @@ void *nd_route_malloc_aligned(nd_tcache *tc, size_t alignment, size_t size)
 void nd_route_free_foreign(void *p, nd_segment *s, nd_page *pg, uintptr_t key)
 {
     unsigned cls = pg->cls;
+    unsigned bin = nd_class_bin[cls];   /* cls but under secure=1 (class.h) */
+    unsigned counted = bin < ND_CLASS_COUNT ? bin : cls;   /* where its request was counted */
     if (key != ND_KEY_NONE) {
         nd_tcache *tc = nd_thread_cache_for_free(s, true);
-        if (tc != NULL && tc->binfo[cls].cap_max != 0) {
-            nd_tcache_push(tc, cls, p);   /* counted when it goes back to its page */
+        if (tc != NULL && bin < ND_CLASS_COUNT && tc->binfo[bin].cap_max != 0) {
+            nd_tcache_push(tc, bin, p);   /* counted when it goes back to its page */
             return;
         }
     }
@@ -171,10 +175,11 @@ void nd_route_free_foreign(void *p, nd_segment *s, nd_page *pg, uintptr_t key)
         if (tc != NULL && nd_node_abandoned_claim(s)) {
             nd_heap_adopt_segment(&tc->heap, s);   /* keeps s: p is still out of its page */
             nd_block_mark(p);
-            nd_heap_free_local(&tc->heap, pg, p);
+            nd_count_inc(&tc->heap.cstats[counted].slow_frees);
+            nd_heap_return_blocks(&tc->heap, pg, p, p, 1);
             return;
         }
     }
-    nd_thread_count_remote_free(cls, true);
+    nd_thread_count_remote_free(counted, true);
     nd_heap_free_remote(pg, p);
 }

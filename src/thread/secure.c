@@ -1,7 +1,9 @@
 /*
- * secure.c - secure=1 (see secure.h): canaries after live blocks, a random
- * choice among a bin of candidate blocks, fills checked at reuse, and the
- * quarantine of freed blocks.
+ * secure.c - secure=1 and 2 (see secure.h): canaries in live blocks, the
+ * random allocation order (shuffled at refill; secure=2 and the classes
+ * without a cache: a random choice among a bin of candidate blocks), and,
+ * under secure=2, fills checked at reuse and the quarantine of freed
+ * blocks.
  *
  * Everything here runs on the thread that owns the thread cache (or, for a
  * shared heap, under its lock); nd_secure_free checks and fills the block
@@ -20,18 +22,32 @@
 #include "os.h"
 #include "tcache.h"
 
-static uint64_t nd_canary_key;
+uint64_t nd_canary_key[2];
 
 void nd_secure_init(void)
 {
-    nd_canary_key = nd_os_random();
+    nd_canary_key[0] = nd_os_random();
+    nd_canary_key[1] = nd_os_random() | 1;   /* odd: the multiply is a bijection */
+    if (nd_secure_on() && !nd_secure_full())
+        nd_class_pad_requests(ND_SECURE_TAIL);
+}
+
+void nd_secure_overflow_at_end(const char *fn, const void *p, size_t block_size)
+{
+    if (*nd_secure_end_word(p, block_size) == ND_FILL_WORD)   /* unlikely to be a program's */
+        nd_fatal("%s(): heap overflow past the end of the block: %p (the canary in its last 8 bytes, "
+                 "at byte %zu of the %zu-byte block, was overwritten)", fn, p,
+                 block_size - ND_SECURE_TAIL, block_size);
+    nd_fatal("%s(): heap overflow past the end of the block: %p (the canary in its last 8 bytes, at byte %zu "
+             "of the %zu-byte block, was overwritten; %zu bytes are usable)", fn, p, block_size - ND_SECURE_TAIL,
+             block_size, block_size - ND_SECURE_TAIL);
 }
 
 /* ---- the canary word ------------------------------------------------------- */
 
 static inline uint32_t nd_canary32(const void *p, uint64_t delta)
 {
-    uint64_t h = ((uint64_t)(uintptr_t)p ^ nd_canary_key ^ (delta << 40)) * 0x9E3779B97F4A7C15ull;
+    uint64_t h = ((uint64_t)(uintptr_t)p ^ nd_canary_key[0] ^ (delta << 40)) * 0x9E3779B97F4A7C15ull;
     return (uint32_t)(h >> 32);
 }
 
@@ -101,13 +117,19 @@ static size_t nd_secure_check_tail(const char *fn, const void *p, size_t block_s
 
 size_t nd_secure_size(const char *fn, const nd_page *pg, const void *p)
 {
+    if (!nd_secure_full()) {
+        if (nd_unlikely(!nd_secure_sealed(p, pg->block_size)))
+            nd_secure_overflow_at_end(fn, p, pg->block_size);
+        return pg->block_size - ND_SECURE_TAIL;
+    }
     return nd_secure_check_tail(fn, p, pg->block_size);
 }
 
 void nd_secure_resize(const nd_page *pg, void *p, size_t size)
 {
     nd_assert(size + ND_SECURE_TAIL <= pg->block_size);
-    nd_secure_set_tail(p, pg->block_size, size);
+    if (nd_secure_full())
+        nd_secure_set_tail(p, pg->block_size, size);   /* (secure=1: the canary stays at the end) */
 }
 
 /* ---- state ----------------------------------------------------------------- */
@@ -156,6 +178,22 @@ static inline uint32_t nd_secure_random(nd_secure *sc, uint32_t n)
     return (uint32_t)(((z >> 32) * (uint64_t)n) >> 32);
 }
 
+/* secure=1: n blocks of `block_size` bytes just taken into a thread cache's
+   bin: each gets its canary, and they are put in a random order (sc: the
+   cache's secure state, which every cache with bins has). */
+static void nd_secure_refilled(nd_secure *sc, void **v, size_t n, size_t block_size)
+{
+    nd_assert(block_size >= 3 * sizeof(uint64_t));   /* link, mark, canary */
+    for (size_t i = 0; i < n; i++)
+        nd_secure_seal(v[i], block_size);
+    for (size_t i = n; sc != NULL && i > 1; i--) {   /* Fisher-Yates */
+        uint32_t j = nd_secure_random(sc, (uint32_t)i);
+        void *t = v[i - 1];
+        v[i - 1] = v[j];
+        v[j] = t;
+    }
+}
+
 /* ---- malloc ------------------------------------------------------------------ */
 
 /* A write into a free block, found at byte `at` of p when it was handed
@@ -197,10 +235,84 @@ static void nd_secure_audit(nd_secure *sc)
         nd_secure_modified(p, "waited in quarantine");
 }
 
+/* secure=1: a block of class c from tc (a cached class: its bin; else the
+   small random bin of secure state sc, or for a shared heap the heap), its
+   canary written. */
+unsigned nd_secure_request_class(const nd_tcache *tc, size_t size)
+{
+    size_t off;
+    if (!nd_secure_full() && nd_class_fast(size, &off)) {
+        unsigned bin = (unsigned)(off / ND_BIN_BYTES), c = nd_bin_class[bin];
+        if (c < ND_CLASS_COUNT && tc->binfo[bin].cap_max != 0)
+            return c;
+    }
+    return nd_secure_class_of(size);
+}
+
+static void *nd_secure_alloc_sealed(nd_tcache *tc, nd_secure *sc, unsigned c)
+{
+    void *p;
+    unsigned bin = nd_class_bin[c];
+    unsigned counted = bin < ND_CLASS_COUNT ? bin : c;   /* the request's tick (route.c) */
+    if (bin < ND_CLASS_COUNT && tc->binfo[bin].cap_max != 0) {
+        /* The fast path pops what a refill here sealed and shuffled. */
+        nd_bin *b = &tc->bins[bin];
+        if (b->cur == b->empty) {
+            if (!nd_tcache_fill(tc, bin))
+                return nd_tcache_uncount(tc, bin);
+            nd_secure_refilled(sc, b->cur, (size_t)(b->empty - b->cur), nd_class_size[c]);
+        }
+        p = nd_tcache_alloc(tc, bin);
+    } else if (sc == NULL) {
+        if (nd_heap_take_blocks(&tc->heap, c, &p, 1, 1) == 0)
+            return nd_tcache_uncount(tc, counted);
+        nd_block_unmark(p);
+    } else {
+        uint32_t n = sc->count[c];
+        void **v = sc->bin[c];
+        if (n == 0) {
+            n = (uint32_t)nd_heap_take_blocks(&tc->heap, c, v, sc->cap[c], sc->cap[c]);
+            nd_class_counters *cs = &tc->heap.cstats[c];
+            nd_count_inc(&cs->fills);
+            nd_count_add(&cs->fill_blocks, n);
+            if (n == 0)
+                return nd_tcache_uncount(tc, counted);
+        }
+        uint32_t j = nd_secure_random(sc, n);
+        p = v[j];
+        v[j] = v[--n];
+        sc->count[c] = (uint8_t)n;
+        nd_block_unmark(p);
+    }
+    nd_secure_seal(p, nd_class_size[c]);
+    return p;
+}
+
+void nd_secure_keep(nd_tcache *tc, nd_page *pg, void *p)
+{
+    nd_secure *sc = tc->secure;
+    unsigned c = pg->cls;
+    /* The block this bin took last, freed again (its mark erased in
+       between): as the free fast path's check. */
+    if (nd_unlikely(sc != NULL && sc->count[c] > 0 && sc->bin[c][sc->count[c] - 1] == p))
+        nd_misuse("free", "double free", p);
+    nd_block_mark(p);
+    /* Counted where its request was (route.c): its bin's class. */
+    unsigned bin = nd_class_bin[c];
+    nd_count_inc(&tc->heap.cstats[bin < ND_CLASS_COUNT ? bin : c].slow_frees);
+    if (nd_likely(sc != NULL && sc->count[c] < sc->cap[c])) {
+        sc->bin[c][sc->count[c]++] = p;
+        return;
+    }
+    nd_heap_return_blocks(&tc->heap, pg, p, p, 1);
+}
+
 void *nd_secure_alloc(nd_tcache *tc, unsigned c, size_t size)
 {
     nd_secure *sc = tc->secure;
     void *p;
+    if (!nd_secure_full())
+        return nd_secure_alloc_sealed(tc, sc, c);
     if (sc == NULL) {
         /* A shared heap (threads being torn down): no bin, no quarantine. */
         if (nd_heap_take_blocks(&tc->heap, c, &p, 1, 1) == 0)
@@ -325,7 +437,8 @@ void nd_secure_flush(nd_tcache *tc)
 
 /* ---- debug validation ---------------------------------------------------------- */
 
-/* p is a marked, filled block start of an in-use small or medium page. */
+/* p is a marked (secure=2: and filled) block start of an in-use small or
+   medium page. */
 static bool nd_secure_block_ok(const void *p)
 {
     const nd_segment *s = nd_seg_base(p);
@@ -333,6 +446,8 @@ static bool nd_secure_block_ok(const void *p)
     if ((s->kind != ND_SEG_SMALL && s->kind != ND_SEG_MEDIUM) || !nd_load_relaxed(&pg->in_use) ||
         !nd_page_has_block(pg, p))
         return false;
+    if (!nd_secure_full())
+        return nd_block_is_marked(p);
     return nd_block_fill_ok(p, pg->block_size < ND_FILL_MAX ? pg->block_size : ND_FILL_MAX);
 }
 

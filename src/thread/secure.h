@@ -1,17 +1,35 @@
 /*
- * secure.h - secure=1, the hardened mode: what it adds to a thread cache
- * (a small random bin of candidate blocks per size class, and a quarantine
- * of freed blocks) and the checks it makes on every small and medium block.
+ * secure.h - secure=1 and secure=2, the hardened modes: what they add to a
+ * thread cache and the checks they make on every small and medium block.
  *
- * Owns: struct nd_secure, the canary word after each live block, the
- * random choice of the next block, the quarantine. (The fill of free
- * blocks is the page layer's, page.h; guard pages are the segment's,
- * large blocks' and huge blocks', segment.h, large.h, huge.h.)
+ * Owns: struct nd_secure, the canary word of each live block, the random
+ * allocation order, the quarantine (secure=2). (The fill of free blocks is
+ * the page layer's, page.h; guard pages are the segment's, large blocks'
+ * and huge blocks', segment.h, large.h, huge.h.)
  *
- * How secure=1 reaches here without touching the fast paths: every thread
- * cache bin has capacity 0 (tcache.c), so the malloc fast path always finds
- * its bin empty and the free fast path finds it full; nd_check_frees sends
- * frees into cold pages to the slow path too. The slow paths call in here:
+ * secure=1, for production: the malloc fast path stays as it is; the
+ * fast paths' class table is padded by ND_SECURE_TAIL bytes
+ * (nd_class_pad_requests), so a block has room for a canary word after
+ * any request, and the word is written when a block enters a thread
+ * cache's bin at refill (nd_secure_refilled, which also shuffles the
+ * blocks: the allocation order is random, decided at refill, not at each
+ * malloc). The plain cache's kind matches no page, so every free takes the
+ * slow path (free.c): not freed already, canary intact, then into the
+ * bin. Classes above ND_LOOKUP_MAX (which the fast path does not pad) and
+ * node-bound caches have bins of capacity 0: their mallocs come here
+ * (nd_secure_alloc: a random block of a small bin of candidates), their
+ * frees too (nd_secure_keep).
+ *
+ *   p                                   p + size - 8      p + size
+ *   | program's bytes (size - 8 usable) ...   | canary word |
+ *
+ *   canary word = a keyed folded multiply of the block's address. It stays
+ *   in place while the block is cached (nothing nodal writes reaches it:
+ *   link and mark are words 0 and 1, and every block is 32 bytes at least),
+ *   and free checks it. malloc_usable_size says size - 8.
+ *
+ * secure=2, the debugging level: every thread cache bin has capacity 0
+ * (tcache.c), so every call takes a slow path:
  *   malloc (thread.c)  -> nd_secure_alloc: audit one quarantined block; a
  *                         random block of the class's bin (refilled from
  *                         the heap); its fill checked; its canary written
@@ -20,7 +38,8 @@
  *                         keeps it in quarantine; the oldest block there
  *                         goes back to its cache's bin or its page
  *
- * A live block of a request of n bytes (class size at least n + 8):
+ * A live block of a request of n bytes under secure=2 (class size at
+ * least n + 8):
  *
  *   p                         p + n          p + size - 8      p + size
  *   | program's n bytes ...   | 0xdf x min(16, slack) ... | canary word |
@@ -39,6 +58,7 @@
 #include <stdint.h>
 #include "class.h"
 #include "config.h"
+#include "options.h"
 #include "page.h"
 
 struct nd_tcache;
@@ -62,9 +82,11 @@ _Static_assert(ND_SECURE_BIN <= 255, "bin counts are bytes");
  * Invariants:
  *  - bin[c][0..count[c]) are free blocks of class c taken out of pages of
  *    the cache's heap (counted in their pages' used), each carrying the
- *    freed-block mark and the fill with ND_FILL_WORD in word 0 (page.h);
- *    count[c] <= cap[c] <= ND_SECURE_BIN, cap[c] = the class's bin size.
- *  - the quarantine holds the blocks this thread freed most recently (the
+ *    freed-block mark and, under secure=2, the fill with ND_FILL_WORD in
+ *    word 0 (page.h); count[c] <= cap[c] <= ND_SECURE_BIN, cap[c] = the
+ *    class's bin size. Under secure=1 only classes whose thread-cache bin
+ *    has capacity 0 use them.
+ *  - the quarantine (secure=2; empty under secure=1) holds the blocks this thread freed most recently (the
  *    plain cache's only: a thread has one), oldest first, in
  *    ring[(head + i) % ND_QUARANTINE] for i < qcount: block starts of in-use
  *    small or medium pages of any heap, out of their pages (counted in
@@ -84,8 +106,73 @@ typedef struct nd_secure {
     void    *bin[ND_CLASS_COUNT][ND_SECURE_BIN];
 } nd_secure;
 
-/* Draws the canary key (process start). */
+/* Draws the canary keys and, under secure=1, pads the fast paths' class
+   table (process start, before any thread cache exists). */
 void nd_secure_init(void) nd_hidden;
+
+/* Class c, or under secure=1 the next one when c has no bin (the first
+   class past ND_LOOKUP_MAX, class.h): so every block handed out is of a
+   bin's class, and statistics count it at that bin. The next class keeps
+   any alignment up to 256 bytes that c has (a multiple of 512 is not
+   1280). */
+static inline unsigned nd_secure_class_with_bin(unsigned c)
+{
+    return c < ND_CLASS_COUNT && nd_class_bin[c] >= ND_CLASS_COUNT ? c + 1 : c;
+}
+
+/* The class of a request of `size` bytes (<= ND_SECURE_CLASS_MAX) with its
+   canary word: under secure=1 a block keeps its link, mark and canary
+   apart, so 24 bytes at least (the fast paths' padded table agrees). */
+static inline unsigned nd_secure_class_of(size_t size)
+{
+    size_t need = size + ND_SECURE_TAIL;
+    if (need < 3 * sizeof(uint64_t) && !nd_secure_full())
+        need = 3 * sizeof(uint64_t);
+    return nd_secure_class_with_bin(nd_class_of(need));
+}
+
+/* The class a malloc of `size` bytes (<= ND_SECURE_CLASS_MAX) takes on
+   the slow path: under secure=1 the class of the bin the fast path pops
+   for it (so that a refill here serves the fast path), when that bin has
+   a cache; else nd_secure_class_of. */
+unsigned nd_secure_request_class(const struct nd_tcache *tc, size_t size) nd_hidden;
+
+/* ---- secure=1's canary word ---- */
+extern uint64_t nd_canary_key[2] nd_hidden;
+
+static inline uint64_t *nd_secure_end_word(const void *p, size_t block_size)
+{
+    return (uint64_t *)((uintptr_t)p + block_size - ND_SECURE_TAIL);
+}
+
+/* The canary of block p: a folded multiply of its address with two
+   secrets (a canary read from one block gives no other block's). */
+static inline uint64_t nd_secure_canary(const void *p)
+{
+    uint64_t h = ((uint64_t)(uintptr_t)p ^ nd_canary_key[0]) * nd_canary_key[1];
+    return h ^ (h >> 29);
+}
+
+/* Is the canary of block p (block_size bytes) intact? */
+static inline bool nd_secure_sealed(const void *p, size_t block_size)
+{
+    return *nd_secure_end_word(p, block_size) == nd_secure_canary(p);
+}
+
+static inline void nd_secure_seal(void *p, size_t block_size)
+{
+    *nd_secure_end_word(p, block_size) = nd_secure_canary(p);
+}
+
+/* secure=1: the canary of block p was overwritten ("FN(): heap overflow
+   past the end of the block"), abort. */
+_Noreturn void nd_secure_overflow_at_end(const char *fn, const void *p, size_t block_size) nd_hidden
+    __attribute__((cold));
+
+/* secure=1: frees block p (a block start of page pg, of tc's heap, whose
+   class has no thread-cache bin; checked already): marked, then kept in
+   tc's small bin of its class, or given back to its page. */
+void nd_secure_keep(struct nd_tcache *tc, nd_page *pg, void *p) nd_hidden;
 /* Gives thread cache tc its secure state when secure=1 (a shared heap's
    cache has none); false when out of memory. nd_secure_detach takes it off
    (its blocks given back first: nd_secure_flush). */
@@ -97,10 +184,11 @@ void nd_secure_reseed(nd_secure *sc) nd_hidden;
 /* A block of class c (nd_class_size[c] >= size + ND_SECURE_TAIL) for a
    request of `size` bytes, from tc's heap (the request is counted by the
    caller: on failure it is uncounted here and NULL returned, errno =
-   ENOMEM). Aborts when the block's fill was changed while it was free. */
+   ENOMEM). secure=2: aborts when the block's fill was changed while it
+   was free. */
 void *nd_secure_alloc(struct nd_tcache *tc, unsigned c, size_t size) nd_hidden;
 
-/* Frees block p of page pg (a block start of an in-use page): aborts with
+/* secure=2: frees block p of page pg (a block start of an in-use page): aborts with
    a message if it is free already or written past its request; otherwise
    fills and marks it and keeps it in tc's quarantine (tc: the calling
    thread's plain cache), the oldest blocks beyond its bounds going back.
@@ -108,8 +196,9 @@ void *nd_secure_alloc(struct nd_tcache *tc, unsigned c, size_t size) nd_hidden;
    the block (filled and marked) back to its page. */
 bool nd_secure_free(nd_page *pg, void *p, struct nd_tcache *tc) nd_hidden;
 
-/* The request size of live block p of page pg (its canary checked: a damaged
-   one aborts with "FN(): heap overflow past the end of the block"). */
+/* The request size of live block p of page pg (secure=1: its block size
+   less the canary word), its canary checked: a damaged one aborts with
+   "FN(): heap overflow past the end of the block". */
 size_t nd_secure_size(const char *fn, const nd_page *pg, const void *p) nd_hidden;
 /* Live block p of page pg now holds a request of `size` bytes (realloc in
    place; size + ND_SECURE_TAIL <= its block size). */

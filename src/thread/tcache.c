@@ -18,10 +18,16 @@ void *nd_tcache_no_slots[1];   /* the NULL sentinel of every bin without slots *
 
 /* ---- creation ------------------------------------------------------------ */
 
-static uint32_t nd_bin_capacity(unsigned cls, bool shared)
+/* No cache: shared heaps, check=2, secure=2; under secure=1, node-bound
+   caches (their free fast path would skip the canary check) and classes
+   above ND_LOOKUP_MAX (the fast path does not pad those requests). */
+static uint32_t nd_bin_capacity(unsigned bin, bool shared, bool bound)
 {
+    unsigned cls = nd_bin_class[bin];   /* (secure=1: the next class past ND_LOOKUP_MAX) */
+    if (cls >= ND_CLASS_COUNT || (nd_secure_on() && bound))
+        return 0;
     size_t size = nd_class_size[cls];
-    if (shared || nd_opt(ND_OPT_check) >= 2 || nd_secure_on() || size > (size_t)nd_opt(ND_OPT_tcache_max))
+    if (shared || nd_opt(ND_OPT_check) >= 2 || nd_secure_full() || size > (size_t)nd_opt(ND_OPT_tcache_max))
         return 0;
     size_t cap = (size_t)nd_opt(ND_OPT_tcache_bytes) / size;
     if (cap > (size_t)nd_opt(ND_OPT_tcache_count))
@@ -46,12 +52,22 @@ static uint32_t nd_bin_start_capacity(unsigned cls, uint32_t cap_max)
     return n < cap_max ? n : cap_max;
 }
 
+/* The kind a cache's free fast path compares pages' kind with (tcache.h). */
+static unsigned nd_tcache_kind(bool shared, bool bound, int node)
+{
+    if (shared)
+        return ND_KIND_NONE;
+    if (nd_secure_on() && !bound)
+        return ND_KIND_NO_PAGE;   /* secure=1: every plain free checks the canary on the slow path */
+    return nd_kind_of(bound, node);
+}
+
 nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
 {
     uint32_t caps[ND_CLASS_COUNT];
     size_t slots = 0;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
-        caps[c] = nd_bin_capacity(c, shared);
+        caps[c] = nd_bin_capacity(c, shared, bound);
         slots += caps[c] + 1;
     }
     /* The slots need no zeroing: only [cur, empty) of a bin is ever read. */
@@ -79,7 +95,7 @@ nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
     if (nd_unlikely(nd_load_relaxed(&nd_tcache_prof_rate) != 0) && !shared)
         nd_tcache_prof_rearm(tc);
     nd_heap_init(&tc->heap, tid, node, bound);
-    tc->kind = shared ? ND_KIND_NONE : nd_kind_of(bound, node);
+    tc->kind = nd_tcache_kind(shared, bound, node);
     return tc;
 }
 
@@ -215,8 +231,7 @@ static bool nd_tcache_grow(nd_tcache *tc, unsigned c)
     return true;
 }
 
-/* Refills bin c from the heap; false when out of memory (errno = ENOMEM). */
-static bool nd_tcache_fill(nd_tcache *tc, unsigned c)
+bool nd_tcache_fill(nd_tcache *tc, unsigned c)
 {
     nd_bin *bin = &tc->bins[c];
     nd_assert2(bin->cur == bin->empty && *bin->empty == NULL);
@@ -236,7 +251,7 @@ static bool nd_tcache_fill(nd_tcache *tc, unsigned c)
         bi->fill *= 2;
     /* Into the bin's whole room: the remote frees of a page, walked once
        to be counted, come in as many as fit (nd_page_take). */
-    size_t got = nd_heap_take_blocks(&tc->heap, c, bin->low, want, bi->cap);
+    size_t got = nd_heap_take_blocks(&tc->heap, nd_bin_class[c], bin->low, want, bi->cap);
     if (got > 0)
         memmove(bin->empty - got, bin->low, got * sizeof(void *));
     bin->cur = bin->empty - got;
@@ -351,11 +366,12 @@ void nd_tcache_flush(nd_tcache *tc, unsigned c, size_t n)
     if (n == 0)
         return;
     void **oldest = bin->empty - n;
-    const unsigned shift = nd_class_is_small(c) ? ND_SMALL_PAGE_SHIFT : ND_MEDIUM_PAGE_SHIFT;
+    const unsigned cls = nd_bin_class[c];
+    const unsigned shift = nd_class_is_small(cls) ? ND_SMALL_PAGE_SHIFT : ND_MEDIUM_PAGE_SHIFT;
     for (void **it = oldest; it < bin->empty;) {
         void *p = *it;
         nd_page *pg = nd_page_of(nd_seg_base(p), p);
-        if (nd_unlikely(!nd_load_relaxed(&pg->in_use) || pg->cls != c))
+        if (nd_unlikely(!nd_load_relaxed(&pg->in_use) || pg->cls != cls))
             nd_misuse("free", "invalid pointer (not a block of its size class)", p);
         if (nd_load_relaxed(&pg->heap) != &tc->heap)
             nd_tcache_gather(it, bin->empty, shift);
@@ -477,12 +493,12 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
         for (void *const *it = b->cur; it < b->empty; it++) {
             const nd_page *pg = nd_page_of(nd_seg_base(*it), *it);
             const nd_segment *s = nd_seg_base(*it);
-            if (!pg->in_use || pg->cls != c || !nd_page_has_block(pg, *it) || !nd_block_is_marked(*it) ||
+            if (!pg->in_use || pg->cls != nd_bin_class[c] || !nd_page_has_block(pg, *it) || !nd_block_is_marked(*it) ||
                 s->bound != tc->heap.bound || s->node != tc->heap.node)
                 return false;
         }
     }
-    if (tc->kind != (tc->heap.shared ? ND_KIND_NONE : nd_kind_of(tc->heap.bound, tc->heap.node)))
+    if (tc->kind != nd_tcache_kind(tc->heap.shared, tc->heap.bound, tc->heap.node))
         return false;
     return nd_heap_is_valid(&tc->heap);
 }

@@ -103,14 +103,18 @@ typedef struct nd_bin_info {
  * same allocation; kind == nd_kind_of(heap.bound, heap.node), the kind of
  * the blocks the bins hold (ND_KIND_NONE for a shared heap's cache, which
  * holds none; ND_KIND_NO_PAGE for the static empty and dead caches of
- * thread.c); cap_bytes == the sum of the bins' cap * class size: a bin
+ * thread.c, and for plain caches under secure=1); cap_bytes == the sum of the bins' cap * class size: a bin
  * grows only while that stays within the option tcache_total, so a thread
  * cache holds at most about that many bytes however many classes it uses
  * (its bins' starting capacities aside).
- * gc_samples counts tick roll-overs since the last GC pass. Under secure=1
- * every bin has capacity 0, and `secure`, which the tcache only carries,
- * is the cache's secure state (secure.c attaches it, checks it and takes
- * it off; NULL otherwise).
+ * gc_samples counts tick roll-overs since the last GC pass. Under secure=2
+ * every bin has capacity 0; under secure=1 the bins of classes above
+ * ND_LOOKUP_MAX and every bin of a node-bound cache have, the plain
+ * cache's kind is ND_KIND_NO_PAGE (every free takes the slow path, which
+ * checks the block's canary and then caches it), and the blocks its bins
+ * hold carry their canary (secure.h). `secure`, which the tcache only
+ * carries, is the cache's secure state (secure.c attaches it, checks it
+ * and takes it off; NULL otherwise).
  */
 typedef struct nd_aligned(ND_CACHE_LINE) nd_tcache {
     nd_bin       bins[ND_CLASS_COUNT];
@@ -158,6 +162,9 @@ int64_t nd_tcache_prof_gap(uint64_t *rng) nd_hidden;
 void    nd_tcache_prof_rearm(nd_tcache *tc) nd_hidden;
 /* Takes back the count of a request of class c that failed; returns NULL. */
 void *nd_tcache_uncount(nd_tcache *tc, unsigned c) nd_hidden;
+/* Refills bin c, empty, from the heap (its blocks then in [cur, empty));
+   false when out of memory (errno = ENOMEM). */
+bool  nd_tcache_fill(nd_tcache *tc, unsigned c) nd_hidden;
 /* A block of class c for the slow path: from the bin (refilled if empty),
    or straight from the heap for classes without a cache. NULL = ENOMEM. */
 void *nd_tcache_alloc(nd_tcache *tc, unsigned c) nd_hidden;

@@ -7,7 +7,7 @@
  * The cases after "exact messages" below also name the line: the child
  * prints "want: LINE" on stdout before the misuse (alternatives separated by
  * " | "), and the one stderr line containing "nodal" must be LINE exactly, or
- * LINE followed by " (detail)". Cases that need options (check=2, secure=1)
+ * LINE followed by " (detail)". Cases that need options (check=2, secure=1, 2)
  * re-execute this program as `misuse_child --scenario=NAME` with
  * NODAL_OPTIONS set. Heap corruption that nodal lets through is made
  * visible in the child (a block handed out twice, malloc returning the
@@ -19,9 +19,9 @@
  *   free(): invalid pointer (not the start of a block): P
  *   free(): invalid pointer (not allocated by nodal): P
  *   free(): heap corruption (segment header overwritten): P
- *   free(): heap overflow past the end of the block: P             (secure=1)
+ *   free(): heap overflow past the end of the block: P             (secure=1, 2)
  *   malloc(): corrupted free list: P        P = the free block whose link was overwritten
- *   malloc(): free block modified after free: P                    (secure=1)
+ *   malloc(): free block modified after free: P                    (secure=2)
  *   realloc(): invalid pointer (block not in use): P
  */
 #include <dlfcn.h>
@@ -801,9 +801,9 @@ static void write_after_free_of_a_remotely_freed_block_is_caught(void)
                   "poison_remote", 48);
 }
 
-/* Under secure=1 the freeing thread keeps the block in quarantine; when it
-   exits, the block goes back (checked) to its page's remote list, where
-   the write lands on its link. */
+/* Under secure=1 the freeing thread keeps the block in its cache (secure=2:
+   in quarantine); when it exits, the block goes back to its page's remote
+   list, where the write lands on its link. */
 static void write_after_free_of_a_remotely_freed_block_is_caught_under_secure_1(void)
 {
     nd_api();
@@ -910,10 +910,10 @@ static void sc_forge_from_freed_words(long arg)
     memcpy(t, &t0, sizeof t0);
     memcpy(t + 8, &t1, sizeof t1);
     uint64_t fl = (uintptr_t)t ^ link_key ^ ((uintptr_t)f >> 4);
-    /* secure=1 keeps F in a bin of its own with word 0 filled, not linked:
+    /* secure=2 keeps F in a bin of its own with word 0 filled, not linked:
        the fill's check sees the forged word first. */
     const char *opts = getenv("NODAL_OPTIONS");
-    if (opts && strstr(opts, "secure=1"))
+    if (opts && strstr(opts, "secure=2"))
         want("nodal: malloc(): corrupted free list: %p | nodal: malloc(): free block modified after free: %p",
              (void *)f, (void *)f);
     else
@@ -952,8 +952,8 @@ static void a_read_of_freed_blocks_does_not_forge_a_link_to_a_cached_block(void)
 static void a_read_of_freed_blocks_does_not_forge_a_link_under_check_2_or_secure_1(void)
 {
     nd_api();
-    const char *opts[] = { "check=2", "secure=1" };
-    for (int i = 0; i < 2; i++) {
+    const char *opts[] = { "check=2", "secure=1", "secure=2" };
+    for (int i = 0; i < 3; i++) {
         expect_misuse("a link forged from the words of freed blocks, to a live block dressed as a free one",
                       opts[i], "forge_from_freed_words", 0);
         expect_misuse("a link forged from the words of freed blocks, to a block waiting in a thread cache",
@@ -979,11 +979,11 @@ static void sc_double_free_second_word_cleared(long arg)
         _exit(4);
     /* The second free itself is seen by default; check=2 (the block is on
        its page's free list then) may see the list's damage at the next
-       malloc, secure=1 the quarantined block's damage when it leaves. */
+       malloc, secure=2 the quarantined block's damage when it leaves. */
     const char *opts = getenv("NODAL_OPTIONS");
     if (opts && strstr(opts, "check=2"))
         want("nodal: free(): double free: %p | nodal: malloc(): corrupted free list: %p", (void *)p, (void *)p);
-    else if (opts && strstr(opts, "secure=1"))
+    else if (opts && strstr(opts, "secure=2"))
         want("nodal: free(): double free: %p | nodal: malloc(): free block modified after free: %p | "
              "nodal: free(): block modified after free: %p", (void *)p, (void *)p, (void *)p);
     else
@@ -1020,13 +1020,25 @@ static void double_free_with_the_second_word_cleared_aborts_under_check_2(void)
     expect_misuse("free(p); p[1] = 0; free(p)", "check=2", "double_free_second_word_cleared", dfc(48, 0));
 }
 
+/* secure=1 sees the same-thread shape as the default does (the block its
+   bin took last); the other two shapes need secure=2's quarantine and
+   fill (the README's "what no level catches" for the rest). */
 static void double_free_with_the_second_word_cleared_aborts_under_secure_1(void)
 {
     nd_api();
-    expect_misuse("free(p); p[1] = 0; free(p)", "secure=1", "double_free_second_word_cleared", dfc(48, 0));
-    expect_misuse("free(p); p[1] = 0; free(p) by another thread", "secure=1", "double_free_second_word_cleared",
+    size_t sizes[] = { 48, 1000, 3000 };
+    for (size_t i = 0; i < 3; i++)
+        expect_misuse("free(p); p[1] = 0; free(p)", "secure=1", "double_free_second_word_cleared",
+                      dfc(sizes[i], 0));
+}
+
+static void double_free_with_the_second_word_cleared_aborts_under_secure_2(void)
+{
+    nd_api();
+    expect_misuse("free(p); p[1] = 0; free(p)", "secure=2", "double_free_second_word_cleared", dfc(48, 0));
+    expect_misuse("free(p); p[1] = 0; free(p) by another thread", "secure=2", "double_free_second_word_cleared",
                   dfc(48, 1));
-    expect_misuse("free(p); p[1] = 0; free(q); free(p)", "secure=1", "double_free_second_word_cleared",
+    expect_misuse("free(p); p[1] = 0; free(q); free(p)", "secure=2", "double_free_second_word_cleared",
                   dfc_between(48));
 }
 
@@ -1088,21 +1100,25 @@ static void sc_overflow_into_live_neighbour(long size)
     let_through("a 32-byte overflow past the end of the %ld-byte block %p", size, (void *)a);
 }
 
-static void overflow_into_a_free_neighbour_is_caught_under_secure_1(void)
+/* (secure=2: the neighbour's fill. Under secure=1 the overflowing block's
+   canary is damaged, seen when it is freed; a block never freed is not.) */
+static void overflow_into_a_free_neighbour_is_caught_under_secure_2(void)
 {
     nd_api();
-    expect_misuse("an overflow through the first 16 bytes of a free neighbour", "secure=1",
+    expect_misuse("an overflow through the first 16 bytes of a free neighbour", "secure=2",
                   "overflow_into_free_neighbour", 48);
 }
 
 static void overflow_into_a_live_neighbour_is_caught_under_secure_1(void)
 {
     nd_api();
-    expect_misuse("a 32-byte overflow past the end of a 40-byte block", "secure=1",
-                  "overflow_into_live_neighbour", 40);
+    const char *opts[] = { "secure=1", "secure=2" };
+    for (int i = 0; i < 2; i++)
+        expect_misuse("a 32-byte overflow past the end of a 40-byte block", opts[i],
+                      "overflow_into_live_neighbour", 40);
 }
 
-/* ---- more of secure=1 -------------------------------------------------------- */
+/* ---- more of secure=1 and secure=2 -------------------------------------------------------- */
 
 /* A write into a freed block, past its link and mark (where the default
    checks do not look), at byte `off` of a `size`-byte block: reported when
@@ -1133,21 +1149,24 @@ static void sc_write_after_free(long arg)
 
 static long waf(size_t size, size_t off) { return (long)(size | off << 24); }
 
-static void write_after_free_is_caught_at_reuse_under_secure_1(void)
+/* (secure=2 only: secure=1 has no fill.) */
+static void write_after_free_is_caught_at_reuse_under_secure_2(void)
 {
     nd_api();
     /* In the first 64 bytes: seen by the quarantine's audit, soon. */
-    expect_misuse("a 1-byte write at byte 24 of a freed 48-byte block", "secure=1", "write_after_free",
+    expect_misuse("a 1-byte write at byte 24 of a freed 48-byte block", "secure=2", "write_after_free",
                   waf(48, 24));
     /* Further in (the fill covers a block's first 256 bytes): seen when the
        block is handed out again. */
-    expect_misuse("a 1-byte write at byte 200 of a freed 500-byte block", "secure=1", "write_after_free",
+    expect_misuse("a 1-byte write at byte 200 of a freed 500-byte block", "secure=2", "write_after_free",
                   waf(500, 200));
-    expect_misuse("a 1-byte write at byte 255 of a freed 6000-byte block", "secure=1", "write_after_free",
+    expect_misuse("a 1-byte write at byte 255 of a freed 6000-byte block", "secure=2", "write_after_free",
                   waf(6000, 255));
 }
 
-/* One byte written just past the request, into the block's slack. */
+/* One byte written just past the block's usable size: under secure=2 the
+   request (into the block's slack, or onto the canary), under secure=1 the
+   canary at the block's end. */
 static void sc_overflow_by_one(long size)
 {
     const struct nd_api *A = nd_api();
@@ -1155,7 +1174,7 @@ static void sc_overflow_by_one(long size)
     if (!a)
         _exit(4);
     want("nodal: free(): heap overflow past the end of the block: %p", (void *)a);
-    a[size] = 0;
+    a[A->usable_size(a)] = 0;
     A->free(a);
     let_through("a 1-byte overflow past the end of the %ld-byte block %p", size, (void *)a);
 }
@@ -1163,11 +1182,16 @@ static void sc_overflow_by_one(long size)
 static void one_byte_overflow_is_caught_at_free_under_secure_1(void)
 {
     nd_api();
-    /* 33 + the canary fit a 48-byte block: the byte lands in the slack. 40:
-       no slack, it lands on the canary. 5000: a medium class. */
-    long sizes[] = { 0, 33, 40, 5000, 100000 };
-    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
-        expect_misuse("a 1-byte overflow past the end of a block", "secure=1", "overflow_by_one", sizes[i]);
+    /* secure=2: 33 + the canary fit a 48-byte block: the byte lands in the
+       slack; 40: no slack, it lands on the canary. secure=1: on the canary
+       (1016 and 1024: the largest requests of the fast path's table and
+       the first past it). 5000, 100000: medium classes. */
+    long sizes[] = { 0, 33, 40, 1016, 1024, 5000, 100000 };
+    const char *opts[] = { "secure=1", "secure=2" };
+    for (int o = 0; o < 2; o++)
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+            expect_misuse("a 1-byte overflow past the usable end of a block", opts[o], "overflow_by_one",
+                          sizes[i]);
 }
 
 /* The overflow is found by the free of another thread. */
@@ -1184,7 +1208,7 @@ static void sc_overflow_then_remote_free(long size)
     if (!a)
         _exit(4);
     want("nodal: free(): heap overflow past the end of the block: %p", (void *)a);
-    memset(a + size, 0x41, 8);
+    memset(a + A->usable_size(a), 0x41, 8);   /* (secure=2: the request's end) */
     pthread_t t;
     if (pthread_create(&t, NULL, free_arg, a) != 0)
         _exit(4);
@@ -1196,8 +1220,10 @@ static void sc_overflow_then_remote_free(long size)
 static void overflow_is_caught_by_a_free_in_another_thread_under_secure_1(void)
 {
     nd_api();
-    expect_misuse("an 8-byte overflow past a 40-byte block freed by another thread", "secure=1",
-                  "overflow_then_remote_free", 40);
+    const char *opts[] = { "secure=1", "secure=2" };
+    for (int i = 0; i < 2; i++)
+        expect_misuse("an 8-byte overflow past a 40-byte block freed by another thread", opts[i],
+                      "overflow_then_remote_free", 40);
 }
 
 static void sc_realloc_overflowed(long size)
@@ -1207,7 +1233,7 @@ static void sc_realloc_overflowed(long size)
     if (!a)
         _exit(4);
     want("nodal: realloc(): heap overflow past the end of the block: %p", (void *)a);
-    memset(a + size, 0x41, 4);
+    memset(a + A->usable_size(a), 0x41, 4);   /* (secure=2: the request's end) */
     a = A->realloc(a, (size_t)size * 3);
     let_through("a 4-byte overflow past the end of a %ld-byte block, then realloc", size);
 }
@@ -1215,8 +1241,10 @@ static void sc_realloc_overflowed(long size)
 static void realloc_of_an_overflowed_block_is_caught_under_secure_1(void)
 {
     nd_api();
-    expect_misuse("realloc() of a 100-byte block written 4 bytes past its end", "secure=1",
-                  "realloc_overflowed", 100);
+    const char *opts[] = { "secure=1", "secure=2" };
+    for (int i = 0; i < 2; i++)
+        expect_misuse("realloc() of a 100-byte block written 4 bytes past its usable end", opts[i],
+                      "realloc_overflowed", 100);
 }
 
 /* A double free whose first free was followed by a write over the block's
@@ -1495,9 +1523,9 @@ static const struct nd_case cases[] = {
     ND_CASE(write_after_free_of_a_remotely_freed_block_is_caught_under_secure_1),
     ND_CASE(write_after_free_into_a_page_free_list_is_caught),
     ND_CASE(write_after_free_into_a_page_free_list_is_caught_under_check_2),
-    ND_CASE(overflow_into_a_free_neighbour_is_caught_under_secure_1),
+    ND_CASE(overflow_into_a_free_neighbour_is_caught_under_secure_2),
     ND_CASE(overflow_into_a_live_neighbour_is_caught_under_secure_1),
-    ND_CASE(write_after_free_is_caught_at_reuse_under_secure_1),
+    ND_CASE(write_after_free_is_caught_at_reuse_under_secure_2),
     ND_CASE(one_byte_overflow_is_caught_at_free_under_secure_1),
     ND_CASE(overflow_is_caught_by_a_free_in_another_thread_under_secure_1),
     ND_CASE(realloc_of_an_overflowed_block_is_caught_under_secure_1),
@@ -1515,6 +1543,7 @@ static const struct nd_case cases[] = {
     ND_CASE(double_free_with_the_second_word_cleared_in_between_aborts),
     ND_CASE(double_free_with_the_second_word_cleared_aborts_under_check_2),
     ND_CASE(double_free_with_the_second_word_cleared_aborts_under_secure_1),
+    ND_CASE(double_free_with_the_second_word_cleared_aborts_under_secure_2),
     ND_CASE(misuse_child),
 };
 ND_MAIN(cases)

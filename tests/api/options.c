@@ -41,7 +41,7 @@ static const struct option options[] = {
     { "huge_pages",     BOOL,   { 0 } },
     { "cache_segments", NUMBER, { 0 } },
     { "reclaim_on_free", BOOL,  { 0 } },
-    { "secure",         BOOL,   { 0 } },
+    { "secure",         LEVEL,  { 0 } },
 };
 #define N_OPTIONS (sizeof options / sizeof options[0])
 

@@ -1,12 +1,14 @@
 /*
- * secure.c - what secure=1 promises besides catching misuse (the misuse
- * itself is api/misuse.c's): allocation order is random and differs
- * between processes, a freed block waits in quarantine for a bounded
- * number of frees, malloc_usable_size is the size asked for (the canary
- * follows it), and the quarantine is given back by nodal_collect.
+ * secure.c - what secure=1 and secure=2 promise besides catching misuse
+ * (the misuse itself is api/misuse.c's): allocation order is random and
+ * differs between processes, every usable byte may be written (the canary
+ * follows them), and cached blocks are given back by nodal_collect; under
+ * secure=2 also: a freed block waits in quarantine for a bounded number of
+ * frees, malloc_usable_size is the size asked for, and the quarantine is
+ * given back by nodal_collect.
  *
- * Registered with NODAL_OPTIONS=secure=1 (tests/CMakeLists.txt); every
- * case fails if the option is not on.
+ * Registered with NODAL_OPTIONS=secure=1 or secure=2 (tests/CMakeLists.txt,
+ * CASES_secure and CASES_secure_2); every case fails if its level is not on.
  */
 #include <stdint.h>
 
@@ -14,11 +16,14 @@
 #include "check.h"
 #include "proc.h"
 
-static void need_secure(void)
+static void need_level(long level)
 {
     long v = nodal_option_get("secure");
-    EXPECT(v == 1, "these cases to run with NODAL_OPTIONS=secure=1; nodal_option_get(\"secure\") is %ld", v);
+    EXPECT(v == level, "this case to run with NODAL_OPTIONS=secure=%ld; nodal_option_get(\"secure\") is %ld",
+           level, v);
 }
+
+static void need_secure(void) { need_level(1); }
 
 static int cmp_ptr(const void *a, const void *b)
 {
@@ -115,7 +120,7 @@ static void allocation_order_differs_between_forked_processes(void)
    is bounded). */
 static void a_freed_block_waits_for_256_more_frees_then_comes_back(void)
 {
-    need_secure();
+    need_level(2);
     const struct nd_api *A = nd_api();
     enum { N = 600, DELAY = 256 };
     static void *blk[N];
@@ -144,8 +149,11 @@ static void a_freed_block_waits_for_256_more_frees_then_comes_back(void)
         A->free(blk[i]);
 }
 
-/* malloc_usable_size is the size asked for: the canary comes right after. */
-static void usable_size_is_the_size_asked_for(void)
+/* secure=1: malloc_usable_size is at least the size asked for, at most a
+   class step and the canary word more; every usable byte may be written
+   without a report at free (the canary is past them), in place after a
+   realloc too. */
+static void every_usable_byte_may_be_written_and_the_canary_follows(void)
 {
     need_secure();
     const struct nd_api *A = nd_api();
@@ -153,8 +161,34 @@ static void usable_size_is_the_size_asked_for(void)
         unsigned char *p = A->malloc(n);
         EXPECT(p != NULL, "malloc(%zu) to succeed", n);
         size_t u = A->usable_size(p);
+        EXPECT(u >= n, "malloc_usable_size of a %zu-byte block to be >= %zu, got %zu", n, n, u);
         if (n + 8 <= ((size_t)128 << 10))
-            EXPECT(u == n, "malloc_usable_size of a %zu-byte block to be %zu under secure=1, got %zu", n, n, u);
+            EXPECT(u + 8 <= 2 * n + 64, "malloc_usable_size of a %zu-byte block to leave room for a canary "
+                   "within about a class step, got %zu", n, u);
+        memset(p, 0x5a, u);   /* every usable byte may be written */
+        A->free(p);
+    }
+    unsigned char *p = A->malloc(100);
+    size_t u = A->usable_size(p);
+    unsigned char *q = A->realloc(p, 90);
+    EXPECT(q == p && A->usable_size(q) == u, "realloc(p, 90) of a 100-byte block to stay in place with "
+           "its usable size %zu; got %p (was %p), %zu", u, (void *)q, (void *)p, A->usable_size(q));
+    memset(q, 1, u);
+    A->free(q);
+}
+
+/* secure=2: malloc_usable_size is the size asked for: the canary comes
+   right after. */
+static void usable_size_is_the_size_asked_for(void)
+{
+    need_level(2);
+    const struct nd_api *A = nd_api();
+    for (size_t n = 0; n <= (size_t)128 << 10; n = n < 1100 ? n + 1 : n + n / 7) {
+        unsigned char *p = A->malloc(n);
+        EXPECT(p != NULL, "malloc(%zu) to succeed", n);
+        size_t u = A->usable_size(p);
+        if (n + 8 <= ((size_t)128 << 10))
+            EXPECT(u == n, "malloc_usable_size of a %zu-byte block to be %zu under secure=2, got %zu", n, n, u);
         else
             EXPECT(u >= n, "malloc_usable_size of a %zu-byte block to be >= %zu, got %zu", n, n, u);
         memset(p, 0x5a, u);   /* every usable byte may be written */
@@ -170,10 +204,10 @@ static void usable_size_is_the_size_asked_for(void)
 }
 
 /* What the quarantine and the random bins hold goes back with
-   nodal_collect(1): the pages they kept in use are released. */
-static void nodal_collect_gives_the_quarantine_back(void)
+   nodal_collect(1): the pages they kept in use are released (secure=2;
+   secure=1: the thread cache's blocks, the next case). */
+static void collect_gives_held_blocks_back(const char *what)
 {
-    need_secure();
     const struct nd_api *A = nd_api();
     nodal_memory_info before, held, after;
     nodal_collect(1);
@@ -187,11 +221,23 @@ static void nodal_collect_gives_the_quarantine_back(void)
     nodal_memory_info_get(&held);
     nodal_collect(1);
     nodal_memory_info_get(&after);
-    EXPECT(held.active > before.active, "freed blocks in quarantine to keep pages active (before %zu, "
-           "after the frees %zu)", before.active, held.active);
+    EXPECT(held.active > before.active, "freed blocks %s to keep pages active (before %zu, "
+           "after the frees %zu)", what, before.active, held.active);
     EXPECT(after.active <= before.active + ((size_t)128 << 10),
-           "nodal_collect(1) to give the quarantined blocks' pages back: active %zu before, %zu with the "
-           "quarantine, %zu after", before.active, held.active, after.active);
+           "nodal_collect(1) to give the pages of the blocks %s back: active %zu before, %zu with them, "
+           "%zu after", what, before.active, held.active, after.active);
+}
+
+static void nodal_collect_gives_the_quarantine_back(void)
+{
+    need_level(2);
+    collect_gives_held_blocks_back("in quarantine");
+}
+
+static void nodal_collect_gives_the_cached_blocks_back(void)
+{
+    need_secure();
+    collect_gives_held_blocks_back("in the thread cache");
 }
 
 /* Node-bound large blocks are committed (populated and checked) chunk by
@@ -225,7 +271,9 @@ static const struct nd_case cases[] = {
     ND_CASE(allocation_order_differs_between_forked_processes),
     ND_CASE(a_freed_block_waits_for_256_more_frees_then_comes_back),
     ND_CASE(usable_size_is_the_size_asked_for),
+    ND_CASE(every_usable_byte_may_be_written_and_the_canary_follows),
     ND_CASE(nodal_collect_gives_the_quarantine_back),
+    ND_CASE(nodal_collect_gives_the_cached_blocks_back),
     ND_CASE(node_bound_large_blocks_reach_the_end_of_their_segment),
 };
 ND_MAIN(cases)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # compare-misuse.sh - what each malloc does with the same heap misuse and
 # corruption cases (misuse_peer.c): glibc's, jemalloc, mimalloc,
-# tcmalloc-minimal under LD_PRELOAD, and nodal (default, check=2, secure=1).
+# tcmalloc-minimal under LD_PRELOAD, and nodal (default, check=2, secure=1,
+# secure=2).
 #
 #   tests/fuzz/compare/compare-misuse.sh [BUILDDIR]     (default: build)
 #
@@ -32,7 +33,7 @@ allocs=("glibc||")
 [ -f "$lib/libtcmalloc_minimal.so.4" ] && allocs+=("tcmalloc|$lib/libtcmalloc_minimal.so.4|")
 [ -n "${ND_MIMALLOC_SECURE:-}" ] && allocs+=("mimalloc-secure|$ND_MIMALLOC_SECURE|")
 allocs+=("nodal|$build/libnodal.so|" "nodal check=2|$build/libnodal.so|check=2"
-         "nodal secure=1|$build/libnodal.so|secure=1")
+         "nodal secure=1|$build/libnodal.so|secure=1" "nodal secure=2|$build/libnodal.so|secure=2")
 
 classify() {   # status stdout-file stderr-file
     local st=$1 out=$2 err=$3
