@@ -264,11 +264,13 @@ static bool nd_takes_yes_no(const nd_opt_desc *d)
     return d->kind == ND_OPTK_INT || (d->kind == ND_OPTK_ENUM && strncmp(d->names, "off|", 4) == 0);
 }
 
-/* A switch: on or off (0..1), or a choice that starts with "off" (stats).
-   Only a switch may be given by its name alone, meaning on (= 1). */
+/* A switch or a level: on or off (0..1), a level whose 1 is "on" (0..2:
+   check, secure), or a choice that starts with "off" (stats). Only these
+   may be given by their name alone, meaning 1 (secure means secure=1, as
+   it did when secure was a switch). */
 static bool nd_is_switch(const nd_opt_desc *d)
 {
-    return (d->kind == ND_OPTK_INT && d->lo == 0 && d->hi == 1) ||
+    return (d->kind == ND_OPTK_INT && d->lo == 0 && (d->hi == 1 || d->hi == 2)) ||
            (d->kind == ND_OPTK_ENUM && strncmp(d->names, "off|", 4) == 0);
 }
 

@@ -61,8 +61,9 @@
 /* How values are spelled, for every document that lists the options. */
 #define ND_OPT_SPELLINGS \
     "How values are written: a number option also takes yes, on or true for 1 and " \
-    "no, off or false for 0, and so does stats; a switch (an option of 0..1, and " \
-    "stats) given by its name alone is turned on (huge_pages means huge_pages=1); " \
+    "no, off or false for 0, and so does stats; a switch or a level (an option of " \
+    "0..1 or 0..2, and stats) given by its name alone means 1 (huge_pages means " \
+    "huge_pages=1, secure means secure=1); " \
     "sizes take the suffixes k, m and g (tcache_max=64k); a choice may also " \
     "be given by its position, counting from 0 (stats=2 is stats=json); letter case " \
     "does not matter. A file name in NODAL_OPTIONS cannot contain a comma (use " \

@@ -300,6 +300,8 @@ static void documented_spellings_are_accepted(void)
         { "verbose=true", "verbose", 1 },     { "tcache_max=64k", "tcache_max", 65536 },
         { "tcache_bytes=1m", "tcache_bytes", 1048576 }, { "tcache_bytes=1g", "tcache_bytes", 1L << 30 },
         { "node_fallback=PREFERRED", "node_fallback", 1 }, { "node_fallback=1", "node_fallback", 1 },
+        { "secure", "secure", 1 },            { "secure=2", "secure", 2 },
+        { "check", "check", 1 },
     };
     static struct nd_child c;
     long got[N_OPTIONS];
