@@ -205,9 +205,35 @@ int nd_os_addr_node(const void *p)
     return rc == 0 ? node : -1;
 }
 
+/* glibc 2.35 and later registers an rseq area for every thread and says
+   where (offset from the thread pointer) and how large (0: not registered);
+   the kernel keeps its cpu_id field (a 32-bit word at offset 4) equal to
+   the CPU the thread runs on. Weak: a C library without them leaves both
+   addresses NULL. */
+extern const ptrdiff_t __rseq_offset __attribute__((weak));
+extern const unsigned int __rseq_size __attribute__((weak));
+
 int nd_os_current_cpu(void)
 {
+    if (&__rseq_size != NULL && __rseq_size != 0) {
+        int cpu = *(volatile const int32_t *)((const char *)__builtin_thread_pointer() + __rseq_offset + 4);
+        if (cpu >= 0)   /* -1: not registered yet, -2: registration failed */
+            return cpu;
+    }
     return sched_getcpu();
+}
+
+#define ND_MPOL_DEFAULT 0
+#define ND_MPOL_LOCAL 4
+#define ND_MPOL_MODE_MASK 0xff   /* without MPOL_F_STATIC_NODES and the other mode flags */
+
+bool nd_os_policy_is_local(void)
+{
+    int mode = -1;
+    if (syscall(SYS_get_mempolicy, &mode, NULL, 0UL, NULL, 0UL) != 0)
+        return false;
+    mode &= ND_MPOL_MODE_MASK;
+    return mode == ND_MPOL_DEFAULT || mode == ND_MPOL_LOCAL;
 }
 
 uint64_t nd_os_now_ms(void)

@@ -45,6 +45,7 @@
     X(node_fallback,  ND_OPTK_ENUM, 0,     0, 1,        "strict|preferred", "when the requested node is full: strict = NULL/ENOMEM, preferred = use other nodes (counted)") \
     X(huge_pages,     ND_OPTK_INT,  0,     0, 1,        "",                 "ask for transparent huge pages on node-bound segments (MADV_HUGEPAGE)") \
     X(reclaim_on_free, ND_OPTK_INT, 1,     0, 1,        "",                 "a free into a segment abandoned by an exited thread adopts that segment") \
+    X(follow_thread,  ND_OPTK_INT,  1,     0, 1,        "",                 "plain memory follows a thread that moves to another node: every 4th slow path reads the CPU's node (rseq, or getcpu); after a move the thread's cached blocks go back, its old node's pages are handed back to that node (free ones returned to the OS) and its memory comes from the new node. A move costs a few microseconds per segment the thread held, and the old node refaults what it reuses. 0 = a thread keeps the memory of the node it started on. Never under a memory policy (numactl, set_mempolicy): the kernel places plain memory then") \
     X(secure,         ND_OPTK_INT,  0,     0, 1,        "",                 "hardened mode: guard pages after segments and large blocks, random allocation order, a canary after each block (checked at free), freed blocks filled and checked at reuse, delayed reuse (quarantine); malloc and free take checked slow paths, 4-10 times slower (docs/hardening.md)")
 
 /* How values are spelled, for every document that lists the options. */
