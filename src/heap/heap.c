@@ -475,6 +475,9 @@ size_t nd_heap_leave(nd_heap *h, int node)
     nd_heap_retire_empty_pages(h);   /* segments left with no page in use go back purged */
     nd_heap_purge(h, 0, true);       /* free pages of the others, and the spares */
     nd_heap_abandon(h);
+    /* The segments this heap gave its node's cache lately, kept with their
+       memory for reuse by a thread of that node, are purged too. */
+    nd_node_purge_cached(h->node, false);
     h->leaving = 0;
     h->node = (int16_t)node;
     h->away = 0;

@@ -133,7 +133,8 @@ bool   nd_heap_adopt_segment(nd_heap *h, nd_segment *s) nd_hidden;
 void   nd_heap_abandon(nd_heap *h) nd_hidden;
 /* The thread of plain heap h moved to a CPU of node `node`: everything h
    holds is handed back to its old node (empty pages and segments returned
-   to the OS first, then kept in the node's cache; segments still holding
+   to the OS first, then kept in the node's cache, whose segments are all
+   purged; segments still holding
    blocks abandoned to the node, for its threads to adopt first), and h
    starts over, empty, as a heap of plain memory of `node`. The thread
    cache must have been flushed first. Returns the pages handed back. */

@@ -28,7 +28,8 @@
  * move (moves_followed stays 0: it left placement to the kernel).
  * Under follow_thread=0 the moved cases are only reported (nodal keeps the
  * thread's memory where it was, by request); the others are still checked.
- * Arguments: --case=NAME (one case; default all), --policy=P, --mib=N.
+ * Arguments: --case=NAME[,NAME...] (default all), --policy=P, --mib=N, -v
+ * (back_and_forth: each stay's fraction).
  * Needs two nodes with CPUs (skipped otherwise).
  */
 #define _GNU_SOURCE
@@ -319,12 +320,15 @@ static void *moved_thread(void *arg)
     round_alloc(&r, round_bytes, seed_base);
     expect_round(&r, node_x, move ? "moved: round before the move" : "not_moved: first round", 1);
     round_free(&r);
+    if (pt_verbose)
+        pt_info("%s: RSS %zu KiB after the first round was freed", move ? "moved" : "not_moved",
+                pt_rss_bytes() >> 10);
     if (move)
         pin_node(node_y);
     round_alloc(&r, round_bytes, seed_base + 1);
+    moved_peak_kib = peak_rss_kib();   /* before the check's own allocations (a large block on a new node) */
     expect_round(&r, move ? node_y : node_x, move ? "moved: round after the move" : "not_moved: second round",
                  following || !move);
-    moved_peak_kib = peak_rss_kib();
     round_done(&r);
     return NULL;
 }
@@ -405,6 +409,9 @@ static void *back_and_forth_thread(void *arg)
         }
         local += per[node];
         total += n;
+        if (pt_verbose && policy_mode < 0)
+            pt_info("back_and_forth: thread %d, stay %d on node %d: %.3f of %zu OS pages there", i, s, node,
+                    n ? (double)per[node] / (double)n : 0.0, n);
         round_free(&r);
     }
     round_done(&r);
@@ -427,8 +434,8 @@ static void case_back_and_forth(void)
     pthread_barrier_destroy(&turn);
     double f = sum_total ? (double)sum_local / (double)sum_total : 0.0;
     pt_info("back_and_forth: %d threads on nodes %d and %d, %d swaps: %.3f of %zu OS pages on the node of "
-            "their stay; %llu moves seen", NTHREADS, node_x, node_y, SWAPS, f, sum_total,
-            stat_of("thread_moves"));
+            "their stay; %llu moves seen, %llu followed, %llu remote pages handed out", NTHREADS, node_x, node_y,
+            SWAPS, f, sum_total, stat_of("thread_moves"), stat_of("moves_followed"), stat_of("remote_pages"));
     if (policy_mode < 0 && following && f < MIN_LOCAL)
         pt_fail("back_and_forth: %.3f of %zu OS pages on the node each thread ran on; expected at least %.2f", f,
                 sum_total, MIN_LOCAL);
@@ -501,17 +508,22 @@ int main(int argc, char **argv)
     following = nodal_option_get("follow_thread") != 0;   /* -1: no such option (an older nodal): on */
     if (policy != NULL)
         set_policy(policy);
-    int want = -1;
-    if (only != NULL) {
+    int want[NCASES];
+    for (int c = 0; c < NCASES; c++)
+        want[c] = only == NULL;
+    for (const char *o = only; o != NULL && *o != '\0';) {
+        size_t len = strcspn(o, ",");
+        int found = 0;
         for (int c = 0; c < NCASES; c++)
-            if (strcmp(only, case_names[c]) == 0)
-                want = c;
-        if (want < 0)
+            if (strlen(case_names[c]) == len && strncmp(o, case_names[c], len) == 0)
+                want[c] = found = 1;
+        if (!found)
             pt_die("--case=%s: no such case", only);
+        o += len + (o[len] == ',');
     }
     size_t peak[2] = { 0, 0 };
     for (int c = 0; c < NCASES; c++) {
-        if (want >= 0 && c != want)
+        if (!want[c])
             continue;
         if (policy != NULL && c != 2 && c != 4)
             continue;   /* the policy cases: a moved thread, and threads moving back and forth */
