@@ -15,7 +15,8 @@
  * Result per scenario: local_pct = share of the last round's OS pages on
  * the node its thread runs on (move_pages), cpu_s = the process's CPU time
  * for the scenario, peak_rss_mib = the process's peak RSS during it (reset
- * before it where the kernel allows). X and Y: the nodes of the first CPU
+ * before it where the kernel allows), read when the last round is
+ * allocated, before the check's own allocations. X and Y: the nodes of the first CPU
  * and of the first CPU on another node; exits 77 with one node.
  *
  *   follow [-m MiB] [-S exit,moved,freed,stay]
@@ -150,6 +151,7 @@ static double local_pct(const round_t *r, int node)
 
 static round_t handed;
 static double result_pct;
+static long peak_kib;
 static pthread_barrier_t turn;
 
 static void *t_alloc_free(void *arg)
@@ -169,6 +171,7 @@ static void *t_alloc_measure(void *arg)
     pin(cpu_y);
     round_t r = { 0 };
     round_alloc(&r, 2);
+    peak_kib = bench_peak_rss_kib();
     result_pct = local_pct(&r, node_y);
     round_free(&r);
     free(r.b);
@@ -185,6 +188,7 @@ static void *t_moved(void *arg)
     if (move)
         pin(cpu_y);
     round_alloc(&r, 2);
+    peak_kib = bench_peak_rss_kib();
     result_pct = local_pct(&r, move ? node_y : node_x);
     round_free(&r);
     free(r.b);
@@ -209,6 +213,7 @@ static void *t_freed_y(void *arg)
     round_free(&handed);
     round_t r = { 0 };
     round_alloc(&r, 2);
+    peak_kib = bench_peak_rss_kib();
     result_pct = local_pct(&r, node_y);
     round_free(&r);
     free(r.b);
@@ -257,7 +262,7 @@ static void scenario(const char *name)
     }
     double cpu = cpu_now() - c0;
     bench_result("follow", "scenario=%s mib=%zu local_pct=%.1f cpu_s=%.3f peak_rss_mib=%.1f", name,
-                 round_bytes >> 20, result_pct, cpu, (double)bench_peak_rss_kib() / 1024.0);
+                 round_bytes >> 20, result_pct, cpu, (double)peak_kib / 1024.0);
 }
 
 int main(int argc, char **argv)
