@@ -13,7 +13,8 @@
  *   stay   as moved, without the move (the RSS baseline of moved)
  *
  * Result per scenario: local_pct = share of the last round's OS pages on
- * the node its thread runs on (move_pages), cpu_s = the process's CPU time
+ * the node its thread runs on (move_pages, through tools/kview.c as the
+ * placement tests ask), cpu_s = the process's CPU time
  * for the scenario, peak_rss_mib = the process's peak RSS during it (reset
  * before it where the kernel allows), read when the last round is
  * allocated, before the check's own allocations. X and Y: the nodes of the first CPU
@@ -34,6 +35,7 @@
 #include <unistd.h>
 
 #include "harness.h"
+#include "kview.h"
 
 typedef struct blk {
     void *p;
@@ -135,9 +137,9 @@ static double local_pct(const round_t *r, int node)
     if (status == NULL)
         die("out of memory");
     size_t on = 0;
-    for (size_t done = 0; done < u; done += 1024) {
-        size_t k = u - done < 1024 ? u - done : 1024;
-        if (syscall(SYS_move_pages, 0, (unsigned long)k, (void **)(pages + done), NULL, status + done, 0) != 0)
+    for (size_t done = 0; done < u; done += KV_QUERY_MAX) {
+        size_t k = u - done < KV_QUERY_MAX ? u - done : KV_QUERY_MAX;
+        if (kv_query_pages((void **)(pages + done), status + done, k) != 0)
             die("move_pages: %s", strerror(errno));
     }
     for (size_t i = 0; i < u; i++)
