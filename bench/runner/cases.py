@@ -158,6 +158,13 @@ GROUPS = {
                  "memkind_malloc with MEMKIND_LOWEST_LATENCY_LOCAL / _HIGHEST_BANDWIDTH_LOCAL / "
                  "_HIGHEST_CAPACITY_LOCAL; misplaced = nodal blocks (of 64 per thread) off the tier's node "
                  "(not counted for memkind)"),
+    "follow": ("Plain memory and a thread's node (bench/follow.c, 32 MiB of 24 B-16 KiB blocks)",
+               ["local_pct", "cpu_s", "peak_rss_mib"],
+               "local_pct = share of the last round's OS pages on the node its thread runs on (move_pages); "
+               "exit: a thread on node 0 allocates and frees, exits, a new thread on node 1 allocates; moved: "
+               "one thread allocates and frees on node 0, is moved to node 1, allocates; freed: a thread on "
+               "node 1 frees a node-0 thread's blocks, then allocates; stay: moved without the move (its RSS "
+               "baseline); cpu_s and peak_rss_mib of the process over the scenario"),
     "nodecost": ("What node-bound memory costs, per mechanism (bench/nodecost.c)",
                  ["cpu_us_seg", "cpu_us_mib", "us_seg", "tlb_ipis_seg", "ratio", "misplaced"],
                  "per 4 MiB segment and per MiB; the kernel primitives of a node-bound commit timed apart "
@@ -196,7 +203,7 @@ VS_GLIBC = {
 
 
 # The VM's tables are kept apart from the host's.
-for _g in ("nodepair", "bst", "ycsb", "chase", "nodecost", "tiercost"):
+for _g in ("nodepair", "bst", "ycsb", "chase", "nodecost", "tiercost", "follow"):
     _t, _m, _w = GROUPS[_g]
     GROUPS["vm-" + _g] = ("In the multi-node VM: " + _t, _m,
                           _w + " (inside numa-vm under emulation: compare columns, not absolute times)")
@@ -352,6 +359,8 @@ def vm_cases():
         Case("vm-ycsb", "ycsb", ["-t", "4", "-k", "50000", "-T", "4", "-B", "1021", "-d", "2",
                                  "-i", "250", "-w", "2"], "vm-ycsb", "app"),
         Case("vm-chase", "chase", ["-c", "256k", "-s", "64", "-h", "2m", "-N", "1"], "vm-chase", "chase"),
+        # issue 19's scenarios, one process each (a fresh allocator)
+        *[Case("vm-follow-" + s, "follow", ["-m", "32", "-S", s], "vm-follow") for s in ("exit", "moved", "freed", "stay")],
         # one repetition per run (the runner repeats), 4 segments, 8 MiB through nodal
         Case("vm-nodecost-cpu", "nodecost", ["-N", "0", "-r", "1", "-S", "4", "-M", "8"], "vm-nodecost",
              "nodecost"),

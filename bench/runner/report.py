@@ -15,7 +15,7 @@ import statistics
 from .cases import GROUPS, VS_GLIBC
 
 # Metrics where more is better (throughputs, counts and shares of successes).
-HIGHER_IS_BETTER = {"mops", "blocks", "small_ok_pct", "refill_pct", "fill_pct"}
+HIGHER_IS_BETTER = {"mops", "blocks", "small_ok_pct", "refill_pct", "fill_pct", "local_pct"}
 
 # Per-process figures every sample carries (from wait4, see execute.py), as
 # metrics a group may list: one value per run, the row is the case.

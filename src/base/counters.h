@@ -74,6 +74,10 @@
     X(huge_cached_bytes,   GAUGE,   PROCESS, GAUGE,   BYTES, 1, "freed huge mappings kept for reuse (for purge_delay at most)") \
     X(reclaimed_segments,  COUNTER, PROCESS, THREAD,  COUNT, 1, "segments of exited threads taken over by a live thread") \
     X(abandoned_segments,  COUNTER, PROCESS, THREAD,  COUNT, 1, "segments left with live blocks by exiting threads") \
+    X(thread_moves,        COUNTER, PROCESS, THREAD,  COUNT, 1, "moves of a thread to a CPU of another node, seen on its slow paths (follow_thread)") \
+    X(moves_followed,      COUNTER, PROCESS, THREAD,  COUNT, 1, "of those, the ones after which the thread's plain memory came from its new node (not under follow_thread=0 or a memory policy)") \
+    X(pages_handed_back,   COUNTER, PROCESS, THREAD,  COUNT, 1, "pages (64 or 512 KiB) of the segments that moved threads handed back to their old node: those holding blocks to the node's abandoned segments, the free ones (purged) to its cache") \
+    X(remote_pages,        COUNTER, PROCESS, THREAD,  COUNT, 1, "pages of reused memory (already faulted in on its node) that a heap began handing out while its thread ran on another node: a move not followed, or not seen yet") \
     X(node_fallback_pages, COUNTER, PROCESS, GAUGE,   COUNT, 2, "OS pages of node-targeted memory placed on another node (node_fallback=preferred only)") \
     X(strict_failures,     COUNTER, PROCESS, GAUGE,   COUNT, 1, "node-targeted requests refused because the node was full (node_fallback=strict)") \
     X(tier_fallbacks,      COUNTER, PROCESS, GAUGE,   COUNT, 1, "tier calls with NODAL_TIER_PREFERRED served by a later node of the tier's order (the first was full or over its cap)") \

@@ -38,6 +38,8 @@ static void nd_heap_seg_release(nd_heap *h, nd_segment *s)
     if (h->spare[1] == s)
         h->spare[1] = NULL;
     s->owner = NULL;
+    if (nd_unlikely(h->leaving))
+        nd_seg_purge(s, s->committed);   /* handed back by a thread that moved: nothing stays resident */
     nd_node_seg_put(s);   /* may be unmapped: do not touch s after this */
 }
 
@@ -76,6 +78,9 @@ static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)
         unsigned i = nd_heap_pick_page(s);
         size_t area;
         uint8_t *start = nd_seg_page_area(s, i, &area);
+        /* Memory faulted in before, handed out while the thread runs on
+           another node (heap.h: away): counted. */
+        uint64_t reused = nd_unlikely(h->away) ? s->committed & nd_seg_chunks(s, start, area) : 0;
         if (nd_seg_commit(s, start, area) != 0) {
             /* The node is full (strict placement). Leave the page free. */
             if (s->used_pages == 0) {
@@ -99,6 +104,8 @@ static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)
         if (s->free_mask == 0)
             nd_list_move_front(&h->avail[k], &h->used[k], s);
         nd_page *pg = &s->pages[i];
+        if (nd_unlikely(reused != 0))
+            nd_count_inc(&h->stats.remote_pages);
         nd_page_init(pg, cls, start, area, h, h->tid, nd_heap_kind(h));
         nd_add_relaxed(&nd_gauge.pages[cls], 1);
         nd_gauge_active((long)area);
@@ -412,9 +419,10 @@ void nd_heap_fork_child(nd_heap *h)
     }
 }
 
-void nd_heap_abandon(nd_heap *h)
+/* No more notifications: full pages disarmed, notified ones forgotten,
+   all back on their class queues. */
+static void nd_heap_unfull_all(nd_heap *h)
 {
-    /* No more notifications: disarm full pages, then forget notified ones. */
     for (nd_page *pg = h->full.first; pg; pg = pg->next)
         nd_page_disarm(pg);
     nd_heap_drain_notified(h);
@@ -424,6 +432,11 @@ void nd_heap_abandon(nd_heap *h)
         pg->in_full = 0;
         nd_list_push_front(&h->pages[pg->cls], pg);
     }
+}
+
+void nd_heap_abandon(nd_heap *h)
+{
+    nd_heap_unfull_all(h);
     nd_heap_retire_empty_pages(h);
     nd_heap_release_kept(h, 0, true);
     for (int k = 0; k < 2; k++) {
@@ -447,13 +460,38 @@ void nd_heap_abandon(nd_heap *h)
     h->purge_pending = 0;
 }
 
+size_t nd_heap_leave(nd_heap *h, int node)
+{
+    nd_assert(!h->bound && !h->shared);
+    size_t pages = 0;
+    for (int k = 0; k < 2; k++) {
+        nd_seg_queue *lists[2] = { &h->avail[k], &h->used[k] };
+        for (int l = 0; l < 2; l++)
+            for (nd_segment *s = lists[l]->first; s; s = s->next)
+                pages += s->page_count;
+    }
+    h->leaving = 1;
+    nd_heap_unfull_all(h);
+    nd_heap_retire_empty_pages(h);   /* segments left with no page in use go back purged */
+    nd_heap_purge(h, 0, true);       /* free pages of the others, and the spares */
+    nd_heap_abandon(h);
+    /* The segments this heap gave its node's cache lately, kept with their
+       memory for reuse by a thread of that node, are purged too. */
+    nd_node_purge_cached(h->node, false);
+    h->leaving = 0;
+    h->node = (int16_t)node;
+    h->away = 0;
+    nd_assert2(nd_heap_is_valid(h));
+    return pages;
+}
+
 /* ---- debug validation ---------------------------------------------------------- */
 
 static bool nd_heap_seg_queue_is_valid(const nd_heap *h, const nd_seg_queue *q, int k, bool avail)
 {
     size_t n = 0;
     for (const nd_segment *s = q->first; s; s = s->next, n++) {
-        if (s->owner != h || (s->free_mask != 0) != avail || s->bound != h->bound ||
+        if (s->owner != h || (s->free_mask != 0) != avail || s->bound != h->bound || s->node != h->node ||
             nd_heap_kind_of(s) != k || !nd_seg_is_valid(s))
             return false;
         if (s->used_pages == 0 && h->spare[k] != s)

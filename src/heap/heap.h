@@ -57,12 +57,16 @@ typedef ND_LIST(nd_segment) nd_seg_queue;
  *  - bound == 1: every segment is bound to node; bound == 0: plain, made by
  *    a thread running on node.
  *  - purge_pending = bytes of the chunks in the purge_mask of its segments.
+ *  - away: its thread was last seen on a CPU of another node than `node`
+ *    (plain heaps; thread.c sets it); leaving: only inside nd_heap_leave.
  */
 typedef struct nd_aligned(ND_CACHE_LINE) nd_heap {
     uintptr_t       tid;
     int16_t         node;
     uint8_t         bound;
     uint8_t         shared;
+    uint8_t         away;
+    uint8_t         leaving;
     nd_page_queue   pages[ND_CLASS_COUNT];
     nd_page_queue   full;
     nd_seg_queue    avail[2];
@@ -127,6 +131,14 @@ bool   nd_heap_adopt_segment(nd_heap *h, nd_segment *s) nd_hidden;
    released, the rest of its segments abandoned to their node. The thread
    cache must have been flushed first. */
 void   nd_heap_abandon(nd_heap *h) nd_hidden;
+/* The thread of plain heap h moved to a CPU of node `node`: everything h
+   holds is handed back to its old node (empty pages and segments returned
+   to the OS first, then kept in the node's cache, whose segments are all
+   purged; segments still holding
+   blocks abandoned to the node, for its threads to adopt first), and h
+   starts over, empty, as a heap of plain memory of `node`. The thread
+   cache must have been flushed first. Returns the pages handed back. */
+size_t nd_heap_leave(nd_heap *h, int node) nd_hidden;
 /* In a child after fork (single-threaded, h consistent: its owner is the
    forking thread, pooled, or a locked shared heap): finishes the
    notifications that threads lost in the fork had begun on h's full pages. */

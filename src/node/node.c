@@ -346,6 +346,11 @@ static void nd_node_sweep(int node, bool bound, uint64_t now, bool force)
     nd_unlock(nd_node_lock(ns));
 }
 
+void nd_node_purge_cached(int node, bool bound)
+{
+    nd_node_sweep(node, bound, 0, true);
+}
+
 void nd_node_maintain(int mode)
 {
     nd_lock_may_take(ND_LOCK_ID_node);

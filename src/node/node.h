@@ -39,6 +39,10 @@ bool        nd_node_abandoned_claim(nd_segment *s) nd_hidden;
 nd_segment *nd_node_huge_take(int node, bool bound, size_t need, size_t most) nd_hidden;
 bool        nd_node_huge_keep(nd_segment *s) nd_hidden;
 
+/* Purges every cached segment of (node, kind) that still has memory in it,
+   now: a thread that moved off the node leaves nothing resident behind. */
+void        nd_node_purge_cached(int node, bool bound) nd_hidden;
+
 /* Out of address space: unmaps every cached segment and huge mapping of
    every node (abandoned ones stay: they hold blocks). */
 void        nd_node_release_cached(void) nd_hidden;

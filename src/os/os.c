@@ -251,7 +251,27 @@ int nd_os_addr_node(const void *p)
 
 int nd_os_current_cpu(void)
 {
+    /* The rseq area's cpu_id once start-up knows where it is (-1: not
+       registered yet, -2: registration failed or turned off). */
+    if (nd_os_rseq_cpu_off != 0) {
+        int cpu = nd_os_current_cpu_fast();
+        if (cpu >= 0)
+            return cpu;
+    }
     return sched_getcpu();
+}
+
+#define ND_MPOL_DEFAULT 0
+#define ND_MPOL_LOCAL 4
+#define ND_MPOL_MODE_MASK 0xff   /* without MPOL_F_STATIC_NODES and the other mode flags */
+
+bool nd_os_policy_is_local(void)
+{
+    int mode = -1;
+    if (syscall(SYS_get_mempolicy, &mode, NULL, 0UL, NULL, 0UL) != 0)
+        return false;
+    mode &= ND_MPOL_MODE_MASK;
+    return mode == ND_MPOL_DEFAULT || mode == ND_MPOL_LOCAL;
 }
 
 uint64_t nd_os_now_ms(void)

@@ -61,7 +61,13 @@ int  nd_os_addr_node(const void *p) nd_hidden;
 /* Migrate pages[i] to nodes[i]; status[i] = resulting node or -errno.
    Returns 0, or -1 if the call failed as a whole. */
 int  nd_os_move_pages(void **pages, const int *nodes, int *status, size_t count) nd_hidden;
-int  nd_os_current_cpu(void) nd_hidden;       /* -1 if unknown */
+/* The CPU the caller runs on, -1 if unknown: from the rseq area glibc
+   registered for the thread (nd_os_current_cpu_fast), else sched_getcpu. */
+int  nd_os_current_cpu(void) nd_hidden;
+/* Does the calling thread allocate under the default policy (MPOL_DEFAULT
+   or MPOL_LOCAL: first touch places a page)? false under membind,
+   interleave, preferred..., or when it cannot be asked. */
+bool nd_os_policy_is_local(void) nd_hidden;
 /* The calling thread's CPU as the kernel last wrote it into the thread's
    restartable-sequences area (glibc >= 2.35 registers one per thread), or a
    negative value when there is none (then ask nd_os_current_cpu). One load

@@ -51,6 +51,9 @@ static pthread_key_t nd_thread_key;
 static ND_LIST(nd_thread) nd_threads;   /* live and pooled records, newest first */
 
 #define ND_GC_EVENTS 256
+/* Slow-path events between two looks at the node the thread runs on
+   (follow_thread). */
+#define ND_MOVE_EVENTS 4
 
 /* Pools of records of exited threads, per node (plain tcache's node), newest
    first, under nd_threads_lock; nd_pool_count (all pools) is also read
@@ -237,6 +240,8 @@ nd_tcache *nd_thread_start(void)
         nd_tcache *tc = t->plain;
         nd_tls_tid = tc->heap.tid;
         t->gc_countdown = ND_GC_EVENTS;
+        t->move_countdown = ND_MOVE_EVENTS;
+        t->seen_node = (int16_t)node;
         t->maintain_at = nd_os_now_ms() + (uint64_t)nd_opt(ND_OPT_purge_delay);
         nd_tls_tc = tc;
         nd_tls_thread = t;
@@ -261,6 +266,8 @@ nd_tcache *nd_thread_start(void)
     t->plain = tc;
     t->state = ND_THREAD_LIVE;
     t->gc_countdown = ND_GC_EVENTS;
+    t->move_countdown = ND_MOVE_EVENTS;
+    t->seen_node = (int16_t)node;
     t->maintain_at = tc->heap.clock_ms + (uint64_t)nd_opt(ND_OPT_purge_delay);
     nd_lock(nd_threads_lock);
     nd_list_push_front(&nd_threads, t);
@@ -296,8 +303,8 @@ nd_tcache *nd_thread_tcache_for(const nd_segment *s)
 {
     if (nd_tls_thread->state != ND_THREAD_LIVE)
         return NULL;
-    if (!s->bound)
-        return nd_tls_tc;
+    if (!s->bound)   /* plain memory of another node is not this thread's to hand out */
+        return nd_tls_tc->heap.node == s->node ? nd_tls_tc : NULL;
     return nd_thread_node_tcache(s->node);   /* created if this thread has none yet */
 }
 
@@ -469,14 +476,45 @@ bool nd_thread_count_request(nd_tcache *tc, unsigned c)
     return r & ND_COUNT_SAMPLE;
 }
 
+/* follow_thread: the thread's CPU is on node `node`, another node than
+   the last one seen. Its plain memory follows it there, unless the option
+   is off or a memory policy places plain memory (then the kernel decides,
+   and nodal keeps serving what it has). */
+static nd_noinline void nd_thread_moved(nd_thread *t, int node)
+{
+    nd_tcache *tc = t->plain;
+    nd_heap *h = &tc->heap;
+    t->seen_node = (int16_t)node;
+    nd_count_inc(&h->stats.thread_moves);
+    h->away = node != h->node;
+    if (!h->away || !nd_opt(ND_OPT_follow_thread) || !nd_os_policy_is_local())
+        return;
+    nd_count_inc(&h->stats.moves_followed);
+    /* Every cached block back to its page, then the heap's pages to the
+       old node; the cache serves the new node's memory from now on. */
+    nd_thread_cache_flush(tc);
+    nd_count_add(&h->stats.pages_handed_back, nd_heap_leave(h, node));
+    tc->kind = nd_kind_of(false, node);
+    nd_assert2(nd_tcache_is_valid(tc));
+}
+
 void nd_thread_tick(nd_tcache *tc)
 {
     nd_heap_tick(&tc->heap);
     nd_thread *t = nd_tls_thread;
     bool due = false;
-    if (!tc->heap.shared && t->state == ND_THREAD_LIVE && nd_unlikely(--t->gc_countdown == 0)) {
-        t->gc_countdown = ND_GC_EVENTS;
-        due = true;
+    if (!tc->heap.shared && t->state == ND_THREAD_LIVE) {
+        if (nd_unlikely(--t->move_countdown == 0)) {
+            /* Off the fast paths: a look at the CPU's node every few slow-path events. */
+            t->move_countdown = ND_MOVE_EVENTS;
+            int node = nd_topo_local_mem_node(nd_topo_current_node());
+            if (nd_unlikely(node != t->seen_node))
+                nd_thread_moved(t, node);
+        }
+        if (nd_unlikely(--t->gc_countdown == 0)) {
+            t->gc_countdown = ND_GC_EVENTS;
+            due = true;
+        }
     }
     nd_thread_maintain_check(tc, due);
 }

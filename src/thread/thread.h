@@ -29,13 +29,18 @@ enum { ND_THREAD_NEW = 0, ND_THREAD_LIVE, ND_THREAD_DEAD, ND_THREAD_POOLED };
  * blocks for the next thread); plain == the plain tcache (nd_tls_tc while it lives); node_tc[n] ==
  * the tcache for memory bound to node n, or the static empty tcache (every
  * fast path misses) when there is none; every tcache's heap has the
- * record's id (a thread that takes a pooled record takes its id too).
+ * record's id (a thread that takes a pooled record takes its id too);
+ * seen_node is the node with memory that serves the CPU the thread ran on
+ * at its last look (follow_thread): plain's heap is of that node unless the
+ * thread did not follow the move (plain's heap.away then).
  */
 typedef struct nd_aligned(ND_CACHE_LINE) nd_thread {
     nd_tcache        *node_tc[ND_MAX_NODES];
     nd_tcache        *plain;
     uint8_t           state;
     uint32_t          gc_countdown;     /* slow-path events until the next maintenance check */
+    uint32_t          move_countdown;   /* slow-path events until the next look at the CPU's node */
+    int16_t           seen_node;        /* node (with memory) of the CPU the thread was last seen on */
     uint64_t          maintain_at;      /* ms */
     uint64_t          pooled_at;        /* ms; POOLED only */
     struct nd_thread *next, *prev;      /* list of records (live and pooled) */

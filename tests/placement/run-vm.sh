@@ -61,6 +61,12 @@ main|shared_containers_keep_their_node|tests/cpp/shared_containers_keep_their_no
 main|tier_blocks_on_the_kernels_node[no-hmat]|tests/placement/tier_blocks_on_the_kernels_node||--expect-hmat 0|240
 main|heap_profile_splits_nodes|tests/placement/heap_profile_splits_nodes|prof=1,prof_rate=16k||180
 main|matrix_covers_every_node_pair|tests/placement/matrix_covers_every_node_pair|||180|tools/nodal-verify
+main|plain_memory_follows_thread|tests/placement/plain_memory_follows_thread||--case=exit_then_new,not_moved,moved,freed_by_other|300
+main|plain_memory_follows_thread[back_and_forth]|tests/placement/plain_memory_follows_thread||--case=back_and_forth|240
+main|plain_memory_follows_thread[follow_thread=0]|tests/placement/plain_memory_follows_thread|follow_thread=0|--expect-option follow_thread=0|300
+main|plain_memory_follows_thread[membind]|tests/placement/plain_memory_follows_thread||--policy=membind|240
+main|plain_memory_follows_thread[interleave]|tests/placement/plain_memory_follows_thread||--policy=interleave|240
+main|plain_memory_follows_thread[preferred]|tests/placement/plain_memory_follows_thread||--policy=preferred|240
 small|full_node_strict_or_preferred|tests/placement/full_node_strict_or_preferred|||240
 small|node_full_throws_bad_alloc|tests/cpp/node_full_throws_bad_alloc|||240
 hmat|tier_blocks_on_the_kernels_node|tests/placement/tier_blocks_on_the_kernels_node||--expect-hmat 1|240

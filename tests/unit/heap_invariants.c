@@ -69,6 +69,50 @@ static void random_operations_keep_the_heap_valid(void)
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold after freeing everything");
 }
 
+/* What a thread that moves to another node does to its plain heap
+   (follow_thread; thread.c): its cache flushed, its heap handed back to its
+   node (nd_heap_leave). The host has one node, so the heap "moves" to the
+   node it is on: the same steps. The blocks still out stay intact and can
+   be freed (into the abandoned segments, which this thread then adopts),
+   and the heap serves and stays valid. */
+static void a_heap_that_leaves_its_node_keeps_every_block_usable(void)
+{
+    enum { N = 4096 };
+    static void *p[N];
+    static size_t sz[N];
+    uint64_t x = nd_test_seed();
+    for (int i = 0; i < N; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        sz[i] = 1 + (size_t)(x >> 40) % (64 << 10);
+        p[i] = nodal_malloc(sz[i]);
+        EXPECT(p[i] != NULL, "malloc(%zu) to succeed", sz[i]);
+        memset(p[i], (unsigned char)i, sz[i]);
+    }
+    for (int i = 0; i < N; i += 2)
+        nodal_free(p[i]), p[i] = NULL;
+    nd_tcache *tc = nd_tls_tc;
+    nd_tcache_flush_all(tc);
+    size_t pages = nd_heap_leave(&tc->heap, tc->heap.node);
+    EXPECT(pages > 0, "the heap to hand back the pages of its segments (%zu)", pages);
+    EXPECT(tc->heap.avail[0].count == 0 && tc->heap.used[0].count == 0 && tc->heap.avail[1].count == 0 &&
+           tc->heap.used[1].count == 0, "the heap to own no segment after leaving");
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after leaving");
+    for (int i = 1; i < N; i += 2) {
+        for (size_t j = 0; j < sz[i]; j += 997)
+            EXPECT(((unsigned char *)p[i])[j] == (unsigned char)i, "block %d byte %zu intact", i, j);
+        nodal_free(p[i]), p[i] = NULL;
+    }
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after freeing the blocks left behind");
+    for (int i = 0; i < N; i++) {
+        p[i] = nodal_malloc(sz[i]);
+        EXPECT(p[i] != NULL, "malloc(%zu) after leaving to succeed", sz[i]);
+        memset(p[i], 1, sz[i]);
+    }
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold when it serves again");
+    for (int i = 0; i < N; i++)
+        nodal_free(p[i]), p[i] = NULL;
+}
+
 static void *producer(void *arg)
 {
     void **slots = arg;
@@ -497,6 +541,7 @@ static void segments_without_a_slot_free_through_the_segment_map(void)
 }
 
 static const struct nd_case cases[] = {
+    ND_CASE(a_heap_that_leaves_its_node_keeps_every_block_usable),
     ND_CASE(a_huge_block_mapped_where_a_moved_one_was_stays_nodals),
     ND_CASE(short_segments_under_an_address_space_limit_keep_the_heap_valid),
     ND_CASE(segment_map_holds_windows_of_any_range_and_the_cache_names_its_window),
