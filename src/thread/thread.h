@@ -39,7 +39,6 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_thread {
     nd_tcache        *plain;
     uint8_t           state;
     uint32_t          gc_countdown;     /* slow-path events until the next maintenance check */
-    uint32_t          move_countdown;   /* slow-path events until the next look at the CPU's node */
     int16_t           seen_node;        /* node (with memory) of the CPU the thread was last seen on */
     uint64_t          maintain_at;      /* ms */
     uint64_t          pooled_at;        /* ms; POOLED only */
