@@ -130,16 +130,13 @@ inline void *try_alloc(std::size_t bytes, std::size_t align, int k) noexcept
                                  : nodal_malloc_node(bytes, k);
 }
 
-/* After a failed attempt: a bad node is an error at once; otherwise the
-   new-handler loop of ::operator new, then bad_alloc (nothrow: nullptr). */
-inline void *alloc_failed(std::size_t bytes, std::size_t align, int k, bool nothrow)
+/* The new-handler loop of ::operator new, after a failed attempt: each
+   installed handler runs and `attempt` is tried again; with none installed,
+   bad_alloc (nothrow: nullptr). The node and tier calls share it. */
+template <class Attempt>
+inline void *new_handler_loop(Attempt attempt, bool nothrow)
 {
     for (;;) {
-        if (!node_valid(k)) {
-            if (nothrow)
-                return nullptr;
-            throw_invalid_node(k);
-        }
         std::new_handler h = std::get_new_handler();
         if (h == nullptr) {
             if (nothrow)
@@ -159,9 +156,37 @@ inline void *alloc_failed(std::size_t bytes, std::size_t align, int k, bool noth
 #else
         h();
 #endif
-        if (void *p = try_alloc(bytes, align, k))
+        if (void *p = attempt())
             return p;
     }
+}
+
+/* A nothrow form's failure path: nullptr for anything it throws (only
+   std::to_string's own bad_alloc could). */
+template <class Failed>
+inline void *nothrow_failure(Failed failed) noexcept
+{
+#if defined(__cpp_exceptions)
+    try {
+        return failed();
+    } catch (...) {
+        return nullptr;
+    }
+#else
+    return failed();
+#endif
+}
+
+/* After a failed attempt: a bad node is an error at once (nodes do not
+   change while the process runs); otherwise the new-handler loop. */
+inline void *alloc_failed(std::size_t bytes, std::size_t align, int k, bool nothrow)
+{
+    if (!node_valid(k)) {
+        if (nothrow)
+            return nullptr;
+        throw_invalid_node(k);
+    }
+    return new_handler_loop([=] { return try_alloc(bytes, align, k); }, nothrow);
 }
 
 inline void *alloc(std::size_t bytes, std::size_t align, int k)
@@ -177,15 +202,7 @@ inline void *alloc_nothrow(std::size_t bytes, std::size_t align, int k) noexcept
     void *p = try_alloc(bytes, align, k);
     if (__builtin_expect(p != nullptr, 1))
         return p;
-#if defined(__cpp_exceptions)
-    try {
-        return alloc_failed(bytes, align, k, true);
-    } catch (...) {
-        return nullptr;   // only std::to_string's own bad_alloc could get here
-    }
-#else
-    return alloc_failed(bytes, align, k, true);
-#endif
+    return nothrow_failure([=] { return alloc_failed(bytes, align, k, true); });
 }
 
 inline void dealloc(void *p, std::size_t bytes, std::size_t align) noexcept
@@ -480,39 +497,12 @@ inline void *tier_try(std::size_t bytes, std::size_t align, int a) noexcept
     return align > default_align ? nodal_aligned_alloc_tier(align, bytes, a) : nodal_malloc_tier(bytes, a);
 }
 
-inline void *tier_failed(std::size_t bytes, std::size_t align, int a, bool nothrow)
-{
-    for (;;) {
-        std::new_handler h = std::get_new_handler();
-        if (h == nullptr) {
-            if (nothrow)
-                return nullptr;
-            throw_bad_alloc();
-        }
-#if defined(__cpp_exceptions)
-        if (nothrow) {
-            try {
-                h();
-            } catch (...) {
-                return nullptr;
-            }
-        } else {
-            h();
-        }
-#else
-        h();
-#endif
-        if (void *p = tier_try(bytes, align, a))
-            return p;
-    }
-}
-
 inline void *tier_alloc(std::size_t bytes, std::size_t align, int a)
 {
     void *p = tier_try(bytes, align, a);
     if (__builtin_expect(p != nullptr, 1))
         return p;
-    return tier_failed(bytes, align, a, false);
+    return new_handler_loop([=] { return tier_try(bytes, align, a); }, false);
 }
 
 inline void *tier_alloc_nothrow(std::size_t bytes, std::size_t align, int a) noexcept
@@ -520,15 +510,7 @@ inline void *tier_alloc_nothrow(std::size_t bytes, std::size_t align, int a) noe
     void *p = tier_try(bytes, align, a);
     if (__builtin_expect(p != nullptr, 1))
         return p;
-#if defined(__cpp_exceptions)
-    try {
-        return tier_failed(bytes, align, a, true);
-    } catch (...) {
-        return nullptr;
-    }
-#else
-    return tier_failed(bytes, align, a, true);
-#endif
+    return nothrow_failure([=] { return new_handler_loop([=] { return tier_try(bytes, align, a); }, true); });
 }
 }  // namespace detail
 

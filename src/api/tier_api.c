@@ -22,10 +22,7 @@
 static int nd_tier_here(int t)
 {
     nd_process_ensure();
-    int cpu = nd_os_current_cpu_fast();
-    if (cpu < 0 || cpu >= ND_MAX_CPUS)
-        cpu = nd_os_current_cpu();
-    int from = nd_topo_cpu_node(cpu);
+    int from = nd_topo_current_node();
     return nd_tier_node(t, from) < 0 ? -1 : from;
 }
 

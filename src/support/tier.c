@@ -38,6 +38,18 @@ static uint64_t nd_read_u64(const char *path, bool *ok)
 
 static uint32_t nd_clamp32(uint64_t v) { return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v; }
 
+/* The number in file dir/name, clamped to 32 bits (0 if absent); *any is
+   set when the file was there. */
+static uint32_t nd_read_attr(const char *dir, const char *name, bool *any)
+{
+    char path[ND_SYS_PATH_MAX + 32];
+    bool ok;
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    uint32_t v = nd_clamp32(nd_read_u64(path, &ok));
+    *any |= ok;
+    return v;
+}
+
 /* memory_tierN directories: N for every node of its nodelist. */
 struct nd_tier_dir { const char *sys; };
 
@@ -86,19 +98,11 @@ static bool nd_read_hmat(const char *sys, int m)
     char dir[ND_SYS_PATH_MAX], path[ND_SYS_PATH_MAX + 32];
     snprintf(dir, sizeof dir, "%s/devices/system/node/node%d/access0/initiators", sys, m);
     nd_tier_attr a;
-    bool ok, any = false;
-    snprintf(path, sizeof path, "%s/read_latency", dir);
-    a.read_latency = nd_clamp32(nd_read_u64(path, &ok));
-    any |= ok;
-    snprintf(path, sizeof path, "%s/write_latency", dir);
-    a.write_latency = nd_clamp32(nd_read_u64(path, &ok));
-    any |= ok;
-    snprintf(path, sizeof path, "%s/read_bandwidth", dir);
-    a.read_bandwidth = nd_clamp32(nd_read_u64(path, &ok));
-    any |= ok;
-    snprintf(path, sizeof path, "%s/write_bandwidth", dir);
-    a.write_bandwidth = nd_clamp32(nd_read_u64(path, &ok));
-    any |= ok;
+    bool any = false;
+    a.read_latency = nd_read_attr(dir, "read_latency", &any);
+    a.write_latency = nd_read_attr(dir, "write_latency", &any);
+    a.read_bandwidth = nd_read_attr(dir, "read_bandwidth", &any);
+    a.write_bandwidth = nd_read_attr(dir, "write_bandwidth", &any);
     if (!any)
         return false;
     bool linked = false;

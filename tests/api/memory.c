@@ -298,20 +298,6 @@ static void *(*as_malloc)(size_t);
 static void (*as_free)(void *);
 static sem_t as_go;
 
-static long as_vm_kib(void)
-{
-    char buf[4096];
-    FILE *f = fopen("/proc/self/status", "r");
-    long kib = -1;
-    if (f == NULL)
-        return -1;
-    while (fgets(buf, sizeof buf, f) != NULL)
-        if (strncmp(buf, "VmSize:", 7) == 0)
-            kib = atol(buf + 7);
-    fclose(f);
-    return kib;
-}
-
 /* 1,000 blocks of 64 B, written and kept: how many it got. */
 static int as_small_requests(void)
 {
@@ -383,7 +369,7 @@ static void emit_address_space_limit(void)
     bool glibc = who != NULL && strcmp(who, "glibc") == 0;
     as_malloc = glibc ? malloc : nodal_malloc;
     as_free = glibc ? free : nodal_free;
-    long vm0 = as_vm_kib();
+    long vm0 = nd_vm_kib();
     static void *small[100], *big[400];
     for (int i = 0; i < 100; i++)
         small[i] = as_malloc(64);
@@ -518,11 +504,11 @@ static void address_space_far_beyond_256_gib_is_nodals(void)
         glibc_n++;
     for (int i = 0; i < glibc_n; i++)
         free(blocks[i]);
-    long vm0 = as_vm_kib();
+    long vm0 = nd_vm_kib();
     int n = 0;
     while (n < FAR_MAX && (blocks[n] = nodal_malloc(FAR_BLOCK)) != NULL)
         n++;
-    long vm1 = as_vm_kib();
+    long vm1 = nd_vm_kib();
     printf("note: 64 MiB blocks (untouched), at most %d: nodal %d (%.2f TiB), glibc %d; vm.overcommit_memory %c; "
            "VmSize %.2f TiB with them\n", FAR_MAX, n, (double)n * FAR_BLOCK / (double)((size_t)1 << 40), glibc_n,
            mode[0] ? mode[0] : '?', (double)vm1 / (double)((size_t)1 << 30));
@@ -548,7 +534,7 @@ static void address_space_far_beyond_256_gib_is_nodals(void)
     for (int i = 0; i < n; i++)
         nodal_free(blocks[i]);
     nodal_collect(1);
-    long vm2 = as_vm_kib();
+    long vm2 = nd_vm_kib();
     EXPECT(vm2 < vm0 + 64 * 1024, "the address space to be given back (VmSize %ld KiB, %ld before the blocks)", vm2,
            vm0);
 }

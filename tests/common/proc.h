@@ -37,6 +37,26 @@ static size_t nd_rss_bytes(void)
     return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
 }
 
+/* Address space of this process in KiB (VmSize: first field of
+   /proc/self/statm), read without allocating; -1 if it cannot be read. */
+__attribute__((unused))
+static long nd_vm_kib(void)
+{
+    char buf[128];
+    int fd = open("/proc/self/statm", O_RDONLY);
+    if (fd < 0)
+        return -1;
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    unsigned long size = 0;
+    if (sscanf(buf, "%lu", &size) != 1)
+        return -1;
+    return (long)(size * (unsigned long)sysconf(_SC_PAGESIZE) / 1024);
+}
+
 /* What a child left behind. */
 struct nd_child {
     int status;          /* from waitpid */

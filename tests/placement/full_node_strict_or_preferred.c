@@ -270,35 +270,8 @@ static int run_child(const char *self, const char *mode, int node)
 {
     char nodestr[16];
     snprintf(nodestr, sizeof nodestr, "%d", node);
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0)
-        pt_die("fork: %s", strerror(errno));
-    if (pid == 0) {
-        if (!strcmp(mode, "strict"))
-            unsetenv("NODAL_OPTIONS");
-        else
-            setenv("NODAL_OPTIONS", "node_fallback=preferred", 1);
-        unsetenv("NODAL_NODE_FALLBACK");
-        char *args[] = { (char *)self, "--child", (char *)mode, "--node", nodestr, NULL };
-        execv("/proc/self/exe", args);
-        printf("FAIL: exec /proc/self/exe: %s\n", strerror(errno));
-        _exit(2);
-    }
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR)
-            pt_die("waitpid: %s", strerror(errno));
-    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
-        return 0;
-    if (WIFSIGNALED(st))
-        pt_fail("%s: the process was killed by signal %d (%s)%s; expected it to survive a "
-                "full node", mode, WTERMSIG(st), strsignal(WTERMSIG(st)),
-                WTERMSIG(st) == SIGKILL ? " - the OOM killer, most likely" : "");
-    else
-        pt_fail("%s: the check failed (exit status %d, see its lines above)", mode,
-                WEXITSTATUS(st));
-    return 1;
+    char *args[] = { (char *)self, "--child", (char *)mode, "--node", nodestr, NULL };
+    return pt_run_self(args, strcmp(mode, "strict") ? "node_fallback=preferred" : NULL, mode, "full node");
 }
 
 int main(int argc, char **argv)

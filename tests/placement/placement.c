@@ -15,7 +15,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -639,4 +641,34 @@ int pt_huge_sizes(size_t *out, int max, size_t cap)
         if (k[i] <= cap)
             out[n++] = k[i];
     return n;
+}
+
+int pt_run_self(char *const argv[], const char *options, const char *mode, const char *what)
+{
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0)
+        pt_die("fork: %s", strerror(errno));
+    if (pid == 0) {
+        if (options != NULL)
+            setenv("NODAL_OPTIONS", options, 1);
+        else
+            unsetenv("NODAL_OPTIONS");
+        unsetenv("NODAL_NODE_FALLBACK");
+        execv("/proc/self/exe", argv);
+        printf("FAIL: exec /proc/self/exe: %s\n", strerror(errno));
+        _exit(2);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        if (errno != EINTR)
+            pt_die("waitpid: %s", strerror(errno));
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        return 0;
+    if (WIFSIGNALED(st))
+        pt_fail("%s: the process was killed by signal %d (%s)%s; expected it to survive a %s", mode, WTERMSIG(st),
+                strsignal(WTERMSIG(st)), WTERMSIG(st) == SIGKILL ? " - the OOM killer, most likely" : "", what);
+    else
+        pt_fail("%s: the check failed (exit status %d, see its lines above)", mode, WEXITSTATUS(st));
+    return 1;
 }

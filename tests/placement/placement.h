@@ -188,5 +188,11 @@ int pt_skip(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 /* A setup problem that makes the test meaningless (not a verdict on nodal):
    prints "FAIL <name>: setup: ..." and exits 2. */
 _Noreturn void pt_die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Runs this program again (/proc/self/exe) with argv (argv[0] first, NULL
+   last), NODAL_OPTIONS = options (unset when NULL; NODAL_NODE_FALLBACK
+   unset either way), and waits for it. 0 when it exited with status 0;
+   otherwise a violation naming `mode` (a kill by a signal said to be a
+   failure to survive `what`: the OOM killer, most likely), and 1. */
+int pt_run_self(char *const argv[], const char *options, const char *mode, const char *what);
 
 #endif /* ND_PLACEMENT_H */

@@ -181,31 +181,8 @@ static int child_cap(int b)
 
 static void run_child(const char *self, const char *mode)
 {
-    fflush(stdout);
-    pid_t pid = fork();
-    if (pid < 0)
-        pt_die("fork: %s", strerror(errno));
-    if (pid == 0) {
-        if (!strcmp(mode, "cap"))
-            setenv("NODAL_OPTIONS", "tier_bandwidth_max=32m", 1);
-        else
-            unsetenv("NODAL_OPTIONS");
-        char *args[] = { (char *)self, "--child", (char *)mode, NULL };
-        execv("/proc/self/exe", args);
-        printf("FAIL: exec /proc/self/exe: %s\n", strerror(errno));
-        _exit(2);
-    }
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        if (errno != EINTR)
-            pt_die("waitpid: %s", strerror(errno));
-    if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
-        return;
-    if (WIFSIGNALED(st))
-        pt_fail("%s: killed by signal %d (%s)%s; expected it to survive a full tier", mode, WTERMSIG(st),
-                strsignal(WTERMSIG(st)), WTERMSIG(st) == SIGKILL ? " - the OOM killer, most likely" : "");
-    else
-        pt_fail("%s: the check failed (exit status %d, see its lines above)", mode, WEXITSTATUS(st));
+    char *args[] = { (char *)self, "--child", (char *)mode, NULL };
+    pt_run_self(args, strcmp(mode, "cap") ? NULL : "tier_bandwidth_max=32m", mode, "full tier");
 }
 
 int main(int argc, char **argv)

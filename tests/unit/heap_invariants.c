@@ -309,20 +309,6 @@ static void a_huge_block_mapped_where_a_moved_one_was_stays_nodals(void)
    their invariants hold (nd_thread_is_valid checks every segment of the
    thread's heaps), their blocks stay intact, a request that does not fit
    fails with ENOMEM, and an empty short segment goes back to the OS. */
-static long vm_kib(void)
-{
-    char buf[256];
-    long kib = -1;
-    FILE *f = fopen("/proc/self/status", "r");
-    if (f == NULL)
-        return -1;
-    while (fgets(buf, sizeof buf, f) != NULL)
-        if (strncmp(buf, "VmSize:", 7) == 0)
-            kib = atol(buf + 7);
-    fclose(f);
-    return kib;
-}
-
 static void *short_segment_work(void *arg)
 {
     enum { N = 512 };
@@ -378,7 +364,7 @@ static void short_segments_under_an_address_space_limit_keep_the_heap_valid(void
         pthread_attr_init(&attr);
         pthread_attr_setstacksize(&attr, 64 << 10);
         /* Room for the thread's stack and 3 MiB: no whole segment. */
-        long vm = vm_kib();
+        long vm = nd_vm_kib();
         struct rlimit lim;
         lim.rlim_cur = lim.rlim_max = (rlim_t)vm * 1024 + ((rlim_t)3 << 20);
         if (vm <= 0 || setrlimit(RLIMIT_AS, &lim) != 0)
