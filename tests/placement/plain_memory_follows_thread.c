@@ -400,6 +400,7 @@ static void case_freed_by_other(void)
 
 static pthread_mutex_t sum_lock = PTHREAD_MUTEX_INITIALIZER;
 static size_t sum_local, sum_total;
+static size_t interleave_x, interleave_y;   /* back_and_forth under interleave: pages on each node */
 
 static void *back_and_forth_thread(void *arg)
 {
@@ -414,7 +415,18 @@ static void *back_and_forth_thread(void *arg)
         round_alloc(&r, round_bytes / NTHREADS, seed_base + (uint64_t)(i * 100 + s));
         size_t per[PT_MAX_NODES];
         size_t n = round_where(&r, per);
-        if (policy_mode >= 0) {
+        if (policy_mode == PT_MPOL_INTERLEAVE) {
+            /* A stay's ~1,100 pages are partly pages faulted in earlier
+               stays (reused, placed then): the split is checked over the
+               whole case below; here, nothing outside the two nodes. */
+            if (per[node_x] + per[node_y] != n)
+                pt_fail("back_and_forth: thread %d, stay %d: %zu of %zu pages outside the interleave nodes %d "
+                        "and %d", i, s, n - per[node_x] - per[node_y], n, node_x, node_y);
+            pthread_mutex_lock(&sum_lock);
+            interleave_x += per[node_x];
+            interleave_y += per[node_y];
+            pthread_mutex_unlock(&sum_lock);
+        } else if (policy_mode >= 0) {
             char what[64];
             snprintf(what, sizeof what, "back_and_forth: thread %d, stay %d", i, s);
             expect_policy(&r, what);
@@ -444,6 +456,14 @@ static void case_back_and_forth(void)
     for (int i = 0; i < NTHREADS; i++)
         pthread_join(t[i], NULL);
     pthread_barrier_destroy(&turn);
+    if (policy_mode == PT_MPOL_INTERLEAVE && interleave_x + interleave_y != 0) {
+        double fx = (double)interleave_x / (double)(interleave_x + interleave_y), fy = 1.0 - fx;
+        pt_info("back_and_forth (interleave %d,%d): %.3f on node %d, %.3f on node %d over every stay", node_x,
+                node_y, fx, node_x, fy, node_y);
+        if (fx < 0.30 || fy < 0.30)
+            pt_fail("back_and_forth: interleave over nodes %d and %d put %.3f / %.3f of %zu pages on them; "
+                    "expected both at least 0.30", node_x, node_y, fx, fy, interleave_x + interleave_y);
+    }
     double f = sum_total ? (double)sum_local / (double)sum_total : 0.0;
     pt_info("back_and_forth: %d threads on nodes %d and %d, %d swaps: %.3f of %zu OS pages on the node of "
             "their stay; %llu moves seen, %llu followed, %llu remote pages handed out", NTHREADS, node_x, node_y,
