@@ -104,6 +104,10 @@ size_t   nd_prof_site_next(size_t i) nd_hidden;
 size_t   nd_prof_live_next(size_t i) nd_hidden;
 int64_t  nd_prof_live_bytes(void) nd_hidden;
 uint64_t nd_prof_dropped(void) nd_hidden;
+/* Samples taken since the start, and how many of their stacks the unwinder
+   walked (the others the memo of stacks recognised: prof.c). */
+uint64_t nd_prof_samples(void) nd_hidden;
+uint64_t nd_prof_unwinds(void) nd_hidden;
 int64_t  nd_prof_rate(void) nd_hidden;
 
 #endif /* ND_PROF_H */
