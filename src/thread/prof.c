@@ -432,6 +432,15 @@ static uint32_t nd_prof_slot_hash(uintptr_t a)
 #define ND_PROF_BUSY  2u
 #define ND_PROF_PROBES 256u
 
+/* The live tables, smallest first (prof.h). */
+static const uint32_t nd_prof_level_size[ND_PROF_LIVE_LEVELS] = { 256, 2048, 16384, 65536 };
+static const uint32_t nd_prof_level_base[ND_PROF_LIVE_LEVELS] = { 0, 256, 256 + 2048, 256 + 2048 + 16384 };
+
+static nd_prof_slot *nd_prof_live_slot(uint32_t level, uint32_t i)
+{
+    return &nd_prof_live_tab[nd_prof_level_base[level] + (i & (nd_prof_level_size[level] - 1))];
+}
+
 void nd_prof_record(void *p, nd_page *pg, size_t size, size_t usable, int node, bool bound)
 {
     if (nd_prof_busy || nd_prof_live_tab == NULL)
@@ -457,10 +466,16 @@ void nd_prof_record(void *p, nd_page *pg, size_t size, size_t usable, int node, 
     nd_add_relaxed(&s->samples, 1);
     nd_add_relaxed(&s->alloc_objs, v.objs);
     nd_add_relaxed(&s->alloc_bytes, v.bytes);
-    /* Its live slot: the first empty or tombstone on its probe path. */
+    /* Its live slot: the first empty or tombstone on its probe path, in
+       the smallest table that has one. */
     uint32_t h = nd_prof_slot_hash(v.addr);
-    for (uint32_t probe = 0; probe < ND_PROF_PROBES; probe++) {
-        nd_prof_slot *sl = &nd_prof_live_tab[(h + probe) & (ND_PROF_LIVE - 1)];
+    for (uint32_t level = 0, probe = 0; level < ND_PROF_LIVE_LEVELS; probe++) {
+        if (probe == ND_PROF_PROBES || probe == nd_prof_level_size[level]) {
+            level++;
+            probe = UINT32_MAX;   /* 0 at the next turn */
+            continue;
+        }
+        nd_prof_slot *sl = nd_prof_live_slot(level, h + probe);
         uintptr_t k = nd_load_relaxed(&sl->key);
         if (k != ND_PROF_EMPTY && k != ND_PROF_TOMB)
             continue;
@@ -488,11 +503,19 @@ void nd_prof_forget(void *p, nd_page *pg)
         return;
     uintptr_t a = (uintptr_t)p;
     uint32_t h = nd_prof_slot_hash(a);
-    for (uint32_t probe = 0; probe < ND_PROF_PROBES; probe++) {
-        nd_prof_slot *sl = &nd_prof_live_tab[(h + probe) & (ND_PROF_LIVE - 1)];
+    for (uint32_t level = 0, probe = 0; level < ND_PROF_LIVE_LEVELS; probe++) {
+        if (probe == ND_PROF_PROBES || probe == nd_prof_level_size[level]) {
+            level++;
+            probe = UINT32_MAX;   /* 0 at the next turn */
+            continue;
+        }
+        nd_prof_slot *sl = nd_prof_live_slot(level, h + probe);
         uintptr_t k = nd_load_acquire(&sl->key);
-        if (k == ND_PROF_EMPTY)
-            return;
+        if (k == ND_PROF_EMPTY) {   /* not in this table: the next */
+            level++;
+            probe = UINT32_MAX;
+            continue;
+        }
         if (k != a)
             continue;
         int64_t bytes = (int64_t)sl->v.bytes;
