@@ -21,9 +21,12 @@ Variant sets:
           one column per transparent-huge-page setting, nodal preloaded
 """
 
+import atexit
 import os
 import re
+import shutil
 import subprocess
+import tempfile
 from dataclasses import dataclass, field
 
 LIBDIR_SONAMES = {
@@ -36,6 +39,21 @@ MEMKIND_SONAME = "libmemkind.so.0"
 # libjemalloc.so.2 needs more static TLS than glibc leaves for dlopen();
 # jepool.c re-executes itself with this when it is missing.
 JEPOOL_ENV = {"GLIBC_TUNABLES": "glibc.rtld.optional_static_tls=16384"}
+
+
+_prof_dir = []
+
+
+def _variant_env(opts):
+    """NODAL_OPTIONS of a variant; with the heap profile on, its dumps go
+    to a scratch directory removed at exit (not the current one)."""
+    env = {"NODAL_OPTIONS": opts}
+    if re.search(r"(^|,)prof(=1)?(,|$)", opts):
+        if not _prof_dir:
+            _prof_dir.append(tempfile.mkdtemp(prefix="nodal-bench-prof-"))
+            atexit.register(shutil.rmtree, _prof_dir[0], True)
+        env["NODAL_PROF_PREFIX"] = os.path.join(_prof_dir[0], "p.%p")
+    return env
 
 
 @dataclass
@@ -121,7 +139,7 @@ class Allocators:
         if self.nodal:
             vs.append(Variant("nodal", self.nodal, dict(self.nodal_env), peer=False))
             for label, opts in self.nodal_variants:
-                vs.append(Variant("nodal " + label, self.nodal, {"NODAL_OPTIONS": opts}, peer=False))
+                vs.append(Variant("nodal " + label, self.nodal, _variant_env(opts), peer=False))
         return self._filter(vs)
 
     def node(self, numa_ops, other_ops):

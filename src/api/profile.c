@@ -172,8 +172,9 @@ static void nd_prof_write_text(nd_out *o, uint32_t n, const nd_prof_agg *total, 
     const nd_prof_site *sites = nd_prof_sites();
     char prog[64];
     nd_os_program_name(prog, sizeof prog);
-    nd_outf(o, "nodal heap profile (%s): pid=%ld program=%s rate=%ld sites=%u dropped=%lu\n", why, nd_os_pid(), prog,
-            (long)nd_prof_rate(), n, (unsigned long)nd_prof_dropped());
+    nd_outf(o, "nodal heap profile (%s): pid=%ld program=%s rate=%ld sites=%u dropped=%lu samples=%lu unwound=%lu\n",
+            why, nd_os_pid(), prog, (long)nd_prof_rate(), n, (unsigned long)nd_prof_dropped(),
+            (unsigned long)nd_prof_samples(), (unsigned long)nd_prof_unwinds());
     nd_outf(o, "live: bytes=%lu blocks=%lu", (unsigned long)total->live_bytes, (unsigned long)total->live_objs);
     nd_prof_bytes_cols(o, total);
     nd_outf(o, "  (estimates from the samples)\n\n");

@@ -25,6 +25,7 @@
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
+#include <unwind.h>
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
@@ -451,6 +452,60 @@ int nd_os_backtrace(void **frames, int max)
     int n = backtrace(frames, max);
     errno = saved;
     return n;
+}
+
+/* libgcc's unwinder (glibc's backtrace() loads libgcc_s; nodal does not
+   link it): three entry points, looked up once. */
+static _Unwind_Reason_Code (*nd_uw_backtrace)(_Unwind_Trace_Fn, void *);
+static _Unwind_Ptr (*nd_uw_get_ip)(struct _Unwind_Context *);
+static _Unwind_Word (*nd_uw_get_cfa)(struct _Unwind_Context *);
+
+bool nd_os_unwind_start(void)
+{
+#if defined(__x86_64__)
+    int saved = errno;
+    void *frames[2];
+    backtrace(frames, 2);   /* loads libgcc_s, once */
+    void *h = dlopen("libgcc_s.so.1", RTLD_LAZY | RTLD_NOLOAD);
+    if (h != NULL) {
+        nd_uw_get_ip = (_Unwind_Ptr (*)(struct _Unwind_Context *))dlsym(h, "_Unwind_GetIP");
+        nd_uw_get_cfa = (_Unwind_Word (*)(struct _Unwind_Context *))dlsym(h, "_Unwind_GetCFA");
+        if (nd_uw_get_ip != NULL && nd_uw_get_cfa != NULL)
+            nd_uw_backtrace = (_Unwind_Reason_Code (*)(_Unwind_Trace_Fn, void *))dlsym(h, "_Unwind_Backtrace");
+        dlclose(h);   /* glibc keeps its own reference */
+    }
+    errno = saved;
+    return nd_uw_backtrace != NULL;
+#else
+    return false;
+#endif
+}
+
+struct nd_unwind_walk {
+    uintptr_t *ips, *cfas;
+    int n, max;
+};
+
+static _Unwind_Reason_Code nd_unwind_frame(struct _Unwind_Context *ctx, void *arg)
+{
+    struct nd_unwind_walk *w = arg;
+    if (w->n >= w->max)
+        return _URC_END_OF_STACK;
+    w->ips[w->n] = (uintptr_t)nd_uw_get_ip(ctx);
+    w->cfas[w->n] = (uintptr_t)nd_uw_get_cfa(ctx);
+    w->n++;
+    return _URC_NO_REASON;
+}
+
+int nd_os_unwind(uintptr_t *ips, uintptr_t *cfas, int max)
+{
+    if (nd_uw_backtrace == NULL)
+        return -1;
+    int saved = errno;
+    struct nd_unwind_walk w = { .ips = ips, .cfas = cfas, .n = 0, .max = max };
+    nd_uw_backtrace(nd_unwind_frame, &w);
+    errno = saved;
+    return w.n;
 }
 
 bool nd_os_symbol(const void *a, const char **file, const void **base, const char **sym, const void **sym_addr)

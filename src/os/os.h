@@ -128,6 +128,17 @@ static inline int nd_os_current_cpu_fast(void) { return -1; }
 /* The return addresses of the calling thread's stack, innermost first
    (glibc's backtrace(): its first call may load libgcc_s, and allocate). */
 int         nd_os_backtrace(void **frames, int max) nd_hidden;
+/* libgcc's unwinder, called directly (x86-64; loaded by glibc's backtrace(),
+   whose first call nd_os_unwind_start makes): false when it is not at hand
+   (then nd_os_unwind returns -1). Not inside malloc: it may allocate. */
+bool        nd_os_unwind_start(void) nd_hidden;
+/* The frames of the calling thread's stack, innermost first, this
+   function's caller first: each frame's code address (ips[i], the return
+   address its callee returns to) and its canonical frame address (cfas[i],
+   DWARF's CFA: the stack pointer of its caller at the call, just above the
+   return address of frame i + 1 on x86-64). Up to max frames; -1 when
+   nd_os_unwind_start found no unwinder. Does not allocate. */
+int         nd_os_unwind(uintptr_t *ips, uintptr_t *cfas, int max) nd_hidden;
 /* What the dynamic loader knows of code address a: the file of its object
    and where that is loaded, the symbol before a and its address (NULLs
    where unknown). False when a is in no loaded object. */

@@ -13,7 +13,18 @@ static nd_prof_site *nd_prof_site_tab;
 static nd_prof_slot *nd_prof_live_tab;
 static int64_t  nd_prof_live_est;     /* estimated live bytes (atomic) */
 static uint64_t nd_prof_drops;        /* samples a full table refused (atomic) */
+static uint64_t nd_prof_nsamples;     /* samples taken (atomic) */
+static uint64_t nd_prof_nunwinds;     /* of them, stacks the unwinder walked (atomic) */
 static uintptr_t nd_prof_self_lo, nd_prof_self_hi;   /* nodal's code, left out of stacks */
+
+static bool nd_prof_own_code(uintptr_t a) { return a >= nd_prof_self_lo && a < nd_prof_self_hi; }
+
+/* The memo of stacks (below) reads x86-64's frames: return addresses at CFA - 8. */
+#if defined(__x86_64__)
+#define ND_PROF_FAST_WALK 1
+#else
+#define ND_PROF_FAST_WALK 0
+#endif
 
 /* The OS pages of the tables ever written (atomic bits): the reports read
    only those, so the tables' untouched pages never become resident. */
@@ -54,6 +65,9 @@ size_t nd_prof_live_next(size_t i) { return nd_prof_next_used(nd_prof_live_used,
 /* The recursion guard: set while this thread is inside the profiler (the
    unwinder may allocate; a signal handler may allocate in between). */
 static __thread uint8_t nd_prof_busy;
+/* The memo of stacks is used (x86-64, libgcc's unwinder at hand, nodal a
+   shared library). */
+static bool nd_prof_fast;
 /* Bytes of large and huge requests to this thread's next sample, and the
    state of its draws. */
 static __thread int64_t  nd_prof_big_left;
@@ -64,6 +78,8 @@ int64_t nd_prof_rate(void) { return nd_load_relaxed(&nd_tcache_prof_rate); }
 const nd_prof_site *nd_prof_sites(void) { return nd_prof_site_tab; }
 int64_t nd_prof_live_bytes(void) { return nd_load_relaxed(&nd_prof_live_est); }
 uint64_t nd_prof_dropped(void) { return nd_load_relaxed(&nd_prof_drops); }
+uint64_t nd_prof_samples(void) { return nd_load_relaxed(&nd_prof_nsamples); }
+uint64_t nd_prof_unwinds(void) { return nd_load_relaxed(&nd_prof_nunwinds); }
 
 bool nd_prof_start(int64_t rate)
 {
@@ -86,6 +102,7 @@ bool nd_prof_start(int64_t rate)
     void *frames[4];
     nd_prof_busy = 1;
     nd_os_backtrace(frames, 4);
+    nd_prof_fast = ND_PROF_FAST_WALK && nd_prof_self_hi != 0 && nd_os_unwind_start();
     nd_prof_busy = 0;
     nd_store_release(&nd_tcache_prof_rate, rate);
     nd_thread_prof_rearm();
@@ -164,6 +181,247 @@ static uint32_t nd_prof_site_of(void *const *frames, int n)
     return ND_PROF_SITES;
 }
 
+/* The site of the calling stack through glibc's backtrace(), nodal's own
+   frames left out. */
+static uint32_t nd_prof_backtrace_site(void)
+{
+    nd_add_relaxed(&nd_prof_nunwinds, 1);
+    void *raw[ND_PROF_FRAMES + 16];
+    int n = nd_os_backtrace(raw, ND_PROF_FRAMES + 16);
+    int first = 0;
+    /* nodal's own frames (malloc and what it called) are not the site. */
+    while (first < n && nd_prof_own_code((uintptr_t)raw[first]))
+        first++;
+    if (first == n)
+        first = 0;
+    int keep = n - first < ND_PROF_FRAMES ? n - first : ND_PROF_FRAMES;
+    return nd_prof_site_of(raw + first, keep);
+}
+
+/* ---- the memo of stacks (x86-64) ------------------------------------------
+ *
+ * libgcc's unwinder reads DWARF tables for every frame (about 1,700
+ * instructions a frame, 10-15 frames a sample, two thirds of them nodal's
+ * own). Most samples come from stacks seen before, so a sample first tries
+ * to recognise its stack from what earlier unwinds learned:
+ *
+ *   own:  for each return address inside nodal, its frame's size (the
+ *         distance between its CFA and its callee's). nodal's functions have
+ *         fixed frames (no alloca, no realignment), so with these the
+ *         sampler steps from its own frame through nodal's frames to the
+ *         program's innermost return address and the stack slot it is in
+ *         (s0), reading nothing but those return-address slots. A return
+ *         address seen with two sizes is never used (size 0).
+ *   memo: the program's stacks seen, by (s0, its return address; four to
+ *         a set, so the callers of one wrapper keep theirs): the site,
+ *         and where each of its frames' return addresses lies above s0. A
+ *         stack is recognised when every one of those slots still holds the
+ *         site's return address: the same return addresses at the same
+ *         places, the same stack.
+ *
+ * Any miss (an unknown nodal return address, no memo, a slot that differs)
+ * unwinds with libgcc, which refreshes both. Stack reads stay inside the
+ * range this thread's last unwind walked ([nd_prof_stk_lo, nd_prof_stk_hi):
+ * live stack between the sampler and the outermost frame), so a memo made
+ * on another stack (a coroutine's, sigaltstack) is not followed out of the
+ * current one. Both tables are lock-free: own entries are one word (the
+ * address and the size) set once by compare-and-swap; a memo entry is
+ * written under its odd seq (a writer takes it by compare-and-swap, others
+ * skip it) and read as a seqlock.
+ */
+#define ND_PROF_OWN       256     /* nodal's return addresses known */
+#define ND_PROF_MEMO      256     /* sets of program stacks memoised */
+#define ND_PROF_MEMO_WAYS 4       /* stacks a set */
+#define ND_PROF_OWN_DEPTH 24      /* nodal frames at most between sampler and program */
+
+typedef struct nd_prof_memo {
+    uint32_t  seq;                /* odd while written */
+    uint32_t  site;
+    uintptr_t s0;                 /* the slot of the program's innermost return address */
+    uint32_t  n;                  /* frames (= the site's) */
+    uint32_t  delta[ND_PROF_FRAMES];   /* frame k's return address is at s0 + delta[k] */
+} nd_prof_memo;
+
+static uint64_t     nd_prof_own[ND_PROF_OWN];   /* address << 16 | frame size (atomic; 0 empty) */
+static nd_prof_memo nd_prof_memos[ND_PROF_MEMO * ND_PROF_MEMO_WAYS];
+static __thread uintptr_t nd_prof_stk_lo, nd_prof_stk_hi;
+
+static uint32_t nd_prof_own_hash(uintptr_t ip)
+{
+    return (uint32_t)((ip * 0x9e3779b97f4a7c15ull) >> 48);
+}
+
+/* The frame size learned for nodal return address ip; 0 if unknown or unusable. */
+static uint32_t nd_prof_own_size(uintptr_t ip)
+{
+    uint32_t h = nd_prof_own_hash(ip);
+    for (uint32_t probe = 0; probe < 16; probe++) {
+        uint64_t e = nd_load_acquire(&nd_prof_own[(h + probe) & (ND_PROF_OWN - 1)]);
+        if (e == 0)
+            return 0;
+        if (e >> 16 == ip)
+            return (uint32_t)(e & 0xffff);
+    }
+    return 0;
+}
+
+static void nd_prof_own_learn(uintptr_t ip, uintptr_t size)
+{
+    if (ip >> 48 != 0)
+        return;
+    uint64_t want = (uint64_t)ip << 16 | (size < 0x10000 ? size : 0);
+    uint32_t h = nd_prof_own_hash(ip);
+    for (uint32_t probe = 0; probe < 16; probe++) {
+        uint64_t *slot = &nd_prof_own[(h + probe) & (ND_PROF_OWN - 1)];
+        uint64_t e = nd_load_acquire(slot);
+        while (e == 0 && !__atomic_compare_exchange_n(slot, &e, want, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            ;
+        if (e == 0 || e == want)
+            return;
+        if (e >> 16 == ip) {   /* two sizes: a frame that is not fixed; never again */
+            __atomic_compare_exchange_n(slot, &e, (uint64_t)ip << 16, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+            return;
+        }
+    }
+}
+
+static uint32_t nd_prof_memo_hash(uintptr_t s0, uintptr_t ip0)
+{
+    return (uint32_t)(((s0 ^ ip0 * 0xff51afd7ed558ccdull) * 0x9e3779b97f4a7c15ull) >> 40) & (ND_PROF_MEMO - 1);
+}
+
+/* The site of the stack whose innermost program return address is at s0,
+   if a memo recognises it; ND_PROF_SITES if not. */
+__attribute__((no_sanitize("address")))
+static uint32_t nd_prof_memo_try(nd_prof_memo *m, uintptr_t s0)
+{
+    uint32_t seq = nd_load_acquire(&m->seq);
+    if ((seq & 1) || nd_load_relaxed(&m->s0) != s0)
+        return ND_PROF_SITES;
+    uint32_t site = nd_load_relaxed(&m->site), n = nd_load_relaxed(&m->n);
+    if (site >= ND_PROF_SITES || n == 0 || n > ND_PROF_FRAMES)
+        return ND_PROF_SITES;
+    const nd_prof_site *s = &nd_prof_site_tab[site];
+    if (nd_load_acquire(&s->state) != 2 || s->nframes != n)
+        return ND_PROF_SITES;
+    for (uint32_t k = 0; k < n; k++) {
+        uintptr_t slot = s0 + nd_load_relaxed(&m->delta[k]);
+        if (slot + sizeof(uintptr_t) > nd_prof_stk_hi || *(const uintptr_t *)slot != (uintptr_t)s->frames[k])
+            return ND_PROF_SITES;
+    }
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);
+    return nd_load_relaxed(&m->seq) == seq ? site : ND_PROF_SITES;
+}
+
+static uint32_t nd_prof_memo_find(uintptr_t s0)
+{
+    nd_prof_memo *set = &nd_prof_memos[nd_prof_memo_hash(s0, *(const uintptr_t *)s0) * ND_PROF_MEMO_WAYS];
+    for (uint32_t w = 0; w < ND_PROF_MEMO_WAYS; w++) {
+        uint32_t site = nd_prof_memo_try(&set[w], s0);
+        if (site != ND_PROF_SITES)
+            return site;
+    }
+    return ND_PROF_SITES;
+}
+
+static void nd_prof_memo_put(uintptr_t s0, uint32_t site, const uintptr_t *slots, uint32_t n)
+{
+    /* In its set, an empty way, else the site's own (the sites of one
+       wrapper's callers share a set: each keeps a way if it can). */
+    nd_prof_memo *set = &nd_prof_memos[nd_prof_memo_hash(s0, *(const uintptr_t *)s0) * ND_PROF_MEMO_WAYS];
+    nd_prof_memo *m = &set[site % ND_PROF_MEMO_WAYS];
+    for (uint32_t w = 0; w < ND_PROF_MEMO_WAYS; w++)
+        if (nd_load_relaxed(&set[w].s0) == 0) {
+            m = &set[w];
+            break;
+        }
+    uint32_t seq = nd_load_relaxed(&m->seq);
+    if ((seq & 1) || !__atomic_compare_exchange_n(&m->seq, &seq, seq + 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        return;   /* another thread writes it */
+    __atomic_thread_fence(__ATOMIC_RELEASE);
+    nd_store_relaxed(&m->s0, s0);
+    nd_store_relaxed(&m->site, site);
+    nd_store_relaxed(&m->n, n);
+    for (uint32_t k = 0; k < n; k++)
+        nd_store_relaxed(&m->delta[k], (uint32_t)(slots[k] - s0));
+    nd_store_release(&m->seq, seq + 2);
+}
+
+/* The site of the calling stack (nodal's frames left out): recognised from
+   the memo, else unwound by libgcc (and learned from). Must not be inlined:
+   its own frame is where the walk starts. */
+__attribute__((no_sanitize("address")))
+static nd_noinline uint32_t nd_prof_stack_site(void)
+{
+    uintptr_t cfa = (uintptr_t)__builtin_frame_address(0) + 2 * sizeof(uintptr_t);
+    uintptr_t ip = (uintptr_t)__builtin_return_address(0), slot = 0;
+    /* Through nodal's frames with the sizes learned. */
+    for (int k = 0; k < ND_PROF_OWN_DEPTH && nd_prof_own_code(ip); k++) {
+        uint32_t size = nd_prof_own_size(ip);
+        if (size == 0 || cfa + size > nd_prof_stk_hi) {
+            slot = 0;
+            break;
+        }
+        cfa += size;
+        slot = cfa - sizeof(uintptr_t);
+        ip = *(const uintptr_t *)slot;
+    }
+    if (slot != 0 && !nd_prof_own_code(ip) && slot >= nd_prof_stk_lo) {
+        uint32_t site = nd_prof_memo_find(slot);
+        if (site != ND_PROF_SITES)
+            return site;
+    }
+
+    /* Unwind, learn nodal's frame sizes, note the program's slots. Frame
+       i's return address ips[i] is at cfas[i] - 8 (x86-64); the frame it
+       returns into has cfas[i + 1]. */
+    uintptr_t ips[ND_PROF_FRAMES + ND_PROF_OWN_DEPTH + 8], cfas[ND_PROF_FRAMES + ND_PROF_OWN_DEPTH + 8];
+    int n = nd_os_unwind(ips, cfas, (int)(sizeof ips / sizeof ips[0]));
+    nd_add_relaxed(&nd_prof_nunwinds, 1);
+    if (n > 1 && ips[n - 1] == 0)   /* the outermost frame's "return address" */
+        n--;
+    uintptr_t own_cfa = (uintptr_t)__builtin_frame_address(0) + 2 * sizeof(uintptr_t);
+    int me = 0;
+    while (me < n && cfas[me] != own_cfa)
+        me++;
+    if (me >= n)   /* unwinder and sampler disagree: no memo */
+        return nd_prof_backtrace_site();
+    int first = me;
+    bool ok = true;
+    for (; first < n && nd_prof_own_code(ips[first]); first++) {
+        if (*(const uintptr_t *)(cfas[first] - sizeof(uintptr_t)) != ips[first]) {
+            ok = false;
+            break;
+        }
+        if (first + 1 < n && cfas[first + 1] > cfas[first])
+            nd_prof_own_learn(ips[first], cfas[first + 1] - cfas[first]);
+    }
+    if (first == n)   /* all nodal's: as backtrace() would */
+        return nd_prof_backtrace_site();
+    int keep = n - first < ND_PROF_FRAMES ? n - first : ND_PROF_FRAMES;
+    void *frames[ND_PROF_FRAMES];
+    for (int k = 0; k < keep; k++)
+        frames[k] = (void *)ips[first + k];
+    uint32_t site = nd_prof_site_of(frames, keep);
+    /* The range this unwind read: the live stack from here to the outermost
+       frame (the same stack as before when it ends at the same place). */
+    uintptr_t hi = cfas[n - 1];
+    if (nd_prof_stk_hi != hi || own_cfa < nd_prof_stk_lo)
+        nd_prof_stk_lo = own_cfa;
+    nd_prof_stk_hi = hi;
+    if (!ok || site == ND_PROF_SITES)
+        return site;
+    uintptr_t slots[ND_PROF_FRAMES] = { 0 };
+    for (int k = 0; k < keep; k++) {
+        slots[k] = cfas[first + k] - sizeof(uintptr_t);
+        if (*(const uintptr_t *)slots[k] != ips[first + k] || slots[k] < slots[0] ||
+            slots[k] - slots[0] > UINT32_MAX || slots[k] + sizeof(uintptr_t) > hi)
+            return site;   /* not the plain x86-64 layout (a signal frame): no memo */
+    }
+    nd_prof_memo_put(slots[0], site, slots, (uint32_t)keep);
+    return site;
+}
+
 static uint32_t nd_prof_slot_hash(uintptr_t a)
 {
     return (uint32_t)(((uint64_t)a * 0x9e3779b97f4a7c15ull) >> 40);
@@ -174,21 +432,22 @@ static uint32_t nd_prof_slot_hash(uintptr_t a)
 #define ND_PROF_BUSY  2u
 #define ND_PROF_PROBES 256u
 
+/* The live tables, smallest first (prof.h). */
+static const uint32_t nd_prof_level_size[ND_PROF_LIVE_LEVELS] = { 256, 2048, 16384, 65536 };
+static const uint32_t nd_prof_level_base[ND_PROF_LIVE_LEVELS] = { 0, 256, 256 + 2048, 256 + 2048 + 16384 };
+
+static nd_prof_slot *nd_prof_live_slot(uint32_t level, uint32_t i)
+{
+    return &nd_prof_live_tab[nd_prof_level_base[level] + (i & (nd_prof_level_size[level] - 1))];
+}
+
 void nd_prof_record(void *p, nd_page *pg, size_t size, size_t usable, int node, bool bound)
 {
     if (nd_prof_busy || nd_prof_live_tab == NULL)
         return;
     nd_prof_busy = 1;
-    void *raw[ND_PROF_FRAMES + 16];
-    int n = nd_os_backtrace(raw, ND_PROF_FRAMES + 16);
-    int first = 0;
-    /* nodal's own frames (malloc and what it called) are not the site. */
-    while (first < n && (uintptr_t)raw[first] >= nd_prof_self_lo && (uintptr_t)raw[first] < nd_prof_self_hi)
-        first++;
-    if (first == n)
-        first = 0;
-    int keep = n - first < ND_PROF_FRAMES ? n - first : ND_PROF_FRAMES;
-    uint32_t site = nd_prof_site_of(raw + first, keep);
+    uint32_t site = nd_prof_fast ? nd_prof_stack_site() : nd_prof_backtrace_site();
+    nd_add_relaxed(&nd_prof_nsamples, 1);
     /* The estimate: this request stands for 1 / P(sampled) requests. */
     double rate = (double)nd_prof_rate();
     double prob = 1 - nd_exp_neg((double)usable / rate);
@@ -207,10 +466,16 @@ void nd_prof_record(void *p, nd_page *pg, size_t size, size_t usable, int node, 
     nd_add_relaxed(&s->samples, 1);
     nd_add_relaxed(&s->alloc_objs, v.objs);
     nd_add_relaxed(&s->alloc_bytes, v.bytes);
-    /* Its live slot: the first empty or tombstone on its probe path. */
+    /* Its live slot: the first empty or tombstone on its probe path, in
+       the smallest table that has one. */
     uint32_t h = nd_prof_slot_hash(v.addr);
-    for (uint32_t probe = 0; probe < ND_PROF_PROBES; probe++) {
-        nd_prof_slot *sl = &nd_prof_live_tab[(h + probe) & (ND_PROF_LIVE - 1)];
+    for (uint32_t level = 0, probe = 0; level < ND_PROF_LIVE_LEVELS; probe++) {
+        if (probe == ND_PROF_PROBES || probe == nd_prof_level_size[level]) {
+            level++;
+            probe = UINT32_MAX;   /* 0 at the next turn */
+            continue;
+        }
+        nd_prof_slot *sl = nd_prof_live_slot(level, h + probe);
         uintptr_t k = nd_load_relaxed(&sl->key);
         if (k != ND_PROF_EMPTY && k != ND_PROF_TOMB)
             continue;
@@ -238,11 +503,19 @@ void nd_prof_forget(void *p, nd_page *pg)
         return;
     uintptr_t a = (uintptr_t)p;
     uint32_t h = nd_prof_slot_hash(a);
-    for (uint32_t probe = 0; probe < ND_PROF_PROBES; probe++) {
-        nd_prof_slot *sl = &nd_prof_live_tab[(h + probe) & (ND_PROF_LIVE - 1)];
+    for (uint32_t level = 0, probe = 0; level < ND_PROF_LIVE_LEVELS; probe++) {
+        if (probe == ND_PROF_PROBES || probe == nd_prof_level_size[level]) {
+            level++;
+            probe = UINT32_MAX;   /* 0 at the next turn */
+            continue;
+        }
+        nd_prof_slot *sl = nd_prof_live_slot(level, h + probe);
         uintptr_t k = nd_load_acquire(&sl->key);
-        if (k == ND_PROF_EMPTY)
-            return;
+        if (k == ND_PROF_EMPTY) {   /* not in this table: the next */
+            level++;
+            probe = UINT32_MAX;
+            continue;
+        }
         if (k != a)
             continue;
         int64_t bytes = (int64_t)sl->v.bytes;

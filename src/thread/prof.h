@@ -27,8 +27,10 @@
  *   sites: open addressing by the stack's hash; a slot goes 0 (empty) ->
  *          1 (being written) -> 2 (ready) and stays; its counters are
  *          atomic.
- *   live:  open addressing by the block's address; key 0 (empty), 1 (a
- *          tombstone), 2 (being written) or the block's address. A writer
+ *   live:  open addressing by the block's address, in the first of four
+ *          tables of growing size that has room on the block's probe path;
+ *          key 0 (empty), 1 (a tombstone), 2 (being written) or the
+ *          block's address. A writer
  *          makes seq odd while it writes the fields; a reader copies a
  *          slot and keeps the copy only if seq was even and unchanged.
  *
@@ -48,7 +50,11 @@
 
 #define ND_PROF_FRAMES 32        /* frames kept of a stack */
 #define ND_PROF_SITES  16384     /* distinct stacks */
-#define ND_PROF_LIVE   65536     /* live samples (at most 3/4 of them used) */
+/* Live samples: four hash tables of 256, 2048, 16384 and 65536 slots,
+   filled smallest first, so that a program's few live samples touch a few
+   OS pages of the table, not one each. */
+#define ND_PROF_LIVE_LEVELS 4
+#define ND_PROF_LIVE   (256 + 2048 + 16384 + 65536)
 
 typedef struct nd_prof_site {
     uint32_t state;              /* 0 empty, 1 being written, 2 ready */
@@ -104,6 +110,10 @@ size_t   nd_prof_site_next(size_t i) nd_hidden;
 size_t   nd_prof_live_next(size_t i) nd_hidden;
 int64_t  nd_prof_live_bytes(void) nd_hidden;
 uint64_t nd_prof_dropped(void) nd_hidden;
+/* Samples taken since the start, and how many of their stacks the unwinder
+   walked (the others the memo of stacks recognised: prof.c). */
+uint64_t nd_prof_samples(void) nd_hidden;
+uint64_t nd_prof_unwinds(void) nd_hidden;
 int64_t  nd_prof_rate(void) nd_hidden;
 
 #endif /* ND_PROF_H */
