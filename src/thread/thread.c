@@ -32,11 +32,13 @@ static nd_thread nd_thread_empty = {
     .node_tc = { [0 ... ND_MAX_NODES - 1] = &nd_tcache_empty },
     .plain = &nd_tcache_empty,
     .state = ND_THREAD_NEW,
+    .tier_tc = { [0 ... ND_TIER_COUNT - 1] = &nd_tcache_empty },
 };
 static nd_thread nd_thread_dead = {
     .node_tc = { [0 ... ND_MAX_NODES - 1] = &nd_tcache_dead },
     .plain = &nd_tcache_dead,
     .state = ND_THREAD_DEAD,
+    .tier_tc = { [0 ... ND_TIER_COUNT - 1] = &nd_tcache_dead },
 };
 
 __thread nd_tcache *nd_tls_tc = &nd_tcache_empty;
@@ -259,6 +261,9 @@ nd_tcache *nd_thread_start(void)
     }
     for (int n = 0; n < ND_MAX_NODES; n++)
         t->node_tc[n] = &nd_tcache_empty;
+    t->tier_cpu = 0;
+    for (int k = 0; k < ND_TIER_COUNT; k++)
+        t->tier_tc[k] = &nd_tcache_empty;
     t->plain = tc;
     t->state = ND_THREAD_LIVE;
     t->gc_countdown = ND_GC_EVENTS;
@@ -516,6 +521,19 @@ void nd_thread_tick(nd_tcache *tc)
     nd_thread_maintain_check(tc, due);
 }
 
+void nd_thread_tier_resolve(void)
+{
+    nd_thread *t = nd_tls_thread;
+    if (t->state != ND_THREAD_LIVE || nd_os_rseq_cpu_off == 0)
+        return;
+    int cpu = nd_os_current_cpu_fast();
+    if (cpu < 0 || cpu >= ND_MAX_CPUS)
+        return;
+    for (int k = 0; k < ND_TIER_COUNT; k++)
+        t->tier_tc[k] = t->node_tc[(uint8_t)nd_tier_by_cpu[cpu][k]];
+    t->tier_cpu = cpu;
+}
+
 void nd_thread_prof_rearm(void)
 {
     nd_thread *t = nd_tls_thread;
@@ -621,6 +639,11 @@ bool nd_thread_is_valid(void)
     int n = nd_thread_tcaches(t, tcs);
     for (int i = 0; i < n; i++)
         if (!nd_tcache_is_valid(tcs[i]) || !nd_secure_is_valid(tcs[i]))
+            return false;
+    if (t->tier_cpu < 0 || t->tier_cpu >= ND_MAX_CPUS)
+        return false;
+    for (int k = 0; k < ND_TIER_COUNT; k++)
+        if (t->tier_tc[k] != &nd_tcache_empty && t->tier_tc[k] != t->node_tc[(uint8_t)nd_tier_by_cpu[t->tier_cpu][k]])
             return false;
     return true;
 }
