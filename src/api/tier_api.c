@@ -32,10 +32,11 @@ static int nd_tier_here(int t)
 
 /* Tries the nodes of the tier in order from the calling thread's node:
    only the first unless preferred. alloc(node, a, b, c) is one of the node
-   calls. Stops at the first result, or at an error other than ENOMEM. */
+   calls; a block returned is counted as `bytes` of the tier. Stops at the
+   first result, or at an error other than ENOMEM. */
 typedef void *nd_tier_alloc_fn(int node, size_t a, size_t b);
 
-static void *nd_tier_walk(int tier, nd_tier_alloc_fn *fn, size_t a, size_t b)
+static void *nd_tier_walk(int tier, nd_tier_alloc_fn *fn, size_t a, size_t b, size_t bytes)
 {
     int t = tier & ~ND_TIER_PREFERRED_FLAG;
     bool preferred = (tier & ND_TIER_PREFERRED_FLAG) != 0;
@@ -53,13 +54,17 @@ static void *nd_tier_walk(int tier, nd_tier_alloc_fn *fn, size_t a, size_t b)
         int node = nd_tiers.order[t][from][i];
         if (nd_tier_over_cap(node, 0)) {
             nd_gauge_add(tier_cap_refusals, 1);
+            nd_add_relaxed(&nd_gauge.cap_refusals[t], 1);
             errno = ENOMEM;
             continue;
         }
         void *p = fn(node, a, b);
         if (p != NULL) {
-            if (i > 0)
+            if (i > 0) {
                 nd_gauge_add(tier_fallbacks, 1);
+                nd_add_relaxed(&nd_gauge.fallbacks[t], 1);
+            }
+            nd_thread_count_tier(t, bytes);
             return p;
         }
         if (errno != ENOMEM)
@@ -98,12 +103,14 @@ static __attribute__((noinline)) void *nd_tier_malloc_slow(size_t size, int tier
             unsigned node = (uint8_t)nd_tier_by_cpu[cpu][tier];
             if (node < ND_MAX_NODES) {
                 void *p = nd_malloc_node_fast(size, (int)node);
+                if (p != NULL)
+                    nd_thread_count_tier(tier, size);
                 nd_thread_tier_resolve();   /* the next call's fast path (its node's cache exists now) */
                 return p;
             }
         }
     }
-    return nd_tier_walk(tier, nd_tier_malloc_one, size, 0);
+    return nd_tier_walk(tier, nd_tier_malloc_one, size, 0, size);
 }
 
 nd_public void *nodal_malloc_tier(size_t size, int tier)
@@ -113,24 +120,26 @@ nd_public void *nodal_malloc_tier(size_t size, int tier)
        or has not resolved them, has only empty caches there, and the pop
        below fails. */
     nd_thread *th = nd_tls_thread;
-    unsigned t = (unsigned)tier;
+    size_t t = (unsigned)tier;
     if (nd_unlikely(t >= ND_TIER_COUNT || nd_os_current_cpu_fast() != th->tier_cpu))
         return nd_tier_malloc_slow(size, tier);
     nd_tcache *tc = th->tier_tc[t];
     size_t c;
     if (nd_unlikely(!nd_class_fast(size, &c)))
         return nd_tier_malloc_slow(size, tier);
-    ND_BIN_POP_OR(tc, c, nd_tier_malloc_slow(size, tier));
+    ND_BIN_POP_THEN_OR(tc, c,
+                       (nd_count_inc(&th->tier_stats.requests[t]), nd_count_add(&th->tier_stats.bytes_requested[t], size)),
+                       nd_tier_malloc_slow(size, tier));
 }
 
 nd_public void *nodal_calloc_tier(size_t count, size_t size, int tier)
 {
-    return nd_tier_walk(tier, nd_tier_calloc_one, count, size);
+    return nd_tier_walk(tier, nd_tier_calloc_one, count, size, count * size);
 }
 
 nd_public void *nodal_aligned_alloc_tier(size_t alignment, size_t size, int tier)
 {
-    return nd_tier_walk(tier, nd_tier_aligned_one, alignment, size);
+    return nd_tier_walk(tier, nd_tier_aligned_one, alignment, size, size);
 }
 
 nd_public int nodal_tier_node(int tier, int from_node)
