@@ -22,6 +22,7 @@
 #include "out.h"
 #include "shared.h"
 #include "thread.h"
+#include "tier.h"
 #include "topo.h"
 
 /* ---- snapshot --------------------------------------------------------------- */
@@ -30,6 +31,7 @@ typedef struct nd_snapshot {
     nd_snap_totals t;
     nd_snap_class  cls[ND_CLASS_COUNT];
     nd_snap_node   node[ND_MAX_NODES];   /* by position in nd_topo.mem_ids */
+    nd_snap_tier   tier[ND_TIER_COUNT];
 } nd_snapshot;
 
 /* The snapshot at the last nodal_stats_reset() (its counters are
@@ -50,18 +52,22 @@ static size_t nd_stats_page_size(unsigned c)
                    for (unsigned c_ = 0; c_ < ND_CLASS_COUNT; c_++)                      \
                        s->cls[c_].n = nd_load_relaxed(&nd_gauge.n[c_]);,                 \
                    for (int i_ = 0; i_ < nd_topo.mem_count; i_++)                       \
-                       s->node[i_].n = nd_load_relaxed(&nd_gauge.n[nd_topo.mem_ids[i_]]);)
+                       s->node[i_].n = nd_load_relaxed(&nd_gauge.n[nd_topo.mem_ids[i_]]);, , \
+                   for (int t_ = 0; t_ < ND_TIER_COUNT; t_++)                            \
+                       s->tier[t_].n = nd_load_relaxed(&nd_gauge.n[t_]);)
 
 #define ND_SUB_COUNTER(n, k, sc, so, u, l, m)                                           \
     ND_IF_##sc(ND_IFK_##k(s->t.n -= b->t.n;),                                             \
                ND_IFK_##k(for (unsigned c_ = 0; c_ < ND_CLASS_COUNT; c_++)               \
-                              s->cls[c_].n -= b->cls[c_].n;), )
+                              s->cls[c_].n -= b->cls[c_].n;), ,                           \
+               ND_IFK_##k(for (int t_ = 0; t_ < ND_TIER_COUNT; t_++)                     \
+                              s->tier[t_].n -= b->tier[t_].n;))
 
 static void nd_snapshot_take(nd_snapshot *s, bool since_reset)
 {
     memset(s, 0, sizeof *s);
     size_t threads = 0, pooled = 0;
-    nd_thread_stats_sum(s->cls, &s->t, &threads, &pooled);
+    nd_thread_stats_sum(s->cls, &s->t, s->tier, &threads, &pooled);
     nd_shared_stats_add(s->cls, &s->t);
     ND_STATS_TABLE(ND_READ_GAUGE)
     /* Derived fields, from all-time counters. */
@@ -167,7 +173,7 @@ static void nd_field(nd_out *o, const char *sep, const char *name, int unit, nd_
 /* ---- the summary line ------------------------------------------------------------- */
 
 #define ND_BRIEF(n, k, sc, so, u, l, m) \
-    ND_IF_##sc(if (l >= 2) nd_field(o, " ", #n, ND_UNIT_##u, ND_VAL_##u(s->t.n), false, "=");, , )
+    ND_IF_##sc(if (l >= 2) nd_field(o, " ", #n, ND_UNIT_##u, ND_VAL_##u(s->t.n), false, "=");, , , )
 
 static void nd_print_brief(nd_out *o, const nd_snapshot *s)
 {
@@ -244,13 +250,57 @@ static int nd_print_hints(nd_out *o, const nd_snapshot *s, const char *indent)
     ND_IF_##sc(if (l >= 1) {                                                                    \
         nd_fmt(b, sizeof b, ND_UNIT_##u, ND_VAL_##u(s->t.n), true);                             \
         nd_outf(o, "  %-20s %14s%s", #n, b, (++col % 3) == 0 ? "\n" : "");                     \
-    }, , )
-#define ND_TEXT_CLASS_HEAD(n, k, sc, so, u, l, m) ND_IF_##sc(, if (l >= 1) nd_outf(o, " %12s", #n);, )
+    }, , , )
+#define ND_TEXT_CLASS_HEAD(n, k, sc, so, u, l, m) ND_IF_##sc(, if (l >= 1) nd_outf(o, " %12s", #n);, , )
 #define ND_TEXT_CLASS_ROW(n, k, sc, so, u, l, m) \
-    ND_IF_##sc(, if (l >= 1) nd_outf(o, " %12s", nd_fmt(b, sizeof b, ND_UNIT_##u, ND_VAL_##u(cl->n), true));, )
-#define ND_TEXT_NODE_HEAD(n, k, sc, so, u, l, m) ND_IF_##sc(, , if (l >= 1) nd_outf(o, " %14s", #n);)
+    ND_IF_##sc(, if (l >= 1) nd_outf(o, " %12s", nd_fmt(b, sizeof b, ND_UNIT_##u, ND_VAL_##u(cl->n), true));, , )
+#define ND_TEXT_NODE_HEAD(n, k, sc, so, u, l, m) ND_IF_##sc(, , if (l >= 1) nd_outf(o, " %14s", #n);, )
 #define ND_TEXT_NODE_ROW(n, k, sc, so, u, l, m) \
-    ND_IF_##sc(, , if (l >= 1) nd_outf(o, " %14s", nd_fmt(b, sizeof b, ND_UNIT_##u, ND_VAL_##u(nd->n), true));)
+    ND_IF_##sc(, , if (l >= 1) nd_outf(o, " %14s", nd_fmt(b, sizeof b, ND_UNIT_##u, ND_VAL_##u(nd->n), true));, )
+#define ND_TEXT_TIER_HEAD(n, k, sc, so, u, l, m) ND_IF_##sc(, , , if (l >= 1) nd_outf(o, " %15s", #n);)
+#define ND_TEXT_TIER_ROW(n, k, sc, so, u, l, m) \
+    ND_IF_##sc(, , , if (l >= 1) nd_outf(o, " %15s", nd_fmt(b, sizeof b, ND_UNIT_##u, ND_VAL_##u(ti->n), true));)
+
+/* The node tier t resolves to from each CPU node: " 0->2 1->3". */
+static void nd_print_tier_nodes(nd_out *o, int t, bool json)
+{
+    int n = 0;
+    for (int i = 0; i < ND_MAX_NODES; i++) {
+        if (!(nd_topo.flags[i] & ND_NODE_HAS_CPU))
+            continue;
+        int to = nd_tier_node(t, i);
+        if (to < 0)
+            continue;
+        if (json)
+            nd_outf(o, "%s{\"from\":%d,\"node\":%d}", n ? "," : "", i, to);
+        else
+            nd_outf(o, " %d->%d", i, to);
+        n++;
+    }
+}
+
+/* The tier table, in a program that made tier calls (or had a tier's
+   mapping refused). */
+static void nd_print_tier_table(nd_out *o, const nd_snapshot *s)
+{
+    char b[48];
+    uint64_t use = 0;
+    for (int t = 0; t < ND_TIER_COUNT; t++)
+        use += s->tier[t].requests + s->tier[t].fallbacks + s->tier[t].cap_refusals;
+    if (use == 0)
+        return;
+    nd_outf(o, "  %9s", "tier");
+    ND_STATS_TABLE(ND_TEXT_TIER_HEAD)
+    nd_outf(o, "  node from each CPU node\n");
+    for (int t = 0; t < ND_TIER_COUNT; t++) {
+        const nd_snap_tier *ti = &s->tier[t];
+        nd_outf(o, "  %9s", nd_tier_name(t));
+        ND_STATS_TABLE(ND_TEXT_TIER_ROW)
+        nd_outf(o, " ");
+        nd_print_tier_nodes(o, t, false);
+        nd_outf(o, "\n");
+    }
+}
 
 static void nd_print_text(nd_out *o, const nd_snapshot *s)
 {
@@ -284,6 +334,7 @@ static void nd_print_text(nd_out *o, const nd_snapshot *s)
         ND_STATS_TABLE(ND_TEXT_NODE_ROW)
         nd_outf(o, "%s\n", (nd_topo.flags[id] & ND_NODE_HAS_CPU) ? "" : "  (memory only)");
     }
+    nd_print_tier_table(o, s);
     nd_outf(o, "  hints:\n");
     if (nd_print_hints(o, s, "    ") == 0)
         nd_outf(o, "    none\n");
@@ -292,11 +343,13 @@ static void nd_print_text(nd_out *o, const nd_snapshot *s)
 /* ---- JSON -------------------------------------------------------------------- */
 
 #define ND_JSON_TOTAL(n, k, sc, so, u, l, m) \
-    ND_IF_##sc(nd_field(o, sep, "\"" #n "\"", ND_UNIT_##u, ND_VAL_##u(s->t.n), false, ":"); sep = ",";, , )
+    ND_IF_##sc(nd_field(o, sep, "\"" #n "\"", ND_UNIT_##u, ND_VAL_##u(s->t.n), false, ":"); sep = ",";, , , )
 #define ND_JSON_CLASS(n, k, sc, so, u, l, m) \
-    ND_IF_##sc(, nd_field(o, ",", "\"" #n "\"", ND_UNIT_##u, ND_VAL_##u(cl->n), false, ":");, )
+    ND_IF_##sc(, nd_field(o, ",", "\"" #n "\"", ND_UNIT_##u, ND_VAL_##u(cl->n), false, ":");, , )
 #define ND_JSON_NODE(n, k, sc, so, u, l, m) \
-    ND_IF_##sc(, , nd_field(o, ",", "\"" #n "\"", ND_UNIT_##u, ND_VAL_##u(nd->n), false, ":");)
+    ND_IF_##sc(, , nd_field(o, ",", "\"" #n "\"", ND_UNIT_##u, ND_VAL_##u(nd->n), false, ":");, )
+#define ND_JSON_TIER(n, k, sc, so, u, l, m) \
+    ND_IF_##sc(, , , nd_field(o, ",", "\"" #n "\"", ND_UNIT_##u, ND_VAL_##u(ti->n), false, ":");)
 
 /* Writes text as the inside of a JSON string. */
 static void nd_json_text(nd_out *o, const char *t)
@@ -351,6 +404,15 @@ static void nd_print_json(nd_out *o, const nd_snapshot *s)
                 (nd_topo.flags[id] & ND_NODE_HAS_CPU) ? "true" : "false");
         ND_STATS_TABLE(ND_JSON_NODE)
         nd_outf(o, "}");
+    }
+    nd_outf(o, "],\"tiers\":[");
+    for (int t = 0; t < ND_TIER_COUNT; t++) {
+        const nd_snap_tier *ti = &s->tier[t];
+        nd_outf(o, "%s{\"name\":\"%s\"", t ? "," : "", nd_tier_name(t));
+        ND_STATS_TABLE(ND_JSON_TIER)
+        nd_outf(o, ",\"nodes\":[");
+        nd_print_tier_nodes(o, t, true);
+        nd_outf(o, "]}");
     }
     nd_outf(o, "],\"options\":{");
     for (int i = 0; i < ND_OPT_COUNT; i++) {

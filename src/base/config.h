@@ -79,6 +79,8 @@
 
 /* ---- nodes and the segment map ----------------------------------------- */
 #define ND_MAX_NODES  NODAL_MAX_NODES
+/* Memory tiers (tier.h: latency, bandwidth, capacity). */
+#define ND_TIER_COUNT 3
 #define ND_MAX_CPUS   4096
 /* The segment map (segment.h): a byte per 4 MiB window of the user address
    space below 2^ND_VA_BITS (x86-64: 47 bits, aarch64: 48), in leaves of

@@ -16,30 +16,46 @@ void nd_gauge_add_peak(size_t *gauge, size_t *peak, long delta)
         ;
 }
 
-#define ND_ADD_SNAP_CLASS(n, k, sc, so, u, l, m) ND_IF_##sc(, dst->n += src->n;, )
+#define ND_ADD_SNAP_CLASS(n, k, sc, so, u, l, m) ND_IF_##sc(, dst->n += src->n;, , )
 void nd_snap_class_add(nd_snap_class *dst, const nd_snap_class *src)
 {
     ND_STATS_TABLE(ND_ADD_SNAP_CLASS)
 }
 
-#define ND_ADD_SNAP_TOTALS(n, k, sc, so, u, l, m) ND_IF_##sc(dst->n += src->n;, , )
+#define ND_ADD_SNAP_TOTALS(n, k, sc, so, u, l, m) ND_IF_##sc(dst->n += src->n;, , , )
 void nd_snap_totals_add(nd_snap_totals *dst, const nd_snap_totals *src)
 {
     ND_STATS_TABLE(ND_ADD_SNAP_TOTALS)
 }
 
-#define ND_ADD_SNAP_CLASS_COUNTER(n, k, sc, so, u, l, m) ND_SEL(sc, so)(dst->n += nd_load_relaxed(&src->n);, , , , )
+#define ND_ADD_SNAP_CLASS_COUNTER(n, k, sc, so, u, l, m) ND_SEL(sc, so)(dst->n += nd_load_relaxed(&src->n);, , , , , , )
 __attribute__((no_sanitize("thread")))
 void nd_snap_class_add_counters(nd_snap_class *dst, const nd_class_counters *src)
 {
     ND_STATS_TABLE(ND_ADD_SNAP_CLASS_COUNTER)
 }
 
-#define ND_ADD_SNAP_THREAD_COUNTER(n, k, sc, so, u, l, m) ND_SEL(sc, so)(, dst->n += nd_load_relaxed(&src->n);, , , )
+#define ND_ADD_SNAP_THREAD_COUNTER(n, k, sc, so, u, l, m) ND_SEL(sc, so)(, dst->n += nd_load_relaxed(&src->n);, , , , , )
 __attribute__((no_sanitize("thread")))
 void nd_snap_totals_add_counters(nd_snap_totals *dst, const nd_thread_counters *src)
 {
     ND_STATS_TABLE(ND_ADD_SNAP_THREAD_COUNTER)
+}
+
+#define ND_ADD_SNAP_TIER_COUNTER(n, k, sc, so, u, l, m) \
+    ND_SEL(sc, so)(, , , , , for (int t_ = 0; t_ < ND_TIER_COUNT; t_++) dst[t_].n += nd_load_relaxed(&src->n[t_]);, )
+__attribute__((no_sanitize("thread")))
+void nd_snap_tier_add_counters(nd_snap_tier *dst, const nd_tier_counters *src)
+{
+    ND_STATS_TABLE(ND_ADD_SNAP_TIER_COUNTER)
+}
+
+#define ND_ADD_TIER_COUNTER(n, k, sc, so, u, l, m) \
+    ND_SEL(sc, so)(, , , , , for (int t_ = 0; t_ < ND_TIER_COUNT; t_++) dst->n[t_] += nd_load_relaxed(&src->n[t_]);, )
+__attribute__((no_sanitize("thread")))
+void nd_tier_counters_add(nd_tier_counters *dst, const nd_tier_counters *src)
+{
+    ND_STATS_TABLE(ND_ADD_TIER_COUNTER)
 }
 
 #define ND_DESC(n, k, sc, so, u, l, m) { #n, ND_KIND_##k, ND_SCOPE_##sc, ND_UNIT_##u, l, #so, m },

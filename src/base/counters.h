@@ -18,11 +18,15 @@
  *   scope   PROCESS  one value
  *           CLASS    one value per size class
  *           NODE     one value per NUMA node with memory
+ *           TIER     one value per memory tier (latency, bandwidth,
+ *                    capacity: docs/tiers.md)
  *   source  THREAD   a per-thread counter (nd_thread_counters), written by
  *                    its owner thread only, summed over live and exited
  *                    threads
  *           CLASS    a per-thread, per-class counter (nd_class_counters)
  *           GAUGE    a process-wide gauge (nd_gauge), relaxed atomics
+ *           (TIER and THREAD: a per-thread, per-tier counter, nd_tier_counters
+ *           in the thread's record)
  *           DERIVED  computed when the snapshot is taken (stats.c, and
  *                    nd_tcache_stats_add for what the fast paths imply)
  *   unit    COUNT, BYTES, RATIO (0..1)
@@ -109,27 +113,36 @@
     X(plain_cached_segments, GAUGE, NODE,    DERIVED, COUNT, 0, "free plain segments kept for reuse") \
     X(bound_cached_segments, GAUGE, NODE,    DERIVED, COUNT, 0, "free node-bound segments kept for reuse") \
     X(plain_abandoned_segments, GAUGE, NODE, DERIVED, COUNT, 0, "plain segments of exited threads waiting for a new owner") \
-    X(bound_abandoned_segments, GAUGE, NODE, DERIVED, COUNT, 0, "node-bound segments of exited threads waiting for a new owner")
+    X(bound_abandoned_segments, GAUGE, NODE, DERIVED, COUNT, 0, "node-bound segments of exited threads waiting for a new owner") \
+    /* ---- per memory tier ------------------------------------------------------------------------ */ \
+    X(requests,            COUNTER, TIER,    THREAD,  COUNT, 1, "blocks that tier calls (nodal_malloc_tier, its calloc and aligned forms, nodal::tier_allocator) returned for the tier") \
+    X(bytes_requested,     COUNTER, TIER,    THREAD,  BYTES, 1, "bytes those calls asked for") \
+    X(fallbacks,           COUNTER, TIER,    GAUGE,   COUNT, 1, "of those, the ones with NODAL_TIER_PREFERRED served by a later node of the tier's order") \
+    X(cap_refusals,        COUNTER, TIER,    GAUGE,   COUNT, 1, "node-bound mappings refused, or tier nodes skipped by tier calls, because the tier was at its cap (tier_latency_max, ...)")
 
 /*
  * Selectors: ND_SEL_<scope>_<source>(class counter, thread counter, process
  * gauge, class gauge, node gauge) expands to the argument that applies to a
  * field, or to nothing (derived fields have no storage of their own).
  */
-#define ND_SEL_CLASS_CLASS(a, b, c, d, e)     a
-#define ND_SEL_PROCESS_THREAD(a, b, c, d, e)  b
-#define ND_SEL_PROCESS_GAUGE(a, b, c, d, e)   c
-#define ND_SEL_CLASS_GAUGE(a, b, c, d, e)     d
-#define ND_SEL_NODE_GAUGE(a, b, c, d, e)      e
-#define ND_SEL_PROCESS_DERIVED(a, b, c, d, e)
-#define ND_SEL_CLASS_DERIVED(a, b, c, d, e)
-#define ND_SEL_NODE_DERIVED(a, b, c, d, e)
+#define ND_SEL_CLASS_CLASS(a, b, c, d, e, f, g)     a
+#define ND_SEL_PROCESS_THREAD(a, b, c, d, e, f, g)  b
+#define ND_SEL_PROCESS_GAUGE(a, b, c, d, e, f, g)   c
+#define ND_SEL_CLASS_GAUGE(a, b, c, d, e, f, g)     d
+#define ND_SEL_NODE_GAUGE(a, b, c, d, e, f, g)      e
+#define ND_SEL_TIER_THREAD(a, b, c, d, e, f, g)     f
+#define ND_SEL_TIER_GAUGE(a, b, c, d, e, f, g)      g
+#define ND_SEL_PROCESS_DERIVED(a, b, c, d, e, f, g)
+#define ND_SEL_CLASS_DERIVED(a, b, c, d, e, f, g)
+#define ND_SEL_NODE_DERIVED(a, b, c, d, e, f, g)
+#define ND_SEL_TIER_DERIVED(a, b, c, d, e, f, g)
 #define ND_SEL(scope, source) ND_SEL_##scope##_##source
 
-/* Scope filters for the snapshot: ND_IF_<scope>(process, class, node). */
-#define ND_IF_PROCESS(a, b, c) a
-#define ND_IF_CLASS(a, b, c)   b
-#define ND_IF_NODE(a, b, c)    c
+/* Scope filters for the snapshot: ND_IF_<scope>(process, class, node, tier). */
+#define ND_IF_PROCESS(a, b, c, d) a
+#define ND_IF_CLASS(a, b, c, d)   b
+#define ND_IF_NODE(a, b, c, d)    c
+#define ND_IF_TIER(a, b, c, d)    d
 
 /* Kind filters: ND_IFK_<kind>(x) is x for counters only. */
 #define ND_IFK_COUNTER(x) x
@@ -142,15 +155,19 @@
 
 /* ---- storage the allocator writes ----------------------------------------- */
 
-#define ND_GEN_CLASS_COUNTER(n, k, sc, so, u, l, m)  ND_SEL(sc, so)(uint64_t n;, , , , )
-#define ND_GEN_THREAD_COUNTER(n, k, sc, so, u, l, m) ND_SEL(sc, so)(, uint64_t n;, , , )
+#define ND_GEN_CLASS_COUNTER(n, k, sc, so, u, l, m)  ND_SEL(sc, so)(uint64_t n;, , , , , , )
+#define ND_GEN_THREAD_COUNTER(n, k, sc, so, u, l, m) ND_SEL(sc, so)(, uint64_t n;, , , , , )
+#define ND_GEN_TIER_COUNTER(n, k, sc, so, u, l, m)   ND_SEL(sc, so)(, , , , , uint64_t n[ND_TIER_COUNT];, )
 #define ND_GEN_GAUGE(n, k, sc, so, u, l, m) \
-    ND_SEL(sc, so)(, , size_t n;, size_t n[ND_CLASS_COUNT];, size_t n[ND_MAX_NODES];)
+    ND_SEL(sc, so)(, , size_t n;, size_t n[ND_CLASS_COUNT];, size_t n[ND_MAX_NODES];, , size_t n[ND_TIER_COUNT];)
 
 /* Per thread (thread cache), per size class. */
 typedef struct nd_class_counters { ND_STATS_TABLE(ND_GEN_CLASS_COUNTER) } nd_class_counters;
 /* Per thread (one per heap of the thread). */
 typedef struct nd_thread_counters { ND_STATS_TABLE(ND_GEN_THREAD_COUNTER) } nd_thread_counters;
+/* Per thread (its record), each field an array indexed by tier: the tier
+   call's fast path adds to [tier] of the record it holds in a register. */
+typedef struct nd_tier_counters { ND_STATS_TABLE(ND_GEN_TIER_COUNTER) } nd_tier_counters;
 /* Process-wide gauges. */
 typedef struct nd_gauges { ND_STATS_TABLE(ND_GEN_GAUGE) } nd_gauges;
 
@@ -180,13 +197,15 @@ static inline void nd_gauge_active(long delta) { nd_gauge_add_peak(&nd_gauge.act
 
 /* ---- the snapshot a report is made from ------------------------------------ */
 
-#define ND_GEN_SNAP_PROCESS(n, k, sc, so, u, l, m) ND_IF_##sc(ND_TYPE_##u n;, , )
-#define ND_GEN_SNAP_CLASS(n, k, sc, so, u, l, m)   ND_IF_##sc(, ND_TYPE_##u n;, )
-#define ND_GEN_SNAP_NODE(n, k, sc, so, u, l, m)    ND_IF_##sc(, , ND_TYPE_##u n;)
+#define ND_GEN_SNAP_PROCESS(n, k, sc, so, u, l, m) ND_IF_##sc(ND_TYPE_##u n;, , , )
+#define ND_GEN_SNAP_CLASS(n, k, sc, so, u, l, m)   ND_IF_##sc(, ND_TYPE_##u n;, , )
+#define ND_GEN_SNAP_NODE(n, k, sc, so, u, l, m)    ND_IF_##sc(, , ND_TYPE_##u n;, )
+#define ND_GEN_SNAP_TIER(n, k, sc, so, u, l, m)    ND_IF_##sc(, , , ND_TYPE_##u n;)
 
 typedef struct nd_snap_totals { ND_STATS_TABLE(ND_GEN_SNAP_PROCESS) } nd_snap_totals;
 typedef struct nd_snap_class  { ND_STATS_TABLE(ND_GEN_SNAP_CLASS) } nd_snap_class;
 typedef struct nd_snap_node   { ND_STATS_TABLE(ND_GEN_SNAP_NODE) } nd_snap_node;
+typedef struct nd_snap_tier   { ND_STATS_TABLE(ND_GEN_SNAP_TIER) } nd_snap_tier;
 
 /* dst += src for every field of a snapshot (used to fold threads). */
 void nd_snap_class_add(nd_snap_class *dst, const nd_snap_class *src) nd_hidden;
@@ -194,10 +213,14 @@ void nd_snap_totals_add(nd_snap_totals *dst, const nd_snap_totals *src) nd_hidde
 /* Copies the per-thread counters of a class into its snapshot (+=). */
 void nd_snap_class_add_counters(nd_snap_class *dst, const nd_class_counters *src) nd_hidden;
 void nd_snap_totals_add_counters(nd_snap_totals *dst, const nd_thread_counters *src) nd_hidden;
+/* Adds per-thread tier counters into the tiers' snapshots tier[ND_TIER_COUNT],
+   and into another set of counters (folding an exited thread's). */
+void nd_snap_tier_add_counters(nd_snap_tier *dst, const nd_tier_counters *src) nd_hidden;
+void nd_tier_counters_add(nd_tier_counters *dst, const nd_tier_counters *src) nd_hidden;
 
 /* The table as data, for printers and tools. */
 enum { ND_KIND_COUNTER, ND_KIND_GAUGE, ND_KIND_PEAK };
-enum { ND_SCOPE_PROCESS, ND_SCOPE_CLASS, ND_SCOPE_NODE };
+enum { ND_SCOPE_PROCESS, ND_SCOPE_CLASS, ND_SCOPE_NODE, ND_SCOPE_TIER };
 enum { ND_UNIT_COUNT, ND_UNIT_BYTES, ND_UNIT_RATIO };
 typedef struct nd_stat_desc {
     const char *name;

@@ -68,14 +68,17 @@ void  *nd_calloc_node(size_t count, size_t size, int node) nd_hidden;
 
 /* Pops a block from the bin at byte offset `off` of tcache tc and clears
    its freed-block mark (page.h); the caller takes its slow path when the
-   bin is empty or its tick ran out. */
-#define ND_BIN_POP_OR(tc, off, slow)                                           \
+   bin is empty or its tick ran out. ND_BIN_POP_THEN_OR runs the statement
+   `then` once the block is taken (the tier call's counts). */
+#define ND_BIN_POP_OR(tc, off, slow) ND_BIN_POP_THEN_OR(tc, off, (void)0, slow)
+#define ND_BIN_POP_THEN_OR(tc, off, then, slow)                                \
     do {                                                                       \
         nd_bin *b_ = (nd_bin *)((char *)(tc)->bins + (off));                   \
         void **cur_ = b_->cur;                                                 \
         if (nd_unlikely(cur_ == b_->empty) || nd_unlikely(--b_->tick == 0))    \
             return (slow);                                                     \
         b_->cur = cur_ + 1;                                                    \
+        then;                                                                  \
         ND_BIN_PREFETCH(cur_);                                                 \
         void *p_ = *cur_;                                                      \
         nd_block_unmark(p_);                                                   \

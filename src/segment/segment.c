@@ -279,9 +279,13 @@ static int nd_seg_place_new(void *p, size_t size, int node, size_t commit)
 
 int nd_seg_adopt_mapping(nd_segment *s, size_t size, int node, bool bound, const uint64_t *interleave, size_t commit)
 {
-    if (bound && interleave == NULL && nd_tier_over_cap(node, size)) {
+    unsigned over = bound && interleave == NULL ? nd_tier_over_cap(node, size) : 0;
+    if (over != 0) {
         nd_os_unmap(s, size);   /* a capped tier's memory (tier_*_max): as if the node were full */
         nd_gauge_add(tier_cap_refusals, 1);
+        for (int t = 0; t < ND_TIER_COUNT; t++)
+            if (over & (1u << t))
+                nd_add_relaxed(&nd_gauge.cap_refusals[t], 1);
         errno = ENOMEM;
         return -1;
     }

@@ -334,10 +334,11 @@ int nd_tier_node(int t, int from)
     return nd_tiers.order[t][from][0];
 }
 
-bool nd_tier_over_cap(int node, size_t size)
+unsigned nd_tier_over_cap(int node, size_t size)
 {
     if (!nd_tiers.any_cap || (unsigned)node >= ND_MAX_NODES || nd_tiers.cap_tiers[node] == 0)
-        return false;
+        return 0;
+    unsigned over = 0;
     for (int t = 0; t < ND_TIER_COUNT; t++) {
         if (!(nd_tiers.cap_tiers[node] & (1u << t)))
             continue;
@@ -347,7 +348,7 @@ bool nd_tier_over_cap(int node, size_t size)
             if (nd_tiers.cap_tiers[n] & (1u << t))
                 used += nd_load_relaxed(&nd_gauge.bound_mapped[n]);
         if (used + size > nd_tiers.cap[t])
-            return true;
+            over |= 1u << t;
     }
-    return false;
+    return over;
 }

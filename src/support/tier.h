@@ -45,7 +45,7 @@
 #define ND_TIER_LATENCY   0
 #define ND_TIER_BANDWIDTH 1
 #define ND_TIER_CAPACITY  2
-#define ND_TIER_COUNT     3
+/* ND_TIER_COUNT (3) is in config.h: the statistics table counts per tier. */
 
 /* Where a CPU node's attributes came from. */
 #define ND_TIER_SRC_DISTANCE 0
@@ -84,8 +84,8 @@ void nd_tier_read(const char *sys, const char *measured) nd_hidden;
 int  nd_tier_node(int t, int from) nd_hidden;
 /* The name of tier t ("latency", "bandwidth", "capacity"). */
 const char *nd_tier_name(int t) nd_hidden;
-/* True if mapping `size` more bytes of memory bound to `node` would take a
-   capped tier over its cap (tier_latency_max, ...). */
-bool nd_tier_over_cap(int node, size_t size) nd_hidden;
+/* The tiers (bit t for tier t) whose cap (tier_latency_max, ...) mapping
+   `size` more bytes of memory bound to `node` would exceed; 0 if none. */
+unsigned nd_tier_over_cap(int node, size_t size) nd_hidden;
 
 #endif /* ND_TIER_H */

@@ -32,11 +32,13 @@ static nd_thread nd_thread_empty = {
     .node_tc = { [0 ... ND_MAX_NODES - 1] = &nd_tcache_empty },
     .plain = &nd_tcache_empty,
     .state = ND_THREAD_NEW,
+    .tier_tc = { [0 ... ND_TIER_COUNT - 1] = &nd_tcache_empty },
 };
 static nd_thread nd_thread_dead = {
     .node_tc = { [0 ... ND_MAX_NODES - 1] = &nd_tcache_dead },
     .plain = &nd_tcache_dead,
     .state = ND_THREAD_DEAD,
+    .tier_tc = { [0 ... ND_TIER_COUNT - 1] = &nd_tcache_dead },
 };
 
 __thread nd_tcache *nd_tls_tc = &nd_tcache_empty;
@@ -71,6 +73,8 @@ static nd_snap_class      nd_dead_cls[ND_CLASS_COUNT];
 static nd_snap_totals     nd_dead_tot;
 static nd_class_counters  nd_orphan_cls[ND_CLASS_COUNT];
 static nd_thread_counters nd_orphan;
+static nd_tier_counters   nd_dead_tier;     /* exited threads' tier calls (under nd_threads_lock) */
+static nd_tier_counters   nd_orphan_tier;   /* tier calls of threads without a record (atomics) */
 
 /* ---- a thread's caches ------------------------------------------------------ */
 
@@ -161,6 +165,7 @@ static void nd_thread_dismantle(nd_thread *t)
     nd_list_remove(&nd_threads, t);
     for (int i = 0; i < n; i++)
         nd_fold_dead_locked(tcs[i]);
+    nd_tier_counters_add(&nd_dead_tier, &t->tier_stats);
     t->state = ND_THREAD_DEAD;
     nd_unlock(nd_threads_lock);
     for (int i = 0; i < n; i++)
@@ -259,6 +264,10 @@ nd_tcache *nd_thread_start(void)
     }
     for (int n = 0; n < ND_MAX_NODES; n++)
         t->node_tc[n] = &nd_tcache_empty;
+    t->tier_cpu = 0;
+    for (int k = 0; k < ND_TIER_COUNT; k++)
+        t->tier_tc[k] = &nd_tcache_empty;
+    memset(&t->tier_stats, 0, sizeof t->tier_stats);
     t->plain = tc;
     t->state = ND_THREAD_LIVE;
     t->gc_countdown = ND_GC_EVENTS;
@@ -418,6 +427,7 @@ void nd_thread_fork_child(void)
             int n = nd_thread_tcaches(t, tcs);
             for (int i = 0; i < n; i++)
                 nd_fold_dead_locked(tcs[i]);
+            nd_tier_counters_add(&nd_dead_tier, &t->tier_stats);
         }
         t = next;
     }
@@ -516,6 +526,33 @@ void nd_thread_tick(nd_tcache *tc)
     nd_thread_maintain_check(tc, due);
 }
 
+void nd_thread_tier_resolve(void)
+{
+    nd_thread *t = nd_tls_thread;
+    if (t->state != ND_THREAD_LIVE || nd_os_rseq_cpu_off == 0)
+        return;
+    int cpu = nd_os_current_cpu_fast();
+    if (cpu < 0 || cpu >= ND_MAX_CPUS)
+        return;
+    for (int k = 0; k < ND_TIER_COUNT; k++)
+        t->tier_tc[k] = t->node_tc[(uint8_t)nd_tier_by_cpu[cpu][k]];
+    t->tier_cpu = cpu;
+}
+
+void nd_thread_count_tier(int t, size_t bytes)
+{
+    if ((unsigned)t >= ND_TIER_COUNT)
+        return;
+    nd_thread *th = nd_tls_thread;
+    if (th->state == ND_THREAD_LIVE) {
+        nd_count_inc(&th->tier_stats.requests[t]);
+        nd_count_add(&th->tier_stats.bytes_requested[t], bytes);
+    } else {
+        nd_add_relaxed(&nd_orphan_tier.requests[t], 1);
+        nd_add_relaxed(&nd_orphan_tier.bytes_requested[t], bytes);
+    }
+}
+
 void nd_thread_prof_rearm(void)
 {
     nd_thread *t = nd_tls_thread;
@@ -588,7 +625,8 @@ void nd_thread_count_large_resize(long delta)
         nd_add_relaxed(sum, bytes);
 }
 
-void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, size_t *threads, size_t *pooled)
+void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, nd_snap_tier *tiers, size_t *threads,
+                         size_t *pooled)
 {
     size_t nthreads = 0, npooled = 0;
     nd_lock(nd_threads_lock);
@@ -598,6 +636,8 @@ void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, size_t *thread
         cls[c].frees += nd_load_relaxed(&nd_orphan_cls[c].remote_pushes);
     }
     nd_snap_totals_add(tot, &nd_dead_tot);
+    nd_snap_tier_add_counters(tiers, &nd_dead_tier);
+    nd_snap_tier_add_counters(tiers, &nd_orphan_tier);
     nd_snap_totals_add_counters(tot, &nd_orphan);
     for (nd_thread *t = nd_threads.first; t; t = t->next) {
         nthreads += t->state == ND_THREAD_LIVE;
@@ -606,6 +646,7 @@ void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, size_t *thread
         int n = nd_thread_tcaches(t, tcs);
         for (int i = 0; i < n; i++)
             nd_tcache_stats_add(tcs[i], cls, tot);
+        nd_snap_tier_add_counters(tiers, &t->tier_stats);
     }
     nd_unlock(nd_threads_lock);
     *threads = nthreads;
@@ -621,6 +662,11 @@ bool nd_thread_is_valid(void)
     int n = nd_thread_tcaches(t, tcs);
     for (int i = 0; i < n; i++)
         if (!nd_tcache_is_valid(tcs[i]) || !nd_secure_is_valid(tcs[i]))
+            return false;
+    if (t->tier_cpu < 0 || t->tier_cpu >= ND_MAX_CPUS)
+        return false;
+    for (int k = 0; k < ND_TIER_COUNT; k++)
+        if (t->tier_tc[k] != &nd_tcache_empty && t->tier_tc[k] != t->node_tc[(uint8_t)nd_tier_by_cpu[t->tier_cpu][k]])
             return false;
     return true;
 }

@@ -15,6 +15,7 @@
 #include "config.h"
 #include "counters.h"
 #include "tcache.h"
+#include "tier.h"
 
 enum { ND_THREAD_NEW = 0, ND_THREAD_LIVE, ND_THREAD_DEAD, ND_THREAD_POOLED };
 
@@ -33,6 +34,11 @@ enum { ND_THREAD_NEW = 0, ND_THREAD_LIVE, ND_THREAD_DEAD, ND_THREAD_POOLED };
  * seen_node is the node with memory that serves the CPU the thread ran on
  * at its last look (follow_thread): plain's heap is of that node unless the
  * thread did not follow the move (plain's heap.away then).
+ * tier_tc[t] is node_tc[nd_tier_by_cpu[tier_cpu][t]] (the tier call's cache
+ * for a thread on CPU tier_cpu, resolved by nd_thread_tier_resolve) or the
+ * static empty (or dead) tcache, whose bins are empty: a record whose
+ * tier_cpu was never resolved has only those, so whatever CPU number a
+ * tier call reads, it takes the slow path.
  */
 typedef struct nd_aligned(ND_CACHE_LINE) nd_thread {
     nd_tcache        *node_tc[ND_MAX_NODES];
@@ -40,6 +46,9 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_thread {
     uint8_t           state;
     uint32_t          gc_countdown;     /* slow-path events until the next maintenance check */
     int16_t           seen_node;        /* node (with memory) of the CPU the thread was last seen on */
+    int32_t           tier_cpu;         /* the CPU tier_tc was resolved for */
+    nd_tcache        *tier_tc[ND_TIER_COUNT];   /* the tier calls' caches from tier_cpu */
+    nd_tier_counters  tier_stats;       /* the tier calls' counts (owner only; counters.h) */
     uint64_t          maintain_at;      /* ms */
     uint64_t          pooled_at;        /* ms; POOLED only */
     struct nd_thread *next, *prev;      /* list of records (live and pooled) */
@@ -78,6 +87,13 @@ nd_tcache *nd_thread_cache_for_free(const nd_segment *s, bool may_start) nd_hidd
    frees in quarantine (started if the thread had none yet); NULL if it
    cannot have one. */
 nd_tcache *nd_thread_quarantine(void) nd_hidden;
+/* The tier calls' caches (tier_tc) for the CPU the calling thread runs on,
+   as the rseq area names it; nothing when there is none, or the thread has
+   not started. */
+void nd_thread_tier_resolve(void) nd_hidden;
+/* A block of `bytes` that a tier call of tier t returned (the slow paths';
+   the fast path counts into its record itself). */
+void nd_thread_count_tier(int t, size_t bytes) nd_hidden;
 /* pthread key destructor. */
 void nd_thread_done(void *arg) nd_hidden;
 
@@ -102,9 +118,11 @@ void nd_thread_count_remote_free(unsigned cls, bool pushed) nd_hidden;
 void nd_thread_count_free(bool huge, size_t bytes) nd_hidden;
 void nd_thread_count_large_resize(long delta) nd_hidden;
 /* Sums over the records of live, pooled and exited threads into
-   cls[ND_CLASS_COUNT] and tot (the shared heaps: shared.h); *threads =
+   cls[ND_CLASS_COUNT], tot and tiers[ND_TIER_COUNT] (the shared heaps:
+   shared.h); *threads =
    live threads, *pooled = pooled records. */
-void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, size_t *threads, size_t *pooled) nd_hidden;
+void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, nd_snap_tier *tiers, size_t *threads,
+                         size_t *pooled) nd_hidden;
 
 /* fork(), in the child, every lock held: only the forking thread survives
    (the others' counters are folded). */

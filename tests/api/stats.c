@@ -8,12 +8,19 @@
  *                           "totals": { "requests": N, ... },
  *                           "classes": [ { "size": S, "requests": N,
  *                                          "frees": N, ... }, ... ],
- *                           "nodes": [..], "options": {..}, "hints": [..] }
+ *                           "nodes": [..],
+ *                           "tiers": [ { "name": "latency", "requests": N,
+ *                                        "bytes_requested": N, "fallbacks": N,
+ *                                        "cap_refusals": N,
+ *                                        "nodes": [ { "from": C, "node": M },
+ *                                                   .. ] }, .. ],
+ *                           "options": {..}, "hints": [..] }
  *   nodal_stats_print(f, "brief") -> one line
  *                           "nodal: pid=N program=P requests=N frees=N ..."
  *   nodal_stats_print(f, NULL) -> the text report: the brief line, then
  *                           "name value" pairs of totals, a table of classes
- *                           whose header names the columns, nodes, hints
+ *                           whose header names the columns, nodes, tiers
+ *                           (a table headed "tier ..."), hints
  *
  * Linked against the prefix library: the test's own stdio keeps the system
  * malloc, so between two snapshots only the test's nodal_* calls count.
@@ -34,7 +41,8 @@
 #define KEY_SIZE     "size"
 #define KEY_REQUESTS "requests"
 #define KEY_FREES    "frees"
-#define TOP_LEVEL_KEYS { "version", "pid", "program", "totals", "classes", "nodes", "options", "hints" }
+#define TOP_LEVEL_KEYS { "version", "pid", "program", "totals", "classes", "nodes", "tiers", "options", "hints" }
+#define N_TIERS 3
 
 #define JSON_CAP ((size_t)4 << 20)
 #define POOL_CAP 200000
@@ -567,6 +575,175 @@ static void blocks_freed_by_a_thread_that_never_allocated_leave_allocated(void)
            "block to 512 KiB and it was freed; it is %zu", before, mi.allocated);
 }
 
+/* ---- per tier ---------------------------------------------------------------- */
+
+static const int tier_ids[N_TIERS] = { NODAL_TIER_LATENCY, NODAL_TIER_BANDWIDTH, NODAL_TIER_CAPACITY };
+static const char *const tier_names[N_TIERS] = { "latency", "bandwidth", "capacity" };
+
+/* STATS-SCHEMA: the entry of "tiers" named `name`. */
+static const struct nd_json *tier_entry(const struct nd_json *root, const char *name)
+{
+    const struct nd_json *tiers = nd_json_get(root, "tiers");
+    EXPECT(tiers && tiers->type == ND_JSON_ARRAY && tiers->count == N_TIERS,
+           "the statistics JSON to have an array \"tiers\" of %d entries", N_TIERS);
+    for (const struct nd_json *t = tiers->child; t; t = t->next) {
+        const struct nd_json *n = nd_json_get(t, "name");
+        if (n && n->type == ND_JSON_STRING && n->len == strlen(name) && memcmp(n->str, name, n->len) == 0)
+            return t;
+    }
+    EXPECT(0, "the JSON's \"tiers\" to have an entry named \"%s\"", name);
+    return NULL;
+}
+
+/* Tier calls of every form, tier t: n mallocs of sizes 1..n, n/10 callocs
+   of 3 x 40 bytes, n/10 aligned blocks of 200 bytes at 64; frees them.
+   Returns the bytes asked for (the blocks: *blocks). */
+static size_t tier_workload(int t, int n, size_t *blocks)
+{
+    size_t bytes = 0, count = 0;
+    for (int i = 1; i <= n; i++) {
+        void *p = nodal_malloc_tier((size_t)i, tier_ids[t]);
+        EXPECT(p != NULL, "nodal_malloc_tier(%d, %s) to succeed", i, tier_names[t]);
+        nodal_free(p);
+        bytes += (size_t)i;
+        count++;
+    }
+    for (int i = 0; i < n / 10; i++) {
+        void *p = nodal_calloc_tier(3, 40, tier_ids[t]);
+        void *q = nodal_aligned_alloc_tier(64, 200, tier_ids[t]);
+        EXPECT(p != NULL && q != NULL, "nodal_calloc_tier and nodal_aligned_alloc_tier (%s) to succeed", tier_names[t]);
+        nodal_free(p);
+        nodal_free(q);
+        bytes += 120 + 200;
+        count += 2;
+    }
+    *blocks = count;
+    return bytes;
+}
+
+static void *tier_workload_thread(void *arg)
+{
+    size_t *out = arg;
+    out[1] = tier_workload(NODAL_TIER_CAPACITY, 500, &out[0]);
+    return NULL;
+}
+
+/* STATS-SCHEMA: "requests" and "bytes_requested" per tier count every
+   block a tier call returned and the bytes it asked for, exactly, in this
+   thread and in a thread that has exited since; "nodes" names, for every
+   CPU node, the node nodal_tier_node gives. */
+static void stats_count_tier_calls_per_tier_exactly(void)
+{
+    double req0[N_TIERS], bytes0[N_TIERS];
+    const struct nd_json *a = snapshot(json_a, pool_a);
+    for (int t = 0; t < N_TIERS; t++) {
+        const struct nd_json *e = tier_entry(a, tier_names[t]);
+        req0[t] = member_number(e, "requests", "a tier entry");
+        bytes0[t] = member_number(e, "bytes_requested", "a tier entry");
+    }
+    size_t blocks[N_TIERS], bytes[N_TIERS];
+    for (int t = 0; t < N_TIERS; t++)
+        bytes[t] = tier_workload(t, 1000 * (t + 1), &blocks[t]);
+    size_t other[2];
+    pthread_t th;
+    EXPECT(pthread_create(&th, NULL, tier_workload_thread, other) == 0, "pthread_create to work");
+    pthread_join(th, NULL);
+    blocks[2] += other[0];
+    bytes[2] += other[1];
+    const struct nd_json *b = snapshot(json_b, pool_b);
+    for (int t = 0; t < N_TIERS; t++) {
+        const struct nd_json *e = tier_entry(b, tier_names[t]);
+        double dr = member_number(e, "requests", "a tier entry") - req0[t];
+        double db = member_number(e, "bytes_requested", "a tier entry") - bytes0[t];
+        EXPECT(dr == (double)blocks[t], "tier %s: %zu more requests (tier calls that returned a block), "
+               "the statistics count %.0f", tier_names[t], blocks[t], dr);
+        EXPECT(db == (double)bytes[t], "tier %s: %zu more bytes_requested, the statistics count %.0f",
+               tier_names[t], bytes[t], db);
+        const struct nd_json *nodes = nd_json_get(e, "nodes");
+        EXPECT(nodes && nodes->type == ND_JSON_ARRAY && nodes->count >= 1,
+               "tier %s to list the node it resolves to from at least one CPU node", tier_names[t]);
+        for (const struct nd_json *n = nodes->child; n; n = n->next) {
+            int from = (int)member_number(n, "from", "a tier's node entry");
+            int to = (int)member_number(n, "node", "a tier's node entry");
+            EXPECT(to == nodal_tier_node(tier_ids[t], from), "tier %s from node %d: the statistics say node %d, "
+                   "nodal_tier_node says %d", tier_names[t], from, to, nodal_tier_node(tier_ids[t], from));
+        }
+    }
+    /* The text report's tier table: one row per tier, its columns keys of
+       the JSON's tier entries. */
+    static char text[1 << 16];
+    print_report(NULL, text, sizeof text);
+    char *head = strstr(text, "\n       tier ");
+    EXPECT(head != NULL, "the text report to have a tier table headed \"tier ...\", got \"%.600s\"", text);
+    for (int t = 0; t < N_TIERS; t++) {
+        char row[32];
+        snprintf(row, sizeof row, "\n  %9s ", tier_names[t]);
+        EXPECT(strstr(head, row) != NULL, "the tier table to have a row for %s", tier_names[t]);
+    }
+    char *end = strchr(head + 1, '\n');
+    *end = '\0';
+    int cols = 0;
+    const struct nd_json *e = tier_entry(b, "latency");
+    for (char *t = strtok(head + 1, " "); t; t = strtok(NULL, " ")) {
+        if (strcmp(t, "tier") == 0)
+            break;
+    }
+    for (char *t = strtok(NULL, " "); t && strcmp(t, "node") != 0; t = strtok(NULL, " ")) {
+        EXPECT(nd_json_get(e, t) != NULL, "the text report's tier column \"%s\" to be a key of a JSON tier", t);
+        cols++;
+    }
+    EXPECT(cols >= 4, "the tier table to have at least 4 columns, found %d", cols);
+}
+
+/* Not a property: under tier_bandwidth_max=4K, a strict bandwidth-tier call
+   and a preferred one (refused: their nodes are over the cap), then the
+   JSON on stdout. */
+static void emit_stats_after_tier_cap(void)
+{
+    void *p = nodal_malloc_tier(1000, NODAL_TIER_BANDWIDTH);
+    void *q = nodal_malloc_tier(1000, NODAL_TIER_BANDWIDTH | NODAL_TIER_PREFERRED);
+    printf("%d %d\n", p != NULL, q != NULL);
+    size_t n = nodal_stats_json(json_a, JSON_CAP);
+    fwrite(json_a, 1, n, stdout);
+}
+
+/* STATS-SCHEMA: "cap_refusals" per tier counts the refusals of the capped
+   tier only; "fallbacks" a preferred call served by a later node. */
+static void stats_count_cap_refusals_of_the_capped_tier(void)
+{
+    static struct nd_child c;
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    EXPECT(len > 0, "/proc/self/exe to be readable");
+    self[len] = '\0';
+    char *argv[] = { self, (char *)"emit_stats_after_tier_cap", NULL };
+    nd_run_exec(argv, "tier_bandwidth_max=4K", NULL, 60, &c);
+    EXPECT(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0, "the child to exit 0; it %s; stderr: %s",
+           nd_describe_status(c.status), c.err);
+    int strict_ok = -1, preferred_ok = -1;
+    EXPECT(sscanf(c.out, "%d %d", &strict_ok, &preferred_ok) == 2, "the child to print two results first: %.100s", c.out);
+    const char *json = strchr(c.out, '\n');
+    EXPECT(json != NULL, "the child to print its JSON after its results");
+    struct nd_json_parser ps;
+    const struct nd_json *root = nd_json_parse(&ps, json + 1, strlen(json + 1), pool_a, POOL_CAP);
+    EXPECT(root != NULL, "the child's JSON to parse: %s", ps.error);
+    EXPECT(strict_ok == 0, "a strict bandwidth-tier call over a 4 KiB cap to fail");
+    const struct nd_json *bw = tier_entry(root, "bandwidth"), *lat = tier_entry(root, "latency");
+    double refusals = member_number(bw, "cap_refusals", "a tier entry");
+    double fallbacks = member_number(bw, "fallbacks", "a tier entry");
+    EXPECT(refusals >= 1, "the bandwidth tier to count its cap refusals, it counts %.0f", refusals);
+    EXPECT(member_number(lat, "cap_refusals", "a tier entry") == 0 &&
+           member_number(tier_entry(root, "capacity"), "cap_refusals", "a tier entry") == 0,
+           "the tiers without a cap to count no cap refusal");
+    EXPECT(fallbacks == (double)preferred_ok, "the bandwidth tier's fallbacks (%.0f) to count the preferred call "
+           "served by a later node (%d)", fallbacks, preferred_ok);
+    const struct nd_json *totals = nd_json_get(root, "totals");
+    EXPECT(totals && member_number(totals, "tier_cap_refusals", "the totals") >= refusals,
+           "the process's tier_cap_refusals to include the bandwidth tier's %.0f", refusals);
+    EXPECT(member_number(bw, "requests", "a tier entry") == (double)preferred_ok,
+           "the bandwidth tier's requests to count only the call that returned a block");
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(stats_count_exactly_n_requests_and_frees_in_the_class_of_s),
     ND_CASE(stats_json_is_one_valid_object_with_the_documented_keys),
@@ -583,5 +760,8 @@ static const struct nd_case cases[] = {
     ND_CASE(blocks_freed_by_a_thread_that_never_allocated_leave_allocated),
     ND_CASE(emit_stats_json),
     ND_CASE(emit_stats_after_many_fills),
+    ND_CASE(stats_count_tier_calls_per_tier_exactly),
+    ND_CASE(stats_count_cap_refusals_of_the_capped_tier),
+    ND_CASE(emit_stats_after_tier_cap),
 };
 ND_MAIN(cases)

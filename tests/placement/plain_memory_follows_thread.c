@@ -51,10 +51,10 @@
 
 #define MIN_LOCAL 0.95
 /* back_and_forth: a floor below the issue's 0.95, which this case does not
-   reach (0.934-0.948 measured): the blocks a thread's cache holds when it
-   moves are handed out by the fast path before a slow path sees the move
-   (docs/node-api.md). It catches a regression (0.90 when the CPU was read
-   at every 4th slow-path event; 0.66 before follow_thread). */
+   reach in the VM as it boots (0.906-0.959 measured, with the kernel's
+   automatic NUMA balancing and transparent huge pages on; 0.983 with
+   either off: docs/results.md). It catches a regression (0.90 when the CPU
+   was read at every 4th slow-path event; 0.66 before follow_thread). */
 #define MIN_LOCAL_BACK_AND_FORTH 0.92
 #define RSS_RATIO 1.10
 /* The VM runs with transparent huge pages on: a case's peak RSS is the same
