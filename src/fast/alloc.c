@@ -256,9 +256,9 @@ static void *nd_malloc_grown(const nd_segment *s, size_t size)
     }
     /* Below that, a quarter more room than asked (about one class step):
        a block grown a little at a time is copied at every other step
-       rather than at every one. (Not under secure=1: the canary goes right
-       after what was asked for.) */
-    if (size <= ND_SMALL_MAX && !nd_secure_on())
+       rather than at every one. (Not under secure=2: the canary goes right
+       after what was asked for; secure=1's is at the block's end.) */
+    if (size <= ND_SMALL_MAX && !nd_secure_full())
         size += size / 4;
     return nd_malloc_like(s, size);
 }

@@ -99,12 +99,18 @@ static void nd_large_give(nd_segment *s, unsigned i, unsigned k, uint64_t now)
 }
 
 /* ---- guard pages (secure=1) ------------------------------------------------
-   Every block is followed by an inaccessible OS page. In a plain segment it
-   stays when the block is freed: the next block in those chunks often ends
-   at the same place, and then needs no system call; the pages of a block
-   are made accessible as it is handed out. (A node-bound segment's guard
-   pages go with their block: its chunks are populated and checked, which
-   an inaccessible page would fail.) Under the pool lock. */
+   A block's guard page is the last OS page of its run (its usable bytes
+   end there), so guards sit only at chunk ends. In a plain segment a
+   guard stays when its block is freed, and a new block takes, among the
+   free runs of the first ND_LARGE_SCAN segments that have one, a run that
+   needs the fewest system calls: none when its last page is a guard and
+   no other page of it is (a run a freed block of as many chunks left);
+   one mprotect to open the guards inside it, one to close its last page.
+   (A node-bound segment's guard pages go with their block: its chunks are
+   populated and checked, which an inaccessible page would fail.) Under
+   the pool lock. */
+
+#define ND_LARGE_SCAN 4   /* segments with a free run of the size looked at for one without system calls */
 
 static size_t nd_large_page_of(const nd_segment *s, const void *p)
 {
@@ -119,33 +125,91 @@ static void nd_large_mark(nd_segment *s, size_t i, size_t j, bool guarded)
     }
 }
 
-/* Makes the guard pages left among OS pages [a, b) of s accessible. 0 or -1. */
+/* Makes the guard pages left among OS pages [a, b) of s accessible, with
+   one mprotect from the first to the last (the pages between are
+   accessible already: in a LARGE segment a page is inaccessible exactly
+   when its guards bit is set). 0 or -1. */
 static int nd_large_unguard(nd_segment *s, size_t a, size_t b)
 {
-    size_t ps = nd_os_page_size();
+    size_t first = SIZE_MAX, last = 0;
     for (size_t i = a; i < b;) {
         if (i % 64 == 0 && s->guards[i / 64] == 0) {
             i += 64;
             continue;
         }
-        if (!nd_seg_guarded(s, i)) {
-            i++;
-            continue;
+        if (nd_seg_guarded(s, i)) {
+            if (first == SIZE_MAX)
+                first = i;
+            last = i;
         }
-        size_t j = i;
-        while (j < b && nd_seg_guarded(s, j))
-            j++;
-        if (nd_os_protect((uint8_t *)s + i * ps, (j - i) * ps, true) != 0)
-            return -1;
-        nd_large_mark(s, i, j, false);
-        i = j;
+        i++;
     }
+    if (first == SIZE_MAX)
+        return 0;
+    size_t ps = nd_os_page_size();
+    if (nd_os_protect((uint8_t *)s + first * ps, (last + 1 - first) * ps, true) != 0)
+        return -1;
+    nd_large_mark(s, first, last + 1, false);
     return 0;
 }
 
-/* The large block of `usable` bytes at p is handed out: its pages
-   accessible, the page after it a guard. 0, or -1 when the kernel refused
-   (out of mappings: vm.max_map_count). */
+/* Bit c set <=> the last OS page of chunk c of s is a guard page. */
+static uint64_t nd_large_guarded_chunks(const nd_segment *s)
+{
+    size_t per = ND_CHUNK_SIZE / nd_os_page_size();
+    uint64_t m = 0;
+    for (unsigned c = 1; c < s->page_count; c++)
+        if (nd_seg_guarded(s, (c + 1) * per - 1))
+            m |= (uint64_t)1 << c;
+    return m;
+}
+
+/* secure=1: a free run for a block of at least k chunks (starting at a
+   multiple of step) that needs the fewest mprotect calls (above), the
+   first found of those; NULL when no segment has one. *at = its first
+   chunk, *len = its chunks: k, or up to 2k when the free chunks from *at
+   reach a guard page there (the block takes them all: no system call). */
+static nd_segment *nd_large_find_guarded(const nd_large_pool *pool, unsigned k, unsigned step, unsigned *at,
+                                         unsigned *len)
+{
+    nd_segment *best = NULL;
+    unsigned best_cost = 3, seen = 0;
+    for (nd_segment *s = pool->segs.first; s != NULL && seen < ND_LARGE_SCAN; s = s->next) {
+        uint64_t guarded = 0;
+        bool fits = false;
+        for (unsigned i = step; i + k <= 64; i += step) {
+            uint64_t run = nd_mask_range(i, i + k - 1);
+            if ((s->free_mask & run) != run)
+                continue;
+            if (!fits)
+                guarded = nd_large_guarded_chunks(s);
+            fits = true;
+            uint64_t from_i = guarded & ~nd_mask_range(0, i - 1);   /* guards at or after chunk i */
+            if (from_i != 0) {
+                unsigned e = (unsigned)__builtin_ctzll(from_i);   /* the first guarded chunk */
+                if (e >= i + k - 1 && e < i + 2 * k && (s->free_mask & nd_mask_range(i, e)) == nd_mask_range(i, e)) {
+                    *at = i;
+                    *len = e - i + 1;
+                    return s;
+                }
+            }
+            uint64_t end = (uint64_t)1 << (i + k - 1);
+            unsigned cost = ((guarded & run & ~end) != 0) + ((guarded & end) == 0);
+            if (cost < best_cost) {
+                best = s;
+                *at = i;
+                *len = k;
+                best_cost = cost;
+            }
+        }
+        seen += fits;
+    }
+    return best;
+}
+
+/* The large block of `usable` bytes at p (its run's bytes less the guard
+   page) is handed out: its pages accessible, its run's last page a guard.
+   0, or -1 when the kernel refused (out of mappings: vm.max_map_count). */
 static int nd_large_guard(nd_segment *s, uint8_t *p, size_t usable)
 {
     if (nd_seg_guard == 0)
@@ -162,11 +226,11 @@ static int nd_large_guard(nd_segment *s, uint8_t *p, size_t usable)
 }
 
 /* The large block of `usable` bytes at p is freed: a node-bound segment's
-   guard page after it goes (see above). */
+   guard page after it goes (see above), but the segment's own. */
 static void nd_large_unguard_freed(nd_segment *s, uint8_t *p, size_t usable)
 {
     size_t g = nd_large_page_of(s, p + usable);
-    if (nd_seg_guard != 0 && s->bound && g + 1 < ND_SEG_SIZE / nd_os_page_size())
+    if (nd_seg_guard != 0 && s->bound && g + 1 < s->size / nd_os_page_size())
         nd_large_unguard(s, g, g + 1);
 }
 
@@ -210,6 +274,10 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
     size_t usable = nd_round_os(size == 0 ? 1 : size);
     size_t need = usable + nd_seg_guard;   /* secure=1: and its guard page */
     unsigned k = nd_chunks_of(need);
+    if (nd_seg_guard != 0) {
+        need = (size_t)k << ND_CHUNK_SHIFT;   /* secure=1: the whole run, its last page the guard */
+        usable = need - nd_seg_guard;
+    }
     unsigned step = alignment > ND_CHUNK_SIZE ? (unsigned)(alignment >> ND_CHUNK_SHIFT) : 1;
     if (k > 63 || step >= 64) {
         errno = ENOMEM;
@@ -220,9 +288,18 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
     for (;;) {
         nd_segment *s;
         unsigned i = 64;
-        for (s = pool->segs.first; s != NULL; s = s->next)
-            if ((i = nd_large_find(s, k, step)) < 64)
-                break;
+        if (nd_seg_guard != 0) {
+            unsigned len = k;
+            s = nd_large_find_guarded(pool, k, step, &i, &len);
+            if (s != NULL && len != k) {   /* up to a guard page left there */
+                k = len;
+                need = (size_t)k << ND_CHUNK_SHIFT;
+                usable = need - nd_seg_guard;
+            }
+        } else
+            for (s = pool->segs.first; s != NULL; s = s->next)
+                if ((i = nd_large_find(s, k, step)) < 64)
+                    break;
         if (s == NULL) {
             nd_unlock(pool->lock);
             s = nd_node_seg_get(node, bound, ND_SEG_LARGE);
@@ -301,12 +378,21 @@ size_t nd_large_free(nd_segment *s, nd_page *pg, void *p)
 bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
 {
     nd_lock_may_take(ND_LOCK_ID_large_pool);
-    if (nd_seg_guard != 0)
-        return false;   /* secure=1: the guard page would move; realloc copies */
     size_t need = nd_round_os(size == 0 ? 1 : size);
-    unsigned k2 = nd_chunks_of(need);
+    unsigned k2 = nd_chunks_of(need + nd_seg_guard);
     nd_large_pool *pool = &nd_large_pools[s->node][s->bound ? 1 : 0];
     nd_lock(pool->lock);
+    if (nd_seg_guard != 0) {
+        /* secure=1: in place while the run stays (its usable bytes are the
+           run's) and the size needs at least half of its chunks (a block may
+           have taken up to twice its chunks: nd_large_find_guarded);
+           otherwise its guard page would move (two system calls, more than
+           a copy into a run that has one): realloc copies. */
+        bool same = pg->in_use && k2 <= pg->reserved && 2 * k2 >= pg->reserved;
+        nd_unlock(pool->lock);
+        *delta = 0;
+        return same;
+    }
     unsigned i = pg->index, k = pg->reserved;
     if (!pg->in_use || i + k2 > 64) {
         nd_unlock(pool->lock);
@@ -378,7 +464,8 @@ bool nd_large_is_valid(void)
                     uint64_t run = nd_mask_range(i, i + pg->reserved - 1u);
                     ok = pg->reserved >= 1 && i + pg->reserved <= 64 && (covered & run) == 0 &&
                          pg->start == (uint8_t *)s + ((size_t)i << ND_CHUNK_SHIFT) &&
-                         nd_chunks_of(pg->block_size + nd_seg_guard) <= pg->reserved;
+                         nd_chunks_of(pg->block_size + nd_seg_guard) <= pg->reserved &&
+                         (nd_seg_guard == 0 || pg->block_size + nd_seg_guard == (size_t)pg->reserved << ND_CHUNK_SHIFT);
                     if (ok && nd_seg_guard != 0) {
                         size_t a = nd_large_page_of(s, pg->start), g = nd_large_page_of(s, pg->start + pg->block_size);
                         for (size_t q = a; q < g && ok; q++)

@@ -19,17 +19,19 @@
  * is told apart from its start.
  *
  * secure=1: a large block is followed by a guard page (inaccessible):
- * block_size is its usable bytes, and the next OS page (inside its run, or
- * the segment's own guard page when the run ends there) faults on any
- * access, so an overflow past the block stops at the faulting write.
+ * the last OS page of its run (the segment's own guard page when the run
+ * ends there); block_size, its usable bytes, is the rest of the run, so
+ * guard pages sit only at chunk ends and one a freed block left serves the
+ * next block of as many chunks there without a system call (large.c). An
+ * overflow past the block stops at the faulting write.
  *
- *   | block A (block_size bytes) | guard | rest of A's run, unused | block B ...
+ *   | block A (k chunks less an OS page) | guard | block B ...
  *
  * Invariants (under the pool lock): a pool's segments are kind LARGE, of
  * the pool's node and kind; free_mask bit i set <=> chunk i belongs to no
  * block (bit 0, the header, never); used_pages = blocks in the segment;
- * secure=1: the OS page after each block's block_size bytes lies inside
- * its run and is inaccessible; at
+ * secure=1: each block's block_size bytes are its run's but the last OS
+ * page, which is inaccessible, and only chunks' last pages are; at
  * most ND_LARGE_SPARE segments of a pool have no block; purge_mask holds
  * committed chunks of no block, purged once purge_at has passed.
  */

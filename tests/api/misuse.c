@@ -1318,6 +1318,57 @@ static void sc_write_past_reused_large(long size)
     let_through("a 1-byte write past the usable end of the %ld-byte block %p", size, (void *)p);
 }
 
+/* A large block of `size` bytes takes the run a freed block of up to twice
+   its chunks left, up to that block's guard page (large.c), or a run whose
+   guard pages inside must open: every usable byte is written, then one
+   past it. */
+static void sc_write_past_large_in_a_longer_run(long size)
+{
+    const struct nd_api *A = nd_api();
+    void *keep = A->malloc(64);
+    void *big = A->malloc((size_t)size * 2 - 8192);
+    void *small[4];
+    for (int i = 0; i < 4; i++)
+        small[i] = A->malloc((size_t)size / 3);   /* their guard pages inside the next run */
+    if (!keep || !big)
+        _exit(4);
+    A->free(big);
+    for (int i = 0; i < 4; i++)
+        A->free(small[i]);
+    unsigned char *p = A->malloc((size_t)size);
+    if (!p)
+        _exit(4);
+    size_t u = A->usable_size(p);
+    memset(p, 0x5a, u);
+    printf("about to write byte %zu of the %ld-byte block %p\n", u, size, (void *)p);
+    fflush(stdout);
+    ((volatile unsigned char *)p)[u] = 1;
+    let_through("a 1-byte write past the usable end of the %ld-byte block %p", size, (void *)p);
+}
+
+/* A block grown by realloc from 20 KiB past `size` bytes, a quarter at a
+   time (in place while its run holds it, else copied to another run),
+   every usable byte written at each step; then one byte past it. */
+static void sc_write_past_realloc_grown_large(long size)
+{
+    const struct nd_api *A = nd_api();
+    size_t n = 20 << 10;
+    unsigned char *p = A->malloc(n);
+    while (p != NULL && n < (size_t)size) {
+        n += n / 4;
+        p = A->realloc(p, n);
+        if (p != NULL)
+            memset(p, 0x5a, A->usable_size(p));
+    }
+    if (!p)
+        _exit(4);
+    size_t u = A->usable_size(p);
+    printf("about to write byte %zu of the %zu-byte block %p\n", u, n, (void *)p);
+    fflush(stdout);
+    ((volatile unsigned char *)p)[u] = 1;
+    let_through("a 1-byte write past the usable end of the %zu-byte block %p", n, (void *)p);
+}
+
 static void overflow_past_a_large_block_faults_under_secure_1(void)
 {
     nd_api();
@@ -1326,6 +1377,10 @@ static void overflow_past_a_large_block_faults_under_secure_1(void)
         expect_fault("a write past the end of a large block", "secure=1", "write_past_usable", sizes[i]);
     expect_fault("a write past the end of a large block where others came and went", "secure=1",
                  "write_past_reused_large", 220L << 10);
+    expect_fault("a write past the end of a large block in a run a longer block left", "secure=1",
+                 "write_past_large_in_a_longer_run", 300L << 10);
+    expect_fault("a write past the end of a large block grown by realloc", "secure=1",
+                 "write_past_realloc_grown_large", 700L << 10);
 }
 
 /* A huge block freed, then a block of another size that reuses its
@@ -1483,6 +1538,8 @@ static const struct scenario scenarios[] = {
     { "write_past_segment_end", sc_write_past_segment_end },
     { "write_past_reused_huge", sc_write_past_reused_huge },
     { "write_past_reused_large", sc_write_past_reused_large },
+    { "write_past_large_in_a_longer_run", sc_write_past_large_in_a_longer_run },
+    { "write_past_realloc_grown_large", sc_write_past_realloc_grown_large },
 };
 
 static const struct scenario *find_scenario(const char *name)
