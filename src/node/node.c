@@ -36,7 +36,7 @@ typedef ND_LIST(nd_segment) nd_seg_list;
  *    their sizes, at most ND_HUGE_CACHE_BYTES, and huge.count is at most
  *    ND_HUGE_CACHE_COUNT.
  *  - huge_asked_at: the clock (ms) when a huge block of this kind was last
- *    asked of the cache (node.h: demand); read and written with atomics,
+ *    asked of the cache (demand, above); read and written with atomics,
  *    without the lock.
  *  - cache_hint, dirty_hint, abandoned_hint and huge_hint equal
  *    cache.count, cache_dirty, abandoned.count and huge.count; they are
@@ -58,7 +58,21 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_node_state {
 
 static nd_node_state nd_nodes[ND_MAX_NODES];
 
-/* Demand (node.h): peak[0] is the highest `active` sampled in the window
+/* Demand, for the cache of freed huge mappings: while huge blocks of a
+   kind of memory are asked for (within the last ND_DEMAND_DELAYS purge
+   delays), its cached mappings stay past purge_delay, within the cache's
+   bounds, so a program that makes and frees huge blocks reuses them rather
+   than mapping and faulting them again, however long a busy machine keeps
+   its threads waiting. Once they are not, the mappings past their delay go
+   as far as they exceed the process's headroom: the most memory it had in
+   use (the `active` gauge) over the last one to two demand windows, less
+   what it has in use now; two windows after its use came down, all of them.
+   nd_node_demand_note samples `active` (segment requests, huge blocks made
+   and freed, and every sweep call it); nd_node_headroom returns that
+   headroom. */
+#define ND_DEMAND_DELAYS 3
+
+/* peak[0] is the highest `active` sampled in the window
    that began at `since`, peak[1] that of the window before. Relaxed
    atomics: a sample lost to a race only makes a release come sooner. */
 static struct { uint64_t since; size_t peak[2]; } nd_demand;
@@ -95,7 +109,7 @@ static void nd_node_cache_take(nd_kind_state *k, nd_segment *s)
 
 static nd_kind_state *nd_node_kind(int node, bool bound) { return &nd_nodes[node].kinds[bound ? 1 : 0]; }
 
-void nd_node_demand_note(uint64_t now)
+static void nd_node_demand_note(uint64_t now)
 {
     size_t active = nd_load_relaxed(&nd_gauge.active);
     uint64_t since = nd_load_relaxed(&nd_demand.since);
@@ -113,7 +127,7 @@ void nd_node_demand_note(uint64_t now)
         ;
 }
 
-size_t nd_node_headroom(uint64_t now)
+static size_t nd_node_headroom(uint64_t now)
 {
     nd_node_demand_note(now);
     size_t p0 = nd_load_relaxed(&nd_demand.peak[0]), p1 = nd_load_relaxed(&nd_demand.peak[1]);
@@ -315,7 +329,7 @@ static void nd_node_sweep_huge(int node, bool bound, uint64_t now, bool force)
     uint64_t delay = (uint64_t)nd_opt(ND_OPT_purge_delay);
     /* While huge blocks of this kind are asked for, the cache keeps what
        it holds (within its bounds); once they have not been for a demand
-       window, what exceeds the process's headroom goes (node.h). */
+       window, what exceeds the process's headroom goes (demand, above). */
     bool asked = nd_load_relaxed(&k->huge_asked_at) + delay * ND_DEMAND_DELAYS > now;
     size_t keep = force ? 0 : asked ? SIZE_MAX : nd_node_headroom(now);
     for (;;) {

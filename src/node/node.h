@@ -53,22 +53,6 @@ void        nd_node_release_cached(void) nd_hidden;
 enum { ND_SWEEP_PERIODIC, ND_SWEEP_EXPIRED, ND_SWEEP_ALL };
 void nd_node_maintain(int mode) nd_hidden;
 
-/* Demand, for the cache of freed huge mappings: while huge blocks of a
-   kind of memory are asked for (within the last ND_DEMAND_DELAYS purge
-   delays), its cached mappings stay past purge_delay, within the cache's
-   bounds, so a program that makes and frees huge blocks reuses them rather
-   than mapping and faulting them again, however long a busy machine keeps
-   its threads waiting. Once they are not, the mappings past their delay go
-   as far as they exceed the process's headroom: the most memory it had in
-   use (the `active` gauge) over the last one to two demand windows, less
-   what it has in use now; two windows after its use came down, all of them.
-   nd_node_demand_note samples `active` (segment requests, huge blocks made
-   and freed, and every sweep call it); nd_node_headroom returns that
-   headroom. */
-#define ND_DEMAND_DELAYS 3
-void   nd_node_demand_note(uint64_t now) nd_hidden;
-size_t nd_node_headroom(uint64_t now) nd_hidden;
-
 typedef struct nd_node_counts { size_t cached, cached_committed, abandoned; } nd_node_counts;
 void nd_node_counts_get(int node, bool bound, nd_node_counts *c) nd_hidden;
 

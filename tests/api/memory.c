@@ -86,7 +86,7 @@ static void calloc_of_a_reused_huge_mapping_is_zero(void)
     nodal_free(q);
 }
 
-/* The purge policy's demand window, in purge delays (src/node/node.h:
+/* The purge policy's demand window, in purge delays (src/node/node.c:
    ND_DEMAND_DELAYS): freed huge mappings stay while huge blocks were asked
    for within it, and the process's recent peak is that of the last one to
    two windows. */
