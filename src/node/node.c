@@ -35,6 +35,9 @@ typedef ND_LIST(nd_segment) nd_seg_list;
  *    gone from the block gauges) newest first; huge_bytes is the sum of
  *    their sizes, at most ND_HUGE_CACHE_BYTES, and huge.count is at most
  *    ND_HUGE_CACHE_COUNT.
+ *  - huge_asked_at: the clock (ms) when a huge block of this kind was last
+ *    asked of the cache (demand, above); read and written with atomics,
+ *    without the lock.
  *  - cache_hint, dirty_hint, abandoned_hint and huge_hint equal
  *    cache.count, cache_dirty, abandoned.count and huge.count; they are
  *    also read without the lock (as hints), so they change with atomics.
@@ -45,6 +48,7 @@ typedef struct nd_kind_state {
     nd_seg_list abandoned;
     nd_seg_list huge;          /* freed huge mappings, newest first */
     size_t      huge_bytes;
+    uint64_t    huge_asked_at; /* ms: the last huge block of this kind asked of the cache */
     size_t      cache_hint, dirty_hint, abandoned_hint, huge_hint;
 } nd_kind_state;
 
@@ -53,6 +57,25 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_node_state {
 } nd_node_state;
 
 static nd_node_state nd_nodes[ND_MAX_NODES];
+
+/* Demand, for the cache of freed huge mappings: while huge blocks of a
+   kind of memory are asked for (within the last ND_DEMAND_DELAYS purge
+   delays), its cached mappings stay past purge_delay, within the cache's
+   bounds, so a program that makes and frees huge blocks reuses them rather
+   than mapping and faulting them again, however long a busy machine keeps
+   its threads waiting. Once they are not, the mappings past their delay go
+   as far as they exceed the process's headroom: the most memory it had in
+   use (the `active` gauge) over the last one to two demand windows, less
+   what it has in use now; two windows after its use came down, all of them.
+   nd_node_demand_note samples `active` (segment requests, huge blocks made
+   and freed, and every sweep call it); nd_node_headroom returns that
+   headroom. */
+#define ND_DEMAND_DELAYS 3
+
+/* peak[0] is the highest `active` sampled in the window
+   that began at `since`, peak[1] that of the window before. Relaxed
+   atomics: a sample lost to a race only makes a release come sooner. */
+static struct { uint64_t since; size_t peak[2]; } nd_demand;
 static uint64_t nd_node_next_maintain;   /* ms; one thread at a time sweeps */
 
 /* The lock of node state ns (lock.h: row node, instance = node id). */
@@ -86,8 +109,36 @@ static void nd_node_cache_take(nd_kind_state *k, nd_segment *s)
 
 static nd_kind_state *nd_node_kind(int node, bool bound) { return &nd_nodes[node].kinds[bound ? 1 : 0]; }
 
+static void nd_node_demand_note(uint64_t now)
+{
+    size_t active = nd_load_relaxed(&nd_gauge.active);
+    uint64_t since = nd_load_relaxed(&nd_demand.since);
+    long delay = nd_opt(ND_OPT_purge_delay);
+    uint64_t window = (uint64_t)(delay > 0 ? delay : 1) * ND_DEMAND_DELAYS;
+    if (now >= since + window && nd_cas_strong_acq_rel(&nd_demand.since, &since, now)) {
+        /* A window that saw no sample at all counts as one of no demand. */
+        size_t last = now >= since + 2 * window ? 0 : nd_load_relaxed(&nd_demand.peak[0]);
+        nd_store_relaxed(&nd_demand.peak[1], last);
+        nd_store_relaxed(&nd_demand.peak[0], active);
+        return;
+    }
+    size_t old = nd_load_relaxed(&nd_demand.peak[0]);
+    while (active > old && !nd_cas_weak_acq_rel(&nd_demand.peak[0], &old, active))
+        ;
+}
+
+static size_t nd_node_headroom(uint64_t now)
+{
+    nd_node_demand_note(now);
+    size_t p0 = nd_load_relaxed(&nd_demand.peak[0]), p1 = nd_load_relaxed(&nd_demand.peak[1]);
+    size_t peak = p0 > p1 ? p0 : p1;
+    size_t active = nd_load_relaxed(&nd_gauge.active);
+    return peak > active ? peak - active : 0;
+}
+
 nd_segment *nd_node_seg_get(int node, bool bound, int kind)
 {
+    nd_node_demand_note(nd_os_now_ms());
     nd_lock_may_take(ND_LOCK_ID_node);
     nd_node_state *ns = &nd_nodes[node];
     nd_kind_state *k = nd_node_kind(node, bound);
@@ -215,8 +266,11 @@ nd_segment *nd_node_huge_take(int node, bool bound, size_t need, size_t most)
     nd_lock_may_take(ND_LOCK_ID_node);
     nd_node_state *ns = &nd_nodes[node];
     nd_kind_state *k = nd_node_kind(node, bound);
+    uint64_t now = nd_os_now_ms();
+    nd_store_relaxed(&k->huge_asked_at, now);
     if (nd_load_relaxed(&k->huge_hint) == 0)
         return NULL;
+    nd_node_demand_note(now);
     nd_lock(nd_node_lock(ns));
     /* The smallest of size need..most; when need is 0, the largest. */
     nd_segment *best = NULL;
@@ -245,6 +299,7 @@ bool nd_node_huge_keep(nd_segment *s)
     size_t nv = 0;
     s->kind = ND_SEG_FREE;
     s->cached_at = nd_os_now_ms();
+    nd_node_demand_note(s->cached_at);
     nd_lock(nd_node_lock(ns));
     nd_list_push_front(&k->huge, s);
     k->huge_bytes += s->size;
@@ -272,11 +327,16 @@ static void nd_node_sweep_huge(int node, bool bound, uint64_t now, bool force)
     if (nd_load_relaxed(&k->huge_hint) == 0)
         return;
     uint64_t delay = (uint64_t)nd_opt(ND_OPT_purge_delay);
+    /* While huge blocks of this kind are asked for, the cache keeps what
+       it holds (within its bounds); once they have not been for a demand
+       window, what exceeds the process's headroom goes (demand, above). */
+    bool asked = nd_load_relaxed(&k->huge_asked_at) + delay * ND_DEMAND_DELAYS > now;
+    size_t keep = force ? 0 : asked ? SIZE_MAX : nd_node_headroom(now);
     for (;;) {
         nd_segment *v = NULL;
         nd_lock(nd_node_lock(ns));
         nd_segment *old = k->huge.last;
-        if (old != NULL && (force || old->cached_at + delay <= now)) {
+        if (old != NULL && k->huge_bytes > keep && (force || old->cached_at + delay <= now)) {
             v = old;
             nd_list_remove(&k->huge, v);
             k->huge_bytes -= v->size;

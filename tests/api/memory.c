@@ -86,10 +86,17 @@ static void calloc_of_a_reused_huge_mapping_is_zero(void)
     nodal_free(q);
 }
 
+/* The purge policy's demand window, in purge delays (src/node/node.c:
+   ND_DEMAND_DELAYS): freed huge mappings stay while huge blocks were asked
+   for within it, and the process's recent peak is that of the last one to
+   two windows. */
+#define DEMAND_DELAYS 3
+
 /* Many huge blocks freed at once: the cache keeps a bounded amount (at most
    128 MiB per kind of memory) and gives all of it back once purge_delay has
-   passed (nodal_collect(0) runs the expiry now; the blocks are freed well
-   before). */
+   passed with no huge block asked for and the process's recent peak has
+   aged out (two demand windows; nodal_collect(0) runs the expiry now; the
+   blocks are freed well before). */
 static void freed_huge_mappings_are_bounded_and_drained(void)
 {
     enum { N = 24 };
@@ -104,11 +111,43 @@ static void freed_huge_mappings_are_bounded_and_drained(void)
     EXPECT(cached > 0, "freed huge mappings to be kept for reuse, huge_cached_bytes is 0");
     EXPECT(cached <= 128.0 * MiB, "at most 128 MiB of freed huge mappings kept, got %.1f MiB", cached / MiB);
     long delay = nodal_option_get("purge_delay");
-    usleep((useconds_t)(delay + 50) * 1000);
+    long wait = (2 * DEMAND_DELAYS + 1) * delay + 50;
+    usleep((useconds_t)wait * 1000);
     nodal_collect(0);
     cached = total("huge_cached_bytes");
     EXPECT(cached == 0, "the freed huge mappings to be unmapped %ld ms after the frees, %.1f MiB kept",
-           delay + 50, cached / MiB);
+           wait, cached / MiB);
+}
+
+/* While huge blocks keep being asked for, freed mappings stay past
+   purge_delay (a program that makes and frees huge blocks on a busy
+   machine reuses them rather than mapping and faulting them again): two
+   mappings are freed, then one block of their size is made and freed every
+   10 ms for three purge delays, each time followed by nodal_collect(0)
+   (which returns what is due); the mapping it never takes is still there,
+   and nothing was unmapped. */
+static void huge_mappings_in_use_stay_past_purge_delay(void)
+{
+    nodal_collect(1);
+    void *a = nodal_malloc(20 * MiB), *b = nodal_malloc(20 * MiB);
+    EXPECT(a != NULL && b != NULL, "two nodal_malloc(20 MiB) to succeed");
+    nodal_free(a);
+    nodal_free(b);
+    double unmaps = total("os_unmaps");
+    long delay = nodal_option_get("purge_delay");
+    for (long t = 0; t < 3 * delay; t += 10) {
+        void *p = nodal_malloc(20 * MiB);
+        EXPECT(p != NULL, "nodal_malloc(20 MiB) to succeed");
+        nodal_free(p);
+        usleep(10 * 1000);
+        nodal_collect(0);   /* what is due goes now */
+    }
+    double cached = total("huge_cached_bytes");
+    EXPECT(cached >= 40.0 * MiB, "both freed 20 MiB mappings to stay while such blocks are asked for, %.1f MiB kept",
+           cached / MiB);
+    EXPECT(total("os_unmaps") == unmaps, "no mapping to be unmapped meanwhile (os_unmaps %.0f -> %.0f)", unmaps,
+           total("os_unmaps"));
+    nodal_collect(1);
 }
 
 /* With purge_delay=0 nothing is kept: a freed huge block is unmapped at
@@ -544,6 +583,7 @@ static const struct nd_case cases[] = {
     ND_CASE(calloc_of_a_reused_huge_mapping_is_zero),
     ND_CASE(freed_huge_mappings_are_bounded_and_drained),
     ND_CASE(no_huge_mapping_is_kept_when_purge_delay_is_0),
+    ND_CASE(huge_mappings_in_use_stay_past_purge_delay),
     ND_CASE(large_blocks_share_segments),
     ND_CASE(realloc_resizes_a_large_block_in_place),
     ND_CASE(realloc_growth_keeps_contents_and_grows_in_place_past_16_kib),
