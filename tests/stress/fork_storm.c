@@ -34,8 +34,9 @@
  * The parent waits: a child that has not exited within --deadline-ms is a
  * failure that names the fork, the child's last marker and its state in
  * /proc (a child that is visibly running, state R or D, gets more time,
- * up to ten deadlines in all: a loaded machine is not a hang); the child
- * is killed.
+ * up to ten deadlines in all: a loaded machine is not a hang; so does one
+ * that has just exited, state Z, whose pipe's end the parent reads next);
+ * the child is killed.
  *
  * Knobs: --forks=N (1000), --deadline-ms=N (1000), --exit-report=0|1 (1;
  * 0 in the sanitizer builds: their exit handlers are theirs to get right),
@@ -673,6 +674,10 @@ static double wait_child(pid_t pid, int fd, long f, long forks, long deadline_ms
             if ((state == 'R' || state == 'D') && now_ms() < hard) {
                 deadline += (double)deadline_ms / 4;     /* running: slow, not stuck */
                 continue;
+            }
+            if ((state == 'Z' || state == 'X') && now_ms() < hard) {
+                deadline += (double)deadline_ms / 4;     /* it exited as the deadline passed: */
+                continue;                                /* its pipe's end is next */
             }
             kill(pid, SIGKILL);
             while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
