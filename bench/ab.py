@@ -1,0 +1,94 @@
+#!/usr/bin/env python3
+"""ab.py - a quick side-by-side of allocators on one program, interleaved.
+
+    bench/ab.py REPS NAME=LIB[:OPTIONS] ... -- PROGRAM ARGS...
+
+Runs PROGRAM REPS times under each allocator, rotating the order every
+repetition (so a burst of load on a shared machine hits every allocator),
+and prints per allocator the median CPU time (user + system) with its
+range, the ratio to the first allocator's median, and the medians of
+system time, minor page faults and peak RSS. LIB is a shared library to
+LD_PRELOAD, or one of the aliases glibc (no preload), tc, mi, je (Debian
+12's tcmalloc minimal, mimalloc, jemalloc); OPTIONS, after a colon, go into
+NODAL_OPTIONS. Peak RSS is the program's own `peak_rss_mib=` line (every
+program in bench/ prints one), else the kernel's maximum for the run
+(which counts the forked Python before the exec: only a floor).
+
+Example (nodal's build against tcmalloc and glibc on Larson at 8 threads):
+    bench/ab.py 5 nodal=build/libnodal.so tc=tc glibc=glibc -- \\
+        build/bench/larson -t 8 -r 50000 -R 20
+"""
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+LIBDIR = "/usr/lib/x86_64-linux-gnu/"
+ALIASES = {
+    "glibc": "",
+    "tc": LIBDIR + "libtcmalloc_minimal.so.4",
+    "mi": LIBDIR + "libmimalloc.so.2",
+    "je": LIBDIR + "libjemalloc.so.2",
+}
+
+
+def usage():
+    sys.exit(__doc__.split("\n\n")[1].strip())
+
+
+def main(argv):
+    if len(argv) < 4 or "--" not in argv:
+        usage()
+    sep = argv.index("--")
+    try:
+        reps = int(argv[1])
+    except ValueError:
+        usage()
+    configs = []
+    for spec in argv[2:sep]:
+        if "=" not in spec:
+            usage()
+        name, rest = spec.split("=", 1)
+        lib, _, opts = rest.partition(":")
+        lib = ALIASES.get(lib, lib)
+        if lib and not os.path.exists(lib):
+            sys.exit("ab.py: %s: no such library" % lib)
+        configs.append((name, lib, opts))
+    cmd = argv[sep + 1:]
+    if not configs or not cmd:
+        usage()
+    runs = {name: [] for name, _, _ in configs}
+    for r in range(reps):
+        k = r % len(configs)
+        for name, lib, opts in configs[k:] + configs[:k]:
+            env = dict(os.environ)
+            env.pop("LD_PRELOAD", None)
+            if lib:
+                env["LD_PRELOAD"] = lib
+            if opts:
+                env["NODAL_OPTIONS"] = opts
+            proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            text = proc.stdout.read()
+            proc.stdout.close()
+            _, status, ru = os.wait4(proc.pid, 0)
+            proc.returncode = os.waitstatus_to_exitcode(status)
+            if proc.returncode != 0:
+                sys.exit("ab.py: %s under %s exited with %d:\n%s" % (cmd[0], name, proc.returncode, text))
+            m = re.search(r"peak_rss_mib=([0-9.]+)", text)
+            rss = float(m.group(1)) if m else ru.ru_maxrss / 1024.0
+            user, sys_t, faults = ru.ru_utime, ru.ru_stime, ru.ru_minflt
+            runs[name].append((user + sys_t, sys_t, faults, rss))
+    base = None
+    for name, _, _ in configs:
+        v = runs[name]
+        cpu = [x[0] for x in v]
+        med = statistics.median(cpu)
+        base = base or med or 1.0
+        print("%-12s cpu %.3f s [%.3f-%.3f] x%.2f  sys %.3f s  faults %.0f  peak rss %.1f MiB" % (
+            name, med, min(cpu), max(cpu), med / base, statistics.median(x[1] for x in v),
+            statistics.median(x[2] for x in v), statistics.median(x[3] for x in v)))
+
+
+if __name__ == "__main__":
+    main(sys.argv)
