@@ -441,6 +441,21 @@ static nd_prof_slot *nd_prof_live_slot(uint32_t level, uint32_t i)
     return &nd_prof_live_tab[nd_prof_level_base[level] + (i & (nd_prof_level_size[level] - 1))];
 }
 
+/* The next slot on the probe path of hash h: up to ND_PROF_PROBES slots
+   (at most the table's size) in table *level, then the next table's, from
+   the smallest; NULL past the last table. A caller that is done with a
+   table sets *level to the next and *probe to 0. */
+static nd_prof_slot *nd_prof_path_next(uint32_t h, uint32_t *level, uint32_t *probe)
+{
+    while (*level < ND_PROF_LIVE_LEVELS) {
+        if (*probe < ND_PROF_PROBES && *probe < nd_prof_level_size[*level])
+            return nd_prof_live_slot(*level, h + (*probe)++);
+        ++*level;
+        *probe = 0;
+    }
+    return NULL;
+}
+
 void nd_prof_record(void *p, nd_page *pg, size_t size, size_t usable, int node, bool bound)
 {
     if (nd_prof_busy || nd_prof_live_tab == NULL)
@@ -468,14 +483,8 @@ void nd_prof_record(void *p, nd_page *pg, size_t size, size_t usable, int node, 
     nd_add_relaxed(&s->alloc_bytes, v.bytes);
     /* Its live slot: the first empty or tombstone on its probe path, in
        the smallest table that has one. */
-    uint32_t h = nd_prof_slot_hash(v.addr);
-    for (uint32_t level = 0, probe = 0; level < ND_PROF_LIVE_LEVELS; probe++) {
-        if (probe == ND_PROF_PROBES || probe == nd_prof_level_size[level]) {
-            level++;
-            probe = UINT32_MAX;   /* 0 at the next turn */
-            continue;
-        }
-        nd_prof_slot *sl = nd_prof_live_slot(level, h + probe);
+    uint32_t h = nd_prof_slot_hash(v.addr), level = 0, probe = 0;
+    for (nd_prof_slot *sl; (sl = nd_prof_path_next(h, &level, &probe)) != NULL;) {
         uintptr_t k = nd_load_relaxed(&sl->key);
         if (k != ND_PROF_EMPTY && k != ND_PROF_TOMB)
             continue;
@@ -502,18 +511,12 @@ void nd_prof_forget(void *p, nd_page *pg)
     if (nd_prof_live_tab == NULL)
         return;
     uintptr_t a = (uintptr_t)p;
-    uint32_t h = nd_prof_slot_hash(a);
-    for (uint32_t level = 0, probe = 0; level < ND_PROF_LIVE_LEVELS; probe++) {
-        if (probe == ND_PROF_PROBES || probe == nd_prof_level_size[level]) {
-            level++;
-            probe = UINT32_MAX;   /* 0 at the next turn */
-            continue;
-        }
-        nd_prof_slot *sl = nd_prof_live_slot(level, h + probe);
+    uint32_t h = nd_prof_slot_hash(a), level = 0, probe = 0;
+    for (nd_prof_slot *sl; (sl = nd_prof_path_next(h, &level, &probe)) != NULL;) {
         uintptr_t k = nd_load_acquire(&sl->key);
         if (k == ND_PROF_EMPTY) {   /* not in this table: the next */
             level++;
-            probe = UINT32_MAX;
+            probe = 0;
             continue;
         }
         if (k != a)

@@ -1286,6 +1286,18 @@ static void double_free_across_threads_is_caught_under_secure_1(void)
     expect_misuse("freeing a 32-byte block p, then q, then p again", "secure=1", "double_free_p_q_p", 32);
 }
 
+/* Writes one byte past the usable end of p, a block of `what` (after
+   saying which byte, for the parent's report); only a fault stops it. */
+__attribute__((noreturn))
+static void write_one_past(unsigned char *p, const char *what)
+{
+    size_t u = nd_api()->usable_size(p);
+    printf("about to write byte %zu of the %s %p\n", u, what, (void *)p);
+    fflush(stdout);
+    ((volatile unsigned char *)p)[u] = 1;
+    let_through("a 1-byte write past the usable end of the %s %p", what, (void *)p);
+}
+
 /* Writes one byte past the usable end of a block of `size` bytes. */
 static void sc_write_past_usable(long size)
 {
@@ -1293,11 +1305,9 @@ static void sc_write_past_usable(long size)
     unsigned char *p = A->malloc((size_t)size);
     if (!p)
         _exit(4);
-    size_t u = A->usable_size(p);
-    printf("about to write byte %zu of the %ld-byte block %p\n", u, size, (void *)p);
-    fflush(stdout);
-    ((volatile unsigned char *)p)[u] = 1;
-    let_through("a 1-byte write past the usable end of the %ld-byte block %p", size, (void *)p);
+    char what[64];
+    snprintf(what, sizeof what, "%ld-byte block", size);
+    write_one_past(p, what);
 }
 
 /* Large blocks of other sizes come and go where the block will be (their
@@ -1313,12 +1323,10 @@ static void sc_write_past_reused_large(long size)
     unsigned char *p = A->malloc((size_t)size);
     if (!p || !keep)
         _exit(4);
-    size_t u = A->usable_size(p);
-    memset(p, 0x5a, u);
-    printf("about to write byte %zu of the %ld-byte block %p\n", u, size, (void *)p);
-    fflush(stdout);
-    ((volatile unsigned char *)p)[u] = 1;
-    let_through("a 1-byte write past the usable end of the %ld-byte block %p", size, (void *)p);
+    memset(p, 0x5a, A->usable_size(p));
+    char what[64];
+    snprintf(what, sizeof what, "%ld-byte block", size);
+    write_one_past(p, what);
 }
 
 /* A large block of `size` bytes takes the run a freed block of up to twice
@@ -1341,12 +1349,10 @@ static void sc_write_past_large_in_a_longer_run(long size)
     unsigned char *p = A->malloc((size_t)size);
     if (!p)
         _exit(4);
-    size_t u = A->usable_size(p);
-    memset(p, 0x5a, u);
-    printf("about to write byte %zu of the %ld-byte block %p\n", u, size, (void *)p);
-    fflush(stdout);
-    ((volatile unsigned char *)p)[u] = 1;
-    let_through("a 1-byte write past the usable end of the %ld-byte block %p", size, (void *)p);
+    memset(p, 0x5a, A->usable_size(p));
+    char what[64];
+    snprintf(what, sizeof what, "%ld-byte block", size);
+    write_one_past(p, what);
 }
 
 /* A block grown by realloc from 20 KiB past `size` bytes, a quarter at a
@@ -1365,11 +1371,9 @@ static void sc_write_past_realloc_grown_large(long size)
     }
     if (!p)
         _exit(4);
-    size_t u = A->usable_size(p);
-    printf("about to write byte %zu of the %zu-byte block %p\n", u, n, (void *)p);
-    fflush(stdout);
-    ((volatile unsigned char *)p)[u] = 1;
-    let_through("a 1-byte write past the usable end of the %zu-byte block %p", n, (void *)p);
+    char what[64];
+    snprintf(what, sizeof what, "%zu-byte block", n);
+    write_one_past(p, what);
 }
 
 static void overflow_past_a_large_block_faults_under_secure_1(void)
@@ -1398,12 +1402,9 @@ static void sc_write_past_reused_huge(long arg)
     unsigned char *p = A->malloc(second);
     if (!p || !keep)
         _exit(4);
-    size_t u = A->usable_size(p);
-    printf("about to write byte %zu of the %zu-byte block %p (after a %zu-byte one)\n", u, second,
-           (void *)p, first);
-    fflush(stdout);
-    ((volatile unsigned char *)p)[u] = 1;
-    let_through("a 1-byte write past the usable end of the %zu-byte block %p", second, (void *)p);
+    char what[96];
+    snprintf(what, sizeof what, "%zu-byte block (after a %zu-byte one)", second, first);
+    write_one_past(p, what);
 }
 
 static void overflow_past_a_huge_block_faults_under_secure_1(void)
