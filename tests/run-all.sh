@@ -102,6 +102,23 @@ run_ctest() {
     summary+=("$tier|$p|$f|$s|$(($(date +%s) - t0))|$note")
     grep -E '\*\*\*(Failed|Timeout|Not Run|Exception)|\*\*\*Skipped' "$log" | sed 's/^/   /'
     grep -E '^(FAIL|SKIP) ' "$log" | sed 's/^/   /' | head -40
+    if [ "$f" -gt 0 ]; then failed_output "$log" "$dir/Testing/Temporary/LastTest.log"; fi
+}
+
+# failed_output CONSOLE_LOG TEST_LOG: the last lines each failed test printed
+# (a sanitizer's report, an abort message, a seed), so that a run whose logs
+# are gone (CI keeps only this console) still says why a test failed.
+failed_output() {
+    local name
+    sed -n 's/.* Test *#[0-9]*: \([^ ]*\) .*\*\*\*\(Failed\|Timeout\|Exception\|Not Run\).*/\1/p' "$1" | head -5 |
+    while read -r name; do
+        echo "   -- output of $name (last 40 lines):"
+        awk -v n="$name" '
+            $0 ~ /^[0-9]+\/[0-9]+ Testing: / { cur = $3; out = 0; next }
+            cur == n && /^Output:$/ { out = 1; getline; next }
+            cur == n && out && /^<end of output>$/ { out = 0 }
+            cur == n && out { print }' "$2" | tail -40 | sed 's/^/   | /'
+    done
 }
 
 # ---- 1. host tiers --------------------------------------------------------

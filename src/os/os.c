@@ -200,28 +200,41 @@ int nd_os_protect(void *p, size_t size, bool access)
     return rc;
 }
 
+/* ThreadSanitizer follows mmap and munmap but not mremap: the range a move
+   or a shrink gives up keeps its accesses in TSan's shadow, and when a
+   mapping that grows in place takes those addresses later, its first
+   writes "race" with them (AnnotateNewMemory, which could forget them, does
+   nothing in gcc 12's runtime). The kernel orders every change of the
+   address space (mmap_lock); these two edges tell TSan so: what mremap
+   gives up is released before the call, what it gains acquired after. */
+#ifdef ND_TSAN
+void __tsan_acquire(void *addr);
+void __tsan_release(void *addr);
+static char nd_os_vm_order;
+#define nd_os_vm_gives_up() __tsan_release(&nd_os_vm_order)
+#define nd_os_vm_gains()    __tsan_acquire(&nd_os_vm_order)
+#else
+#define nd_os_vm_gives_up() ((void)0)
+#define nd_os_vm_gains()    ((void)0)
+#endif
+
 int nd_os_remap_inplace(void *p, size_t old_size, size_t new_size)
 {
+    if (new_size < old_size)
+        nd_os_vm_gives_up();
     void *q = mremap(p, old_size, new_size, 0);
-    return q == MAP_FAILED ? -1 : 0;
+    if (q == MAP_FAILED)
+        return -1;
+    if (new_size > old_size)
+        nd_os_vm_gains();
+    return 0;
 }
-
-/* ThreadSanitizer follows mmap and munmap but not mremap: the range a move
-   leaves keeps its accesses in TSan's shadow, and the next mapping there
-   then "races" with them. The annotation forgets them, as munmap would. */
-#ifdef ND_TSAN
-void AnnotateNewMemory(const char *file, int line, const volatile void *mem, long size);
-#endif
 
 void *nd_os_remap_to(void *p, size_t old_size, size_t new_size, void *to)
 {
+    nd_os_vm_gives_up();   /* [p, p + old_size), once moved */
     void *q = mremap(p, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, to);
-    if (q == MAP_FAILED)
-        return NULL;
-#ifdef ND_TSAN
-    AnnotateNewMemory(__FILE__, __LINE__, p, (long)old_size);
-#endif
-    return q;
+    return q == MAP_FAILED ? NULL : q;
 }
 
 int nd_os_bind(void *p, size_t size, int mode, const uint64_t *mask)
