@@ -21,6 +21,7 @@
 #include "secure.h"
 #include "segment.h"
 #include "shared.h"
+#include "tcache.h"
 #include "thread.h"
 #include "tier.h"
 #include "topo.h"
@@ -73,6 +74,7 @@ void nd_process_init(void)
         nd_page_keys_init();
         nd_secure_init();
         nd_large_init();
+        nd_tcache_process_init();   /* before the first cache */
         nd_thread_process_init();
         if (nd_opt(ND_OPT_stats) > 0)
             nd_os_keep_stderr();

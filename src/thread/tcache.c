@@ -11,6 +11,7 @@
 #include "msg.h"
 #include "options.h"
 #include "os.h"
+#include "topo.h"
 
 void *nd_tcache_no_slots[1];   /* the NULL sentinel of every bin without slots */
 
@@ -62,6 +63,39 @@ static unsigned nd_tcache_kind(bool shared, bool bound, int node)
     return nd_kind_of(bound, node);
 }
 
+/* Per class: the most requests a plain cache's tick is armed with
+   (tcache.h, ND_LOOK_BYTES); ND_TICK_PERIOD until start-up sets them. */
+static uint32_t nd_look_arm[ND_CLASS_COUNT];
+
+void nd_tcache_process_init(void)
+{
+    /* Can a thread change nodes? Only if CPUs of two nodes are served by
+       two different nodes' memory, and only follow_thread looks. */
+    bool moves = false;
+    int first = -1;
+    for (int cpu = 0; cpu < nd_topo.cpu_count && nd_opt(ND_OPT_follow_thread) && !moves; cpu++) {
+        if (nd_topo.cpu_node[cpu] < 0)
+            continue;
+        int m = nd_topo_local_mem_node(nd_topo.cpu_node[cpu]);
+        if (first < 0)
+            first = m;
+        else if (m != first)
+            moves = true;
+    }
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        size_t n = moves ? ND_LOOK_BYTES / nd_class_size[c] : ND_TICK_PERIOD;
+        nd_store_relaxed(&nd_look_arm[c], n < ND_LOOK_MIN ? ND_LOOK_MIN : n > ND_TICK_PERIOD ? ND_TICK_PERIOD : (uint32_t)n);
+    }
+}
+
+/* The most requests of class c a tick is armed with: a plain cache's look
+   at its CPU's node comes at least every nd_look_arm[c] of them. */
+static inline uint32_t nd_tcache_arm_max(bool plain, unsigned c)
+{
+    uint32_t n = nd_load_relaxed(&nd_look_arm[c]);
+    return plain && n != 0 ? n : ND_TICK_PERIOD;
+}
+
 nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
 {
     uint32_t caps[ND_CLASS_COUNT];
@@ -82,8 +116,9 @@ nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
         b->low = b->empty - start;
         *b->empty = NULL;
         b->cur = b->empty;
-        b->tick = ND_TICK_PERIOD;
-        tc->binfo[c].armed = tc->binfo[c].period_left = ND_TICK_PERIOD;
+        b->tick = nd_tcache_arm_max(!shared && !bound, c);
+        tc->binfo[c].armed = (uint32_t)b->tick;
+        tc->binfo[c].period_left = ND_TICK_PERIOD;
         tc->binfo[c].cap = start;
         tc->binfo[c].cap_max = caps[c];
         tc->cap_bytes += (size_t)start * nd_class_size[c];
@@ -92,10 +127,10 @@ nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
         slot += caps[c] + 1;
     }
     tc->slot_bytes = (uint32_t)(slots * sizeof(void *));
-    if (nd_unlikely(nd_load_relaxed(&nd_tcache_prof_rate) != 0) && !shared)
-        nd_tcache_prof_rearm(tc);
     nd_heap_init(&tc->heap, tid, node, bound);
     tc->kind = nd_tcache_kind(shared, bound, node);
+    if (nd_unlikely(nd_load_relaxed(&nd_tcache_prof_rate) != 0) && !shared)
+        nd_tcache_prof_rearm(tc);   /* after the heap: its arming reads bound */
     return tc;
 }
 
@@ -174,6 +209,9 @@ void nd_tcache_prof_rearm(nd_tcache *tc)
         bool sample = false;
         bi->prof_left = 0;
         uint32_t next = nd_tcache_prof_arm(tc, c, 0, &sample);
+        uint32_t most = nd_tcache_arm_max(!tc->heap.bound && !tc->heap.shared, c);
+        if (next > most)
+            next = most;
         if (next > bi->period_left)
             next = bi->period_left;
         nd_store_relaxed(&bi->armed, next);
@@ -208,6 +246,9 @@ unsigned nd_tcache_count_request(nd_tcache *tc, unsigned c)
         if (sample)
             r |= ND_COUNT_SAMPLE;
     }
+    uint32_t most = nd_tcache_arm_max(!tc->heap.bound && !tc->heap.shared, c);
+    if (next > most)   /* follow_thread: the next look at the CPU's node */
+        next = most;
     if (next > bi->period_left)   /* the maintenance clock keeps its period */
         next = bi->period_left;
     nd_store_relaxed(&bi->armed, next);

@@ -68,6 +68,16 @@ typedef struct nd_bin {
 
 _Static_assert(sizeof(nd_bin) == ND_BIN_BYTES, "a hot bin is one cache line: class index << 6");
 #define ND_TICK_PERIOD 1024
+/* follow_thread (thread.c): on a machine where a thread can move to another
+   node, a plain cache's tick is armed with at most the requests of
+   ND_LOOK_BYTES of its class, so each class takes a slow path (which looks
+   at the CPU's node) at least that often: after a move, the blocks of the
+   old node the cache hands out before the thread notices are bounded by
+   the bytes of its busiest class, not by the cache's size. Classes of 4 KiB
+   and more look every ND_LOOK_MIN requests (a slow path costs about 200
+   instructions: one per request would double a 16 KiB pair's). */
+#define ND_LOOK_BYTES 65536
+#define ND_LOOK_MIN   16
 
 /*
  * Cold part of a bin (slow paths only). The capacity adapts: a bin that
@@ -154,6 +164,10 @@ unsigned nd_tcache_count_request(nd_tcache *tc, unsigned c) nd_hidden;
 /* prof=1: the mean bytes between two samples (0: profiling off), set once
    the profiler is ready (prof.c). */
 extern int64_t nd_tcache_prof_rate nd_hidden;
+/* Once at start-up, after the options and the topology: the most requests
+   a plain cache's tick is armed with, per class (ND_LOOK_BYTES where
+   threads can change nodes and follow_thread is on, else ND_TICK_PERIOD). */
+void    nd_tcache_process_init(void) nd_hidden;
 /* A gap in bytes to the next sample: exponential, of mean
    nd_tcache_prof_rate; *rng is the caller's state of the draws. */
 int64_t nd_tcache_prof_gap(uint64_t *rng) nd_hidden;

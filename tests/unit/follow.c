@@ -1,0 +1,108 @@
+/*
+ * follow.c - unit tests of follow_thread's look budget (thread/tcache.c):
+ * where a thread can change nodes, a plain cache's bins take a slow path
+ * (which looks at the CPU's node) at least every ND_LOOK_BYTES of their
+ * class's requests, every ND_LOOK_MIN for the largest classes; nowhere
+ * else, and never for a bound cache. Topologies are read from fixture
+ * sysfs trees (tests/unit/fixtures/); linked against the debug core; every
+ * case runs in a child of its own.
+ */
+#include "check.h"
+#include "class.h"
+#include "nodal.h"
+#include "options.h"
+#include "tcache.h"
+#include "topo.h"
+
+#ifndef ND_FIXTURES
+#error "ND_FIXTURES (the fixture directory) must be defined"
+#endif
+
+static uint32_t budget_of(unsigned c)
+{
+    uint32_t n = ND_LOOK_BYTES / nd_class_size[c];
+    return n < ND_LOOK_MIN ? ND_LOOK_MIN : n > ND_TICK_PERIOD ? ND_TICK_PERIOD : n;
+}
+
+/* Every bin of tc armed with the look budget (budget) or the plain period. */
+static void expect_armed(const nd_tcache *tc, bool budget, const char *what)
+{
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        uint32_t want = budget ? budget_of(c) : ND_TICK_PERIOD;
+        EXPECT(tc->bins[c].tick == (int64_t)want && tc->binfo[c].armed == want,
+               "%s: class %u (%u B) armed with %u requests, got tick %lld, armed %u", what, c,
+               (unsigned)nd_class_size[c], want, (long long)tc->bins[c].tick, tc->binfo[c].armed);
+    }
+}
+
+/* Reads the topology of `tree`, sets follow_thread, arms the budget, and
+   checks a new plain cache and a new bound one. */
+static void check_topology(const char *tree, long follow, bool budget, const char *what)
+{
+    nodal_free(nodal_malloc(1));   /* the process is set up (metadata, options) */
+    nd_opt_values[ND_OPT_follow_thread] = follow;
+    nd_topo_read(tree);
+    nd_tcache_process_init();
+    nd_tcache *plain = nd_tcache_create(1, 0, false, false);
+    nd_tcache *bound = nd_tcache_create(1, 0, true, false);
+    EXPECT(plain != NULL && bound != NULL, "two caches to be made");
+    char buf[160];
+    snprintf(buf, sizeof buf, "%s, a plain cache", what);
+    expect_armed(plain, budget, buf);
+    snprintf(buf, sizeof buf, "%s, a bound cache", what);
+    expect_armed(bound, false, buf);
+    nd_tcache_destroy(plain);
+    nd_tcache_destroy(bound);
+}
+
+/* Two nodes with CPUs (numa-vm's default machine): the budget. */
+static void plain_caches_look_every_64_kib_where_threads_can_change_nodes(void)
+{
+    check_topology(ND_FIXTURES "/nohmat4", 1, true, "CPUs on nodes 0 and 1");
+    /* The smallest classes keep the period, the largest look every 16. */
+    EXPECT(budget_of(0) == ND_TICK_PERIOD && budget_of(ND_CLASS_COUNT - 1) == ND_LOOK_MIN,
+           "class 0 at %u requests and the last class at %u, got %u and %u", ND_TICK_PERIOD, ND_LOOK_MIN,
+           budget_of(0), budget_of(ND_CLASS_COUNT - 1));
+}
+
+/* CPUs on one node only (the others memory-only), or follow_thread=0: a
+   thread cannot move or is not followed; every bin keeps the period. */
+static void no_budget_where_cpus_are_on_one_node(void)
+{
+    check_topology(ND_FIXTURES "/cpus1", 1, false, "CPUs on node 0 alone");
+}
+
+static void no_budget_under_follow_thread_0(void)
+{
+    check_topology(ND_FIXTURES "/nohmat4", 0, false, "follow_thread=0");
+}
+
+/* A roll-over of a budgeted bin re-arms it with the budget, and the
+   request count stays exact (nreq + armed - tick). */
+static void a_budgeted_bin_rolls_over_with_its_budget_and_counts_exactly(void)
+{
+    nodal_free(nodal_malloc(1));
+    nd_opt_values[ND_OPT_follow_thread] = 1;
+    nd_topo_read(ND_FIXTURES "/nohmat4");
+    nd_tcache_process_init();
+    nd_tcache *tc = nd_tcache_create(1, 0, false, false);
+    EXPECT(tc != NULL, "a cache to be made");
+    unsigned c = ND_CLASS_COUNT - 1;
+    uint32_t n = budget_of(c);
+    for (uint32_t i = 0; i < 3 * n + 5; i++)
+        nd_tcache_count_request(tc, c);
+    uint64_t counted = tc->binfo[c].nreq + tc->binfo[c].armed - (uint64_t)tc->bins[c].tick;
+    EXPECT(counted == 3 * (uint64_t)n + 5, "%u requests counted, got %llu", 3 * n + 5, (unsigned long long)counted);
+    EXPECT(tc->binfo[c].armed == n && tc->bins[c].tick == (int64_t)(n - 5),
+           "the bin re-armed with %u requests and 5 of them taken, got armed %u, tick %lld", n, tc->binfo[c].armed,
+           (long long)tc->bins[c].tick);
+    nd_tcache_destroy(tc);
+}
+
+static const struct nd_case cases[] = {
+    ND_CASE(plain_caches_look_every_64_kib_where_threads_can_change_nodes),
+    ND_CASE(no_budget_where_cpus_are_on_one_node),
+    ND_CASE(no_budget_under_follow_thread_0),
+    ND_CASE(a_budgeted_bin_rolls_over_with_its_budget_and_counts_exactly),
+};
+ND_MAIN(cases)
