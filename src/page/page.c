@@ -153,12 +153,54 @@ void nd_page_xdone(nd_page *pg)
 #define ND_WALK_AHEAD_NEAR 2
 #define ND_WALK_AHEAD_FAR  6
 
+/* Follows the link of free block b as nd_link_get does (page.h), with the
+   page's fields read once by the caller: before = start - block_size, so
+   that the block of index field f is before + f * block_size. Read once
+   because the walks store into blocks and into `out`, which the compiler
+   would otherwise assume may alias the descriptor. */
+static inline bool nd_link_follow(const nd_block *b, uintptr_t before, uintptr_t bsize, uint64_t capacity,
+                                  nd_block **next)
+{
+    uint64_t w = (uint64_t)(uintptr_t)b->next, f = w & ND_LINK_FIELD;
+    if (nd_unlikely((w & ~ND_LINK_FIELD) != nd_link_mac(b, f) || f > capacity))
+        return false;
+    *next = f == 0 ? NULL : (nd_block *)(before + f * bsize);
+    return true;
+}
+
+/* One step of the walk of a remote list (below): checks b's link and the
+   mark of the block it leads to, and counts b against `left`, the blocks
+   out of the page that the list can still hold. Returns the next block,
+   or NULL at the list's end. */
+static inline nd_block *nd_page_walk_step(const nd_page *pg, nd_block *b, uintptr_t before, uintptr_t bsize,
+                                          uint64_t capacity, uint32_t *left)
+{
+    if (nd_unlikely(*left == 0))
+        nd_fatal("free(): double free: %p (a block of the page at %p freed twice by other threads)",
+                 (void *)b, (void *)pg->start);
+    --*left;
+    /* Each step waits for the block the last one named, a line most
+       likely written last by another CPU. Blocks tend to come back in
+       the order they went out (a queue between threads, a flush in
+       address order), so the lines a few blocks on are asked for
+       ahead: a right guess overlaps those waits, a wrong one costs a
+       prefetch (it never faults). Without it, 256 B blocks handed
+       between 4 pairs of threads took 2-3x the time. */
+    __builtin_prefetch((const char *)b + ND_WALK_AHEAD_NEAR * bsize);
+    __builtin_prefetch((const char *)b + ND_WALK_AHEAD_FAR * bsize);
+    nd_block *next;
+    if (nd_unlikely(!nd_link_follow(b, before, bsize, capacity, &next) || (next != NULL && !nd_block_is_marked(next))))
+        nd_page_corrupt(pg, b, ND_CORRUPT_LIST, "the link of a block freed by another thread was overwritten");
+    return next;
+}
+
 /* Takes pg's remote list back: its first blocks go into out[0..n) (up to
    n of them), the rest onto the front of the free list; returns how many
    went into out. The list can hold at most the blocks out of the page: a
    longer one, or a cycle, means a block was freed twice by other threads
    (p, q, p), and the walk stops at that bound rather than run forever.
-   Every link is checked before it is followed. */
+   Every link is checked before it is followed. Two loops, one per
+   destination, so that neither carries the other's state. */
 static size_t nd_page_collect_into(nd_page *pg, void **out, size_t n)
 {
     uintptr_t x = nd_load_relaxed(&pg->xfree);
@@ -171,38 +213,27 @@ static size_t nd_page_collect_into(nd_page *pg, void **out, size_t n)
         return 0;
     if (nd_unlikely(!nd_page_link_ok(pg, b) || !nd_block_is_marked(b)))
         nd_page_corrupt(pg, b, ND_CORRUPT_LIST, "a block freed by another thread was modified");
-    uint32_t count = 0;
+    const uintptr_t bsize = pg->block_size;
+    const uintptr_t before = (uintptr_t)pg->start - bsize;
+    const uint64_t capacity = pg->capacity;
+    uint32_t left = pg->used;
     size_t got = 0;
-    nd_block *rest = NULL;
-    for (;;) {
-        if (nd_unlikely(++count > pg->used))
-            nd_fatal("free(): double free: %p (a block of the page at %p freed twice by other threads)",
-                     (void *)b, (void *)pg->start);
-        /* Each step waits for the block the last one named, a line most
-           likely written last by another CPU. Blocks tend to come back in
-           the order they went out (a queue between threads, a flush in
-           address order), so the lines a few blocks on are asked for
-           ahead: a right guess overlaps those waits, a wrong one costs a
-           prefetch (it never faults). Without it, 256 B blocks handed
-           between 4 pairs of threads took 2-3x the time. */
-        __builtin_prefetch((const char *)b + ND_WALK_AHEAD_NEAR * (size_t)pg->block_size);
-        __builtin_prefetch((const char *)b + ND_WALK_AHEAD_FAR * (size_t)pg->block_size);
-        nd_block *next;
-        if (nd_unlikely(!nd_link_get(pg, b, &next) || (next != NULL && !nd_block_is_marked(next))))
-            nd_page_corrupt(pg, b, ND_CORRUPT_LIST, "the link of a block freed by another thread was overwritten");
-        if (got < n)
-            out[got++] = b;
-        else if (rest == NULL)
-            rest = b;
-        if (next == NULL)
-            break;
+    while (got < n) {
+        nd_block *next = nd_page_walk_step(pg, b, before, bsize, capacity, &left);
+        out[got++] = b;
+        if (next == NULL) {
+            pg->used = (uint16_t)left;
+            return got;
+        }
         b = next;
     }
-    if (rest != NULL) {   /* rest .. b keep their links; b was the last */
-        nd_link_set(pg, b, pg->free);
-        pg->free = rest;
-    }
-    pg->used = (uint16_t)(pg->used - count);
+    /* The rest keep their links: only the last one's is set. */
+    nd_block *rest = b;
+    for (nd_block *next; (next = nd_page_walk_step(pg, b, before, bsize, capacity, &left)) != NULL;)
+        b = next;
+    nd_link_set(pg, b, pg->free);
+    pg->free = rest;
+    pg->used = (uint16_t)left;
     return got;
 }
 
@@ -274,12 +305,21 @@ size_t nd_page_take(nd_page *pg, void **out, size_t n, size_t max)
     while (got < n) {
         nd_block *b = pg->free;
         if (b != NULL) {
-            /* b was checked when the link to it was followed (or set). */
-            nd_block *next;
-            if (nd_unlikely(!nd_link_get(pg, b, &next) || (next != NULL && !nd_block_is_marked(next))))
-                nd_page_corrupt(pg, b, ND_CORRUPT_LIST, "the link of a freed block was overwritten");
-            pg->free = next;
-            out[got++] = b;
+            /* b was checked when the link to it was followed (or set). The
+               list is walked with the page's fields read once and its head
+               stored once (nd_link_follow). */
+            const uintptr_t bsize = pg->block_size;
+            const uintptr_t before = (uintptr_t)pg->start - bsize;
+            const uint64_t capacity = pg->capacity;
+            do {
+                nd_block *next;
+                if (nd_unlikely(!nd_link_follow(b, before, bsize, capacity, &next) ||
+                                (next != NULL && !nd_block_is_marked(next))))
+                    nd_page_corrupt(pg, b, ND_CORRUPT_LIST, "the link of a freed block was overwritten");
+                out[got++] = b;
+                b = next;
+            } while (b != NULL && got < n);
+            pg->free = b;
             continue;
         }
         /* Blocks other threads gave back come before blocks that would make

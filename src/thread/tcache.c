@@ -337,37 +337,38 @@ void *nd_tcache_alloc(nd_tcache *tc, unsigned c)
 
 /* ---- giving blocks back ---------------------------------------------------- */
 
-/* Puts the blocks of *it's page (pages of 2^shift bytes, aligned) that
-   stand anywhere in it..end right behind *it, in one pass. Only another
-   heap's page is worth it: its blocks then go home as one chain, one
-   compare-and-swap, instead of one per run. Blocks usually come in long
-   runs of one page already (a thread frees what it allocated, or what
-   another thread allocated, in about that order). The heap's own pages
-   take their runs as they come: a run costs no atomic there, and a flush
-   of blocks of many pages (a batch of large blocks) pays no scan. */
-static void nd_tcache_gather(void **it, void **end, unsigned shift)
+/* Moves the blocks of the page whose bytes are [base, base + size) that
+   stand in it..end right to the front of it..end (*it is not one of
+   them), in one pass; returns how many it moved. */
+static size_t nd_tcache_gather(void **it, void **end, uintptr_t base, uintptr_t size)
 {
-    uintptr_t page = (uintptr_t)*it >> shift;
-    void **mid = it + 1;
-    while (mid < end && (uintptr_t)*mid >> shift == page)
-        mid++;   /* the run as it comes */
-    if (mid == end)
-        return;
-    for (void **i = mid + 1; i < end; i++)   /* *mid is of another page */
-        if ((uintptr_t)*i >> shift == page) {
+    void **mid = it;
+    for (void **i = it + 1; i < end; i++)
+        if ((uintptr_t)*i - base < size) {
             void *t = *i;
             *i = *mid;
             *mid++ = t;
         }
+    return (size_t)(mid - it);
 }
 
 /* Gives the run of blocks of page pg that starts at it (it < end)
    (in use, of the bin's class), back to that page: those of the heap's own
    pages without an atomic, those of other heaps' pages (or of no heap's,
-   when abandoned) as one chain on the page's remote list. The page cannot
-   leave use while they are out; nothing reads pg after the blocks went
-   back (its page may be released, its segment unmapped). Returns where
-   the page's run ends. */
+   when abandoned) as one chain on the page's remote list. Another heap's
+   page takes all its blocks in it..end, not only the run: where the run
+   ends, the page's other blocks are pulled in behind it (one scan of the
+   rest), so that they go home as one chain, one compare-and-swap, instead
+   of one per run. Blocks usually come in long runs of one page already (a
+   thread frees what it allocated, or what another thread allocated, in
+   about that order). The heap's own pages take their runs as they come: a
+   run costs no atomic there, and a flush of blocks of many pages (a batch
+   of large blocks) pays no scan. Each block is looked at once here (its
+   mark checked, its link to the block before it set): the chain is built
+   in the same pass that finds the run's end. The page cannot leave use
+   while they are out; nothing reads pg after the blocks went back (its
+   page may be released, its segment unmapped). Returns where the page's
+   blocks end. */
 static void **nd_tcache_flush_page(nd_tcache *tc, nd_page *pg, void **it, void **end)
 {
     /* The page's bytes: pages are aligned to their size in the segment
@@ -376,19 +377,29 @@ static void **nd_tcache_flush_page(nd_tcache *tc, nd_page *pg, void **it, void *
        otherwise assume may alias the descriptor. */
     const uintptr_t size = nd_seg_page_size(nd_seg_base(pg));
     const uintptr_t base = (uintptr_t)pg->start & ~(size - 1);
-    nd_block *head = NULL, *tail = *it;
-    uint32_t k = 0;
-    for (; it < end && (uintptr_t)*it - base < size; it++, k++) {
-        void *p = *it;
+    nd_heap *h = &tc->heap;
+    const bool own = nd_load_relaxed(&pg->heap) == h;
+    bool gathered = own;   /* the heap's own pages take their run only */
+    void **first = it;
+    nd_block *tail = *it, *head = tail;
+    if (nd_unlikely(!nd_block_is_marked(tail)))
+        nd_page_corrupt(pg, tail, ND_CORRUPT_FREED, "a block waiting in a thread cache was modified");
+    for (it++; it < end; it++) {
+        nd_block *p = *it;
+        if ((uintptr_t)p - base >= size) {
+            if (gathered || nd_tcache_gather(it, end, base, size) == 0)
+                break;
+            gathered = true;
+            p = *it;
+        }
         if (nd_unlikely(!nd_block_is_marked(p)))
             nd_page_corrupt(pg, p, ND_CORRUPT_FREED, "a block waiting in a thread cache was modified");
-        if (head != NULL)
-            nd_link_set(pg, p, head);
+        nd_link_set(pg, p, head);
         head = p;
     }
+    uint32_t k = (uint32_t)(it - first);
     /* head .. tail: the last block taken first. */
-    nd_heap *h = &tc->heap;
-    if (nd_load_relaxed(&pg->heap) == h) {
+    if (own) {
         nd_heap_return_blocks(h, pg, head, tail, k);   /* sets tail's link */
     } else {
         nd_count_add(&h->cstats[pg->cls].remote_frees, k);
@@ -408,14 +419,11 @@ void nd_tcache_flush(nd_tcache *tc, unsigned c, size_t n)
         return;
     void **oldest = bin->empty - n;
     const unsigned cls = nd_bin_class[c];
-    const unsigned shift = nd_class_is_small(cls) ? ND_SMALL_PAGE_SHIFT : ND_MEDIUM_PAGE_SHIFT;
     for (void **it = oldest; it < bin->empty;) {
         void *p = *it;
         nd_page *pg = nd_page_of(nd_seg_base(p), p);
         if (nd_unlikely(!nd_load_relaxed(&pg->in_use) || pg->cls != cls))
             nd_misuse("free", "invalid pointer (not a block of its size class)", p);
-        if (nd_load_relaxed(&pg->heap) != &tc->heap)
-            nd_tcache_gather(it, bin->empty, shift);
         it = nd_tcache_flush_page(tc, pg, it, bin->empty);
     }
     memmove(bin->cur + n, bin->cur, (size_t)(oldest - bin->cur) * sizeof(void *));
