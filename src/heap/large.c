@@ -254,7 +254,7 @@ static int nd_large_commit(nd_large_pool *pool, nd_segment *s, const void *p, si
         unsigned a, b;
         nd_mask_first_run(m, &a, &b);
         size_t n = (size_t)(b - a + 1) << ND_CHUNK_SHIFT;
-        if (b == ND_SEG_CHUNKS - 1)
+        if ((size_t)(b + 1) << ND_CHUNK_SHIFT == s->size)
             n -= nd_seg_guard;   /* never populate the segment's guard page */
         rc = nd_seg_commit_bound((uint8_t *)s + ((size_t)a << ND_CHUNK_SHIFT), n, s->node);
         if (rc != 0)
@@ -266,6 +266,26 @@ static int nd_large_commit(nd_large_pool *pool, nd_segment *s, const void *p, si
     s->committed |= done;
     nd_gauge_add(committed, (size_t)nd_popcount64(done) << ND_CHUNK_SHIFT);
     return rc;
+}
+
+/* No 4 MiB segment to be had (an address-space limit): every segment of
+   the pool that holds a block gives back the free chunks at its end
+   (nd_seg_trim), which no block of the sizes asked for so far filled (a
+   segment of 512 KiB blocks: 7 chunks of 64). The address space they
+   took serves a new segment or (plain memory) a block of its own
+   mapping. The bytes given back. Under the pool lock. */
+static size_t nd_large_trim(nd_large_pool *pool)
+{
+    size_t freed = 0;
+    for (nd_segment *s = pool->segs.first; s != NULL; s = s->next) {
+        uint64_t taken = ~s->free_mask & nd_mask_range(0, s->page_count - 1u);
+        unsigned end = 64u - (unsigned)__builtin_clzll(taken);   /* past the last taken chunk (chunk 0: the header) */
+        if (s->used_pages == 0 || end >= s->page_count)
+            continue;
+        freed += s->size - ((size_t)end << ND_CHUNK_SHIFT);
+        nd_seg_trim(s, (size_t)end << ND_CHUNK_SHIFT);
+    }
+    return freed;
 }
 
 void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t *bytes)
@@ -303,8 +323,17 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
         if (s == NULL) {
             nd_unlock(pool->lock);
             s = nd_node_seg_get(node, bound, ND_SEG_LARGE);
-            if (s == NULL)
+            if (s == NULL) {
+                if (errno != ENOMEM)
+                    return NULL;
+                nd_lock(pool->lock);
+                size_t freed = nd_large_trim(pool);
+                if (freed != 0)
+                    continue;   /* perhaps room for a segment now */
+                nd_unlock(pool->lock);
+                errno = ENOMEM;
                 return NULL;
+            }
             s->free_mask &= ~(uint64_t)1;   /* chunk 0: the header */
             nd_lock(pool->lock);
             nd_list_push_front(&pool->segs, s);
@@ -369,7 +398,7 @@ size_t nd_large_free(nd_segment *s, nd_page *pg, void *p)
         /* Its guard pages go (but the segment's own): it may come back as
            a segment of small or medium pages. */
         if (nd_seg_guard != 0)
-            nd_large_unguard(release, 0, ND_SEG_SIZE / nd_os_page_size() - 1);
+            nd_large_unguard(release, 0, release->size / nd_os_page_size() - 1);
         nd_node_seg_put(release);   /* purged there, or cached with its memory for a while */
     }
     return bytes;
@@ -475,8 +504,9 @@ bool nd_large_is_valid(void)
                     covered |= run;
                     blocks++;
                 }
-                ok = ok && blocks == s->used_pages && (covered | s->free_mask) == ~(uint64_t)0 &&
-                     (covered & s->free_mask) == 0;
+                uint64_t gone = ~nd_mask_range(0, s->page_count - 1u);   /* a trimmed segment's unmapped chunks */
+                ok = ok && blocks == s->used_pages && (covered | s->free_mask | gone) == ~(uint64_t)0 &&
+                     (covered & s->free_mask) == 0 && ((covered | s->free_mask) & gone) == 0;
                 empty += s->used_pages == 0;
             }
             ok = ok && empty == pool->empty && empty <= ND_LARGE_SPARE && count == pool->segs.count &&

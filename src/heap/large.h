@@ -27,9 +27,17 @@
  *
  *   | block A (k chunks less an OS page) | guard | block B ...
  *
+ * Out of address space (no 4 MiB segment maps: an RLIMIT_AS), every
+ * segment of the pool that holds a block unmaps the free chunks at its
+ * end (a short segment, segment.h), and the pool tries again; a plain
+ * block then gets a mapping of its own (route.c). So the chunks that no
+ * block of the sizes asked for fills (a segment of 512 KiB blocks: 7 of
+ * its 64) cost no address space once it runs out.
+ *
  * Invariants (under the pool lock): a pool's segments are kind LARGE, of
  * the pool's node and kind; free_mask bit i set <=> chunk i belongs to no
- * block (bit 0, the header, never); used_pages = blocks in the segment;
+ * block (bit 0, the header, never; nor a chunk past page_count, unmapped
+ * when the segment was trimmed); used_pages = blocks in the segment;
  * secure=1: each block's block_size bytes are its run's but the last OS
  * page, which is inaccessible, and only chunks' last pages are; at
  * most ND_LARGE_SPARE segments of a pool have no block; purge_mask holds

@@ -343,6 +343,29 @@ void nd_seg_unmap(nd_segment *s)
     nd_os_unmap(s, size);
 }
 
+void nd_seg_trim(nd_segment *s, size_t size)
+{
+    size_t chunks = size >> ND_CHUNK_SHIFT, old = s->size;
+    nd_assert(s->kind == ND_SEG_LARGE && chunks >= 1 && size < old && (size & (ND_CHUNK_SIZE - 1)) == 0);
+    uint64_t gone = nd_mask_range((unsigned)chunks, (unsigned)(old >> ND_CHUNK_SHIFT) - 1u);
+    nd_assert((s->free_mask & gone) == gone);
+    size_t committed = (size_t)nd_popcount64(s->committed & gone) << ND_CHUNK_SHIFT;
+    nd_gauge_sub(committed, committed);
+    nd_gauge_add(returned, committed);
+    s->committed &= ~gone;
+    s->purge_mask &= ~gone;
+    s->free_mask &= ~gone;
+    /* The guard bits of the pages that go (secure=1: the segment's own
+       last page; its new last page is the guard of the block before). */
+    size_t ps = nd_os_page_size();
+    for (size_t i = size / ps; i < old / ps; i++)
+        s->guards[i / 64] &= ~((uint64_t)1 << (i % 64));
+    s->page_count = (uint16_t)chunks;
+    s->size = size;
+    nd_seg_gauge_mapped(s, -(long)(old - size));
+    nd_os_unmap((uint8_t *)s + size, old - size);
+}
+
 void nd_seg_set_geometry(nd_segment *s, unsigned page_shift, unsigned page_count)
 {
     s->page_shift = (uint8_t)page_shift;

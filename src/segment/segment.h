@@ -21,10 +21,12 @@
  *   starts after the header. LARGE: one page holding one block. HUGE: one
  *   block, segment sized to fit, 4 KiB header.
  *
- *   A short segment (size < 4 MiB; SMALL or MEDIUM only) maps the first
- *   `size` bytes of its 4 MiB window, page_count pages; the rest of the
- *   window is not nodal's. Made only when a 4 MiB mapping fails (an
- *   address-space limit), and unmapped as soon as it is empty.
+ *   A short segment (size < 4 MiB) maps the first `size` bytes of its
+ *   4 MiB window, page_count pages; the rest of the window is not nodal's.
+ *   SMALL or MEDIUM: made only when a 4 MiB mapping fails (an
+ *   address-space limit). LARGE: a 4 MiB one whose free chunks at the end
+ *   were unmapped when no 4 MiB mapping could be had (nd_seg_trim). Unmapped
+ *   as soon as it is empty.
  *
  *   secure=1: the last OS page of every 4 MiB segment is a guard page
  *   (inaccessible, nd_seg_guard bytes; 0 otherwise): the last page's
@@ -297,6 +299,13 @@ void *nd_seg_reserve(size_t size, size_t alignment) nd_hidden;
    short (RLIMIT_AS), whose window's rest stays unmapped. */
 nd_segment *nd_seg_map(int node, bool bound, size_t size) nd_hidden;
 void nd_seg_unmap(nd_segment *s) nd_hidden;
+/* Unmaps the end of a LARGE segment from `size` bytes on (a whole number
+   of chunks, fewer than it has, at least the header's; every chunk from
+   there free and no OS page before it inaccessible but its last): it
+   becomes a short segment of size / 64 KiB chunks, its committed bytes
+   there returned. For an address-space limit (RLIMIT_AS): the chunks at
+   a full segment's end that no block of the sizes asked for fills. */
+void nd_seg_trim(nd_segment *s, size_t size) nd_hidden;
 /* A fresh mapping s of `size` bytes becomes a segment of (node, bound) or,
    interleave != NULL, of pages spread over that node mask: placed (bound:
    bound to its node before anything touches it, its first `commit` bytes

@@ -332,6 +332,7 @@ static void a_pooled_thread_record_is_taken_apart_after_ten_purge_delays(void)
    1 MiB block is freed), 1 MiB blocks allocated again (of the half
    freed), and 1 if the node calls failed cleanly. */
 #define AS_LIMIT ((size_t)200 << 20)
+#define AS_MAX_BLOCKS 1024   /* 256 KiB blocks: 200 MiB holds fewer than 800 */
 
 static void *(*as_malloc)(size_t);
 static void (*as_free)(void *);
@@ -404,12 +405,14 @@ static int as_node_calls_fail_cleanly(void)
 
 static void emit_address_space_limit(void)
 {
-    const char *who = getenv("ND_ASLIMIT");
-    bool glibc = who != NULL && strcmp(who, "glibc") == 0;
+    const char *who = getenv("ND_ASLIMIT");   /* "glibc,KiB" or "nodal,KiB" */
+    bool glibc = who != NULL && strncmp(who, "glibc,", 6) == 0;
     as_malloc = glibc ? malloc : nodal_malloc;
     as_free = glibc ? free : nodal_free;
+    const char *kib = who != NULL ? strchr(who, ',') : NULL;
+    size_t block = kib != NULL ? (size_t)strtoul(kib + 1, NULL, 10) << 10 : MiB;
     long vm0 = nd_vm_kib();
-    static void *small[100], *big[400];
+    static void *small[100], *big[AS_MAX_BLOCKS];
     for (int i = 0; i < 100; i++)
         small[i] = as_malloc(64);
     EXPECT(sem_init(&as_go, 0, 0) == 0, "sem_init to work");
@@ -422,7 +425,7 @@ static void emit_address_space_limit(void)
     struct rlimit lim = { (rlim_t)AS_LIMIT, (rlim_t)AS_LIMIT };
     EXPECT(setrlimit(RLIMIT_AS, &lim) == 0, "setrlimit(RLIMIT_AS) to work");
     int n = 0;
-    while (n < 400 && (big[n] = as_malloc(MiB)) != NULL)
+    while (n < AS_MAX_BLOCKS && (big[n] = as_malloc(block)) != NULL)
         n++;
     int main_ok = 0;
     for (int i = 0; i < 1000; i++) {
@@ -435,10 +438,10 @@ static void emit_address_space_limit(void)
         as_free(big[i]);
     int refill = 0;
     for (int i = 0; i < n; i += 2)
-        refill += (big[i] = as_malloc(MiB)) != NULL;
-    /* The threads, once one 1 MiB block is given back (but for it, no
-       room at all may be left: the last block's failure leaves less than
-       a megabyte, perhaps nothing). */
+        refill += (big[i] = as_malloc(block)) != NULL;
+    /* The threads, once one block is given back (but for it, no room at
+       all may be left: the last block's failure leaves less than a block,
+       perhaps nothing). */
     if (n > 1)
         as_free(big[1]);
     sem_post(&as_go);
@@ -452,15 +455,16 @@ static void emit_address_space_limit(void)
     (void)small;
 }
 
-/* One run of the helper with the allocator `who`; its seven counts. */
-static void as_run(const char *who, long out[7])
+/* One run of the helper with the allocator `who` and blocks of `kib`
+   KiB; its seven counts. */
+static void as_run(const char *who, size_t kib, long out[7])
 {
     static struct nd_child c;
     char self[4096], env[64];
     ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
     EXPECT(len > 0, "/proc/self/exe to be readable");
     self[len] = '\0';
-    snprintf(env, sizeof env, "ND_ASLIMIT=%s", who);
+    snprintf(env, sizeof env, "ND_ASLIMIT=%s,%zu", who, kib);
     char *argv[] = { self, (char *)"emit_address_space_limit", NULL };
     nd_run_exec(argv, NULL, env, 120, &c);
     EXPECT(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0, "the %s child to exit 0; it %s; stderr: %s", who,
@@ -469,32 +473,59 @@ static void as_run(const char *who, long out[7])
                   &out[6]) == 7, "seven counts from the %s child, got \"%s\"", who, c.out);
 }
 
+/* The helper with blocks of `kib` KiB, under glibc then nodal: nodal fits
+   at least 0.95x glibc's count and of what the limit has room for, and
+   small requests, refills and node calls behave (the comment above). */
+static void as_check(size_t kib)
+{
+    long g[7], v[7];
+    as_run("glibc", kib, g);
+    as_run("nodal", kib, v);
+    long n = v[0], glibc_n = g[0];
+    size_t block = kib << 10;
+    /* What the limit leaves for the blocks, each a mapping of the block
+       and an OS page (glibc's, above its mmap threshold of 128 KiB, and
+       nodal's huge blocks): the limit less the address space the same
+       program held at its start, under glibc. */
+    long fits = (long)((AS_LIMIT - (size_t)g[1] * 1024) / (block + (size_t)sysconf(_SC_PAGESIZE)));
+    printf("note: %zu KiB blocks under a 200 MiB RLIMIT_AS: nodal %ld, glibc %ld (%.3fx), room for %ld "
+           "(address space at start: nodal's process %ld KiB, glibc's %ld KiB)\n", kib, n, glibc_n,
+           (double)n / (double)(glibc_n > 0 ? glibc_n : 1), fits, v[1], g[1]);
+    EXPECT(glibc_n < AS_MAX_BLOCKS, "glibc's count of %zu KiB blocks (%ld) to stop below the helper's %d", kib,
+           glibc_n, AS_MAX_BLOCKS);
+    EXPECT(20 * n >= 19 * glibc_n, "nodal to fit at least 0.95x glibc's %ld blocks of %zu KiB, got %ld", glibc_n,
+           kib, n);
+    EXPECT(20 * n >= 19 * fits, "nodal to fit at least 0.95x the %ld blocks of %zu KiB the limit has room for, "
+           "got %ld", fits, kib, n);
+    EXPECT(v[2] == 1000, "every 64-byte malloc of the main thread to succeed once %zu KiB ones fail, %ld of 1000 "
+           "did", kib, v[2]);
+    EXPECT(v[3] == 1000, "every 64-byte malloc of a thread that had not allocated before to succeed once %zu KiB "
+           "ones fail (and one is freed), %ld of 1000 did", kib, v[3]);
+    EXPECT(v[4] == 1000, "every 64-byte malloc of a thread started once %zu KiB ones fail (and one is freed) to "
+           "succeed, %ld of 1000 did (-1: it could not start)", kib, v[4]);
+    EXPECT(v[5] == (n + 1) / 2, "the %ld %zu KiB blocks freed to be allocatable again, %ld were", (n + 1) / 2, kib,
+           v[5]);
+    EXPECT(v[6] == 1, "node-targeted calls under the limit to give a block or NULL with errno ENOMEM");
+}
+
 static void address_space_limit_leaves_small_allocations_working(void)
 {
 #ifdef ND_TEST_SANITIZER
     SKIP("a sanitizer reserves terabytes of address space: no limit of 200 MiB can hold");
 #endif
-    long g[7], v[7];
-    as_run("glibc", g);
-    as_run("nodal", v);
-    long n = v[0], glibc_n = g[0];
-    /* What the limit leaves for 1 MiB blocks, each a mapping of 1 MiB and
-       an OS page (glibc's, and nodal's huge blocks): the limit less the
-       address space the same program held at its start, under glibc. */
-    long fits = (long)((AS_LIMIT - (size_t)g[1] * 1024) / (MiB + (size_t)sysconf(_SC_PAGESIZE)));
-    printf("note: 1 MiB blocks under a 200 MiB RLIMIT_AS: nodal %ld, glibc %ld, room for %ld "
-           "(address space at start: nodal's process %ld KiB, glibc's %ld KiB)\n", n, glibc_n, fits, v[1], g[1]);
-    EXPECT(20 * n >= 19 * glibc_n, "nodal to fit at least 0.95x glibc's %ld blocks of 1 MiB, got %ld", glibc_n, n);
-    EXPECT(20 * n >= 19 * fits, "nodal to fit at least 0.95x the %ld blocks of 1 MiB the limit has room for, got %ld",
-           fits, n);
-    EXPECT(v[2] == 1000, "every 64-byte malloc of the main thread to succeed once 1 MiB ones fail, %ld of 1000 did",
-           v[2]);
-    EXPECT(v[3] == 1000, "every 64-byte malloc of a thread that had not allocated before to succeed once 1 MiB "
-           "ones fail (and one is freed), %ld of 1000 did", v[3]);
-    EXPECT(v[4] == 1000, "every 64-byte malloc of a thread started once 1 MiB ones fail (and one is freed) to "
-           "succeed, %ld of 1000 did (-1: it could not start)", v[4]);
-    EXPECT(v[5] == (n + 1) / 2, "the %ld 1 MiB blocks freed to be allocatable again, %ld were", (n + 1) / 2, v[5]);
-    EXPECT(v[6] == 1, "node-targeted calls under the limit to give a block or NULL with errno ENOMEM");
+    as_check(1024);
+}
+
+/* The same with large blocks (many to a 4 MiB segment): a segment's
+   header and the chunks at its end that no block of the size fills
+   must not cost more than glibc's page a block. */
+static void address_space_limit_fits_256_and_512_kib_blocks(void)
+{
+#ifdef ND_TEST_SANITIZER
+    SKIP("a sanitizer reserves terabytes of address space: no limit of 200 MiB can hold");
+#endif
+    as_check(256);
+    as_check(512);
 }
 
 /* Address space far beyond 256 GiB: blocks of 64 MiB, never touched, up
@@ -590,6 +621,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_thread_started_after_another_exited_takes_over_its_caches),
     ND_CASE(a_pooled_thread_record_is_taken_apart_after_ten_purge_delays),
     ND_CASE(address_space_limit_leaves_small_allocations_working),
+    ND_CASE(address_space_limit_fits_256_and_512_kib_blocks),
     ND_CASE(address_space_far_beyond_256_gib_is_nodals),
     ND_CASE(emit_cached_after_free_with_no_delay),
     ND_CASE(emit_address_space_limit),

@@ -17,6 +17,7 @@
 #include "alloc.h"
 #include "heap.h"
 #include "huge.h"
+#include "large.h"
 #include "page.h"
 #include "check.h"
 #include "proc.h"
@@ -386,6 +387,92 @@ static void short_segments_under_an_address_space_limit_keep_the_heap_valid(void
            "short segments seen, problems)", nd_describe_status(st));
 }
 
+/* Under an address-space limit, large blocks fill their segments until no
+   4 MiB segment maps; the segments then give back the chunks at their
+   end that no block holds (large.h: nd_seg_trim): the pools stay valid
+   (nd_large_is_valid checks every segment), some segment is short (but
+   under secure=1, below), every
+   block stays intact through frees and reallocations of half of them
+   (in a trimmed segment and in mappings of their own), and every failure
+   says ENOMEM. The child exits 0 when all held. */
+static int trimmed_large_segments_child(void)
+{
+    enum { N = 256 };
+    static unsigned char *p[N];
+    static size_t sz[N];
+    long vm = nd_vm_kib();
+    struct rlimit lim;
+    lim.rlim_cur = lim.rlim_max = (rlim_t)vm * 1024 + ((rlim_t)40 << 20);
+    if (vm <= 0 || setrlimit(RLIMIT_AS, &lim) != 0)
+        return 4;
+    int n = 0, bad = 0, short_seen = 0;
+    for (; n < N; n++) {
+        sz[n] = (n % 4 == 0 ? 256 : 512) << 10;   /* 4 and 8 chunks of 63: each segment ends in free ones */
+        errno = 0;
+        p[n] = nodal_malloc(sz[n]);
+        if (p[n] == NULL) {
+            bad += errno != ENOMEM;
+            break;
+        }
+        memset(p[n], n & 0xff, sz[n]);
+    }
+    bad += !nd_large_is_valid();
+    for (int i = 0; i < n; i++) {
+        nd_segment *s = nd_seg_base(p[i]);
+        short_seen |= s->kind == ND_SEG_LARGE && s->size < ND_SEG_SIZE;
+    }
+    for (int round = 0; round < 2; round++) {
+        for (int i = round; i < n; i += 2) {
+            for (size_t j = 0; j < sz[i]; j += 4096)
+                bad += p[i][j] != (unsigned char)(i & 0xff);
+            nodal_free(p[i]);
+            p[i] = NULL;
+        }
+        bad += !nd_large_is_valid();
+        for (int i = round; i < n; i += 2) {
+            errno = 0;
+            p[i] = nodal_malloc(sz[i]);
+            if (p[i] == NULL) {
+                bad += errno != ENOMEM;
+                continue;
+            }
+            memset(p[i], i & 0xff, sz[i]);
+        }
+        bad += !nd_large_is_valid();
+    }
+    for (int i = 0; i < n; i++) {
+        if (p[i] == NULL)
+            continue;
+        for (size_t j = 0; j < sz[i]; j += 4096)
+            bad += p[i][j] != (unsigned char)(i & 0xff);
+        nodal_free(p[i]);
+    }
+    nodal_collect(1);
+    bad += !nd_large_is_valid();
+    printf("%d %d %d\n", n, short_seen, bad);
+    /* secure=1: a segment's last block takes the chunks up to its guard
+       page (large.c: nd_large_find_guarded), so no end is left free. */
+    return n > 0 && n < N && (short_seen || nd_seg_guard != 0) && bad == 0 ? 0 : 3;
+}
+
+static void large_segments_trimmed_under_an_address_space_limit_stay_valid(void)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    EXPECT(pid >= 0, "fork to work");
+    if (pid == 0) {
+        alarm(60);
+        _exit(trimmed_large_segments_child());
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        ;
+    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+           "the child to fill 40 MiB with large blocks, its segments trimmed and valid, every block intact "
+           "and every failure ENOMEM (exit 0); it %s (4: no limit, 3: see its line of blocks, short "
+           "segment seen, problems)", nd_describe_status(st));
+}
+
 /* nd_segcache is a direct-mapped table (segment.h): a window 256 GiB away
    from a segment's has the same slot, and is not taken for the segment;
    the segment map (two levels) holds every window of nodal's wherever it
@@ -530,6 +617,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_heap_that_leaves_its_node_keeps_every_block_usable),
     ND_CASE(a_huge_block_mapped_where_a_moved_one_was_stays_nodals),
     ND_CASE(short_segments_under_an_address_space_limit_keep_the_heap_valid),
+    ND_CASE(large_segments_trimmed_under_an_address_space_limit_stay_valid),
     ND_CASE(segment_map_holds_windows_of_any_range_and_the_cache_names_its_window),
     ND_CASE(a_new_leaf_is_published_once_by_racing_threads),
     ND_CASE(segments_without_a_slot_free_through_the_segment_map),
