@@ -247,12 +247,32 @@ constexpr std::size_t max_count() noexcept
 
 }  // namespace detail
 
-/* ---- allocators ----------------------------------------------------------- */
-template <class T, int Node = runtime_node>
-class node_allocator {
-    static_assert(Node >= 0 && Node < NODAL_MAX_NODES,
-                  "nodal::node_allocator<T, Node>: Node must be in [0, NODAL_MAX_NODES)");
+namespace detail {
+/* Where a fixed kind of allocator or class puts its memory: node K, or the
+   tier A near the allocating thread. alloc throws (new-handler loop, then
+   bad_alloc or invalid_argument), alloc_nothrow returns nullptr. */
+template <int K>
+struct node_place {
+    static void *alloc(std::size_t n, std::size_t align) { return detail::alloc(n, align, K); }
+    static void *alloc_nothrow(std::size_t n, std::size_t align) noexcept { return detail::alloc_nothrow(n, align, K); }
+};
+/* (tier_place<A>, the same for a tier, follows the tier calls below.) */
 
+/* n objects of T from place(bytes, align); bad_array_new_length when n * sizeof(T) overflows. */
+template <class T, class Place>
+inline T *allocate_array(std::size_t n, Place place)
+{
+    if (n > max_count<T>())
+        throw_bad_array_new_length();
+    return static_cast<T *>(place(n * sizeof(T), alignof(T)));
+}
+
+/* What an allocator whose place is fixed at compile time (node_allocator<T,
+   K>, tier_allocator<T, A>) has: no state, so all of one place compare
+   equal and the memory moves with the container. The derived class adds
+   its rebind, constructors and the accessor of its place. */
+template <class T, class Place>
+class fixed_allocator {
 public:
     using value_type = T;
     using size_type = std::size_t;
@@ -261,6 +281,23 @@ public:
     using propagate_on_container_move_assignment = std::true_type;
     using propagate_on_container_swap = std::false_type;
     using is_always_equal = std::true_type;
+
+    [[nodiscard]] T *allocate(std::size_t n)
+    {
+        return allocate_array<T>(n, [](std::size_t b, std::size_t a) { return Place::alloc(b, a); });
+    }
+    void deallocate(T *p, std::size_t n) noexcept { dealloc(p, n * sizeof(T), alignof(T)); }
+    constexpr std::size_t max_size() const noexcept { return max_count<T>(); }
+};
+}  // namespace detail
+
+/* ---- allocators ----------------------------------------------------------- */
+template <class T, int Node = runtime_node>
+class node_allocator : public detail::fixed_allocator<T, detail::node_place<Node>> {
+    static_assert(Node >= 0 && Node < NODAL_MAX_NODES,
+                  "nodal::node_allocator<T, Node>: Node must be in [0, NODAL_MAX_NODES)");
+
+public:
     template <class U>
     struct rebind {
         using other = node_allocator<U, Node>;
@@ -271,15 +308,6 @@ public:
     constexpr node_allocator(const node_allocator<U, Node> &) noexcept {}
 
     static constexpr int node_id() noexcept { return Node; }
-
-    [[nodiscard]] T *allocate(std::size_t n)
-    {
-        if (n > detail::max_count<T>())
-            detail::throw_bad_array_new_length();
-        return static_cast<T *>(detail::alloc(n * sizeof(T), alignof(T), Node));
-    }
-    void deallocate(T *p, std::size_t n) noexcept { detail::dealloc(p, n * sizeof(T), alignof(T)); }
-    constexpr std::size_t max_size() const noexcept { return detail::max_count<T>(); }
 };
 
 template <class T>
@@ -312,9 +340,7 @@ public:
 
     [[nodiscard]] T *allocate(std::size_t n)
     {
-        if (n > detail::max_count<T>())
-            detail::throw_bad_array_new_length();
-        return static_cast<T *>(detail::alloc(n * sizeof(T), alignof(T), node_));
+        return detail::allocate_array<T>(n, [k = node_](std::size_t b, std::size_t a) { return detail::alloc(b, a, k); });
     }
     void deallocate(T *p, std::size_t n) noexcept { detail::dealloc(p, n * sizeof(T), alignof(T)); }
     std::size_t max_size() const noexcept { return detail::max_count<T>(); }
@@ -397,58 +423,32 @@ inline std::pmr::memory_resource *resource_on(int k)
 /* ---- classes whose objects live on a node -------------------------------- */
 /*
  * struct item : nodal::on_node<2> { ... };   every `new item` is on node 2.
- *
- * Every allocation form of a class is here (plain, array, aligned, nothrow,
- * and the runtime-node placement form new (nodal::node(k)) item, which
- * overrides K for that object), with every matching delete; the standard
- * placement new (new (buffer) item) stays available. new[] allocates the
- * byte count the compiler passes (the elements and its array cookie), and
- * every delete form frees a block of any node, so objects created with a
- * node placement are deleted with a plain delete.
  */
-template <int K>
-struct on_node {
-    static_assert(K >= 0 && K < NODAL_MAX_NODES, "nodal::on_node<K>: K must be in [0, NODAL_MAX_NODES)");
-    static constexpr int home_node = K;
-
-    static void *operator new(std::size_t n) { return detail::alloc(n, 0, K); }
-    static void *operator new[](std::size_t n) { return detail::alloc(n, 0, K); }
-    static void *operator new(std::size_t n, std::align_val_t a)
-    {
-        return detail::alloc(n, static_cast<std::size_t>(a), K);
-    }
+namespace detail {
+/* Every class-specific allocation form (plain, array, aligned, nothrow, the
+   standard placement forms, which the others would hide) from Place, and
+   every matching delete: the base of on_node<K> and on_tier<A>. new[]
+   allocates the byte count the compiler passes (the elements and its
+   array cookie), and every delete form frees a block of any node. */
+template <class Place>
+struct class_new {
+    static void *operator new(std::size_t n) { return Place::alloc(n, 0); }
+    static void *operator new[](std::size_t n) { return Place::alloc(n, 0); }
+    static void *operator new(std::size_t n, std::align_val_t a) { return Place::alloc(n, static_cast<std::size_t>(a)); }
     static void *operator new[](std::size_t n, std::align_val_t a)
     {
-        return detail::alloc(n, static_cast<std::size_t>(a), K);
+        return Place::alloc(n, static_cast<std::size_t>(a));
     }
-    static void *operator new(std::size_t n, const std::nothrow_t &) noexcept
-    {
-        return detail::alloc_nothrow(n, 0, K);
-    }
-    static void *operator new[](std::size_t n, const std::nothrow_t &) noexcept
-    {
-        return detail::alloc_nothrow(n, 0, K);
-    }
+    static void *operator new(std::size_t n, const std::nothrow_t &) noexcept { return Place::alloc_nothrow(n, 0); }
+    static void *operator new[](std::size_t n, const std::nothrow_t &) noexcept { return Place::alloc_nothrow(n, 0); }
     static void *operator new(std::size_t n, std::align_val_t a, const std::nothrow_t &) noexcept
     {
-        return detail::alloc_nothrow(n, static_cast<std::size_t>(a), K);
+        return Place::alloc_nothrow(n, static_cast<std::size_t>(a));
     }
     static void *operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t &) noexcept
     {
-        return detail::alloc_nothrow(n, static_cast<std::size_t>(a), K);
+        return Place::alloc_nothrow(n, static_cast<std::size_t>(a));
     }
-    /* Runtime node: new (nodal::node(k)) T(...). */
-    static void *operator new(std::size_t n, node where) { return detail::alloc(n, 0, where.id); }
-    static void *operator new[](std::size_t n, node where) { return detail::alloc(n, 0, where.id); }
-    static void *operator new(std::size_t n, std::align_val_t a, node where)
-    {
-        return detail::alloc(n, static_cast<std::size_t>(a), where.id);
-    }
-    static void *operator new[](std::size_t n, std::align_val_t a, node where)
-    {
-        return detail::alloc(n, static_cast<std::size_t>(a), where.id);
-    }
-    /* The standard placement forms, which the ones above would hide. */
     static void *operator new(std::size_t, void *where) noexcept { return where; }
     static void *operator new[](std::size_t, void *where) noexcept { return where; }
 
@@ -460,23 +460,54 @@ struct on_node {
     static void operator delete[](void *p, std::align_val_t) noexcept { nodal_free(p); }
     static void operator delete(void *p, std::size_t n, std::align_val_t a) noexcept
     {
-        detail::dealloc(p, n, static_cast<std::size_t>(a));
+        dealloc(p, n, static_cast<std::size_t>(a));
     }
     static void operator delete[](void *p, std::size_t n, std::align_val_t a) noexcept
     {
-        detail::dealloc(p, n, static_cast<std::size_t>(a));
+        dealloc(p, n, static_cast<std::size_t>(a));
     }
     static void operator delete(void *p, const std::nothrow_t &) noexcept { nodal_free(p); }
     static void operator delete[](void *p, const std::nothrow_t &) noexcept { nodal_free(p); }
     static void operator delete(void *p, std::align_val_t, const std::nothrow_t &) noexcept { nodal_free(p); }
     static void operator delete[](void *p, std::align_val_t, const std::nothrow_t &) noexcept { nodal_free(p); }
-    /* Called when a constructor throws in a placement new-expression. */
+    static void operator delete(void *, void *) noexcept {}
+    static void operator delete[](void *, void *) noexcept {}
+};
+}  // namespace detail
+
+/*
+ * Every form of detail::class_new from node K, plus the runtime-node
+ * placement form new (nodal::node(k)) item, which overrides K for that
+ * object, with its delete (objects created with it are deleted with a plain
+ * delete).
+ */
+template <int K>
+struct on_node : detail::class_new<detail::node_place<K>> {
+    static_assert(K >= 0 && K < NODAL_MAX_NODES, "nodal::on_node<K>: K must be in [0, NODAL_MAX_NODES)");
+    static constexpr int home_node = K;
+
+    /* The base's forms, which the runtime-node ones would hide. */
+    using detail::class_new<detail::node_place<K>>::operator new;
+    using detail::class_new<detail::node_place<K>>::operator new[];
+    using detail::class_new<detail::node_place<K>>::operator delete;
+    using detail::class_new<detail::node_place<K>>::operator delete[];
+
+    /* Runtime node: new (nodal::node(k)) T(...). */
+    static void *operator new(std::size_t n, node where) { return detail::alloc(n, 0, where.id); }
+    static void *operator new[](std::size_t n, node where) { return detail::alloc(n, 0, where.id); }
+    static void *operator new(std::size_t n, std::align_val_t a, node where)
+    {
+        return detail::alloc(n, static_cast<std::size_t>(a), where.id);
+    }
+    static void *operator new[](std::size_t n, std::align_val_t a, node where)
+    {
+        return detail::alloc(n, static_cast<std::size_t>(a), where.id);
+    }
+    /* Called when a constructor throws in such a placement new-expression. */
     static void operator delete(void *p, node) noexcept { nodal_free(p); }
     static void operator delete[](void *p, node) noexcept { nodal_free(p); }
     static void operator delete(void *p, std::align_val_t, node) noexcept { nodal_free(p); }
     static void operator delete[](void *p, std::align_val_t, node) noexcept { nodal_free(p); }
-    static void operator delete(void *, void *) noexcept {}
-    static void operator delete[](void *, void *) noexcept {}
 };
 
 /* ---- memory tiers: by attribute ------------------------------------------- */
@@ -512,22 +543,21 @@ inline void *tier_alloc_nothrow(std::size_t bytes, std::size_t align, int a) noe
         return p;
     return nothrow_failure([=] { return new_handler_loop([=] { return tier_try(bytes, align, a); }, true); });
 }
+
+template <int A>
+struct tier_place {
+    static void *alloc(std::size_t n, std::size_t align) { return tier_alloc(n, align, A); }
+    static void *alloc_nothrow(std::size_t n, std::size_t align) noexcept { return tier_alloc_nothrow(n, align, A); }
+};
 }  // namespace detail
 
 /* Stateless: all allocators of one tier compare equal (the node is chosen
    per allocation, by the allocating thread's node; any thread may free). */
 template <class T, int A>
-class tier_allocator {
+class tier_allocator : public detail::fixed_allocator<T, detail::tier_place<A>> {
     static_assert(detail::tier_valid<A>, "nodal::tier_allocator<T, A>: A must be a NODAL_TIER_* value");
 
 public:
-    using value_type = T;
-    using size_type = std::size_t;
-    using difference_type = std::ptrdiff_t;
-    using propagate_on_container_copy_assignment = std::false_type;
-    using propagate_on_container_move_assignment = std::true_type;
-    using propagate_on_container_swap = std::false_type;
-    using is_always_equal = std::true_type;
     template <class U>
     struct rebind {
         using other = tier_allocator<U, A>;
@@ -538,15 +568,6 @@ public:
     constexpr tier_allocator(const tier_allocator<U, A> &) noexcept {}
 
     static constexpr int tier() noexcept { return A; }
-
-    [[nodiscard]] T *allocate(std::size_t n)
-    {
-        if (n > detail::max_count<T>())
-            detail::throw_bad_array_new_length();
-        return static_cast<T *>(detail::tier_alloc(n * sizeof(T), alignof(T), A));
-    }
-    void deallocate(T *p, std::size_t n) noexcept { detail::dealloc(p, n * sizeof(T), alignof(T)); }
-    constexpr std::size_t max_size() const noexcept { return detail::max_count<T>(); }
 };
 
 template <class T, int A, class U, int B>
@@ -566,59 +587,9 @@ constexpr bool operator!=(const tier_allocator<T, A> &, const tier_allocator<U, 
  * same forms as on_node<K> (plain, array, aligned, nothrow) and every delete.
  */
 template <int A>
-struct on_tier {
+struct on_tier : detail::class_new<detail::tier_place<A>> {
     static_assert(detail::tier_valid<A>, "nodal::on_tier<A>: A must be a NODAL_TIER_* value");
     static constexpr int home_tier = A;
-
-    static void *operator new(std::size_t n) { return detail::tier_alloc(n, 0, A); }
-    static void *operator new[](std::size_t n) { return detail::tier_alloc(n, 0, A); }
-    static void *operator new(std::size_t n, std::align_val_t a)
-    {
-        return detail::tier_alloc(n, static_cast<std::size_t>(a), A);
-    }
-    static void *operator new[](std::size_t n, std::align_val_t a)
-    {
-        return detail::tier_alloc(n, static_cast<std::size_t>(a), A);
-    }
-    static void *operator new(std::size_t n, const std::nothrow_t &) noexcept
-    {
-        return detail::tier_alloc_nothrow(n, 0, A);
-    }
-    static void *operator new[](std::size_t n, const std::nothrow_t &) noexcept
-    {
-        return detail::tier_alloc_nothrow(n, 0, A);
-    }
-    static void *operator new(std::size_t n, std::align_val_t a, const std::nothrow_t &) noexcept
-    {
-        return detail::tier_alloc_nothrow(n, static_cast<std::size_t>(a), A);
-    }
-    static void *operator new[](std::size_t n, std::align_val_t a, const std::nothrow_t &) noexcept
-    {
-        return detail::tier_alloc_nothrow(n, static_cast<std::size_t>(a), A);
-    }
-    static void *operator new(std::size_t, void *where) noexcept { return where; }
-    static void *operator new[](std::size_t, void *where) noexcept { return where; }
-
-    static void operator delete(void *p) noexcept { nodal_free(p); }
-    static void operator delete[](void *p) noexcept { nodal_free(p); }
-    static void operator delete(void *p, std::size_t n) noexcept { nodal_free_sized(p, n); }
-    static void operator delete[](void *p, std::size_t n) noexcept { nodal_free_sized(p, n); }
-    static void operator delete(void *p, std::align_val_t) noexcept { nodal_free(p); }
-    static void operator delete[](void *p, std::align_val_t) noexcept { nodal_free(p); }
-    static void operator delete(void *p, std::size_t n, std::align_val_t a) noexcept
-    {
-        detail::dealloc(p, n, static_cast<std::size_t>(a));
-    }
-    static void operator delete[](void *p, std::size_t n, std::align_val_t a) noexcept
-    {
-        detail::dealloc(p, n, static_cast<std::size_t>(a));
-    }
-    static void operator delete(void *p, const std::nothrow_t &) noexcept { nodal_free(p); }
-    static void operator delete[](void *p, const std::nothrow_t &) noexcept { nodal_free(p); }
-    static void operator delete(void *p, std::align_val_t, const std::nothrow_t &) noexcept { nodal_free(p); }
-    static void operator delete[](void *p, std::align_val_t, const std::nothrow_t &) noexcept { nodal_free(p); }
-    static void operator delete(void *, void *) noexcept {}
-    static void operator delete[](void *, void *) noexcept {}
 };
 
 /* ---- make_on_node ------------------------------------------------------------ */
