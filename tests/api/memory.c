@@ -163,14 +163,7 @@ static void emit_cached_after_free_with_no_delay(void)
 static void no_huge_mapping_is_kept_when_purge_delay_is_0(void)
 {
     static struct nd_child c;
-    char self[4096];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    EXPECT(len > 0, "/proc/self/exe to be readable");
-    self[len] = '\0';
-    char *argv[] = { self, (char *)"emit_cached_after_free_with_no_delay", NULL };
-    nd_run_exec(argv, "purge_delay=0", NULL, 60, &c);
-    EXPECT(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0, "the child to exit 0; it %s; stderr: %s",
-           nd_describe_status(c.status), c.err);
+    nd_run_case("emit_cached_after_free_with_no_delay", "purge_delay=0", NULL, 60, &c);
     EXPECT(atof(c.out) == 0, "no freed huge mapping kept with purge_delay=0, huge_cached_bytes %s", c.out);
 }
 
@@ -460,15 +453,9 @@ static void emit_address_space_limit(void)
 static void as_run(const char *who, size_t kib, long out[7])
 {
     static struct nd_child c;
-    char self[4096], env[64];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    EXPECT(len > 0, "/proc/self/exe to be readable");
-    self[len] = '\0';
+    char env[64];
     snprintf(env, sizeof env, "ND_ASLIMIT=%s,%zu", who, kib);
-    char *argv[] = { self, (char *)"emit_address_space_limit", NULL };
-    nd_run_exec(argv, NULL, env, 120, &c);
-    EXPECT(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0, "the %s child to exit 0; it %s; stderr: %s", who,
-           nd_describe_status(c.status), c.err);
+    nd_run_case("emit_address_space_limit", NULL, env, 120, &c);
     EXPECT(sscanf(c.out, "%ld %ld %ld %ld %ld %ld %ld", &out[0], &out[1], &out[2], &out[3], &out[4], &out[5],
                   &out[6]) == 7, "seven counts from the %s child, got \"%s\"", who, c.out);
 }

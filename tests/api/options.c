@@ -8,7 +8,6 @@
  * OPTIONS-TABLE: the option names and the values tried are in `options`
  * below; adjust them there when the option table in src/support/options.c settles.
  */
-#include <limits.h>
 
 #include "check.h"
 #include "nodal.h"
@@ -60,15 +59,7 @@ static const char *const invalid_values[][3] = {
 static void run_with_env(const char *setting, const char *extra, long values[N_OPTIONS],
                          struct nd_child *c)
 {
-    static char self[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-    EXPECT(n > 0, "/proc/self/exe to name this program");
-    self[n] = '\0';
-    char *argv[] = { self, (char *)"print_options", NULL };
-    nd_run_exec(argv, setting, extra, 30, c);
-    EXPECT(WIFEXITED(c->status) && WEXITSTATUS(c->status) == 0,
-           "a process with NODAL_OPTIONS=\"%s\" to run normally; it %s; stderr: \"%s\"",
-           setting ? setting : "(unset)", nd_describe_status(c->status), c->err);
+    nd_run_case("print_options", setting, extra, 30, c);
     for (size_t i = 0; i < N_OPTIONS; i++) {
         char key[64];
         snprintf(key, sizeof key, "\n%s=", options[i].name);

@@ -397,14 +397,7 @@ static void emit_stats_after_many_fills(void)
 static void stats_hint_names_the_option_to_change(void)
 {
     static struct nd_child c;
-    char self[4096];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    EXPECT(len > 0, "/proc/self/exe to be readable");
-    self[len] = '\0';
-    char *argv[] = { self, (char *)"emit_stats_after_many_fills", NULL };
-    nd_run_exec(argv, "tcache_count=8", NULL, 60, &c);
-    EXPECT(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0, "the child to exit 0; it %s; stderr: %s",
-           nd_describe_status(c.status), c.err);
+    nd_run_case("emit_stats_after_many_fills", "tcache_count=8", NULL, 60, &c);
     struct nd_json_parser ps;
     const struct nd_json *root = nd_json_parse(&ps, c.out, strlen(c.out), pool_a, POOL_CAP);
     EXPECT(root != NULL, "the child's JSON to parse: %s", ps.error);
@@ -444,16 +437,10 @@ static void stats_file_gets_the_exit_report_named_by_pid(void)
 {
     char dir[] = "/tmp/nodal-stats-XXXXXX";
     EXPECT(mkdtemp(dir) != NULL, "mkdtemp to work");
-    char opt[128], self[4096];
+    char opt[128];
     snprintf(opt, sizeof opt, "stats_file=%s/report.%%p.txt", dir);
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    EXPECT(len > 0, "/proc/self/exe to be readable");
-    self[len] = '\0';
-    char *argv[] = { self, (char *)"allocate_a_little", NULL };
     static struct nd_child c;
-    nd_run_exec(argv, opt, NULL, 60, &c);
-    EXPECT(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0, "the child to exit 0; it %s; stderr: %s",
-           nd_describe_status(c.status), c.err);
+    nd_run_case("allocate_a_little", opt, NULL, 60, &c);
     EXPECT(strstr(c.err, "statistics of pid") == NULL, "no report on stderr, got: %.200s", c.err);
     char cmd[256], found[512] = "";
     snprintf(cmd, sizeof cmd, "ls %s", dir);
@@ -712,14 +699,7 @@ static void emit_stats_after_tier_cap(void)
 static void stats_count_cap_refusals_of_the_capped_tier(void)
 {
     static struct nd_child c;
-    char self[4096];
-    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
-    EXPECT(len > 0, "/proc/self/exe to be readable");
-    self[len] = '\0';
-    char *argv[] = { self, (char *)"emit_stats_after_tier_cap", NULL };
-    nd_run_exec(argv, "tier_bandwidth_max=4K", NULL, 60, &c);
-    EXPECT(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0, "the child to exit 0; it %s; stderr: %s",
-           nd_describe_status(c.status), c.err);
+    nd_run_case("emit_stats_after_tier_cap", "tier_bandwidth_max=4K", NULL, 60, &c);
     int strict_ok = -1, preferred_ok = -1;
     EXPECT(sscanf(c.out, "%d %d", &strict_ok, &preferred_ok) == 2, "the child to print two results first: %.100s", c.out);
     const char *json = strchr(c.out, '\n');

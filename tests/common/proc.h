@@ -219,6 +219,28 @@ static void nd_run_exec(char *const argv[], const char *options, const char *ext
     nd_fork_captured(nd_exec_call_run, &x, 1, c);
 }
 
+static const char *nd_describe_status(int st);
+
+/*
+ * Runs this program's case `name` (a helper case, printing what the
+ * caller checks) in a child, as nd_run_exec does, and expects it to exit 0.
+ */
+__attribute__((unused))
+static void nd_run_case(const char *name, const char *options, const char *extra, unsigned timeout_s,
+                        struct nd_child *c)
+{
+    static char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    EXPECT(len > 0, "/proc/self/exe to name this program");
+    self[len] = '\0';
+    char *argv[] = { self, (char *)name, NULL };
+    nd_run_exec(argv, options, extra, timeout_s, c);
+    EXPECT(WIFEXITED(c->status) && WEXITSTATUS(c->status) == 0,
+           "the child running %s (NODAL_OPTIONS=\"%s\"%s%s) to exit 0; it %s; stderr: %s", name,
+           options ? options : "(unset)", extra ? ", " : "", extra ? extra : "", nd_describe_status(c->status),
+           c->err);
+}
+
 /* "exited with 3", "killed by signal 6 (Aborted)": for messages. */
 __attribute__((unused))
 static const char *nd_describe_status(int st)

@@ -387,6 +387,29 @@ static void short_segments_under_an_address_space_limit_keep_the_heap_valid(void
            "short segments seen, problems)", nd_describe_status(st));
 }
 
+/* A large block of `size` bytes filled with block i's byte, or NULL (a
+   failure that is not ENOMEM counts in *bad). */
+static unsigned char *trim_alloc(int i, size_t size, int *bad)
+{
+    errno = 0;
+    unsigned char *q = nodal_malloc(size);
+    if (q == NULL)
+        *bad += errno != ENOMEM;
+    else
+        memset(q, i & 0xff, size);
+    return q;
+}
+
+/* Checks block i's byte on every OS page of q (NULL: none), then frees it. */
+static void trim_check_free(unsigned char *q, int i, size_t size, int *bad)
+{
+    if (q == NULL)
+        return;
+    for (size_t j = 0; j < size; j += 4096)
+        *bad += q[j] != (unsigned char)(i & 0xff);
+    nodal_free(q);
+}
+
 /* Under an address-space limit, large blocks fill their segments until no
    4 MiB segment maps; the segments then give back the chunks at their
    end that no block holds (large.h: nd_seg_trim): the pools stay valid
@@ -408,13 +431,8 @@ static int trimmed_large_segments_child(void)
     int n = 0, bad = 0, short_seen = 0;
     for (; n < N; n++) {
         sz[n] = (n % 4 == 0 ? 256 : 512) << 10;   /* 4 and 8 chunks of 63: each segment ends in free ones */
-        errno = 0;
-        p[n] = nodal_malloc(sz[n]);
-        if (p[n] == NULL) {
-            bad += errno != ENOMEM;
+        if ((p[n] = trim_alloc(n, sz[n], &bad)) == NULL)
             break;
-        }
-        memset(p[n], n & 0xff, sz[n]);
     }
     bad += !nd_large_is_valid();
     for (int i = 0; i < n; i++) {
@@ -423,30 +441,16 @@ static int trimmed_large_segments_child(void)
     }
     for (int round = 0; round < 2; round++) {
         for (int i = round; i < n; i += 2) {
-            for (size_t j = 0; j < sz[i]; j += 4096)
-                bad += p[i][j] != (unsigned char)(i & 0xff);
-            nodal_free(p[i]);
+            trim_check_free(p[i], i, sz[i], &bad);
             p[i] = NULL;
         }
         bad += !nd_large_is_valid();
-        for (int i = round; i < n; i += 2) {
-            errno = 0;
-            p[i] = nodal_malloc(sz[i]);
-            if (p[i] == NULL) {
-                bad += errno != ENOMEM;
-                continue;
-            }
-            memset(p[i], i & 0xff, sz[i]);
-        }
+        for (int i = round; i < n; i += 2)
+            p[i] = trim_alloc(i, sz[i], &bad);
         bad += !nd_large_is_valid();
     }
-    for (int i = 0; i < n; i++) {
-        if (p[i] == NULL)
-            continue;
-        for (size_t j = 0; j < sz[i]; j += 4096)
-            bad += p[i][j] != (unsigned char)(i & 0xff);
-        nodal_free(p[i]);
-    }
+    for (int i = 0; i < n; i++)
+        trim_check_free(p[i], i, sz[i], &bad);
     nodal_collect(1);
     bad += !nd_large_is_valid();
     printf("%d %d %d\n", n, short_seen, bad);
@@ -455,22 +459,22 @@ static int trimmed_large_segments_child(void)
     return n > 0 && n < N && (short_seen || nd_seg_guard != 0) && bad == 0 ? 0 : 3;
 }
 
+static void trimmed_large_segments_run(void *arg)
+{
+    (void)arg;
+    fflush(NULL);
+    _exit(trimmed_large_segments_child());
+}
+
 static void large_segments_trimmed_under_an_address_space_limit_stay_valid(void)
 {
+    static struct nd_child c;
     fflush(NULL);
-    pid_t pid = fork();
-    EXPECT(pid >= 0, "fork to work");
-    if (pid == 0) {
-        alarm(60);
-        _exit(trimmed_large_segments_child());
-    }
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        ;
-    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+    nd_run_forked(trimmed_large_segments_run, NULL, 60, &c);
+    EXPECT(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
            "the child to fill 40 MiB with large blocks, its segments trimmed and valid, every block intact "
            "and every failure ENOMEM (exit 0); it %s (4: no limit, 3: see its line of blocks, short "
-           "segment seen, problems)", nd_describe_status(st));
+           "segment seen, problems); stderr: %s", nd_describe_status(c.status), c.err);
 }
 
 /* nd_segcache is a direct-mapped table (segment.h): a window 256 GiB away
