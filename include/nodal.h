@@ -127,6 +127,20 @@ typedef struct nodal_tier_attr {
     int source;        /* 0 distances only, 1 the firmware's HMAT, 2 the measured file */
 } nodal_tier_attr;
 int nodal_tier_attr_get(int from_node, int node, nodal_tier_attr *out);   /* 0, or -1 (EINVAL) */
+/* The statistics of a tier (docs/statistics.md, docs/tiers.md): of the
+   calls made on CPUs of `from_node`, or of every node (from_node -1), since
+   the start or the last nodal_stats_reset. */
+typedef struct nodal_tier_stats {
+    unsigned long long requests;      /* blocks the tier calls returned */
+    unsigned long long bytes;         /* their usable bytes */
+    unsigned long long fallbacks;     /* NODAL_TIER_PREFERRED calls served by a later node */
+    unsigned long long cap_refusals;  /* mappings refused, or nodes skipped, for the tier's cap */
+    unsigned long long cap_bytes;     /* node-bound bytes mapped now on the tier's node(s), what the cap counts */
+    unsigned long long cap;           /* the tier's cap (tier_<name>_max), 0 = none */
+    int node;                         /* the node the tier names from from_node; -1 for every node */
+} nodal_tier_stats;
+/* 0, or -1 (EINVAL: a bad tier, a from_node without CPUs, out NULL). */
+int nodal_tier_stats_get(int tier, int from_node, nodal_tier_stats *out);
 
 /*
  * Home node of a block nodal returned: the node it is bound to for
@@ -180,7 +194,9 @@ int nodal_stats_print(FILE *out, const char *opts);
 /* Writes the JSON form into buf (NUL-terminated, truncated to len); returns
    the length the full text needs, like snprintf. */
 size_t nodal_stats_json(char *buf, size_t len);
-/* Resets the per-size-class and event counters (not the byte gauges). */
+/* Resets the per-size-class and event counters (not the byte gauges); the
+   first reset takes about 20 KiB of nodal's metadata, and out of memory
+   does nothing. */
 void nodal_stats_reset(void);
 
 /*

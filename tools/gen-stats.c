@@ -12,7 +12,7 @@
 int main(int argc, char **argv)
 {
     static const char *kinds[] = { "counter", "gauge", "peak" };
-    static const char *scopes[] = { "process", "per class", "per node", "per tier" };
+    static const char *scopes[] = { "process", "per class", "per node", "per tier and CPU node" };
     static const char *units[] = { "count", "bytes", "ratio" };
     static const char *where[] = { "JSON", "text, JSON", "summary line, text, JSON" };
     if (argc > 1 && strcmp(argv[1], "md") != 0) {

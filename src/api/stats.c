@@ -31,13 +31,14 @@ typedef struct nd_snapshot {
     nd_snap_totals t;
     nd_snap_class  cls[ND_CLASS_COUNT];
     nd_snap_node   node[ND_MAX_NODES];   /* by position in nd_topo.mem_ids */
-    nd_snap_tier   tier[ND_TIER_COUNT];
+    nd_snap_tier   tier[ND_TIER_COUNT];                  /* each the sum of its CPU nodes' */
+    nd_snap_tier   tier_from[ND_TIER_COUNT][ND_MAX_NODES];   /* by the id of the CPU node the calls ran on */
 } nd_snapshot;
 
 /* The snapshot at the last nodal_stats_reset() (its counters are
    subtracted from reports). */
-static nd_snapshot nd_base;
-static int nd_base_set;
+static nd_snapshot *nd_base;   /* from the metadata allocator at the first reset */
+static nd_snapshot nd_snap_buf;   /* reports (and resets) are made one at a time, under nd_report_lock */
 /* Locks (lock.h): report, one report at a time; stats_base, nd_base. */
 #define nd_report_lock ND_LOCK(report, 0)
 #define nd_stats_lock  ND_LOCK(stats_base, 0)
@@ -54,20 +55,31 @@ static size_t nd_stats_page_size(unsigned c)
                    for (int i_ = 0; i_ < nd_topo.mem_count; i_++)                       \
                        s->node[i_].n = nd_load_relaxed(&nd_gauge.n[nd_topo.mem_ids[i_]]);, , \
                    for (int t_ = 0; t_ < ND_TIER_COUNT; t_++)                            \
-                       s->tier[t_].n = nd_load_relaxed(&nd_gauge.n[t_]);)
+                       for (int n_ = 0; n_ < ND_MAX_NODES; n_++)                         \
+                           s->tier_from[t_][n_].n = nd_load_relaxed(&nd_gauge.n[t_][n_]);)
+
+/* A tier's counts: the sum of its CPU nodes'. */
+#define ND_SUM_TIER(n, k, sc, so, u, l, m)                                              \
+    ND_SEL(sc, so)(, , , , , for (int n_ = 0; n_ < ND_MAX_NODES; n_++)                  \
+                       s->tier[t].n += s->tier_from[t][n_].n;,                           \
+                   for (int n_ = 0; n_ < ND_MAX_NODES; n_++)                            \
+                       s->tier[t].n += s->tier_from[t][n_].n;)
 
 #define ND_SUB_COUNTER(n, k, sc, so, u, l, m)                                           \
     ND_IF_##sc(ND_IFK_##k(s->t.n -= b->t.n;),                                             \
                ND_IFK_##k(for (unsigned c_ = 0; c_ < ND_CLASS_COUNT; c_++)               \
                               s->cls[c_].n -= b->cls[c_].n;), ,                           \
-               ND_IFK_##k(for (int t_ = 0; t_ < ND_TIER_COUNT; t_++)                     \
-                              s->tier[t_].n -= b->tier[t_].n;))
+               ND_IFK_##k(for (int t_ = 0; t_ < ND_TIER_COUNT; t_++) {                   \
+                              s->tier[t_].n -= b->tier[t_].n;                             \
+                              for (int n_ = 0; n_ < ND_MAX_NODES; n_++)                  \
+                                  s->tier_from[t_][n_].n -= b->tier_from[t_][n_].n;       \
+                          }))
 
 static void nd_snapshot_take(nd_snapshot *s, bool since_reset)
 {
     memset(s, 0, sizeof *s);
     size_t threads = 0, pooled = 0;
-    nd_thread_stats_sum(s->cls, &s->t, s->tier, &threads, &pooled);
+    nd_thread_stats_sum(s->cls, &s->t, s->tier_from, &threads, &pooled);
     nd_shared_stats_add(s->cls, &s->t);
     ND_STATS_TABLE(ND_READ_GAUGE)
     /* Derived fields, from all-time counters. */
@@ -98,6 +110,13 @@ static void nd_snapshot_take(nd_snapshot *s, bool since_reset)
     s->t.allocated = small + large_live + s->t.huge_bytes;
     s->t.requests += s->t.large_allocs + s->t.huge_allocs;
     s->t.frees += s->t.large_frees + s->t.huge_frees;
+    for (int t = 0; t < ND_TIER_COUNT; t++) {
+        ND_STATS_TABLE(ND_SUM_TIER)
+        s->tier[t].cap_bytes = nd_tier_cap_bytes(t, -1);
+        for (int n = 0; n < ND_MAX_NODES; n++)
+            if (nd_topo.flags[n] & ND_NODE_HAS_CPU)
+                s->tier_from[t][n].cap_bytes = nd_tier_cap_bytes(t, n);
+    }
     for (int i = 0; i < nd_topo.mem_count; i++) {
         nd_node_counts plain, bound;
         nd_node_counts_get(nd_topo.mem_ids[i], false, &plain);
@@ -109,8 +128,8 @@ static void nd_snapshot_take(nd_snapshot *s, bool since_reset)
     }
     if (since_reset) {
         nd_lock(nd_stats_lock);
-        if (nd_base_set) {
-            const nd_snapshot *b = &nd_base;
+        if (nd_base != NULL) {
+            const nd_snapshot *b = nd_base;
             ND_STATS_TABLE(ND_SUB_COUNTER)
         }
         nd_unlock(nd_stats_lock);
@@ -119,13 +138,14 @@ static void nd_snapshot_take(nd_snapshot *s, bool since_reset)
 
 nd_public void nodal_stats_reset(void)
 {
-    static nd_snapshot s;   /* large: not on the caller's stack */
     nd_process_ensure();
     nd_lock(nd_report_lock);
-    nd_snapshot_take(&s, false);
+    nd_snapshot_take(&nd_snap_buf, false);
     nd_lock(nd_stats_lock);
-    nd_base = s;
-    nd_base_set = 1;
+    if (nd_base == NULL)
+        nd_base = nd_meta_alloc(sizeof *nd_base);   /* NULL: no reset (out of memory) */
+    if (nd_base != NULL)
+        *nd_base = nd_snap_buf;
     nd_unlock(nd_stats_lock);
     nd_unlock(nd_report_lock);
 }
@@ -260,27 +280,12 @@ static int nd_print_hints(nd_out *o, const nd_snapshot *s, const char *indent)
 #define ND_TEXT_TIER_HEAD(n, k, sc, so, u, l, m) ND_IF_##sc(, , , if (l >= 1) nd_outf(o, " %15s", #n);)
 #define ND_TEXT_TIER_ROW(n, k, sc, so, u, l, m) \
     ND_IF_##sc(, , , if (l >= 1) nd_outf(o, " %15s", nd_fmt(b, sizeof b, ND_UNIT_##u, ND_VAL_##u(ti->n), true));)
-
-/* The node tier t resolves to from each CPU node: " 0->2 1->3". */
-static void nd_print_tier_nodes(nd_out *o, int t, bool json)
-{
-    int n = 0;
-    for (int i = 0; i < ND_MAX_NODES; i++) {
-        if (!(nd_topo.flags[i] & ND_NODE_HAS_CPU))
-            continue;
-        int to = nd_tier_node(t, i);
-        if (to < 0)
-            continue;
-        if (json)
-            nd_outf(o, "%s{\"from\":%d,\"node\":%d}", n ? "," : "", i, to);
-        else
-            nd_outf(o, " %d->%d", i, to);
-        n++;
-    }
-}
+#define ND_JSON_TIER(n, k, sc, so, u, l, m) \
+    ND_IF_##sc(, , , nd_field(o, ",", "\"" #n "\"", ND_UNIT_##u, ND_VAL_##u(ti->n), false, ":");)
 
 /* The tier table, in a program that made tier calls (or had a tier's
-   mapping refused). */
+   mapping refused): a row per tier (with its cap and the node it names
+   from each CPU node), then one per CPU node the tier's calls ran on. */
 static void nd_print_tier_table(nd_out *o, const nd_snapshot *s)
 {
     char b[48];
@@ -289,17 +294,49 @@ static void nd_print_tier_table(nd_out *o, const nd_snapshot *s)
         use += s->tier[t].requests + s->tier[t].fallbacks + s->tier[t].cap_refusals;
     if (use == 0)
         return;
-    nd_outf(o, "  %9s", "tier");
+    nd_outf(o, "  %11s", "tier");
     ND_STATS_TABLE(ND_TEXT_TIER_HEAD)
-    nd_outf(o, "  node from each CPU node\n");
+    nd_outf(o, " %10s  node from each CPU node\n", "cap");
     for (int t = 0; t < ND_TIER_COUNT; t++) {
         const nd_snap_tier *ti = &s->tier[t];
-        nd_outf(o, "  %9s", nd_tier_name(t));
+        nd_outf(o, "  %11s", nd_tier_name(t));
         ND_STATS_TABLE(ND_TEXT_TIER_ROW)
-        nd_outf(o, " ");
-        nd_print_tier_nodes(o, t, false);
+        nd_outf(o, " %10s ", nd_tiers.cap[t] ? nd_human(b, sizeof b, (double)nd_tiers.cap[t]) : "none");
+        for (int i = 0; i < ND_MAX_NODES; i++)
+            if (nd_topo.flags[i] & ND_NODE_HAS_CPU)
+                nd_outf(o, " %d->%d", i, nd_tier_node(t, i));
         nd_outf(o, "\n");
+        for (int i = 0; i < ND_MAX_NODES; i++) {
+            ti = &s->tier_from[t][i];
+            if (!(nd_topo.flags[i] & ND_NODE_HAS_CPU) || ti->requests + ti->fallbacks + ti->cap_refusals == 0)
+                continue;
+            char from[24];
+            snprintf(from, sizeof from, "from %d", i);
+            nd_outf(o, "  %11s", from);
+            ND_STATS_TABLE(ND_TEXT_TIER_ROW)
+            nd_outf(o, " %10s  %d->%d\n", "", i, nd_tier_node(t, i));
+        }
     }
+}
+
+/* A tier's JSON entry: its counts, its cap (0: none), and per CPU node
+   the node it names from there and the counts of the calls made there. */
+static void nd_print_tier_json(nd_out *o, const nd_snapshot *s, int t)
+{
+    const nd_snap_tier *ti = &s->tier[t];
+    nd_outf(o, "%s{\"name\":\"%s\"", t ? "," : "", nd_tier_name(t));
+    ND_STATS_TABLE(ND_JSON_TIER)
+    nd_outf(o, ",\"cap\":%llu,\"nodes\":[", (unsigned long long)nd_tiers.cap[t]);
+    int n = 0;
+    for (int i = 0; i < ND_MAX_NODES; i++) {
+        if (!(nd_topo.flags[i] & ND_NODE_HAS_CPU))
+            continue;
+        ti = &s->tier_from[t][i];
+        nd_outf(o, "%s{\"from\":%d,\"node\":%d", n++ ? "," : "", i, nd_tier_node(t, i));
+        ND_STATS_TABLE(ND_JSON_TIER)
+        nd_outf(o, "}");
+    }
+    nd_outf(o, "]}");
 }
 
 static void nd_print_text(nd_out *o, const nd_snapshot *s)
@@ -348,8 +385,6 @@ static void nd_print_text(nd_out *o, const nd_snapshot *s)
     ND_IF_##sc(, nd_field(o, ",", "\"" #n "\"", ND_UNIT_##u, ND_VAL_##u(cl->n), false, ":");, , )
 #define ND_JSON_NODE(n, k, sc, so, u, l, m) \
     ND_IF_##sc(, , nd_field(o, ",", "\"" #n "\"", ND_UNIT_##u, ND_VAL_##u(nd->n), false, ":");, )
-#define ND_JSON_TIER(n, k, sc, so, u, l, m) \
-    ND_IF_##sc(, , , nd_field(o, ",", "\"" #n "\"", ND_UNIT_##u, ND_VAL_##u(ti->n), false, ":");)
 
 /* Writes text as the inside of a JSON string. */
 static void nd_json_text(nd_out *o, const char *t)
@@ -406,14 +441,8 @@ static void nd_print_json(nd_out *o, const nd_snapshot *s)
         nd_outf(o, "}");
     }
     nd_outf(o, "],\"tiers\":[");
-    for (int t = 0; t < ND_TIER_COUNT; t++) {
-        const nd_snap_tier *ti = &s->tier[t];
-        nd_outf(o, "%s{\"name\":\"%s\"", t ? "," : "", nd_tier_name(t));
-        ND_STATS_TABLE(ND_JSON_TIER)
-        nd_outf(o, ",\"nodes\":[");
-        nd_print_tier_nodes(o, t, true);
-        nd_outf(o, "]}");
-    }
+    for (int t = 0; t < ND_TIER_COUNT; t++)
+        nd_print_tier_json(o, s, t);
     nd_outf(o, "],\"options\":{");
     for (int i = 0; i < ND_OPT_COUNT; i++) {
         nd_outf(o, "%s\"%s\":", i ? "," : "", nd_opt_table[i].name);
@@ -426,7 +455,6 @@ static void nd_print_json(nd_out *o, const nd_snapshot *s)
 
 /* ---- public entry points ----------------------------------------------------------- */
 
-static nd_snapshot nd_snap_buf;   /* reports are made one at a time, under nd_report_lock */
 
 nd_public int nodal_stats_print(FILE *out, const char *opts)
 {
@@ -524,6 +552,27 @@ nd_public int nodal_memory_info_get(nodal_memory_info *info)
     info->segments = t->segments;
     info->rss_current = t->rss;
     info->rss_peak = t->peak_rss;
+    nd_unlock(nd_report_lock);
+    return 0;
+}
+
+#define ND_TIER_PUBLIC(n, k, sc, so, u, l, m) ND_IF_##sc(, , , out->n = ti->n;)
+
+nd_public int nodal_tier_stats_get(int tier, int from_node, nodal_tier_stats *out)
+{
+    nd_process_ensure();
+    if ((unsigned)tier >= ND_TIER_COUNT || out == NULL ||
+        (from_node != -1 && ((unsigned)from_node >= ND_MAX_NODES || !(nd_topo.flags[from_node] & ND_NODE_HAS_CPU)))) {
+        errno = EINVAL;
+        return -1;
+    }
+    nd_lock(nd_report_lock);
+    nd_snapshot_take(&nd_snap_buf, true);
+    const nd_snap_tier *ti = from_node < 0 ? &nd_snap_buf.tier[tier] : &nd_snap_buf.tier_from[tier][from_node];
+    memset(out, 0, sizeof *out);
+    ND_STATS_TABLE(ND_TIER_PUBLIC)
+    out->cap = nd_tiers.cap[tier];
+    out->node = from_node < 0 ? -1 : nd_tier_node(tier, from_node);
     nd_unlock(nd_report_lock);
     return 0;
 }

@@ -42,20 +42,13 @@ void nd_snap_totals_add_counters(nd_snap_totals *dst, const nd_thread_counters *
     ND_STATS_TABLE(ND_ADD_SNAP_THREAD_COUNTER)
 }
 
-#define ND_ADD_SNAP_TIER_COUNTER(n, k, sc, so, u, l, m) \
-    ND_SEL(sc, so)(, , , , , for (int t_ = 0; t_ < ND_TIER_COUNT; t_++) dst[t_].n += nd_load_relaxed(&src->n[t_]);, )
-__attribute__((no_sanitize("thread")))
-void nd_snap_tier_add_counters(nd_snap_tier *dst, const nd_tier_counters *src)
+#define ND_ADD_SNAP_TIER_NODE_COUNTER(n, k, sc, so, u, l, m)                        \
+    ND_SEL(sc, so)(, , , , , for (int t_ = 0; t_ < ND_TIER_COUNT; t_++)                 \
+                       for (int n_ = 0; n_ < ND_MAX_NODES; n_++)                       \
+                           from[t_][n_].n += nd_load_relaxed(&src->n[t_][n_]);, )
+void nd_snap_tier_add_node_counters(nd_snap_tier (*from)[ND_MAX_NODES], const nd_tier_node_counters *src)
 {
-    ND_STATS_TABLE(ND_ADD_SNAP_TIER_COUNTER)
-}
-
-#define ND_ADD_TIER_COUNTER(n, k, sc, so, u, l, m) \
-    ND_SEL(sc, so)(, , , , , for (int t_ = 0; t_ < ND_TIER_COUNT; t_++) dst->n[t_] += nd_load_relaxed(&src->n[t_]);, )
-__attribute__((no_sanitize("thread")))
-void nd_tier_counters_add(nd_tier_counters *dst, const nd_tier_counters *src)
-{
-    ND_STATS_TABLE(ND_ADD_TIER_COUNTER)
+    ND_STATS_TABLE(ND_ADD_SNAP_TIER_NODE_COUNTER)
 }
 
 #define ND_DESC(n, k, sc, so, u, l, m) { #n, ND_KIND_##k, ND_SCOPE_##sc, ND_UNIT_##u, l, #so, m },

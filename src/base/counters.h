@@ -19,14 +19,19 @@
  *           CLASS    one value per size class
  *           NODE     one value per NUMA node with memory
  *           TIER     one value per memory tier (latency, bandwidth,
- *                    capacity: docs/tiers.md)
+ *                    capacity: docs/tiers.md) and per CPU node the calls
+ *                    ran on, the tier's value being their sum (a DERIVED
+ *                    one is computed for each)
  *   source  THREAD   a per-thread counter (nd_thread_counters), written by
  *                    its owner thread only, summed over live and exited
  *                    threads
  *           CLASS    a per-thread, per-class counter (nd_class_counters)
  *           GAUGE    a process-wide gauge (nd_gauge), relaxed atomics
- *           (TIER and THREAD: a per-thread, per-tier counter, nd_tier_counters
- *           in the thread's record)
+ *           (TIER and THREAD: counted per thread and per tier, by the fast
+ *           path in the bins of its caches (nd_bin.tier_hits) and by the
+ *           slow paths in the record (nd_tier_counters); attributed to a
+ *           CPU node when the thread's tier caches are resolved again for
+ *           another node or it exits, nd_tier_node_counters)
  *           DERIVED  computed when the snapshot is taken (stats.c, and
  *                    nd_tcache_stats_add for what the fast paths imply)
  *   unit    COUNT, BYTES, RATIO (0..1)
@@ -114,11 +119,12 @@
     X(bound_cached_segments, GAUGE, NODE,    DERIVED, COUNT, 0, "free node-bound segments kept for reuse") \
     X(plain_abandoned_segments, GAUGE, NODE, DERIVED, COUNT, 0, "plain segments of exited threads waiting for a new owner") \
     X(bound_abandoned_segments, GAUGE, NODE, DERIVED, COUNT, 0, "node-bound segments of exited threads waiting for a new owner") \
-    /* ---- per memory tier ------------------------------------------------------------------------ */ \
-    X(requests,            COUNTER, TIER,    THREAD,  COUNT, 1, "blocks that tier calls (nodal_malloc_tier, its calloc and aligned forms, nodal::tier_allocator) returned for the tier") \
-    X(bytes_requested,     COUNTER, TIER,    THREAD,  BYTES, 1, "bytes those calls asked for") \
-    X(fallbacks,           COUNTER, TIER,    GAUGE,   COUNT, 1, "of those, the ones with NODAL_TIER_PREFERRED served by a later node of the tier's order") \
-    X(cap_refusals,        COUNTER, TIER,    GAUGE,   COUNT, 1, "node-bound mappings refused, or tier nodes skipped by tier calls, because the tier was at its cap (tier_latency_max, ...)")
+    /* ---- per memory tier, and per CPU node under it ----------------------------------------------- */ \
+    X(requests,            COUNTER, TIER,    THREAD,  COUNT, 1, "blocks that tier calls (nodal_malloc_tier, its calloc and aligned forms, nodal::tier_allocator) returned for the tier; per CPU node: the calls made on a CPU of that node") \
+    X(bytes,               COUNTER, TIER,    THREAD,  BYTES, 1, "bytes of those blocks, as malloc_usable_size gives them (the size class's size; large and huge blocks whole)") \
+    X(fallbacks,           COUNTER, TIER,    GAUGE,   COUNT, 1, "of those, the ones with NODAL_TIER_PREFERRED served by a later node of the tier's order (the first was full or over its cap)") \
+    X(cap_refusals,        COUNTER, TIER,    GAUGE,   COUNT, 1, "node-bound mappings refused, or tier nodes skipped by tier calls, because the tier was at its cap (tier_latency_max, ...); per CPU node: where the refused thread ran") \
+    X(cap_bytes,           GAUGE,   TIER,    DERIVED, BYTES, 1, "node-bound memory mapped now on the tier's nodes (those it names first from some CPU node): what its cap counts, in whole 4 MiB segments and huge mappings, capped or not; per CPU node: on the node the tier names from there")
 
 /*
  * Selectors: ND_SEL_<scope>_<source>(class counter, thread counter, process
@@ -158,16 +164,22 @@
 #define ND_GEN_CLASS_COUNTER(n, k, sc, so, u, l, m)  ND_SEL(sc, so)(uint64_t n;, , , , , , )
 #define ND_GEN_THREAD_COUNTER(n, k, sc, so, u, l, m) ND_SEL(sc, so)(, uint64_t n;, , , , , )
 #define ND_GEN_TIER_COUNTER(n, k, sc, so, u, l, m)   ND_SEL(sc, so)(, , , , , uint64_t n[ND_TIER_COUNT];, )
+#define ND_GEN_TIER_NODE_COUNTER(n, k, sc, so, u, l, m) \
+    ND_SEL(sc, so)(, , , , , uint64_t n[ND_TIER_COUNT][ND_MAX_NODES];, )
 #define ND_GEN_GAUGE(n, k, sc, so, u, l, m) \
-    ND_SEL(sc, so)(, , size_t n;, size_t n[ND_CLASS_COUNT];, size_t n[ND_MAX_NODES];, , size_t n[ND_TIER_COUNT];)
+    ND_SEL(sc, so)(, , size_t n;, size_t n[ND_CLASS_COUNT];, size_t n[ND_MAX_NODES];, , \
+                   size_t n[ND_TIER_COUNT][ND_MAX_NODES];)
 
 /* Per thread (thread cache), per size class. */
 typedef struct nd_class_counters { ND_STATS_TABLE(ND_GEN_CLASS_COUNTER) } nd_class_counters;
 /* Per thread (one per heap of the thread). */
 typedef struct nd_thread_counters { ND_STATS_TABLE(ND_GEN_THREAD_COUNTER) } nd_thread_counters;
 /* Per thread (its record), each field an array indexed by tier: the tier
-   call's fast path adds to [tier] of the record it holds in a register. */
+   calls' slow paths count here (the fast path in its bins, tcache.h). */
 typedef struct nd_tier_counters { ND_STATS_TABLE(ND_GEN_TIER_COUNTER) } nd_tier_counters;
+/* The same per tier and CPU node, for what threads counted and attributed
+   to the node their calls ran on (relaxed atomics, thread.c). */
+typedef struct nd_tier_node_counters { ND_STATS_TABLE(ND_GEN_TIER_NODE_COUNTER) } nd_tier_node_counters;
 /* Process-wide gauges. */
 typedef struct nd_gauges { ND_STATS_TABLE(ND_GEN_GAUGE) } nd_gauges;
 
@@ -213,10 +225,9 @@ void nd_snap_totals_add(nd_snap_totals *dst, const nd_snap_totals *src) nd_hidde
 /* Copies the per-thread counters of a class into its snapshot (+=). */
 void nd_snap_class_add_counters(nd_snap_class *dst, const nd_class_counters *src) nd_hidden;
 void nd_snap_totals_add_counters(nd_snap_totals *dst, const nd_thread_counters *src) nd_hidden;
-/* Adds per-thread tier counters into the tiers' snapshots tier[ND_TIER_COUNT],
-   and into another set of counters (folding an exited thread's). */
-void nd_snap_tier_add_counters(nd_snap_tier *dst, const nd_tier_counters *src) nd_hidden;
-void nd_tier_counters_add(nd_tier_counters *dst, const nd_tier_counters *src) nd_hidden;
+/* Adds the tier counters of every CPU node into the snapshots
+   from[tier][node]. */
+void nd_snap_tier_add_node_counters(nd_snap_tier (*from)[ND_MAX_NODES], const nd_tier_node_counters *src) nd_hidden;
 
 /* The table as data, for printers and tools. */
 enum { ND_KIND_COUNTER, ND_KIND_GAUGE, ND_KIND_PEAK };

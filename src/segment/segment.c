@@ -283,9 +283,10 @@ int nd_seg_adopt_mapping(nd_segment *s, size_t size, int node, bool bound, const
     if (over != 0) {
         nd_os_unmap(s, size);   /* a capped tier's memory (tier_*_max): as if the node were full */
         nd_gauge_add(tier_cap_refusals, 1);
+        int from = nd_topo_current_node();   /* the node the refused thread runs on */
         for (int t = 0; t < ND_TIER_COUNT; t++)
             if (over & (1u << t))
-                nd_add_relaxed(&nd_gauge.cap_refusals[t], 1);
+                nd_add_relaxed(&nd_gauge.cap_refusals[t][from], 1);
         errno = ENOMEM;
         return -1;
     }

@@ -312,12 +312,15 @@ void nd_tier_read(const char *sys, const char *measured)
                                                    ND_OPT_tier_capacity_max };
     for (int t = 0; t < ND_TIER_COUNT; t++) {
         nd_tiers.cap[t] = (size_t)nd_opt(caps[t]);
-        if (nd_tiers.cap[t] == 0)
-            continue;
-        nd_tiers.any_cap = true;
-        for (int c = 0; c < ND_MAX_NODES; c++)
-            if (nd_topo.flags[c] & ND_NODE_HAS_CPU)
-                nd_tiers.cap_tiers[nd_tiers.order[t][c][0]] |= (uint8_t)(1u << t);
+        nd_tiers.any_cap |= nd_tiers.cap[t] != 0;
+        for (int c = 0; c < ND_MAX_NODES; c++) {
+            if (!(nd_topo.flags[c] & ND_NODE_HAS_CPU))
+                continue;
+            int first = nd_tiers.order[t][c][0];
+            nd_tiers.first_tiers[first] |= (uint8_t)(1u << t);
+            if (nd_tiers.cap[t] != 0)
+                nd_tiers.cap_tiers[first] |= (uint8_t)(1u << t);
+        }
     }
 }
 
@@ -342,13 +345,24 @@ unsigned nd_tier_over_cap(int node, size_t size)
     for (int t = 0; t < ND_TIER_COUNT; t++) {
         if (!(nd_tiers.cap_tiers[node] & (1u << t)))
             continue;
-        /* the tier's memory: node-bound mappings on all its first choices */
-        size_t used = 0;
-        for (int n = 0; n < ND_MAX_NODES; n++)
-            if (nd_tiers.cap_tiers[n] & (1u << t))
-                used += nd_load_relaxed(&nd_gauge.bound_mapped[n]);
-        if (used + size > nd_tiers.cap[t])
+        if (nd_tier_cap_bytes(t, -1) + size > nd_tiers.cap[t])
             over |= 1u << t;
     }
     return over;
+}
+
+size_t nd_tier_cap_bytes(int t, int from)
+{
+    if ((unsigned)t >= ND_TIER_COUNT)
+        return 0;
+    if (from >= 0) {
+        int n = nd_tier_node(t, from);
+        return n < 0 ? 0 : nd_load_relaxed(&nd_gauge.bound_mapped[n]);
+    }
+    /* the tier's memory: node-bound mappings on all its first choices */
+    size_t used = 0;
+    for (int n = 0; n < ND_MAX_NODES; n++)
+        if (nd_tiers.first_tiers[n] & (1u << t))
+            used += nd_load_relaxed(&nd_gauge.bound_mapped[n]);
+    return used;
 }

@@ -30,9 +30,11 @@
  *    every cpu below ND_MAX_CPUS once read; 0 before start-up (a thread
  *    that has not started has only empty caches, so a call that early
  *    takes the slow path, which starts nodal), always a valid node index.
- *  - cap_tiers[n] has bit t set iff node n is the first choice of tier t for
- *    some CPU node and the option tier_<t>_max is set; only then can a
- *    mapping of node-bound memory on n be refused for the cap.
+ *  - first_tiers[n] has bit t set iff node n is the first choice of tier t
+ *    for some CPU node (the tier's nodes, whose node-bound memory its cap
+ *    counts); cap_tiers[n] is first_tiers[n] less the tiers without a cap
+ *    (option tier_<t>_max 0): only a mapping of node-bound memory on a node
+ *    with a bit there can be refused for a cap.
  */
 #ifndef ND_TIER_H
 #define ND_TIER_H
@@ -64,6 +66,7 @@ typedef struct nd_tiers_s {
     nd_tier_attr attr[ND_MAX_NODES][ND_MAX_NODES];                  /* [initiator][target] */
     int16_t      kernel_tier[ND_MAX_NODES];                         /* memory_tierN, -1 = none */
     uint64_t     mem_bytes[ND_MAX_NODES];                           /* MemTotal of each node */
+    uint8_t      first_tiers[ND_MAX_NODES];                         /* bit t: a first choice of tier t */
     uint8_t      cap_tiers[ND_MAX_NODES];                           /* bit t: capped by tier t */
     size_t       cap[ND_TIER_COUNT];                                /* bytes, 0 = no cap */
     bool         any_cap;
@@ -87,5 +90,9 @@ const char *nd_tier_name(int t) nd_hidden;
 /* The tiers (bit t for tier t) whose cap (tier_latency_max, ...) mapping
    `size` more bytes of memory bound to `node` would exceed; 0 if none. */
 unsigned nd_tier_over_cap(int node, size_t size) nd_hidden;
+/* The node-bound memory mapped now that tier t's cap counts (capped or
+   not): on all its nodes (from < 0), or on the node it names from CPU node
+   `from`. */
+size_t nd_tier_cap_bytes(int t, int from) nd_hidden;
 
 #endif /* ND_TIER_H */

@@ -524,6 +524,20 @@ void nd_tcache_stats_add(const nd_tcache *tc, nd_snap_class *cls, nd_snap_totals
     nd_snap_totals_add_counters(tot, &tc->heap.stats);
 }
 
+__attribute__((no_sanitize("thread")))
+void nd_tcache_tier_hits(const nd_tcache *tc, int t, uint64_t *blocks, uint64_t *bytes)
+{
+    uint64_t n = 0, b = 0;
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        uint64_t h = nd_load_relaxed(&tc->bins[c].tier_hits[t]);
+        unsigned held = nd_bin_class[c] < ND_CLASS_COUNT ? nd_bin_class[c] : c;   /* secure=1 (class.h) */
+        n += h;
+        b += h * nd_class_size[held];
+    }
+    *blocks = n;
+    *bytes = b;
+}
+
 /* ---- debug validation ---------------------------------------------------------- */
 
 bool nd_tcache_is_valid(const nd_tcache *tc)

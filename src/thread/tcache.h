@@ -56,18 +56,23 @@
  * kind; a flush gives each block back to its page, those of one page
  * together: the heap's own without an atomic, the others as one chain per
  * page); 0 < tick <= ND_TICK_PERIOD except transiently 0 between a fast
- * path that took it there and the slow path it calls.
+ * path that took it there and the slow path it calls. tier_hits[t] only
+ * grows: the blocks the tier call's fast path (tier_api.c) took from the
+ * bin for tier t (its owner's plain adds, read by reports as whole words;
+ * thread.c attributes them to CPU nodes).
  */
 typedef struct nd_bin {
     void   **cur;
     void   **empty;
     void   **low;
     int64_t  tick;
-    uint64_t pad_[4];
+    uint64_t tier_hits[ND_TIER_COUNT];
+    uint64_t pad_[4 - ND_TIER_COUNT];
 } nd_bin;
 
 _Static_assert(sizeof(nd_bin) == ND_BIN_BYTES, "a hot bin is one cache line: class index << 6");
 #define ND_TICK_PERIOD 1024
+_Static_assert(ND_TIER_COUNT <= 4, "the tier counters fill a bin's cache line");
 /* follow_thread (thread.c): on a machine where a thread can move to another
    node, a plain cache's tick is armed with at most the requests of
    ND_LOOK_BYTES of its class, so each class takes a slow path (which looks
@@ -200,6 +205,9 @@ bool  nd_tcache_gc_due(const nd_tcache *tc) nd_hidden;
 /* Adds the statistics of tc (counters and what its bins imply) into
    cls[ND_CLASS_COUNT] and tot. */
 void  nd_tcache_stats_add(const nd_tcache *tc, nd_snap_class *cls, nd_snap_totals *tot) nd_hidden;
+/* The blocks the tier call's fast path took from tc's bins for tier t
+   (tier_hits), and their bytes (the sizes of the blocks the bins hold). */
+void  nd_tcache_tier_hits(const nd_tcache *tc, int t, uint64_t *blocks, uint64_t *bytes) nd_hidden;
 
 /* Debug check of the invariants of the bins and the heap. */
 bool  nd_tcache_is_valid(const nd_tcache *tc) nd_hidden;

@@ -32,12 +32,14 @@ static nd_thread nd_thread_empty = {
     .node_tc = { [0 ... ND_MAX_NODES - 1] = &nd_tcache_empty },
     .plain = &nd_tcache_empty,
     .state = ND_THREAD_NEW,
+    .tier_node = -1,
     .tier_tc = { [0 ... ND_TIER_COUNT - 1] = &nd_tcache_empty },
 };
 static nd_thread nd_thread_dead = {
     .node_tc = { [0 ... ND_MAX_NODES - 1] = &nd_tcache_dead },
     .plain = &nd_tcache_dead,
     .state = ND_THREAD_DEAD,
+    .tier_node = -1,
     .tier_tc = { [0 ... ND_TIER_COUNT - 1] = &nd_tcache_dead },
 };
 
@@ -73,8 +75,10 @@ static nd_snap_class      nd_dead_cls[ND_CLASS_COUNT];
 static nd_snap_totals     nd_dead_tot;
 static nd_class_counters  nd_orphan_cls[ND_CLASS_COUNT];
 static nd_thread_counters nd_orphan;
-static nd_tier_counters   nd_dead_tier;     /* exited threads' tier calls (under nd_threads_lock) */
-static nd_tier_counters   nd_orphan_tier;   /* tier calls of threads without a record (atomics) */
+/* Tier calls per CPU node: the closed periods of records (nd_thread), and
+   the calls of threads without a record (atomics). */
+static nd_tier_node_counters nd_tier_done;
+static void nd_thread_tier_close(nd_thread *t);
 
 /* ---- a thread's caches ------------------------------------------------------ */
 
@@ -165,7 +169,6 @@ static void nd_thread_dismantle(nd_thread *t)
     nd_list_remove(&nd_threads, t);
     for (int i = 0; i < n; i++)
         nd_fold_dead_locked(tcs[i]);
-    nd_tier_counters_add(&nd_dead_tier, &t->tier_stats);
     t->state = ND_THREAD_DEAD;
     nd_unlock(nd_threads_lock);
     for (int i = 0; i < n; i++)
@@ -265,9 +268,11 @@ nd_tcache *nd_thread_start(void)
     for (int n = 0; n < ND_MAX_NODES; n++)
         t->node_tc[n] = &nd_tcache_empty;
     t->tier_cpu = 0;
+    t->tier_node = -1;
     for (int k = 0; k < ND_TIER_COUNT; k++)
         t->tier_tc[k] = &nd_tcache_empty;
     memset(&t->tier_stats, 0, sizeof t->tier_stats);
+    memset(&t->tier_open, 0, sizeof t->tier_open);   /* not listed yet: no report reads it */
     t->plain = tc;
     t->state = ND_THREAD_LIVE;
     t->gc_countdown = ND_GC_EVENTS;
@@ -370,6 +375,8 @@ void nd_thread_done(void *arg)
     nd_thread *t = arg;
     if (t == NULL || t->state != ND_THREAD_LIVE || t != nd_tls_thread)
         return;
+    /* Its tier calls go to the CPU node they ran on. */
+    nd_thread_tier_close(t);
     /* From here on this thread allocates from the shared heaps. */
     nd_tls_tc = &nd_tcache_dead;
     nd_tls_thread = &nd_thread_dead;
@@ -427,7 +434,7 @@ void nd_thread_fork_child(void)
             int n = nd_thread_tcaches(t, tcs);
             for (int i = 0; i < n; i++)
                 nd_fold_dead_locked(tcs[i]);
-            nd_tier_counters_add(&nd_dead_tier, &t->tier_stats);
+            nd_thread_tier_close(t);
         }
         t = next;
     }
@@ -526,6 +533,66 @@ void nd_thread_tick(nd_tcache *tc)
     nd_thread_maintain_check(tc, due);
 }
 
+/* The record's tier totals now: its slow paths' counts and its tier
+   caches' fast-path hits. */
+static void nd_thread_tier_now(const nd_thread *t, nd_tier_counters *now)
+{
+    for (int k = 0; k < ND_TIER_COUNT; k++) {
+        uint64_t blocks, bytes;
+        nd_tcache_tier_hits(nd_load_relaxed(&t->tier_tc[k]), k, &blocks, &bytes);
+        now->requests[k] = nd_load_relaxed(&t->tier_stats.requests[k]) + blocks;
+        now->bytes[k] = nd_load_relaxed(&t->tier_stats.bytes[k]) + bytes;
+    }
+}
+
+#define ND_TIER_COPY(n, k, sc, so, u, l, m) \
+    ND_SEL(sc, so)(, , , , , for (int k_ = 0; k_ < ND_TIER_COUNT; k_++) \
+                       nd_store_relaxed(&dst->n[k_], nd_load_relaxed(&src->n[k_]));, )
+
+/* dst = src, word by word (a record's tier_open: reports read it). */
+static void nd_tier_copy(nd_tier_counters *dst, const nd_tier_counters *src)
+{
+    ND_STATS_TABLE(ND_TIER_COPY)
+}
+
+/* What the counts of an open period grew by: now - open (0 where a report
+   reads a period its owner is closing). */
+#define ND_TIER_GROWTH(k_, f_) (now.f_[k_] > open->f_[k_] ? now.f_[k_] - open->f_[k_] : 0)
+
+#define ND_TIER_CLOSE(n, k, sc, so, u, l, m) \
+    ND_SEL(sc, so)(, , , , , for (int k_ = 0; k_ < ND_TIER_COUNT; k_++) \
+                       nd_add_relaxed(&nd_tier_done.n[k_][node], ND_TIER_GROWTH(k_, n));, )
+
+/* Closes t's open period: what its tier counts grew by goes to the CPU
+   node the calls ran on, and its tier caches become the empty ones (the
+   next call resolves them again and opens a period). */
+static void nd_thread_tier_close(nd_thread *t)
+{
+    int node = t->tier_node;
+    if (node >= 0) {
+        nd_tier_counters now, was;
+        const nd_tier_counters *open = &was;
+        nd_tier_copy(&was, &t->tier_open);
+        nd_thread_tier_now(t, &now);
+        nd_tier_copy(&t->tier_open, &now);   /* first: a report sees no growth twice */
+        ND_STATS_TABLE(ND_TIER_CLOSE)
+    }
+    nd_store_relaxed(&t->tier_node, -1);
+    for (int k = 0; k < ND_TIER_COUNT; k++)
+        nd_store_relaxed(&t->tier_tc[k], &nd_tcache_empty);
+}
+
+/* Opens a period on `node` with the caches tcs (t has none open). */
+static void nd_thread_tier_open(nd_thread *t, int node, nd_tcache *const *tcs)
+{
+    for (int k = 0; k < ND_TIER_COUNT; k++)
+        nd_store_relaxed(&t->tier_tc[k], tcs[k]);
+    nd_tier_counters now;
+    nd_thread_tier_now(t, &now);
+    nd_tier_copy(&t->tier_open, &now);
+    nd_store_relaxed(&t->tier_node, (int16_t)node);
+}
+
 void nd_thread_tier_resolve(void)
 {
     nd_thread *t = nd_tls_thread;
@@ -534,22 +601,39 @@ void nd_thread_tier_resolve(void)
     int cpu = nd_os_current_cpu_fast();
     if (cpu < 0 || cpu >= ND_MAX_CPUS)
         return;
-    for (int k = 0; k < ND_TIER_COUNT; k++)
-        t->tier_tc[k] = t->node_tc[(uint8_t)nd_tier_by_cpu[cpu][k]];
+    nd_tcache *tcs[ND_TIER_COUNT];
+    bool same = true;
+    for (int k = 0; k < ND_TIER_COUNT; k++) {
+        tcs[k] = t->node_tc[(uint8_t)nd_tier_by_cpu[cpu][k]];
+        same &= tcs[k] == t->tier_tc[k];
+    }
+    int node = nd_topo_cpu_node(cpu);
+    if (!same || node != t->tier_node) {
+        nd_thread_tier_close(t);
+        nd_thread_tier_open(t, node, tcs);
+    }
     t->tier_cpu = cpu;
 }
 
-void nd_thread_count_tier(int t, size_t bytes)
+void nd_thread_count_tier(int t, size_t bytes, int from)
 {
-    if ((unsigned)t >= ND_TIER_COUNT)
+    if ((unsigned)t >= ND_TIER_COUNT || (unsigned)from >= ND_MAX_NODES)
         return;
     nd_thread *th = nd_tls_thread;
     if (th->state == ND_THREAD_LIVE) {
+        if (from != th->tier_node) {
+            /* A call on another node than the open period's (no rseq
+               area: the fast path never runs, nor resolves). */
+            nd_tcache *tcs[ND_TIER_COUNT];
+            memcpy(tcs, th->tier_tc, sizeof tcs);
+            nd_thread_tier_close(th);
+            nd_thread_tier_open(th, from, tcs);
+        }
         nd_count_inc(&th->tier_stats.requests[t]);
-        nd_count_add(&th->tier_stats.bytes_requested[t], bytes);
+        nd_count_add(&th->tier_stats.bytes[t], bytes);
     } else {
-        nd_add_relaxed(&nd_orphan_tier.requests[t], 1);
-        nd_add_relaxed(&nd_orphan_tier.bytes_requested[t], bytes);
+        nd_add_relaxed(&nd_tier_done.requests[t][from], 1);
+        nd_add_relaxed(&nd_tier_done.bytes[t][from], bytes);
     }
 }
 
@@ -625,8 +709,12 @@ void nd_thread_count_large_resize(long delta)
         nd_add_relaxed(sum, bytes);
 }
 
-void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, nd_snap_tier *tiers, size_t *threads,
-                         size_t *pooled)
+#define ND_TIER_OPEN_ADD(n, k, sc, so, u, l, m) \
+    ND_SEL(sc, so)(, , , , , for (int k_ = 0; k_ < ND_TIER_COUNT; k_++) \
+                       tier_from[k_][node].n += ND_TIER_GROWTH(k_, n);, )
+
+void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, nd_snap_tier (*tier_from)[ND_MAX_NODES],
+                         size_t *threads, size_t *pooled)
 {
     size_t nthreads = 0, npooled = 0;
     nd_lock(nd_threads_lock);
@@ -636,8 +724,7 @@ void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, nd_snap_tier *
         cls[c].frees += nd_load_relaxed(&nd_orphan_cls[c].remote_pushes);
     }
     nd_snap_totals_add(tot, &nd_dead_tot);
-    nd_snap_tier_add_counters(tiers, &nd_dead_tier);
-    nd_snap_tier_add_counters(tiers, &nd_orphan_tier);
+    nd_snap_tier_add_node_counters(tier_from, &nd_tier_done);
     nd_snap_totals_add_counters(tot, &nd_orphan);
     for (nd_thread *t = nd_threads.first; t; t = t->next) {
         nthreads += t->state == ND_THREAD_LIVE;
@@ -646,7 +733,14 @@ void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, nd_snap_tier *
         int n = nd_thread_tcaches(t, tcs);
         for (int i = 0; i < n; i++)
             nd_tcache_stats_add(tcs[i], cls, tot);
-        nd_snap_tier_add_counters(tiers, &t->tier_stats);
+        int node = nd_load_relaxed(&t->tier_node);
+        if (node >= 0) {
+            nd_tier_counters now, was;
+            const nd_tier_counters *open = &was;
+            nd_tier_copy(&was, &t->tier_open);
+            nd_thread_tier_now(t, &now);
+            ND_STATS_TABLE(ND_TIER_OPEN_ADD)
+        }
     }
     nd_unlock(nd_threads_lock);
     *threads = nthreads;
@@ -663,10 +757,13 @@ bool nd_thread_is_valid(void)
     for (int i = 0; i < n; i++)
         if (!nd_tcache_is_valid(tcs[i]) || !nd_secure_is_valid(tcs[i]))
             return false;
-    if (t->tier_cpu < 0 || t->tier_cpu >= ND_MAX_CPUS)
+    if (t->tier_cpu < 0 || t->tier_cpu >= ND_MAX_CPUS || t->tier_node < -1 || t->tier_node >= ND_MAX_NODES)
         return false;
-    for (int k = 0; k < ND_TIER_COUNT; k++)
+    for (int k = 0; k < ND_TIER_COUNT; k++) {
         if (t->tier_tc[k] != &nd_tcache_empty && t->tier_tc[k] != t->node_tc[(uint8_t)nd_tier_by_cpu[t->tier_cpu][k]])
             return false;
+        if (t->tier_node < 0 && t->tier_tc[k] != &nd_tcache_empty)
+            return false;
+    }
     return true;
 }

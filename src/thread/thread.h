@@ -37,8 +37,15 @@ enum { ND_THREAD_NEW = 0, ND_THREAD_LIVE, ND_THREAD_DEAD, ND_THREAD_POOLED };
  * tier_tc[t] is node_tc[nd_tier_by_cpu[tier_cpu][t]] (the tier call's cache
  * for a thread on CPU tier_cpu, resolved by nd_thread_tier_resolve) or the
  * static empty (or dead) tcache, whose bins are empty: a record whose
- * tier_cpu was never resolved has only those, so whatever CPU number a
- * tier call reads, it takes the slow path.
+ * tier_cpu was never resolved (or whose thread exited) has only those, so
+ * whatever CPU number a tier call reads, it takes the slow path.
+ * The tier calls' counts: tier_stats (slow paths) plus the tier_hits of
+ * tier_tc's bins (fast path) make the record's totals per tier; while
+ * tier_node >= 0 (an open period: a CPU node the calls run on), what they
+ * grew since tier_open belongs to tier_node, and tier_tc changes only by
+ * closing that period (the growth added to the process's counts per CPU
+ * node) and opening another; tier_node == -1 implies every tier_tc is the
+ * empty one (a period may be open with empty caches: no rseq area).
  */
 typedef struct nd_aligned(ND_CACHE_LINE) nd_thread {
     nd_tcache        *node_tc[ND_MAX_NODES];
@@ -46,9 +53,11 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_thread {
     uint8_t           state;
     uint32_t          gc_countdown;     /* slow-path events until the next maintenance check */
     int16_t           seen_node;        /* node (with memory) of the CPU the thread was last seen on */
+    int16_t           tier_node;        /* the CPU node of the open period of tier counts, -1 none */
     int32_t           tier_cpu;         /* the CPU tier_tc was resolved for */
     nd_tcache        *tier_tc[ND_TIER_COUNT];   /* the tier calls' caches from tier_cpu */
-    nd_tier_counters  tier_stats;       /* the tier calls' counts (owner only; counters.h) */
+    nd_tier_counters  tier_stats;       /* the tier calls' slow-path counts (owner only; counters.h) */
+    nd_tier_counters  tier_open;        /* the totals when the period opened */
     uint64_t          maintain_at;      /* ms */
     uint64_t          pooled_at;        /* ms; POOLED only */
     struct nd_thread *next, *prev;      /* list of records (live and pooled) */
@@ -91,9 +100,9 @@ nd_tcache *nd_thread_quarantine(void) nd_hidden;
    as the rseq area names it; nothing when there is none, or the thread has
    not started. */
 void nd_thread_tier_resolve(void) nd_hidden;
-/* A block of `bytes` that a tier call of tier t returned (the slow paths';
-   the fast path counts into its record itself). */
-void nd_thread_count_tier(int t, size_t bytes) nd_hidden;
+/* A block of `bytes` that a tier call of tier t made on a CPU of node
+   `from` returned (the slow paths'; the fast path counts into its bins). */
+void nd_thread_count_tier(int t, size_t bytes, int from) nd_hidden;
 /* pthread key destructor. */
 void nd_thread_done(void *arg) nd_hidden;
 
@@ -118,11 +127,11 @@ void nd_thread_count_remote_free(unsigned cls, bool pushed) nd_hidden;
 void nd_thread_count_free(bool huge, size_t bytes) nd_hidden;
 void nd_thread_count_large_resize(long delta) nd_hidden;
 /* Sums over the records of live, pooled and exited threads into
-   cls[ND_CLASS_COUNT], tot and tiers[ND_TIER_COUNT] (the shared heaps:
-   shared.h); *threads =
-   live threads, *pooled = pooled records. */
-void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, nd_snap_tier *tiers, size_t *threads,
-                         size_t *pooled) nd_hidden;
+   cls[ND_CLASS_COUNT], tot and the tier counts tier_from[tier][CPU node]
+   (the shared heaps: shared.h); *threads = live threads, *pooled = pooled
+   records. */
+void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, nd_snap_tier (*tier_from)[ND_MAX_NODES],
+                         size_t *threads, size_t *pooled) nd_hidden;
 
 /* fork(), in the child, every lock held: only the forking thread survives
    (the others' counters are folded). */

@@ -10,10 +10,13 @@
  *                                          "frees": N, ... }, ... ],
  *                           "nodes": [..],
  *                           "tiers": [ { "name": "latency", "requests": N,
- *                                        "bytes_requested": N, "fallbacks": N,
- *                                        "cap_refusals": N,
- *                                        "nodes": [ { "from": C, "node": M },
+ *                                        "bytes": N, "fallbacks": N,
+ *                                        "cap_refusals": N, "cap_bytes": N,
+ *                                        "cap": N,
+ *                                        "nodes": [ { "from": C, "node": M,
+ *                                                     "requests": N, ... },
  *                                                   .. ] }, .. ],
+ *   nodal_tier_stats_get(tier, from, &s) -> the same numbers as the JSON's
  *                           "options": {..}, "hints": [..] }
  *   nodal_stats_print(f, "brief") -> one line
  *                           "nodal: pid=N program=P requests=N frees=N ..."
@@ -583,25 +586,31 @@ static const struct nd_json *tier_entry(const struct nd_json *root, const char *
 }
 
 /* Tier calls of every form, tier t: n mallocs of sizes 1..n, n/10 callocs
-   of 3 x 40 bytes, n/10 aligned blocks of 200 bytes at 64; frees them.
-   Returns the bytes asked for (the blocks: *blocks). */
+   of 3 x 40 bytes, n/10 aligned blocks of 200 bytes at 64, and a large
+   block; frees them. Returns the blocks' usable bytes (the blocks:
+   *blocks). */
 static size_t tier_workload(int t, int n, size_t *blocks)
 {
     size_t bytes = 0, count = 0;
     for (int i = 1; i <= n; i++) {
         void *p = nodal_malloc_tier((size_t)i, tier_ids[t]);
         EXPECT(p != NULL, "nodal_malloc_tier(%d, %s) to succeed", i, tier_names[t]);
+        bytes += nodal_malloc_usable_size(p);
         nodal_free(p);
-        bytes += (size_t)i;
         count++;
     }
+    void *big = nodal_malloc_tier(300 * 1024, tier_ids[t]);
+    EXPECT(big != NULL, "nodal_malloc_tier(300 KiB, %s) to succeed", tier_names[t]);
+    bytes += nodal_malloc_usable_size(big);
+    nodal_free(big);
+    count++;
     for (int i = 0; i < n / 10; i++) {
         void *p = nodal_calloc_tier(3, 40, tier_ids[t]);
         void *q = nodal_aligned_alloc_tier(64, 200, tier_ids[t]);
         EXPECT(p != NULL && q != NULL, "nodal_calloc_tier and nodal_aligned_alloc_tier (%s) to succeed", tier_names[t]);
+        bytes += nodal_malloc_usable_size(p) + nodal_malloc_usable_size(q);
         nodal_free(p);
         nodal_free(q);
-        bytes += 120 + 200;
         count += 2;
     }
     *blocks = count;
@@ -615,10 +624,23 @@ static void *tier_workload_thread(void *arg)
     return NULL;
 }
 
-/* STATS-SCHEMA: "requests" and "bytes_requested" per tier count every
-   block a tier call returned and the bytes it asked for, exactly, in this
-   thread and in a thread that has exited since; "nodes" names, for every
-   CPU node, the node nodal_tier_node gives. */
+/* The sum of a member over a tier's per-CPU-node entries. */
+static double tier_nodes_sum(const struct nd_json *tier, const char *key)
+{
+    const struct nd_json *nodes = nd_json_get(tier, "nodes");
+    EXPECT(nodes && nodes->type == ND_JSON_ARRAY && nodes->count >= 1, "a tier entry to list its CPU nodes");
+    double sum = 0;
+    for (const struct nd_json *n = nodes->child; n; n = n->next)
+        sum += member_number(n, key, "a tier's node entry");
+    return sum;
+}
+
+/* STATS-SCHEMA: "requests" and "bytes" per tier count every block a tier
+   call returned and its usable bytes, exactly (fast and slow paths, every
+   form), in this thread and in a thread that has exited since; they are
+   the sums of the tier's per-CPU-node entries, which name, for every CPU
+   node, the node nodal_tier_node gives; nodal_tier_stats_get says the
+   same. */
 static void stats_count_tier_calls_per_tier_exactly(void)
 {
     double req0[N_TIERS], bytes0[N_TIERS];
@@ -626,7 +648,7 @@ static void stats_count_tier_calls_per_tier_exactly(void)
     for (int t = 0; t < N_TIERS; t++) {
         const struct nd_json *e = tier_entry(a, tier_names[t]);
         req0[t] = member_number(e, "requests", "a tier entry");
-        bytes0[t] = member_number(e, "bytes_requested", "a tier entry");
+        bytes0[t] = member_number(e, "bytes", "a tier entry");
     }
     size_t blocks[N_TIERS], bytes[N_TIERS];
     for (int t = 0; t < N_TIERS; t++)
@@ -641,11 +663,24 @@ static void stats_count_tier_calls_per_tier_exactly(void)
     for (int t = 0; t < N_TIERS; t++) {
         const struct nd_json *e = tier_entry(b, tier_names[t]);
         double dr = member_number(e, "requests", "a tier entry") - req0[t];
-        double db = member_number(e, "bytes_requested", "a tier entry") - bytes0[t];
+        double db = member_number(e, "bytes", "a tier entry") - bytes0[t];
         EXPECT(dr == (double)blocks[t], "tier %s: %zu more requests (tier calls that returned a block), "
                "the statistics count %.0f", tier_names[t], blocks[t], dr);
-        EXPECT(db == (double)bytes[t], "tier %s: %zu more bytes_requested, the statistics count %.0f",
+        EXPECT(db == (double)bytes[t], "tier %s: %zu more usable bytes, the statistics count %.0f",
                tier_names[t], bytes[t], db);
+        static const char *const keys[] = { "requests", "bytes", "fallbacks", "cap_refusals" };
+        for (int k = 0; k < 4; k++) {
+            double sum = tier_nodes_sum(e, keys[k]), whole = member_number(e, keys[k], "a tier entry");
+            EXPECT(sum == whole, "tier %s: its %s (%.0f) to be the sum of its CPU nodes' (%.0f)", tier_names[t],
+                   keys[k], whole, sum);
+        }
+        nodal_tier_stats ts;
+        EXPECT(nodal_tier_stats_get(tier_ids[t], -1, &ts) == 0, "nodal_tier_stats_get(%s, -1) to succeed",
+               tier_names[t]);
+        EXPECT((double)ts.requests == member_number(e, "requests", "a tier entry") &&
+               (double)ts.bytes == member_number(e, "bytes", "a tier entry") && ts.node == -1,
+               "nodal_tier_stats_get(%s) to give the JSON's requests and bytes (%llu, %llu)", tier_names[t],
+               ts.requests, ts.bytes);
         const struct nd_json *nodes = nd_json_get(e, "nodes");
         EXPECT(nodes && nodes->type == ND_JSON_ARRAY && nodes->count >= 1,
                "tier %s to list the node it resolves to from at least one CPU node", tier_names[t]);
@@ -654,17 +689,20 @@ static void stats_count_tier_calls_per_tier_exactly(void)
             int to = (int)member_number(n, "node", "a tier's node entry");
             EXPECT(to == nodal_tier_node(tier_ids[t], from), "tier %s from node %d: the statistics say node %d, "
                    "nodal_tier_node says %d", tier_names[t], from, to, nodal_tier_node(tier_ids[t], from));
+            EXPECT(nodal_tier_stats_get(tier_ids[t], from, &ts) == 0 && ts.node == to &&
+                   (double)ts.requests == member_number(n, "requests", "a tier's node entry"),
+                   "nodal_tier_stats_get(%s, %d) to give the node entry's node and requests", tier_names[t], from);
         }
     }
     /* The text report's tier table: one row per tier, its columns keys of
        the JSON's tier entries. */
     static char text[1 << 16];
     print_report(NULL, text, sizeof text);
-    char *head = strstr(text, "\n       tier ");
+    char *head = strstr(text, "\n         tier ");
     EXPECT(head != NULL, "the text report to have a tier table headed \"tier ...\", got \"%.600s\"", text);
     for (int t = 0; t < N_TIERS; t++) {
         char row[32];
-        snprintf(row, sizeof row, "\n  %9s ", tier_names[t]);
+        snprintf(row, sizeof row, "\n  %11s ", tier_names[t]);
         EXPECT(strstr(head, row) != NULL, "the tier table to have a row for %s", tier_names[t]);
     }
     char *end = strchr(head + 1, '\n');
@@ -679,7 +717,44 @@ static void stats_count_tier_calls_per_tier_exactly(void)
         EXPECT(nd_json_get(e, t) != NULL, "the text report's tier column \"%s\" to be a key of a JSON tier", t);
         cols++;
     }
-    EXPECT(cols >= 4, "the tier table to have at least 4 columns, found %d", cols);
+    EXPECT(cols >= 6, "the tier table to have at least 6 columns, found %d", cols);
+}
+
+/* STATS-SCHEMA: "cap_bytes" per tier is the node-bound memory the node
+   entries show ("bound_mapped") on the nodes the tier names first, and per
+   CPU node on the node it names from there. */
+static void stats_tier_cap_bytes_are_the_bound_memory_of_its_nodes(void)
+{
+    void *keep[N_TIERS];
+    for (int t = 0; t < N_TIERS; t++) {
+        keep[t] = nodal_malloc_tier(300 * 1024, tier_ids[t]);   /* a node-bound segment at least */
+        EXPECT(keep[t] != NULL, "nodal_malloc_tier(300 KiB, %s) to succeed", tier_names[t]);
+    }
+    const struct nd_json *root = snapshot(json_a, pool_a);
+    const struct nd_json *nodes = nd_json_get(root, "nodes");
+    EXPECT(nodes && nodes->type == ND_JSON_ARRAY, "the JSON to have its \"nodes\"");
+    double bound[NODAL_MAX_NODES] = { 0 };
+    for (const struct nd_json *n = nodes->child; n; n = n->next)
+        bound[(int)member_number(n, "id", "a node entry")] = member_number(n, "bound_mapped", "a node entry");
+    for (int t = 0; t < N_TIERS; t++) {
+        const struct nd_json *e = tier_entry(root, tier_names[t]);
+        int named[NODAL_MAX_NODES] = { 0 };
+        double want = 0;
+        for (const struct nd_json *n = nd_json_get(e, "nodes")->child; n; n = n->next) {
+            int to = (int)member_number(n, "node", "a tier's node entry");
+            EXPECT(member_number(n, "cap_bytes", "a tier's node entry") == bound[to],
+                   "tier %s from node %d: cap_bytes to be node %d's bound_mapped (%.0f)", tier_names[t],
+                   (int)member_number(n, "from", "a tier's node entry"), to, bound[to]);
+            if (!named[to]++)
+                want += bound[to];
+        }
+        double got = member_number(e, "cap_bytes", "a tier entry");
+        EXPECT(got == want && got >= 4 << 20, "tier %s: cap_bytes %.0f to be its nodes' bound_mapped, %.0f, "
+               "a segment at least", tier_names[t], got, want);
+        EXPECT(member_number(e, "cap", "a tier entry") == 0, "tier %s: no cap set, \"cap\" 0", tier_names[t]);
+    }
+    for (int t = 0; t < N_TIERS; t++)
+        nodal_free(keep[t]);
 }
 
 /* Not a property: under tier_bandwidth_max=4K, a strict bandwidth-tier call
@@ -722,6 +797,9 @@ static void stats_count_cap_refusals_of_the_capped_tier(void)
            "the process's tier_cap_refusals to include the bandwidth tier's %.0f", refusals);
     EXPECT(member_number(bw, "requests", "a tier entry") == (double)preferred_ok,
            "the bandwidth tier's requests to count only the call that returned a block");
+    EXPECT(member_number(bw, "cap", "a tier entry") == 4096, "the bandwidth tier's \"cap\" to be 4096");
+    EXPECT(tier_nodes_sum(bw, "cap_refusals") == refusals && tier_nodes_sum(bw, "fallbacks") == fallbacks,
+           "the bandwidth tier's refusals and fallbacks to be the sums of its CPU nodes'");
 }
 
 static const struct nd_case cases[] = {
@@ -742,6 +820,7 @@ static const struct nd_case cases[] = {
     ND_CASE(emit_stats_after_many_fills),
     ND_CASE(stats_count_tier_calls_per_tier_exactly),
     ND_CASE(stats_count_cap_refusals_of_the_capped_tier),
+    ND_CASE(stats_tier_cap_bytes_are_the_bound_memory_of_its_nodes),
     ND_CASE(emit_stats_after_tier_cap),
 };
 ND_MAIN(cases)

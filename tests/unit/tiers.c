@@ -175,6 +175,32 @@ static void a_tier_cap_counts_only_its_first_choices(void)
     nd_opt_values[ND_OPT_tier_bandwidth_max] = 0;
 }
 
+/* What a tier's cap counts (the statistics' cap_bytes), capped or not:
+   the node-bound memory on the nodes the tier names first, all of them
+   or the one it names from a CPU node. */
+static void cap_bytes_count_each_tiers_first_choices(void)
+{
+    load(ND_FIXTURES "/hmat6", NULL);
+    EXPECT(nd_tiers.first_tiers[2] == 1u << ND_TIER_BANDWIDTH && nd_tiers.first_tiers[0] == 1u << ND_TIER_LATENCY &&
+           nd_tiers.first_tiers[4] == 1u << ND_TIER_CAPACITY && nd_tiers.cap_tiers[2] == 0,
+           "nodes 2, 0 and 4 first of the bandwidth, latency and capacity tiers, no cap, got %#x %#x %#x (cap %#x)",
+           nd_tiers.first_tiers[2], nd_tiers.first_tiers[0], nd_tiers.first_tiers[4], nd_tiers.cap_tiers[2]);
+    size_t before[6];
+    for (int n = 0; n < 6; n++) {
+        before[n] = nd_gauge.bound_mapped[n];
+        nd_gauge.bound_mapped[n] = (size_t)(n + 1) << 22;   /* node n: n + 1 segments */
+    }
+    EXPECT(nd_tier_cap_bytes(ND_TIER_BANDWIDTH, -1) == (size_t)(3 + 4) << 22,
+           "the bandwidth tier to count nodes 2 and 3 (28 MiB), got %zu", nd_tier_cap_bytes(ND_TIER_BANDWIDTH, -1));
+    EXPECT(nd_tier_cap_bytes(ND_TIER_LATENCY, -1) == (size_t)(1 + 2) << 22,
+           "the latency tier to count nodes 0 and 1 (12 MiB), got %zu", nd_tier_cap_bytes(ND_TIER_LATENCY, -1));
+    EXPECT(nd_tier_cap_bytes(ND_TIER_CAPACITY, 1) == (size_t)6 << 22,
+           "the capacity tier from node 1 to count node 5 (24 MiB), got %zu", nd_tier_cap_bytes(ND_TIER_CAPACITY, 1));
+    EXPECT(!nd_tier_over_cap(2, (size_t)1 << 40), "no cap set: nothing over it");
+    for (int n = 0; n < 6; n++)
+        nd_gauge.bound_mapped[n] = before[n];
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(hmat_attributes_name_each_tiers_node_per_cpu_node),
     ND_CASE(without_hmat_tiers_follow_distances_and_sizes),
@@ -183,5 +209,6 @@ static const struct nd_case cases[] = {
     ND_CASE(the_kernels_attributes_win_over_the_measured_file),
     ND_CASE(every_order_lists_every_node_once),
     ND_CASE(a_tier_cap_counts_only_its_first_choices),
+    ND_CASE(cap_bytes_count_each_tiers_first_choices),
 };
 ND_MAIN(cases)
