@@ -6,7 +6,9 @@
  * (nodal_tier_node, nodal_tier_attr_get), a check that nodal's choice is
  * the kernel's best near node for every attribute the kernel gives, and a
  * placement check: from a thread pinned to the CPU node, every OS page of
- * blocks from nodal_malloc_tier is on that node (move_pages).
+ * blocks from nodal_malloc_tier is on that node (move_pages); then the
+ * statistics per tier and CPU node (nodal_tier_stats_get), checked against
+ * the calls the placement check made.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -77,6 +79,10 @@ static void fmt_val(char *buf, size_t len, long v, const char *unit)
         snprintf(buf, len, "%ld %s", v, unit);
 }
 
+/* The blocks the placement checks got, and their usable bytes, per tier
+   and CPU node. */
+static unsigned long long made[3][MAX_NODES], made_bytes[3][MAX_NODES];
+
 /* Blocks from nodal_malloc_tier on a thread pinned to the CPU node: every
    page on nodal_tier_node's node. */
 static int check_placement(const struct node *cn, int tier, int want)
@@ -98,6 +104,10 @@ static int check_placement(const struct node *cn, int tier, int want)
             continue;
         }
         memset(p, 1, sizes[s]);
+        if (cn->id < MAX_NODES) {
+            made[tier][cn->id]++;
+            made_bytes[tier][cn->id] += nodal_malloc_usable_size(p);
+        }
         int where;
         size_t off = pages_off_node(p, sizes[s], want, &where);
         if (off) {
@@ -110,9 +120,60 @@ static int check_placement(const struct node *cn, int tier, int want)
     return bad;
 }
 
+static void fmt_bytes(char *buf, size_t len, unsigned long long b)
+{
+    if (b >= 1 << 20)
+        snprintf(buf, len, "%.1f MiB", (double)b / (1 << 20));
+    else
+        snprintf(buf, len, "%llu B", b);
+}
+
+/* The statistics of every tier from every CPU node: what this run's calls
+   added must be the calls it made (before: the counts at its start). */
+static int check_stats(nodal_tier_stats before[3][MAX_NODES])
+{
+    int bad = 0;
+    printf("  statistics (calls made from each CPU node, nodal_tier_stats_get):\n");
+    printf("    %-9s %5s %5s %9s %12s %9s %12s %12s %8s\n", "tier", "from", "node", "requests", "bytes",
+           "fallbacks", "cap_refusals", "cap_bytes", "cap");
+    for (int t = 0; t < 3; t++) {
+        for (int r = 0; r < ncpu_nodes; r++) {
+            int c = nodes[cpu_nodes[r]].id;
+            nodal_tier_stats s;
+            if (c >= MAX_NODES || nodal_tier_stats_get(t, c, &s) != 0) {
+                printf("    FAIL: nodal_tier_stats_get(%s, %d) failed\n", tier_names[t], c);
+                bad++;
+                continue;
+            }
+            char b[32], cb[32], cap[32];
+            fmt_bytes(b, sizeof b, s.bytes);
+            fmt_bytes(cb, sizeof cb, s.cap_bytes);
+            if (s.cap)
+                fmt_bytes(cap, sizeof cap, s.cap);
+            else
+                snprintf(cap, sizeof cap, "none");
+            printf("    %-9s %5d %5d %9llu %12s %9llu %12llu %12s %8s", tier_names[t], c, s.node, s.requests, b,
+                   s.fallbacks, s.cap_refusals, cb, cap);
+            unsigned long long dr = s.requests - before[t][c].requests, db = s.bytes - before[t][c].bytes;
+            if (dr != made[t][c] || db != made_bytes[t][c]) {
+                printf("  FAIL: this run made %llu blocks (%llu bytes), the statistics grew by %llu (%llu)",
+                       made[t][c], made_bytes[t][c], dr, db);
+                bad++;
+            }
+            printf("\n");
+        }
+    }
+    return bad;
+}
+
 int tiers_run(void)
 {
     int failed = 0;
+    static nodal_tier_stats before[3][MAX_NODES];
+    for (int t = 0; t < 3; t++)
+        for (int r = 0; r < ncpu_nodes; r++)
+            if (nodes[cpu_nodes[r]].id < MAX_NODES)
+                nodal_tier_stats_get(t, nodes[cpu_nodes[r]].id, &before[t][nodes[cpu_nodes[r]].id]);
     cpu_set_t saved;
     nodal_collect(1);   /* the placement checks' freed memory back to the OS: small nodes have room again */
     CPU_ZERO(&saved);
@@ -174,6 +235,7 @@ int tiers_run(void)
             failed += bad;
         }
     }
+    failed += check_stats(before);
     printf("\n");
     sched_setaffinity(0, sizeof saved, &saved);
     return failed;

@@ -2,7 +2,9 @@
  * tier_blocks_on_the_kernels_node - from every node with CPUs, every OS
  * page of every block nodal_malloc_tier (and its calloc and aligned forms)
  * returns for each attribute is on the node the kernel's attributes name,
- * memory-only nodes included; nodal_tier_node says the same node.
+ * memory-only nodes included; nodal_tier_node says the same node; and the
+ * tier statistics (nodal_tier_stats_get) count each call, and its usable
+ * bytes, for the CPU node it ran on, across the thread's moves.
  *
  * The expected node is worked out here from /sys alone, never from nodal:
  *   with an HMAT (some nodeN/access0/initiators/ holds values): among the
@@ -117,6 +119,12 @@ int main(int argc, char **argv)
     pt_batch *b = pt_batch_new();
     size_t blocks = 0;
     int seen[PT_MAX_NODES] = { 0 };
+    static nodal_tier_stats before[3][PT_MAX_NODES];
+    static unsigned long long made[3][PT_MAX_NODES], made_bytes[3][PT_MAX_NODES];
+    for (int k = 0; k < tp->ncpunode; k++)
+        for (int t = 0; t < 3; t++)
+            if (nodal_tier_stats_get(t, tp->cpunode[k], &before[t][tp->cpunode[k]]) != 0)
+                pt_fail("nodal_tier_stats_get(%s, %d) failed (%s)", names[t], tp->cpunode[k], strerror(errno));
     for (int k = 0; k < tp->ncpunode; k++) {
         int c = tp->cpunode[k];
         const pt_node *cn = pt_node_get(c);
@@ -145,6 +153,8 @@ int main(int argc, char **argv)
                             continue;
                         }
                         pt_touch(p, sizes[s], 0x5a);
+                        made[t][c]++;
+                        made_bytes[t][c] += nodal_malloc_usable_size(p);
                         pt_batch_add(b, p, sizes[s], want, names[t], (unsigned long)sizes[s]);
                         live[nl++] = p;
                         blocks++;
@@ -157,6 +167,20 @@ int main(int argc, char **argv)
         }
     }
     pt_batch_flush(b);
+    for (int k = 0; k < tp->ncpunode; k++) {
+        int c = tp->cpunode[k];
+        for (int t = 0; t < 3; t++) {
+            nodal_tier_stats now;
+            if (nodal_tier_stats_get(t, c, &now) != 0) {
+                pt_fail("nodal_tier_stats_get(%s, %d) failed (%s)", names[t], c, strerror(errno));
+                continue;
+            }
+            unsigned long long dr = now.requests - before[t][c].requests, db = now.bytes - before[t][c].bytes;
+            if (dr != made[t][c] || db != made_bytes[t][c])
+                pt_fail("the %s tier's statistics from node %d grew by %llu blocks (%llu bytes); the calls made "
+                        "there returned %llu (%llu bytes)", names[t], c, dr, db, made[t][c], made_bytes[t][c]);
+        }
+    }
     int memonly = 0;
     for (int i = 0; i < tp->nmem; i++)
         memonly += seen[tp->mem[i]] && !pt_node_get(tp->mem[i])->has_cpus;
