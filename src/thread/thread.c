@@ -304,7 +304,7 @@ nd_tcache *nd_thread_node_tcache(int node)
         errno = ENOMEM;
         return NULL;
     }
-    t->node_tc[node] = tc;
+    nd_store_release(&t->node_tc[node], tc);   /* reports read it (nd_thread_tcaches) */
     return tc;
 }
 
@@ -352,7 +352,7 @@ static int nd_thread_tcaches(const nd_thread *t, nd_tcache **out)
     int n = 0;
     out[n++] = t->plain;
     for (int i = 0; i < nd_topo.mem_count; i++) {
-        nd_tcache *tc = t->node_tc[nd_topo.mem_ids[i]];
+        nd_tcache *tc = nd_load_acquire(&t->node_tc[nd_topo.mem_ids[i]]);   /* another thread's, in reports */
         if (tc != &nd_tcache_empty)
             out[n++] = tc;
     }
@@ -539,7 +539,7 @@ static void nd_thread_tier_now(const nd_thread *t, nd_tier_counters *now)
 {
     for (int k = 0; k < ND_TIER_COUNT; k++) {
         uint64_t blocks, bytes;
-        nd_tcache_tier_hits(nd_load_relaxed(&t->tier_tc[k]), k, &blocks, &bytes);
+        nd_tcache_tier_hits(nd_load_acquire(&t->tier_tc[k]), k, &blocks, &bytes);
         now->requests[k] = nd_load_relaxed(&t->tier_stats.requests[k]) + blocks;
         now->bytes[k] = nd_load_relaxed(&t->tier_stats.bytes[k]) + bytes;
     }
@@ -579,14 +579,14 @@ static void nd_thread_tier_close(nd_thread *t)
     }
     nd_store_relaxed(&t->tier_node, -1);
     for (int k = 0; k < ND_TIER_COUNT; k++)
-        nd_store_relaxed(&t->tier_tc[k], &nd_tcache_empty);
+        nd_store_release(&t->tier_tc[k], &nd_tcache_empty);
 }
 
 /* Opens a period on `node` with the caches tcs (t has none open). */
 static void nd_thread_tier_open(nd_thread *t, int node, nd_tcache *const *tcs)
 {
     for (int k = 0; k < ND_TIER_COUNT; k++)
-        nd_store_relaxed(&t->tier_tc[k], tcs[k]);
+        nd_store_release(&t->tier_tc[k], tcs[k]);
     nd_tier_counters now;
     nd_thread_tier_now(t, &now);
     nd_tier_copy(&t->tier_open, &now);

@@ -720,6 +720,59 @@ static void stats_count_tier_calls_per_tier_exactly(void)
     EXPECT(cols >= 6, "the tier table to have at least 6 columns, found %d", cols);
 }
 
+struct tier_racer {
+    int tier;
+    size_t blocks, bytes;
+};
+
+static int tier_racers_done;
+
+static void *tier_racer_thread(void *arg)
+{
+    struct tier_racer *r = arg;
+    r->bytes = tier_workload(r->tier, 3000, &r->blocks);
+    __atomic_add_fetch(&tier_racers_done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* Reports taken while other threads make tier calls (and exit) read the
+   counts those threads are writing: once the threads are gone the counts
+   are exact, whatever the reports saw (and, under ThreadSanitizer, without
+   a race reported). */
+static void stats_count_tier_calls_exactly_while_reports_run(void)
+{
+    enum { THREADS = 4 };
+    nodal_tier_stats before[N_TIERS], after;
+    for (int t = 0; t < N_TIERS; t++)
+        EXPECT(nodal_tier_stats_get(tier_ids[t], -1, &before[t]) == 0, "nodal_tier_stats_get to succeed");
+    struct tier_racer r[THREADS];
+    pthread_t th[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        r[i].tier = i % N_TIERS;
+        EXPECT(pthread_create(&th[i], NULL, tier_racer_thread, &r[i]) == 0, "pthread_create to work");
+    }
+    int reports = 0;
+    for (int k = 0; k < 200 || __atomic_load_n(&tier_racers_done, __ATOMIC_ACQUIRE) < THREADS; k++, reports++) {
+        EXPECT(nodal_tier_stats_get(tier_ids[k % N_TIERS], k % 2 ? -1 : nodal_current_node(), &after) == 0,
+               "nodal_tier_stats_get to succeed while tier calls run");
+        if (k % 20 == 0)
+            nodal_stats_json(json_a, JSON_CAP);
+    }
+    for (int i = 0; i < THREADS; i++)
+        pthread_join(th[i], NULL);
+    printf("%d reports while the threads ran\n", reports);
+    for (int t = 0; t < N_TIERS; t++) {
+        unsigned long long blocks = 0, bytes = 0;
+        for (int i = 0; i < THREADS; i++)
+            if (r[i].tier == t)
+                blocks += r[i].blocks, bytes += r[i].bytes;
+        EXPECT(nodal_tier_stats_get(tier_ids[t], -1, &after) == 0, "nodal_tier_stats_get to succeed");
+        EXPECT(after.requests - before[t].requests == blocks && after.bytes - before[t].bytes == bytes,
+               "tier %s: the threads got %llu blocks (%llu bytes), the statistics grew by %llu (%llu)",
+               tier_names[t], blocks, bytes, after.requests - before[t].requests, after.bytes - before[t].bytes);
+    }
+}
+
 /* STATS-SCHEMA: "cap_bytes" per tier is the node-bound memory the node
    entries show ("bound_mapped") on the nodes the tier names first, and per
    CPU node on the node it names from there. */
@@ -821,6 +874,7 @@ static const struct nd_case cases[] = {
     ND_CASE(stats_count_tier_calls_per_tier_exactly),
     ND_CASE(stats_count_cap_refusals_of_the_capped_tier),
     ND_CASE(stats_tier_cap_bytes_are_the_bound_memory_of_its_nodes),
+    ND_CASE(stats_count_tier_calls_exactly_while_reports_run),
     ND_CASE(emit_stats_after_tier_cap),
 };
 ND_MAIN(cases)
