@@ -93,10 +93,6 @@ static void *nd_tier_aligned_one(int node, size_t alignment, size_t size)
     return nodal_aligned_alloc_node(alignment, size, node);
 }
 
-/* The fast path's misses: no rseq CPU (a thread glibc registered none for,
-   or valgrind), the table not built yet, an empty bin, a size above the
-   classes, a preferred or bad tier. A strict tier with a known CPU goes
-   straight to the node fast path (its own slow path refills the bin). */
 /* The register that carries `tier`, whole: on x86-64 its upper half is
    whatever the caller left there (the ABI extends nothing), so the word is
    below ND_TIER_COUNT only when it is the tier itself; any other word,
@@ -113,7 +109,11 @@ static inline size_t nd_tier_word(int tier)
 #endif
 }
 
-/* word: nd_tier_word(tier), whose low half is the tier. */
+/* The fast path's misses: no rseq CPU (a thread glibc registered none for,
+   or valgrind), the table not built yet, an empty bin, a size above the
+   classes, a preferred or bad tier. A strict tier with a known CPU goes
+   straight to the node fast path (its own slow path refills the bin).
+   word: nd_tier_word(tier), whose low half is the tier. */
 static __attribute__((noinline)) void *nd_tier_malloc_slow(size_t size, size_t word)
 {
     int tier = (int)word;
