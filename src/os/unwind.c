@@ -33,8 +33,14 @@
 #include "os.h"
 
 #include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
 #include <stdint.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #if defined(__x86_64__) && defined(DLFO_EH_SEGMENT_TYPE)
 #define ND_OWN_UNWIND 1
@@ -67,6 +73,7 @@
 typedef struct nd_uw_cur {
     const uint8_t *p, *end;
     bool ok;
+    uintptr_t bias;       /* the bytes' address in the object less their address here */
 } nd_uw_cur;
 
 static nd_noinline uint64_t nd_uw_uleb(nd_uw_cur *c)
@@ -115,7 +122,7 @@ static nd_noinline uint64_t nd_uw_fixed(nd_uw_cur *c, size_t n)
 /* A pointer in encoding enc; datarel is relative to `data` (.eh_frame_hdr). */
 static nd_noinline uintptr_t nd_uw_ptr(nd_uw_cur *c, uint8_t enc, uintptr_t data)
 {
-    uintptr_t at = (uintptr_t)c->p, v;
+    uintptr_t at = (uintptr_t)c->p + c->bias, v;
     switch (enc & 0x0f) {
     case PE_ABSPTR: v = (uintptr_t)nd_uw_fixed(c, 8); break;
     case PE_ULEB:   v = (uintptr_t)nd_uw_uleb(c); break;
@@ -246,50 +253,143 @@ static bool nd_uw_run(nd_uw_cur *c, uintptr_t *loc, uintptr_t target, uint64_t c
     return c->ok;
 }
 
+/* Where the tables of the objects a walk met are read from. Reading them
+   in place would make them resident: the kernel maps a file's pages 64 KiB
+   around each one touched, so the few entries a walk reads in libc's
+   tables (its outermost frames are in every stack) cost about 150 KiB of
+   the process's resident memory. So they are read from the object's file
+   with pread (page cache, not the process's pages), when the file is the
+   one mapped (its program headers put the tables where they are, and the
+   object ends where it does); in place otherwise (the vDSO, a file
+   replaced since). */
+#define ND_UW_OBJS 4
+typedef struct nd_uw_obj {
+    uintptr_t start;      /* dlfo_map_start: which object */
+    int       fd;         /* -1: read in place */
+    uintptr_t lo, hi;     /* the addresses of the segment read from the file */
+    uintptr_t delta;      /* file offset = address - delta */
+} nd_uw_obj;
+
+typedef struct nd_uw_walk {
+    nd_uw_obj objs[ND_UW_OBJS];
+    int       nobjs;
+} nd_uw_walk;
+
+/* Reads len bytes at address a of object o. */
+static bool nd_uw_read(const nd_uw_obj *o, uintptr_t a, void *buf, size_t len)
+{
+    if (o == NULL || o->fd < 0 || a < o->lo || a + len > o->hi) {
+        memcpy(buf, (const void *)a, len);
+        return true;
+    }
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = pread(o->fd, (char *)buf + done, len - done, (off_t)(a + done - o->delta));
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        done += (size_t)n;
+    }
+    return true;
+}
+
+/* Opens the file of object fo and checks it is the one mapped; its entry
+   in w (fd -1 when it is not read from a file). */
+static const nd_uw_obj *nd_uw_obj_of(nd_uw_walk *w, const struct dl_find_object *fo)
+{
+    uintptr_t start = (uintptr_t)fo->dlfo_map_start;
+    for (int i = 0; i < w->nobjs; i++)
+        if (w->objs[i].start == start)
+            return &w->objs[i];
+    if (w->nobjs == ND_UW_OBJS)
+        return NULL;   /* in place */
+    nd_uw_obj *o = &w->objs[w->nobjs++];
+    *o = (nd_uw_obj){ .start = start, .fd = -1 };
+    const struct link_map *lm = fo->dlfo_link_map;
+    if (lm == NULL || lm->l_name == NULL)
+        return o;
+    const char *path = lm->l_name[0] != '\0' ? lm->l_name : "/proc/self/exe";
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return o;
+    Elf64_Ehdr eh;
+    Elf64_Phdr ph[32];
+    bool ok = pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+              eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum <= 32 &&
+              pread(fd, ph, eh.e_phnum * sizeof ph[0], (off_t)eh.e_phoff) == (ssize_t)(eh.e_phnum * sizeof ph[0]);
+    uintptr_t base = (uintptr_t)lm->l_addr, hdr = (uintptr_t)fo->dlfo_eh_frame, end = 0;
+    bool hdr_here = false;
+    for (int i = 0; ok && i < eh.e_phnum; i++) {
+        if (ph[i].p_type == PT_GNU_EH_FRAME)
+            hdr_here = base + ph[i].p_vaddr == hdr;
+        if (ph[i].p_type != PT_LOAD)
+            continue;
+        uintptr_t lo = base + ph[i].p_vaddr, hi = lo + ph[i].p_filesz;
+        if (lo + ph[i].p_memsz > end)
+            end = lo + ph[i].p_memsz;
+        if (hdr >= lo && hdr < hi) {
+            o->lo = lo;
+            o->hi = hi;
+            o->delta = lo - ph[i].p_offset;
+        }
+    }
+    /* The file mapped: the tables where its headers say, the same end. */
+    if (ok && hdr_here && o->hi != 0 && end == (uintptr_t)fo->dlfo_map_end) {
+        o->fd = fd;
+        return o;
+    }
+    close(fd);
+    o->lo = o->hi = 0;
+    return o;
+}
+
 /* The rules of the frame executing at pc (for a return address, pc is the
    call instruction: the address minus one). False when there are none this
    reader can use. */
-static bool nd_uw_rules_at(uintptr_t pc, nd_uw_rules *out)
+static bool nd_uw_rules_at(nd_uw_walk *w, uintptr_t pc, nd_uw_rules *out)
 {
     struct dl_find_object fo;
     if (_dl_find_object((void *)pc, &fo) != 0 || fo.dlfo_eh_frame == NULL)
         return false;
+    const nd_uw_obj *o = nd_uw_obj_of(w, &fo);
     /* .eh_frame_hdr: version 1, the encodings, then a table of
        (initial address, FDE) sorted by address, both datarel sdata4. */
-    const uint8_t *hdr = fo.dlfo_eh_frame;
-    if (hdr[0] != 1 || hdr[3] != (PE_DATAREL | PE_SDATA4))
+    uintptr_t hdr = (uintptr_t)fo.dlfo_eh_frame;
+    uint8_t hb[4 + 16];
+    if (!nd_uw_read(o, hdr, hb, sizeof hb) || hb[0] != 1 || hb[3] != (PE_DATAREL | PE_SDATA4))
         return false;
-    nd_uw_cur c = { hdr + 4, hdr + 4 + 16, true };
-    nd_uw_ptr(&c, hdr[1], (uintptr_t)hdr);                       /* .eh_frame itself: not needed */
-    uint64_t count = nd_uw_ptr(&c, hdr[2], (uintptr_t)hdr);
-    if (!c.ok || hdr[2] == PE_OMIT || count == 0)
+    nd_uw_cur c = { hb + 4, hb + sizeof hb, true, hdr - (uintptr_t)hb };
+    nd_uw_ptr(&c, hb[1], hdr);                                   /* .eh_frame itself: not needed */
+    uint64_t count = nd_uw_ptr(&c, hb[2], hdr);
+    if (!c.ok || hb[2] == PE_OMIT || count == 0)
         return false;
-    const int32_t *tab = (const int32_t *)(const void *)c.p;
+    uintptr_t tab = (uintptr_t)c.p + c.bias;
+    int32_t e[2];
     uint64_t lo = 0, hi = count;   /* the last entry whose address is <= pc */
     while (hi - lo > 1) {
         uint64_t mid = lo + (hi - lo) / 2;
-        if ((uintptr_t)hdr + (intptr_t)tab[2 * mid] <= pc)
+        if (!nd_uw_read(o, tab + 8 * mid, e, sizeof e))
+            return false;
+        if (hdr + (intptr_t)e[0] <= pc)
             lo = mid;
         else
             hi = mid;
     }
-    if ((uintptr_t)hdr + (intptr_t)tab[2 * lo] > pc)
+    if (!nd_uw_read(o, tab + 8 * lo, e, sizeof e) || hdr + (intptr_t)e[0] > pc)
         return false;
-    const uint8_t *fde = hdr + (intptr_t)tab[2 * lo + 1];
+    uintptr_t fde = hdr + (intptr_t)e[1];
 
     /* The FDE: length, CIE pointer, its address range, instructions. */
-    uint32_t flen, cie_off;
-    memcpy(&flen, fde, 4);
-    memcpy(&cie_off, fde + 4, 4);
-    if (flen == 0 || flen == 0xffffffffu || cie_off == 0)
+    uint8_t fb[1536], cb[256];
+    uint32_t fh[2], ch[2];
+    if (!nd_uw_read(o, fde, fh, sizeof fh) || fh[0] < 4 || fh[0] > sizeof fb - 4 || fh[1] == 0)
+        return false;   /* (0xffffffff: 64-bit lengths, not used in .eh_frame) */
+    uintptr_t cie = fde + 4 - fh[1];
+    if (!nd_uw_read(o, cie, ch, sizeof ch) || ch[0] < 4 || ch[0] > sizeof cb - 4 || ch[1] != 0 ||
+        !nd_uw_read(o, fde, fb, 4 + fh[0]) || !nd_uw_read(o, cie, cb, 4 + ch[0]))
         return false;
-    const uint8_t *cie = fde + 4 - cie_off, *fde_end = fde + 4 + flen;
-    uint32_t clen, cid;
-    memcpy(&clen, cie, 4);
-    memcpy(&cid, cie + 4, 4);
-    if (clen == 0 || clen == 0xffffffffu || cid != 0)
-        return false;
-    nd_uw_cur cc = { cie + 8, cie + 4 + clen, true };
+    nd_uw_cur cc = { cb + 8, cb + 4 + ch[0], true, cie - (uintptr_t)cb };
     uint8_t version = (uint8_t)nd_uw_fixed(&cc, 1);
     const char *aug = (const char *)cc.p;
     size_t auglen = strnlen(aug, (size_t)(cc.end - cc.p));
@@ -300,9 +400,11 @@ static bool nd_uw_rules_at(uintptr_t pc, nd_uw_rules *out)
     int64_t daf = nd_uw_sleb(&cc);
     uint64_t ra = version == 1 ? nd_uw_fixed(&cc, 1) : nd_uw_uleb(&cc);
     uint64_t adlen = nd_uw_uleb(&cc);
-    const uint8_t *ad = cc.p, *ad_end = cc.p + adlen;
+    if (!cc.ok || adlen > (uint64_t)(cc.end - cc.p))
+        return false;
+    const uint8_t *ad_end = cc.p + adlen;
     uint8_t fde_enc = PE_ABSPTR;
-    nd_uw_cur ac = { ad, ad_end, true };
+    nd_uw_cur ac = { cc.p, ad_end, true, cc.bias };
     for (size_t i = 1; i < auglen && ac.ok; i++) {
         if (aug[i] == 'R')
             fde_enc = (uint8_t)nd_uw_fixed(&ac, 1);
@@ -314,17 +416,17 @@ static bool nd_uw_rules_at(uintptr_t pc, nd_uw_rules *out)
         } else if (aug[i] != 'S')
             return false;   /* S: a signal frame's; its rules are read as any */
     }
-    if (!cc.ok || !ac.ok || ra != REG_RA || ad_end > cc.end)
+    if (!ac.ok || ra != REG_RA)
         return false;
     cc.p = ad_end;
 
-    nd_uw_cur fc = { fde + 8, fde_end, true };
+    nd_uw_cur fc = { fb + 8, fb + 4 + fh[0], true, fde - (uintptr_t)fb };
     uintptr_t begin = nd_uw_ptr(&fc, fde_enc, 0);
     uintptr_t range = nd_uw_ptr(&fc, fde_enc & 0x0f, 0);
     uint64_t fadlen = nd_uw_uleb(&fc);
-    fc.p += fadlen;
-    if (!fc.ok || fc.p > fc.end || pc < begin || pc - begin >= range)
+    if (!fc.ok || fadlen > (uint64_t)(fc.end - fc.p) || pc < begin || pc - begin >= range)
         return false;
+    fc.p += fadlen;
 
     nd_uw_rules r = { .cfa_reg = 0xff, .rbp_how = 0, .ra_how = 2 };
     uintptr_t loc = begin;
@@ -338,6 +440,75 @@ static bool nd_uw_rules_at(uintptr_t pc, nd_uw_rules *out)
     return true;
 }
 
+/* The rules found, by return address: a walk reads the tables (pread) only
+   for return addresses it has not met before. One word an entry, set by a
+   store and read by a load (atomic), so it needs no lock:
+
+     bits 0-46   the return address less one (user addresses are below 2^47)
+     bit  47     the CFA is from rbp (else rsp)
+     bits 48-55  the CFA's offset / 8
+     bit  56     rbp is saved (else kept)
+     bits 57-62  minus rbp's offset from the CFA / 8
+     bit  63     the outermost frame (its return address undefined): no other bit but the address
+
+   Rules that do not fit (the return address not at CFA - 8, offsets out
+   of range) are not kept. Mapped at the first walk (a process that never
+   profiles does not hold it); its pages are touched only as entries fill. */
+#define ND_UW_CACHE 4096
+static uint64_t *nd_uw_cache;
+
+/* Without a cache (no memory for it): one entry, still exact by its key. */
+static uint64_t nd_uw_cache_none;
+
+static uint64_t *nd_uw_cache_slot(uintptr_t pc)
+{
+    uint64_t *c = __atomic_load_n(&nd_uw_cache, __ATOMIC_ACQUIRE);
+    if (c == NULL) {
+        void *m = mmap(NULL, ND_UW_CACHE * sizeof *c, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            return &nd_uw_cache_none;
+        uint64_t *none = NULL;
+        if (__atomic_compare_exchange_n(&nd_uw_cache, &none, (uint64_t *)m, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            c = m;
+        else {
+            munmap(m, ND_UW_CACHE * sizeof *c);
+            c = none;
+        }
+    }
+    return &c[(uint32_t)((pc * 0x9e3779b97f4a7c15ull) >> 52) & (ND_UW_CACHE - 1)];
+}
+
+static bool nd_uw_cached(uintptr_t pc, nd_uw_rules *r)
+{
+    uint64_t e = __atomic_load_n(nd_uw_cache_slot(pc), __ATOMIC_RELAXED);
+    if (e == 0 || (e & ((1ull << 47) - 1)) != pc)
+        return false;
+    if (e >> 63) {
+        *r = (nd_uw_rules){ .cfa_reg = 0xff, .ra_how = 3 };
+        return true;
+    }
+    *r = (nd_uw_rules){ .cfa_reg = (e >> 47) & 1 ? REG_RBP : REG_RSP, .cfa_off = (int64_t)((e >> 48) & 0xff) * 8,
+                        .rbp_how = (uint8_t)((e >> 56) & 1), .rbp_off = -(int64_t)((e >> 57) & 0x3f) * 8,
+                        .ra_how = 1, .ra_off = -8 };
+    return true;
+}
+
+static void nd_uw_cache_put(uintptr_t pc, const nd_uw_rules *r)
+{
+    if (pc >> 47 == 0 && pc != 0 && r->ra_how == 3) {
+        __atomic_store_n(nd_uw_cache_slot(pc), (uint64_t)pc | 1ull << 63, __ATOMIC_RELAXED);
+        return;
+    }
+    if (pc >> 47 != 0 || r->ra_how != 1 || r->ra_off != -8 || (r->cfa_reg != REG_RSP && r->cfa_reg != REG_RBP) ||
+        r->cfa_off < 0 || r->cfa_off % 8 != 0 || r->cfa_off / 8 > 0xff || r->rbp_how > 1 ||
+        (r->rbp_how == 1 && (r->rbp_off >= 0 || r->rbp_off % 8 != 0 || -r->rbp_off / 8 > 0x3f)))
+        return;
+    uint64_t e = (uint64_t)pc | (uint64_t)(r->cfa_reg == REG_RBP) << 47 | (uint64_t)(r->cfa_off / 8) << 48;
+    if (r->rbp_how == 1)
+        e |= 1ull << 56 | (uint64_t)(-r->rbp_off / 8) << 57;
+    __atomic_store_n(nd_uw_cache_slot(pc), e, __ATOMIC_RELAXED);
+}
+
 __attribute__((no_sanitize("address")))
 int nd_os_unwind_own(uintptr_t *ips, uintptr_t *cfas, int max)
 {
@@ -347,13 +518,21 @@ int nd_os_unwind_own(uintptr_t *ips, uintptr_t *cfas, int max)
     uintptr_t cfa = fp + 2 * sizeof(uintptr_t);
     uintptr_t pc = (uintptr_t)__builtin_return_address(0);
     uintptr_t rbp = *(const uintptr_t *)fp;
-    int n = 0;
+    int saved = errno, n = 0;
+    nd_uw_walk w;
+    w.nobjs = 0;
     while (n < max && pc != 0) {
         ips[n] = pc;
         cfas[n] = cfa;
         n++;
         nd_uw_rules r;
-        if (!nd_uw_rules_at(pc - 1, &r) || r.ra_how != 1)
+        if (nd_uw_cached(pc - 1, &r))
+            ;
+        else if (nd_uw_rules_at(&w, pc - 1, &r))
+            nd_uw_cache_put(pc - 1, &r);
+        else
+            break;
+        if (r.ra_how != 1)
             break;   /* no rules, or the outermost frame (its return address undefined) */
         uintptr_t base = r.cfa_reg == REG_RSP ? cfa : r.cfa_reg == REG_RBP ? rbp : 0;
         if (base == 0 || r.rbp_how == 2)
@@ -367,6 +546,10 @@ int nd_os_unwind_own(uintptr_t *ips, uintptr_t *cfas, int max)
         pc = *(const uintptr_t *)ra_at;
         cfa = next;
     }
+    for (int i = 0; i < w.nobjs; i++)
+        if (w.objs[i].fd >= 0)
+            close(w.objs[i].fd);
+    errno = saved;
     return n;
 }
 
