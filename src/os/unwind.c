@@ -454,7 +454,7 @@ static bool nd_uw_rules_at(nd_uw_walk *w, uintptr_t pc, nd_uw_rules *out)
    Rules that do not fit (the return address not at CFA - 8, offsets out
    of range) are not kept. Mapped at the first walk (a process that never
    profiles does not hold it); its pages are touched only as entries fill. */
-#define ND_UW_CACHE 4096
+#define ND_UW_CACHE 1024
 static uint64_t *nd_uw_cache;
 
 /* Without a cache (no memory for it): one entry, still exact by its key. */
@@ -475,7 +475,7 @@ static uint64_t *nd_uw_cache_slot(uintptr_t pc)
             c = none;
         }
     }
-    return &c[(uint32_t)((pc * 0x9e3779b97f4a7c15ull) >> 52) & (ND_UW_CACHE - 1)];
+    return &c[(uint32_t)((pc * 0x9e3779b97f4a7c15ull) >> 54) & (ND_UW_CACHE - 1)];
 }
 
 static bool nd_uw_cached(uintptr_t pc, nd_uw_rules *r)
