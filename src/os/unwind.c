@@ -40,6 +40,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #if defined(__x86_64__) && defined(DLFO_EH_SEGMENT_TYPE)
@@ -275,6 +276,15 @@ typedef struct nd_uw_walk {
     int       nobjs;
 } nd_uw_walk;
 
+/* The file calls, as raw system calls: open, pread and close are
+   cancellation points, and a malloc must not be one. */
+static int nd_uw_open(const char *path) { return (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC); }
+static ssize_t nd_uw_pread(int fd, void *buf, size_t len, uint64_t off)
+{
+    return (ssize_t)syscall(SYS_pread64, fd, buf, len, (off_t)off);
+}
+static void nd_uw_close(int fd) { syscall(SYS_close, fd); }
+
 /* Reads len bytes at address a of object o. */
 static bool nd_uw_read(const nd_uw_obj *o, uintptr_t a, void *buf, size_t len)
 {
@@ -284,7 +294,7 @@ static bool nd_uw_read(const nd_uw_obj *o, uintptr_t a, void *buf, size_t len)
     }
     size_t done = 0;
     while (done < len) {
-        ssize_t n = pread(o->fd, (char *)buf + done, len - done, (off_t)(a + done - o->delta));
+        ssize_t n = nd_uw_pread(o->fd, (char *)buf + done, len - done, a + done - o->delta);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0)
@@ -310,14 +320,14 @@ static const nd_uw_obj *nd_uw_obj_of(nd_uw_walk *w, const struct dl_find_object 
     if (lm == NULL || lm->l_name == NULL)
         return o;
     const char *path = lm->l_name[0] != '\0' ? lm->l_name : "/proc/self/exe";
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = nd_uw_open(path);
     if (fd < 0)
         return o;
     Elf64_Ehdr eh;
     Elf64_Phdr ph[32];
-    bool ok = pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+    bool ok = nd_uw_pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
               eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum <= 32 &&
-              pread(fd, ph, eh.e_phnum * sizeof ph[0], (off_t)eh.e_phoff) == (ssize_t)(eh.e_phnum * sizeof ph[0]);
+              nd_uw_pread(fd, ph, eh.e_phnum * sizeof ph[0], eh.e_phoff) == (ssize_t)(eh.e_phnum * sizeof ph[0]);
     uintptr_t base = (uintptr_t)lm->l_addr, hdr = (uintptr_t)fo->dlfo_eh_frame, end = 0;
     bool hdr_here = false;
     for (int i = 0; ok && i < eh.e_phnum; i++) {
@@ -339,7 +349,7 @@ static const nd_uw_obj *nd_uw_obj_of(nd_uw_walk *w, const struct dl_find_object 
         o->fd = fd;
         return o;
     }
-    close(fd);
+    nd_uw_close(fd);
     o->lo = o->hi = 0;
     return o;
 }
@@ -548,7 +558,7 @@ int nd_os_unwind_own(uintptr_t *ips, uintptr_t *cfas, int max)
     }
     for (int i = 0; i < w.nobjs; i++)
         if (w.objs[i].fd >= 0)
-            close(w.objs[i].fd);
+            nd_uw_close(w.objs[i].fd);
     errno = saved;
     return n;
 }
