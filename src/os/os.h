@@ -139,6 +139,12 @@ bool        nd_os_unwind_start(void) nd_hidden;
    return address of frame i + 1 on x86-64). Up to max frames; -1 when
    nd_os_unwind_start found no unwinder. Does not allocate. */
 int         nd_os_unwind(uintptr_t *ips, uintptr_t *cfas, int max) nd_hidden;
+/* The same walk by nodal's own reader of the unwind tables (unwind.c:
+   x86-64 with glibc's _dl_find_object; no libgcc, no lock, no allocation,
+   async-signal-safe): frames whose rules it does not know end the stack.
+   -1 where it is not built (nd_os_unwind_own_ok false). */
+int         nd_os_unwind_own(uintptr_t *ips, uintptr_t *cfas, int max) nd_noinline nd_hidden;
+bool        nd_os_unwind_own_ok(void) nd_hidden;
 /* What the dynamic loader knows of code address a: the file of its object
    and where that is loaded, the symbol before a and its address (NULLs
    where unknown). False when a is in no loaded object. */

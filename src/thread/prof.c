@@ -5,6 +5,7 @@
 
 #include "atomic.h"
 #include "msg.h"
+#include "options.h"
 #include "os.h"
 #include "tcache.h"
 #include "thread.h"
@@ -65,9 +66,12 @@ size_t nd_prof_live_next(size_t i) { return nd_prof_next_used(nd_prof_live_used,
 /* The recursion guard: set while this thread is inside the profiler (the
    unwinder may allocate; a signal handler may allocate in between). */
 static __thread uint8_t nd_prof_busy;
-/* The memo of stacks is used (x86-64, libgcc's unwinder at hand, nodal a
-   shared library). */
+/* The memo of stacks is used (x86-64, an unwinder at hand, nodal a shared
+   library). */
 static bool nd_prof_fast;
+/* The unwinder is nodal's own (unwind.c), not libgcc's: nothing loads
+   libgcc_s, and no walk falls back to backtrace(). */
+static bool nd_prof_own_unwind;
 /* Bytes of large and huge requests to this thread's next sample, and the
    state of its draws. */
 static __thread int64_t  nd_prof_big_left;
@@ -97,12 +101,18 @@ bool nd_prof_start(int64_t rate)
     bool main;
     if (nd_os_code_range((const void *)(uintptr_t)nd_prof_start, &nd_prof_self_lo, &nd_prof_self_hi, &main) && main)
         nd_prof_self_lo = nd_prof_self_hi = 0;   /* linked into the program: nothing is left out */
-    /* The unwinder's first call loads libgcc_s (and allocates): now, and
-       not inside a sampled malloc. */
-    void *frames[4];
     nd_prof_busy = 1;
-    nd_os_backtrace(frames, 4);
-    nd_prof_fast = ND_PROF_FAST_WALK && nd_prof_self_hi != 0 && nd_os_unwind_start();
+    nd_prof_own_unwind = ND_PROF_FAST_WALK && nd_prof_self_hi != 0 && nd_os_unwind_own_ok() &&
+                         nd_opt(ND_OPT_prof_libgcc) == 0;
+    if (nd_prof_own_unwind) {
+        nd_prof_fast = true;
+    } else {
+        /* libgcc's unwinder: its first call loads libgcc_s (and
+           allocates): now, and not inside a sampled malloc. */
+        void *frames[4];
+        nd_os_backtrace(frames, 4);
+        nd_prof_fast = ND_PROF_FAST_WALK && nd_prof_self_hi != 0 && nd_os_unwind_start();
+    }
     nd_prof_busy = 0;
     nd_store_release(&nd_tcache_prof_rate, rate);
     nd_thread_prof_rearm();
@@ -181,13 +191,10 @@ static uint32_t nd_prof_site_of(void *const *frames, int n)
     return ND_PROF_SITES;
 }
 
-/* The site of the calling stack through glibc's backtrace(), nodal's own
-   frames left out. */
-static uint32_t nd_prof_backtrace_site(void)
+/* The site of return addresses raw[0..n), nodal's own frames (malloc and
+   what it called) left out. */
+static uint32_t nd_prof_frames_site(void *const *raw, int n)
 {
-    nd_add_relaxed(&nd_prof_nunwinds, 1);
-    void *raw[ND_PROF_FRAMES + 16];
-    int n = nd_os_backtrace(raw, ND_PROF_FRAMES + 16);
     int first = 0;
     /* nodal's own frames (malloc and what it called) are not the site. */
     while (first < n && nd_prof_own_code((uintptr_t)raw[first]))
@@ -196,6 +203,25 @@ static uint32_t nd_prof_backtrace_site(void)
         first = 0;
     int keep = n - first < ND_PROF_FRAMES ? n - first : ND_PROF_FRAMES;
     return nd_prof_site_of(raw + first, keep);
+}
+
+/* The same from an unwind's return addresses. */
+static uint32_t nd_prof_ips_site(const uintptr_t *ips, int n)
+{
+    void *raw[64];
+    n = n < 0 ? 0 : n > (int)(sizeof raw / sizeof raw[0]) ? (int)(sizeof raw / sizeof raw[0]) : n;
+    for (int k = 0; k < n; k++)
+        raw[k] = (void *)ips[k];
+    return nd_prof_frames_site(raw, n);
+}
+
+/* The site of the calling stack through glibc's backtrace(). */
+static uint32_t nd_prof_backtrace_site(void)
+{
+    nd_add_relaxed(&nd_prof_nunwinds, 1);
+    void *raw[ND_PROF_FRAMES + 16];
+    int n = nd_os_backtrace(raw, ND_PROF_FRAMES + 16);
+    return nd_prof_frames_site(raw, n);
 }
 
 /* ---- the memo of stacks (x86-64) ------------------------------------------
@@ -376,7 +402,8 @@ static nd_noinline uint32_t nd_prof_stack_site(void)
        i's return address ips[i] is at cfas[i] - 8 (x86-64); the frame it
        returns into has cfas[i + 1]. */
     uintptr_t ips[ND_PROF_FRAMES + ND_PROF_OWN_DEPTH + 8], cfas[ND_PROF_FRAMES + ND_PROF_OWN_DEPTH + 8];
-    int n = nd_os_unwind(ips, cfas, (int)(sizeof ips / sizeof ips[0]));
+    int max = (int)(sizeof ips / sizeof ips[0]);
+    int n = nd_prof_own_unwind ? nd_os_unwind_own(ips, cfas, max) : nd_os_unwind(ips, cfas, max);
     nd_add_relaxed(&nd_prof_nunwinds, 1);
     if (n > 1 && ips[n - 1] == 0)   /* the outermost frame's "return address" */
         n--;
@@ -385,7 +412,8 @@ static nd_noinline uint32_t nd_prof_stack_site(void)
     while (me < n && cfas[me] != own_cfa)
         me++;
     if (me >= n)   /* unwinder and sampler disagree: no memo */
-        return nd_prof_backtrace_site();
+        return nd_prof_own_unwind ? nd_prof_ips_site(ips, n)
+                                  : nd_prof_backtrace_site();
     int first = me;
     bool ok = true;
     for (; first < n && nd_prof_own_code(ips[first]); first++) {
@@ -397,7 +425,7 @@ static nd_noinline uint32_t nd_prof_stack_site(void)
             nd_prof_own_learn(ips[first], cfas[first + 1] - cfas[first]);
     }
     if (first == n)   /* all nodal's: as backtrace() would */
-        return nd_prof_backtrace_site();
+        return nd_prof_own_unwind ? nd_prof_ips_site(ips, n) : nd_prof_backtrace_site();
     int keep = n - first < ND_PROF_FRAMES ? n - first : ND_PROF_FRAMES;
     void *frames[ND_PROF_FRAMES];
     for (int k = 0; k < keep; k++)

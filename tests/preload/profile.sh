@@ -6,7 +6,8 @@
 # .heap dump and finds the same sites; a fork, thread churn and a signal
 # whose handler allocates neither deadlock nor lose the dumps (nodal_profile_dump,
 # the signal's dump, the exit files of parent and child). On x86-64 most
-# stacks come from the memo of stacks, not the unwinder.
+# stacks come from the memo of stacks, not the unwinder, and the unwinder
+# is nodal's own (no libgcc_s) unless prof_libgcc=1.
 set -u
 lib=$1 prog=$2
 node_a=${3:-} node_b=${4:-}
@@ -41,6 +42,24 @@ echo "samples=$samples unwound=$unwound"
 [ -n "$samples" ] && [ -n "$unwound" ] && [ "$unwound" -le "$samples" ] || fail "no samples= unwound= in the header: $(head -1 dump.txt)"
 if [ "$(uname -m)" = x86_64 ]; then
     [ "$unwound" -le $((samples / 10)) ] || fail "the unwinder walked $unwound of $samples stacks (want at most a tenth)"
+fi
+
+# x86-64 with glibc 2.35+: nodal reads the unwind tables itself and never
+# loads libgcc_s (prof_libgcc=1 does); the shares are the same either way.
+if [ "$(uname -m)" = x86_64 ] && ldd --version 2>&1 | head -1 | awk '{ split($NF, v, "."); exit !(v[1] > 2 || (v[1] == 2 && v[2] >= 35)) }'; then
+    NODAL_PROF=1 LD_PRELOAD=$lib cat /proc/self/maps >maps.own || fail "cat under prof=1 failed"
+    NODAL_PROF=1 NODAL_PROF_LIBGCC=1 LD_PRELOAD=$lib cat /proc/self/maps >maps.libgcc || fail "cat under prof_libgcc=1 failed"
+    ! grep -q libgcc_s maps.own || fail "prof=1 loaded libgcc_s: $(grep libgcc_s maps.own | head -1)"
+    grep -q libgcc_s maps.libgcc || fail "prof_libgcc=1 did not load libgcc_s (is the check blind?)"
+    mv dump.txt dump.own.txt
+    NODAL_PROF=1 NODAL_PROF_LIBGCC=1 NODAL_PROF_RATE=32k NODAL_PROF_PREFIX="$dir/g.%p" LD_PRELOAD=$lib \
+        "$prog" sites "$dir/dump" $node_a $node_b 2>"$dir/err" || fail "prof_sites sites under prof_libgcc=1 failed: $(cat "$dir/err")"
+    ga=$(share site_a) gb=$(share site_b) gc=$(share site_c)
+    echo "prof_libgcc=1 shares: site_a=$ga site_b=$gb site_c=$gc"
+    awk -v a="$ga" -v b="$gb" -v c="$gc" 'BEGIN { t = a + b + c; if (t == 0) exit 1
+        if (100*a/t < 55 || 100*a/t > 65 || 100*b/t < 25 || 100*b/t > 35 || 100*c/t < 5 || 100*c/t > 15) exit 1 }' ||
+        fail "prof_libgcc=1: shares off by more than 5 points: a=$ga b=$gb c=$gc"
+    mv dump.own.txt dump.txt
 fi
 
 if [ -n "$node_a" ]; then

@@ -1,0 +1,580 @@
+/*
+ * unwind.c - the heap profile's own stack unwinder (x86-64, glibc 2.35 and
+ * later): the call stack from the unwind tables every object carries
+ * (.eh_frame, found through .eh_frame_hdr), without libgcc.
+ *
+ * Owns: nothing but code; it reads the loaded objects' unwind tables and
+ * the calling thread's stack.
+ *
+ * Why: libgcc's unwinder (what glibc's backtrace() loads) costs a process
+ * about 0.3 MB resident that the profile would otherwise not touch
+ * (libgcc_s itself, the loader code that opens it and the parts of libc it
+ * runs), more than the rest of the profile. The tables are the same ones
+ * libgcc reads; this reader understands the subset compilers emit for
+ * ordinary x86-64 functions:
+ *
+ *   - the frame's CFA is rsp + offset or rbp + offset (DW_CFA_def_cfa*);
+ *   - the return address is at CFA - 8 (register 16 at offset -8), or
+ *     undefined in the outermost frame (_start, clone), which ends the walk;
+ *   - rbp is the same as in the callee or saved at CFA + offset.
+ *
+ * Anything else (a CFA or register given by a DWARF expression, as in the
+ * signal return trampoline; an encoding it does not know; no table for an
+ * address) ends the walk there: the stack is cut short, never misread.
+ * Each frame's CFA must be above the previous one and 8-aligned. The object
+ * of an address comes from _dl_find_object, which takes no lock and is
+ * async-signal-safe, so this runs inside malloc and in signal handlers.
+ */
+#define _GNU_SOURCE
+/* Small rather than fast: it runs only where the memo of stacks misses. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize("Os")
+#endif
+#include "os.h"
+
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdint.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#if defined(__x86_64__) && defined(DLFO_EH_SEGMENT_TYPE)
+#define ND_OWN_UNWIND 1
+#else
+#define ND_OWN_UNWIND 0
+#endif
+
+#if ND_OWN_UNWIND
+
+/* DWARF pointer encodings (DW_EH_PE_*) this reader takes. */
+#define PE_OMIT    0xff
+#define PE_ABSPTR  0x00
+#define PE_ULEB    0x01
+#define PE_UDATA2  0x02
+#define PE_UDATA4  0x03
+#define PE_UDATA8  0x04
+#define PE_SLEB    0x09
+#define PE_SDATA2  0x0a
+#define PE_SDATA4  0x0b
+#define PE_SDATA8  0x0c
+#define PE_PCREL   0x10
+#define PE_DATAREL 0x30
+
+#define REG_RBP 6
+#define REG_RSP 7
+#define REG_RA  16
+
+/* A cursor over unwind-table bytes; ok turns false on anything unknown or
+   past end. */
+typedef struct nd_uw_cur {
+    const uint8_t *p, *end;
+    bool ok;
+    uintptr_t bias;       /* the bytes' address in the object less their address here */
+} nd_uw_cur;
+
+static nd_noinline uint64_t nd_uw_uleb(nd_uw_cur *c)
+{
+    uint64_t v = 0;
+    for (unsigned shift = 0; c->p < c->end && shift < 64; shift += 7) {
+        uint8_t b = *c->p++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        if (!(b & 0x80))
+            return v;
+    }
+    c->ok = false;
+    return 0;
+}
+
+static nd_noinline int64_t nd_uw_sleb(nd_uw_cur *c)
+{
+    uint64_t v = 0;
+    unsigned shift = 0;
+    for (; c->p < c->end && shift < 64;) {
+        uint8_t b = *c->p++;
+        v |= (uint64_t)(b & 0x7f) << shift;
+        shift += 7;
+        if (!(b & 0x80)) {
+            if (shift < 64 && (b & 0x40))
+                v |= ~(uint64_t)0 << shift;
+            return (int64_t)v;
+        }
+    }
+    c->ok = false;
+    return 0;
+}
+
+static nd_noinline uint64_t nd_uw_fixed(nd_uw_cur *c, size_t n)
+{
+    if ((size_t)(c->end - c->p) < n) {
+        c->ok = false;
+        return 0;
+    }
+    uint64_t v = 0;
+    memcpy(&v, c->p, n);   /* little-endian */
+    c->p += n;
+    return v;
+}
+
+/* A pointer in encoding enc; datarel is relative to `data` (.eh_frame_hdr). */
+static nd_noinline uintptr_t nd_uw_ptr(nd_uw_cur *c, uint8_t enc, uintptr_t data)
+{
+    uintptr_t at = (uintptr_t)c->p + c->bias, v;
+    switch (enc & 0x0f) {
+    case PE_ABSPTR: v = (uintptr_t)nd_uw_fixed(c, 8); break;
+    case PE_ULEB:   v = (uintptr_t)nd_uw_uleb(c); break;
+    case PE_UDATA2: v = (uintptr_t)nd_uw_fixed(c, 2); break;
+    case PE_UDATA4: v = (uintptr_t)nd_uw_fixed(c, 4); break;
+    case PE_UDATA8: case PE_SDATA8: v = (uintptr_t)nd_uw_fixed(c, 8); break;
+    case PE_SLEB:   v = (uintptr_t)nd_uw_sleb(c); break;
+    case PE_SDATA2: v = (uintptr_t)(int64_t)(int16_t)nd_uw_fixed(c, 2); break;
+    case PE_SDATA4: v = (uintptr_t)(int64_t)(int32_t)nd_uw_fixed(c, 4); break;
+    default: c->ok = false; return 0;
+    }
+    switch (enc & 0x70) {
+    case 0: break;
+    case PE_PCREL: v += at; break;
+    case PE_DATAREL: v += data; break;
+    default: c->ok = false; return 0;
+    }
+    return v;
+}
+
+/* The rules of one frame at one address: what the walk needs of them. */
+typedef struct nd_uw_rules {
+    uint8_t cfa_reg;      /* REG_RSP or REG_RBP; anything else is unusable */
+    int64_t cfa_off;
+    uint8_t rbp_how;      /* 0 same value, 1 saved at CFA + rbp_off, 2 unusable */
+    int64_t rbp_off;
+    uint8_t ra_how;       /* 1 at CFA + ra_off, 2 unusable, 3 undefined (outermost) */
+    int64_t ra_off;
+} nd_uw_rules;
+
+#define ND_UW_STATES 8    /* DW_CFA_remember_state depth */
+
+/* Sets the rule of register reg: how 1 (at CFA + off), 0 (same), 2, 3. */
+static nd_noinline void nd_uw_set(nd_uw_rules *r, uint64_t reg, uint8_t how, int64_t off)
+{
+    if (reg == REG_RBP) {
+        r->rbp_how = how == 3 ? 2 : how;
+        r->rbp_off = off;
+    } else if (reg == REG_RA) {
+        r->ra_how = how == 0 ? 2 : how;
+        r->ra_off = off;
+    }
+}
+
+/* Runs CFA instructions [c) for addresses up to target (pc advancing from
+   *loc; target = UINTPTR_MAX runs them all); init: the rules after the
+   CIE's instructions (DW_CFA_restore). False on anything unknown. */
+static bool nd_uw_run(nd_uw_cur *c, uintptr_t *loc, uintptr_t target, uint64_t caf, int64_t daf,
+                      uint8_t fde_enc, nd_uw_rules *r, const nd_uw_rules *init)
+{
+    nd_uw_rules saved[ND_UW_STATES];
+    unsigned depth = 0;
+    while (c->ok && c->p < c->end) {
+        uint8_t op = *c->p++, low = op & 0x3f;
+        uint64_t reg, adv = UINT64_MAX;
+        switch (op >> 6) {
+        case 1: adv = low * caf; break;
+        case 2: nd_uw_set(r, low, 1, (int64_t)nd_uw_uleb(c) * daf); continue;
+        case 3:
+            if (init == NULL)
+                return false;
+            if (low == REG_RBP) { r->rbp_how = init->rbp_how; r->rbp_off = init->rbp_off; }
+            if (low == REG_RA) { r->ra_how = init->ra_how; r->ra_off = init->ra_off; }
+            continue;
+        default: break;
+        }
+        if (adv == UINT64_MAX) {
+            switch (op) {
+            case 0x00: break;                                            /* nop */
+            case 0x01: {                                                 /* set_loc */
+                uintptr_t to = nd_uw_ptr(c, fde_enc, 0);
+                if (to > target)
+                    return true;
+                *loc = to;
+                break;
+            }
+            case 0x02: adv = nd_uw_fixed(c, 1) * caf; break;             /* advance_loc1 */
+            case 0x03: adv = nd_uw_fixed(c, 2) * caf; break;             /* advance_loc2 */
+            case 0x04: adv = nd_uw_fixed(c, 4) * caf; break;             /* advance_loc4 */
+            case 0x05: reg = nd_uw_uleb(c); nd_uw_set(r, reg, 1, (int64_t)nd_uw_uleb(c) * daf); break;
+            case 0x06:                                                   /* restore_extended */
+                reg = nd_uw_uleb(c);
+                if (init == NULL)
+                    return false;
+                if (reg == REG_RBP) { r->rbp_how = init->rbp_how; r->rbp_off = init->rbp_off; }
+                if (reg == REG_RA) { r->ra_how = init->ra_how; r->ra_off = init->ra_off; }
+                break;
+            case 0x07: nd_uw_set(r, nd_uw_uleb(c), 3, 0); break;         /* undefined */
+            case 0x08: nd_uw_set(r, nd_uw_uleb(c), 0, 0); break;         /* same_value */
+            case 0x09: reg = nd_uw_uleb(c); nd_uw_uleb(c); nd_uw_set(r, reg, 2, 0); break;   /* register */
+            case 0x0a:                                                   /* remember_state */
+                if (depth == ND_UW_STATES)
+                    return false;
+                saved[depth++] = *r;
+                break;
+            case 0x0b:                                                   /* restore_state */
+                if (depth == 0)
+                    return false;
+                *r = saved[--depth];
+                break;
+            case 0x0c: r->cfa_reg = (uint8_t)nd_uw_uleb(c); r->cfa_off = (int64_t)nd_uw_uleb(c); break;
+            case 0x0d: r->cfa_reg = (uint8_t)nd_uw_uleb(c); break;
+            case 0x0e: r->cfa_off = (int64_t)nd_uw_uleb(c); break;
+            case 0x0f: r->cfa_reg = 0xff; c->p += nd_uw_uleb(c); break;  /* def_cfa_expression */
+            case 0x10: case 0x16:                                        /* (val_)expression */
+                reg = nd_uw_uleb(c);
+                nd_uw_set(r, reg, 2, 0);
+                c->p += nd_uw_uleb(c);
+                break;
+            case 0x11: reg = nd_uw_uleb(c); nd_uw_set(r, reg, 1, nd_uw_sleb(c) * daf); break;
+            case 0x12: r->cfa_reg = (uint8_t)nd_uw_uleb(c); r->cfa_off = nd_uw_sleb(c) * daf; break;
+            case 0x13: r->cfa_off = nd_uw_sleb(c) * daf; break;
+            case 0x14: reg = nd_uw_uleb(c); nd_uw_uleb(c); nd_uw_set(r, reg, 2, 0); break;   /* val_offset */
+            case 0x15: reg = nd_uw_uleb(c); nd_uw_sleb(c); nd_uw_set(r, reg, 2, 0); break;
+            case 0x2e: nd_uw_uleb(c); break;                             /* GNU_args_size */
+            case 0x2f: reg = nd_uw_uleb(c); nd_uw_set(r, reg, 1, -(int64_t)nd_uw_uleb(c) * daf); break;
+            default: return false;
+            }
+            if (c->p > c->end)
+                return false;
+        }
+        if (adv != UINT64_MAX) {
+            if (*loc + adv > target)
+                return true;   /* the rules at target are these */
+            *loc += adv;
+        }
+    }
+    return c->ok;
+}
+
+/* Where the tables of the objects a walk met are read from. Reading them
+   in place would make them resident: the kernel maps a file's pages 64 KiB
+   around each one touched, so the few entries a walk reads in libc's
+   tables (its outermost frames are in every stack) cost about 150 KiB of
+   the process's resident memory. So they are read from the object's file
+   with pread (page cache, not the process's pages), when the file is the
+   one mapped (its program headers put the tables where they are, and the
+   object ends where it does); in place otherwise (the vDSO, a file
+   replaced since). */
+#define ND_UW_OBJS 4
+typedef struct nd_uw_obj {
+    uintptr_t start;      /* dlfo_map_start: which object */
+    int       fd;         /* -1: read in place */
+    uintptr_t lo, hi;     /* the addresses of the segment read from the file */
+    uintptr_t delta;      /* file offset = address - delta */
+} nd_uw_obj;
+
+typedef struct nd_uw_walk {
+    nd_uw_obj objs[ND_UW_OBJS];
+    int       nobjs;
+} nd_uw_walk;
+
+/* The file calls, as raw system calls: open, pread and close are
+   cancellation points, and a malloc must not be one. */
+static int nd_uw_open(const char *path) { return (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC); }
+static ssize_t nd_uw_pread(int fd, void *buf, size_t len, uint64_t off)
+{
+    return (ssize_t)syscall(SYS_pread64, fd, buf, len, (off_t)off);
+}
+static void nd_uw_close(int fd) { syscall(SYS_close, fd); }
+
+/* Reads len bytes at address a of object o. */
+static bool nd_uw_read(const nd_uw_obj *o, uintptr_t a, void *buf, size_t len)
+{
+    if (o == NULL || o->fd < 0 || a < o->lo || a + len > o->hi) {
+        memcpy(buf, (const void *)a, len);
+        return true;
+    }
+    size_t done = 0;
+    while (done < len) {
+        ssize_t n = nd_uw_pread(o->fd, (char *)buf + done, len - done, a + done - o->delta);
+        if (n < 0 && errno == EINTR)
+            continue;
+        if (n <= 0)
+            return false;
+        done += (size_t)n;
+    }
+    return true;
+}
+
+/* Opens the file of object fo and checks it is the one mapped; its entry
+   in w (fd -1 when it is not read from a file). */
+static const nd_uw_obj *nd_uw_obj_of(nd_uw_walk *w, const struct dl_find_object *fo)
+{
+    uintptr_t start = (uintptr_t)fo->dlfo_map_start;
+    for (int i = 0; i < w->nobjs; i++)
+        if (w->objs[i].start == start)
+            return &w->objs[i];
+    if (w->nobjs == ND_UW_OBJS)
+        return NULL;   /* in place */
+    nd_uw_obj *o = &w->objs[w->nobjs++];
+    *o = (nd_uw_obj){ .start = start, .fd = -1 };
+    const struct link_map *lm = fo->dlfo_link_map;
+    if (lm == NULL || lm->l_name == NULL)
+        return o;
+    const char *path = lm->l_name[0] != '\0' ? lm->l_name : "/proc/self/exe";
+    int fd = nd_uw_open(path);
+    if (fd < 0)
+        return o;
+    Elf64_Ehdr eh;
+    Elf64_Phdr ph[32];
+    bool ok = nd_uw_pread(fd, &eh, sizeof eh, 0) == (ssize_t)sizeof eh && memcmp(eh.e_ident, ELFMAG, SELFMAG) == 0 &&
+              eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_phentsize == sizeof(Elf64_Phdr) && eh.e_phnum <= 32 &&
+              nd_uw_pread(fd, ph, eh.e_phnum * sizeof ph[0], eh.e_phoff) == (ssize_t)(eh.e_phnum * sizeof ph[0]);
+    uintptr_t base = (uintptr_t)lm->l_addr, hdr = (uintptr_t)fo->dlfo_eh_frame, end = 0;
+    bool hdr_here = false;
+    for (int i = 0; ok && i < eh.e_phnum; i++) {
+        if (ph[i].p_type == PT_GNU_EH_FRAME)
+            hdr_here = base + ph[i].p_vaddr == hdr;
+        if (ph[i].p_type != PT_LOAD)
+            continue;
+        uintptr_t lo = base + ph[i].p_vaddr, hi = lo + ph[i].p_filesz;
+        if (lo + ph[i].p_memsz > end)
+            end = lo + ph[i].p_memsz;
+        if (hdr >= lo && hdr < hi) {
+            o->lo = lo;
+            o->hi = hi;
+            o->delta = lo - ph[i].p_offset;
+        }
+    }
+    /* The file mapped: the tables where its headers say, the same end. */
+    if (ok && hdr_here && o->hi != 0 && end == (uintptr_t)fo->dlfo_map_end) {
+        o->fd = fd;
+        return o;
+    }
+    nd_uw_close(fd);
+    o->lo = o->hi = 0;
+    return o;
+}
+
+/* The rules of the frame executing at pc (for a return address, pc is the
+   call instruction: the address minus one). False when there are none this
+   reader can use. */
+static bool nd_uw_rules_at(nd_uw_walk *w, uintptr_t pc, nd_uw_rules *out)
+{
+    struct dl_find_object fo;
+    if (_dl_find_object((void *)pc, &fo) != 0 || fo.dlfo_eh_frame == NULL)
+        return false;
+    const nd_uw_obj *o = nd_uw_obj_of(w, &fo);
+    /* .eh_frame_hdr: version 1, the encodings, then a table of
+       (initial address, FDE) sorted by address, both datarel sdata4. */
+    uintptr_t hdr = (uintptr_t)fo.dlfo_eh_frame;
+    uint8_t hb[4 + 16];
+    if (!nd_uw_read(o, hdr, hb, sizeof hb) || hb[0] != 1 || hb[3] != (PE_DATAREL | PE_SDATA4))
+        return false;
+    nd_uw_cur c = { hb + 4, hb + sizeof hb, true, hdr - (uintptr_t)hb };
+    nd_uw_ptr(&c, hb[1], hdr);                                   /* .eh_frame itself: not needed */
+    uint64_t count = nd_uw_ptr(&c, hb[2], hdr);
+    if (!c.ok || hb[2] == PE_OMIT || count == 0)
+        return false;
+    uintptr_t tab = (uintptr_t)c.p + c.bias;
+    int32_t e[2];
+    uint64_t lo = 0, hi = count;   /* the last entry whose address is <= pc */
+    while (hi - lo > 1) {
+        uint64_t mid = lo + (hi - lo) / 2;
+        if (!nd_uw_read(o, tab + 8 * mid, e, sizeof e))
+            return false;
+        if (hdr + (intptr_t)e[0] <= pc)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    if (!nd_uw_read(o, tab + 8 * lo, e, sizeof e) || hdr + (intptr_t)e[0] > pc)
+        return false;
+    uintptr_t fde = hdr + (intptr_t)e[1];
+
+    /* The FDE: length, CIE pointer, its address range, instructions. */
+    uint8_t fb[1536], cb[256];
+    uint32_t fh[2], ch[2];
+    if (!nd_uw_read(o, fde, fh, sizeof fh) || fh[0] < 4 || fh[0] > sizeof fb - 4 || fh[1] == 0)
+        return false;   /* (0xffffffff: 64-bit lengths, not used in .eh_frame) */
+    uintptr_t cie = fde + 4 - fh[1];
+    if (!nd_uw_read(o, cie, ch, sizeof ch) || ch[0] < 4 || ch[0] > sizeof cb - 4 || ch[1] != 0 ||
+        !nd_uw_read(o, fde, fb, 4 + fh[0]) || !nd_uw_read(o, cie, cb, 4 + ch[0]))
+        return false;
+    nd_uw_cur cc = { cb + 8, cb + 4 + ch[0], true, cie - (uintptr_t)cb };
+    uint8_t version = (uint8_t)nd_uw_fixed(&cc, 1);
+    const char *aug = (const char *)cc.p;
+    size_t auglen = strnlen(aug, (size_t)(cc.end - cc.p));
+    cc.p += auglen + 1;
+    if ((version != 1 && version != 3) || aug[0] != 'z' || cc.p > cc.end)
+        return false;   /* no augmentation data: not what compilers emit for .eh_frame */
+    uint64_t caf = nd_uw_uleb(&cc);
+    int64_t daf = nd_uw_sleb(&cc);
+    uint64_t ra = version == 1 ? nd_uw_fixed(&cc, 1) : nd_uw_uleb(&cc);
+    uint64_t adlen = nd_uw_uleb(&cc);
+    if (!cc.ok || adlen > (uint64_t)(cc.end - cc.p))
+        return false;
+    const uint8_t *ad_end = cc.p + adlen;
+    uint8_t fde_enc = PE_ABSPTR;
+    nd_uw_cur ac = { cc.p, ad_end, true, cc.bias };
+    for (size_t i = 1; i < auglen && ac.ok; i++) {
+        if (aug[i] == 'R')
+            fde_enc = (uint8_t)nd_uw_fixed(&ac, 1);
+        else if (aug[i] == 'L')
+            nd_uw_fixed(&ac, 1);
+        else if (aug[i] == 'P') {
+            uint8_t penc = (uint8_t)nd_uw_fixed(&ac, 1);
+            nd_uw_ptr(&ac, penc & 0x7f, 0);
+        } else if (aug[i] != 'S')
+            return false;   /* S: a signal frame's; its rules are read as any */
+    }
+    if (!ac.ok || ra != REG_RA)
+        return false;
+    cc.p = ad_end;
+
+    nd_uw_cur fc = { fb + 8, fb + 4 + fh[0], true, fde - (uintptr_t)fb };
+    uintptr_t begin = nd_uw_ptr(&fc, fde_enc, 0);
+    uintptr_t range = nd_uw_ptr(&fc, fde_enc & 0x0f, 0);
+    uint64_t fadlen = nd_uw_uleb(&fc);
+    if (!fc.ok || fadlen > (uint64_t)(fc.end - fc.p) || pc < begin || pc - begin >= range)
+        return false;
+    fc.p += fadlen;
+
+    nd_uw_rules r = { .cfa_reg = 0xff, .rbp_how = 0, .ra_how = 2 };
+    uintptr_t loc = begin;
+    if (!nd_uw_run(&cc, &loc, UINTPTR_MAX, caf, daf, fde_enc, &r, NULL))
+        return false;
+    nd_uw_rules init = r;
+    loc = begin;
+    if (!nd_uw_run(&fc, &loc, pc, caf, daf, fde_enc, &r, &init))
+        return false;
+    *out = r;
+    return true;
+}
+
+/* The rules found, by return address: a walk reads the tables (pread) only
+   for return addresses it has not met before. One word an entry, set by a
+   store and read by a load (atomic), so it needs no lock:
+
+     bits 0-46   the return address less one (user addresses are below 2^47)
+     bit  47     the CFA is from rbp (else rsp)
+     bits 48-55  the CFA's offset / 8
+     bit  56     rbp is saved (else kept)
+     bits 57-62  minus rbp's offset from the CFA / 8
+     bit  63     the outermost frame (its return address undefined): no other bit but the address
+
+   Rules that do not fit (the return address not at CFA - 8, offsets out
+   of range) are not kept. Mapped at the first walk (a process that never
+   profiles does not hold it); its pages are touched only as entries fill. */
+#define ND_UW_CACHE 1024
+static uint64_t *nd_uw_cache;
+
+/* Without a cache (no memory for it): one entry, still exact by its key. */
+static uint64_t nd_uw_cache_none;
+
+static uint64_t *nd_uw_cache_slot(uintptr_t pc)
+{
+    uint64_t *c = __atomic_load_n(&nd_uw_cache, __ATOMIC_ACQUIRE);
+    if (c == NULL) {
+        void *m = mmap(NULL, ND_UW_CACHE * sizeof *c, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (m == MAP_FAILED)
+            return &nd_uw_cache_none;
+        uint64_t *none = NULL;
+        if (__atomic_compare_exchange_n(&nd_uw_cache, &none, (uint64_t *)m, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            c = m;
+        else {
+            munmap(m, ND_UW_CACHE * sizeof *c);
+            c = none;
+        }
+    }
+    return &c[(uint32_t)((pc * 0x9e3779b97f4a7c15ull) >> 54) & (ND_UW_CACHE - 1)];
+}
+
+static bool nd_uw_cached(uintptr_t pc, nd_uw_rules *r)
+{
+    uint64_t e = __atomic_load_n(nd_uw_cache_slot(pc), __ATOMIC_RELAXED);
+    if (e == 0 || (e & ((1ull << 47) - 1)) != pc)
+        return false;
+    if (e >> 63) {
+        *r = (nd_uw_rules){ .cfa_reg = 0xff, .ra_how = 3 };
+        return true;
+    }
+    *r = (nd_uw_rules){ .cfa_reg = (e >> 47) & 1 ? REG_RBP : REG_RSP, .cfa_off = (int64_t)((e >> 48) & 0xff) * 8,
+                        .rbp_how = (uint8_t)((e >> 56) & 1), .rbp_off = -(int64_t)((e >> 57) & 0x3f) * 8,
+                        .ra_how = 1, .ra_off = -8 };
+    return true;
+}
+
+static void nd_uw_cache_put(uintptr_t pc, const nd_uw_rules *r)
+{
+    if (pc >> 47 == 0 && pc != 0 && r->ra_how == 3) {
+        __atomic_store_n(nd_uw_cache_slot(pc), (uint64_t)pc | 1ull << 63, __ATOMIC_RELAXED);
+        return;
+    }
+    if (pc >> 47 != 0 || r->ra_how != 1 || r->ra_off != -8 || (r->cfa_reg != REG_RSP && r->cfa_reg != REG_RBP) ||
+        r->cfa_off < 0 || r->cfa_off % 8 != 0 || r->cfa_off / 8 > 0xff || r->rbp_how > 1 ||
+        (r->rbp_how == 1 && (r->rbp_off >= 0 || r->rbp_off % 8 != 0 || -r->rbp_off / 8 > 0x3f)))
+        return;
+    uint64_t e = (uint64_t)pc | (uint64_t)(r->cfa_reg == REG_RBP) << 47 | (uint64_t)(r->cfa_off / 8) << 48;
+    if (r->rbp_how == 1)
+        e |= 1ull << 56 | (uint64_t)(-r->rbp_off / 8) << 57;
+    __atomic_store_n(nd_uw_cache_slot(pc), e, __ATOMIC_RELAXED);
+}
+
+__attribute__((no_sanitize("address")))
+int nd_os_unwind_own(uintptr_t *ips, uintptr_t *cfas, int max)
+{
+    /* This frame: its CFA, the return address into the caller below it,
+       the caller's rbp saved at its frame address. */
+    uintptr_t fp = (uintptr_t)__builtin_frame_address(0);
+    uintptr_t cfa = fp + 2 * sizeof(uintptr_t);
+    uintptr_t pc = (uintptr_t)__builtin_return_address(0);
+    uintptr_t rbp = *(const uintptr_t *)fp;
+    int saved = errno, n = 0;
+    nd_uw_walk w;
+    w.nobjs = 0;
+    while (n < max && pc != 0) {
+        ips[n] = pc;
+        cfas[n] = cfa;
+        n++;
+        nd_uw_rules r;
+        if (nd_uw_cached(pc - 1, &r))
+            ;
+        else if (nd_uw_rules_at(&w, pc - 1, &r))
+            nd_uw_cache_put(pc - 1, &r);
+        else
+            break;
+        if (r.ra_how != 1)
+            break;   /* no rules, or the outermost frame (its return address undefined) */
+        uintptr_t base = r.cfa_reg == REG_RSP ? cfa : r.cfa_reg == REG_RBP ? rbp : 0;
+        if (base == 0 || r.rbp_how == 2)
+            break;
+        uintptr_t next = base + (uintptr_t)r.cfa_off;
+        if (next <= cfa || (next & 7) != 0)
+            break;   /* a stack grows down: the caller's frame is above */
+        uintptr_t ra_at = next + (uintptr_t)r.ra_off;
+        if (r.rbp_how == 1)
+            rbp = *(const uintptr_t *)(next + (uintptr_t)r.rbp_off);
+        pc = *(const uintptr_t *)ra_at;
+        cfa = next;
+    }
+    for (int i = 0; i < w.nobjs; i++)
+        if (w.objs[i].fd >= 0)
+            nd_uw_close(w.objs[i].fd);
+    errno = saved;
+    return n;
+}
+
+bool nd_os_unwind_own_ok(void) { return true; }
+
+#else
+
+int nd_os_unwind_own(uintptr_t *ips, uintptr_t *cfas, int max)
+{
+    (void)ips;
+    (void)cfas;
+    (void)max;
+    return -1;
+}
+
+bool nd_os_unwind_own_ok(void) { return false; }
+
+#endif
