@@ -104,27 +104,26 @@ nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
         caps[c] = nd_bin_capacity(c, shared, bound);
         slots += caps[c] + 1;
     }
-    /* The slots need no zeroing: only [cur, empty) of a bin is ever read. */
+    /* The slots need no zeroing: only [cur, empty) of a bin is ever read.
+       Nor are they touched here: a bin gets its slots (and its sentinel is
+       written) when the thread first uses its class (nd_bin_activate). */
     nd_tcache *tc = nd_meta_alloc_head(sizeof(nd_tcache) + slots * sizeof(void *), sizeof(nd_tcache));
     if (tc == NULL)
         return NULL;
-    void **slot = (void **)(tc + 1);
+    uint32_t end = 0;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         nd_bin *b = &tc->bins[c];
-        uint32_t start = nd_bin_start_capacity(c, caps[c]);
-        b->empty = slot + caps[c];
-        b->low = b->empty - start;
-        *b->empty = NULL;
-        b->cur = b->empty;
+        end += caps[c];
+        b->cur = b->empty = b->low = nd_tcache_no_slots;
         b->tick = nd_tcache_arm_max(!shared && !bound, c);
         tc->binfo[c].armed = (uint32_t)b->tick;
         tc->binfo[c].period_left = ND_TICK_PERIOD;
-        tc->binfo[c].cap = start;
+        tc->binfo[c].cap = 0;
         tc->binfo[c].cap_max = caps[c];
-        tc->cap_bytes += (size_t)start * nd_class_size[c];
+        tc->binfo[c].slot_end = end;
         tc->binfo[c].low_water = ND_NO_SAMPLE;
         tc->binfo[c].fill = ND_FIRST_FILL;
-        slot += caps[c] + 1;
+        end++;   /* the sentinel */
     }
     tc->slot_bytes = (uint32_t)(slots * sizeof(void *));
     nd_heap_init(&tc->heap, tid, node, bound);
@@ -132,6 +131,30 @@ nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
     if (nd_unlikely(nd_load_relaxed(&nd_tcache_prof_rate) != 0) && !shared)
         nd_tcache_prof_rearm(tc);   /* after the heap: its arming reads bound */
     return tc;
+}
+
+/* Has bin c its slots yet (nd_bin_activate)? */
+static inline bool nd_bin_is_active(const nd_tcache *tc, unsigned c)
+{
+    return tc->bins[c].empty != nd_tcache_no_slots;
+}
+
+/* The first use of bin c (a class with a cache): it takes its slots, at
+   its starting capacity. Until then it has none (capacity 0, no slot or
+   sentinel written), so a thread's cache holds resident slots only for
+   the classes it uses, not tcache_count of every class. */
+static void nd_bin_activate(nd_tcache *tc, unsigned c)
+{
+    nd_bin *b = &tc->bins[c];
+    nd_bin_info *bi = &tc->binfo[c];
+    nd_assert(bi->cap_max != 0 && !nd_bin_is_active(tc, c));
+    uint32_t start = nd_bin_start_capacity(c, bi->cap_max);
+    b->empty = (void **)(tc + 1) + bi->slot_end;
+    *b->empty = NULL;
+    b->cur = b->empty;
+    b->low = b->empty - start;
+    bi->cap = start;
+    tc->cap_bytes += (size_t)start * nd_class_size[c];
 }
 
 void nd_tcache_destroy(nd_tcache *tc)
@@ -277,6 +300,8 @@ bool nd_tcache_fill(nd_tcache *tc, unsigned c)
     nd_bin *bin = &tc->bins[c];
     nd_assert2(bin->cur == bin->empty && *bin->empty == NULL);
     nd_bin_info *bi = &tc->binfo[c];
+    if (nd_unlikely(!nd_bin_is_active(tc, c)))
+        nd_bin_activate(tc, c);
     /* Dry again with no overflow since the last fill: the blocks this
        thread allocates do not come back to it fast enough (it hands them
        to others, or keeps them). Bigger fills, like a cache that did not
@@ -444,7 +469,9 @@ void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)
 {
     nd_bin *b = &tc->bins[c];
     nd_bin_info *bi = &tc->binfo[c];
-    if (b->cur == b->low) {
+    if (b->cur == b->low && nd_unlikely(!nd_bin_is_active(tc, c))) {
+        nd_bin_activate(tc, c);   /* the class's first block here */
+    } else if (b->cur == b->low) {
         /* Dry, then full again: the working set does not fit. Grow, within
            the cache's budget; else flush half. */
         if (!bi->filled || !nd_tcache_grow(tc, c)) {
@@ -538,6 +565,10 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
         const nd_bin_info *bi = &tc->binfo[c];
         if (!(b->low <= b->cur && b->cur <= b->empty) || *b->empty != NULL ||
             (size_t)(b->empty - b->low) != bi->cap || bi->cap > bi->cap_max)
+            return false;
+        /* Without its slots: capacity 0; with them: its own, up to cap_max. */
+        if (nd_bin_is_active(tc, c) ? bi->cap_max == 0 || b->empty != (void *const *)(tc + 1) + bi->slot_end
+                                    : bi->cap != 0 || b->cur != nd_tcache_no_slots || b->low != nd_tcache_no_slots)
             return false;
         for (void *const *it = b->cur; it < b->empty; it++) {
             const nd_page *pg = nd_page_of(nd_seg_base(*it), *it);

@@ -20,6 +20,10 @@
  *   malloc: cur == empty -> slow path (fill), else return *cur++
  *   free:   cur == low   -> slow path (flush), else *--cur = p
  *   a bin with cap 0 has low == cur == empty: every call takes the slow path.
+ *   A bin has no slots of its own until its class is first used: low, cur
+ *   and empty are then the shared nd_tcache_no_slots (the slow path gives
+ *   it its slots, nd_bin_activate in tcache.c), so the slots a thread
+ *   touches are those of the classes it uses.
  *
  * tick counts requests down; when the fast path takes it to 0 it goes to
  * the slow path, which adds the value the tick was armed with (info.armed)
@@ -49,7 +53,9 @@
 /*
  * Hot part of a bin, read and written by the fast paths (one cache line).
  * Invariants: low <= cur <= empty; empty - low == info.cap <= info.cap_max;
- * *empty == NULL; [cur, empty) are free blocks of the bin's class, each
+ * *empty == NULL; either the bin has no slots yet (low == cur == empty ==
+ * nd_tcache_no_slots, cap == 0) or cap_max != 0 and empty is its own
+ * sentinel slot (slot info.slot_end of its cache); [cur, empty) are free blocks of the bin's class, each
  * carrying the freed-block mark (page.h), from pages of the tcache's kind
  * of memory: its heap's pages, and pages of other heaps of that kind whose
  * blocks this thread freed (the free fast path caches every block of its
@@ -92,8 +98,9 @@ typedef struct nd_bin_info {
     int64_t  prof_left;  /* prof=1: bytes of this class's requests to its next sample */
     uint32_t armed;      /* the value the tick was last armed with (ND_TICK_PERIOD without profiling) */
     uint32_t period_left; /* requests to the next maintenance check (ND_TICK_PERIOD apart) */
-    uint32_t cap;        /* current capacity: empty - low */
+    uint32_t cap;        /* current capacity: empty - low (0 until the bin has slots) */
     uint32_t cap_max;
+    uint32_t slot_end;   /* the bin's sentinel slot: cap_max slots below it are its own */
     uint32_t filled;     /* the bin ran dry since its last flush */
     uint32_t low_water;  /* fewest blocks seen cached since the last GC pass
                             (sampled at fills and tick roll-overs), or

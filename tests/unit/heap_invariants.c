@@ -114,6 +114,52 @@ static void a_heap_that_leaves_its_node_keeps_every_block_usable(void)
         nodal_free(p[i]), p[i] = NULL;
 }
 
+/* A thread cache gives a bin its slots when the thread first uses its
+   class (tcache.h): a thread that allocates one size and frees blocks of
+   another that a second thread allocated holds slots for those two classes
+   only, and the cache is valid throughout. */
+static void *use_two_classes(void *arg)
+{
+    void **theirs = arg;
+    nd_tcache *tc = nd_thread_start();
+    EXPECT(tc != NULL, "the thread to start");
+    unsigned mine = nd_class_of(64), other = nd_class_of(3000);
+    size_t active = 0;
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
+        active += tc->bins[c].empty != nd_tcache_no_slots;
+    EXPECT(tc->bins[mine].empty == nd_tcache_no_slots && tc->binfo[mine].cap == 0,
+           "a class not used yet to have no slots (cap %u)", tc->binfo[mine].cap);
+    void *p = nodal_malloc(64);
+    EXPECT(p != NULL && tc->bins[mine].empty != nd_tcache_no_slots && tc->binfo[mine].cap > 0,
+           "the first malloc of a class to give its bin slots (cap %u)", tc->binfo[mine].cap);
+    EXPECT(tc->bins[other].empty == nd_tcache_no_slots, "a class this thread has not used to have none");
+    for (int i = 0; i < 2; i++)
+        nodal_free(theirs[i]);   /* another thread's blocks: into this thread's cache (it starts at 2) */
+    EXPECT(tc->bins[other].empty != nd_tcache_no_slots && tc->bins[other].empty - tc->bins[other].cur == 2,
+           "the first free of a class to give its bin slots, holding the 2 blocks (%td)",
+           tc->bins[other].empty - tc->bins[other].cur);
+    size_t now = 0;
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
+        now += tc->bins[c].empty != nd_tcache_no_slots;
+    EXPECT(now == active + 2, "exactly two more bins with slots (%zu, before %zu)", now, active);
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    nodal_free(p);
+    return NULL;
+}
+
+static void a_cache_gives_slots_only_to_the_classes_a_thread_uses(void)
+{
+    void *theirs[8];
+    for (int i = 0; i < 8; i++)
+        theirs[i] = nodal_malloc(3000);
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, use_two_classes, theirs) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+    for (int i = 2; i < 8; i++)
+        nodal_free(theirs[i]);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the thread exited");
+}
+
 static void *producer(void *arg)
 {
     void **slots = arg;
@@ -627,6 +673,7 @@ static const struct nd_case cases[] = {
     ND_CASE(segments_without_a_slot_free_through_the_segment_map),
     ND_CASE(fork_cutting_off_a_remote_free_leaves_a_working_child),
     ND_CASE(random_operations_keep_the_heap_valid),
+    ND_CASE(a_cache_gives_slots_only_to_the_classes_a_thread_uses),
     ND_CASE(remote_frees_return_to_the_owner),
     ND_CASE(remote_frees_in_chains_go_back_to_their_own_pages),
 };
