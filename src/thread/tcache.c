@@ -46,6 +46,12 @@ static uint32_t nd_bin_capacity(unsigned bin, bool shared, bool bound)
    (blocks of other threads, kept for a chain back to their page) stays
    small and pins few pages. */
 #define ND_BIN_START_BYTES 8192u
+/* A bin that runs dry again and again (its thread hands out what it
+   allocates: a producer) grows to ND_BIN_DRY_BYTES worth of blocks, or
+   ND_BIN_DRY_MIN blocks, whichever is more; one whose working set does not
+   fit (dry, then full) grows to cap_max. */
+#define ND_BIN_DRY_BYTES 16384u
+#define ND_BIN_DRY_MIN   64u
 static uint32_t nd_bin_start_capacity(unsigned cls, uint32_t cap_max)
 {
     uint32_t n = ND_BIN_START_BYTES / nd_class_size[cls];
@@ -305,8 +311,10 @@ bool nd_tcache_fill(nd_tcache *tc, unsigned c)
     /* Dry again with no overflow since the last fill: the blocks this
        thread allocates do not come back to it fast enough (it hands them
        to others, or keeps them). Bigger fills, like a cache that did not
-       fit its working set. */
-    if (bi->filled)
+       fit its working set, but only up to ND_BIN_DRY_BYTES: a cache that
+       never gets its blocks back gains no hits from its size, only fewer
+       fills, and every block it holds is memory of its pages kept out. */
+    if (bi->filled && (bi->cap < ND_BIN_DRY_MIN || (size_t)bi->cap * nd_class_size[c] < ND_BIN_DRY_BYTES))
         nd_tcache_grow(tc, c);
     size_t want = bi->cap / 2;
     if (want > bi->fill)

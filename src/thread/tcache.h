@@ -89,7 +89,10 @@ _Static_assert(sizeof(nd_bin) == ND_BIN_BYTES, "a hot bin is one cache line: cla
  * Cold part of a bin (slow paths only). The capacity adapts: a bin that
  * overflows after having run dry since its last flush (its working set does
  * not fit: fill, flush, fill, ...) doubles its capacity, up to cap_max (the
- * slots allocated, from the options tcache_count and tcache_bytes); a GC
+ * slots allocated, from the options tcache_count and tcache_bytes); one
+ * that runs dry again without an overflow in between (its thread hands its
+ * blocks to others: a producer) doubles too, for bigger fills, but only up
+ * to 16 KiB worth of blocks or 64 of them (tcache.c: ND_BIN_DRY_BYTES); a GC
  * pass that finds more than half of it unused all along halves it, down to
  * the capacity it started with (8 KiB worth of blocks, 2 to 32; tcache.c).
  */

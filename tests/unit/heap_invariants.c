@@ -160,6 +160,38 @@ static void a_cache_gives_slots_only_to_the_classes_a_thread_uses(void)
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the thread exited");
 }
 
+/* A producer's bin (its thread allocates and never frees: every fill finds
+   it dry again) grows for bigger fills only up to 16 KiB worth of blocks
+   or 64 of them (tcache.h), not to tcache_count: the blocks it would hold
+   beyond that are its pages' memory kept out, for no more hits. */
+static void *only_allocate(void *arg)
+{
+    void **out = arg;
+    for (int i = 0; i < 20000; i++)
+        out[i] = nodal_malloc(64);
+    nd_tcache *tc = nd_tls_tc;
+    unsigned c = nd_class_of(64), small = nd_class_of(16);
+    EXPECT(tc->binfo[c].cap <= 16384 / 64, "a 64 B producer's bin to hold at most 16 KiB (cap %u)", tc->binfo[c].cap);
+    EXPECT(tc->binfo[c].cap >= 64, "it to have grown past its start for bigger fills (cap %u)", tc->binfo[c].cap);
+    for (int i = 0; i < 20000; i++)
+        out[20000 + i] = nodal_malloc(16);
+    EXPECT(tc->binfo[small].cap <= 16384 / 16, "a 16 B producer's bin to hold at most 16 KiB (cap %u)",
+           tc->binfo[small].cap);
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    return NULL;
+}
+
+static void a_producers_bin_grows_to_16_kib_at_most(void)
+{
+    static void *blocks[40000];
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, only_allocate, blocks) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+    for (int i = 0; i < 40000; i++)
+        nodal_free(blocks[i]);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the producer's blocks were freed");
+}
+
 static void *producer(void *arg)
 {
     void **slots = arg;
@@ -674,6 +706,7 @@ static const struct nd_case cases[] = {
     ND_CASE(fork_cutting_off_a_remote_free_leaves_a_working_child),
     ND_CASE(random_operations_keep_the_heap_valid),
     ND_CASE(a_cache_gives_slots_only_to_the_classes_a_thread_uses),
+    ND_CASE(a_producers_bin_grows_to_16_kib_at_most),
     ND_CASE(remote_frees_return_to_the_owner),
     ND_CASE(remote_frees_in_chains_go_back_to_their_own_pages),
 };
