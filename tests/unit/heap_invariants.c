@@ -192,6 +192,54 @@ static void a_producers_bin_grows_to_16_kib_at_most(void)
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the producer's blocks were freed");
 }
 
+/* A new page of a heap takes a free page whose memory is still resident
+   (freed lately, waiting for its purge) before one that would be faulted
+   in fresh (heap.c: nd_heap_pick_page): pages of one class freed and
+   purged, pages of another freed and not yet purged, then a third class
+   gets a page: one of the resident ones. */
+static void *reuse_resident_pages(void *arg)
+{
+    (void)arg;
+    enum { N = 200 };
+    static void *a[N], *b[N];
+    for (int i = 0; i < N; i++)
+        a[i] = nodal_malloc(1000);   /* about 3 pages of 64 KiB */
+    for (int i = 0; i < N; i++)
+        b[i] = nodal_malloc(1500);
+    nd_tcache *tc = nd_tls_tc;
+    nd_heap *h = &tc->heap;
+    for (int i = 0; i < N; i++)
+        nodal_free(a[i]);
+    nd_tcache_flush_all(tc);
+    nd_heap_purge(h, 0, true);   /* a's pages: free, their memory returned */
+    for (int i = 0; i < N; i++)
+        nodal_free(b[i]);
+    nd_tcache_flush_all(tc);     /* b's pages: free, their memory still there */
+    nd_segment *s = nd_seg_base(b[0]);
+    EXPECT(s->owner == h, "the pages to be in this thread's segment");
+    uint64_t resident_free = 0;
+    for (unsigned i = 1; i < s->page_count; i++)
+        if (((s->free_mask >> i) & 1) && ((s->committed >> i) & 1))
+            resident_free |= (uint64_t)1 << i;
+    void *c = nodal_malloc(3000);
+    EXPECT(c != NULL && nd_seg_base(c) == s, "the new page to come from the same segment");
+    unsigned at = nd_page_of(s, c)->index;
+    EXPECT(resident_free == 0 || ((resident_free >> at) & 1),
+           "the new page (%u) to be one whose memory was resident (mask %#llx)", at,
+           (unsigned long long)resident_free);
+    EXPECT(resident_free != 0, "freed pages to wait for their purge with their memory (mask 0)");
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold");
+    nodal_free(c);
+    return NULL;
+}
+
+static void a_new_page_reuses_resident_memory_first(void)
+{
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, reuse_resident_pages, NULL) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+}
+
 static void *producer(void *arg)
 {
     void **slots = arg;
@@ -707,6 +755,7 @@ static const struct nd_case cases[] = {
     ND_CASE(random_operations_keep_the_heap_valid),
     ND_CASE(a_cache_gives_slots_only_to_the_classes_a_thread_uses),
     ND_CASE(a_producers_bin_grows_to_16_kib_at_most),
+    ND_CASE(a_new_page_reuses_resident_memory_first),
     ND_CASE(remote_frees_return_to_the_owner),
     ND_CASE(remote_frees_in_chains_go_back_to_their_own_pages),
 };
