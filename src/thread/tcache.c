@@ -73,6 +73,27 @@ static unsigned nd_tcache_kind(bool shared, bool bound, int node)
    (tcache.h, ND_LOOK_BYTES); ND_TICK_PERIOD until start-up sets them. */
 static uint32_t nd_look_arm[ND_CLASS_COUNT];
 
+/* Threads beyond the CPUs share the CPUs' cache budget: while the process
+   has more than two thread caches per CPU (nd_tcache_count, those of live
+   and pooled threads; relaxed atomics), a cache grows only to its share of
+   tcache_total x 2 x CPUs (at least an eighth of tcache_total), not to
+   tcache_total: only as many threads run at a time as there are CPUs, and
+   the blocks the others hold wait with them. nd_tcache_cpus is set at
+   start-up (0 until then: no sharing). */
+static uint32_t nd_tcache_count;
+static uint32_t nd_tcache_cpus;
+
+static size_t nd_tcache_total_share(void)
+{
+    size_t total = (size_t)nd_opt(ND_OPT_tcache_total);
+    size_t each = 2 * (size_t)nd_load_relaxed(&nd_tcache_cpus);
+    size_t n = nd_load_relaxed(&nd_tcache_count);
+    if (each == 0 || n <= each)
+        return total;
+    size_t share = total / n * each;
+    return share > total / 8 ? share : total / 8;
+}
+
 void nd_tcache_process_init(void)
 {
     /* Can a thread change nodes? Only if CPUs of two nodes are served by
@@ -88,6 +109,10 @@ void nd_tcache_process_init(void)
         else if (m != first)
             moves = true;
     }
+    uint32_t cpus = 0;
+    for (int cpu = 0; cpu < nd_topo.cpu_count; cpu++)
+        cpus += nd_topo.cpu_node[cpu] >= 0;
+    nd_store_relaxed(&nd_tcache_cpus, cpus);
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         size_t n = moves ? ND_LOOK_BYTES / nd_class_size[c] : ND_TICK_PERIOD;
         nd_store_relaxed(&nd_look_arm[c], n < ND_LOOK_MIN ? ND_LOOK_MIN : n > ND_TICK_PERIOD ? ND_TICK_PERIOD : (uint32_t)n);
@@ -133,6 +158,8 @@ nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
     }
     tc->slot_bytes = (uint32_t)(slots * sizeof(void *));
     nd_heap_init(&tc->heap, tid, node, bound);
+    if (!shared)
+        nd_add_relaxed(&nd_tcache_count, 1);
     tc->kind = nd_tcache_kind(shared, bound, node);
     if (nd_unlikely(nd_load_relaxed(&nd_tcache_prof_rate) != 0) && !shared)
         nd_tcache_prof_rearm(tc);   /* after the heap: its arming reads bound */
@@ -163,8 +190,15 @@ static void nd_bin_activate(nd_tcache *tc, unsigned c)
     tc->cap_bytes += (size_t)start * nd_class_size[c];
 }
 
+void nd_tcache_lost(const nd_tcache *tc)
+{
+    if (!tc->heap.shared)
+        nd_sub_relaxed(&nd_tcache_count, 1);
+}
+
 void nd_tcache_destroy(nd_tcache *tc)
 {
+    nd_tcache_lost(tc);
     nd_assert(tc->secure == NULL);   /* secure.c detached it */
     nd_meta_free(tc, sizeof(nd_tcache) + tc->slot_bytes);
 }
@@ -293,7 +327,7 @@ static bool nd_tcache_grow(nd_tcache *tc, unsigned c)
     nd_bin_info *bi = &tc->binfo[c];
     uint32_t cap = bi->cap * 2 < bi->cap_max ? bi->cap * 2 : bi->cap_max;
     size_t more = (size_t)(cap - bi->cap) * nd_class_size[c];
-    if (cap == bi->cap || tc->cap_bytes + more > (size_t)nd_opt(ND_OPT_tcache_total))
+    if (cap == bi->cap || tc->cap_bytes + more > nd_tcache_total_share())
         return false;
     tc->cap_bytes += more;
     b->low = b->empty - cap;

@@ -158,6 +158,10 @@ extern void *nd_tcache_no_slots[1] nd_hidden;
    out of memory. */
 nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared) nd_hidden;
 void       nd_tcache_destroy(nd_tcache *tc) nd_hidden;
+/* In a child after fork: tc belonged to a thread the fork did not copy;
+   it no longer counts among the caches that share the budget (tc stays
+   as it was). nd_tcache_destroy calls it too. */
+void       nd_tcache_lost(const nd_tcache *tc) nd_hidden;
 
 /* The tcache whose heap is h. */
 static inline nd_tcache *nd_tcache_of_heap(nd_heap *h)

@@ -23,6 +23,8 @@
 #include "proc.h"
 #include "thread.h"
 #include "segment.h"
+#include "topo.h"
+#include "options.h"
 
 #define MiB_ ((size_t)1 << 20)
 
@@ -238,6 +240,59 @@ static void a_new_page_reuses_resident_memory_first(void)
     pthread_t t;
     EXPECT(pthread_create(&t, NULL, reuse_resident_pages, NULL) == 0, "pthread_create to work");
     pthread_join(t, NULL);
+}
+
+/* Threads beyond two per CPU share the CPUs' thread-cache budget
+   (tcache.c: nd_tcache_total_share): 16 threads, alive together, each
+   working through 1 MiB of blocks of four classes, so that each would grow
+   its cache to tcache_total; none grows it past its share of tcache_total
+   x 2 x CPUs (the share with 17 caches, the most it can be). */
+enum { SHARE_THREADS = 16 };
+static pthread_barrier_t share_barrier;
+
+static void *grow_four_classes(void *arg)
+{
+    size_t *cap = arg;
+    static __thread void *p[1024];
+    nodal_free(nodal_malloc(1));            /* this thread's cache */
+    pthread_barrier_wait(&share_barrier);   /* every thread has its cache */
+    for (int round = 0; round < 4; round++)
+        for (size_t size = 1024; size <= 8192; size *= 2) {
+            int n = (int)((256 << 10) / size);
+            for (int i = 0; i < n; i++)
+                p[i] = nodal_malloc(size);
+            for (int i = 0; i < n; i++)
+                nodal_free(p[i]);
+        }
+    *cap = nd_tls_tc->cap_bytes;
+    EXPECT(nd_tcache_is_valid(nd_tls_tc), "the cache invariants to hold");
+    pthread_barrier_wait(&share_barrier);   /* none exits before all measured */
+    return NULL;
+}
+
+static void threads_beyond_the_cpus_share_the_cache_budget(void)
+{
+    size_t total = (size_t)nd_opt(ND_OPT_tcache_total), cpus = 0;
+    for (int cpu = 0; cpu < nd_topo.cpu_count; cpu++)
+        cpus += nd_topo.cpu_node[cpu] >= 0;
+    size_t caches = SHARE_THREADS + 1, each = 2 * cpus;
+    size_t share = caches <= each ? total : total / caches * each;
+    if (share < total / 8)
+        share = total / 8;
+    pthread_t t[SHARE_THREADS];
+    size_t cap[SHARE_THREADS];
+    nodal_free(nodal_malloc(1));   /* this thread's cache counts too */
+    pthread_barrier_init(&share_barrier, NULL, SHARE_THREADS);
+    for (int i = 0; i < SHARE_THREADS; i++)
+        EXPECT(pthread_create(&t[i], NULL, grow_four_classes, &cap[i]) == 0, "pthread_create to work");
+    for (int i = 0; i < SHARE_THREADS; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&share_barrier);
+    /* A cache's starting capacities are never refused: 8 KiB worth of
+       blocks per class, or 2 blocks (16 KiB of 8 KiB ones), five classes. */
+    for (int i = 0; i < SHARE_THREADS; i++)
+        EXPECT(cap[i] <= share + 5 * 16384, "thread %d's cache to hold at most its share, %zu (%zu, %zu CPUs)", i,
+               share, cap[i], cpus);
 }
 
 static void *producer(void *arg)
@@ -756,6 +811,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_cache_gives_slots_only_to_the_classes_a_thread_uses),
     ND_CASE(a_producers_bin_grows_to_16_kib_at_most),
     ND_CASE(a_new_page_reuses_resident_memory_first),
+    ND_CASE(threads_beyond_the_cpus_share_the_cache_budget),
     ND_CASE(remote_frees_return_to_the_owner),
     ND_CASE(remote_frees_in_chains_go_back_to_their_own_pages),
 };
