@@ -44,17 +44,39 @@ static void nd_heap_seg_release(nd_heap *h, nd_segment *s)
 }
 
 /* A fresh page of class cls for h; NULL (errno ENOMEM) if memory ran out. */
-/* The free page of s a new page of a class takes: the first one at or
-   after the segment's colour, a page index that differs from segment to
-   segment. Without it every segment's first pages sit at the same offsets,
-   4 MiB apart, and a thread that works in several segments at once (one
-   per node it targets, say) finds their pages, and their descriptors,
-   competing for the same sets of the TLB and caches. */
+/* The pages of s that may hold resident memory: a bit per page, set when
+   any chunk of the page is committed (a small page is one chunk, a medium
+   one eight). */
+static uint64_t nd_heap_resident_pages(const nd_segment *s)
+{
+    uint64_t c = s->committed & ~(uint64_t)1;   /* chunk 0: the header's, always committed */
+    if (s->page_shift == ND_CHUNK_SHIFT)
+        return c;
+    unsigned per = 1u << (s->page_shift - ND_CHUNK_SHIFT);
+    uint64_t pages = 0;
+    for (unsigned i = 0; i < s->page_count; i++)
+        if ((c >> (i * per)) & (((uint64_t)1 << per) - 1))
+            pages |= (uint64_t)1 << i;
+    return pages;
+}
+
+/* The free page of s a new page of a class takes: a page whose memory is
+   still resident (freed lately, waiting for its purge) if there is one, so
+   that a heap that frees and takes pages reuses the memory it has rather
+   than touch fresh memory while the old waits for its delay; among those
+   (or among all), the first one at or after the segment's colour, a page
+   index that differs from segment to segment. Without it every segment's
+   first pages sit at the same offsets, 4 MiB apart, and a thread that
+   works in several segments at once (one per node it targets, say) finds
+   their pages, and their descriptors, competing for the same sets of the
+   TLB and caches. */
 static unsigned nd_heap_pick_page(const nd_segment *s)
 {
     unsigned colour = (unsigned)(((uintptr_t)s >> ND_SEG_SHIFT) * 5u) & (s->page_count - 1u);
-    uint64_t at_or_after = s->free_mask & ~(((uint64_t)1 << colour) - 1);
-    return (unsigned)__builtin_ctzll(at_or_after != 0 ? at_or_after : s->free_mask);
+    uint64_t resident = s->free_mask & nd_heap_resident_pages(s);
+    uint64_t m = resident != 0 ? resident : s->free_mask;
+    uint64_t at_or_after = m & ~(((uint64_t)1 << colour) - 1);
+    return (unsigned)__builtin_ctzll(at_or_after != 0 ? at_or_after : m);
 }
 
 static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)

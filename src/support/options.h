@@ -41,7 +41,7 @@
     X(tcache_max,     ND_OPTK_SIZE, 32768, 0, 131072,   "",                 "largest block size kept in thread caches; larger sizes go to pages directly") \
     X(tcache_count,   ND_OPTK_INT,  2048,  0, 65536,    "",                 "most blocks a thread cache may hold per size class (it starts at 8 KiB worth, 2 to 32 blocks, and doubles when a workload needs more)") \
     X(tcache_bytes,   ND_OPTK_SIZE, 262144, 0, 1 << 30, "",                 "most bytes a thread cache may hold per size class (caps tcache_count for larger classes)") \
-    X(tcache_total,   ND_OPTK_SIZE, 1048576, 0, 1 << 30, "",                "most bytes a thread cache may hold over all its size classes: a class's cache grows only while the sum of their capacities stays under it (each starts at 8 KiB worth, whatever this is)") \
+    X(tcache_total,   ND_OPTK_SIZE, 1048576, 0, 1 << 30, "",                "most bytes a thread cache may hold over all its size classes: a class's cache grows only while the sum of their capacities stays under it (each starts at 8 KiB worth, whatever this is); with more than two thread caches per CPU, each grows only to its share of tcache_total x 2 x CPUs (at least an eighth of tcache_total)") \
     X(node_fallback,  ND_OPTK_ENUM, 0,     0, 1,        "strict|preferred", "when the requested node is full: strict = NULL/ENOMEM, preferred = use other nodes (counted)") \
     X(huge_pages,     ND_OPTK_INT,  0,     0, 1,        "",                 "ask for transparent huge pages on node-bound segments (MADV_HUGEPAGE)") \
     X(reclaim_on_free, ND_OPTK_INT, 1,     0, 1,        "",                 "a free into a segment abandoned by an exited thread adopts that segment (plain memory: only a segment of the freeing thread's node)") \

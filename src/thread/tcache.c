@@ -46,6 +46,12 @@ static uint32_t nd_bin_capacity(unsigned bin, bool shared, bool bound)
    (blocks of other threads, kept for a chain back to their page) stays
    small and pins few pages. */
 #define ND_BIN_START_BYTES 8192u
+/* A bin that runs dry again and again (its thread hands out what it
+   allocates: a producer) grows to ND_BIN_DRY_BYTES worth of blocks, or
+   ND_BIN_DRY_MIN blocks, whichever is more; one whose working set does not
+   fit (dry, then full) grows to cap_max. */
+#define ND_BIN_DRY_BYTES 16384u
+#define ND_BIN_DRY_MIN   64u
 static uint32_t nd_bin_start_capacity(unsigned cls, uint32_t cap_max)
 {
     uint32_t n = ND_BIN_START_BYTES / nd_class_size[cls];
@@ -67,6 +73,27 @@ static unsigned nd_tcache_kind(bool shared, bool bound, int node)
    (tcache.h, ND_LOOK_BYTES); ND_TICK_PERIOD until start-up sets them. */
 static uint32_t nd_look_arm[ND_CLASS_COUNT];
 
+/* Threads beyond the CPUs share the CPUs' cache budget: while the process
+   has more than two thread caches per CPU (nd_tcache_count, those of live
+   and pooled threads; relaxed atomics), a cache grows only to its share of
+   tcache_total x 2 x CPUs (at least an eighth of tcache_total), not to
+   tcache_total: only as many threads run at a time as there are CPUs, and
+   the blocks the others hold wait with them. nd_tcache_cpus is set at
+   start-up (0 until then: no sharing). */
+static uint32_t nd_tcache_count;
+static uint32_t nd_tcache_cpus;
+
+static size_t nd_tcache_total_share(void)
+{
+    size_t total = (size_t)nd_opt(ND_OPT_tcache_total);
+    size_t each = 2 * (size_t)nd_load_relaxed(&nd_tcache_cpus);
+    size_t n = nd_load_relaxed(&nd_tcache_count);
+    if (each == 0 || n <= each)
+        return total;
+    size_t share = total / n * each;
+    return share > total / 8 ? share : total / 8;
+}
+
 void nd_tcache_process_init(void)
 {
     /* Can a thread change nodes? Only if CPUs of two nodes are served by
@@ -82,6 +109,10 @@ void nd_tcache_process_init(void)
         else if (m != first)
             moves = true;
     }
+    uint32_t cpus = 0;
+    for (int cpu = 0; cpu < nd_topo.cpu_count; cpu++)
+        cpus += nd_topo.cpu_node[cpu] >= 0;
+    nd_store_relaxed(&nd_tcache_cpus, cpus);
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         size_t n = moves ? ND_LOOK_BYTES / nd_class_size[c] : ND_TICK_PERIOD;
         nd_store_relaxed(&nd_look_arm[c], n < ND_LOOK_MIN ? ND_LOOK_MIN : n > ND_TICK_PERIOD ? ND_TICK_PERIOD : (uint32_t)n);
@@ -104,38 +135,70 @@ nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
         caps[c] = nd_bin_capacity(c, shared, bound);
         slots += caps[c] + 1;
     }
-    /* The slots need no zeroing: only [cur, empty) of a bin is ever read. */
+    /* The slots need no zeroing: only [cur, empty) of a bin is ever read.
+       Nor are they touched here: a bin gets its slots (and its sentinel is
+       written) when the thread first uses its class (nd_bin_activate). */
     nd_tcache *tc = nd_meta_alloc_head(sizeof(nd_tcache) + slots * sizeof(void *), sizeof(nd_tcache));
     if (tc == NULL)
         return NULL;
-    void **slot = (void **)(tc + 1);
+    uint32_t end = 0;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         nd_bin *b = &tc->bins[c];
-        uint32_t start = nd_bin_start_capacity(c, caps[c]);
-        b->empty = slot + caps[c];
-        b->low = b->empty - start;
-        *b->empty = NULL;
-        b->cur = b->empty;
+        end += caps[c];
+        b->cur = b->empty = b->low = nd_tcache_no_slots;
         b->tick = nd_tcache_arm_max(!shared && !bound, c);
         tc->binfo[c].armed = (uint32_t)b->tick;
         tc->binfo[c].period_left = ND_TICK_PERIOD;
-        tc->binfo[c].cap = start;
+        tc->binfo[c].cap = 0;
         tc->binfo[c].cap_max = caps[c];
-        tc->cap_bytes += (size_t)start * nd_class_size[c];
+        tc->binfo[c].slot_end = end;
         tc->binfo[c].low_water = ND_NO_SAMPLE;
         tc->binfo[c].fill = ND_FIRST_FILL;
-        slot += caps[c] + 1;
+        end++;   /* the sentinel */
     }
     tc->slot_bytes = (uint32_t)(slots * sizeof(void *));
     nd_heap_init(&tc->heap, tid, node, bound);
+    if (!shared)
+        nd_add_relaxed(&nd_tcache_count, 1);
     tc->kind = nd_tcache_kind(shared, bound, node);
     if (nd_unlikely(nd_load_relaxed(&nd_tcache_prof_rate) != 0) && !shared)
         nd_tcache_prof_rearm(tc);   /* after the heap: its arming reads bound */
     return tc;
 }
 
+/* Has bin c its slots yet (nd_bin_activate)? */
+static inline bool nd_bin_is_active(const nd_tcache *tc, unsigned c)
+{
+    return tc->bins[c].empty != nd_tcache_no_slots;
+}
+
+/* The first use of bin c (a class with a cache): it takes its slots, at
+   its starting capacity. Until then it has none (capacity 0, no slot or
+   sentinel written), so a thread's cache holds resident slots only for
+   the classes it uses, not tcache_count of every class. */
+static void nd_bin_activate(nd_tcache *tc, unsigned c)
+{
+    nd_bin *b = &tc->bins[c];
+    nd_bin_info *bi = &tc->binfo[c];
+    nd_assert(bi->cap_max != 0 && !nd_bin_is_active(tc, c));
+    uint32_t start = nd_bin_start_capacity(c, bi->cap_max);
+    b->empty = (void **)(tc + 1) + bi->slot_end;
+    *b->empty = NULL;
+    b->cur = b->empty;
+    b->low = b->empty - start;
+    bi->cap = start;
+    tc->cap_bytes += (size_t)start * nd_class_size[c];
+}
+
+void nd_tcache_lost(const nd_tcache *tc)
+{
+    if (!tc->heap.shared)
+        nd_sub_relaxed(&nd_tcache_count, 1);
+}
+
 void nd_tcache_destroy(nd_tcache *tc)
 {
+    nd_tcache_lost(tc);
     nd_assert(tc->secure == NULL);   /* secure.c detached it */
     nd_meta_free(tc, sizeof(nd_tcache) + tc->slot_bytes);
 }
@@ -264,7 +327,7 @@ static bool nd_tcache_grow(nd_tcache *tc, unsigned c)
     nd_bin_info *bi = &tc->binfo[c];
     uint32_t cap = bi->cap * 2 < bi->cap_max ? bi->cap * 2 : bi->cap_max;
     size_t more = (size_t)(cap - bi->cap) * nd_class_size[c];
-    if (cap == bi->cap || tc->cap_bytes + more > (size_t)nd_opt(ND_OPT_tcache_total))
+    if (cap == bi->cap || tc->cap_bytes + more > nd_tcache_total_share())
         return false;
     tc->cap_bytes += more;
     b->low = b->empty - cap;
@@ -277,11 +340,15 @@ bool nd_tcache_fill(nd_tcache *tc, unsigned c)
     nd_bin *bin = &tc->bins[c];
     nd_assert2(bin->cur == bin->empty && *bin->empty == NULL);
     nd_bin_info *bi = &tc->binfo[c];
+    if (nd_unlikely(!nd_bin_is_active(tc, c)))
+        nd_bin_activate(tc, c);
     /* Dry again with no overflow since the last fill: the blocks this
        thread allocates do not come back to it fast enough (it hands them
        to others, or keeps them). Bigger fills, like a cache that did not
-       fit its working set. */
-    if (bi->filled)
+       fit its working set, but only up to ND_BIN_DRY_BYTES: a cache that
+       never gets its blocks back gains no hits from its size, only fewer
+       fills, and every block it holds is memory of its pages kept out. */
+    if (bi->filled && (bi->cap < ND_BIN_DRY_MIN || (size_t)bi->cap * nd_class_size[c] < ND_BIN_DRY_BYTES))
         nd_tcache_grow(tc, c);
     size_t want = bi->cap / 2;
     if (want > bi->fill)
@@ -444,7 +511,9 @@ void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)
 {
     nd_bin *b = &tc->bins[c];
     nd_bin_info *bi = &tc->binfo[c];
-    if (b->cur == b->low) {
+    if (b->cur == b->low && nd_unlikely(!nd_bin_is_active(tc, c))) {
+        nd_bin_activate(tc, c);   /* the class's first block here */
+    } else if (b->cur == b->low) {
         /* Dry, then full again: the working set does not fit. Grow, within
            the cache's budget; else flush half. */
         if (!bi->filled || !nd_tcache_grow(tc, c)) {
@@ -552,6 +621,10 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
         const nd_bin_info *bi = &tc->binfo[c];
         if (!(b->low <= b->cur && b->cur <= b->empty) || *b->empty != NULL ||
             (size_t)(b->empty - b->low) != bi->cap || bi->cap > bi->cap_max)
+            return false;
+        /* Without its slots: capacity 0; with them: its own, up to cap_max. */
+        if (nd_bin_is_active(tc, c) ? bi->cap_max == 0 || b->empty != (void *const *)(tc + 1) + bi->slot_end
+                                    : bi->cap != 0 || b->cur != nd_tcache_no_slots || b->low != nd_tcache_no_slots)
             return false;
         for (void *const *it = b->cur; it < b->empty; it++) {
             const nd_page *pg = nd_page_of(nd_seg_base(*it), *it);

@@ -20,6 +20,10 @@
  *   malloc: cur == empty -> slow path (fill), else return *cur++
  *   free:   cur == low   -> slow path (flush), else *--cur = p
  *   a bin with cap 0 has low == cur == empty: every call takes the slow path.
+ *   A bin has no slots of its own until its class is first used: low, cur
+ *   and empty are then the shared nd_tcache_no_slots (the slow path gives
+ *   it its slots, nd_bin_activate in tcache.c), so the slots a thread
+ *   touches are those of the classes it uses.
  *
  * tick counts requests down; when the fast path takes it to 0 it goes to
  * the slow path, which adds the value the tick was armed with (info.armed)
@@ -49,7 +53,9 @@
 /*
  * Hot part of a bin, read and written by the fast paths (one cache line).
  * Invariants: low <= cur <= empty; empty - low == info.cap <= info.cap_max;
- * *empty == NULL; [cur, empty) are free blocks of the bin's class, each
+ * *empty == NULL; either the bin has no slots yet (low == cur == empty ==
+ * nd_tcache_no_slots, cap == 0) or cap_max != 0 and empty is its own
+ * sentinel slot (slot info.slot_end of its cache); [cur, empty) are free blocks of the bin's class, each
  * carrying the freed-block mark (page.h), from pages of the tcache's kind
  * of memory: its heap's pages, and pages of other heaps of that kind whose
  * blocks this thread freed (the free fast path caches every block of its
@@ -88,7 +94,10 @@ _Static_assert(ND_TIER_COUNT <= 4, "the tier counters fill a bin's cache line");
  * Cold part of a bin (slow paths only). The capacity adapts: a bin that
  * overflows after having run dry since its last flush (its working set does
  * not fit: fill, flush, fill, ...) doubles its capacity, up to cap_max (the
- * slots allocated, from the options tcache_count and tcache_bytes); a GC
+ * slots allocated, from the options tcache_count and tcache_bytes); one
+ * that runs dry again without an overflow in between (its thread hands its
+ * blocks to others: a producer) doubles too, for bigger fills, but only up
+ * to 16 KiB worth of blocks or 64 of them (tcache.c: ND_BIN_DRY_BYTES); a GC
  * pass that finds more than half of it unused all along halves it, down to
  * the capacity it started with (8 KiB worth of blocks, 2 to 32; tcache.c).
  */
@@ -97,8 +106,9 @@ typedef struct nd_bin_info {
     int64_t  prof_left;  /* prof=1: bytes of this class's requests to its next sample */
     uint32_t armed;      /* the value the tick was last armed with (ND_TICK_PERIOD without profiling) */
     uint32_t period_left; /* requests to the next maintenance check (ND_TICK_PERIOD apart) */
-    uint32_t cap;        /* current capacity: empty - low */
+    uint32_t cap;        /* current capacity: empty - low (0 until the bin has slots) */
     uint32_t cap_max;
+    uint32_t slot_end;   /* the bin's sentinel slot: cap_max slots below it are its own */
     uint32_t filled;     /* the bin ran dry since its last flush */
     uint32_t low_water;  /* fewest blocks seen cached since the last GC pass
                             (sampled at fills and tick roll-overs), or
@@ -153,6 +163,10 @@ extern void *nd_tcache_no_slots[1] nd_hidden;
    out of memory. */
 nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared) nd_hidden;
 void       nd_tcache_destroy(nd_tcache *tc) nd_hidden;
+/* In a child after fork: tc belonged to a thread the fork did not copy;
+   it no longer counts among the caches that share the budget (tc stays
+   as it was). nd_tcache_destroy calls it too. */
+void       nd_tcache_lost(const nd_tcache *tc) nd_hidden;
 
 /* The tcache whose heap is h. */
 static inline nd_tcache *nd_tcache_of_heap(nd_heap *h)

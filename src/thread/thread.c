@@ -432,8 +432,10 @@ void nd_thread_fork_child(void)
         } else {
             nd_tcache *tcs[ND_MAX_NODES + 1];
             int n = nd_thread_tcaches(t, tcs);
-            for (int i = 0; i < n; i++)
+            for (int i = 0; i < n; i++) {
                 nd_fold_dead_locked(tcs[i]);
+                nd_tcache_lost(tcs[i]);
+            }
             nd_thread_tier_close(t);
         }
         t = next;

@@ -23,6 +23,8 @@
 #include "proc.h"
 #include "thread.h"
 #include "segment.h"
+#include "topo.h"
+#include "options.h"
 
 #define MiB_ ((size_t)1 << 20)
 
@@ -112,6 +114,185 @@ static void a_heap_that_leaves_its_node_keeps_every_block_usable(void)
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold when it serves again");
     for (int i = 0; i < N; i++)
         nodal_free(p[i]), p[i] = NULL;
+}
+
+/* A thread cache gives a bin its slots when the thread first uses its
+   class (tcache.h): a thread that allocates one size and frees blocks of
+   another that a second thread allocated holds slots for those two classes
+   only, and the cache is valid throughout. */
+static void *use_two_classes(void *arg)
+{
+    void **theirs = arg;
+    nd_tcache *tc = nd_thread_start();
+    EXPECT(tc != NULL, "the thread to start");
+    unsigned mine = nd_class_of(64), other = nd_class_of(3000);
+    size_t active = 0;
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
+        active += tc->bins[c].empty != nd_tcache_no_slots;
+    EXPECT(tc->bins[mine].empty == nd_tcache_no_slots && tc->binfo[mine].cap == 0,
+           "a class not used yet to have no slots (cap %u)", tc->binfo[mine].cap);
+    void *p = nodal_malloc(64);
+    EXPECT(p != NULL && tc->bins[mine].empty != nd_tcache_no_slots && tc->binfo[mine].cap > 0,
+           "the first malloc of a class to give its bin slots (cap %u)", tc->binfo[mine].cap);
+    EXPECT(tc->bins[other].empty == nd_tcache_no_slots, "a class this thread has not used to have none");
+    for (int i = 0; i < 2; i++)
+        nodal_free(theirs[i]);   /* another thread's blocks: into this thread's cache (it starts at 2) */
+    EXPECT(tc->bins[other].empty != nd_tcache_no_slots && tc->bins[other].empty - tc->bins[other].cur == 2,
+           "the first free of a class to give its bin slots, holding the 2 blocks (%td)",
+           tc->bins[other].empty - tc->bins[other].cur);
+    size_t now = 0;
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
+        now += tc->bins[c].empty != nd_tcache_no_slots;
+    EXPECT(now == active + 2, "exactly two more bins with slots (%zu, before %zu)", now, active);
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    nodal_free(p);
+    return NULL;
+}
+
+static void a_cache_gives_slots_only_to_the_classes_a_thread_uses(void)
+{
+    void *theirs[8];
+    for (int i = 0; i < 8; i++)
+        theirs[i] = nodal_malloc(3000);
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, use_two_classes, theirs) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+    for (int i = 2; i < 8; i++)
+        nodal_free(theirs[i]);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the thread exited");
+}
+
+/* A producer's bin (its thread allocates and never frees: every fill finds
+   it dry again) grows for bigger fills only up to 16 KiB worth of blocks
+   or 64 of them (tcache.h), not to tcache_count: the blocks it would hold
+   beyond that are its pages' memory kept out, for no more hits. */
+static void *only_allocate(void *arg)
+{
+    void **out = arg;
+    for (int i = 0; i < 20000; i++)
+        out[i] = nodal_malloc(64);
+    nd_tcache *tc = nd_tls_tc;
+    unsigned c = nd_class_of(64), small = nd_class_of(16);
+    EXPECT(tc->binfo[c].cap <= 16384 / 64, "a 64 B producer's bin to hold at most 16 KiB (cap %u)", tc->binfo[c].cap);
+    EXPECT(tc->binfo[c].cap >= 64, "it to have grown past its start for bigger fills (cap %u)", tc->binfo[c].cap);
+    for (int i = 0; i < 20000; i++)
+        out[20000 + i] = nodal_malloc(16);
+    EXPECT(tc->binfo[small].cap <= 16384 / 16, "a 16 B producer's bin to hold at most 16 KiB (cap %u)",
+           tc->binfo[small].cap);
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    return NULL;
+}
+
+static void a_producers_bin_grows_to_16_kib_at_most(void)
+{
+    static void *blocks[40000];
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, only_allocate, blocks) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+    for (int i = 0; i < 40000; i++)
+        nodal_free(blocks[i]);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the producer's blocks were freed");
+}
+
+/* A new page of a heap takes a free page whose memory is still resident
+   (freed lately, waiting for its purge) before one that would be faulted
+   in fresh (heap.c: nd_heap_pick_page): pages of one class freed and
+   purged, pages of another freed and not yet purged, then a third class
+   gets a page: one of the resident ones. */
+static void *reuse_resident_pages(void *arg)
+{
+    (void)arg;
+    enum { N = 200 };
+    static void *a[N], *b[N];
+    for (int i = 0; i < N; i++)
+        a[i] = nodal_malloc(1000);   /* about 3 pages of 64 KiB */
+    for (int i = 0; i < N; i++)
+        b[i] = nodal_malloc(1500);
+    nd_tcache *tc = nd_tls_tc;
+    nd_heap *h = &tc->heap;
+    for (int i = 0; i < N; i++)
+        nodal_free(a[i]);
+    nd_tcache_flush_all(tc);
+    nd_heap_purge(h, 0, true);   /* a's pages: free, their memory returned */
+    for (int i = 0; i < N; i++)
+        nodal_free(b[i]);
+    nd_tcache_flush_all(tc);     /* b's pages: free, their memory still there */
+    nd_segment *s = nd_seg_base(b[0]);
+    EXPECT(s->owner == h, "the pages to be in this thread's segment");
+    uint64_t resident_free = 0;
+    for (unsigned i = 1; i < s->page_count; i++)
+        if (((s->free_mask >> i) & 1) && ((s->committed >> i) & 1))
+            resident_free |= (uint64_t)1 << i;
+    void *c = nodal_malloc(3000);
+    EXPECT(c != NULL && nd_seg_base(c) == s, "the new page to come from the same segment");
+    unsigned at = nd_page_of(s, c)->index;
+    EXPECT(resident_free == 0 || ((resident_free >> at) & 1),
+           "the new page (%u) to be one whose memory was resident (mask %#llx)", at,
+           (unsigned long long)resident_free);
+    EXPECT(resident_free != 0, "freed pages to wait for their purge with their memory (mask 0)");
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold");
+    nodal_free(c);
+    return NULL;
+}
+
+static void a_new_page_reuses_resident_memory_first(void)
+{
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, reuse_resident_pages, NULL) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+}
+
+/* Threads beyond two per CPU share the CPUs' thread-cache budget
+   (tcache.c: nd_tcache_total_share): 16 threads, alive together, each
+   working through 1 MiB of blocks of four classes, so that each would grow
+   its cache to tcache_total; none grows it past its share of tcache_total
+   x 2 x CPUs (the share with 17 caches, the most it can be). */
+enum { SHARE_THREADS = 16 };
+static pthread_barrier_t share_barrier;
+
+static void *grow_four_classes(void *arg)
+{
+    size_t *cap = arg;
+    static __thread void *p[1024];
+    nodal_free(nodal_malloc(1));            /* this thread's cache */
+    pthread_barrier_wait(&share_barrier);   /* every thread has its cache */
+    for (int round = 0; round < 4; round++)
+        for (size_t size = 1024; size <= 8192; size *= 2) {
+            int n = (int)((256 << 10) / size);
+            for (int i = 0; i < n; i++)
+                p[i] = nodal_malloc(size);
+            for (int i = 0; i < n; i++)
+                nodal_free(p[i]);
+        }
+    *cap = nd_tls_tc->cap_bytes;
+    EXPECT(nd_tcache_is_valid(nd_tls_tc), "the cache invariants to hold");
+    pthread_barrier_wait(&share_barrier);   /* none exits before all measured */
+    return NULL;
+}
+
+static void threads_beyond_the_cpus_share_the_cache_budget(void)
+{
+    size_t total = (size_t)nd_opt(ND_OPT_tcache_total), cpus = 0;
+    for (int cpu = 0; cpu < nd_topo.cpu_count; cpu++)
+        cpus += nd_topo.cpu_node[cpu] >= 0;
+    size_t caches = SHARE_THREADS + 1, each = 2 * cpus;
+    size_t share = caches <= each ? total : total / caches * each;
+    if (share < total / 8)
+        share = total / 8;
+    pthread_t t[SHARE_THREADS];
+    size_t cap[SHARE_THREADS];
+    nodal_free(nodal_malloc(1));   /* this thread's cache counts too */
+    pthread_barrier_init(&share_barrier, NULL, SHARE_THREADS);
+    for (int i = 0; i < SHARE_THREADS; i++)
+        EXPECT(pthread_create(&t[i], NULL, grow_four_classes, &cap[i]) == 0, "pthread_create to work");
+    for (int i = 0; i < SHARE_THREADS; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&share_barrier);
+    /* A cache's starting capacities are never refused: 8 KiB worth of
+       blocks per class, or 2 blocks (16 KiB of 8 KiB ones), five classes. */
+    for (int i = 0; i < SHARE_THREADS; i++)
+        EXPECT(cap[i] <= share + 5 * 16384, "thread %d's cache to hold at most its share, %zu (%zu, %zu CPUs)", i,
+               share, cap[i], cpus);
 }
 
 static void *producer(void *arg)
@@ -627,6 +808,10 @@ static const struct nd_case cases[] = {
     ND_CASE(segments_without_a_slot_free_through_the_segment_map),
     ND_CASE(fork_cutting_off_a_remote_free_leaves_a_working_child),
     ND_CASE(random_operations_keep_the_heap_valid),
+    ND_CASE(a_cache_gives_slots_only_to_the_classes_a_thread_uses),
+    ND_CASE(a_producers_bin_grows_to_16_kib_at_most),
+    ND_CASE(a_new_page_reuses_resident_memory_first),
+    ND_CASE(threads_beyond_the_cpus_share_the_cache_budget),
     ND_CASE(remote_frees_return_to_the_owner),
     ND_CASE(remote_frees_in_chains_go_back_to_their_own_pages),
 };
