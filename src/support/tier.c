@@ -237,9 +237,17 @@ static void nd_tier_order(int t, int c)
     }
 }
 
+/* nd_tiers has been filled before (a test reads fixture trees one after
+   another). The first read finds it zero, as the loader left it, and does
+   not clear it: its 76 KiB (the attribute table of every node pair, most
+   of it) would otherwise become resident in every process. */
+static bool nd_tiers_filled;
+
 void nd_tier_read(const char *sys, const char *measured)
 {
-    memset(&nd_tiers, 0, sizeof nd_tiers);
+    if (nd_tiers_filled)
+        memset(&nd_tiers, 0, sizeof nd_tiers);
+    nd_tiers_filled = true;
     for (int n = 0; n < ND_MAX_NODES; n++)
         nd_tiers.kernel_tier[n] = -1;
 
@@ -256,8 +264,11 @@ void nd_tier_read(const char *sys, const char *measured)
     }
     int src = ND_TIER_SRC_HMAT;
     if (!hmat) {
+        /* What a partial HMAT left: the rows of the nodes there are. */
         memset(nd_tiers.near, 0, sizeof nd_tiers.near);
-        memset(nd_tiers.attr, 0, sizeof nd_tiers.attr);
+        for (int c = 0; c < ND_MAX_NODES; c++)
+            if (nd_topo.flags[c] & ND_NODE_PRESENT)
+                memset(nd_tiers.attr[c], 0, sizeof nd_tiers.attr[c]);
         src = nd_read_measured(measured) > 0 ? ND_TIER_SRC_MEASURED : ND_TIER_SRC_DISTANCE;
         /* near: the node itself, and memory-only nodes whose closest CPU
            node is this one */
