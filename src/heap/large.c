@@ -186,7 +186,9 @@ static uint64_t nd_large_guarded_chunks(const nd_segment *s)
    multiple of step) that needs the fewest mprotect calls (above), the
    first found of those; NULL when no segment has one. *at = its first
    chunk, *len = its chunks: k, or up to 2k when the free chunks from *at
-   reach a guard page there (the block takes them all: no system call). */
+   reach a guard page there (the block takes them all: no system call);
+   an aligned block (step > 1, k a multiple of step) only up to a guard at
+   its run's end, where the aligned block before it ended. */
 static nd_segment *nd_large_find_guarded(const nd_large_pool *pool, unsigned k, unsigned step, unsigned *at,
                                          unsigned *len)
 {
@@ -208,7 +210,8 @@ static nd_segment *nd_large_find_guarded(const nd_large_pool *pool, unsigned k, 
             uint64_t from_i = guarded & ~nd_mask_range(0, i - 1);   /* guards at or after chunk i */
             if (from_i != 0) {
                 unsigned e = (unsigned)__builtin_ctzll(from_i);   /* the first guarded chunk */
-                if (e >= i + k - 1 && e < i + 2 * k && (s->free_mask & nd_mask_range(i, e)) == nd_mask_range(i, e)) {
+                if (e >= i + k - 1 && e < i + (step > 1 ? k : 2 * k) &&   /* aligned: at the slot's end */
+                    (s->free_mask & nd_mask_range(i, e)) == nd_mask_range(i, e)) {
                     *at = i;
                     *len = e - i + 1;
                     return s;
@@ -230,7 +233,8 @@ static nd_segment *nd_large_find_guarded(const nd_large_pool *pool, unsigned k, 
             if (from_i == 0)
                 break;
             unsigned e = (unsigned)__builtin_ctzll(from_i);
-            unsigned lo = e < i + k - 1 ? e + 1 : e + 1 >= i + 2 * k ? e + 1 - 2 * k : i + 1;
+            unsigned most = step > 1 ? k : 2 * k;   /* the longest run taken up to a guard */
+            unsigned lo = e < i + k - 1 ? e + 1 : e + 1 >= i + most ? e + 1 - most : i + 1;
             lo = (lo + step - 1) / step * step;
             if (lo > i + step)
                 i = lo - step;
