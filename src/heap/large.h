@@ -40,7 +40,8 @@
  * when the segment was trimmed); used_pages = blocks in the segment;
  * secure=1: each block's block_size bytes are its run's but the last OS
  * page, which is inaccessible, and only chunks' last pages are; at
- * most ND_LARGE_SPARE segments of a pool have no block; purge_mask holds
+ * most ND_LARGE_SPARE segments of a pool have no block (under secure=1
+ * ND_LARGE_SPARE_GUARDED); purge_mask holds
  * committed chunks of no block, purged once purge_at has passed.
  */
 #ifndef ND_LARGE_H
@@ -52,6 +53,11 @@
 #include "segment.h"
 
 #define ND_LARGE_SPARE 1   /* empty segments a pool keeps */
+/* ... under secure=1: a segment given back loses its guard pages (one
+   mprotect) and one taken again gains them block by block (two per
+   block), so a pool keeps more of them: 1 MiB-aligned blocks of 512 KiB-
+   1 MiB, three to a segment, emptied one in 50 calls with one kept. */
+#define ND_LARGE_SPARE_GUARDED 4
 
 void   nd_large_init(void) nd_hidden;
 /* A large block of `size` bytes, aligned to `alignment` (0 or a power of

@@ -19,6 +19,24 @@ void *nd_tcache_no_slots[1];   /* the NULL sentinel of every bin without slots *
 
 /* ---- creation ------------------------------------------------------------ */
 
+/* The bytes a block of bin c counts for in the cache's budgets
+   (tcache_bytes, tcache_total, the starting capacity): its class's size;
+   under secure=1, whose bins hold blocks a class above their requests'
+   own (the canary word, class.h), the size of the class below the bin's
+   blocks, that of the bin's smallest requests without the canary. So a
+   bin holds as many blocks as the default's bin for the same requests
+   (1,000 blocks of 256 B fit the default's bin of 256 B and secure=1's
+   of 320 B alike; requests of up to tcache_max are cached), and its
+   bytes are up to one class step more (1.25x for 320 B; 2x at most,
+   32-byte blocks counted as 16). */
+static inline size_t nd_bin_counted_size(unsigned c)
+{
+    unsigned cls = nd_bin_class[c];
+    if (nd_secure_on() && cls > 0 && cls < ND_CLASS_COUNT)
+        return nd_class_size[cls - 1];
+    return nd_class_size[c];
+}
+
 /* No cache: shared heaps, check=2, secure=2; under secure=1, node-bound
    caches (their free fast path would skip the canary check) and classes
    above ND_LOOKUP_MAX (the fast path does not pad those requests). */
@@ -27,7 +45,7 @@ static uint32_t nd_bin_capacity(unsigned bin, bool shared, bool bound)
     unsigned cls = nd_bin_class[bin];   /* (secure=1: the next class past ND_LOOKUP_MAX) */
     if (cls >= ND_CLASS_COUNT || (nd_secure_on() && bound))
         return 0;
-    size_t size = nd_class_size[cls];
+    size_t size = nd_bin_counted_size(bin);   /* tcache_max too: secure=1 caches the default's requests */
     if (shared || nd_opt(ND_OPT_check) >= 2 || nd_secure_full() || size > (size_t)nd_opt(ND_OPT_tcache_max))
         return 0;
     size_t cap = (size_t)nd_opt(ND_OPT_tcache_bytes) / size;
@@ -54,7 +72,7 @@ static uint32_t nd_bin_capacity(unsigned bin, bool shared, bool bound)
 #define ND_BIN_DRY_MIN   64u
 static uint32_t nd_bin_start_capacity(unsigned cls, uint32_t cap_max)
 {
-    uint32_t n = ND_BIN_START_BYTES / nd_class_size[cls];
+    uint32_t n = (uint32_t)(ND_BIN_START_BYTES / nd_bin_counted_size(cls));
     n = n < 2 ? 2 : n > 32 ? 32 : n;
     return n < cap_max ? n : cap_max;
 }
@@ -187,7 +205,7 @@ static void nd_bin_activate(nd_tcache *tc, unsigned c)
     b->cur = b->empty;
     b->low = b->empty - start;
     bi->cap = start;
-    tc->cap_bytes += (size_t)start * nd_class_size[c];
+    tc->cap_bytes += (size_t)start * nd_bin_counted_size(c);
 }
 
 void nd_tcache_lost(const nd_tcache *tc)
@@ -326,7 +344,7 @@ static bool nd_tcache_grow(nd_tcache *tc, unsigned c)
     nd_bin *b = &tc->bins[c];
     nd_bin_info *bi = &tc->binfo[c];
     uint32_t cap = bi->cap * 2 < bi->cap_max ? bi->cap * 2 : bi->cap_max;
-    size_t more = (size_t)(cap - bi->cap) * nd_class_size[c];
+    size_t more = (size_t)(cap - bi->cap) * nd_bin_counted_size(c);
     if (cap == bi->cap || tc->cap_bytes + more > nd_tcache_total_share())
         return false;
     tc->cap_bytes += more;
@@ -348,7 +366,7 @@ bool nd_tcache_fill(nd_tcache *tc, unsigned c)
        fit its working set, but only up to ND_BIN_DRY_BYTES: a cache that
        never gets its blocks back gains no hits from its size, only fewer
        fills, and every block it holds is memory of its pages kept out. */
-    if (bi->filled && (bi->cap < ND_BIN_DRY_MIN || (size_t)bi->cap * nd_class_size[c] < ND_BIN_DRY_BYTES))
+    if (bi->filled && (bi->cap < ND_BIN_DRY_MIN || (size_t)bi->cap * nd_bin_counted_size(c) < ND_BIN_DRY_BYTES))
         nd_tcache_grow(tc, c);
     size_t want = bi->cap / 2;
     if (want > bi->fill)
@@ -557,7 +575,7 @@ void nd_tcache_gc(nd_tcache *tc, bool force)
             size_t now_count = (size_t)(b->empty - b->cur);
             if (now_count > cap)
                 nd_tcache_flush(tc, c, now_count - cap);
-            tc->cap_bytes -= (size_t)(bi->cap - cap) * nd_class_size[c];
+            tc->cap_bytes -= (size_t)(bi->cap - cap) * nd_bin_counted_size(c);
             bi->cap = cap;
             b->low = b->empty - cap;
         }
@@ -613,7 +631,7 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
 {
     size_t cap_bytes = 0;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
-        cap_bytes += (size_t)tc->binfo[c].cap * nd_class_size[c];
+        cap_bytes += (size_t)tc->binfo[c].cap * nd_bin_counted_size(c);
     if (cap_bytes != tc->cap_bytes)
         return false;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {

@@ -1355,6 +1355,35 @@ static void sc_write_past_large_in_a_longer_run(long size)
     write_one_past(p, what);
 }
 
+/* Aligned large blocks of several sizes come and go, in segments that
+   empty (kept with their guard pages, large.h) and fill again, then a
+   block of `size` bytes aligned to 1 MiB (it takes its run up to the next
+   multiple of its alignment, large.c): every usable byte is written, then
+   one past it. */
+static void sc_write_past_aligned_large(long size)
+{
+    const struct nd_api *A = nd_api();
+    void *keep = A->malloc(64), *v[8] = { NULL };
+    for (int round = 0; round < 40; round++) {
+        size_t align = round % 3 == 0 ? (size_t)256 << 10 : (size_t)1 << 20;
+        size_t n = ((size_t)520 << 10) + (size_t)(round * 37 % 16) * (30 << 10);
+        int k = round * 5 % 8;
+        A->free(v[k]);
+        v[k] = NULL;
+        if (A->posix_memalign(&v[k], align, n) != 0)
+            _exit(4);
+    }
+    for (int k = 0; k < 8; k++)
+        A->free(v[k]);
+    unsigned char *p = NULL;
+    if (A->posix_memalign((void **)&p, (size_t)1 << 20, (size_t)size) != 0 || !keep)
+        _exit(4);
+    memset(p, 0x5a, A->usable_size(p));
+    char what[64];
+    snprintf(what, sizeof what, "%ld-byte block aligned to 1 MiB", size);
+    write_one_past(p, what);
+}
+
 /* A block grown by realloc from 20 KiB past `size` bytes, a quarter at a
    time (in place while its run holds it, else copied to another run),
    every usable byte written at each step; then one byte past it. */
@@ -1388,6 +1417,8 @@ static void overflow_past_a_large_block_faults_under_secure_1(void)
                  "write_past_large_in_a_longer_run", 300L << 10);
     expect_fault("a write past the end of a large block grown by realloc", "secure=1",
                  "write_past_realloc_grown_large", 700L << 10);
+    expect_fault("a write past the end of a 1 MiB-aligned large block where others came and went", "secure=1",
+                 "write_past_aligned_large", 600L << 10);
 }
 
 /* A huge block freed, then a block of another size that reuses its
@@ -1543,6 +1574,7 @@ static const struct scenario scenarios[] = {
     { "write_past_reused_huge", sc_write_past_reused_huge },
     { "write_past_reused_large", sc_write_past_reused_large },
     { "write_past_large_in_a_longer_run", sc_write_past_large_in_a_longer_run },
+    { "write_past_aligned_large", sc_write_past_aligned_large },
     { "write_past_realloc_grown_large", sc_write_past_realloc_grown_large },
 };
 
