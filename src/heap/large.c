@@ -40,6 +40,9 @@ static size_t nd_round_os(size_t n)
     return (n + ps - 1) & ~(ps - 1);
 }
 
+/* Empty segments a pool keeps (large.h). */
+static unsigned nd_large_spare(void) { return nd_seg_guard != 0 ? ND_LARGE_SPARE_GUARDED : ND_LARGE_SPARE; }
+
 static unsigned nd_chunks_of(size_t bytes) { return (unsigned)((bytes + ND_CHUNK_SIZE - 1) >> ND_CHUNK_SHIFT); }
 
 /* The first run of k free chunks of s starting at a multiple of step (> 0,
@@ -429,7 +432,7 @@ size_t nd_large_free(nd_segment *s, nd_page *pg, void *p)
     nd_large_give(s, i, k, nd_os_now_ms());
     nd_segment *release = NULL;
     if (--s->used_pages == 0) {
-        if (pool->empty < (nd_seg_guard != 0 ? ND_LARGE_SPARE_GUARDED : ND_LARGE_SPARE)) {
+        if (pool->empty < nd_large_spare()) {
             pool->empty++;
         } else {
             nd_list_remove(&pool->segs, s);
@@ -554,7 +557,7 @@ bool nd_large_is_valid(void)
                      (covered & s->free_mask) == 0 && ((covered | s->free_mask) & gone) == 0;
                 empty += s->used_pages == 0;
             }
-            ok = ok && empty == pool->empty && empty <= (nd_seg_guard != 0 ? ND_LARGE_SPARE_GUARDED : ND_LARGE_SPARE) && count == pool->segs.count &&
+            ok = ok && empty == pool->empty && empty <= nd_large_spare() && count == pool->segs.count &&
                  count == nd_load_relaxed(&pool->hint);
             nd_unlock(pool->lock);
         }

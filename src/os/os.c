@@ -410,10 +410,13 @@ int nd_os_create_file(const char *path)
     return fd;
 }
 
+/* A raw system call: close() is a cancellation point, and nodal closes
+   files inside malloc (the unwinder's, unwind.c) and at exit. errno is
+   kept. */
 void nd_os_close(int fd)
 {
     int saved = errno;
-    close(fd);
+    syscall(SYS_close, fd);
     errno = saved;
 }
 

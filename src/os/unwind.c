@@ -277,13 +277,13 @@ typedef struct nd_uw_walk {
 } nd_uw_walk;
 
 /* The file calls, as raw system calls: open, pread and close are
-   cancellation points, and a malloc must not be one. */
+   cancellation points, and a malloc must not be one (close:
+   nd_os_close). */
 static int nd_uw_open(const char *path) { return (int)syscall(SYS_openat, AT_FDCWD, path, O_RDONLY | O_CLOEXEC); }
 static ssize_t nd_uw_pread(int fd, void *buf, size_t len, uint64_t off)
 {
     return (ssize_t)syscall(SYS_pread64, fd, buf, len, (off_t)off);
 }
-static void nd_uw_close(int fd) { syscall(SYS_close, fd); }
 
 /* Reads len bytes at address a of object o. */
 static bool nd_uw_read(const nd_uw_obj *o, uintptr_t a, void *buf, size_t len)
@@ -349,7 +349,7 @@ static const nd_uw_obj *nd_uw_obj_of(nd_uw_walk *w, const struct dl_find_object 
         o->fd = fd;
         return o;
     }
-    nd_uw_close(fd);
+    nd_os_close(fd);
     o->lo = o->hi = 0;
     return o;
 }
@@ -558,7 +558,7 @@ int nd_os_unwind_own(uintptr_t *ips, uintptr_t *cfas, int max)
     }
     for (int i = 0; i < w.nobjs; i++)
         if (w.objs[i].fd >= 0)
-            nd_uw_close(w.objs[i].fd);
+            nd_os_close(w.objs[i].fd);
     errno = saved;
     return n;
 }

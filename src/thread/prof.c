@@ -224,6 +224,14 @@ static uint32_t nd_prof_backtrace_site(void)
     return nd_prof_frames_site(raw, n);
 }
 
+/* The site of the stack without the memo: from the walk just made, ips[0..n),
+   with nodal's own unwinder; through backtrace() with libgcc's (whose
+   frames, not the memo's walk, the sites were always taken from). */
+static uint32_t nd_prof_whole_stack_site(const uintptr_t *ips, int n)
+{
+    return nd_prof_own_unwind ? nd_prof_ips_site(ips, n) : nd_prof_backtrace_site();
+}
+
 /* ---- the memo of stacks (x86-64) ------------------------------------------
  *
  * libgcc's unwinder reads DWARF tables for every frame (about 1,700
@@ -412,8 +420,7 @@ static nd_noinline uint32_t nd_prof_stack_site(void)
     while (me < n && cfas[me] != own_cfa)
         me++;
     if (me >= n)   /* unwinder and sampler disagree: no memo */
-        return nd_prof_own_unwind ? nd_prof_ips_site(ips, n)
-                                  : nd_prof_backtrace_site();
+        return nd_prof_whole_stack_site(ips, n);
     int first = me;
     bool ok = true;
     for (; first < n && nd_prof_own_code(ips[first]); first++) {
@@ -425,7 +432,7 @@ static nd_noinline uint32_t nd_prof_stack_site(void)
             nd_prof_own_learn(ips[first], cfas[first + 1] - cfas[first]);
     }
     if (first == n)   /* all nodal's: as backtrace() would */
-        return nd_prof_own_unwind ? nd_prof_ips_site(ips, n) : nd_prof_backtrace_site();
+        return nd_prof_whole_stack_site(ips, n);
     int keep = n - first < ND_PROF_FRAMES ? n - first : ND_PROF_FRAMES;
     void *frames[ND_PROF_FRAMES];
     for (int k = 0; k < keep; k++)

@@ -529,17 +529,19 @@ void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)
 {
     nd_bin *b = &tc->bins[c];
     nd_bin_info *bi = &tc->binfo[c];
-    if (b->cur == b->low && nd_unlikely(!nd_bin_is_active(tc, c))) {
-        nd_bin_activate(tc, c);   /* the class's first block here */
-    } else if (b->cur == b->low) {
-        /* Dry, then full again: the working set does not fit. Grow, within
-           the cache's budget; else flush half. */
-        if (!bi->filled || !nd_tcache_grow(tc, c)) {
-            if (bi->cap == bi->cap_max)
-                nd_count_inc(&tc->heap.cstats[c].full_size_flushes);
-            nd_tcache_flush(tc, c, (bi->cap + 1) / 2);
+    if (b->cur == b->low) {
+        if (nd_unlikely(!nd_bin_is_active(tc, c))) {
+            nd_bin_activate(tc, c);   /* the class's first block here */
+        } else {
+            /* Dry, then full again: the working set does not fit. Grow,
+               within the cache's budget; else flush half. */
+            if (!bi->filled || !nd_tcache_grow(tc, c)) {
+                if (bi->cap == bi->cap_max)
+                    nd_count_inc(&tc->heap.cstats[c].full_size_flushes);
+                nd_tcache_flush(tc, c, (bi->cap + 1) / 2);
+            }
+            bi->filled = 0;
         }
-        bi->filled = 0;
     }
     *--b->cur = p;
     nd_block_mark(p);

@@ -332,8 +332,9 @@ static void *(*as_malloc)(size_t);
 static void (*as_free)(void *);
 static sem_t as_go;
 
-/* 1,000 blocks of 64 B, written and kept: how many it got. */
-static int as_small_requests(void)
+/* 1,000 requests of 64 B, each block written, one in `keep` of them kept
+   and the others freed at once: how many succeeded. */
+static int as_small_requests(int keep)
 {
     int ok = 0;
     for (int i = 0; i < 1000; i++) {
@@ -341,6 +342,8 @@ static int as_small_requests(void)
         if (p != NULL) {
             memset(p, 2, 64);
             ok++;
+            if (i % keep != 0)
+                as_free(p);
         }
     }
     return ok;
@@ -350,29 +353,18 @@ static void *as_idle_thread(void *arg)
 {
     while (sem_wait(&as_go) != 0)
         ;
-    *(int *)arg = as_small_requests();
+    *(int *)arg = as_small_requests(1);
     return NULL;
 }
 
-/* The thread started after the large blocks failed: 1,000 requests of
-   64 B, one in ten kept and the others freed at once. (It keeps fewer
-   than the other threads: what the limit leaves it is whatever the last
-   large block did not fit, which may hold one page of a short segment and
-   no more; the 1,000 kept blocks of the other threads come from pages
-   they could have before.) */
+/* The thread started after the large blocks failed keeps one block in
+   ten. (It keeps fewer than the other threads: what the limit leaves it is
+   whatever the last large block did not fit, which may hold one page of a
+   short segment and no more; the 1,000 kept blocks of the other threads
+   come from pages they could have before.) */
 static void *as_late_thread(void *arg)
 {
-    int ok = 0;
-    for (int i = 0; i < 1000; i++) {
-        char *p = as_malloc(64);
-        if (p != NULL) {
-            memset(p, 3, 64);
-            ok++;
-            if (i % 10 != 0)
-                as_free(p);
-        }
-    }
-    *(int *)arg = ok;
+    *(int *)arg = as_small_requests(10);
     return NULL;
 }
 
