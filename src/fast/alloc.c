@@ -33,7 +33,8 @@ static nd_tcache *nd_plain_tcache(void)
     return nd_thread_start();
 }
 
-void *nd_malloc_slow(size_t size, nd_tcache *tc)
+/* The whole slow path of malloc (the tick's look, if any, was taken). */
+static nd_noinline void *nd_malloc_whole(size_t size, nd_tcache *tc)
 {
     nd_lock_may_take(ND_LOCK_ID_threads);   /* a thread's start, maintenance */
     if (nd_unlikely(nd_tls_thread->state != ND_THREAD_LIVE)) {
@@ -42,6 +43,39 @@ void *nd_malloc_slow(size_t size, nd_tcache *tc)
             return nd_shared_malloc(nd_topo.mem_ids[0], false, 0, size);
     }
     return nd_route_malloc(tc, size);
+}
+
+/* nd_malloc_tick's look on another CPU than the last one (noinline: the
+   short way keeps no register). */
+static nd_noinline void *nd_malloc_look_node(size_t size, nd_tcache *tc, unsigned c, int cpu)
+{
+    if (nd_thread_look_node(cpu))
+        return nd_tcache_look_pop(tc, c);
+    return nd_malloc_whole(size, tc);
+}
+
+void *nd_malloc_tick(size_t size, nd_tcache *tc, size_t off)
+{
+    unsigned c = (unsigned)(off / ND_BIN_BYTES);
+    int cpu;
+    switch (nd_thread_look(tc, c, &cpu)) {
+    case ND_LOOK_SAME: return nd_tcache_look_pop(tc, c);
+    case ND_LOOK_CPU:  return nd_malloc_look_node(size, tc, c, cpu);
+    default:           return nd_malloc_whole(size, tc);
+    }
+}
+
+void *nd_malloc_slow(size_t size, nd_tcache *tc)
+{
+    /* A tick that ran out for follow_thread's look only, reached through
+       another fast path than malloc's (operator new's): the bin of the
+       request's class (secure=1 pads the fast paths' classes: not here). */
+    if (nd_likely(size <= ND_MEDIUM_MAX) && !nd_secure_on()) {
+        unsigned c = nd_class_of(size);
+        if (nd_tcache_tick_out(tc, c))
+            return nd_malloc_tick(size, tc, (size_t)c * ND_BIN_BYTES);
+    }
+    return nd_malloc_whole(size, tc);
 }
 
 /* The tcache for node-bound memory on `node` (NULL + errno when none; *shared

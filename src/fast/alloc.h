@@ -34,6 +34,9 @@
 #include "thread.h"
 
 void *nd_malloc_slow(size_t size, nd_tcache *tc) nd_hidden;   /* size first: it stays in its register */
+/* The fast path's tick of the bin at byte offset `off` ran out, the bin
+   holding a block: follow_thread's look (nd_thread_look), or the slow path. */
+void *nd_malloc_tick(size_t size, nd_tcache *tc, size_t off) nd_hidden;
 void *nd_malloc_node_slow(size_t size, int node) nd_hidden;
 
 /* Slow-path entry points shared by the prefixed and the standard names. */
@@ -71,12 +74,17 @@ void  *nd_calloc_node(size_t count, size_t size, int node) nd_hidden;
    bin is empty or its tick ran out. ND_BIN_POP_THEN_OR runs the statement
    `then` once the block is taken (the tier call's counts). */
 #define ND_BIN_POP_OR(tc, off, slow) ND_BIN_POP_THEN_OR(tc, off, (void)0, slow)
-#define ND_BIN_POP_THEN_OR(tc, off, then, slow)                                \
+#define ND_BIN_POP_THEN_OR(tc, off, then, slow) ND_BIN_POP_TICK_OR(tc, off, then, slow, slow)
+/* The same, with `ran_out` the slow path when only the tick ran out (the bin
+   holds a block): plain malloc's, nd_malloc_tick. */
+#define ND_BIN_POP_TICK_OR(tc, off, then, slow, ran_out)                       \
     do {                                                                       \
         nd_bin *b_ = (nd_bin *)((char *)(tc)->bins + (off));                   \
         void **cur_ = b_->cur;                                                 \
-        if (nd_unlikely(cur_ == b_->empty) || nd_unlikely(--b_->tick == 0))    \
+        if (nd_unlikely(cur_ == b_->empty))                                    \
             return (slow);                                                     \
+        if (nd_unlikely(--b_->tick == 0))                                      \
+            return (ran_out);                                                  \
         b_->cur = cur_ + 1;                                                    \
         then;                                                                  \
         ND_BIN_PREFETCH(cur_);                                                 \
@@ -90,7 +98,7 @@ nd_inline void *nd_malloc_fast(nd_tcache *tc, size_t size)
     size_t c;
     if (nd_unlikely(!nd_class_fast(size, &c)))
         return nd_malloc_slow(size, tc);
-    ND_BIN_POP_OR(tc, c, nd_malloc_slow(size, tc));
+    ND_BIN_POP_TICK_OR(tc, c, (void)0, nd_malloc_slow(size, tc), nd_malloc_tick(size, tc, c));
 }
 
 nd_inline void *nd_malloc_node_fast(size_t size, int node)

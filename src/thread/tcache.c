@@ -87,9 +87,7 @@ static unsigned nd_tcache_kind(bool shared, bool bound, int node)
     return nd_kind_of(bound, node);
 }
 
-/* Per class: the most requests a plain cache's tick is armed with
-   (tcache.h, ND_LOOK_BYTES); ND_TICK_PERIOD until start-up sets them. */
-static uint32_t nd_look_arm[ND_CLASS_COUNT];
+uint32_t nd_tcache_look_arm[ND_CLASS_COUNT];
 
 /* Threads beyond the CPUs share the CPUs' cache budget: while the process
    has more than two thread caches per CPU (nd_tcache_count, those of live
@@ -133,15 +131,15 @@ void nd_tcache_process_init(void)
     nd_store_relaxed(&nd_tcache_cpus, cpus);
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         size_t n = moves ? ND_LOOK_BYTES / nd_class_size[c] : ND_TICK_PERIOD;
-        nd_store_relaxed(&nd_look_arm[c], n < ND_LOOK_MIN ? ND_LOOK_MIN : n > ND_TICK_PERIOD ? ND_TICK_PERIOD : (uint32_t)n);
+        nd_store_relaxed(&nd_tcache_look_arm[c], n < ND_LOOK_MIN ? ND_LOOK_MIN : n > ND_TICK_PERIOD ? ND_TICK_PERIOD : (uint32_t)n);
     }
 }
 
 /* The most requests of class c a tick is armed with: a plain cache's look
-   at its CPU's node comes at least every nd_look_arm[c] of them. */
+   at its CPU's node comes at least every nd_tcache_look_arm[c] of them. */
 static inline uint32_t nd_tcache_arm_max(bool plain, unsigned c)
 {
-    uint32_t n = nd_load_relaxed(&nd_look_arm[c]);
+    uint32_t n = nd_load_relaxed(&nd_tcache_look_arm[c]);
     return plain && n != 0 ? n : ND_TICK_PERIOD;
 }
 
@@ -279,6 +277,21 @@ static uint32_t nd_tcache_prof_arm(nd_tcache *tc, unsigned c, uint32_t done, boo
     return n < ND_TICK_PERIOD ? (uint32_t)n : ND_TICK_PERIOD;
 }
 
+/* Arms bin c's tick with `next` requests (the next sample's, or
+   ND_TICK_PERIOD), or fewer: follow_thread's next look at the CPU's node,
+   and the maintenance clock's period, come first. */
+static void nd_tcache_arm(nd_tcache *tc, unsigned c, uint32_t next)
+{
+    nd_bin_info *bi = &tc->binfo[c];
+    uint32_t most = nd_tcache_arm_max(!tc->heap.bound && !tc->heap.shared, c);
+    if (next > most)
+        next = most;
+    if (next > bi->period_left)
+        next = bi->period_left;
+    nd_store_relaxed(&bi->armed, next);
+    nd_store_relaxed(&tc->bins[c].tick, (int64_t)next);
+}
+
 void nd_tcache_prof_rearm(nd_tcache *tc)
 {
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
@@ -289,14 +302,7 @@ void nd_tcache_prof_rearm(nd_tcache *tc)
         bi->period_left = done < bi->period_left ? bi->period_left - done : 1;
         bool sample = false;
         bi->prof_left = 0;
-        uint32_t next = nd_tcache_prof_arm(tc, c, 0, &sample);
-        uint32_t most = nd_tcache_arm_max(!tc->heap.bound && !tc->heap.shared, c);
-        if (next > most)
-            next = most;
-        if (next > bi->period_left)
-            next = bi->period_left;
-        nd_store_relaxed(&bi->armed, next);
-        nd_store_relaxed(&b->tick, (int64_t)next);
+        nd_tcache_arm(tc, c, nd_tcache_prof_arm(tc, c, 0, &sample));
     }
 }
 
@@ -327,13 +333,7 @@ unsigned nd_tcache_count_request(nd_tcache *tc, unsigned c)
         if (sample)
             r |= ND_COUNT_SAMPLE;
     }
-    uint32_t most = nd_tcache_arm_max(!tc->heap.bound && !tc->heap.shared, c);
-    if (next > most)   /* follow_thread: the next look at the CPU's node */
-        next = most;
-    if (next > bi->period_left)   /* the maintenance clock keeps its period */
-        next = bi->period_left;
-    nd_store_relaxed(&bi->armed, next);
-    nd_store_relaxed(&b->tick, (int64_t)next);
+    nd_tcache_arm(tc, c, next);
     return r;
 }
 

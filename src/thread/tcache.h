@@ -81,14 +81,16 @@ _Static_assert(sizeof(nd_bin) == ND_BIN_BYTES, "a hot bin is one cache line: cla
 _Static_assert(ND_TIER_COUNT <= 4, "the tier counters fill a bin's cache line");
 /* follow_thread (thread.c): on a machine where a thread can move to another
    node, a plain cache's tick is armed with at most the requests of
-   ND_LOOK_BYTES of its class, so each class takes a slow path (which looks
-   at the CPU's node) at least that often: after a move, the blocks of the
-   old node the cache hands out before the thread notices are bounded by
-   the bytes of its busiest class, not by the cache's size. Classes of 4 KiB
-   and more look every ND_LOOK_MIN requests (a slow path costs about 200
-   instructions: one per request would double a 16 KiB pair's). */
-#define ND_LOOK_BYTES 65536
-#define ND_LOOK_MIN   16
+   ND_LOOK_BYTES of its class, so each class looks at the CPU's node at
+   least that often: after a move, the blocks of the old node the cache
+   hands out before the thread notices are bounded by the bytes of its
+   busiest class, not by the cache's size. A tick that ran out for a look
+   only takes the short way (alloc.c: nd_malloc_tick; about 40 instructions
+   with an rseq area, the CPU compared with the last one seen), not the
+   whole slow path (about 200), so the budget can be small and classes of
+   8 KiB and more look every ND_LOOK_MIN requests. */
+#define ND_LOOK_BYTES 16384
+#define ND_LOOK_MIN   2
 
 /*
  * Cold part of a bin (slow paths only). The capacity adapts: a bin that
@@ -183,6 +185,44 @@ unsigned nd_tcache_count_request(nd_tcache *tc, unsigned c) nd_hidden;
 /* prof=1: the mean bytes between two samples (0: profiling off), set once
    the profiler is ready (prof.c). */
 extern int64_t nd_tcache_prof_rate nd_hidden;
+/* follow_thread: per class, the most requests a plain cache's tick is
+   armed with (ND_LOOK_BYTES; ND_TICK_PERIOD where threads cannot change
+   nodes, or until start-up sets them). */
+extern uint32_t nd_tcache_look_arm[ND_CLASS_COUNT] nd_hidden;
+/* Did bin c's tick run out (the fast path counted its last request) with
+   a block still in the bin? Then it may have run out only for
+   follow_thread's look at the CPU's node (nd_thread_look). */
+static inline bool nd_tcache_tick_out(const nd_tcache *tc, unsigned c)
+{
+    const nd_bin *b = &tc->bins[c];
+    return b->tick == 0 && b->cur != b->empty;
+}
+/* Was bin c's tick, now run out, armed for a look only: not for the
+   maintenance roll-over, nor for a heap-profile sample? */
+static inline bool nd_tcache_look_due(const nd_tcache *tc, unsigned c)
+{
+    const nd_bin_info *bi = &tc->binfo[c];
+    return bi->armed < bi->period_left && nd_load_relaxed(&nd_tcache_prof_rate) == 0;
+}
+/* The rest of a request whose tick ran out for a look only (both tests
+   above true, tc a plain cache): counts the tick's requests and arms it
+   again, as nd_tcache_count_request would, and pops the bin's block. */
+static inline void *nd_tcache_look_pop(nd_tcache *tc, unsigned c)
+{
+    nd_bin *b = &tc->bins[c];
+    nd_bin_info *bi = &tc->binfo[c];
+    uint32_t done = bi->armed, left = bi->period_left - done;
+    uint32_t next = nd_load_relaxed(&nd_tcache_look_arm[c]);
+    nd_store_relaxed(&bi->nreq, bi->nreq + done);
+    bi->period_left = left;
+    if (next == 0 || next > left)   /* 0: start-up has not set it */
+        next = left;
+    nd_store_relaxed(&bi->armed, next);
+    nd_store_relaxed(&b->tick, (int64_t)next);
+    void *p = *b->cur++;
+    nd_block_unmark(p);
+    return p;
+}
 /* Once at start-up, after the options and the topology: the most requests
    a plain cache's tick is armed with, per class (ND_LOOK_BYTES where
    threads can change nodes and follow_thread is on, else ND_TICK_PERIOD). */

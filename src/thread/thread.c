@@ -246,6 +246,7 @@ nd_tcache *nd_thread_start(void)
         nd_tls_tid = tc->heap.tid;
         t->gc_countdown = ND_GC_EVENTS;
         t->seen_node = (int16_t)node;
+        t->look_cpu = -1;
         t->maintain_at = nd_os_now_ms() + (uint64_t)nd_opt(ND_OPT_purge_delay);
         nd_tls_tc = tc;
         nd_tls_thread = t;
@@ -277,6 +278,7 @@ nd_tcache *nd_thread_start(void)
     t->state = ND_THREAD_LIVE;
     t->gc_countdown = ND_GC_EVENTS;
     t->seen_node = (int16_t)node;
+    t->look_cpu = -1;
     t->maintain_at = tc->heap.clock_ms + (uint64_t)nd_opt(ND_OPT_purge_delay);
     nd_lock(nd_threads_lock);
     nd_list_push_front(&nd_threads, t);
@@ -499,6 +501,7 @@ static nd_noinline void nd_thread_moved(nd_thread *t, int node)
     nd_tcache *tc = t->plain;
     nd_heap *h = &tc->heap;
     t->seen_node = (int16_t)node;
+    t->look_cpu = -1;
     nd_count_inc(&h->stats.thread_moves);
     h->away = node != h->node;
     if (!h->away || !nd_opt(ND_OPT_follow_thread) || !nd_os_policy_is_local())
@@ -510,6 +513,16 @@ static nd_noinline void nd_thread_moved(nd_thread *t, int node)
     nd_count_add(&h->stats.pages_handed_back, nd_heap_leave(h, node));
     tc->kind = nd_kind_of(false, node);
     nd_assert2(nd_tcache_is_valid(tc));
+}
+
+bool nd_thread_look_node(int cpu)
+{
+    nd_thread *t = nd_tls_thread;
+    int node = cpu >= 0 ? nd_topo_cpu_node(cpu) : nd_topo_current_node();   /* the CPU read, not a later one */
+    if (nd_topo_local_mem_node(node) != t->seen_node)
+        return false;
+    t->look_cpu = (unsigned)cpu < ND_MAX_CPUS ? cpu : -1;
+    return true;
 }
 
 void nd_thread_tick(nd_tcache *tc)
@@ -760,6 +773,9 @@ bool nd_thread_is_valid(void)
         if (!nd_tcache_is_valid(tcs[i]) || !nd_secure_is_valid(tcs[i]))
             return false;
     if (t->tier_cpu < 0 || t->tier_cpu >= ND_MAX_CPUS || t->tier_node < -1 || t->tier_node >= ND_MAX_NODES)
+        return false;
+    if (t->look_cpu != -1 && ((unsigned)t->look_cpu >= ND_MAX_CPUS ||
+                              nd_topo_local_mem_node(nd_topo_cpu_node(t->look_cpu)) != t->seen_node))
         return false;
     for (int k = 0; k < ND_TIER_COUNT; k++) {
         if (t->tier_tc[k] != &nd_tcache_empty && t->tier_tc[k] != t->node_tc[(uint8_t)nd_tier_by_cpu[t->tier_cpu][k]])

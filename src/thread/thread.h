@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include "config.h"
 #include "counters.h"
+#include "os.h"
 #include "tcache.h"
 #include "tier.h"
 
@@ -33,7 +34,9 @@ enum { ND_THREAD_NEW = 0, ND_THREAD_LIVE, ND_THREAD_DEAD, ND_THREAD_POOLED };
  * record's id (a thread that takes a pooled record takes its id too);
  * seen_node is the node with memory that serves the CPU the thread ran on
  * at its last look (follow_thread): plain's heap is of that node unless the
- * thread did not follow the move (plain's heap.away then).
+ * thread did not follow the move (plain's heap.away then); look_cpu is -1
+ * or a CPU of seen_node's (one whose memory node it is) that a look found
+ * the thread on, so a look that finds it there again needs no other.
  * tier_tc[t] is node_tc[nd_tier_by_cpu[tier_cpu][t]] (the tier call's cache
  * for a thread on CPU tier_cpu, resolved by nd_thread_tier_resolve) or the
  * static empty (or dead) tcache, whose bins are empty: a record whose
@@ -53,6 +56,7 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_thread {
     uint8_t           state;
     uint32_t          gc_countdown;     /* slow-path events until the next maintenance check */
     int16_t           seen_node;        /* node (with memory) of the CPU the thread was last seen on */
+    int32_t           look_cpu;         /* a CPU (rseq area) seen on seen_node since it was set, -1 none */
     int16_t           tier_node;        /* the CPU node of the open period of tier counts, -1 none */
     int32_t           tier_cpu;         /* the CPU tier_tc was resolved for */
     nd_tcache        *tier_tc[ND_TIER_COUNT];   /* the tier calls' caches from tier_cpu */
@@ -106,6 +110,28 @@ void nd_thread_count_tier(int t, size_t bytes, int from) nd_hidden;
 /* pthread key destructor. */
 void nd_thread_done(void *arg) nd_hidden;
 
+/* follow_thread's short way, for a request of class c whose bin's tick
+   ran out with a block in the bin (nd_tcache_tick_out). The result:
+   ND_LOOK_NO, the whole slow path must run (tc is not the calling thread's
+   plain cache, the tick ran out for its maintenance roll-over or a
+   sample); ND_LOOK_SAME, it ran out only to look at the CPU's node and the
+   thread runs on the CPU of its last look (*cpu): the caller finishes the
+   request with nd_tcache_look_pop; ND_LOOK_CPU, the same but on another
+   CPU (*cpu, -1 without an rseq area): nd_thread_look_node decides. */
+enum { ND_LOOK_NO, ND_LOOK_SAME, ND_LOOK_CPU };
+static inline int nd_thread_look(nd_tcache *tc, unsigned c, int *cpu)
+{
+    nd_thread *t = nd_tls_thread;
+    if (t->state != ND_THREAD_LIVE || tc != t->plain || !nd_tcache_look_due(tc, c))
+        return ND_LOOK_NO;
+    nd_assert2(nd_tcache_tick_out(tc, c) && !tc->heap.bound && !tc->heap.shared);
+    *cpu = nd_os_rseq_cpu_off != 0 ? nd_os_current_cpu_fast() : -1;
+    return nd_likely(*cpu >= 0 && *cpu == t->look_cpu) ? ND_LOOK_SAME : ND_LOOK_CPU;
+}
+/* After ND_LOOK_CPU: is the calling thread still on seen_node (the CPU's
+   node, sched_getcpu's without an rseq area)? Then cpu becomes the CPU of
+   its last look. False: it moved, and the whole slow path follows it. */
+bool nd_thread_look_node(int cpu) nd_hidden;
 /* A slow-path event of tc (its heap's clock; maintenance every so often). */
 void  nd_thread_tick(nd_tcache *tc) nd_hidden;
 /* A request of class c made on a slow path of tc (counted as the fast

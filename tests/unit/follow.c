@@ -3,7 +3,9 @@
  * where a thread can change nodes, a plain cache's bins take a slow path
  * (which looks at the CPU's node) at least every ND_LOOK_BYTES of their
  * class's requests, every ND_LOOK_MIN for the largest classes; nowhere
- * else, and never for a bound cache. Topologies are read from fixture
+ * else, and never for a bound cache. A tick that ran out for a look only
+ * takes the short way (nd_tcache_look_due, nd_tcache_look_pop), which
+ * counts requests as exactly as the slow path does. Topologies are read from fixture
  * sysfs trees (tests/unit/fixtures/); linked against the debug core; every
  * case runs in a child of its own.
  */
@@ -56,10 +58,11 @@ static void check_topology(const char *tree, long follow, bool budget, const cha
 }
 
 /* Two nodes with CPUs (numa-vm's default machine): the budget. */
-static void plain_caches_look_every_64_kib_where_threads_can_change_nodes(void)
+static void plain_caches_look_within_their_budget_where_threads_can_change_nodes(void)
 {
     check_topology(ND_FIXTURES "/nohmat4", 1, true, "CPUs on nodes 0 and 1");
-    /* The smallest classes keep the period, the largest look every 16. */
+    /* The smallest classes keep the period, the largest look every
+       ND_LOOK_MIN requests. */
     EXPECT(budget_of(0) == ND_TICK_PERIOD && budget_of(ND_CLASS_COUNT - 1) == ND_LOOK_MIN,
            "class 0 at %u requests and the last class at %u, got %u and %u", ND_TICK_PERIOD, ND_LOOK_MIN,
            budget_of(0), budget_of(ND_CLASS_COUNT - 1));
@@ -89,20 +92,70 @@ static void a_budgeted_bin_rolls_over_with_its_budget_and_counts_exactly(void)
     EXPECT(tc != NULL, "a cache to be made");
     unsigned c = ND_CLASS_COUNT - 1;
     uint32_t n = budget_of(c);
-    for (uint32_t i = 0; i < 3 * n + 5; i++)
+    EXPECT(n >= 2, "the last class's budget at least 2 requests, got %u", n);
+    for (uint32_t i = 0; i < 3 * n + 1; i++)
         nd_tcache_count_request(tc, c);
     uint64_t counted = tc->binfo[c].nreq + tc->binfo[c].armed - (uint64_t)tc->bins[c].tick;
-    EXPECT(counted == 3 * (uint64_t)n + 5, "%u requests counted, got %llu", 3 * n + 5, (unsigned long long)counted);
-    EXPECT(tc->binfo[c].armed == n && tc->bins[c].tick == (int64_t)(n - 5),
-           "the bin re-armed with %u requests and 5 of them taken, got armed %u, tick %lld", n, tc->binfo[c].armed,
+    EXPECT(counted == 3 * (uint64_t)n + 1, "%u requests counted, got %llu", 3 * n + 1, (unsigned long long)counted);
+    EXPECT(tc->binfo[c].armed == n && tc->bins[c].tick == (int64_t)(n - 1),
+           "the bin re-armed with %u requests and 1 of them taken, got armed %u, tick %lld", n, tc->binfo[c].armed,
            (long long)tc->bins[c].tick);
     nd_tcache_destroy(tc);
 }
 
+/* Requests of one class as malloc's fast path makes them (a block from the
+   bin while its tick lasts), with the short way where the tick ran out for
+   a look only and the slow path's count and refill otherwise: every request
+   is counted once, the short way takes every look but the maintenance
+   roll-overs, and each request gets a block of the bin. */
+static void the_short_way_counts_each_look_exactly_and_keeps_the_roll_overs(void)
+{
+    nodal_free(nodal_malloc(1));
+    nd_opt_values[ND_OPT_follow_thread] = 1;
+    nd_topo_read(ND_FIXTURES "/nohmat4");
+    nd_tcache_process_init();
+    nd_tcache *tc = nd_tcache_create(1, 0, false, false);
+    EXPECT(tc != NULL, "a cache to be made");
+    unsigned c = nd_class_of(1024);
+    uint32_t n = budget_of(c);
+    EXPECT(n > 1 && n < ND_TICK_PERIOD, "1 KiB blocks budgeted (1 < %u < %u)", n, ND_TICK_PERIOD);
+    const uint32_t total = 4 * ND_TICK_PERIOD + 3;
+    uint32_t looks = 0, whole = 0;
+    for (uint32_t i = 0; i < total; i++) {
+        nd_bin *b = &tc->bins[c];
+        void *p;
+        if (b->cur == b->empty || --b->tick == 0) {
+            if (nd_tcache_tick_out(tc, c) && nd_tcache_look_due(tc, c)) {
+                looks++;
+                p = nd_tcache_look_pop(tc, c);
+            } else {
+                whole++;
+                nd_tcache_count_request(tc, c);
+                p = nd_tcache_alloc(tc, c);
+            }
+        } else {
+            p = *b->cur++;
+        }
+        EXPECT(p != NULL, "request %u got a block", i);
+        nd_tcache_push(tc, c, p);   /* back at once: the bin never runs dry after its first fill */
+    }
+    uint64_t counted = tc->binfo[c].nreq + tc->binfo[c].armed - (uint64_t)tc->bins[c].tick;
+    EXPECT(counted == total, "%u requests counted, got %llu", total, (unsigned long long)counted);
+    /* Each period of ND_TICK_PERIOD requests ends at one roll-over (the
+       whole slow path); the other looks of the period take the short way.
+       The first request fills the empty bin. */
+    uint32_t rolls = total / ND_TICK_PERIOD;
+    EXPECT(whole == rolls + 1, "%u roll-overs and the first fill on the slow path, got %u", rolls, whole);
+    uint32_t want = rolls * ((ND_TICK_PERIOD + n - 1) / n - 1);
+    EXPECT(looks >= want, "at least %u looks the short way, got %u", want, looks);
+    nd_tcache_destroy(tc);
+}
+
 static const struct nd_case cases[] = {
-    ND_CASE(plain_caches_look_every_64_kib_where_threads_can_change_nodes),
+    ND_CASE(plain_caches_look_within_their_budget_where_threads_can_change_nodes),
     ND_CASE(no_budget_where_cpus_are_on_one_node),
     ND_CASE(no_budget_under_follow_thread_0),
     ND_CASE(a_budgeted_bin_rolls_over_with_its_budget_and_counts_exactly),
+    ND_CASE(the_short_way_counts_each_look_exactly_and_keeps_the_roll_overs),
 };
 ND_MAIN(cases)
