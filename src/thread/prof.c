@@ -439,8 +439,14 @@ static nd_noinline uint32_t nd_prof_stack_site(void)
         frames[k] = (void *)ips[first + k];
     uint32_t site = nd_prof_site_of(frames, keep);
     /* The range this unwind read: the live stack from here to the outermost
-       frame (the same stack as before when it ends at the same place). */
-    uintptr_t hi = cfas[n - 1];
+       frame (the same stack as before when it ends at the same place), or
+       to the last frame before a signal frame's interrupted code (whose
+       return address is not at CFA - 8, perhaps on another stack). */
+    int last = me;
+    while (last + 1 < n && cfas[last + 1] > cfas[last] &&
+           *(const uintptr_t *)(cfas[last + 1] - sizeof(uintptr_t)) == ips[last + 1])
+        last++;
+    uintptr_t hi = cfas[last];
     if (nd_prof_stk_hi != hi || own_cfa < nd_prof_stk_lo)
         nd_prof_stk_lo = own_cfa;
     nd_prof_stk_hi = hi;

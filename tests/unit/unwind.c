@@ -4,12 +4,14 @@
  * addresses as libgcc's (glibc's backtrace()), through frames addressed
  * from rsp and from rbp (alloca), down to the outermost frame, the first
  * time (tables read) and the second (rules kept by return address); each CFA is
- * above the one before it; in a signal handler it stops at the signal
- * frame instead of misreading it.
+ * above the one before it; in a signal handler it goes on through the
+ * signal frame into the interrupted code, as backtrace() does, on the
+ * thread's stack and on a sigaltstack.
  */
 #include <alloca.h>
 #include <execinfo.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <stdint.h>
 #include <string.h>
 #include "os.h"
@@ -108,25 +110,74 @@ static void handler(int sig)
     plain(&sig_walk, 1);
 }
 
-static void own_unwinder_stops_at_a_signal_frame(void)
+/* ours[1..] against backtrace's, frame by frame, through the signal frame:
+   walk_here's caller, 2 plain, 3 with_alloca, the handler, the signal
+   return trampoline, raise's frames, the test's. */
+static void expect_through_signal(const struct walk *w)
+{
+    int k = bt_start(w), nbt = w->nbt;
+    while (nbt > 0 && w->bt[nbt - 1] == NULL)
+        nbt--;
+    EXPECT(w->n >= 10, "the walk to go past the handler's 7 frames and the signal frame: %d frames", w->n);
+    EXPECT(w->n - 1 == nbt - k, "as many frames as backtrace(): %d, backtrace %d", w->n - 1, nbt - k);
+    for (int i = 1; i < w->n && k + i - 1 < nbt; i++)
+        EXPECT((uintptr_t)w->bt[k + i - 1] == w->ips[i], "frame %d: 0x%lx, backtrace 0x%lx", i,
+               (unsigned long)w->ips[i], (unsigned long)w->bt[k + i - 1]);
+}
+
+static __attribute__((noinline)) void raise_here(int sig)
+{
+    raise(sig);
+    sink++;
+}
+
+static void own_unwinder_walks_through_a_signal_frame(void)
 {
     if (!nd_os_unwind_own_ok())
         SKIP("the own unwinder is x86-64 with glibc 2.35 or later only");
     memset(&sig_walk, 0, sizeof sig_walk);
     signal(SIGUSR1, handler);
-    raise(SIGUSR1);
+    raise_here(SIGUSR1);
+    expect_through_signal(&sig_walk);
+    /* Again: the rules now kept (the trampoline's never are). */
+    memset(&sig_walk, 0, sizeof sig_walk);
+    raise_here(SIGUSR1);
+    expect_through_signal(&sig_walk);
+    signal(SIGUSR1, SIG_DFL);
+}
+
+static void own_unwinder_walks_from_a_sigaltstack(void)
+{
+    if (!nd_os_unwind_own_ok())
+        SKIP("the own unwinder is x86-64 with glibc 2.35 or later only");
+    size_t size = 256 * 1024;
+    stack_t ss = { .ss_sp = malloc(size), .ss_size = size, .ss_flags = 0 }, old;
+    EXPECT(ss.ss_sp != NULL && sigaltstack(&ss, &old) == 0, "a sigaltstack");
+    struct sigaction sa, prev;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handler;
+    sa.sa_flags = SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    EXPECT(sigaction(SIGUSR2, &sa, &prev) == 0, "a handler on the sigaltstack");
+    memset(&sig_walk, 0, sizeof sig_walk);
+    raise_here(SIGUSR2);
     const struct walk *w = &sig_walk;
-    /* walk_here, 3 with_alloca, 2 plain, handler: then the signal frame. */
-    int k = bt_start(w);
-    EXPECT(w->n >= 7 && w->n - 1 < w->nbt - k, "a stack cut at the signal frame: %d frames, backtrace %d", w->n - 1,
-           w->nbt - k);
+    EXPECT(w->cfas[1] >= (uintptr_t)ss.ss_sp && w->cfas[1] < (uintptr_t)ss.ss_sp + size,
+           "the walk to start on the sigaltstack");
+    expect_through_signal(w);
+    bool raised = false;   /* raise_here's return address: on the thread's stack */
     for (int i = 1; i < w->n; i++)
-        EXPECT((uintptr_t)w->bt[k + i - 1] == w->ips[i], "frame %d: 0x%lx, backtrace 0x%lx", i,
-               (unsigned long)w->ips[i], (unsigned long)w->bt[k + i - 1]);
+        raised |= w->cfas[i] < (uintptr_t)ss.ss_sp || w->cfas[i] >= (uintptr_t)ss.ss_sp + size;
+    EXPECT(raised, "frames of the thread's own stack past the signal frame");
+    sigaction(SIGUSR2, &prev, NULL);
+    ss.ss_flags = SS_DISABLE;
+    sigaltstack(&old, NULL);
+    free(ss.ss_sp);
 }
 
 static const struct nd_case cases[] = {
     ND_CASE(own_unwinder_finds_what_backtrace_finds),
-    ND_CASE(own_unwinder_stops_at_a_signal_frame),
+    ND_CASE(own_unwinder_walks_through_a_signal_frame),
+    ND_CASE(own_unwinder_walks_from_a_sigaltstack),
 };
 ND_MAIN(cases)
