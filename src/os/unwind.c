@@ -272,6 +272,7 @@ static bool nd_uw_run(nd_uw_cur *c, uintptr_t *loc, uintptr_t target, uint64_t c
 typedef struct nd_uw_obj {
     uintptr_t start;      /* dlfo_map_start: which object */
     int       fd;         /* -1: read in place */
+    int       slot;       /* its entry in nd_uw_fds */
     uintptr_t lo, hi;     /* the addresses of the segment read from the file */
     uintptr_t delta;      /* file offset = address - delta */
 } nd_uw_obj;
@@ -289,6 +290,97 @@ static ssize_t nd_uw_pread(int fd, void *buf, size_t len, uint64_t off)
 {
     return (ssize_t)syscall(SYS_pread64, fd, buf, len, (off_t)off);
 }
+
+/* The descriptors walks hold, so that fork() leaves none to a child. A
+   walk registers each file before it opens it and until it has closed it.
+   An entry is 0 (free), ND_UW_BUSY (a descriptor being opened or closed:
+   its number not known), fd + 1 (a walk holds fd) or -(fd + 2) (fd left
+   open by a walk that ended during a fork: the fork's handlers close it);
+   its owner is the walking thread (the address of its nd_uw_self). The
+   kernel copies a process's memory and its descriptors at different
+   moments, so no walk opens or closes a file while a fork is under way:
+   fork()'s prepare handler stops them (walks read in place, and leave
+   their files to the handlers) and waits, a bounded time, for the opens
+   and closes already started; the parent's handler closes the files left
+   to it, the child's also those of other threads' walks, which it does not
+   have. */
+#define ND_UW_FDS  16
+#define ND_UW_BUSY (-1)
+static int       nd_uw_fds[ND_UW_FDS];         /* atomic */
+static uintptr_t nd_uw_fd_owner[ND_UW_FDS];    /* atomic */
+static int       nd_uw_forking;                /* atomic: between prepare and parent/child */
+static __thread char nd_uw_self;
+
+/* Opens path for a walk, registered in *slot; -1 when it cannot (no free
+   entry, a fork under way, no file). */
+static int nd_uw_open_registered(const char *path, int *slot)
+{
+    for (int i = 0; i < ND_UW_FDS; i++) {
+        int zero = 0;
+        if (__atomic_load_n(&nd_uw_fds[i], __ATOMIC_RELAXED) != 0 ||
+            !__atomic_compare_exchange_n(&nd_uw_fds[i], &zero, ND_UW_BUSY, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+            continue;
+        __atomic_store_n(&nd_uw_fd_owner[i], (uintptr_t)&nd_uw_self, __ATOMIC_RELAXED);
+        /* (seq_cst: the prepare handler's flag and this entry are seen in
+           one order, so it waits for this open or this walk sees the flag) */
+        int fd = __atomic_load_n(&nd_uw_forking, __ATOMIC_SEQ_CST) ? -1 : nd_uw_open(path);
+        __atomic_store_n(&nd_uw_fds[i], fd >= 0 ? fd + 1 : 0, __ATOMIC_RELEASE);
+        *slot = i;
+        return fd;
+    }
+    return -1;
+}
+
+static void nd_uw_close_registered(int fd, int slot)
+{
+    __atomic_store_n(&nd_uw_fds[slot], ND_UW_BUSY, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&nd_uw_forking, __ATOMIC_SEQ_CST)) {
+        __atomic_store_n(&nd_uw_fds[slot], -(fd + 2), __ATOMIC_RELEASE);   /* the fork's handlers close it */
+        return;
+    }
+    nd_os_close(fd);
+    __atomic_store_n(&nd_uw_fds[slot], 0, __ATOMIC_RELEASE);
+}
+
+void nd_os_unwind_fork_prepare(void)
+{
+    __atomic_store_n(&nd_uw_forking, 1, __ATOMIC_SEQ_CST);
+    /* An open or a close takes one system call; a thread stopped in
+       between (a signal handler that never returns) is not waited for
+       more than 100 ms. */
+    for (uint64_t until = 0;;) {
+        bool busy = false;
+        for (int i = 0; i < ND_UW_FDS; i++)
+            busy |= __atomic_load_n(&nd_uw_fds[i], __ATOMIC_SEQ_CST) == ND_UW_BUSY &&
+                    __atomic_load_n(&nd_uw_fd_owner[i], __ATOMIC_RELAXED) != (uintptr_t)&nd_uw_self;
+        if (!busy)
+            return;
+        uint64_t now = nd_os_now_ms();
+        if (until == 0)
+            until = now + 100;
+        else if (now >= until)
+            return;
+        nd_os_yield();
+    }
+}
+
+/* Closes the files left to the fork's handlers, and in the child those of
+   other threads' walks; then walks open and close files again. */
+static void nd_uw_fork_done(bool child)
+{
+    for (int i = 0; i < ND_UW_FDS; i++) {
+        int v = __atomic_load_n(&nd_uw_fds[i], __ATOMIC_ACQUIRE);
+        bool other = __atomic_load_n(&nd_uw_fd_owner[i], __ATOMIC_RELAXED) != (uintptr_t)&nd_uw_self;
+        if (v < ND_UW_BUSY || (child && v > 0 && other)) {
+            if (__atomic_compare_exchange_n(&nd_uw_fds[i], &v, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+                nd_os_close(v > 0 ? v - 1 : -v - 2);
+        }
+    }
+    __atomic_store_n(&nd_uw_forking, 0, __ATOMIC_RELEASE);
+}
+
+void nd_os_unwind_fork_parent(void) { nd_uw_fork_done(false); }
+void nd_os_unwind_fork_child(void) { nd_uw_fork_done(true); }
 
 /* Reads len bytes at address a of object o. */
 static bool nd_uw_read(const nd_uw_obj *o, uintptr_t a, void *buf, size_t len)
@@ -325,7 +417,7 @@ static const nd_uw_obj *nd_uw_obj_of(nd_uw_walk *w, const struct dl_find_object 
     if (lm == NULL || lm->l_name == NULL)
         return o;
     const char *path = lm->l_name[0] != '\0' ? lm->l_name : "/proc/self/exe";
-    int fd = nd_uw_open(path);
+    int fd = nd_uw_open_registered(path, &o->slot);
     if (fd < 0)
         return o;
     Elf64_Ehdr eh;
@@ -354,7 +446,7 @@ static const nd_uw_obj *nd_uw_obj_of(nd_uw_walk *w, const struct dl_find_object 
         o->fd = fd;
         return o;
     }
-    nd_os_close(fd);
+    nd_uw_close_registered(fd, o->slot);
     o->lo = o->hi = 0;
     return o;
 }
@@ -592,7 +684,7 @@ int nd_os_unwind_own(uintptr_t *ips, uintptr_t *cfas, int max)
     }
     for (int i = 0; i < w.nobjs; i++)
         if (w.objs[i].fd >= 0)
-            nd_os_close(w.objs[i].fd);
+            nd_uw_close_registered(w.objs[i].fd, w.objs[i].slot);
     errno = saved;
     return n;
 }
@@ -610,5 +702,9 @@ int nd_os_unwind_own(uintptr_t *ips, uintptr_t *cfas, int max)
 }
 
 bool nd_os_unwind_own_ok(void) { return false; }
+
+void nd_os_unwind_fork_prepare(void) {}
+void nd_os_unwind_fork_parent(void) {}
+void nd_os_unwind_fork_child(void) {}
 
 #endif

@@ -6,14 +6,20 @@
  * time (tables read) and the second (rules kept by return address); each CFA is
  * above the one before it; in a signal handler it goes on through the
  * signal frame into the interrupted code, as backtrace() does, on the
- * thread's stack and on a sigaltstack.
+ * thread's stack and on a sigaltstack; a fork() while other threads'
+ * walks hold object files open leaves the child none of them.
  */
 #include <alloca.h>
 #include <execinfo.h>
 #include <signal.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <string.h>
+#include "init.h"
 #include "os.h"
 #include "check.h"
 
@@ -175,9 +181,84 @@ static void own_unwinder_walks_from_a_sigaltstack(void)
     free(ss.ss_sp);
 }
 
+/* ---- fork during walks ---------------------------------------------------
+   A thread runs through a long stretch of straight-line code; signals
+   interrupt it at ever new addresses, whose rules the unwinder has not kept,
+   so each walk in the handler opens the program's file. Meanwhile the main
+   thread forks: no child may find a descriptor the parent did not have
+   before the walks started. */
+
+static volatile int fork_stop;
+static pthread_t fork_walker;
+
+static void fork_handler(int sig)
+{
+    (void)sig;
+    uintptr_t ips[MAXF], cfas[MAXF];
+    sink += nd_os_unwind_own(ips, cfas, MAXF);
+}
+
+static void *fork_walker_main(void *arg)
+{
+    (void)arg;
+    while (!fork_stop)
+        __asm__ volatile(".rept 16384\n\tnop\n\t.endr" ::: "memory");
+    return NULL;
+}
+
+static void *fork_signaller_main(void *arg)
+{
+    (void)arg;
+    while (!fork_stop) {
+        pthread_kill(fork_walker, SIGUSR1);
+        usleep(20);
+    }
+    return NULL;
+}
+
+static void fork_during_walks_leaves_the_child_no_descriptor(void)
+{
+    if (!nd_os_unwind_own_ok())
+        SKIP("the own unwinder is x86-64 with glibc 2.35 or later only");
+    nd_process_ensure();   /* nodal's fork handlers */
+    enum { FDS = 256, FORKS = 300 };
+    static bool had[FDS];
+    for (int fd = 0; fd < FDS; fd++)
+        had[fd] = fcntl(fd, F_GETFD) != -1;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = fork_handler;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR1, &sa, NULL);
+    pthread_t signaller;
+    EXPECT(pthread_create(&fork_walker, NULL, fork_walker_main, NULL) == 0 &&
+           pthread_create(&signaller, NULL, fork_signaller_main, NULL) == 0, "two threads");
+    int leaked = 0;
+    for (int i = 0; i < FORKS; i++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            int extra = 0;
+            for (int fd = 0; fd < FDS; fd++)
+                extra += !had[fd] && fcntl(fd, F_GETFD) != -1;
+            _exit(extra);
+        }
+        int status = 0;
+        EXPECT(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status), "a child that exits");
+        leaked += WEXITSTATUS(status);
+        usleep(100);
+    }
+    fork_stop = 1;
+    pthread_join(signaller, NULL);
+    pthread_join(fork_walker, NULL);
+    signal(SIGUSR1, SIG_DFL);
+    EXPECT(leaked == 0, "no child with a descriptor of a walk: %d in %d children", leaked, FORKS);
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(own_unwinder_finds_what_backtrace_finds),
     ND_CASE(own_unwinder_walks_through_a_signal_frame),
     ND_CASE(own_unwinder_walks_from_a_sigaltstack),
+    ND_CASE(fork_during_walks_leaves_the_child_no_descriptor),
 };
 ND_MAIN(cases)
