@@ -18,9 +18,13 @@
  *     undefined in the outermost frame (_start, clone), which ends the walk;
  *   - rbp is the same as in the callee or saved at CFA + offset.
  *
- * Anything else (a CFA or register given by a DWARF expression, as in the
- * signal return trampoline; an encoding it does not know; no table for an
- * address) ends the walk there: the stack is cut short, never misread.
+ * A signal handler's frames return into the signal return trampoline
+ * (glibc's __restore_rt), whose rules are DWARF expressions: the walk
+ * recognises its two instructions, as libgcc does, and goes on from the
+ * interrupted code's registers in the ucontext the kernel left on the
+ * stack, at the handler's CFA. Anything else (a CFA or register given by a
+ * DWARF expression; an encoding it does not know; no table for an address)
+ * ends the walk there: the stack is cut short, never misread.
  * Each frame's CFA must be above the previous one and 8-aligned. The object
  * of an address comes from _dl_find_object, which takes no lock and is
  * async-signal-safe, so this runs inside malloc and in signal handlers.
@@ -41,6 +45,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
+#include <sys/ucontext.h>
 #include <unistd.h>
 
 #if defined(__x86_64__) && defined(DLFO_EH_SEGMENT_TYPE)
@@ -65,9 +70,9 @@
 #define PE_PCREL   0x10
 #define PE_DATAREL 0x30
 
-#define REG_RBP 6
-#define REG_RSP 7
-#define REG_RA  16
+#define DW_RBP 6
+#define DW_RSP 7
+#define DW_RA  16
 
 /* A cursor over unwind-table bytes; ok turns false on anything unknown or
    past end. */
@@ -146,7 +151,7 @@ static nd_noinline uintptr_t nd_uw_ptr(nd_uw_cur *c, uint8_t enc, uintptr_t data
 
 /* The rules of one frame at one address: what the walk needs of them. */
 typedef struct nd_uw_rules {
-    uint8_t cfa_reg;      /* REG_RSP or REG_RBP; anything else is unusable */
+    uint8_t cfa_reg;      /* DW_RSP or DW_RBP; anything else is unusable */
     int64_t cfa_off;
     uint8_t rbp_how;      /* 0 same value, 1 saved at CFA + rbp_off, 2 unusable */
     int64_t rbp_off;
@@ -159,10 +164,10 @@ typedef struct nd_uw_rules {
 /* Sets the rule of register reg: how 1 (at CFA + off), 0 (same), 2, 3. */
 static nd_noinline void nd_uw_set(nd_uw_rules *r, uint64_t reg, uint8_t how, int64_t off)
 {
-    if (reg == REG_RBP) {
+    if (reg == DW_RBP) {
         r->rbp_how = how == 3 ? 2 : how;
         r->rbp_off = off;
-    } else if (reg == REG_RA) {
+    } else if (reg == DW_RA) {
         r->ra_how = how == 0 ? 2 : how;
         r->ra_off = off;
     }
@@ -185,8 +190,8 @@ static bool nd_uw_run(nd_uw_cur *c, uintptr_t *loc, uintptr_t target, uint64_t c
         case 3:
             if (init == NULL)
                 return false;
-            if (low == REG_RBP) { r->rbp_how = init->rbp_how; r->rbp_off = init->rbp_off; }
-            if (low == REG_RA) { r->ra_how = init->ra_how; r->ra_off = init->ra_off; }
+            if (low == DW_RBP) { r->rbp_how = init->rbp_how; r->rbp_off = init->rbp_off; }
+            if (low == DW_RA) { r->ra_how = init->ra_how; r->ra_off = init->ra_off; }
             continue;
         default: break;
         }
@@ -208,8 +213,8 @@ static bool nd_uw_run(nd_uw_cur *c, uintptr_t *loc, uintptr_t target, uint64_t c
                 reg = nd_uw_uleb(c);
                 if (init == NULL)
                     return false;
-                if (reg == REG_RBP) { r->rbp_how = init->rbp_how; r->rbp_off = init->rbp_off; }
-                if (reg == REG_RA) { r->ra_how = init->ra_how; r->ra_off = init->ra_off; }
+                if (reg == DW_RBP) { r->rbp_how = init->rbp_how; r->rbp_off = init->rbp_off; }
+                if (reg == DW_RA) { r->ra_how = init->ra_how; r->ra_off = init->ra_off; }
                 break;
             case 0x07: nd_uw_set(r, nd_uw_uleb(c), 3, 0); break;         /* undefined */
             case 0x08: nd_uw_set(r, nd_uw_uleb(c), 0, 0); break;         /* same_value */
@@ -267,6 +272,7 @@ static bool nd_uw_run(nd_uw_cur *c, uintptr_t *loc, uintptr_t target, uint64_t c
 typedef struct nd_uw_obj {
     uintptr_t start;      /* dlfo_map_start: which object */
     int       fd;         /* -1: read in place */
+    int       slot;       /* its entry in nd_uw_fds */
     uintptr_t lo, hi;     /* the addresses of the segment read from the file */
     uintptr_t delta;      /* file offset = address - delta */
 } nd_uw_obj;
@@ -284,6 +290,97 @@ static ssize_t nd_uw_pread(int fd, void *buf, size_t len, uint64_t off)
 {
     return (ssize_t)syscall(SYS_pread64, fd, buf, len, (off_t)off);
 }
+
+/* The descriptors walks hold, so that fork() leaves none to a child. A
+   walk registers each file before it opens it and until it has closed it.
+   An entry is 0 (free), ND_UW_BUSY (a descriptor being opened or closed:
+   its number not known), fd + 1 (a walk holds fd) or -(fd + 2) (fd left
+   open by a walk that ended during a fork: the fork's handlers close it);
+   its owner is the walking thread (the address of its nd_uw_self). The
+   kernel copies a process's memory and its descriptors at different
+   moments, so no walk opens or closes a file while a fork is under way:
+   fork()'s prepare handler stops them (walks read in place, and leave
+   their files to the handlers) and waits, a bounded time, for the opens
+   and closes already started; the parent's handler closes the files left
+   to it, the child's also those of other threads' walks, which it does not
+   have. */
+#define ND_UW_FDS  16
+#define ND_UW_BUSY (-1)
+static int       nd_uw_fds[ND_UW_FDS];         /* atomic */
+static uintptr_t nd_uw_fd_owner[ND_UW_FDS];    /* atomic */
+static int       nd_uw_forking;                /* atomic: between prepare and parent/child */
+static __thread char nd_uw_self;
+
+/* Opens path for a walk, registered in *slot; -1 when it cannot (no free
+   entry, a fork under way, no file). */
+static int nd_uw_open_registered(const char *path, int *slot)
+{
+    for (int i = 0; i < ND_UW_FDS; i++) {
+        int zero = 0;
+        if (__atomic_load_n(&nd_uw_fds[i], __ATOMIC_RELAXED) != 0 ||
+            !__atomic_compare_exchange_n(&nd_uw_fds[i], &zero, ND_UW_BUSY, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+            continue;
+        __atomic_store_n(&nd_uw_fd_owner[i], (uintptr_t)&nd_uw_self, __ATOMIC_RELAXED);
+        /* (seq_cst: the prepare handler's flag and this entry are seen in
+           one order, so it waits for this open or this walk sees the flag) */
+        int fd = __atomic_load_n(&nd_uw_forking, __ATOMIC_SEQ_CST) ? -1 : nd_uw_open(path);
+        __atomic_store_n(&nd_uw_fds[i], fd >= 0 ? fd + 1 : 0, __ATOMIC_RELEASE);
+        *slot = i;
+        return fd;
+    }
+    return -1;
+}
+
+static void nd_uw_close_registered(int fd, int slot)
+{
+    __atomic_store_n(&nd_uw_fds[slot], ND_UW_BUSY, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(&nd_uw_forking, __ATOMIC_SEQ_CST)) {
+        __atomic_store_n(&nd_uw_fds[slot], -(fd + 2), __ATOMIC_RELEASE);   /* the fork's handlers close it */
+        return;
+    }
+    nd_os_close(fd);
+    __atomic_store_n(&nd_uw_fds[slot], 0, __ATOMIC_RELEASE);
+}
+
+void nd_os_unwind_fork_prepare(void)
+{
+    __atomic_store_n(&nd_uw_forking, 1, __ATOMIC_SEQ_CST);
+    /* An open or a close takes one system call; a thread stopped in
+       between (a signal handler that never returns) is not waited for
+       more than 100 ms. */
+    for (uint64_t until = 0;;) {
+        bool busy = false;
+        for (int i = 0; i < ND_UW_FDS; i++)
+            busy |= __atomic_load_n(&nd_uw_fds[i], __ATOMIC_SEQ_CST) == ND_UW_BUSY &&
+                    __atomic_load_n(&nd_uw_fd_owner[i], __ATOMIC_RELAXED) != (uintptr_t)&nd_uw_self;
+        if (!busy)
+            return;
+        uint64_t now = nd_os_now_ms();
+        if (until == 0)
+            until = now + 100;
+        else if (now >= until)
+            return;
+        nd_os_yield();
+    }
+}
+
+/* Closes the files left to the fork's handlers, and in the child those of
+   other threads' walks; then walks open and close files again. */
+static void nd_uw_fork_done(bool child)
+{
+    for (int i = 0; i < ND_UW_FDS; i++) {
+        int v = __atomic_load_n(&nd_uw_fds[i], __ATOMIC_ACQUIRE);
+        bool other = __atomic_load_n(&nd_uw_fd_owner[i], __ATOMIC_RELAXED) != (uintptr_t)&nd_uw_self;
+        if (v < ND_UW_BUSY || (child && v > 0 && other)) {
+            if (__atomic_compare_exchange_n(&nd_uw_fds[i], &v, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+                nd_os_close(v > 0 ? v - 1 : -v - 2);
+        }
+    }
+    __atomic_store_n(&nd_uw_forking, 0, __ATOMIC_RELEASE);
+}
+
+void nd_os_unwind_fork_parent(void) { nd_uw_fork_done(false); }
+void nd_os_unwind_fork_child(void) { nd_uw_fork_done(true); }
 
 /* Reads len bytes at address a of object o. */
 static bool nd_uw_read(const nd_uw_obj *o, uintptr_t a, void *buf, size_t len)
@@ -320,7 +417,7 @@ static const nd_uw_obj *nd_uw_obj_of(nd_uw_walk *w, const struct dl_find_object 
     if (lm == NULL || lm->l_name == NULL)
         return o;
     const char *path = lm->l_name[0] != '\0' ? lm->l_name : "/proc/self/exe";
-    int fd = nd_uw_open(path);
+    int fd = nd_uw_open_registered(path, &o->slot);
     if (fd < 0)
         return o;
     Elf64_Ehdr eh;
@@ -349,7 +446,7 @@ static const nd_uw_obj *nd_uw_obj_of(nd_uw_walk *w, const struct dl_find_object 
         o->fd = fd;
         return o;
     }
-    nd_os_close(fd);
+    nd_uw_close_registered(fd, o->slot);
     o->lo = o->hi = 0;
     return o;
 }
@@ -426,7 +523,7 @@ static bool nd_uw_rules_at(nd_uw_walk *w, uintptr_t pc, nd_uw_rules *out)
         } else if (aug[i] != 'S')
             return false;   /* S: a signal frame's; its rules are read as any */
     }
-    if (!ac.ok || ra != REG_RA)
+    if (!ac.ok || ra != DW_RA)
         return false;
     cc.p = ad_end;
 
@@ -497,7 +594,7 @@ static bool nd_uw_cached(uintptr_t pc, nd_uw_rules *r)
         *r = (nd_uw_rules){ .cfa_reg = 0xff, .ra_how = 3 };
         return true;
     }
-    *r = (nd_uw_rules){ .cfa_reg = (e >> 47) & 1 ? REG_RBP : REG_RSP, .cfa_off = (int64_t)((e >> 48) & 0xff) * 8,
+    *r = (nd_uw_rules){ .cfa_reg = (e >> 47) & 1 ? DW_RBP : DW_RSP, .cfa_off = (int64_t)((e >> 48) & 0xff) * 8,
                         .rbp_how = (uint8_t)((e >> 56) & 1), .rbp_off = -(int64_t)((e >> 57) & 0x3f) * 8,
                         .ra_how = 1, .ra_off = -8 };
     return true;
@@ -509,14 +606,27 @@ static void nd_uw_cache_put(uintptr_t pc, const nd_uw_rules *r)
         __atomic_store_n(nd_uw_cache_slot(pc), (uint64_t)pc | 1ull << 63, __ATOMIC_RELAXED);
         return;
     }
-    if (pc >> 47 != 0 || r->ra_how != 1 || r->ra_off != -8 || (r->cfa_reg != REG_RSP && r->cfa_reg != REG_RBP) ||
+    if (pc >> 47 != 0 || r->ra_how != 1 || r->ra_off != -8 || (r->cfa_reg != DW_RSP && r->cfa_reg != DW_RBP) ||
         r->cfa_off < 0 || r->cfa_off % 8 != 0 || r->cfa_off / 8 > 0xff || r->rbp_how > 1 ||
         (r->rbp_how == 1 && (r->rbp_off >= 0 || r->rbp_off % 8 != 0 || -r->rbp_off / 8 > 0x3f)))
         return;
-    uint64_t e = (uint64_t)pc | (uint64_t)(r->cfa_reg == REG_RBP) << 47 | (uint64_t)(r->cfa_off / 8) << 48;
+    uint64_t e = (uint64_t)pc | (uint64_t)(r->cfa_reg == DW_RBP) << 47 | (uint64_t)(r->cfa_off / 8) << 48;
     if (r->rbp_how == 1)
         e |= 1ull << 56 | (uint64_t)(-r->rbp_off / 8) << 57;
     __atomic_store_n(nd_uw_cache_slot(pc), e, __ATOMIC_RELAXED);
+}
+
+/* Is pc the x86-64 signal return trampoline (glibc's __restore_rt: mov
+   $15, %rax; syscall), where a signal handler returns to? Its frame is the
+   kernel's signal frame: the handler's CFA is the ucontext of the
+   interrupted code. Read only when pc lies in a loaded object. */
+static bool nd_uw_is_sigreturn(uintptr_t pc)
+{
+    static const uint8_t code[9] = { 0x48, 0xc7, 0xc0, 0x0f, 0x00, 0x00, 0x00, 0x0f, 0x05 };
+    struct dl_find_object fo;
+    if (_dl_find_object((void *)pc, &fo) != 0 || pc + sizeof code > (uintptr_t)fo.dlfo_map_end)
+        return false;
+    return memcmp((const void *)pc, code, sizeof code) == 0;
 }
 
 __attribute__((no_sanitize("address")))
@@ -528,6 +638,9 @@ int nd_os_unwind_own(uintptr_t *ips, uintptr_t *cfas, int max)
     uintptr_t cfa = fp + 2 * sizeof(uintptr_t);
     uintptr_t pc = (uintptr_t)__builtin_return_address(0);
     uintptr_t rbp = *(const uintptr_t *)fp;
+    /* The rules of a frame are those of its call instruction (pc - 1),
+       but in the frame a signal interrupted: of pc itself. */
+    uintptr_t before = 1;
     int saved = errno, n = 0;
     nd_uw_walk w;
     w.nobjs = 0;
@@ -536,15 +649,28 @@ int nd_os_unwind_own(uintptr_t *ips, uintptr_t *cfas, int max)
         cfas[n] = cfa;
         n++;
         nd_uw_rules r;
-        if (nd_uw_cached(pc - 1, &r))
+        if (nd_uw_cached(pc - before, &r))
             ;
-        else if (nd_uw_rules_at(&w, pc - 1, &r))
-            nd_uw_cache_put(pc - 1, &r);
+        else if (before == 1 && nd_uw_is_sigreturn(pc)) {
+            /* A signal frame: the interrupted code's registers are in the
+               ucontext at the handler's CFA. */
+            const ucontext_t *uc = (const ucontext_t *)cfa;
+            uintptr_t sp = (uintptr_t)uc->uc_mcontext.gregs[REG_RSP];
+            pc = (uintptr_t)uc->uc_mcontext.gregs[REG_RIP];
+            rbp = (uintptr_t)uc->uc_mcontext.gregs[REG_RBP];
+            if (sp == 0 || (sp & 7) != 0)
+                break;
+            cfa = sp;   /* (on a sigaltstack it may lie below the handler's) */
+            before = 0;
+            continue;
+        } else if (nd_uw_rules_at(&w, pc - before, &r))
+            nd_uw_cache_put(pc - before, &r);
         else
             break;
+        before = 1;
         if (r.ra_how != 1)
             break;   /* no rules, or the outermost frame (its return address undefined) */
-        uintptr_t base = r.cfa_reg == REG_RSP ? cfa : r.cfa_reg == REG_RBP ? rbp : 0;
+        uintptr_t base = r.cfa_reg == DW_RSP ? cfa : r.cfa_reg == DW_RBP ? rbp : 0;
         if (base == 0 || r.rbp_how == 2)
             break;
         uintptr_t next = base + (uintptr_t)r.cfa_off;
@@ -558,7 +684,7 @@ int nd_os_unwind_own(uintptr_t *ips, uintptr_t *cfas, int max)
     }
     for (int i = 0; i < w.nobjs; i++)
         if (w.objs[i].fd >= 0)
-            nd_os_close(w.objs[i].fd);
+            nd_uw_close_registered(w.objs[i].fd, w.objs[i].slot);
     errno = saved;
     return n;
 }
@@ -576,5 +702,9 @@ int nd_os_unwind_own(uintptr_t *ips, uintptr_t *cfas, int max)
 }
 
 bool nd_os_unwind_own_ok(void) { return false; }
+
+void nd_os_unwind_fork_prepare(void) {}
+void nd_os_unwind_fork_parent(void) {}
+void nd_os_unwind_fork_child(void) {}
 
 #endif

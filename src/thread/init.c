@@ -36,6 +36,7 @@ static void nd_fork_prepare(void)
 {
     if (nd_load_acquire(&nd_process_state) != 2)
         return;
+    nd_os_unwind_fork_prepare();
     nd_locks_acquire_all();
 }
 
@@ -44,6 +45,7 @@ static void nd_fork_parent(void)
     if (nd_load_acquire(&nd_process_state) != 2)
         return;
     nd_locks_release_all();
+    nd_os_unwind_fork_parent();
 }
 
 /* The child has only the forking thread: the records of the others are
@@ -55,6 +57,7 @@ static void nd_fork_child(void)
     nd_thread_fork_child();
     nd_shared_fork_child();
     nd_locks_release_all();
+    nd_os_unwind_fork_child();
 }
 
 void nd_process_init(void)

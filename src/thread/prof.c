@@ -27,12 +27,21 @@ static bool nd_prof_own_code(uintptr_t a) { return a >= nd_prof_self_lo && a < n
 #define ND_PROF_FAST_WALK 0
 #endif
 
-/* The OS pages of the tables ever written (atomic bits): the reports read
-   only those, so the tables' untouched pages never become resident. */
+/* The sites are handed out in order (nd_prof_nsites, atomic), so a
+   program's few stacks fill the first OS pages of their table; their index
+   by stack hash is two tables of growing size (below), the first one OS
+   page. */
+static uint32_t  nd_prof_nsites;
+static uint32_t *nd_prof_site_idx;
+#define ND_PROF_IDX0   1024u                      /* entries of the first index table */
+#define ND_PROF_IDX1   (2 * ND_PROF_SITES)        /* of the second */
+#define ND_PROF_IDX_WRITING 1u                    /* an index entry: 0 empty, 1 being written, else site + 2 */
+#define ND_PROF_IDX_NONE    UINT32_MAX            /* ... or a stack the full table has no site for */
+
+/* The OS pages of the live table ever written (atomic bits): the reports
+   read only those, so the table's untouched pages never become resident. */
 #define ND_PROF_PAGE 4096u
-#define ND_PROF_SITE_PAGES ((ND_PROF_SITES * sizeof(nd_prof_site) + ND_PROF_PAGE - 1) / ND_PROF_PAGE)
 #define ND_PROF_LIVE_PAGES ((ND_PROF_LIVE * sizeof(nd_prof_slot) + ND_PROF_PAGE - 1) / ND_PROF_PAGE)
-static uint64_t nd_prof_site_used[(ND_PROF_SITE_PAGES + 63) / 64];
 static uint64_t nd_prof_live_used[(ND_PROF_LIVE_PAGES + 63) / 64];
 
 static void nd_prof_touch(uint64_t *used, size_t offset, size_t len)
@@ -60,7 +69,11 @@ static size_t nd_prof_next_used(const uint64_t *used, size_t i, size_t count, si
     return count;
 }
 
-size_t nd_prof_site_next(size_t i) { return nd_prof_next_used(nd_prof_site_used, i, ND_PROF_SITES, sizeof(nd_prof_site)); }
+size_t nd_prof_site_next(size_t i)
+{
+    uint32_t n = nd_load_acquire(&nd_prof_nsites);
+    return i < n && i < ND_PROF_SITES ? i : ND_PROF_SITES;
+}
 size_t nd_prof_live_next(size_t i) { return nd_prof_next_used(nd_prof_live_used, i, ND_PROF_LIVE, sizeof(nd_prof_slot)); }
 
 /* The recursion guard: set while this thread is inside the profiler (the
@@ -91,10 +104,12 @@ bool nd_prof_start(int64_t rate)
         return nd_prof_is_on();
     size_t site_bytes = ND_PROF_SITES * sizeof(nd_prof_site);
     size_t live_bytes = ND_PROF_LIVE * sizeof(nd_prof_slot);
+    size_t idx_bytes = (ND_PROF_IDX0 + ND_PROF_IDX1) * sizeof(uint32_t);
     /* Untouched pages of the tables cost address space only. */
     nd_prof_site_tab = nd_os_map_aligned(site_bytes, nd_os_page_size());
     nd_prof_live_tab = nd_os_map_aligned(live_bytes, nd_os_page_size());
-    if (nd_prof_site_tab == NULL || nd_prof_live_tab == NULL) {
+    nd_prof_site_idx = nd_os_map_aligned(idx_bytes, nd_os_page_size());
+    if (nd_prof_site_tab == NULL || nd_prof_live_tab == NULL || nd_prof_site_idx == NULL) {
         nd_warn("prof: cannot map the profile's tables; profiling is off");
         return false;
     }
@@ -155,38 +170,62 @@ static uint64_t nd_prof_hash(const void *const *frames, int n)
     return h < 2 ? h + 2 : h;
 }
 
-/* The site of this stack, added if new; ND_PROF_SITES when the table is full. */
+/* Does site i hold this stack? */
+static bool nd_prof_site_is(uint32_t i, uint64_t h, void *const *frames, int n)
+{
+    const nd_prof_site *s = &nd_prof_site_tab[i];
+    if (s->hash != h || s->nframes != (uint32_t)n)
+        return false;
+    for (int k = 0; k < n; k++)
+        if (s->frames[k] != frames[k])
+            return false;
+    return true;
+}
+
+/* The site of this stack, added if new; ND_PROF_SITES when the table is
+   full. Its index entry is on the stack hash's probe path in the first
+   index table, or, when that path has no room, in the second: entries are
+   never emptied, so the first empty entry on the path ends a search. */
 static uint32_t nd_prof_site_of(void *const *frames, int n)
 {
     uint64_t h = nd_prof_hash((const void *const *)frames, n);
-    for (uint32_t probe = 0; probe < 512; probe++) {
-        uint32_t i = (uint32_t)(h + probe) & (ND_PROF_SITES - 1);
-        nd_prof_site *s = &nd_prof_site_tab[i];
-        uint32_t st = nd_load_acquire(&s->state);
-        if (st == 0) {
-            uint32_t zero = 0;
-            if (__atomic_compare_exchange_n(&s->state, &zero, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
-                nd_prof_touch(nd_prof_site_used, (size_t)i * sizeof *s, sizeof *s);
-                s->hash = h;
-                s->nframes = (uint32_t)n;
-                for (int k = 0; k < n; k++)
-                    s->frames[k] = frames[k];
-                nd_store_release(&s->state, 2);
-                return i;
+    for (uint32_t level = 0; level < 2; level++) {
+        uint32_t size = level == 0 ? ND_PROF_IDX0 : ND_PROF_IDX1, probes = level == 0 ? 64 : 512;
+        uint32_t *tab = nd_prof_site_idx + (level == 0 ? 0 : ND_PROF_IDX0);
+        for (uint32_t probe = 0; probe < probes; probe++) {
+            uint32_t *e = &tab[(uint32_t)(h + probe) & (size - 1)];
+            uint32_t v = nd_load_acquire(e);
+            if (v == 0) {
+                uint32_t zero = 0;
+                if (__atomic_compare_exchange_n(e, &zero, ND_PROF_IDX_WRITING, false, __ATOMIC_ACQ_REL,
+                                                __ATOMIC_ACQUIRE)) {
+                    uint32_t i = __atomic_fetch_add(&nd_prof_nsites, 0, __ATOMIC_RELAXED);
+                    while (i < ND_PROF_SITES &&
+                           !__atomic_compare_exchange_n(&nd_prof_nsites, &i, i + 1, false, __ATOMIC_ACQ_REL,
+                                                        __ATOMIC_RELAXED))
+                        ;
+                    if (i >= ND_PROF_SITES) {
+                        nd_store_release(e, ND_PROF_IDX_NONE);
+                        return ND_PROF_SITES;
+                    }
+                    nd_prof_site *s = &nd_prof_site_tab[i];
+                    s->hash = h;
+                    s->nframes = (uint32_t)n;
+                    for (int k = 0; k < n; k++)
+                        s->frames[k] = frames[k];
+                    nd_store_release(&s->state, 2);
+                    nd_store_release(e, i + 2);
+                    return i;
+                }
+                v = nd_load_acquire(e);
             }
-            st = nd_load_acquire(&s->state);
+            while (v == ND_PROF_IDX_WRITING) {   /* another thread adds a site here: a moment */
+                nd_os_yield();
+                v = nd_load_acquire(e);
+            }
+            if (v != ND_PROF_IDX_NONE && nd_prof_site_is(v - 2, h, frames, n))
+                return v - 2;
         }
-        while (st == 1) {   /* another thread writes it: a moment */
-            nd_os_yield();
-            st = nd_load_acquire(&s->state);
-        }
-        if (s->hash != h || s->nframes != (uint32_t)n)
-            continue;
-        bool same = true;
-        for (int k = 0; k < n && same; k++)
-            same = s->frames[k] == frames[k];
-        if (same)
-            return i;
     }
     return ND_PROF_SITES;
 }
@@ -277,7 +316,13 @@ typedef struct nd_prof_memo {
 } nd_prof_memo;
 
 static uint64_t     nd_prof_own[ND_PROF_OWN];   /* address << 16 | frame size (atomic; 0 empty) */
-static nd_prof_memo nd_prof_memos[ND_PROF_MEMO * ND_PROF_MEMO_WAYS];
+/* A set's ways name their memo entries (entry + 1; 0: none yet, atomic);
+   the entries are handed out in order (nd_prof_memo_used, atomic), so a
+   program's few stacks fill the first OS pages of the pool, not a page
+   each wherever their sets lie. */
+static uint16_t     nd_prof_memo_ways[ND_PROF_MEMO * ND_PROF_MEMO_WAYS];
+static nd_prof_memo nd_prof_memo_pool[ND_PROF_MEMO * ND_PROF_MEMO_WAYS];
+static uint32_t     nd_prof_memo_used;
 static __thread uintptr_t nd_prof_stk_lo, nd_prof_stk_hi;
 
 static uint32_t nd_prof_own_hash(uintptr_t ip)
@@ -349,9 +394,10 @@ static uint32_t nd_prof_memo_try(nd_prof_memo *m, uintptr_t s0)
 
 static uint32_t nd_prof_memo_find(uintptr_t s0)
 {
-    nd_prof_memo *set = &nd_prof_memos[nd_prof_memo_hash(s0, *(const uintptr_t *)s0) * ND_PROF_MEMO_WAYS];
+    const uint16_t *ways = &nd_prof_memo_ways[nd_prof_memo_hash(s0, *(const uintptr_t *)s0) * ND_PROF_MEMO_WAYS];
     for (uint32_t w = 0; w < ND_PROF_MEMO_WAYS; w++) {
-        uint32_t site = nd_prof_memo_try(&set[w], s0);
+        uint16_t e = nd_load_acquire(&ways[w]);
+        uint32_t site = e != 0 ? nd_prof_memo_try(&nd_prof_memo_pool[e - 1], s0) : ND_PROF_SITES;
         if (site != ND_PROF_SITES)
             return site;
     }
@@ -360,15 +406,25 @@ static uint32_t nd_prof_memo_find(uintptr_t s0)
 
 static void nd_prof_memo_put(uintptr_t s0, uint32_t site, const uintptr_t *slots, uint32_t n)
 {
-    /* In its set, an empty way, else the site's own (the sites of one
-       wrapper's callers share a set: each keeps a way if it can). */
-    nd_prof_memo *set = &nd_prof_memos[nd_prof_memo_hash(s0, *(const uintptr_t *)s0) * ND_PROF_MEMO_WAYS];
-    nd_prof_memo *m = &set[site % ND_PROF_MEMO_WAYS];
-    for (uint32_t w = 0; w < ND_PROF_MEMO_WAYS; w++)
-        if (nd_load_relaxed(&set[w].s0) == 0) {
-            m = &set[w];
+    /* In its set, an empty way (a new entry), else the site's own (the
+       sites of one wrapper's callers share a set: each keeps a way if it
+       can). */
+    uint16_t *ways = &nd_prof_memo_ways[nd_prof_memo_hash(s0, *(const uintptr_t *)s0) * ND_PROF_MEMO_WAYS];
+    uint32_t w = site % ND_PROF_MEMO_WAYS;
+    for (uint32_t x = 0; x < ND_PROF_MEMO_WAYS; x++)
+        if (nd_load_relaxed(&ways[x]) == 0) {
+            w = x;
             break;
         }
+    uint16_t e = nd_load_acquire(&ways[w]);
+    bool fresh = e == 0;
+    if (fresh) {
+        uint32_t k = __atomic_fetch_add(&nd_prof_memo_used, 1, __ATOMIC_RELAXED);
+        if (k >= ND_PROF_MEMO * ND_PROF_MEMO_WAYS)
+            return;   /* (entries lost to races used up the pool) */
+        e = (uint16_t)(k + 1);
+    }
+    nd_prof_memo *m = &nd_prof_memo_pool[e - 1];
     uint32_t seq = nd_load_relaxed(&m->seq);
     if ((seq & 1) || !__atomic_compare_exchange_n(&m->seq, &seq, seq + 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
         return;   /* another thread writes it */
@@ -379,6 +435,9 @@ static void nd_prof_memo_put(uintptr_t s0, uint32_t site, const uintptr_t *slots
     for (uint32_t k = 0; k < n; k++)
         nd_store_relaxed(&m->delta[k], (uint32_t)(slots[k] - s0));
     nd_store_release(&m->seq, seq + 2);
+    uint16_t none = 0;
+    if (fresh)   /* published; another thread's entry there first: this one is lost */
+        __atomic_compare_exchange_n(&ways[w], &none, e, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 }
 
 /* The site of the calling stack (nodal's frames left out): recognised from
@@ -439,8 +498,14 @@ static nd_noinline uint32_t nd_prof_stack_site(void)
         frames[k] = (void *)ips[first + k];
     uint32_t site = nd_prof_site_of(frames, keep);
     /* The range this unwind read: the live stack from here to the outermost
-       frame (the same stack as before when it ends at the same place). */
-    uintptr_t hi = cfas[n - 1];
+       frame (the same stack as before when it ends at the same place), or
+       to the last frame before a signal frame's interrupted code (whose
+       return address is not at CFA - 8, perhaps on another stack). */
+    int last = me;
+    while (last + 1 < n && cfas[last + 1] > cfas[last] &&
+           *(const uintptr_t *)(cfas[last + 1] - sizeof(uintptr_t)) == ips[last + 1])
+        last++;
+    uintptr_t hi = cfas[last];
     if (nd_prof_stk_hi != hi || own_cfa < nd_prof_stk_lo)
         nd_prof_stk_lo = own_cfa;
     nd_prof_stk_hi = hi;
@@ -468,8 +533,8 @@ static uint32_t nd_prof_slot_hash(uintptr_t a)
 #define ND_PROF_PROBES 256u
 
 /* The live tables, smallest first (prof.h). */
-static const uint32_t nd_prof_level_size[ND_PROF_LIVE_LEVELS] = { 256, 2048, 16384, 65536 };
-static const uint32_t nd_prof_level_base[ND_PROF_LIVE_LEVELS] = { 0, 256, 256 + 2048, 256 + 2048 + 16384 };
+static const uint32_t nd_prof_level_size[ND_PROF_LIVE_LEVELS] = { 64, 2048, 16384, 65536 };
+static const uint32_t nd_prof_level_base[ND_PROF_LIVE_LEVELS] = { 0, 64, 64 + 2048, 64 + 2048 + 16384 };
 
 static nd_prof_slot *nd_prof_live_slot(uint32_t level, uint32_t i)
 {

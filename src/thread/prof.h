@@ -24,8 +24,12 @@
  * Both tables are lock-free (a signal handler may allocate and free while
  * its thread is inside the profiler) and fixed in size, mapped at start:
  *
- *   sites: open addressing by the stack's hash; a slot goes 0 (empty) ->
- *          1 (being written) -> 2 (ready) and stays; its counters are
+ *   sites: handed out in order (a program's few stacks share the
+ *          table's first OS pages); found through an index by the
+ *          stack's hash, open addressing in a table of one OS page, then
+ *          in a larger one, whose entries go 0 (empty) -> 1 (being
+ *          written) -> the site and stay. A site's state goes 0 -> 2
+ *          (ready) before its index entry names it; its counters are
  *          atomic.
  *   live:  open addressing by the block's address, in the first of four
  *          tables of growing size that has room on the block's probe path;
@@ -50,11 +54,11 @@
 
 #define ND_PROF_FRAMES 32        /* frames kept of a stack */
 #define ND_PROF_SITES  16384     /* distinct stacks */
-/* Live samples: four hash tables of 256, 2048, 16384 and 65536 slots,
+/* Live samples: four hash tables of 64, 2048, 16384 and 65536 slots,
    filled smallest first, so that a program's few live samples touch a few
-   OS pages of the table, not one each. */
+   OS pages of the table (the first table: two), not one each. */
 #define ND_PROF_LIVE_LEVELS 4
-#define ND_PROF_LIVE   (256 + 2048 + 16384 + 65536)
+#define ND_PROF_LIVE   (64 + 2048 + 16384 + 65536)
 
 typedef struct nd_prof_site {
     uint32_t state;              /* 0 empty, 1 being written, 2 ready */

@@ -4,14 +4,22 @@
  * addresses as libgcc's (glibc's backtrace()), through frames addressed
  * from rsp and from rbp (alloca), down to the outermost frame, the first
  * time (tables read) and the second (rules kept by return address); each CFA is
- * above the one before it; in a signal handler it stops at the signal
- * frame instead of misreading it.
+ * above the one before it; in a signal handler it goes on through the
+ * signal frame into the interrupted code, as backtrace() does, on the
+ * thread's stack and on a sigaltstack; a fork() while other threads'
+ * walks hold object files open leaves the child none of them.
  */
 #include <alloca.h>
 #include <execinfo.h>
 #include <signal.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <string.h>
+#include "init.h"
 #include "os.h"
 #include "check.h"
 
@@ -108,25 +116,149 @@ static void handler(int sig)
     plain(&sig_walk, 1);
 }
 
-static void own_unwinder_stops_at_a_signal_frame(void)
+/* ours[1..] against backtrace's, frame by frame, through the signal frame:
+   walk_here's caller, 2 plain, 3 with_alloca, the handler, the signal
+   return trampoline, raise's frames, the test's. */
+static void expect_through_signal(const struct walk *w)
+{
+    int k = bt_start(w), nbt = w->nbt;
+    while (nbt > 0 && w->bt[nbt - 1] == NULL)
+        nbt--;
+    EXPECT(w->n >= 10, "the walk to go past the handler's 7 frames and the signal frame: %d frames", w->n);
+    EXPECT(w->n - 1 == nbt - k, "as many frames as backtrace(): %d, backtrace %d", w->n - 1, nbt - k);
+    for (int i = 1; i < w->n && k + i - 1 < nbt; i++)
+        EXPECT((uintptr_t)w->bt[k + i - 1] == w->ips[i], "frame %d: 0x%lx, backtrace 0x%lx", i,
+               (unsigned long)w->ips[i], (unsigned long)w->bt[k + i - 1]);
+}
+
+static __attribute__((noinline)) void raise_here(int sig)
+{
+    raise(sig);
+    sink++;
+}
+
+static void own_unwinder_walks_through_a_signal_frame(void)
 {
     if (!nd_os_unwind_own_ok())
         SKIP("the own unwinder is x86-64 with glibc 2.35 or later only");
     memset(&sig_walk, 0, sizeof sig_walk);
     signal(SIGUSR1, handler);
-    raise(SIGUSR1);
+    raise_here(SIGUSR1);
+    expect_through_signal(&sig_walk);
+    /* Again: the rules now kept (the trampoline's never are). */
+    memset(&sig_walk, 0, sizeof sig_walk);
+    raise_here(SIGUSR1);
+    expect_through_signal(&sig_walk);
+    signal(SIGUSR1, SIG_DFL);
+}
+
+static void own_unwinder_walks_from_a_sigaltstack(void)
+{
+    if (!nd_os_unwind_own_ok())
+        SKIP("the own unwinder is x86-64 with glibc 2.35 or later only");
+    size_t size = 256 * 1024;
+    stack_t ss = { .ss_sp = malloc(size), .ss_size = size, .ss_flags = 0 }, old;
+    EXPECT(ss.ss_sp != NULL && sigaltstack(&ss, &old) == 0, "a sigaltstack");
+    struct sigaction sa, prev;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = handler;
+    sa.sa_flags = SA_ONSTACK;
+    sigemptyset(&sa.sa_mask);
+    EXPECT(sigaction(SIGUSR2, &sa, &prev) == 0, "a handler on the sigaltstack");
+    memset(&sig_walk, 0, sizeof sig_walk);
+    raise_here(SIGUSR2);
     const struct walk *w = &sig_walk;
-    /* walk_here, 3 with_alloca, 2 plain, handler: then the signal frame. */
-    int k = bt_start(w);
-    EXPECT(w->n >= 7 && w->n - 1 < w->nbt - k, "a stack cut at the signal frame: %d frames, backtrace %d", w->n - 1,
-           w->nbt - k);
+    EXPECT(w->cfas[1] >= (uintptr_t)ss.ss_sp && w->cfas[1] < (uintptr_t)ss.ss_sp + size,
+           "the walk to start on the sigaltstack");
+    expect_through_signal(w);
+    bool raised = false;   /* raise_here's return address: on the thread's stack */
     for (int i = 1; i < w->n; i++)
-        EXPECT((uintptr_t)w->bt[k + i - 1] == w->ips[i], "frame %d: 0x%lx, backtrace 0x%lx", i,
-               (unsigned long)w->ips[i], (unsigned long)w->bt[k + i - 1]);
+        raised |= w->cfas[i] < (uintptr_t)ss.ss_sp || w->cfas[i] >= (uintptr_t)ss.ss_sp + size;
+    EXPECT(raised, "frames of the thread's own stack past the signal frame");
+    sigaction(SIGUSR2, &prev, NULL);
+    ss.ss_flags = SS_DISABLE;
+    sigaltstack(&old, NULL);
+    free(ss.ss_sp);
+}
+
+/* ---- fork during walks ---------------------------------------------------
+   A thread runs through a long stretch of straight-line code; signals
+   interrupt it at ever new addresses, whose rules the unwinder has not kept,
+   so each walk in the handler opens the program's file. Meanwhile the main
+   thread forks: no child may find a descriptor the parent did not have
+   before the walks started. */
+
+static volatile int fork_stop;
+static pthread_t fork_walker;
+
+static void fork_handler(int sig)
+{
+    (void)sig;
+    uintptr_t ips[MAXF], cfas[MAXF];
+    sink += nd_os_unwind_own(ips, cfas, MAXF);
+}
+
+static void *fork_walker_main(void *arg)
+{
+    (void)arg;
+    while (!fork_stop)
+        __asm__ volatile(".rept 16384\n\tnop\n\t.endr" ::: "memory");
+    return NULL;
+}
+
+static void *fork_signaller_main(void *arg)
+{
+    (void)arg;
+    while (!fork_stop) {
+        pthread_kill(fork_walker, SIGUSR1);
+        usleep(20);
+    }
+    return NULL;
+}
+
+static void fork_during_walks_leaves_the_child_no_descriptor(void)
+{
+    if (!nd_os_unwind_own_ok())
+        SKIP("the own unwinder is x86-64 with glibc 2.35 or later only");
+    nd_process_ensure();   /* nodal's fork handlers */
+    enum { FDS = 256, FORKS = 300 };
+    static bool had[FDS];
+    for (int fd = 0; fd < FDS; fd++)
+        had[fd] = fcntl(fd, F_GETFD) != -1;
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = fork_handler;
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGUSR1, &sa, NULL);
+    pthread_t signaller;
+    EXPECT(pthread_create(&fork_walker, NULL, fork_walker_main, NULL) == 0 &&
+           pthread_create(&signaller, NULL, fork_signaller_main, NULL) == 0, "two threads");
+    int leaked = 0;
+    for (int i = 0; i < FORKS; i++) {
+        pid_t pid = fork();
+        if (pid == 0) {
+            int extra = 0;
+            for (int fd = 0; fd < FDS; fd++)
+                extra += !had[fd] && fcntl(fd, F_GETFD) != -1;
+            _exit(extra);
+        }
+        int status = 0;
+        EXPECT(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status), "a child that exits");
+        leaked += WEXITSTATUS(status);
+        usleep(100);
+    }
+    fork_stop = 1;
+    pthread_join(signaller, NULL);
+    pthread_join(fork_walker, NULL);
+    signal(SIGUSR1, SIG_DFL);
+    EXPECT(leaked == 0, "no child with a descriptor of a walk: %d in %d children", leaked, FORKS);
 }
 
 static const struct nd_case cases[] = {
     ND_CASE(own_unwinder_finds_what_backtrace_finds),
-    ND_CASE(own_unwinder_stops_at_a_signal_frame),
+    ND_CASE(own_unwinder_walks_through_a_signal_frame),
+    ND_CASE(own_unwinder_walks_from_a_sigaltstack),
+    ND_CASE(fork_during_walks_leaves_the_child_no_descriptor),
 };
 ND_MAIN(cases)
