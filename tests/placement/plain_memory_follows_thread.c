@@ -54,8 +54,8 @@
 /* back_and_forth: a floor below the issue's 0.95, which this case does not
    always reach in the VM as it boots (the kernel's automatic NUMA balancing
    and transparent huge pages on). With the short look (tcache.h:
-   ND_LOOK_BYTES 16 KiB): 0.905-0.994 over 10 runs in 3 boots, median
-   0.980, 8 of 10 at 0.95 or more, host load 10-20; 0.993-0.994 with huge
+   ND_LOOK_BYTES 16 KiB): 0.888-0.994 over 12 runs in 4 boots, median
+   0.977, 8 of 12 at 0.95 or more, host load 10-20; 0.993-0.994 with huge
    pages off. The runs short of 0.95 lose a few stays by half or more: the
    kernel migrated whole 2 MiB huge pages of the old node's segments to the
    other node (10-50 huge-page migrations in such a run, /proc/vmstat).
