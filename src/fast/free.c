@@ -236,7 +236,11 @@ static nd_cold __attribute__((noipa)) void nd_free_sealed_other(void *p, nd_segm
         nd_block_misuse("free", s, p);
     if (nd_block_is_marked(p))
         nd_misuse("free", "double free", p);
-    nd_secure_overflow_at_end("free", p, pg->block_size);
+    if (!nd_secure_sealed(p, pg->block_size))
+        nd_secure_overflow_at_end("free", p, pg->block_size);
+    /* Every check passed this time (the block changed in between: another
+       thread's write): freed as any other. */
+    nd_free_sealed_route(p, s, pg);
 }
 
 /* secure=1: every free (the plain cache's kind matches no page, so the
