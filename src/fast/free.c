@@ -218,42 +218,65 @@ static nd_noinline void nd_free_sealed_route(void *p, nd_segment *s, nd_page *pg
     nd_secure_keep(own, pg, p);
 }
 
+/* secure=1: a free nd_free_sealed did not finish: a bad segment header,
+   a large or huge block, or a small or medium block that failed a check
+   (each check made again here, in order, for its message). Not declared
+   noreturn, and its callers told nothing of it (noipa): they jump here
+   rather than call, so their path needs no stack frame. */
+static nd_cold __attribute__((noipa)) void nd_free_sealed_other(void *p, nd_segment *s, nd_page *pg)
+{
+    if (!nd_seg_cookie_ok(s))
+        nd_bad_header("free", p);
+    if (s->kind != ND_SEG_SMALL && s->kind != ND_SEG_MEDIUM) {
+        nd_lock_may_take(ND_LOCK_ID_threads);
+        nd_free_big(p, s, pg);
+        return;
+    }
+    if (!nd_page_block_ok_shared(pg, p))
+        nd_block_misuse("free", s, p);
+    if (nd_block_is_marked(p))
+        nd_misuse("free", "double free", p);
+    if (!nd_secure_sealed(p, pg->block_size))
+        nd_secure_overflow_at_end("free", p, pg->block_size);
+    /* Every check passed this time (the block changed in between: another
+       thread's write): freed as any other. */
+    nd_free_sealed_route(p, s, pg);
+}
+
 /* secure=1: every free (the plain cache's kind matches no page, so the
    fast path sends each one here). The block is checked (a block start of
    a small or medium page, not free already, its canary intact), then goes
    where the free fast path would have put it: the thread's bin of its
    class for plain memory of the thread's kind (the block the bin took
    last freed again: a double free, as there), else the usual routes. The
-   static caches of threads without one have no capacity: the route. */
+   static caches of threads without one have no capacity: the route. The
+   checks fold into two unlikely branches, as in the fast path, which
+   nd_free_sealed_other sorts out. */
 static nd_noinline void nd_free_sealed(void *p, nd_segment *s, nd_page *pg)
 {
-    if (nd_unlikely(!nd_seg_cookie_ok(s)))
-        nd_bad_header("free", p);
-    if (nd_unlikely(s->kind != ND_SEG_SMALL && s->kind != ND_SEG_MEDIUM)) {
-        nd_lock_may_take(ND_LOCK_ID_threads);
-        nd_free_big(p, s, pg);
+    if (nd_unlikely(!nd_seg_cookie_ok(s) || (s->kind != ND_SEG_SMALL && s->kind != ND_SEG_MEDIUM))) {
+        nd_free_sealed_other(p, s, pg);
         return;
     }
-    if (nd_unlikely(!nd_page_block_ok_shared(pg, p)))
-        nd_block_misuse("free", s, p);
     uintptr_t mark = nd_block_mark_of(p);
-    if (nd_unlikely(((uintptr_t *)p)[1] == mark))
-        nd_misuse("free", "double free", p);
-    if (nd_unlikely(!nd_secure_sealed(p, pg->block_size)))
-        nd_secure_overflow_at_end("free", p, pg->block_size);
+    if (nd_unlikely(!nd_page_block_ok_shared(pg, p) || ((uintptr_t *)p)[1] == mark ||
+                    !nd_secure_sealed(p, pg->block_size))) {
+        nd_free_sealed_other(p, s, pg);
+        return;
+    }
     unsigned bin = nd_class_bin[pg->cls];   /* pg->cls, or one less (class.h) */
     if (nd_unlikely(bin >= ND_CLASS_COUNT)) {
         nd_free_sealed_route(p, s, pg);
         return;
     }
     nd_tcache *tc = nd_tls_tc;
-    nd_bin *b = &tc->bins[bin];
-    void **cur = b->cur;
-    if (nd_likely(cur != b->low && nd_load_relaxed(&pg->kind) == nd_kind_of(false, tc->heap.node))) {
+    nd_bin *b = (nd_bin *)((char *)tc->bins + (size_t)bin * ND_BIN_BYTES);   /* as the fast path */
+    void **cur = b->cur, **low = b->low;
+    if (nd_likely(cur != low && nd_load_relaxed(&pg->kind) == nd_kind_of(false, tc->heap.node))) {
         if (nd_unlikely(*cur == p))
             nd_free_twice_in_a_row(p);
-        b->cur = cur - 1;
-        cur[-1] = p;
+        *--cur = p;
+        b->cur = cur;
         ((uintptr_t *)p)[1] = mark;   /* nd_block_mark(p) */
         return;
     }
