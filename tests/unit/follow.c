@@ -80,9 +80,9 @@ static void no_budget_under_follow_thread_0(void)
     check_topology(ND_FIXTURES "/nohmat4", 0, false, "follow_thread=0");
 }
 
-/* A roll-over of a budgeted bin re-arms it with the budget, and the
-   request count stays exact (nreq + armed - tick). */
-static void a_budgeted_bin_rolls_over_with_its_budget_and_counts_exactly(void)
+/* A plain cache on numa-vm's machine (CPUs on nodes 0 and 1) with
+   follow_thread on: its bins have the look budget. */
+static nd_tcache *budgeted_cache(void)
 {
     nodal_free(nodal_malloc(1));
     nd_opt_values[ND_OPT_follow_thread] = 1;
@@ -90,6 +90,14 @@ static void a_budgeted_bin_rolls_over_with_its_budget_and_counts_exactly(void)
     nd_tcache_process_init();
     nd_tcache *tc = nd_tcache_create(1, 0, false, false);
     EXPECT(tc != NULL, "a cache to be made");
+    return tc;
+}
+
+/* A roll-over of a budgeted bin re-arms it with the budget, and the
+   request count stays exact (nreq + armed - tick). */
+static void a_budgeted_bin_rolls_over_with_its_budget_and_counts_exactly(void)
+{
+    nd_tcache *tc = budgeted_cache();
     unsigned c = ND_CLASS_COUNT - 1;
     uint32_t n = budget_of(c);
     EXPECT(n >= 2, "the last class's budget at least 2 requests, got %u", n);
@@ -110,12 +118,7 @@ static void a_budgeted_bin_rolls_over_with_its_budget_and_counts_exactly(void)
    roll-overs, and each request gets a block of the bin. */
 static void the_short_way_counts_each_look_exactly_and_keeps_the_roll_overs(void)
 {
-    nodal_free(nodal_malloc(1));
-    nd_opt_values[ND_OPT_follow_thread] = 1;
-    nd_topo_read(ND_FIXTURES "/nohmat4");
-    nd_tcache_process_init();
-    nd_tcache *tc = nd_tcache_create(1, 0, false, false);
-    EXPECT(tc != NULL, "a cache to be made");
+    nd_tcache *tc = budgeted_cache();
     unsigned c = nd_class_of(1024);
     uint32_t n = budget_of(c);
     EXPECT(n > 1 && n < ND_TICK_PERIOD, "1 KiB blocks budgeted (1 < %u < %u)", n, ND_TICK_PERIOD);
