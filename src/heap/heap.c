@@ -211,10 +211,7 @@ size_t nd_heap_take_blocks(nd_heap *h, unsigned cls, void **out, size_t n, size_
                 break;
         }
         got += nd_page_take(pg, out + got, n - got, max - got);
-        /* A page whose remote list did not all fit (nd_page_take put the
-           rest back) stays first when the request is served: its waiting
-           blocks serve the next fill, before other pages are carved. */
-        if (nd_page_is_exhausted(pg) && (got < n || (nd_load_relaxed(&pg->xfree) & ~ND_XSTATE_MASK) == 0)) {
+        if (nd_page_is_exhausted(pg)) {
             /* Full: park it where remote frees will find it again. */
             nd_list_remove(q, pg);
             if (nd_page_arm(pg)) {

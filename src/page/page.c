@@ -227,21 +227,8 @@ static size_t nd_page_collect_into(nd_page *pg, void **out, size_t n)
         }
         b = next;
     }
-    /* The rest: while nobody pushed in the meantime (and no notification
-       is armed), they go back on xfree as they are, unwalked: the walk
-       that counted them and found their tail here was made again, block
-       by block, when the free list handed them out (two misses a block
-       where the blocks came from another CPU; batches of 64 B handed
-       between 2 producers and 2 consumers: 0.7 of the 1.7 first-level
-       misses per object in this function). Their checks and their count
-       are made when the owner next takes the list. */
+    /* The rest keep their links: only the last one's is set. */
     nd_block *rest = b;
-    uintptr_t none = ND_XSTATE_NONE;
-    if (n != 0 && (x & ND_XSTATE_MASK) == ND_XSTATE_NONE && nd_cas_strong_acq_rel(&pg->xfree, &none, (uintptr_t)rest)) {
-        pg->used = (uint16_t)left;
-        return got;
-    }
-    /* Else they keep their links: only the last one's is set. */
     for (nd_block *next; (next = nd_page_walk_step(pg, b, before, bsize, capacity, &left)) != NULL;)
         b = next;
     nd_link_set(pg, b, pg->free);

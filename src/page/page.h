@@ -14,9 +14,7 @@
  * Remote frees. A block freed by a thread that does not own the page is
  * pushed on the page's xfree list with a compare-and-swap; the owner takes
  * the whole list back with one exchange when it next needs blocks from the
- * page, and puts what does not fit in the cache asking back as it is (one
- * compare-and-swap, while the list is still empty and NONE), so each
- * block is walked once, when it is handed out. The two low bits of xfree (blocks are 16-byte aligned) hold a state:
+ * page. The two low bits of xfree (blocks are 16-byte aligned) hold a state:
  *
  *     xfree = [ block pointer ............................ | state ]
  *     NONE    remote frees just push.
