@@ -199,7 +199,7 @@ static uint32_t nd_prof_site_of(void *const *frames, int n)
                 uint32_t zero = 0;
                 if (__atomic_compare_exchange_n(e, &zero, ND_PROF_IDX_WRITING, false, __ATOMIC_ACQ_REL,
                                                 __ATOMIC_ACQUIRE)) {
-                    uint32_t i = __atomic_fetch_add(&nd_prof_nsites, 0, __ATOMIC_RELAXED);
+                    uint32_t i = __atomic_load_n(&nd_prof_nsites, __ATOMIC_RELAXED);
                     while (i < ND_PROF_SITES &&
                            !__atomic_compare_exchange_n(&nd_prof_nsites, &i, i + 1, false, __ATOMIC_ACQ_REL,
                                                         __ATOMIC_RELAXED))

@@ -206,7 +206,9 @@ static inline bool nd_tcache_look_due(const nd_tcache *tc, unsigned c)
 }
 /* The rest of a request whose tick ran out for a look only (both tests
    above true, tc a plain cache): counts the tick's requests and arms it
-   again, as nd_tcache_count_request would, and pops the bin's block. */
+   again, as nd_tcache_count_request would (tcache.c's nd_tcache_arm, here
+   inline for a plain cache: its look budget, or the maintenance period's
+   rest if shorter), and pops the bin's block. */
 static inline void *nd_tcache_look_pop(nd_tcache *tc, unsigned c)
 {
     nd_bin *b = &tc->bins[c];
