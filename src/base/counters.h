@@ -98,9 +98,9 @@
     /* ---- per size class ------------------------------------------------------------------------- */ \
     X(requests,            COUNTER, CLASS,   DERIVED, COUNT, 1, "allocation calls served from the class") \
     X(frees,               COUNTER, CLASS,   DERIVED, COUNT, 1, "blocks of the class freed") \
-    X(fills,               COUNTER, CLASS,   CLASS,   COUNT, 1, "refills of a thread cache from pages") \
+    X(fills,               COUNTER, CLASS,   CLASS,   COUNT, 1, "refills of a thread cache from pages, or from the transfer store of its kind (xfer_takes)") \
     X(fill_blocks,         COUNTER, CLASS,   CLASS,   COUNT, 0, "blocks moved from pages into thread caches") \
-    X(flushes,             COUNTER, CLASS,   CLASS,   COUNT, 1, "times a thread cache gave blocks back to their pages") \
+    X(flushes,             COUNTER, CLASS,   CLASS,   COUNT, 1, "times a thread cache gave blocks back to their pages, or to the transfer store of its kind (xfer_puts)") \
     X(flush_blocks,        COUNTER, CLASS,   CLASS,   COUNT, 0, "blocks moved from thread caches back to pages") \
     X(full_size_fills,     COUNTER, CLASS,   CLASS,   COUNT, 0, "fills of a cache already at its largest capacity (tcache_count, tcache_bytes): the ones a larger cache would have saved") \
     X(full_size_flushes,   COUNTER, CLASS,   CLASS,   COUNT, 0, "overflows of a cache already at its largest capacity") \
@@ -108,6 +108,13 @@
     X(slow_frees,          COUNTER, CLASS,   CLASS,   COUNT, 0, "frees by the owner that reached a page through the slow path (no cache, or checks on)") \
     X(remote_frees,        COUNTER, CLASS,   CLASS,   COUNT, 1, "blocks of pages other threads own, given back to their page by the thread that freed them") \
     X(remote_pushes,       COUNTER, CLASS,   CLASS,   COUNT, 0, "of those, the ones sent at once, one atomic each (no cache of their kind, or it had no room); the others went in chains, one atomic per page, from the freeing thread's cache") \
+    X(xfer_puts,           COUNTER, CLASS,   CLASS,   COUNT, 0, "overflows of a thread cache that put blocks in the transfer store of its kind of memory (for other caches of that kind to take) instead of sending them to their pages") \
+    X(xfer_put_blocks,     COUNTER, CLASS,   CLASS,   COUNT, 0, "blocks put in transfer stores (counted in flush_blocks too)") \
+    X(xfer_takes,          COUNTER, CLASS,   CLASS,   COUNT, 0, "refills of a thread cache from the transfer store of its kind (counted in fills too)") \
+    X(xfer_take_blocks,    COUNTER, CLASS,   CLASS,   COUNT, 0, "blocks taken from transfer stores (counted in fill_blocks too)") \
+    X(xfer_full,           COUNTER, CLASS,   CLASS,   COUNT, 0, "overflows that found the transfer store full or busy (another thread in it): some or all of their blocks went to their pages") \
+    X(xfer_empty,          COUNTER, CLASS,   CLASS,   COUNT, 0, "refills that found the transfer store empty or busy, and went to the pages") \
+    X(xfer_drained,        COUNTER, CLASS,   CLASS,   COUNT, 0, "blocks sent from transfer stores to their pages: by maintenance, from a store no cache took from for a purge delay, or by nodal_collect") \
     X(cached,              GAUGE,   CLASS,   DERIVED, COUNT, 1, "blocks waiting in thread caches") \
     X(pages,               GAUGE,   CLASS,   GAUGE,   COUNT, 1, "pages in use (64 KiB for classes up to 16 KiB, 512 KiB above)") \
     X(bytes_in_use,        GAUGE,   CLASS,   DERIVED, BYTES, 1, "bytes in live blocks of the class") \

@@ -25,6 +25,7 @@
 #include "thread.h"
 #include "tier.h"
 #include "topo.h"
+#include "xfer.h"
 
 int nd_process_state;
 static int nd_atfork_done;
@@ -56,6 +57,7 @@ static void nd_fork_child(void)
         return;
     nd_thread_fork_child();
     nd_shared_fork_child();
+    nd_xfer_fork_child();   /* claims of threads the child does not have */
     nd_locks_release_all();
     nd_os_unwind_fork_child();
 }

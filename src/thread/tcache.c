@@ -12,6 +12,7 @@
 #include "options.h"
 #include "os.h"
 #include "topo.h"
+#include "xfer.h"
 
 void *nd_tcache_no_slots[1];   /* the NULL sentinel of every bin without slots */
 
@@ -353,6 +354,20 @@ static bool nd_tcache_grow(nd_tcache *tc, unsigned c)
     return true;
 }
 
+/* The transfer store of tc's kind (xfer.h), made on first use when make;
+   NULL without the option `transfer`, and for a cache that does not use
+   one: a shared heap's (no bins), and
+   a plain cache under secure=1 (ND_KIND_NO_PAGE: its blocks carry canaries
+   written at its own fills, secure.c), whose blocks go to their pages as
+   before. Bins of other caches hold only blocks of their kind, so a store
+   holds blocks of one kind, and only caches of that kind take them. */
+static inline nd_xfer *nd_tcache_xfer(const nd_tcache *tc, bool make)
+{
+    if (tc->kind < 2 || !nd_opt(ND_OPT_transfer))   /* ND_KIND_NONE, ND_KIND_NO_PAGE; the option */
+        return NULL;
+    return make ? nd_xfer_get(tc->kind) : nd_xfer_find(tc->kind);
+}
+
 bool nd_tcache_fill(nd_tcache *tc, unsigned c)
 {
     nd_bin *bin = &tc->bins[c];
@@ -375,15 +390,29 @@ bool nd_tcache_fill(nd_tcache *tc, unsigned c)
         want = 1;
     if (bi->fill < bi->cap_max)
         bi->fill *= 2;
-    /* Into the bin's whole room: the remote frees of a page, walked once
-       to be counted, come in as many as fit (nd_page_take). */
-    size_t got = nd_heap_take_blocks(&tc->heap, nd_bin_class[c], bin->low, want, bi->cap);
+    /* First the blocks other caches of the kind handed over (the transfer
+       store: pointers only, no block touched); else from the heap, into
+       the bin's whole room: the remote frees of a page, walked once to be
+       counted, come in as many as fit (nd_page_take). */
+    nd_class_counters *cs = &tc->heap.cstats[c];
+    size_t got = 0;
+    nd_xfer *x = nd_tcache_xfer(tc, false);
+    if (x != NULL) {
+        got = nd_xfer_take(x, c, bin->low, want);
+        if (got != 0) {
+            nd_count_inc(&cs->xfer_takes);
+            nd_count_add(&cs->xfer_take_blocks, got);
+        } else {
+            nd_count_inc(&cs->xfer_empty);
+        }
+    }
+    if (got == 0)
+        got = nd_heap_take_blocks(&tc->heap, nd_bin_class[c], bin->low, want, bi->cap);
     if (got > 0)
         memmove(bin->empty - got, bin->low, got * sizeof(void *));
     bin->cur = bin->empty - got;
     tc->binfo[c].low_water = 0;   /* it just ran dry */
     tc->binfo[c].filled = 1;
-    nd_class_counters *cs = &tc->heap.cstats[c];
     nd_count_inc(&cs->fills);
     nd_count_add(&cs->fill_blocks, got);
     if (bi->cap == bi->cap_max && want == bi->cap / 2)
@@ -493,6 +522,23 @@ static void **nd_tcache_flush_page(nd_tcache *tc, nd_page *pg, void **it, void *
     return it;
 }
 
+/* The page of block p, a block of class cls waiting in a cache: aborts
+   when p is no block of that class in use (a bad pointer freed). */
+static inline nd_page *nd_tcache_page_of(void *p, unsigned cls)
+{
+    nd_page *pg = nd_page_of(nd_seg_base(p), p);
+    if (nd_unlikely(!nd_load_relaxed(&pg->in_use) || pg->cls != cls))
+        nd_misuse("free", "invalid pointer (not a block of its size class)", p);
+    return pg;
+}
+
+/* Sends the blocks [from, end) of class cls back to their pages. */
+static void nd_tcache_send_home(nd_tcache *tc, unsigned cls, void **from, void **end)
+{
+    for (void **it = from; it < end;)
+        it = nd_tcache_flush_page(tc, nd_tcache_page_of(*it, cls), it, end);
+}
+
 void nd_tcache_flush(nd_tcache *tc, unsigned c, size_t n)
 {
     nd_bin *bin = &tc->bins[c];
@@ -503,19 +549,101 @@ void nd_tcache_flush(nd_tcache *tc, unsigned c, size_t n)
     if (n == 0)
         return;
     void **oldest = bin->empty - n;
-    const unsigned cls = nd_bin_class[c];
-    for (void **it = oldest; it < bin->empty;) {
-        void *p = *it;
-        nd_page *pg = nd_page_of(nd_seg_base(p), p);
-        if (nd_unlikely(!nd_load_relaxed(&pg->in_use) || pg->cls != cls))
-            nd_misuse("free", "invalid pointer (not a block of its size class)", p);
-        it = nd_tcache_flush_page(tc, pg, it, bin->empty);
-    }
+    nd_tcache_send_home(tc, nd_bin_class[c], oldest, bin->empty);
     memmove(bin->cur + n, bin->cur, (size_t)(oldest - bin->cur) * sizeof(void *));
     bin->cur += n;
     nd_class_counters *cs = &tc->heap.cstats[c];
     nd_count_inc(&cs->flushes);
     nd_count_add(&cs->flush_blocks, n);
+    nd_assert2(nd_tcache_is_valid(tc));
+}
+
+/* Is a block of [it, end) from another heap's page? (Only until the
+   kind's store exists: a thread that frees only its own blocks never
+   makes one, nor spends its metadata.) */
+static bool nd_tcache_has_foreign(const nd_tcache *tc, void *const *it, void *const *end)
+{
+    for (; it < end; it++)
+        if (nd_load_relaxed(&nd_page_of(nd_seg_base(*it), *it)->heap) != &tc->heap)
+            return true;
+    return false;
+}
+
+/* A full bin's overflow: its n oldest blocks leave it. Those of other
+   heaps' pages (the blocks another thread allocated, which this one
+   freed), as many as the transfer store of the cache's kind has room
+   for, go there as pointers (xfer.h), for the next fill of a cache of
+   that kind; each is checked first as a flush checks it (a block of the
+   class, its mark intact), here where its line is still hot. The rest go
+   to their pages as a flush sends them: the heap's own without an
+   atomic. */
+static void nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
+{
+    nd_bin *bin = &tc->bins[c];
+    size_t count = (size_t)(bin->empty - bin->cur);
+    if (n > count)
+        n = count;
+    nd_xfer *x = nd_tcache_xfer(tc, false);
+    if (nd_unlikely(x == NULL) && tc->kind >= 2 && nd_tcache_has_foreign(tc, bin->empty - n, bin->empty))
+        x = nd_tcache_xfer(tc, true);   /* the kind's first hand-off: its store */
+    size_t room = x != NULL ? nd_xfer_room(x, c) : 0;
+    if (room == 0 || n == 0) {
+        if (x != NULL && n != 0)
+            nd_count_inc(&tc->heap.cstats[c].xfer_full);
+        nd_tcache_flush(tc, c, n);
+        return;
+    }
+    nd_assert(nd_bin_class[c] == c);   /* secure=1's bins (class.h) use no store */
+    void **oldest = bin->empty - n, **mid = oldest;
+    /* Blocks of other heaps' pages to the front, up to the store's room:
+       the heap's own go home without an atomic, to pages whose lines this
+       thread has. */
+    const nd_heap *h = &tc->heap;
+    for (void **it = oldest; it < bin->empty && (size_t)(mid - oldest) < room; it++) {
+        void *p = *it;
+        nd_page *pg = nd_tcache_page_of(p, c);
+        if (nd_load_relaxed(&pg->heap) == h)
+            continue;
+        if (nd_unlikely(!nd_block_is_marked(p)))
+            nd_page_corrupt(pg, p, ND_CORRUPT_FREED, "a block waiting in a thread cache was modified");
+        *it = *mid;
+        *mid++ = p;
+    }
+    size_t foreign = (size_t)(mid - oldest);
+    size_t put = nd_xfer_put(x, c, oldest, foreign);
+    nd_class_counters *cs = &tc->heap.cstats[c];
+    if (put != 0) {
+        nd_count_inc(&cs->xfer_puts);
+        nd_count_add(&cs->xfer_put_blocks, put);
+    }
+    if (put < foreign || (foreign == room && foreign < n))
+        nd_count_inc(&cs->xfer_full);
+    if (put < n)
+        nd_tcache_send_home(tc, c, oldest + put, bin->empty);
+    memmove(bin->cur + n, bin->cur, (size_t)(oldest - bin->cur) * sizeof(void *));
+    bin->cur += n;
+    nd_count_inc(&cs->flushes);
+    nd_count_add(&cs->flush_blocks, n);
+    nd_assert2(nd_tcache_is_valid(tc));
+    nd_assert2(nd_xfer_is_valid(x, c));
+}
+
+void nd_tcache_xfer_sweep(nd_tcache *tc, uint64_t now, bool all)
+{
+    void *buf[ND_XFER_SLOTS];
+    long delay = nd_opt(ND_OPT_purge_delay);
+    for (unsigned kind = 2; kind < 2 + ND_XFER_KINDS; kind++) {
+        nd_xfer *x = nd_xfer_find(kind);
+        if (x == NULL || (!all && !nd_xfer_sweep_claim(x, now, delay > 0 ? (uint64_t)delay : 1)))
+            continue;
+        for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+            size_t n = nd_xfer_drain(x, c, buf, !all);
+            if (n == 0)
+                continue;
+            nd_count_add(&tc->heap.cstats[c].xfer_drained, n);
+            nd_tcache_send_home(tc, c, buf, buf + n);
+        }
+    }
     nd_assert2(nd_tcache_is_valid(tc));
 }
 
@@ -538,7 +666,7 @@ void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)
             if (!bi->filled || !nd_tcache_grow(tc, c)) {
                 if (bi->cap == bi->cap_max)
                     nd_count_inc(&tc->heap.cstats[c].full_size_flushes);
-                nd_tcache_flush(tc, c, (bi->cap + 1) / 2);
+                nd_tcache_spill(tc, c, (bi->cap + 1) / 2);
             }
             bi->filled = 0;
         }

@@ -59,9 +59,10 @@
  * carrying the freed-block mark (page.h), from pages of the tcache's kind
  * of memory: its heap's pages, and pages of other heaps of that kind whose
  * blocks this thread freed (the free fast path caches every block of its
- * kind; a flush gives each block back to its page, those of one page
- * together: the heap's own without an atomic, the others as one chain per
- * page); 0 < tick <= ND_TICK_PERIOD except transiently 0 between a fast
+ * kind; an overflow puts those of other heaps' pages in the transfer
+ * store of the kind (xfer.h) as far as it has room, and a flush gives each
+ * other block back to its page, those of one page together: the heap's own
+ * without an atomic, the others as one chain per page); 0 < tick <= ND_TICK_PERIOD except transiently 0 between a fast
  * path that took it there and the slow path it calls. tier_hits[t] only
  * grows: the blocks the tier call's fast path (tier_api.c) took from the
  * bin for tier t (its owner's plain adds, read by reports as whole words;
@@ -250,6 +251,12 @@ void *nd_tcache_alloc(nd_tcache *tc, unsigned c) nd_hidden;
 void  nd_tcache_push(nd_tcache *tc, unsigned c, void *p) nd_hidden;
 /* Returns the n oldest blocks of bin c to their pages. */
 void  nd_tcache_flush(nd_tcache *tc, unsigned c, size_t n) nd_hidden;
+/* The transfer stores (xfer.h) back to their blocks' pages, through tc
+   (its thread's): all: every store, emptied (nodal_collect); else each
+   store once per purge_delay (whichever thread's maintenance comes first,
+   of any kind: a kind whose threads all exited is swept too), the classes
+   no cache took a block from since the last such pass. */
+void  nd_tcache_xfer_sweep(nd_tcache *tc, uint64_t now, bool all) nd_hidden;
 /* Every cached block back to its pages. */
 void  nd_tcache_flush_all(nd_tcache *tc) nd_hidden;
 /* GC pass: blocks the bins did not need since the last pass go back, and

@@ -446,9 +446,10 @@ void nd_thread_fork_child(void)
 
 /* ---- maintenance ------------------------------------------------------------ */
 
-/* The calling thread's periodic maintenance: thread-cache GC, and for each
-   of its heaps notified pages, adoption, purging, kept segments; then the
-   node caches. */
+/* The calling thread's periodic maintenance: thread-cache GC, the idle
+   classes of the transfer stores (all of them when forced), and
+   for each of its heaps notified pages, adoption, purging, kept segments;
+   then the node caches. */
 static void nd_thread_maintain(nd_thread *t, bool force)
 {
     uint64_t now = nd_os_now_ms();
@@ -465,6 +466,8 @@ static void nd_thread_maintain(nd_thread *t, bool force)
             nd_secure_flush(tcs[i]);
         if (force || nd_tcache_gc_due(tcs[i]))
             nd_tcache_gc(tcs[i], force);
+        if (i == 0)   /* every store, through the plain cache */
+            nd_tcache_xfer_sweep(tcs[i], now, force);
         nd_heap_maintain(&tcs[i]->heap, now, force);
         nd_assert2(nd_tcache_is_valid(tcs[i]));
     }
@@ -672,6 +675,8 @@ void nd_thread_collect(bool purge_all)
         int n = nd_thread_tcaches(t, tcs);
         for (int i = 0; i < n; i++) {
             nd_thread_cache_flush(tcs[i]);
+            if (i == 0)   /* every kind's transfer store, through the plain cache */
+                nd_tcache_xfer_sweep(tcs[i], now, true);
             nd_tcache_gc(tcs[i], purge_all);
             nd_heap_collect(&tcs[i]->heap, now, purge_all);
         }

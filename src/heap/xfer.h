@@ -1,0 +1,128 @@
+/*
+ * xfer.h - the transfer store: per kind of memory (plain memory of node n,
+ * memory bound to node n) and size class, a bounded array of free blocks
+ * that the thread caches of that kind hand to each other, as pointers.
+ *
+ * Owns: struct nd_xfer (one per kind, made on first use) and the copies in
+ * and out of it. It knows nothing of heaps or thread caches: tcache.c puts
+ * the blocks a bin's overflow sends away in it (checked there first: their
+ * mark, their page), takes them back out when a bin of that kind runs dry,
+ * and sends what sat unused to the blocks' pages (nd_tcache_xfer_sweep).
+ *
+ * Why: a block freed by a thread that did not allocate it used to go home
+ * to its page linked in a chain (the flush wrote every block's link), and
+ * the owner walked that chain back into its cache (a dependent load per
+ * block of lines another core wrote): four touches of each block handed
+ * over. Through the store it is touched by the free (its mark, and the
+ * overflow's check of the mark while the line is still hot), and by the
+ * malloc that reuses it; the pointers move as arrays.
+ *
+ *   nd_xfer (kind k)
+ *     cls[c]: count, cap, taken, off --> p[off ..]: [ p0 p1 ... p(count-1) | unused ... ]
+ *                                      ^ oldest in            ^ next put
+ *     puts copy at p[count]; takes copy the newest (p[count-n .. count)).
+ *
+ * No lock: each class of a store has a claim word that puts, takes and
+ * drains only try to set (a compare-and-swap) and clear when their copy is
+ * done. A claimed class is skipped (the blocks go to their pages, the fill
+ * to the heap, a sweep comes back later), so a thread preempted inside its
+ * copy of a few hundred pointers never makes another wait or spin.
+ * Fork: the child clears every claim (nd_xfer_fork_child). A claim held at
+ * the fork belonged to a thread the child does not have; its copy is not
+ * counted until `count` is stored, one word, so the class is as it was
+ * before that copy or after it, and the blocks it was moving are lost with
+ * that thread's cache, as the rest of its cache is.
+ */
+#ifndef ND_XFER_H
+#define ND_XFER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include "class.h"
+#include "config.h"
+
+/* Blocks one class of one kind holds at most, and the bytes: the smaller
+   bound applies. 128 KiB per class holds eight overflows of a consumer's
+   bin of 64-byte blocks (half a bin: 256 blocks, 16 KiB; batchq), enough
+   for the phases of a hand-off between threads that share few CPUs (the
+   consumers run for a time slice, then the producers), and is half of
+   what one thread cache's bin may hold (tcache_bytes, 256 KiB). 64 KiB
+   let 60 % of batchq's blocks through, 128 KiB about 85 %, 1 MiB 96 %.
+   Every class with a cache (up to tcache_max, 32 KiB) full at once would
+   be about 4.8 MiB per kind, what five thread caches may hold
+   (tcache_total, 1 MiB), but a store no cache took from for a purge delay
+   is sent back to its pages (nd_tcache_xfer_sweep). The slots take about
+   150 KiB of metadata per kind (a kind's store is made when a cache of it
+   first overflows with blocks of another heap's pages), resident as
+   classes use them. */
+#define ND_XFER_SLOTS 2048u
+/* Kinds that may have a store: 2 .. 2 + ND_XFER_KINDS (nd_kind_of). */
+#define ND_XFER_KINDS (2 * ND_MAX_NODES)
+#define ND_XFER_BYTES (128 * ND_KiB)
+
+/*
+ * One class's store of one kind.
+ * Invariants (while not claimed): count <= cap <= ND_XFER_SLOTS;
+ * cap == min(ND_XFER_SLOTS, ND_XFER_BYTES / class size); its slots are the
+ * store's p[off .. off + cap), after those of the classes below it; the
+ * first count of them, p[0 .. count) below,
+ * are free blocks of class c, each a block start of a page in use of
+ * class c, in a segment of the store's kind (its bound and node), carrying
+ * the freed-block mark (page.h); each counts among its page's used blocks
+ * (the page cannot leave use nor its segment be unmapped while a block of
+ * it is here). `taken`: a take happened since the last sweep. `count` is
+ * also read without the lock (relaxed), as a hint only.
+ */
+typedef struct nd_aligned(ND_CACHE_LINE) nd_xfer_class {
+    uint32_t claim;   /* 1: a thread is copying in or out */
+    uint32_t count;
+    uint32_t cap;
+    uint32_t taken;
+    uint32_t off;     /* its p[]: the store's slots from slot `off` on */
+} nd_xfer_class;
+
+/*
+ * The store of one kind. Invariants: kind >= 2 (nd_kind_of: never
+ * ND_KIND_NONE or ND_KIND_NO_PAGE), the kind of every block it holds;
+ * swept_ms is when a sweep last looked (relaxed atomics; any thread).
+ */
+typedef struct nd_xfer {
+    nd_xfer_class cls[ND_CLASS_COUNT];
+    unsigned      kind;
+    uint32_t      slots;      /* the sum of the classes' caps */
+    uint64_t      swept_ms;
+    nd_aligned(ND_CACHE_LINE) void *p[];   /* the classes' slots, class by class */
+} nd_xfer;
+
+/* The store of `kind` (nd_kind_of), made on first use; NULL when out of
+   memory. */
+nd_xfer *nd_xfer_get(unsigned kind) nd_hidden;
+/* The store of `kind` if one was made, else NULL. */
+nd_xfer *nd_xfer_find(unsigned kind) nd_hidden;
+/* The most blocks a put could add to class c now (a hint, no lock). */
+size_t   nd_xfer_room(const nd_xfer *x, unsigned c) nd_hidden;
+/* Copies up to n of blocks[0 .. n) (from the front) into class c's store;
+   returns how many it took (0 when full, or when another thread holds
+   the store: it never waits). */
+size_t   nd_xfer_put(nd_xfer *x, unsigned c, void *const *blocks, size_t n) nd_hidden;
+/* Copies up to max blocks of class c, the newest first, into out; returns
+   how many (0 when empty or busy: it never waits). */
+size_t   nd_xfer_take(nd_xfer *x, unsigned c, void **out, size_t max) nd_hidden;
+/* Empties class c's store into out (room for ND_XFER_SLOTS): all of it,
+   or, when idle_only, only if no take came since the last call (which it
+   then starts again); returns how many (0 when another thread has
+   it claimed: it never waits). */
+size_t   nd_xfer_drain(nd_xfer *x, unsigned c, void **out, bool idle_only) nd_hidden;
+/* Is a sweep of x due (period_ms since the last one)? true claims it for
+   the caller. */
+bool     nd_xfer_sweep_claim(nd_xfer *x, uint64_t now_ms, uint64_t period_ms) nd_hidden;
+
+/* In a child after fork: every claim cleared (see above). */
+void     nd_xfer_fork_child(void) nd_hidden;
+
+/* Debug check of the invariants of class c's store (true, unchecked,
+   while another thread has it claimed). */
+bool     nd_xfer_is_valid(nd_xfer *x, unsigned c) nd_hidden;
+
+#endif /* ND_XFER_H */
