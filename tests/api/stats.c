@@ -38,6 +38,7 @@
 #include "check.h"
 #include "json.h"
 #include "nodal.h"
+#define ND_CHILD_OUT_BYTES 65536   /* the children's JSON reports (every class's counters: about 20 KiB) */
 #include "proc.h"
 
 #define KEY_CLASSES  "classes"

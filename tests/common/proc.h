@@ -57,10 +57,16 @@ static long nd_vm_kib(void)
     return (long)(size * (unsigned long)sysconf(_SC_PAGESIZE) / 1024);
 }
 
-/* What a child left behind. */
+/* What a child left behind. A test whose children print more (a JSON
+   report of every class) defines ND_CHILD_OUT_BYTES before including this;
+   the others keep their images small (api.memory's address-space cases
+   count what the process holds at its start). */
+#ifndef ND_CHILD_OUT_BYTES
+#define ND_CHILD_OUT_BYTES 16384
+#endif
 struct nd_child {
     int status;          /* from waitpid */
-    char out[16384];     /* its stdout (when captured), NUL-terminated */
+    char out[ND_CHILD_OUT_BYTES];   /* its stdout (when captured), NUL-terminated */
     char err[16384];     /* its stderr, NUL-terminated, cut if longer */
 };
 

@@ -7,7 +7,8 @@
  * is caught at the next touch.
  *
  * Knobs: --threads=N (4), --ops=N per thread (40000), --slots=N (1024),
- * --blocks=N per producer (40000).
+ * --blocks=N per producer (40000), --rounds=N batches per thread (3000;
+ * that case runs --threads, default 8, of its own).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -309,8 +310,100 @@ static void blocks_freed_by_another_thread_are_reused(void)
 #endif
 }
 
+/* Many threads hand batches of blocks to each other: each allocates a
+   batch of one of three sizes, writes its pattern, and puts it in a shared
+   ring (or frees it itself when the ring is full); each takes batches
+   from the ring, checks every block and frees them. The receivers'
+   overflows put the blocks in the transfer store of their kind, and the
+   senders' fills take them back, while a thread now and then empties every
+   store (nodal_collect): a block the store gave to two threads, or gave
+   back while another still used it, breaks a pattern. The stress tier runs
+   it under TSan and ASan too. */
+#define HB_RING 32
+#define HB_BATCH 64
+static void **hb_ring[HB_RING];
+static size_t hb_ring_size[HB_RING];
+static size_t hb_head, hb_tail;
+static pthread_mutex_t hb_mu = PTHREAD_MUTEX_INITIALIZER;
+
+static void hb_check_free(void **batch, size_t s)
+{
+    const struct nd_api *A = nd_api();
+    for (int i = 0; i < HB_BATCH; i++) {
+        size_t bad = nd_pat_check(batch[i], s, s, (uintptr_t)batch[i]);
+        EXPECT(bad == SIZE_MAX, "a %zu-byte block at %p handed over in a batch to arrive intact, byte %zu differs",
+               s, batch[i], bad);
+        A->free(batch[i]);
+    }
+    A->free(batch);
+}
+
+static void *hand_batches(void *arg)
+{
+    const struct nd_api *A = nd_api();
+    int self = (int)(intptr_t)arg;
+    static const size_t sizes[] = { 64, 256, 1024 };
+    long rounds = nd_opt_long("rounds", 3000);
+    for (long r = 0; r < rounds; r++) {
+        size_t s = sizes[(r + self) % 3];
+        void **batch = A->malloc(HB_BATCH * sizeof(void *));
+        EXPECT(batch != NULL, "%s of a batch to succeed", nd_fn("malloc"));
+        for (int i = 0; i < HB_BATCH; i++) {
+            batch[i] = A->malloc(s);
+            EXPECT(batch[i] != NULL, "%s(%zu) to succeed", nd_fn("malloc"), s);
+            nd_pat_fill(batch[i], s, (uintptr_t)batch[i]);
+        }
+        void **got = NULL;
+        size_t got_size = 0;
+        pthread_mutex_lock(&hb_mu);
+        if (hb_head - hb_tail < HB_RING) {
+            hb_ring[hb_head % HB_RING] = batch;
+            hb_ring_size[hb_head % HB_RING] = s;
+            hb_head++;
+            batch = NULL;
+        }
+        if (hb_head != hb_tail) {
+            got = hb_ring[hb_tail % HB_RING];
+            got_size = hb_ring_size[hb_tail % HB_RING];
+            hb_tail++;
+        }
+        pthread_mutex_unlock(&hb_mu);
+        if (batch != NULL)
+            hb_check_free(batch, s);
+        if (got != NULL)
+            hb_check_free(got, got_size);
+        if (self == 0 && r % 500 == 499)
+            nodal_collect(0);   /* every store back to its pages, while the others put and take */
+    }
+    return NULL;
+}
+
+static void blocks_handed_in_batches_between_many_threads_arrive_intact(void)
+{
+    nd_test_seed();
+    nd_api();
+    int threads = (int)nd_opt_long("threads", 8);
+    pthread_t tid[64];
+    if (threads > 64)
+        threads = 64;
+    for (int t = 0; t < threads; t++)
+        EXPECT(pthread_create(&tid[t], NULL, hand_batches, (void *)(intptr_t)t) == 0, "pthread_create to work");
+    for (int t = 0; t < threads; t++)
+        pthread_join(tid[t], NULL);
+    while (hb_head != hb_tail) {
+        hb_check_free(hb_ring[hb_tail % HB_RING], hb_ring_size[hb_tail % HB_RING]);
+        hb_tail++;
+    }
+    nodal_collect(1);
+    nodal_memory_info mi;
+    EXPECT(nodal_memory_info_get(&mi) == 0, "nodal_memory_info_get to succeed");
+    printf("%d threads handed %ld batches each; mapped %zu MiB at the end\n", threads,
+           nd_opt_long("rounds", 3000), mi.mapped >> 20);
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(random_mixed_operations_keep_every_block_intact),
     ND_CASE(blocks_freed_by_another_thread_are_reused),
+    ND_CASE(blocks_handed_in_batches_between_many_threads_arrive_intact),
 };
 ND_MAIN(cases)
