@@ -577,7 +577,7 @@ static bool nd_tcache_has_foreign(const nd_tcache *tc, void *const *it, void *co
    class, its mark intact), here where its line is still hot. The rest go
    to their pages as a flush sends them: the heap's own without an
    atomic. */
-static void nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
+static size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
 {
     nd_bin *bin = &tc->bins[c];
     size_t count = (size_t)(bin->empty - bin->cur);
@@ -591,7 +591,7 @@ static void nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
         if (x != NULL && n != 0)
             nd_count_inc(&tc->heap.cstats[c].xfer_full);
         nd_tcache_flush(tc, c, n);
-        return;
+        return 0;
     }
     nd_assert(nd_bin_class[c] == c);   /* secure=1's bins (class.h) use no store */
     void **oldest = bin->empty - n, **mid = oldest;
@@ -626,6 +626,7 @@ static void nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
     nd_count_add(&cs->flush_blocks, n);
     nd_assert2(nd_tcache_is_valid(tc));
     nd_assert2(nd_xfer_is_valid(x, c));
+    return put;
 }
 
 void nd_tcache_xfer_sweep(nd_tcache *tc, uint64_t now, bool all)
@@ -662,13 +663,21 @@ void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)
             nd_bin_activate(tc, c);   /* the class's first block here */
         } else {
             /* Dry, then full again: the working set does not fit. Grow,
-               within the cache's budget; else flush half. */
-            if (!bi->filled || !nd_tcache_grow(tc, c)) {
+               within the cache's budget; else half of it leaves. */
+            if (bi->filled && nd_tcache_grow(tc, c)) {
+                bi->filled = 0;
+            } else {
                 if (bi->cap == bi->cap_max)
                     nd_count_inc(&tc->heap.cstats[c].full_size_flushes);
-                nd_tcache_spill(tc, c, (bi->cap + 1) / 2);
+                size_t put = nd_tcache_spill(tc, c, (bi->cap + 1) / 2);
+                /* A bin whose overflows feed the transfer store (a
+                   consumer's: it never runs dry) grows at its next
+                   overflow, as a producer's does, up to ND_BIN_DRY_BYTES:
+                   fewer and larger hand-offs, each one claim of the
+                   store's lines (xthread -s 64 -p 2 with transfer=1:
+                   x1.39 of main's CPU with bins of 32 blocks, x1.03). */
+                bi->filled = put != 0 && (size_t)bi->cap * nd_bin_counted_size(c) < ND_BIN_DRY_BYTES;
             }
-            bi->filled = 0;
         }
     }
     *--b->cur = p;
