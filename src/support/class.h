@@ -75,6 +75,27 @@ static inline unsigned nd_class_aligned(size_t size, size_t alignment)
     return c;
 }
 
+/* The smallest request that nd_class_aligned maps to class c, less `pad`
+   bytes (a request padded by pad: secure=1's canary word), over every
+   alignment it takes: the largest power of two up to ND_ALIGN_NATURAL
+   that divides c's size gives the smallest (the requests above the
+   largest class below c of that alignment): 64 KiB blocks serve requests
+   from 48 KiB + 1 aligned to 16 KiB (56 KiB is not a multiple of it). At
+   least 1 (a request of 0 bytes is one of 1). */
+static inline size_t nd_class_aligned_min(unsigned c, size_t pad)
+{
+    size_t size = nd_class_size[c], a = size & (0 - size);
+    if (a > ND_ALIGN_NATURAL)
+        a = ND_ALIGN_NATURAL;
+    size_t below = 0;
+    for (unsigned d = c; d-- > 0;)
+        if ((nd_class_size[d] & (a - 1)) == 0) {
+            below = nd_class_size[d];
+            break;
+        }
+    return below > pad ? below + 1 - pad : 1;
+}
+
 /* Is class c served by small pages (else medium ones)? */
 static inline bool nd_class_is_small(unsigned c) { return nd_class_size[c] <= ND_SMALL_MAX; }
 

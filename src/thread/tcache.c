@@ -46,7 +46,15 @@ static uint32_t nd_bin_capacity(unsigned bin, bool shared, bool bound)
     if (cls >= ND_CLASS_COUNT || (nd_secure_on() && bound))
         return 0;
     size_t size = nd_bin_counted_size(bin);   /* tcache_max too: secure=1 caches the default's requests */
-    if (shared || nd_opt(ND_OPT_check) >= 2 || nd_secure_full() || size > (size_t)nd_opt(ND_OPT_tcache_max))
+    /* secure=1: an aligned request a padded class cannot serve at its own
+       size lands in a bin further up (32 KiB aligned to 16 KiB: 48 KiB
+       blocks, in the bin counted as 40 KiB): the bin is cached when a
+       request of up to tcache_max lands in it, as the default caches that
+       request. The canary word: 8 bytes (page.h). */
+    size_t least = size;
+    if (nd_secure_on() && nd_class_aligned_min(cls, sizeof(uint64_t)) < least)
+        least = nd_class_aligned_min(cls, sizeof(uint64_t));
+    if (shared || nd_opt(ND_OPT_check) >= 2 || nd_secure_full() || least > (size_t)nd_opt(ND_OPT_tcache_max))
         return 0;
     size_t cap = (size_t)nd_opt(ND_OPT_tcache_bytes) / size;
     if (cap > (size_t)nd_opt(ND_OPT_tcache_count))

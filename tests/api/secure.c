@@ -266,6 +266,37 @@ static void node_bound_large_blocks_reach_the_end_of_their_segment(void)
         nodal_free(blk[i]);
 }
 
+/* An aligned request the default's thread cache serves (up to tcache_max,
+   32 KiB) is served from secure=1's too, though the canary word takes it
+   a class or two up: 32 KiB aligned to 16 KiB takes a 48 KiB block, in the
+   bin of 40 KiB requests. Freed and asked for again, the same block comes
+   back from the cache every time (the classes without a cache pick at
+   random among two candidates here). */
+static void aligned_blocks_the_default_caches_stay_in_the_thread_cache(void)
+{
+    need_secure();
+    const struct nd_api *A = nd_api();
+    static const size_t shape[][2] = { { 32768, 16384 }, { 16384, 16384 }, { 8192, 4096 }, { 4096, 4096 } };
+    for (size_t k = 0; k < sizeof shape / sizeof shape[0]; k++) {
+        size_t size = shape[k][0], align = shape[k][1];
+        void *first = A->aligned_alloc(align, size);
+        EXPECT(first != NULL && (uintptr_t)first % align == 0, "aligned_alloc(%zu, %zu) to succeed, aligned",
+               align, size);
+        memset(first, 0x5a, size);
+        A->free(first);
+        int same = 0;
+        for (int i = 0; i < 100; i++) {
+            void *p = A->aligned_alloc(align, size);
+            EXPECT(p != NULL && (uintptr_t)p % align == 0, "aligned_alloc(%zu, %zu) to succeed, aligned",
+                   align, size);
+            same += p == first;
+            A->free(p);
+        }
+        EXPECT(same == 100, "aligned_alloc(%zu, %zu), freed and asked for again, to give the same block back "
+               "100 times of 100 (the thread cache's), got it %d times", align, size, same);
+    }
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(consecutive_blocks_are_rarely_neighbours),
     ND_CASE(allocation_order_differs_between_forked_processes),
@@ -275,5 +306,6 @@ static const struct nd_case cases[] = {
     ND_CASE(nodal_collect_gives_the_quarantine_back),
     ND_CASE(nodal_collect_gives_the_cached_blocks_back),
     ND_CASE(node_bound_large_blocks_reach_the_end_of_their_segment),
+    ND_CASE(aligned_blocks_the_default_caches_stay_in_the_thread_cache),
 };
 ND_MAIN(cases)
