@@ -39,6 +39,8 @@ uint8_t nd_bin_class[ND_CLASS_COUNT] = { ND_CLASSES(ND_AS_SELF) };
 uint8_t nd_class_bin[ND_CLASS_COUNT] = { ND_CLASSES(ND_AS_SELF) };
 _Static_assert(sizeof nd_bin_class == ND_CLASS_COUNT, "one entry per class");
 
+uint8_t nd_class_aligned_bin[ND_ALIGN_ROWS][ND_CLASS_COUNT];
+
 void nd_class_pad_requests(size_t pad)
 {
     for (size_t i = 0; i <= ND_LOOKUP_MAX / ND_QUANTUM; i++) {
@@ -51,4 +53,16 @@ void nd_class_pad_requests(size_t pad)
     nd_class_bin[first] = ND_CLASS_COUNT;
     for (unsigned c = first + 1; c < ND_CLASS_COUNT; c++)
         nd_class_bin[c] = (uint8_t)(c - 1);
+    for (unsigned k = 0; k < ND_ALIGN_ROWS; k++) {
+        size_t a = (size_t)1 << (k + ND_ALIGN_ROW0);
+        for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+            unsigned d = c;
+            while (d < ND_CLASS_COUNT && (nd_class_size[d] & (a - 1)) != 0)
+                d++;
+            if (d < ND_CLASS_COUNT && nd_class_bin[d] >= ND_CLASS_COUNT)
+                d++;   /* no bin: the next class keeps any alignment up to 256 bytes (class.h) */
+            nd_assert(d >= ND_CLASS_COUNT || (nd_class_size[d] & (a - 1)) == 0);
+            nd_class_aligned_bin[k][c] = (uint8_t)(d < ND_CLASS_COUNT ? nd_class_bin[d] : ND_CLASS_COUNT);
+        }
+    }
 }

@@ -35,6 +35,18 @@ extern uint8_t nd_class_bin[ND_CLASS_COUNT] nd_hidden;
    gives the bin of a request of `pad` bytes more, and the bins past
    ND_LOOKUP_MAX hold the next class. */
 void nd_class_pad_requests(size_t pad) nd_hidden;
+/* secure=1 (filled by nd_class_pad_requests): the bin that serves an
+   aligned request of alignment 2^(k + ND_ALIGN_ROW0) (32 bytes to
+   ND_ALIGN_NATURAL) whose padded size is of class c, in row k, column c:
+   the first class from c on whose size is a multiple of the alignment,
+   the one after it if that has no bin (class.h above), then its bin;
+   ND_CLASS_COUNT if none. One load where nd_class_aligned walks the
+   classes (4 KiB aligned to 4 KiB, padded: 5, 6, 7 then 8 KiB). */
+#define ND_ALIGN_ROW0 5
+#define ND_ALIGN_ROWS 10
+_Static_assert(ND_ALIGN_NATURAL == (size_t)1 << (ND_ALIGN_ROW0 + ND_ALIGN_ROWS - 1),
+               "one row per alignment from 32 bytes to ND_ALIGN_NATURAL");
+extern uint8_t nd_class_aligned_bin[ND_ALIGN_ROWS][ND_CLASS_COUNT] nd_hidden;
 extern const uint32_t nd_class_size[ND_CLASS_COUNT] nd_hidden;
 
 /* The class of a request of `size` bytes (size <= ND_MEDIUM_MAX). */

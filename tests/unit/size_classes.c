@@ -45,6 +45,29 @@ static void aligned_min_is_the_smallest_request_each_class_serves(void)
     }
 }
 
+/* secure=1's table of aligned requests (nd_class_aligned_bin), looked up
+   by the padded size's class: for every request and alignment from 32
+   bytes to ND_ALIGN_NATURAL, the bin it gives holds blocks of the smallest
+   class that has a bin, holds the request and its canary word, and is a
+   multiple of the alignment (none: no such class). */
+static void secure_aligned_bins_hold_the_smallest_aligned_class_with_a_bin(void)
+{
+    nd_class_pad_requests(8);   /* as nd_secure_init: secure=1's bins */
+    for (unsigned k = 0; k < ND_ALIGN_ROWS; k++) {
+        size_t a = (size_t)1 << (k + ND_ALIGN_ROW0);
+        for (size_t n = 1; n + 8 <= ND_MEDIUM_MAX; n++) {
+            unsigned want = ND_CLASS_COUNT;
+            for (unsigned d = 0; d < ND_CLASS_COUNT && want == ND_CLASS_COUNT; d++)
+                if (nd_class_bin[d] < ND_CLASS_COUNT && nd_class_size[d] >= n + 8 && nd_class_size[d] % a == 0)
+                    want = nd_class_bin[d];
+            unsigned got = nd_class_aligned_bin[k][nd_class_of(n + 8)];
+            EXPECT(got == want, "a request of %zu B aligned to %zu to take bin %u (blocks of %u B), got bin %u "
+                   "(blocks of %u B)", n, a, want, want < ND_CLASS_COUNT ? nd_class_size[nd_bin_class[want]] : 0,
+                   got, got < ND_CLASS_COUNT ? nd_class_size[nd_bin_class[got]] : 0);
+        }
+    }
+}
+
 /* 16-byte quantum up to 128 B; at most 25 % between neighbours above. */
 static void classes_are_quantum_aligned_and_at_most_25_percent_apart(void)
 {
@@ -228,6 +251,7 @@ static const struct nd_case cases[] = {
     ND_CASE(every_size_maps_to_the_smallest_class_that_fits),
     ND_CASE(classes_are_quantum_aligned_and_at_most_25_percent_apart),
     ND_CASE(aligned_min_is_the_smallest_request_each_class_serves),
+    ND_CASE(secure_aligned_bins_hold_the_smallest_aligned_class_with_a_bin),
     ND_CASE(block_index_by_multiply_is_exact),
     ND_CASE(fast_block_start_check_is_exact),
     ND_CASE(chunk_masks_cover_exactly_the_touched_chunks),
