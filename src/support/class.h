@@ -28,7 +28,9 @@ extern uint16_t nd_class_bin_offset[ND_LOOKUP_MAX / ND_QUANTUM + 1] nd_hidden;
    secure=1: past ND_LOOKUP_MAX the fast path takes a request's bin from
    its size unpadded, so bin b holds blocks of class b + 1 there (room for
    the canary word after any request of bin b's range); the first class
-   past ND_LOOKUP_MAX then has no bin, nor does the last bin any class. */
+   past ND_LOOKUP_MAX then goes to bin 0 (the padded requests of
+   1,009-1,024 bytes take it), and class 0 (16 B, which no padded request
+   takes) has no bin, nor does the last bin any class. */
 extern uint8_t nd_bin_class[ND_CLASS_COUNT] nd_hidden;
 extern uint8_t nd_class_bin[ND_CLASS_COUNT] nd_hidden;
 /* secure=1, once, before any thread cache exists: the fast paths' table
