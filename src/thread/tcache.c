@@ -138,7 +138,7 @@ void nd_tcache_process_init(void)
         cpus += nd_topo.cpu_node[cpu] >= 0;
     nd_store_relaxed(&nd_tcache_cpus, cpus);
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
-        size_t n = moves ? ND_LOOK_BYTES / nd_class_size[c] : ND_TICK_PERIOD;
+        size_t n = moves ? ND_LOOK_BYTES / nd_bin_counted_size(c) : ND_TICK_PERIOD;   /* (secure=1: bin 0) */
         nd_store_relaxed(&nd_tcache_look_arm[c], n < ND_LOOK_MIN ? ND_LOOK_MIN : n > ND_TICK_PERIOD ? ND_TICK_PERIOD : (uint32_t)n);
     }
 }
@@ -272,7 +272,7 @@ int64_t nd_tcache_prof_gap(uint64_t *rng)
 static uint32_t nd_tcache_prof_arm(nd_tcache *tc, unsigned c, uint32_t done, bool *sample)
 {
     nd_bin_info *bi = &tc->binfo[c];
-    int64_t size = nd_class_size[c];
+    int64_t size = (int64_t)nd_bin_counted_size(c);   /* its requests' (secure=1: bin 0 holds 1,280 B blocks) */
     if (bi->prof_left == 0)   /* the first count since profiling started */
         bi->prof_left = nd_tcache_prof_gap(&tc->prof_rng);
     else
