@@ -133,11 +133,8 @@ static void *nd_malloc_aligned(size_t alignment, size_t size)
             c = nd_class_aligned(size, alignment);
         else if (nd_secure_full() || size > ND_SECURE_CLASS_MAX)
             c = ND_CLASS_COUNT;   /* secure=2: every call on the slow path */
-        else {   /* secure=1: room for the canary; the bin holding that class's blocks (class.h) */
-            c = nd_secure_class_with_bin(nd_class_aligned(size + ND_SECURE_TAIL, alignment));
-            if (c < ND_CLASS_COUNT)
-                c = nd_class_bin[c];
-        }
+        else   /* secure=1: room for the canary; the bin holding an aligned class's blocks (class.h) */
+            c = nd_class_aligned_bin[__builtin_ctzl(alignment) - ND_ALIGN_ROW0][nd_class_of(size + ND_SECURE_TAIL)];
         if (c < ND_CLASS_COUNT) {
             nd_tcache *tc = nd_tls_tc;
             ND_BIN_POP_OR(tc, (size_t)c * ND_BIN_BYTES, nd_malloc_aligned_slow(alignment, size));

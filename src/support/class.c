@@ -39,16 +39,39 @@ uint8_t nd_bin_class[ND_CLASS_COUNT] = { ND_CLASSES(ND_AS_SELF) };
 uint8_t nd_class_bin[ND_CLASS_COUNT] = { ND_CLASSES(ND_AS_SELF) };
 _Static_assert(sizeof nd_bin_class == ND_CLASS_COUNT, "one entry per class");
 
+uint8_t nd_class_aligned_bin[ND_ALIGN_ROWS][ND_CLASS_COUNT];
+
 void nd_class_pad_requests(size_t pad)
 {
-    for (size_t i = 0; i <= ND_LOOKUP_MAX / ND_QUANTUM; i++) {
-        size_t largest = i == 0 ? ND_QUANTUM : i * ND_QUANTUM;   /* the largest request of entry i */
-        nd_class_bin_offset[i] = (uint16_t)(nd_class_of(largest + pad) * ND_BIN_BYTES);
-    }
     unsigned first = nd_class_of(ND_LOOKUP_MAX + 1);   /* the first class the fast path does not pad */
     for (unsigned b = first; b < ND_CLASS_COUNT; b++)
         nd_bin_class[b] = (uint8_t)(b + 1);   /* ND_CLASS_COUNT for the last: none */
-    nd_class_bin[first] = ND_CLASS_COUNT;
     for (unsigned c = first + 1; c < ND_CLASS_COUNT; c++)
         nd_class_bin[c] = (uint8_t)(c - 1);
+    /* The first class's blocks go to bin 0, which no padded request takes
+       (each needs 24 bytes at least: link, mark, canary): the requests of
+       up to 1 KiB that need it (1,009-1,024 bytes, with the canary word)
+       get its blocks, 1,280 bytes, not the next class's 1,536 (before, the
+       first class had no bin). */
+    _Static_assert(ND_QUANTUM < 24, "no padded request takes class 0");
+    nd_class_bin[first] = 0;
+    nd_bin_class[0] = (uint8_t)first;
+    nd_class_bin[0] = ND_CLASS_COUNT;
+    for (size_t i = 0; i <= ND_LOOKUP_MAX / ND_QUANTUM; i++) {
+        size_t largest = i == 0 ? ND_QUANTUM : i * ND_QUANTUM;   /* the largest request of entry i */
+        size_t need = largest + pad < 24 ? 24 : largest + pad;   /* link, mark, canary */
+        nd_class_bin_offset[i] = (uint16_t)(nd_class_bin[nd_class_of(need)] * ND_BIN_BYTES);
+    }
+    for (unsigned k = 0; k < ND_ALIGN_ROWS; k++) {
+        size_t a = (size_t)1 << (k + ND_ALIGN_ROW0);
+        for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+            unsigned d = c;
+            while (d < ND_CLASS_COUNT && (nd_class_size[d] & (a - 1)) != 0)
+                d++;
+            if (d < ND_CLASS_COUNT && nd_class_bin[d] >= ND_CLASS_COUNT)
+                d++;   /* no bin (class 0 only): the next class (class.h) */
+            nd_assert(d >= ND_CLASS_COUNT || (nd_class_size[d] & (a - 1)) == 0);
+            nd_class_aligned_bin[k][c] = (uint8_t)(d < ND_CLASS_COUNT ? nd_class_bin[d] : ND_CLASS_COUNT);
+        }
+    }
 }

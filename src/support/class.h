@@ -28,13 +28,27 @@ extern uint16_t nd_class_bin_offset[ND_LOOKUP_MAX / ND_QUANTUM + 1] nd_hidden;
    secure=1: past ND_LOOKUP_MAX the fast path takes a request's bin from
    its size unpadded, so bin b holds blocks of class b + 1 there (room for
    the canary word after any request of bin b's range); the first class
-   past ND_LOOKUP_MAX then has no bin, nor does the last bin any class. */
+   past ND_LOOKUP_MAX then goes to bin 0 (the padded requests of
+   1,009-1,024 bytes take it), and class 0 (16 B, which no padded request
+   takes) has no bin, nor does the last bin any class. */
 extern uint8_t nd_bin_class[ND_CLASS_COUNT] nd_hidden;
 extern uint8_t nd_class_bin[ND_CLASS_COUNT] nd_hidden;
 /* secure=1, once, before any thread cache exists: the fast paths' table
    gives the bin of a request of `pad` bytes more, and the bins past
    ND_LOOKUP_MAX hold the next class. */
 void nd_class_pad_requests(size_t pad) nd_hidden;
+/* secure=1 (filled by nd_class_pad_requests): the bin that serves an
+   aligned request of alignment 2^(k + ND_ALIGN_ROW0) (32 bytes to
+   ND_ALIGN_NATURAL) whose padded size is of class c, in row k, column c:
+   the first class from c on whose size is a multiple of the alignment,
+   the one after it if that has no bin (class.h above), then its bin;
+   ND_CLASS_COUNT if none. One load where nd_class_aligned walks the
+   classes (4 KiB aligned to 4 KiB, padded: 5, 6, 7 then 8 KiB). */
+#define ND_ALIGN_ROW0 5
+#define ND_ALIGN_ROWS 10
+_Static_assert(ND_ALIGN_NATURAL == (size_t)1 << (ND_ALIGN_ROW0 + ND_ALIGN_ROWS - 1),
+               "one row per alignment from 32 bytes to ND_ALIGN_NATURAL");
+extern uint8_t nd_class_aligned_bin[ND_ALIGN_ROWS][ND_CLASS_COUNT] nd_hidden;
 extern const uint32_t nd_class_size[ND_CLASS_COUNT] nd_hidden;
 
 /* The class of a request of `size` bytes (size <= ND_MEDIUM_MAX). */
@@ -73,6 +87,27 @@ static inline unsigned nd_class_aligned(size_t size, size_t alignment)
     while (c < ND_CLASS_COUNT && (nd_class_size[c] & (alignment - 1)) != 0)
         c++;
     return c;
+}
+
+/* The smallest request that nd_class_aligned maps to class c, less `pad`
+   bytes (a request padded by pad: secure=1's canary word), over every
+   alignment it takes: the largest power of two up to ND_ALIGN_NATURAL
+   that divides c's size gives the smallest (the requests above the
+   largest class below c of that alignment): 64 KiB blocks serve requests
+   from 48 KiB + 1 aligned to 16 KiB (56 KiB is not a multiple of it). At
+   least 1 (a request of 0 bytes is one of 1). */
+static inline size_t nd_class_aligned_min(unsigned c, size_t pad)
+{
+    size_t size = nd_class_size[c], a = size & (0 - size);
+    if (a > ND_ALIGN_NATURAL)
+        a = ND_ALIGN_NATURAL;
+    size_t below = 0;
+    for (unsigned d = c; d-- > 0;)
+        if ((nd_class_size[d] & (a - 1)) == 0) {
+            below = nd_class_size[d];
+            break;
+        }
+    return below > pad ? below + 1 - pad : 1;
 }
 
 /* Is class c served by small pages (else medium ones)? */

@@ -110,11 +110,10 @@ typedef struct nd_secure {
    table (process start, before any thread cache exists). */
 void nd_secure_init(void) nd_hidden;
 
-/* Class c, or under secure=1 the next one when c has no bin (the first
-   class past ND_LOOKUP_MAX, class.h): so every block handed out is of a
-   bin's class, and statistics count it at that bin. The next class keeps
-   any alignment up to 256 bytes that c has (a multiple of 512 is not
-   1280). */
+/* Class c, or under secure=1 the next one when c has no bin (class 0,
+   which no padded request takes, class.h): so every block handed out is
+   of a bin's class, and statistics count it at that bin. The next class
+   keeps any alignment up to 16 bytes that c has. */
 static inline unsigned nd_secure_class_with_bin(unsigned c)
 {
     return c < ND_CLASS_COUNT && nd_class_bin[c] >= ND_CLASS_COUNT ? c + 1 : c;

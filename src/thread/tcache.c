@@ -47,7 +47,15 @@ static uint32_t nd_bin_capacity(unsigned bin, bool shared, bool bound)
     if (cls >= ND_CLASS_COUNT || (nd_secure_on() && bound))
         return 0;
     size_t size = nd_bin_counted_size(bin);   /* tcache_max too: secure=1 caches the default's requests */
-    if (shared || nd_opt(ND_OPT_check) >= 2 || nd_secure_full() || size > (size_t)nd_opt(ND_OPT_tcache_max))
+    /* secure=1: an aligned request a padded class cannot serve at its own
+       size lands in a bin further up (32 KiB aligned to 16 KiB: 48 KiB
+       blocks, in the bin counted as 40 KiB): the bin is cached when a
+       request of up to tcache_max lands in it, as the default caches that
+       request. The canary word: 8 bytes (page.h). */
+    size_t least = size;
+    if (nd_secure_on() && nd_class_aligned_min(cls, sizeof(uint64_t)) < least)
+        least = nd_class_aligned_min(cls, sizeof(uint64_t));
+    if (shared || nd_opt(ND_OPT_check) >= 2 || nd_secure_full() || least > (size_t)nd_opt(ND_OPT_tcache_max))
         return 0;
     size_t cap = (size_t)nd_opt(ND_OPT_tcache_bytes) / size;
     if (cap > (size_t)nd_opt(ND_OPT_tcache_count))
@@ -131,7 +139,7 @@ void nd_tcache_process_init(void)
         cpus += nd_topo.cpu_node[cpu] >= 0;
     nd_store_relaxed(&nd_tcache_cpus, cpus);
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
-        size_t n = moves ? ND_LOOK_BYTES / nd_class_size[c] : ND_TICK_PERIOD;
+        size_t n = moves ? ND_LOOK_BYTES / nd_bin_counted_size(c) : ND_TICK_PERIOD;   /* (secure=1: bin 0) */
         nd_store_relaxed(&nd_tcache_look_arm[c], n < ND_LOOK_MIN ? ND_LOOK_MIN : n > ND_TICK_PERIOD ? ND_TICK_PERIOD : (uint32_t)n);
     }
 }
@@ -265,7 +273,7 @@ int64_t nd_tcache_prof_gap(uint64_t *rng)
 static uint32_t nd_tcache_prof_arm(nd_tcache *tc, unsigned c, uint32_t done, bool *sample)
 {
     nd_bin_info *bi = &tc->binfo[c];
-    int64_t size = nd_class_size[c];
+    int64_t size = (int64_t)nd_bin_counted_size(c);   /* its requests' (secure=1: bin 0 holds 1,280 B blocks) */
     if (bi->prof_left == 0)   /* the first count since profiling started */
         bi->prof_left = nd_tcache_prof_gap(&tc->prof_rng);
     else

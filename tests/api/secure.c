@@ -266,6 +266,62 @@ static void node_bound_large_blocks_reach_the_end_of_their_segment(void)
         nodal_free(blk[i]);
 }
 
+/* An aligned request the default's thread cache serves (up to tcache_max,
+   32 KiB) is served from secure=1's too, though the canary word takes it
+   a class or two up: 32 KiB aligned to 16 KiB takes a 48 KiB block, in the
+   bin of 40 KiB requests. Freed and asked for again, the same block comes
+   back from the cache every time (the classes without a cache pick at
+   random among two candidates here). */
+static void aligned_blocks_the_default_caches_stay_in_the_thread_cache(void)
+{
+    need_secure();
+    const struct nd_api *A = nd_api();
+    static const size_t shape[][2] = { { 32768, 16384 }, { 16384, 16384 }, { 8192, 4096 }, { 4096, 4096 } };
+    for (size_t k = 0; k < sizeof shape / sizeof shape[0]; k++) {
+        size_t size = shape[k][0], align = shape[k][1];
+        void *first = A->aligned_alloc(align, size);
+        EXPECT(first != NULL && (uintptr_t)first % align == 0, "aligned_alloc(%zu, %zu) to succeed, aligned",
+               align, size);
+        memset(first, 0x5a, size);
+        A->free(first);
+        int same = 0;
+        for (int i = 0; i < 100; i++) {
+            void *p = A->aligned_alloc(align, size);
+            EXPECT(p != NULL && (uintptr_t)p % align == 0, "aligned_alloc(%zu, %zu) to succeed, aligned",
+                   align, size);
+            same += p == first;
+            A->free(p);
+        }
+        EXPECT(same == 100, "aligned_alloc(%zu, %zu), freed and asked for again, to give the same block back "
+               "100 times of 100 (the thread cache's), got it %d times", align, size, same);
+    }
+}
+
+/* The canary word takes a request to the next class when it does not fit
+   the request's own (the fast path's table steps by 16 bytes): up to
+   1,008 bytes a 1 KiB block, 1,009-1,024 bytes the next class, 1,280
+   bytes (they took 1,536 before that class had a bin), from the thread
+   cache (the same block back when freed). */
+static void requests_just_under_1_kib_take_the_next_class(void)
+{
+    need_secure();
+    const struct nd_api *A = nd_api();
+    static const size_t want[][2] = { { 1000, 1016 }, { 1008, 1016 }, { 1009, 1272 }, { 1024, 1272 },
+                                      { 1025, 1528 }, { 1280, 1528 } };
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        void *p = A->malloc(want[k][0]);
+        EXPECT(p != NULL, "malloc(%zu) to succeed", want[k][0]);
+        EXPECT(A->usable_size(p) == want[k][1], "malloc(%zu) to have %zu usable bytes (its block less the "
+               "canary), got %zu", want[k][0], want[k][1], A->usable_size(p));
+        memset(p, 0x5a, want[k][1]);
+        A->free(p);
+        void *q = A->malloc(want[k][0]);
+        EXPECT(q == p, "malloc(%zu) after a free of its block to get it back from the cache (%p), got %p",
+               want[k][0], p, q);
+        A->free(q);
+    }
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(consecutive_blocks_are_rarely_neighbours),
     ND_CASE(allocation_order_differs_between_forked_processes),
@@ -275,5 +331,7 @@ static const struct nd_case cases[] = {
     ND_CASE(nodal_collect_gives_the_quarantine_back),
     ND_CASE(nodal_collect_gives_the_cached_blocks_back),
     ND_CASE(node_bound_large_blocks_reach_the_end_of_their_segment),
+    ND_CASE(aligned_blocks_the_default_caches_stay_in_the_thread_cache),
+    ND_CASE(requests_just_under_1_kib_take_the_next_class),
 };
 ND_MAIN(cases)

@@ -21,6 +21,53 @@ static void every_size_maps_to_the_smallest_class_that_fits(void)
     }
 }
 
+/* nd_class_aligned_min(c, 0) is the smallest request that any alignment
+   up to ND_ALIGN_NATURAL sends to class c (what decides whether secure=1
+   caches a bin that aligned requests reach: tcache.c); with a pad, that
+   less the pad. Every request and alignment, counted the slow way. */
+static void aligned_min_is_the_smallest_request_each_class_serves(void)
+{
+    static size_t least[ND_CLASS_COUNT];
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
+        least[c] = SIZE_MAX;
+    for (size_t a = ND_QUANTUM; a <= ND_ALIGN_NATURAL; a *= 2)
+        for (size_t n = 1; n <= ND_MEDIUM_MAX; n++) {
+            unsigned c = nd_class_aligned(n, a);
+            if (c < ND_CLASS_COUNT && n < least[c])
+                least[c] = n;
+        }
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        size_t want = least[c];
+        EXPECT(nd_class_aligned_min(c, 0) == want, "the smallest aligned request of class %u (%u B) to be %zu, "
+               "got %zu", c, nd_class_size[c], want, nd_class_aligned_min(c, 0));
+        EXPECT(nd_class_aligned_min(c, 8) == (want > 8 ? want - 8 : 1), "with a pad of 8, %zu for class %u B, "
+               "got %zu", want > 8 ? want - 8 : 1, nd_class_size[c], nd_class_aligned_min(c, 8));
+    }
+}
+
+/* secure=1's table of aligned requests (nd_class_aligned_bin), looked up
+   by the padded size's class: for every request and alignment from 32
+   bytes to ND_ALIGN_NATURAL, the bin it gives holds blocks of the smallest
+   class that has a bin, holds the request and its canary word, and is a
+   multiple of the alignment (none: no such class). */
+static void secure_aligned_bins_hold_the_smallest_aligned_class_with_a_bin(void)
+{
+    nd_class_pad_requests(8);   /* as nd_secure_init: secure=1's bins */
+    for (unsigned k = 0; k < ND_ALIGN_ROWS; k++) {
+        size_t a = (size_t)1 << (k + ND_ALIGN_ROW0);
+        for (size_t n = 1; n + 8 <= ND_MEDIUM_MAX; n++) {
+            unsigned want = ND_CLASS_COUNT;
+            for (unsigned d = 0; d < ND_CLASS_COUNT && want == ND_CLASS_COUNT; d++)
+                if (nd_class_bin[d] < ND_CLASS_COUNT && nd_class_size[d] >= n + 8 && nd_class_size[d] % a == 0)
+                    want = nd_class_bin[d];
+            unsigned got = nd_class_aligned_bin[k][nd_class_of(n + 8)];
+            EXPECT(got == want, "a request of %zu B aligned to %zu to take bin %u (blocks of %u B), got bin %u "
+                   "(blocks of %u B)", n, a, want, want < ND_CLASS_COUNT ? nd_class_size[nd_bin_class[want]] : 0,
+                   got, got < ND_CLASS_COUNT ? nd_class_size[nd_bin_class[got]] : 0);
+        }
+    }
+}
+
 /* 16-byte quantum up to 128 B; at most 25 % between neighbours above. */
 static void classes_are_quantum_aligned_and_at_most_25_percent_apart(void)
 {
@@ -203,6 +250,8 @@ static void page_areas_tile_the_segment(void)
 static const struct nd_case cases[] = {
     ND_CASE(every_size_maps_to_the_smallest_class_that_fits),
     ND_CASE(classes_are_quantum_aligned_and_at_most_25_percent_apart),
+    ND_CASE(aligned_min_is_the_smallest_request_each_class_serves),
+    ND_CASE(secure_aligned_bins_hold_the_smallest_aligned_class_with_a_bin),
     ND_CASE(block_index_by_multiply_is_exact),
     ND_CASE(fast_block_start_check_is_exact),
     ND_CASE(chunk_masks_cover_exactly_the_touched_chunks),
