@@ -100,7 +100,7 @@ size_t nd_xfer_take(nd_xfer *x, unsigned c, void **out, size_t max)
     return n;
 }
 
-size_t nd_xfer_drain(nd_xfer *x, unsigned c, void **out, bool idle_only)
+size_t nd_xfer_drain(nd_xfer *x, unsigned c, void **out, size_t max, bool idle_only)
 {
     nd_xfer_class *xc = &x->cls[c];
     if (nd_load_relaxed(&xc->count) == 0 && (!idle_only || nd_load_relaxed(&xc->taken) == 0))
@@ -109,9 +109,10 @@ size_t nd_xfer_drain(nd_xfer *x, unsigned c, void **out, bool idle_only)
         return 0;
     size_t n = 0;
     if (!idle_only || !xc->taken) {
-        n = xc->count;
-        memcpy(out, &x->p[xc->off], n * sizeof(void *));
-        nd_store_relaxed(&xc->count, 0);
+        n = xc->count < max ? xc->count : max;
+        uint32_t rest = xc->count - (uint32_t)n;
+        memcpy(out, &x->p[xc->off + rest], n * sizeof(void *));
+        nd_store_relaxed(&xc->count, rest);
     }
     nd_store_relaxed(&xc->taken, 0);
     nd_xfer_release(xc);

@@ -109,11 +109,12 @@ size_t   nd_xfer_put(nd_xfer *x, unsigned c, void *const *blocks, size_t n) nd_h
 /* Copies up to max blocks of class c, the newest first, into out; returns
    how many (0 when empty or busy: it never waits). */
 size_t   nd_xfer_take(nd_xfer *x, unsigned c, void **out, size_t max) nd_hidden;
-/* Empties class c's store into out (room for ND_XFER_SLOTS): all of it,
-   or, when idle_only, only if no take came since the last call (which it
-   then starts again); returns how many (0 when another thread has
-   it claimed: it never waits). */
-size_t   nd_xfer_drain(nd_xfer *x, unsigned c, void **out, bool idle_only) nd_hidden;
+/* Moves up to max of class c's blocks (the newest) into out: any, or,
+   when idle_only, only if no take came since the last call (which it then
+   starts again); returns how many (0 when another thread has it claimed:
+   it never waits). A caller empties a class by calling again while it
+   gets max. */
+size_t   nd_xfer_drain(nd_xfer *x, unsigned c, void **out, size_t max, bool idle_only) nd_hidden;
 /* Is a sweep of x due (period_ms since the last one)? true claims it for
    the caller. */
 bool     nd_xfer_sweep_claim(nd_xfer *x, uint64_t now_ms, uint64_t period_ms) nd_hidden;

@@ -65,9 +65,7 @@ void nd_class_pad_requests(size_t pad)
     for (unsigned k = 0; k < ND_ALIGN_ROWS; k++) {
         size_t a = (size_t)1 << (k + ND_ALIGN_ROW0);
         for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
-            unsigned d = c;
-            while (d < ND_CLASS_COUNT && (nd_class_size[d] & (a - 1)) != 0)
-                d++;
+            unsigned d = nd_class_aligned(nd_class_size[c], a);
             if (d < ND_CLASS_COUNT && nd_class_bin[d] >= ND_CLASS_COUNT)
                 d++;   /* no bin (class 0 only): the next class (class.h) */
             nd_assert(d >= ND_CLASS_COUNT || (nd_class_size[d] & (a - 1)) == 0);

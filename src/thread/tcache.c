@@ -540,6 +540,20 @@ static inline nd_page *nd_tcache_page_of(void *p, unsigned cls)
     return pg;
 }
 
+/* Bin c's n oldest blocks (sent away already) leave it: the newer ones
+   move down over them; counted as one flush. */
+static void nd_tcache_drop_oldest(nd_tcache *tc, unsigned c, size_t n)
+{
+    nd_bin *bin = &tc->bins[c];
+    void **oldest = bin->empty - n;
+    memmove(bin->cur + n, bin->cur, (size_t)(oldest - bin->cur) * sizeof(void *));
+    bin->cur += n;
+    nd_class_counters *cs = &tc->heap.cstats[c];
+    nd_count_inc(&cs->flushes);
+    nd_count_add(&cs->flush_blocks, n);
+    nd_assert2(nd_tcache_is_valid(tc));
+}
+
 /* Sends the blocks [from, end) of class cls back to their pages. */
 static void nd_tcache_send_home(nd_tcache *tc, unsigned cls, void **from, void **end)
 {
@@ -556,14 +570,8 @@ void nd_tcache_flush(nd_tcache *tc, unsigned c, size_t n)
         n = count;
     if (n == 0)
         return;
-    void **oldest = bin->empty - n;
-    nd_tcache_send_home(tc, nd_bin_class[c], oldest, bin->empty);
-    memmove(bin->cur + n, bin->cur, (size_t)(oldest - bin->cur) * sizeof(void *));
-    bin->cur += n;
-    nd_class_counters *cs = &tc->heap.cstats[c];
-    nd_count_inc(&cs->flushes);
-    nd_count_add(&cs->flush_blocks, n);
-    nd_assert2(nd_tcache_is_valid(tc));
+    nd_tcache_send_home(tc, nd_bin_class[c], bin->empty - n, bin->empty);
+    nd_tcache_drop_oldest(tc, c, n);
 }
 
 /* Is a block of [it, end) from another heap's page? (Only until the
@@ -628,29 +636,30 @@ static size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
         nd_count_inc(&cs->xfer_full);
     if (put < n)
         nd_tcache_send_home(tc, c, oldest + put, bin->empty);
-    memmove(bin->cur + n, bin->cur, (size_t)(oldest - bin->cur) * sizeof(void *));
-    bin->cur += n;
-    nd_count_inc(&cs->flushes);
-    nd_count_add(&cs->flush_blocks, n);
-    nd_assert2(nd_tcache_is_valid(tc));
+    nd_tcache_drop_oldest(tc, c, n);
     nd_assert2(nd_xfer_is_valid(x, c));
     return put;
 }
 
+/* Blocks a sweep moves at a time: maintenance runs on the program's
+   stack (a thread may have 16 KiB of it), so not a whole class's slots. */
+#define ND_XFER_SWEEP_BATCH 128u
+
 void nd_tcache_xfer_sweep(nd_tcache *tc, uint64_t now, bool all)
 {
-    void *buf[ND_XFER_SLOTS];
+    void *buf[ND_XFER_SWEEP_BATCH];
     long delay = nd_opt(ND_OPT_purge_delay);
     for (unsigned kind = 2; kind < 2 + ND_XFER_KINDS; kind++) {
         nd_xfer *x = nd_xfer_find(kind);
         if (x == NULL || (!all && !nd_xfer_sweep_claim(x, now, delay > 0 ? (uint64_t)delay : 1)))
             continue;
         for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
-            size_t n = nd_xfer_drain(x, c, buf, !all);
-            if (n == 0)
-                continue;
-            nd_count_add(&tc->heap.cstats[c].xfer_drained, n);
-            nd_tcache_send_home(tc, c, buf, buf + n);
+            size_t n;
+            do {
+                n = nd_xfer_drain(x, c, buf, ND_XFER_SWEEP_BATCH, !all);
+                nd_count_add(&tc->heap.cstats[c].xfer_drained, n);
+                nd_tcache_send_home(tc, c, buf, buf + n);
+            } while (n == ND_XFER_SWEEP_BATCH);
         }
     }
     nd_assert2(nd_tcache_is_valid(tc));

@@ -54,7 +54,7 @@ static void a_store_gives_back_what_it_took_and_holds_at_most_its_cap(void)
     nd_xfer *x = nd_xfer_get(kind);
     EXPECT(x != NULL, "the store of kind %u to be made", kind);
     void *out[ND_XFER_SLOTS];
-    free_marked(out, nd_xfer_drain(x, c, out, false));   /* what earlier cases left */
+    free_marked(out, nd_xfer_drain(x, c, out, ND_XFER_SLOTS, false));   /* what earlier cases left */
     size_t cap = ND_XFER_BYTES / nd_class_size[c];
     if (cap > ND_XFER_SLOTS)
         cap = ND_XFER_SLOTS;
@@ -95,8 +95,8 @@ static void stores_of_two_kinds_keep_their_blocks_apart(void)
     nd_xfer *xp = nd_xfer_get(plain), *xb = nd_xfer_get(bound);
     EXPECT(xp != NULL && xb != NULL && xp != xb, "two stores");
     void *out[ND_XFER_SLOTS];
-    free_marked(out, nd_xfer_drain(xp, c, out, false));
-    free_marked(out, nd_xfer_drain(xb, c, out, false));
+    free_marked(out, nd_xfer_drain(xp, c, out, ND_XFER_SLOTS, false));
+    free_marked(out, nd_xfer_drain(xb, c, out, ND_XFER_SLOTS, false));
     void *pb[8], *bb[8];
     take_marked(pb, 8, size);
     for (int i = 0; i < 8; i++) {
@@ -127,16 +127,23 @@ static void a_sweep_drains_an_idle_store_and_keeps_a_used_one(void)
     unsigned c = class_of(size);
     nd_xfer *x = nd_xfer_get(kind);
     void *out[ND_XFER_SLOTS], *blocks[16];
-    free_marked(out, nd_xfer_drain(x, c, out, false));   /* empty, and `taken` cleared */
+    free_marked(out, nd_xfer_drain(x, c, out, ND_XFER_SLOTS, false));   /* empty, and `taken` cleared */
     take_marked(blocks, 16, size);
     EXPECT(nd_xfer_put(x, c, blocks, 16) == 16, "the put to take 16 blocks");
     EXPECT(nd_xfer_take(x, c, out, 4) == 4, "a take of 4");
-    EXPECT(nd_xfer_drain(x, c, out, true) == 0, "an idle-only drain to keep a class taken from since the last one");
-    size_t n = nd_xfer_drain(x, c, out, true);
+    EXPECT(nd_xfer_drain(x, c, out, ND_XFER_SLOTS, true) == 0, "an idle-only drain to keep a class taken from since the last one");
+    size_t n = nd_xfer_drain(x, c, out, ND_XFER_SLOTS, true);
     EXPECT(n == 12, "the next idle-only drain (no take in between) to empty it: 12 blocks, it gave %zu", n);
     EXPECT(nd_xfer_room(x, c) == x->cls[c].cap, "the drained class to be empty");
-    EXPECT(nd_xfer_put(x, c, blocks, 16) == 16 && nd_xfer_drain(x, c, out, false) == 16,
+    EXPECT(nd_xfer_put(x, c, blocks, 16) == 16 && nd_xfer_drain(x, c, out, ND_XFER_SLOTS, false) == 16,
            "a full drain to empty a class whatever its takes");
+    /* A bounded drain (maintenance's, ND_XFER_SWEEP_BATCH at a time) takes
+       the newest and leaves the rest for the next call. */
+    EXPECT(nd_xfer_put(x, c, blocks, 16) == 16, "the put to take 16 blocks again");
+    n = nd_xfer_drain(x, c, out, 5, true);
+    EXPECT(n == 5 && out[0] == blocks[11] && out[4] == blocks[15], "a drain of at most 5 to give the 5 newest, it gave %zu", n);
+    n = nd_xfer_drain(x, c, out, ND_XFER_SLOTS, true);
+    EXPECT(n == 11 && out[0] == blocks[0], "the next drain to give the 11 left, it gave %zu", n);
     free_marked(blocks, 16);
 }
 
