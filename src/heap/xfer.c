@@ -86,15 +86,23 @@ size_t nd_xfer_put(nd_xfer *x, unsigned c, void *const *blocks, size_t n)
     return n;
 }
 
+/* Under the claim: up to max of the class's newest blocks into out, out
+   of the class; returns how many. */
+static size_t nd_xfer_copy_out(nd_xfer *x, nd_xfer_class *xc, void **out, size_t max)
+{
+    size_t n = xc->count < max ? xc->count : max;
+    uint32_t rest = xc->count - (uint32_t)n;
+    memcpy(out, &x->p[xc->off + rest], n * sizeof(void *));
+    nd_store_relaxed(&xc->count, rest);
+    return n;
+}
+
 size_t nd_xfer_take(nd_xfer *x, unsigned c, void **out, size_t max)
 {
     nd_xfer_class *xc = &x->cls[c];
     if (max == 0 || nd_load_relaxed(&xc->count) == 0 || !nd_xfer_claim(xc))
         return 0;
-    size_t n = xc->count < max ? xc->count : max;
-    uint32_t rest = xc->count - (uint32_t)n;
-    memcpy(out, &x->p[xc->off + rest], n * sizeof(void *));
-    nd_store_relaxed(&xc->count, rest);
+    size_t n = nd_xfer_copy_out(x, xc, out, max);
     nd_store_relaxed(&xc->taken, 1);
     nd_xfer_release(xc);
     return n;
@@ -108,12 +116,8 @@ size_t nd_xfer_drain(nd_xfer *x, unsigned c, void **out, size_t max, bool idle_o
     if (!nd_xfer_claim(xc))
         return 0;
     size_t n = 0;
-    if (!idle_only || !xc->taken) {
-        n = xc->count < max ? xc->count : max;
-        uint32_t rest = xc->count - (uint32_t)n;
-        memcpy(out, &x->p[xc->off + rest], n * sizeof(void *));
-        nd_store_relaxed(&xc->count, rest);
-    }
+    if (!idle_only || !xc->taken)
+        n = nd_xfer_copy_out(x, xc, out, max);
     nd_store_relaxed(&xc->taken, 0);
     nd_xfer_release(xc);
     return n;
