@@ -373,9 +373,8 @@ static void remote_frees_in_chains_go_back_to_their_own_pages(void)
 /* Blocks another thread freed, in any order, come back to their owner in
    address order: the owner sorts what it takes from a page's remote list
    (page.c, nd_page_collect_sort). So the owner's next requests get
-   neighbouring blocks: a step from one block to the next goes down only where a fill
-   ends (each takes at most its bin's room, sorted): 933 of 999 steps go
-   up here, against 498 (a random order) before the sorting. */
+   neighbouring blocks: nearly every step from one block to the next goes
+   up (998 of 999 here, against 498, a random order, before). */
 enum { ORDER_N = 1000 };
 static void *free_shuffled(void *arg)
 {
@@ -414,7 +413,7 @@ static void *own_and_take_back(void *arg)
         reused += bsearch(&again[i], b, ORDER_N, sizeof b[0], by_address) != NULL;
     }
     EXPECT(reused >= ORDER_N * 9 / 10, "the freed blocks to come back: %d of %d are", reused, ORDER_N);
-    EXPECT(up >= (ORDER_N - 1) * 85 / 100, "the blocks to come back in address order: %d of %d steps go up", up,
+    EXPECT(up >= (ORDER_N - 1) * 95 / 100, "the blocks to come back in address order: %d of %d steps go up", up,
            ORDER_N - 1);
     EXPECT(nd_thread_is_valid(), "the heap to be valid");
     for (int i = 0; i < ORDER_N; i++)
