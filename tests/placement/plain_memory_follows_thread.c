@@ -496,8 +496,9 @@ static void case_back_and_forth(void)
     }
     double f = sum_total ? (double)sum_local / (double)sum_total : 0.0;
     pt_info("back_and_forth: %d threads on nodes %d and %d, %d swaps: %.3f of %zu OS pages on the node of "
-            "their stay; %llu moves seen, %llu followed, %llu remote pages handed out", NTHREADS, node_x, node_y,
-            SWAPS, f, sum_total, stat_of("thread_moves"), stat_of("moves_followed"), stat_of("remote_pages"));
+            "their stay; %llu moves seen, %llu followed (%llu while watched), %llu remote pages handed out", NTHREADS,
+            node_x, node_y, SWAPS, f, sum_total, stat_of("thread_moves"), stat_of("moves_followed"),
+            stat_of("moves_watched"), stat_of("remote_pages"));
     if (policy_mode < 0 && following && f < MIN_LOCAL_BACK_AND_FORTH)
         pt_fail("back_and_forth: %.3f of %zu OS pages on the node each thread ran on; expected at least %.2f "
                 "(the target is %.2f)", f, sum_total, MIN_LOCAL_BACK_AND_FORTH, MIN_LOCAL);
