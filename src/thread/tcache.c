@@ -324,6 +324,14 @@ void nd_tcache_watch(nd_tcache *tc, bool on)
     }
 }
 
+uint64_t nd_tcache_requests(const nd_tcache *tc)
+{
+    uint64_t n = 0;
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
+        n += tc->binfo[c].nreq + tc->binfo[c].armed - (uint64_t)tc->bins[c].tick;
+    return n;
+}
+
 void nd_tcache_prof_rearm(nd_tcache *tc)
 {
     if (tc->look_arm != NULL)

@@ -91,16 +91,21 @@ _Static_assert(ND_TIER_COUNT <= 4, "the tier counters fill a bin's cache line");
    whole slow path (about 200), so the budget can be small and classes of
    8 KiB and more look every ND_LOOK_MIN requests.
    A thread that moved lately is likely to move again (a program that moves
-   its threads, a scheduler that balances them across nodes): for
-   ND_WATCH_MS after a move its plain cache is watched (thread.c), every
-   tick armed for one request (nd_tcache_look_watched), so the next move is
-   seen at the first malloc after it, before the cache hands out a block of
-   the old node. Such a block, written from the new node, is what makes
-   the kernel's NUMA balancing migrate the 2 MiB huge page around it to the
-   new node, under the old node's threads (docs/results.md). */
-#define ND_LOOK_BYTES 16384
-#define ND_LOOK_MIN   2
-#define ND_WATCH_MS   1000
+   its threads, a scheduler that balances them across nodes): after a move
+   its plain cache is watched (thread.c) for ND_WATCH_MS and for
+   ND_WATCH_REQUESTS of its requests, whichever lasts longer (on a loaded
+   machine a thread makes its requests, and is moved again, later in
+   time), every tick armed for one request (nd_tcache_look_watched), so
+   the next move is seen at the first malloc after it, before the cache
+   hands out a block of the old node. Such a block, written from the new
+   node, is what makes the kernel's NUMA balancing migrate the 2 MiB huge
+   page around it to the new node, under the old node's threads
+   (docs/results.md). Past its second, a watch costs a move at most
+   ND_WATCH_REQUESTS short ways (about 43 instructions each). */
+#define ND_LOOK_BYTES     16384
+#define ND_LOOK_MIN       2
+#define ND_WATCH_MS       1000
+#define ND_WATCH_REQUESTS 65536
 
 /*
  * Cold part of a bin (slow paths only). The capacity adapts: a bin that
@@ -253,6 +258,9 @@ static inline bool nd_tcache_is_watched(const nd_tcache *tc)
 {
     return tc->look_arm == nd_tcache_look_watched;
 }
+/* The requests tc's bins have counted (its owner's thread): every class's
+   nreq + armed - tick. */
+uint64_t nd_tcache_requests(const nd_tcache *tc) nd_hidden;
 /* Once at start-up, after the options and the topology: the most requests
    a plain cache's tick is armed with, per class (ND_LOOK_BYTES where
    threads can change nodes and follow_thread is on, else ND_TICK_PERIOD). */

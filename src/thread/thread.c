@@ -455,8 +455,9 @@ void nd_thread_fork_child(void)
 static void nd_thread_maintain(nd_thread *t, bool force)
 {
     uint64_t now = nd_os_now_ms();
-    if (nd_tcache_is_watched(t->plain) && now >= t->watch_until)
-        nd_tcache_watch(t->plain, false);   /* no move for ND_WATCH_MS */
+    if (nd_tcache_is_watched(t->plain) && now >= t->watch_until &&
+        nd_tcache_requests(t->plain) - t->watch_from >= ND_WATCH_REQUESTS)
+        nd_tcache_watch(t->plain, false);   /* no move for ND_WATCH_MS and ND_WATCH_REQUESTS */
     if (!force && now < t->maintain_at) {
         t->plain->heap.clock_ms = now;
         return;
@@ -523,6 +524,7 @@ static nd_noinline void nd_thread_moved(nd_thread *t, int node)
     tc->kind = nd_kind_of(false, node);
     /* Watched for a while: the next move is seen at its first malloc. */
     t->watch_until = nd_os_now_ms() + ND_WATCH_MS;
+    t->watch_from = nd_tcache_requests(tc);
     nd_tcache_watch(tc, true);
     nd_assert2(nd_tcache_is_valid(tc));
 }

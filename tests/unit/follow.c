@@ -194,6 +194,8 @@ static void a_watched_cache_looks_at_every_request_and_counts_exactly(void)
     make_requests(tc, c, total, &looks, &whole);
     EXPECT(counted_of(tc, c) == n + n / 2 + total, "%u requests counted, got %llu", n + n / 2 + total,
            (unsigned long long)counted_of(tc, c));
+    EXPECT(nd_tcache_requests(tc) == n + n / 2 + total, "the cache's requests, all of one class: %u, got %llu",
+           n + n / 2 + total, (unsigned long long)nd_tcache_requests(tc));
     uint32_t before = n + n / 2, rolls = (before + total) / ND_TICK_PERIOD - before / ND_TICK_PERIOD;
     EXPECT(whole == rolls && looks == total - whole, "every request of %u looks the short way but %u roll-overs, "
            "got %u looks and %u whole slow paths", total, rolls, looks, whole);
