@@ -158,9 +158,9 @@ typedef struct nd_bin_info {
  * a plain cache's ticks (follow_thread): nd_tcache_look_arm, or
  * nd_tcache_look_watched while its thread is watched (never set while heap
  * profiling is on, and unset when profiling starts); NULL for a node-bound
- * or shared heap's cache, whose ticks only count to ND_TICK_PERIOD. `secure`, which the tcache only
- * carries, is the cache's secure state (secure.c attaches it, checks it
- * and takes it off; NULL otherwise).
+ * or shared heap's cache, whose ticks only count to ND_TICK_PERIOD.
+ * `secure`, which the tcache only carries, is the cache's secure state
+ * (secure.c attaches it, checks it and takes it off; NULL otherwise).
  */
 typedef struct nd_aligned(ND_CACHE_LINE) nd_tcache {
     nd_bin       bins[ND_CLASS_COUNT];
@@ -209,8 +209,8 @@ extern int64_t nd_tcache_prof_rate nd_hidden;
    armed with (ND_LOOK_BYTES; ND_TICK_PERIOD where threads cannot change
    nodes, or until start-up sets them). */
 extern uint32_t nd_tcache_look_arm[ND_CLASS_COUNT] nd_hidden;
-/* The same while a plain cache is watched (ND_WATCH_MS): 1 for every
-   class, each request looks. */
+/* The same while a plain cache is watched (after a move: ND_WATCH_MS,
+   ND_WATCH_REQUESTS): 1 for every class, each request looks. */
 extern const uint32_t nd_tcache_look_watched[ND_CLASS_COUNT] nd_hidden;
 /* Did bin c's tick run out (the fast path counted its last request) with
    a block still in the bin? Then it may have run out only for

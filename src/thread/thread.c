@@ -456,7 +456,7 @@ static void nd_thread_maintain(nd_thread *t, bool force)
 {
     uint64_t now = nd_os_now_ms();
     if (nd_tcache_is_watched(t->plain) && now >= t->watch_until &&
-        nd_tcache_requests(t->plain) - t->watch_from >= ND_WATCH_REQUESTS)
+        (int64_t)(nd_tcache_requests(t->plain) - t->watch_from) >= ND_WATCH_REQUESTS)   /* signed: an uncount */
         nd_tcache_watch(t->plain, false);   /* no move for ND_WATCH_MS and ND_WATCH_REQUESTS */
     if (!force && now < t->maintain_at) {
         t->plain->heap.clock_ms = now;

@@ -37,6 +37,10 @@ enum { ND_THREAD_NEW = 0, ND_THREAD_LIVE, ND_THREAD_DEAD, ND_THREAD_POOLED };
  * thread did not follow the move (plain's heap.away then); look_cpu is -1
  * or a CPU of seen_node's (one whose memory node it is) that a look found
  * the thread on, so a look that finds it there again needs no other.
+ * plain is watched (nd_tcache_is_watched) only after a move followed at
+ * watch_until - ND_WATCH_MS, when plain had counted watch_from requests,
+ * until the first maintenance check after both ND_WATCH_MS and
+ * ND_WATCH_REQUESTS more (a pooled record's next thread starts unwatched).
  * tier_tc[t] is node_tc[nd_tier_by_cpu[tier_cpu][t]] (the tier call's cache
  * for a thread on CPU tier_cpu, resolved by nd_thread_tier_resolve) or the
  * static empty (or dead) tcache, whose bins are empty: a record whose
