@@ -59,7 +59,7 @@
    the balancing migrated 2 MiB huge pages around the old-node blocks a
    moved thread got before its first look. With the watch (a thread that
    moved looks at every malloc for a while: ND_WATCH_MS, ND_WATCH_REQUESTS)
-   every run at host load 3-9 reached 0.987-0.999 (25 runs in 7 boots,
+   every run at host load 3-9 reached 0.987-0.999 (30 runs in 9 boots,
    median 0.999), but with two busy loops added on the 2-CPU host (load
    about 10) 3 of 8 runs were short (0.905-0.945, the first runs of their
    boots; main's library 0.889-0.968 in such a boot): the floor stays
