@@ -85,6 +85,7 @@
     X(abandoned_segments,  COUNTER, PROCESS, THREAD,  COUNT, 1, "segments left with live blocks by exiting threads") \
     X(thread_moves,        COUNTER, PROCESS, THREAD,  COUNT, 1, "moves of a thread to a CPU of another node, seen on its slow paths (follow_thread)") \
     X(moves_followed,      COUNTER, PROCESS, THREAD,  COUNT, 1, "of those, the ones after which the thread's plain memory came from its new node (not under follow_thread=0 or a memory policy)") \
+    X(moves_watched,       COUNTER, PROCESS, THREAD,  COUNT, 1, "of the moves followed, the ones seen at the thread's first malloc after them: it was still watched after its last move (follow_thread's watch, a second and 65,536 mallocs at least, every malloc looking at the CPU's node); the others were seen within a class's look budget") \
     X(pages_handed_back,   COUNTER, PROCESS, THREAD,  COUNT, 1, "pages (64 or 512 KiB) of the segments that moved threads handed back to their old node: those holding blocks to the node's abandoned segments, the free ones (purged) to its cache") \
     X(remote_pages,        COUNTER, PROCESS, THREAD,  COUNT, 1, "pages of reused memory (already faulted in on its node) that a heap began handing out while its thread ran on another node: a move not followed, or not seen yet") \
     X(node_fallback_pages, COUNTER, PROCESS, GAUGE,   COUNT, 2, "OS pages of node-targeted memory placed on another node (node_fallback=preferred only)") \

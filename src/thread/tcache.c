@@ -97,6 +97,7 @@ static unsigned nd_tcache_kind(bool shared, bool bound, int node)
 }
 
 uint32_t nd_tcache_look_arm[ND_CLASS_COUNT];
+const uint32_t nd_tcache_look_watched[ND_CLASS_COUNT] = { [0 ... ND_CLASS_COUNT - 1] = 1 };
 
 /* Threads beyond the CPUs share the CPUs' cache budget: while the process
    has more than two thread caches per CPU (nd_tcache_count, those of live
@@ -144,12 +145,13 @@ void nd_tcache_process_init(void)
     }
 }
 
-/* The most requests of class c a tick is armed with: a plain cache's look
-   at its CPU's node comes at least every nd_tcache_look_arm[c] of them. */
-static inline uint32_t nd_tcache_arm_max(bool plain, unsigned c)
+/* The most requests of class c a tick of tc is armed with: a plain
+   cache's look at its CPU's node comes at least every tc->look_arm[c] of
+   them (nd_tcache_look_arm, or 1 while watched). */
+static inline uint32_t nd_tcache_arm_max(const nd_tcache *tc, unsigned c)
 {
-    uint32_t n = nd_load_relaxed(&nd_tcache_look_arm[c]);
-    return plain && n != 0 ? n : ND_TICK_PERIOD;
+    uint32_t n = tc->look_arm != NULL ? nd_load_relaxed(&tc->look_arm[c]) : 0;
+    return n != 0 ? n : ND_TICK_PERIOD;
 }
 
 nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
@@ -167,11 +169,12 @@ nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
     if (tc == NULL)
         return NULL;
     uint32_t end = 0;
+    tc->look_arm = !shared && !bound ? nd_tcache_look_arm : NULL;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         nd_bin *b = &tc->bins[c];
         end += caps[c];
         b->cur = b->empty = b->low = nd_tcache_no_slots;
-        b->tick = nd_tcache_arm_max(!shared && !bound, c);
+        b->tick = nd_tcache_arm_max(tc, c);
         tc->binfo[c].armed = (uint32_t)b->tick;
         tc->binfo[c].period_left = ND_TICK_PERIOD;
         tc->binfo[c].cap = 0;
@@ -292,7 +295,7 @@ static uint32_t nd_tcache_prof_arm(nd_tcache *tc, unsigned c, uint32_t done, boo
 static void nd_tcache_arm(nd_tcache *tc, unsigned c, uint32_t next)
 {
     nd_bin_info *bi = &tc->binfo[c];
-    uint32_t most = nd_tcache_arm_max(!tc->heap.bound && !tc->heap.shared, c);
+    uint32_t most = nd_tcache_arm_max(tc, c);
     if (next > most)
         next = most;
     if (next > bi->period_left)
@@ -301,8 +304,38 @@ static void nd_tcache_arm(nd_tcache *tc, unsigned c, uint32_t next)
     nd_store_relaxed(&tc->bins[c].tick, (int64_t)next);
 }
 
+void nd_tcache_watch(nd_tcache *tc, bool on)
+{
+    nd_assert(tc->look_arm != NULL);
+    on = on && nd_load_relaxed(&nd_tcache_prof_rate) == 0;
+    tc->look_arm = on ? nd_tcache_look_watched : nd_tcache_look_arm;
+    if (!on)
+        return;
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        nd_bin *b = &tc->bins[c];
+        nd_bin_info *bi = &tc->binfo[c];
+        if (b->tick <= 1)
+            continue;   /* its next request looks, and re-arms it */
+        uint32_t done = bi->armed - (uint32_t)b->tick;   /* tick <= armed <= period_left */
+        nd_store_relaxed(&bi->nreq, bi->nreq + done);
+        bi->period_left -= done;
+        nd_store_relaxed(&bi->armed, 1);
+        nd_store_relaxed(&b->tick, 1);
+    }
+}
+
+uint64_t nd_tcache_requests(const nd_tcache *tc)
+{
+    uint64_t n = 0;
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
+        n += tc->binfo[c].nreq + tc->binfo[c].armed - (uint64_t)tc->bins[c].tick;
+    return n;
+}
+
 void nd_tcache_prof_rearm(nd_tcache *tc)
 {
+    if (tc->look_arm != NULL)
+        tc->look_arm = nd_tcache_look_arm;   /* no watch under profiling */
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         nd_bin *b = &tc->bins[c];
         nd_bin_info *bi = &tc->binfo[c];
@@ -809,6 +842,9 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
         }
     }
     if (tc->kind != nd_tcache_kind(tc->heap.shared, tc->heap.bound, tc->heap.node))
+        return false;
+    if (tc->heap.shared || tc->heap.bound ? tc->look_arm != NULL
+                                          : tc->look_arm != nd_tcache_look_arm && tc->look_arm != nd_tcache_look_watched)
         return false;
     return nd_heap_is_valid(&tc->heap);
 }

@@ -89,9 +89,23 @@ _Static_assert(ND_TIER_COUNT <= 4, "the tier counters fill a bin's cache line");
    only takes the short way (alloc.c: nd_malloc_tick; about 40 instructions
    with an rseq area, the CPU compared with the last one seen), not the
    whole slow path (about 200), so the budget can be small and classes of
-   8 KiB and more look every ND_LOOK_MIN requests. */
-#define ND_LOOK_BYTES 16384
-#define ND_LOOK_MIN   2
+   8 KiB and more look every ND_LOOK_MIN requests.
+   A thread that moved lately is likely to move again (a program that moves
+   its threads, a scheduler that balances them across nodes): after a move
+   its plain cache is watched (thread.c) for ND_WATCH_MS and for
+   ND_WATCH_REQUESTS of its requests, whichever lasts longer (on a loaded
+   machine a thread makes its requests, and is moved again, later in
+   time), every tick armed for one request (nd_tcache_look_watched), so
+   the next move is seen at the first malloc after it, before the cache
+   hands out a block of the old node. Such a block, written from the new
+   node, is what makes the kernel's NUMA balancing migrate the 2 MiB huge
+   page around it to the new node, under the old node's threads
+   (docs/results.md). Past its second, a watch costs a move at most
+   ND_WATCH_REQUESTS short ways (about 43 instructions each). */
+#define ND_LOOK_BYTES     16384
+#define ND_LOOK_MIN       2
+#define ND_WATCH_MS       1000
+#define ND_WATCH_REQUESTS 65536
 
 /*
  * Cold part of a bin (slow paths only). The capacity adapts: a bin that
@@ -140,9 +154,13 @@ typedef struct nd_bin_info {
  * ND_LOOKUP_MAX and every bin of a node-bound cache have, the plain
  * cache's kind is ND_KIND_NO_PAGE (every free takes the slow path, which
  * checks the block's canary and then caches it), and the blocks its bins
- * hold carry their canary (secure.h). `secure`, which the tcache only
- * carries, is the cache's secure state (secure.c attaches it, checks it
- * and takes it off; NULL otherwise).
+ * hold carry their canary (secure.h). look_arm is the per-class bound on
+ * a plain cache's ticks (follow_thread): nd_tcache_look_arm, or
+ * nd_tcache_look_watched while its thread is watched (never set while heap
+ * profiling is on, and unset when profiling starts); NULL for a node-bound
+ * or shared heap's cache, whose ticks only count to ND_TICK_PERIOD.
+ * `secure`, which the tcache only carries, is the cache's secure state
+ * (secure.c attaches it, checks it and takes it off; NULL otherwise).
  */
 typedef struct nd_aligned(ND_CACHE_LINE) nd_tcache {
     nd_bin       bins[ND_CLASS_COUNT];
@@ -150,6 +168,7 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_tcache {
     uint32_t     slot_bytes;
     uint32_t     gc_samples;
     uint32_t     kind;          /* nd_kind_of(heap.bound, heap.node); the free fast path compares pages' kind with it */
+    const uint32_t *look_arm;   /* plain: nd_tcache_look_arm, or nd_tcache_look_watched while watched; NULL for the others */
     size_t       cap_bytes;     /* sum over the bins of cap * class size (bounded by tcache_total) */
     uint64_t     prof_rng;      /* prof=1: the state of the sampling draws */
     struct nd_secure *secure;   /* secure=1: random bins and quarantine (secure.h) */
@@ -190,6 +209,9 @@ extern int64_t nd_tcache_prof_rate nd_hidden;
    armed with (ND_LOOK_BYTES; ND_TICK_PERIOD where threads cannot change
    nodes, or until start-up sets them). */
 extern uint32_t nd_tcache_look_arm[ND_CLASS_COUNT] nd_hidden;
+/* The same while a plain cache is watched (after a move: ND_WATCH_MS,
+   ND_WATCH_REQUESTS): 1 for every class, each request looks. */
+extern const uint32_t nd_tcache_look_watched[ND_CLASS_COUNT] nd_hidden;
 /* Did bin c's tick run out (the fast path counted its last request) with
    a block still in the bin? Then it may have run out only for
    follow_thread's look at the CPU's node (nd_thread_look). */
@@ -215,7 +237,7 @@ static inline void *nd_tcache_look_pop(nd_tcache *tc, unsigned c)
     nd_bin *b = &tc->bins[c];
     nd_bin_info *bi = &tc->binfo[c];
     uint32_t done = bi->armed, left = bi->period_left - done;
-    uint32_t next = nd_load_relaxed(&nd_tcache_look_arm[c]);
+    uint32_t next = nd_load_relaxed(&tc->look_arm[c]);
     nd_store_relaxed(&bi->nreq, bi->nreq + done);
     bi->period_left = left;
     if (next == 0 || next > left)   /* 0: start-up has not set it */
@@ -226,6 +248,19 @@ static inline void *nd_tcache_look_pop(nd_tcache *tc, unsigned c)
     nd_block_unmark(p);
     return p;
 }
+/* follow_thread's watch on plain cache tc (its thread's): on, its ticks
+   are armed for one request from now on (the bins re-armed at once, their
+   requests counted); off, each bin takes its budget again at its next
+   look. On does nothing while heap profiling is on (its samples arm the
+   ticks and take the whole slow path). */
+void    nd_tcache_watch(nd_tcache *tc, bool on) nd_hidden;
+static inline bool nd_tcache_is_watched(const nd_tcache *tc)
+{
+    return tc->look_arm == nd_tcache_look_watched;
+}
+/* The requests tc's bins have counted (its owner's thread): every class's
+   nreq + armed - tick. */
+uint64_t nd_tcache_requests(const nd_tcache *tc) nd_hidden;
 /* Once at start-up, after the options and the topology: the most requests
    a plain cache's tick is armed with, per class (ND_LOOK_BYTES where
    threads can change nodes and follow_thread is on, else ND_TICK_PERIOD). */

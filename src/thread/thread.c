@@ -248,6 +248,8 @@ nd_tcache *nd_thread_start(void)
         t->seen_node = (int16_t)node;
         t->look_cpu = -1;
         t->maintain_at = nd_os_now_ms() + (uint64_t)nd_opt(ND_OPT_purge_delay);
+        if (nd_tcache_is_watched(tc))   /* the last thread's moves, not this one's */
+            nd_tcache_watch(tc, false);
         nd_tls_tc = tc;
         nd_tls_thread = t;
         pthread_setspecific(nd_thread_key, t);
@@ -453,6 +455,9 @@ void nd_thread_fork_child(void)
 static void nd_thread_maintain(nd_thread *t, bool force)
 {
     uint64_t now = nd_os_now_ms();
+    if (nd_tcache_is_watched(t->plain) && now >= t->watch_until &&
+        (int64_t)(nd_tcache_requests(t->plain) - t->watch_from) >= ND_WATCH_REQUESTS)   /* signed: an uncount */
+        nd_tcache_watch(t->plain, false);   /* no move for ND_WATCH_MS and ND_WATCH_REQUESTS */
     if (!force && now < t->maintain_at) {
         t->plain->heap.clock_ms = now;
         return;
@@ -510,11 +515,17 @@ static nd_noinline void nd_thread_moved(nd_thread *t, int node)
     if (!h->away || !nd_opt(ND_OPT_follow_thread) || !nd_os_policy_is_local())
         return;
     nd_count_inc(&h->stats.moves_followed);
+    if (nd_tcache_is_watched(tc))
+        nd_count_inc(&h->stats.moves_watched);
     /* Every cached block back to its page, then the heap's pages to the
        old node; the cache serves the new node's memory from now on. */
     nd_thread_cache_flush(tc);
     nd_count_add(&h->stats.pages_handed_back, nd_heap_leave(h, node));
     tc->kind = nd_kind_of(false, node);
+    /* Watched for a while: the next move is seen at its first malloc. */
+    t->watch_until = nd_os_now_ms() + ND_WATCH_MS;
+    t->watch_from = nd_tcache_requests(tc);
+    nd_tcache_watch(tc, true);
     nd_assert2(nd_tcache_is_valid(tc));
 }
 

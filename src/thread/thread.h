@@ -37,6 +37,10 @@ enum { ND_THREAD_NEW = 0, ND_THREAD_LIVE, ND_THREAD_DEAD, ND_THREAD_POOLED };
  * thread did not follow the move (plain's heap.away then); look_cpu is -1
  * or a CPU of seen_node's (one whose memory node it is) that a look found
  * the thread on, so a look that finds it there again needs no other.
+ * plain is watched (nd_tcache_is_watched) only after a move followed at
+ * watch_until - ND_WATCH_MS, when plain had counted watch_from requests,
+ * until the first maintenance check after both ND_WATCH_MS and
+ * ND_WATCH_REQUESTS more (a pooled record's next thread starts unwatched).
  * tier_tc[t] is node_tc[nd_tier_by_cpu[tier_cpu][t]] (the tier call's cache
  * for a thread on CPU tier_cpu, resolved by nd_thread_tier_resolve) or the
  * static empty (or dead) tcache, whose bins are empty: a record whose
@@ -63,6 +67,8 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_thread {
     nd_tier_counters  tier_stats;       /* the tier calls' slow-path counts (owner only; counters.h) */
     nd_tier_counters  tier_open;        /* the totals when the period opened */
     uint64_t          maintain_at;      /* ms */
+    uint64_t          watch_until;      /* ms: plain's watch (follow_thread, tcache.h: ND_WATCH_MS) lasts at least until then */
+    uint64_t          watch_from;       /* plain's requests (nd_tcache_requests) at the move: the watch lasts ND_WATCH_REQUESTS more */
     uint64_t          pooled_at;        /* ms; POOLED only */
     struct nd_thread *next, *prev;      /* list of records (live and pooled) */
     struct nd_thread *pool_next;        /* POOLED: its node's pool, newest first */

@@ -5,7 +5,8 @@
  * class's requests, every ND_LOOK_MIN for the largest classes; nowhere
  * else, and never for a bound cache. A tick that ran out for a look only
  * takes the short way (nd_tcache_look_due, nd_tcache_look_pop), which
- * counts requests as exactly as the slow path does. Topologies are read from fixture
+ * counts requests as exactly as the slow path does; a watched cache (its
+ * thread moved lately: nd_tcache_watch) looks at every request. Topologies are read from fixture
  * sysfs trees (tests/unit/fixtures/); linked against the debug core; every
  * case runs in a child of its own.
  */
@@ -111,11 +112,42 @@ static void a_budgeted_bin_rolls_over_with_its_budget_and_counts_exactly(void)
     nd_tcache_destroy(tc);
 }
 
-/* Requests of one class as malloc's fast path makes them (a block from the
-   bin while its tick lasts), with the short way where the tick ran out for
-   a look only and the slow path's count and refill otherwise: every request
-   is counted once, the short way takes every look but the maintenance
-   roll-overs, and each request gets a block of the bin. */
+/* The requests of class c that tc counted (nreq + armed - tick). */
+static uint64_t counted_of(const nd_tcache *tc, unsigned c)
+{
+    return tc->binfo[c].nreq + tc->binfo[c].armed - (uint64_t)tc->bins[c].tick;
+}
+
+/* `count` requests of class c as malloc's fast path makes them (a block
+   from the bin while its tick lasts), with the short way where the tick ran
+   out for a look only (counted in *looks) and the slow path's count and
+   refill otherwise (in *whole); each block goes back at once, so the bin
+   never runs dry after its first fill. */
+static void make_requests(nd_tcache *tc, unsigned c, uint32_t count, uint32_t *looks, uint32_t *whole)
+{
+    for (uint32_t i = 0; i < count; i++) {
+        nd_bin *b = &tc->bins[c];
+        void *p;
+        if (b->cur == b->empty || --b->tick == 0) {
+            if (nd_tcache_tick_out(tc, c) && nd_tcache_look_due(tc, c)) {
+                (*looks)++;
+                p = nd_tcache_look_pop(tc, c);
+            } else {
+                (*whole)++;
+                nd_tcache_count_request(tc, c);
+                p = nd_tcache_alloc(tc, c);
+            }
+        } else {
+            p = *b->cur++;
+        }
+        EXPECT(p != NULL, "request %u got a block", i);
+        nd_tcache_push(tc, c, p);
+    }
+}
+
+/* Requests of one class as malloc makes them: every request is counted
+   once, the short way takes every look but the maintenance roll-overs, and
+   each request gets a block of the bin. */
 static void the_short_way_counts_each_look_exactly_and_keeps_the_roll_overs(void)
 {
     nd_tcache *tc = budgeted_cache();
@@ -124,25 +156,8 @@ static void the_short_way_counts_each_look_exactly_and_keeps_the_roll_overs(void
     EXPECT(n > 1 && n < ND_TICK_PERIOD, "1 KiB blocks budgeted (1 < %u < %u)", n, ND_TICK_PERIOD);
     const uint32_t total = 4 * ND_TICK_PERIOD + 3;
     uint32_t looks = 0, whole = 0;
-    for (uint32_t i = 0; i < total; i++) {
-        nd_bin *b = &tc->bins[c];
-        void *p;
-        if (b->cur == b->empty || --b->tick == 0) {
-            if (nd_tcache_tick_out(tc, c) && nd_tcache_look_due(tc, c)) {
-                looks++;
-                p = nd_tcache_look_pop(tc, c);
-            } else {
-                whole++;
-                nd_tcache_count_request(tc, c);
-                p = nd_tcache_alloc(tc, c);
-            }
-        } else {
-            p = *b->cur++;
-        }
-        EXPECT(p != NULL, "request %u got a block", i);
-        nd_tcache_push(tc, c, p);   /* back at once: the bin never runs dry after its first fill */
-    }
-    uint64_t counted = tc->binfo[c].nreq + tc->binfo[c].armed - (uint64_t)tc->bins[c].tick;
+    make_requests(tc, c, total, &looks, &whole);
+    uint64_t counted = counted_of(tc, c);
     EXPECT(counted == total, "%u requests counted, got %llu", total, (unsigned long long)counted);
     /* Each period of ND_TICK_PERIOD requests ends at one roll-over (the
        whole slow path); the other looks of the period take the short way.
@@ -154,11 +169,52 @@ static void the_short_way_counts_each_look_exactly_and_keeps_the_roll_overs(void
     nd_tcache_destroy(tc);
 }
 
+/* follow_thread's watch (a thread that moved lately): every bin is
+   re-armed at once for one request, its requests so far still counted;
+   then every request looks (the short way, but for the maintenance
+   roll-overs), so a move is seen at the first malloc after it; off, the
+   next look arms the bin with its budget again. */
+static void a_watched_cache_looks_at_every_request_and_counts_exactly(void)
+{
+    nd_tcache *tc = budgeted_cache();
+    unsigned c = nd_class_of(64), big = ND_CLASS_COUNT - 1;
+    uint32_t n = budget_of(c), looks = 0, whole = 0;
+    EXPECT(n > 8, "64-byte blocks budgeted (%u requests)", n);
+    make_requests(tc, c, n + n / 2, &looks, &whole);   /* the tick half way to its next look */
+    EXPECT(!nd_tcache_is_watched(tc), "a new cache not watched");
+    nd_tcache_watch(tc, true);
+    EXPECT(nd_tcache_is_watched(tc) && nd_tcache_is_valid(tc), "the cache watched, and valid");
+    EXPECT(counted_of(tc, c) == n + n / 2, "%u requests still counted, got %llu", n + n / 2,
+           (unsigned long long)counted_of(tc, c));
+    for (unsigned k = 0; k < ND_CLASS_COUNT; k++)
+        EXPECT(tc->bins[k].tick == 1 && tc->binfo[k].armed == 1, "class %u armed for 1 request, got tick %lld, armed %u",
+               k, (long long)tc->bins[k].tick, tc->binfo[k].armed);
+    const uint32_t total = 2 * ND_TICK_PERIOD + 5;
+    looks = whole = 0;
+    make_requests(tc, c, total, &looks, &whole);
+    EXPECT(counted_of(tc, c) == n + n / 2 + total, "%u requests counted, got %llu", n + n / 2 + total,
+           (unsigned long long)counted_of(tc, c));
+    EXPECT(nd_tcache_requests(tc) == n + n / 2 + total, "the cache's requests, all of one class: %u, got %llu",
+           n + n / 2 + total, (unsigned long long)nd_tcache_requests(tc));
+    uint32_t before = n + n / 2, rolls = (before + total) / ND_TICK_PERIOD - before / ND_TICK_PERIOD;
+    EXPECT(whole == rolls && looks == total - whole, "every request of %u looks the short way but %u roll-overs, "
+           "got %u looks and %u whole slow paths", total, rolls, looks, whole);
+    nd_tcache_watch(tc, false);
+    EXPECT(!nd_tcache_is_watched(tc) && nd_tcache_is_valid(tc), "the watch off, the cache valid");
+    make_requests(tc, c, 1, &looks, &whole);
+    EXPECT(tc->binfo[c].armed == n || tc->binfo[c].armed == tc->binfo[c].period_left,
+           "the next look armed the bin with its budget (%u), or the period's rest, got %u", n, tc->binfo[c].armed);
+    EXPECT(tc->bins[big].tick == 1, "a class not asked for stays armed for 1 until its next look, got %lld",
+           (long long)tc->bins[big].tick);
+    nd_tcache_destroy(tc);
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(plain_caches_look_within_their_budget_where_threads_can_change_nodes),
     ND_CASE(no_budget_where_cpus_are_on_one_node),
     ND_CASE(no_budget_under_follow_thread_0),
     ND_CASE(a_budgeted_bin_rolls_over_with_its_budget_and_counts_exactly),
     ND_CASE(the_short_way_counts_each_look_exactly_and_keeps_the_roll_overs),
+    ND_CASE(a_watched_cache_looks_at_every_request_and_counts_exactly),
 };
 ND_MAIN(cases)
