@@ -50,15 +50,19 @@ static unsigned nd_chunks_of(size_t bytes) { return (unsigned)((bytes + ND_CHUNK
 static unsigned nd_large_find(const nd_segment *s, unsigned k, unsigned step)
 {
     uint64_t free = s->free_mask;
+    if (step == 1) {
+        /* Bit i of m: chunks i..i+j free (a run past chunk 63 shifts in
+           taken chunks): k - 1 steps, not one per chunk of a full segment
+           (requests of 32-128 KiB make many small blocks). */
+        uint64_t m = free & ~(uint64_t)1;
+        for (unsigned j = 1; j < k && m != 0; j++)
+            m &= free >> j;
+        return m != 0 ? (unsigned)__builtin_ctzll(m) : 64;
+    }
     for (unsigned i = step; i + k <= 64; i += step) {
         uint64_t run = nd_mask_range(i, i + k - 1);
         if ((free & run) == run)
             return i;
-        if (step == 1) {
-            /* Skip past the taken chunk that broke the run. */
-            uint64_t taken = run & ~free;
-            i = 63u - (unsigned)__builtin_clzll(taken);
-        }
     }
     return 64;
 }
