@@ -183,8 +183,9 @@ static inline nd_block *nd_page_walk_step(const nd_page *pg, nd_block *b, uintpt
        likely written last by another CPU, so the lines of blocks the walk
        will probably reach are asked for ahead: a right guess overlaps
        those waits, a wrong one costs a prefetch (it never faults).
-       Without it, 256 B blocks handed between 4 pairs of threads took
-       2-3x the time. The guess is the blocks just below b: the owner
+       Without a prefetch, 256 B blocks handed between 4 pairs of threads
+       took 2-3x the time (measured with the earlier guess, above b,
+       before the owner put blocks in address order). The guess is the blocks just below b: the owner
        hands a page's blocks out in address order (nd_page_collect_into),
        so the blocks below b went out before it and most likely came back
        before it (they are on the list), while those above went out after
@@ -224,8 +225,9 @@ _Static_assert(ND_SMALL_PAGE_SIZE / 16 <= ND_PAGE_MAX_BLOCKS && ND_MEDIUM_PAGE_S
    prefetch of the program's walks of its objects. The walk marks each
    block in a map of the page's block indexes (a block marked twice is a
    list that went round); the map then gives them in order. (The freeing
-   thread's chains are not sorted: that made bench/xthread's 1 KiB pairs
-   1.5x slower and added little.) */
+   thread's chains are not sorted: with the walk's earlier prefetch guess,
+   above each block, that made bench/xthread's 1 KiB pairs 1.5x slower and
+   added little; not measured again with the guess below.) */
 static size_t nd_page_collect_into(nd_page *pg, void **out, size_t n)
 {
     uintptr_t x = nd_load_relaxed(&pg->xfree);
@@ -243,18 +245,18 @@ static size_t nd_page_collect_into(nd_page *pg, void **out, size_t n)
     const uint64_t capacity = pg->capacity;
     nd_assert(capacity <= ND_PAGE_MAX_BLOCKS);
     uint64_t map[ND_PAGE_MAX_BLOCKS / 64];
-    size_t lo = nd_page_block_index(pg, b) >> 6, hi = lo;
+    size_t lo = ND_PAGE_MAX_BLOCKS / 64, hi = 0;   /* the map's words in use (b is a block) */
     memset(map, 0, ((capacity + 63) >> 6) * sizeof map[0]);
     uint32_t left = pg->used;
     for (nd_block *next; b != NULL; b = next) {
         next = nd_page_walk_step(pg, b, before, bsize, capacity, &left);
-        size_t idx = nd_page_block_index(pg, b);
+        size_t idx = nd_page_block_index(pg, b), w = idx >> 6;
         uint64_t bit = (uint64_t)1 << (idx & 63);
-        if (nd_unlikely(map[idx >> 6] & bit))
+        if (nd_unlikely(map[w] & bit))
             nd_page_corrupt(pg, b, ND_CORRUPT_LIST, "a block freed by other threads is in the page's list twice");
-        map[idx >> 6] |= bit;
-        lo = (idx >> 6) < lo ? idx >> 6 : lo;
-        hi = (idx >> 6) > hi ? idx >> 6 : hi;
+        map[w] |= bit;
+        lo = w < lo ? w : lo;
+        hi = w > hi ? w : hi;
     }
     pg->used = (uint16_t)left;
     /* The first n into out; the rest linked in the same order, ahead of
