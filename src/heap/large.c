@@ -363,25 +363,18 @@ static void *nd_large_keep_take(nd_large_pool *pool)
    when kept. *twice when it is kept already (a double free). */
 static bool nd_large_keep_put(nd_large_pool *pool, nd_page *pg, void *p, bool *twice)
 {
+    /* Claimed first: a second free of p finds the flag set. */
     uint8_t no = 0;
-    *twice = false;
-    for (unsigned i = 0; i < ND_LARGE_KEEP; i++) {
-        if (nd_load_relaxed(&pool->keep[i]) != NULL)
-            continue;
-        /* Claimed first: a second free of p finds the flag set. */
-        if (!__atomic_compare_exchange_n(&pg->in_full, &no, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
-            *twice = true;
-            return false;
-        }
-        void *none = NULL;
-        for (; i < ND_LARGE_KEEP; i++)
-            if (__atomic_compare_exchange_n(&pool->keep[i], &none, p, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-                return true;
-            else
-                none = NULL;
-        nd_store_relaxed(&pg->in_full, 0);   /* the slots filled meanwhile */
+    *twice = !__atomic_compare_exchange_n(&pg->in_full, &no, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+    if (*twice)
         return false;
+    for (unsigned i = 0; i < ND_LARGE_KEEP; i++) {
+        void *none = NULL;
+        if (nd_load_relaxed(&pool->keep[i]) == NULL &&
+            __atomic_compare_exchange_n(&pool->keep[i], &none, p, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+            return true;
     }
+    nd_store_relaxed(&pg->in_full, 0);   /* no free slot */
     return false;
 }
 
