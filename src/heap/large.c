@@ -89,6 +89,7 @@ static void *nd_large_take(nd_large_pool *pool, nd_segment *s, unsigned i, unsig
     pg->cls = ND_CLASS_COUNT;
     pg->heap = NULL;
     pg->key = ND_KEY_LARGE;
+    nd_store_relaxed(&pg->in_full, 0);   /* not a kept block */
     nd_store_release(&pg->in_use, 1);
     return pg->start;
 }
@@ -639,6 +640,7 @@ bool nd_large_is_valid(void)
                         continue;
                     uint64_t run = nd_mask_range(i, i + pg->reserved - 1u);
                     ok = pg->reserved >= 1 && i + pg->reserved <= 64 && (covered & run) == 0 &&
+                         (!nd_load_relaxed(&pg->in_full) || nd_large_keepable(pg->block_size)) &&
                          pg->start == (uint8_t *)s + ((size_t)i << ND_CHUNK_SHIFT) &&
                          nd_chunks_of(pg->block_size + nd_seg_guard) <= pg->reserved &&
                          (nd_seg_guard == 0 || pg->block_size + nd_seg_guard == (size_t)pg->reserved << ND_CHUNK_SHIFT);
