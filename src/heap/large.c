@@ -23,6 +23,11 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_large_pool {
     ND_LIST(nd_segment) segs;
     uint32_t  empty;    /* segments with no block */
     size_t    hint;     /* segs.count, also read without the lock (atomics) */
+    uint64_t  keep_check;   /* when the kept blocks were last checked for use (under the lock) */
+    /* The kept blocks (large.h), without the lock: slot NULL or a block
+       (compare-and-swap both ways); keep_used is set by every take. */
+    nd_aligned(ND_CACHE_LINE) void *keep[ND_LARGE_KEEP];
+    uint32_t  keep_used;
 } nd_large_pool;
 
 static nd_large_pool nd_large_pools[ND_MAX_NODES][2];
@@ -84,6 +89,7 @@ static void *nd_large_take(nd_large_pool *pool, nd_segment *s, unsigned i, unsig
     pg->cls = ND_CLASS_COUNT;
     pg->heap = NULL;
     pg->key = ND_KEY_LARGE;
+    nd_store_relaxed(&pg->in_full, 0);   /* not a kept block */
     nd_store_release(&pg->in_use, 1);
     return pg->start;
 }
@@ -332,6 +338,47 @@ static size_t nd_large_trim(nd_large_pool *pool)
     return freed;
 }
 
+/* A block of one OS page at a chunk's start (plain segments: no guard
+   page): kept for the next such request of its pool (large.h). */
+static bool nd_large_keepable(size_t usable) { return usable == nd_os_page_size() && nd_seg_guard == 0; }
+
+/* A kept block of pool for a request of one OS page, aligned to at most a
+   chunk; NULL if none. */
+static void *nd_large_keep_take(nd_large_pool *pool)
+{
+    for (unsigned i = 0; i < ND_LARGE_KEEP; i++) {
+        void *p = nd_load_relaxed(&pool->keep[i]);
+        if (p != NULL && __atomic_compare_exchange_n(&pool->keep[i], &p, NULL, false, __ATOMIC_ACQUIRE,
+                                                     __ATOMIC_RELAXED)) {
+            nd_segment *s = nd_seg_base(p);
+            nd_store_relaxed(&s->pages[((uintptr_t)p - (uintptr_t)s) >> ND_CHUNK_SHIFT].in_full, 0);
+            if (!nd_load_relaxed(&pool->keep_used))
+                nd_store_relaxed(&pool->keep_used, 1);
+            return p;
+        }
+    }
+    return NULL;
+}
+
+/* Keeps block p (descriptor pg, in use) in a free slot of its pool: true
+   when kept. *twice when it is kept already (a double free). */
+static bool nd_large_keep_put(nd_large_pool *pool, nd_page *pg, void *p, bool *twice)
+{
+    /* Claimed first: a second free of p finds the flag set. */
+    uint8_t no = 0;
+    *twice = !__atomic_compare_exchange_n(&pg->in_full, &no, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+    if (*twice)
+        return false;
+    for (unsigned i = 0; i < ND_LARGE_KEEP; i++) {
+        void *none = NULL;
+        if (nd_load_relaxed(&pool->keep[i]) == NULL &&
+            __atomic_compare_exchange_n(&pool->keep[i], &none, p, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+            return true;
+    }
+    nd_store_relaxed(&pg->in_full, 0);   /* no free slot */
+    return false;
+}
+
 void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t *bytes)
 {
     nd_lock_may_take(ND_LOCK_ID_large_pool);
@@ -356,6 +403,13 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
         return NULL;
     }
     nd_large_pool *pool = &nd_large_pools[node][bound ? 1 : 0];
+    if (nd_large_keepable(usable) && step == 1) {
+        void *p = nd_large_keep_take(pool);
+        if (p != NULL) {
+            *bytes = usable;
+            return p;
+        }
+    }
     nd_lock(pool->lock);
     for (;;) {
         nd_segment *s;
@@ -419,9 +473,10 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
     }
 }
 
-size_t nd_large_free(nd_segment *s, nd_page *pg, void *p)
+/* Gives block p back to its segment (nd_large_free without the kept
+   blocks). */
+static size_t nd_large_give_back(nd_segment *s, nd_page *pg, void *p)
 {
-    nd_lock_may_take(ND_LOCK_ID_large_pool);
     nd_large_pool *pool = &nd_large_pools[s->node][s->bound ? 1 : 0];
     nd_lock(pool->lock);
     if (!pg->in_use || pg->start != (uint8_t *)p) {
@@ -454,6 +509,46 @@ size_t nd_large_free(nd_segment *s, nd_page *pg, void *p)
         nd_node_seg_put(release);   /* purged there, or cached with its memory for a while */
     }
     return bytes;
+}
+
+size_t nd_large_free(nd_segment *s, nd_page *pg, void *p)
+{
+    nd_lock_may_take(ND_LOCK_ID_large_pool);
+    size_t bytes = nd_load_relaxed(&pg->block_size);
+    if (nd_large_keepable(bytes) && nd_load_relaxed(&pg->in_use) && pg->start == (uint8_t *)p) {
+        bool twice;
+        if (nd_large_keep_put(&nd_large_pools[s->node][s->bound ? 1 : 0], pg, p, &twice))
+            return bytes;
+        if (twice)
+            return 0;
+    }
+    return nd_large_give_back(s, pg, p);
+}
+
+/* Gives pool's kept blocks back to their segments: all of them (force),
+   or when none was taken since the last check, a purge delay ago. Without
+   the pool lock. */
+static void nd_large_keep_drain(nd_large_pool *pool, uint64_t now, bool force)
+{
+    if (!force) {
+        nd_lock(pool->lock);
+        uint64_t delay = (uint64_t)nd_opt(ND_OPT_purge_delay);
+        bool due = now >= pool->keep_check + delay;
+        if (due)
+            pool->keep_check = now;
+        nd_unlock(pool->lock);
+        if (!due || __atomic_exchange_n(&pool->keep_used, 0, __ATOMIC_RELAXED))
+            return;
+    }
+    for (unsigned i = 0; i < ND_LARGE_KEEP; i++) {
+        void *p = __atomic_exchange_n(&pool->keep[i], NULL, __ATOMIC_ACQUIRE);
+        if (p == NULL)
+            continue;
+        nd_segment *s = nd_seg_base(p);
+        nd_page *pg = &s->pages[((uintptr_t)p - (uintptr_t)s) >> ND_CHUNK_SHIFT];
+        nd_store_relaxed(&pg->in_full, 0);
+        nd_large_give_back(s, pg, p);
+    }
 }
 
 bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
@@ -514,6 +609,7 @@ void nd_large_maintain(uint64_t now, bool force)
             nd_large_pool *pool = &nd_large_pools[node][b];
             if (nd_load_relaxed(&pool->hint) == 0)
                 continue;
+            nd_large_keep_drain(pool, now, force);
             nd_lock(pool->lock);
             for (nd_segment *s = pool->segs.first; s != NULL; s = s->next)
                 if (s->purge_mask != 0 && (force || now >= s->purge_at))
@@ -544,6 +640,7 @@ bool nd_large_is_valid(void)
                         continue;
                     uint64_t run = nd_mask_range(i, i + pg->reserved - 1u);
                     ok = pg->reserved >= 1 && i + pg->reserved <= 64 && (covered & run) == 0 &&
+                         (!nd_load_relaxed(&pg->in_full) || nd_large_keepable(pg->block_size)) &&
                          pg->start == (uint8_t *)s + ((size_t)i << ND_CHUNK_SHIFT) &&
                          nd_chunks_of(pg->block_size + nd_seg_guard) <= pg->reserved &&
                          (nd_seg_guard == 0 || pg->block_size + nd_seg_guard == (size_t)pg->reserved << ND_CHUNK_SHIFT);

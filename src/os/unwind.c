@@ -269,6 +269,8 @@ static bool nd_uw_run(nd_uw_cur *c, uintptr_t *loc, uintptr_t target, uint64_t c
    object ends where it does); in place otherwise (the vDSO, a file
    replaced since). */
 #define ND_UW_OBJS 4
+#define ND_UW_WINDOW 128   /* entries of the search table read at once */
+#define ND_UW_RECORD 96    /* bytes of an FDE or a CIE read at once (most are shorter) */
 typedef struct nd_uw_obj {
     uintptr_t start;      /* dlfo_map_start: which object */
     int       fd;         /* -1: read in place */
@@ -401,6 +403,23 @@ static bool nd_uw_read(const nd_uw_obj *o, uintptr_t a, void *buf, size_t len)
     return true;
 }
 
+/* Reads the record (a 4-byte length, then that many bytes: an FDE or a
+   CIE) at address a of object o into buf (cap bytes): from a file, with
+   one pread of the record's usual size and a second one only for the rest
+   of a longer one. *len = the length word. */
+static bool nd_uw_read_record(const nd_uw_obj *o, uintptr_t a, uint8_t *buf, size_t cap, uint32_t *len)
+{
+    size_t first = 8;
+    if (o != NULL && o->fd >= 0 && a >= o->lo && a < o->hi)
+        first = o->hi - a < ND_UW_RECORD ? o->hi - a : ND_UW_RECORD;
+    if (first < 8 || !nd_uw_read(o, a, buf, first))
+        return false;
+    memcpy(len, buf, sizeof *len);
+    if (*len < 4 || *len > cap - 4)
+        return false;   /* (0xffffffff: 64-bit lengths, not used in .eh_frame) */
+    return 4 + (size_t)*len <= first || nd_uw_read(o, a + first, buf + first, 4 + *len - first);
+}
+
 /* Opens the file of object fo and checks it is the one mapped; its entry
    in w (fd -1 when it is not read from a file). */
 static const nd_uw_obj *nd_uw_obj_of(nd_uw_walk *w, const struct dl_find_object *fo)
@@ -472,29 +491,43 @@ static bool nd_uw_rules_at(nd_uw_walk *w, uintptr_t pc, nd_uw_rules *out)
     if (!c.ok || hb[2] == PE_OMIT || count == 0)
         return false;
     uintptr_t tab = (uintptr_t)c.p + c.bias;
-    int32_t e[2];
-    uint64_t lo = 0, hi = count;   /* the last entry whose address is <= pc */
-    while (hi - lo > 1) {
+    /* The last entry whose address is <= pc: halved one entry at a time
+       down to a window of ND_UW_WINDOW entries, which one read takes (each
+       read from a file is a system call: libc's table of about 4,000
+       entries took 13 of them, now 6). */
+    int32_t e[2 * ND_UW_WINDOW];
+    uint64_t lo = 0, hi = count;
+    while (hi - lo > ND_UW_WINDOW) {
         uint64_t mid = lo + (hi - lo) / 2;
-        if (!nd_uw_read(o, tab + 8 * mid, e, sizeof e))
+        if (!nd_uw_read(o, tab + 8 * mid, e, 8))
             return false;
         if (hdr + (intptr_t)e[0] <= pc)
             lo = mid;
         else
             hi = mid;
     }
-    if (!nd_uw_read(o, tab + 8 * lo, e, sizeof e) || hdr + (intptr_t)e[0] > pc)
+    if (!nd_uw_read(o, tab + 8 * lo, e, 8 * (size_t)(hi - lo)))
         return false;
-    uintptr_t fde = hdr + (intptr_t)e[1];
+    uint64_t j = hi - lo;
+    while (j > 0 && hdr + (intptr_t)e[2 * (j - 1)] > pc)
+        j--;
+    if (j == 0)
+        return false;
+    uintptr_t fde = hdr + (intptr_t)e[2 * (j - 1) + 1];
 
     /* The FDE: length, CIE pointer, its address range, instructions. */
     uint8_t fb[1536], cb[256];
     uint32_t fh[2], ch[2];
-    if (!nd_uw_read(o, fde, fh, sizeof fh) || fh[0] < 4 || fh[0] > sizeof fb - 4 || fh[1] == 0)
-        return false;   /* (0xffffffff: 64-bit lengths, not used in .eh_frame) */
+    if (!nd_uw_read_record(o, fde, fb, sizeof fb, &fh[0]))
+        return false;
+    memcpy(&fh[1], fb + 4, sizeof fh[1]);
+    if (fh[1] == 0)
+        return false;
     uintptr_t cie = fde + 4 - fh[1];
-    if (!nd_uw_read(o, cie, ch, sizeof ch) || ch[0] < 4 || ch[0] > sizeof cb - 4 || ch[1] != 0 ||
-        !nd_uw_read(o, fde, fb, 4 + fh[0]) || !nd_uw_read(o, cie, cb, 4 + ch[0]))
+    if (!nd_uw_read_record(o, cie, cb, sizeof cb, &ch[0]))
+        return false;
+    memcpy(&ch[1], cb + 4, sizeof ch[1]);
+    if (ch[1] != 0)
         return false;
     nd_uw_cur cc = { cb + 8, cb + 4 + ch[0], true, cie - (uintptr_t)cb };
     uint8_t version = (uint8_t)nd_uw_fixed(&cc, 1);

@@ -55,8 +55,8 @@ bool nd_page_is_block_start(const nd_page *pg, const void *p)
 {
     if (!nd_load_relaxed(&pg->in_use))
         return false;
-    if (pg->block_size == 0 || pg->reserved == 1)   /* huge or large: one block */
-        return (const uint8_t *)p == pg->start;
+    if (pg->block_size == 0 || pg->reserved == 1)   /* huge or large: one block (not a kept one: large.h) */
+        return (const uint8_t *)p == pg->start && !nd_load_relaxed(&pg->in_full);
     return nd_page_has_block(pg, p);
 }
 

@@ -37,11 +37,17 @@
  *          block's address. A writer
  *          makes seq odd while it writes the fields; a reader copies a
  *          slot and keeps the copy only if seq was even and unchanged.
+ *          The block's descriptor names its slot (nd_page.prof_slot), so
+ *          dropping a sample reads that slot only, not the probe path.
+ *
+ * The estimated live bytes and the count of samples are sums of per-thread
+ * stripes (prof.c), not one counter every thread's record and free write.
  *
  * Invariants: a live slot's key is the address of a sampled large or huge
- * block in use whose descriptor's `sampled` is 1, and no other slot has
- * that key; its site is a ready slot of the sites table; live_bytes is the
- * sum of the live slots' estimated bytes.
+ * block in use whose descriptor's `sampled` is 1 and whose prof_slot is
+ * that slot, and no other slot has that key; its site is a ready slot of
+ * the sites table; live_bytes (the stripes' sum) is the sum of the live
+ * slots' estimated bytes.
  */
 #ifndef ND_PROF_H
 #define ND_PROF_H

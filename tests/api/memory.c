@@ -189,6 +189,29 @@ static void large_blocks_share_segments(void)
     }
 }
 
+/* A freed large block of one OS page is kept for the next request of one
+   OS page (large.h): a larger request does not get its chunk, the next
+   one-page request does, and nodal_collect(1) gives it back. */
+static void a_freed_one_page_block_is_kept_for_the_next_one(void)
+{
+    nodal_collect(1);
+    double active0 = total("active");
+    void *p = nodal_aligned_alloc(32768, 4096);   /* above 16 KiB alignment: a large block */
+    EXPECT(p != NULL, "nodal_aligned_alloc(32 KiB, 4 KiB) to succeed");
+    memset(p, 1, 4096);
+    nodal_free(p);
+    void *r = nodal_aligned_alloc(32768, 8192);
+    EXPECT(r != NULL && r != p, "a two-page block not to take the kept block's chunk (%p, kept %p)", r, p);
+    void *q = nodal_aligned_alloc(32768, 4096);
+    EXPECT(q == p, "the next one-page block to be the kept one (%p, kept %p)", q, p);
+    memset(q, 2, 4096);
+    nodal_free(q);
+    nodal_free(r);
+    nodal_collect(1);
+    EXPECT(total("active") == active0, "nodal_collect(1) to give the kept block back: active %.0f, %.0f before",
+           total("active"), active0);
+}
+
 /* realloc grows a large block in place while the chunks after it are free,
    and shrinks it in place. */
 static void realloc_resizes_a_large_block_in_place(void)
@@ -612,6 +635,7 @@ static const struct nd_case cases[] = {
     ND_CASE(no_huge_mapping_is_kept_when_purge_delay_is_0),
     ND_CASE(huge_mappings_in_use_stay_past_purge_delay),
     ND_CASE(large_blocks_share_segments),
+    ND_CASE(a_freed_one_page_block_is_kept_for_the_next_one),
     ND_CASE(realloc_resizes_a_large_block_in_place),
     ND_CASE(realloc_growth_keeps_contents_and_grows_in_place_past_16_kib),
     ND_CASE(a_thread_started_after_another_exited_takes_over_its_caches),

@@ -171,6 +171,31 @@ static void double_free_of_large_block_aborts_with_message(void)
     expect_double_free_abort((size_t)256 << 10);
 }
 
+/* A freed large block of one OS page is kept for the next such request
+   (large.h), in use for its pool, so the second free finds it flagged, not
+   free: it must abort all the same, and say "double free". */
+static void double_free_one_page_block(void *arg)
+{
+    (void)arg;
+    const struct nd_api *A = nd_api();
+    void *p = A->aligned_alloc(32768, 4096);   /* above 16 KiB alignment: a large block */
+    if (!p)
+        _exit(4);
+    memset(p, 1, 4096);
+    A->free(p);
+    A->free(p);
+    survived("an immediate double free");
+}
+
+static void double_free_of_a_kept_one_page_block_aborts_with_message(void)
+{
+    static struct nd_child c;
+    nd_api();
+    expect_abort_with_message("freeing a kept one-page block twice", double_free_one_page_block, NULL);
+    nd_run_forked(double_free_one_page_block, NULL, 30, &c);
+    EXPECT(strstr(c.err, "double free") != NULL, "the message to say \"double free\"; stderr: \"%s\"", c.err);
+}
+
 static void double_free_of_huge_block_aborts_with_message(void)
 {
     expect_double_free_abort((size_t)64 << 20);
@@ -1594,6 +1619,7 @@ static const struct nd_case cases[] = {
     ND_CASE(double_free_of_medium_block_aborts_with_message),
     ND_CASE(double_free_of_large_block_aborts_with_message),
     ND_CASE(double_free_of_huge_block_aborts_with_message),
+    ND_CASE(double_free_of_a_kept_one_page_block_aborts_with_message),
     ND_CASE(double_free_by_another_thread_aborts_with_message),
     ND_CASE(double_free_p_q_p_by_another_thread_aborts_with_message),
     ND_CASE(double_free_by_another_thread_aborts_at_the_owners_exit),
