@@ -363,27 +363,42 @@ static size_t nd_page_resident_room(const nd_page *pg)
     return (size_t)((end - next) / pg->block_size);
 }
 
+/* The first blocks of pg's free list (not empty), up to n > 0 of them,
+   into out; returns how many (not counted in used). Each was checked when
+   the link to it was followed (or set). The list is walked with the
+   page's fields read once and its head stored once (nd_link_follow). */
+static inline size_t nd_page_take_list(nd_page *pg, void **out, size_t n)
+{
+    nd_block *b = pg->free;
+    const uintptr_t bsize = pg->block_size;
+    const uintptr_t before = (uintptr_t)pg->start - bsize;
+    const uint64_t capacity = pg->capacity;
+    size_t got = 0;
+    do {
+        nd_block *next;
+        if (nd_unlikely(!nd_link_follow(b, before, bsize, capacity, &next) ||
+                        (next != NULL && !nd_block_is_marked(next))))
+            nd_page_corrupt(pg, b, ND_CORRUPT_LIST, "the link of a freed block was overwritten");
+        out[got++] = b;
+        b = next;
+    } while (b != NULL && got < n);
+    pg->free = b;
+    return got;
+}
+
+size_t nd_page_take_free(nd_page *pg, void **out, size_t n)
+{
+    size_t got = pg->free != NULL && n != 0 ? nd_page_take_list(pg, out, n) : 0;
+    pg->used = (uint16_t)(pg->used + got);
+    return got;
+}
+
 size_t nd_page_take(nd_page *pg, void **out, size_t n, size_t max)
 {
     size_t got = 0;
     while (got < n) {
-        nd_block *b = pg->free;
-        if (b != NULL) {
-            /* b was checked when the link to it was followed (or set). The
-               list is walked with the page's fields read once and its head
-               stored once (nd_link_follow). */
-            const uintptr_t bsize = pg->block_size;
-            const uintptr_t before = (uintptr_t)pg->start - bsize;
-            const uint64_t capacity = pg->capacity;
-            do {
-                nd_block *next;
-                if (nd_unlikely(!nd_link_follow(b, before, bsize, capacity, &next) ||
-                                (next != NULL && !nd_block_is_marked(next))))
-                    nd_page_corrupt(pg, b, ND_CORRUPT_LIST, "the link of a freed block was overwritten");
-                out[got++] = b;
-                b = next;
-            } while (b != NULL && got < n);
-            pg->free = b;
+        if (pg->free != NULL) {
+            got += nd_page_take_list(pg, out + got, n - got);
             continue;
         }
         /* Blocks other threads gave back come before blocks that would make
