@@ -148,7 +148,7 @@ static nd_noinline void nd_free_big(void *p, nd_segment *s, nd_page *pg)
 }
 
 /* A block of one of this thread's own pages, past the fast path: its bin
-   is full (grown, or half of it flushed), or its class has no cache (or
+   is full (grown, or half or all of it flushed), or its class has no cache (or
    checks are on): then straight back to the page. */
 static nd_noinline void nd_free_own(void *p, nd_page *pg)
 {
@@ -201,7 +201,7 @@ static nd_noinline void nd_free_sealed_route(void *p, nd_segment *s, nd_page *pg
         nd_load_relaxed(&pg->kind) == nd_kind_of(false, tc->heap.node)) {
         if (nd_unlikely(*tc->bins[bin].cur == p))
             nd_free_twice_in_a_row(p);
-        nd_tcache_push(tc, bin, p);   /* grows the bin or flushes half of it */
+        nd_tcache_push(tc, bin, p);   /* grows the bin or flushes half or all of it */
         nd_thread_tick(tc);
         return;
     }

@@ -20,7 +20,7 @@
  *                 page kind == the thread's: *--bin->cur = p   (bin->cur != bin->low)
  *                 (a node-bound kind: the thread's cache for that node)
  *   else nd_free_slow (free.c) -> full cache: nd_tcache_push (grows the
- *                                 bin or flushes half of it)
+ *                                 bin or flushes half or all of it)
  *                              -> no cache of that kind, an abandoned page:
  *                                 nd_route_free_foreign (route.c)
  *                              -> large / huge: nd_large_free / nd_huge_free

@@ -197,6 +197,19 @@ static void nd_heap_page_retire(nd_heap *h, nd_page *pg)
 
 /* ---- blocks out ------------------------------------------------------------- */
 
+/* Page pg of queue q has no block left to take: park it where remote
+   frees will find it again. */
+static void nd_heap_park(nd_heap *h, nd_page_queue *q, nd_page *pg)
+{
+    nd_list_remove(q, pg);
+    if (nd_page_arm(pg)) {
+        pg->in_full = 1;
+        nd_list_push_front(&h->full, pg);
+    } else {
+        nd_list_push_back(q, pg);   /* remote frees are waiting: taken at its turn */
+    }
+}
+
 size_t nd_heap_take_blocks(nd_heap *h, unsigned cls, void **out, size_t n, size_t max)
 {
     if (nd_load_relaxed(&h->notified) != NULL)
@@ -211,19 +224,24 @@ size_t nd_heap_take_blocks(nd_heap *h, unsigned cls, void **out, size_t n, size_
                 break;
         }
         got += nd_page_take(pg, out + got, n - got, max - got);
-        if (nd_page_is_exhausted(pg)) {
-            /* Full: park it where remote frees will find it again. */
-            nd_list_remove(q, pg);
-            if (nd_page_arm(pg)) {
-                pg->in_full = 1;
-                nd_list_push_front(&h->full, pg);
-            } else {
-                nd_list_push_back(q, pg);   /* remote frees are waiting: taken at its turn */
-            }
-        }
+        if (nd_page_is_exhausted(pg))
+            nd_heap_park(h, q, pg);
     }
     if (got == 0)
         errno = ENOMEM;
+    return got;
+}
+
+size_t nd_heap_take_free(nd_heap *h, unsigned cls, void **out, size_t n)
+{
+    nd_page_queue *q = &h->pages[cls];
+    size_t got = 0;
+    for (nd_page *pg = q->first; got < n && pg != NULL && pg->free != NULL; pg = q->first) {
+        got += nd_page_take_free(pg, out + got, n - got);
+        if (!nd_page_is_exhausted(pg))
+            break;   /* its list ran out (or n did): carving is next, not wanted here */
+        nd_heap_park(h, q, pg);
+    }
     return got;
 }
 

@@ -90,6 +90,10 @@ void nd_heap_init(nd_heap *h, uintptr_t tid, int node, bool bound) nd_hidden;
    nd_page_take); returns how many (0 only when memory ran out: errno =
    ENOMEM). */
 size_t nd_heap_take_blocks(nd_heap *h, unsigned cls, void **out, size_t n, size_t max) nd_hidden;
+/* Fills out[0..n) with blocks of class cls already free in h's pages
+   (their free lists, from the queue's first page on), and nothing else: no
+   block carved, no page taken; returns how many (maybe 0). */
+size_t nd_heap_take_free(nd_heap *h, unsigned cls, void **out, size_t n) nd_hidden;
 /* Gives `count` blocks of page pg, linked head..tail, back (owner side):
    the page leaves the full queue, or retires when no block is out. */
 void   nd_heap_return_blocks(nd_heap *h, nd_page *pg, nd_block *head, nd_block *tail, uint32_t count) nd_hidden;

@@ -158,22 +158,30 @@ void nd_page_xdone(nd_page *pg)
    that the block of index field f is before + f * block_size. Read once
    because the walks store into blocks and into `out`, which the compiler
    would otherwise assume may alias the descriptor. */
-static inline bool nd_link_follow(const nd_block *b, uintptr_t before, uintptr_t bsize, uint64_t capacity,
-                                  nd_block **next)
+static inline bool nd_link_follow_field(const nd_block *b, uintptr_t before, uintptr_t bsize, uint64_t capacity,
+                                        nd_block **next, uint64_t *field)
 {
     uint64_t w = (uint64_t)(uintptr_t)b->next, f = w & ND_LINK_FIELD;
     if (nd_unlikely((w & ~ND_LINK_FIELD) != nd_link_mac(b, f) || f > capacity))
         return false;
     *next = f == 0 ? NULL : (nd_block *)(before + f * bsize);
+    *field = f;
     return true;
+}
+static inline bool nd_link_follow(const nd_block *b, uintptr_t before, uintptr_t bsize, uint64_t capacity,
+                                  nd_block **next)
+{
+    uint64_t f;
+    return nd_link_follow_field(b, before, bsize, capacity, next, &f);
 }
 
 /* One step of the walk of a remote list (below): checks b's link and the
    mark of the block it leads to, and counts b against `left`, the blocks
    out of the page that the list can still hold. Returns the next block,
-   or NULL at the list's end. */
+   or NULL at the list's end; *idx becomes the next block's index (the
+   link's field less one: the block the link names, checked). */
 static inline nd_block *nd_page_walk_step(const nd_page *pg, nd_block *b, uintptr_t before, uintptr_t bsize,
-                                          uint64_t capacity, uint32_t *left)
+                                          uint64_t capacity, uint32_t *left, size_t *idx)
 {
     if (nd_unlikely(*left == 0))
         nd_fatal("free(): double free: %p (a block of the page at %p freed twice by other threads)",
@@ -196,8 +204,11 @@ static inline nd_block *nd_page_walk_step(const nd_page *pg, nd_block *b, uintpt
     __builtin_prefetch((const char *)b - ND_WALK_AHEAD_NEAR * bsize);
     __builtin_prefetch((const char *)b - ND_WALK_AHEAD_FAR * bsize);
     nd_block *next;
-    if (nd_unlikely(!nd_link_follow(b, before, bsize, capacity, &next) || (next != NULL && !nd_block_is_marked(next))))
+    uint64_t f;
+    if (nd_unlikely(!nd_link_follow_field(b, before, bsize, capacity, &next, &f) ||
+                    (next != NULL && !nd_block_is_marked(next))))
         nd_page_corrupt(pg, b, ND_CORRUPT_LIST, "the link of a block freed by another thread was overwritten");
+    *idx = (size_t)f - 1;
     return next;
 }
 
@@ -248,15 +259,21 @@ static size_t nd_page_collect_into(nd_page *pg, void **out, size_t n)
     size_t lo = ND_PAGE_MAX_BLOCKS / 64, hi = 0;   /* the map's words in use (b is a block) */
     memset(map, 0, ((capacity + 63) >> 6) * sizeof map[0]);
     uint32_t left = pg->used;
-    for (nd_block *next; b != NULL; b = next) {
-        next = nd_page_walk_step(pg, b, before, bsize, capacity, &left);
-        size_t idx = nd_page_block_index(pg, b), w = idx >> 6;
+    /* The index of each block after the first comes from the link that
+       led to it (checked), not from its address: one multiply less. */
+    size_t idx = nd_page_block_index(pg, b);
+    while (b != NULL) {
+        size_t nidx;
+        nd_block *next = nd_page_walk_step(pg, b, before, bsize, capacity, &left, &nidx);
+        size_t w = idx >> 6;
         uint64_t bit = (uint64_t)1 << (idx & 63);
         if (nd_unlikely(map[w] & bit))
             nd_page_corrupt(pg, b, ND_CORRUPT_LIST, "a block freed by other threads is in the page's list twice");
         map[w] |= bit;
         lo = w < lo ? w : lo;
         hi = w > hi ? w : hi;
+        b = next;
+        idx = nidx;
     }
     pg->used = (uint16_t)left;
     /* The first n into out; the rest linked in the same order, ahead of
@@ -346,27 +363,42 @@ static size_t nd_page_resident_room(const nd_page *pg)
     return (size_t)((end - next) / pg->block_size);
 }
 
+/* The first blocks of pg's free list (not empty), up to n > 0 of them,
+   into out; returns how many (not counted in used). Each was checked when
+   the link to it was followed (or set). The list is walked with the
+   page's fields read once and its head stored once (nd_link_follow). */
+static inline size_t nd_page_take_list(nd_page *pg, void **out, size_t n)
+{
+    nd_block *b = pg->free;
+    const uintptr_t bsize = pg->block_size;
+    const uintptr_t before = (uintptr_t)pg->start - bsize;
+    const uint64_t capacity = pg->capacity;
+    size_t got = 0;
+    do {
+        nd_block *next;
+        if (nd_unlikely(!nd_link_follow(b, before, bsize, capacity, &next) ||
+                        (next != NULL && !nd_block_is_marked(next))))
+            nd_page_corrupt(pg, b, ND_CORRUPT_LIST, "the link of a freed block was overwritten");
+        out[got++] = b;
+        b = next;
+    } while (b != NULL && got < n);
+    pg->free = b;
+    return got;
+}
+
+size_t nd_page_take_free(nd_page *pg, void **out, size_t n)
+{
+    size_t got = pg->free != NULL && n != 0 ? nd_page_take_list(pg, out, n) : 0;
+    pg->used = (uint16_t)(pg->used + got);
+    return got;
+}
+
 size_t nd_page_take(nd_page *pg, void **out, size_t n, size_t max)
 {
     size_t got = 0;
     while (got < n) {
-        nd_block *b = pg->free;
-        if (b != NULL) {
-            /* b was checked when the link to it was followed (or set). The
-               list is walked with the page's fields read once and its head
-               stored once (nd_link_follow). */
-            const uintptr_t bsize = pg->block_size;
-            const uintptr_t before = (uintptr_t)pg->start - bsize;
-            const uint64_t capacity = pg->capacity;
-            do {
-                nd_block *next;
-                if (nd_unlikely(!nd_link_follow(b, before, bsize, capacity, &next) ||
-                                (next != NULL && !nd_block_is_marked(next))))
-                    nd_page_corrupt(pg, b, ND_CORRUPT_LIST, "the link of a freed block was overwritten");
-                out[got++] = b;
-                b = next;
-            } while (b != NULL && got < n);
-            pg->free = b;
+        if (pg->free != NULL) {
+            got += nd_page_take_list(pg, out + got, n - got);
             continue;
         }
         /* Blocks other threads gave back come before blocks that would make

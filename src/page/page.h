@@ -293,6 +293,10 @@ void nd_page_release(nd_page *pg) nd_hidden;
    walked once to be counted and checked; the ones past max become the
    free list). Returns how many, possibly more than n. Owner only. */
 size_t nd_page_take(nd_page *pg, void **out, size_t n, size_t max) nd_hidden;
+/* Takes up to n blocks from pg's free list only (blocks already carved and
+   free: no memory made resident, no remote list taken); returns how many.
+   Owner only. */
+size_t nd_page_take_free(nd_page *pg, void **out, size_t n) nd_hidden;
 /* No block left to take without remote frees? */
 static inline bool nd_page_is_exhausted(const nd_page *pg)
 {

@@ -324,6 +324,14 @@ void nd_tcache_watch(nd_tcache *tc, bool on)
     }
 }
 
+/* The requests of bin c so far (those the tick counted since it was
+   armed too). */
+static inline uint64_t nd_bin_requests(const nd_tcache *tc, unsigned c)
+{
+    int64_t armed = tc->binfo[c].armed, tick = tc->bins[c].tick;
+    return tc->binfo[c].nreq + (uint64_t)(tick < armed ? armed - tick : 0);
+}
+
 uint64_t nd_tcache_requests(const nd_tcache *tc)
 {
     uint64_t n = 0;
@@ -424,9 +432,20 @@ bool nd_tcache_fill(nd_tcache *tc, unsigned c)
        fills, and every block it holds is memory of its pages kept out. */
     if (bi->filled && (bi->cap < ND_BIN_DRY_MIN || (size_t)bi->cap * nd_bin_counted_size(c) < ND_BIN_DRY_BYTES))
         nd_tcache_grow(tc, c);
+    /* Half the capacity; all of it when the bin ran dry twice with few
+       frees into it in between (tcache.h: ND_LAST_FILL; frees = requests
+       since the last fill less the blocks it took), but the second half
+       only from blocks already free (nd_heap_take_free): carving ahead of
+       need (all of it from the heap, tried) raised rptest -t 2's peak RSS
+       4-8 %. */
+    uint64_t now = nd_bin_requests(tc, c);
     size_t want = bi->cap / 2;
+    size_t whole = bi->last == ND_LAST_FILL && now - bi->mark < bi->cap / 4 ? bi->cap : want;
+    bi->last = ND_LAST_FILL;
     if (want > bi->fill)
         want = bi->fill;
+    if (whole > bi->fill)
+        whole = bi->fill;
     if (want == 0)
         want = 1;
     if (bi->fill < bi->cap_max)
@@ -439,7 +458,7 @@ bool nd_tcache_fill(nd_tcache *tc, unsigned c)
     size_t got = 0;
     nd_xfer *x = nd_tcache_xfer(tc, false);
     if (x != NULL) {
-        got = nd_xfer_take(x, c, bin->low, want);
+        got = nd_xfer_take(x, c, bin->low, whole > want ? whole : want);
         if (got != 0) {
             nd_count_inc(&cs->xfer_takes);
             nd_count_add(&cs->xfer_take_blocks, got);
@@ -447,11 +466,15 @@ bool nd_tcache_fill(nd_tcache *tc, unsigned c)
             nd_count_inc(&cs->xfer_empty);
         }
     }
-    if (got == 0)
+    if (got == 0) {
         got = nd_heap_take_blocks(&tc->heap, nd_bin_class[c], bin->low, want, bi->cap);
-    if (got > 0)
+        if (got != 0 && got < whole)
+            got += nd_heap_take_free(&tc->heap, nd_bin_class[c], bin->low + got, whole - got);
+    }
+    if (got > 0 && bin->empty - got != bin->low)   /* (a whole bin's fill is in place) */
         memmove(bin->empty - got, bin->low, got * sizeof(void *));
     bin->cur = bin->empty - got;
+    bi->mark = now + got;
     tc->binfo[c].low_water = 0;   /* it just ran dry */
     tc->binfo[c].filled = 1;
     nd_count_inc(&cs->fills);
@@ -516,15 +539,19 @@ static size_t nd_tcache_gather(void **it, void **end, uintptr_t base, uintptr_t 
    rest), so that they go home as one chain, one compare-and-swap, instead
    of one per run. Blocks usually come in long runs of one page already (a
    thread frees what it allocated, or what another thread allocated, in
-   about that order). The heap's own pages take their runs as they come: a
-   run costs no atomic there, and a flush of blocks of many pages (a batch
-   of large blocks) pays no scan. Each block is looked at once here (its
+   about that order). The heap's own pages gather their blocks the same
+   way while the flush's scan budget (*scan, slots still to look at) lasts,
+   then take their runs as they come: a run costs no atomic there, only a
+   return to the page (about 60 instructions, nd_heap_return_blocks), and
+   a program that frees in scattered order (bench/rptest) leaves runs of
+   2-3 blocks; the budget keeps a flush of blocks of many pages (a batch of
+   large blocks) linear. Each block is looked at once here (its
    mark checked, its link to the block before it set): the chain is built
    in the same pass that finds the run's end. The page cannot leave use
    while they are out; nothing reads pg after the blocks went back (its
    page may be released, its segment unmapped). Returns where the page's
    blocks end. */
-static void **nd_tcache_flush_page(nd_tcache *tc, nd_page *pg, void **it, void **end)
+static void **nd_tcache_flush_page(nd_tcache *tc, nd_page *pg, void **it, void **end, size_t *scan)
 {
     /* The page's bytes: pages are aligned to their size in the segment
        (page 0's blocks start after the header, its bytes at the segment).
@@ -534,7 +561,10 @@ static void **nd_tcache_flush_page(nd_tcache *tc, nd_page *pg, void **it, void *
     const uintptr_t base = (uintptr_t)pg->start & ~(size - 1);
     nd_heap *h = &tc->heap;
     const bool own = nd_load_relaxed(&pg->heap) == h;
-    bool gathered = own;   /* the heap's own pages take their run only */
+    /* Gather at most once: the heap's own pages while the budget lasts. */
+    bool gathered = own && *scan < (size_t)(end - it);
+    if (own && !gathered)
+        *scan -= (size_t)(end - it);
     void **first = it;
     nd_block *tail = *it, *head = tail;
     if (nd_unlikely(!nd_block_is_marked(tail)))
@@ -579,7 +609,8 @@ static void nd_tcache_drop_oldest(nd_tcache *tc, unsigned c, size_t n)
 {
     nd_bin *bin = &tc->bins[c];
     void **oldest = bin->empty - n;
-    memmove(bin->cur + n, bin->cur, (size_t)(oldest - bin->cur) * sizeof(void *));
+    if (oldest != bin->cur)   /* (none left after a whole bin's overflow) */
+        memmove(bin->cur + n, bin->cur, (size_t)(oldest - bin->cur) * sizeof(void *));
     bin->cur += n;
     nd_class_counters *cs = &tc->heap.cstats[c];
     nd_count_inc(&cs->flushes);
@@ -590,8 +621,9 @@ static void nd_tcache_drop_oldest(nd_tcache *tc, unsigned c, size_t n)
 /* Sends the blocks [from, end) of class cls back to their pages. */
 static void nd_tcache_send_home(nd_tcache *tc, unsigned cls, void **from, void **end)
 {
+    size_t scan = 4 * (size_t)(end - from);   /* the own pages' gathers: a few passes over the blocks */
     for (void **it = from; it < end;)
-        it = nd_tcache_flush_page(tc, nd_tcache_page_of(*it, cls), it, end);
+        it = nd_tcache_flush_page(tc, nd_tcache_page_of(*it, cls), it, end, &scan);
 }
 
 void nd_tcache_flush(nd_tcache *tc, unsigned c, size_t n)
@@ -633,7 +665,8 @@ static size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
     if (n > count)
         n = count;
     nd_xfer *x = nd_tcache_xfer(tc, false);
-    if (nd_unlikely(x == NULL) && tc->kind >= 2 && nd_tcache_has_foreign(tc, bin->empty - n, bin->empty))
+    if (nd_unlikely(x == NULL) && tc->kind >= 2 && nd_opt(ND_OPT_transfer) &&
+        nd_tcache_has_foreign(tc, bin->empty - n, bin->empty))
         x = nd_tcache_xfer(tc, true);   /* the kind's first hand-off: its store */
     size_t room = x != NULL ? nd_xfer_room(x, c) : 0;
     if (room == 0 || n == 0) {
@@ -713,13 +746,19 @@ void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)
             nd_bin_activate(tc, c);   /* the class's first block here */
         } else {
             /* Dry, then full again: the working set does not fit. Grow,
-               within the cache's budget; else half of it leaves. */
+               within the cache's budget; else half of it leaves, or all of it (below). */
             if (bi->filled && nd_tcache_grow(tc, c)) {
                 bi->filled = 0;
             } else {
                 if (bi->cap == bi->cap_max)
                     nd_count_inc(&tc->heap.cstats[c].full_size_flushes);
-                size_t put = nd_tcache_spill(tc, c, (bi->cap + 1) / 2);
+                /* Half of it, or all of it when it overflowed twice
+                   with few requests in between (tcache.h: ND_LAST_SPILL). */
+                uint64_t now = nd_bin_requests(tc, c);
+                bool run = bi->last == ND_LAST_SPILL && now - bi->mark < bi->cap / 4;
+                size_t put = nd_tcache_spill(tc, c, run ? bi->cap : (bi->cap + 1) / 2);
+                bi->last = ND_LAST_SPILL;
+                bi->mark = now;
                 /* A bin whose overflows feed the transfer store (a
                    consumer's: it never runs dry) grows at its next
                    overflow, as a producer's does, up to ND_BIN_DRY_BYTES:

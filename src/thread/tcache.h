@@ -131,11 +131,30 @@ typedef struct nd_bin_info {
                             (sampled at fills and tick roll-overs), or
                             ND_NO_SAMPLE */
     uint32_t fill;       /* blocks the next fill takes at most: ND_FIRST_FILL
-                            at first, doubling at each fill up to cap / 2, so
-                            a thread that makes a few requests of a class
-                            does not take (and at its exit give back) a
-                            full cache's worth */
+                            at first, doubling at each fill, so a thread
+                            that makes a few requests of a class does not
+                            take (and at its exit give back) a full
+                            cache's worth */
+    uint32_t last;       /* the bin's last refill or overflow: ND_LAST_FILL,
+                            ND_LAST_SPILL, or 0 (none yet) */
+    uint64_t mark;       /* the class's request count (nd_bin_requests) at
+                            which the bin would be empty again with no free
+                            in between (after a fill: the count then plus the
+                            blocks it took), or at its last overflow */
 } nd_bin_info;
+/* A bin's batches follow the way its blocks flow (tcache.c): a fill that
+   comes after a fill with fewer than a quarter of the capacity freed into
+   the bin in between (its blocks leave in a run: a burst of requests, a
+   producer) takes the bin's whole capacity; an overflow that comes after
+   an overflow with fewer than a quarter of the capacity requested in
+   between (a run of frees, a consumer) sends the whole bin away. Else
+   (the thread goes back and forth around the bin's edge) half moves,
+   which keeps the blocks it will reuse, and a run of requests and frees
+   that wanders around an edge (bench/mstress) is not cut into a fill or
+   flush every few calls. The capacity, and so the bytes a cache may hold,
+   is the same either way. */
+#define ND_LAST_FILL  1u
+#define ND_LAST_SPILL 2u
 #define ND_FIRST_FILL 4
 #define ND_NO_SAMPLE UINT32_MAX
 
@@ -281,7 +300,7 @@ bool  nd_tcache_fill(nd_tcache *tc, unsigned c) nd_hidden;
 void *nd_tcache_alloc(nd_tcache *tc, unsigned c) nd_hidden;
 /* Caches free block p of class c (a block of this heap's hot pages, or of
    another heap's page of the same kind of memory: see nd_free_slow), making
-   room first if the bin is full (grow it, or flush half of it); p gets the
+   room first if the bin is full (grow it, or flush half or all of it); p gets the
    freed-block mark. */
 void  nd_tcache_push(nd_tcache *tc, unsigned c, void *p) nd_hidden;
 /* Returns the n oldest blocks of bin c to their pages. */

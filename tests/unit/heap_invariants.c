@@ -194,6 +194,153 @@ static void a_producers_bin_grows_to_16_kib_at_most(void)
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the producer's blocks were freed");
 }
 
+/* A bin in a run of requests (it ran dry twice with no block freed into
+   it in between) refills its whole capacity, and the second half comes
+   only from blocks already free in the class's pages: none carved for it
+   (tcache.c: nd_tcache_fill, heap.c: nd_heap_take_free). 300 blocks of
+   1 KiB are carved and freed back (one kept on each page, so that no page
+   is released); then the bin is emptied twice in a row by mallocs alone. */
+enum { RUN_BLOCKS = 300 };
+
+static uint64_t carved_of(void **blocks, int n)
+{
+    uint64_t sum = 0;
+    nd_page *seen[RUN_BLOCKS];
+    int pages = 0;
+    for (int i = 0; i < n; i++) {
+        nd_page *pg = nd_page_of(nd_seg_base(blocks[i]), blocks[i]);
+        int k = 0;
+        while (k < pages && seen[k] != pg)
+            k++;
+        if (k == pages) {
+            seen[pages++] = pg;
+            sum += pg->capacity;
+        }
+    }
+    return sum;
+}
+
+/* The blocks carved in the pages of class c of heap h. */
+static uint64_t class_carved(nd_heap *h, unsigned c)
+{
+    uint64_t sum = 0;
+    for (nd_page *pg = h->pages[c].first; pg != NULL; pg = pg->next)
+        sum += pg->capacity;
+    for (nd_page *pg = h->full.first; pg != NULL; pg = pg->next)
+        sum += pg->cls == c ? pg->capacity : 0;
+    return sum;
+}
+
+static void *run_of_requests(void *arg)
+{
+    (void)arg;
+    static void *a[RUN_BLOCKS], *got[RUN_BLOCKS];
+    for (int i = 0; i < RUN_BLOCKS; i++)
+        a[i] = nodal_malloc(1024);
+    nd_tcache *tc = nd_tls_tc;
+    unsigned c = nd_class_of(1024);
+    nd_bin *b = &tc->bins[c];
+    nd_bin_info *bi = &tc->binfo[c];
+    nd_page *kept_page[RUN_BLOCKS];
+    int kept = 0;
+    for (int i = 0; i < RUN_BLOCKS; i++) {
+        nd_page *pg = nd_page_of(nd_seg_base(a[i]), a[i]);
+        int k = 0;
+        while (k < kept && kept_page[k] != pg)
+            k++;
+        if (k == kept)
+            kept_page[kept++] = pg;   /* a[i] stays out: its page stays in use */
+        else
+            nodal_free(a[i]), a[i] = NULL;
+    }
+    nd_tcache_flush_all(tc);
+    /* The pages' carved blocks, from the one block kept on each. */
+    static void *one[RUN_BLOCKS];
+    int ones = 0;
+    for (int i = 0; i < RUN_BLOCKS; i++)
+        if (a[i] != NULL)
+            one[ones++] = a[i];
+    uint64_t carved = carved_of(one, ones);
+    EXPECT(b->cur == b->empty, "the bin to be empty after the flush");
+    int n = 0;
+    got[n++] = nodal_malloc(1024);   /* the first fill: half */
+    while (b->cur != b->empty && n < RUN_BLOCKS)
+        got[n++] = nodal_malloc(1024);
+    got[n++] = nodal_malloc(1024);   /* dry again, nothing freed in between: the whole bin */
+    size_t held = (size_t)(b->empty - b->cur);
+    EXPECT(held + 1 == bi->cap, "a refill in a run of requests to fill the whole bin (%zu of %u after one request)",
+           held, bi->cap);
+    EXPECT(carved_of(one, ones) == carved, "its blocks to come from the pages' free lists, none carved (%llu -> %llu)",
+           (unsigned long long)carved, (unsigned long long)carved_of(one, ones));
+    /* On in the run until the free blocks run out: from then on a refill
+       carves (or opens pages for) half the bin at most. */
+    static void *more[4 * RUN_BLOCKS];
+    int m = 0;
+    while (m < 4 * RUN_BLOCKS - 1) {
+        while (b->cur != b->empty && m < 4 * RUN_BLOCKS - 1)
+            more[m++] = nodal_malloc(1024);
+        uint64_t before = class_carved(&tc->heap, c);
+        more[m++] = nodal_malloc(1024);
+        uint64_t grown = class_carved(&tc->heap, c) - before;
+        EXPECT(grown <= bi->cap / 2, "a refill to carve half the bin at most (%llu of %u)",
+               (unsigned long long)grown, bi->cap);
+    }
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    for (int i = 0; i < m; i++)
+        nodal_free(more[i]);
+    for (int i = 0; i < n; i++)
+        nodal_free(got[i]);
+    for (int i = 0; i < ones; i++)
+        nodal_free(one[i]);
+    return NULL;
+}
+
+static void a_bin_in_a_run_of_requests_refills_whole_from_free_blocks_only(void)
+{
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, run_of_requests, NULL) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+}
+
+/* A bin in a run of frees (it overflowed twice with no request in
+   between) sends all its blocks home at the second overflow, not half
+   (tcache.c: nd_tcache_push). */
+static void *run_of_frees(void *arg)
+{
+    (void)arg;
+    static void *a[RUN_BLOCKS];
+    for (int i = 0; i < RUN_BLOCKS; i++)
+        a[i] = nodal_malloc(1024);
+    nd_tcache *tc = nd_tls_tc;
+    unsigned c = nd_class_of(1024);
+    nd_bin *b = &tc->bins[c];
+    nd_bin_info *bi = &tc->binfo[c];
+    int overflows = 0, whole = 0;
+    for (int i = 0; i < RUN_BLOCKS; i++) {
+        size_t before = (size_t)(b->empty - b->cur);
+        uint32_t cap = bi->cap;
+        nodal_free(a[i]);
+        size_t after = (size_t)(b->empty - b->cur);
+        if (before == cap && after <= before) {   /* it overflowed (and did not grow) */
+            overflows++;
+            if (overflows >= 2)
+                EXPECT(after == 1, "overflow %d in a run of frees to send the whole bin (%zu of %u kept)",
+                       overflows, after, cap);
+            whole += after == 1;
+        }
+    }
+    EXPECT(overflows >= 2 && whole >= 1, "the run to overflow the bin twice or more (%d, %d whole)", overflows, whole);
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    return NULL;
+}
+
+static void a_bin_in_a_run_of_frees_sends_the_whole_bin_home(void)
+{
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, run_of_frees, NULL) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+}
+
 /* A new page of a heap takes a free page whose memory is still resident
    (freed lately, waiting for its purge) before one that would be faulted
    in fresh (heap.c: nd_heap_pick_page): pages of one class freed and
@@ -868,6 +1015,8 @@ static const struct nd_case cases[] = {
     ND_CASE(random_operations_keep_the_heap_valid),
     ND_CASE(a_cache_gives_slots_only_to_the_classes_a_thread_uses),
     ND_CASE(a_producers_bin_grows_to_16_kib_at_most),
+    ND_CASE(a_bin_in_a_run_of_requests_refills_whole_from_free_blocks_only),
+    ND_CASE(a_bin_in_a_run_of_frees_sends_the_whole_bin_home),
     ND_CASE(a_new_page_reuses_resident_memory_first),
     ND_CASE(threads_beyond_the_cpus_share_the_cache_budget),
     ND_CASE(remote_frees_return_to_the_owner),
