@@ -202,21 +202,26 @@ static void a_producers_bin_grows_to_16_kib_at_most(void)
    is released); then the bin is emptied twice in a row by mallocs alone. */
 enum { RUN_BLOCKS = 300 };
 
+/* Adds the page of block p to seen[0..*n) unless it is there already;
+   returns that page when it was new, else NULL. */
+static nd_page *note_page(nd_page **seen, int *n, void *p)
+{
+    nd_page *pg = nd_page_of(nd_seg_base(p), p);
+    for (int k = 0; k < *n; k++)
+        if (seen[k] == pg)
+            return NULL;
+    seen[(*n)++] = pg;
+    return pg;
+}
+
 static uint64_t carved_of(void **blocks, int n)
 {
     uint64_t sum = 0;
-    nd_page *seen[RUN_BLOCKS];
+    nd_page *seen[RUN_BLOCKS], *pg;
     int pages = 0;
-    for (int i = 0; i < n; i++) {
-        nd_page *pg = nd_page_of(nd_seg_base(blocks[i]), blocks[i]);
-        int k = 0;
-        while (k < pages && seen[k] != pg)
-            k++;
-        if (k == pages) {
-            seen[pages++] = pg;
+    for (int i = 0; i < n; i++)
+        if ((pg = note_page(seen, &pages, blocks[i])) != NULL)
             sum += pg->capacity;
-        }
-    }
     return sum;
 }
 
@@ -231,28 +236,31 @@ static uint64_t class_carved(nd_heap *h, unsigned c)
     return sum;
 }
 
-static void *run_of_requests(void *arg)
+/* Mallocs RUN_BLOCKS blocks of 1 KiB into a[]; the calling thread's bin
+   of that class and its info. */
+typedef struct { nd_tcache *tc; nd_bin *b; nd_bin_info *bi; } kib_bin;
+static kib_bin kib_blocks(void **a)
 {
-    (void)arg;
-    static void *a[RUN_BLOCKS], *got[RUN_BLOCKS];
     for (int i = 0; i < RUN_BLOCKS; i++)
         a[i] = nodal_malloc(1024);
     nd_tcache *tc = nd_tls_tc;
     unsigned c = nd_class_of(1024);
-    nd_bin *b = &tc->bins[c];
-    nd_bin_info *bi = &tc->binfo[c];
+    return (kib_bin){ tc, &tc->bins[c], &tc->binfo[c] };
+}
+
+static void *run_of_requests(void *arg)
+{
+    (void)arg;
+    static void *a[RUN_BLOCKS], *got[RUN_BLOCKS];
+    kib_bin kb = kib_blocks(a);
+    nd_tcache *tc = kb.tc;
+    nd_bin *b = kb.b;
+    nd_bin_info *bi = kb.bi;
     nd_page *kept_page[RUN_BLOCKS];
     int kept = 0;
-    for (int i = 0; i < RUN_BLOCKS; i++) {
-        nd_page *pg = nd_page_of(nd_seg_base(a[i]), a[i]);
-        int k = 0;
-        while (k < kept && kept_page[k] != pg)
-            k++;
-        if (k == kept)
-            kept_page[kept++] = pg;   /* a[i] stays out: its page stays in use */
-        else
+    for (int i = 0; i < RUN_BLOCKS; i++)
+        if (note_page(kept_page, &kept, a[i]) == NULL)   /* else a[i] stays out: its page stays in use */
             nodal_free(a[i]), a[i] = NULL;
-    }
     nd_tcache_flush_all(tc);
     /* The pages' carved blocks, from the one block kept on each. */
     static void *one[RUN_BLOCKS];
@@ -279,9 +287,9 @@ static void *run_of_requests(void *arg)
     while (m < 4 * RUN_BLOCKS - 1) {
         while (b->cur != b->empty && m < 4 * RUN_BLOCKS - 1)
             more[m++] = nodal_malloc(1024);
-        uint64_t before = class_carved(&tc->heap, c);
+        uint64_t before = class_carved(&tc->heap, nd_class_of(1024));
         more[m++] = nodal_malloc(1024);
-        uint64_t grown = class_carved(&tc->heap, c) - before;
+        uint64_t grown = class_carved(&tc->heap, nd_class_of(1024)) - before;
         EXPECT(grown <= bi->cap / 2, "a refill to carve half the bin at most (%llu of %u)",
                (unsigned long long)grown, bi->cap);
     }
@@ -309,12 +317,10 @@ static void *run_of_frees(void *arg)
 {
     (void)arg;
     static void *a[RUN_BLOCKS];
-    for (int i = 0; i < RUN_BLOCKS; i++)
-        a[i] = nodal_malloc(1024);
-    nd_tcache *tc = nd_tls_tc;
-    unsigned c = nd_class_of(1024);
-    nd_bin *b = &tc->bins[c];
-    nd_bin_info *bi = &tc->binfo[c];
+    kib_bin kb = kib_blocks(a);
+    nd_tcache *tc = kb.tc;
+    nd_bin *b = kb.b;
+    nd_bin_info *bi = kb.bi;
     int overflows = 0, whole = 0;
     for (int i = 0; i < RUN_BLOCKS; i++) {
         size_t before = (size_t)(b->empty - b->cur);
