@@ -342,6 +342,13 @@ static size_t nd_large_trim(nd_large_pool *pool)
    page): kept for the next such request of its pool (large.h). */
 static bool nd_large_keepable(size_t usable) { return usable == nd_os_page_size() && nd_seg_guard == 0; }
 
+/* The descriptor of kept block p: its chunk's (large.h). */
+static nd_page *nd_large_kept_desc(void *p)
+{
+    nd_segment *s = nd_seg_base(p);
+    return &s->pages[((uintptr_t)p - (uintptr_t)s) >> ND_CHUNK_SHIFT];
+}
+
 /* A kept block of pool for a request of one OS page, aligned to at most a
    chunk; NULL if none. */
 static void *nd_large_keep_take(nd_large_pool *pool)
@@ -350,8 +357,7 @@ static void *nd_large_keep_take(nd_large_pool *pool)
         void *p = nd_load_relaxed(&pool->keep[i]);
         if (p != NULL && __atomic_compare_exchange_n(&pool->keep[i], &p, NULL, false, __ATOMIC_ACQUIRE,
                                                      __ATOMIC_RELAXED)) {
-            nd_segment *s = nd_seg_base(p);
-            nd_store_relaxed(&s->pages[((uintptr_t)p - (uintptr_t)s) >> ND_CHUNK_SHIFT].in_full, 0);
+            nd_store_relaxed(&nd_large_kept_desc(p)->in_full, 0);
             if (!nd_load_relaxed(&pool->keep_used))
                 nd_store_relaxed(&pool->keep_used, 1);
             return p;
@@ -544,10 +550,9 @@ static void nd_large_keep_drain(nd_large_pool *pool, uint64_t now, bool force)
         void *p = __atomic_exchange_n(&pool->keep[i], NULL, __ATOMIC_ACQUIRE);
         if (p == NULL)
             continue;
-        nd_segment *s = nd_seg_base(p);
-        nd_page *pg = &s->pages[((uintptr_t)p - (uintptr_t)s) >> ND_CHUNK_SHIFT];
+        nd_page *pg = nd_large_kept_desc(p);
         nd_store_relaxed(&pg->in_full, 0);
-        nd_large_give_back(s, pg, p);
+        nd_large_give_back(nd_seg_base(p), pg, p);
     }
 }
 

@@ -325,18 +325,19 @@ void nd_tcache_watch(nd_tcache *tc, bool on)
 }
 
 /* The requests of bin c so far (those the tick counted since it was
-   armed too). */
+   armed too). Relaxed loads: the statistics read it from other threads,
+   and a re-arm seen between the two loads counts 0. */
 static inline uint64_t nd_bin_requests(const nd_tcache *tc, unsigned c)
 {
-    int64_t armed = tc->binfo[c].armed, tick = tc->bins[c].tick;
-    return tc->binfo[c].nreq + (uint64_t)(tick < armed ? armed - tick : 0);
+    int64_t armed = nd_load_relaxed(&tc->binfo[c].armed), tick = nd_load_relaxed(&tc->bins[c].tick);
+    return nd_load_relaxed(&tc->binfo[c].nreq) + (uint64_t)(tick < armed ? armed - tick : 0);
 }
 
 uint64_t nd_tcache_requests(const nd_tcache *tc)
 {
     uint64_t n = 0;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
-        n += tc->binfo[c].nreq + tc->binfo[c].armed - (uint64_t)tc->bins[c].tick;
+        n += nd_bin_requests(tc, c);
     return n;
 }
 
@@ -819,9 +820,7 @@ void nd_tcache_stats_add(const nd_tcache *tc, nd_snap_class *cls, nd_snap_totals
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         const nd_bin *b = &tc->bins[c];
         const nd_class_counters *cs = &tc->heap.cstats[c];
-        int64_t armed = nd_load_relaxed(&tc->binfo[c].armed), tick = nd_load_relaxed(&b->tick);
-        uint64_t requests = nd_load_relaxed(&tc->binfo[c].nreq) +
-                            (uint64_t)(tick < armed ? armed - tick : 0);   /* a re-arm in between: 0 */
+        uint64_t requests = nd_bin_requests(tc, c);
         uint64_t cached = (uint64_t)(b->empty - nd_load_relaxed(&b->cur));
         uint64_t fill_blocks = nd_load_relaxed(&cs->fill_blocks);
         uint64_t flush_blocks = nd_load_relaxed(&cs->flush_blocks);
