@@ -325,8 +325,11 @@ void nd_tcache_watch(nd_tcache *tc, bool on)
 }
 
 /* The requests of bin c so far (those the tick counted since it was
-   armed too). Relaxed loads: the statistics read it from other threads,
-   and a re-arm seen between the two loads counts 0. */
+   armed too). Relaxed loads, and not instrumented by TSan: the statistics
+   read it from other threads while the owner counts with plain stores
+   (as nd_tcache_stats_add does); a re-arm seen between the two loads
+   counts 0. */
+__attribute__((no_sanitize("thread")))
 static inline uint64_t nd_bin_requests(const nd_tcache *tc, unsigned c)
 {
     int64_t armed = nd_load_relaxed(&tc->binfo[c].armed), tick = nd_load_relaxed(&tc->bins[c].tick);
