@@ -10,6 +10,7 @@
  * Registered with NODAL_OPTIONS=secure=1 or secure=2 (tests/CMakeLists.txt,
  * CASES_secure and CASES_secure_2); every case fails if its level is not on.
  */
+#include <pthread.h>
 #include <stdint.h>
 
 #include "api.h"
@@ -73,6 +74,109 @@ static void consecutive_blocks_are_rarely_neighbours(void)
     EXPECT(distinct >= 20, "the gap from one block to the next to take many values; it took %d", distinct);
     for (int i = 0; i < N; i++)
         A->free(blk[i]);
+}
+
+/* How unpredictable the order of blocks[0..n) (handed out one after the
+   other) is, counted into *o over rounds: the steps from one block to the
+   next, in blocks; how many of them go to a neighbour (a step of 1 either
+   way); and, over the steps within one 64 KiB page, how often two of them
+   are equal (the sum over step values of the square of how many took it:
+   a program that guessed the next block from the last one with the likeliest
+   step would be right about as often, at best). */
+struct order_measure {
+    long steps, neighbours, in_page;
+    long hist[2 * 4096];   /* steps of -4095..4095 blocks within a page */
+};
+
+static void measure_order(struct order_measure *o, void *const *blk, size_t n)
+{
+    size_t stride = stride_of(blk, n);
+    for (size_t i = 1; i < n; i++) {
+        intptr_t d = (intptr_t)blk[i] - (intptr_t)blk[i - 1];
+        o->steps++;
+        o->neighbours += d == (intptr_t)stride || d == -(intptr_t)stride;
+        if ((uintptr_t)blk[i] >> 16 == (uintptr_t)blk[i - 1] >> 16) {
+            o->hist[4096 + d / (intptr_t)stride]++;
+            o->in_page++;
+        }
+    }
+}
+
+/* 1 / the chance that two steps within a page are equal. */
+static double order_spread(const struct order_measure *o)
+{
+    double same = 0;
+    for (size_t i = 0; i < sizeof o->hist / sizeof o->hist[0]; i++)
+        same += (double)o->hist[i] * (double)o->hist[i];
+    return same == 0 ? 0 : (double)o->in_page * (double)o->in_page / same;
+}
+
+/* The bounds below hold with a wide margin for a shuffle over each page's
+   run of a refill (measured on main 84ec437, 64-byte requests: a neighbour
+   1 step in 110-123, two steps equal 1 time in 337-534) and fail for an
+   order known to within a few blocks (1 KiB windows shuffled, branch h33s:
+   a neighbour 1 step in 5-11). */
+static void expect_random_order(const struct order_measure *o, const char *what)
+{
+    EXPECT(o->neighbours * 40 < o->steps, "%s: at most 1 step in 40 to a neighbouring block; %ld of %ld were",
+           what, o->neighbours, o->steps);
+    EXPECT(o->in_page > o->steps / 2, "%s: most steps to stay within a page; %ld of %ld did", what, o->in_page,
+           o->steps);
+    double spread = order_spread(o);
+    EXPECT(spread > 100, "%s: two steps within a page to be equal less than 1 time in 100; 1 in %.0f were", what,
+           spread);
+}
+
+/* One thread, rounds of 4000 blocks of 64 bytes taken and freed: from the
+   second round on the blocks come from its own cache's refills of freed
+   blocks, not from fresh pages. */
+static void the_next_block_is_rarely_a_neighbour_nor_a_likely_step_away(void)
+{
+    need_secure();
+    const struct nd_api *A = nd_api();
+    enum { N = 4000, ROUNDS = 6 };
+    static void *blk[N];
+    static struct order_measure o;
+    for (int r = 0; r < ROUNDS; r++) {
+        for (int i = 0; i < N; i++)
+            EXPECT((blk[i] = A->malloc(64)) != NULL, "malloc(64) to succeed");
+        measure_order(&o, blk, N);
+        for (int i = 0; i < N; i++)
+            A->free(blk[i]);
+    }
+    expect_random_order(&o, "one thread, 64-byte blocks");
+}
+
+static void *free_all(void *arg)
+{
+    void **blk = arg;
+    for (int i = 0; blk[i] != NULL; i++)
+        nd_api()->free(blk[i]);
+    return NULL;
+}
+
+/* A producer and a consumer: this thread takes 2000 blocks of 64 bytes,
+   another thread frees them, 12 times; every round after the first hands
+   out blocks that came back through the other thread's cache (its flushes
+   to their pages, the transfer store). */
+static void blocks_freed_by_another_thread_come_back_in_a_random_order(void)
+{
+    need_secure();
+    const struct nd_api *A = nd_api();
+    enum { N = 2000, ROUNDS = 12 };
+    static void *blk[N + 1];
+    static struct order_measure o;
+    for (int r = 0; r < ROUNDS; r++) {
+        for (int i = 0; i < N; i++)
+            EXPECT((blk[i] = A->malloc(64)) != NULL, "malloc(64) to succeed");
+        blk[N] = NULL;
+        if (r > 0)
+            measure_order(&o, blk, N);
+        pthread_t t;
+        EXPECT(pthread_create(&t, NULL, free_all, blk) == 0, "pthread_create to work");
+        pthread_join(t, NULL);
+    }
+    expect_random_order(&o, "blocks freed by another thread, 64 bytes");
 }
 
 /* Two processes forked from one that already allocated: each draws its own
@@ -324,6 +428,8 @@ static void requests_just_under_1_kib_take_the_next_class(void)
 
 static const struct nd_case cases[] = {
     ND_CASE(consecutive_blocks_are_rarely_neighbours),
+    ND_CASE(the_next_block_is_rarely_a_neighbour_nor_a_likely_step_away),
+    ND_CASE(blocks_freed_by_another_thread_come_back_in_a_random_order),
     ND_CASE(allocation_order_differs_between_forked_processes),
     ND_CASE(a_freed_block_waits_for_256_more_frees_then_comes_back),
     ND_CASE(usable_size_is_the_size_asked_for),
