@@ -79,11 +79,26 @@ static unsigned nd_heap_pick_page(const nd_segment *s)
     return (unsigned)__builtin_ctzll(at_or_after != 0 ? at_or_after : m);
 }
 
+/* The segment of queue q (segments with a free page) a new page comes
+   from: the first one with a free page whose memory is still resident, so
+   that such a page in a segment further down the queue is used before a
+   page that would be faulted in; else the first one. The first eight
+   segments are looked at, at most (a heap rarely has more with a free
+   page). */
+static nd_segment *nd_heap_pick_segment(const nd_seg_queue *q)
+{
+    unsigned n = 0;
+    for (nd_segment *s = q->first; s != NULL && n < 8; s = s->next, n++)
+        if ((s->free_mask & nd_heap_resident_pages(s)) != 0)
+            return s;
+    return q->first;
+}
+
 static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)
 {
     int k = nd_class_is_small(cls) ? 0 : 1;
     for (;;) {
-        nd_segment *s = h->avail[k].first;
+        nd_segment *s = nd_heap_pick_segment(&h->avail[k]);
         if (s == NULL) {
             /* Adopt what exited threads left behind before asking for more. */
             if (nd_heap_reclaim(h)) {

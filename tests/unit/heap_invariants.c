@@ -395,6 +395,89 @@ static void a_new_page_reuses_resident_memory_first(void)
     pthread_join(t, NULL);
 }
 
+/* The resident free pages of any of a heap's segments come before a page
+   that would be faulted in fresh, not only those of the first segment on
+   its queue (heap.c: nd_heap_pick_segment): segment A, first on the
+   queue, has free pages whose memory was returned; segment B, behind it,
+   has free pages still resident; a new page of another class goes to B. */
+static void *reuse_resident_pages_of_any_segment(void *arg)
+{
+    (void)arg;
+    enum { MAX = 12000 };
+    static void *a[MAX];
+    int n = 0;
+    nd_segment *first = NULL, *second = NULL;
+    size_t in_second = 0;
+    /* Blocks of 1000 B until the heap works in a second segment, and eight
+       pages of it are taken (65 blocks a page). */
+    while (n < MAX && in_second < 8 * 65) {
+        a[n] = nodal_malloc(1000);
+        EXPECT(a[n] != NULL, "malloc(1000) to succeed");
+        nd_segment *s = nd_seg_base(a[n]);
+        if (first == NULL)
+            first = s;
+        else if (s != first && second == NULL)
+            second = s;
+        if (s == second)
+            in_second++;
+        n++;
+    }
+    EXPECT(second != NULL, "the blocks to fill a segment and go on into a second");
+    nd_tcache *tc = nd_tls_tc;
+    nd_heap *h = &tc->heap;
+    /* Every block of the first segment but one freed, and its free pages
+       purged; then those of the second, which stay resident. */
+    int keep_first = -1, keep_second = -1;
+    for (int i = 0; i < n; i++)
+        if (nd_seg_base(a[i]) == first) {
+            if (keep_first >= 0)
+                nodal_free(a[i]);
+            else
+                keep_first = i;
+        }
+    nd_tcache_flush_all(tc);
+    nd_heap_purge(h, 0, true);
+    for (int i = 0; i < n; i++)
+        if (nd_seg_base(a[i]) == second) {
+            if (keep_second >= 0)
+                nodal_free(a[i]);
+            else
+                keep_second = i;
+        }
+    nd_tcache_flush_all(tc);
+    uint64_t first_resident = 0, second_resident = 0;
+    for (unsigned i = 1; i < 64; i++) {
+        if (((first->free_mask >> i) & 1) && ((first->committed >> i) & 1))
+            first_resident |= (uint64_t)1 << i;
+        if (((second->free_mask >> i) & 1) && ((second->committed >> i) & 1))
+            second_resident |= (uint64_t)1 << i;
+    }
+    EXPECT(h->avail[0].first == first && first->free_mask != 0 && first_resident == 0,
+           "the first segment to lead the queue with free pages, none resident (resident mask %#llx)",
+           (unsigned long long)first_resident);
+    EXPECT(second_resident != 0, "the second segment's freed pages to wait for their purge with their memory");
+    void *c = nodal_malloc(3000);
+    EXPECT(c != NULL && nd_seg_base(c) == second,
+           "the new page to come from the segment with resident free pages (%p, not %p)",
+           (void *)nd_seg_base(c), (void *)second);
+    unsigned at = nd_page_of(second, c)->index;
+    EXPECT((second_resident >> at) & 1, "the new page (%u) to be one whose memory was resident (mask %#llx)", at,
+           (unsigned long long)second_resident);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold");
+    nodal_free(c);
+    for (int i = 0; i < n; i++)
+        if ((nd_seg_base(a[i]) != first && nd_seg_base(a[i]) != second) || i == keep_first || i == keep_second)
+            nodal_free(a[i]);
+    return NULL;
+}
+
+static void a_new_page_reuses_resident_memory_of_any_segment_first(void)
+{
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, reuse_resident_pages_of_any_segment, NULL) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+}
+
 /* Threads beyond two per CPU share the CPUs' thread-cache budget
    (tcache.c: nd_tcache_total_share): 16 threads, alive together, each
    working through 1 MiB of blocks of four classes, so that each would grow
@@ -1024,6 +1107,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_bin_in_a_run_of_requests_refills_whole_from_free_blocks_only),
     ND_CASE(a_bin_in_a_run_of_frees_sends_the_whole_bin_home),
     ND_CASE(a_new_page_reuses_resident_memory_first),
+    ND_CASE(a_new_page_reuses_resident_memory_of_any_segment_first),
     ND_CASE(threads_beyond_the_cpus_share_the_cache_budget),
     ND_CASE(remote_frees_return_to_the_owner),
     ND_CASE(remote_frees_in_chains_go_back_to_their_own_pages),
