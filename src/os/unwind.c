@@ -593,8 +593,11 @@ static bool nd_uw_rules_at(nd_uw_walk *w, uintptr_t pc, nd_uw_rules *out)
 
    Rules that do not fit (the return address not at CFA - 8, offsets out
    of range) are not kept. Mapped at the first walk (a process that never
-   profiles does not hold it); its pages are touched only as entries fill. */
-#define ND_UW_CACHE 1024
+   profiles does not hold it). One OS page: its entries are spread by a
+   hash, so a table of two was resident whole after a few walks (4 KiB of
+   a small program's 2 % budget of prof=1), and past the memo of stacks
+   (prof.c) a program walks few distinct return addresses. */
+#define ND_UW_CACHE 512
 static uint64_t *nd_uw_cache;
 
 /* Without a cache (no memory for it): one entry, still exact by its key. */
