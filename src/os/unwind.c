@@ -277,11 +277,26 @@ typedef struct nd_uw_obj {
     int       slot;       /* its entry in nd_uw_fds */
     uintptr_t lo, hi;     /* the addresses of the segment read from the file */
     uintptr_t delta;      /* file offset = address - delta */
+    uintptr_t tab;        /* its search table (0: .eh_frame_hdr not read yet) */
+    uint64_t  count;      /* ... of `count` entries */
 } nd_uw_obj;
 
+/* A walk's reads, kept for its next frames: each object's .eh_frame_hdr
+   (above), the last window of a search table and the last CIE read. The
+   frames of one walk mostly lie in a few objects, near each other and
+   under one CIE: the first walk of larson -t 1 read libnodal's header,
+   its search steps, the same window and the same CIE again for each of
+   its four nodal frames (53 pread64 calls, 31 with these kept). */
 typedef struct nd_uw_walk {
     nd_uw_obj objs[ND_UW_OBJS];
     int       nobjs;
+    const nd_uw_obj *win_obj;        /* the window's object (NULL: none) */
+    uintptr_t win_hdr;               /* ... its .eh_frame_hdr */
+    uint64_t  win_lo, win_hi;        /* its entries [win_lo, win_hi) of the table */
+    int32_t   win[2 * ND_UW_WINDOW];
+    const nd_uw_obj *cie_obj;        /* the last CIE's object (NULL: none) */
+    uintptr_t cie_at;                /* ... its address */
+    uint8_t   cie[256];              /* ... its bytes (length word first) */
 } nd_uw_walk;
 
 /* The file calls, as raw system calls: open, pread and close are
@@ -422,7 +437,7 @@ static bool nd_uw_read_record(const nd_uw_obj *o, uintptr_t a, uint8_t *buf, siz
 
 /* Opens the file of object fo and checks it is the one mapped; its entry
    in w (fd -1 when it is not read from a file). */
-static const nd_uw_obj *nd_uw_obj_of(nd_uw_walk *w, const struct dl_find_object *fo)
+static nd_uw_obj *nd_uw_obj_of(nd_uw_walk *w, const struct dl_find_object *fo)
 {
     uintptr_t start = (uintptr_t)fo->dlfo_map_start;
     for (int i = 0; i < w->nobjs; i++)
@@ -478,36 +493,59 @@ static bool nd_uw_rules_at(nd_uw_walk *w, uintptr_t pc, nd_uw_rules *out)
     struct dl_find_object fo;
     if (_dl_find_object((void *)pc, &fo) != 0 || fo.dlfo_eh_frame == NULL)
         return false;
-    const nd_uw_obj *o = nd_uw_obj_of(w, &fo);
+    nd_uw_obj *o = nd_uw_obj_of(w, &fo);
     /* .eh_frame_hdr: version 1, the encodings, then a table of
-       (initial address, FDE) sorted by address, both datarel sdata4. */
-    uintptr_t hdr = (uintptr_t)fo.dlfo_eh_frame;
-    uint8_t hb[4 + 16];
-    if (!nd_uw_read(o, hdr, hb, sizeof hb) || hb[0] != 1 || hb[3] != (PE_DATAREL | PE_SDATA4))
-        return false;
-    nd_uw_cur c = { hb + 4, hb + sizeof hb, true, hdr - (uintptr_t)hb };
-    nd_uw_ptr(&c, hb[1], hdr);                                   /* .eh_frame itself: not needed */
-    uint64_t count = nd_uw_ptr(&c, hb[2], hdr);
-    if (!c.ok || hb[2] == PE_OMIT || count == 0)
-        return false;
-    uintptr_t tab = (uintptr_t)c.p + c.bias;
+       (initial address, FDE) sorted by address, both datarel sdata4. Read
+       once a walk for each object (of the first ND_UW_OBJS). */
+    uintptr_t hdr = (uintptr_t)fo.dlfo_eh_frame, tab;
+    uint64_t count;
+    if (o != NULL && o->tab != 0) {
+        tab = o->tab;
+        count = o->count;
+    } else {
+        uint8_t hb[4 + 16];
+        if (!nd_uw_read(o, hdr, hb, sizeof hb) || hb[0] != 1 || hb[3] != (PE_DATAREL | PE_SDATA4))
+            return false;
+        nd_uw_cur c = { hb + 4, hb + sizeof hb, true, hdr - (uintptr_t)hb };
+        nd_uw_ptr(&c, hb[1], hdr);                                   /* .eh_frame itself: not needed */
+        count = nd_uw_ptr(&c, hb[2], hdr);
+        if (!c.ok || hb[2] == PE_OMIT || count == 0)
+            return false;
+        tab = (uintptr_t)c.p + c.bias;
+        if (o != NULL) {
+            o->tab = tab;
+            o->count = count;
+        }
+    }
     /* The last entry whose address is <= pc: halved one entry at a time
        down to a window of ND_UW_WINDOW entries, which one read takes (each
        read from a file is a system call: libc's table of about 4,000
-       entries took 13 of them, now 6). */
-    int32_t e[2 * ND_UW_WINDOW];
-    uint64_t lo = 0, hi = count;
-    while (hi - lo > ND_UW_WINDOW) {
-        uint64_t mid = lo + (hi - lo) / 2;
-        if (!nd_uw_read(o, tab + 8 * mid, e, 8))
+       entries took 13 of them, now 6). The walk's last window serves when
+       pc lies before its last entry's address (its answer is inside). */
+    int32_t *e = w->win;
+    uint64_t lo = w->win_lo, hi = w->win_hi;
+    bool kept = o != NULL && w->win_obj == o && w->win_hdr == hdr && hi > lo && hdr + (intptr_t)e[0] <= pc &&
+                (hi == count || pc < hdr + (intptr_t)e[2 * (hi - lo - 1)]);
+    if (!kept) {
+        w->win_obj = NULL;
+        lo = 0;
+        hi = count;
+        while (hi - lo > ND_UW_WINDOW) {
+            uint64_t mid = lo + (hi - lo) / 2;
+            if (!nd_uw_read(o, tab + 8 * mid, e, 8))
+                return false;
+            if (hdr + (intptr_t)e[0] <= pc)
+                lo = mid;
+            else
+                hi = mid;
+        }
+        if (!nd_uw_read(o, tab + 8 * lo, e, 8 * (size_t)(hi - lo)))
             return false;
-        if (hdr + (intptr_t)e[0] <= pc)
-            lo = mid;
-        else
-            hi = mid;
+        w->win_obj = o;
+        w->win_hdr = hdr;
+        w->win_lo = lo;
+        w->win_hi = hi;
     }
-    if (!nd_uw_read(o, tab + 8 * lo, e, 8 * (size_t)(hi - lo)))
-        return false;
     uint64_t j = hi - lo;
     while (j > 0 && hdr + (intptr_t)e[2 * (j - 1)] > pc)
         j--;
@@ -516,7 +554,7 @@ static bool nd_uw_rules_at(nd_uw_walk *w, uintptr_t pc, nd_uw_rules *out)
     uintptr_t fde = hdr + (intptr_t)e[2 * (j - 1) + 1];
 
     /* The FDE: length, CIE pointer, its address range, instructions. */
-    uint8_t fb[1536], cb[256];
+    uint8_t fb[1536], *cb = w->cie;
     uint32_t fh[2], ch[2];
     if (!nd_uw_read_record(o, fde, fb, sizeof fb, &fh[0]))
         return false;
@@ -524,8 +562,15 @@ static bool nd_uw_rules_at(nd_uw_walk *w, uintptr_t pc, nd_uw_rules *out)
     if (fh[1] == 0)
         return false;
     uintptr_t cie = fde + 4 - fh[1];
-    if (!nd_uw_read_record(o, cie, cb, sizeof cb, &ch[0]))
-        return false;
+    if (o != NULL && w->cie_obj == o && w->cie_at == cie) {
+        memcpy(&ch[0], cb, sizeof ch[0]);   /* the walk's last CIE: read and checked */
+    } else {
+        w->cie_obj = NULL;
+        if (!nd_uw_read_record(o, cie, cb, sizeof w->cie, &ch[0]))
+            return false;
+        w->cie_obj = o;
+        w->cie_at = cie;
+    }
     memcpy(&ch[1], cb + 4, sizeof ch[1]);
     if (ch[1] != 0)
         return false;
@@ -593,8 +638,11 @@ static bool nd_uw_rules_at(nd_uw_walk *w, uintptr_t pc, nd_uw_rules *out)
 
    Rules that do not fit (the return address not at CFA - 8, offsets out
    of range) are not kept. Mapped at the first walk (a process that never
-   profiles does not hold it); its pages are touched only as entries fill. */
-#define ND_UW_CACHE 1024
+   profiles does not hold it). One OS page: its entries are spread by a
+   hash, so a table of two was resident whole after a few walks (4 KiB of
+   a small program's 2 % budget of prof=1), and past the memo of stacks
+   (prof.c) a program walks few distinct return addresses. */
+#define ND_UW_CACHE 512
 static uint64_t *nd_uw_cache;
 
 /* Without a cache (no memory for it): one entry, still exact by its key. */
@@ -677,6 +725,7 @@ int nd_os_unwind_own(uintptr_t *ips, uintptr_t *cfas, int max)
     int saved = errno, n = 0;
     nd_uw_walk w;
     w.nobjs = 0;
+    w.win_obj = w.cie_obj = NULL;
     while (n < max && pc != 0) {
         ips[n] = pc;
         cfas[n] = cfa;

@@ -21,20 +21,60 @@ static uint64_t nd_prof_nunwinds;     /* of them, stacks the unwinder walked (at
    for all moved its cache line between them at both (Larson -t 2 at
    prof_rate=16384: the live estimate's add was 7 % of the profile's
    record, its subtract part of the forget). */
-#define ND_PROF_STRIPES 16
+#define ND_PROF_STRIPES 8
 typedef struct nd_aligned(ND_CACHE_LINE) nd_prof_stripe {
     int64_t  live;                    /* estimated live bytes added here (atomic; may be negative) */
     uint64_t samples;                 /* samples taken here (atomic) */
 } nd_prof_stripe;
-static nd_prof_stripe nd_prof_stripes[ND_PROF_STRIPES];
+
+/* The live table's pages ever written (below). */
+#define ND_PROF_PAGE 4096u
+#define ND_PROF_LIVE_PAGES ((ND_PROF_LIVE * sizeof(nd_prof_slot) + ND_PROF_PAGE - 1) / ND_PROF_PAGE)
+
+/* The memo of stacks (below), x86-64. */
+#define ND_PROF_OWN       128     /* nodal's return addresses known */
+#define ND_PROF_MEMO      256     /* sets of program stacks memoised */
+#define ND_PROF_MEMO_WAYS 4       /* stacks a set */
+#define ND_PROF_OWN_DEPTH 24      /* nodal frames at most between sampler and program */
+
+typedef struct nd_prof_memo {
+    uint32_t  seq;                /* odd while written */
+    uint32_t  site;
+    uintptr_t s0;                 /* the slot of the program's innermost return address */
+    uint32_t  n;                  /* frames (= the site's) */
+    uint32_t  delta[ND_PROF_FRAMES];   /* frame k's return address is at s0 + delta[k] */
+} nd_prof_memo;
+
+/* The profile's small tables, together: what every sample reads or writes
+   of them (the frame sizes, the memo's sets, the stripes, the live table's
+   page bits: 3.8 KiB) lies on at most two OS pages, the first few memo
+   entries after them. As separate arrays they lay on five pages of nodal's
+   data. A process that never profiles touches none of it. */
+typedef struct nd_aligned(ND_CACHE_LINE) nd_prof_small {
+    uint64_t       own[ND_PROF_OWN];                     /* address << 16 | frame size (atomic; 0 empty) */
+    /* A set's ways name their memo entries (entry + 1; 0: none yet, atomic). */
+    uint16_t       memo_ways[ND_PROF_MEMO * ND_PROF_MEMO_WAYS];
+    nd_prof_stripe stripes[ND_PROF_STRIPES];
+    uint64_t       live_used[(ND_PROF_LIVE_PAGES + 63) / 64];   /* (atomic bits) */
+    uint32_t       memo_used;                            /* memo entries handed out (atomic) */
+    uint32_t       nsites;                               /* sites handed out (atomic) */
+    uint32_t      *site_idx;                             /* the sites' index (below) */
+    uintptr_t      self_lo, self_hi;                     /* nodal's code, left out of stacks */
+    bool           fast;                                 /* the memo of stacks is used */
+    bool           own_unwind;                           /* the unwinder is nodal's own */
+    /* The entries, handed out in order (memo_used), so a program's few
+       stacks fill the first OS pages of the pool, not a page each wherever
+       their sets lie. */
+    nd_prof_memo   memo_pool[ND_PROF_MEMO * ND_PROF_MEMO_WAYS];
+} nd_prof_small;
+static nd_prof_small nd_prof_t;
 
 static nd_prof_stripe *nd_prof_my_stripe(void)
 {
-    return &nd_prof_stripes[(nd_tid() / ND_TID_STEP) % ND_PROF_STRIPES];
+    return &nd_prof_t.stripes[(nd_tid() / ND_TID_STEP) % ND_PROF_STRIPES];
 }
-static uintptr_t nd_prof_self_lo, nd_prof_self_hi;   /* nodal's code, left out of stacks */
 
-static bool nd_prof_own_code(uintptr_t a) { return a >= nd_prof_self_lo && a < nd_prof_self_hi; }
+static bool nd_prof_own_code(uintptr_t a) { return a >= nd_prof_t.self_lo && a < nd_prof_t.self_hi; }
 
 /* The memo of stacks (below) reads x86-64's frames: return addresses at CFA - 8. */
 #if defined(__x86_64__)
@@ -43,22 +83,18 @@ static bool nd_prof_own_code(uintptr_t a) { return a >= nd_prof_self_lo && a < n
 #define ND_PROF_FAST_WALK 0
 #endif
 
-/* The sites are handed out in order (nd_prof_nsites, atomic), so a
+/* The sites are handed out in order (nd_prof_t.nsites, atomic), so a
    program's few stacks fill the first OS pages of their table; their index
    by stack hash is two tables of growing size (below), the first one OS
    page. */
-static uint32_t  nd_prof_nsites;
-static uint32_t *nd_prof_site_idx;
 #define ND_PROF_IDX0   1024u                      /* entries of the first index table */
 #define ND_PROF_IDX1   (2 * ND_PROF_SITES)        /* of the second */
 #define ND_PROF_IDX_WRITING 1u                    /* an index entry: 0 empty, 1 being written, else site + 2 */
 #define ND_PROF_IDX_NONE    UINT32_MAX            /* ... or a stack the full table has no site for */
 
-/* The OS pages of the live table ever written (atomic bits): the reports
-   read only those, so the table's untouched pages never become resident. */
-#define ND_PROF_PAGE 4096u
-#define ND_PROF_LIVE_PAGES ((ND_PROF_LIVE * sizeof(nd_prof_slot) + ND_PROF_PAGE - 1) / ND_PROF_PAGE)
-static uint64_t nd_prof_live_used[(ND_PROF_LIVE_PAGES + 63) / 64];
+/* The OS pages of the live table ever written (nd_prof_small.live_used, atomic
+   bits): the reports read only those, so the table's untouched pages never
+   become resident. */
 
 static void nd_prof_touch(uint64_t *used, size_t offset, size_t len)
 {
@@ -87,20 +123,18 @@ static size_t nd_prof_next_used(const uint64_t *used, size_t i, size_t count, si
 
 size_t nd_prof_site_next(size_t i)
 {
-    uint32_t n = nd_load_acquire(&nd_prof_nsites);
+    uint32_t n = nd_load_acquire(&nd_prof_t.nsites);
     return i < n && i < ND_PROF_SITES ? i : ND_PROF_SITES;
 }
-size_t nd_prof_live_next(size_t i) { return nd_prof_next_used(nd_prof_live_used, i, ND_PROF_LIVE, sizeof(nd_prof_slot)); }
+size_t nd_prof_live_next(size_t i) { return nd_prof_next_used(nd_prof_t.live_used, i, ND_PROF_LIVE, sizeof(nd_prof_slot)); }
 
 /* The recursion guard: set while this thread is inside the profiler (the
    unwinder may allocate; a signal handler may allocate in between). */
 static __thread uint8_t nd_prof_busy;
-/* The memo of stacks is used (x86-64, an unwinder at hand, nodal a shared
-   library). */
-static bool nd_prof_fast;
-/* The unwinder is nodal's own (unwind.c), not libgcc's: nothing loads
-   libgcc_s, and no walk falls back to backtrace(). */
-static bool nd_prof_own_unwind;
+/* (nd_prof_t.fast: the memo of stacks is used: x86-64, an unwinder at
+   hand, nodal a shared library. nd_prof_t.own_unwind: the unwinder is
+   nodal's own, unwind.c, not libgcc's: nothing loads libgcc_s, and no walk
+   falls back to backtrace().) */
 /* Bytes of large and huge requests to this thread's next sample, and the
    state of its draws. */
 static __thread int64_t  nd_prof_big_left;
@@ -113,7 +147,7 @@ int64_t nd_prof_live_bytes(void)
 {
     int64_t sum = 0;
     for (int i = 0; i < ND_PROF_STRIPES; i++)
-        sum += nd_load_relaxed(&nd_prof_stripes[i].live);
+        sum += nd_load_relaxed(&nd_prof_t.stripes[i].live);
     return sum;
 }
 uint64_t nd_prof_dropped(void) { return nd_load_relaxed(&nd_prof_drops); }
@@ -121,7 +155,7 @@ uint64_t nd_prof_samples(void)
 {
     uint64_t sum = 0;
     for (int i = 0; i < ND_PROF_STRIPES; i++)
-        sum += nd_load_relaxed(&nd_prof_stripes[i].samples);
+        sum += nd_load_relaxed(&nd_prof_t.stripes[i].samples);
     return sum;
 }
 uint64_t nd_prof_unwinds(void) { return nd_load_relaxed(&nd_prof_nunwinds); }
@@ -136,25 +170,25 @@ bool nd_prof_start(int64_t rate)
     /* Untouched pages of the tables cost address space only. */
     nd_prof_site_tab = nd_os_map_aligned(site_bytes, nd_os_page_size());
     nd_prof_live_tab = nd_os_map_aligned(live_bytes, nd_os_page_size());
-    nd_prof_site_idx = nd_os_map_aligned(idx_bytes, nd_os_page_size());
-    if (nd_prof_site_tab == NULL || nd_prof_live_tab == NULL || nd_prof_site_idx == NULL) {
+    nd_prof_t.site_idx = nd_os_map_aligned(idx_bytes, nd_os_page_size());
+    if (nd_prof_site_tab == NULL || nd_prof_live_tab == NULL || nd_prof_t.site_idx == NULL) {
         nd_warn("prof: cannot map the profile's tables; profiling is off");
         return false;
     }
     bool main;
-    if (nd_os_code_range((const void *)(uintptr_t)nd_prof_start, &nd_prof_self_lo, &nd_prof_self_hi, &main) && main)
-        nd_prof_self_lo = nd_prof_self_hi = 0;   /* linked into the program: nothing is left out */
+    if (nd_os_code_range((const void *)(uintptr_t)nd_prof_start, &nd_prof_t.self_lo, &nd_prof_t.self_hi, &main) && main)
+        nd_prof_t.self_lo = nd_prof_t.self_hi = 0;   /* linked into the program: nothing is left out */
     nd_prof_busy = 1;
-    nd_prof_own_unwind = ND_PROF_FAST_WALK && nd_prof_self_hi != 0 && nd_os_unwind_own_ok() &&
+    nd_prof_t.own_unwind = ND_PROF_FAST_WALK && nd_prof_t.self_hi != 0 && nd_os_unwind_own_ok() &&
                          nd_opt(ND_OPT_prof_libgcc) == 0;
-    if (nd_prof_own_unwind) {
-        nd_prof_fast = true;
+    if (nd_prof_t.own_unwind) {
+        nd_prof_t.fast = true;
     } else {
         /* libgcc's unwinder: its first call loads libgcc_s (and
            allocates): now, and not inside a sampled malloc. */
         void *frames[4];
         nd_os_backtrace(frames, 4);
-        nd_prof_fast = ND_PROF_FAST_WALK && nd_prof_self_hi != 0 && nd_os_unwind_start();
+        nd_prof_t.fast = ND_PROF_FAST_WALK && nd_prof_t.self_hi != 0 && nd_os_unwind_start();
     }
     nd_prof_busy = 0;
     nd_store_release(&nd_tcache_prof_rate, rate);
@@ -223,7 +257,7 @@ static uint32_t nd_prof_site_of(void *const *frames, int n)
     uint64_t h = nd_prof_hash((const void *const *)frames, n);
     for (uint32_t level = 0; level < 2; level++) {
         uint32_t size = level == 0 ? ND_PROF_IDX0 : ND_PROF_IDX1, probes = level == 0 ? 64 : 512;
-        uint32_t *tab = nd_prof_site_idx + (level == 0 ? 0 : ND_PROF_IDX0);
+        uint32_t *tab = nd_prof_t.site_idx + (level == 0 ? 0 : ND_PROF_IDX0);
         for (uint32_t probe = 0; probe < probes; probe++) {
             uint32_t *e = &tab[(uint32_t)(h + probe) & (size - 1)];
             uint32_t v = nd_load_acquire(e);
@@ -231,9 +265,9 @@ static uint32_t nd_prof_site_of(void *const *frames, int n)
                 uint32_t zero = 0;
                 if (__atomic_compare_exchange_n(e, &zero, ND_PROF_IDX_WRITING, false, __ATOMIC_ACQ_REL,
                                                 __ATOMIC_ACQUIRE)) {
-                    uint32_t i = __atomic_load_n(&nd_prof_nsites, __ATOMIC_RELAXED);
+                    uint32_t i = __atomic_load_n(&nd_prof_t.nsites, __ATOMIC_RELAXED);
                     while (i < ND_PROF_SITES &&
-                           !__atomic_compare_exchange_n(&nd_prof_nsites, &i, i + 1, false, __ATOMIC_ACQ_REL,
+                           !__atomic_compare_exchange_n(&nd_prof_t.nsites, &i, i + 1, false, __ATOMIC_ACQ_REL,
                                                         __ATOMIC_RELAXED))
                         ;
                     if (i >= ND_PROF_SITES) {
@@ -300,7 +334,7 @@ static uint32_t nd_prof_backtrace_site(void)
    frames, not the memo's walk, the sites were always taken from). */
 static uint32_t nd_prof_whole_stack_site(const uintptr_t *ips, int n)
 {
-    return nd_prof_own_unwind ? nd_prof_ips_site(ips, n) : nd_prof_backtrace_site();
+    return nd_prof_t.own_unwind ? nd_prof_ips_site(ips, n) : nd_prof_backtrace_site();
 }
 
 /* ---- the memo of stacks (x86-64) ------------------------------------------
@@ -334,27 +368,7 @@ static uint32_t nd_prof_whole_stack_site(const uintptr_t *ips, int n)
  * written under its odd seq (a writer takes it by compare-and-swap, others
  * skip it) and read as a seqlock.
  */
-#define ND_PROF_OWN       256     /* nodal's return addresses known */
-#define ND_PROF_MEMO      256     /* sets of program stacks memoised */
-#define ND_PROF_MEMO_WAYS 4       /* stacks a set */
-#define ND_PROF_OWN_DEPTH 24      /* nodal frames at most between sampler and program */
-
-typedef struct nd_prof_memo {
-    uint32_t  seq;                /* odd while written */
-    uint32_t  site;
-    uintptr_t s0;                 /* the slot of the program's innermost return address */
-    uint32_t  n;                  /* frames (= the site's) */
-    uint32_t  delta[ND_PROF_FRAMES];   /* frame k's return address is at s0 + delta[k] */
-} nd_prof_memo;
-
-static uint64_t     nd_prof_own[ND_PROF_OWN];   /* address << 16 | frame size (atomic; 0 empty) */
-/* A set's ways name their memo entries (entry + 1; 0: none yet, atomic);
-   the entries are handed out in order (nd_prof_memo_used, atomic), so a
-   program's few stacks fill the first OS pages of the pool, not a page
-   each wherever their sets lie. */
-static uint16_t     nd_prof_memo_ways[ND_PROF_MEMO * ND_PROF_MEMO_WAYS];
-static nd_prof_memo nd_prof_memo_pool[ND_PROF_MEMO * ND_PROF_MEMO_WAYS];
-static uint32_t     nd_prof_memo_used;
+/* (The tables: nd_prof_small, above.) */
 static __thread uintptr_t nd_prof_stk_lo, nd_prof_stk_hi;
 
 static uint32_t nd_prof_own_hash(uintptr_t ip)
@@ -367,7 +381,7 @@ static uint32_t nd_prof_own_size(uintptr_t ip)
 {
     uint32_t h = nd_prof_own_hash(ip);
     for (uint32_t probe = 0; probe < 16; probe++) {
-        uint64_t e = nd_load_acquire(&nd_prof_own[(h + probe) & (ND_PROF_OWN - 1)]);
+        uint64_t e = nd_load_acquire(&nd_prof_t.own[(h + probe) & (ND_PROF_OWN - 1)]);
         if (e == 0)
             return 0;
         if (e >> 16 == ip)
@@ -383,7 +397,7 @@ static void nd_prof_own_learn(uintptr_t ip, uintptr_t size)
     uint64_t want = (uint64_t)ip << 16 | (size < 0x10000 ? size : 0);
     uint32_t h = nd_prof_own_hash(ip);
     for (uint32_t probe = 0; probe < 16; probe++) {
-        uint64_t *slot = &nd_prof_own[(h + probe) & (ND_PROF_OWN - 1)];
+        uint64_t *slot = &nd_prof_t.own[(h + probe) & (ND_PROF_OWN - 1)];
         uint64_t e = nd_load_acquire(slot);
         while (e == 0 && !__atomic_compare_exchange_n(slot, &e, want, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
             ;
@@ -426,10 +440,10 @@ static uint32_t nd_prof_memo_try(nd_prof_memo *m, uintptr_t s0)
 
 static uint32_t nd_prof_memo_find(uintptr_t s0)
 {
-    const uint16_t *ways = &nd_prof_memo_ways[nd_prof_memo_hash(s0, *(const uintptr_t *)s0) * ND_PROF_MEMO_WAYS];
+    const uint16_t *ways = &nd_prof_t.memo_ways[nd_prof_memo_hash(s0, *(const uintptr_t *)s0) * ND_PROF_MEMO_WAYS];
     for (uint32_t w = 0; w < ND_PROF_MEMO_WAYS; w++) {
         uint16_t e = nd_load_acquire(&ways[w]);
-        uint32_t site = e != 0 ? nd_prof_memo_try(&nd_prof_memo_pool[e - 1], s0) : ND_PROF_SITES;
+        uint32_t site = e != 0 ? nd_prof_memo_try(&nd_prof_t.memo_pool[e - 1], s0) : ND_PROF_SITES;
         if (site != ND_PROF_SITES)
             return site;
     }
@@ -441,7 +455,7 @@ static void nd_prof_memo_put(uintptr_t s0, uint32_t site, const uintptr_t *slots
     /* In its set, an empty way (a new entry), else the site's own (the
        sites of one wrapper's callers share a set: each keeps a way if it
        can). */
-    uint16_t *ways = &nd_prof_memo_ways[nd_prof_memo_hash(s0, *(const uintptr_t *)s0) * ND_PROF_MEMO_WAYS];
+    uint16_t *ways = &nd_prof_t.memo_ways[nd_prof_memo_hash(s0, *(const uintptr_t *)s0) * ND_PROF_MEMO_WAYS];
     uint32_t w = site % ND_PROF_MEMO_WAYS;
     for (uint32_t x = 0; x < ND_PROF_MEMO_WAYS; x++)
         if (nd_load_relaxed(&ways[x]) == 0) {
@@ -451,12 +465,12 @@ static void nd_prof_memo_put(uintptr_t s0, uint32_t site, const uintptr_t *slots
     uint16_t e = nd_load_acquire(&ways[w]);
     bool fresh = e == 0;
     if (fresh) {
-        uint32_t k = __atomic_fetch_add(&nd_prof_memo_used, 1, __ATOMIC_RELAXED);
+        uint32_t k = __atomic_fetch_add(&nd_prof_t.memo_used, 1, __ATOMIC_RELAXED);
         if (k >= ND_PROF_MEMO * ND_PROF_MEMO_WAYS)
             return;   /* (entries lost to races used up the pool) */
         e = (uint16_t)(k + 1);
     }
-    nd_prof_memo *m = &nd_prof_memo_pool[e - 1];
+    nd_prof_memo *m = &nd_prof_t.memo_pool[e - 1];
     uint32_t seq = nd_load_relaxed(&m->seq);
     if ((seq & 1) || !__atomic_compare_exchange_n(&m->seq, &seq, seq + 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
         return;   /* another thread writes it */
@@ -502,7 +516,7 @@ static nd_noinline uint32_t nd_prof_stack_site(void)
        returns into has cfas[i + 1]. */
     uintptr_t ips[ND_PROF_FRAMES + ND_PROF_OWN_DEPTH + 8], cfas[ND_PROF_FRAMES + ND_PROF_OWN_DEPTH + 8];
     int max = (int)(sizeof ips / sizeof ips[0]);
-    int n = nd_prof_own_unwind ? nd_os_unwind_own(ips, cfas, max) : nd_os_unwind(ips, cfas, max);
+    int n = nd_prof_t.own_unwind ? nd_os_unwind_own(ips, cfas, max) : nd_os_unwind(ips, cfas, max);
     nd_add_relaxed(&nd_prof_nunwinds, 1);
     if (n > 1 && ips[n - 1] == 0)   /* the outermost frame's "return address" */
         n--;
@@ -593,7 +607,7 @@ void nd_prof_record(void *p, nd_page *pg, size_t size, size_t usable, int node, 
     if (nd_prof_busy || nd_prof_live_tab == NULL)
         return;
     nd_prof_busy = 1;
-    uint32_t site = nd_prof_fast ? nd_prof_stack_site() : nd_prof_backtrace_site();
+    uint32_t site = nd_prof_t.fast ? nd_prof_stack_site() : nd_prof_backtrace_site();
     nd_prof_stripe *st = nd_prof_my_stripe();
     nd_add_relaxed(&st->samples, 1);
     /* The estimate: this request stands for 1 / P(sampled) requests. */
@@ -621,7 +635,7 @@ void nd_prof_record(void *p, nd_page *pg, size_t size, size_t usable, int node, 
         uintptr_t k = nd_load_relaxed(&sl->key);
         if (k != ND_PROF_EMPTY && k != ND_PROF_TOMB)
             continue;
-        nd_prof_touch(nd_prof_live_used, (size_t)(sl - nd_prof_live_tab) * sizeof *sl, sizeof *sl);
+        nd_prof_touch(nd_prof_t.live_used, (size_t)(sl - nd_prof_live_tab) * sizeof *sl, sizeof *sl);
         if (!__atomic_compare_exchange_n(&sl->key, &k, ND_PROF_BUSY, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
             continue;
         nd_add_relaxed(&sl->seq, 1);   /* odd: being written */

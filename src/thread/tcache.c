@@ -237,7 +237,9 @@ int64_t nd_tcache_prof_rate;
 static uint32_t nd_tcache_prof_arm(nd_tcache *tc, unsigned c, uint32_t done, bool *sample);
 
 /* ln(x) for x > 0, to about 1e-7, without libm: x = m * 2^e with m in
-   [sqrt(1/2), sqrt(2)), then the series of atanh. */
+   [sqrt(1/2), sqrt(2)), then the series of atanh, its terms by Horner's
+   multiplies (a division a term was most of a sample's re-arm: Larson -t 2
+   at prof_rate=16384, perf, 2.8 % of the run in nd_tcache_prof_gap). */
 static double nd_ln(double x)
 {
     union { double d; uint64_t u; } v = { .d = x };
@@ -248,12 +250,11 @@ static double nd_ln(double x)
         m *= 0.5;
         e++;
     }
-    double t = (m - 1) / (m + 1), t2 = t * t, sum = 0, pow = t;
-    for (int k = 1; k <= 15; k += 2) {
-        sum += pow / k;
-        pow *= t2;
-    }
-    return 2 * sum + e * 0.6931471805599453;
+    static const double inv_odd[8] = { 1., 1 / 3., 1 / 5., 1 / 7., 1 / 9., 1 / 11., 1 / 13., 1 / 15. };
+    double t = (m - 1) / (m + 1), t2 = t * t, sum = inv_odd[7];
+    for (int k = 6; k >= 0; k--)
+        sum = sum * t2 + inv_odd[k];
+    return 2 * t * sum + e * 0.6931471805599453;
 }
 
 int64_t nd_tcache_prof_gap(uint64_t *rng)
