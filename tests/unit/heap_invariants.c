@@ -303,11 +303,18 @@ static void *run_of_requests(void *arg)
     return NULL;
 }
 
-static void a_bin_in_a_run_of_requests_refills_whole_from_free_blocks_only(void)
+/* Runs fn in a thread of its own (a fresh thread cache and heap) and
+   waits for it. */
+static void in_a_new_thread(void *(*fn)(void *))
 {
     pthread_t t;
-    EXPECT(pthread_create(&t, NULL, run_of_requests, NULL) == 0, "pthread_create to work");
+    EXPECT(pthread_create(&t, NULL, fn, NULL) == 0, "pthread_create to work");
     pthread_join(t, NULL);
+}
+
+static void a_bin_in_a_run_of_requests_refills_whole_from_free_blocks_only(void)
+{
+    in_a_new_thread(run_of_requests);
 }
 
 /* A bin in a run of frees (it overflowed twice with no request in
@@ -342,9 +349,7 @@ static void *run_of_frees(void *arg)
 
 static void a_bin_in_a_run_of_frees_sends_the_whole_bin_home(void)
 {
-    pthread_t t;
-    EXPECT(pthread_create(&t, NULL, run_of_frees, NULL) == 0, "pthread_create to work");
-    pthread_join(t, NULL);
+    in_a_new_thread(run_of_frees);
 }
 
 /* A new page of a heap takes a free page whose memory is still resident
@@ -390,9 +395,22 @@ static void *reuse_resident_pages(void *arg)
 
 static void a_new_page_reuses_resident_memory_first(void)
 {
-    pthread_t t;
-    EXPECT(pthread_create(&t, NULL, reuse_resident_pages, NULL) == 0, "pthread_create to work");
-    pthread_join(t, NULL);
+    in_a_new_thread(reuse_resident_pages);
+}
+
+/* Frees every block of a[0..n) in segment s but the first one found:
+   its index. */
+static int free_all_but_one_in(void *const *a, int n, const nd_segment *s)
+{
+    int kept = -1;
+    for (int i = 0; i < n; i++)
+        if (nd_seg_base(a[i]) == s) {
+            if (kept >= 0)
+                nodal_free(a[i]);
+            else
+                kept = i;
+        }
+    return kept;
 }
 
 /* The resident free pages of any of a heap's segments come before a page
@@ -427,23 +445,10 @@ static void *reuse_resident_pages_of_any_segment(void *arg)
     nd_heap *h = &tc->heap;
     /* Every block of the first segment but one freed, and its free pages
        purged; then those of the second, which stay resident. */
-    int keep_first = -1, keep_second = -1;
-    for (int i = 0; i < n; i++)
-        if (nd_seg_base(a[i]) == first) {
-            if (keep_first >= 0)
-                nodal_free(a[i]);
-            else
-                keep_first = i;
-        }
+    int keep_first = free_all_but_one_in(a, n, first);
     nd_tcache_flush_all(tc);
     nd_heap_purge(h, 0, true);
-    for (int i = 0; i < n; i++)
-        if (nd_seg_base(a[i]) == second) {
-            if (keep_second >= 0)
-                nodal_free(a[i]);
-            else
-                keep_second = i;
-        }
+    int keep_second = free_all_but_one_in(a, n, second);
     nd_tcache_flush_all(tc);
     uint64_t first_resident = 0, second_resident = 0;
     for (unsigned i = 1; i < 64; i++) {
@@ -473,9 +478,7 @@ static void *reuse_resident_pages_of_any_segment(void *arg)
 
 static void a_new_page_reuses_resident_memory_of_any_segment_first(void)
 {
-    pthread_t t;
-    EXPECT(pthread_create(&t, NULL, reuse_resident_pages_of_any_segment, NULL) == 0, "pthread_create to work");
-    pthread_join(t, NULL);
+    in_a_new_thread(reuse_resident_pages_of_any_segment);
 }
 
 /* Threads beyond two per CPU share the CPUs' thread-cache budget
@@ -659,9 +662,7 @@ static void *own_and_take_back(void *arg)
 
 static void blocks_freed_by_another_thread_come_back_in_address_order(void)
 {
-    pthread_t t;   /* a new thread: its own heap, nothing cached yet */
-    EXPECT(pthread_create(&t, NULL, own_and_take_back, NULL) == 0, "pthread_create to work");
-    pthread_join(t, NULL);
+    in_a_new_thread(own_and_take_back);   /* its own heap, nothing cached yet */
 }
 
 /* A thread that frees a block of a full page "notifies" the owner: it holds
