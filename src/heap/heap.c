@@ -39,7 +39,7 @@ static void nd_heap_seg_release(nd_heap *h, nd_segment *s)
         h->spare[1] = NULL;
     s->owner = NULL;
     if (nd_unlikely(h->leaving))
-        nd_seg_purge(s, s->committed);   /* handed back by a thread that moved: nothing stays resident */
+        nd_seg_purge_free(s, true);   /* handed back by a thread that moved: nothing stays resident */
     nd_node_seg_put(s);   /* may be unmapped: do not touch s after this */
 }
 
@@ -514,6 +514,9 @@ size_t nd_heap_leave(nd_heap *h, int node)
     nd_heap_unfull_all(h);
     nd_heap_retire_empty_pages(h);   /* segments left with no page in use go back purged */
     nd_heap_purge(h, 0, true);       /* free pages of the others, and the spares */
+    for (int k = 0; k < 2; k++)      /* and what huge pages faulted in around them */
+        for (nd_segment *s = h->avail[k].first; s; s = s->next)
+            nd_seg_purge_free(s, false);
     nd_heap_abandon(h);
     /* The segments this heap gave its node's cache lately, kept with their
        memory for reuse by a thread of that node, are purged too. */

@@ -399,7 +399,7 @@ static void nd_node_sweep(int node, bool bound, uint64_t now, bool force)
     if (nv == 0)
         return;
     for (size_t i = 0; i < nv; i++)
-        nd_seg_purge(v[i], v[i]->committed);
+        nd_seg_purge_free(v[i], true);
     nd_lock(nd_node_lock(ns));
     for (size_t i = 0; i < nv; i++)
         nd_node_cache_add(k, v[i], false);   /* clean now: to the back */

@@ -265,6 +265,30 @@ void nd_seg_purge(nd_segment *s, uint64_t mask)
     }
 }
 
+void nd_seg_purge_free(nd_segment *s, bool all)
+{
+    uint64_t chunks = all ? nd_mask_range(0, (unsigned)((s->size >> ND_CHUNK_SHIFT) - 1)) : 0;
+    for (uint64_t m = all ? 0 : s->free_mask; m != 0; m &= m - 1) {
+        size_t area;
+        uint8_t *start = nd_seg_page_area(s, (unsigned)__builtin_ctzll(m), &area);
+        chunks |= nd_seg_chunks(s, start, area);
+    }
+    s->purge_mask &= ~chunks;
+    while (chunks) {
+        unsigned a, b;
+        nd_mask_first_run(chunks, &a, &b);
+        uint8_t *start = (uint8_t *)s + (a == 0 ? ND_SEG_HEADER_SIZE : (size_t)a << ND_CHUNK_SHIFT);
+        uint8_t *end = (uint8_t *)s + ((size_t)(b + 1) << ND_CHUNK_SHIFT);
+        uint64_t run = nd_mask_range(a, b) & ~(uint64_t)1;   /* chunk 0, the header's, stays committed */
+        nd_os_purge(start, (size_t)(end - start));
+        size_t was = (size_t)nd_popcount64(run & s->committed) << ND_CHUNK_SHIFT;
+        nd_gauge_add(returned, was);
+        nd_gauge_sub(committed, was);
+        s->committed &= ~run;
+        chunks &= ~nd_mask_range(a, b);
+    }
+}
+
 /* A new mapping [p, p+size) for node-bound memory: bound to node (before
    anything touches it), transparent huge pages asked for if the option
    says so, and its first `commit` bytes committed. 0, or -1 with errno. */
