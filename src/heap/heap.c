@@ -11,6 +11,7 @@
 #include "msg.h"
 #include "node.h"
 #include "options.h"
+#include "topo.h"
 
 void nd_heap_init(nd_heap *h, uintptr_t tid, int node, bool bound)
 {
@@ -27,6 +28,32 @@ static inline unsigned nd_heap_kind(const nd_heap *h) { return nd_kind_of(h->bou
 static inline int nd_heap_kind_of(const nd_segment *s) { return s->kind == ND_SEG_SMALL ? 0 : 1; }
 
 /* ---- segments and pages -------------------------------------------------- */
+
+/* Can h's memory have been moved by the kernel to another node than its
+   segments'? Plain memory of a thread that follows its node, on a machine
+   whose CPUs are on two or more nodes' memory, with no memory policy. */
+static int nd_heap_multi_node = -1;
+static bool nd_heap_checks_moved(const nd_heap *h)
+{
+    if (h->bound || h->shared || !nd_opt(ND_OPT_follow_thread))
+        return false;
+    int multi = nd_load_relaxed(&nd_heap_multi_node);
+    if (multi < 0) {
+        int first = -1;
+        multi = 0;
+        for (int cpu = 0; cpu < nd_topo.cpu_count && !multi; cpu++) {
+            if (nd_topo.cpu_node[cpu] < 0)
+                continue;
+            int m = nd_topo_local_mem_node(nd_topo.cpu_node[cpu]);
+            if (first < 0)
+                first = m;
+            else if (m != first)
+                multi = 1;
+        }
+        nd_store_relaxed(&nd_heap_multi_node, multi);
+    }
+    return multi && nd_os_policy_is_local();
+}
 
 /* Hands a segment with no page in use, already off h's lists, to its node. */
 static void nd_heap_seg_release(nd_heap *h, nd_segment *s)
@@ -94,6 +121,8 @@ static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)
             s = nd_node_seg_get(h->node, h->bound, k == 0 ? ND_SEG_SMALL : ND_SEG_MEDIUM);
             if (s == NULL)
                 return NULL;
+            if (nd_heap_checks_moved(h))
+                nd_seg_purge_elsewhere(s, true);
             s->owner = h;
             nd_list_push_front(&h->avail[k], s);
         }
@@ -431,6 +460,8 @@ bool nd_heap_reclaim(nd_heap *h)
         nd_segment *s = nd_node_abandoned_pop(h->node, h->bound);
         if (s == NULL)
             break;
+        if (nd_heap_checks_moved(h))
+            nd_seg_purge_elsewhere(s, false);
         any = true;
         if (nd_heap_adopt_segment(h, s))   /* kept: it still holds blocks */
             break;

@@ -265,14 +265,9 @@ void nd_seg_purge(nd_segment *s, uint64_t mask)
     }
 }
 
-void nd_seg_purge_free(nd_segment *s, bool all)
+/* Purges the chunks in mask whole, committed or not (never the header). */
+static void nd_seg_purge_whole(nd_segment *s, uint64_t chunks)
 {
-    uint64_t chunks = all ? nd_mask_range(0, (unsigned)((s->size >> ND_CHUNK_SHIFT) - 1)) : 0;
-    for (uint64_t m = all ? 0 : s->free_mask; m != 0; m &= m - 1) {
-        size_t area;
-        uint8_t *start = nd_seg_page_area(s, (unsigned)__builtin_ctzll(m), &area);
-        chunks |= nd_seg_chunks(s, start, area);
-    }
     s->purge_mask &= ~chunks;
     while (chunks) {
         unsigned a, b;
@@ -287,6 +282,52 @@ void nd_seg_purge_free(nd_segment *s, bool all)
         s->committed &= ~run;
         chunks &= ~nd_mask_range(a, b);
     }
+}
+
+/* The chunks of s's free pages (all: of the whole segment). */
+static uint64_t nd_seg_free_chunks(nd_segment *s, bool all)
+{
+    if (all)
+        return nd_mask_range(0, (unsigned)((s->size >> ND_CHUNK_SHIFT) - 1));
+    uint64_t chunks = 0;
+    for (uint64_t m = s->free_mask; m != 0; m &= m - 1) {
+        size_t area;
+        uint8_t *start = nd_seg_page_area(s, (unsigned)__builtin_ctzll(m), &area);
+        chunks |= nd_seg_chunks(s, start, area);
+    }
+    return chunks;
+}
+
+void nd_seg_purge_free(nd_segment *s, bool all)
+{
+    nd_seg_purge_whole(s, nd_seg_free_chunks(s, all));
+}
+
+uint64_t nd_seg_purge_elsewhere(nd_segment *s, bool all)
+{
+    uint64_t mask = nd_seg_free_chunks(s, all);
+    if (mask == 0)
+        return 0;
+    /* Two OS pages per chunk, its first (after the header in chunk 0) and
+       its last: a huge page spans whole chunks. */
+    void *pages[2 * ND_SEG_CHUNKS];
+    int status[2 * ND_SEG_CHUNKS];
+    size_t ps = nd_os_page_size(), n = 0;
+    for (uint64_t m = mask; m != 0; m &= m - 1) {
+        uint8_t *c = (uint8_t *)s + ((size_t)__builtin_ctzll(m) << ND_CHUNK_SHIFT);
+        pages[n++] = c == (uint8_t *)s ? c + ND_SEG_HEADER_SIZE : c;
+        pages[n++] = c + ND_CHUNK_SIZE - ps;
+    }
+    if (nd_os_pages_nodes(pages, status, n) != 0)
+        return 0;
+    uint64_t moved = 0;
+    size_t j = 0;
+    for (uint64_t m = mask; m != 0; m &= m - 1, j += 2)   /* not resident: a negative status */
+        if ((status[j] >= 0 && status[j] != s->node) || (status[j + 1] >= 0 && status[j + 1] != s->node))
+            moved |= m & -m;
+    if (moved != 0)
+        nd_seg_purge_whole(s, moved);
+    return moved;
 }
 
 /* A new mapping [p, p+size) for node-bound memory: bound to node (before
