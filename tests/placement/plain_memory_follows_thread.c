@@ -489,7 +489,8 @@ static void case_back_and_forth(void)
     /* In the VM the kernel's NUMA balancing and transparent huge pages are
        on: this row held 0.95 in every run on a heavily loaded host only
        once nodal purged the whole of the free pages it hands back, not only
-       the chunks it had committed (docs/results.md, issue 19). */
+       the chunks it had committed, and checked a segment it takes from a
+       node for free memory the kernel moved (docs/results.md, issue 19). */
     if (policy_mode < 0 && following && f < MIN_LOCAL)
         pt_fail("back_and_forth: %.3f of %zu OS pages on the node each thread ran on; expected at least %.2f", f,
                 sum_total, MIN_LOCAL);
