@@ -11,6 +11,7 @@
 #include "msg.h"
 #include "node.h"
 #include "options.h"
+#include "topo.h"
 
 void nd_heap_init(nd_heap *h, uintptr_t tid, int node, bool bound)
 {
@@ -28,6 +29,32 @@ static inline int nd_heap_kind_of(const nd_segment *s) { return s->kind == ND_SE
 
 /* ---- segments and pages -------------------------------------------------- */
 
+/* Can h's memory have been moved by the kernel to another node than its
+   segments'? Plain memory of a thread that follows its node, on a machine
+   whose CPUs are on two or more nodes' memory, with no memory policy. */
+static int nd_heap_multi_node = -1;
+static bool nd_heap_checks_moved(const nd_heap *h)
+{
+    if (h->bound || h->shared || !nd_opt(ND_OPT_follow_thread))
+        return false;
+    int multi = nd_load_relaxed(&nd_heap_multi_node);
+    if (multi < 0) {
+        int first = -1;
+        multi = 0;
+        for (int cpu = 0; cpu < nd_topo.cpu_count && !multi; cpu++) {
+            if (nd_topo.cpu_node[cpu] < 0)
+                continue;
+            int m = nd_topo_local_mem_node(nd_topo.cpu_node[cpu]);
+            if (first < 0)
+                first = m;
+            else if (m != first)
+                multi = 1;
+        }
+        nd_store_relaxed(&nd_heap_multi_node, multi);
+    }
+    return multi && nd_os_policy_is_local();
+}
+
 /* Hands a segment with no page in use, already off h's lists, to its node. */
 static void nd_heap_seg_release(nd_heap *h, nd_segment *s)
 {
@@ -39,7 +66,7 @@ static void nd_heap_seg_release(nd_heap *h, nd_segment *s)
         h->spare[1] = NULL;
     s->owner = NULL;
     if (nd_unlikely(h->leaving))
-        nd_seg_purge(s, s->committed);   /* handed back by a thread that moved: nothing stays resident */
+        nd_seg_purge_free(s, true);   /* handed back by a thread that moved: nothing stays resident */
     nd_node_seg_put(s);   /* may be unmapped: do not touch s after this */
 }
 
@@ -109,6 +136,8 @@ static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)
             s = nd_node_seg_get(h->node, h->bound, k == 0 ? ND_SEG_SMALL : ND_SEG_MEDIUM);
             if (s == NULL)
                 return NULL;
+            if (nd_heap_checks_moved(h))
+                nd_seg_purge_elsewhere(s, true);
             s->owner = h;
             nd_list_push_front(&h->avail[k], s);
         }
@@ -446,6 +475,8 @@ bool nd_heap_reclaim(nd_heap *h)
         nd_segment *s = nd_node_abandoned_pop(h->node, h->bound);
         if (s == NULL)
             break;
+        if (nd_heap_checks_moved(h))
+            nd_seg_purge_elsewhere(s, false);
         any = true;
         if (nd_heap_adopt_segment(h, s))   /* kept: it still holds blocks */
             break;
@@ -529,6 +560,9 @@ size_t nd_heap_leave(nd_heap *h, int node)
     nd_heap_unfull_all(h);
     nd_heap_retire_empty_pages(h);   /* segments left with no page in use go back purged */
     nd_heap_purge(h, 0, true);       /* free pages of the others, and the spares */
+    for (int k = 0; k < 2; k++)      /* and what huge pages faulted in around them */
+        for (nd_segment *s = h->avail[k].first; s; s = s->next)
+            nd_seg_purge_free(s, false);
     nd_heap_abandon(h);
     /* The segments this heap gave its node's cache lately, kept with their
        memory for reuse by a thread of that node, are purged too. */

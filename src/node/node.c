@@ -373,8 +373,11 @@ void nd_node_release_cached(void)
     }
 }
 
-/* Purges the dirty cached segments of one (node, kind) whose delay is over. */
-static void nd_node_sweep(int node, bool bound, uint64_t now, bool force)
+/* Purges the dirty cached segments of one (node, kind) whose delay is over
+   (all of them if force): their committed chunks, or (whole) everything
+   but their headers, also what the kernel faulted in around those chunks
+   as transparent huge pages (segment.h: nd_seg_purge_free). */
+static void nd_node_sweep(int node, bool bound, uint64_t now, bool force, bool whole)
 {
     enum { MAXV = ND_CACHE_DIRTY_MAX + 2 };
     nd_node_state *ns = &nd_nodes[node];
@@ -399,7 +402,10 @@ static void nd_node_sweep(int node, bool bound, uint64_t now, bool force)
     if (nv == 0)
         return;
     for (size_t i = 0; i < nv; i++)
-        nd_seg_purge(v[i], v[i]->committed);
+        if (whole)
+            nd_seg_purge_free(v[i], true);
+        else
+            nd_seg_purge(v[i], v[i]->committed);
     nd_lock(nd_node_lock(ns));
     for (size_t i = 0; i < nv; i++)
         nd_node_cache_add(k, v[i], false);   /* clean now: to the back */
@@ -408,7 +414,7 @@ static void nd_node_sweep(int node, bool bound, uint64_t now, bool force)
 
 void nd_node_purge_cached(int node, bool bound)
 {
-    nd_node_sweep(node, bound, 0, true);
+    nd_node_sweep(node, bound, 0, true, true);
 }
 
 void nd_node_maintain(int mode)
@@ -426,8 +432,8 @@ void nd_node_maintain(int mode)
     }
     for (int i = 0; i < nd_topo.mem_count; i++) {
         int node = nd_topo.mem_ids[i];
-        nd_node_sweep(node, false, now, force);
-        nd_node_sweep(node, true, now, force);
+        nd_node_sweep(node, false, now, force, false);
+        nd_node_sweep(node, true, now, force, false);
         nd_node_sweep_huge(node, false, now, force);
         nd_node_sweep_huge(node, true, now, force);
         nd_assert2(nd_node_is_valid(node));

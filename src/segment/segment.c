@@ -265,6 +265,71 @@ void nd_seg_purge(nd_segment *s, uint64_t mask)
     }
 }
 
+/* Purges the chunks in mask whole, committed or not (never the header). */
+static void nd_seg_purge_whole(nd_segment *s, uint64_t chunks)
+{
+    s->purge_mask &= ~chunks;
+    while (chunks) {
+        unsigned a, b;
+        nd_mask_first_run(chunks, &a, &b);
+        uint8_t *start = (uint8_t *)s + (a == 0 ? ND_SEG_HEADER_SIZE : (size_t)a << ND_CHUNK_SHIFT);
+        uint8_t *end = (uint8_t *)s + ((size_t)(b + 1) << ND_CHUNK_SHIFT);
+        uint64_t run = nd_mask_range(a, b) & ~(uint64_t)1;   /* chunk 0, the header's, stays committed */
+        nd_os_purge(start, (size_t)(end - start));
+        size_t was = (size_t)nd_popcount64(run & s->committed) << ND_CHUNK_SHIFT;
+        nd_gauge_add(returned, was);
+        nd_gauge_sub(committed, was);
+        s->committed &= ~run;
+        chunks &= ~nd_mask_range(a, b);
+    }
+}
+
+/* The chunks of s's free pages (all: of the whole segment). */
+static uint64_t nd_seg_free_chunks(nd_segment *s, bool all)
+{
+    if (all)
+        return nd_mask_range(0, (unsigned)((s->size >> ND_CHUNK_SHIFT) - 1));
+    uint64_t chunks = 0;
+    for (uint64_t m = s->free_mask; m != 0; m &= m - 1) {
+        size_t area;
+        uint8_t *start = nd_seg_page_area(s, (unsigned)__builtin_ctzll(m), &area);
+        chunks |= nd_seg_chunks(s, start, area);
+    }
+    return chunks;
+}
+
+void nd_seg_purge_free(nd_segment *s, bool all)
+{
+    nd_seg_purge_whole(s, nd_seg_free_chunks(s, all));
+}
+
+uint64_t nd_seg_purge_elsewhere(nd_segment *s, bool all)
+{
+    uint64_t mask = nd_seg_free_chunks(s, all);
+    if (mask == 0)
+        return 0;
+    /* Two OS pages per chunk, its first (after the header in chunk 0) and
+       its last: a huge page spans whole chunks. */
+    void *pages[2 * ND_SEG_CHUNKS];
+    int status[2 * ND_SEG_CHUNKS];
+    size_t ps = nd_os_page_size(), n = 0;
+    for (uint64_t m = mask; m != 0; m &= m - 1) {
+        uint8_t *c = (uint8_t *)s + ((size_t)__builtin_ctzll(m) << ND_CHUNK_SHIFT);
+        pages[n++] = c == (uint8_t *)s ? c + ND_SEG_HEADER_SIZE : c;
+        pages[n++] = c + ND_CHUNK_SIZE - ps;
+    }
+    if (nd_os_pages_nodes(pages, status, n) != 0)
+        return 0;
+    uint64_t moved = 0;
+    size_t j = 0;
+    for (uint64_t m = mask; m != 0; m &= m - 1, j += 2)   /* not resident: a negative status */
+        if ((status[j] >= 0 && status[j] != s->node) || (status[j + 1] >= 0 && status[j + 1] != s->node))
+            moved |= m & -m;
+    if (moved != 0)
+        nd_seg_purge_whole(s, moved);
+    return moved;
+}
+
 /* A new mapping [p, p+size) for node-bound memory: bound to node (before
    anything touches it), transparent huge pages asked for if the option
    says so, and its first `commit` bytes committed. 0, or -1 with errno. */

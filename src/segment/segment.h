@@ -329,6 +329,22 @@ void nd_seg_format(nd_segment *s, int kind) nd_hidden;
 int  nd_seg_commit_slow(nd_segment *s, uint64_t todo) nd_hidden;
 /* Purges the chunks in mask (never the header); clears their committed bits. */
 void nd_seg_purge(nd_segment *s, uint64_t mask) nd_hidden;
+/* Purges the whole range of s's free pages (all: of every page, the
+   header excepted), not only their committed chunks: where transparent
+   huge pages are on, the kernel faults in a whole 2 MiB around the first
+   byte touched (the header of a new segment, a page's first block), so
+   chunks nodal never committed can hold memory too, on the node of the
+   CPU that touched it or the one the kernel's NUMA balancing migrated
+   that huge page to. Purged, they fault in again where they are used. */
+void nd_seg_purge_free(nd_segment *s, bool all) nd_hidden;
+/* The same for those of the chunks nd_seg_purge_free would purge whose
+   memory the kernel has on another node than s's (one move_pages query,
+   two OS pages a chunk): a segment taken from its node's cache or
+   abandoned list can hold such memory where nodal never committed it (a
+   huge page faulted in around its header by a thread on another node, or
+   migrated there by the kernel's NUMA balancing). Returns the chunks
+   purged. */
+uint64_t nd_seg_purge_elsewhere(nd_segment *s, bool all) nd_hidden;
 
 /* Is OS page i of s inaccessible (segment.h: guards)? */
 static inline bool nd_seg_guarded(const nd_segment *s, size_t i)

@@ -51,20 +51,6 @@
 #include "placement.h"
 
 #define MIN_LOCAL 0.95
-/* back_and_forth: a floor below the issue's 0.95, which this case does not
-   always reach in the VM as it boots (the kernel's automatic NUMA balancing
-   and transparent huge pages on) on a loaded host. With the short look
-   alone (tcache.h: ND_LOOK_BYTES 16 KiB) the runs gave 0.888-0.994 (median
-   0.977, 8 of 12 at 0.95), the short ones losing a few stays by half as
-   the balancing migrated 2 MiB huge pages around the old-node blocks a
-   moved thread got before its first look. With the watch (a thread that
-   moved looks at every malloc for a while: ND_WATCH_MS, ND_WATCH_REQUESTS)
-   every run at host load 3-9 reached 0.987-0.999 (30 runs in 9 boots,
-   median 0.999), but with two busy loops added on the 2-CPU host (load
-   about 10) 3 of 8 runs were short (0.905-0.945, the first runs of their
-   boots; main's library 0.889-0.968 in such a boot): the floor stays
-   below every run measured, and a run short of 0.95 is reported. */
-#define MIN_LOCAL_BACK_AND_FORTH 0.85
 #define RSS_RATIO 1.10
 /* The VM runs with transparent huge pages on: a case's peak RSS is the same
    from run to run within one boot but moves by a huge page or two (2 MiB
@@ -500,11 +486,14 @@ static void case_back_and_forth(void)
             "their stay; %llu moves seen, %llu followed (%llu while watched), %llu remote pages handed out", NTHREADS,
             node_x, node_y, SWAPS, f, sum_total, stat_of("thread_moves"), stat_of("moves_followed"),
             stat_of("moves_watched"), stat_of("remote_pages"));
-    if (policy_mode < 0 && following && f < MIN_LOCAL_BACK_AND_FORTH)
-        pt_fail("back_and_forth: %.3f of %zu OS pages on the node each thread ran on; expected at least %.2f "
-                "(the target is %.2f)", f, sum_total, MIN_LOCAL_BACK_AND_FORTH, MIN_LOCAL);
-    else if (policy_mode < 0 && following && f < MIN_LOCAL)
-        pt_info("back_and_forth: %.3f is short of the %.2f target (see docs/node-api.md)", f, MIN_LOCAL);
+    /* In the VM the kernel's NUMA balancing and transparent huge pages are
+       on: this row held 0.95 in every run on a heavily loaded host only
+       once nodal purged the whole of the free pages it hands back, not only
+       the chunks it had committed, and checked a segment it takes from a
+       node for free memory the kernel moved (docs/results.md, issue 19). */
+    if (policy_mode < 0 && following && f < MIN_LOCAL)
+        pt_fail("back_and_forth: %.3f of %zu OS pages on the node each thread ran on; expected at least %.2f", f,
+                sum_total, MIN_LOCAL);
 }
 
 /* ---- main ------------------------------------------------------------------ */

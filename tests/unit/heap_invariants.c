@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -114,6 +115,78 @@ static void a_heap_that_leaves_its_node_keeps_every_block_usable(void)
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold when it serves again");
     for (int i = 0; i < N; i++)
         nodal_free(p[i]), p[i] = NULL;
+}
+
+/* Resident OS pages of [p, p+len) (mincore). */
+static size_t resident_pages(const void *p, size_t len)
+{
+    size_t ps = (size_t)sysconf(_SC_PAGESIZE), n = (len + ps - 1) / ps, in = 0;
+    unsigned char *v = malloc(n);
+    EXPECT(v != NULL && mincore((void *)p, len, v) == 0, "mincore over %zu bytes to work", len);
+    for (size_t i = 0; i < n; i++)
+        in += v[i] & 1;
+    free(v);
+    return in;
+}
+
+/* A free page of s whose chunks nodal never committed, or -1. */
+static int uncommitted_free_page(nd_segment *s, uint8_t **start, size_t *area)
+{
+    for (unsigned i = 1; i < s->page_count; i++) {
+        if (!(s->free_mask >> i & 1))
+            continue;
+        *start = nd_seg_page_area(s, i, area);
+        if ((nd_seg_chunks(s, *start, *area) & s->committed) == 0)
+            return (int)i;
+    }
+    return -1;
+}
+
+/* A thread that leaves its node leaves no memory in the free pages it
+   hands back, also where nodal never committed it: with transparent huge
+   pages the kernel faults in a whole 2 MiB around the first byte touched
+   (or migrates it whole to another node), so pages nodal has not handed
+   out yet can hold memory of another node than their segment's. Here a
+   write stands in for the kernel's fault-around, in a segment that keeps
+   a block (abandoned) and in one left with none (back to the node's
+   cache); after nd_heap_leave neither page is resident (mincore). */
+static void a_heap_that_leaves_its_node_leaves_no_memory_in_its_free_pages(void)
+{
+    enum { N = 64 };
+    void *small[N], *medium[N];
+    for (int i = 0; i < N; i++) {
+        small[i] = nodal_malloc(256);
+        medium[i] = nodal_malloc(40 << 10);
+        EXPECT(small[i] != NULL && medium[i] != NULL, "malloc to succeed");
+        memset(small[i], 1, 256);
+        memset(medium[i], 1, 40 << 10);
+    }
+    nd_segment *kept = nd_seg_base(small[0]), *left = nd_seg_base(medium[0]);
+    EXPECT(kept != left && kept->owner == &nd_tls_tc->heap && left->owner == &nd_tls_tc->heap,
+           "the small and medium blocks to be in two segments of the thread's heap (%p %p, owners %p %p, heap %p)",
+           (void *)kept, (void *)left, (void *)kept->owner, (void *)left->owner, (void *)&nd_tls_tc->heap);
+    uint8_t *kp, *lp;
+    size_t karea, larea;
+    EXPECT(uncommitted_free_page(kept, &kp, &karea) >= 0 && uncommitted_free_page(left, &lp, &larea) >= 0,
+           "both segments to have a free page nodal never committed");
+    size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+    kp[0] = 1, kp[karea - ps] = 1;   /* faulted in, as a huge page around a neighbour would be */
+    lp[0] = 1;
+    EXPECT(resident_pages(kp, karea) >= 2 && resident_pages(lp, larea) >= 1, "the writes to fault pages in");
+    for (int i = 1; i < N; i++)
+        nodal_free(small[i]);
+    for (int i = 0; i < N; i++)
+        nodal_free(medium[i]);
+    nd_tcache *tc = nd_tls_tc;
+    nd_tcache_flush_all(tc);
+    nd_heap_leave(&tc->heap, tc->heap.node);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after leaving");
+    EXPECT(resident_pages(kp, karea) == 0, "the abandoned segment's free page to hold no memory after the leave, "
+           "got %zu resident OS pages", resident_pages(kp, karea));
+    EXPECT(resident_pages(lp, larea) == 0, "the released segment's free page to hold no memory after the leave, "
+           "got %zu resident OS pages", resident_pages(lp, larea));
+    nodal_free(small[0]);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the kept block is freed");
 }
 
 /* A thread cache gives a bin its slots when the thread first uses its
@@ -1095,6 +1168,7 @@ static void segments_without_a_slot_free_through_the_segment_map(void)
 
 static const struct nd_case cases[] = {
     ND_CASE(a_heap_that_leaves_its_node_keeps_every_block_usable),
+    ND_CASE(a_heap_that_leaves_its_node_leaves_no_memory_in_its_free_pages),
     ND_CASE(a_huge_block_mapped_where_a_moved_one_was_stays_nodals),
     ND_CASE(short_segments_under_an_address_space_limit_keep_the_heap_valid),
     ND_CASE(large_segments_trimmed_under_an_address_space_limit_stay_valid),
