@@ -39,17 +39,7 @@ static bool nd_heap_checks_moved(const nd_heap *h)
         return false;
     int multi = nd_load_relaxed(&nd_heap_multi_node);
     if (multi < 0) {
-        int first = -1;
-        multi = 0;
-        for (int cpu = 0; cpu < nd_topo.cpu_count && !multi; cpu++) {
-            if (nd_topo.cpu_node[cpu] < 0)
-                continue;
-            int m = nd_topo_local_mem_node(nd_topo.cpu_node[cpu]);
-            if (first < 0)
-                first = m;
-            else if (m != first)
-                multi = 1;
-        }
+        multi = nd_topo_cpus_span_mem_nodes();
         nd_store_relaxed(&nd_heap_multi_node, multi);
     }
     return multi && nd_os_policy_is_local();

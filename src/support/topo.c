@@ -169,3 +169,18 @@ int nd_topo_local_mem_node(int node)
         return nd_topo.nearest_mem[node];
     return nd_topo.mem_ids[0];
 }
+
+bool nd_topo_cpus_span_mem_nodes(void)
+{
+    int first = -1;
+    for (int cpu = 0; cpu < nd_topo.cpu_count; cpu++) {
+        if (nd_topo.cpu_node[cpu] < 0)
+            continue;
+        int m = nd_topo_local_mem_node(nd_topo.cpu_node[cpu]);
+        if (first < 0)
+            first = m;
+        else if (m != first)
+            return true;
+    }
+    return false;
+}

@@ -48,5 +48,8 @@ int  nd_topo_cpu_node(int cpu) nd_hidden;           /* node of a CPU, 0 if unkno
 int  nd_topo_current_node(void) nd_hidden;          /* node of the calling CPU */
 /* A node with memory to serve "local" requests from node `node`. */
 int  nd_topo_local_mem_node(int node) nd_hidden;
+/* Do the machine's CPUs take their local memory from two or more nodes (so
+   that a thread the scheduler moves can change memory nodes)? */
+bool nd_topo_cpus_span_mem_nodes(void) nd_hidden;
 
 #endif /* ND_TOPO_H */

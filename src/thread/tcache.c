@@ -124,17 +124,7 @@ void nd_tcache_process_init(void)
 {
     /* Can a thread change nodes? Only if CPUs of two nodes are served by
        two different nodes' memory, and only follow_thread looks. */
-    bool moves = false;
-    int first = -1;
-    for (int cpu = 0; cpu < nd_topo.cpu_count && nd_opt(ND_OPT_follow_thread) && !moves; cpu++) {
-        if (nd_topo.cpu_node[cpu] < 0)
-            continue;
-        int m = nd_topo_local_mem_node(nd_topo.cpu_node[cpu]);
-        if (first < 0)
-            first = m;
-        else if (m != first)
-            moves = true;
-    }
+    bool moves = nd_opt(ND_OPT_follow_thread) && nd_topo_cpus_span_mem_nodes();
     uint32_t cpus = 0;
     for (int cpu = 0; cpu < nd_topo.cpu_count; cpu++)
         cpus += nd_topo.cpu_node[cpu] >= 0;
