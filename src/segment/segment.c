@@ -242,31 +242,11 @@ int nd_seg_commit_slow(nd_segment *s, uint64_t todo)
     return 0;
 }
 
-void nd_seg_purge(nd_segment *s, uint64_t mask)
-{
-    mask &= s->committed;
-    s->purge_mask &= ~mask;
-    while (mask) {
-        unsigned a, b;
-        nd_mask_first_run(mask, &a, &b);
-        uint8_t *start = (uint8_t *)s + ((size_t)a << ND_CHUNK_SHIFT);
-        uint8_t *end = (uint8_t *)s + ((size_t)(b + 1) << ND_CHUNK_SHIFT);
-        uint64_t run = nd_mask_range(a, b);
-        if (a == 0) {
-            start = (uint8_t *)s + ND_SEG_HEADER_SIZE;   /* keep the header ... */
-            run &= ~(uint64_t)1;                          /* ... and chunk 0 committed */
-        }
-        nd_os_purge(start, (size_t)(end - start));
-        nd_gauge_add(returned, (size_t)(end - start));
-        /* committed counts whole chunks: chunk 0 (the header's) stays */
-        nd_gauge_sub(committed, (size_t)nd_popcount64(run) << ND_CHUNK_SHIFT);
-        s->committed &= ~run;
-        mask &= ~nd_mask_range(a, b);
-    }
-}
-
-/* Purges the chunks in mask whole, committed or not (never the header). */
-static void nd_seg_purge_whole(nd_segment *s, uint64_t chunks)
+/* Purges the runs of `chunks` (never the header: chunk 0 stays committed)
+   and clears their committed bits. The returned gauge counts the bytes
+   purged, or (whole: chunks that were not committed among them) the
+   chunks that were committed: the rest held no memory nodal counted. */
+static void nd_seg_purge_runs(nd_segment *s, uint64_t chunks, bool whole)
 {
     s->purge_mask &= ~chunks;
     while (chunks) {
@@ -274,14 +254,19 @@ static void nd_seg_purge_whole(nd_segment *s, uint64_t chunks)
         nd_mask_first_run(chunks, &a, &b);
         uint8_t *start = (uint8_t *)s + (a == 0 ? ND_SEG_HEADER_SIZE : (size_t)a << ND_CHUNK_SHIFT);
         uint8_t *end = (uint8_t *)s + ((size_t)(b + 1) << ND_CHUNK_SHIFT);
-        uint64_t run = nd_mask_range(a, b) & ~(uint64_t)1;   /* chunk 0, the header's, stays committed */
-        nd_os_purge(start, (size_t)(end - start));
+        uint64_t run = nd_mask_range(a, b) & ~(uint64_t)1;
         size_t was = (size_t)nd_popcount64(run & s->committed) << ND_CHUNK_SHIFT;
-        nd_gauge_add(returned, was);
-        nd_gauge_sub(committed, was);
+        nd_os_purge(start, (size_t)(end - start));
+        nd_gauge_add(returned, whole ? was : (size_t)(end - start));
+        nd_gauge_sub(committed, was);   /* committed counts whole chunks */
         s->committed &= ~run;
         chunks &= ~nd_mask_range(a, b);
     }
+}
+
+void nd_seg_purge(nd_segment *s, uint64_t mask)
+{
+    nd_seg_purge_runs(s, mask & s->committed, false);
 }
 
 /* The chunks of s's free pages (all: of the whole segment). */
@@ -300,14 +285,14 @@ static uint64_t nd_seg_free_chunks(nd_segment *s, bool all)
 
 void nd_seg_purge_free(nd_segment *s, bool all)
 {
-    nd_seg_purge_whole(s, nd_seg_free_chunks(s, all));
+    nd_seg_purge_runs(s, nd_seg_free_chunks(s, all), true);
 }
 
-uint64_t nd_seg_purge_elsewhere(nd_segment *s, bool all)
+void nd_seg_purge_elsewhere(nd_segment *s, bool all)
 {
     uint64_t mask = nd_seg_free_chunks(s, all);
     if (mask == 0)
-        return 0;
+        return;
     /* Two OS pages per chunk, its first (after the header in chunk 0) and
        its last: a huge page spans whole chunks. */
     void *pages[2 * ND_SEG_CHUNKS];
@@ -319,15 +304,14 @@ uint64_t nd_seg_purge_elsewhere(nd_segment *s, bool all)
         pages[n++] = c + ND_CHUNK_SIZE - ps;
     }
     if (nd_os_pages_nodes(pages, status, n) != 0)
-        return 0;
+        return;
     uint64_t moved = 0;
     size_t j = 0;
     for (uint64_t m = mask; m != 0; m &= m - 1, j += 2)   /* not resident: a negative status */
         if ((status[j] >= 0 && status[j] != s->node) || (status[j + 1] >= 0 && status[j + 1] != s->node))
             moved |= m & -m;
     if (moved != 0)
-        nd_seg_purge_whole(s, moved);
-    return moved;
+        nd_seg_purge_runs(s, moved, true);
 }
 
 /* A new mapping [p, p+size) for node-bound memory: bound to node (before

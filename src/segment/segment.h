@@ -342,9 +342,8 @@ void nd_seg_purge_free(nd_segment *s, bool all) nd_hidden;
    two OS pages a chunk): a segment taken from its node's cache or
    abandoned list can hold such memory where nodal never committed it (a
    huge page faulted in around its header by a thread on another node, or
-   migrated there by the kernel's NUMA balancing). Returns the chunks
-   purged. */
-uint64_t nd_seg_purge_elsewhere(nd_segment *s, bool all) nd_hidden;
+   migrated there by the kernel's NUMA balancing). */
+void nd_seg_purge_elsewhere(nd_segment *s, bool all) nd_hidden;
 
 /* Is OS page i of s inaccessible (segment.h: guards)? */
 static inline bool nd_seg_guarded(const nd_segment *s, size_t i)

@@ -55,13 +55,17 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_prof_small {
     /* A set's ways name their memo entries (entry + 1; 0: none yet, atomic). */
     uint16_t       memo_ways[ND_PROF_MEMO * ND_PROF_MEMO_WAYS];
     nd_prof_stripe stripes[ND_PROF_STRIPES];
-    uint64_t       live_used[(ND_PROF_LIVE_PAGES + 63) / 64];   /* (atomic bits) */
+    /* The OS pages of the live table ever written (atomic bits): the
+       reports read only those, so its untouched pages never become resident. */
+    uint64_t       live_used[(ND_PROF_LIVE_PAGES + 63) / 64];
     uint32_t       memo_used;                            /* memo entries handed out (atomic) */
     uint32_t       nsites;                               /* sites handed out (atomic) */
     uint32_t      *site_idx;                             /* the sites' index (below) */
     uintptr_t      self_lo, self_hi;                     /* nodal's code, left out of stacks */
-    bool           fast;                                 /* the memo of stacks is used */
-    bool           own_unwind;                           /* the unwinder is nodal's own */
+    bool           fast;         /* the memo of stacks is used (x86-64, an unwinder at hand, nodal a shared library) */
+    /* The unwinder is nodal's own (unwind.c), not libgcc's: nothing loads
+       libgcc_s, and no walk falls back to backtrace(). */
+    bool           own_unwind;
     /* The entries, handed out in order (memo_used), so a program's few
        stacks fill the first OS pages of the pool, not a page each wherever
        their sets lie. */
@@ -91,10 +95,6 @@ static bool nd_prof_own_code(uintptr_t a) { return a >= nd_prof_t.self_lo && a <
 #define ND_PROF_IDX1   (2 * ND_PROF_SITES)        /* of the second */
 #define ND_PROF_IDX_WRITING 1u                    /* an index entry: 0 empty, 1 being written, else site + 2 */
 #define ND_PROF_IDX_NONE    UINT32_MAX            /* ... or a stack the full table has no site for */
-
-/* The OS pages of the live table ever written (nd_prof_small.live_used, atomic
-   bits): the reports read only those, so the table's untouched pages never
-   become resident. */
 
 static void nd_prof_touch(uint64_t *used, size_t offset, size_t len)
 {
@@ -131,10 +131,6 @@ size_t nd_prof_live_next(size_t i) { return nd_prof_next_used(nd_prof_t.live_use
 /* The recursion guard: set while this thread is inside the profiler (the
    unwinder may allocate; a signal handler may allocate in between). */
 static __thread uint8_t nd_prof_busy;
-/* (nd_prof_t.fast: the memo of stacks is used: x86-64, an unwinder at
-   hand, nodal a shared library. nd_prof_t.own_unwind: the unwinder is
-   nodal's own, unwind.c, not libgcc's: nothing loads libgcc_s, and no walk
-   falls back to backtrace().) */
 /* Bytes of large and huge requests to this thread's next sample, and the
    state of its draws. */
 static __thread int64_t  nd_prof_big_left;
