@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include "large.h"
 #include "msg.h"
 #include "node.h"
 #include "options.h"
@@ -123,9 +124,16 @@ static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)
                     return h->pages[cls].first;
                 continue;
             }
-            s = nd_node_seg_get(h->node, h->bound, k == 0 ? ND_SEG_SMALL : ND_SEG_MEDIUM);
-            if (s == NULL)
+            int kind = k == 0 ? ND_SEG_SMALL : ND_SEG_MEDIUM;
+            s = nd_node_seg_get(h->node, h->bound, kind);
+            /* Out of address space: the free chunks of the large blocks'
+               segments give theirs back (large.h), and once more. */
+            if (s == NULL && errno == ENOMEM && nd_large_release() != 0)
+                s = nd_node_seg_get(h->node, h->bound, kind);
+            if (s == NULL) {
+                errno = ENOMEM;
                 return NULL;
+            }
             if (nd_heap_checks_moved(h))
                 nd_seg_purge_elsewhere(s, true);
             s->owner = h;

@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include "large.h"
 #include "node.h"
 #include "os.h"
 
@@ -165,6 +166,8 @@ void *nd_huge_alloc(size_t size, size_t alignment, int node, bool bound, const u
         nd_node_release_cached();
         s = nd_seg_reserve(total, map_align);
     }
+    if (s == NULL && nd_large_release() != 0)   /* and the large blocks' free chunks (large.h) */
+        s = nd_seg_reserve(total, map_align);
     if (s == NULL) {
         errno = ENOMEM;
         return NULL;

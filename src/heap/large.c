@@ -50,11 +50,10 @@ static unsigned nd_large_spare(void) { return nd_seg_guard != 0 ? ND_LARGE_SPARE
 
 static unsigned nd_chunks_of(size_t bytes) { return (unsigned)((bytes + ND_CHUNK_SIZE - 1) >> ND_CHUNK_SHIFT); }
 
-/* The first run of k free chunks of s starting at a multiple of step (> 0,
-   never chunk 0); 64 if none. */
-static unsigned nd_large_find(const nd_segment *s, unsigned k, unsigned step)
+/* The first run of k chunks of mask `free` (a segment's free chunks)
+   starting at a multiple of step (> 0, never chunk 0); 64 if none. */
+static unsigned nd_large_find(uint64_t free, unsigned k, unsigned step)
 {
-    uint64_t free = s->free_mask;
     if (step == 1) {
         /* Bit i of m: chunks i..i+j free (a run past chunk 63 shifts in
            taken chunks): k - 1 steps, not one per chunk of a full segment
@@ -318,22 +317,76 @@ static int nd_large_commit(nd_large_pool *pool, nd_segment *s, const void *p, si
     return rc;
 }
 
-/* No 4 MiB segment to be had (an address-space limit): every segment of
-   the pool that holds a block gives back the free chunks at its end
-   (nd_seg_trim), which no block of the sizes asked for so far filled (a
-   segment of 512 KiB blocks: 7 chunks of 64). The address space they
-   took serves a new segment or (plain memory) a block of its own
-   mapping. The bytes given back. Under the pool lock. */
-static size_t nd_large_trim(nd_large_pool *pool)
+/* A run of k chunks (at a multiple of step) of a segment of pool with
+   holes (large.h), its holes mapped again: the segment, *at = its first
+   chunk; NULL when none maps (no room yet, or another mapping sits in the
+   hole). Tried only when no free run fits, before a new segment is asked
+   for: a hole costs less address space than a segment. Under the pool
+   lock. */
+static nd_segment *nd_large_regain(nd_large_pool *pool, unsigned k, unsigned step, unsigned *at)
+{
+    for (nd_segment *s = pool->segs.first; s != NULL; s = s->next) {
+        if (s->unmapped == 0)
+            continue;
+        unsigned i = nd_large_find(s->free_mask | s->unmapped, k, step);
+        if (i >= 64)
+            continue;
+        uint64_t holes = nd_mask_range(i, i + k - 1) & s->unmapped;
+        if (nd_seg_remap_chunks(s, holes) == holes) {
+            *at = i;
+            return s;
+        }
+    }
+    return NULL;
+}
+
+/* Gives back the address space of pool's free chunks (large.h): its
+   empty segments are taken out of it (returned in *gone, for the caller
+   to unmap without the lock), every other one unmaps its free chunks
+   (holes). The bytes given back. Under the pool lock. */
+static size_t nd_large_release_pool(nd_large_pool *pool, nd_segment **gone)
 {
     size_t freed = 0;
-    for (nd_segment *s = pool->segs.first; s != NULL; s = s->next) {
-        uint64_t taken = ~s->free_mask & nd_mask_range(0, s->page_count - 1u);
-        unsigned end = 64u - (unsigned)__builtin_clzll(taken);   /* past the last taken chunk (chunk 0: the header) */
-        if (s->used_pages == 0 || end >= s->page_count)
-            continue;
-        freed += s->size - ((size_t)end << ND_CHUNK_SHIFT);
-        nd_seg_trim(s, (size_t)end << ND_CHUNK_SHIFT);
+    nd_segment *next;
+    for (nd_segment *s = pool->segs.first; s != NULL; s = next) {
+        next = s->next;
+        if (s->used_pages == 0) {
+            nd_list_remove(&pool->segs, s);
+            nd_sub_relaxed(&pool->hint, 1);
+            pool->empty--;
+            freed += s->size - ((size_t)nd_popcount64(s->unmapped) << ND_CHUNK_SHIFT);
+            s->next = *gone;
+            *gone = s;
+        } else if (s->free_mask != 0) {
+            freed += nd_seg_unmap_chunks(s, s->free_mask);
+        }
+    }
+    return freed;
+}
+
+static void nd_large_keep_drain(nd_large_pool *pool, uint64_t now, bool force);
+
+size_t nd_large_release(void)
+{
+    nd_lock_may_take(ND_LOCK_ID_large_pool);
+    size_t freed = 0;
+    for (int n = 0; n < nd_topo.mem_count; n++) {
+        int node = nd_topo.mem_ids[n];
+        for (int b = 0; b < 2; b++) {
+            nd_large_pool *pool = &nd_large_pools[node][b];
+            if (nd_load_relaxed(&pool->hint) == 0)
+                continue;
+            nd_large_keep_drain(pool, 0, true);   /* kept blocks are free chunks too */
+            nd_segment *gone = NULL;
+            nd_lock(pool->lock);
+            freed += nd_large_release_pool(pool, &gone);
+            nd_unlock(pool->lock);
+            while (gone != NULL) {
+                nd_segment *s = gone;
+                gone = s->next;
+                nd_seg_unmap(s);
+            }
+        }
     }
     return freed;
 }
@@ -416,6 +469,7 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
             return p;
         }
     }
+    bool released = false;
     nd_lock(pool->lock);
     for (;;) {
         nd_segment *s;
@@ -430,18 +484,24 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
             }
         } else
             for (s = pool->segs.first; s != NULL; s = s->next)
-                if ((i = nd_large_find(s, k, step)) < 64)
+                if ((i = nd_large_find(s->free_mask, k, step)) < 64)
                     break;
+        if (s == NULL)
+            s = nd_large_regain(pool, k, step, &i);
         if (s == NULL) {
             nd_unlock(pool->lock);
             s = nd_node_seg_get(node, bound, ND_SEG_LARGE);
             if (s == NULL) {
-                if (errno != ENOMEM)
+                if (errno != ENOMEM || released)
                     return NULL;
+                /* Out of address space: every pool's free chunks give
+                   theirs back, and once more: a hole of k chunks, or a
+                   new segment, may map now. */
+                released = true;
+                size_t freed = nd_large_release();
                 nd_lock(pool->lock);
-                size_t freed = nd_large_trim(pool);
                 if (freed != 0)
-                    continue;   /* perhaps room for a segment now */
+                    continue;
                 nd_unlock(pool->lock);
                 errno = ENOMEM;
                 return NULL;
@@ -507,7 +567,9 @@ static size_t nd_large_give_back(nd_segment *s, nd_page *pg, void *p)
     }
     nd_unlock(pool->lock);
     nd_gauge_active(-(long)bytes);
-    if (release != NULL) {
+    if (release != NULL && release->unmapped != 0) {
+        nd_seg_unmap(release);   /* with holes: never cached (segment.h) */
+    } else if (release != NULL) {
         /* Its guard pages go (but the segment's own): it may come back as
            a segment of small or medium pages. */
         if (nd_seg_guard != 0)
@@ -636,6 +698,7 @@ bool nd_large_is_valid(void)
             size_t count = 0;
             for (nd_segment *s = pool->segs.first; s != NULL && ok; s = s->next, count++) {
                 ok = s->kind == ND_SEG_LARGE && s->node == node && s->bound == b && (s->free_mask & 1) == 0 &&
+                     s->page_count == 64 && s->size == ND_SEG_SIZE && (s->unmapped & 1) == 0 &&
                      (s->purge_mask & ~s->free_mask) == 0 && nd_seg_is_valid(s);
                 uint64_t covered = 1;
                 uint32_t blocks = 0;
@@ -658,7 +721,7 @@ bool nd_large_is_valid(void)
                     covered |= run;
                     blocks++;
                 }
-                uint64_t gone = ~nd_mask_range(0, s->page_count - 1u);   /* a trimmed segment's unmapped chunks */
+                uint64_t gone = s->unmapped;   /* holes */
                 ok = ok && blocks == s->used_pages && (covered | s->free_mask | gone) == ~(uint64_t)0 &&
                      (covered & s->free_mask) == 0 && ((covered | s->free_mask) & gone) == 0;
                 empty += s->used_pages == 0;

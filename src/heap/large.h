@@ -27,17 +27,26 @@
  *
  *   | block A (k chunks less an OS page) | guard | block B ...
  *
- * Out of address space (no 4 MiB segment maps: an RLIMIT_AS), every
- * segment of the pool that holds a block unmaps the free chunks at its
- * end (a short segment, segment.h), and the pool tries again; a plain
- * block then gets a mapping of its own (route.c). So the chunks that no
- * block of the sizes asked for fills (a segment of 512 KiB blocks: 7 of
- * its 64) cost no address space once it runs out.
+ * Out of address space (a mapping failed with ENOMEM: an RLIMIT_AS),
+ * the free chunks of every pool give their address space back
+ * (nd_large_release): each segment that holds a block unmaps its free
+ * chunks, which become holes (segment.h: unmapped), and empty segments
+ * are unmapped whole. The pool then tries again, as do a heap that found
+ * no segment for a small or medium page (heap.c) and a huge block that
+ * did not map (huge.c); a plain large block that finds no room gets a
+ * mapping of its own (route.c). A hole is mapped again, where it was,
+ * when a block needs its chunks and no free run fits (before a new
+ * segment is asked for); one that will not map (no room, or another
+ * mapping there now) stays a hole until its segment is unmapped. So
+ * neither the chunks no block of the sizes asked for fills (a segment of
+ * 512 KiB blocks: 7 of its 64) nor the runs of freed blocks cost address
+ * space once it runs out, and a thread with no page of its own gets one
+ * whenever a freed large block left room for it.
  *
  * Invariants (under the pool lock): a pool's segments are kind LARGE, of
  * the pool's node and kind; free_mask bit i set <=> chunk i belongs to no
- * block (bit 0, the header, never; nor a chunk past page_count, unmapped
- * when the segment was trimmed); used_pages = blocks in the segment;
+ * block (bit 0, the header, never; nor a hole, an unmapped chunk, which
+ * belongs to no block either); used_pages = blocks in the segment;
  * secure=1: each block's block_size bytes are its run's but the last OS
  * page, which is inaccessible, and only chunks' last pages are; at
  * most ND_LARGE_SPARE segments of a pool have no block (under secure=1
@@ -84,6 +93,10 @@ size_t nd_large_free(nd_segment *s, nd_page *pg, void *p) nd_hidden;
 /* Resizes a large block in place (the chunks after it when it grows);
    false if they are taken. *delta = the change in its bytes. */
 bool   nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta) nd_hidden;
+/* Out of address space: every pool's free chunks are unmapped (holes)
+   and its empty segments unmapped whole. The bytes given back. Takes the
+   pools' locks (none may be held). */
+size_t nd_large_release(void) nd_hidden;
 /* Purges freed chunks whose delay has passed (all of them when force). */
 void   nd_large_maintain(uint64_t now, bool force) nd_hidden;
 /* Will a block of `size` bytes aligned to `alignment` be a large block? */

@@ -85,8 +85,7 @@ static void nd_os_hint_below(uintptr_t start, size_t size, size_t alignment)
     nd_store_relaxed(&nd_os_hint, start > span ? start - span : 0);
 }
 
-/* A mapping of size bytes exactly at addr (which must be free), or NULL. */
-static void *nd_os_map_at(uintptr_t addr, size_t size)
+void *nd_os_map_at(uintptr_t addr, size_t size)
 {
     nd_gauge_add(os_maps, 1);
     void *p = mmap((void *)addr, size, PROT_READ | PROT_WRITE,

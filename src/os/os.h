@@ -38,6 +38,9 @@ size_t nd_os_page_size(void) nd_hidden;      /* OS page size */
 
 /* Address space. */
 void *nd_os_map_aligned(size_t size, size_t alignment) nd_hidden;  /* NULL on failure */
+/* A mapping of size bytes exactly at addr, never over another one
+   (MAP_FIXED_NOREPLACE); NULL if the range is taken or there is no room. */
+void *nd_os_map_at(uintptr_t addr, size_t size) nd_hidden;
 void  nd_os_unmap(void *p, size_t size) nd_hidden;
 int   nd_os_purge(void *p, size_t size) nd_hidden;
 int   nd_os_populate(void *p, size_t size) nd_hidden;

@@ -379,41 +379,101 @@ nd_segment *nd_seg_map(int node, bool bound, size_t size)
     return s;
 }
 
+/* Unmaps s (its size bytes) but its holes, which may hold another
+   mapping by now: a mapped run at a time, the holes read first (the
+   header goes with the first run). */
+static void nd_seg_unmap_mapped(nd_segment *s)
+{
+    uint64_t holes = s->unmapped;
+    size_t size = s->size;
+    if (holes == 0) {
+        nd_os_unmap(s, size);
+        return;
+    }
+    uint64_t mapped = ~holes & nd_mask_range(0, (unsigned)(size >> ND_CHUNK_SHIFT) - 1u);
+    uint8_t *base = (uint8_t *)s;
+    while (mapped != 0) {
+        unsigned a, b;
+        nd_mask_first_run(mapped, &a, &b);
+        mapped &= ~nd_mask_range(a, b);
+        nd_os_unmap(base + ((size_t)a << ND_CHUNK_SHIFT), (size_t)(b - a + 1) << ND_CHUNK_SHIFT);
+    }
+}
+
 void nd_seg_unmap(nd_segment *s)
 {
     size_t committed = (size_t)nd_popcount64(s->committed) << ND_CHUNK_SHIFT;
-    size_t size = s->size;
+    size_t size = s->size, holes = (size_t)nd_popcount64(s->unmapped) << ND_CHUNK_SHIFT;
     nd_segcache_release(s);
     nd_segmap_huge(s, size, 0);
     s->cookie = 0;
     nd_gauge_sub(committed, committed);
     nd_gauge_add(returned, committed);
-    nd_seg_gauge_mapped(s, -(long)size);
+    nd_seg_gauge_mapped(s, -(long)(size - holes));
     nd_gauge_sub(segments, 1);
-    nd_os_unmap(s, size);
+    nd_seg_unmap_mapped(s);
 }
 
-void nd_seg_trim(nd_segment *s, size_t size)
+size_t nd_seg_unmap_chunks(nd_segment *s, uint64_t chunks)
 {
-    size_t chunks = size >> ND_CHUNK_SHIFT, old = s->size;
-    nd_assert(s->kind == ND_SEG_LARGE && chunks >= 1 && size < old && (size & (ND_CHUNK_SIZE - 1)) == 0);
-    uint64_t gone = nd_mask_range((unsigned)chunks, (unsigned)(old >> ND_CHUNK_SHIFT) - 1u);
-    nd_assert((s->free_mask & gone) == gone);
-    size_t committed = (size_t)nd_popcount64(s->committed & gone) << ND_CHUNK_SHIFT;
-    nd_gauge_sub(committed, committed);
-    nd_gauge_add(returned, committed);
-    s->committed &= ~gone;
-    s->purge_mask &= ~gone;
-    s->free_mask &= ~gone;
-    /* The guard bits of the pages that go (secure=1: the segment's own
-       last page; its new last page is the guard of the block before). */
+    nd_assert(s->kind == ND_SEG_LARGE && (chunks & 1) == 0 && (s->free_mask & chunks) == chunks);
+    size_t ps = nd_os_page_size(), bytes = 0;
+    uint64_t m = chunks;
+    while (m != 0) {
+        unsigned a, b;
+        nd_mask_first_run(m, &a, &b);
+        m &= ~nd_mask_range(a, b);
+        uint64_t run = nd_mask_range(a, b);
+        size_t committed = (size_t)nd_popcount64(s->committed & run) << ND_CHUNK_SHIFT;
+        uint8_t *start = (uint8_t *)s + ((size_t)a << ND_CHUNK_SHIFT);
+        size_t len = (size_t)(b - a + 1) << ND_CHUNK_SHIFT;
+        nd_gauge_sub(committed, committed);
+        nd_gauge_add(returned, committed);
+        s->committed &= ~run;
+        s->purge_mask &= ~run;
+        s->free_mask &= ~run;
+        s->unmapped |= run;
+        for (size_t i = (size_t)a * (ND_CHUNK_SIZE / ps); i < (size_t)(b + 1) * (ND_CHUNK_SIZE / ps); i++)
+            s->guards[i / 64] &= ~((uint64_t)1 << (i % 64));
+        nd_seg_gauge_mapped(s, -(long)len);
+        nd_os_unmap(start, len);
+        bytes += len;
+    }
+    return bytes;
+}
+
+uint64_t nd_seg_remap_chunks(nd_segment *s, uint64_t chunks)
+{
+    nd_assert(s->kind == ND_SEG_LARGE && (s->unmapped & chunks) == chunks);
+    uint64_t done = 0, m = chunks;
     size_t ps = nd_os_page_size();
-    for (size_t i = size / ps; i < old / ps; i++)
-        s->guards[i / 64] &= ~((uint64_t)1 << (i % 64));
-    s->page_count = (uint16_t)chunks;
-    s->size = size;
-    nd_seg_gauge_mapped(s, -(long)(old - size));
-    nd_os_unmap((uint8_t *)s + size, old - size);
+    while (m != 0) {
+        unsigned a, b;
+        nd_mask_first_run(m, &a, &b);
+        m &= ~nd_mask_range(a, b);
+        uint8_t *start = (uint8_t *)s + ((size_t)a << ND_CHUNK_SHIFT);
+        size_t len = (size_t)(b - a + 1) << ND_CHUNK_SHIFT;
+        if (nd_os_map_at((uintptr_t)start, len) == NULL)
+            continue;
+        bool last = (size_t)(b + 1) << ND_CHUNK_SHIFT == s->size;
+        if ((s->bound && nd_seg_bind_node(start, len, s->node) != 0) ||
+            (last && nd_seg_guard != 0 && nd_os_protect(start + len - nd_seg_guard, nd_seg_guard, false) != 0)) {
+            nd_os_unmap(start, len);
+            continue;
+        }
+        if (nd_opt(ND_OPT_huge_pages))
+            nd_os_advise_hugepage(start, len);
+        if (last && nd_seg_guard != 0) {
+            size_t g = s->size / ps - 1;
+            s->guards[g / 64] |= (uint64_t)1 << (g % 64);
+        }
+        uint64_t run = nd_mask_range(a, b);
+        s->unmapped &= ~run;
+        s->free_mask |= run;
+        nd_seg_gauge_mapped(s, (long)len);
+        done |= run;
+    }
+    return done;
 }
 
 void nd_seg_set_geometry(nd_segment *s, unsigned page_shift, unsigned page_count)
@@ -441,6 +501,7 @@ void nd_seg_format(nd_segment *s, int kind)
     nd_assert(kind == ND_SEG_SMALL || kind == ND_SEG_MEDIUM || kind == ND_SEG_LARGE);
     if (!nd_segcache_is_start((uintptr_t)s))   /* its slot was taken when it was mapped: free now? */
         nd_segcache_claim(s);
+    nd_assert(s->unmapped == 0);   /* a segment with holes is never formatted again (segment.h) */
     s->kind = (uint8_t)kind;
     /* LARGE: the descriptors are per 64 KiB chunk; a block takes a run. */
     unsigned shift = kind == ND_SEG_SMALL ? ND_SMALL_PAGE_SHIFT
@@ -478,6 +539,8 @@ bool nd_seg_is_valid(const nd_segment *s)
         return false;
     if ((s->purge_mask & ~s->committed) != 0 || (s->committed & 1) == 0)
         return false;
+    if (s->unmapped != 0 && (s->kind != ND_SEG_LARGE || (s->unmapped & (s->committed | s->free_mask | 1)) != 0))
+        return false;
     if (s->kind == ND_SEG_HUGE || s->kind == ND_SEG_FREE)
         return true;
     if (s->kind != ND_SEG_SMALL && s->kind != ND_SEG_MEDIUM && s->kind != ND_SEG_LARGE)
@@ -489,8 +552,15 @@ bool nd_seg_is_valid(const nd_segment *s)
     if (s->size > ND_SEG_SIZE || ((size_t)s->page_count << s->page_shift) != s->size)
         return false;
     size_t last = s->size / nd_os_page_size() - 1;
-    if (nd_seg_guarded(s, last) != (nd_seg_guard != 0))
+    bool last_hole = (s->unmapped >> (s->page_count - 1u)) & 1;   /* no page there to guard */
+    if (nd_seg_guarded(s, last) != (nd_seg_guard != 0 && !last_hole))
         return false;
+    for (uint64_t m = s->unmapped; m != 0; m &= m - 1) {   /* a hole has no guard bits */
+        size_t per = ND_CHUNK_SIZE / nd_os_page_size(), c = (size_t)__builtin_ctzll(m);
+        for (size_t i = c * per; i < (c + 1) * per; i++)
+            if (nd_seg_guarded(s, i))
+                return false;
+    }
     uint32_t in_use = 0;
     const uint8_t *guard = (const uint8_t *)s + s->size - nd_seg_guard;
     for (unsigned i = 0; i < s->page_count; i++) {

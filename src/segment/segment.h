@@ -24,9 +24,9 @@
  *   A short segment (size < 4 MiB) maps the first `size` bytes of its
  *   4 MiB window, page_count pages; the rest of the window is not nodal's.
  *   SMALL or MEDIUM: made only when a 4 MiB mapping fails (an
- *   address-space limit). LARGE: a 4 MiB one whose free chunks at the end
- *   were unmapped when no 4 MiB mapping could be had (nd_seg_trim). Unmapped
- *   as soon as it is empty.
+ *   address-space limit). Unmapped as soon as it is empty. A LARGE segment
+ *   is always 4 MiB, but may have holes: free chunks unmapped when a
+ *   mapping failed for lack of address space (`unmapped`, below).
  *
  *   secure=1: the last OS page of every 4 MiB segment is a guard page
  *   (inaccessible, nd_seg_guard bytes; 0 otherwise): the last page's
@@ -173,6 +173,11 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
  *  - committed bit j: chunk j may hold resident memory (bound: populated and
  *    verified). purge_mask is a subset of committed and of free pages' chunks.
  *  - the segment map says 1 for seg while mapped.
+ *  - unmapped bit j (LARGE only; 0 otherwise): chunk j of the 4 MiB window
+ *    is not mapped (given back under an address-space limit, large.h); j
+ *    is never 0, nor a free, committed or guarded chunk, nor in a block. A
+ *    segment with such a hole is never cached (unmapped when empty, one
+ *    mapped run at a time: the hole may hold another mapping by then).
  *  - secure=1 (nd_seg_guard != 0): the last nd_seg_guard bytes of a 4 MiB
  *    segment are inaccessible while it is mapped and belong to no block:
  *    every in-use page's blocks (a large block's usable bytes) end before them.
@@ -200,6 +205,7 @@ typedef struct nd_segment {
     uint64_t        free_mask;
     uint64_t        committed;
     uint64_t        purge_mask;
+    uint64_t        unmapped;    /* LARGE: chunks given back to the OS (holes), mapped again before reuse */
     uint64_t        purge_at;    /* ms; when purge_mask is due ... */
     uint64_t        purge_epoch; /* ... and the owner heap's epoch it must have reached */
     uint64_t        cached_at;   /* ms; when it entered a node cache */
@@ -300,13 +306,17 @@ void *nd_seg_reserve(size_t size, size_t alignment) nd_hidden;
    short (RLIMIT_AS), whose window's rest stays unmapped. */
 nd_segment *nd_seg_map(int node, bool bound, size_t size) nd_hidden;
 void nd_seg_unmap(nd_segment *s) nd_hidden;
-/* Unmaps the end of a LARGE segment from `size` bytes on (a whole number
-   of chunks, fewer than it has, at least the header's; every chunk from
-   there free and no OS page before it inaccessible but its last): it
-   becomes a short segment of size / 64 KiB chunks, its committed bytes
-   there returned. For an address-space limit (RLIMIT_AS): the chunks at
-   a full segment's end that no block of the sizes asked for fills. */
-void nd_seg_trim(nd_segment *s, size_t size) nd_hidden;
+/* Unmaps the free chunks `chunks` of a LARGE segment (not the header):
+   they become holes (unmapped), their committed bytes returned, their
+   guard bits cleared. For an address-space limit (RLIMIT_AS): the room a
+   freed large block took serves any other mapping. The bytes unmapped. */
+size_t nd_seg_unmap_chunks(nd_segment *s, uint64_t chunks) nd_hidden;
+/* Maps holes `chunks` of LARGE segment s again, where they were (never
+   over another mapping), one run at a time: bound to the segment's node
+   as a new segment is, the segment's own guard page restored if the last
+   chunk is among them. The chunks mapped, which become free (a run that
+   would not map stays a hole: no room, or another mapping there now). */
+uint64_t nd_seg_remap_chunks(nd_segment *s, uint64_t chunks) nd_hidden;
 /* A fresh mapping s of `size` bytes becomes a segment of (node, bound) or,
    interleave != NULL, of pages spread over that node mask: placed (bound:
    bound to its node before anything touches it, its first `commit` bytes

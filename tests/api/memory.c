@@ -21,6 +21,7 @@
 #include <string.h>
 #include <errno.h>
 #include <stdint.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -547,6 +548,85 @@ static void address_space_limit_fits_256_and_512_kib_blocks(void)
     as_check(512);
 }
 
+/* A freed large block gives its address space back when a thread needs
+   a page: the limit filled with 256 KiB blocks (large ones, many to a
+   segment), one freed, then 1,000 requests of 64 B in a thread idle until
+   then and in one started then all succeed, whatever was left of the
+   limit when the blocks failed. The helper takes `pad` KiB of address
+   space more before the limit (ND_ASPAD); the case runs it with pads of 0
+   to 252 KiB in 4 KiB steps, so what the last block leaves takes every
+   value a program's size could give it. The helper prints "n idle late
+   again": the blocks, the two threads' successes, and the blocks of
+   256 KiB allocated again once all were freed. */
+static void emit_freed_large_block_room(void)
+{
+    const char *pad_kib = getenv("ND_ASPAD");
+    size_t pad = pad_kib != NULL ? (size_t)strtoul(pad_kib, NULL, 10) << 10 : 0;
+    as_malloc = nodal_malloc;
+    as_free = nodal_free;
+    static void *small[100], *big[AS_MAX_BLOCKS];
+    for (int i = 0; i < 100; i++)
+        small[i] = as_malloc(64);
+    EXPECT(sem_init(&as_go, 0, 0) == 0, "sem_init to work");
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 64 << 10);
+    pthread_t idle, late;
+    int idle_ok = 0, late_ok = 0;
+    EXPECT(pthread_create(&idle, &attr, as_idle_thread, &idle_ok) == 0, "a thread to start");
+    if (pad != 0)
+        EXPECT(mmap(NULL, pad, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) != MAP_FAILED,
+               "a mapping of %zu KiB", pad >> 10);
+    struct rlimit lim = { (rlim_t)AS_LIMIT, (rlim_t)AS_LIMIT };
+    EXPECT(setrlimit(RLIMIT_AS, &lim) == 0, "setrlimit(RLIMIT_AS) to work");
+    int n = 0;
+    while (n < AS_MAX_BLOCKS && (big[n] = as_malloc(256 << 10)) != NULL)
+        n++;
+    if (n > 1)
+        as_free(big[1]);
+    sem_post(&as_go);
+    pthread_join(idle, NULL);
+    if (pthread_create(&late, &attr, as_late_thread, &late_ok) == 0)
+        pthread_join(late, NULL);
+    else
+        late_ok = -1;
+    for (int i = 0; i < n; i++)
+        if (i != 1)
+            as_free(big[i]);
+    int again = 0;
+    while (again < AS_MAX_BLOCKS && (big[again] = as_malloc(256 << 10)) != NULL)
+        again++;
+    printf("%d %d %d %d\n", n, idle_ok, late_ok, again);
+    (void)small;
+}
+
+static void a_freed_large_block_leaves_room_for_a_new_thread_whatever_the_limit_left(void)
+{
+#ifdef ND_TEST_SANITIZER
+    SKIP("a sanitizer reserves terabytes of address space: no limit of 200 MiB can hold");
+#endif
+    int failed = 0;
+    for (unsigned pad = 0; pad < 256; pad += 4) {
+        static struct nd_child c;
+        char env[64];
+        long v[4];
+        snprintf(env, sizeof env, "ND_ASPAD=%u", pad);
+        nd_run_case("emit_freed_large_block_room", NULL, env, 120, &c);
+        EXPECT(sscanf(c.out, "%ld %ld %ld %ld", &v[0], &v[1], &v[2], &v[3]) == 4,
+               "four counts from the child (pad %u KiB), got \"%s\"", pad, c.out);
+        if (pad % 64 == 0)
+            printf("note: pad %u KiB: %ld blocks of 256 KiB, idle thread %ld, new thread %ld of 1000, %ld blocks "
+                   "again once all were freed\n", pad, v[0], v[1], v[2], v[3]);
+        bool ok = v[1] == 1000 && v[2] == 1000 && v[3] >= v[0] - 2;
+        if (!ok)
+            printf("FAILED at pad %u KiB: %ld blocks, idle %ld, new %ld, again %ld\n", pad, v[0], v[1], v[2], v[3]);
+        failed += !ok;
+    }
+    EXPECT(failed == 0, "every 64-byte malloc of an idle and of a new thread to succeed once a 256 KiB block is "
+           "freed at the limit, and the blocks to fit again (but the threads' pages: 2), at every pad; %d of 64 "
+           "pads failed", failed);
+}
+
 /* Address space far beyond 256 GiB: blocks of 64 MiB, never touched, up
    to 1 TiB (4x what a segment map of 2^16 windows could hold), as many as
    glibc's malloc gets in the same process (its count first, every block
@@ -643,7 +723,9 @@ static const struct nd_case cases[] = {
     ND_CASE(address_space_limit_leaves_small_allocations_working),
     ND_CASE(address_space_limit_fits_256_and_512_kib_blocks),
     ND_CASE(address_space_far_beyond_256_gib_is_nodals),
+    ND_CASE(a_freed_large_block_leaves_room_for_a_new_thread_whatever_the_limit_left),
     ND_CASE(emit_cached_after_free_with_no_delay),
     ND_CASE(emit_address_space_limit),
+    ND_CASE(emit_freed_large_block_room),
 };
 ND_MAIN(cases)
