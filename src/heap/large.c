@@ -336,6 +336,8 @@ static nd_segment *nd_large_regain(nd_large_pool *pool, unsigned k, unsigned ste
             *at = i;
             return s;
         }
+        if (errno == ENOMEM)
+            break;   /* no room (not another mapping in the hole): a failing request tries one segment, not all */
     }
     return NULL;
 }

@@ -92,8 +92,10 @@ void *nd_os_map_at(uintptr_t addr, size_t size)
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
     if (p == (void *)addr)
         return p;
-    if (p != MAP_FAILED)   /* a kernel without MAP_FIXED_NOREPLACE took it as a hint */
+    if (p != MAP_FAILED) {   /* a kernel without MAP_FIXED_NOREPLACE took it as a hint */
         nd_os_unmap(p, size);
+        errno = EEXIST;
+    }
     return NULL;
 }
 

@@ -315,7 +315,8 @@ size_t nd_seg_unmap_chunks(nd_segment *s, uint64_t chunks) nd_hidden;
    over another mapping), one run at a time: bound to the segment's node
    as a new segment is, the segment's own guard page restored if the last
    chunk is among them. The chunks mapped, which become free (a run that
-   would not map stays a hole: no room, or another mapping there now). */
+   would not map stays a hole: no room, errno ENOMEM, or another mapping
+   there now). */
 uint64_t nd_seg_remap_chunks(nd_segment *s, uint64_t chunks) nd_hidden;
 /* A fresh mapping s of `size` bytes becomes a segment of (node, bound) or,
    interleave != NULL, of pages spread over that node mask: placed (bound:

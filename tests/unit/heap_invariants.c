@@ -1053,6 +1053,87 @@ static void large_segments_with_unmapped_chunks_under_an_address_space_limit_sta
            "hole seen, problems); stderr: %s", nd_describe_status(c.status), c.err);
 }
 
+/* A hole of a large segment (an unmapped chunk, large.h) that another
+   mapping took meanwhile is never nodal's again: blocks that need its
+   chunks do not map over it (MAP_FIXED_NOREPLACE) and the segment, once
+   empty, is unmapped around it. The child fills a 40 MiB limit with
+   256 KiB blocks, frees every second, makes the freed runs holes (a
+   64 MiB block that cannot map), maps a page of its own into one hole,
+   then fills the limit again, frees everything, collects and has the
+   empty segments unmapped (another 64 MiB block): its page keeps its
+   bytes, and the pools stay valid. Exit 0 when all held. */
+static int foreign_hole_child(void)
+{
+    enum { N = 256 };
+    static unsigned char *p[N];
+    long vm = nd_vm_kib();
+    struct rlimit lim;
+    lim.rlim_cur = lim.rlim_max = (rlim_t)vm * 1024 + ((rlim_t)40 << 20);
+    if (vm <= 0 || setrlimit(RLIMIT_AS, &lim) != 0)
+        return 4;
+    int n = 0, bad = 0;
+    while (n < N && (p[n] = nodal_malloc(256 << 10)) != NULL)
+        n++;
+    for (int i = 0; i < n; i += 2) {
+        nodal_free(p[i]);
+        p[i] = NULL;
+    }
+    errno = 0;
+    bad += nodal_malloc((size_t)64 << 20) != NULL || errno != ENOMEM;
+    unsigned char *mine = NULL;
+    for (int i = 1; i < n && mine == NULL; i += 2) {
+        nd_segment *s = nd_seg_base(p[i]);
+        if (s->kind != ND_SEG_LARGE || s->unmapped == 0)
+            continue;
+        unsigned c = (unsigned)__builtin_ctzll(s->unmapped);
+        void *at = (uint8_t *)s + ((size_t)c << ND_CHUNK_SHIFT);
+        void *q = mmap(at, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+        if (q == at)
+            mine = q;
+        else if (q != MAP_FAILED)
+            munmap(q, 4096);
+    }
+    if (mine == NULL)
+        return 5;
+    memset(mine, 0x5a, 4096);
+    for (int i = 0; i < n; i += 2)
+        p[i] = nodal_malloc(256 << 10);   /* NULL or a block: never over mine */
+    for (int i = 0; i < n; i++)
+        if (p[i] != NULL) {
+            bad += p[i] <= mine + 4095 && p[i] + (256 << 10) > mine;
+            memset(p[i], 1, 256 << 10);
+        }
+    bad += !nd_large_is_valid();
+    for (int i = 0; i < n; i++)
+        nodal_free(p[i]);
+    nodal_collect(1);
+    errno = 0;   /* and every empty segment unmapped (a pool keeps one otherwise) */
+    bad += nodal_malloc((size_t)64 << 20) != NULL || errno != ENOMEM;
+    bad += !nd_large_is_valid();
+    for (int j = 0; j < 4096; j++)
+        bad += mine[j] != 0x5a;
+    printf("%d %d\n", n, bad);
+    return n > 0 && n < N && bad == 0 ? 0 : 3;
+}
+
+static void foreign_hole_run(void *arg)
+{
+    (void)arg;
+    fflush(NULL);
+    _exit(foreign_hole_child());
+}
+
+static void a_hole_another_mapping_took_is_never_mapped_over_nor_unmapped(void)
+{
+    static struct nd_child c;
+    fflush(NULL);
+    nd_run_forked(foreign_hole_run, NULL, 60, &c);
+    EXPECT(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
+           "the child's own page in a hole of a large segment to keep its bytes through refills, frees and a "
+           "collect, no block over it, the pools valid (exit 0); it %s (4: no limit, 5: no hole to map into, "
+           "3: see its line of blocks and problems); stderr: %s", nd_describe_status(c.status), c.err);
+}
+
 /* nd_segcache is a direct-mapped table (segment.h): a window 256 GiB away
    from a segment's has the same slot, and is not taken for the segment;
    the segment map (two levels) holds every window of nodal's wherever it
@@ -1199,6 +1280,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_huge_block_mapped_where_a_moved_one_was_stays_nodals),
     ND_CASE(short_segments_under_an_address_space_limit_keep_the_heap_valid),
     ND_CASE(large_segments_with_unmapped_chunks_under_an_address_space_limit_stay_valid),
+    ND_CASE(a_hole_another_mapping_took_is_never_mapped_over_nor_unmapped),
     ND_CASE(segment_map_holds_windows_of_any_range_and_the_cache_names_its_window),
     ND_CASE(a_new_leaf_is_published_once_by_racing_threads),
     ND_CASE(segments_without_a_slot_free_through_the_segment_map),
