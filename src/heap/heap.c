@@ -12,6 +12,7 @@
 #include "msg.h"
 #include "node.h"
 #include "options.h"
+#include "os.h"
 #include "topo.h"
 
 void nd_heap_init(nd_heap *h, uintptr_t tid, int node, bool bound)
@@ -125,10 +126,12 @@ static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)
                 continue;
             }
             int kind = k == 0 ? ND_SEG_SMALL : ND_SEG_MEDIUM;
+            uint64_t refused = nd_os_map_refusals();
             s = nd_node_seg_get(h->node, h->bound, kind);
-            /* Out of address space: the free chunks of the large blocks'
-               segments give theirs back (large.h), and once more. */
-            if (s == NULL && errno == ENOMEM && nd_large_release() != 0)
+            /* Out of address space (a mapping was refused, not a full
+               node): the free chunks of the large blocks' segments give
+               theirs back (large.h), and once more. */
+            if (s == NULL && nd_os_map_refusals() != refused && nd_large_release() != 0)
                 s = nd_node_seg_get(h->node, h->bound, kind);
             if (s == NULL) {
                 errno = ENOMEM;

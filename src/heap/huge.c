@@ -159,6 +159,7 @@ void *nd_huge_alloc(size_t size, size_t alignment, int node, bool bound, const u
         if (s != NULL)
             return nd_huge_setup(s, offset);
     }
+    uint64_t refused = nd_os_map_refusals();
     nd_segment *s = nd_seg_reserve(total, map_align);
     if (s == NULL) {
         /* Out of address space (or memory): give back every cached segment
@@ -166,7 +167,9 @@ void *nd_huge_alloc(size_t size, size_t alignment, int node, bool bound, const u
         nd_node_release_cached();
         s = nd_seg_reserve(total, map_align);
     }
-    if (s == NULL && nd_large_release() != 0)   /* and the large blocks' free chunks (large.h) */
+    /* Refused for lack of address space: the large blocks' free chunks
+       give theirs back too (large.h). */
+    if (s == NULL && nd_os_map_refusals() != refused && nd_large_release() != 0)
         s = nd_seg_reserve(total, map_align);
     if (s == NULL) {
         errno = ENOMEM;

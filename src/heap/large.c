@@ -492,10 +492,11 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
             s = nd_large_regain(pool, k, step, &i);
         if (s == NULL) {
             nd_unlock(pool->lock);
+            uint64_t refused = nd_os_map_refusals();
             s = nd_node_seg_get(node, bound, ND_SEG_LARGE);
             if (s == NULL) {
-                if (errno != ENOMEM || released)
-                    return NULL;
+                if (errno != ENOMEM || released || nd_os_map_refusals() == refused)
+                    return NULL;   /* not for lack of address space (a full node): nothing to give back */
                 /* Out of address space: every pool's free chunks give
                    theirs back, and once more: a hole of k chunks, or a
                    new segment, may map now. */

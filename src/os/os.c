@@ -62,11 +62,27 @@ void nd_os_init(void)
 
 size_t nd_os_page_size(void) { return nd_os_pagesize; }
 
+/* Mappings the kernel refused for lack of room (ENOMEM: an address-space
+   limit, or the overcommit policy), ever (relaxed atomics). */
+static uint64_t nd_os_refused;
+
+uint64_t nd_os_map_refusals(void) { return nd_load_relaxed(&nd_os_refused); }
+
+static void nd_os_note_refusal(void)
+{
+    if (errno == ENOMEM)
+        nd_add_relaxed(&nd_os_refused, 1);
+}
+
 static void *nd_os_mmap(void *hint, size_t size)
 {
     nd_gauge_add(os_maps, 1);
     void *p = mmap(hint, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? NULL : p;
+    if (p == MAP_FAILED) {
+        nd_os_note_refusal();
+        return NULL;
+    }
+    return p;
 }
 
 /* Where the next aligned mapping is tried first: just below the last one
@@ -92,6 +108,8 @@ void *nd_os_map_at(uintptr_t addr, size_t size)
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
     if (p == (void *)addr)
         return p;
+    if (p == MAP_FAILED)
+        nd_os_note_refusal();
     if (p != MAP_FAILED) {   /* a kernel without MAP_FIXED_NOREPLACE took it as a hint */
         nd_os_unmap(p, size);
         errno = EEXIST;

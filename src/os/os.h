@@ -41,6 +41,11 @@ void *nd_os_map_aligned(size_t size, size_t alignment) nd_hidden;  /* NULL on fa
 /* A mapping of size bytes exactly at addr, never over another one
    (MAP_FIXED_NOREPLACE); NULL if the range is taken or there is no room. */
 void *nd_os_map_at(uintptr_t addr, size_t size) nd_hidden;
+/* How many of nodal's mappings the kernel refused with ENOMEM so far: a
+   caller whose request failed tells a lack of address space (this grew
+   meanwhile) from a full node (strict placement), which unmapping free
+   memory would not help. */
+uint64_t nd_os_map_refusals(void) nd_hidden;
 void  nd_os_unmap(void *p, size_t size) nd_hidden;
 int   nd_os_purge(void *p, size_t size) nd_hidden;
 int   nd_os_populate(void *p, size_t size) nd_hidden;
