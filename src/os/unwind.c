@@ -272,7 +272,9 @@ static bool nd_uw_run(nd_uw_cur *c, uintptr_t *loc, uintptr_t target, uint64_t c
 #define ND_UW_OBJS 4
 #define ND_UW_WINDOW 128   /* entries of the search table read at once */
 #define ND_UW_RECORD 96    /* bytes of an FDE or a CIE read at once (most are shorter) */
-#define ND_UW_HEAD   1024  /* bytes of a file's start read at once: its ELF header and program headers */
+/* Bytes of a file's start read at once: its ELF header and up to 32
+   program headers after it (the same stack as the two reads took). */
+#define ND_UW_HEAD   (sizeof(Elf64_Ehdr) + 32 * sizeof(Elf64_Phdr))
 typedef struct nd_uw_obj {
     uintptr_t start;      /* dlfo_map_start: which object */
     int       fd;         /* -1: read in place */
@@ -491,6 +493,7 @@ static nd_uw_obj *nd_uw_obj_of(nd_uw_walk *w, const struct dl_find_object *fo)
        were two). */
     union {
         Elf64_Ehdr eh;
+        Elf64_Phdr ph;   /* (their alignment) */
         uint8_t    b[ND_UW_HEAD];
     } head;
     ssize_t got = fd >= 0 ? nd_uw_read_head(fd, head.b) : -1;
@@ -505,18 +508,19 @@ static nd_uw_obj *nd_uw_obj_of(nd_uw_walk *w, const struct dl_find_object *fo)
     }
     if (fd < 0)
         return o;
-    Elf64_Phdr ph[32];
     const Elf64_Ehdr *eh = &head.eh;
     bool ok = got >= (ssize_t)sizeof *eh && memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 &&
               eh->e_ident[EI_CLASS] == ELFCLASS64 && eh->e_phentsize == sizeof(Elf64_Phdr) && eh->e_phnum <= 32;
-    size_t phlen = ok ? eh->e_phnum * sizeof ph[0] : 0;
-    if (ok && eh->e_phoff + phlen <= (uint64_t)got)
-        memcpy(ph, head.b + eh->e_phoff, phlen);
-    else
-        ok = ok && nd_uw_pread(fd, ph, phlen, eh->e_phoff) == (ssize_t)phlen;
+    int phnum = ok ? eh->e_phnum : 0;
+    size_t phlen = (size_t)phnum * sizeof(Elf64_Phdr);
+    const Elf64_Phdr *ph = (const Elf64_Phdr *)head.b;
+    if (ok && eh->e_phoff + phlen <= (uint64_t)got && eh->e_phoff % 8 == 0)
+        ph = (const Elf64_Phdr *)(head.b + eh->e_phoff);
+    else if (ok)   /* not right after the ELF header: a read of their own, over it */
+        ok = nd_uw_pread(fd, head.b, phlen, eh->e_phoff) == (ssize_t)phlen;
     uintptr_t base = (uintptr_t)lm->l_addr, hdr = (uintptr_t)fo->dlfo_eh_frame, end = 0;
     bool hdr_here = false;
-    for (int i = 0; ok && i < eh->e_phnum; i++) {
+    for (int i = 0; ok && i < phnum; i++) {
         if (ph[i].p_type == PT_GNU_EH_FRAME)
             hdr_here = base + ph[i].p_vaddr == hdr;
         if (ph[i].p_type != PT_LOAD)
