@@ -450,17 +450,39 @@ static ssize_t nd_uw_read_head(int fd, uint8_t *head)
     return got;
 }
 
-/* Is the file whose start is head[0..got) the one mapped at map_start:
-   the same ELF header and program headers (the loader read them there:
-   resident already)? */
-static bool nd_uw_same_head(const uint8_t *head, ssize_t got, uintptr_t map_start)
+/* Is the file whose start is head[0..got) the one mapped at map_start?
+   Its bytes up to the end of the program's build ID (a note the linker
+   makes a hash of the whole output) are those mapped there (the loader
+   read the headers there: resident already). Equal headers alone would
+   take a file rebuilt in place with the same layout for the one running,
+   and its tables' rules for the running code. False without a build ID
+   in those bytes, or with the headers elsewhere. */
+static bool nd_uw_same_file(const uint8_t *head, ssize_t got, uintptr_t map_start)
 {
     const Elf64_Ehdr *meh = (const Elf64_Ehdr *)map_start;
     if (got < (ssize_t)sizeof *meh || memcmp(meh->e_ident, ELFMAG, SELFMAG) != 0 ||
-        meh->e_phentsize != sizeof(Elf64_Phdr))
+        meh->e_phentsize != sizeof(Elf64_Phdr) || meh->e_phoff + (uint64_t)meh->e_phnum * sizeof(Elf64_Phdr) > (uint64_t)got)
         return false;
-    uint64_t len = meh->e_phoff + (uint64_t)meh->e_phnum * sizeof(Elf64_Phdr);
-    return len <= (uint64_t)got && memcmp(head, (const void *)map_start, len) == 0;
+    const Elf64_Phdr *ph = (const Elf64_Phdr *)(map_start + meh->e_phoff);
+    uint64_t end = 0;
+    for (int i = 0; i < meh->e_phnum && end == 0; i++) {
+        if (ph[i].p_type != PT_NOTE || ph[i].p_offset + ph[i].p_filesz > (uint64_t)got)
+            continue;
+        /* The notes: name size, description size, type, then the name and
+           the description, each padded to 4 bytes. */
+        for (uint64_t at = ph[i].p_offset; at + 12 <= ph[i].p_offset + ph[i].p_filesz;) {
+            const uint32_t *n = (const uint32_t *)(map_start + at);
+            uint64_t next = at + 12 + ((n[0] + 3ull) & ~3ull) + ((n[1] + 3ull) & ~3ull);
+            if (next > ph[i].p_offset + ph[i].p_filesz)
+                break;
+            if (n[2] == NT_GNU_BUILD_ID && n[0] == 4 && memcmp(n + 3, "GNU", 4) == 0 && n[1] != 0) {
+                end = next;
+                break;
+            }
+            at = next;
+        }
+    }
+    return end != 0 && memcmp(head, (const void *)map_start, end) == 0;
 }
 
 /* Opens the file of object fo and checks it is the one mapped; its entry
@@ -479,8 +501,9 @@ static nd_uw_obj *nd_uw_obj_of(nd_uw_walk *w, const struct dl_find_object *fo)
     if (lm == NULL || lm->l_name == NULL)
         return o;
     /* The program's own file: under the name it was started by
-       (AT_EXECFN) if that is still the file mapped (a relative name after
-       a chdir, a script or a file replaced since is not), else
+       (AT_EXECFN) if that is still the file mapped (the same build ID: a
+       relative name after a chdir, a script or a file rebuilt since is
+       not), else
        /proc/self/exe. Opening /proc/self/exe cost a process's first walk
        25-80 us (procfs makes the process's entries on first use; larson
        -t 1, clock_gettime around the call), any other file 2-7 us. */
@@ -498,7 +521,7 @@ static nd_uw_obj *nd_uw_obj_of(nd_uw_walk *w, const struct dl_find_object *fo)
     } head;
     ssize_t got = fd >= 0 ? nd_uw_read_head(fd, head.b) : -1;
     bool by_name = exe && strcmp(path, "/proc/self/exe") != 0;
-    if (by_name && fd >= 0 && !nd_uw_same_head(head.b, got, start)) {
+    if (by_name && fd >= 0 && !nd_uw_same_file(head.b, got, start)) {
         nd_uw_close_registered(fd, o->slot);
         fd = -1;
     }
