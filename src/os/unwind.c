@@ -450,39 +450,35 @@ static ssize_t nd_uw_read_head(int fd, uint8_t *head)
     return got;
 }
 
-/* Is the file whose start is head[0..got) the one mapped at map_start?
-   Its bytes up to the end of the program's build ID (a note the linker
-   makes a hash of the whole output) are those mapped there (the loader
-   read the headers there: resident already). Equal headers alone would
-   take a file rebuilt in place with the same layout for the one running,
-   and its tables' rules for the running code. False without a build ID
-   in those bytes, or with the headers elsewhere. */
-static bool nd_uw_same_file(const uint8_t *head, ssize_t got, uintptr_t map_start)
+/* The object mapped at map_start: the end of its GNU build ID note (a
+   hash of the whole file, which the linker writes) as an offset in its
+   file, when that lies within its first `got` bytes (the notes follow the
+   program headers; the loader read them there: resident already); 0
+   when there is none there. */
+static uint64_t nd_uw_id_end(uintptr_t map_start, ssize_t got)
 {
     const Elf64_Ehdr *meh = (const Elf64_Ehdr *)map_start;
     if (got < (ssize_t)sizeof *meh || memcmp(meh->e_ident, ELFMAG, SELFMAG) != 0 ||
         meh->e_phentsize != sizeof(Elf64_Phdr) || meh->e_phoff + (uint64_t)meh->e_phnum * sizeof(Elf64_Phdr) > (uint64_t)got)
-        return false;
+        return 0;
     const Elf64_Phdr *ph = (const Elf64_Phdr *)(map_start + meh->e_phoff);
-    uint64_t end = 0;
-    for (int i = 0; i < meh->e_phnum && end == 0; i++) {
+    for (int i = 0; i < meh->e_phnum; i++) {
         if (ph[i].p_type != PT_NOTE || ph[i].p_offset + ph[i].p_filesz > (uint64_t)got)
             continue;
         /* The notes: name size, description size, type, then the name and
            the description, each padded to 4 bytes. */
-        for (uint64_t at = ph[i].p_offset; at + 12 <= ph[i].p_offset + ph[i].p_filesz;) {
+        uint64_t end = ph[i].p_offset + ph[i].p_filesz;
+        for (uint64_t at = ph[i].p_offset; at + 12 <= end;) {
             const uint32_t *n = (const uint32_t *)(map_start + at);
             uint64_t next = at + 12 + ((n[0] + 3ull) & ~3ull) + ((n[1] + 3ull) & ~3ull);
-            if (next > ph[i].p_offset + ph[i].p_filesz)
+            if (next > end)
                 break;
-            if (n[2] == NT_GNU_BUILD_ID && n[0] == 4 && memcmp(n + 3, "GNU", 4) == 0 && n[1] != 0) {
-                end = next;
-                break;
-            }
+            if (n[2] == NT_GNU_BUILD_ID && n[0] == 4 && memcmp(n + 3, "GNU", 4) == 0 && n[1] != 0)
+                return next;
             at = next;
         }
     }
-    return end != 0 && memcmp(head, (const void *)map_start, end) == 0;
+    return 0;
 }
 
 /* Opens the file of object fo and checks it is the one mapped; its entry
@@ -519,20 +515,28 @@ static nd_uw_obj *nd_uw_obj_of(nd_uw_walk *w, const struct dl_find_object *fo)
         Elf64_Phdr ph;   /* (their alignment) */
         uint8_t    b[ND_UW_HEAD];
     } head;
+    /* The file's bytes up to the end of the build ID are those mapped:
+       the file mapped. A file with another build ID (a library upgraded
+       in place since, perhaps with the same layout) is not read: its
+       tables' rules are not the running code's. */
     ssize_t got = fd >= 0 ? nd_uw_read_head(fd, head.b) : -1;
+    uint64_t id_end = nd_uw_id_end(start, got);
+    bool same = id_end != 0 && memcmp(head.b, (const void *)start, id_end) == 0;
     bool by_name = exe && strcmp(path, "/proc/self/exe") != 0;
-    if (by_name && fd >= 0 && !nd_uw_same_file(head.b, got, start)) {
+    if (by_name && fd >= 0 && !same) {   /* no build ID to tell: not by its name */
         nd_uw_close_registered(fd, o->slot);
         fd = -1;
     }
     if (by_name && fd < 0) {
         fd = nd_uw_open_registered("/proc/self/exe", &o->slot);
         got = fd >= 0 ? nd_uw_read_head(fd, head.b) : -1;
+        id_end = nd_uw_id_end(start, got);
+        same = id_end != 0 && memcmp(head.b, (const void *)start, id_end) == 0;
     }
     if (fd < 0)
         return o;
     const Elf64_Ehdr *eh = &head.eh;
-    bool ok = got >= (ssize_t)sizeof *eh && memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 &&
+    bool ok = (id_end == 0 || same) && got >= (ssize_t)sizeof *eh && memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 &&
               eh->e_ident[EI_CLASS] == ELFCLASS64 && eh->e_phentsize == sizeof(Elf64_Phdr) && eh->e_phnum <= 32;
     int phnum = ok ? eh->e_phnum : 0;
     size_t phlen = (size_t)phnum * sizeof(Elf64_Phdr);
