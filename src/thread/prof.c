@@ -223,6 +223,18 @@ static double nd_exp_neg(double x)
     return sum * v.d;
 }
 
+/* The probability that a request of x = usable / rate is sampled,
+   1 - exp(-x). Most requests are far smaller than the rate (a class's at
+   most 32 KiB against 512 KiB): for x < 1/8 the series x - x^2/2! + ...
+   to its sixth term (relative error below 1e-9), 11 instructions where
+   the exponential took about 70 (callgrind); otherwise through it. */
+static double nd_sample_prob(double x)
+{
+    if (x >= 0.125)
+        return 1 - nd_exp_neg(x);
+    return x * (1 - x * (1 / 2.) * (1 - x * (1 / 3.) * (1 - x * (1 / 4.) * (1 - x * (1 / 5.) * (1 - x * (1 / 6.))))));
+}
+
 static uint64_t nd_prof_hash(const void *const *frames, int n)
 {
     uint64_t h = 0x9e3779b97f4a7c15ull;
@@ -608,7 +620,7 @@ void nd_prof_record(void *p, nd_page *pg, size_t size, size_t usable, int node, 
     nd_add_relaxed(&st->samples, 1);
     /* The estimate: this request stands for 1 / P(sampled) requests. */
     double rate = (double)nd_prof_rate();
-    double prob = 1 - nd_exp_neg((double)usable / rate);
+    double prob = nd_sample_prob((double)usable / rate);
     double objs = prob > 0 ? 1 / prob : 1;
     nd_prof_live v = {
         .addr = (uintptr_t)p, .site = site, .node = (int16_t)node, .bound = bound,

@@ -7,7 +7,9 @@
  * above the one before it; in a signal handler it goes on through the
  * signal frame into the interrupted code, as backtrace() does, on the
  * thread's stack and on a sigaltstack; a fork() while other threads'
- * walks hold object files open leaves the child none of them.
+ * walks hold object files open leaves the child none of them; a program
+ * whose starting name (AT_EXECFN) now leads to another file is still read
+ * right.
  */
 #include <alloca.h>
 #include <execinfo.h>
@@ -15,6 +17,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <stdint.h>
@@ -255,10 +258,59 @@ static void fork_during_walks_leaves_the_child_no_descriptor(void)
     EXPECT(leaked == 0, "no child with a descriptor of a walk: %d in %d children", leaked, FORKS);
 }
 
+/* ---- the program's file by its starting name ------------------------------
+   The walk opens the program under the name it was started by (AT_EXECFN)
+   when that file is the one mapped. Started as "./unit_unwind" from its
+   own directory, the child moves to a directory where that name is another
+   program (/bin/true): its first walk (nothing kept yet) must find the
+   same frames as backtrace(), from the program's own tables. */
+
+#define CHILD_DIR "ND_UNWIND_CHILD_DIR"
+
+static void a_program_whose_starting_name_leads_elsewhere_is_still_walked_right(void)
+{
+    if (!nd_os_unwind_own_ok())
+        SKIP("the own unwinder is x86-64 with glibc 2.35 or later only");
+    const char *moved = getenv(CHILD_DIR);
+    if (moved != NULL) {   /* the child, started as ./unit_unwind */
+        EXPECT(chdir(moved) == 0, "to move to %s", moved);
+        struct walk w;
+        memset(&w, 0, sizeof w);
+        plain(&w, 3);
+        expect_same(&w);
+        return;
+    }
+    char self[4096], dir[] = "/tmp/nd-unwind-XXXXXX", other[sizeof dir + 32];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    EXPECT(len > 0, "the program's path");
+    self[len] = '\0';
+    char *slash = strrchr(self, '/');
+    EXPECT(slash != NULL && mkdtemp(dir) != NULL, "a directory of the test's own");
+    snprintf(other, sizeof other, "%s/%s", dir, slash + 1);
+    EXPECT(symlink("/bin/true", other) == 0, "%s to lead to /bin/true", other);
+    *slash = '\0';
+    pid_t pid = fork();
+    if (pid == 0) {
+        char name[300];
+        snprintf(name, sizeof name, "./%s", slash + 1);
+        setenv(CHILD_DIR, dir, 1);
+        if (chdir(self) == 0)
+            execl(name, name, "a_program_whose_starting_name_leads_elsewhere_is_still_walked_right", (char *)NULL);
+        _exit(3);
+    }
+    int status = 0;
+    EXPECT(pid > 0 && waitpid(pid, &status, 0) == pid, "the child to end");
+    unlink(other);
+    rmdir(dir);
+    EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+           "the child's walk to find what backtrace() finds (status 0x%x)", (unsigned)status);
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(own_unwinder_finds_what_backtrace_finds),
     ND_CASE(own_unwinder_walks_through_a_signal_frame),
     ND_CASE(own_unwinder_walks_from_a_sigaltstack),
     ND_CASE(fork_during_walks_leaves_the_child_no_descriptor),
+    ND_CASE(a_program_whose_starting_name_leads_elsewhere_is_still_walked_right),
 };
 ND_MAIN(cases)
