@@ -247,7 +247,11 @@ nd_tcache *nd_thread_start(void)
         t->gc_countdown = ND_GC_EVENTS;
         t->seen_node = (int16_t)node;
         t->look_cpu = -1;
-        t->maintain_at = nd_os_now_ms() + (uint64_t)nd_opt(ND_OPT_purge_delay);
+        /* maintain_at stays the record's: its heaps and caches are
+           maintained every purge delay whoever runs them, so a chain of
+           threads each shorter than the delay still purges the pages they
+           retired and trims the caches they filled (restarting the clock
+           at each start postponed that for as long as the chain lasted). */
         if (nd_tcache_is_watched(tc))   /* the last thread's moves, not this one's */
             nd_tcache_watch(tc, false);
         nd_tls_tc = tc;

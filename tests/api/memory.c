@@ -334,6 +334,76 @@ static void a_pooled_thread_record_is_taken_apart_after_ten_purge_delays(void)
            "exited, %g still pooled", 10 * delay + 200, total("pooled_threads"));
 }
 
+/* Fills 2 MiB of 1 KiB blocks and frees all but the first, then exits:
+   its pages but one are empty, their memory waiting for its purge in a
+   segment the record's heap keeps. */
+static void *fill_free_and_exit(void *arg)
+{
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+    enum { N = 2048 };
+    void *b[N];   /* on the stack: static data would shift the address-space cases' margins */
+    for (int i = 0; i < N; i++) {
+        b[i] = nodal_malloc(1024);
+        EXPECT(b[i] != NULL, "nodal_malloc(1024) to succeed");
+        memset(b[i], 1, 1024);
+    }
+    for (int i = 1; i < N; i++)
+        nodal_free(b[i]);
+    *(void **)arg = b[0];
+    return NULL;
+}
+
+/* Allocates and frees small blocks for `ms` milliseconds, then exits. */
+static void *churn_for(void *arg)
+{
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(0, &one);
+    pthread_setaffinity_np(pthread_self(), sizeof one, &one);
+    long ms = (long)(intptr_t)arg;
+    struct timespec t0, t;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    do {
+        for (int i = 0; i < 1000; i++) {
+            void *volatile p = nodal_malloc(64 + (size_t)(i & 7) * 16);
+            nodal_free(p);
+        }
+        clock_gettime(CLOCK_MONOTONIC, &t);
+    } while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
+    return NULL;
+}
+
+/* A program that starts a thread per task, each shorter than the purge
+   delay, runs them all on one pooled record: its heaps are still
+   maintained every purge delay, so the memory an earlier thread freed
+   goes back to the OS while the chain goes on (it waited for a thread
+   that lived a whole delay, which never came). */
+static void a_chain_of_short_threads_purges_what_its_record_freed(void)
+{
+    nodal_collect(1);
+    void *kept = NULL;
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, fill_free_and_exit, &kept) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+    double returned0 = total("returned");
+    long delay = nodal_option_get("purge_delay");
+    EXPECT(delay > 0, "purge_delay to be positive (the default), got %ld", delay);
+    long each = delay / 5 > 1 ? delay / 5 : 1;
+    for (long spent = 0; spent < 4 * delay; spent += each) {
+        EXPECT(pthread_create(&t, NULL, churn_for, (void *)(intptr_t)each) == 0, "pthread_create to work");
+        pthread_join(t, NULL);
+    }
+    double returned = total("returned") - returned0;
+    EXPECT(total("pooled_threads") == 1, "the chain to run on one pooled record, %g pooled",
+           total("pooled_threads"));
+    EXPECT(returned >= 1.0 * (double)MiB, "at least 1 MiB of the 2 MiB freed to go back to the OS within "
+           "four purge delays of threads %ld ms long each, %.0f KiB did", each, returned / 1024);
+    nodal_free(kept);
+}
+
 /* Under an address-space limit of 200 MiB (ulimit -v), 1 MiB blocks fill
    nearly all of it; once they fail, small allocations still succeed in
    the thread that made them, in a thread that had not allocated before
@@ -720,6 +790,7 @@ static const struct nd_case cases[] = {
     ND_CASE(realloc_growth_keeps_contents_and_grows_in_place_past_16_kib),
     ND_CASE(a_thread_started_after_another_exited_takes_over_its_caches),
     ND_CASE(a_pooled_thread_record_is_taken_apart_after_ten_purge_delays),
+    ND_CASE(a_chain_of_short_threads_purges_what_its_record_freed),
     ND_CASE(address_space_limit_leaves_small_allocations_working),
     ND_CASE(address_space_limit_fits_256_and_512_kib_blocks),
     ND_CASE(address_space_far_beyond_256_gib_is_nodals),
