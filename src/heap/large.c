@@ -368,26 +368,34 @@ static size_t nd_large_release_pool(nd_large_pool *pool, nd_segment **gone)
 
 static void nd_large_keep_drain(nd_large_pool *pool, uint64_t now, bool force);
 
+/* The pools that have had a segment (hint set), of every node with memory,
+   plain then bound, one per call: start with *i = 0; NULL after the last. */
+static nd_large_pool *nd_large_next_used(int *i)
+{
+    while (*i < 2 * nd_topo.mem_count) {
+        nd_large_pool *pool = &nd_large_pools[nd_topo.mem_ids[*i / 2]][*i % 2];
+        (*i)++;
+        if (nd_load_relaxed(&pool->hint) != 0)
+            return pool;
+    }
+    return NULL;
+}
+
 size_t nd_large_release(void)
 {
     nd_lock_may_take(ND_LOCK_ID_large_pool);
     size_t freed = 0;
-    for (int n = 0; n < nd_topo.mem_count; n++) {
-        int node = nd_topo.mem_ids[n];
-        for (int b = 0; b < 2; b++) {
-            nd_large_pool *pool = &nd_large_pools[node][b];
-            if (nd_load_relaxed(&pool->hint) == 0)
-                continue;
-            nd_large_keep_drain(pool, 0, true);   /* kept blocks are free chunks too */
-            nd_segment *gone = NULL;
-            nd_lock(pool->lock);
-            freed += nd_large_release_pool(pool, &gone);
-            nd_unlock(pool->lock);
-            while (gone != NULL) {
-                nd_segment *s = gone;
-                gone = s->next;
-                nd_seg_unmap(s);
-            }
+    nd_large_pool *pool;
+    for (int i = 0; (pool = nd_large_next_used(&i)) != NULL;) {
+        nd_large_keep_drain(pool, 0, true);   /* kept blocks are free chunks too */
+        nd_segment *gone = NULL;
+        nd_lock(pool->lock);
+        freed += nd_large_release_pool(pool, &gone);
+        nd_unlock(pool->lock);
+        while (gone != NULL) {
+            nd_segment *s = gone;
+            gone = s->next;
+            nd_seg_unmap(s);
         }
     }
     return freed;
@@ -673,19 +681,14 @@ bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
 void nd_large_maintain(uint64_t now, bool force)
 {
     nd_lock_may_take(ND_LOCK_ID_large_pool);
-    for (int n = 0; n < nd_topo.mem_count; n++) {
-        int node = nd_topo.mem_ids[n];
-        for (int b = 0; b < 2; b++) {
-            nd_large_pool *pool = &nd_large_pools[node][b];
-            if (nd_load_relaxed(&pool->hint) == 0)
-                continue;
-            nd_large_keep_drain(pool, now, force);
-            nd_lock(pool->lock);
-            for (nd_segment *s = pool->segs.first; s != NULL; s = s->next)
-                if (s->purge_mask != 0 && (force || now >= s->purge_at))
-                    nd_seg_purge(s, s->purge_mask);
-            nd_unlock(pool->lock);
-        }
+    nd_large_pool *pool;
+    for (int i = 0; (pool = nd_large_next_used(&i)) != NULL;) {
+        nd_large_keep_drain(pool, now, force);
+        nd_lock(pool->lock);
+        for (nd_segment *s = pool->segs.first; s != NULL; s = s->next)
+            if (s->purge_mask != 0 && (force || now >= s->purge_at))
+                nd_seg_purge(s, s->purge_mask);
+        nd_unlock(pool->lock);
     }
 }
 

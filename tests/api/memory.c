@@ -462,6 +462,39 @@ static void *as_late_thread(void *arg)
     return NULL;
 }
 
+/* What the address-space helpers share: 100 small blocks of the main
+   thread before the limit, an idle thread started before it (its first
+   small requests wait for as_go), and a thread started after it. */
+typedef struct as_threads {
+    void *small[100];
+    pthread_attr_t attr;
+    pthread_t idle;
+    int idle_ok, late_ok;   /* late_ok -1: the late thread did not start */
+} as_threads;
+
+static void as_threads_start(as_threads *th)
+{
+    for (int i = 0; i < 100; i++)
+        th->small[i] = as_malloc(64);
+    EXPECT(sem_init(&as_go, 0, 0) == 0, "sem_init to work");
+    pthread_attr_init(&th->attr);
+    pthread_attr_setstacksize(&th->attr, 64 << 10);
+    th->idle_ok = th->late_ok = 0;
+    EXPECT(pthread_create(&th->idle, &th->attr, as_idle_thread, &th->idle_ok) == 0, "a thread to start");
+}
+
+/* Lets the idle thread make its requests, then starts the late thread. */
+static void as_threads_finish(as_threads *th)
+{
+    pthread_t late;
+    sem_post(&as_go);
+    pthread_join(th->idle, NULL);
+    if (pthread_create(&late, &th->attr, as_late_thread, &th->late_ok) == 0)
+        pthread_join(late, NULL);
+    else
+        th->late_ok = -1;
+}
+
 /* Node-targeted calls under the limit: 1 MiB blocks until one fails, which
    must say ENOMEM, then small, calloc'ed, aligned and interleaved ones,
    each a block or NULL with ENOMEM. 1 if all did. */
@@ -508,16 +541,9 @@ static void emit_address_space_limit(void)
     const char *kib = who != NULL ? strchr(who, ',') : NULL;
     size_t block = kib != NULL ? (size_t)strtoul(kib + 1, NULL, 10) << 10 : MiB;
     long vm0 = nd_vm_kib();
-    static void *small[100], *big[AS_MAX_BLOCKS];
-    for (int i = 0; i < 100; i++)
-        small[i] = as_malloc(64);
-    EXPECT(sem_init(&as_go, 0, 0) == 0, "sem_init to work");
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, 64 << 10);
-    pthread_t idle, late;
-    int idle_ok = 0, late_ok = 0;
-    EXPECT(pthread_create(&idle, &attr, as_idle_thread, &idle_ok) == 0, "a thread to start");
+    static void *big[AS_MAX_BLOCKS];
+    as_threads th;
+    as_threads_start(&th);
     struct rlimit lim = { (rlim_t)AS_LIMIT, (rlim_t)AS_LIMIT };
     EXPECT(setrlimit(RLIMIT_AS, &lim) == 0, "setrlimit(RLIMIT_AS) to work");
     int n = 0;
@@ -540,16 +566,10 @@ static void emit_address_space_limit(void)
        perhaps nothing). */
     if (n > 1)
         as_free(big[1]);
-    sem_post(&as_go);
-    pthread_join(idle, NULL);
-    if (pthread_create(&late, &attr, as_late_thread, &late_ok) == 0)
-        pthread_join(late, NULL);
-    else
-        late_ok = -1;
+    as_threads_finish(&th);
     int node_ok = glibc ? 1 : as_node_calls_fail_cleanly();
-    printf("%d %ld %d %d %d %d %d\n", n, vm0, main_ok, idle_ok, late_ok, refill, node_ok);
-    (void)small;
-}
+    printf("%d %ld %d %d %d %d %d\n", n, vm0, main_ok, th.idle_ok, th.late_ok, refill, node_ok);
+    }
 
 /* One run of the helper with the allocator `who` and blocks of `kib`
    KiB; its seven counts. */
@@ -634,16 +654,9 @@ static void emit_freed_large_block_room(void)
     size_t pad = pad_kib != NULL ? (size_t)strtoul(pad_kib, NULL, 10) << 10 : 0;
     as_malloc = nodal_malloc;
     as_free = nodal_free;
-    static void *small[100], *big[AS_MAX_BLOCKS];
-    for (int i = 0; i < 100; i++)
-        small[i] = as_malloc(64);
-    EXPECT(sem_init(&as_go, 0, 0) == 0, "sem_init to work");
-    pthread_attr_t attr;
-    pthread_attr_init(&attr);
-    pthread_attr_setstacksize(&attr, 64 << 10);
-    pthread_t idle, late;
-    int idle_ok = 0, late_ok = 0;
-    EXPECT(pthread_create(&idle, &attr, as_idle_thread, &idle_ok) == 0, "a thread to start");
+    static void *big[AS_MAX_BLOCKS];
+    as_threads th;
+    as_threads_start(&th);
     if (pad != 0)
         EXPECT(mmap(NULL, pad, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) != MAP_FAILED,
                "a mapping of %zu KiB", pad >> 10);
@@ -654,21 +667,15 @@ static void emit_freed_large_block_room(void)
         n++;
     if (n > 1)
         as_free(big[1]);
-    sem_post(&as_go);
-    pthread_join(idle, NULL);
-    if (pthread_create(&late, &attr, as_late_thread, &late_ok) == 0)
-        pthread_join(late, NULL);
-    else
-        late_ok = -1;
+    as_threads_finish(&th);
     for (int i = 0; i < n; i++)
         if (i != 1)
             as_free(big[i]);
     int again = 0;
     while (again < AS_MAX_BLOCKS && (big[again] = as_malloc(256 << 10)) != NULL)
         again++;
-    printf("%d %d %d %d\n", n, idle_ok, late_ok, again);
-    (void)small;
-}
+    printf("%d %d %d %d\n", n, th.idle_ok, th.late_ok, again);
+    }
 
 static void a_freed_large_block_leaves_room_for_a_new_thread_whatever_the_limit_left(void)
 {

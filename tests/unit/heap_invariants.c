@@ -1035,18 +1035,21 @@ static int unmapped_chunks_child(void)
     return n > 0 && n < N && (hole_seen || nd_seg_guard != 0) && bad == 0 ? 0 : 3;
 }
 
-static void unmapped_chunks_run(void *arg)
+/* Runs child `*arg` (an int (*)(void)) in a forked process: its result
+   is the exit status. */
+static void run_child_fn(void *arg)
 {
-    (void)arg;
+    int (*const *fn)(void) = arg;
     fflush(NULL);
-    _exit(unmapped_chunks_child());
+    _exit((*fn)());
 }
 
 static void large_segments_with_unmapped_chunks_under_an_address_space_limit_stay_valid(void)
 {
     static struct nd_child c;
+    static int (*const fn)(void) = unmapped_chunks_child;
     fflush(NULL);
-    nd_run_forked(unmapped_chunks_run, NULL, 60, &c);
+    nd_run_forked(run_child_fn, (void *)&fn, 60, &c);
     EXPECT(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
            "the child to fill 40 MiB with large blocks, its segments' free chunks unmapped and valid, every "
            "block intact and every failure ENOMEM (exit 0); it %s (4: no limit, 3: see its line of blocks, "
@@ -1116,18 +1119,12 @@ static int foreign_hole_child(void)
     return n > 0 && n < N && bad == 0 ? 0 : 3;
 }
 
-static void foreign_hole_run(void *arg)
-{
-    (void)arg;
-    fflush(NULL);
-    _exit(foreign_hole_child());
-}
-
 static void a_hole_another_mapping_took_is_never_mapped_over_nor_unmapped(void)
 {
     static struct nd_child c;
+    static int (*const fn)(void) = foreign_hole_child;
     fflush(NULL);
-    nd_run_forked(foreign_hole_run, NULL, 60, &c);
+    nd_run_forked(run_child_fn, (void *)&fn, 60, &c);
     EXPECT(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
            "the child's own page in a hole of a large segment to keep its bytes through refills, frees and a "
            "collect, no block over it, the pools valid (exit 0); it %s (4: no limit, 5: no hole to map into, "
