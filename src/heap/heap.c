@@ -268,7 +268,7 @@ size_t nd_heap_take_blocks(nd_heap *h, unsigned cls, void **out, size_t n, size_
             if (pg == NULL)
                 break;
         }
-        got += nd_page_take(pg, out + got, n - got, max - got);
+        got += nd_page_take(pg, out + got, n - got, max - got, h->carve_rng);
         if (nd_page_is_exhausted(pg))
             nd_heap_park(h, q, pg);
     }

@@ -57,6 +57,8 @@ typedef ND_LIST(nd_segment) nd_seg_queue;
  *  - bound == 1: every segment is bound to node; bound == 0: plain, made by
  *    a thread running on node.
  *  - purge_pending = bytes of the chunks in the purge_mask of its segments.
+ *  - carve_rng: NULL, or (secure=1 and 2, a thread cache's heap) the rng
+ *    of its cache's secure state (checked by nd_secure_is_valid).
  *  - away: its thread was last seen on a CPU of another node than `node`
  *    (plain heaps; thread.c sets it); leaving: only inside nd_heap_leave.
  */
@@ -76,6 +78,7 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_heap {
     uint64_t        clock_ms;           /* the clock when maintenance last looked */
     uint64_t        epoch;              /* the heap's own clock: slow-path events */
     size_t          purge_pending;
+    uint64_t       *carve_rng;          /* secure=1 and 2: the generator carving shuffles with (page.h); else NULL */
     nd_thread_counters stats;
     nd_class_counters  cstats[ND_CLASS_COUNT];
     nd_aligned(ND_CACHE_LINE) nd_page *notified;   /* pages notified by remote frees (other threads push) */

@@ -393,12 +393,53 @@ size_t nd_page_take_free(nd_page *pg, void **out, size_t n)
     return got;
 }
 
-size_t nd_page_take(nd_page *pg, void **out, size_t n, size_t max)
+void nd_shuffle(void **v, size_t n, uint64_t *s)
+{
+    uint64_t r = 0;
+    unsigned left = 0;
+    for (size_t i = n; i > 1; i--) {
+        if (left == 0) {
+            r = nd_random64(s);
+            left = 3;
+        }
+        size_t j = (size_t)(((r & ((1u << 21) - 1)) * i) >> 21);
+        r >>= 21;
+        left--;
+        void *t = v[i - 1];
+        v[i - 1] = v[j];
+        v[j] = t;
+    }
+}
+
+/* Puts v[0..k) (k > 1 distinct blocks of pg, taken from its free list) in
+   address order, through a map of the page's blocks. */
+static void nd_page_sort(const nd_page *pg, void **v, size_t k)
+{
+    uint64_t map[ND_PAGE_MAX_BLOCKS / 64];
+    size_t words = ((size_t)pg->capacity + 63) >> 6;
+    memset(map, 0, words * sizeof map[0]);
+    for (size_t i = 0; i < k; i++) {
+        size_t idx = nd_page_block_index(pg, v[i]);
+        uint64_t bit = (uint64_t)1 << (idx & 63);
+        if (nd_unlikely(map[idx >> 6] & bit))
+            nd_page_corrupt(pg, v[i], ND_CORRUPT_LIST, "a freed block is in the page's free list twice");
+        map[idx >> 6] |= bit;
+    }
+    size_t got = 0;
+    for (size_t w = 0; w < words; w++)
+        for (uint64_t bits = map[w]; bits != 0; bits &= bits - 1)
+            v[got++] = pg->start + (w * 64 + (size_t)__builtin_ctzll(bits)) * pg->block_size;
+}
+
+size_t nd_page_take(nd_page *pg, void **out, size_t n, size_t max, uint64_t *rng)
 {
     size_t got = 0;
     while (got < n) {
         if (pg->free != NULL) {
-            got += nd_page_take_list(pg, out + got, n - got);
+            size_t k = nd_page_take_list(pg, out + got, n - got);
+            if (nd_unlikely(rng != NULL) && k > 1)
+                nd_page_sort(pg, out + got, k);
+            got += k;
             continue;
         }
         /* Blocks other threads gave back come before blocks that would make
@@ -431,6 +472,8 @@ size_t nd_page_take(nd_page *pg, void **out, size_t n, size_t max)
             if (nd_unlikely(nd_page_fill_carved))
                 for (size_t i = got - k; i < got; i++)
                     nd_block_fill(out[i], pg->block_size);
+            if (nd_unlikely(rng != NULL))
+                nd_shuffle(out + got - k, k, rng);
             nd_store_relaxed(&pg->capacity, (uint16_t)(pg->capacity + k));   /* read by remote frees */
             nd_store_relaxed(&pg->limit, (uint64_t)pg->capacity * (pg->mul * pg->block_size));   /* read by remote frees */
             continue;

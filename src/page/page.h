@@ -286,13 +286,34 @@ void nd_page_orphan(nd_page *pg) nd_hidden;
    clears its state. */
 void nd_page_release(nd_page *pg) nd_hidden;
 
+/* A random 64-bit word from generator state *s (wyrand: a Weyl sequence
+   through a 128-bit multiply). Not for cryptography: it only has to make
+   the next block unpredictable from the program's view (secure.h). */
+static inline uint64_t nd_random64(uint64_t *s)
+{
+    uint64_t x = (*s += 0xa0761d6478bd642full);
+    __uint128_t m = (__uint128_t)x * (x ^ 0xe7037ed1a0b428dbull);
+    return (uint64_t)(m >> 64) ^ (uint64_t)m;
+}
+
+/* Puts v[0..n) (n < 2^21) in a random order (Fisher-Yates, generator *s).
+   A draw of 64 bits gives three of 21 bits: j = (r * i) >> 21 (a page holds
+   under 2^12 blocks, so no j is more than 0.2 % likelier than another). */
+void nd_shuffle(void **v, size_t n, uint64_t *s) nd_hidden;
+
 /* Takes n blocks (fewer if the page has no more) into out, which has room
    for max >= n: free list first, then blocks that fit in the OS pages
    carving has reached, then the remote frees, then carving new ones. The
    remote frees go straight into out, up to max of them (they have been
    walked once to be counted and checked; the ones past max become the
-   free list). Returns how many, possibly more than n. Owner only. */
-size_t nd_page_take(nd_page *pg, void **out, size_t n, size_t max) nd_hidden;
+   free list). Returns how many, possibly more than n. Owner only.
+   rng != NULL (secure=1 and 2, secure.h): the blocks carved by one call
+   go into out in a random order (generator *rng), so that a fresh page
+   hands its blocks out in a random order; the blocks taken from the free
+   list go in address order, as the remote frees do (so freed blocks do
+   not keep the order their page was carved in: a program that walks its
+   blocks in the order it got them walks up through memory again). */
+size_t nd_page_take(nd_page *pg, void **out, size_t n, size_t max, uint64_t *rng) nd_hidden;
 /* Takes up to n blocks from pg's free list only (blocks already carved and
    free: no memory made resident, no remote list taken); returns how many.
    Owner only. */

@@ -1,7 +1,8 @@
 /*
  * secure.c - secure=1 and 2 (see secure.h): canaries in live blocks, the
- * random allocation order (shuffled at refill; secure=2 and the classes
- * without a cache: a random choice among a bin of candidate blocks), and,
+ * random allocation order (a fresh page's blocks shuffled as they are
+ * carved, with the generator kept here; secure=2 and the classes without a
+ * cache: a random choice among a bin of candidate blocks), and,
  * under secure=2, fills checked at reuse and the quarantine of freed
  * blocks.
  *
@@ -157,72 +158,41 @@ bool nd_secure_attach(nd_tcache *tc)
     if (!nd_secure_on() || tc->heap.shared)
         return true;
     tc->secure = nd_secure_create();
-    return tc->secure != NULL;
+    if (tc->secure == NULL)
+        return false;
+    tc->heap.carve_rng = &tc->secure->rng;   /* a fresh page's blocks in a random order */
+    return true;
 }
 
 void nd_secure_detach(nd_tcache *tc)
 {
+    tc->heap.carve_rng = NULL;
     if (tc->secure != NULL)
         nd_meta_free(tc->secure, sizeof(nd_secure));
     tc->secure = NULL;
 }
 
-/* A random number below n (n > 0): wyrand (a Weyl sequence through a
-   128-bit multiply), then Lemire's reduction. Not for cryptography: it only
-   has to make the next block unpredictable from the program's view. */
-static inline uint64_t nd_secure_random64(nd_secure *sc)
-{
-    uint64_t s = (sc->rng += 0xa0761d6478bd642full);
-    __uint128_t m = (__uint128_t)s * (s ^ 0xe7037ed1a0b428dbull);
-    return (uint64_t)(m >> 64) ^ (uint64_t)m;
-}
-
+/* A random number below n (n > 0): nd_random64 (page.h), then Lemire's
+   reduction. */
 static inline uint32_t nd_secure_random(nd_secure *sc, uint32_t n)
 {
-    return (uint32_t)(((nd_secure_random64(sc) >> 32) * (uint64_t)n) >> 32);
+    return (uint32_t)(((nd_random64(&sc->rng) >> 32) * (uint64_t)n) >> 32);
 }
 
 /* secure=1: n blocks of `block_size` bytes just taken into a thread cache's
-   bin: each gets its canary, and they are put in a random order (sc: the
-   cache's secure state, which every cache with bins has). */
-static void nd_secure_refilled(nd_secure *sc, void **v, size_t n, size_t block_size)
+   bin get their canaries. Their order is the one they came in: a fresh
+   page's blocks random (carving shuffles them, page.h: the heap's
+   carve_rng), freed blocks of a page in address order (nd_page_take).
+   Shuffling every refill (a Fisher-Yates over each page's run) cost the
+   producer/consumer rows most of their time over the default, and a
+   program that reuses its freed blocks paid the random order at every
+   reuse; secure=2 still reuses freed blocks in a random order (a random
+   candidate per malloc, docs/hardening.md). */
+static void nd_secure_refilled(void **v, size_t n, size_t block_size)
 {
     nd_assert(block_size >= 3 * sizeof(uint64_t));   /* link, mark, canary */
     for (size_t i = 0; i < n; i++)
         nd_secure_seal(v[i], block_size);
-    if (sc == NULL)
-        return;
-    /* Each page's blocks are shuffled among themselves (Fisher-Yates over
-       each run of one page: a refill takes the blocks of one page or a
-       few, page after page): the order in which a page's blocks are handed
-       out is random, and the blocks freed back still come in runs of one
-       page, which a flush gives back with one call per run rather than one
-       per block (a shuffle over the whole refill interleaved the pages). */
-    const unsigned shift = block_size <= ND_SMALL_MAX ? ND_SMALL_PAGE_SHIFT : ND_MEDIUM_PAGE_SHIFT;
-    for (size_t a = 0; a < n;) {
-        uintptr_t page = (uintptr_t)v[a] >> shift;
-        size_t b = a + 1;
-        while (b < n && (uintptr_t)v[b] >> shift == page)
-            b++;
-        /* A draw of 64 bits gives three of 21 bits: j = (r * i) >> 21 (a
-           page holds under 2^12 blocks, so no j is more than 0.2 % likelier
-           than another). */
-        uint64_t r = 0;
-        unsigned left = 0;
-        for (size_t i = b - a; i > 1; i--) {
-            if (left == 0) {
-                r = nd_secure_random64(sc);
-                left = 3;
-            }
-            uint32_t j = (uint32_t)(((r & ((1u << 21) - 1)) * i) >> 21);
-            r >>= 21;
-            left--;
-            void *t = v[a + i - 1];
-            v[a + i - 1] = v[a + j];
-            v[a + j] = t;
-        }
-        a = b;
-    }
 }
 
 /* ---- malloc ------------------------------------------------------------------ */
@@ -286,12 +256,12 @@ static void *nd_secure_alloc_sealed(nd_tcache *tc, nd_secure *sc, unsigned c)
     unsigned bin = nd_class_bin[c];
     unsigned counted = bin < ND_CLASS_COUNT ? bin : c;   /* the request's tick (route.c) */
     if (bin < ND_CLASS_COUNT && tc->binfo[bin].cap_max != 0) {
-        /* The fast path pops what a refill here sealed and shuffled. */
+        /* The fast path pops what a refill here sealed. */
         nd_bin *b = &tc->bins[bin];
         if (b->cur == b->empty) {
             if (!nd_tcache_fill(tc, bin))
                 return nd_tcache_uncount(tc, bin);
-            nd_secure_refilled(sc, b->cur, (size_t)(b->empty - b->cur), nd_class_size[c]);
+            nd_secure_refilled(b->cur, (size_t)(b->empty - b->cur), nd_class_size[c]);
         }
         p = nd_tcache_alloc(tc, bin);
     } else if (sc == NULL) {
@@ -488,7 +458,9 @@ bool nd_secure_is_valid(const nd_tcache *tc)
     if ((sc != NULL) != (nd_secure_on() && !tc->heap.shared))
         return false;
     if (sc == NULL)
-        return true;
+        return tc->heap.carve_rng == NULL;
+    if (tc->heap.carve_rng != &sc->rng)
+        return false;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         if (sc->count[c] > sc->cap[c] || sc->cap[c] > ND_SECURE_BIN)
             return false;

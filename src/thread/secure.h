@@ -11,9 +11,12 @@
  * fast paths' class table is padded by ND_SECURE_TAIL bytes
  * (nd_class_pad_requests), so a block has room for a canary word after
  * any request, and the word is written when a block enters a thread
- * cache's bin at refill (nd_secure_refilled, which also shuffles the
- * blocks: the allocation order is random, decided at refill, not at each
- * malloc). The plain cache's kind matches no page, so every free takes the
+ * cache's bin at refill (nd_secure_refilled). The allocation order of a
+ * fresh page is random: carving shuffles the blocks it carves (the heap's
+ * carve_rng, page.h); freed blocks that come back through their page are
+ * reused in address order (a bin's own in the order freed, last first),
+ * not shuffled again at refill (as mimalloc's secure mode, which reuses
+ * them in the order freed). The plain cache's kind matches no page, so every free takes the
  * slow path (free.c): not freed already, canary intact, then into the
  * bin. Classes above ND_LOOKUP_MAX (which the fast path does not pad) and
  * node-bound caches have bins of capacity 0: their mallocs come here
