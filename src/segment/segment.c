@@ -432,7 +432,7 @@ size_t nd_seg_unmap_chunks(nd_segment *s, uint64_t chunks)
         s->committed &= ~run;
         s->purge_mask &= ~run;
         s->free_mask &= ~run;
-        s->unmapped |= run;
+        nd_store_relaxed(&s->unmapped, s->unmapped | run);   /* read unlocked: nd_seg_maps */
         for (size_t i = (size_t)a * (ND_CHUNK_SIZE / ps); i < (size_t)(b + 1) * (ND_CHUNK_SIZE / ps); i++)
             s->guards[i / 64] &= ~((uint64_t)1 << (i % 64));
         nd_seg_gauge_mapped(s, -(long)len);
@@ -468,7 +468,7 @@ uint64_t nd_seg_remap_chunks(nd_segment *s, uint64_t chunks)
             s->guards[g / 64] |= (uint64_t)1 << (g % 64);
         }
         uint64_t run = nd_mask_range(a, b);
-        s->unmapped &= ~run;
+        nd_store_relaxed(&s->unmapped, s->unmapped & ~run);   /* read unlocked: nd_seg_maps */
         s->free_mask |= run;
         nd_seg_gauge_mapped(s, (long)len);
         done |= run;

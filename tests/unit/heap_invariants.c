@@ -1099,6 +1099,8 @@ static int foreign_hole_child(void)
     if (mine == NULL)
         return 5;
     memset(mine, 0x5a, 4096);
+    bad += nodal_node_of(mine) != -1;   /* in a hole: not nodal's */
+    bad += nodal_node_of(p[1]) < 0;     /* a live block of the same pools: nodal's */
     for (int i = 0; i < n; i += 2)
         p[i] = nodal_malloc(256 << 10);   /* NULL or a block: never over mine */
     for (int i = 0; i < n; i++)
@@ -1127,7 +1129,8 @@ static void a_hole_another_mapping_took_is_never_mapped_over_nor_unmapped(void)
     nd_run_forked(run_child_fn, (void *)&fn, 60, &c);
     EXPECT(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
            "the child's own page in a hole of a large segment to keep its bytes through refills, frees and a "
-           "collect, no block over it, the pools valid (exit 0); it %s (4: no limit, 5: no hole to map into, "
+           "collect, no block over it, nodal_node_of -1 for it (not nodal's) and a node for a live block, "
+           "the pools valid (exit 0); it %s (4: no limit, 5: no hole to map into, "
            "3: see its line of blocks and problems); stderr: %s", nd_describe_status(c.status), c.err);
 }
 
