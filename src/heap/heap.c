@@ -131,7 +131,7 @@ static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)
             /* Out of address space (a mapping was refused, not a full
                node): the free chunks of the large blocks' segments give
                theirs back (large.h), and once more. */
-            if (s == NULL && nd_os_map_refusals() != refused && nd_large_release() != 0)
+            if (s == NULL && nd_large_release_after(refused))
                 s = nd_node_seg_get(h->node, h->bound, kind);
             if (s == NULL) {
                 errno = ENOMEM;

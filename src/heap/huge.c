@@ -169,7 +169,7 @@ void *nd_huge_alloc(size_t size, size_t alignment, int node, bool bound, const u
     }
     /* Refused for lack of address space: the large blocks' free chunks
        give theirs back too (large.h). */
-    if (s == NULL && nd_os_map_refusals() != refused && nd_large_release() != 0)
+    if (s == NULL && nd_large_release_after(refused))
         s = nd_seg_reserve(total, map_align);
     if (s == NULL) {
         errno = ENOMEM;

@@ -401,6 +401,11 @@ size_t nd_large_release(void)
     return freed;
 }
 
+bool nd_large_release_after(uint64_t refused)
+{
+    return nd_os_map_refusals() != refused && nd_large_release() != 0;
+}
+
 /* A block of one OS page at a chunk's start (plain segments: no guard
    page): kept for the next such request of its pool (large.h). */
 static bool nd_large_keepable(size_t usable) { return usable == nd_os_page_size() && nd_seg_guard == 0; }
@@ -503,15 +508,15 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
             uint64_t refused = nd_os_map_refusals();
             s = nd_node_seg_get(node, bound, ND_SEG_LARGE);
             if (s == NULL) {
-                if (errno != ENOMEM || released || nd_os_map_refusals() == refused)
-                    return NULL;   /* not for lack of address space (a full node): nothing to give back */
-                /* Out of address space: every pool's free chunks give
-                   theirs back, and once more: a hole of k chunks, or a
-                   new segment, may map now. */
+                if (errno != ENOMEM || released)
+                    return NULL;
+                /* Out of address space (not a full node): every pool's
+                   free chunks give theirs back, and once more: a hole of
+                   k chunks, or a new segment, may map now. */
                 released = true;
-                size_t freed = nd_large_release();
+                bool freed = nd_large_release_after(refused);
                 nd_lock(pool->lock);
-                if (freed != 0)
+                if (freed)
                     continue;
                 nd_unlock(pool->lock);
                 errno = ENOMEM;

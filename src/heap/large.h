@@ -97,6 +97,10 @@ bool   nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta) nd_
    and its empty segments unmapped whole. The bytes given back. Takes the
    pools' locks (none may be held). */
 size_t nd_large_release(void) nd_hidden;
+/* After a mapping failed: when the kernel refused one since
+   nd_os_map_refusals() was `refused` (out of address space, not a full
+   node), nd_large_release; true if it gave any back (worth one more try). */
+bool   nd_large_release_after(uint64_t refused) nd_hidden;
 /* Purges freed chunks whose delay has passed (all of them when force). */
 void   nd_large_maintain(uint64_t now, bool force) nd_hidden;
 /* Will a block of `size` bytes aligned to `alignment` be a large block? */

@@ -481,6 +481,17 @@ static uint64_t nd_uw_id_end(uintptr_t map_start, ssize_t got)
     return 0;
 }
 
+/* Reads the head of file fd (-1: none; *got = the bytes read, or -1)
+   into head, and *id_end = nd_uw_id_end of the object mapped at
+   map_start: whether the file's bytes up to the end of its build ID are
+   the mapped ones (false when it has none there to tell). */
+static bool nd_uw_head_is_mapped(int fd, uintptr_t map_start, uint8_t *head, ssize_t *got, uint64_t *id_end)
+{
+    *got = fd >= 0 ? nd_uw_read_head(fd, head) : -1;
+    *id_end = nd_uw_id_end(map_start, *got);
+    return *id_end != 0 && memcmp(head, (const void *)map_start, *id_end) == 0;
+}
+
 /* Opens the file of object fo and checks it is the one mapped; its entry
    in w (fd -1 when it is not read from a file). */
 static nd_uw_obj *nd_uw_obj_of(nd_uw_walk *w, const struct dl_find_object *fo)
@@ -519,9 +530,9 @@ static nd_uw_obj *nd_uw_obj_of(nd_uw_walk *w, const struct dl_find_object *fo)
        the file mapped. A file with another build ID (a library upgraded
        in place since, perhaps with the same layout) is not read: its
        tables' rules are not the running code's. */
-    ssize_t got = fd >= 0 ? nd_uw_read_head(fd, head.b) : -1;
-    uint64_t id_end = nd_uw_id_end(start, got);
-    bool same = id_end != 0 && memcmp(head.b, (const void *)start, id_end) == 0;
+    ssize_t got;
+    uint64_t id_end;
+    bool same = nd_uw_head_is_mapped(fd, start, head.b, &got, &id_end);
     bool by_name = exe && strcmp(path, "/proc/self/exe") != 0;
     if (by_name && fd >= 0 && !same) {   /* no build ID to tell: not by its name */
         nd_uw_close_registered(fd, o->slot);
@@ -529,9 +540,7 @@ static nd_uw_obj *nd_uw_obj_of(nd_uw_walk *w, const struct dl_find_object *fo)
     }
     if (by_name && fd < 0) {
         fd = nd_uw_open_registered("/proc/self/exe", &o->slot);
-        got = fd >= 0 ? nd_uw_read_head(fd, head.b) : -1;
-        id_end = nd_uw_id_end(start, got);
-        same = id_end != 0 && memcmp(head.b, (const void *)start, id_end) == 0;
+        same = nd_uw_head_is_mapped(fd, start, head.b, &got, &id_end);
     }
     if (fd < 0)
         return o;
