@@ -72,8 +72,8 @@ nd_public int nodal_node_of(const void *p)
     if (p == NULL)
         return -1;
     nd_segment *s = nd_seg_of(p);
-    /* Not nodal's: outside every segment, or in a hole of one (segment.h:
-       another mapping may be there now). */
+    /* Not nodal's: outside every segment, past a short segment's end or
+       in a hole of one (segment.h: another mapping may be there now). */
     if (s == NULL || !nd_seg_cookie_ok(s) || !nd_seg_maps(s, p))
         return -1;
     if (s->bound && !s->interleaved)

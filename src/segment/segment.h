@@ -214,14 +214,15 @@ typedef struct nd_segment {
     nd_page         pages[ND_SEG_MAX_PAGES];
 } nd_segment;
 
-/* Whether address p inside segment s's window is memory of s: not in a
-   hole (a chunk given back, which another mapping may hold by now). Read
-   without the pool's lock (queries such as nodal_node_of): a hole made or
-   mapped again meanwhile is seen either way. */
+/* Whether address p of segment s's windows (nd_seg_of) is memory of s:
+   within its size (a short segment's window's rest is not nodal's) and
+   not in a hole (a chunk given back, which another mapping may hold by
+   now). Read without the pool's lock (queries such as nodal_node_of): a
+   hole made or mapped again meanwhile is seen either way. */
 static inline bool nd_seg_maps(const nd_segment *s, const void *p)
 {
-    uintptr_t c = ((uintptr_t)p - (uintptr_t)s) >> ND_CHUNK_SHIFT;
-    return c >= 64 || ((nd_load_relaxed(&s->unmapped) >> c) & 1) == 0;
+    uintptr_t off = (uintptr_t)p - (uintptr_t)s, c = off >> ND_CHUNK_SHIFT;
+    return off < s->size && (c >= 64 || ((nd_load_relaxed(&s->unmapped) >> c) & 1) == 0);
 }
 
 _Static_assert(sizeof(nd_page) == 2 * ND_CACHE_LINE, "a page descriptor is two cache lines");

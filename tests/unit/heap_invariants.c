@@ -887,7 +887,12 @@ static void *short_segment_work(void *arg)
                 continue;
             }
             ok++;
-            short_seen |= nd_seg_base(p[k])->size < ND_SEG_SIZE;
+            nd_segment *seg = nd_seg_base(p[k]);
+            if (seg->size < ND_SEG_SIZE && !short_seen) {
+                short_seen = 1;
+                /* Its block is nodal's; its window's rest is not. */
+                bad += nodal_node_of(p[k]) < 0 || nodal_node_of((uint8_t *)seg + seg->size) != -1;
+            }
             for (size_t j = 0; j < sz[k]; j += 512)
                 ((unsigned char *)p[k])[j] = (unsigned char)(k + j);
         }
@@ -931,8 +936,8 @@ static void short_segments_under_an_address_space_limit_keep_the_heap_valid(void
     while (waitpid(pid, &st, 0) < 0)
         ;
     EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0,
-           "the child to get blocks from short segments, with every block intact, every failure ENOMEM and "
-           "the heap valid (exit 0); it %s (4: no limit, 5: no thread, 3: see its line of ok, failed, "
+           "the child to get blocks from short segments, with every block intact, every failure ENOMEM, "
+           "nodal_node_of a node for a block of a short segment and -1 past its end, and the heap valid (exit 0); it %s (4: no limit, 5: no thread, 3: see its line of ok, failed, "
            "short segments seen, problems)", nd_describe_status(st));
 }
 
