@@ -33,6 +33,18 @@ static nd_tcache *nd_plain_tcache(void)
     return nd_thread_start();
 }
 
+/* p, a small request's block from tc's heap, or if there was no room for
+   it (an address-space limit: no segment would map), one from the plain
+   shared heap of tc's node, whose pages include its node's reserve
+   (node.h): a thread that never got a page still gets small blocks, as
+   glibc's threads fall back to its main arena. */
+static void *nd_malloc_or_shared(void *p, nd_tcache *tc, size_t alignment, size_t size)
+{
+    if (nd_likely(p != NULL) || size > ND_SMALL_MAX || errno != ENOMEM)
+        return p;
+    return nd_shared_malloc(tc->heap.node, false, alignment, size);
+}
+
 /* The whole slow path of malloc (the tick's look, if any, was taken). */
 static nd_noinline void *nd_malloc_whole(size_t size, nd_tcache *tc)
 {
@@ -42,7 +54,7 @@ static nd_noinline void *nd_malloc_whole(size_t size, nd_tcache *tc)
         if (tc == NULL)
             return nd_shared_malloc(nd_topo.mem_ids[0], false, 0, size);
     }
-    return nd_route_malloc(tc, size);
+    return nd_malloc_or_shared(nd_route_malloc(tc, size), tc, 0, size);
 }
 
 /* nd_malloc_tick's look on another CPU than the last one (noinline: the
@@ -118,7 +130,7 @@ static nd_noinline void *nd_malloc_aligned_slow(size_t alignment, size_t size)
     nd_tcache *tc = nd_plain_tcache();
     if (tc == NULL)
         return nd_shared_malloc(nd_topo.mem_ids[0], false, alignment, size);
-    return nd_route_malloc_aligned(tc, alignment, size);
+    return nd_malloc_or_shared(nd_route_malloc_aligned(tc, alignment, size), tc, alignment, size);
 }
 
 /* Aligned requests a size class can serve (class.h) come from the thread

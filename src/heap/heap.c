@@ -133,6 +133,10 @@ static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)
                theirs back (large.h), and once more. */
             if (s == NULL && nd_large_release_after(refused))
                 s = nd_node_seg_get(h->node, h->bound, kind);
+            /* Still none: a plain shared heap takes its node's reserve
+               (node.h), the small pages kept for this. */
+            if (s == NULL && h->shared && !h->bound && k == 0)
+                s = nd_node_reserve_take(h->node);
             if (s == NULL) {
                 errno = ENOMEM;
                 return NULL;
@@ -150,7 +154,7 @@ static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)
         uint64_t reused = nd_unlikely(h->away) ? s->committed & nd_seg_chunks(s, start, area) : 0;
         if (nd_seg_commit(s, start, area) != 0) {
             /* The node is full (strict placement). Leave the page free. */
-            if (s->used_pages == 0) {
+            if (s->used_pages == 0 && !nd_node_reserve_is(s)) {
                 nd_list_remove(&h->avail[k], s);
                 nd_heap_seg_release(h, s);
             }
@@ -218,7 +222,7 @@ static void nd_heap_page_retire(nd_heap *h, nd_page *pg)
             h->spare[k] = s;
             h->spare_since[k] = h->clock_ms;
             s->purge_epoch = h->epoch;
-        } else if (h->spare[k] != s) {
+        } else if (h->spare[k] != s && !nd_node_reserve_is(s)) {   /* a reserve stays */
             nd_list_remove(&h->avail[k], s);
             nd_heap_seg_release(h, s);
             return;

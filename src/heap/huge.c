@@ -159,6 +159,7 @@ void *nd_huge_alloc(size_t size, size_t alignment, int node, bool bound, const u
         if (s != NULL)
             return nd_huge_setup(s, offset);
     }
+    nd_node_reserve_note(node);
     uint64_t refused = nd_os_map_refusals();
     nd_segment *s = nd_seg_reserve(total, map_align);
     if (s == NULL) {

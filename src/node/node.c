@@ -52,8 +52,25 @@ typedef struct nd_kind_state {
     size_t      cache_hint, dirty_hint, abandoned_hint, huge_hint;
 } nd_kind_state;
 
+/*
+ * The reserve (per node): under an address-space limit, a short segment of
+ * plain memory (ND_NODE_RESERVE_SIZE) mapped while there is still room, for
+ * the plain shared heap of its node (thread/shared.h) to take when nothing
+ * else maps: the small requests of a thread whose own heap finds no room
+ * then still succeed, as glibc's go to its main arena.
+ * Invariants:
+ *  - reserve: NULL, or that segment (bound 0, node this node); written once,
+ *    under the node lock, and read without it (acquire).
+ *  - reserve_taken == 0: kind FREE, owner NULL, on no list, no page in use.
+ *    reserve_taken == 1: formatted SMALL and the plain shared heap's for
+ *    good: never given back (heap.c keeps it when its pages are free).
+ */
+#define ND_NODE_RESERVE_SIZE ((size_t)256 << 10)
+
 typedef struct nd_aligned(ND_CACHE_LINE) nd_node_state {
     nd_kind_state kinds[2];    /* [0] plain, [1] bound; under ND_LOCK(node, node id) */
+    nd_segment   *reserve;     /* above */
+    bool          reserve_taken;
 } nd_node_state;
 
 static nd_node_state nd_nodes[ND_MAX_NODES];
@@ -136,6 +153,52 @@ static size_t nd_node_headroom(uint64_t now)
     return peak > active ? peak - active : 0;
 }
 
+/* Called before each fresh mapping, while one may still fit. */
+void nd_node_reserve_note(int node)
+{
+    nd_lock_may_take(ND_LOCK_ID_node);
+    nd_node_state *ns = &nd_nodes[node];
+    if (nd_load_acquire(&ns->reserve) != NULL || !nd_os_space_limited())
+        return;
+    int saved = errno;
+    nd_segment *s = nd_seg_map(node, false, ND_NODE_RESERVE_SIZE);
+    errno = saved;
+    if (s == NULL)
+        return;
+    nd_lock(nd_node_lock(ns));
+    bool kept = ns->reserve == NULL;
+    if (kept)
+        nd_store_release(&ns->reserve, s);
+    nd_unlock(nd_node_lock(ns));
+    if (!kept)
+        nd_seg_unmap(s);   /* another thread's came first */
+}
+
+nd_segment *nd_node_reserve_take(int node)
+{
+    nd_lock_may_take(ND_LOCK_ID_node);
+    nd_node_state *ns = &nd_nodes[node];
+    if (nd_load_acquire(&ns->reserve) == NULL)
+        return NULL;
+    nd_segment *s = NULL;
+    nd_lock(nd_node_lock(ns));
+    if (!ns->reserve_taken) {
+        s = ns->reserve;
+        ns->reserve_taken = true;
+    }
+    nd_unlock(nd_node_lock(ns));
+    if (s != NULL) {
+        s->purge_mask = 0;
+        nd_seg_format(s, ND_SEG_SMALL);
+    }
+    return s;
+}
+
+bool nd_node_reserve_is(const nd_segment *s)
+{
+    return s == nd_load_acquire(&nd_nodes[s->node].reserve);
+}
+
 nd_segment *nd_node_seg_get(int node, bool bound, int kind)
 {
     nd_node_demand_note(nd_os_now_ms());
@@ -151,6 +214,7 @@ nd_segment *nd_node_seg_get(int node, bool bound, int kind)
         nd_unlock(nd_node_lock(ns));
     }
     if (s == NULL) {
+        nd_node_reserve_note(node);
         s = nd_seg_map(node, bound, ND_SEG_SIZE);
         if (s == NULL && errno == ENOMEM) {
             /* Out of address space (or memory): give back every cached
@@ -486,6 +550,11 @@ bool nd_node_is_valid(int node)
         ok = ok && n == k->huge.count && bytes == k->huge_bytes && bytes <= ND_HUGE_CACHE_BYTES &&
              n <= ND_HUGE_CACHE_COUNT && nd_load_relaxed(&k->huge_hint) == n;
     }
+    nd_segment *r = ns->reserve;
+    if (ok && r != NULL)
+        ok = nd_seg_cookie_ok(r) && !r->bound && r->node == node && r->size == ND_NODE_RESERVE_SIZE &&
+             (ns->reserve_taken ? r->kind == ND_SEG_SMALL
+                                : r->kind == ND_SEG_FREE && r->owner == NULL && r->used_pages == 0);
     nd_unlock(nd_node_lock(ns));
     return ok;
 }

@@ -24,6 +24,17 @@ nd_segment *nd_node_seg_get(int node, bool bound, int kind) nd_hidden;
    unmapped; a short one is unmapped). */
 void nd_node_seg_put(nd_segment *s) nd_hidden;
 
+/* The node's reserve (node.c): a short segment of plain memory mapped
+   under an address-space limit for the plain shared heap of its node.
+   nd_node_reserve_note: maps it if the space is limited and it has none
+   yet (called before each fresh mapping: nd_node_seg_get's, a huge
+   block's). nd_node_reserve_take: the reserve, formatted SMALL, the first
+   time it is asked for (the caller owns it for good), else NULL.
+   nd_node_reserve_is: whether s is its node's reserve (never given back). */
+void        nd_node_reserve_note(int node) nd_hidden;
+nd_segment *nd_node_reserve_take(int node) nd_hidden;
+bool        nd_node_reserve_is(const nd_segment *s) nd_hidden;
+
 /* Abandoned segments (pages still holding blocks, no owner). */
 void        nd_node_abandon(nd_segment *s) nd_hidden;
 nd_segment *nd_node_abandoned_pop(int node, bool bound) nd_hidden;

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -67,6 +68,12 @@ size_t nd_os_page_size(void) { return nd_os_pagesize; }
 static uint64_t nd_os_refused;
 
 uint64_t nd_os_map_refusals(void) { return nd_load_relaxed(&nd_os_refused); }
+
+bool nd_os_space_limited(void)
+{
+    struct rlimit lim;
+    return getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY;
+}
 
 static void nd_os_note_refusal(void)
 {

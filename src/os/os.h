@@ -46,6 +46,9 @@ void *nd_os_map_at(uintptr_t addr, size_t size) nd_hidden;
    meanwhile) from a full node (strict placement), which unmapping free
    memory would not help. */
 uint64_t nd_os_map_refusals(void) nd_hidden;
+/* Whether the process's address space is limited (RLIMIT_AS set, soft
+   limit): the kernel may refuse a mapping with room to spare in memory. */
+bool  nd_os_space_limited(void) nd_hidden;
 void  nd_os_unmap(void *p, size_t size) nd_hidden;
 int   nd_os_purge(void *p, size_t size) nd_hidden;
 int   nd_os_populate(void *p, size_t size) nd_hidden;

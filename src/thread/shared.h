@@ -4,8 +4,11 @@
  * that have no thread cache of their own: a thread that is starting (its
  * record is being made: the allocations that needs), that is being torn
  * down (destructors running after nodal's), or that could not get one (out
- * of memory). A shared heap has no cache (capacity 0): every request takes
- * blocks straight from its pages, and no page of it is ever hot.
+ * of memory); and the small requests a thread's own heap had no room for
+ * (an address-space limit: no segment maps), for which a plain shared heap
+ * takes its node's reserve when it can map nothing either (node.h). A
+ * shared heap has no cache (capacity 0): every request takes blocks
+ * straight from its pages, and no page of it is ever hot.
  */
 #ifndef ND_SHARED_H
 #define ND_SHARED_H

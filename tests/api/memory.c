@@ -646,12 +646,17 @@ static void address_space_limit_fits_256_and_512_kib_blocks(void)
    space more before the limit (ND_ASPAD); the case runs it with pads of 0
    to 252 KiB in 4 KiB steps, so what the last block leaves takes every
    value a program's size could give it. The helper prints "n idle late
-   again": the blocks, the two threads' successes, and the blocks of
-   256 KiB allocated again once all were freed. */
+   again": the blocks, the two threads' successes, and the blocks
+   allocated again once all were freed. ND_ASPAD is "pad,kib,freed":
+   the pad, the blocks' size in KiB and 1 (one freed) or 0 (none freed
+   before the threads' requests: the next case). */
 static void emit_freed_large_block_room(void)
 {
-    const char *pad_kib = getenv("ND_ASPAD");
-    size_t pad = pad_kib != NULL ? (size_t)strtoul(pad_kib, NULL, 10) << 10 : 0;
+    const char *env = getenv("ND_ASPAD");
+    unsigned pad_kib = 0, kib = 256, freed = 1;
+    EXPECT(env != NULL && sscanf(env, "%u,%u,%u", &pad_kib, &kib, &freed) == 3, "ND_ASPAD=pad,kib,freed, got %s",
+           env != NULL ? env : "(unset)");
+    size_t pad = (size_t)pad_kib << 10, block = (size_t)kib << 10;
     as_malloc = nodal_malloc;
     as_free = nodal_free;
     static void *big[AS_MAX_BLOCKS];
@@ -663,45 +668,75 @@ static void emit_freed_large_block_room(void)
     struct rlimit lim = { (rlim_t)AS_LIMIT, (rlim_t)AS_LIMIT };
     EXPECT(setrlimit(RLIMIT_AS, &lim) == 0, "setrlimit(RLIMIT_AS) to work");
     int n = 0;
-    while (n < AS_MAX_BLOCKS && (big[n] = as_malloc(256 << 10)) != NULL)
+    while (n < AS_MAX_BLOCKS && (big[n] = as_malloc(block)) != NULL)
         n++;
-    if (n > 1)
+    if (n > 1 && freed)
         as_free(big[1]);
     as_threads_finish(&th);
     for (int i = 0; i < n; i++)
-        if (i != 1)
+        if (i != 1 || !freed)
             as_free(big[i]);
     int again = 0;
-    while (again < AS_MAX_BLOCKS && (big[again] = as_malloc(256 << 10)) != NULL)
+    while (again < AS_MAX_BLOCKS && (big[again] = as_malloc(block)) != NULL)
         again++;
     printf("%d %d %d %d\n", n, th.idle_ok, th.late_ok, again);
     }
+
+/* The helper above with blocks of `kib` KiB, one freed or none, at pads
+   of 0 to 252 KiB in steps of `step` KiB: the pads at which a thread's
+   small requests did not all succeed or the blocks did not fit again (but
+   the threads' pages: 2). */
+static int as_pads_failing(unsigned kib, bool freed, unsigned step)
+{
+    int failed = 0;
+    for (unsigned pad = 0; pad < 256; pad += step) {
+        static struct nd_child c;
+        char env[96];
+        long v[4];
+        snprintf(env, sizeof env, "ND_ASPAD=%u,%u,%d", pad, kib, freed ? 1 : 0);
+        nd_run_case("emit_freed_large_block_room", NULL, env, 120, &c);
+        EXPECT(sscanf(c.out, "%ld %ld %ld %ld", &v[0], &v[1], &v[2], &v[3]) == 4,
+               "four counts from the child (pad %u KiB), got \"%s\"", pad, c.out);
+        if (pad % 128 == 0)
+            printf("note: pad %u KiB, %s: %ld blocks of %u KiB, idle thread %ld, new thread %ld of 1000, %ld "
+                   "blocks again once all were freed\n", pad, freed ? "one freed" : "none freed", v[0], kib,
+                   v[1], v[2], v[3]);
+        bool ok = v[1] == 1000 && v[2] == 1000 && v[3] >= v[0] - 2;
+        if (!ok)
+            printf("FAILED at pad %u KiB, %u KiB blocks, %s: %ld blocks, idle %ld, new %ld, again %ld\n", pad, kib,
+                   freed ? "one freed" : "none freed", v[0], v[1], v[2], v[3]);
+        failed += !ok;
+    }
+    return failed;
+}
 
 static void a_freed_large_block_leaves_room_for_a_new_thread_whatever_the_limit_left(void)
 {
 #ifdef ND_TEST_SANITIZER
     SKIP("a sanitizer reserves terabytes of address space: no limit of 200 MiB can hold");
 #endif
-    int failed = 0;
-    for (unsigned pad = 0; pad < 256; pad += 4) {
-        static struct nd_child c;
-        char env[64];
-        long v[4];
-        snprintf(env, sizeof env, "ND_ASPAD=%u", pad);
-        nd_run_case("emit_freed_large_block_room", NULL, env, 120, &c);
-        EXPECT(sscanf(c.out, "%ld %ld %ld %ld", &v[0], &v[1], &v[2], &v[3]) == 4,
-               "four counts from the child (pad %u KiB), got \"%s\"", pad, c.out);
-        if (pad % 64 == 0)
-            printf("note: pad %u KiB: %ld blocks of 256 KiB, idle thread %ld, new thread %ld of 1000, %ld blocks "
-                   "again once all were freed\n", pad, v[0], v[1], v[2], v[3]);
-        bool ok = v[1] == 1000 && v[2] == 1000 && v[3] >= v[0] - 2;
-        if (!ok)
-            printf("FAILED at pad %u KiB: %ld blocks, idle %ld, new %ld, again %ld\n", pad, v[0], v[1], v[2], v[3]);
-        failed += !ok;
-    }
+    int failed = as_pads_failing(256, true, 4);
     EXPECT(failed == 0, "every 64-byte malloc of an idle and of a new thread to succeed once a 256 KiB block is "
            "freed at the limit, and the blocks to fit again (but the threads' pages: 2), at every pad; %d of 64 "
            "pads failed", failed);
+}
+
+/* The same with nothing freed, the limit filled with 256 KiB blocks
+   (large) or 128 KiB ones (the largest medium class, on the main thread's
+   pages), and with one 128 KiB block freed (it stays in its page), at
+   pads in 8 KiB steps: a thread that never had a page gets its small
+   blocks from its node's reserve (node.h), as glibc's new threads fall
+   back to its main arena. */
+static void small_requests_succeed_in_any_thread_when_nothing_was_freed_whatever_the_limit_left(void)
+{
+#ifdef ND_TEST_SANITIZER
+    SKIP("a sanitizer reserves terabytes of address space: no limit of 200 MiB can hold");
+#endif
+    int none256 = as_pads_failing(256, false, 8), none128 = as_pads_failing(128, false, 8);
+    int one128 = as_pads_failing(128, true, 8);
+    EXPECT(none256 + none128 + one128 == 0, "every 64-byte malloc of an idle and of a new thread to succeed at "
+           "the limit, and the blocks to fit again (but the threads' pages: 2), at every pad; pads failed of 32: "
+           "256 KiB blocks, none freed %d; 128 KiB blocks, none freed %d, one freed %d", none256, none128, one128);
 }
 
 /* Address space far beyond 256 GiB: blocks of 64 MiB, never touched, up
@@ -802,6 +837,7 @@ static const struct nd_case cases[] = {
     ND_CASE(address_space_limit_fits_256_and_512_kib_blocks),
     ND_CASE(address_space_far_beyond_256_gib_is_nodals),
     ND_CASE(a_freed_large_block_leaves_room_for_a_new_thread_whatever_the_limit_left),
+    ND_CASE(small_requests_succeed_in_any_thread_when_nothing_was_freed_whatever_the_limit_left),
     ND_CASE(emit_cached_after_free_with_no_delay),
     ND_CASE(emit_address_space_limit),
     ND_CASE(emit_freed_large_block_room),
