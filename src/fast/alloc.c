@@ -36,13 +36,20 @@ static nd_tcache *nd_plain_tcache(void)
 /* p, a small request's block from tc's heap, or if there was no room for
    it (an address-space limit: no segment would map), one from the plain
    shared heap of tc's node, whose pages include its node's reserve
-   (node.h): a thread that never got a page still gets small blocks, as
-   glibc's threads fall back to its main arena. */
+   (node.h), else from another node's (plain memory promises no node, and
+   the reserve is made on the node of the thread that mapped after the
+   limit was set): a thread that never got a page still gets small blocks,
+   as glibc's threads fall back to its main arena. */
 static void *nd_malloc_or_shared(void *p, nd_tcache *tc, size_t alignment, size_t size)
 {
     if (nd_likely(p != NULL) || size > ND_SMALL_MAX || errno != ENOMEM)
         return p;
-    return nd_shared_malloc(tc->heap.node, false, alignment, size);
+    int node = tc->heap.node;
+    p = nd_shared_malloc(node, false, alignment, size);
+    for (int i = 0; p == NULL && i < nd_topo.mem_count; i++)
+        if (nd_topo.mem_ids[i] != node)
+            p = nd_shared_malloc(nd_topo.mem_ids[i], false, alignment, size);
+    return p;
 }
 
 /* The whole slow path of malloc (the tick's look, if any, was taken). */
