@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
 #include <sys/mman.h>
@@ -19,6 +20,7 @@
 #include "heap.h"
 #include "huge.h"
 #include "large.h"
+#include "node.h"
 #include "page.h"
 #include "check.h"
 #include "proc.h"
@@ -941,6 +943,89 @@ static void short_segments_under_an_address_space_limit_keep_the_heap_valid(void
            "short segments seen, problems)", nd_describe_status(st));
 }
 
+/* Under an address-space limit with no room left at all (filled with
+   256 KiB blocks, then with single OS pages of the program's own), a
+   thread that had allocated nothing gets 100 small blocks of 64 B from its
+   node's reserve: each in the 256 KiB short segment the plain shared heap
+   took (node.h), intact, the node's invariants (nd_node_is_valid: the
+   reserve's) and the thread's holding; once they are freed and collected,
+   the reserve stays mapped and still the shared heap's. */
+static sem_t reserve_go;
+
+static void *reserve_work(void *arg)
+{
+    int *r = arg;   /* ok, in the reserve, problems */
+    while (sem_wait(&reserve_go) != 0)
+        ;
+    static unsigned char *p[100];
+    nd_segment *seg = NULL;
+    for (int i = 0; i < 100; i++) {
+        p[i] = nodal_malloc(64);
+        if (p[i] == NULL)
+            continue;
+        r[0]++;
+        memset(p[i], i, 64);
+        nd_segment *s = nd_seg_base(p[i]);
+        if (s->size == ((size_t)256 << 10) && s->owner != NULL && s->owner->shared && !s->bound) {
+            r[1]++;
+            seg = s;
+        }
+    }
+    r[2] += !nd_thread_is_valid();
+    if (seg != NULL)
+        r[2] += !nd_node_is_valid(seg->node);
+    for (int i = 0; i < 100; i++)
+        if (p[i] != NULL) {
+            for (int j = 0; j < 64; j++)
+                r[2] += p[i][j] != (unsigned char)i;
+            nodal_free(p[i]);
+        }
+    nodal_collect(1);
+    if (seg != NULL)
+        r[2] += !nd_seg_cookie_ok(seg) || seg->owner == NULL || !nd_node_is_valid(seg->node);
+    r[2] += !nd_thread_is_valid();
+    return NULL;
+}
+
+static void a_thread_with_no_room_left_gets_small_blocks_from_its_nodes_reserve(void)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    EXPECT(pid >= 0, "fork to work");
+    if (pid == 0) {
+        alarm(60);
+        pthread_attr_t attr;
+        pthread_attr_init(&attr);
+        pthread_attr_setstacksize(&attr, 64 << 10);
+        int r[3] = { 0, 0, 0 };
+        pthread_t t;
+        if (sem_init(&reserve_go, 0, 0) != 0 || pthread_create(&t, &attr, reserve_work, r) != 0)
+            _exit(5);
+        long vm = nd_vm_kib();
+        struct rlimit lim;
+        lim.rlim_cur = lim.rlim_max = (rlim_t)vm * 1024 + ((rlim_t)24 << 20);
+        if (vm <= 0 || setrlimit(RLIMIT_AS, &lim) != 0)
+            _exit(4);
+        int n = 0, pages = 0;
+        while (n < 200 && nodal_malloc(256 << 10) != NULL)
+            n++;
+        while (pages < 100000 && mmap(NULL, 4096, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0) != MAP_FAILED)
+            pages++;
+        sem_post(&reserve_go);
+        pthread_join(t, NULL);
+        printf("%d blocks, %d pages; %d %d %d\n", n, pages, r[0], r[1], r[2]);
+        _exit(n > 0 && r[0] == 100 && r[1] == 100 && r[2] == 0 ? 0 : 3);
+    }
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        ;
+    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0,
+           "the child's new thread to get 100 of 100 small blocks, all from the 256 KiB reserve the plain shared "
+           "heap took, intact, with the node and thread valid before and after they are freed (exit 0); it %s "
+           "(4: no limit, 5: no thread, 3: see its line: blocks, pages, ok, in the reserve, problems)",
+           nd_describe_status(st));
+}
+
 /* A large block of `size` bytes filled with block i's byte, or NULL (a
    failure that is not ENOMEM counts in *bad). */
 static unsigned char *trim_alloc(int i, size_t size, int *bad)
@@ -1284,6 +1369,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_heap_that_leaves_its_node_leaves_no_memory_in_its_free_pages),
     ND_CASE(a_huge_block_mapped_where_a_moved_one_was_stays_nodals),
     ND_CASE(short_segments_under_an_address_space_limit_keep_the_heap_valid),
+    ND_CASE(a_thread_with_no_room_left_gets_small_blocks_from_its_nodes_reserve),
     ND_CASE(large_segments_with_unmapped_chunks_under_an_address_space_limit_stay_valid),
     ND_CASE(a_hole_another_mapping_took_is_never_mapped_over_nor_unmapped),
     ND_CASE(segment_map_holds_windows_of_any_range_and_the_cache_names_its_window),
