@@ -6,8 +6,11 @@
  * Owns: struct nd_xfer (one per kind, made on first use) and the copies in
  * and out of it. It knows nothing of heaps or thread caches: tcache.c puts
  * the blocks a bin's overflow sends away in it (checked there first: their
- * mark, their page), takes them back out when a bin of that kind runs dry,
- * and sends what sat unused to the blocks' pages (nd_tcache_xfer_sweep).
+ * mark, their page; with transfer=2, the default, the heap's own blocks
+ * too, so that the node's heaps share their free blocks before any of them
+ * carves: docs/how-it-works.md), takes them back out when a bin of that
+ * kind runs dry, and sends what sat unused to the blocks' pages
+ * (nd_tcache_xfer_sweep).
  *
  * Why: a block freed by a thread that did not allocate it used to go home
  * to its page linked in a chain (the flush wrote every block's link), and
@@ -43,23 +46,22 @@
 #include "config.h"
 
 /* Blocks one class of one kind holds at most, and the bytes: the smaller
-   bound applies. 128 KiB per class holds eight overflows of a consumer's
-   bin of 64-byte blocks (half a bin: 256 blocks, 16 KiB; batchq), enough
-   for the phases of a hand-off between threads that share few CPUs (the
-   consumers run for a time slice, then the producers), and is half of
-   what one thread cache's bin may hold (tcache_bytes, 256 KiB). 64 KiB
-   let 60 % of batchq's blocks through, 128 KiB about 85 %, 1 MiB 96 %.
-   Every class with a cache (up to tcache_max, 32 KiB) full at once would
-   be about 4.8 MiB per kind, what five thread caches may hold
-   (tcache_total, 1 MiB), but a store no cache took from for a purge delay
-   is sent back to its pages (nd_tcache_xfer_sweep). The slots take about
-   150 KiB of metadata per kind (a kind's store is made when a cache of it
-   first overflows with blocks of another heap's pages), resident as
+   bound applies. Since the store also takes a heap's own overflows
+   (transfer=2), it is where the node's heaps find each other's free
+   blocks before they carve, so it holds a few overflows of every heap
+   that shares a class: 512 KiB is 32 blocks of 16 KiB, two bins' worth,
+   where 128 KiB held 8 (rptest -t 8, sizes 8 B-16 KiB: peak RSS 64.1 MiB
+   with 128 KiB, 50.0 with 512, main 74.5; bench/ab.py 3). Every class with
+   a cache (up to tcache_max, 32 KiB) full at once would be about 16 MiB
+   per kind, but a class no cache took from for a purge delay is sent back
+   to its pages (nd_tcache_xfer_sweep), and only overflows fill it. The
+   slots take about 270 KiB of metadata per kind (a kind's store is made on
+   the first overflow of a cache of it that puts blocks in it), resident as
    classes use them. */
 #define ND_XFER_SLOTS 2048u
 /* Kinds that may have a store: 2 .. 2 + ND_XFER_KINDS (nd_kind_of). */
 #define ND_XFER_KINDS (2 * ND_MAX_NODES)
-#define ND_XFER_BYTES (128 * ND_KiB)
+#define ND_XFER_BYTES (512 * ND_KiB)
 
 /*
  * One class's store of one kind.

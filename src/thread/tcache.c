@@ -645,11 +645,11 @@ static bool nd_tcache_has_foreign(const nd_tcache *tc, void *const *it, void *co
     return false;
 }
 
-/* A full bin's overflow: its n oldest blocks leave it. Those of other
-   heaps' pages (the blocks another thread allocated, which this one
-   freed), as many as the transfer store of the cache's kind has room
-   for, go there as pointers (xfer.h), for the next fill of a cache of
-   that kind; each is checked first as a flush checks it (a block of the
+/* A full bin's overflow: its n oldest blocks leave it. As many as the
+   transfer store of the cache's kind has room for go there as pointers
+   (xfer.h), for the next fill of a cache of that kind: with transfer=2
+   any of them, with transfer=1 those of other heaps' pages (the blocks
+   another thread allocated, which this one freed); each is checked first as a flush checks it (a block of the
    class, its mark intact), here where its line is still hot. The rest go
    to their pages as a flush sends them: the heap's own without an
    atomic. */
@@ -660,8 +660,11 @@ static size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
     if (n > count)
         n = count;
     nd_xfer *x = nd_tcache_xfer(tc, false);
+    /* transfer=2: the heap's own blocks go to the store too, so that the
+       node's other heaps reuse them before they carve (xfer.h). */
+    const bool own_too = nd_opt(ND_OPT_transfer) >= 2;
     if (nd_unlikely(x == NULL) && tc->kind >= 2 && nd_opt(ND_OPT_transfer) &&
-        nd_tcache_has_foreign(tc, bin->empty - n, bin->empty))
+        (own_too || nd_tcache_has_foreign(tc, bin->empty - n, bin->empty)))
         x = nd_tcache_xfer(tc, true);   /* the kind's first hand-off: its store */
     size_t room = x != NULL ? nd_xfer_room(x, c) : 0;
     if (room == 0 || n == 0) {
@@ -672,14 +675,14 @@ static size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
     }
     nd_assert(nd_bin_class[c] == c);   /* secure=1's bins (class.h) use no store */
     void **oldest = bin->empty - n, **mid = oldest;
-    /* Blocks of other heaps' pages to the front, up to the store's room:
-       the heap's own go home without an atomic, to pages whose lines this
-       thread has. */
+    /* The blocks that go to the store to the front, up to its room; with
+       transfer=1 only other heaps' pages' blocks: the heap's own go home
+       without an atomic, to pages whose lines this thread has. */
     const nd_heap *h = &tc->heap;
     for (void **it = oldest; it < bin->empty && (size_t)(mid - oldest) < room; it++) {
         void *p = *it;
         nd_page *pg = nd_tcache_page_of(p, c);
-        if (nd_load_relaxed(&pg->heap) == h)
+        if (!own_too && nd_load_relaxed(&pg->heap) == h)
             continue;
         if (nd_unlikely(!nd_block_is_marked(p)))
             nd_page_corrupt(pg, p, ND_CORRUPT_FREED, "a block waiting in a thread cache was modified");

@@ -797,24 +797,34 @@ static void sc_poison_remote(long size)
     malloc_until_target((size_t)size, 20000, p);
 }
 
+/* Frees blocks[from - 1] down to blocks[to], the newest first. */
+static void free_down(void **blocks, int from, int to)
+{
+    for (int i = from - 1; i >= to; i--)
+        nd_api()->free(blocks[i]);
+}
+
 /* The block goes back to its page's free list, then is written. p is the
-   first of a long run of blocks and is freed first; then the second half of
-   the run is freed: p is the oldest block in the thread cache when it
-   overflows, and a flush returns it to its page (at once under check=2,
-   which turns the caches off), while the rest of p's page stays in use. */
+   first of a long run of blocks. The last half of the run is freed first:
+   the thread cache's overflows fill the transfer store of the class
+   (transfer=2, xfer.h: at most 2,048 blocks), so that later overflows go
+   to the pages. Then p is freed, then another quarter of the run: p is the
+   oldest block in the thread cache when it overflows, and a flush returns
+   it to its page (at once under check=2, which turns the caches off),
+   while the rest of p's page stays in use. */
 static void sc_poison_local(long size)
 {
     const struct nd_api *A = nd_api();
-    enum { N = 12000 };
+    enum { N = 18000 };
     static void *blocks[N];
     for (int i = 0; i < N; i++)
         if (!(blocks[i] = A->malloc((size_t)size)))
             _exit(4);
     void *p = blocks[0];
     want("nodal: malloc(): corrupted free list: %p", p);
+    free_down(blocks, N, N / 2);
     A->free(p);
-    for (int i = N - 1; i >= N / 2; i--)
-        A->free(blocks[i]);
+    free_down(blocks, N / 2, N / 4);
     poison(p);
     malloc_until_target((size_t)size, 2 * N, p);
 }
@@ -882,18 +892,19 @@ static void sc_forge_from_freed_words(long arg)
 {
     sem_init(&held, 0, 0);
     const struct nd_api *A = nd_api();
-    enum { N = 12000, SIZE = 48, FREED = 32 };
+    enum { N = 18000, SIZE = 48, FREED = 32 };
     static unsigned char *blocks[N];
     for (int i = 0; i < N; i++)
         if (!(blocks[i] = A->malloc(SIZE)))
             _exit(4);
-    /* Every other block of the first FREED * 2 is freed, then the second
-       half of the run: the cache overflows and its oldest blocks, ours,
-       go back to their page's free list (as in poison_local). */
+    /* The last half of the run is freed (it fills the transfer store, as
+       in poison_local), then every other block of the first FREED * 2,
+       then another quarter of the run: the cache overflows and its oldest
+       blocks, ours, go back to their page's free list. */
+    free_down((void **)blocks, N, N / 2);
     for (int i = 0; i < 2 * FREED; i += 2)
         A->free(blocks[i]);
-    for (int i = N - 1; i >= N / 2; i--)
-        A->free(blocks[i]);
+    free_down((void **)blocks, N / 2, N / 4);
     unsigned char *f = blocks[0];
     uintptr_t page = (uintptr_t)f >> 16;
     /* The secrets, as the XOR scheme gives them away. */

@@ -222,11 +222,60 @@ static void nodal_collect_empties_every_store(void)
     EXPECT(a != NULL && atol(a + 12) == 0, "no byte to be allocated, stats say %.24s", a ? a : "nothing");
 }
 
+/* transfer=2: a thread's overflow of its own heap's blocks goes to the
+   store too, and another thread's fill takes them before its heap carves:
+   the second thread's first blocks of the class are blocks of the first
+   thread's pages, none of them its own. (With transfer=1 only blocks of
+   other heaps' pages go there: the second thread carves its own.) */
+enum { OWN_N = 4096, OWN_SIZE = 96 };
+static void *own_blocks[OWN_N];
+static void *own_overflow(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < OWN_N; i++)
+        own_blocks[i] = nodal_malloc(OWN_SIZE);
+    for (int i = 0; i < OWN_N; i++)
+        nodal_free(own_blocks[i]);
+    return NULL;
+}
+static void a_heaps_own_overflow_is_reused_by_another_heap_before_it_carves(void)
+{
+    unsigned kind = plain_kind();
+    unsigned c = class_of(OWN_SIZE);
+    nodal_collect(1);   /* no store holds blocks of the class */
+    EXPECT(nd_xfer_find(kind) == NULL || nd_xfer_room(nd_xfer_find(kind), c) == nd_xfer_find(kind)->cls[c].cap,
+           "the store of class %u to start empty", c);
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, own_overflow, NULL) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+    nd_xfer *x = nd_xfer_find(kind);
+    EXPECT(x != NULL && nd_xfer_room(x, c) == 0,
+           "the other thread's overflows of its own blocks to fill the store (%u blocks), %zu slots are free",
+           x != NULL ? x->cls[c].cap : 0, x != NULL ? nd_xfer_room(x, c) : 0);
+    const nd_heap *mine = &nd_tls_tc->heap;
+    size_t n = 64, foreign = 0;
+    void *got[64];
+    for (size_t i = 0; i < n; i++) {
+        got[i] = nodal_malloc(OWN_SIZE);
+        EXPECT(got[i] != NULL, "malloc(%d) to succeed", OWN_SIZE);
+        const nd_page *pg = nd_page_of(nd_seg_base(got[i]), got[i]);
+        foreign += nd_load_relaxed(&pg->heap) != mine;
+    }
+    EXPECT(foreign == n, "this thread's first %zu blocks to come from the store (the other heap's pages), %zu did", n,
+           foreign);
+    EXPECT(nd_thread_is_valid(), "the heap to be valid");
+    for (size_t i = 0; i < n; i++)
+        nodal_free(got[i]);
+    nodal_collect(1);
+    EXPECT(nd_xfer_room(x, c) == x->cls[c].cap, "nodal_collect to empty the store");
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(a_store_gives_back_what_it_took_and_holds_at_most_its_cap),
     ND_CASE(stores_of_two_kinds_keep_their_blocks_apart),
     ND_CASE(a_sweep_drains_an_idle_store_and_keeps_a_used_one),
     ND_CASE(blocks_a_consumer_frees_come_back_to_the_producer_through_the_store),
     ND_CASE(nodal_collect_empties_every_store),
+    ND_CASE(a_heaps_own_overflow_is_reused_by_another_heap_before_it_carves),
 };
 ND_MAIN(cases)
