@@ -709,23 +709,39 @@ static size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
    stack (a thread may have 16 KiB of it), so not a whole class's slots. */
 #define ND_XFER_SWEEP_BATCH 128u
 
-void nd_tcache_xfer_sweep(nd_tcache *tc, uint64_t now, bool all)
+/* Store x's blocks back to their pages through tc: all of them, or
+   (idle_only) those of the classes no cache took from since the last
+   sweep. A class another thread has claimed is skipped. */
+static void nd_tcache_xfer_empty(nd_tcache *tc, nd_xfer *x, bool idle_only)
 {
     void *buf[ND_XFER_SWEEP_BATCH];
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        size_t n;
+        do {
+            n = nd_xfer_drain(x, c, buf, ND_XFER_SWEEP_BATCH, idle_only);
+            nd_count_add(&tc->heap.cstats[c].xfer_drained, n);
+            nd_tcache_send_home(tc, c, buf, buf + n);
+        } while (n == ND_XFER_SWEEP_BATCH);
+    }
+}
+
+void nd_tcache_xfer_sweep(nd_tcache *tc, uint64_t now, bool all)
+{
     long delay = nd_opt(ND_OPT_purge_delay);
     for (unsigned kind = 2; kind < 2 + ND_XFER_KINDS; kind++) {
         nd_xfer *x = nd_xfer_find(kind);
         if (x == NULL || (!all && !nd_xfer_sweep_claim(x, now, delay > 0 ? (uint64_t)delay : 1)))
             continue;
-        for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
-            size_t n;
-            do {
-                n = nd_xfer_drain(x, c, buf, ND_XFER_SWEEP_BATCH, !all);
-                nd_count_add(&tc->heap.cstats[c].xfer_drained, n);
-                nd_tcache_send_home(tc, c, buf, buf + n);
-            } while (n == ND_XFER_SWEEP_BATCH);
-        }
+        nd_tcache_xfer_empty(tc, x, !all);
     }
+    nd_assert2(nd_tcache_is_valid(tc));
+}
+
+void nd_tcache_xfer_give_back(nd_tcache *tc)
+{
+    nd_xfer *x = nd_tcache_xfer(tc, false);
+    if (x != NULL)
+        nd_tcache_xfer_empty(tc, x, false);
     nd_assert2(nd_tcache_is_valid(tc));
 }
 

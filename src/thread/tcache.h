@@ -311,6 +311,12 @@ void  nd_tcache_flush(nd_tcache *tc, unsigned c, size_t n) nd_hidden;
    of any kind: a kind whose threads all exited is swept too), the classes
    no cache took a block from since the last such pass. */
 void  nd_tcache_xfer_sweep(nd_tcache *tc, uint64_t now, bool all) nd_hidden;
+/* The store of tc's kind emptied to its blocks' pages (every heap's of
+   that kind, through tc): a heap about to leave its node (follow_thread)
+   gets its own blocks back first, so that its pages can be retired and
+   purged rather than held by the store while no heap of the old node
+   takes them. */
+void  nd_tcache_xfer_give_back(nd_tcache *tc) nd_hidden;
 /* Every cached block back to its pages. */
 void  nd_tcache_flush_all(nd_tcache *tc) nd_hidden;
 /* GC pass: blocks the bins did not need since the last pass go back, and

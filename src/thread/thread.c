@@ -521,9 +521,12 @@ static nd_noinline void nd_thread_moved(nd_thread *t, int node)
     nd_count_inc(&h->stats.moves_followed);
     if (nd_tcache_is_watched(tc))
         nd_count_inc(&h->stats.moves_watched);
-    /* Every cached block back to its page, then the heap's pages to the
-       old node; the cache serves the new node's memory from now on. */
+    /* Every cached block back to its page, and the old node's transfer
+       store's (some are this heap's: they would hold its pages), then the
+       heap's pages to the old node; the cache serves the new node's
+       memory from now on. */
     nd_thread_cache_flush(tc);
+    nd_tcache_xfer_give_back(tc);
     nd_count_add(&h->stats.pages_handed_back, nd_heap_leave(h, node));
     tc->kind = nd_kind_of(false, node);
     /* Watched for a while: the next move is seen at its first malloc. */
