@@ -130,6 +130,8 @@ enum { ND_SEG_FREE = 0, ND_SEG_SMALL, ND_SEG_MEDIUM, ND_SEG_LARGE, ND_SEG_HUGE }
  *  - free is touched only by the owner thread (or under the owner's lock for
  *    a shared heap); xfree only with atomics.
  *  - key == heap->tid while a heap owns the page.
+ *  - recarved == 1 once the page has been released since its segment was
+ *    formatted (nd_page_release sets it, nd_seg_format clears it).
  */
 typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
     /* line 0: owner side */
@@ -155,6 +157,8 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
     struct nd_page *xnext;
     struct nd_heap *heap;
     struct nd_page *next, *prev;
+    uint8_t         recarved;    /* the page was released before, since its segment was formatted:
+                                    its blocks are freed memory (secure=1: carved in address order, page.h) */
 } nd_page;
 
 /*
