@@ -116,6 +116,7 @@ void nd_page_release(nd_page *pg)
     pg->capacity = 0;
     nd_store_relaxed(&pg->limit, (uint64_t)0);
     pg->in_full = 0;
+    pg->recarved = 1;
 }
 
 /* ---- remote frees -------------------------------------------------------- */
@@ -472,7 +473,7 @@ size_t nd_page_take(nd_page *pg, void **out, size_t n, size_t max, uint64_t *rng
             if (nd_unlikely(nd_page_fill_carved))
                 for (size_t i = got - k; i < got; i++)
                     nd_block_fill(out[i], pg->block_size);
-            if (nd_unlikely(rng != NULL))
+            if (nd_unlikely(rng != NULL) && !pg->recarved)
                 nd_shuffle(out + got - k, k, rng);
             nd_store_relaxed(&pg->capacity, (uint16_t)(pg->capacity + k));   /* read by remote frees */
             nd_store_relaxed(&pg->limit, (uint64_t)pg->capacity * (pg->mul * pg->block_size));   /* read by remote frees */

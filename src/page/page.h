@@ -309,7 +309,12 @@ void nd_shuffle(void **v, size_t n, uint64_t *s) nd_hidden;
    free list). Returns how many, possibly more than n. Owner only.
    rng != NULL (secure=1 and 2, secure.h): the blocks carved by one call
    go into out in a random order (generator *rng), so that a fresh page
-   hands its blocks out in a random order; the blocks taken from the free
+   hands its blocks out in a random order; a page released before (or of
+   a segment formatted before: recarved, segment.h) holds freed memory, and
+   its blocks are carved in address order, as freed blocks are taken (a
+   program that fills and empties its pages every round, bench/prefetch,
+   paid the random order of every round's pages: x2.2 the default's time,
+   x1.3 without); the blocks taken from the free
    list go in address order, as the remote frees do (so freed blocks do
    not keep the order their page was carved in: a program that walks its
    blocks in the order it got them walks up through memory again). */

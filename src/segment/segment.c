@@ -374,6 +374,7 @@ nd_segment *nd_seg_map(int node, bool bound, size_t size)
         return NULL;
     nd_segcache_claim(s);
     s->kind = ND_SEG_FREE;
+    s->formatted = 0;
     s->committed = 1;
     nd_gauge_add(committed, ND_CHUNK_SIZE);
     return s;
@@ -528,7 +529,9 @@ void nd_seg_format(nd_segment *s, int kind)
     for (unsigned i = 0; i < lookup; i++) {
         s->pages[i].key = ND_KEY_NONE;
         s->pages[i].index = (uint8_t)i;
+        s->pages[i].recarved = s->formatted;   /* freed memory: carved in address order (page.h) */
     }
+    s->formatted = 1;
 }
 
 bool nd_seg_is_valid(const nd_segment *s)

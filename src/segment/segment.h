@@ -130,6 +130,10 @@ enum { ND_SEG_FREE = 0, ND_SEG_SMALL, ND_SEG_MEDIUM, ND_SEG_LARGE, ND_SEG_HUGE }
  *  - free is touched only by the owner thread (or under the owner's lock for
  *    a shared heap); xfree only with atomics.
  *  - key == heap->tid while a heap owns the page.
+ *  - recarved == 1 once the page has been released since its segment was
+ *    formatted (nd_page_release sets it), or when its segment was
+ *    formatted before since it was mapped (nd_seg_format: a segment taken
+ *    back from a node's cache).
  */
 typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
     /* line 0: owner side */
@@ -155,6 +159,8 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
     struct nd_page *xnext;
     struct nd_heap *heap;
     struct nd_page *next, *prev;
+    uint8_t         recarved;    /* the page was released before, since its segment was formatted:
+                                    its blocks are freed memory (secure=1: carved in address order, page.h) */
 } nd_page;
 
 /*
@@ -202,6 +208,8 @@ typedef struct nd_segment {
     uint8_t         desc_shift;  /* page_shift - log2(sizeof(nd_page)) */
     uint8_t         interleaved; /* huge only: pages spread over nodes */
     uint8_t         fresh;       /* huge only: never handed out since mapped (all zero) */
+    uint8_t         formatted;   /* small, medium, large: formatted before since mapped (its pages'
+                                    memory was handed out: nd_page's recarved) */
     uint64_t        free_mask;
     uint64_t        committed;
     uint64_t        purge_mask;

@@ -13,7 +13,8 @@
  * any request, and the word is written when a block enters a thread
  * cache's bin at refill (nd_secure_refilled). The allocation order of a
  * fresh page is random: carving shuffles the blocks it carves (the heap's
- * carve_rng, page.h); freed blocks that come back through their page are
+ * carve_rng, page.h; a page released and carved again holds freed memory
+ * and is carved in address order); freed blocks that come back through their page are
  * reused in address order (a bin's own in the order freed, last first),
  * not shuffled again at refill (as mimalloc's secure mode, which reuses
  * them in the order freed). The plain cache's kind matches no page, so every free takes the

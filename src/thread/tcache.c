@@ -767,10 +767,18 @@ void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)
                 if (bi->cap == bi->cap_max)
                     nd_count_inc(&tc->heap.cstats[c].full_size_flushes);
                 /* Half of it, or all of it when it overflowed twice
-                   with few requests in between (tcache.h: ND_LAST_SPILL). */
+                   with few requests in between (tcache.h: ND_LAST_SPILL);
+                   a 64th when it was filled since its last overflow and
+                   that one did not send the whole bin (tcache.h:
+                   ND_SPILL_AFTER_FILL). */
                 uint64_t now = nd_bin_requests(tc, c);
                 bool run = bi->last == ND_LAST_SPILL && now - bi->mark < bi->cap / 4;
-                size_t put = nd_tcache_spill(tc, c, run ? bi->cap : (bi->cap + 1) / 2);
+                size_t n = run ? bi->cap
+                         : bi->last == ND_LAST_FILL && !bi->spilled_all
+                               ? (bi->cap + ND_SPILL_AFTER_FILL - 1) / ND_SPILL_AFTER_FILL
+                               : (bi->cap + 1) / 2;
+                bi->spilled_all = run;
+                size_t put = nd_tcache_spill(tc, c, n);
                 bi->last = ND_LAST_SPILL;
                 bi->mark = now;
                 /* A bin whose overflows feed the transfer store (a

@@ -137,6 +137,7 @@ typedef struct nd_bin_info {
                             cache's worth */
     uint32_t last;       /* the bin's last refill or overflow: ND_LAST_FILL,
                             ND_LAST_SPILL, or 0 (none yet) */
+    uint32_t spilled_all; /* the bin's last overflow sent all of it away */
     uint64_t mark;       /* the class's request count (nd_bin_requests) at
                             which the bin would be empty again with no free
                             in between (after a fill: the count then plus the
@@ -152,7 +153,20 @@ typedef struct nd_bin_info {
    which keeps the blocks it will reuse, and a run of requests and frees
    that wanders around an edge (bench/mstress) is not cut into a fill or
    flush every few calls. The capacity, and so the bytes a cache may hold,
-   is the same either way. */
+   is the same either way.
+   An overflow that comes after a fill (the bin ran dry, was filled, and
+   is full again without room to grow), when the overflow before that did
+   not send the whole bin away, sends only a 64th of the bin: the blocks
+   over its working set are then what that fill brought and the thread did
+   not use, often a few. Half, as a fill takes, would leave the bin short
+   by as much as it then fills at the next batch, which then overflows by
+   as much again: a working set just under the capacity (batches of 1,000
+   blocks in a bin of 1,024) flushed and filled half the bin every round,
+   or never, by the bin's history (bench/micro -m batch -s 256: secure=1
+   1,031 flushes in 1,000 rounds, the default 14). A working set that does
+   not fit sends its whole bin away at its overflows (a run), and the
+   overflow after its next fill sends half, as before. */
+#define ND_SPILL_AFTER_FILL 64u
 #define ND_LAST_FILL  1u
 #define ND_LAST_SPILL 2u
 #define ND_FIRST_FILL 4
