@@ -446,10 +446,12 @@ static void *reuse_resident_pages(void *arg)
     for (int i = 0; i < N; i++)
         nodal_free(a[i]);
     nd_tcache_flush_all(tc);
+    nd_tcache_xfer_sweep(tc, 0, true);   /* and the transfer store: with transfer=2 own blocks wait there too */
     nd_heap_purge(h, 0, true);   /* a's pages: free, their memory returned */
     for (int i = 0; i < N; i++)
         nodal_free(b[i]);
     nd_tcache_flush_all(tc);     /* b's pages: free, their memory still there */
+    nd_tcache_xfer_sweep(tc, 0, true);
     nd_segment *s = nd_seg_base(b[0]);
     EXPECT(s->owner == h, "the pages to be in this thread's segment");
     uint64_t resident_free = 0;
@@ -522,9 +524,11 @@ static void *reuse_resident_pages_of_any_segment(void *arg)
        purged; then those of the second, which stay resident. */
     int keep_first = free_all_but_one_in(a, n, first);
     nd_tcache_flush_all(tc);
+    nd_tcache_xfer_sweep(tc, 0, true);   /* with transfer=2 own blocks may wait in the store */
     nd_heap_purge(h, 0, true);
     int keep_second = free_all_but_one_in(a, n, second);
     nd_tcache_flush_all(tc);
+    nd_tcache_xfer_sweep(tc, 0, true);
     uint64_t first_resident = 0, second_resident = 0;
     for (unsigned i = 1; i < 64; i++) {
         if (((first->free_mask >> i) & 1) && ((first->committed >> i) & 1))
