@@ -914,22 +914,49 @@ static void *short_segment_work(void *arg)
     return NULL;
 }
 
-static void short_segments_under_an_address_space_limit_keep_the_heap_valid(void)
+/* A forked child for an address-space-limit test (killed after 60 s),
+   with *attr set for threads of 64 KiB stacks: its pid in the parent, 0
+   in the child. */
+static pid_t fork_limit_child(pthread_attr_t *attr)
 {
     fflush(NULL);
     pid_t pid = fork();
     EXPECT(pid >= 0, "fork to work");
     if (pid == 0) {
         alarm(60);
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setstacksize(&attr, 64 << 10);
+        pthread_attr_init(attr);
+        pthread_attr_setstacksize(attr, 64 << 10);
+    }
+    return pid;
+}
+
+/* In such a child: RLIMIT_AS set to what the process maps now plus
+   extra bytes; exit status 4 when it cannot be. */
+static void limit_address_space_to_now_plus(rlim_t extra)
+{
+    long vm = nd_vm_kib();
+    struct rlimit lim;
+    lim.rlim_cur = lim.rlim_max = (rlim_t)vm * 1024 + extra;
+    if (vm <= 0 || setrlimit(RLIMIT_AS, &lim) != 0)
+        _exit(4);
+}
+
+/* Child pid's status, once it has exited. */
+static int wait_for_child(pid_t pid)
+{
+    int st;
+    while (waitpid(pid, &st, 0) < 0)
+        ;
+    return st;
+}
+
+static void short_segments_under_an_address_space_limit_keep_the_heap_valid(void)
+{
+    pthread_attr_t attr;
+    pid_t pid = fork_limit_child(&attr);
+    if (pid == 0) {
         /* Room for the thread's stack and 3 MiB: no whole segment. */
-        long vm = nd_vm_kib();
-        struct rlimit lim;
-        lim.rlim_cur = lim.rlim_max = (rlim_t)vm * 1024 + ((rlim_t)3 << 20);
-        if (vm <= 0 || setrlimit(RLIMIT_AS, &lim) != 0)
-            _exit(4);
+        limit_address_space_to_now_plus((rlim_t)3 << 20);
         int r[4] = { 0, 0, 0, 0 };
         pthread_t t;
         if (pthread_create(&t, &attr, short_segment_work, r) != 0)
@@ -938,9 +965,7 @@ static void short_segments_under_an_address_space_limit_keep_the_heap_valid(void
         printf("%d %d %d %d\n", r[0], r[1], r[2], r[3]);
         _exit(r[0] > 0 && r[2] && r[3] == 0 ? 0 : 3);
     }
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        ;
+    int st = wait_for_child(pid);
     EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0,
            "the child to get blocks from short segments, with every block intact, every failure ENOMEM, "
            "nodal_node_of a node for a block of a short segment and -1 past its end, and the heap valid (exit 0); it %s (4: no limit, 5: no thread, 3: see its line of ok, failed, "
@@ -993,23 +1018,14 @@ static void *reserve_work(void *arg)
 
 static void a_thread_with_no_room_left_gets_small_blocks_from_its_nodes_reserve(void)
 {
-    fflush(NULL);
-    pid_t pid = fork();
-    EXPECT(pid >= 0, "fork to work");
+    pthread_attr_t attr;
+    pid_t pid = fork_limit_child(&attr);
     if (pid == 0) {
-        alarm(60);
-        pthread_attr_t attr;
-        pthread_attr_init(&attr);
-        pthread_attr_setstacksize(&attr, 64 << 10);
         int r[3] = { 0, 0, 0 };
         pthread_t t;
         if (sem_init(&reserve_go, 0, 0) != 0 || pthread_create(&t, &attr, reserve_work, r) != 0)
             _exit(5);
-        long vm = nd_vm_kib();
-        struct rlimit lim;
-        lim.rlim_cur = lim.rlim_max = (rlim_t)vm * 1024 + ((rlim_t)24 << 20);
-        if (vm <= 0 || setrlimit(RLIMIT_AS, &lim) != 0)
-            _exit(4);
+        limit_address_space_to_now_plus((rlim_t)24 << 20);
         int n = 0, pages = 0;
         while (n < 200 && nodal_malloc(256 << 10) != NULL)
             n++;
@@ -1020,9 +1036,7 @@ static void a_thread_with_no_room_left_gets_small_blocks_from_its_nodes_reserve(
         printf("%d blocks, %d pages; %d %d %d\n", n, pages, r[0], r[1], r[2]);
         _exit(n > 0 && r[0] == 100 && r[1] == 100 && r[2] == 0 ? 0 : 3);
     }
-    int st;
-    while (waitpid(pid, &st, 0) < 0)
-        ;
+    int st = wait_for_child(pid);
     EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0,
            "the child's new thread to get 100 of 100 small blocks, all from the 256 KiB reserve the plain shared "
            "heap took, intact, with the node and thread valid before and after they are freed (exit 0); it %s "
