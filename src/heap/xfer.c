@@ -48,7 +48,9 @@ nd_xfer *nd_xfer_get(unsigned kind)
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
         slots += nd_xfer_cap_of(c);
     size_t bytes = sizeof(nd_xfer) + (size_t)slots * sizeof(void *);
-    nd_xfer *fresh = nd_meta_alloc(bytes);   /* zeroed */
+    /* Only the header is written now (zeroed): a class's slots become
+       resident as puts first write them, the first access to each. */
+    nd_xfer *fresh = nd_meta_alloc_head(bytes, offsetof(nd_xfer, p));
     if (fresh == NULL)
         return NULL;
     fresh->kind = kind;
