@@ -106,7 +106,21 @@ size_t nd_xfer_take(nd_xfer *x, unsigned c, void **out, size_t max)
         return 0;
     size_t n = nd_xfer_copy_out(x, xc, out, max);
     nd_store_relaxed(&xc->taken, 1);
+    if (xc->count < xc->low)
+        xc->low = xc->count;
     nd_xfer_release(xc);
+    return n;
+}
+
+/* Under the claim: up to max of the class's oldest blocks into out (the
+   rest move down), out of the class; returns how many. */
+static size_t nd_xfer_copy_oldest(nd_xfer *x, nd_xfer_class *xc, void **out, size_t max)
+{
+    size_t n = xc->count < max ? xc->count : max;
+    uint32_t rest = xc->count - (uint32_t)n;
+    memcpy(out, &x->p[xc->off], n * sizeof(void *));
+    memmove(&x->p[xc->off], &x->p[xc->off + n], rest * sizeof(void *));
+    nd_store_relaxed(&xc->count, rest);
     return n;
 }
 
@@ -118,9 +132,20 @@ size_t nd_xfer_drain(nd_xfer *x, unsigned c, void **out, size_t max, bool idle_o
     if (!nd_xfer_claim(xc))
         return 0;
     size_t n = 0;
-    if (!idle_only || !xc->taken)
+    if (!idle_only || !xc->taken) {
         n = nd_xfer_copy_out(x, xc, out, max);
+    } else if (xc->low != 0) {
+        /* Taken from, but never below `low` blocks since the last sweep:
+           those sat untaken a whole period, the oldest go back. The sweep
+           goes on while it gets max, `low` counting down; it ends below. */
+        n = nd_xfer_copy_oldest(x, xc, out, xc->low < max ? xc->low : max);
+        xc->low -= (uint32_t)n;
+        if (n == max)
+            goto more;
+    }
     nd_store_relaxed(&xc->taken, 0);
+    xc->low = xc->count;   /* the next period starts */
+more:
     nd_xfer_release(xc);
     return n;
 }
@@ -154,7 +179,7 @@ bool nd_xfer_is_valid(nd_xfer *x, unsigned c)
     uint32_t off = 0;
     for (unsigned k = 0; k < c; k++)
         off += x->cls[k].cap;
-    bool ok = xc->count <= xc->cap && xc->cap == nd_xfer_cap_of(c) && xc->off == off && off + xc->cap <= x->slots;
+    bool ok = xc->count <= xc->cap && xc->low <= xc->count && xc->cap == nd_xfer_cap_of(c) && xc->off == off && off + xc->cap <= x->slots;
     for (uint32_t i = 0; ok && i < xc->count; i++) {
         void *p = x->p[off + i];
         nd_segment *s = nd_seg_base(p);

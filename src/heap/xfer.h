@@ -54,7 +54,8 @@
    with 128 KiB, 50.0 with 512, main 74.5; bench/ab.py 3). Every class with
    a cache (up to tcache_max, 32 KiB) full at once would be about 16 MiB
    per kind, but a class no cache took from for a purge delay is sent back
-   to its pages (nd_tcache_xfer_sweep), and only overflows fill it. The
+   to its pages, and so are the blocks any class held all through one (its
+   low-water mark: nd_tcache_xfer_sweep), and only overflows fill it. The
    slots take about 270 KiB of metadata per kind (a kind's store is made on
    the first overflow of a cache of it that puts blocks in it), resident as
    classes use them. */
@@ -73,8 +74,10 @@
  * class c, in a segment of the store's kind (its bound and node), carrying
  * the freed-block mark (page.h); each counts among its page's used blocks
  * (the page cannot leave use nor its segment be unmapped while a block of
- * it is here). `taken`: a take happened since the last sweep. `count` is
- * also read without the lock (relaxed), as a hint only.
+ * it is here). low <= count. `taken`: a take happened since the last
+ * sweep; `low`: the fewest blocks the class held since then (its
+ * low-water mark: that many sat untaken all along). `count` is also read
+ * without the lock (relaxed), as a hint only.
  */
 typedef struct nd_aligned(ND_CACHE_LINE) nd_xfer_class {
     uint32_t claim;   /* 1: a thread is copying in or out */
@@ -82,6 +85,7 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_xfer_class {
     uint32_t cap;
     uint32_t taken;
     uint32_t off;     /* its p[]: the store's slots from slot `off` on */
+    uint32_t low;     /* low-water count since the last sweep */
 } nd_xfer_class;
 
 /*
@@ -111,11 +115,13 @@ size_t   nd_xfer_put(nd_xfer *x, unsigned c, void *const *blocks, size_t n) nd_h
 /* Copies up to max blocks of class c, the newest first, into out; returns
    how many (0 when empty or busy: it never waits). */
 size_t   nd_xfer_take(nd_xfer *x, unsigned c, void **out, size_t max) nd_hidden;
-/* Moves up to max of class c's blocks (the newest) into out: any, or,
-   when idle_only, only if no take came since the last call (which it then
-   starts again); returns how many (0 when another thread has it claimed:
-   it never waits). A caller empties a class by calling again while it
-   gets max. */
+/* Moves up to max of class c's blocks into out: any (the newest), or, when
+   idle_only (a sweep), those that sat untaken since the last sweep: all of
+   them if no take came (the newest first), else as many as the class never
+   went below (its low-water mark), the oldest first; the sweep then starts
+   the next period. Returns how many (0 when another thread has it claimed:
+   it never waits). A caller empties a class, or gives back all its
+   untaken blocks, by calling again while it gets max. */
 size_t   nd_xfer_drain(nd_xfer *x, unsigned c, void **out, size_t max, bool idle_only) nd_hidden;
 /* Is a sweep of x due (period_ms since the last one)? true claims it for
    the caller. */

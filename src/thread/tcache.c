@@ -710,8 +710,10 @@ static size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
 #define ND_XFER_SWEEP_BATCH 128u
 
 /* Store x's blocks back to their pages through tc: all of them, or
-   (idle_only) those of the classes no cache took from since the last
-   sweep. A class another thread has claimed is skipped. */
+   (idle_only, a sweep) those that sat untaken since the last sweep: the
+   classes no cache took from, whole, and of the others as many as they
+   never went below (nd_xfer_drain). A class another thread has claimed is
+   skipped. */
 static void nd_tcache_xfer_empty(nd_tcache *tc, nd_xfer *x, bool idle_only)
 {
     void *buf[ND_XFER_SWEEP_BATCH];

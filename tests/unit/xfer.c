@@ -190,6 +190,45 @@ static void a_sweep_drains_an_idle_store_and_keeps_a_used_one(void)
     free_marked(blocks, 16);
 }
 
+/* A sweep (an idle-only drain) of a class taken from since the last one
+   gives back what sat untaken all along: as many blocks as the class
+   never went below (its low-water mark), the oldest, in bounded batches;
+   the blocks put after the period began stay. The next period then
+   starts, and with no take in it the class goes back whole. */
+static void a_sweep_gives_back_what_sat_untaken_through_a_period(void)
+{
+    unsigned kind = plain_kind();
+    size_t size = 512;
+    unsigned c = class_of(size);
+    nd_xfer *x = nd_xfer_get(kind);
+    void *out[ND_XFER_SLOTS], *blocks[16];
+    free_marked(out, nd_xfer_drain(x, c, out, ND_XFER_SLOTS, false));   /* empty */
+    take_marked(blocks, 16, size);
+    EXPECT(nd_xfer_put(x, c, blocks, 16) == 16 && nd_xfer_take(x, c, out, 2) == 2, "a put of 16 and a take of 2");
+    EXPECT(nd_xfer_drain(x, c, out, ND_XFER_SLOTS, true) == 0, "the first sweep (the period began empty) to keep all");
+    void *taken[8];
+    EXPECT(nd_xfer_take(x, c, taken, 4) == 4, "a take of 4: the class holds 10, never fewer this period");
+    taken[4] = out[0];
+    taken[5] = out[1];
+    EXPECT(nd_xfer_put(x, c, taken, 6) == 6, "the 6 taken put back: 16 in the class");
+    size_t n, total = 0, calls = 0;
+    do {
+        n = nd_xfer_drain(x, c, out + total, 4, true);
+        total += n;
+        calls++;
+    } while (n == 4);
+    EXPECT(total == 10 && calls == 3, "the sweep to give back the 10 that sat untaken, 4 at a time: %zu in %zu calls",
+           total, calls);
+    for (size_t i = 0; i < total; i++)
+        EXPECT(out[i] == blocks[i], "the untaken ones to go, the oldest first: block %zu is %p, not %p", i, out[i],
+               blocks[i]);
+    EXPECT(nd_xfer_room(x, c) == x->cls[c].cap - 6, "the 6 put back this period to stay");
+    EXPECT(nd_xfer_is_valid(x, c), "the store's invariants to hold after a sweep");
+    n = nd_xfer_drain(x, c, out + total, ND_XFER_SLOTS, true);
+    EXPECT(n == 6, "the next sweep, no take in between, to give back the 6 left, it gave %zu", n);
+    free_marked(blocks, 16);
+}
+
 /* A producer allocates, a consumer frees: the consumer's overflows put the
    blocks in the store and the producer's fills take them, so the blocks
    the producer gets back are the very ones it handed over. */
@@ -318,6 +357,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_store_gives_back_what_it_took_and_holds_at_most_its_cap),
     ND_CASE(stores_of_two_kinds_keep_their_blocks_apart),
     ND_CASE(a_sweep_drains_an_idle_store_and_keeps_a_used_one),
+    ND_CASE(a_sweep_gives_back_what_sat_untaken_through_a_period),
     ND_CASE(blocks_a_consumer_frees_come_back_to_the_producer_through_the_store),
     ND_CASE(nodal_collect_empties_every_store),
     ND_CASE(a_heaps_own_overflow_is_reused_by_another_heap_before_it_carves),
