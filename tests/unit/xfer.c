@@ -197,13 +197,12 @@ static void a_sweep_drains_an_idle_store_and_keeps_a_used_one(void)
    starts, and with no take in it the class goes back whole. */
 static void a_sweep_gives_back_what_sat_untaken_through_a_period(void)
 {
-    unsigned kind = plain_kind();
-    size_t size = 512;
-    unsigned c = class_of(size);
-    nd_xfer *x = nd_xfer_get(kind);
     void *out[ND_XFER_SLOTS], *blocks[16];
-    free_marked(out, nd_xfer_drain(x, c, out, ND_XFER_SLOTS, false));   /* empty */
-    take_marked(blocks, 16, size);
+    unsigned c = class_of(512);
+    nd_xfer *x = nd_xfer_get(plain_kind());
+    size_t was = nd_xfer_drain(x, c, out, ND_XFER_SLOTS, false);   /* what earlier cases left */
+    free_marked(out, was);
+    take_marked(blocks, 16, 512);
     EXPECT(nd_xfer_put(x, c, blocks, 16) == 16 && nd_xfer_take(x, c, out, 2) == 2, "a put of 16 and a take of 2");
     EXPECT(nd_xfer_drain(x, c, out, ND_XFER_SLOTS, true) == 0, "the first sweep (the period began empty) to keep all");
     void *taken[8];
