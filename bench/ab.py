@@ -7,7 +7,7 @@ Runs PROGRAM REPS times under each allocator, rotating the order every
 repetition (so a burst of load on a shared machine hits every allocator),
 and prints per allocator the median CPU time (user + system) with its
 range, the ratio to the first allocator's median, and the medians of
-system time, minor page faults and peak RSS. LIB is a shared library to
+system time and peak RSS with their ranges, and of minor page faults. LIB is a shared library to
 LD_PRELOAD, or one of the aliases glibc (no preload), tc, mi, je (Debian
 12's tcmalloc minimal, mimalloc, jemalloc); OPTIONS, after a colon, go into
 NODAL_OPTIONS. Peak RSS is the program's own `peak_rss_mib=` line (every
@@ -85,9 +85,11 @@ def main(argv):
         cpu = [x[0] for x in v]
         med = statistics.median(cpu)
         base = base or med or 1.0
-        print("%-12s cpu %.3f s [%.3f-%.3f] x%.2f  sys %.3f s  faults %.0f  peak rss %.1f MiB" % (
-            name, med, min(cpu), max(cpu), med / base, statistics.median(x[1] for x in v),
-            statistics.median(x[2] for x in v), statistics.median(x[3] for x in v)))
+        sys_t = [x[1] for x in v]
+        rss = [x[3] for x in v]
+        print("%-12s cpu %.3f s [%.3f-%.3f] x%.2f  sys %.3f s [%.3f-%.3f]  faults %.0f  peak rss %.1f MiB [%.1f-%.1f]" % (
+            name, med, min(cpu), max(cpu), med / base, statistics.median(sys_t), min(sys_t), max(sys_t),
+            statistics.median(x[2] for x in v), statistics.median(rss), min(rss), max(rss)))
 
 
 if __name__ == "__main__":
