@@ -51,23 +51,37 @@
    blocks before they carve, so it holds a few overflows of every heap
    that shares a class: 512 KiB is 32 blocks of 16 KiB, two bins' worth,
    where 128 KiB held 8 (rptest -t 8, sizes 8 B-16 KiB: peak RSS 64.1 MiB
-   with 128 KiB, 50.0 with 512, main 74.5; bench/ab.py 3). Every class with
-   a cache (up to tcache_max, 32 KiB) full at once would be about 16 MiB
-   per kind, but a class no cache took from for a purge delay is sent back
+   with 128 KiB, 50.0 with 512, main 74.5; bench/ab.py 3). Every small
+   class full at once would be about 14 MiB per kind (and the medium ones
+   46 MiB), but a class no cache took from for a purge delay is sent back
    to its pages, and so are the blocks any class held all through one (its
    low-water mark: nd_tcache_xfer_sweep), and only overflows fill it. The
-   slots take about 270 KiB of metadata per kind (a kind's store is made on
+   slots take about 280 KiB of metadata per kind (a kind's store is made on
    the first overflow of a cache of it that puts blocks in it), resident as
-   classes use them. */
+   classes use them.
+   A medium class (above ND_SMALL_MAX; thread-cached up to tcache_max,
+   128 KiB by default) holds ND_XFER_MEDIUM_BLOCKS blocks instead, 1.25
+   MiB of 20 KiB to 8 MiB of 128 KiB: 512 KiB was 10 blocks of 48 KiB, a
+   tenth of the batch one producer hands over, so most of a consumer's
+   overflows went home to the producer's pages, where only that producer
+   could reuse them, and every producer carved to its own peak (batchq -w
+   8 -s 49152 with tcache_max=128k: peak RSS 62.5 MiB with 512 KiB, 54.2
+   with 2 MiB, 50.6 with 8 MiB; bench/ab.py 7). Counted in blocks, as the
+   hand-offs are, not in bytes: 8 MiB of 20 KiB blocks (409) held more than
+   the consumers' overflows needed and raised batchq -w 2 -s 20000's peak
+   RSS by 14 % (33.8 to 38.5 MiB). 768 slots per kind.
+   */
 #define ND_XFER_SLOTS 2048u
 /* Kinds that may have a store: 2 .. 2 + ND_XFER_KINDS (nd_kind_of). */
 #define ND_XFER_KINDS (2 * ND_MAX_NODES)
 #define ND_XFER_BYTES (512 * ND_KiB)
+#define ND_XFER_MEDIUM_BLOCKS 64u
 
 /*
  * One class's store of one kind.
  * Invariants (while not claimed): count <= cap <= ND_XFER_SLOTS;
- * cap == min(ND_XFER_SLOTS, ND_XFER_BYTES / class size); its slots are the
+ * cap == min(ND_XFER_SLOTS, ND_XFER_BYTES / class size), ND_XFER_MEDIUM_BLOCKS
+ * for a medium class (above ND_SMALL_MAX); its slots are the
  * store's p[off .. off + cap), after those of the classes below it; the
  * first count of them, p[0 .. count) below,
  * are free blocks of class c, each a block start of a page in use of

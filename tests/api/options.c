@@ -222,8 +222,8 @@ static void invalid_value_warning_names_source_valid_values_and_default(void)
 {
     static const struct warning_case cases[] = {
         { "tcache_max=1g", NULL, { "invalid value '1g' for tcache_max (from NODAL_OPTIONS)",
-                                   "valid: 0..128k", "using the default 32k" } },
-        { NULL, "NODAL_TCACHE_MAX=1g", { "(from NODAL_TCACHE_MAX)", "valid: 0..128k", "32k" } },
+                                   "valid: 0..128k", "using the default 128k" } },
+        { NULL, "NODAL_TCACHE_MAX=1g", { "(from NODAL_TCACHE_MAX)", "valid: 0..128k", "128k" } },
         { "tcache_count=lots", NULL, { "not a number", "valid: 0..65536", "using the default 2048" } },
         { "node_fallback=loose", NULL, { "for node_fallback (from NODAL_OPTIONS)",
                                          "valid: strict, preferred", "using the default strict" } },

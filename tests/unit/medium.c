@@ -1,0 +1,225 @@
+/*
+ * medium.c - unit tests of medium blocks (above ND_SMALL_MAX, 16 KiB, up
+ * to 128 KiB) in thread caches and transfer stores: every class is cached
+ * under the default tcache_max; a medium class's store holds
+ * ND_XFER_MEDIUM_BLOCKS blocks; a batch of medium blocks one thread
+ * allocated and another freed is reused by a third thread through the
+ * store, not carved again; node-bound medium blocks never reach a plain
+ * cache. The core is built with ND_DEBUG=2: every fill, flush, put and
+ * take checks the thread cache's and the store's invariants.
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "alloc.h"
+#include "check.h"
+#include "class.h"
+#include "page.h"
+#include "segment.h"
+#include "tcache.h"
+#include "thread.h"
+#include "xfer.h"
+
+static void free_blocks(void **blocks, int n)
+{
+    for (int i = 0; i < n; i++)
+        nodal_free(blocks[i]);
+}
+
+/* The default tcache_max caches every class: the largest (128 KiB) has
+   room in a thread cache, and a block of it freed and asked for again by
+   one thread goes through the cache, not straight to its page. */
+static void every_class_up_to_128_kib_is_cached_by_default(void)
+{
+    nodal_free(nodal_malloc(1));   /* the thread has its cache */
+    nd_tcache *tc = nd_tls_tc;
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
+        EXPECT(tc->binfo[c].cap_max != 0, "class %u (%u B) to have a thread cache, its cap_max is 0", c,
+               nd_class_size[c]);
+    unsigned c = nd_class_of(ND_MEDIUM_MAX);
+    void *p = nodal_malloc(ND_MEDIUM_MAX);
+    EXPECT(p != NULL, "malloc(%zu) to succeed", (size_t)ND_MEDIUM_MAX);
+    nodal_free(p);
+    nd_bin *b = &tc->bins[c];
+    EXPECT(b->cur != b->empty && *b->cur == p, "the freed 128 KiB block to wait in the thread's bin");
+    void *q = nodal_malloc(ND_MEDIUM_MAX);
+    EXPECT(q == p, "the next 128 KiB request to get it back from the bin (%p), it got %p", p, q);
+    EXPECT(nd_load_relaxed(&tc->heap.cstats[c].direct_allocs) == 0,
+           "no 128 KiB block to come straight from a page, %lu did",
+           (unsigned long)nd_load_relaxed(&tc->heap.cstats[c].direct_allocs));
+    nodal_free(q);
+    EXPECT(nd_thread_is_valid(), "the heap to be valid");
+}
+
+/* A medium class's store holds ND_XFER_MEDIUM_BLOCKS blocks, 64 at
+   least (a few overflows of every consumer's bin, where 512 KiB held 4
+   blocks of 128 KiB), a small class's ND_XFER_BYTES (at most
+   ND_XFER_SLOTS); a put of more than that takes exactly the cap. */
+static void a_medium_class_store_holds_64_blocks_at_least(void)
+{
+    nodal_free(nodal_malloc(1));
+    nd_xfer *x = nd_xfer_get(nd_tls_tc->kind);
+    EXPECT(x != NULL, "the plain store to be made");
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        size_t size = nd_class_size[c];
+        size_t cap = size > ND_SMALL_MAX ? ND_XFER_MEDIUM_BLOCKS
+                                         : ND_XFER_BYTES / size < ND_XFER_SLOTS ? ND_XFER_BYTES / size : ND_XFER_SLOTS;
+        EXPECT(x->cls[c].cap == cap, "class %u (%zu B) to hold %zu blocks in its store, it holds %u", c, size, cap,
+               x->cls[c].cap);
+        EXPECT(size <= ND_SMALL_MAX || x->cls[c].cap >= 64,
+               "medium class %u (%zu B) to hold 64 blocks at least in its store, it holds %u", c, size, x->cls[c].cap);
+    }
+    size_t size = 49152;
+    unsigned c = nd_class_of(size);
+    size_t cap = x->cls[c].cap, n = cap + 4;
+    void **blocks = calloc(n, sizeof(void *)), **out = calloc(n, sizeof(void *));
+    EXPECT(blocks != NULL && out != NULL, "calloc to succeed");
+    nodal_collect(1);   /* the class's store empty */
+    for (size_t i = 0; i < n; i++) {
+        blocks[i] = nodal_malloc(size);
+        EXPECT(blocks[i] != NULL, "malloc(%zu) to succeed", size);
+        nd_block_mark(blocks[i]);
+    }
+    size_t put = nd_xfer_put(x, c, blocks, n);
+    EXPECT(put == cap, "a put of %zu blocks of 48 KiB to take %zu (its cap), it took %zu", n, cap, put);
+    EXPECT(nd_xfer_is_valid(x, c), "the store's invariants to hold when full");
+    size_t got = nd_xfer_take(x, c, out, n);
+    EXPECT(got == cap, "a take to give the %zu blocks back, it gave %zu", cap, got);
+    for (size_t i = 0; i < n; i++) {
+        nd_block_unmark(blocks[i]);
+        nodal_free(blocks[i]);
+    }
+    free(blocks);
+    free(out);
+}
+
+/* A batch of medium blocks the main thread allocated is freed by a
+   consumer thread; a third thread then asks for as many: its blocks are
+   the batch's (pages of the main thread's heap), taken from the store the
+   consumer's overflows filled, not carved from pages of its own. (With
+   tcache_max 32 KiB, 48 KiB blocks went home to their pages one by one,
+   where only their owner reuses them; with a store of 512 KiB a class, 10
+   of them could wait there: 12 of 64 came back.) */
+enum { BATCH_N = 64, BATCH_SIZE = 49152 };   /* a medium class's store holds 64 */
+static void *batch[BATCH_N];
+static void *consume_batch(void *arg)
+{
+    (void)arg;
+    nodal_free(nodal_malloc(1));   /* a cache of its own (a thread that never allocated starts one later) */
+    free_blocks(batch, BATCH_N);
+    return NULL;
+}
+struct reuse {
+    const nd_heap *producer;
+    size_t from_producer, from_batch;
+};
+static void *reuse_batch(void *arg)
+{
+    struct reuse *r = arg;
+    void *got[BATCH_N];
+    for (int i = 0; i < BATCH_N; i++) {
+        got[i] = nodal_malloc(BATCH_SIZE);
+        EXPECT(got[i] != NULL, "malloc(%d) to succeed", BATCH_SIZE);
+        const nd_page *pg = nd_page_of(nd_seg_base(got[i]), got[i]);
+        r->from_producer += nd_load_relaxed(&pg->heap) == r->producer;
+        for (int j = 0; j < BATCH_N; j++)
+            if (got[i] == batch[j]) {
+                r->from_batch++;
+                break;
+            }
+    }
+    EXPECT(nd_thread_is_valid(), "the reusing thread's heap to be valid");
+    free_blocks(got, BATCH_N);
+    return NULL;
+}
+static void a_medium_batch_freed_by_another_thread_is_reused_by_a_third_through_the_store(void)
+{
+    nodal_free(nodal_malloc(1));
+    nodal_collect(1);   /* no store holds blocks of the class */
+    for (int i = 0; i < BATCH_N; i++) {
+        batch[i] = nodal_malloc(BATCH_SIZE);
+        EXPECT(batch[i] != NULL, "malloc(%d) to succeed", BATCH_SIZE);
+        memset(batch[i], 0x5a, 64);
+    }
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, consume_batch, NULL) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+    struct reuse r = { .producer = &nd_tls_tc->heap };
+    EXPECT(pthread_create(&t, NULL, reuse_batch, &r) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+    /* The consumer's bin (a few blocks) went home at its exit; the rest
+       of the batch waited in the store. */
+    EXPECT(r.from_batch >= BATCH_N - 10 && r.from_producer >= r.from_batch,
+           "at least %d of the third thread's %d blocks of 48 KiB to be the batch's, through the store: %zu were "
+           "(%zu of the producer's pages)", BATCH_N - 10, BATCH_N, r.from_batch, r.from_producer);
+    EXPECT(nd_thread_is_valid(), "the heap to be valid");
+    nodal_collect(1);
+}
+
+/* Placement: medium blocks bound to a node, freed by another thread, go
+   to that thread's cache for the node and the bound store, never to a
+   plain cache or store: a third thread's plain requests of the class get
+   no bound block, and its node-bound requests get blocks of the node. */
+enum { BOUND_N = 40 };
+static void *bound_blocks[BOUND_N];
+static int bound_node;
+static void *consume_bound(void *arg)
+{
+    (void)arg;
+    nodal_free(nodal_malloc_node(1, bound_node));   /* a cache for the node, as a thread that uses it has */
+    free_blocks(bound_blocks, BOUND_N);
+    return NULL;
+}
+static void *take_plain_then_bound(void *arg)
+{
+    size_t *bound_seen = arg;
+    void *got[BOUND_N];
+    for (int i = 0; i < BOUND_N; i++) {
+        got[i] = nodal_malloc(BATCH_SIZE);
+        EXPECT(got[i] != NULL && !nd_seg_base(got[i])->bound,
+               "a plain request of 48 KiB to get plain memory, block %d is %s", i,
+               got[i] != NULL ? "bound" : "NULL");
+    }
+    free_blocks(got, BOUND_N);
+    for (int i = 0; i < BOUND_N; i++) {
+        got[i] = nodal_malloc_node(BATCH_SIZE, bound_node);
+        const nd_segment *s = got[i] != NULL ? nd_seg_base(got[i]) : NULL;
+        EXPECT(s != NULL && s->bound && s->node == bound_node,
+               "nodal_malloc_node(48 KiB, %d) to give memory bound to node %d", bound_node, bound_node);
+        for (int j = 0; j < BOUND_N; j++)
+            *bound_seen += got[i] == bound_blocks[j];
+    }
+    EXPECT(nd_thread_is_valid(), "the third thread's heaps to be valid");
+    free_blocks(got, BOUND_N);
+    return NULL;
+}
+static void node_bound_medium_blocks_freed_elsewhere_stay_with_their_node(void)
+{
+    nodal_free(nodal_malloc(1));
+    bound_node = nd_tls_tc->heap.node;
+    nodal_collect(1);
+    for (int i = 0; i < BOUND_N; i++) {
+        bound_blocks[i] = nodal_malloc_node(BATCH_SIZE, bound_node);
+        EXPECT(bound_blocks[i] != NULL, "nodal_malloc_node(%d, %d) to succeed", BATCH_SIZE, bound_node);
+    }
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, consume_bound, NULL) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+    size_t bound_seen = 0;
+    EXPECT(pthread_create(&t, NULL, take_plain_then_bound, &bound_seen) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+    EXPECT(bound_seen >= BOUND_N - 10,
+           "at least %d of the third thread's bound blocks to be the ones the consumer freed, %zu were", BOUND_N - 10,
+           bound_seen);
+    EXPECT(nd_thread_is_valid(), "the heap to be valid");
+    nodal_collect(1);
+}
+
+static const struct nd_case cases[] = {
+    ND_CASE(every_class_up_to_128_kib_is_cached_by_default),
+    ND_CASE(a_medium_class_store_holds_64_blocks_at_least),
+    ND_CASE(a_medium_batch_freed_by_another_thread_is_reused_by_a_third_through_the_store),
+    ND_CASE(node_bound_medium_blocks_freed_elsewhere_stay_with_their_node),
+};
+ND_MAIN(cases)
