@@ -14,6 +14,12 @@ NODAL_OPTIONS. Peak RSS is the program's own `peak_rss_mib=` line (every
 program in bench/ prints one), else the kernel's maximum for the run
 (which counts the forked Python before the exec: only a floor).
 
+--field NAME (before the configs; repeatable) also reports the program's own
+NAME=VALUE output (e.g. cpu_ns_op: the CPU time of its timed part, without
+start-up and exit) per allocator: median, quartiles, and the ratio of
+medians to the first allocator's, with the quartiles of the per-repetition
+ratios (each repetition runs every allocator once, back to back).
+
 Example (nodal's build against tcmalloc and glibc on Larson at 8 threads):
     bench/ab.py 5 nodal=build/libnodal.so tc=tc glibc=glibc -- \\
         build/bench/larson -t 8 -r 50000 -R 20
@@ -41,6 +47,11 @@ def main(argv):
     if len(argv) < 4 or "--" not in argv:
         usage()
     sep = argv.index("--")
+    fields = []
+    while len(argv) > 2 and argv[1] == "--field":
+        fields.append(argv[2])
+        argv = argv[:1] + argv[3:]
+        sep -= 2
     try:
         reps = int(argv[1])
     except ValueError:
@@ -59,6 +70,7 @@ def main(argv):
     if not configs or not cmd:
         usage()
     runs = {name: [] for name, _, _ in configs}
+    own = {(name, f): [] for name, _, _ in configs for f in fields}
     for r in range(reps):
         k = r % len(configs)
         for name, lib, opts in configs[k:] + configs[:k]:
@@ -75,6 +87,9 @@ def main(argv):
             proc.returncode = os.waitstatus_to_exitcode(status)
             if proc.returncode != 0:
                 sys.exit("ab.py: %s under %s exited with %d:\n%s" % (cmd[0], name, proc.returncode, text))
+            for f in fields:
+                v = re.search(r"\b%s=([0-9.]+)" % re.escape(f), text)
+                own[(name, f)].append(float(v.group(1)) if v else float("nan"))
             m = re.search(r"peak_rss_mib=([0-9.]+)", text)
             rss = float(m.group(1)) if m else ru.ru_maxrss / 1024.0
             user, sys_t, faults = ru.ru_utime, ru.ru_stime, ru.ru_minflt
@@ -90,6 +105,17 @@ def main(argv):
         print("%-12s cpu %.3f s [%.3f-%.3f] x%.2f  sys %.3f s [%.3f-%.3f]  faults %.0f  peak rss %.1f MiB [%.1f-%.1f]" % (
             name, med, min(cpu), max(cpu), med / base, statistics.median(sys_t), min(sys_t), max(sys_t),
             statistics.median(x[2] for x in v), statistics.median(rss), min(rss), max(rss)))
+    for f in fields:
+        first = own[(configs[0][0], f)]
+        for name, _, _ in configs:
+            v = own[(name, f)]
+            q = statistics.quantiles(v, n=4) if len(v) > 1 else [v[0]] * 3
+            ratios = [a / b for a, b in zip(v, first) if b]
+            rq = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
+            print("%-12s %s median %.4g [quartiles %.4g-%.4g] x%.3f (per-repetition ratios: median x%.3f, "
+                  "quartiles %.3f-%.3f)" % (name, f, statistics.median(v), q[0], q[2],
+                                            statistics.median(v) / statistics.median(first),
+                                            statistics.median(ratios), rq[0], rq[2]))
 
 
 if __name__ == "__main__":
