@@ -238,7 +238,7 @@ static nd_cold __attribute__((noipa)) void nd_free_sealed_other(void *p, nd_segm
         nd_block_misuse("free", s, p);
     if (nd_block_is_marked(p))
         nd_misuse("free", "double free", p);
-    if (!nd_secure_sealed(p, pg->block_size))
+    if (!nd_block_is_sealed(p, pg->block_size))
         nd_secure_overflow_at_end("free", p, pg->block_size);
     /* Every check passed this time (the block changed in between: another
        thread's write): freed as any other. */
@@ -262,7 +262,7 @@ static nd_noinline void nd_free_sealed(void *p, nd_segment *s, nd_page *pg)
     }
     uintptr_t mark = nd_block_mark_of(p);
     if (nd_unlikely(!nd_page_block_ok_shared(pg, p) || ((uintptr_t *)p)[1] == mark ||
-                    !nd_secure_sealed(p, pg->block_size))) {
+                    !nd_block_is_sealed(p, pg->block_size))) {
         nd_free_sealed_other(p, s, pg);
         return;
     }
