@@ -160,6 +160,18 @@ static void *consume(void *arg)
         nodal_free(handoff_blocks[i]);
     return NULL;
 }
+/* `rounds` times: this thread allocates HANDOFF_N blocks, a new thread
+   frees them all and exits. */
+static void hand_over(int rounds)
+{
+    for (int round = 0; round < rounds; round++) {
+        for (int i = 0; i < HANDOFF_N; i++)
+            handoff_blocks[i] = nodal_malloc(HANDOFF_SIZE);
+        pthread_t t;
+        EXPECT(pthread_create(&t, NULL, consume, NULL) == 0, "pthread_create to work");
+        pthread_join(t, NULL);
+    }
+}
 static unsigned long json_class_field(const char *json, size_t size, const char *field)
 {
     char key[64];
@@ -177,13 +189,7 @@ static void blocks_a_consumer_frees_come_back_to_the_producer_through_the_store(
     static char json[1 << 17];
     nodal_collect(1);
     nodal_stats_reset();
-    for (int round = 0; round < 3; round++) {
-        for (int i = 0; i < HANDOFF_N; i++)
-            handoff_blocks[i] = nodal_malloc(HANDOFF_SIZE);
-        pthread_t t;
-        EXPECT(pthread_create(&t, NULL, consume, NULL) == 0, "pthread_create to work");
-        pthread_join(t, NULL);
-    }
+    hand_over(3);
     /* The consumer exited: what its cache held went home, what it put in
        the store waits there for this thread's fills. */
     EXPECT(nd_thread_is_valid(), "the heap to be valid");
@@ -291,13 +297,7 @@ static void under_secure_1_blocks_a_consumer_frees_come_back_through_the_store(v
     unsigned c = pg->cls;   /* secure=1: the class of the request and its canary word */
     size_t bsize = pg->block_size;
     nodal_free(probe);
-    for (int round = 0; round < 3; round++) {
-        for (int i = 0; i < HANDOFF_N; i++)
-            handoff_blocks[i] = nodal_malloc(HANDOFF_SIZE);
-        pthread_t t;
-        EXPECT(pthread_create(&t, NULL, consume, NULL) == 0, "pthread_create to work");
-        pthread_join(t, NULL);
-    }
+    hand_over(3);
     EXPECT(nd_thread_is_valid(), "the heap to be valid");
     nd_xfer *x = nd_xfer_find(nd_kind_of(false, nd_tls_tc->heap.node));
     EXPECT(x != NULL, "secure=1's caches to have made the store of their node's plain memory");
