@@ -221,8 +221,10 @@ static nd_noinline void nd_free_sealed_route(void *p, nd_segment *s, nd_page *pg
 }
 
 /* secure=1: a free nd_free_sealed did not finish: a bad segment header,
-   a large or huge block, or a small or medium block that failed a check
-   (each check made again here, in order, for its message). Not declared
+   a large or huge block, a small or medium block that failed a check
+   (each check made again here, in order, for its message), or one of
+   another kind of memory than the thread's plain memory (node-bound,
+   another node's, an abandoned page's), checked here, then routed. Not declared
    noreturn, and its callers told nothing of it (noipa): they jump here
    rather than call, so their path needs no stack frame. */
 static nd_cold __attribute__((noipa)) void nd_free_sealed_other(void *p, nd_segment *s, nd_page *pg)
@@ -238,10 +240,10 @@ static nd_cold __attribute__((noipa)) void nd_free_sealed_other(void *p, nd_segm
         nd_block_misuse("free", s, p);
     if (nd_block_is_marked(p))
         nd_misuse("free", "double free", p);
-    if (!nd_secure_sealed(p, pg->block_size))
+    if (!nd_block_is_sealed(p, pg->block_size))
         nd_secure_overflow_at_end("free", p, pg->block_size);
-    /* Every check passed this time (the block changed in between: another
-       thread's write): freed as any other. */
+    /* Every check passed (another kind of memory; or the block changed
+       in between, another thread's write): freed as any other. */
     nd_free_sealed_route(p, s, pg);
 }
 
@@ -256,13 +258,19 @@ static nd_cold __attribute__((noipa)) void nd_free_sealed_other(void *p, nd_segm
    nd_free_sealed_other sorts out. */
 static nd_noinline void nd_free_sealed(void *p, nd_segment *s, nd_page *pg)
 {
-    if (nd_unlikely(!nd_seg_cookie_ok(s) || (s->kind != ND_SEG_SMALL && s->kind != ND_SEG_MEDIUM))) {
+    /* A page of the plain kind of the thread's node is a small or medium
+       page in use (segment.h: every other page's kind is ND_KIND_NONE),
+       so that one compare stands for the segment's kind too; the rest
+       (large and huge blocks, other kinds of memory, pages not in use)
+       go the checked way round (nd_free_sealed_other). */
+    nd_tcache *tc = nd_tls_tc;
+    if (nd_unlikely(!nd_seg_cookie_ok(s) || nd_load_relaxed(&pg->kind) != nd_kind_of(false, tc->heap.node))) {
         nd_free_sealed_other(p, s, pg);
         return;
     }
     uintptr_t mark = nd_block_mark_of(p);
     if (nd_unlikely(!nd_page_block_ok_shared(pg, p) || ((uintptr_t *)p)[1] == mark ||
-                    !nd_secure_sealed(p, pg->block_size))) {
+                    !nd_block_is_sealed(p, pg->block_size))) {
         nd_free_sealed_other(p, s, pg);
         return;
     }
@@ -271,10 +279,9 @@ static nd_noinline void nd_free_sealed(void *p, nd_segment *s, nd_page *pg)
         nd_free_sealed_route(p, s, pg);
         return;
     }
-    nd_tcache *tc = nd_tls_tc;
     nd_bin *b = (nd_bin *)((char *)tc->bins + (size_t)bin * ND_BIN_BYTES);   /* as the fast path */
     void **cur = b->cur, **low = b->low;
-    if (nd_likely(cur != low && nd_load_relaxed(&pg->kind) == nd_kind_of(false, tc->heap.node))) {
+    if (nd_likely(cur != low)) {
         if (nd_unlikely(*cur == p))
             nd_free_twice_in_a_row(p);
         *--cur = p;

@@ -86,7 +86,8 @@
  * first count of them, p[0 .. count) below,
  * are free blocks of class c, each a block start of a page in use of
  * class c, in a segment of the store's kind (its bound and node), carrying
- * the freed-block mark (page.h); each counts among its page's used blocks
+ * the freed-block mark (page.h; under secure=1 its canary too, which
+ * tcache.c checks as it goes in and comes out: secure.h); each counts among its page's used blocks
  * (the page cannot leave use nor its segment be unmapped while a block of
  * it is here). low <= count. `taken`: a take happened since the last
  * sweep; `low`: the fewest blocks the class held since then (its

@@ -15,6 +15,7 @@
 
 uint64_t  nd_block_mark_key[2];
 uint64_t  nd_link_key[2];
+uint64_t  nd_block_canary_key[2];
 uint8_t   nd_page_fill_carved;
 
 void nd_page_keys_init(void)
@@ -25,6 +26,8 @@ void nd_page_keys_init(void)
     nd_block_mark_key[1] = nd_os_random() | 1;
     nd_link_key[0] = nd_os_random();
     nd_link_key[1] = nd_os_random() | 1;
+    nd_block_canary_key[0] = nd_os_random();
+    nd_block_canary_key[1] = nd_os_random() | 1;   /* odd: the multiply is a bijection */
     nd_page_fill_carved = nd_secure_full();
 }
 

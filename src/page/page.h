@@ -89,11 +89,23 @@
  * or an overflow into a free block is seen at its next reuse.
  *
  *   free block, secure=2: [ link or fill | mark | 0xdf 0xdf ... (to byte 256) | ... ]
+ *
+ * secure=1 gives every small and medium block a canary in its last word
+ * (secure.h has the layout and the checks at free): a folded multiply of
+ * the block's address with two secrets of its own, so a canary read from
+ * one block gives no other block's. It is written when a thread cache
+ * takes the block from its page (tcache.c), and stays while the block is
+ * live and while it waits freed in a thread cache or a transfer store,
+ * where it is checked as the block goes in and as it comes out.
+ *
+ *   block, secure=1: [ program's bytes, or link | mark | ... | canary ]
  */
 /* The mark's keys: [0] = k, [1] = m (see above). */
 extern uint64_t nd_block_mark_key[2] nd_hidden;
 /* The links' keys (see above). */
 extern uint64_t nd_link_key[2] nd_hidden;
+/* The canary's keys (secure=1; see above). */
+extern uint64_t nd_block_canary_key[2] nd_hidden;
 /* secure=2: carving fills the blocks it hands out (set at start-up). */
 extern uint8_t nd_page_fill_carved nd_hidden;
 /* Draws the secrets (process start). */
@@ -123,6 +135,28 @@ static inline uintptr_t nd_block_mark_of(const void *p)
 static inline bool nd_block_is_marked(const void *p) { return ((const uintptr_t *)p)[1] == nd_block_mark_of(p); }
 static inline void nd_block_mark(void *p) { ((uintptr_t *)p)[1] = nd_block_mark_of(p); }
 static inline void nd_block_unmark(void *p) { ((uintptr_t *)p)[1] = 0; }
+
+/* secure=1's canary word of block p (block_size bytes: its last word). */
+static inline uint64_t *nd_block_end_word(const void *p, size_t block_size)
+{
+    return (uint64_t *)((uintptr_t)p + block_size - sizeof(uint64_t));
+}
+/* The canary of block p: a folded multiply of its address with two
+   secrets (a canary read from one block gives no other block's). */
+static inline uint64_t nd_block_canary(const void *p)
+{
+    uint64_t h = ((uint64_t)(uintptr_t)p ^ nd_block_canary_key[0]) * nd_block_canary_key[1];
+    return h ^ (h >> 29);
+}
+/* Is the canary of block p (block_size bytes) intact? */
+static inline bool nd_block_is_sealed(const void *p, size_t block_size)
+{
+    return *nd_block_end_word(p, block_size) == nd_block_canary(p);
+}
+static inline void nd_block_seal(void *p, size_t block_size)
+{
+    *nd_block_end_word(p, block_size) = nd_block_canary(p);
+}
 
 #define ND_FILL_BYTE 0xdf
 #define ND_FILL_WORD ((uintptr_t)0xdfdfdfdfdfdfdfdfull)
@@ -360,7 +394,7 @@ void nd_page_junk(nd_page *pg, void *p) nd_hidden;
 _Noreturn void nd_page_corrupt(const nd_page *pg, const void *block, const char *what, const char *detail) nd_hidden;
 #define ND_CORRUPT_LIST  "malloc(): corrupted free list"
 #define ND_CORRUPT_FREED "free(): block modified after free"
-#define ND_CORRUPT_REUSE "malloc(): free block modified after free"   /* secure=2, at reuse */
+#define ND_CORRUPT_REUSE "malloc(): free block modified after free"   /* secure=2 at reuse; secure=1 out of a transfer store */
 
 /* Debug check of the invariants above struct nd_page (segment.h); true
    when they hold. Cost: O(blocks). */

@@ -23,19 +23,15 @@
 #include "os.h"
 #include "tcache.h"
 
-uint64_t nd_canary_key[2];
-
 void nd_secure_init(void)
 {
-    nd_canary_key[0] = nd_os_random();
-    nd_canary_key[1] = nd_os_random() | 1;   /* odd: the multiply is a bijection */
     if (nd_secure_on() && !nd_secure_full())
         nd_class_pad_requests(ND_SECURE_TAIL);
 }
 
 void nd_secure_overflow_at_end(const char *fn, const void *p, size_t block_size)
 {
-    if (*nd_secure_end_word(p, block_size) == ND_FILL_WORD)   /* unlikely to be a program's */
+    if (*nd_block_end_word(p, block_size) == ND_FILL_WORD)   /* unlikely to be a program's */
         nd_fatal("%s(): heap overflow past the end of the block: %p (the canary in its last 8 bytes, "
                  "at byte %zu of the %zu-byte block, was overwritten)", fn, p,
                  block_size - ND_SECURE_TAIL, block_size);
@@ -48,7 +44,7 @@ void nd_secure_overflow_at_end(const char *fn, const void *p, size_t block_size)
 
 static inline uint32_t nd_canary32(const void *p, uint64_t delta)
 {
-    uint64_t h = ((uint64_t)(uintptr_t)p ^ nd_canary_key[0] ^ (delta << 40)) * 0x9E3779B97F4A7C15ull;
+    uint64_t h = ((uint64_t)(uintptr_t)p ^ nd_block_canary_key[0] ^ (delta << 40)) * 0x9E3779B97F4A7C15ull;
     return (uint32_t)(h >> 32);
 }
 
@@ -119,7 +115,7 @@ static size_t nd_secure_check_tail(const char *fn, const void *p, size_t block_s
 size_t nd_secure_size(const char *fn, const nd_page *pg, const void *p)
 {
     if (!nd_secure_full()) {
-        if (nd_unlikely(!nd_secure_sealed(p, pg->block_size)))
+        if (nd_unlikely(!nd_block_is_sealed(p, pg->block_size)))
             nd_secure_overflow_at_end(fn, p, pg->block_size);
         return pg->block_size - ND_SECURE_TAIL;
     }
@@ -177,22 +173,6 @@ void nd_secure_detach(nd_tcache *tc)
 static inline uint32_t nd_secure_random(nd_secure *sc, uint32_t n)
 {
     return (uint32_t)(((nd_random64(&sc->rng) >> 32) * (uint64_t)n) >> 32);
-}
-
-/* secure=1: n blocks of `block_size` bytes just taken into a thread cache's
-   bin get their canaries. Their order is the one they came in: a fresh
-   page's blocks random (carving shuffles them, page.h: the heap's
-   carve_rng), freed blocks of a page in address order (nd_page_take).
-   Shuffling every refill (a Fisher-Yates over each page's run) cost the
-   producer/consumer rows most of their time over the default, and a
-   program that reuses its freed blocks paid the random order at every
-   reuse; secure=2 still reuses freed blocks in a random order (a random
-   candidate per malloc, docs/hardening.md). */
-static void nd_secure_refilled(void **v, size_t n, size_t block_size)
-{
-    nd_assert(block_size >= 3 * sizeof(uint64_t));   /* link, mark, canary */
-    for (size_t i = 0; i < n; i++)
-        nd_secure_seal(v[i], block_size);
 }
 
 /* ---- malloc ------------------------------------------------------------------ */
@@ -258,11 +238,8 @@ static void *nd_secure_alloc_sealed(nd_tcache *tc, nd_secure *sc, unsigned c)
     if (bin < ND_CLASS_COUNT && tc->binfo[bin].cap_max != 0) {
         /* The fast path pops what a refill here sealed. */
         nd_bin *b = &tc->bins[bin];
-        if (b->cur == b->empty) {
-            if (!nd_tcache_fill(tc, bin))
-                return nd_tcache_uncount(tc, bin);
-            nd_secure_refilled(b->cur, (size_t)(b->empty - b->cur), nd_class_size[c]);
-        }
+        if (b->cur == b->empty && !nd_tcache_fill(tc, bin))   /* sealed or checked there */
+            return nd_tcache_uncount(tc, bin);
         p = nd_tcache_alloc(tc, bin);
     } else if (sc == NULL) {
         if (nd_heap_take_blocks(&tc->heap, c, &p, 1, 1) == 0)
@@ -285,7 +262,7 @@ static void *nd_secure_alloc_sealed(nd_tcache *tc, nd_secure *sc, unsigned c)
         sc->count[c] = (uint8_t)n;
         nd_block_unmark(p);
     }
-    nd_secure_seal(p, nd_class_size[c]);
+    nd_block_seal(p, nd_class_size[c]);
     return p;
 }
 

@@ -11,7 +11,12 @@
  * fast paths' class table is padded by ND_SECURE_TAIL bytes
  * (nd_class_pad_requests), so a block has room for a canary word after
  * any request, and the word is written when a block enters a thread
- * cache's bin at refill (nd_secure_refilled). The allocation order of a
+ * cache's bin from its page (tcache.c's fill: nd_block_seal). Blocks the
+ * caches hand each other through the transfer store of their kind keep
+ * it: checked with their mark as they go in and as they come out
+ * (tcache.c), so a write over either while a block waits there aborts
+ * when a cache takes it, before it can be handed out, or when a sweep
+ * sends it to its page. The allocation order of a
  * fresh page is random: carving shuffles the blocks it carves (the heap's
  * carve_rng, page.h; a page released and carved again holds freed memory
  * and is carved in address order); freed blocks that come back through their page are
@@ -140,32 +145,8 @@ static inline unsigned nd_secure_class_of(size_t size)
    a cache; else nd_secure_class_of. */
 unsigned nd_secure_request_class(const struct nd_tcache *tc, size_t size) nd_hidden;
 
-/* ---- secure=1's canary word ---- */
-extern uint64_t nd_canary_key[2] nd_hidden;
-
-static inline uint64_t *nd_secure_end_word(const void *p, size_t block_size)
-{
-    return (uint64_t *)((uintptr_t)p + block_size - ND_SECURE_TAIL);
-}
-
-/* The canary of block p: a folded multiply of its address with two
-   secrets (a canary read from one block gives no other block's). */
-static inline uint64_t nd_secure_canary(const void *p)
-{
-    uint64_t h = ((uint64_t)(uintptr_t)p ^ nd_canary_key[0]) * nd_canary_key[1];
-    return h ^ (h >> 29);
-}
-
-/* Is the canary of block p (block_size bytes) intact? */
-static inline bool nd_secure_sealed(const void *p, size_t block_size)
-{
-    return *nd_secure_end_word(p, block_size) == nd_secure_canary(p);
-}
-
-static inline void nd_secure_seal(void *p, size_t block_size)
-{
-    *nd_secure_end_word(p, block_size) = nd_secure_canary(p);
-}
+/* ---- secure=1's canary word: page.h (nd_block_canary, nd_block_seal, nd_block_is_sealed) ---- */
+_Static_assert(ND_SECURE_TAIL == sizeof(uint64_t), "the canary is the block's last word (nd_block_end_word)");
 
 /* secure=1: the canary of block p was overwritten ("FN(): heap overflow
    past the end of the block"), abort. */

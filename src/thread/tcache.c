@@ -398,18 +398,53 @@ static bool nd_tcache_grow(nd_tcache *tc, unsigned c)
     return true;
 }
 
-/* The transfer store of tc's kind (xfer.h), made on first use when make;
-   NULL without the option `transfer`, and for a cache that does not use
-   one: a shared heap's (no bins), and
-   a plain cache under secure=1 (ND_KIND_NO_PAGE: its blocks carry canaries
-   written at its own fills, secure.c), whose blocks go to their pages as
-   before. Bins of other caches hold only blocks of their kind, so a store
-   holds blocks of one kind, and only caches of that kind take them. */
+/* The kind of the blocks tc's bins hold: its kind, but for a plain cache
+   under secure=1, whose kind is ND_KIND_NO_PAGE (so that every free takes
+   the checked slow path, free.c) while its bins hold plain memory of its
+   heap's node (free.c's nd_free_sealed caches nothing else). */
+static inline unsigned nd_tcache_bin_kind(const nd_tcache *tc)
+{
+    return nd_unlikely(tc->secure != NULL) && !tc->heap.bound ? nd_kind_of(false, tc->heap.node) : tc->kind;
+}
+
+/* The transfer store of the kind of tc's bins (xfer.h), made on first use
+   when make; NULL without the option `transfer`, and for a cache that does
+   not use one: a shared heap's (no bins) and the static caches of
+   thread.c (ND_KIND_NONE, ND_KIND_NO_PAGE). Bins hold only blocks of
+   their kind, so a store holds blocks of one kind, and only caches of
+   that kind take them. Under secure=1 the blocks carry their canaries in
+   and out of it, checked both ways (secure.h). */
 static inline nd_xfer *nd_tcache_xfer(const nd_tcache *tc, bool make)
 {
-    if (tc->kind < 2 || !nd_opt(ND_OPT_transfer))   /* ND_KIND_NONE, ND_KIND_NO_PAGE; the option */
+    unsigned kind = nd_tcache_bin_kind(tc);
+    if (kind < 2 || !nd_opt(ND_OPT_transfer))   /* ND_KIND_NONE, ND_KIND_NO_PAGE; the option */
         return NULL;
-    return make ? nd_xfer_get(tc->kind) : nd_xfer_find(tc->kind);
+    return make ? nd_xfer_get(kind) : nd_xfer_find(kind);
+}
+
+/* secure=1's plain caches (tc->secure set: secure.h) keep a canary in the
+   last word of each block (page.h), which every free checks, and hand
+   their blocks to each other through the transfer store of their kind as
+   the default's caches do. A block their fill takes from its page gets
+   its canary; one it takes from the store, and one a sweep sends from the
+   store to its page, must still carry its mark and its canary: a write
+   over either while the block was free (in a bin, in the store) aborts
+   here, before the block can be handed out ("malloc(): free block
+   modified after free: P"; from a sweep, "free(): block modified after
+   free: P"). Their overflows check both before a block goes in
+   (nd_tcache_spill). */
+static void nd_tcache_seal(void *const *v, size_t n, size_t block_size)
+{
+    nd_assert(block_size >= 3 * sizeof(uint64_t));   /* link, mark, canary */
+    for (size_t i = 0; i < n; i++)
+        nd_block_seal(v[i], block_size);
+}
+static void nd_tcache_check_sealed(void *const *v, size_t n, size_t block_size, const char *what)
+{
+    for (size_t i = 0; i < n; i++)
+        if (nd_unlikely(!nd_block_is_marked(v[i]) || !nd_block_is_sealed(v[i], block_size)))
+            nd_page_corrupt(nd_page_of(nd_seg_base(v[i]), v[i]), v[i], what,
+                            "a block waiting in the transfer store was modified");
 }
 
 bool nd_tcache_fill(nd_tcache *tc, unsigned c)
@@ -450,21 +485,26 @@ bool nd_tcache_fill(nd_tcache *tc, unsigned c)
        the bin's whole room: the remote frees of a page, walked once to be
        counted, come in as many as fit (nd_page_take). */
     nd_class_counters *cs = &tc->heap.cstats[c];
+    const unsigned cls = nd_bin_class[c];   /* c; under secure=1 the class the bin's blocks have (class.h) */
     size_t got = 0;
     nd_xfer *x = nd_tcache_xfer(tc, false);
     if (x != NULL) {
-        got = nd_xfer_take(x, c, bin->low, whole > want ? whole : want);
+        got = nd_xfer_take(x, cls, bin->low, whole > want ? whole : want);
         if (got != 0) {
             nd_count_inc(&cs->xfer_takes);
             nd_count_add(&cs->xfer_take_blocks, got);
+            if (nd_unlikely(tc->secure != NULL))   /* secure=1: mark and canary checked */
+                nd_tcache_check_sealed(bin->low, got, nd_class_size[cls], ND_CORRUPT_REUSE);
         } else {
             nd_count_inc(&cs->xfer_empty);
         }
     }
     if (got == 0) {
-        got = nd_heap_take_blocks(&tc->heap, nd_bin_class[c], bin->low, want, bi->cap);
+        got = nd_heap_take_blocks(&tc->heap, cls, bin->low, want, bi->cap);
         if (got != 0 && got < whole)
-            got += nd_heap_take_free(&tc->heap, nd_bin_class[c], bin->low + got, whole - got);
+            got += nd_heap_take_free(&tc->heap, cls, bin->low + got, whole - got);
+        if (nd_unlikely(tc->secure != NULL))   /* secure=1: their canaries */
+            nd_tcache_seal(bin->low, got, nd_class_size[cls]);
     }
     if (got > 0 && bin->empty - got != bin->low)   /* (a whole bin's fill is in place) */
         memmove(bin->empty - got, bin->low, got * sizeof(void *));
@@ -663,34 +703,39 @@ static size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
     /* transfer=2: the heap's own blocks go to the store too, so that the
        node's other heaps reuse them before they carve (xfer.h). */
     const bool own_too = nd_opt(ND_OPT_transfer) >= 2;
-    if (nd_unlikely(x == NULL) && tc->kind >= 2 && nd_opt(ND_OPT_transfer) &&
+    if (nd_unlikely(x == NULL) && nd_tcache_bin_kind(tc) >= 2 && nd_opt(ND_OPT_transfer) &&
         (own_too || nd_tcache_has_foreign(tc, bin->empty - n, bin->empty)))
         x = nd_tcache_xfer(tc, true);   /* the kind's first hand-off: its store */
-    size_t room = x != NULL ? nd_xfer_room(x, c) : 0;
+    /* The store's class: the blocks' (under secure=1 a bin holds the next
+       class's blocks, class.h). */
+    const unsigned cls = nd_bin_class[c];
+    size_t room = x != NULL ? nd_xfer_room(x, cls) : 0;
     if (room == 0 || n == 0) {
         if (x != NULL && n != 0)
             nd_count_inc(&tc->heap.cstats[c].xfer_full);
         nd_tcache_flush(tc, c, n);
         return 0;
     }
-    nd_assert(nd_bin_class[c] == c);   /* secure=1's bins (class.h) use no store */
     void **oldest = bin->empty - n, **mid = oldest;
     /* The blocks that go to the store to the front, up to its room; with
        transfer=1 only other heaps' pages' blocks: the heap's own go home
-       without an atomic, to pages whose lines this thread has. */
+       without an atomic, to pages whose lines this thread has. Each is
+       checked as a flush checks it (its mark), and under secure=1 as its
+       free did (its canary too, nd_tcache_seal). */
     const nd_heap *h = &tc->heap;
+    const size_t sealed = tc->secure != NULL ? nd_class_size[cls] : 0;
     for (void **it = oldest; it < bin->empty && (size_t)(mid - oldest) < room; it++) {
         void *p = *it;
-        nd_page *pg = nd_tcache_page_of(p, c);
+        nd_page *pg = nd_tcache_page_of(p, cls);
         if (!own_too && nd_load_relaxed(&pg->heap) == h)
             continue;
-        if (nd_unlikely(!nd_block_is_marked(p)))
+        if (nd_unlikely(!nd_block_is_marked(p) || (sealed != 0 && !nd_block_is_sealed(p, sealed))))
             nd_page_corrupt(pg, p, ND_CORRUPT_FREED, "a block waiting in a thread cache was modified");
         *it = *mid;
         *mid++ = p;
     }
     size_t foreign = (size_t)(mid - oldest);
-    size_t put = nd_xfer_put(x, c, oldest, foreign);
+    size_t put = nd_xfer_put(x, cls, oldest, foreign);
     nd_class_counters *cs = &tc->heap.cstats[c];
     if (put != 0) {
         nd_count_inc(&cs->xfer_puts);
@@ -699,9 +744,9 @@ static size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
     if (put < foreign || (foreign == room && foreign < n))
         nd_count_inc(&cs->xfer_full);
     if (put < n)
-        nd_tcache_send_home(tc, c, oldest + put, bin->empty);
+        nd_tcache_send_home(tc, cls, oldest + put, bin->empty);
     nd_tcache_drop_oldest(tc, c, n);
-    nd_assert2(nd_xfer_is_valid(x, c));
+    nd_assert2(nd_xfer_is_valid(x, cls));
     return put;
 }
 
@@ -722,6 +767,8 @@ static void nd_tcache_xfer_empty(nd_tcache *tc, nd_xfer *x, bool idle_only)
         do {
             n = nd_xfer_drain(x, c, buf, ND_XFER_SWEEP_BATCH, idle_only);
             nd_count_add(&tc->heap.cstats[c].xfer_drained, n);
+            if (nd_unlikely(nd_opt(ND_OPT_secure) == 1))   /* secure=1: their canaries (nd_tcache_seal) */
+                nd_tcache_check_sealed(buf, n, nd_class_size[c], ND_CORRUPT_FREED);
             nd_tcache_send_home(tc, c, buf, buf + n);
         } while (n == ND_XFER_SWEEP_BATCH);
     }

@@ -178,7 +178,8 @@ typedef struct nd_bin_info {
  * same allocation; kind == nd_kind_of(heap.bound, heap.node), the kind of
  * the blocks the bins hold (ND_KIND_NONE for a shared heap's cache, which
  * holds none; ND_KIND_NO_PAGE for the static empty and dead caches of
- * thread.c, and for plain caches under secure=1); cap_bytes == the sum of the bins' cap * class size: a bin
+ * thread.c, and for plain caches under secure=1, whose bins hold plain
+ * memory of the heap's node and use that kind's transfer store); cap_bytes == the sum of the bins' cap * class size: a bin
  * grows only while that stays within the option tcache_total, so a thread
  * cache holds at most about that many bytes however many classes it uses
  * (its bins' starting capacities aside).

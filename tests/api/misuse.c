@@ -21,7 +21,7 @@
  *   free(): heap corruption (segment header overwritten): P
  *   free(): heap overflow past the end of the block: P             (secure=1, 2)
  *   malloc(): corrupted free list: P        P = the free block whose link was overwritten
- *   malloc(): free block modified after free: P                    (secure=2)
+ *   malloc(): free block modified after free: P                    (secure=2; secure=1: out of a transfer store)
  *   realloc(): invalid pointer (block not in use): P
  */
 #include <dlfcn.h>
@@ -858,6 +858,58 @@ static void write_after_free_into_a_page_free_list_is_caught_under_check_2(void)
     expect_misuse("one 8-byte write into a freed 48-byte block", "check=2", "poison_local", 48);
 }
 
+/* secure=1: a block another thread freed waits in the transfer store of
+   the kind (that thread's cache overflowed into it; the thread exited,
+   its cache's blocks went home, the store's stayed), and is written: over
+   its second word (arg 8: `s->len = 0` after free), or over its last
+   word, the canary (arg -1: at its usable size, a write past the end of
+   the freed block). This thread's cache takes the store's blocks, the
+   newest first, when it runs dry; the block is checked as it comes out,
+   before malloc can hand it out. (Without the store the block went home
+   to its page: the cleared mark is a corrupted free list there, the
+   canary is written anew at the next refill and the write goes unseen.) */
+enum { STORED_N = 4000, STORED_SIZE = 48 };
+static void *stored_blocks[STORED_N];
+static void *free_stored_blocks(void *arg)
+{
+    (void)arg;
+    nd_api()->free(nd_api()->malloc(STORED_SIZE));   /* the thread's cache (a thread without one frees to the pages) */
+    for (int i = 0; i < STORED_N; i++)
+        nd_api()->free(stored_blocks[i]);
+    return NULL;
+}
+
+static void sc_write_into_a_stored_block(long at)
+{
+    const struct nd_api *A = nd_api();
+    for (int i = 0; i < STORED_N; i++)
+        if (!(stored_blocks[i] = A->malloc(STORED_SIZE)))
+            _exit(4);
+    unsigned char *p = stored_blocks[0];   /* the consumer's first free: the first block its cache sends away */
+    size_t off = at >= 0 ? (size_t)at : A->usable_size(p);
+    pthread_t consumer;
+    if (pthread_create(&consumer, NULL, free_stored_blocks, NULL) != 0 || pthread_join(consumer, NULL) != 0)
+        _exit(4);
+    want("nodal: malloc(): free block modified after free: %p", (void *)p);
+    uint64_t zero = 0;
+    memcpy(p + off, &zero, sizeof zero);
+    for (int i = 0; i < 2 * STORED_N; i++)
+        if (A->malloc(STORED_SIZE) == p)
+            let_through("malloc(%d) handed out %p after a write at its byte %zu while it was free", STORED_SIZE,
+                        (void *)p, off);
+    fprintf(stderr, "%p was not handed out again in %d mallocs\n", (void *)p, 2 * STORED_N);
+    _exit(5);
+}
+
+static void write_into_a_block_waiting_in_the_transfer_store_is_caught_under_secure_1(void)
+{
+    nd_api();
+    expect_misuse("a write over the second word of a 48-byte block waiting in the transfer store", "secure=1",
+                  "write_into_a_stored_block", 8);
+    expect_misuse("a write over the canary of a 48-byte block waiting in the transfer store", "secure=1",
+                  "write_into_a_stored_block", -1);
+}
+
 /* ---- forging with what freed blocks reveal (a read after free) ---------- */
 
 /* The attack of issue 23, as an attacker who can read and write freed
@@ -1594,6 +1646,7 @@ static const struct scenario scenarios[] = {
     { "free_segment_header", sc_free_segment_header },
     { "poison_remote", sc_poison_remote },
     { "poison_local", sc_poison_local },
+    { "write_into_a_stored_block", sc_write_into_a_stored_block },
     { "overflow_into_free_neighbour", sc_overflow_into_free_neighbour },
     { "overflow_into_live_neighbour", sc_overflow_into_live_neighbour },
     { "overflow_into_next_segment", sc_overflow_into_next_segment },
@@ -1651,6 +1704,7 @@ static const struct nd_case cases[] = {
     ND_CASE(free_of_a_segment_base_aborts_with_message),
     ND_CASE(write_after_free_of_a_remotely_freed_block_is_caught),
     ND_CASE(write_after_free_of_a_remotely_freed_block_is_caught_under_secure_1),
+    ND_CASE(write_into_a_block_waiting_in_the_transfer_store_is_caught_under_secure_1),
     ND_CASE(write_after_free_into_a_page_free_list_is_caught),
     ND_CASE(write_after_free_into_a_page_free_list_is_caught_under_check_2),
     ND_CASE(overflow_into_a_free_neighbour_is_caught_under_secure_2),

@@ -2,7 +2,8 @@
  * xfer.c - unit tests of the transfer stores (src/heap/xfer.h): what goes
  * in comes out, within the bounds; kinds never mix; an idle store is
  * drained and a used one kept; blocks freed by a consumer thread come back
- * to the producer through the store, and nodal_collect empties it. The
+ * to the producer through the store (under secure=1 too), and
+ * nodal_collect empties it. The
  * core is built with ND_DEBUG=2: every put and take checks the store's
  * invariants (nd_xfer_is_valid) and the thread cache's.
  */
@@ -240,6 +241,18 @@ static void *consume(void *arg)
         nodal_free(handoff_blocks[i]);
     return NULL;
 }
+/* `rounds` times: this thread allocates HANDOFF_N blocks, a new thread
+   frees them all and exits. */
+static void hand_over(int rounds)
+{
+    for (int round = 0; round < rounds; round++) {
+        for (int i = 0; i < HANDOFF_N; i++)
+            handoff_blocks[i] = nodal_malloc(HANDOFF_SIZE);
+        pthread_t t;
+        EXPECT(pthread_create(&t, NULL, consume, NULL) == 0, "pthread_create to work");
+        pthread_join(t, NULL);
+    }
+}
 static unsigned long json_class_field(const char *json, size_t size, const char *field)
 {
     char key[64];
@@ -257,13 +270,7 @@ static void blocks_a_consumer_frees_come_back_to_the_producer_through_the_store(
     static char json[1 << 17];
     nodal_collect(1);
     nodal_stats_reset();
-    for (int round = 0; round < 3; round++) {
-        for (int i = 0; i < HANDOFF_N; i++)
-            handoff_blocks[i] = nodal_malloc(HANDOFF_SIZE);
-        pthread_t t;
-        EXPECT(pthread_create(&t, NULL, consume, NULL) == 0, "pthread_create to work");
-        pthread_join(t, NULL);
-    }
+    hand_over(3);
     /* The consumer exited: what its cache held went home, what it put in
        the store waits there for this thread's fills. */
     EXPECT(nd_thread_is_valid(), "the heap to be valid");
@@ -351,6 +358,54 @@ static void a_heaps_own_overflow_is_reused_by_another_heap_before_it_carves(void
     EXPECT(nd_xfer_room(x, c) == x->cls[c].cap, "nodal_collect to empty the store");
 }
 
+/* secure=1: a consumer's overflows go through the store too (its plain
+   cache's kind matches no page, so that every free is checked, but its
+   bins hold plain memory of its node: the store of that kind), and the
+   producer's fills take them, checked (ND_DEBUG=2: the invariants at every
+   put and take). The blocks come back with their canaries: each is
+   written to its last usable byte and freed again, which checks the
+   canary. Without a store for secure=1's caches every block went home to
+   its page (no put, no take). */
+static void under_secure_1_blocks_a_consumer_frees_come_back_through_the_store(void)
+{
+    static char json[1 << 17];
+    EXPECT(nodal_option_get("secure") == 1, "this case to run with NODAL_OPTIONS=secure=1");
+    nodal_collect(1);
+    nodal_stats_reset();
+    void *probe = nodal_malloc(HANDOFF_SIZE);
+    EXPECT(probe != NULL, "malloc(%d) to succeed", HANDOFF_SIZE);
+    const nd_page *pg = nd_page_of(nd_seg_base(probe), probe);
+    unsigned c = pg->cls;   /* secure=1: the class of the request and its canary word */
+    size_t bsize = pg->block_size;
+    nodal_free(probe);
+    hand_over(3);
+    EXPECT(nd_thread_is_valid(), "the heap to be valid");
+    nd_xfer *x = nd_xfer_find(nd_kind_of(false, nd_tls_tc->heap.node));
+    EXPECT(x != NULL, "secure=1's caches to have made the store of their node's plain memory");
+    size_t len = nodal_stats_json(json, sizeof json);
+    EXPECT(len > 0 && len < sizeof json, "the JSON report to fit");
+    unsigned long puts = json_class_field(json, bsize, "xfer_put_blocks");
+    unsigned long takes = json_class_field(json, bsize, "xfer_take_blocks");
+    unsigned cap = x->cls[c].cap;
+    EXPECT(puts >= 3ul * cap && takes >= 2ul * cap && takes <= puts,
+           "a store's worth of %zu-byte blocks (%u) to go through the store each round under secure=1: %lu put, "
+           "%lu taken", bsize, cap, puts, takes);
+    /* What is left in the store comes out sealed, whoever takes it. */
+    size_t n = x->cls[c].cap - nd_xfer_room(x, c);
+    for (size_t i = 0; i < n + 64; i++) {
+        handoff_blocks[i] = nodal_malloc(HANDOFF_SIZE);
+        size_t u = nodal_malloc_usable_size(handoff_blocks[i]);
+        EXPECT(u >= HANDOFF_SIZE && u == bsize - 8, "a block of %zu bytes to offer %zu, it offers %zu", bsize,
+               bsize - 8, u);
+        memset(handoff_blocks[i], 0x5a, u);
+    }
+    for (size_t i = 0; i < n + 64; i++)
+        nodal_free(handoff_blocks[i]);   /* each canary checked */
+    nodal_collect(1);
+    EXPECT(nd_xfer_room(x, c) == x->cls[c].cap, "nodal_collect to empty the store");
+    EXPECT(nd_thread_is_valid(), "the heap to be valid");
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(a_new_store_writes_only_its_header),
     ND_CASE(a_store_gives_back_what_it_took_and_holds_at_most_its_cap),
@@ -360,5 +415,6 @@ static const struct nd_case cases[] = {
     ND_CASE(blocks_a_consumer_frees_come_back_to_the_producer_through_the_store),
     ND_CASE(nodal_collect_empties_every_store),
     ND_CASE(a_heaps_own_overflow_is_reused_by_another_heap_before_it_carves),
+    ND_CASE(under_secure_1_blocks_a_consumer_frees_come_back_through_the_store),
 };
 ND_MAIN(cases)
