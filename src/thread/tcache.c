@@ -96,6 +96,11 @@ static unsigned nd_tcache_kind(bool shared, bool bound, int node)
     return nd_kind_of(bound, node);
 }
 
+void nd_tcache_follow_node(nd_tcache *tc)
+{
+    tc->kind = nd_tcache_kind(tc->heap.shared, tc->heap.bound, tc->heap.node);
+}
+
 uint32_t nd_tcache_look_arm[ND_CLASS_COUNT];
 const uint32_t nd_tcache_look_watched[ND_CLASS_COUNT] = { [0 ... ND_CLASS_COUNT - 1] = 1 };
 

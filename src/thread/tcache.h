@@ -218,6 +218,11 @@ extern void *nd_tcache_no_slots[1] nd_hidden;
    `shared`: no cache (capacity 0), for the locked shared heaps. NULL when
    out of memory. */
 nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared) nd_hidden;
+/* After tc's heap moved to another node (follow_thread: heap.node is the
+   new one): the kind its free fast path compares pages' kind with, that
+   node's plain kind, or under secure=1 still the kind no page has (every
+   plain free checks the block on the slow path). */
+void       nd_tcache_follow_node(nd_tcache *tc) nd_hidden;
 void       nd_tcache_destroy(nd_tcache *tc) nd_hidden;
 /* In a child after fork: tc belonged to a thread the fork did not copy;
    it no longer counts among the caches that share the budget (tc stays

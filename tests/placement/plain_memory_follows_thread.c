@@ -20,6 +20,9 @@
  *   back_and_forth  8 threads, half on X and half on Y, swap nodes 6
  *                   times, each allocating and freeing 4 MiB per stay:
  *                   on the node of the stay.
+ *   secure_checks_after_move  (under secure=1; reported only otherwise) a
+ *                   thread moved from X to Y overwrites the canary of a
+ *                   block it allocated on Y: its free aborts.
  * With --policy=membind|interleave|preferred the process first sets that
  * policy (set_mempolicy) and the cases moved and back_and_forth run under
  * it: every page must be where the kernel's policy puts it (membind and
@@ -34,6 +37,8 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <malloc.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
@@ -496,10 +501,60 @@ static void case_back_and_forth(void)
                 sum_total, MIN_LOCAL);
 }
 
+/* secure=1 (its plan line sets it): a thread that moved to another node
+   still checks each plain free on the slow path, its cache's kind still
+   the one no page has: an overflow into the canary of a block allocated
+   after the move ends the program at the block's free. (The move used to
+   give the cache the new node's plain kind, so the frees took the fast
+   path and went unchecked.) Without secure=1 there is nothing to check. */
+static void *secure_mover(void *arg)
+{
+    (void)arg;
+    start_unpinned();
+    pin_node(node_x);
+    for (int i = 0; i < 1000; i++)
+        free(malloc(64));
+    pin_node(node_y);
+    free(malloc(300 << 10));   /* a large block's slow path sees the move */
+    char *p = malloc(24);
+    size_t usable = malloc_usable_size(p);
+    memset(p + usable, 0x41, 8);   /* the canary, past the usable bytes */
+    free(p);
+    return NULL;
+}
+
+static void case_secure_checks_after_move(void)
+{
+    if (nodal_option_get("secure") < 1) {
+        pt_info("secure_checks_after_move: secure is off, nothing to check");
+        return;
+    }
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid < 0)
+        pt_die("fork: %s", strerror(errno));
+    if (pid == 0) {
+        run_threads(secure_mover, NULL);
+        _exit(stat_of("moves_followed") == 0 ? 3 : 0);   /* not caught: the move seen or not */
+    }
+    int st = 0;
+    waitpid(pid, &st, 0);
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 3)
+        pt_fail("secure_checks_after_move: the move from node %d to node %d was not followed, nor the overflow "
+                "caught", node_x, node_y);
+    else if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGABRT)
+        pt_fail("secure_checks_after_move: an overflow into the canary after the move to node %d was not caught "
+                "at free (the child %s %d)", node_y, WIFEXITED(st) ? "exited" : "was killed by signal",
+                WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+    else
+        pt_info("secure_checks_after_move: the overflow after the move to node %d ended the program at free",
+                node_y);
+}
+
 /* ---- main ------------------------------------------------------------------ */
 
 static const char *const case_names[] = { "exit_then_new", "not_moved", "moved", "freed_by_other",
-                                          "back_and_forth" };
+                                          "back_and_forth", "secure_checks_after_move" };
 #define NCASES ((int)(sizeof case_names / sizeof case_names[0]))
 
 static int run_case(int c)
@@ -510,7 +565,8 @@ static int run_case(int c)
     case 1: case_moved(0); break;
     case 2: case_moved(1); break;
     case 3: case_freed_by_other(); break;
-    default: case_back_and_forth(); break;
+    case 4: case_back_and_forth(); break;
+    default: case_secure_checks_after_move(); break;
     }
     fflush(stdout);
     return pt_failures() != before;

@@ -63,6 +63,7 @@ main|heap_profile_splits_nodes|tests/placement/heap_profile_splits_nodes|prof=1,
 main|matrix_covers_every_node_pair|tests/placement/matrix_covers_every_node_pair|||180|tools/nodal-verify
 main|plain_memory_follows_thread|tests/placement/plain_memory_follows_thread||--case=exit_then_new,not_moved,moved,freed_by_other|300
 main|plain_memory_follows_thread[back_and_forth]|tests/placement/plain_memory_follows_thread||--case=back_and_forth|240
+main|plain_memory_follows_thread[secure=1]|tests/placement/plain_memory_follows_thread|secure=1|--case=secure_checks_after_move|120
 main|plain_memory_follows_thread[follow_thread=0]|tests/placement/plain_memory_follows_thread|follow_thread=0|--expect-option follow_thread=0|300
 main|plain_memory_follows_thread[membind]|tests/placement/plain_memory_follows_thread||--policy=membind|240
 main|plain_memory_follows_thread[interleave]|tests/placement/plain_memory_follows_thread||--policy=interleave|240
