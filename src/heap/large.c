@@ -112,8 +112,11 @@ static void nd_large_give(nd_segment *s, unsigned i, unsigned k, uint64_t now)
 
 /* ---- guard pages (secure=1) ------------------------------------------------
    A block's guard page is the last OS page of its run (its usable bytes
-   end there), so guards sit only at chunk ends. In a plain segment a
-   guard stays when its block is freed, and a new block takes, among the
+   end there), so guards sit at chunk ends (a tight block's, large.h, sits
+   inside its last chunk: the choice below does not see it, and
+   nd_large_guard opens it as it opens any guard inside a new block). In
+   a plain segment a guard stays when its block is freed, and a new block
+   takes, among the
    free runs of the first ND_LARGE_SCAN segments that have one, a run that
    needs the fewest system calls: none when its last page is a guard and
    no other page of it is (a run a freed block of as many chunks left);
@@ -342,10 +345,38 @@ static nd_segment *nd_large_regain(nd_large_pool *pool, unsigned k, unsigned ste
     return NULL;
 }
 
+/* Gives back the OS pages of s that nothing uses, past whole chunks
+   (large.h): chunk 0's past the header, and those of each block's last
+   chunk past the block (and its guard page under secure=1), which become
+   tails (segment.h). Node-bound segments keep their blocks' (a tail mapped
+   again is not populated and checked as a bound chunk is). The bytes
+   given back. Under the pool lock. */
+static size_t nd_large_release_tails(nd_segment *s)
+{
+    size_t freed = 0, head = nd_round_os(ND_SEG_HEADER_SIZE);
+    if ((s->tails & 1) == 0 && head < ND_CHUNK_SIZE)
+        freed += nd_seg_unmap_tail(s, 0, head);
+    if (s->bound)
+        return freed;
+    for (unsigned i = 1; i < 64; i++) {
+        const nd_page *pg = &s->pages[i];
+        if (!pg->in_use)
+            continue;
+        unsigned c = i + pg->reserved - 1u;
+        size_t end = ((size_t)i << ND_CHUNK_SHIFT) + pg->block_size + nd_seg_guard;
+        size_t from = end - ((size_t)c << ND_CHUNK_SHIFT);
+        if (((s->tails >> c) & 1) == 0 && from < ND_CHUNK_SIZE)
+            freed += nd_seg_unmap_tail(s, c, from);
+        i = c;
+    }
+    return freed;
+}
+
 /* Gives back the address space of pool's free chunks (large.h): its
    empty segments are taken out of it (returned in *gone, for the caller
    to unmap without the lock), every other one unmaps its free chunks
-   (holes). The bytes given back. Under the pool lock. */
+   (holes) and its blocks' unused ends (tails). The bytes given back.
+   Under the pool lock. */
 static size_t nd_large_release_pool(nd_large_pool *pool, nd_segment **gone)
 {
     size_t freed = 0;
@@ -356,11 +387,13 @@ static size_t nd_large_release_pool(nd_large_pool *pool, nd_segment **gone)
             nd_list_remove(&pool->segs, s);
             nd_sub_relaxed(&pool->hint, 1);
             pool->empty--;
-            freed += s->size - ((size_t)nd_popcount64(s->unmapped) << ND_CHUNK_SHIFT);
+            freed += nd_seg_mapped_bytes(s);
             s->next = *gone;
             *gone = s;
-        } else if (s->free_mask != 0) {
-            freed += nd_seg_unmap_chunks(s, s->free_mask);
+        } else {
+            if (s->free_mask != 0)
+                freed += nd_seg_unmap_chunks(s, s->free_mask);
+            freed += nd_large_release_tails(s);
         }
     }
     return freed;
@@ -460,7 +493,11 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
     size_t need = usable + nd_seg_guard;   /* secure=1: and its guard page */
     unsigned k = nd_chunks_of(need);
     unsigned step = alignment > ND_CHUNK_SIZE ? (unsigned)(alignment >> ND_CHUNK_SHIFT) : 1;
-    if (nd_seg_guard != 0) {
+    /* secure=1 once the address space is known to be limited: the block's
+       own size and its guard page, the rest of its run unused, given back
+       when a mapping is refused (large.h: tight blocks). */
+    bool tight = nd_seg_guard != 0 && nd_os_space_limit_seen();
+    if (nd_seg_guard != 0 && !tight) {
         /* secure=1: the whole run, its last page the guard; an aligned
            block takes its run up to the next multiple of its alignment,
            so blocks of one alignment end where the one before them in
@@ -492,7 +529,7 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
         if (nd_seg_guard != 0) {
             unsigned len = k;
             s = nd_large_find_guarded(pool, k, step, &i, &len);
-            if (s != NULL && len != k) {   /* up to a guard page left there */
+            if (s != NULL && len != k && !tight) {   /* up to a guard page left there */
                 k = len;
                 need = (size_t)k << ND_CHUNK_SHIFT;
                 usable = need - nd_seg_guard;
@@ -570,7 +607,14 @@ static size_t nd_large_give_back(nd_segment *s, nd_page *pg, void *p)
     nd_large_unguard_freed(s, p, bytes);   /* before the chunks can be reused */
     nd_store_relaxed(&pg->in_use, 0);
     pg->key = ND_KEY_NONE;
-    nd_large_give(s, i, k, nd_os_now_ms());
+    if ((s->tails >> (i + k - 1u)) & 1) {
+        /* Its last chunk's end was given back: that chunk becomes a
+           hole, mapped again before reuse (large.h). */
+        nd_seg_tail_to_hole(s, i + k - 1u);
+        k--;
+    }
+    if (k != 0)
+        nd_large_give(s, i, k, nd_os_now_ms());
     nd_segment *release = NULL;
     if (--s->used_pages == 0) {
         if (pool->empty < nd_large_spare()) {
@@ -583,8 +627,8 @@ static size_t nd_large_give_back(nd_segment *s, nd_page *pg, void *p)
     }
     nd_unlock(pool->lock);
     nd_gauge_active(-(long)bytes);
-    if (release != NULL && release->unmapped != 0) {
-        nd_seg_unmap(release);   /* with holes: never cached (segment.h) */
+    if (release != NULL && (release->unmapped | release->tails) != 0) {
+        nd_seg_unmap(release);   /* with holes or tails: never cached (segment.h) */
     } else if (release != NULL) {
         /* Its guard pages go (but the segment's own): it may come back as
            a segment of small or medium pages. */
@@ -647,7 +691,8 @@ bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
            have taken up to twice its chunks: nd_large_find_guarded);
            otherwise its guard page would move (two system calls, more than
            a copy into a run that has one): realloc copies. */
-        bool same = pg->in_use && k2 <= pg->reserved && 2 * k2 >= pg->reserved;
+        bool whole = pg->block_size + nd_seg_guard == (size_t)pg->reserved << ND_CHUNK_SHIFT;
+        bool same = pg->in_use && (whole ? k2 <= pg->reserved && 2 * k2 >= pg->reserved : need <= pg->block_size);
         nd_unlock(pool->lock);
         *delta = 0;
         return same;
@@ -656,6 +701,19 @@ bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
     if (!pg->in_use || i + k2 > 64) {
         nd_unlock(pool->lock);
         return false;
+    }
+    unsigned last = i + k - 1u;
+    if ((s->tails >> last) & 1) {
+        /* Its last chunk's end was given back (large.h): cut off there
+           (a hole), or mapped again before the block reaches into it. */
+        if (k2 < k) {
+            nd_seg_tail_to_hole(s, last);
+            pg->reserved = (uint16_t)--k;
+        } else if ((k2 > k || need > ((size_t)k - 1u) * ND_CHUNK_SIZE + s->tail_from[last]) &&
+                   !nd_seg_remap_tail(s, last)) {
+            nd_unlock(pool->lock);
+            return false;
+        }
     }
     if (k2 > k) {
         uint64_t more = nd_mask_range(i + k, i + k2 - 1);
@@ -722,7 +780,7 @@ bool nd_large_is_valid(void)
                          (!nd_load_relaxed(&pg->in_full) || nd_large_keepable(pg->block_size)) &&
                          pg->start == (uint8_t *)s + ((size_t)i << ND_CHUNK_SHIFT) &&
                          nd_chunks_of(pg->block_size + nd_seg_guard) <= pg->reserved &&
-                         (nd_seg_guard == 0 || pg->block_size + nd_seg_guard == (size_t)pg->reserved << ND_CHUNK_SHIFT);
+                         (nd_seg_guard == 0 || nd_chunks_of(pg->block_size + nd_seg_guard) == pg->reserved);
                     if (ok && nd_seg_guard != 0) {
                         size_t a = nd_large_page_of(s, pg->start), g = nd_large_page_of(s, pg->start + pg->block_size);
                         for (size_t q = a; q < g && ok; q++)

@@ -21,11 +21,25 @@
  * secure=1: a large block is followed by a guard page (inaccessible):
  * the last OS page of its run (the segment's own guard page when the run
  * ends there); block_size, its usable bytes, is the rest of the run, so
- * guard pages sit only at chunk ends and one a freed block left serves the
- * next block of as many chunks there without a system call (large.c). An
- * overflow past the block stops at the faulting write.
+ * guard pages sit at chunk ends (but tight blocks', below) and one a freed
+ * block left serves the next block of as many chunks there without a
+ * system call (large.c). An overflow past the block stops at the faulting
+ * write.
  *
  *   | block A (k chunks less an OS page) | guard | block B ...
+ *
+ * Tight blocks: once the address space is known to be limited (an
+ * RLIMIT_AS seen before a fresh mapping, or a mapping refused:
+ * nd_os_space_limit_seen), a new secure=1 block's usable bytes are its
+ * request rounded up to the OS page, as in default mode, and its guard
+ * page follows them inside its last chunk; the rest of the run belongs to
+ * the block but is never used, and is given back with the tails (below).
+ * A block made before keeps its whole run (its usable size was told), so
+ * its end is never given back. A tight block resizes in place only within
+ * its usable bytes; its freed guard stays where it was until a block
+ * taking the run moves it (nd_large_guard).
+ *
+ *   | block A (its pages) | guard | unused (a tail once given back) | ...
  *
  * Out of address space (a mapping failed with ENOMEM: an RLIMIT_AS),
  * the free chunks of every pool give their address space back
@@ -41,14 +55,24 @@
  * neither the chunks no block of the sizes asked for fills (a segment of
  * 512 KiB blocks: 7 of its 64) nor the runs of freed blocks cost address
  * space once it runs out, and a thread with no page of its own gets one
- * whenever a freed large block left room for it.
+ * whenever a freed large block left room for it. The same release gives
+ * back the OS pages inside chunks that nothing uses (tails, segment.h):
+ * chunk 0's past the 16 KiB header, and each live block's last chunk's
+ * past the block (past its guard page under secure=1; blocks of plain
+ * segments only): a block of 200,000 B takes 4 chunks, 256 KiB, and
+ * keeps 196 KiB mapped. Its tail is mapped again (in place, never over
+ * another mapping) before the block grows into it by realloc; when the
+ * block is freed, or shrinks by a chunk, that chunk's mapped start is
+ * unmapped too and the chunk becomes a hole (mapped again before reuse,
+ * above). Nothing of this runs until a mapping is refused.
  *
  * Invariants (under the pool lock): a pool's segments are kind LARGE, of
  * the pool's node and kind; free_mask bit i set <=> chunk i belongs to no
  * block (bit 0, the header, never; nor a hole, an unmapped chunk, which
  * belongs to no block either); used_pages = blocks in the segment;
- * secure=1: each block's block_size bytes are its run's but the last OS
- * page, which is inaccessible, and only chunks' last pages are; at
+ * secure=1: each block's block_size bytes and its guard page after them
+ * (inaccessible) end in its run's last chunk: the run's last OS page, or
+ * (a tight block) an OS page inside that chunk; at
  * most ND_LARGE_SPARE segments of a pool have no block (under secure=1
  * ND_LARGE_SPARE_GUARDED); purge_mask holds
  * committed chunks of no block, purged once purge_at has passed. A kept
@@ -93,9 +117,10 @@ size_t nd_large_free(nd_segment *s, nd_page *pg, void *p) nd_hidden;
 /* Resizes a large block in place (the chunks after it when it grows);
    false if they are taken. *delta = the change in its bytes. */
 bool   nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta) nd_hidden;
-/* Out of address space: every pool's free chunks are unmapped (holes)
-   and its empty segments unmapped whole. The bytes given back. Takes the
-   pools' locks (none may be held). */
+/* Out of address space: every pool's free chunks are unmapped (holes),
+   the unused ends of its segments' headers and blocks (tails), and its
+   empty segments unmapped whole. The bytes given back. Takes the pools'
+   locks (none may be held). */
 size_t nd_large_release(void) nd_hidden;
 /* After a mapping failed: when the kernel refused one since
    nd_os_map_refusals() was `refused` (out of address space, not a full

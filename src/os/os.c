@@ -69,16 +69,27 @@ static uint64_t nd_os_refused;
 
 uint64_t nd_os_map_refusals(void) { return nd_load_relaxed(&nd_os_refused); }
 
+/* Set once a limit was seen (relaxed): nd_os_space_limit_seen. */
+static bool nd_os_limit_seen;
+
 bool nd_os_space_limited(void)
 {
     struct rlimit lim;
-    return getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY;
+    bool limited = getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY;
+    if (limited && !nd_load_relaxed(&nd_os_limit_seen))
+        nd_store_relaxed(&nd_os_limit_seen, true);
+    return limited;
 }
+
+bool nd_os_space_limit_seen(void) { return nd_load_relaxed(&nd_os_limit_seen); }
 
 static void nd_os_note_refusal(void)
 {
-    if (errno == ENOMEM)
+    if (errno == ENOMEM) {
         nd_add_relaxed(&nd_os_refused, 1);
+        if (!nd_load_relaxed(&nd_os_limit_seen))
+            nd_store_relaxed(&nd_os_limit_seen, true);
+    }
 }
 
 static void *nd_os_mmap(void *hint, size_t size)

@@ -380,18 +380,35 @@ nd_segment *nd_seg_map(int node, bool bound, size_t size)
     return s;
 }
 
-/* Unmaps s (its size bytes) but its holes, which may hold another
-   mapping by now: a mapped run at a time, the holes read first (the
-   header goes with the first run). */
+/* Bytes of s's tails (segment.h). */
+static size_t nd_seg_tail_bytes(const nd_segment *s)
+{
+    size_t bytes = 0;
+    for (uint64_t m = s->tails; m != 0; m &= m - 1)
+        bytes += ND_CHUNK_SIZE - s->tail_from[__builtin_ctzll(m)];
+    return bytes;
+}
+
+size_t nd_seg_mapped_bytes(const nd_segment *s)
+{
+    return s->size - ((size_t)nd_popcount64(s->unmapped) << ND_CHUNK_SHIFT) - nd_seg_tail_bytes(s);
+}
+
+/* Unmaps s (its size bytes) but its holes and tails, which may hold
+   another mapping by now: a whole mapped run at a time, then the mapped
+   start of each chunk with a tail, all read first (the header goes with
+   the first run, or with chunk 0's start). */
 static void nd_seg_unmap_mapped(nd_segment *s)
 {
-    uint64_t holes = s->unmapped;
+    uint64_t holes = s->unmapped, tails = s->tails;
     size_t size = s->size;
-    if (holes == 0) {
+    if ((holes | tails) == 0) {
         nd_os_unmap(s, size);
         return;
     }
-    uint64_t mapped = ~holes & nd_mask_range(0, (unsigned)(size >> ND_CHUNK_SHIFT) - 1u);
+    uint16_t from[ND_SEG_CHUNKS];
+    memcpy(from, s->tail_from, sizeof from);
+    uint64_t mapped = ~(holes | tails) & nd_mask_range(0, (unsigned)(size >> ND_CHUNK_SHIFT) - 1u);
     uint8_t *base = (uint8_t *)s;
     while (mapped != 0) {
         unsigned a, b;
@@ -399,18 +416,23 @@ static void nd_seg_unmap_mapped(nd_segment *s)
         mapped &= ~nd_mask_range(a, b);
         nd_os_unmap(base + ((size_t)a << ND_CHUNK_SHIFT), (size_t)(b - a + 1) << ND_CHUNK_SHIFT);
     }
+    for (; tails != 0; tails &= tails - 1) {
+        unsigned c = (unsigned)__builtin_ctzll(tails);
+        nd_os_unmap(base + ((size_t)c << ND_CHUNK_SHIFT), from[c]);
+    }
 }
 
 void nd_seg_unmap(nd_segment *s)
 {
-    size_t committed = (size_t)nd_popcount64(s->committed) << ND_CHUNK_SHIFT;
-    size_t size = s->size, holes = (size_t)nd_popcount64(s->unmapped) << ND_CHUNK_SHIFT;
+    size_t tail = nd_seg_tail_bytes(s);   /* tails are of committed chunks, already subtracted */
+    size_t committed = ((size_t)nd_popcount64(s->committed) << ND_CHUNK_SHIFT) - tail;
+    size_t mapped = nd_seg_mapped_bytes(s), size = s->size;
     nd_segcache_release(s);
     nd_segmap_huge(s, size, 0);
     s->cookie = 0;
     nd_gauge_sub(committed, committed);
     nd_gauge_add(returned, committed);
-    nd_seg_gauge_mapped(s, -(long)(size - holes));
+    nd_seg_gauge_mapped(s, -(long)mapped);
     nd_gauge_sub(segments, 1);
     nd_seg_unmap_mapped(s);
 }
@@ -477,6 +499,74 @@ uint64_t nd_seg_remap_chunks(nd_segment *s, uint64_t chunks)
     return done;
 }
 
+/* Clears the guard bits of OS pages [a, b) of s. */
+static void nd_seg_clear_guards(nd_segment *s, size_t a, size_t b)
+{
+    for (size_t i = a; i < b; i++)
+        s->guards[i / 64] &= ~((uint64_t)1 << (i % 64));
+}
+
+size_t nd_seg_unmap_tail(nd_segment *s, unsigned c, size_t from)
+{
+    size_t ps = nd_os_page_size(), per = ND_CHUNK_SIZE / ps;
+    nd_assert(s->kind == ND_SEG_LARGE && c < 64 && from > 0 && from < ND_CHUNK_SIZE && from % ps == 0 &&
+              ((s->tails | s->unmapped | s->free_mask) >> c & 1) == 0 && (s->committed >> c & 1) == 1);
+    uint8_t *start = (uint8_t *)s + ((size_t)c << ND_CHUNK_SHIFT) + from;
+    size_t len = ND_CHUNK_SIZE - from;
+    nd_seg_clear_guards(s, c * per + from / ps, (c + 1) * per);
+    /* tail_from before the bit: nd_seg_maps reads them unlocked. */
+    nd_store_relaxed(&s->tail_from[c], (uint16_t)from);
+    nd_store_release(&s->tails, s->tails | (uint64_t)1 << c);
+    nd_gauge_sub(committed, len);
+    nd_gauge_add(returned, len);
+    nd_seg_gauge_mapped(s, -(long)len);
+    nd_os_unmap(start, len);
+    return len;
+}
+
+bool nd_seg_remap_tail(nd_segment *s, unsigned c)
+{
+    nd_assert(s->kind == ND_SEG_LARGE && c < 64 && (s->tails >> c & 1) == 1);
+    size_t from = s->tail_from[c], len = ND_CHUNK_SIZE - from;
+    uint8_t *start = (uint8_t *)s + ((size_t)c << ND_CHUNK_SHIFT) + from;
+    if (nd_os_map_at((uintptr_t)start, len) == NULL)
+        return false;
+    bool last = (size_t)(c + 1) << ND_CHUNK_SHIFT == s->size;
+    if ((s->bound && nd_seg_bind_node(start, len, s->node) != 0) ||
+        (last && nd_seg_guard != 0 && nd_os_protect(start + len - nd_seg_guard, nd_seg_guard, false) != 0)) {
+        nd_os_unmap(start, len);
+        errno = ENOMEM;
+        return false;
+    }
+    if (last && nd_seg_guard != 0) {
+        size_t g = s->size / nd_os_page_size() - 1;
+        s->guards[g / 64] |= (uint64_t)1 << (g % 64);
+    }
+    nd_store_relaxed(&s->tails, s->tails & ~((uint64_t)1 << c));
+    nd_gauge_add(committed, len);
+    nd_seg_gauge_mapped(s, (long)len);
+    return true;
+}
+
+void nd_seg_tail_to_hole(nd_segment *s, unsigned c)
+{
+    size_t ps = nd_os_page_size(), per = ND_CHUNK_SIZE / ps;
+    nd_assert(s->kind == ND_SEG_LARGE && c >= 1 && c < 64 && (s->tails >> c & 1) == 1);
+    size_t from = s->tail_from[c];
+    uint64_t bit = (uint64_t)1 << c;
+    nd_seg_clear_guards(s, c * per, (c + 1) * per);
+    s->committed &= ~bit;
+    s->purge_mask &= ~bit;
+    s->free_mask &= ~bit;
+    /* A hole first, then no tail: nd_seg_maps says "not mapped" throughout. */
+    nd_store_relaxed(&s->unmapped, s->unmapped | bit);
+    nd_store_relaxed(&s->tails, s->tails & ~bit);
+    nd_gauge_sub(committed, from);
+    nd_gauge_add(returned, from);
+    nd_seg_gauge_mapped(s, -(long)from);
+    nd_os_unmap((uint8_t *)s + ((size_t)c << ND_CHUNK_SHIFT), from);
+}
+
 void nd_seg_set_geometry(nd_segment *s, unsigned page_shift, unsigned page_count)
 {
     s->page_shift = (uint8_t)page_shift;
@@ -502,7 +592,7 @@ void nd_seg_format(nd_segment *s, int kind)
     nd_assert(kind == ND_SEG_SMALL || kind == ND_SEG_MEDIUM || kind == ND_SEG_LARGE);
     if (!nd_segcache_is_start((uintptr_t)s))   /* its slot was taken when it was mapped: free now? */
         nd_segcache_claim(s);
-    nd_assert(s->unmapped == 0);   /* a segment with holes is never formatted again (segment.h) */
+    nd_assert(s->unmapped == 0 && s->tails == 0);   /* a segment with holes or tails is never formatted again (segment.h) */
     s->kind = (uint8_t)kind;
     /* LARGE: the descriptors are per 64 KiB chunk; a block takes a run. */
     unsigned shift = kind == ND_SEG_SMALL ? ND_SMALL_PAGE_SHIFT
@@ -544,6 +634,19 @@ bool nd_seg_is_valid(const nd_segment *s)
         return false;
     if (s->unmapped != 0 && (s->kind != ND_SEG_LARGE || (s->unmapped & (s->committed | s->free_mask | 1)) != 0))
         return false;
+    if (s->tails != 0) {   /* of committed chunks that are neither free nor holes; no guard bits */
+        if (s->kind != ND_SEG_LARGE || (s->tails & (s->unmapped | s->free_mask | ~s->committed)) != 0)
+            return false;
+        size_t ps = nd_os_page_size(), per = ND_CHUNK_SIZE / ps;
+        for (uint64_t m = s->tails; m != 0; m &= m - 1) {
+            size_t c = (size_t)__builtin_ctzll(m), from = s->tail_from[c];
+            if (from == 0 || from >= ND_CHUNK_SIZE || from % ps != 0)
+                return false;
+            for (size_t i = c * per + from / ps; i < (c + 1) * per; i++)
+                if (nd_seg_guarded(s, i))
+                    return false;
+        }
+    }
     if (s->kind == ND_SEG_HUGE || s->kind == ND_SEG_FREE)
         return true;
     if (s->kind != ND_SEG_SMALL && s->kind != ND_SEG_MEDIUM && s->kind != ND_SEG_LARGE)
@@ -555,7 +658,7 @@ bool nd_seg_is_valid(const nd_segment *s)
     if (s->size > ND_SEG_SIZE || ((size_t)s->page_count << s->page_shift) != s->size)
         return false;
     size_t last = s->size / nd_os_page_size() - 1;
-    bool last_hole = (s->unmapped >> (s->page_count - 1u)) & 1;   /* no page there to guard */
+    bool last_hole = ((s->unmapped | s->tails) >> (s->page_count - 1u)) & 1;   /* no page there to guard */
     if (nd_seg_guarded(s, last) != (nd_seg_guard != 0 && !last_hole))
         return false;
     for (uint64_t m = s->unmapped; m != 0; m &= m - 1) {   /* a hole has no guard bits */

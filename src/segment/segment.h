@@ -187,6 +187,13 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
  *  - secure=1 (nd_seg_guard != 0): the last nd_seg_guard bytes of a 4 MiB
  *    segment are inaccessible while it is mapped and belong to no block:
  *    every in-use page's blocks (a large block's usable bytes) end before them.
+ *  - tails bit c (LARGE only; 0 otherwise): the end of chunk c, from byte
+ *    tail_from[c] of it (a multiple of the OS page, 0 < tail_from[c] <
+ *    64 KiB), is not mapped (given back under an address-space limit,
+ *    large.h): chunk 0 past the header, or the last chunk of a block in
+ *    use past the block (past its guard page under secure=1). c is never
+ *    a free chunk or a hole, and is committed; the tail has no guard bits.
+ *    A segment with a tail is never cached either (unmapped when empty).
  *  - guards (SMALL, MEDIUM, LARGE): bit i set <=> OS page i of the segment
  *    is inaccessible: the last one under secure=1, and in a LARGE segment
  *    the guard pages its blocks left (large.h); never a page of a block.
@@ -220,6 +227,10 @@ typedef struct nd_segment {
     struct nd_segment *next, *prev;
     uint64_t        guards[ND_SEG_GUARD_WORDS];   /* inaccessible OS pages (secure=1) */
     nd_page         pages[ND_SEG_MAX_PAGES];
+    /* LARGE: chunks whose end is unmapped (tails, above), from byte
+       tail_from[c] of chunk c; read unlocked by nd_seg_maps. */
+    uint64_t        tails;
+    uint16_t        tail_from[ND_SEG_CHUNKS];
 } nd_segment;
 
 /* Whether address p of segment s's windows (nd_seg_of) is memory of s:
@@ -230,7 +241,11 @@ typedef struct nd_segment {
 static inline bool nd_seg_maps(const nd_segment *s, const void *p)
 {
     uintptr_t off = (uintptr_t)p - (uintptr_t)s, c = off >> ND_CHUNK_SHIFT;
-    return off < s->size && (c >= 64 || ((nd_load_relaxed(&s->unmapped) >> c) & 1) == 0);
+    if (off >= s->size || c >= 64)
+        return off < s->size;
+    return ((nd_load_relaxed(&s->unmapped) >> c) & 1) == 0 &&
+           (((nd_load_relaxed(&s->tails) >> c) & 1) == 0 ||
+            (off & (ND_CHUNK_SIZE - 1)) < nd_load_relaxed(&s->tail_from[c]));
 }
 
 _Static_assert(sizeof(nd_page) == 2 * ND_CACHE_LINE, "a page descriptor is two cache lines");
@@ -337,6 +352,23 @@ size_t nd_seg_unmap_chunks(nd_segment *s, uint64_t chunks) nd_hidden;
    would not map stays a hole: no room, errno ENOMEM, or another mapping
    there now). */
 uint64_t nd_seg_remap_chunks(nd_segment *s, uint64_t chunks) nd_hidden;
+/* Unmaps the end of chunk c of LARGE segment s from byte `from` of the
+   chunk (a multiple of the OS page, 0 < from < 64 KiB), which nothing
+   uses: chunk 0 past the header, or a block's last chunk past the block
+   (and its guard page). It becomes a tail (tails, above); its guard bits
+   are cleared. For an address-space limit, as nd_seg_unmap_chunks. The
+   bytes unmapped. */
+size_t nd_seg_unmap_tail(nd_segment *s, unsigned c, size_t from) nd_hidden;
+/* Maps chunk c's tail again where it was (never over another mapping),
+   as nd_seg_remap_chunks maps a hole; true when it did (chunk c is whole
+   again), false when it would not map (errno ENOMEM: no room). */
+bool nd_seg_remap_tail(nd_segment *s, unsigned c) nd_hidden;
+/* The block whose last chunk is c (with a tail) is freed or cut off
+   there: the chunk's mapped start is unmapped too, and chunk c becomes a
+   hole (not free: a hole is mapped again before reuse). */
+void nd_seg_tail_to_hole(nd_segment *s, unsigned c) nd_hidden;
+/* Bytes of s mapped: its size less its holes and tails. */
+size_t nd_seg_mapped_bytes(const nd_segment *s) nd_hidden;
 /* A fresh mapping s of `size` bytes becomes a segment of (node, bound) or,
    interleave != NULL, of pages spread over that node mask: placed (bound:
    bound to its node before anything touches it, its first `commit` bytes
