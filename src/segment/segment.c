@@ -634,8 +634,8 @@ bool nd_seg_is_valid(const nd_segment *s)
         return false;
     if (s->unmapped != 0 && (s->kind != ND_SEG_LARGE || (s->unmapped & (s->committed | s->free_mask | 1)) != 0))
         return false;
-    if (s->tails != 0) {   /* of committed chunks that are neither free nor holes; no guard bits */
-        if (s->kind != ND_SEG_LARGE || (s->tails & (s->unmapped | s->free_mask | ~s->committed)) != 0)
+    if (s->kind == ND_SEG_LARGE && s->tails != 0) {   /* of committed chunks neither free nor holes; no guard bits */
+        if ((s->tails & (s->unmapped | s->free_mask | ~s->committed)) != 0)
             return false;
         size_t ps = nd_os_page_size(), per = ND_CHUNK_SIZE / ps;
         for (uint64_t m = s->tails; m != 0; m &= m - 1) {
@@ -650,6 +650,8 @@ bool nd_seg_is_valid(const nd_segment *s)
     if (s->kind == ND_SEG_HUGE || s->kind == ND_SEG_FREE)
         return true;
     if (s->kind != ND_SEG_SMALL && s->kind != ND_SEG_MEDIUM && s->kind != ND_SEG_LARGE)
+        return false;
+    if (s->kind != ND_SEG_LARGE && s->tails != 0)
         return false;
     if (s->page_count == 0 || s->page_count > ND_SEG_MAX_PAGES ||
         (s->free_mask & ~nd_mask_range(0, s->page_count - 1u)) != 0)

@@ -228,7 +228,8 @@ typedef struct nd_segment {
     uint64_t        guards[ND_SEG_GUARD_WORDS];   /* inaccessible OS pages (secure=1) */
     nd_page         pages[ND_SEG_MAX_PAGES];
     /* LARGE: chunks whose end is unmapped (tails, above), from byte
-       tail_from[c] of chunk c; read unlocked by nd_seg_maps. */
+       tail_from[c] of chunk c; read unlocked by nd_seg_maps. Past a huge
+       segment's header: read only in segments of 4 MiB or less. */
     uint64_t        tails;
     uint16_t        tail_from[ND_SEG_CHUNKS];
 } nd_segment;
@@ -243,6 +244,8 @@ static inline bool nd_seg_maps(const nd_segment *s, const void *p)
     uintptr_t off = (uintptr_t)p - (uintptr_t)s, c = off >> ND_CHUNK_SHIFT;
     if (off >= s->size || c >= 64)
         return off < s->size;
+    if (s->kind != ND_SEG_LARGE)   /* (a huge block's header ends before tails: its bytes are the block's) */
+        return true;
     return ((nd_load_relaxed(&s->unmapped) >> c) & 1) == 0 &&
            (((nd_load_relaxed(&s->tails) >> c) & 1) == 0 ||
             (off & (ND_CHUNK_SIZE - 1)) < nd_load_relaxed(&s->tail_from[c]));
