@@ -12,6 +12,7 @@
  * keeps the system malloc.
  */
 #define _GNU_SOURCE
+#include <malloc.h>
 #include <pthread.h>
 #include <sched.h>
 #include <semaphore.h>
@@ -739,6 +740,124 @@ static void small_requests_succeed_in_any_thread_when_nothing_was_freed_whatever
            "256 KiB blocks, none freed %d; 128 KiB blocks, none freed %d, one freed %d", none256, none128, one128);
 }
 
+/* Large blocks that do not fill their last 64 KiB chunk (200,000 and
+   300,000 B: 49 and 74 OS pages of 4 and 5 chunks) under a 200 MiB
+   limit: once a mapping is refused, the OS pages past each block (past
+   its guard page under secure=1) are given back (large.h: tails). The
+   helper (ND_ASTAIL="who,bytes", who glibc or nodal) fills the limit with
+   blocks of `bytes`, writing each block's whole usable size, then frees
+   two of them and asks for 64 MiB (refused: room), grows a block of the middle in place past its
+   usable size within its chunks (its tail mapped again), checks and
+   writes it whole, frees it and fills the limit again (the chunk that
+   held its tail is reused), and checks every block's bytes. It prints
+   "n vm0 usable in_place regained intact": the blocks, the address space
+   at its start (KiB), the smallest usable size, 1 if the block grew in
+   place, the blocks allocated again, 1 if every byte held. */
+#define TAIL_MAX 2048
+
+static void emit_large_block_tails(void)
+{
+    const char *who = getenv("ND_ASTAIL");
+    bool glibc = who != NULL && strncmp(who, "glibc,", 6) == 0;
+    const char *at = who != NULL ? strchr(who, ',') : NULL;
+    EXPECT(at != NULL, "ND_ASTAIL=who,bytes, got %s", who != NULL ? who : "(unset)");
+    size_t size = (size_t)strtoul(at + 1, NULL, 10);
+    void *(*m)(size_t) = glibc ? malloc : nodal_malloc;
+    void *(*re)(void *, size_t) = glibc ? realloc : nodal_realloc;
+    void (*fr)(void *) = glibc ? free : nodal_free;
+    size_t (*us)(const void *) = glibc ? (size_t (*)(const void *))malloc_usable_size : nodal_usable_size;
+    static unsigned char *big[TAIL_MAX];
+    static size_t len[TAIL_MAX];
+    long vm0 = nd_vm_kib();
+    struct rlimit lim = { (rlim_t)AS_LIMIT, (rlim_t)AS_LIMIT };
+    EXPECT(setrlimit(RLIMIT_AS, &lim) == 0, "setrlimit(RLIMIT_AS) to work");
+    int n = 0;
+    size_t usable = SIZE_MAX;
+    while (n < TAIL_MAX && (big[n] = m(size)) != NULL) {
+        len[n] = us(big[n]);
+        usable = len[n] < usable ? len[n] : usable;
+        memset(big[n], n & 0xff, len[n]);
+        n++;
+    }
+    int in_place = 0, regained = 0, intact = n > 8;
+    if (n > 8) {
+        fr(big[0]);
+        fr(big[1]);
+        big[0] = big[1] = NULL;
+        void *no = m((size_t)64 << 20);   /* refused: what was freed gives its address space back */
+        intact &= no == NULL;
+        int mid = n / 2;
+        unsigned char *p = big[mid];
+        size_t grow = len[mid] + 8192;   /* within its chunks: 4 or 5 hold 9 or 20 OS pages more */
+        unsigned char *q = re(p, grow);
+        in_place = q == p;
+        if (q != NULL) {
+            for (size_t j = 0; j < len[mid]; j++)
+                intact &= q[j] == (mid & 0xff);
+            big[mid] = q;
+            len[mid] = us(q);
+            memset(q, mid & 0xff, len[mid]);
+        }
+        fr(big[mid]);
+        big[mid] = NULL;
+        for (int i = 0; i < n; i++)
+            if (big[i] == NULL && (big[i] = m(size)) != NULL) {
+                len[i] = us(big[i]);
+                memset(big[i], i & 0xff, len[i]);
+                regained++;
+            }
+        for (int i = 0; i < n; i++)
+            for (size_t j = 0; big[i] != NULL && j < len[i]; j += 509)
+                intact &= big[i][j] == (i & 0xff) && big[i][len[i] - 1] == (i & 0xff);
+    }
+    printf("%d %ld %zu %d %d %d\n", n, vm0, usable, in_place, regained, intact);
+}
+
+/* The helper under glibc, default nodal and secure=1 at 200,000 and
+   300,000 B: nodal fits at least 0.95x what the limit has room for by
+   arithmetic (the limit less the address space glibc's process held at
+   its start, over the blocks rounded up to whole OS pages: the least a
+   block of its own pages takes, glibc's mapping of each of these sizes),
+   and every block works after its tail went. */
+static void address_space_limit_gives_back_the_unused_ends_of_large_blocks(void)
+{
+#ifdef ND_TEST_SANITIZER
+    SKIP("a sanitizer reserves terabytes of address space: no limit of 200 MiB can hold");
+#endif
+    static const size_t sizes[] = { 200000, 300000 };
+    static const char *const modes[] = { NULL, "secure=1" };
+    size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+    for (int i = 0; i < 2; i++) {
+        static struct nd_child c;
+        char env[64];
+        long g[6], v[6];
+        snprintf(env, sizeof env, "ND_ASTAIL=glibc,%zu", sizes[i]);
+        nd_run_case("emit_large_block_tails", NULL, env, 120, &c);
+        EXPECT(sscanf(c.out, "%ld %ld %ld %ld %ld %ld", &g[0], &g[1], &g[2], &g[3], &g[4], &g[5]) == 6,
+               "six counts from the glibc child, got \"%s\"", c.out);
+        size_t block = (sizes[i] + ps - 1) / ps * ps;
+        long fits = (long)((AS_LIMIT - (size_t)g[1] * 1024) / block);
+        for (int j = 0; j < 2; j++) {
+            snprintf(env, sizeof env, "ND_ASTAIL=nodal,%zu", sizes[i]);
+            nd_run_case("emit_large_block_tails", modes[j], env, 120, &c);
+            EXPECT(sscanf(c.out, "%ld %ld %ld %ld %ld %ld", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) == 6,
+                   "six counts from the nodal child, got \"%s\"", c.out);
+            const char *mode = modes[j] != NULL ? modes[j] : "default";
+            printf("note: %zu B blocks under a 200 MiB RLIMIT_AS, %s: nodal %ld, glibc %ld (%.3fx), room for %ld "
+                   "(%.3fx); usable %ld B\n", sizes[i], mode, v[0], g[0], (double)v[0] / (double)g[0], fits,
+                   (double)v[0] / (double)fits, v[2]);
+            EXPECT(20 * v[0] >= 19 * fits, "nodal (%s) to fit at least 0.95x the %ld blocks of %zu B the limit "
+                   "has room for, got %ld", mode, fits, sizes[i], v[0]);
+            EXPECT(v[2] >= (long)sizes[i], "a usable size of at least %zu B, got %ld", sizes[i], v[2]);
+            EXPECT(v[3] == 1 || (j == 1 && v[3] == 0), "a %zu B block to grow in place by 8 KiB once the limit was "
+                   "reached and two blocks freed (%s)", sizes[i], mode);
+            EXPECT(v[4] == 3, "the three freed %zu B blocks to be allocated again (%s), %ld were", sizes[i], mode,
+                   v[4]);
+            EXPECT(v[5] == 1, "every byte of every block's usable size to hold (%s, %zu B)", mode, sizes[i]);
+        }
+    }
+}
+
 /* Address space far beyond 256 GiB: blocks of 64 MiB, never touched, up
    to 1 TiB (4x what a segment map of 2^16 windows could hold), as many as
    glibc's malloc gets in the same process (its count first, every block
@@ -835,11 +954,13 @@ static const struct nd_case cases[] = {
     ND_CASE(a_chain_of_short_threads_purges_what_its_record_freed),
     ND_CASE(address_space_limit_leaves_small_allocations_working),
     ND_CASE(address_space_limit_fits_256_and_512_kib_blocks),
+    ND_CASE(address_space_limit_gives_back_the_unused_ends_of_large_blocks),
     ND_CASE(address_space_far_beyond_256_gib_is_nodals),
     ND_CASE(a_freed_large_block_leaves_room_for_a_new_thread_whatever_the_limit_left),
     ND_CASE(small_requests_succeed_in_any_thread_when_nothing_was_freed_whatever_the_limit_left),
     ND_CASE(emit_cached_after_free_with_no_delay),
     ND_CASE(emit_address_space_limit),
     ND_CASE(emit_freed_large_block_room),
+    ND_CASE(emit_large_block_tails),
 };
 ND_MAIN(cases)

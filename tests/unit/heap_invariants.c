@@ -1242,6 +1242,153 @@ static void a_hole_another_mapping_took_is_never_mapped_over_nor_unmapped(void)
            "3: see its line of blocks and problems); stderr: %s", nd_describe_status(c.status), c.err);
 }
 
+/* The chunks of the large segments of p[0, n) (NULL: none) whose end was
+   given back (tails, segment.h), but the headers', each segment once. */
+static int tails_of(unsigned char **p, int n)
+{
+    int tails = 0;
+    for (int i = 0; i < n; i++) {
+        if (p[i] == NULL)
+            continue;
+        nd_segment *s = nd_seg_base(p[i]);
+        bool first = s->kind == ND_SEG_LARGE;
+        for (int j = 0; j < i && first; j++)
+            first = p[j] == NULL || nd_seg_base(p[j]) != s;
+        if (first)
+            tails += nd_popcount64(s->tails & ~(uint64_t)1);
+    }
+    return tails;
+}
+
+/* Under an address-space limit, large blocks that do not fill their last
+   chunk (150,000-500,000 B) give back the OS pages past them (past their
+   guard page under secure=1) once a mapping is refused (large.h: tails):
+   the pools stay valid; every block keeps its bytes and its whole usable
+   size stays writable; blocks grow in place into their tail (mapped
+   again), shrink a chunk (the tail's chunk a hole), are freed (the tail's
+   chunk a hole) and allocated again; a page of the child's own mapped in
+   a tail is never mapped over nor unmapped, and nodal_node_of says -1 for
+   it. Exit 0 when all held; run in default mode and under secure=1. */
+static void emit_large_tails(void)
+{
+    enum { N = 400 };
+    static const size_t sizes[] = { 150000, 200000, 300000, 500000 };
+    static unsigned char *p[N];
+    static size_t len[N];
+    long vm = nd_vm_kib();
+    struct rlimit lim;
+    lim.rlim_cur = lim.rlim_max = (rlim_t)vm * 1024 + ((rlim_t)40 << 20);
+    if (vm <= 0 || setrlimit(RLIMIT_AS, &lim) != 0)
+        _exit(4);
+    int n = 0, bad = 0;
+    for (; n < N; n++) {
+        if ((p[n] = trim_alloc(n, sizes[n % 4], &bad)) == NULL)
+            break;
+        len[n] = nodal_usable_size(p[n]);
+        memset(p[n], n & 0xff, len[n]);
+    }
+    bad += !nd_large_is_valid();
+    int tails = tails_of(p, n);
+    /* Frees every fourth block, makes room (a refused 64 MiB block). */
+    for (int i = 0; i < n; i += 4) {
+        trim_check_free(p[i], i, len[i], &bad);
+        p[i] = NULL;
+    }
+    errno = 0;
+    bad += nodal_malloc((size_t)64 << 20) != NULL || errno != ENOMEM;
+    bad += !nd_large_is_valid();
+    /* A page of our own in the tail of some block. */
+    unsigned char *mine = NULL;
+    for (int i = 1; i < n && mine == NULL; i++) {
+        if (p[i] == NULL)
+            continue;
+        nd_segment *s = nd_seg_base(p[i]);
+        unsigned c = (unsigned)(((uintptr_t)p[i] - (uintptr_t)s) >> ND_CHUNK_SHIFT);
+        unsigned last = c + s->pages[c].reserved - 1u;
+        if (s->kind != ND_SEG_LARGE || ((s->tails >> last) & 1) == 0)
+            continue;
+        uint8_t *at = (uint8_t *)s + ((size_t)last << ND_CHUNK_SHIFT) + s->tail_from[last];
+        void *q = mmap(at, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+        if (q == (void *)at)
+            mine = q;
+        else if (q != MAP_FAILED)
+            munmap(q, 4096);
+    }
+    if (mine != NULL) {
+        memset(mine, 0x5a, 4096);
+        bad += nodal_node_of(mine) != -1;
+    }
+    /* Grows the blocks by 8 KiB (in place when their chunks hold it: the
+       tail mapped again, or not where our page is), shrinks every third
+       by a chunk. */
+    int grown = 0, shrunk = 0;
+    for (int i = 1; i < n; i++) {
+        if (p[i] == NULL)
+            continue;
+        size_t want = i % 3 == 0 && len[i] > ND_CHUNK_SIZE + 4096 ? len[i] - ND_CHUNK_SIZE : len[i] + 8192;
+        for (size_t j = 0; j < len[i]; j += 4096)
+            bad += p[i][j] != (unsigned char)(i & 0xff);
+        unsigned char *q = nodal_realloc(p[i], want);
+        if (q == NULL) {
+            bad += errno != ENOMEM;
+            continue;
+        }
+        grown += q == p[i] && want > len[i];
+        shrunk += q == p[i] && want < len[i];
+        size_t keep = want < len[i] ? want : len[i];
+        for (size_t j = 0; j < keep; j += 4096)
+            bad += q[j] != (unsigned char)(i & 0xff);
+        p[i] = q;
+        len[i] = nodal_usable_size(q);
+        memset(q, i & 0xff, len[i]);
+    }
+    bad += !nd_large_is_valid();
+    for (int i = 0; i < n; i += 4)
+        if ((p[i] = trim_alloc(i, sizes[i % 4], &bad)) != NULL)
+            len[i] = nodal_usable_size(p[i]);
+    bad += !nd_large_is_valid();
+    for (int i = 0; i < n; i++)
+        if (p[i] != NULL) {
+            bad += mine != NULL && p[i] <= mine + 4095 && p[i] + len[i] > mine;
+            memset(p[i], i & 0xff, len[i]);
+        }
+    for (int i = 0; i < n; i++)
+        trim_check_free(p[i], i, len[i], &bad);
+    nodal_collect(1);
+    errno = 0;   /* every empty segment unmapped around our page */
+    bad += nodal_malloc((size_t)64 << 20) != NULL || errno != ENOMEM;
+    bad += !nd_large_is_valid();
+    for (int j = 0; mine != NULL && j < 4096; j++)
+        bad += mine[j] != 0x5a;
+    printf("%d %d %d %d %d %d\n", n, tails, mine != NULL, grown, shrunk, bad);
+    fflush(stdout);
+    _exit(n > 0 && n < N && tails > 0 && mine != NULL && bad == 0 ? 0 : 3);
+}
+
+static void large_blocks_whose_tails_were_given_back_stay_whole_and_valid(void)
+{
+    static const char *const modes[] = { NULL, "secure=1" };
+    static char self[4096];
+    ssize_t got = readlink("/proc/self/exe", self, sizeof self - 1);
+    EXPECT(got > 0, "/proc/self/exe to name this program");
+    self[got] = '\0';
+    for (int m = 0; m < 2; m++) {
+        static struct nd_child c;
+        char *argv[] = { self, (char *)"emit_large_tails", NULL };
+        nd_run_exec(argv, modes[m], NULL, 120, &c);
+        int v[6] = { 0 };
+        bool parsed = sscanf(c.out, "%d %d %d %d %d %d", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5]) == 6;
+        printf("note: %s: %d blocks, %d tails, own page in a tail %d, %d grew and %d shrank in place, %d problems\n",
+               modes[m] ? modes[m] : "default", v[0], v[1], v[2], v[3], v[4], v[5]);
+        EXPECT(parsed && WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0 && (m == 1 || v[3] > 0),
+               "the child (%s) to fill 40 MiB with large blocks of 150,000-500,000 B, give back their tails, "
+               "keep every block whole and writable through frees, growth (some in place) and shrinking, never "
+               "touch its own page in a tail, and keep the pools valid (exit 0); it %s (4: no limit, 3: see its "
+               "line: blocks, tails, own page, grown, shrunk, problems: \"%s\"); stderr: %s",
+               modes[m] ? modes[m] : "default", nd_describe_status(c.status), c.out, c.err);
+    }
+}
+
 /* nd_segcache is a direct-mapped table (segment.h): a window 256 GiB away
    from a segment's has the same slot, and is not taken for the segment;
    the segment map (two levels) holds every window of nodal's wherever it
@@ -1390,6 +1537,8 @@ static const struct nd_case cases[] = {
     ND_CASE(a_thread_with_no_room_left_gets_small_blocks_from_its_nodes_reserve),
     ND_CASE(large_segments_with_unmapped_chunks_under_an_address_space_limit_stay_valid),
     ND_CASE(a_hole_another_mapping_took_is_never_mapped_over_nor_unmapped),
+    ND_CASE(large_blocks_whose_tails_were_given_back_stay_whole_and_valid),
+    ND_CASE(emit_large_tails),
     ND_CASE(segment_map_holds_windows_of_any_range_and_the_cache_names_its_window),
     ND_CASE(a_new_leaf_is_published_once_by_racing_threads),
     ND_CASE(segments_without_a_slot_free_through_the_segment_map),
