@@ -496,8 +496,8 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
     /* secure=1 once the address space is known to be limited: the block's
        own size and its guard page, the rest of its run unused, given back
        when a mapping is refused (large.h: tight blocks). */
-    bool tight = nd_seg_guard != 0 && nd_os_space_limit_seen();
-    if (nd_seg_guard != 0 && !tight) {
+    bool tight = false;
+    if (nd_seg_guard != 0 && !(tight = nd_os_space_limit_seen())) {
         /* secure=1: the whole run, its last page the guard; an aligned
            block takes its run up to the next multiple of its alignment,
            so blocks of one alignment end where the one before them in
@@ -592,6 +592,16 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
     }
 }
 
+/* Gives chunks [i, i+k) of s back, a block whose last chunk has a tail
+   (segment.h): that chunk becomes a hole, mapped again before reuse
+   (large.h), the others free. Under the pool lock. */
+static nd_noinline void nd_large_give_tailed(nd_segment *s, unsigned i, unsigned k)
+{
+    nd_seg_tail_to_hole(s, i + k - 1u);
+    if (k > 1)
+        nd_large_give(s, i, k - 1u, nd_os_now_ms());
+}
+
 /* Gives block p back to its segment (nd_large_free without the kept
    blocks). */
 static size_t nd_large_give_back(nd_segment *s, nd_page *pg, void *p)
@@ -607,13 +617,9 @@ static size_t nd_large_give_back(nd_segment *s, nd_page *pg, void *p)
     nd_large_unguard_freed(s, p, bytes);   /* before the chunks can be reused */
     nd_store_relaxed(&pg->in_use, 0);
     pg->key = ND_KEY_NONE;
-    if ((s->tails >> (i + k - 1u)) & 1) {
-        /* Its last chunk's end was given back: that chunk becomes a
-           hole, mapped again before reuse (large.h). */
-        nd_seg_tail_to_hole(s, i + k - 1u);
-        k--;
-    }
-    if (k != 0)
+    if (nd_unlikely(s->tails != 0) && ((s->tails >> (i + k - 1u)) & 1))
+        nd_large_give_tailed(s, i, k);
+    else
         nd_large_give(s, i, k, nd_os_now_ms());
     nd_segment *release = NULL;
     if (--s->used_pages == 0) {

@@ -221,16 +221,17 @@ typedef struct nd_segment {
     uint64_t        committed;
     uint64_t        purge_mask;
     uint64_t        unmapped;    /* LARGE: chunks given back to the OS (holes), mapped again before reuse */
+    uint64_t        tails;       /* LARGE: chunks whose end is given back (below); 0 otherwise */
     uint64_t        purge_at;    /* ms; when purge_mask is due ... */
     uint64_t        purge_epoch; /* ... and the owner heap's epoch it must have reached */
     uint64_t        cached_at;   /* ms; when it entered a node cache */
     struct nd_segment *next, *prev;
     uint64_t        guards[ND_SEG_GUARD_WORDS];   /* inaccessible OS pages (secure=1) */
     nd_page         pages[ND_SEG_MAX_PAGES];
-    /* LARGE: chunks whose end is unmapped (tails, above), from byte
-       tail_from[c] of chunk c; read unlocked by nd_seg_maps. Past a huge
-       segment's header: read only in segments of 4 MiB or less. */
-    uint64_t        tails;
+    /* LARGE: chunks whose end is unmapped from byte tail_from[c] of
+       chunk c (tails, above); read unlocked by nd_seg_maps. tail_from is
+       past a huge segment's header: read only in segments of 4 MiB or
+       less. */
     uint16_t        tail_from[ND_SEG_CHUNKS];
 } nd_segment;
 
