@@ -29,9 +29,9 @@
  *   | block A (k chunks less an OS page) | guard | block B ...
  *
  * Tight blocks: once the address space is known to be limited (an
- * RLIMIT_AS seen before a fresh mapping, or a mapping refused:
- * nd_os_space_limit_seen), a new secure=1 block's usable bytes are its
- * request rounded up to the OS page, as in default mode, and its guard
+ * RLIMIT_AS seen at start or before a fresh mapping, or a mapping
+ * refused: nd_os_space_limit_seen), a new secure=1 block's usable bytes
+ * are its request rounded up to the OS page, as in default mode, and its guard
  * page follows them inside its last chunk; the rest of the run belongs to
  * the block but is never used, and is given back with the tails (below).
  * A block made before keeps its whole run (its usable size was told), so

@@ -42,6 +42,8 @@ static size_t nd_os_pagesize = 4096;   /* the OS page size (a nodal page is ND_S
 static int nd_have_populate = 1;   /* cleared when the kernel lacks MADV_POPULATE_WRITE */
 
 intptr_t nd_os_rseq_cpu_off;
+/* Set once a limit was seen (relaxed): nd_os_space_limit_seen. */
+static bool nd_os_limit_seen;
 
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35)) && \
     (defined(__x86_64__) || defined(__aarch64__))
@@ -59,6 +61,9 @@ void nd_os_init(void)
     if (ps > 0)
         nd_os_pagesize = (size_t)ps;
     nd_os_rseq_cpu_off = ND_RSEQ_CPU_OFF;
+    /* A limit the process started with (a batch job's ulimit -v) is
+       seen before the first large block (nd_os_space_limit_seen). */
+    (void)nd_os_space_limited();
 }
 
 size_t nd_os_page_size(void) { return nd_os_pagesize; }
@@ -68,9 +73,6 @@ size_t nd_os_page_size(void) { return nd_os_pagesize; }
 static uint64_t nd_os_refused;
 
 uint64_t nd_os_map_refusals(void) { return nd_load_relaxed(&nd_os_refused); }
-
-/* Set once a limit was seen (relaxed): nd_os_space_limit_seen. */
-static bool nd_os_limit_seen;
 
 bool nd_os_space_limited(void)
 {

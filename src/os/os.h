@@ -49,8 +49,9 @@ uint64_t nd_os_map_refusals(void) nd_hidden;
 /* Whether the process's address space is limited (RLIMIT_AS set, soft
    limit): the kernel may refuse a mapping with room to spare in memory. */
 bool  nd_os_space_limited(void) nd_hidden;
-/* Whether nd_os_space_limited ever said so, or the kernel refused a
-   mapping for lack of room (one load, no system call). */
+/* Whether nd_os_space_limited ever said so (it is asked once at start,
+   nd_os_init), or the kernel refused a mapping for lack of room (one
+   load, no system call). */
 bool  nd_os_space_limit_seen(void) nd_hidden;
 void  nd_os_unmap(void *p, size_t size) nd_hidden;
 int   nd_os_purge(void *p, size_t size) nd_hidden;

@@ -858,6 +858,45 @@ static void address_space_limit_gives_back_the_unused_ends_of_large_blocks(void)
     }
 }
 
+/* secure=1 in a process that starts under an address-space limit (a
+   batch job's ulimit -v): its first large block is already tight (large.h:
+   its usable size the request rounded up to the OS page, not its whole
+   run less the guard page), so its unused end can go back once the limit
+   is reached. The helper sets a 64 GiB limit and runs itself again, which
+   prints the usable size of its first 200,000 B block. */
+static void emit_first_large_block_under_a_limit(void)
+{
+    if (getenv("ND_ASREEXEC") == NULL) {
+        static char self[4096];
+        ssize_t got = readlink("/proc/self/exe", self, sizeof self - 1);
+        EXPECT(got > 0, "/proc/self/exe to name this program");
+        self[got] = '\0';
+        struct rlimit lim = { (rlim_t)64 << 30, (rlim_t)64 << 30 };
+        EXPECT(setrlimit(RLIMIT_AS, &lim) == 0, "setrlimit(RLIMIT_AS) to work");
+        EXPECT(setenv("ND_ASREEXEC", "1", 1) == 0, "setenv to work");
+        char *argv[] = { self, (char *)"emit_first_large_block_under_a_limit", NULL };
+        execv(self, argv);
+        EXPECT(0, "execv of %s to work (errno %d)", self, errno);
+    }
+    void *p = nodal_malloc(200000);
+    printf("%zu\n", p != NULL ? nodal_usable_size(p) : (size_t)0);
+    nodal_free(p);
+}
+
+static void secure_large_blocks_are_tight_from_the_start_under_a_limit(void)
+{
+#ifdef ND_TEST_SANITIZER
+    SKIP("a sanitizer reserves terabytes of address space: no limit of 64 GiB can hold");
+#endif
+    static struct nd_child c;
+    nd_run_case("emit_first_large_block_under_a_limit", "secure=1", NULL, 60, &c);
+    size_t ps = (size_t)sysconf(_SC_PAGESIZE), usable = 0;
+    EXPECT(sscanf(c.out, "%zu", &usable) == 1, "a usable size from the child, got \"%s\"", c.out);
+    EXPECT(usable == (200000 + ps - 1) / ps * ps, "the first 200,000 B block of a secure=1 process started "
+           "under a 64 GiB RLIMIT_AS to have a usable size of %zu B (the request in whole OS pages), got %zu",
+           (200000 + ps - 1) / ps * ps, usable);
+}
+
 /* Address space far beyond 256 GiB: blocks of 64 MiB, never touched, up
    to 1 TiB (4x what a segment map of 2^16 windows could hold), as many as
    glibc's malloc gets in the same process (its count first, every block
@@ -955,6 +994,7 @@ static const struct nd_case cases[] = {
     ND_CASE(address_space_limit_leaves_small_allocations_working),
     ND_CASE(address_space_limit_fits_256_and_512_kib_blocks),
     ND_CASE(address_space_limit_gives_back_the_unused_ends_of_large_blocks),
+    ND_CASE(secure_large_blocks_are_tight_from_the_start_under_a_limit),
     ND_CASE(address_space_far_beyond_256_gib_is_nodals),
     ND_CASE(a_freed_large_block_leaves_room_for_a_new_thread_whatever_the_limit_left),
     ND_CASE(small_requests_succeed_in_any_thread_when_nothing_was_freed_whatever_the_limit_left),
@@ -962,5 +1002,6 @@ static const struct nd_case cases[] = {
     ND_CASE(emit_address_space_limit),
     ND_CASE(emit_freed_large_block_room),
     ND_CASE(emit_large_block_tails),
+    ND_CASE(emit_first_large_block_under_a_limit),
 };
 ND_MAIN(cases)
