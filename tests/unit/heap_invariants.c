@@ -1067,11 +1067,12 @@ static void trim_check_free(unsigned char *q, int i, size_t size, int *bad)
     nodal_free(q);
 }
 
-/* The holes (unmapped chunks) of the segments of the blocks of p[0, n)
-   (NULL: none), each segment counted once. */
-static int unmapped_chunks_of(unsigned char **p, int n)
+/* The holes (unmapped chunks) of the large segments of the blocks of
+   p[0, n) (NULL: none), each segment counted once; tails: their chunks
+   with a tail instead (segment.h), but the headers'. */
+static int large_segment_chunks_of(unsigned char **p, int n, bool tails)
 {
-    int holes = 0;
+    int count = 0;
     for (int i = 0; i < n; i++) {
         if (p[i] == NULL)
             continue;
@@ -1080,10 +1081,12 @@ static int unmapped_chunks_of(unsigned char **p, int n)
         for (int j = 0; j < i && first; j++)
             first = p[j] == NULL || nd_seg_base(p[j]) != s;
         if (first)
-            holes += nd_popcount64(s->unmapped);
+            count += nd_popcount64(tails ? s->tails & ~(uint64_t)1 : s->unmapped);
     }
-    return holes;
+    return count;
 }
+
+static int unmapped_chunks_of(unsigned char **p, int n) { return large_segment_chunks_of(p, n, false); }
 
 /* Under an address-space limit, large blocks fill their segments until no
    4 MiB segment maps; the segments then unmap the chunks that no block
@@ -1242,24 +1245,6 @@ static void a_hole_another_mapping_took_is_never_mapped_over_nor_unmapped(void)
            "3: see its line of blocks and problems); stderr: %s", nd_describe_status(c.status), c.err);
 }
 
-/* The chunks of the large segments of p[0, n) (NULL: none) whose end was
-   given back (tails, segment.h), but the headers', each segment once. */
-static int tails_of(unsigned char **p, int n)
-{
-    int tails = 0;
-    for (int i = 0; i < n; i++) {
-        if (p[i] == NULL)
-            continue;
-        nd_segment *s = nd_seg_base(p[i]);
-        bool first = s->kind == ND_SEG_LARGE;
-        for (int j = 0; j < i && first; j++)
-            first = p[j] == NULL || nd_seg_base(p[j]) != s;
-        if (first)
-            tails += nd_popcount64(s->tails & ~(uint64_t)1);
-    }
-    return tails;
-}
-
 /* Under an address-space limit, large blocks that do not fill their last
    chunk (150,000-500,000 B) give back the OS pages past them (past their
    guard page under secure=1) once a mapping is refused (large.h: tails):
@@ -1275,11 +1260,7 @@ static void emit_large_tails(void)
     static const size_t sizes[] = { 150000, 200000, 300000, 500000 };
     static unsigned char *p[N];
     static size_t len[N];
-    long vm = nd_vm_kib();
-    struct rlimit lim;
-    lim.rlim_cur = lim.rlim_max = (rlim_t)vm * 1024 + ((rlim_t)40 << 20);
-    if (vm <= 0 || setrlimit(RLIMIT_AS, &lim) != 0)
-        _exit(4);
+    limit_address_space_to_now_plus((rlim_t)40 << 20);
     int n = 0, bad = 0;
     for (; n < N; n++) {
         if ((p[n] = trim_alloc(n, sizes[n % 4], &bad)) == NULL)
@@ -1288,7 +1269,7 @@ static void emit_large_tails(void)
         memset(p[n], n & 0xff, len[n]);
     }
     bad += !nd_large_is_valid();
-    int tails = tails_of(p, n);
+    int tails = large_segment_chunks_of(p, n, true);
     /* Frees every fourth block, makes room (a refused 64 MiB block). */
     for (int i = 0; i < n; i += 4) {
         trim_check_free(p[i], i, len[i], &bad);
