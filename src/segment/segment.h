@@ -221,7 +221,7 @@ typedef struct nd_segment {
     uint64_t        committed;
     uint64_t        purge_mask;
     uint64_t        unmapped;    /* LARGE: chunks given back to the OS (holes), mapped again before reuse */
-    uint64_t        tails;       /* LARGE: chunks whose end is given back (below); 0 otherwise */
+    uint64_t        tails;       /* LARGE: chunks whose end is given back (below); 0 in any other segment */
     uint64_t        purge_at;    /* ms; when purge_mask is due ... */
     uint64_t        purge_epoch; /* ... and the owner heap's epoch it must have reached */
     uint64_t        cached_at;   /* ms; when it entered a node cache */
@@ -229,9 +229,8 @@ typedef struct nd_segment {
     uint64_t        guards[ND_SEG_GUARD_WORDS];   /* inaccessible OS pages (secure=1) */
     nd_page         pages[ND_SEG_MAX_PAGES];
     /* LARGE: chunks whose end is unmapped from byte tail_from[c] of
-       chunk c (tails, above); read unlocked by nd_seg_maps. tail_from is
-       past a huge segment's header: read only in segments of 4 MiB or
-       less. */
+       chunk c (tails, above); read unlocked by nd_seg_maps. Past a huge
+       segment's header: read only where a tails bit is set. */
     uint16_t        tail_from[ND_SEG_CHUNKS];
 } nd_segment;
 
@@ -245,10 +244,10 @@ static inline bool nd_seg_maps(const nd_segment *s, const void *p)
     uintptr_t off = (uintptr_t)p - (uintptr_t)s, c = off >> ND_CHUNK_SHIFT;
     if (off >= s->size || c >= 64)
         return off < s->size;
-    if (s->kind != ND_SEG_LARGE)   /* (a huge block's header ends before tails: its bytes are the block's) */
-        return true;
+    /* tails is 0 but in large segments: tail_from (past a huge segment's
+       header, in its block's bytes) is read only there. */
     return ((nd_load_relaxed(&s->unmapped) >> c) & 1) == 0 &&
-           (((nd_load_relaxed(&s->tails) >> c) & 1) == 0 ||
+           (((nd_load_acquire(&s->tails) >> c) & 1) == 0 ||
             (off & (ND_CHUNK_SIZE - 1)) < nd_load_relaxed(&s->tail_from[c]));
 }
 
