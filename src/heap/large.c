@@ -775,7 +775,7 @@ bool nd_large_is_valid(void)
                 ok = s->kind == ND_SEG_LARGE && s->node == node && s->bound == b && (s->free_mask & 1) == 0 &&
                      s->page_count == 64 && s->size == ND_SEG_SIZE && (s->unmapped & 1) == 0 &&
                      (s->purge_mask & ~s->free_mask) == 0 && nd_seg_is_valid(s);
-                uint64_t covered = 1;
+                uint64_t covered = 1, tailed = 1;   /* chunk 0 may have a tail */
                 uint32_t blocks = 0;
                 for (unsigned i = 1; i < 64 && ok; i++) {
                     const nd_page *pg = &s->pages[i];
@@ -793,12 +793,19 @@ bool nd_large_is_valid(void)
                             ok = !nd_seg_guarded(s, q);
                         ok = ok && nd_seg_guarded(s, g);
                     }
+                    /* A tail: its block's last chunk, past the block (and its guard). */
+                    unsigned last = i + pg->reserved - 1u;
+                    if (ok && ((s->tails >> last) & 1))
+                        ok = !s->bound && ((size_t)last << ND_CHUNK_SHIFT) + s->tail_from[last] >=
+                                              ((size_t)i << ND_CHUNK_SHIFT) + pg->block_size + nd_seg_guard;
+                    tailed |= ok ? s->tails & ((uint64_t)1 << last) : 0;
                     covered |= run;
                     blocks++;
                 }
                 uint64_t gone = s->unmapped;   /* holes */
                 ok = ok && blocks == s->used_pages && (covered | s->free_mask | gone) == ~(uint64_t)0 &&
-                     (covered & s->free_mask) == 0 && ((covered | s->free_mask) & gone) == 0;
+                     (covered & s->free_mask) == 0 && ((covered | s->free_mask) & gone) == 0 &&
+                     (s->tails & ~tailed) == 0 && ((s->tails & 1) == 0 || s->tail_from[0] >= ND_SEG_HEADER_SIZE);
                 empty += s->used_pages == 0;
             }
             ok = ok && empty == pool->empty && empty <= nd_large_spare() && count == pool->segs.count &&

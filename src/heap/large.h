@@ -78,7 +78,9 @@
  * committed chunks of no block, purged once purge_at has passed. A kept
  * block (below) is a block in use of one OS page whose descriptor has
  * in_full = 1; it is in one slot of its pool's, and every other block has
- * in_full = 0.
+ * in_full = 0. A segment's tails (segment.h) are chunk 0's, from 16 KiB
+ * on at least, and those of blocks' last chunks of plain segments, past
+ * the block and its guard page.
  */
 #ifndef ND_LARGE_H
 #define ND_LARGE_H
