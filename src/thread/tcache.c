@@ -469,13 +469,17 @@ bool nd_tcache_fill(nd_tcache *tc, unsigned c)
         nd_tcache_grow(tc, c);
     /* Half the capacity; all of it when the bin ran dry twice with few
        frees into it in between (tcache.h: ND_LAST_FILL; frees = requests
-       since the last fill less the blocks it took), but the second half
-       only from blocks already free (nd_heap_take_free): carving ahead of
-       need (all of it from the heap, tried) raised rptest -t 2's peak RSS
-       4-8 %. */
+       since the last fill less the blocks it took) and the fills since
+       its last overflow took a whole bin's worth already (run_fill), but
+       the second half only from blocks already free (nd_heap_take_free):
+       carving ahead of need (all of it from the heap, tried) raised
+       rptest -t 2's peak RSS 4-8 %. */
     uint64_t now = nd_bin_requests(tc, c);
     size_t want = bi->cap / 2;
-    size_t whole = bi->last == ND_LAST_FILL && now - bi->mark < bi->cap / 4 ? bi->cap : want;
+    size_t whole = bi->last == ND_LAST_FILL && now - bi->mark < bi->cap / 4 && bi->run_fill >= bi->cap ? bi->cap
+                                                                                                       : want;
+    if (bi->last != ND_LAST_FILL)
+        bi->run_fill = 0;
     bi->last = ND_LAST_FILL;
     if (want > bi->fill)
         want = bi->fill;
@@ -515,6 +519,8 @@ bool nd_tcache_fill(nd_tcache *tc, unsigned c)
         memmove(bin->empty - got, bin->low, got * sizeof(void *));
     bin->cur = bin->empty - got;
     bi->mark = now + got;
+    size_t run = (size_t)bi->run_fill + got;
+    bi->run_fill = run > UINT32_MAX ? UINT32_MAX : (uint32_t)run;
     tc->binfo[c].low_water = 0;   /* it just ran dry */
     tc->binfo[c].filled = 1;
     nd_count_inc(&cs->fills);
@@ -821,17 +827,19 @@ void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)
                 if (bi->cap == bi->cap_max)
                     nd_count_inc(&tc->heap.cstats[c].full_size_flushes);
                 /* Half of it, or all of it when it overflowed twice
-                   with few requests in between (tcache.h: ND_LAST_SPILL);
-                   a 64th when it was filled since its last overflow and
-                   that one did not send the whole bin (tcache.h:
+                   with few requests in between (tcache.h: ND_LAST_SPILL)
+                   and the first of the two sent half or more; a 64th
+                   when it was filled since its last overflow and that
+                   one did not send the whole bin (tcache.h:
                    ND_SPILL_AFTER_FILL). */
                 uint64_t now = nd_bin_requests(tc, c);
-                bool run = bi->last == ND_LAST_SPILL && now - bi->mark < bi->cap / 4;
+                bool run = bi->last == ND_LAST_SPILL && now - bi->mark < bi->cap / 4 && !bi->spilled_few;
                 size_t n = run ? bi->cap
                          : bi->last == ND_LAST_FILL && !bi->spilled_all
                                ? (bi->cap + ND_SPILL_AFTER_FILL - 1) / ND_SPILL_AFTER_FILL
                                : (bi->cap + 1) / 2;
                 bi->spilled_all = run;
+                bi->spilled_few = n < (bi->cap + 1) / 2;
                 size_t put = nd_tcache_spill(tc, c, n);
                 bi->last = ND_LAST_SPILL;
                 bi->mark = now;

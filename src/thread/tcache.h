@@ -138,6 +138,10 @@ typedef struct nd_bin_info {
     uint32_t last;       /* the bin's last refill or overflow: ND_LAST_FILL,
                             ND_LAST_SPILL, or 0 (none yet) */
     uint32_t spilled_all; /* the bin's last overflow sent all of it away */
+    uint32_t spilled_few; /* the bin's last overflow sent less than half of it */
+    uint32_t run_fill;   /* when last == ND_LAST_FILL: the blocks the fills
+                            since the bin's last overflow (or since it was
+                            made) took, at most UINT32_MAX */
     uint64_t mark;       /* the class's request count (nd_bin_requests) at
                             which the bin would be empty again with no free
                             in between (after a fill: the count then plus the
@@ -165,7 +169,24 @@ typedef struct nd_bin_info {
    or never, by the bin's history (bench/micro -m batch -s 256: secure=1
    1,031 flushes in 1,000 rounds, the default 14). A working set that does
    not fit sends its whole bin away at its overflows (a run), and the
-   overflow after its next fill sends half, as before. */
+   overflow after its next fill sends half, as before.
+   Whole-bin moves overshoot a working set that fits: batches of W <= the
+   capacity alternate a run of requests and a run of frees, and a whole
+   fill in the first leaves the bin holding what the second then overflows
+   by, and a whole overflow in the second leaves it short by what the next
+   batch fills again: a cycle of two fills and two overflows per batch that
+   moves 1-3 bins' worth of blocks through the transfer store for as long
+   as the thread runs, entered or not by the bin's history (a GC pass's
+   flush, the store's contents: bench/micro -m batch -s 256 -t 2 settled
+   at 28 flushes in most runs and cycled at 850-1,950 in others, the
+   bimodal rows of issue 23). So a fill takes the whole capacity only once
+   the fills since the bin's last overflow took a bin's worth (run_fill),
+   and an overflow sends the whole bin only when the one before it sent
+   half or more (not a 64th: spilled_few): a batch that fits then loses a
+   64th of the bin per batch until it fits (the unit test
+   batches_that_fit_the_bin_settle_after_a_flush), and a run of requests or
+   frees longer than the bin still moves whole bins from its third fill or
+   overflow on. */
 #define ND_SPILL_AFTER_FILL 64u
 #define ND_LAST_FILL  1u
 #define ND_LAST_SPILL 2u
