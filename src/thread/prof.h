@@ -32,8 +32,10 @@
  *          (ready) before its index entry names it; its counters are
  *          atomic.
  *   live:  open addressing by the block's address, in the first of four
- *          tables of growing size that has room on the block's probe path;
- *          key 0 (empty), 1 (a tombstone), 2 (being written) or the
+ *          tables of growing size that has room on the block's probe path
+ *          within 8 slots (256 in the last table: a crowded table is
+ *          passed, not walked); key 0 (empty), 1 (a tombstone), 2 (being
+ *          written) or the
  *          block's address. A writer
  *          makes seq odd while it writes the fields; a reader copies a
  *          slot and keeps the copy only if seq was even and unchanged.
