@@ -15,7 +15,8 @@
  *                                                    -> "invalid pointer", abort
  * check=2 adds: thread caches off, so every free takes the slow path and is
  * checked in full; freed memory filled with 0xdf past its link and mark.
- * secure=1 adds (secure.h): every free on this slow path; the canary at
+ * secure=1 adds (secure.h): every free checked here (nd_free_other_kind,
+ * from the fast path's other-kind branch); the canary at
  *  the block's end checked                          -> "heap overflow past the end of the block", abort
  * then the block goes to a thread cache as the fast path would have put it.
  * secure=2: caches off as well; the canary after the request and the slack
@@ -247,30 +248,24 @@ static nd_cold __attribute__((noipa)) void nd_free_sealed_other(void *p, nd_segm
     nd_free_sealed_route(p, s, pg);
 }
 
-/* secure=1: every free (the plain cache's kind matches no page, so the
-   fast path sends each one here). The block is checked (a block start of
-   a small or medium page, not free already, its canary intact), then goes
-   where the free fast path would have put it: the thread's bin of its
-   class for plain memory of the thread's kind (the block the bin took
-   last freed again: a double free, as there), else the usual routes. The
-   static caches of threads without one have no capacity: the route. The
-   checks fold into two unlikely branches, as in the fast path, which
-   nd_free_sealed_other sorts out. */
-static nd_noinline void nd_free_sealed(void *p, nd_segment *s, nd_page *pg)
+/* secure=1: a free of a block of the plain memory of tc's node, tc the
+   thread's cache (its kind is that kind with ND_KIND_SEALED, so the fast
+   path sends each one here: nd_free_other_kind). A page of that kind is a
+   small or medium page in use (segment.h: every other page's kind is
+   ND_KIND_NONE). The block is checked (its segment's header, a block
+   start, not free already, its canary intact), then goes where the free
+   fast path would have put it: the thread's bin of its class (the block
+   the bin took last freed again: a double free, as there), else the usual
+   routes. The checks fold into two unlikely branches, as in the fast path,
+   which nd_free_sealed_other sorts out. */
+static inline __attribute__((always_inline)) void nd_free_sealed_in(void *p, nd_segment *s, nd_page *pg, nd_tcache *tc)
 {
-    /* A page of the plain kind of the thread's node is a small or medium
-       page in use (segment.h: every other page's kind is ND_KIND_NONE),
-       so that one compare stands for the segment's kind too; the rest
-       (large and huge blocks, other kinds of memory, pages not in use)
-       go the checked way round (nd_free_sealed_other). */
-    nd_tcache *tc = nd_tls_tc;
-    if (nd_unlikely(!nd_seg_cookie_ok(s) || nd_load_relaxed(&pg->kind) != nd_kind_of(false, tc->heap.node))) {
+    if (nd_unlikely(!nd_seg_cookie_ok(s) || !nd_page_block_ok_shared(pg, p) || !nd_block_is_sealed(p, pg->block_size))) {
         nd_free_sealed_other(p, s, pg);
         return;
     }
     uintptr_t mark = nd_block_mark_of(p);
-    if (nd_unlikely(!nd_page_block_ok_shared(pg, p) || ((uintptr_t *)p)[1] == mark ||
-                    !nd_block_is_sealed(p, pg->block_size))) {
+    if (nd_unlikely(((uintptr_t *)p)[1] == mark)) {
         nd_free_sealed_other(p, s, pg);
         return;
     }
@@ -290,6 +285,27 @@ static nd_noinline void nd_free_sealed(void *p, nd_segment *s, nd_page *pg)
         return;
     }
     nd_free_sealed_route(p, s, pg);
+}
+
+/* secure=1: a free nd_free_other_kind did not take (a large or huge
+   block, node-bound memory, another node's, a page not in use or
+   abandoned, a thread without a cache of its own): the checked way round,
+   or the block above (a page whose kind changed in between). */
+static nd_noinline void nd_free_sealed(void *p, nd_segment *s, nd_page *pg)
+{
+    nd_tcache *tc = nd_tls_tc;
+    if ((nd_load_relaxed(&pg->kind) | ND_KIND_SEALED) == tc->kind)
+        nd_free_sealed_in(p, s, pg, tc);
+    else
+        nd_free_sealed_other(p, s, pg);
+}
+
+void nd_free_other_kind(void *p, nd_segment *s, nd_page *pg, nd_tcache *tc)
+{
+    if (nd_likely((nd_load_relaxed(&pg->kind) | ND_KIND_SEALED) == tc->kind))
+        nd_free_sealed_in(p, s, pg, tc);
+    else
+        nd_free_slow(p, s, pg);
 }
 
 /* Every other free the fast path did not take. */

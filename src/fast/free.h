@@ -19,6 +19,8 @@
  *   nd_free_fast: nd_segcache word -> segment -> page descriptor;
  *                 page kind == the thread's: *--bin->cur = p   (bin->cur != bin->low)
  *                 (a node-bound kind: the thread's cache for that node)
+ *   other kind: nd_free_other_kind (free.c) -> secure=1, the thread's plain
+ *                 memory: checked (block start, mark, canary), into the bin
  *   else nd_free_slow (free.c) -> full cache: nd_tcache_push (grows the
  *                                 bin or flushes half or all of it)
  *                              -> no cache of that kind, an abandoned page:
@@ -38,6 +40,10 @@
 #include "thread.h"
 
 void nd_free_slow(void *p, nd_segment *s, nd_page *pg) nd_hidden;   /* p first: it stays in its register */
+/* A block whose page's kind is not tc's and not bound to a node: under
+   secure=1 a block of the thread's plain memory (tc's kind is that kind
+   with ND_KIND_SEALED) checked and cached here; any other, nd_free_slow. */
+void nd_free_other_kind(void *p, nd_segment *s, nd_page *pg, nd_tcache *tc) nd_hidden;
 void nd_free_special(void *p) nd_hidden;   /* NULL, huge, a segment without a word in nd_segcache, or not nodal's */
 /* p is the block on top of the bin it would go to: "double free", abort. */
 _Noreturn void nd_free_twice_in_a_row(const void *p) nd_hidden __attribute__((cold));
@@ -73,7 +79,7 @@ nd_inline void nd_free_fast(void *p)
     nd_tcache *tc = nd_tls_tc;
     if (nd_unlikely(kind != tc->kind)) {
         if (!nd_kind_is_bound(kind)) {
-            nd_free_slow(p, s, pg);
+            nd_free_other_kind(p, s, pg, tc);
             return;
         }
         tc = nd_tls_thread->node_tc[nd_kind_node(kind)];

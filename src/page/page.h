@@ -141,12 +141,12 @@ static inline uint64_t *nd_block_end_word(const void *p, size_t block_size)
 {
     return (uint64_t *)((uintptr_t)p + block_size - sizeof(uint64_t));
 }
-/* The canary of block p: a folded multiply of its address with two
-   secrets (a canary read from one block gives no other block's). */
+/* The canary of block p: the folded multiply of its address with two
+   secrets, as the mark's with two others (a canary read from one block
+   gives no other block's). */
 static inline uint64_t nd_block_canary(const void *p)
 {
-    uint64_t h = ((uint64_t)(uintptr_t)p ^ nd_block_canary_key[0]) * nd_block_canary_key[1];
-    return h ^ (h >> 29);
+    return nd_mulfold((uint64_t)(uintptr_t)p ^ nd_block_canary_key[0], nd_block_canary_key[1]);
 }
 /* Is the canary of block p (block_size bytes) intact? */
 static inline bool nd_block_is_sealed(const void *p, size_t block_size)

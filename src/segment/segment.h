@@ -106,6 +106,11 @@ struct nd_page;
    memory of node n is 2 + 2n, memory bound to node n is 3 + 2n (odd). */
 #define ND_KIND_NONE 0u
 #define ND_KIND_NO_PAGE 1u   /* a kind no page has: a thread without a cache of its own (every free of it takes the slow path) */
+/* A flag no page's kind has (kinds fit a byte): a secure=1 plain thread
+   cache's kind is its memory's kind with this bit (tcache.c), so the free
+   fast path's compare fails for every block and its "other kind" branch
+   (nd_free_other_kind, free.c) checks the block before caching it. */
+#define ND_KIND_SEALED 0x100u
 static inline unsigned nd_kind_of(bool bound, int node) { return 2u + 2u * (unsigned)node + (bound ? 1u : 0u); }
 static inline bool     nd_kind_is_bound(unsigned kind) { return kind & 1u; }
 static inline int      nd_kind_node(unsigned kind) { return (int)((kind - 2u) >> 1); }

@@ -22,9 +22,10 @@
  * and is carved in address order); freed blocks that come back through their page are
  * reused in address order (a bin's own in the order freed, last first),
  * not shuffled again at refill (as mimalloc's secure mode, which reuses
- * them in the order freed). The plain cache's kind matches no page, so every free takes the
- * slow path (free.c): not freed already, canary intact, then into the
- * bin. Classes above ND_LOOKUP_MAX (which the fast path does not pad) and
+ * them in the order freed). The plain cache's kind is its memory's with
+ * ND_KIND_SEALED, which matches no page, so every free takes the fast
+ * path's other-kind branch (nd_free_other_kind, free.c): block start, not
+ * freed already, canary intact, then into the bin. Classes above ND_LOOKUP_MAX (which the fast path does not pad) and
  * node-bound caches have bins of capacity 0: their mallocs come here
  * (nd_secure_alloc: a random block of a small bin of candidates), their
  * frees too (nd_secure_keep).

@@ -91,8 +91,8 @@ static unsigned nd_tcache_kind(bool shared, bool bound, int node)
 {
     if (shared)
         return ND_KIND_NONE;
-    if (nd_secure_on() && !bound)
-        return ND_KIND_NO_PAGE;   /* secure=1: every plain free checks the canary on the slow path */
+    if (nd_secure_on() && !bound)   /* secure=1: every plain free checks the block (nd_free_other_kind); secure=2: none is cached */
+        return nd_secure_full() ? ND_KIND_NO_PAGE : nd_kind_of(false, node) | ND_KIND_SEALED;
     return nd_kind_of(bound, node);
 }
 
@@ -403,13 +403,13 @@ static bool nd_tcache_grow(nd_tcache *tc, unsigned c)
     return true;
 }
 
-/* The kind of the blocks tc's bins hold: its kind, but for a plain cache
-   under secure=1, whose kind is ND_KIND_NO_PAGE (so that every free takes
-   the checked slow path, free.c) while its bins hold plain memory of its
-   heap's node (free.c's nd_free_sealed caches nothing else). */
+/* The kind of the blocks tc's bins hold: its kind without the flag a
+   plain cache has under secure=1 (ND_KIND_SEALED: every free is checked
+   on its way in, free.c), whose bins hold plain memory of its heap's node
+   as the default's do. */
 static inline unsigned nd_tcache_bin_kind(const nd_tcache *tc)
 {
-    return nd_unlikely(tc->secure != NULL) && !tc->heap.bound ? nd_kind_of(false, tc->heap.node) : tc->kind;
+    return tc->kind & ~ND_KIND_SEALED;
 }
 
 /* The transfer store of the kind of tc's bins (xfer.h), made on first use

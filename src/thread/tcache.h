@@ -199,7 +199,8 @@ typedef struct nd_bin_info {
  * same allocation; kind == nd_kind_of(heap.bound, heap.node), the kind of
  * the blocks the bins hold (ND_KIND_NONE for a shared heap's cache, which
  * holds none; ND_KIND_NO_PAGE for the static empty and dead caches of
- * thread.c, and for plain caches under secure=1, whose bins hold plain
+ * thread.c and for plain caches under secure=2; that kind with
+ * ND_KIND_SEALED for plain caches under secure=1, whose bins hold plain
  * memory of the heap's node and use that kind's transfer store); cap_bytes == the sum of the bins' cap * class size: a bin
  * grows only while that stays within the option tcache_total, so a thread
  * cache holds at most about that many bytes however many classes it uses
@@ -207,7 +208,8 @@ typedef struct nd_bin_info {
  * gc_samples counts tick roll-overs since the last GC pass. Under secure=2
  * every bin has capacity 0; under secure=1 the bins of classes above
  * ND_LOOKUP_MAX and every bin of a node-bound cache have, the plain
- * cache's kind is ND_KIND_NO_PAGE (every free takes the slow path, which
+ * cache's kind carries ND_KIND_SEALED (no page's kind matches it: every
+ * free takes the fast path's other-kind branch, nd_free_other_kind, which
  * checks the block's canary and then caches it), and the blocks its bins
  * hold carry their canary (secure.h). look_arm is the per-class bound on
  * a plain cache's ticks (follow_thread): nd_tcache_look_arm, or
@@ -222,7 +224,7 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_tcache {
     nd_bin_info  binfo[ND_CLASS_COUNT];
     uint32_t     slot_bytes;
     uint32_t     gc_samples;
-    uint32_t     kind;          /* nd_kind_of(heap.bound, heap.node); the free fast path compares pages' kind with it */
+    uint32_t     kind;          /* nd_kind_of(heap.bound, heap.node) (secure=1: | ND_KIND_SEALED); the free fast path compares pages' kind with it */
     const uint32_t *look_arm;   /* plain: nd_tcache_look_arm, or nd_tcache_look_watched while watched; NULL for the others */
     size_t       cap_bytes;     /* sum over the bins of cap * class size (bounded by tcache_total) */
     uint64_t     prof_rng;      /* prof=1: the state of the sampling draws */
@@ -241,8 +243,8 @@ extern void *nd_tcache_no_slots[1] nd_hidden;
 nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared) nd_hidden;
 /* After tc's heap moved to another node (follow_thread: heap.node is the
    new one): the kind its free fast path compares pages' kind with, that
-   node's plain kind, or under secure=1 still the kind no page has (every
-   plain free checks the block on the slow path). */
+   node's plain kind (under secure=1 with ND_KIND_SEALED: every plain free
+   checks the block, nd_free_other_kind). */
 void       nd_tcache_follow_node(nd_tcache *tc) nd_hidden;
 void       nd_tcache_destroy(nd_tcache *tc) nd_hidden;
 /* In a child after fork: tc belonged to a thread the fork did not copy;

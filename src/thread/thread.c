@@ -528,7 +528,7 @@ static nd_noinline void nd_thread_moved(nd_thread *t, int node)
     nd_thread_cache_flush(tc);
     nd_tcache_xfer_give_back(tc);
     nd_count_add(&h->stats.pages_handed_back, nd_heap_leave(h, node));
-    nd_tcache_follow_node(tc);   /* secure=1: still the kind no page has */
+    nd_tcache_follow_node(tc);   /* secure=1: the new node's plain kind, ND_KIND_SEALED set */
     /* Watched for a while: the next move is seen at its first malloc. */
     t->watch_until = nd_os_now_ms() + ND_WATCH_MS;
     t->watch_from = nd_tcache_requests(tc);
