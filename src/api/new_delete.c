@@ -43,8 +43,8 @@
  * failing throwing form (nothing could catch the exception).
  *
  * Calls into the core: malloc's fast path (ND_BIN_POP_OR, nd_malloc_fast,
- * nd_malloc_slow), nd_free_fast, nd_free_sized and nd_aligned_alloc
- * (alloc.h, free.h), plus nd_fatal for that one message.
+ * nd_malloc_slow), nd_free_fast and nd_aligned_alloc (alloc.h, free.h),
+ * plus nd_fatal for that one message.
  */
 #include <stddef.h>
 #include "alloc.h"
@@ -89,7 +89,9 @@ ND_OP(void,   op_delete_array_al_nt,  "_ZdaPvSt11align_val_tRKSt9nothrow_t", (vo
 enum { ND_OPS_UNKNOWN = 0, ND_OPS_OURS = 1, ND_OPS_REPLACED = 2 };
 static int nd_ops_state;
 
-static nd_cold int nd_ops_check(void)
+/* Not cold: gcc then took every form that calls it for cold too (the
+   cold section, a stack frame, the fast paths' helpers not inlined). */
+static nd_noinline int nd_ops_check(void)
 {
     /* The aliases are weak, so the compiler compares what the linker bound
        (a GOT entry in the shared library) with our own definition. */
@@ -224,101 +226,48 @@ static void *op_new_array_al_nt(size_t n, nd_align_t a, NT t)
 static void op_delete(void *p) { nd_free_fast(p); }
 static void op_delete_al(void *p, nd_align_t a) { (void)a; nd_free_fast(p); }
 
-static void op_delete_array(void *p)
+/* A derived delete while the state is not known to be ND_OPS_OURS (the
+   first call, or a program that replaced some forms): nodal's free, or the
+   form the standard says it calls, through its symbol: sym(p), or
+   sym_al(p, a) when sym is NULL. Out of line, so that a derived delete is
+   one load and branch and a jump here (a tail call, no stack frame)
+   before the free fast path, as the plain delete is without them; with
+   nd_ops_ours inline in each (its call of nd_ops_check on one side), gcc
+   put every derived form in the cold section with a frame and the
+   nd_segcache test not inlined (10 instructions more per sized delete). */
+static nd_noinline void nd_delete_unsure(void *p, nd_align_t a, void (*sym)(void *), void (*sym_al)(void *, nd_align_t))
 {
-    if (nd_unlikely(!nd_ops_ours())) {
-        op_delete_sym(p);
-        return;
-    }
-    nd_free_fast(p);
+    if (nd_ops_ours())
+        nd_free_fast(p);
+    else if (sym != NULL)
+        sym(p);
+    else
+        sym_al(p, a);
 }
 
-static void op_delete_sized(void *p, size_t n)
-{
-    if (nd_unlikely(!nd_ops_ours())) {
-        op_delete_sym(p);
-        return;
-    }
-    nd_free_sized(p, n);
-}
+/* The derived deletes: nodal's free fast path when every form is nodal's,
+   else nd_delete_unsure with the form to call. */
+#define ND_DELETE_DERIVED(p, a, sym, sym_al)                              \
+    do {                                                                  \
+        if (nd_unlikely(nd_load_relaxed(&nd_ops_state) != ND_OPS_OURS)) { \
+            nd_delete_unsure(p, a, sym, sym_al);                          \
+            return;                                                       \
+        }                                                                 \
+        nd_free_fast(p);                                                  \
+    } while (0)
 
-static void op_delete_array_sized(void *p, size_t n)
-{
-    if (nd_unlikely(!nd_ops_ours())) {
-        op_delete_array_sym(p);
-        return;
-    }
-    nd_free_sized(p, n);
-}
-
-static void op_delete_nt(void *p, NT t)
-{
-    (void)t;
-    if (nd_unlikely(!nd_ops_ours())) {
-        op_delete_sym(p);
-        return;
-    }
-    nd_free_fast(p);
-}
-
-static void op_delete_array_nt(void *p, NT t)
-{
-    (void)t;
-    if (nd_unlikely(!nd_ops_ours())) {
-        op_delete_array_sym(p);
-        return;
-    }
-    nd_free_fast(p);
-}
+static void op_delete_array(void *p) { ND_DELETE_DERIVED(p, 0, op_delete_sym, NULL); }
+/* The sized deletes: a block's page knows its size (as free_sized). */
+static void op_delete_sized(void *p, size_t n) { (void)n; ND_DELETE_DERIVED(p, 0, op_delete_sym, NULL); }
+static void op_delete_array_sized(void *p, size_t n) { (void)n; ND_DELETE_DERIVED(p, 0, op_delete_array_sym, NULL); }
+static void op_delete_nt(void *p, NT t) { (void)t; ND_DELETE_DERIVED(p, 0, op_delete_sym, NULL); }
+static void op_delete_array_nt(void *p, NT t) { (void)t; ND_DELETE_DERIVED(p, 0, op_delete_array_sym, NULL); }
 
 /* The aligned deletes ignore the size: an aligned block may sit in a larger
    size class than its size (the first class that is a multiple of the
    alignment), which a size check would take for a mismatch. */
-static void op_delete_array_al(void *p, nd_align_t a)
-{
-    if (nd_unlikely(!nd_ops_ours())) {
-        op_delete_al_sym(p, a);
-        return;
-    }
-    nd_free_fast(p);
-}
-
-static void op_delete_sized_al(void *p, size_t n, nd_align_t a)
-{
-    (void)n;
-    if (nd_unlikely(!nd_ops_ours())) {
-        op_delete_al_sym(p, a);
-        return;
-    }
-    nd_free_fast(p);
-}
-
-static void op_delete_array_sized_al(void *p, size_t n, nd_align_t a)
-{
-    (void)n;
-    if (nd_unlikely(!nd_ops_ours())) {
-        op_delete_array_al_sym(p, a);
-        return;
-    }
-    nd_free_fast(p);
-}
-
-static void op_delete_al_nt(void *p, nd_align_t a, NT t)
-{
-    (void)t;
-    if (nd_unlikely(!nd_ops_ours())) {
-        op_delete_al_sym(p, a);
-        return;
-    }
-    nd_free_fast(p);
-}
-
-static void op_delete_array_al_nt(void *p, nd_align_t a, NT t)
-{
-    (void)t;
-    if (nd_unlikely(!nd_ops_ours())) {
-        op_delete_array_al_sym(p, a);
-        return;
-    }
-    nd_free_fast(p);
-}
+static void op_delete_array_al(void *p, nd_align_t a) { ND_DELETE_DERIVED(p, a, NULL, op_delete_al_sym); }
+static void op_delete_sized_al(void *p, size_t n, nd_align_t a) { (void)n; ND_DELETE_DERIVED(p, a, NULL, op_delete_al_sym); }
+static void op_delete_array_sized_al(void *p, size_t n, nd_align_t a) { (void)n; ND_DELETE_DERIVED(p, a, NULL, op_delete_array_al_sym); }
+static void op_delete_al_nt(void *p, nd_align_t a, NT t) { (void)t; ND_DELETE_DERIVED(p, a, NULL, op_delete_al_sym); }
+static void op_delete_array_al_nt(void *p, nd_align_t a, NT t) { (void)t; ND_DELETE_DERIVED(p, a, NULL, op_delete_array_al_sym); }
