@@ -1,0 +1,51 @@
+#!/bin/sh
+# instr_bounds.sh LIBNODAL INSTR_PAIRS - instructions per allocate/free pair
+# of 32 B, one thread, under callgrind (LD_PRELOAD=LIBNODAL): the count at
+# N = 600,000 pairs minus the count at N = 200,000, divided by 400,000, so
+# start-up, warm-up and exit cancel out. Each case has a bound a little
+# above what the library takes (docs/hardening.md, tenth step), under what
+# it took before that step:
+#   malloc/free, default            <= 78   (76.3; before: 76.3)
+#   malloc/free, secure=1           <= 104  (101.3; before: 109.3: every
+#                                            free through nd_free_slow)
+#   new/sized delete, default       <= 83   (80.4; before: 88.4: the
+#                                            derived deletes in the cold
+#                                            section, with a stack frame)
+#   new/sized delete, secure=1      <= 108  (105.3; before: 122.4)
+# Counts are x86-64's (gcc): skipped elsewhere, and without valgrind.
+# Exit: 0 pass, 1 fail, 77 skip.
+set -u
+lib=${1:?usage: instr_bounds.sh LIBNODAL INSTR_PAIRS}
+prog=${2:?usage: instr_bounds.sh LIBNODAL INSTR_PAIRS}
+skip() { echo "SKIP preload.instr_bounds: $*" >&2; exit 77; }
+[ -f "$lib" ] || { echo "FAIL: expected the library $lib to exist"; exit 1; }
+lib=$(cd "$(dirname "$lib")" && pwd)/$(basename "$lib")   # LD_PRELOAD takes a bare name from the search path
+command -v valgrind >/dev/null 2>&1 || skip "valgrind is not installed"
+[ "$(uname -m)" = x86_64 ] || skip "the bounds are x86-64 instruction counts"
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/nodal-instr.XXXXXX") || exit 1
+trap 'rm -rf "$tmp"' EXIT INT TERM
+
+# total MODE N OPTIONS: callgrind's instruction count of one run.
+total() {
+    NODAL_OPTIONS=$3 LD_PRELOAD=$lib valgrind --tool=callgrind --callgrind-out-file="$tmp/cg" \
+        "$prog" "$1" "$2" >/dev/null 2>"$tmp/err" || { cat "$tmp/err" >&2; return 1; }
+    awk '/^(summary|totals):/ { print $2; exit }' "$tmp/cg"
+}
+
+status=0
+# check MODE OPTIONS BOUND
+check() {
+    a=$(total "$1" 200000 "$2") && b=$(total "$1" 600000 "$2") || { echo "FAIL: $1 [$2] did not run"; status=1; return; }
+    per=$(awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f", (b - a) / 400000 }')
+    if awk -v p="$per" -v m="$3" 'BEGIN { exit !(p <= m) }'; then
+        echo "ok: $1 [${2:-default}] $per instructions per pair (bound $3)"
+    else
+        echo "FAIL: expected $1 [${2:-default}] at most $3 instructions per pair, got $per"
+        status=1
+    fi
+}
+check malloc "" 78
+check malloc secure=1 104
+check new "" 83
+check new secure=1 108
+exit $status
