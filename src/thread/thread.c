@@ -635,7 +635,7 @@ void nd_thread_tier_resolve(void)
     if (t->state != ND_THREAD_LIVE || nd_os_rseq_cpu_off == 0)
         return;
     int cpu = nd_os_current_cpu_fast();
-    if (cpu < 0 || cpu >= ND_MAX_CPUS)
+    if (cpu < 0 || cpu >= nd_topo.cpu_limit)
         return;
     nd_tcache *tcs[ND_TIER_COUNT];
     bool same = true;
