@@ -24,9 +24,13 @@
 /* ---- the static tcaches and records, and TLS ------------------------------ */
 
 /* Their kind is one no page has: every free of a thread without a cache
-   of its own takes the slow path. */
-static nd_tcache nd_tcache_empty = { .bins = { [0 ... ND_CLASS_COUNT - 1] = ND_TCACHE_EMPTY_BIN }, .kind = ND_KIND_NO_PAGE };
-static nd_tcache nd_tcache_dead = { .bins = { [0 ... ND_CLASS_COUNT - 1] = ND_TCACHE_EMPTY_BIN }, .kind = ND_KIND_NO_PAGE };
+   of its own takes the slow path. They are all zero (.bss): their bins
+   have no slots (tcache.h: NULL, NULL, NULL), so a process holds no page
+   of them for reading them (29 KiB of .data did before), only the page
+   of each kind word once written: start-up writes the empty one's (no
+   page exists before), the first thread's end the dead one's. */
+static nd_tcache nd_tcache_empty;
+static nd_tcache nd_tcache_dead;
 
 static nd_thread nd_thread_empty = {
     .node_tc = { [0 ... ND_MAX_NODES - 1] = &nd_tcache_empty },
@@ -112,6 +116,7 @@ static void nd_thread_cache_destroy(nd_tcache *tc)
 
 void nd_thread_process_init(void)
 {
+    nd_store_relaxed(&nd_tcache_empty.kind, ND_KIND_NO_PAGE);
     pthread_key_create(&nd_thread_key, nd_thread_done);
 }
 
@@ -386,6 +391,7 @@ void nd_thread_done(void *arg)
     /* Its tier calls go to the CPU node they ran on. */
     nd_thread_tier_close(t);
     /* From here on this thread allocates from the shared heaps. */
+    nd_store_relaxed(&nd_tcache_dead.kind, ND_KIND_NO_PAGE);
     nd_tls_tc = &nd_tcache_dead;
     nd_tls_thread = &nd_thread_dead;
     nd_tls_tid = 0;
