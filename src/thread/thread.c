@@ -27,8 +27,9 @@
    of its own takes the slow path. They are all zero (.bss): their bins
    have no slots (tcache.h: NULL, NULL, NULL), so a process holds no page
    of them for reading them (29 KiB of .data did before), only the page
-   of each kind word once written: start-up writes the empty one's (no
-   page exists before), the first thread's end the dead one's. */
+   of each kind word, which start-up writes (no page exists before, and no
+   thread can be reading the dead one's yet: a store at a thread's end
+   would race with the plain reads of the threads that ended before). */
 static nd_tcache nd_tcache_empty;
 static nd_tcache nd_tcache_dead;
 
@@ -117,6 +118,7 @@ static void nd_thread_cache_destroy(nd_tcache *tc)
 void nd_thread_process_init(void)
 {
     nd_store_relaxed(&nd_tcache_empty.kind, ND_KIND_NO_PAGE);
+    nd_store_relaxed(&nd_tcache_dead.kind, ND_KIND_NO_PAGE);
     pthread_key_create(&nd_thread_key, nd_thread_done);
 }
 
@@ -391,7 +393,6 @@ void nd_thread_done(void *arg)
     /* Its tier calls go to the CPU node they ran on. */
     nd_thread_tier_close(t);
     /* From here on this thread allocates from the shared heaps. */
-    nd_store_relaxed(&nd_tcache_dead.kind, ND_KIND_NO_PAGE);
     nd_tls_tc = &nd_tcache_dead;
     nd_tls_thread = &nd_thread_dead;
     nd_tls_tid = 0;
