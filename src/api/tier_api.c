@@ -54,7 +54,7 @@ static void *nd_tier_walk(int tier, nd_tier_alloc_fn *fn, size_t a, size_t b)
     }
     int n = preferred ? nd_topo.mem_count : 1;
     for (int i = 0; i < n; i++) {
-        int node = nd_tiers.order[t][from][i];
+        int node = nd_tiers.order[from][t][i];
         if (nd_tier_over_cap(node, 0)) {
             nd_gauge_add(tier_cap_refusals, 1);
             nd_add_relaxed(&nd_gauge.cap_refusals[t][from], 1);
@@ -120,7 +120,7 @@ static __attribute__((noinline)) void *nd_tier_malloc_slow(size_t size, size_t w
     nd_process_ensure();
     if ((unsigned)tier < ND_TIER_COUNT) {
         unsigned cpu = (unsigned)nd_os_current_cpu();
-        if (cpu < ND_MAX_CPUS) {
+        if (cpu < (unsigned)nd_topo.cpu_limit) {   /* nd_tier_by_cpu has rows up to there */
             unsigned node = (uint8_t)nd_tier_by_cpu[cpu][tier];
             if (node < ND_MAX_NODES) {
                 void *p = nd_malloc_node_fast(size, (int)node);
@@ -179,7 +179,7 @@ nd_public int nodal_tier_nodes(int tier, int from_node, int *nodes, int max)
         return -1;
     }
     for (int i = 0; i < nd_topo.mem_count && i < max; i++)
-        nodes[i] = nd_tiers.order[tier][from_node][i];
+        nodes[i] = nd_tiers.order[from_node][tier][i];
     return nd_topo.mem_count;
 }
 

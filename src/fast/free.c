@@ -200,7 +200,8 @@ static nd_noinline void nd_free_sealed_route(void *p, nd_segment *s, nd_page *pg
     nd_tcache *tc = nd_tls_tc;
     if (bin < ND_CLASS_COUNT && tc->binfo[bin].cap_max != 0 &&
         nd_load_relaxed(&pg->kind) == nd_kind_of(false, tc->heap.node)) {
-        if (nd_unlikely(*tc->bins[bin].cur == p))
+        void **cur = tc->bins[bin].cur;   /* NULL: the bin has no slots yet (tcache.h) */
+        if (nd_unlikely(cur != NULL && *cur == p))
             nd_free_twice_in_a_row(p);
         nd_tcache_push(tc, bin, p);   /* grows the bin or flushes half or all of it */
         nd_thread_tick(tc);

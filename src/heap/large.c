@@ -19,7 +19,6 @@
 #include "topo.h"
 
 typedef struct nd_aligned(ND_CACHE_LINE) nd_large_pool {
-    nd_lock_t *lock;    /* ND_LOCK(large_pool, 2 * node + bound) */
     ND_LIST(nd_segment) segs;
     uint32_t  empty;    /* segments with no block */
     size_t    hint;     /* segs.count, also read without the lock (atomics) */
@@ -30,13 +29,14 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_large_pool {
     uint32_t  keep_used;
 } nd_large_pool;
 
+/* Start-up writes none of them (all zero is an empty pool): a process
+   holds pages only of the pools it uses, not 24 KiB for every node id. */
 static nd_large_pool nd_large_pools[ND_MAX_NODES][2];
 
-void nd_large_init(void)
+/* A pool's lock: ND_LOCK(large_pool, 2 * node + bound). */
+static inline nd_lock_t *nd_pool_lock(const nd_large_pool *pool)
 {
-    for (int n = 0; n < ND_MAX_NODES; n++)
-        for (int b = 0; b < 2; b++)
-            nd_large_pools[n][b].lock = ND_LOCK(large_pool, 2 * n + b);
+    return ND_LOCK(large_pool, pool - &nd_large_pools[0][0]);
 }
 
 static size_t nd_round_os(size_t n)
@@ -299,7 +299,7 @@ static int nd_large_commit(nd_large_pool *pool, nd_segment *s, const void *p, si
         nd_gauge_add(committed, (size_t)nd_popcount64(todo) << ND_CHUNK_SHIFT);
         return 0;
     }
-    nd_unlock(pool->lock);
+    nd_unlock(nd_pool_lock(pool));
     uint64_t m = todo, done = 0;
     int rc = 0;
     while (m != 0) {
@@ -314,7 +314,7 @@ static int nd_large_commit(nd_large_pool *pool, nd_segment *s, const void *p, si
         done |= nd_mask_range(a, b);
         m &= ~nd_mask_range(a, b);
     }
-    nd_lock(pool->lock);
+    nd_lock(nd_pool_lock(pool));
     s->committed |= done;
     nd_gauge_add(committed, (size_t)nd_popcount64(done) << ND_CHUNK_SHIFT);
     return rc;
@@ -422,9 +422,9 @@ size_t nd_large_release(void)
     for (int i = 0; (pool = nd_large_next_used(&i)) != NULL;) {
         nd_large_keep_drain(pool, 0, true);   /* kept blocks are free chunks too */
         nd_segment *gone = NULL;
-        nd_lock(pool->lock);
+        nd_lock(nd_pool_lock(pool));
         freed += nd_large_release_pool(pool, &gone);
-        nd_unlock(pool->lock);
+        nd_unlock(nd_pool_lock(pool));
         while (gone != NULL) {
             nd_segment *s = gone;
             gone = s->next;
@@ -522,7 +522,7 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
         }
     }
     bool released = false;
-    nd_lock(pool->lock);
+    nd_lock(nd_pool_lock(pool));
     for (;;) {
         nd_segment *s;
         unsigned i = 64;
@@ -541,7 +541,7 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
         if (s == NULL)
             s = nd_large_regain(pool, k, step, &i);
         if (s == NULL) {
-            nd_unlock(pool->lock);
+            nd_unlock(nd_pool_lock(pool));
             uint64_t refused = nd_os_map_refusals();
             s = nd_node_seg_get(node, bound, ND_SEG_LARGE);
             if (s == NULL) {
@@ -552,15 +552,15 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
                    k chunks, or a new segment, may map now. */
                 released = true;
                 bool freed = nd_large_release_after(refused);
-                nd_lock(pool->lock);
+                nd_lock(nd_pool_lock(pool));
                 if (freed)
                     continue;
-                nd_unlock(pool->lock);
+                nd_unlock(nd_pool_lock(pool));
                 errno = ENOMEM;
                 return NULL;
             }
             s->free_mask &= ~(uint64_t)1;   /* chunk 0: the header */
-            nd_lock(pool->lock);
+            nd_lock(nd_pool_lock(pool));
             nd_list_push_front(&pool->segs, s);
             nd_add_relaxed(&pool->hint, 1);
             pool->empty++;
@@ -575,12 +575,12 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
             nd_large_give(s, i, k, nd_os_now_ms());
             if (--s->used_pages == 0)
                 pool->empty++;
-            nd_unlock(pool->lock);
+            nd_unlock(nd_pool_lock(pool));
             errno = ENOMEM;
             return NULL;
         }
         int guarded = nd_large_guard(s, p, usable);
-        nd_unlock(pool->lock);
+        nd_unlock(nd_pool_lock(pool));
         nd_gauge_active((long)usable);
         if (guarded != 0) {
             nd_large_free(s, &s->pages[i], p);   /* out of mappings (vm.max_map_count) */
@@ -607,9 +607,9 @@ static nd_noinline void nd_large_give_tailed(nd_segment *s, unsigned i, unsigned
 static size_t nd_large_give_back(nd_segment *s, nd_page *pg, void *p)
 {
     nd_large_pool *pool = &nd_large_pools[s->node][s->bound ? 1 : 0];
-    nd_lock(pool->lock);
+    nd_lock(nd_pool_lock(pool));
     if (!pg->in_use || pg->start != (uint8_t *)p) {
-        nd_unlock(pool->lock);
+        nd_unlock(nd_pool_lock(pool));
         return 0;
     }
     size_t bytes = pg->block_size;
@@ -631,7 +631,7 @@ static size_t nd_large_give_back(nd_segment *s, nd_page *pg, void *p)
             release = s;
         }
     }
-    nd_unlock(pool->lock);
+    nd_unlock(nd_pool_lock(pool));
     nd_gauge_active(-(long)bytes);
     if (release != NULL && (release->unmapped | release->tails) != 0) {
         nd_seg_unmap(release);   /* with holes or tails: never cached (segment.h) */
@@ -665,12 +665,12 @@ size_t nd_large_free(nd_segment *s, nd_page *pg, void *p)
 static void nd_large_keep_drain(nd_large_pool *pool, uint64_t now, bool force)
 {
     if (!force) {
-        nd_lock(pool->lock);
+        nd_lock(nd_pool_lock(pool));
         uint64_t delay = (uint64_t)nd_opt(ND_OPT_purge_delay);
         bool due = now >= pool->keep_check + delay;
         if (due)
             pool->keep_check = now;
-        nd_unlock(pool->lock);
+        nd_unlock(nd_pool_lock(pool));
         if (!due || __atomic_exchange_n(&pool->keep_used, 0, __ATOMIC_RELAXED))
             return;
     }
@@ -690,7 +690,7 @@ bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
     size_t need = nd_round_os(size == 0 ? 1 : size);
     unsigned k2 = nd_chunks_of(need + nd_seg_guard);
     nd_large_pool *pool = &nd_large_pools[s->node][s->bound ? 1 : 0];
-    nd_lock(pool->lock);
+    nd_lock(nd_pool_lock(pool));
     if (nd_seg_guard != 0) {
         /* secure=1: in place while the run stays (its usable bytes are the
            run's) and the size needs at least half of its chunks (a block may
@@ -699,13 +699,13 @@ bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
            a copy into a run that has one): realloc copies. */
         bool whole = pg->block_size + nd_seg_guard == (size_t)pg->reserved << ND_CHUNK_SHIFT;
         bool same = pg->in_use && (whole ? k2 <= pg->reserved && 2 * k2 >= pg->reserved : need <= pg->block_size);
-        nd_unlock(pool->lock);
+        nd_unlock(nd_pool_lock(pool));
         *delta = 0;
         return same;
     }
     unsigned i = pg->index, k = pg->reserved;
     if (!pg->in_use || i + k2 > 64) {
-        nd_unlock(pool->lock);
+        nd_unlock(nd_pool_lock(pool));
         return false;
     }
     unsigned last = i + k - 1u;
@@ -717,14 +717,14 @@ bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
             pg->reserved = (uint16_t)--k;
         } else if ((k2 > k || need > ((size_t)k - 1u) * ND_CHUNK_SIZE + s->tail_from[last]) &&
                    !nd_seg_remap_tail(s, last)) {
-            nd_unlock(pool->lock);
+            nd_unlock(nd_pool_lock(pool));
             return false;
         }
     }
     if (k2 > k) {
         uint64_t more = nd_mask_range(i + k, i + k2 - 1);
         if ((s->free_mask & more) != more) {
-            nd_unlock(pool->lock);
+            nd_unlock(nd_pool_lock(pool));
             return false;
         }
         s->free_mask &= ~more;
@@ -733,7 +733,7 @@ bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
         if (nd_large_commit(pool, s, pg->start, need) != 0) {
             pg->reserved = (uint16_t)k;
             nd_large_give(s, i + k, k2 - k, nd_os_now_ms());
-            nd_unlock(pool->lock);
+            nd_unlock(nd_pool_lock(pool));
             return false;
         }
     } else if (k2 < k) {
@@ -742,7 +742,7 @@ bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
     }
     *delta = (long)need - (long)pg->block_size;
     pg->block_size = (uint32_t)need;
-    nd_unlock(pool->lock);
+    nd_unlock(nd_pool_lock(pool));
     nd_gauge_active(*delta);
     return true;
 }
@@ -753,11 +753,11 @@ void nd_large_maintain(uint64_t now, bool force)
     nd_large_pool *pool;
     for (int i = 0; (pool = nd_large_next_used(&i)) != NULL;) {
         nd_large_keep_drain(pool, now, force);
-        nd_lock(pool->lock);
+        nd_lock(nd_pool_lock(pool));
         for (nd_segment *s = pool->segs.first; s != NULL; s = s->next)
             if (s->purge_mask != 0 && (force || now >= s->purge_at))
                 nd_seg_purge(s, s->purge_mask);
-        nd_unlock(pool->lock);
+        nd_unlock(nd_pool_lock(pool));
     }
 }
 
@@ -768,7 +768,7 @@ bool nd_large_is_valid(void)
         int node = nd_topo.mem_ids[n];
         for (int b = 0; b < 2 && ok; b++) {
             nd_large_pool *pool = &nd_large_pools[node][b];
-            nd_lock(pool->lock);
+            nd_lock(nd_pool_lock(pool));
             uint32_t empty = 0;
             size_t count = 0;
             for (nd_segment *s = pool->segs.first; s != NULL && ok; s = s->next, count++) {
@@ -810,7 +810,7 @@ bool nd_large_is_valid(void)
             }
             ok = ok && empty == pool->empty && empty <= nd_large_spare() && count == pool->segs.count &&
                  count == nd_load_relaxed(&pool->hint);
-            nd_unlock(pool->lock);
+            nd_unlock(nd_pool_lock(pool));
         }
     }
     return ok;

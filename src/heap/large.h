@@ -107,7 +107,6 @@
    1 MiB, three to a segment, emptied one in 50 calls with one kept. */
 #define ND_LARGE_SPARE_GUARDED 4
 
-void   nd_large_init(void) nd_hidden;
 /* A large block of `size` bytes, aligned to `alignment` (0 or a power of
    two up to 2 MiB), of (node, bound) memory. *bytes = its usable size.
    NULL with errno = ENOMEM. */

@@ -217,7 +217,7 @@ static bool nd_key_less(const uint64_t a[4], const uint64_t b[4])
 
 static void nd_tier_order(int t, int c)
 {
-    int8_t *o = nd_tiers.order[t][c];
+    int8_t *o = nd_tiers.order[c][t];
     int n = nd_topo.mem_count;
     for (int i = 0; i < n; i++)
         o[i] = (int8_t)nd_topo.mem_ids[i];
@@ -245,8 +245,10 @@ static bool nd_tiers_filled;
 
 void nd_tier_read(const char *sys, const char *measured)
 {
-    if (nd_tiers_filled)
+    if (nd_tiers_filled) {
         memset(&nd_tiers, 0, sizeof nd_tiers);
+        memset(nd_tier_by_cpu, 0, sizeof nd_tier_by_cpu);
+    }
     nd_tiers_filled = true;
     for (int n = 0; n < ND_MAX_NODES; n++)
         nd_tiers.kernel_tier[n] = -1;
@@ -313,11 +315,11 @@ void nd_tier_read(const char *sys, const char *measured)
             continue;
         nd_tiers.source[m] = nd_tiers.source[best];
         for (int t = 0; t < ND_TIER_COUNT; t++)
-            memcpy(nd_tiers.order[t][m], nd_tiers.order[t][best], sizeof nd_tiers.order[t][m]);
+            memcpy(nd_tiers.order[m][t], nd_tiers.order[best][t], sizeof nd_tiers.order[m][t]);
     }
     for (int t = 0; t < ND_TIER_COUNT; t++)
-        for (int cpu = 0; cpu < ND_MAX_CPUS; cpu++)
-            nd_tier_by_cpu[cpu][t] = nd_tiers.order[t][nd_topo_cpu_node(cpu)][0];
+        for (int cpu = 0; cpu < nd_topo.cpu_limit; cpu++)   /* not all ND_MAX_CPUS: 16 KiB */
+            nd_tier_by_cpu[cpu][t] = nd_tiers.order[nd_topo_cpu_node(cpu)][t][0];
 
     static const nd_opt_id caps[ND_TIER_COUNT] = { ND_OPT_tier_latency_max, ND_OPT_tier_bandwidth_max,
                                                    ND_OPT_tier_capacity_max };
@@ -327,7 +329,7 @@ void nd_tier_read(const char *sys, const char *measured)
         for (int c = 0; c < ND_MAX_NODES; c++) {
             if (!(nd_topo.flags[c] & ND_NODE_HAS_CPU))
                 continue;
-            int first = nd_tiers.order[t][c][0];
+            int first = nd_tiers.order[c][t][0];
             nd_tiers.first_tiers[first] |= (uint8_t)(1u << t);
             if (nd_tiers.cap[t] != 0)
                 nd_tiers.cap_tiers[first] |= (uint8_t)(1u << t);
@@ -345,7 +347,7 @@ int nd_tier_node(int t, int from)
     if ((unsigned)t >= ND_TIER_COUNT || (unsigned)from >= ND_MAX_NODES ||
         !(nd_topo.flags[from] & ND_NODE_PRESENT))
         return -1;
-    return nd_tiers.order[t][from][0];
+    return nd_tiers.order[from][t][0];
 }
 
 unsigned nd_tier_over_cap(int node, size_t size)

@@ -24,10 +24,12 @@
  * the lower id.
  *
  * Invariants:
- *  - order[t][c][0 .. count[c]) lists every node with memory exactly once,
+ *  - order[c][t][0 .. count[c]) lists every node with memory exactly once,
  *    for every present node c and every tier t; count[c] == nd_topo.mem_count.
- *  - nd_tier_by_cpu[cpu][t] == order[t][nd_topo_cpu_node(cpu)][0] for
- *    every cpu below ND_MAX_CPUS once read; 0 before start-up (a thread
+ *  - nd_tier_by_cpu[cpu][t] == order[nd_topo_cpu_node(cpu)][t][0] for
+ *    every cpu below nd_topo.cpu_limit once read (the CPU ids the kernel
+ *    can give, topo.h; the rows above are never read nor written, so
+ *    they take no memory); 0 before start-up (a thread
  *    that has not started has only empty caches, so a call that early
  *    takes the slow path, which starts nodal), always a valid node index.
  *  - first_tiers[n] has bit t set iff node n is the first choice of tier t
@@ -60,16 +62,20 @@ typedef struct nd_tier_attr {
 } nd_tier_attr;
 
 typedef struct nd_tiers_s {
-    int8_t       order[ND_TIER_COUNT][ND_MAX_NODES][ND_MAX_NODES];  /* [tier][from node][rank] */
+    /* Start-up writes the rows of the present nodes only, and the small
+       per-node arrays come first, the big attribute matrix last: on a
+       machine of one or two nodes the table touches one or two pages of
+       its 79 KiB (docs/how-it-works.md, "What every process holds"). */
+    int8_t       order[ND_MAX_NODES][ND_TIER_COUNT][ND_MAX_NODES];  /* [from node][tier][rank] */
     uint8_t      source[ND_MAX_NODES];                              /* ND_TIER_SRC_* per CPU node */
-    uint64_t     near[ND_MAX_NODES];                                /* near nodes of each node, a mask */
-    nd_tier_attr attr[ND_MAX_NODES][ND_MAX_NODES];                  /* [initiator][target] */
-    int16_t      kernel_tier[ND_MAX_NODES];                         /* memory_tierN, -1 = none */
-    uint64_t     mem_bytes[ND_MAX_NODES];                           /* MemTotal of each node */
     uint8_t      first_tiers[ND_MAX_NODES];                         /* bit t: a first choice of tier t */
     uint8_t      cap_tiers[ND_MAX_NODES];                           /* bit t: capped by tier t */
+    int16_t      kernel_tier[ND_MAX_NODES];                         /* memory_tierN, -1 = none */
+    uint64_t     near[ND_MAX_NODES];                                /* near nodes of each node, a mask */
+    uint64_t     mem_bytes[ND_MAX_NODES];                           /* MemTotal of each node */
     size_t       cap[ND_TIER_COUNT];                                /* bytes, 0 = no cap */
     bool         any_cap;
+    nd_tier_attr attr[ND_MAX_NODES][ND_MAX_NODES];                  /* [initiator][target] */
 } nd_tiers_t;
 
 extern nd_tiers_t nd_tiers nd_hidden;

@@ -5,6 +5,7 @@
  */
 #include "topo.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include "options.h"
@@ -45,10 +46,27 @@ static void nd_mark_flag(int id, void *arg)
         nd_warn("node %d is beyond NODAL_MAX_NODES (%d) and is ignored", id, ND_MAX_NODES);
 }
 
+/* CPUs [from, to) become known ones, of no node yet. */
+static void nd_topo_limit_cpus(int to)
+{
+    for (int c = nd_topo.cpu_limit; c < to; c++)
+        nd_topo.cpu_node[c] = -1;
+    if (to > nd_topo.cpu_limit)
+        nd_topo.cpu_limit = to;
+}
+
+static void nd_mark_possible(int cpu, void *arg)
+{
+    (void)arg;
+    if (cpu >= 0 && cpu < ND_MAX_CPUS)
+        nd_topo_limit_cpus(cpu + 1);
+}
+
 static void nd_mark_cpu(int cpu, void *arg)
 {
     int node = (int)(intptr_t)arg;
     if (cpu >= 0 && cpu < ND_MAX_CPUS) {
+        nd_topo_limit_cpus(cpu + 1);   /* a node's CPU the possible list left out */
         nd_topo.cpu_node[cpu] = (int16_t)node;
         if (cpu + 1 > nd_topo.cpu_count)
             nd_topo.cpu_count = cpu + 1;
@@ -59,9 +77,9 @@ static void nd_topo_single_node(void)
 {
     nd_topo.flags[0] = ND_NODE_PRESENT | ND_NODE_HAS_MEM | ND_NODE_HAS_CPU;
     nd_topo.distance[0][0] = 10;
-    for (int c = 0; c < ND_MAX_CPUS; c++)
+    for (int c = 0; c < nd_topo.cpu_limit; c++)
         nd_topo.cpu_node[c] = 0;
-    nd_topo.cpu_count = ND_MAX_CPUS;
+    nd_topo.cpu_count = nd_topo.cpu_limit;
 }
 
 void nd_topo_init(void)
@@ -72,9 +90,15 @@ void nd_topo_init(void)
 void nd_topo_read(const char *sys)
 {
     char buf[4096], path[ND_SYS_PATH_MAX];
-    memset(&nd_topo, 0, sizeof nd_topo);
-    for (int c = 0; c < ND_MAX_CPUS; c++)
-        nd_topo.cpu_node[c] = -1;
+    /* Clears what an earlier read wrote (a test reads fixture trees one
+       after another): the first finds the table zero, as the loader left
+       it, and the CPU rows it does not write stay untouched (topo.h). */
+    memset(&nd_topo, 0, offsetof(nd_topo_t, cpu_node) + (size_t)nd_topo.cpu_limit * sizeof nd_topo.cpu_node[0]);
+    snprintf(path, sizeof path, "%s/devices/system/cpu/possible", sys);
+    if (nd_os_read_file(path, buf, sizeof buf) > 0)
+        nd_parse_list(buf, nd_mark_possible, NULL);
+    if (nd_topo.cpu_limit == 0)
+        nd_topo_limit_cpus(ND_MAX_CPUS);
 
     snprintf(path, sizeof path, ND_SYS_NODE "/online", sys);
     if (nd_os_read_file(path, buf, sizeof buf) <= 0) {
@@ -151,7 +175,7 @@ bool nd_topo_node_has_memory(int node)
 
 int nd_topo_cpu_node(int cpu)
 {
-    if (cpu < 0 || cpu >= ND_MAX_CPUS || nd_topo.cpu_node[cpu] < 0)
+    if (cpu < 0 || cpu >= nd_topo.cpu_limit || nd_topo.cpu_node[cpu] < 0)
         return nd_topo.mem_ids[0];
     return nd_topo.cpu_node[cpu];
 }

@@ -9,7 +9,15 @@
  *  - nd_topo.mem_ids lists the nodes that have memory, ascending; node-targeted
  *    allocation accepts exactly these ids.
  *  - every known CPU maps to a node; on a machine without /sys node
- *    information there is one node, 0, holding every CPU and all memory.
+ *    information there is one node, 0, holding every possible CPU and all
+ *    memory.
+ *  - cpu_count <= cpu_limit <= ND_MAX_CPUS. cpu_limit is the highest CPU id
+ *    the kernel can ever give + 1 (/sys/devices/system/cpu/possible, which
+ *    counts CPUs not online yet; ND_MAX_CPUS when unknown). Only
+ *    cpu_node[0 .. cpu_limit) is written (-1 where unknown); the entries
+ *    above stay 0 and are never read, so tables by CPU (this one, the
+ *    tiers' by CPU) hold pages for the CPUs the machine can have, not for
+ *    ND_MAX_CPUS.
  */
 #ifndef ND_TOPO_H
 #define ND_TOPO_H
@@ -28,8 +36,9 @@ typedef struct nd_topo_s {
     uint8_t  flags[ND_MAX_NODES];          /* ND_NODE_* per id */
     uint8_t  distance[ND_MAX_NODES][ND_MAX_NODES];  /* 0 = unknown */
     int      nearest_mem[ND_MAX_NODES];    /* for a CPU-only node: closest node with memory */
-    int16_t  cpu_node[ND_MAX_CPUS];        /* -1 = unknown CPU */
     int      cpu_count;                    /* highest known CPU id + 1 */
+    int      cpu_limit;                    /* highest possible CPU id + 1 */
+    int16_t  cpu_node[ND_MAX_CPUS];        /* -1 = unknown CPU; last: see cpu_limit */
 } nd_topo_t;
 
 extern nd_topo_t nd_topo nd_hidden;

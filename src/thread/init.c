@@ -13,7 +13,6 @@
 #include "init.h"
 
 #include <pthread.h>
-#include "large.h"
 #include "lock.h"
 #include "options.h"
 #include "os.h"
@@ -78,7 +77,6 @@ void nd_process_init(void)
         nd_seg_init();
         nd_page_keys_init();
         nd_secure_init();
-        nd_large_init();
         nd_tcache_process_init();   /* before the first cache */
         nd_thread_process_init();
         if (nd_opt(ND_OPT_stats) > 0)

@@ -14,7 +14,6 @@
 #include "topo.h"
 #include "xfer.h"
 
-void *nd_tcache_no_slots[1];   /* the NULL sentinel of every bin without slots */
 
 #define ND_GC_MIN_SAMPLES 8
 
@@ -168,7 +167,7 @@ nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         nd_bin *b = &tc->bins[c];
         end += caps[c];
-        b->cur = b->empty = b->low = nd_tcache_no_slots;
+        b->cur = b->empty = b->low = NULL;   /* no slots yet (tcache.h) */
         b->tick = nd_tcache_arm_max(tc, c);
         tc->binfo[c].armed = (uint32_t)b->tick;
         tc->binfo[c].period_left = ND_TICK_PERIOD;
@@ -192,7 +191,7 @@ nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
 /* Has bin c its slots yet (nd_bin_activate)? */
 static inline bool nd_bin_is_active(const nd_tcache *tc, unsigned c)
 {
-    return tc->bins[c].empty != nd_tcache_no_slots;
+    return tc->bins[c].empty != NULL;
 }
 
 /* The first use of bin c (a class with a cache): it takes its slots, at
@@ -455,7 +454,7 @@ static void nd_tcache_check_sealed(void *const *v, size_t n, size_t block_size, 
 bool nd_tcache_fill(nd_tcache *tc, unsigned c)
 {
     nd_bin *bin = &tc->bins[c];
-    nd_assert2(bin->cur == bin->empty && *bin->empty == NULL);
+    nd_assert2(bin->cur == bin->empty && (bin->empty == NULL || *bin->empty == NULL));
     nd_bin_info *bi = &tc->binfo[c];
     if (nd_unlikely(!nd_bin_is_active(tc, c)))
         nd_bin_activate(tc, c);
@@ -675,7 +674,7 @@ static void nd_tcache_send_home(nd_tcache *tc, unsigned cls, void **from, void *
 void nd_tcache_flush(nd_tcache *tc, unsigned c, size_t n)
 {
     nd_bin *bin = &tc->bins[c];
-    nd_assert2(bin->low <= bin->cur && bin->cur <= bin->empty && *bin->empty == NULL);
+    nd_assert2(bin->low <= bin->cur && bin->cur <= bin->empty && (bin->empty == NULL || *bin->empty == NULL));
     size_t count = (size_t)(bin->empty - bin->cur);
     if (n > count)
         n = count;
@@ -951,12 +950,12 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         const nd_bin *b = &tc->bins[c];
         const nd_bin_info *bi = &tc->binfo[c];
-        if (!(b->low <= b->cur && b->cur <= b->empty) || *b->empty != NULL ||
+        if (!(b->low <= b->cur && b->cur <= b->empty) || (b->empty != NULL && *b->empty != NULL) ||
             (size_t)(b->empty - b->low) != bi->cap || bi->cap > bi->cap_max)
             return false;
         /* Without its slots: capacity 0; with them: its own, up to cap_max. */
         if (nd_bin_is_active(tc, c) ? bi->cap_max == 0 || b->empty != (void *const *)(tc + 1) + bi->slot_end
-                                    : bi->cap != 0 || b->cur != nd_tcache_no_slots || b->low != nd_tcache_no_slots)
+                                    : bi->cap != 0 || b->cur != NULL || b->low != NULL)
             return false;
         for (void *const *it = b->cur; it < b->empty; it++) {
             const nd_page *pg = nd_page_of(nd_seg_base(*it), *it);

@@ -21,9 +21,11 @@
  *   free:   cur == low   -> slow path (flush), else *--cur = p
  *   a bin with cap 0 has low == cur == empty: every call takes the slow path.
  *   A bin has no slots of its own until its class is first used: low, cur
- *   and empty are then the shared nd_tcache_no_slots (the slow path gives
- *   it its slots, nd_bin_activate in tcache.c), so the slots a thread
- *   touches are those of the classes it uses.
+ *   and empty are then NULL (the slow path gives it its slots,
+ *   nd_bin_activate in tcache.c), so the slots a thread touches are those
+ *   of the classes it uses, and an all-zero cache (thread.c's static
+ *   empty and dead ones, in .bss) is one whose every call takes the slow
+ *   path.
  *
  * tick counts requests down; when the fast path takes it to 0 it goes to
  * the slow path, which adds the value the tick was armed with (info.armed)
@@ -53,8 +55,8 @@
 /*
  * Hot part of a bin, read and written by the fast paths (one cache line).
  * Invariants: low <= cur <= empty; empty - low == info.cap <= info.cap_max;
- * *empty == NULL; either the bin has no slots yet (low == cur == empty ==
- * nd_tcache_no_slots, cap == 0) or cap_max != 0 and empty is its own
+ * either the bin has no slots yet (low == cur == empty == NULL, cap == 0)
+ * or cap_max != 0, *empty == NULL and empty is its own
  * sentinel slot (slot info.slot_end of its cache); [cur, empty) are free blocks of the bin's class, each
  * carrying the freed-block mark (page.h), from pages of the tcache's kind
  * of memory: its heap's pages, and pages of other heaps of that kind whose
@@ -232,10 +234,6 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_tcache {
     nd_heap      heap;
 } nd_tcache;
 
-/* The bins a thread uses before it starts, and after it is torn down: all
-   empty, capacity 0, so every fast path takes its slow path. */
-extern void *nd_tcache_no_slots[1] nd_hidden;
-#define ND_TCACHE_EMPTY_BIN { .cur = nd_tcache_no_slots, .empty = nd_tcache_no_slots, .low = nd_tcache_no_slots }
 
 /* A new thread cache with its heap for (node, bound), owner `tid`;
    `shared`: no cache (capacity 0), for the locked shared heaps. NULL when

@@ -24,9 +24,14 @@
 /* ---- the static tcaches and records, and TLS ------------------------------ */
 
 /* Their kind is one no page has: every free of a thread without a cache
-   of its own takes the slow path. */
-static nd_tcache nd_tcache_empty = { .bins = { [0 ... ND_CLASS_COUNT - 1] = ND_TCACHE_EMPTY_BIN }, .kind = ND_KIND_NO_PAGE };
-static nd_tcache nd_tcache_dead = { .bins = { [0 ... ND_CLASS_COUNT - 1] = ND_TCACHE_EMPTY_BIN }, .kind = ND_KIND_NO_PAGE };
+   of its own takes the slow path. They are all zero (.bss): their bins
+   have no slots (tcache.h: NULL, NULL, NULL), so a process holds no page
+   of them for reading them (29 KiB of .data did before), only the page
+   of each kind word, which start-up writes (no page exists before, and no
+   thread can be reading the dead one's yet: a store at a thread's end
+   would race with the plain reads of the threads that ended before). */
+static nd_tcache nd_tcache_empty;
+static nd_tcache nd_tcache_dead;
 
 static nd_thread nd_thread_empty = {
     .node_tc = { [0 ... ND_MAX_NODES - 1] = &nd_tcache_empty },
@@ -112,6 +117,8 @@ static void nd_thread_cache_destroy(nd_tcache *tc)
 
 void nd_thread_process_init(void)
 {
+    nd_store_relaxed(&nd_tcache_empty.kind, ND_KIND_NO_PAGE);
+    nd_store_relaxed(&nd_tcache_dead.kind, ND_KIND_NO_PAGE);
     pthread_key_create(&nd_thread_key, nd_thread_done);
 }
 
@@ -635,7 +642,7 @@ void nd_thread_tier_resolve(void)
     if (t->state != ND_THREAD_LIVE || nd_os_rseq_cpu_off == 0)
         return;
     int cpu = nd_os_current_cpu_fast();
-    if (cpu < 0 || cpu >= ND_MAX_CPUS)
+    if (cpu < 0 || cpu >= nd_topo.cpu_limit)
         return;
     nd_tcache *tcs[ND_TIER_COUNT];
     bool same = true;

@@ -203,21 +203,21 @@ static void *use_two_classes(void *arg)
     unsigned mine = nd_class_of(64), other = nd_class_of(3000);
     size_t active = 0;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
-        active += tc->bins[c].empty != nd_tcache_no_slots;
-    EXPECT(tc->bins[mine].empty == nd_tcache_no_slots && tc->binfo[mine].cap == 0,
+        active += tc->bins[c].empty != NULL;
+    EXPECT(tc->bins[mine].empty == NULL && tc->binfo[mine].cap == 0,
            "a class not used yet to have no slots (cap %u)", tc->binfo[mine].cap);
     void *p = nodal_malloc(64);
-    EXPECT(p != NULL && tc->bins[mine].empty != nd_tcache_no_slots && tc->binfo[mine].cap > 0,
+    EXPECT(p != NULL && tc->bins[mine].empty != NULL && tc->binfo[mine].cap > 0,
            "the first malloc of a class to give its bin slots (cap %u)", tc->binfo[mine].cap);
-    EXPECT(tc->bins[other].empty == nd_tcache_no_slots, "a class this thread has not used to have none");
+    EXPECT(tc->bins[other].empty == NULL, "a class this thread has not used to have none");
     for (int i = 0; i < 2; i++)
         nodal_free(theirs[i]);   /* another thread's blocks: into this thread's cache (it starts at 2) */
-    EXPECT(tc->bins[other].empty != nd_tcache_no_slots && tc->bins[other].empty - tc->bins[other].cur == 2,
+    EXPECT(tc->bins[other].empty != NULL && tc->bins[other].empty - tc->bins[other].cur == 2,
            "the first free of a class to give its bin slots, holding the 2 blocks (%td)",
            tc->bins[other].empty - tc->bins[other].cur);
     size_t now = 0;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
-        now += tc->bins[c].empty != nd_tcache_no_slots;
+        now += tc->bins[c].empty != NULL;
     EXPECT(now == active + 2, "exactly two more bins with slots (%zu, before %zu)", now, active);
     EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
     nodal_free(p);

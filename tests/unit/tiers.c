@@ -29,7 +29,7 @@ static void expect_order(int t, int from, const int *want, int n)
     char got[128] = "", exp[128] = "";
     size_t gl = 0, el = 0;
     for (int i = 0; i < nd_topo.mem_count; i++)
-        gl += (size_t)snprintf(got + gl, sizeof got - gl, " %d", nd_tiers.order[t][from][i]);
+        gl += (size_t)snprintf(got + gl, sizeof got - gl, " %d", nd_tiers.order[from][t][i]);
     for (int i = 0; i < n; i++)
         el += (size_t)snprintf(exp + el, sizeof exp - el, " %d", want[i]);
     EXPECT(nd_topo.mem_count == n && strcmp(got, exp) == 0, "the %s order from node %d to be%s, got%s",
@@ -143,7 +143,7 @@ static void every_order_lists_every_node_once(void)
             for (int t = 0; t < ND_TIER_COUNT; t++) {
                 uint64_t seen = 0;
                 for (int i = 0; i < nd_topo.mem_count; i++) {
-                    int m = nd_tiers.order[t][c][i];
+                    int m = nd_tiers.order[c][t][i];
                     EXPECT(nd_topo_node_has_memory(m) && !((seen >> m) & 1),
                            "%s: the %s order from node %d to list node %d once, a node with memory",
                            trees[f], nd_tier_name(t), c, m);
@@ -201,6 +201,44 @@ static void cap_bytes_count_each_tiers_first_choices(void)
         nd_gauge.bound_mapped[n] = before[n];
 }
 
+/* The tables by CPU have rows for the CPUs the kernel can give
+   (devices/system/cpu/possible: 0-5 in hmat6, whose nodes list CPUs 0-3
+   online), not for ND_MAX_CPUS: the rows above are never written, so they
+   take no memory (docs/how-it-works.md, "What every process holds"), and
+   a CPU id above them counts as unknown. Before, all 4,096 rows of both
+   tables were written (16 KiB of nd_tier_by_cpu, 8 KiB of cpu_node). */
+static void per_cpu_tables_hold_rows_for_the_possible_cpus_only(void)
+{
+    load(ND_FIXTURES "/hmat6", NULL);
+    EXPECT(nd_topo.cpu_count == 4 && nd_topo.cpu_limit == 6, "CPUs 0-3 known, 0-5 possible, got %d and %d",
+           nd_topo.cpu_count, nd_topo.cpu_limit);
+    for (int cpu = 4; cpu < 6; cpu++) {
+        EXPECT(nd_topo.cpu_node[cpu] == -1 && nd_topo_cpu_node(cpu) == nd_topo.mem_ids[0],
+               "possible CPU %d, not online, to be of no node (node %d), got %d", cpu, nd_topo.mem_ids[0],
+               nd_topo.cpu_node[cpu]);
+        for (int t = 0; t < ND_TIER_COUNT; t++)
+            EXPECT(nd_tier_by_cpu[cpu][t] == nd_tiers.order[nd_topo.mem_ids[0]][t][0],
+                   "possible CPU %d's %s node to be its node's first, %d, got %d", cpu, nd_tier_name(t),
+                   nd_tiers.order[nd_topo.mem_ids[0]][t][0], nd_tier_by_cpu[cpu][t]);
+    }
+    int written = 0;
+    for (int cpu = 6; cpu < ND_MAX_CPUS; cpu++)
+        written += nd_topo.cpu_node[cpu] != 0 || nd_tier_by_cpu[cpu][ND_TIER_BANDWIDTH] != 0 ||
+                   nd_tier_by_cpu[cpu][ND_TIER_CAPACITY] != 0;
+    EXPECT(written == 0, "no row above the possible CPUs to be written, got %d", written);
+    EXPECT(nd_topo_cpu_node(6) == nd_topo.mem_ids[0] && nd_topo_cpu_node(ND_MAX_CPUS - 1) == nd_topo.mem_ids[0],
+           "a CPU id above the possible ones to be of no node");
+
+    /* No node information (a container without /sys/devices/system/node):
+       node 0 holds the possible CPUs, not ND_MAX_CPUS of them. */
+    load(ND_FIXTURES "/nonode3", NULL);
+    EXPECT(nd_topo.mem_count == 1 && nd_topo.cpu_count == 3 && nd_topo.cpu_limit == 3,
+           "one node and CPUs 0-2, got %d node(s), %d and %d CPUs", nd_topo.mem_count, nd_topo.cpu_count,
+           nd_topo.cpu_limit);
+    EXPECT(nd_topo_cpu_node(2) == 0 && nd_topo.cpu_node[4] == 0 && nd_tier_by_cpu[4][ND_TIER_CAPACITY] == 0,
+           "CPU 2 on node 0, the rows above the possible CPUs cleared of the read before");
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(hmat_attributes_name_each_tiers_node_per_cpu_node),
     ND_CASE(without_hmat_tiers_follow_distances_and_sizes),
@@ -210,5 +248,6 @@ static const struct nd_case cases[] = {
     ND_CASE(every_order_lists_every_node_once),
     ND_CASE(a_tier_cap_counts_only_its_first_choices),
     ND_CASE(cap_bytes_count_each_tiers_first_choices),
+    ND_CASE(per_cpu_tables_hold_rows_for_the_possible_cpus_only),
 };
 ND_MAIN(cases)
