@@ -3,7 +3,9 @@
  * allocator lets the program use, and whether small requests still succeed
  * once large ones fail.
  *
- * For each block size in -s (default 1 MiB) a child process is forked that
+ * For each block size in -s (default 1 MiB), or in -r LO-HI[:N] (N sizes,
+ * default 16, spread evenly from LO to HI, both included; sizes take K, M
+ * suffixes: `-r 16K-128K:29` is every 4 KiB), a child process is forked that
  * sets RLIMIT_AS to -v bytes (default 200 MiB; like `ulimit -v 204800`, the
  * limit covers the whole address space: program, libraries, the allocator's
  * own reservations) and then:
@@ -23,8 +25,10 @@
  * the run then exits 1 after printing them.
  *
  * Reported: blocks, small_ok_pct, refill_pct, fill_pct = blocks * size /
- * (limit - address space in use before step 2), and vm_start_mib, the address
- * space in use when the limit was set.
+ * (limit - address space in use before step 2), vm_start_mib, the address
+ * space in use when the limit was set, and bytes, the block size exactly
+ * (`size` is in whole KiB). bench/aslimit-sweep.py compares allocators over
+ * a range of sizes.
  */
 #define _GNU_SOURCE
 #include "harness.h"
@@ -139,21 +143,49 @@ static void child(struct counts *out, size_t size, long long limit, size_t small
     _exit(0);
 }
 
+#define ASLIMIT_MAX_SIZES 256
+
+/* -r LO-HI[:N]: n sizes spread evenly from lo to hi, into sizes; how many. */
+static int parse_range(const char *arg, long long *sizes)
+{
+    char buf[128];
+    snprintf(buf, sizeof buf, "%s", arg);
+    char *dash = strchr(buf, '-'), *colon = strchr(buf, ':');
+    long long n = 16;
+    if (colon != NULL) {
+        *colon = '\0';
+        n = parse_size(colon + 1);
+    }
+    if (dash == NULL || n < 1 || n > ASLIMIT_MAX_SIZES)
+        die("-r wants LO-HI[:N], N from 1 to %d", ASLIMIT_MAX_SIZES);
+    *dash = '\0';
+    long long lo = parse_size(buf), hi = parse_size(dash + 1);
+    if (lo < 1 || hi < lo)
+        die("-r wants 1 <= LO <= HI");
+    if (lo == hi)
+        n = 1;
+    for (long long i = 0; i < n; i++)
+        sizes[i] = n == 1 ? lo : lo + (hi - lo) * i / (n - 1);
+    return (int)n;
+}
+
 int main(int argc, char **argv)
 {
     bench_init(argc, argv);
-    long long sizes[16] = { 1 << 20 }, limit = 200ll << 20;
+    static long long sizes[ASLIMIT_MAX_SIZES] = { 1 << 20 };
+    long long limit = 200ll << 20;
     long long small = 64, nsmall = 1000;
     int nsizes = 1, opt, failed = 0;
-    while ((opt = getopt(argc, argv, "s:v:x:m:P")) != -1) {
+    while ((opt = getopt(argc, argv, "s:r:v:x:m:P")) != -1) {
         switch (opt) {
-        case 's': nsizes = parse_list(optarg, sizes, 16); break;
+        case 's': nsizes = parse_list(optarg, sizes, ASLIMIT_MAX_SIZES); break;
+        case 'r': nsizes = parse_range(optarg, sizes); break;
         case 'v': limit = parse_size(optarg); break;
         case 'x': small = parse_size(optarg); break;
         case 'm': nsmall = parse_size(optarg); break;
         case 'P': bench_pinning = 0; break;
         default:
-            fprintf(stderr, "usage: aslimit [-s block sizes] [-v address-space limit] [-x small size] [-m small count] [-P]\n");
+            fprintf(stderr, "usage: aslimit [-s block sizes | -r LO-HI[:N]] [-v address-space limit] [-x small size] [-m small count] [-P]\n");
             return 2;
         }
     }
@@ -186,12 +218,12 @@ int main(int argc, char **argv)
         }
         double room = (double)limit - (double)c->vm_before_kib * 1024.0;
         bench_result("aslimit", "size=%zuKiB limit=%lldMiB blocks=%ld small_ok_pct=%.1f idle_ok_pct=%.1f new_ok_pct=%.1f "
-                     "refill_pct=%.1f fill_pct=%.1f vm_start_mib=%.1f",
+                     "refill_pct=%.1f fill_pct=%.1f vm_start_mib=%.1f bytes=%zu",
                      size >> 10, limit >> 20, c->blocks, 100.0 * (double)c->small_ok / (double)nsmall,
                      100.0 * (double)c->idle_ok / (double)nsmall, 100.0 * (double)c->new_ok / (double)nsmall,
                      c->refill_tried ? 100.0 * (double)c->refilled / (double)c->refill_tried : 0.0,
                      room > 0 ? 100.0 * (double)c->blocks * (double)size / room : 0.0,
-                     (double)c->vm_start_kib / 1024.0);
+                     (double)c->vm_start_kib / 1024.0, size);
     }
     return failed;
 }

@@ -103,21 +103,36 @@ static unsigned nd_heap_pick_page(const nd_segment *s)
    that such a page in a segment further down the queue is used before a
    page that would be faulted in; else the first one. The first eight
    segments are looked at, at most (a heap rarely has more with a free
-   page). */
-static nd_segment *nd_heap_pick_segment(const nd_seg_queue *q)
+   page). no_reserve: never the node's reserve (a class it does not serve,
+   below); NULL when the queue has no other segment. */
+static nd_segment *nd_heap_pick_segment(const nd_seg_queue *q, bool no_reserve)
 {
     unsigned n = 0;
     for (nd_segment *s = q->first; s != NULL && n < 8; s = s->next, n++)
-        if ((s->free_mask & nd_heap_resident_pages(s)) != 0)
+        if ((s->free_mask & nd_heap_resident_pages(s)) != 0 && !(no_reserve && nd_node_reserve_is(s)))
             return s;
-    return q->first;
+    nd_segment *s = q->first;
+    if (no_reserve && s != NULL && nd_node_reserve_is(s))
+        s = s->next;   /* a node has one reserve: the next is not it */
+    return s;
 }
+
+/* The largest class the node's reserve (node.h) serves: a shared heap
+   that holds it makes no page of a larger class there, so that a loop of
+   larger requests (16 KiB, say) that fail in their own heap under an
+   address-space limit does not eat the pages meant for the small requests
+   of any thread after it (they would then fail: a 16 KiB page holds three
+   blocks, a 64 B page a thousand). */
+#define ND_RESERVE_CLASS_MAX ((size_t)1 << 10)
+
+static inline bool nd_heap_reserve_serves(unsigned cls) { return nd_class_size[cls] <= ND_RESERVE_CLASS_MAX; }
 
 static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)
 {
     int k = nd_class_is_small(cls) ? 0 : 1;
+    bool no_reserve = h->shared && k == 0 && !nd_heap_reserve_serves(cls);
     for (;;) {
-        nd_segment *s = nd_heap_pick_segment(&h->avail[k]);
+        nd_segment *s = nd_heap_pick_segment(&h->avail[k], no_reserve);
         if (s == NULL) {
             /* Adopt what exited threads left behind before asking for more. */
             if (nd_heap_reclaim(h)) {
@@ -134,8 +149,9 @@ static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)
             if (s == NULL && nd_large_release_after(refused))
                 s = nd_node_seg_get(h->node, h->bound, kind);
             /* Still none: a plain shared heap takes its node's reserve
-               (node.h), the small pages kept for this. */
-            if (s == NULL && h->shared && !h->bound && k == 0)
+               (node.h), the small pages kept for this, for a class it
+               serves. */
+            if (s == NULL && h->shared && !h->bound && k == 0 && !no_reserve)
                 s = nd_node_reserve_take(h->node);
             if (s == NULL) {
                 errno = ENOMEM;
@@ -588,7 +604,7 @@ static bool nd_heap_seg_queue_is_valid(const nd_heap *h, const nd_seg_queue *q, 
         if (s->owner != h || (s->free_mask != 0) != avail || s->bound != h->bound || s->node != h->node ||
             nd_heap_kind_of(s) != k || !nd_seg_is_valid(s))
             return false;
-        if (s->used_pages == 0 && h->spare[k] != s)
+        if (s->used_pages == 0 && h->spare[k] != s && !nd_node_reserve_is(s))
             return false;
     }
     return n == q->count;
@@ -600,7 +616,8 @@ bool nd_heap_is_valid(const nd_heap *h)
         size_t n = 0;
         for (const nd_page *pg = h->pages[c].first; pg != NULL; pg = pg->next, n++) {
             if (!pg->in_use || pg->cls != c || pg->heap != h || pg->in_full || !nd_page_is_valid(pg) ||
-                pg->key != h->tid || pg->kind != nd_heap_kind(h))
+                pg->key != h->tid || pg->kind != nd_heap_kind(h) ||
+                (!nd_heap_reserve_serves(c) && nd_node_reserve_is(nd_seg_base(pg))))
                 return false;
         }
         if (n != h->pages[c].count)

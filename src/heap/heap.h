@@ -45,14 +45,16 @@ typedef ND_LIST(nd_segment) nd_seg_queue;
  *    a shared heap has ND_TID_SHARED and is used under its owner's lock.
  *  - every page in pages[c] or full is in use, owned by this heap (heap ==
  *    this, key == tid, kind == nd_kind_of(bound, node)),
- *    of class c, in a segment in avail[] or used[].
+ *    of class c, in a segment in avail[] or used[]; in its node's reserve
+ *    (node.h: a shared heap's) only if c is of ND_RESERVE_CLASS_MAX (1 KiB,
+ *    heap.c) or less.
  *  - pages[c] holds pages that may have free blocks; the first is tried
  *    first. full holds pages with none, whose xfree is armed to notify
  *    (page.h), or which are already on `notified`.
  *  - avail[k] lists the segments of kind k (0 small, 1 medium) this heap
  *    owns that have a free page; used[k] those that have none. A segment
  *    with no page in use stays owned only as spare[k] (one per kind, given
- *    back after purge_delay unused), so a thread cycling through a
+ *    back after purge_delay unused) or as its node's reserve, so a thread cycling through a
  *    segment's worth of memory does not hand it to the node and back.
  *  - bound == 1: every segment is bound to node; bound == 0: plain, made by
  *    a thread running on node.
