@@ -108,8 +108,15 @@ bool nd_prof_big_due(size_t bytes) nd_hidden;
    requested and `usable` bytes, of (node, bound) memory: its stack, and
    its entry in the live table. */
 void nd_prof_record(void *p, nd_page *pg, size_t size, size_t usable, int node, bool bound) nd_hidden;
+/* The same for a block whose slot is kept elsewhere (a sample slab's cell,
+   tcache.h): its slot in the live table, ND_PROF_LIVE if not recorded
+   (a full table, or the thread inside the profiler already). */
+uint32_t nd_prof_put(void *p, size_t size, size_t usable, int node, bool bound) nd_hidden;
 /* Sampled block p (descriptor pg) is freed or moves: drops its sample. */
 void nd_prof_forget(void *p, nd_page *pg) nd_hidden;
+/* Drops the sample of block p recorded in `slot` (nd_prof_put's; nothing
+   if ND_PROF_LIVE or above, or the slot holds another block now). */
+void nd_prof_drop(void *p, uint32_t slot) nd_hidden;
 
 /* For the reports: the sites table, a consistent copy of live slot i
    (false when it holds no sample), the estimated live bytes, and the
