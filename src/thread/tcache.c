@@ -1065,11 +1065,19 @@ nd_slab_cell *nd_slab_cell_find(const nd_page *pg, const void *p)
     uintptr_t off = (uintptr_t)p - (uintptr_t)slab;
     if (off < ND_SLAB_HEADER || off >= nd_load_relaxed(&slab->bytes))
         return NULL;
-    uint32_t n = nd_load_acquire(&slab->ncells);
-    for (uint32_t i = 0; i < n && i < ND_SLAB_CELLS; i++)
-        if (slab->cells[i].off == off)
-            return &slab->cells[i];
-    return NULL;
+    /* The cells lie in order: halving (a walk of 56 cells of 64 bytes was
+       280 instructions a free, callgrind). */
+    uint32_t lo = 0, hi = nd_load_acquire(&slab->ncells);
+    hi = hi < ND_SLAB_CELLS ? hi : ND_SLAB_CELLS;
+    while (lo < hi) {
+        uint32_t mid = (lo + hi) / 2;
+        if (slab->cells[mid].off < off)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo < ND_SLAB_CELLS && lo < nd_load_relaxed(&slab->ncells) && slab->cells[lo].off == off ? &slab->cells[lo]
+                                                                                                     : NULL;
 }
 
 /* Debug check of a cache's slab (its owner's thread: no cell is added
