@@ -7,7 +7,8 @@
  * whose cells are all freed (its thread gone or on to another slab) goes
  * back to the large pool; realloc moves a cell as a block of its class;
  * aligned and node-bound requests get cells of the right alignment and
- * memory; a cell freed twice aborts.
+ * memory; a cell freed twice aborts; a forked child frees the cells of a
+ * thread it does not have.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -285,6 +286,62 @@ static void a_cell_freed_twice_or_inside_aborts(void)
     }
 }
 
+static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hold_cond = PTHREAD_COND_INITIALIZER;
+static int hold_state;   /* 1: blocks allocated; 2: the thread may exit */
+
+static void *alloc_and_wait(void *arg)
+{
+    alloc_all(arg);
+    pthread_mutex_lock(&hold_lock);
+    hold_state = 1;
+    pthread_cond_broadcast(&hold_cond);
+    while (hold_state != 2)
+        pthread_cond_wait(&hold_cond, &hold_lock);
+    pthread_mutex_unlock(&hold_lock);
+    return NULL;
+}
+
+/* fork() while another thread holds a slab (its cache's current one, and
+   full ones whose cells live): in the child, which has no such thread,
+   its cells free as any (their samples dropped) and the child allocates
+   and samples on. */
+static void a_forked_child_frees_the_cells_of_a_thread_it_lacks(void)
+{
+    start();
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, alloc_and_wait, (void *)(uintptr_t)64) == 0, "a thread");
+    pthread_mutex_lock(&hold_lock);
+    while (hold_state != 1)
+        pthread_cond_wait(&hold_cond, &hold_lock);
+    pthread_mutex_unlock(&hold_lock);
+    nd_page *slabs[COUNT];
+    size_t ns = slabs_of_samples(slabs);
+    EXPECT(ns >= 2, "the thread's samples to fill more than one slab, %zu", ns);
+    pid_t pid = fork();
+    if (pid == 0) {
+        for (int i = 0; i < COUNT; i++)
+            nodal_free(blocks[i]);
+        if (nd_prof_live_bytes() != 0)
+            _exit(2);
+        for (int i = 0; i < COUNT; i++)
+            blocks[i] = nodal_malloc(64);
+        if (sampled_of(blocks, COUNT, idx) == 0)
+            _exit(3);
+        _exit(0);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child to free the cells and sample on (status %d)", st);
+    pthread_mutex_lock(&hold_lock);
+    hold_state = 2;
+    pthread_cond_broadcast(&hold_cond);
+    pthread_mutex_unlock(&hold_lock);
+    pthread_join(t, NULL);
+    for (int i = 0; i < COUNT; i++)
+        nodal_free(blocks[i]);
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(small_samples_share_a_slab_and_keep_their_class_size),
     ND_CASE(cells_freed_by_another_thread_drop_samples_and_free_their_slabs),
@@ -292,5 +349,6 @@ static const struct nd_case cases[] = {
     ND_CASE(realloc_moves_a_cell_as_a_block_of_its_class),
     ND_CASE(aligned_and_node_bound_samples_get_cells_of_their_kind),
     ND_CASE(a_cell_freed_twice_or_inside_aborts),
+    ND_CASE(a_forked_child_frees_the_cells_of_a_thread_it_lacks),
 };
 ND_MAIN(cases)
