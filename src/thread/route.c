@@ -85,7 +85,7 @@ static nd_noinline void *nd_route_small_sampled(nd_tcache *tc, unsigned c, size_
     if (nd_class_size[c] <= ND_SLAB_CELL_MAX) {
         nd_slab_cell *cell;
         void *p = nd_sample_slab(tc, c, &cell);
-        if (p == NULL)
+        if (p == NULL)   /* out of memory, or a signal handler inside the cut */
             return nd_tcache_alloc(tc, c);   /* the block of its class, unsampled */
         nd_tcache_uncount(tc, c);
         cell->slot = nd_prof_put(p, size, nd_class_size[c], tc->heap.node, tc->heap.bound);

@@ -182,6 +182,7 @@ nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
     }
     tc->slot_bytes = (uint32_t)(slots * sizeof(void *));
     tc->prof_slab = NULL;
+    tc->prof_slab_busy = 0;
     nd_heap_init(&tc->heap, tid, node, bound);
     if (!shared)
         nd_add_relaxed(&nd_tcache_count, 1);
@@ -1027,7 +1028,8 @@ static nd_slab *nd_slab_new(nd_tcache *tc)
     return slab;
 }
 
-void *nd_sample_slab(nd_tcache *tc, unsigned c, nd_slab_cell **cellp)
+/* The cut itself (nd_sample_slab), with the cache's slab marked busy. */
+static void *nd_sample_slab_cut(nd_tcache *tc, unsigned c, nd_slab_cell **cellp)
 {
     uint32_t size = nd_class_size[c], align = size & -size;
     nd_assert(size <= ND_SLAB_CELL_MAX);
@@ -1055,6 +1057,21 @@ void *nd_sample_slab(nd_tcache *tc, unsigned c, nd_slab_cell **cellp)
             return NULL;
     }
     return NULL;
+}
+
+void *nd_sample_slab(nd_tcache *tc, unsigned c, nd_slab_cell **cellp)
+{
+    /* A signal handler that allocates while its thread cuts a cell here:
+       its sample is not taken (as the profiler's own guard does, prof.c),
+       rather than cut from a slab half updated. */
+    if (tc->prof_slab_busy)
+        return NULL;
+    tc->prof_slab_busy = 1;
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    void *p = nd_sample_slab_cut(tc, c, cellp);
+    __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    tc->prof_slab_busy = 0;
+    return p;
 }
 
 nd_slab_cell *nd_slab_cell_find(const nd_page *pg, const void *p)

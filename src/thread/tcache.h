@@ -227,6 +227,7 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_tcache {
     size_t       cap_bytes;     /* sum over the bins of cap * class size (bounded by tcache_total) */
     uint64_t     prof_rng;      /* prof=1: the state of the sampling draws */
     struct nd_slab *prof_slab;   /* prof=1: the slab its small samples take cells of (below), or NULL */
+    uint8_t      prof_slab_busy;   /* prof=1: its thread is cutting a cell (a signal handler's sample is not taken) */
     struct nd_secure *secure;   /* secure=1: random bins and quarantine (secure.h) */
     nd_heap      heap;
 } nd_tcache;
@@ -422,7 +423,8 @@ _Static_assert(sizeof(nd_slab) <= ND_SLAB_HEADER, "a slab's header fits its 512 
 /* A cell of tc's slab for a sampled request of class c (class size at
    most ND_SLAB_CELL_MAX), *cellp its descriptor (slot ND_SLAB_NO_SLOT); a
    new slab of tc's kind of memory when it has none or it is full (or of
-   another node: follow_thread moved the heap); NULL when out of memory. */
+   another node: follow_thread moved the heap); NULL when out of memory,
+   or when called again while the thread is in it (a signal handler). */
 void *nd_sample_slab(nd_tcache *tc, unsigned c, nd_slab_cell **cellp) nd_hidden;
 /* p's cell (live or freed) when p is a cell's start in the slab of
    descriptor pg (a large block's with sampled == ND_PROF_SLAB); else NULL. */

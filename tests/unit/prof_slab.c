@@ -8,7 +8,8 @@
  * back to the large pool; realloc moves a cell as a block of its class;
  * aligned and node-bound requests get cells of the right alignment and
  * memory; a cell freed twice aborts; a forked child frees the cells of a
- * thread it does not have.
+ * thread it does not have; a request made inside the cut of a cell (by a
+ * signal handler) takes none.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -286,6 +287,33 @@ static void a_cell_freed_twice_or_inside_aborts(void)
     }
 }
 
+/* While the thread is inside the cut of a cell (a signal handler that
+   allocates then), its requests take no cell and are not sampled: they
+   get blocks of their class. */
+static void a_request_inside_the_cut_takes_no_cell(void)
+{
+    start();
+    nd_tcache *tc = nd_tls_tc;
+    tc->prof_slab_busy = 1;   /* as while the thread cuts a cell */
+    for (int i = 0; i < COUNT; i++)
+        blocks[i] = nodal_malloc(64);
+    tc->prof_slab_busy = 0;
+    size_t cells = 0;
+    for (int i = 0; i < COUNT; i++) {
+        nd_page *pg = large_page_of(blocks[i]);
+        cells += pg != NULL && pg->sampled == ND_PROF_SLAB;
+    }
+    EXPECT(cells == 0 && sampled_of(blocks, COUNT, idx) == 0,
+           "no cell and no sample while the cut is busy: %zu cells", cells);
+    for (int i = 0; i < COUNT; i++)
+        nodal_free(blocks[i]);
+    for (int i = 0; i < COUNT; i++)
+        blocks[i] = nodal_malloc(64);
+    EXPECT(sampled_of(blocks, COUNT, idx) > 0, "samples again once it is not");
+    for (int i = 0; i < COUNT; i++)
+        nodal_free(blocks[i]);
+}
+
 static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t hold_cond = PTHREAD_COND_INITIALIZER;
 static int hold_state;   /* 1: blocks allocated; 2: the thread may exit */
@@ -350,5 +378,6 @@ static const struct nd_case cases[] = {
     ND_CASE(aligned_and_node_bound_samples_get_cells_of_their_kind),
     ND_CASE(a_cell_freed_twice_or_inside_aborts),
     ND_CASE(a_forked_child_frees_the_cells_of_a_thread_it_lacks),
+    ND_CASE(a_request_inside_the_cut_takes_no_cell),
 };
 ND_MAIN(cases)
