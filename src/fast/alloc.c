@@ -262,6 +262,13 @@ void *nd_pvalloc(size_t size)
 
 /* ---- realloc --------------------------------------------------------------- */
 
+/* prof=1: the bytes of sample slab cell p (nd_block_find found it): its
+   class size. */
+static nd_noinline size_t nd_slab_cell_usable(const nd_page *pg, const void *p)
+{
+    return nd_class_size[nd_slab_cell_find(pg, p)->cls];
+}
+
 /* The bytes of block p (in s, page pg) a program may use: its block size,
    or under secure=1 for a small or medium block the size it asked for (the
    canary comes right after). fn: the entry point, for a damaged canary. */
@@ -271,6 +278,8 @@ static size_t nd_block_usable(const char *fn, const nd_segment *s, const nd_page
         return nd_huge_usable(s, p);
     if (s->kind != ND_SEG_LARGE && nd_unlikely(nd_secure_on()))
         return nd_secure_size(fn, pg, p);
+    if (nd_unlikely(nd_load_relaxed(&pg->sampled) == ND_PROF_SLAB))
+        return nd_slab_cell_usable(pg, p);
     return pg->block_size;
 }
 
@@ -336,9 +345,13 @@ void *nd_realloc(void *p, size_t size)
                 return q;
         }
     } else if (s->kind == ND_SEG_LARGE) {
-        usable = pg->block_size;
+        usable = nd_block_usable("realloc", s, pg, p);
         long delta;
-        if (size > ND_SMALL_MAX && size <= ND_LARGE_MAX && nd_large_resize(s, pg, size, &delta)) {
+        if (nd_unlikely(nd_load_relaxed(&pg->sampled) == ND_PROF_SLAB)) {
+            /* A sample slab's cell: in place as a block of its class. */
+            if (size <= usable && (size > usable / 2 || usable <= 4 * ND_QUANTUM))
+                return p;
+        } else if (size > ND_SMALL_MAX && size <= ND_LARGE_MAX && nd_large_resize(s, pg, size, &delta)) {
             nd_thread_count_large_resize(delta);
             return p;
         }

@@ -83,6 +83,13 @@ void nd_free_twice_in_a_row(const void *p)
     nd_misuse("free", "double free", p);
 }
 
+/* prof=1: is p a live cell of a sample slab (tcache.h)? */
+static nd_noinline bool nd_free_is_live_cell(const nd_segment *s, const nd_page *pg, const void *p)
+{
+    const nd_slab_cell *cell = s->kind == ND_SEG_LARGE ? nd_slab_cell_find(pg, p) : NULL;
+    return cell != NULL && nd_load_relaxed(&cell->live);
+}
+
 nd_segment *nd_block_find(const char *fn, const void *p, nd_page **pgp)
 {
     nd_segment *s = nd_seg_of(p);
@@ -93,7 +100,8 @@ nd_segment *nd_block_find(const char *fn, const void *p, nd_page **pgp)
     nd_page *pg = s->kind == ND_SEG_HUGE ? &s->pages[0] : nd_page_of(s, p);
     if (!nd_page_is_block_start(pg, p) ||
         ((s->kind == ND_SEG_SMALL || s->kind == ND_SEG_MEDIUM) && nd_block_is_marked(p)))
-        nd_block_misuse(fn, s, p);
+        if (!nd_free_is_live_cell(s, pg, p))
+            nd_block_misuse(fn, s, p);
     *pgp = pg;
     return s;
 }
@@ -124,6 +132,22 @@ void nd_free_special(void *p)
     nd_huge_free(s);
 }
 
+/* prof=1: a cell of a sample slab (tcache.h), or a pointer into one that
+   is not a live cell's start. */
+static nd_noinline void nd_free_slab_cell(void *p, nd_segment *s, nd_page *pg)
+{
+    nd_slab_cell *cell = nd_slab_cell_find(pg, p);
+    uint8_t live = 1;
+    if (cell == NULL)
+        nd_misuse("free", "invalid pointer (not the start of a block)", p);
+    if (!__atomic_compare_exchange_n(&cell->live, &live, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        nd_misuse("free", "double free", p);
+    nd_prof_drop(p, cell->slot);
+    size_t bytes = nd_tcache_slab_unref(s, pg);
+    if (bytes != 0)
+        nd_thread_count_free(false, bytes);
+}
+
 /* Huge and large blocks, and segments of no kind that frees take. */
 static nd_noinline void nd_free_big(void *p, nd_segment *s, nd_page *pg)
 {
@@ -137,6 +161,10 @@ static nd_noinline void nd_free_big(void *p, nd_segment *s, nd_page *pg)
         return;
     }
     if (s->kind == ND_SEG_LARGE) {
+        if (nd_unlikely(nd_load_relaxed(&pg->sampled) == ND_PROF_SLAB)) {
+            nd_free_slab_cell(p, s, pg);
+            return;
+        }
         if (nd_unlikely(nd_load_relaxed(&pg->sampled)) && pg->start == (uint8_t *)p && pg->in_use)
             nd_prof_forget(p, pg);
         size_t bytes = nd_large_free(s, pg, p);

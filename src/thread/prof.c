@@ -619,10 +619,10 @@ static nd_prof_slot *nd_prof_path_next(uint32_t h, uint32_t *level, uint32_t *pr
     return NULL;
 }
 
-void nd_prof_record(void *p, nd_page *pg, size_t size, size_t usable, int node, bool bound)
+uint32_t nd_prof_put(void *p, size_t size, size_t usable, int node, bool bound)
 {
     if (nd_prof_busy || nd_prof_live_tab == NULL)
-        return;
+        return ND_PROF_LIVE;
     nd_prof_busy = 1;
     uint32_t site = nd_prof_t.fast ? nd_prof_stack_site() : nd_prof_backtrace_site();
     nd_prof_stripe *st = nd_prof_my_stripe();
@@ -639,7 +639,7 @@ void nd_prof_record(void *p, nd_page *pg, size_t size, size_t usable, int node, 
     if (site == ND_PROF_SITES) {
         nd_add_relaxed(&nd_prof_drops, 1);
         nd_prof_busy = 0;
-        return;
+        return ND_PROF_LIVE;
     }
     nd_prof_site *s = &nd_prof_site_tab[site];
     nd_add_relaxed(&s->samples, 1);
@@ -660,24 +660,37 @@ void nd_prof_record(void *p, nd_page *pg, size_t size, size_t usable, int node, 
         sl->v = v;
         __atomic_fetch_add(&sl->seq, 1, __ATOMIC_RELEASE);
         nd_add_relaxed(&st->live, (int64_t)v.bytes);
-        pg->prof_slot = (uint32_t)(sl - nd_prof_live_tab);
-        nd_store_relaxed(&pg->sampled, 1);
         nd_store_release(&sl->key, v.addr);
         nd_prof_busy = 0;
-        return;
+        return (uint32_t)(sl - nd_prof_live_tab);
     }
     nd_add_relaxed(&nd_prof_drops, 1);
     nd_prof_busy = 0;
+    return ND_PROF_LIVE;
+}
+
+void nd_prof_record(void *p, nd_page *pg, size_t size, size_t usable, int node, bool bound)
+{
+    uint32_t slot = nd_prof_put(p, size, usable, node, bound);
+    if (slot < ND_PROF_LIVE) {
+        pg->prof_slot = slot;
+        nd_store_relaxed(&pg->sampled, 1);
+    }
 }
 
 void nd_prof_forget(void *p, nd_page *pg)
 {
     nd_store_relaxed(&pg->sampled, 0);
-    if (nd_prof_live_tab == NULL || pg->prof_slot >= ND_PROF_LIVE)
+    nd_prof_drop(p, pg->prof_slot);
+}
+
+void nd_prof_drop(void *p, uint32_t slot)
+{
+    if (nd_prof_live_tab == NULL || slot >= ND_PROF_LIVE)
         return;
-    /* Its slot, as the record left it in the descriptor: no walk of the
-       probe path (whose every probe was another cache line). */
-    nd_prof_slot *sl = &nd_prof_live_tab[pg->prof_slot];
+    /* Its slot, as the record left it in the descriptor or the slab cell:
+       no walk of the probe path (whose every probe was another cache line). */
+    nd_prof_slot *sl = &nd_prof_live_tab[slot];
     uintptr_t k = nd_load_acquire(&sl->key);
     if (k != (uintptr_t)p)
         return;

@@ -15,11 +15,13 @@
  * thread cache bins' ticks (tcache.h: the fast paths do not change);
  * large and huge ones, which always take a slow path, here.
  *
- * A sampled block is always a large or huge block (a sampled small or
- * medium request gets a large block of its size rounded up to the OS page,
- * as jemalloc promotes its sampled requests), flagged in its descriptor
- * (nd_page.sampled): every free of it takes the slow path, which drops the
- * sample. Frees of unsampled blocks never look at the profile.
+ * A sampled block is a cell of a sample slab (a request of a class up to
+ * 1 KiB: tcache.h, the slab's descriptor has sampled == ND_PROF_SLAB and
+ * the cell names its slot) or a large or huge block (a sampled medium
+ * request gets a large block of its size rounded up to the OS page, as
+ * jemalloc promotes its sampled requests), flagged in its descriptor
+ * (nd_page.sampled == 1): every free of either takes the slow path, which
+ * drops the sample. Frees of unsampled blocks never look at the profile.
  *
  * Both tables are lock-free (a signal handler may allocate and free while
  * its thread is inside the profiler) and fixed in size, mapped at start:
@@ -39,15 +41,17 @@
  *          block's address. A writer
  *          makes seq odd while it writes the fields; a reader copies a
  *          slot and keeps the copy only if seq was even and unchanged.
- *          The block's descriptor names its slot (nd_page.prof_slot), so
- *          dropping a sample reads that slot only, not the probe path.
+ *          The block's descriptor names its slot (nd_page.prof_slot; a
+ *          slab cell's own slot field), so dropping a sample reads that
+ *          slot only, not the probe path.
  *
  * The estimated live bytes and the count of samples are sums of per-thread
  * stripes (prof.c), not one counter every thread's record and free write.
  *
  * Invariants: a live slot's key is the address of a sampled large or huge
  * block in use whose descriptor's `sampled` is 1 and whose prof_slot is
- * that slot, and no other slot has that key; its site is a ready slot of
+ * that slot, or of a live cell of a sample slab whose slot is that slot,
+ * and no other slot has that key; its site is a ready slot of
  * the sites table; live_bytes (the stripes' sum) is the sum of the live
  * slots' estimated bytes.
  */
@@ -108,8 +112,15 @@ bool nd_prof_big_due(size_t bytes) nd_hidden;
    requested and `usable` bytes, of (node, bound) memory: its stack, and
    its entry in the live table. */
 void nd_prof_record(void *p, nd_page *pg, size_t size, size_t usable, int node, bool bound) nd_hidden;
+/* The same for a block whose slot is kept elsewhere (a sample slab's cell,
+   tcache.h): its slot in the live table, ND_PROF_LIVE if not recorded
+   (a full table, or the thread inside the profiler already). */
+uint32_t nd_prof_put(void *p, size_t size, size_t usable, int node, bool bound) nd_hidden;
 /* Sampled block p (descriptor pg) is freed or moves: drops its sample. */
 void nd_prof_forget(void *p, nd_page *pg) nd_hidden;
+/* Drops the sample of block p recorded in `slot` (nd_prof_put's; nothing
+   if ND_PROF_LIVE or above, or the slot holds another block now). */
+void nd_prof_drop(void *p, uint32_t slot) nd_hidden;
 
 /* For the reports: the sites table, a consistent copy of live slot i
    (false when it holds no sample), the estimated live bytes, and the

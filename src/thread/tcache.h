@@ -230,6 +230,8 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_tcache {
     const uint32_t *look_arm;   /* plain: nd_tcache_look_arm, or nd_tcache_look_watched while watched; NULL for the others */
     size_t       cap_bytes;     /* sum over the bins of cap * class size (bounded by tcache_total) */
     uint64_t     prof_rng;      /* prof=1: the state of the sampling draws */
+    struct nd_slab *prof_slab;   /* prof=1: the slab its small samples take cells of (below), or NULL */
+    uint8_t      prof_slab_busy;   /* prof=1: its thread is cutting a cell (a signal handler's sample is not taken) */
     struct nd_secure *secure;   /* secure=1: random bins and quarantine (secure.h) */
     nd_heap      heap;
 } nd_tcache;
@@ -372,6 +374,68 @@ void  nd_tcache_stats_add(const nd_tcache *tc, nd_snap_class *cls, nd_snap_total
 /* The blocks the tier call's fast path took from tc's bins for tier t
    (tier_hits), and their bytes (the sizes of the blocks the bins hold). */
 void  nd_tcache_tier_hits(const nd_tcache *tc, int t, uint64_t *blocks, uint64_t *bytes) nd_hidden;
+
+/*
+ * prof=1: a sample slab. A sampled request of a class of at most
+ * ND_SLAB_CELL_MAX bytes gets a cell of its thread cache's slab, a large
+ * block of one OS page, rather than a large block of its own (a fresh OS
+ * page and a 64 KiB chunk each): the samples of a thread share that page
+ * until it is full. The block's descriptor has sampled == ND_PROF_SLAB,
+ * so every free of a cell takes the slow path (key ND_KEY_LARGE) and
+ * finds its cell in the slab's header (nd_slab_cell_find).
+ *
+ *   slab  +0                    +512
+ *   | header: refs, top, cells | cell | cell |  ...  free ...  |
+ *
+ * Cells are cut in order from `top`, each at its class size's natural
+ * alignment (the largest power of two dividing it, as a class's blocks in
+ * a page), and never reused: a slab goes back to the large pool when its
+ * last reference goes.
+ * Invariants: refs = the live cells + 1 while a cache holds the slab as
+ * its prof_slab; the slab is a large block in use of its pool while refs
+ * > 0; cells[0, ncells) lie in [header end, top) in order, apart, each
+ * aligned to its class size's natural alignment, top <= the block's
+ * bytes; ncells, top and the cells' off and cls change only in the owner
+ * cache's thread, before the cell is handed out; a cell's live goes 1 -> 0
+ * once, by the free that takes it (compare-and-swap: a second free of it
+ * is a double free); slot is its sample's slot in the profile's live
+ * table (prof.h), or ND_SLAB_NO_SLOT when it has none.
+ */
+#define ND_PROF_SLAB      2u      /* nd_page.sampled of a sample slab's descriptor (1: a sampled block) */
+#define ND_SLAB_CELL_MAX  1024u   /* the largest class whose samples take cells */
+#define ND_SLAB_CELLS     62u     /* cells of a slab at most: the header is 512 bytes */
+#define ND_SLAB_HEADER    512u
+#define ND_SLAB_NO_SLOT   UINT32_MAX
+typedef struct nd_slab_cell {
+    uint16_t off;                 /* from the slab's start */
+    uint8_t  cls;
+    uint8_t  live;                /* atomic */
+    uint32_t slot;
+} nd_slab_cell;
+typedef struct nd_slab {
+    uint32_t     refs;            /* atomic */
+    uint32_t     top;             /* bytes handed out from the start, header included */
+    uint32_t     ncells;          /* atomic: read by any thread's free */
+    uint32_t     bytes;           /* the block's bytes the cells may use */
+    nd_slab_cell cells[ND_SLAB_CELLS];
+} nd_slab;
+_Static_assert(sizeof(nd_slab) <= ND_SLAB_HEADER, "a slab's header fits its 512 bytes");
+/* A cell of tc's slab for a sampled request of class c (class size at
+   most ND_SLAB_CELL_MAX), *cellp its descriptor (slot ND_SLAB_NO_SLOT); a
+   new slab of tc's kind of memory when it has none or it is full (or of
+   another node: follow_thread moved the heap); NULL when out of memory,
+   or when called again while the thread is in it (a signal handler). */
+void *nd_sample_slab(nd_tcache *tc, unsigned c, nd_slab_cell **cellp) nd_hidden;
+/* p's cell (live or freed) when p is a cell's start in the slab of
+   descriptor pg (a large block's with sampled == ND_PROF_SLAB); else NULL. */
+nd_slab_cell *nd_slab_cell_find(const nd_page *pg, const void *p) nd_hidden;
+/* Drops a reference to the slab of descriptor pg in segment s (a cell
+   freed); the last one frees the slab. Returns the bytes of the large
+   block freed (the caller counts its free), 0 while references remain. */
+size_t nd_tcache_slab_unref(nd_segment *s, nd_page *pg) nd_hidden;
+/* tc lets its slab go (its record is taken apart, or the cache freed):
+   the cache's reference dropped, a free counted in tc's statistics. */
+void nd_tcache_slab_drop(nd_tcache *tc) nd_hidden;
 
 /* Debug check of the invariants of the bins and the heap. */
 bool  nd_tcache_is_valid(const nd_tcache *tc) nd_hidden;

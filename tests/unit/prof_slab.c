@@ -1,0 +1,383 @@
+/*
+ * prof_slab.c - unit tests of the heap profile's sample slabs
+ * (src/thread/tcache.h): a sampled request of a class of at most 1 KiB
+ * takes a cell of its thread cache's slab, one OS page shared by the
+ * thread's samples, not an OS page of its own; its usable size is its
+ * class size; a cell freed by any thread drops its sample, and a slab
+ * whose cells are all freed (its thread gone or on to another slab) goes
+ * back to the large pool; realloc moves a cell as a block of its class;
+ * aligned and node-bound requests get cells of the right alignment and
+ * memory; a cell freed twice aborts; a forked child frees the cells of a
+ * thread it does not have; a request made inside the cut of a cell (by a
+ * signal handler) takes none.
+ */
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include "alloc.h"
+#include "check.h"
+#include "class.h"
+#include "os.h"
+#include "page.h"
+#include "prof.h"
+#include "segment.h"
+#include "tcache.h"
+
+#define RATE  256          /* bytes between samples: a 64-byte request is sampled with p = 0.22 */
+#define COUNT 4000
+
+static void start(void)
+{
+    EXPECT(nd_prof_start(RATE), "profiling to start");
+    nodal_free(nodal_malloc(1));   /* the thread has its cache */
+}
+
+/* Is p a live sample (in the profile's live table)? */
+static bool is_sampled(const void *p)
+{
+    for (size_t i = nd_prof_live_next(0); i < ND_PROF_LIVE; i = nd_prof_live_next(i + 1)) {
+        nd_prof_live v;
+        if (nd_prof_live_copy(i, &v) && v.addr == (uintptr_t)p)
+            return true;
+    }
+    return false;
+}
+
+/* The live samples among blocks[0, n): their indexes into out. */
+static size_t sampled_of(void **blocks, size_t n, size_t *out)
+{
+    size_t k = 0;
+    for (size_t i = nd_prof_live_next(0); i < ND_PROF_LIVE; i = nd_prof_live_next(i + 1)) {
+        nd_prof_live v;
+        if (!nd_prof_live_copy(i, &v))
+            continue;
+        for (size_t j = 0; j < n; j++)
+            if (blocks[j] == (void *)v.addr)
+                out[k++] = j;
+    }
+    return k;
+}
+
+static uintptr_t os_page_of(const void *p) { return (uintptr_t)p & ~(uintptr_t)(nd_os_page_size() - 1); }
+
+/* The descriptor of the large block p lies in; NULL if p is not in a large segment. */
+static nd_page *large_page_of(const void *p)
+{
+    nd_segment *s = nd_seg_of(p);
+    return s != NULL && s->kind == ND_SEG_LARGE ? nd_page_of(s, p) : NULL;
+}
+
+/* Adds pg to slabs[0, *n) unless it is there. */
+static void add_slab(nd_page **slabs, size_t *n, nd_page *pg)
+{
+    for (size_t k = 0; k < *n; k++)
+        if (slabs[k] == pg)
+            return;
+    slabs[(*n)++] = pg;
+}
+
+static void *blocks[COUNT];
+static size_t idx[COUNT];
+
+/* The slabs of the live samples among blocks[] (at least 100, each a
+   slab's cell), into slabs[]; their count. */
+static size_t slabs_of_samples(nd_page **slabs)
+{
+    size_t n = sampled_of(blocks, COUNT, idx), ns = 0;
+    EXPECT(n >= 100, "samples of 4,000 requests, got %zu", n);
+    for (size_t k = 0; k < n; k++) {
+        nd_page *pg = large_page_of(blocks[idx[k]]);
+        EXPECT(pg != NULL && pg->sampled == ND_PROF_SLAB, "sample %zu to be a slab's cell", k);
+        add_slab(slabs, &ns, pg);
+    }
+    return ns;
+}
+
+/* 64-byte samples share OS pages (56 cells to a 4 KiB slab), each one's
+   usable size is 64, and each sits in a slab's cell. */
+static void small_samples_share_a_slab_and_keep_their_class_size(void)
+{
+    start();
+    for (int i = 0; i < COUNT; i++)
+        blocks[i] = nodal_malloc(64);
+    size_t n = sampled_of(blocks, COUNT, idx);
+    EXPECT(n >= 200, "about 900 samples of 4,000 requests of 64 bytes at rate %d, got %zu", RATE, n);
+    size_t pages = 0;
+    for (size_t k = 0; k < n; k++) {
+        void *p = blocks[idx[k]];
+        EXPECT(nodal_malloc_usable_size(p) == 64, "a sampled 64-byte block's usable size to be 64, it is %zu",
+               nodal_malloc_usable_size(p));
+        nd_page *pg = large_page_of(p);
+        EXPECT(pg != NULL && pg->sampled == ND_PROF_SLAB, "sample %p to be a cell of a sample slab", p);
+        bool seen = false;
+        for (size_t j = 0; j < k && !seen; j++)
+            seen = os_page_of(blocks[idx[j]]) == os_page_of(p);
+        pages += !seen;
+    }
+    EXPECT(pages * 16 <= n, "%zu samples of 64 bytes to share OS pages, they lie on %zu", n, pages);
+    for (int i = 0; i < COUNT; i++)
+        nodal_free(blocks[i]);
+    EXPECT(nd_prof_live_bytes() == 0, "no live sample once all is freed, %ld bytes", (long)nd_prof_live_bytes());
+}
+
+static void *free_all(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < COUNT; i++)
+        nodal_free(blocks[i]);
+    return NULL;
+}
+
+static void *alloc_all(void *arg)
+{
+    size_t size = (size_t)(uintptr_t)arg;
+    nodal_free(nodal_malloc(1));
+    for (int i = 0; i < COUNT; i++)
+        blocks[i] = nodal_malloc(size);
+    return NULL;
+}
+
+/* Cells freed by another thread drop their samples; every slab but the
+   allocating thread's current one goes back (its descriptor no longer a
+   slab's); the current one goes when the thread exits and its record is
+   taken apart, or stays for the next thread that takes the record. */
+static void cells_freed_by_another_thread_drop_samples_and_free_their_slabs(void)
+{
+    start();
+    for (int i = 0; i < COUNT; i++)
+        blocks[i] = nodal_malloc(96);
+    nd_page *slabs[COUNT];
+    size_t ns = slabs_of_samples(slabs);
+    EXPECT(ns >= 2, "samples to fill more than one slab, %zu", ns);
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, free_all, NULL) == 0, "a thread");
+    pthread_join(t, NULL);
+    EXPECT(nd_prof_live_bytes() == 0 && !is_sampled(blocks[idx[0]]),
+           "no live sample once another thread freed them, %ld bytes", (long)nd_prof_live_bytes());
+    nd_tcache *tc = nd_tls_tc;
+    for (size_t k = 0; k < ns; k++) {
+        bool current = tc->prof_slab != NULL && slabs[k]->start == (uint8_t *)tc->prof_slab;
+        EXPECT(current || slabs[k]->sampled != ND_PROF_SLAB, "slab %zu of %zu, its cells freed, to be freed", k, ns);
+    }
+}
+
+/* A thread exits with live samples: its slabs stay while their cells
+   live; once the cells are freed (here, by the main thread) no slab of
+   it is left. */
+static void a_slab_outlives_its_thread_until_its_cells_are_freed(void)
+{
+    start();
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, alloc_all, (void *)(uintptr_t)48) == 0, "a thread");
+    pthread_join(t, NULL);
+    nd_page *slabs[COUNT];
+    size_t ns = slabs_of_samples(slabs);
+    for (int i = 0; i < COUNT; i++)
+        nodal_free(blocks[i]);
+    EXPECT(nd_prof_live_bytes() == 0, "no live sample left, %ld bytes", (long)nd_prof_live_bytes());
+    /* Left: at most the exited thread's cache's current slab (its record
+       may be pooled for the next thread, cache and all). */
+    size_t left = 0;
+    for (size_t k = 0; k < ns; k++)
+        left += slabs[k]->sampled == ND_PROF_SLAB && slabs[k]->in_use;
+    EXPECT(left <= 1, "the exited thread's %zu slabs to be freed but its cache's, %zu are left", ns, left);
+}
+
+/* realloc within the class stays; beyond it the block moves, its
+   contents kept, its sample dropped. */
+static void realloc_moves_a_cell_as_a_block_of_its_class(void)
+{
+    start();
+    for (int i = 0; i < COUNT; i++) {
+        blocks[i] = nodal_malloc(64);
+        memset(blocks[i], i & 0xff, 64);
+    }
+    size_t n = sampled_of(blocks, COUNT, idx);
+    EXPECT(n >= 100, "samples, got %zu", n);
+    for (size_t k = 0; k < n; k++) {
+        void *p = blocks[idx[k]];
+        EXPECT(nodal_realloc(p, 60) == p, "a cell shrunk within its class to stay");
+        void *q = nodal_realloc(p, 300);
+        EXPECT(q != NULL && q != p, "a cell grown past its class to move");
+        for (int b = 0; b < 60; b++)
+            EXPECT(((unsigned char *)q)[b] == (idx[k] & 0xff), "realloc to keep the cell's contents");
+        EXPECT(!is_sampled(p), "the moved cell's sample to be dropped");
+        blocks[idx[k]] = q;
+    }
+    for (int i = 0; i < COUNT; i++)
+        nodal_free(blocks[i]);
+}
+
+/* Aligned requests of a class that takes cells get cells of their
+   alignment; node-bound requests get cells of bound memory. */
+static void aligned_and_node_bound_samples_get_cells_of_their_kind(void)
+{
+    start();
+    size_t aligns[] = { 32, 64, 128, 256, 512, 1024 };
+    for (size_t a = 0; a < sizeof aligns / sizeof aligns[0]; a++) {
+        size_t al = aligns[a];
+        for (int i = 0; i < 1000; i++)
+            EXPECT(nodal_posix_memalign(&blocks[i], al, al / 2 + 1) == 0, "posix_memalign(%zu)", al);
+        size_t n = sampled_of(blocks, 1000, idx), cells = 0;
+        for (size_t k = 0; k < n; k++) {
+            void *p = blocks[idx[k]];
+            EXPECT(((uintptr_t)p & (al - 1)) == 0, "a sampled block aligned to %zu at %p", al, p);
+            nd_page *pg = large_page_of(p);
+            cells += pg != NULL && pg->sampled == ND_PROF_SLAB;
+        }
+        EXPECT(n > 0 && cells == n, "the %zu samples aligned to %zu to be cells (%zu are)", n, al, cells);
+        for (int i = 0; i < 1000; i++)
+            nodal_free(blocks[i]);
+    }
+    for (int i = 0; i < COUNT; i++)
+        blocks[i] = nodal_malloc_node(64, 0);
+    size_t n = sampled_of(blocks, COUNT, idx);
+    EXPECT(n >= 100, "samples of node-bound requests, got %zu", n);
+    for (size_t k = 0; k < n; k++) {
+        nd_segment *s = nd_seg_of(blocks[idx[k]]);
+        nd_page *pg = large_page_of(blocks[idx[k]]);
+        EXPECT(s->bound && s->node == 0 && pg != NULL && pg->sampled == ND_PROF_SLAB,
+               "a node-bound sample to be a cell of a slab bound to node 0");
+    }
+    for (int i = 0; i < COUNT; i++)
+        nodal_free(blocks[i]);
+}
+
+/* A cell freed twice, or a pointer into a slab that is no cell's start,
+   aborts with the message. */
+static void a_cell_freed_twice_or_inside_aborts(void)
+{
+    start();
+    for (int i = 0; i < COUNT; i++)
+        blocks[i] = nodal_malloc(64);
+    size_t n = sampled_of(blocks, COUNT, idx);
+    EXPECT(n >= 2, "samples, got %zu", n);
+    for (int how = 0; how < 2; how++) {
+        nd_page *pg = large_page_of(blocks[idx[how]]);
+        EXPECT(pg != NULL && pg->sampled == ND_PROF_SLAB, "sample %d to be a slab's cell", how);
+        int fds[2];
+        EXPECT(pipe(fds) == 0, "a pipe");
+        pid_t pid = fork();
+        if (pid == 0) {
+            dup2(fds[1], 2);
+            char *p = blocks[idx[how]];
+            if (how == 0) {
+                nodal_free(p);
+                nodal_free(p);
+            } else {
+                nodal_free(p + 16);
+            }
+            _exit(0);
+        }
+        close(fds[1]);
+        char out[512] = { 0 };
+        size_t got = 0;
+        ssize_t r;
+        while (got < sizeof out - 1 && (r = read(fds[0], out + got, sizeof out - 1 - got)) > 0)
+            got += (size_t)r;
+        close(fds[0]);
+        int st;
+        waitpid(pid, &st, 0);
+        const char *want = how == 0 ? "double free" : "invalid pointer";
+        EXPECT(WIFSIGNALED(st) && strstr(out, want) != NULL, "the child to abort with \"%s\"; it said: %s", want,
+               out);
+    }
+}
+
+/* While the thread is inside the cut of a cell (a signal handler that
+   allocates then), its requests take no cell and are not sampled: they
+   get blocks of their class. */
+static void a_request_inside_the_cut_takes_no_cell(void)
+{
+    start();
+    nd_tcache *tc = nd_tls_tc;
+    tc->prof_slab_busy = 1;   /* as while the thread cuts a cell */
+    for (int i = 0; i < COUNT; i++)
+        blocks[i] = nodal_malloc(64);
+    tc->prof_slab_busy = 0;
+    size_t cells = 0;
+    for (int i = 0; i < COUNT; i++) {
+        nd_page *pg = large_page_of(blocks[i]);
+        cells += pg != NULL && pg->sampled == ND_PROF_SLAB;
+    }
+    EXPECT(cells == 0 && sampled_of(blocks, COUNT, idx) == 0,
+           "no cell and no sample while the cut is busy: %zu cells", cells);
+    for (int i = 0; i < COUNT; i++)
+        nodal_free(blocks[i]);
+    for (int i = 0; i < COUNT; i++)
+        blocks[i] = nodal_malloc(64);
+    EXPECT(sampled_of(blocks, COUNT, idx) > 0, "samples again once it is not");
+    for (int i = 0; i < COUNT; i++)
+        nodal_free(blocks[i]);
+}
+
+static pthread_mutex_t hold_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hold_cond = PTHREAD_COND_INITIALIZER;
+static int hold_state;   /* 1: blocks allocated; 2: the thread may exit */
+
+static void *alloc_and_wait(void *arg)
+{
+    alloc_all(arg);
+    pthread_mutex_lock(&hold_lock);
+    hold_state = 1;
+    pthread_cond_broadcast(&hold_cond);
+    while (hold_state != 2)
+        pthread_cond_wait(&hold_cond, &hold_lock);
+    pthread_mutex_unlock(&hold_lock);
+    return NULL;
+}
+
+/* fork() while another thread holds a slab (its cache's current one, and
+   full ones whose cells live): in the child, which has no such thread,
+   its cells free as any (their samples dropped) and the child allocates
+   and samples on. */
+static void a_forked_child_frees_the_cells_of_a_thread_it_lacks(void)
+{
+    start();
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, alloc_and_wait, (void *)(uintptr_t)64) == 0, "a thread");
+    pthread_mutex_lock(&hold_lock);
+    while (hold_state != 1)
+        pthread_cond_wait(&hold_cond, &hold_lock);
+    pthread_mutex_unlock(&hold_lock);
+    nd_page *slabs[COUNT];
+    size_t ns = slabs_of_samples(slabs);
+    EXPECT(ns >= 2, "the thread's samples to fill more than one slab, %zu", ns);
+    pid_t pid = fork();
+    if (pid == 0) {
+        for (int i = 0; i < COUNT; i++)
+            nodal_free(blocks[i]);
+        if (nd_prof_live_bytes() != 0)
+            _exit(2);
+        for (int i = 0; i < COUNT; i++)
+            blocks[i] = nodal_malloc(64);
+        if (sampled_of(blocks, COUNT, idx) == 0)
+            _exit(3);
+        _exit(0);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child to free the cells and sample on (status %d)", st);
+    pthread_mutex_lock(&hold_lock);
+    hold_state = 2;
+    pthread_cond_broadcast(&hold_cond);
+    pthread_mutex_unlock(&hold_lock);
+    pthread_join(t, NULL);
+    for (int i = 0; i < COUNT; i++)
+        nodal_free(blocks[i]);
+}
+
+static const struct nd_case cases[] = {
+    ND_CASE(small_samples_share_a_slab_and_keep_their_class_size),
+    ND_CASE(cells_freed_by_another_thread_drop_samples_and_free_their_slabs),
+    ND_CASE(a_slab_outlives_its_thread_until_its_cells_are_freed),
+    ND_CASE(realloc_moves_a_cell_as_a_block_of_its_class),
+    ND_CASE(aligned_and_node_bound_samples_get_cells_of_their_kind),
+    ND_CASE(a_cell_freed_twice_or_inside_aborts),
+    ND_CASE(a_forked_child_frees_the_cells_of_a_thread_it_lacks),
+    ND_CASE(a_request_inside_the_cut_takes_no_cell),
+};
+ND_MAIN(cases)
