@@ -426,6 +426,13 @@ static inline nd_xfer *nd_tcache_xfer(const nd_tcache *tc, bool make)
         return NULL;
     return make ? nd_xfer_get(kind) : nd_xfer_find(kind);
 }
+/* The shard of a class's store where tc's puts and takes start (xfer.h):
+   from its heap's owner id, stable for the cache's life; threads made one
+   after another start at different shards. */
+static inline unsigned nd_tcache_xfer_shard(const nd_tcache *tc)
+{
+    return (unsigned)(tc->heap.tid / ND_TID_STEP) & (ND_XFER_SHARDS - 1);
+}
 
 /* secure=1's plain caches (tc->secure set: secure.h) keep a canary in the
    last word of each block (page.h), which every free checks, and hand
@@ -496,27 +503,30 @@ bool nd_tcache_fill(nd_tcache *tc, unsigned c)
     nd_class_counters *cs = &tc->heap.cstats[c];
     const unsigned cls = nd_bin_class[c];   /* c; under secure=1 the class the bin's blocks have (class.h) */
     size_t got = 0;
+    void **at = bin->low;   /* where the blocks came: from the store, the bin's end already */
     nd_xfer *x = nd_tcache_xfer(tc, false);
     if (x != NULL) {
-        got = nd_xfer_take(x, cls, bin->low, whole > want ? whole : want);
+        got = nd_xfer_take(x, cls, nd_tcache_xfer_shard(tc), bin->empty, whole > want ? whole : want);
+        at = bin->empty - got;
         if (got != 0) {
             nd_count_inc(&cs->xfer_takes);
             nd_count_add(&cs->xfer_take_blocks, got);
             if (nd_unlikely(tc->secure != NULL))   /* secure=1: mark and canary checked */
-                nd_tcache_check_sealed(bin->low, got, nd_class_size[cls], ND_CORRUPT_REUSE);
+                nd_tcache_check_sealed(at, got, nd_class_size[cls], ND_CORRUPT_REUSE);
         } else {
             nd_count_inc(&cs->xfer_empty);
         }
     }
     if (got == 0) {
-        got = nd_heap_take_blocks(&tc->heap, cls, bin->low, want, bi->cap);
+        at = bin->low;
+        got = nd_heap_take_blocks(&tc->heap, cls, at, want, bi->cap);
         if (got != 0 && got < whole)
-            got += nd_heap_take_free(&tc->heap, cls, bin->low + got, whole - got);
+            got += nd_heap_take_free(&tc->heap, cls, at + got, whole - got);
         if (nd_unlikely(tc->secure != NULL))   /* secure=1: their canaries */
-            nd_tcache_seal(bin->low, got, nd_class_size[cls]);
+            nd_tcache_seal(at, got, nd_class_size[cls]);
     }
-    if (got > 0 && bin->empty - got != bin->low)   /* (a whole bin's fill is in place) */
-        memmove(bin->empty - got, bin->low, got * sizeof(void *));
+    if (got > 0 && bin->empty - got != at)   /* (a store's, or a whole bin's, fill is in place) */
+        memmove(bin->empty - got, at, got * sizeof(void *));
     bin->cur = bin->empty - got;
     bi->mark = now + got;
     size_t run = (size_t)bi->run_fill + got;
@@ -746,7 +756,7 @@ static size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
         *mid++ = p;
     }
     size_t foreign = (size_t)(mid - oldest);
-    size_t put = nd_xfer_put(x, cls, oldest, foreign);
+    size_t put = nd_xfer_put(x, cls, nd_tcache_xfer_shard(tc), oldest, foreign);
     nd_class_counters *cs = &tc->heap.cstats[c];
     if (put != 0) {
         nd_count_inc(&cs->xfer_puts);
@@ -768,21 +778,22 @@ static size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
 /* Store x's blocks back to their pages through tc: all of them, or
    (idle_only, a sweep) those that sat untaken since the last sweep: the
    classes no cache took from, whole, and of the others as many as they
-   never went below (nd_xfer_drain). A class another thread has claimed is
-   skipped. */
+   never went below (nd_xfer_drain), shard by shard. A shard another
+   thread has claimed is skipped. */
 static void nd_tcache_xfer_empty(nd_tcache *tc, nd_xfer *x, bool idle_only)
 {
     void *buf[ND_XFER_SWEEP_BATCH];
-    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
-        size_t n;
-        do {
-            n = nd_xfer_drain(x, c, buf, ND_XFER_SWEEP_BATCH, idle_only);
-            nd_count_add(&tc->heap.cstats[c].xfer_drained, n);
-            if (nd_unlikely(nd_opt(ND_OPT_secure) == 1))   /* secure=1: their canaries (nd_tcache_seal) */
-                nd_tcache_check_sealed(buf, n, nd_class_size[c], ND_CORRUPT_FREED);
-            nd_tcache_send_home(tc, c, buf, buf + n);
-        } while (n == ND_XFER_SWEEP_BATCH);
-    }
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
+        for (unsigned s = 0; s < ND_XFER_SHARDS; s++) {
+            size_t n;
+            do {
+                n = nd_xfer_drain(x, c, s, buf, ND_XFER_SWEEP_BATCH, idle_only);
+                nd_count_add(&tc->heap.cstats[c].xfer_drained, n);
+                if (nd_unlikely(nd_opt(ND_OPT_secure) == 1))   /* secure=1: their canaries (nd_tcache_seal) */
+                    nd_tcache_check_sealed(buf, n, nd_class_size[c], ND_CORRUPT_FREED);
+                nd_tcache_send_home(tc, c, buf, buf + n);
+            } while (n == ND_XFER_SWEEP_BATCH);
+        }
 }
 
 void nd_tcache_xfer_sweep(nd_tcache *tc, uint64_t now, bool all)
