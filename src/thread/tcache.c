@@ -710,10 +710,11 @@ static bool nd_tcache_has_foreign(const nd_tcache *tc, void *const *it, void *co
    transfer store of the cache's kind has room for go there as pointers
    (xfer.h), for the next fill of a cache of that kind: with transfer=2
    any of them, with transfer=1 those of other heaps' pages (the blocks
-   another thread allocated, which this one freed); each is checked first as a flush checks it (a block of the
-   class, its mark intact), here where its line is still hot. The rest go
-   to their pages as a flush sends them: the heap's own without an
-   atomic. */
+   another thread allocated, which this one freed); each is checked first
+   as a flush checks it (its mark intact), here where its line is still
+   hot. The rest go to their pages as a flush sends them: the heap's own
+   without an atomic. One put, no separate look at the store's room: it
+   takes what fits (its shards in turn) and says how many. */
 static size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
 {
     nd_bin *bin = &tc->bins[c];
@@ -727,33 +728,40 @@ static size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
     if (nd_unlikely(x == NULL) && nd_tcache_bin_kind(tc) >= 2 && nd_opt(ND_OPT_transfer) &&
         (own_too || nd_tcache_has_foreign(tc, bin->empty - n, bin->empty)))
         x = nd_tcache_xfer(tc, true);   /* the kind's first hand-off: its store */
-    /* The store's class: the blocks' (under secure=1 a bin holds the next
-       class's blocks, class.h). */
-    const unsigned cls = nd_bin_class[c];
-    size_t room = x != NULL ? nd_xfer_room(x, cls) : 0;
-    if (room == 0 || n == 0) {
-        if (x != NULL && n != 0)
-            nd_count_inc(&tc->heap.cstats[c].xfer_full);
+    if (x == NULL || n == 0) {
         nd_tcache_flush(tc, c, n);
         return 0;
     }
+    /* The store's class: the blocks' (under secure=1 a bin holds the next
+       class's blocks, class.h). */
+    const unsigned cls = nd_bin_class[c];
     void **oldest = bin->empty - n, **mid = oldest;
-    /* The blocks that go to the store to the front, up to its room; with
-       transfer=1 only other heaps' pages' blocks: the heap's own go home
-       without an atomic, to pages whose lines this thread has. Each is
-       checked as a flush checks it (its mark), and under secure=1 as its
-       free did (its canary too, nd_tcache_seal). */
-    const nd_heap *h = &tc->heap;
+    /* The blocks that go to the store to the front. Each is checked as a
+       flush checks it: its mark, and under secure=1 its canary as its free
+       did (nd_tcache_seal). With transfer=2 that is all that is read of
+       it: its class is its bin's (its free found its page, which cannot
+       leave use while it is out). With transfer=1 only other heaps' pages'
+       blocks go: the heap's own go home without an atomic, to pages whose
+       lines this thread has. */
     const size_t sealed = tc->secure != NULL ? nd_class_size[cls] : 0;
-    for (void **it = oldest; it < bin->empty && (size_t)(mid - oldest) < room; it++) {
-        void *p = *it;
-        nd_page *pg = nd_tcache_page_of(p, cls);
-        if (!own_too && nd_load_relaxed(&pg->heap) == h)
-            continue;
-        if (nd_unlikely(!nd_block_is_marked(p) || (sealed != 0 && !nd_block_is_sealed(p, sealed))))
-            nd_page_corrupt(pg, p, ND_CORRUPT_FREED, "a block waiting in a thread cache was modified");
-        *it = *mid;
-        *mid++ = p;
+    if (own_too) {
+        for (void **it = oldest; it < bin->empty; it++)
+            if (nd_unlikely(!nd_block_is_marked(*it) || (sealed != 0 && !nd_block_is_sealed(*it, sealed))))
+                nd_page_corrupt(nd_tcache_page_of(*it, cls), *it, ND_CORRUPT_FREED,
+                                "a block waiting in a thread cache was modified");
+        mid = bin->empty;
+    } else {
+        const nd_heap *h = &tc->heap;
+        for (void **it = oldest; it < bin->empty; it++) {
+            void *p = *it;
+            nd_page *pg = nd_tcache_page_of(p, cls);
+            if (nd_load_relaxed(&pg->heap) == h)
+                continue;
+            if (nd_unlikely(!nd_block_is_marked(p) || (sealed != 0 && !nd_block_is_sealed(p, sealed))))
+                nd_page_corrupt(pg, p, ND_CORRUPT_FREED, "a block waiting in a thread cache was modified");
+            *it = *mid;
+            *mid++ = p;
+        }
     }
     size_t foreign = (size_t)(mid - oldest);
     size_t put = nd_xfer_put(x, cls, nd_tcache_xfer_shard(tc), oldest, foreign);
@@ -762,7 +770,7 @@ static size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
         nd_count_inc(&cs->xfer_puts);
         nd_count_add(&cs->xfer_put_blocks, put);
     }
-    if (put < foreign || (foreign == room && foreign < n))
+    if (put < foreign)
         nd_count_inc(&cs->xfer_full);
     if (put < n)
         nd_tcache_send_home(tc, cls, oldest + put, bin->empty);
