@@ -102,7 +102,8 @@ size_t nd_xfer_room(const nd_xfer *x, unsigned c)
     return room;
 }
 
-size_t nd_xfer_put(nd_xfer *x, unsigned c, unsigned shard, void *const *blocks, size_t n)
+size_t nd_xfer_put(nd_xfer *x, unsigned c, unsigned shard, void *const *blocks, size_t n, nd_xfer_check_fn *check,
+                   const void *arg)
 {
     size_t put = 0;
     for (unsigned i = 0; i < ND_XFER_SHARDS && put < n; i++) {
@@ -112,6 +113,8 @@ size_t nd_xfer_put(nd_xfer *x, unsigned c, unsigned shard, void *const *blocks, 
         size_t k = n - put, room = xc->cap - xc->count;
         if (k > room)
             k = room;
+        if (check != NULL)
+            check(blocks + put, k, arg);
         memcpy(&x->p[xc->off + xc->count], blocks + put, k * sizeof(void *));
         nd_store_relaxed(&xc->count, xc->count + (uint32_t)k);   /* one word: the put counts from here */
         nd_xfer_release(xc);

@@ -144,12 +144,19 @@ size_t   nd_xfer_cap(const nd_xfer *x, unsigned c) nd_hidden;
 /* The most blocks puts could add to class c now, over all its shards (a
    hint, no lock). */
 size_t   nd_xfer_room(const nd_xfer *x, unsigned c) nd_hidden;
+/* A caller's check of the k blocks a put is about to copy in (under the
+   shard's claim, before any other thread can take them): it returns only
+   if they may go in. */
+typedef void nd_xfer_check_fn(void *const *blocks, size_t k, const void *arg);
 /* Copies up to n of blocks[0 .. n) (from the front) into class c's store,
    starting at shard `shard` (any number: taken modulo ND_XFER_SHARDS) and
    going on to the next shards while blocks are left: a full or claimed
-   shard is skipped. Returns how many it took (0 when every shard is full
-   or held by another thread: it never waits). */
-size_t   nd_xfer_put(nd_xfer *x, unsigned c, unsigned shard, void *const *blocks, size_t n) nd_hidden;
+   shard is skipped. When check is set, each shard's share of the blocks
+   is passed to check(share, k, arg) first, so only the blocks that go in
+   are looked at. Returns how many it took (0 when every shard is full or
+   held by another thread: it never waits). */
+size_t   nd_xfer_put(nd_xfer *x, unsigned c, unsigned shard, void *const *blocks, size_t n, nd_xfer_check_fn *check,
+                     const void *arg) nd_hidden;
 /* Copies up to max blocks of class c, each shard's newest first, starting
    at shard `shard` and going on to the next ones while fewer than max
    came, into the max slots that END at `end`: the n it returns are

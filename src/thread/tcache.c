@@ -706,15 +706,34 @@ static bool nd_tcache_has_foreign(const nd_tcache *tc, void *const *it, void *co
     return false;
 }
 
+/* The check of an overflow's blocks as they go into the store (under
+   transfer=2, nd_xfer_put's check): each block's mark, and under secure=1
+   its canary (nd_tcache_seal), as a flush checks it; only the block's own
+   words are read, its class being its bin's (its free found its page,
+   which cannot leave use while the block is out). */
+typedef struct nd_spill_check {
+    unsigned cls;      /* the blocks' class */
+    size_t   sealed;   /* secure=1: the class's size (the canary's place); else 0 */
+} nd_spill_check;
+static void nd_tcache_check_spilled(void *const *v, size_t n, const void *arg)
+{
+    const nd_spill_check *k = arg;
+    for (size_t i = 0; i < n; i++)
+        if (nd_unlikely(!nd_block_is_marked(v[i]) || (k->sealed != 0 && !nd_block_is_sealed(v[i], k->sealed))))
+            nd_page_corrupt(nd_tcache_page_of(v[i], k->cls), v[i], ND_CORRUPT_FREED,
+                            "a block waiting in a thread cache was modified");
+}
+
 /* A full bin's overflow: its n oldest blocks leave it. As many as the
    transfer store of the cache's kind has room for go there as pointers
    (xfer.h), for the next fill of a cache of that kind: with transfer=2
    any of them, with transfer=1 those of other heaps' pages (the blocks
    another thread allocated, which this one freed); each is checked first
    as a flush checks it (its mark intact), here where its line is still
-   hot. The rest go to their pages as a flush sends them: the heap's own
-   without an atomic. One put, no separate look at the store's room: it
-   takes what fits (its shards in turn) and says how many. */
+   hot. The rest go to their pages as a flush sends them (and checked
+   there): the heap's own without an atomic. One put, no separate look at
+   the store's room: it takes what fits (its shards in turn), checking
+   only those (nd_tcache_check_spilled), and says how many. */
 static size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
 {
     nd_bin *bin = &tc->bins[c];
@@ -734,37 +753,26 @@ static size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
     }
     /* The store's class: the blocks' (under secure=1 a bin holds the next
        class's blocks, class.h). */
-    const unsigned cls = nd_bin_class[c];
-    void **oldest = bin->empty - n, **mid = oldest;
-    /* The blocks that go to the store to the front. Each is checked as a
-       flush checks it: its mark, and under secure=1 its canary as its free
-       did (nd_tcache_seal). With transfer=2 that is all that is read of
-       it: its class is its bin's (its free found its page, which cannot
-       leave use while it is out). With transfer=1 only other heaps' pages'
-       blocks go: the heap's own go home without an atomic, to pages whose
-       lines this thread has. */
-    const size_t sealed = tc->secure != NULL ? nd_class_size[cls] : 0;
-    if (own_too) {
-        for (void **it = oldest; it < bin->empty; it++)
-            if (nd_unlikely(!nd_block_is_marked(*it) || (sealed != 0 && !nd_block_is_sealed(*it, sealed))))
-                nd_page_corrupt(nd_tcache_page_of(*it, cls), *it, ND_CORRUPT_FREED,
-                                "a block waiting in a thread cache was modified");
-        mid = bin->empty;
-    } else {
+    const nd_spill_check check = {nd_bin_class[c], tc->secure != NULL ? nd_class_size[nd_bin_class[c]] : 0};
+    void **oldest = bin->empty - n, **mid = bin->empty;
+    if (!own_too) {
+        /* transfer=1: only other heaps' pages' blocks, to the front (and
+           checked here): the heap's own go home without an atomic, to
+           pages whose lines this thread has. */
         const nd_heap *h = &tc->heap;
+        mid = oldest;
         for (void **it = oldest; it < bin->empty; it++) {
             void *p = *it;
-            nd_page *pg = nd_tcache_page_of(p, cls);
-            if (nd_load_relaxed(&pg->heap) == h)
+            if (nd_load_relaxed(&nd_tcache_page_of(p, check.cls)->heap) == h)
                 continue;
-            if (nd_unlikely(!nd_block_is_marked(p) || (sealed != 0 && !nd_block_is_sealed(p, sealed))))
-                nd_page_corrupt(pg, p, ND_CORRUPT_FREED, "a block waiting in a thread cache was modified");
+            nd_tcache_check_spilled(&p, 1, &check);
             *it = *mid;
             *mid++ = p;
         }
     }
     size_t foreign = (size_t)(mid - oldest);
-    size_t put = nd_xfer_put(x, cls, nd_tcache_xfer_shard(tc), oldest, foreign);
+    size_t put = nd_xfer_put(x, check.cls, nd_tcache_xfer_shard(tc), oldest, foreign,
+                             own_too ? nd_tcache_check_spilled : NULL, &check);
     nd_class_counters *cs = &tc->heap.cstats[c];
     if (put != 0) {
         nd_count_inc(&cs->xfer_puts);
@@ -773,9 +781,9 @@ static size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
     if (put < foreign)
         nd_count_inc(&cs->xfer_full);
     if (put < n)
-        nd_tcache_send_home(tc, cls, oldest + put, bin->empty);
+        nd_tcache_send_home(tc, check.cls, oldest + put, bin->empty);
     nd_tcache_drop_oldest(tc, c, n);
-    nd_assert2(nd_xfer_is_valid(x, cls));
+    nd_assert2(nd_xfer_is_valid(x, check.cls));
     return put;
 }
 

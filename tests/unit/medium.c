@@ -81,7 +81,7 @@ static void a_medium_class_store_holds_64_blocks_at_least(void)
         EXPECT(blocks[i] != NULL, "malloc(%zu) to succeed", size);
         nd_block_mark(blocks[i]);
     }
-    size_t put = nd_xfer_put(x, c, 0, blocks, n);
+    size_t put = nd_xfer_put(x, c, 0, blocks, n, NULL, NULL);
     EXPECT(put == cap, "a put of %zu blocks of 48 KiB to take %zu (its cap), it took %zu", n, cap, put);
     EXPECT(nd_xfer_is_valid(x, c), "the store's invariants to hold when full");
     size_t got = nd_xfer_take(x, c, 0, out + n, n);

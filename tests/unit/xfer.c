@@ -93,15 +93,15 @@ static void a_store_gives_back_what_it_took_and_holds_at_most_its_cap(void)
     size_t n = cap + 10;
     void **blocks = calloc(n, sizeof(void *));
     take_marked(blocks, n, size);
-    EXPECT(nd_xfer_put(x, c, 0, blocks, 3) == 3, "a put of 3 blocks into an empty store to take all 3");
+    EXPECT(nd_xfer_put(x, c, 0, blocks, 3, NULL, NULL) == 3, "a put of 3 blocks into an empty store to take all 3");
     EXPECT(nd_xfer_is_valid(x, c), "the store's invariants to hold after a put");
     size_t got = take_from(x, c, out, 2);
     EXPECT(got == 2 && out[0] == blocks[1] && out[1] == blocks[2], "a take of 2 to give the 2 newest blocks");
     EXPECT(take_from(x, c, out + 2, 8) == 1 && out[2] == blocks[0], "the next take to give the last one");
     EXPECT(take_from(x, c, out, 8) == 0, "an empty store to give nothing");
-    size_t put = nd_xfer_put(x, c, 0, blocks, n);
+    size_t put = nd_xfer_put(x, c, 0, blocks, n, NULL, NULL);
     EXPECT(put == cap, "a put of %zu blocks to take %zu (the cap), it took %zu", n, cap, put);
-    EXPECT(nd_xfer_room(x, c) == 0 && nd_xfer_put(x, c, 0, blocks + cap, 1) == 0, "a full store to take nothing more");
+    EXPECT(nd_xfer_room(x, c) == 0 && nd_xfer_put(x, c, 0, blocks + cap, 1, NULL, NULL) == 0, "a full store to take nothing more");
     EXPECT(nd_xfer_is_valid(x, c), "the store's invariants to hold when full");
     got = take_from(x, c, out, ND_XFER_SLOTS);
     EXPECT(got == cap, "a take to empty the store (%zu blocks), it gave %zu", cap, got);
@@ -128,7 +128,7 @@ static void a_put_or_take_goes_on_to_the_next_shard_when_its_own_is_claimed_or_f
     /* Shard 1 held by another thread (its claim word set, as a put's is
        during its copy): a put starting there goes to shard 2. */
     x->cls[c][1].claim = 1;
-    EXPECT(nd_xfer_put(x, c, 1, blocks, 3) == 3, "a put at a claimed shard to go on to the next one");
+    EXPECT(nd_xfer_put(x, c, 1, blocks, 3, NULL, NULL) == 3, "a put at a claimed shard to go on to the next one");
     EXPECT(x->cls[c][1].count == 0 && x->cls[c][2].count == 3, "the 3 blocks in shard 2 (%u), none in shard 1 (%u)",
            x->cls[c][2].count, x->cls[c][1].count);
     EXPECT(nd_xfer_is_valid(x, c), "the store's invariants to hold (the claimed shard unchecked)");
@@ -144,16 +144,49 @@ static void a_put_or_take_goes_on_to_the_next_shard_when_its_own_is_claimed_or_f
     for (size_t i = 0; i < cap; i++)
         many[i] = blocks[i % 16];   /* only counted here: taken out again before any check */
     size_t k = x->cls[c][3].cap + 2;
-    EXPECT(nd_xfer_put(x, c, 3, many, k) == k, "a put of %zu blocks at shard 3 to take all of them", k);
+    EXPECT(nd_xfer_put(x, c, 3, many, k, NULL, NULL) == k, "a put of %zu blocks at shard 3 to take all of them", k);
     EXPECT(x->cls[c][3].count == x->cls[c][3].cap && x->cls[c][0].count == 2,
            "shard 3 to be full (%u of %u) and the 2 left over in shard 0 (%u)", x->cls[c][3].count, x->cls[c][3].cap,
            x->cls[c][0].count);
-    EXPECT(nd_xfer_put(x, c, 1, many, cap) == cap - k && nd_xfer_room(x, c) == 0,
+    EXPECT(nd_xfer_put(x, c, 1, many, cap, NULL, NULL) == cap - k && nd_xfer_room(x, c) == 0,
            "the shards together to take the class's cap, %zu, no more", cap);
     EXPECT(take_from(x, c, out, ND_XFER_SLOTS) == cap && nd_xfer_room(x, c) == cap,
            "a take to go through every shard and empty the class");
     free(many);
     free_marked(blocks, 16);
+}
+
+/* A put checks only the blocks that go in (the rest go to their pages,
+   checked there): its check sees each shard's share before the copy, and
+   none of the blocks a full store leaves out. */
+static size_t checked_blocks;
+static void count_checked(void *const *blocks, size_t k, const void *arg)
+{
+    (void)blocks;
+    EXPECT(arg == &checked_blocks, "the put's argument to reach its check");
+    checked_blocks += k;
+}
+static void a_put_checks_only_the_blocks_that_go_in(void)
+{
+    unsigned c = class_of(4096);
+    void *out[ND_XFER_SLOTS];
+    nd_xfer *x = plain_store_emptied(c, out);
+    size_t cap = nd_xfer_cap(x, c);
+    void **many = calloc(cap + 5, sizeof(void *));
+    EXPECT(many != NULL, "calloc to succeed");
+    for (size_t i = 0; i < cap + 5; i++)
+        many[i] = (void *)(uintptr_t)(i + 1);   /* only counted: drained again before any check */
+    checked_blocks = 0;
+    EXPECT(nd_xfer_put(x, c, 2, many, cap - 3, count_checked, &checked_blocks) == cap - 3 &&
+               checked_blocks == cap - 3,
+           "a put of %zu blocks into an empty class to check them all, it checked %zu", cap - 3, checked_blocks);
+    checked_blocks = 0;
+    EXPECT(nd_xfer_put(x, c, 0, many, 8, count_checked, &checked_blocks) == 3 && checked_blocks == 3,
+           "a put of 8 where 3 fit to check only those 3, it checked %zu", checked_blocks);
+    EXPECT(nd_xfer_put(x, c, 1, many, 8, count_checked, &checked_blocks) == 0 && checked_blocks == 3,
+           "a put into a full class to check none");
+    EXPECT(take_from(x, c, out, ND_XFER_SLOTS) == cap, "the class emptied");
+    free(many);
 }
 
 /* A drain empties one shard; maintenance's give-back (nodal_collect's, a
@@ -168,11 +201,11 @@ static void a_give_back_empties_every_shard(void)
     void *blocks[4 * ND_XFER_SHARDS];
     take_marked(blocks, 4 * ND_XFER_SHARDS, size);
     for (unsigned s = 0; s < ND_XFER_SHARDS; s++)
-        EXPECT(nd_xfer_put(x, c, s, blocks + 4 * s, 4) == 4 && x->cls[c][s].count == 4, "4 blocks into shard %u", s);
+        EXPECT(nd_xfer_put(x, c, s, blocks + 4 * s, 4, NULL, NULL) == 4 && x->cls[c][s].count == 4, "4 blocks into shard %u", s);
     EXPECT(nd_xfer_drain(x, c, 2, out, ND_XFER_SLOTS, false) == 4 && x->cls[c][2].count == 0 &&
                nd_xfer_room(x, c) == nd_xfer_cap(x, c) - 4 * (ND_XFER_SHARDS - 1),
            "a drain of shard 2 to empty it and only it");
-    EXPECT(nd_xfer_put(x, c, 2, out, 4) == 4, "its blocks back in");
+    EXPECT(nd_xfer_put(x, c, 2, out, 4, NULL, NULL) == 4, "its blocks back in");
     nd_tcache_xfer_give_back(nd_tls_tc);
     for (unsigned s = 0; s < ND_XFER_SHARDS; s++)
         EXPECT(x->cls[c][s].count == 0, "the give-back to empty shard %u, it holds %u", s, x->cls[c][s].count);
@@ -191,9 +224,9 @@ static void the_invariant_check_looks_at_every_shard(void)
     void *right[2], *wrong[1];
     take_marked(right, 2, 320);
     take_marked(wrong, 1, 4096);
-    EXPECT(nd_xfer_put(x, c, 0, right, 2) == 2 && nd_xfer_is_valid(x, c), "a class of right blocks to be valid");
+    EXPECT(nd_xfer_put(x, c, 0, right, 2, NULL, NULL) == 2 && nd_xfer_is_valid(x, c), "a class of right blocks to be valid");
     unsigned last = ND_XFER_SHARDS - 1;
-    EXPECT(nd_xfer_put(x, c, last, wrong, 1) == 1 && !nd_xfer_is_valid(x, c),
+    EXPECT(nd_xfer_put(x, c, last, wrong, 1, NULL, NULL) == 1 && !nd_xfer_is_valid(x, c),
            "a block of class %u in shard %u of class %u to break its invariants", other, last, c);
     EXPECT(nd_xfer_drain(x, c, last, out, 8, false) == 1 && out[0] == wrong[0] && nd_xfer_is_valid(x, c),
            "the wrong block drained, the class to be valid again");
@@ -240,7 +273,7 @@ static void a_new_store_writes_only_its_header(void)
     void *fake[512];
     for (size_t i = 0; i < 512; i++)
         fake[i] = (void *)(uintptr_t)(i + 1);   /* slots only written and read back: no block behind them */
-    EXPECT(nd_xfer_put(x, c, 0, fake, 512) > 0, "a put to take blocks");
+    EXPECT(nd_xfer_put(x, c, 0, fake, 512, NULL, NULL) > 0, "a put to take blocks");
     void *out[512];
     size_t got = take_from(x, c, out, 512);
     r = resident_pages(&x->p[0], end);
@@ -271,7 +304,7 @@ static void stores_of_two_kinds_keep_their_blocks_apart(void)
         EXPECT(bb[i] != NULL && nd_seg_base(bb[i])->bound, "nodal_malloc_node(%zu, %d) to give bound memory", size, node);
         nd_block_mark(bb[i]);
     }
-    EXPECT(nd_xfer_put(xp, c, 0, pb, 8) == 8 && nd_xfer_put(xb, c, 0, bb, 8) == 8, "both puts to take their 8 blocks");
+    EXPECT(nd_xfer_put(xp, c, 0, pb, 8, NULL, NULL) == 8 && nd_xfer_put(xb, c, 0, bb, 8, NULL, NULL) == 8, "both puts to take their 8 blocks");
     EXPECT(nd_xfer_is_valid(xp, c) && nd_xfer_is_valid(xb, c), "each store to hold only blocks of its kind");
     size_t got = take_from(xb, c, out, ND_XFER_SLOTS);
     EXPECT(got == 8, "the bound store to give its 8 blocks, it gave %zu", got);
@@ -296,17 +329,17 @@ static void a_sweep_drains_an_idle_store_and_keeps_a_used_one(void)
     void *out[ND_XFER_SLOTS], *blocks[16];
     free_marked(out, drain_all(x, c, out, ND_XFER_SLOTS));   /* empty, and `taken` cleared */
     take_marked(blocks, 16, size);
-    EXPECT(nd_xfer_put(x, c, 0, blocks, 16) == 16, "the put to take 16 blocks");
+    EXPECT(nd_xfer_put(x, c, 0, blocks, 16, NULL, NULL) == 16, "the put to take 16 blocks");
     EXPECT(take_from(x, c, out, 4) == 4, "a take of 4");
     EXPECT(nd_xfer_drain(x, c, 0, out, ND_XFER_SLOTS, true) == 0, "an idle-only drain to keep a class taken from since the last one");
     size_t n = nd_xfer_drain(x, c, 0, out, ND_XFER_SLOTS, true);
     EXPECT(n == 12, "the next idle-only drain (no take in between) to empty it: 12 blocks, it gave %zu", n);
     EXPECT(nd_xfer_room(x, c) == nd_xfer_cap(x, c), "the drained class to be empty");
-    EXPECT(nd_xfer_put(x, c, 0, blocks, 16) == 16 && drain_all(x, c, out, ND_XFER_SLOTS) == 16,
+    EXPECT(nd_xfer_put(x, c, 0, blocks, 16, NULL, NULL) == 16 && drain_all(x, c, out, ND_XFER_SLOTS) == 16,
            "a full drain to empty a class whatever its takes");
     /* A bounded drain (maintenance's, ND_XFER_SWEEP_BATCH at a time) takes
        the newest and leaves the rest for the next call. */
-    EXPECT(nd_xfer_put(x, c, 0, blocks, 16) == 16, "the put to take 16 blocks again");
+    EXPECT(nd_xfer_put(x, c, 0, blocks, 16, NULL, NULL) == 16, "the put to take 16 blocks again");
     n = nd_xfer_drain(x, c, 0, out, 5, true);
     EXPECT(n == 5 && out[0] == blocks[11] && out[4] == blocks[15], "a drain of at most 5 to give the 5 newest, it gave %zu", n);
     n = nd_xfer_drain(x, c, 0, out, ND_XFER_SLOTS, true);
@@ -327,13 +360,13 @@ static void a_sweep_gives_back_what_sat_untaken_through_a_period(void)
     size_t was = drain_all(x, c, out, ND_XFER_SLOTS);   /* what earlier cases left */
     free_marked(out, was);
     take_marked(blocks, 16, 512);
-    EXPECT(nd_xfer_put(x, c, 0, blocks, 16) == 16 && take_from(x, c, out, 2) == 2, "a put of 16 and a take of 2");
+    EXPECT(nd_xfer_put(x, c, 0, blocks, 16, NULL, NULL) == 16 && take_from(x, c, out, 2) == 2, "a put of 16 and a take of 2");
     EXPECT(nd_xfer_drain(x, c, 0, out, ND_XFER_SLOTS, true) == 0, "the first sweep (the period began empty) to keep all");
     void *taken[8];
     EXPECT(take_from(x, c, taken, 4) == 4, "a take of 4: the class holds 10, never fewer this period");
     taken[4] = out[0];
     taken[5] = out[1];
-    EXPECT(nd_xfer_put(x, c, 0, taken, 6) == 6, "the 6 taken put back: 16 in the class");
+    EXPECT(nd_xfer_put(x, c, 0, taken, 6, NULL, NULL) == 6, "the 6 taken put back: 16 in the class");
     size_t n, total = 0, calls = 0;
     do {
         n = nd_xfer_drain(x, c, 0, out + total, 4, true);
@@ -534,6 +567,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_store_gives_back_what_it_took_and_holds_at_most_its_cap),
     ND_CASE(stores_of_two_kinds_keep_their_blocks_apart),
     ND_CASE(a_put_or_take_goes_on_to_the_next_shard_when_its_own_is_claimed_or_full),
+    ND_CASE(a_put_checks_only_the_blocks_that_go_in),
     ND_CASE(a_give_back_empties_every_shard),
     ND_CASE(the_invariant_check_looks_at_every_shard),
     ND_CASE(a_sweep_drains_an_idle_store_and_keeps_a_used_one),
