@@ -133,6 +133,10 @@ size_t nd_xfer_take(nd_xfer *x, unsigned c, unsigned shard, void **end, size_t m
         size_t k = max - got;
         if (k > xc->count)
             k = xc->count;
+        if (k == 0) {   /* emptied since the hint: not a take (the sweep's `taken`) */
+            nd_xfer_release(xc);
+            continue;
+        }
         uint32_t rest = xc->count - (uint32_t)k;
         got += k;
         memcpy(end - got, &x->p[xc->off + rest], k * sizeof(void *));
