@@ -1,7 +1,7 @@
 /*
  * xfer.c - the transfer stores (see xfer.h): one per kind of memory, made
  * on first use from metadata, and the copies of block pointers in and out.
- * No lock: a class's claim word, only tried (xfer.h).
+ * No lock: a shard's claim word, only tried (xfer.h).
  */
 #include "xfer.h"
 
@@ -14,8 +14,8 @@
 /* The stores, by kind - 2 (2 * node + bound); installed once, never freed. */
 static nd_xfer *nd_xfer_stores[ND_XFER_KINDS];
 
-/* Claims class c's store (acquire: the last holder's copy and count are
-   seen); false when another thread has it. */
+/* Claims a shard (acquire: the last holder's copy and count are seen);
+   false when another thread has it. */
 static inline bool nd_xfer_claim(nd_xfer_class *xc)
 {
     uint32_t free_ = 0;
@@ -34,6 +34,17 @@ static inline uint32_t nd_xfer_cap_of(unsigned c)
     size_t cap = ND_XFER_BYTES / nd_class_size[c];
     return (uint32_t)(cap < ND_XFER_SLOTS ? cap : ND_XFER_SLOTS);
 }
+/* Shard s's share of them (xfer.h). */
+static inline uint32_t nd_xfer_shard_cap(unsigned c, unsigned s)
+{
+    uint32_t cap = nd_xfer_cap_of(c);
+    return cap / ND_XFER_SHARDS + (s < cap % ND_XFER_SHARDS);
+}
+/* Slots rounded up to whole cache lines of them. */
+static inline uint32_t nd_xfer_line_up(uint32_t n)
+{
+    return (n + (uint32_t)ND_XFER_LINE_SLOTS - 1) & ~((uint32_t)ND_XFER_LINE_SLOTS - 1);
+}
 
 nd_xfer *nd_xfer_find(unsigned kind)
 {
@@ -49,7 +60,8 @@ nd_xfer *nd_xfer_get(unsigned kind)
         return x;
     uint32_t slots = 0;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
-        slots += nd_xfer_cap_of(c);
+        for (unsigned s = 0; s < ND_XFER_SHARDS; s++)
+            slots += nd_xfer_line_up(nd_xfer_shard_cap(c, s));
     size_t bytes = sizeof(nd_xfer) + (size_t)slots * sizeof(void *);
     /* Only the header is written now (zeroed): a class's slots become
        resident as puts first write them, the first access to each. */
@@ -58,11 +70,12 @@ nd_xfer *nd_xfer_get(unsigned kind)
         return NULL;
     fresh->kind = kind;
     fresh->slots = slots;
-    for (unsigned c = 0, off = 0; c < ND_CLASS_COUNT; c++) {
-        fresh->cls[c].cap = nd_xfer_cap_of(c);
-        fresh->cls[c].off = off;
-        off += fresh->cls[c].cap;
-    }
+    for (unsigned c = 0, off = 0; c < ND_CLASS_COUNT; c++)
+        for (unsigned s = 0; s < ND_XFER_SHARDS; s++) {
+            fresh->cls[c][s].cap = nd_xfer_shard_cap(c, s);
+            fresh->cls[c][s].off = off;
+            off += nd_xfer_line_up(fresh->cls[c][s].cap);
+        }
     nd_xfer *none = NULL;
     if (__atomic_compare_exchange_n(&nd_xfer_stores[kind - 2], &none, fresh, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return fresh;
@@ -70,78 +83,96 @@ nd_xfer *nd_xfer_get(unsigned kind)
     return none;
 }
 
+size_t nd_xfer_cap(const nd_xfer *x, unsigned c)
+{
+    size_t cap = 0;
+    for (unsigned s = 0; s < ND_XFER_SHARDS; s++)
+        cap += x->cls[c][s].cap;
+    return cap;
+}
+
 size_t nd_xfer_room(const nd_xfer *x, unsigned c)
 {
-    const nd_xfer_class *xc = &x->cls[c];
-    uint32_t count = nd_load_relaxed(&xc->count);
-    return count < xc->cap ? xc->cap - count : 0;
+    size_t room = 0;
+    for (unsigned s = 0; s < ND_XFER_SHARDS; s++) {
+        const nd_xfer_class *xc = &x->cls[c][s];
+        uint32_t count = nd_load_relaxed(&xc->count);
+        room += count < xc->cap ? xc->cap - count : 0;
+    }
+    return room;
 }
 
-size_t nd_xfer_put(nd_xfer *x, unsigned c, void *const *blocks, size_t n)
+size_t nd_xfer_put(nd_xfer *x, unsigned c, unsigned shard, void *const *blocks, size_t n, nd_xfer_check_fn *check,
+                   const void *arg)
 {
-    nd_xfer_class *xc = &x->cls[c];
-    if (n == 0 || nd_xfer_room(x, c) == 0 || !nd_xfer_claim(xc))
-        return 0;
-    size_t room = xc->cap - xc->count;
-    if (n > room)
-        n = room;
-    memcpy(&x->p[xc->off + xc->count], blocks, n * sizeof(void *));
-    nd_store_relaxed(&xc->count, xc->count + (uint32_t)n);   /* one word: the put counts from here */
-    nd_xfer_release(xc);
-    return n;
+    size_t put = 0;
+    for (unsigned i = 0; i < ND_XFER_SHARDS && put < n; i++) {
+        nd_xfer_class *xc = &x->cls[c][(shard + i) & (ND_XFER_SHARDS - 1)];
+        if (nd_load_relaxed(&xc->count) >= xc->cap || !nd_xfer_claim(xc))
+            continue;   /* full (a hint), or another thread's */
+        size_t k = n - put, room = xc->cap - xc->count;
+        if (k > room)
+            k = room;
+        if (check != NULL)
+            check(blocks + put, k, arg);
+        memcpy(&x->p[xc->off + xc->count], blocks + put, k * sizeof(void *));
+        nd_store_relaxed(&xc->count, xc->count + (uint32_t)k);   /* one word: the put counts from here */
+        nd_xfer_release(xc);
+        put += k;
+    }
+    return put;
 }
 
-/* Under the claim: up to max of the class's newest blocks into out, out
-   of the class; returns how many. */
-static size_t nd_xfer_copy_out(nd_xfer *x, nd_xfer_class *xc, void **out, size_t max)
+size_t nd_xfer_take(nd_xfer *x, unsigned c, unsigned shard, void **end, size_t max)
 {
-    size_t n = xc->count < max ? xc->count : max;
-    uint32_t rest = xc->count - (uint32_t)n;
-    memcpy(out, &x->p[xc->off + rest], n * sizeof(void *));
-    nd_store_relaxed(&xc->count, rest);
-    return n;
+    size_t got = 0;
+    for (unsigned i = 0; i < ND_XFER_SHARDS && got < max; i++) {
+        nd_xfer_class *xc = &x->cls[c][(shard + i) & (ND_XFER_SHARDS - 1)];
+        if (nd_load_relaxed(&xc->count) == 0 || !nd_xfer_claim(xc))
+            continue;   /* empty (a hint), or another thread's */
+        size_t k = max - got;
+        if (k > xc->count)
+            k = xc->count;
+        if (k == 0) {   /* emptied since the hint: not a take (the sweep's `taken`) */
+            nd_xfer_release(xc);
+            continue;
+        }
+        uint32_t rest = xc->count - (uint32_t)k;
+        got += k;
+        memcpy(end - got, &x->p[xc->off + rest], k * sizeof(void *));
+        nd_store_relaxed(&xc->count, rest);
+        nd_store_relaxed(&xc->taken, 1);
+        if (rest < xc->low)
+            xc->low = rest;
+        nd_xfer_release(xc);
+    }
+    return got;
 }
 
-size_t nd_xfer_take(nd_xfer *x, unsigned c, void **out, size_t max)
+size_t nd_xfer_drain(nd_xfer *x, unsigned c, unsigned shard, void **out, size_t max, bool idle_only)
 {
-    nd_xfer_class *xc = &x->cls[c];
-    if (max == 0 || nd_load_relaxed(&xc->count) == 0 || !nd_xfer_claim(xc))
-        return 0;
-    size_t n = nd_xfer_copy_out(x, xc, out, max);
-    nd_store_relaxed(&xc->taken, 1);
-    if (xc->count < xc->low)
-        xc->low = xc->count;
-    nd_xfer_release(xc);
-    return n;
-}
-
-/* Under the claim: up to max of the class's oldest blocks into out (the
-   rest move down), out of the class; returns how many. */
-static size_t nd_xfer_copy_oldest(nd_xfer *x, nd_xfer_class *xc, void **out, size_t max)
-{
-    size_t n = xc->count < max ? xc->count : max;
-    uint32_t rest = xc->count - (uint32_t)n;
-    memcpy(out, &x->p[xc->off], n * sizeof(void *));
-    memmove(&x->p[xc->off], &x->p[xc->off + n], rest * sizeof(void *));
-    nd_store_relaxed(&xc->count, rest);
-    return n;
-}
-
-size_t nd_xfer_drain(nd_xfer *x, unsigned c, void **out, size_t max, bool idle_only)
-{
-    nd_xfer_class *xc = &x->cls[c];
+    nd_xfer_class *xc = &x->cls[c][shard & (ND_XFER_SHARDS - 1)];
     if (nd_load_relaxed(&xc->count) == 0 && (!idle_only || nd_load_relaxed(&xc->taken) == 0))
         return 0;
     if (!nd_xfer_claim(xc))
         return 0;
     size_t n = 0;
     if (!idle_only || !xc->taken) {
-        n = nd_xfer_copy_out(x, xc, out, max);
+        /* Any: the newest. */
+        n = xc->count < max ? xc->count : max;
+        uint32_t rest = xc->count - (uint32_t)n;
+        memcpy(out, &x->p[xc->off + rest], n * sizeof(void *));
+        nd_store_relaxed(&xc->count, rest);
     } else if (xc->low != 0) {
         /* Taken from, but never below `low` blocks since the last sweep:
-           those sat untaken a whole period, the oldest go back. The sweep
-           goes on while it gets max, `low` counting down; it ends below. */
-        n = nd_xfer_copy_oldest(x, xc, out, xc->low < max ? xc->low : max);
+           those sat untaken a whole period, the oldest go back (the rest
+           move down). The sweep goes on while it gets max, `low` counting
+           down; it ends below. */
+        n = xc->low < max ? xc->low : max;
+        uint32_t rest = xc->count - (uint32_t)n;
+        memcpy(out, &x->p[xc->off], n * sizeof(void *));
+        memmove(&x->p[xc->off], &x->p[xc->off + n], rest * sizeof(void *));
+        nd_store_relaxed(&xc->count, rest);
         xc->low -= (uint32_t)n;
         if (n == max)
             goto more;
@@ -166,30 +197,46 @@ void nd_xfer_fork_child(void)
     for (unsigned k = 0; k < ND_XFER_KINDS; k++) {
         nd_xfer *x = nd_load_relaxed(&nd_xfer_stores[k]);
         for (unsigned c = 0; x != NULL && c < ND_CLASS_COUNT; c++)
-            nd_store_relaxed(&x->cls[c].claim, 0);
+            for (unsigned s = 0; s < ND_XFER_SHARDS; s++)
+                nd_store_relaxed(&x->cls[c][s].claim, 0);
     }
 }
 
 /* ---- debug validation ---------------------------------------------------------- */
 
+/* Shard s of class c (claimed by the caller): its bounds and its blocks. */
+static bool nd_xfer_shard_is_valid(nd_xfer *x, unsigned c, unsigned s, uint32_t off)
+{
+    const nd_xfer_class *xc = &x->cls[c][s];
+    bool ok = xc->count <= xc->cap && xc->low <= xc->count && xc->cap == nd_xfer_shard_cap(c, s) && xc->off == off &&
+              off % ND_XFER_LINE_SLOTS == 0 && off + xc->cap <= x->slots;
+    for (uint32_t i = 0; ok && i < xc->count; i++) {
+        void *p = x->p[off + i];
+        nd_segment *seg = nd_seg_base(p);
+        const nd_page *pg = nd_page_of(seg, p);
+        ok = nd_load_relaxed(&pg->in_use) && pg->cls == c && nd_page_has_block(pg, p) && nd_block_is_marked(p) &&
+             nd_kind_of(seg->bound, seg->node) == x->kind;
+    }
+    return ok;
+}
+
 bool nd_xfer_is_valid(nd_xfer *x, unsigned c)
 {
     if (x->kind < 2 || x->kind - 2 >= ND_XFER_KINDS || c >= ND_CLASS_COUNT)
         return false;
-    nd_xfer_class *xc = &x->cls[c];
-    if (!nd_xfer_claim(xc))
-        return true;   /* another thread's: checked at its next use */
-    uint32_t off = 0;
+    uint32_t off = 0, cap = 0;
     for (unsigned k = 0; k < c; k++)
-        off += x->cls[k].cap;
-    bool ok = xc->count <= xc->cap && xc->low <= xc->count && xc->cap == nd_xfer_cap_of(c) && xc->off == off && off + xc->cap <= x->slots;
-    for (uint32_t i = 0; ok && i < xc->count; i++) {
-        void *p = x->p[off + i];
-        nd_segment *s = nd_seg_base(p);
-        const nd_page *pg = nd_page_of(s, p);
-        ok = nd_load_relaxed(&pg->in_use) && pg->cls == c && nd_page_has_block(pg, p) && nd_block_is_marked(p) &&
-             nd_kind_of(s->bound, s->node) == x->kind;
+        for (unsigned s = 0; s < ND_XFER_SHARDS; s++)
+            off += nd_xfer_line_up(x->cls[k][s].cap);
+    bool ok = true;
+    for (unsigned s = 0; ok && s < ND_XFER_SHARDS; s++) {
+        nd_xfer_class *xc = &x->cls[c][s];
+        cap += xc->cap;
+        if (nd_xfer_claim(xc)) {   /* else another thread's: checked at its next use */
+            ok = nd_xfer_shard_is_valid(x, c, s, off);
+            nd_xfer_release(xc);
+        }
+        off += nd_xfer_line_up(xc->cap);
     }
-    nd_xfer_release(xc);
-    return ok;
+    return ok && cap == nd_xfer_cap_of(c);
 }

@@ -21,18 +21,28 @@
  * malloc that reuses it; the pointers move as arrays.
  *
  *   nd_xfer (kind k)
- *     cls[c]: count, cap, taken, off --> p[off ..]: [ p0 p1 ... p(count-1) | unused ... ]
+ *     cls[c][s]: count, cap, taken, off --> p[off ..]: [ p0 p1 ... p(count-1) | unused ... ]
  *                                      ^ oldest in            ^ next put
  *     puts copy at p[count]; takes copy the newest (p[count-n .. count)).
  *
- * No lock: each class of a store has a claim word that puts, takes and
- * drains only try to set (a compare-and-swap) and clear when their copy is
- * done. A claimed class is skipped (the blocks go to their pages, the fill
- * to the heap, a sweep comes back later), so a thread preempted inside its
- * copy of a few hundred pointers never makes another wait or spin.
+ * Shards: each class of a store is split into ND_XFER_SHARDS shards, each
+ * its own slots and claim word (a cache line of its own), holding a share
+ * of the class's blocks (its cap split evenly). A thread starts at its own
+ * shard (tcache.c: from its thread id) and goes on to the next ones where
+ * one is claimed, full (a put) or empty (a take), so threads that hand
+ * over at once mostly claim different words, and the class still holds
+ * as many blocks as one array did: a put fills the shards in turn, a take
+ * empties them in turn. One shard serves most puts and takes (one claim).
+ *
+ * No lock: each shard has a claim word that puts, takes and drains only
+ * try to set (a compare-and-swap) and clear when their copy is done. A
+ * claimed shard is skipped (the blocks go to the next shard, then their
+ * pages, the fill to the next shard, then the heap, a sweep comes back
+ * later), so a thread preempted inside its copy of a few hundred pointers
+ * never makes another wait or spin.
  * Fork: the child clears every claim (nd_xfer_fork_child). A claim held at
  * the fork belonged to a thread the child does not have; its copy is not
- * counted until `count` is stored, one word, so the class is as it was
+ * counted until `count` is stored, one word, so the shard is as it was
  * before that copy or after it, and the blocks it was moving are lost with
  * that thread's cache, as the rest of its cache is.
  */
@@ -56,9 +66,10 @@
    46 MiB), but a class no cache took from for a purge delay is sent back
    to its pages, and so are the blocks any class held all through one (its
    low-water mark: nd_tcache_xfer_sweep), and only overflows fill it. The
-   slots take about 280 KiB of metadata per kind (a kind's store is made on
-   the first overflow of a cache of it that puts blocks in it), resident as
-   classes use them.
+   slots take about 290 KiB of metadata per kind (281 KiB of slots, each
+   shard's rounded up to whole cache lines, and a 12 KiB header; a kind's
+   store is made on the first overflow of a cache of it that puts blocks
+   in it), resident as classes use them.
    A medium class (above ND_SMALL_MAX; thread-cached up to tcache_max,
    128 KiB by default) holds ND_XFER_MEDIUM_BLOCKS blocks instead, 1.25
    MiB of 20 KiB to 8 MiB of 128 KiB: 512 KiB was 10 blocks of 48 KiB, a
@@ -77,25 +88,32 @@
 #define ND_XFER_BYTES (512 * ND_KiB)
 #define ND_XFER_MEDIUM_BLOCKS 64u
 
+/* Shards per class (a power of two), and the slots of a cache line. */
+#define ND_XFER_SHARDS 4u
+#define ND_XFER_LINE_SLOTS (ND_CACHE_LINE / sizeof(void *))
+
 /*
- * One class's store of one kind.
- * Invariants (while not claimed): count <= cap <= ND_XFER_SLOTS;
- * cap == min(ND_XFER_SLOTS, ND_XFER_BYTES / class size), ND_XFER_MEDIUM_BLOCKS
- * for a medium class (above ND_SMALL_MAX); its slots are the
- * store's p[off .. off + cap), after those of the classes below it; the
- * first count of them, p[0 .. count) below,
+ * One shard of one class's store of one kind.
+ * Invariants (while not claimed): count <= cap; the class's cap,
+ * min(ND_XFER_SLOTS, ND_XFER_BYTES / class size), ND_XFER_MEDIUM_BLOCKS
+ * for a medium class (above ND_SMALL_MAX), is split evenly among its
+ * shards: shard s holds cap / ND_XFER_SHARDS, one more when s < cap %
+ * ND_XFER_SHARDS (nd_xfer_shard_cap); its slots are the store's
+ * p[off .. off + cap), after those of the shards and classes before it,
+ * off a multiple of ND_XFER_LINE_SLOTS (no two shards share a line of
+ * slots); the first count of them, p[0 .. count) below,
  * are free blocks of class c, each a block start of a page in use of
  * class c, in a segment of the store's kind (its bound and node), carrying
  * the freed-block mark (page.h; under secure=1 its canary too, which
  * tcache.c checks as it goes in and comes out: secure.h); each counts among its page's used blocks
  * (the page cannot leave use nor its segment be unmapped while a block of
  * it is here). low <= count. `taken`: a take happened since the last
- * sweep; `low`: the fewest blocks the class held since then (its
+ * sweep; `low`: the fewest blocks the shard held since then (its
  * low-water mark: that many sat untaken all along). `count` is also read
  * without the lock (relaxed), as a hint only.
  */
 typedef struct nd_aligned(ND_CACHE_LINE) nd_xfer_class {
-    uint32_t claim;   /* 1: a thread is copying in or out */
+    uint32_t claim;   /* 1: a thread is copying in or out of this shard */
     uint32_t count;
     uint32_t cap;
     uint32_t taken;
@@ -109,11 +127,11 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_xfer_class {
  * swept_ms is when a sweep last looked (relaxed atomics; any thread).
  */
 typedef struct nd_xfer {
-    nd_xfer_class cls[ND_CLASS_COUNT];
+    nd_xfer_class cls[ND_CLASS_COUNT][ND_XFER_SHARDS];
     unsigned      kind;
-    uint32_t      slots;      /* the sum of the classes' caps */
+    uint32_t      slots;      /* the slots of all shards, line-aligned */
     uint64_t      swept_ms;
-    nd_aligned(ND_CACHE_LINE) void *p[];   /* the classes' slots, class by class */
+    nd_aligned(ND_CACHE_LINE) void *p[];   /* the shards' slots, class by class */
 } nd_xfer;
 
 /* The store of `kind` (nd_kind_of), made on first use; NULL when out of
@@ -121,23 +139,39 @@ typedef struct nd_xfer {
 nd_xfer *nd_xfer_get(unsigned kind) nd_hidden;
 /* The store of `kind` if one was made, else NULL. */
 nd_xfer *nd_xfer_find(unsigned kind) nd_hidden;
-/* The most blocks a put could add to class c now (a hint, no lock). */
+/* Blocks class c holds at most: the sum of its shards' caps. */
+size_t   nd_xfer_cap(const nd_xfer *x, unsigned c) nd_hidden;
+/* The most blocks puts could add to class c now, over all its shards (a
+   hint, no lock). */
 size_t   nd_xfer_room(const nd_xfer *x, unsigned c) nd_hidden;
-/* Copies up to n of blocks[0 .. n) (from the front) into class c's store;
-   returns how many it took (0 when full, or when another thread holds
-   the store: it never waits). */
-size_t   nd_xfer_put(nd_xfer *x, unsigned c, void *const *blocks, size_t n) nd_hidden;
-/* Copies up to max blocks of class c, the newest first, into out; returns
-   how many (0 when empty or busy: it never waits). */
-size_t   nd_xfer_take(nd_xfer *x, unsigned c, void **out, size_t max) nd_hidden;
-/* Moves up to max of class c's blocks into out: any (the newest), or, when
-   idle_only (a sweep), those that sat untaken since the last sweep: all of
-   them if no take came (the newest first), else as many as the class never
-   went below (its low-water mark), the oldest first; the sweep then starts
-   the next period. Returns how many (0 when another thread has it claimed:
-   it never waits). A caller empties a class, or gives back all its
-   untaken blocks, by calling again while it gets max. */
-size_t   nd_xfer_drain(nd_xfer *x, unsigned c, void **out, size_t max, bool idle_only) nd_hidden;
+/* A caller's check of the k blocks a put is about to copy in (under the
+   shard's claim, before any other thread can take them): it returns only
+   if they may go in. */
+typedef void nd_xfer_check_fn(void *const *blocks, size_t k, const void *arg);
+/* Copies up to n of blocks[0 .. n) (from the front) into class c's store,
+   starting at shard `shard` (any number: taken modulo ND_XFER_SHARDS) and
+   going on to the next shards while blocks are left: a full or claimed
+   shard is skipped. When check is set, each shard's share of the blocks
+   is passed to check(share, k, arg) first, so only the blocks that go in
+   are looked at. Returns how many it took (0 when every shard is full or
+   held by another thread: it never waits). */
+size_t   nd_xfer_put(nd_xfer *x, unsigned c, unsigned shard, void *const *blocks, size_t n, nd_xfer_check_fn *check,
+                     const void *arg) nd_hidden;
+/* Copies up to max blocks of class c, each shard's newest first, starting
+   at shard `shard` and going on to the next ones while fewer than max
+   came, into the max slots that END at `end`: the n it returns are
+   end[-n .. -1] (a bin's blocks end at its end, tcache.h). 0 when empty or
+   busy: it never waits. */
+size_t   nd_xfer_take(nd_xfer *x, unsigned c, unsigned shard, void **end, size_t max) nd_hidden;
+/* Moves up to max of the blocks of shard `shard` of class c into out: any
+   (the newest), or, when idle_only (a sweep), those that sat untaken since
+   the last sweep: all of them if no take came (the newest first), else as
+   many as the shard never went below (its low-water mark), the oldest
+   first; the sweep then starts the shard's next period. Returns how many
+   (0 when another thread has it claimed: it never waits). A caller
+   empties a shard, or gives back all its untaken blocks, by calling again
+   while it gets max, and a class by doing so for each shard. */
+size_t   nd_xfer_drain(nd_xfer *x, unsigned c, unsigned shard, void **out, size_t max, bool idle_only) nd_hidden;
 /* Is a sweep of x due (period_ms since the last one)? true claims it for
    the caller. */
 bool     nd_xfer_sweep_claim(nd_xfer *x, uint64_t now_ms, uint64_t period_ms) nd_hidden;
@@ -145,8 +179,8 @@ bool     nd_xfer_sweep_claim(nd_xfer *x, uint64_t now_ms, uint64_t period_ms) nd
 /* In a child after fork: every claim cleared (see above). */
 void     nd_xfer_fork_child(void) nd_hidden;
 
-/* Debug check of the invariants of class c's store (true, unchecked,
-   while another thread has it claimed). */
+/* Debug check of the invariants of class c's store: of each shard that
+   no other thread has claimed (those are checked at their next use). */
 bool     nd_xfer_is_valid(nd_xfer *x, unsigned c) nd_hidden;
 
 #endif /* ND_XFER_H */

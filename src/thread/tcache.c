@@ -429,6 +429,13 @@ static inline nd_xfer *nd_tcache_xfer(const nd_tcache *tc, bool make)
         return NULL;
     return make ? nd_xfer_get(kind) : nd_xfer_find(kind);
 }
+/* The shard of a class's store where tc's puts and takes start (xfer.h):
+   from its heap's owner id, stable for the cache's life; threads made one
+   after another start at different shards. */
+static inline unsigned nd_tcache_xfer_shard(const nd_tcache *tc)
+{
+    return (unsigned)(tc->heap.tid / ND_TID_STEP) & (ND_XFER_SHARDS - 1);
+}
 
 /* secure=1's plain caches (tc->secure set: secure.h) keep a canary in the
    last word of each block (page.h), which every free checks, and hand
@@ -499,27 +506,30 @@ bool nd_tcache_fill(nd_tcache *tc, unsigned c)
     nd_class_counters *cs = &tc->heap.cstats[c];
     const unsigned cls = nd_bin_class[c];   /* c; under secure=1 the class the bin's blocks have (class.h) */
     size_t got = 0;
+    void **at = bin->low;   /* where the blocks came: from the store, the bin's end already */
     nd_xfer *x = nd_tcache_xfer(tc, false);
     if (x != NULL) {
-        got = nd_xfer_take(x, cls, bin->low, whole > want ? whole : want);
+        got = nd_xfer_take(x, cls, nd_tcache_xfer_shard(tc), bin->empty, whole > want ? whole : want);
+        at = bin->empty - got;
         if (got != 0) {
             nd_count_inc(&cs->xfer_takes);
             nd_count_add(&cs->xfer_take_blocks, got);
             if (nd_unlikely(tc->secure != NULL))   /* secure=1: mark and canary checked */
-                nd_tcache_check_sealed(bin->low, got, nd_class_size[cls], ND_CORRUPT_REUSE);
+                nd_tcache_check_sealed(at, got, nd_class_size[cls], ND_CORRUPT_REUSE);
         } else {
             nd_count_inc(&cs->xfer_empty);
         }
     }
     if (got == 0) {
-        got = nd_heap_take_blocks(&tc->heap, cls, bin->low, want, bi->cap);
+        at = bin->low;
+        got = nd_heap_take_blocks(&tc->heap, cls, at, want, bi->cap);
         if (got != 0 && got < whole)
-            got += nd_heap_take_free(&tc->heap, cls, bin->low + got, whole - got);
+            got += nd_heap_take_free(&tc->heap, cls, at + got, whole - got);
         if (nd_unlikely(tc->secure != NULL))   /* secure=1: their canaries */
-            nd_tcache_seal(bin->low, got, nd_class_size[cls]);
+            nd_tcache_seal(at, got, nd_class_size[cls]);
     }
-    if (got > 0 && bin->empty - got != bin->low)   /* (a whole bin's fill is in place) */
-        memmove(bin->empty - got, bin->low, got * sizeof(void *));
+    if (got > 0 && bin->empty - got != at)   /* (a store's, or a whole bin's, fill is in place) */
+        memmove(bin->empty - got, at, got * sizeof(void *));
     bin->cur = bin->empty - got;
     bi->mark = now + got;
     size_t run = (size_t)bi->run_fill + got;
@@ -699,14 +709,34 @@ static bool nd_tcache_has_foreign(const nd_tcache *tc, void *const *it, void *co
     return false;
 }
 
+/* The check of an overflow's blocks as they go into the store (under
+   transfer=2, nd_xfer_put's check): each block's mark, and under secure=1
+   its canary (nd_tcache_seal), as a flush checks it; only the block's own
+   words are read, its class being its bin's (its free found its page,
+   which cannot leave use while the block is out). */
+typedef struct nd_spill_check {
+    unsigned cls;      /* the blocks' class */
+    size_t   sealed;   /* secure=1: the class's size (the canary's place); else 0 */
+} nd_spill_check;
+static void nd_tcache_check_spilled(void *const *v, size_t n, const void *arg)
+{
+    const nd_spill_check *k = arg;
+    for (size_t i = 0; i < n; i++)
+        if (nd_unlikely(!nd_block_is_marked(v[i]) || (k->sealed != 0 && !nd_block_is_sealed(v[i], k->sealed))))
+            nd_page_corrupt(nd_tcache_page_of(v[i], k->cls), v[i], ND_CORRUPT_FREED,
+                            "a block waiting in a thread cache was modified");
+}
+
 /* A full bin's overflow: its n oldest blocks leave it. As many as the
    transfer store of the cache's kind has room for go there as pointers
    (xfer.h), for the next fill of a cache of that kind: with transfer=2
    any of them, with transfer=1 those of other heaps' pages (the blocks
-   another thread allocated, which this one freed); each is checked first as a flush checks it (a block of the
-   class, its mark intact), here where its line is still hot. The rest go
-   to their pages as a flush sends them: the heap's own without an
-   atomic. */
+   another thread allocated, which this one freed); each is checked first
+   as a flush checks it (its mark intact), here where its line is still
+   hot. The rest go to their pages as a flush sends them (and checked
+   there): the heap's own without an atomic. One put, no separate look at
+   the store's room: it takes what fits (its shards in turn), checking
+   only those (nd_tcache_check_spilled), and says how many. */
 static size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
 {
     nd_bin *bin = &tc->bins[c];
@@ -720,47 +750,43 @@ static size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
     if (nd_unlikely(x == NULL) && nd_tcache_bin_kind(tc) >= 2 && nd_opt(ND_OPT_transfer) &&
         (own_too || nd_tcache_has_foreign(tc, bin->empty - n, bin->empty)))
         x = nd_tcache_xfer(tc, true);   /* the kind's first hand-off: its store */
-    /* The store's class: the blocks' (under secure=1 a bin holds the next
-       class's blocks, class.h). */
-    const unsigned cls = nd_bin_class[c];
-    size_t room = x != NULL ? nd_xfer_room(x, cls) : 0;
-    if (room == 0 || n == 0) {
-        if (x != NULL && n != 0)
-            nd_count_inc(&tc->heap.cstats[c].xfer_full);
+    if (x == NULL || n == 0) {
         nd_tcache_flush(tc, c, n);
         return 0;
     }
-    void **oldest = bin->empty - n, **mid = oldest;
-    /* The blocks that go to the store to the front, up to its room; with
-       transfer=1 only other heaps' pages' blocks: the heap's own go home
-       without an atomic, to pages whose lines this thread has. Each is
-       checked as a flush checks it (its mark), and under secure=1 as its
-       free did (its canary too, nd_tcache_seal). */
-    const nd_heap *h = &tc->heap;
-    const size_t sealed = tc->secure != NULL ? nd_class_size[cls] : 0;
-    for (void **it = oldest; it < bin->empty && (size_t)(mid - oldest) < room; it++) {
-        void *p = *it;
-        nd_page *pg = nd_tcache_page_of(p, cls);
-        if (!own_too && nd_load_relaxed(&pg->heap) == h)
-            continue;
-        if (nd_unlikely(!nd_block_is_marked(p) || (sealed != 0 && !nd_block_is_sealed(p, sealed))))
-            nd_page_corrupt(pg, p, ND_CORRUPT_FREED, "a block waiting in a thread cache was modified");
-        *it = *mid;
-        *mid++ = p;
+    /* The store's class: the blocks' (under secure=1 a bin holds the next
+       class's blocks, class.h). */
+    const nd_spill_check check = {nd_bin_class[c], tc->secure != NULL ? nd_class_size[nd_bin_class[c]] : 0};
+    void **oldest = bin->empty - n, **mid = bin->empty;
+    if (!own_too) {
+        /* transfer=1: only other heaps' pages' blocks, to the front (and
+           checked here): the heap's own go home without an atomic, to
+           pages whose lines this thread has. */
+        const nd_heap *h = &tc->heap;
+        mid = oldest;
+        for (void **it = oldest; it < bin->empty; it++) {
+            void *p = *it;
+            if (nd_load_relaxed(&nd_tcache_page_of(p, check.cls)->heap) == h)
+                continue;
+            nd_tcache_check_spilled(&p, 1, &check);
+            *it = *mid;
+            *mid++ = p;
+        }
     }
     size_t foreign = (size_t)(mid - oldest);
-    size_t put = nd_xfer_put(x, cls, oldest, foreign);
+    size_t put = nd_xfer_put(x, check.cls, nd_tcache_xfer_shard(tc), oldest, foreign,
+                             own_too ? nd_tcache_check_spilled : NULL, &check);
     nd_class_counters *cs = &tc->heap.cstats[c];
     if (put != 0) {
         nd_count_inc(&cs->xfer_puts);
         nd_count_add(&cs->xfer_put_blocks, put);
     }
-    if (put < foreign || (foreign == room && foreign < n))
+    if (put < foreign)
         nd_count_inc(&cs->xfer_full);
     if (put < n)
-        nd_tcache_send_home(tc, cls, oldest + put, bin->empty);
+        nd_tcache_send_home(tc, check.cls, oldest + put, bin->empty);
     nd_tcache_drop_oldest(tc, c, n);
-    nd_assert2(nd_xfer_is_valid(x, cls));
+    nd_assert2(nd_xfer_is_valid(x, check.cls));
     return put;
 }
 
@@ -771,21 +797,22 @@ static size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
 /* Store x's blocks back to their pages through tc: all of them, or
    (idle_only, a sweep) those that sat untaken since the last sweep: the
    classes no cache took from, whole, and of the others as many as they
-   never went below (nd_xfer_drain). A class another thread has claimed is
-   skipped. */
+   never went below (nd_xfer_drain), shard by shard. A shard another
+   thread has claimed is skipped. */
 static void nd_tcache_xfer_empty(nd_tcache *tc, nd_xfer *x, bool idle_only)
 {
     void *buf[ND_XFER_SWEEP_BATCH];
-    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
-        size_t n;
-        do {
-            n = nd_xfer_drain(x, c, buf, ND_XFER_SWEEP_BATCH, idle_only);
-            nd_count_add(&tc->heap.cstats[c].xfer_drained, n);
-            if (nd_unlikely(nd_opt(ND_OPT_secure) == 1))   /* secure=1: their canaries (nd_tcache_seal) */
-                nd_tcache_check_sealed(buf, n, nd_class_size[c], ND_CORRUPT_FREED);
-            nd_tcache_send_home(tc, c, buf, buf + n);
-        } while (n == ND_XFER_SWEEP_BATCH);
-    }
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
+        for (unsigned s = 0; s < ND_XFER_SHARDS; s++) {
+            size_t n;
+            do {
+                n = nd_xfer_drain(x, c, s, buf, ND_XFER_SWEEP_BATCH, idle_only);
+                nd_count_add(&tc->heap.cstats[c].xfer_drained, n);
+                if (nd_unlikely(nd_opt(ND_OPT_secure) == 1))   /* secure=1: their canaries (nd_tcache_seal) */
+                    nd_tcache_check_sealed(buf, n, nd_class_size[c], ND_CORRUPT_FREED);
+                nd_tcache_send_home(tc, c, buf, buf + n);
+            } while (n == ND_XFER_SWEEP_BATCH);
+        }
 }
 
 void nd_tcache_xfer_sweep(nd_tcache *tc, uint64_t now, bool all)

@@ -65,14 +65,14 @@ static void a_medium_class_store_holds_64_blocks_at_least(void)
         size_t size = nd_class_size[c];
         size_t cap = size > ND_SMALL_MAX ? ND_XFER_MEDIUM_BLOCKS
                                          : ND_XFER_BYTES / size < ND_XFER_SLOTS ? ND_XFER_BYTES / size : ND_XFER_SLOTS;
-        EXPECT(x->cls[c].cap == cap, "class %u (%zu B) to hold %zu blocks in its store, it holds %u", c, size, cap,
-               x->cls[c].cap);
-        EXPECT(size <= ND_SMALL_MAX || x->cls[c].cap >= 64,
-               "medium class %u (%zu B) to hold 64 blocks at least in its store, it holds %u", c, size, x->cls[c].cap);
+        EXPECT(nd_xfer_cap(x, c) == cap, "class %u (%zu B) to hold %zu blocks in its store, it holds %zu", c, size, cap,
+               nd_xfer_cap(x, c));
+        EXPECT(size <= ND_SMALL_MAX || nd_xfer_cap(x, c) >= 64,
+               "medium class %u (%zu B) to hold 64 blocks at least in its store, it holds %zu", c, size, nd_xfer_cap(x, c));
     }
     size_t size = 49152;
     unsigned c = nd_class_of(size);
-    size_t cap = x->cls[c].cap, n = cap + 4;
+    size_t cap = nd_xfer_cap(x, c), n = cap + 4;
     void **blocks = calloc(n, sizeof(void *)), **out = calloc(n, sizeof(void *));
     EXPECT(blocks != NULL && out != NULL, "calloc to succeed");
     nodal_collect(1);   /* the class's store empty */
@@ -81,10 +81,10 @@ static void a_medium_class_store_holds_64_blocks_at_least(void)
         EXPECT(blocks[i] != NULL, "malloc(%zu) to succeed", size);
         nd_block_mark(blocks[i]);
     }
-    size_t put = nd_xfer_put(x, c, blocks, n);
+    size_t put = nd_xfer_put(x, c, 0, blocks, n, NULL, NULL);
     EXPECT(put == cap, "a put of %zu blocks of 48 KiB to take %zu (its cap), it took %zu", n, cap, put);
     EXPECT(nd_xfer_is_valid(x, c), "the store's invariants to hold when full");
-    size_t got = nd_xfer_take(x, c, out, n);
+    size_t got = nd_xfer_take(x, c, 0, out + n, n);
     EXPECT(got == cap, "a take to give the %zu blocks back, it gave %zu", cap, got);
     for (size_t i = 0; i < n; i++) {
         nd_block_unmark(blocks[i]);

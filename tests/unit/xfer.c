@@ -47,40 +47,196 @@ static void free_marked(void **blocks, size_t n)
     }
 }
 
+/* A take from shard 0 on into out[0 .. max) (nd_xfer_take fills the slots
+   that end at its `end`); returns how many, at out[0 ..). */
+static size_t take_from(nd_xfer *x, unsigned c, void **out, size_t max)
+{
+    size_t n = nd_xfer_take(x, c, 0, out + max, max);
+    memmove(out, out + max - n, n * sizeof(void *));
+    return n;
+}
+/* Everything class c's shards hold, into out (at most max). */
+static size_t drain_all(nd_xfer *x, unsigned c, void **out, size_t max)
+{
+    size_t n = 0;
+    for (unsigned s = 0; s < ND_XFER_SHARDS; s++)
+        for (size_t k = 1; k != 0 && n < max; n += k)
+            k = nd_xfer_drain(x, c, s, out + n, max - n, false);
+    return n;
+}
+
+/* The plain store of this thread's kind, class c emptied of what earlier
+   cases left (out: room for ND_XFER_SLOTS blocks). */
+static nd_xfer *plain_store_emptied(unsigned c, void **out)
+{
+    unsigned kind = plain_kind();
+    nd_xfer *x = nd_xfer_get(kind);
+    EXPECT(x != NULL, "the store of kind %u to be made", kind);
+    free_marked(out, drain_all(x, c, out, ND_XFER_SLOTS));
+    return x;
+}
+
 /* Put, then take: the same blocks come out, the newest first; a put past
    the cap takes only what fits; a take from an empty store gets none. */
 static void a_store_gives_back_what_it_took_and_holds_at_most_its_cap(void)
 {
-    unsigned kind = plain_kind();
     size_t size = 1024;
     unsigned c = class_of(size);
-    nd_xfer *x = nd_xfer_get(kind);
-    EXPECT(x != NULL, "the store of kind %u to be made", kind);
     void *out[ND_XFER_SLOTS];
-    free_marked(out, nd_xfer_drain(x, c, out, ND_XFER_SLOTS, false));   /* what earlier cases left */
+    nd_xfer *x = plain_store_emptied(c, out);
     size_t cap = ND_XFER_BYTES / nd_class_size[c];
     if (cap > ND_XFER_SLOTS)
         cap = ND_XFER_SLOTS;
-    EXPECT(x->cls[c].cap == cap && nd_xfer_room(x, c) == cap,
-           "class %u's store to hold %zu blocks (min of %u and %zu bytes), it holds %u", c, cap, ND_XFER_SLOTS,
-           (size_t)ND_XFER_BYTES, x->cls[c].cap);
+    EXPECT(nd_xfer_cap(x, c) == cap && nd_xfer_room(x, c) == cap,
+           "class %u's store to hold %zu blocks (min of %u and %zu bytes), it holds %zu", c, cap, ND_XFER_SLOTS,
+           (size_t)ND_XFER_BYTES, nd_xfer_cap(x, c));
     size_t n = cap + 10;
     void **blocks = calloc(n, sizeof(void *));
     take_marked(blocks, n, size);
-    EXPECT(nd_xfer_put(x, c, blocks, 3) == 3, "a put of 3 blocks into an empty store to take all 3");
+    EXPECT(nd_xfer_put(x, c, 0, blocks, 3, NULL, NULL) == 3, "a put of 3 blocks into an empty store to take all 3");
     EXPECT(nd_xfer_is_valid(x, c), "the store's invariants to hold after a put");
-    size_t got = nd_xfer_take(x, c, out, 2);
+    size_t got = take_from(x, c, out, 2);
     EXPECT(got == 2 && out[0] == blocks[1] && out[1] == blocks[2], "a take of 2 to give the 2 newest blocks");
-    EXPECT(nd_xfer_take(x, c, out + 2, 8) == 1 && out[2] == blocks[0], "the next take to give the last one");
-    EXPECT(nd_xfer_take(x, c, out, 8) == 0, "an empty store to give nothing");
-    size_t put = nd_xfer_put(x, c, blocks, n);
+    EXPECT(take_from(x, c, out + 2, 8) == 1 && out[2] == blocks[0], "the next take to give the last one");
+    EXPECT(take_from(x, c, out, 8) == 0, "an empty store to give nothing");
+    size_t put = nd_xfer_put(x, c, 0, blocks, n, NULL, NULL);
     EXPECT(put == cap, "a put of %zu blocks to take %zu (the cap), it took %zu", n, cap, put);
-    EXPECT(nd_xfer_room(x, c) == 0 && nd_xfer_put(x, c, blocks + cap, 1) == 0, "a full store to take nothing more");
+    EXPECT(nd_xfer_room(x, c) == 0 && nd_xfer_put(x, c, 0, blocks + cap, 1, NULL, NULL) == 0, "a full store to take nothing more");
     EXPECT(nd_xfer_is_valid(x, c), "the store's invariants to hold when full");
-    got = nd_xfer_take(x, c, out, ND_XFER_SLOTS);
+    got = take_from(x, c, out, ND_XFER_SLOTS);
     EXPECT(got == cap, "a take to empty the store (%zu blocks), it gave %zu", cap, got);
     free_marked(blocks, n);
     free(blocks);
+}
+
+/* The shards of a class: a put that finds its shard claimed by another
+   thread, or full, goes on to the next shards, and so does a take that
+   finds its shard claimed or empty; the class holds its cap over all of
+   them (each a share). */
+static void a_put_or_take_goes_on_to_the_next_shard_when_its_own_is_claimed_or_full(void)
+{
+    size_t size = 2048;
+    unsigned c = class_of(size);
+    void *out[ND_XFER_SLOTS];
+    nd_xfer *x = plain_store_emptied(c, out);
+    size_t cap = nd_xfer_cap(x, c), share = x->cls[c][2].cap;
+    EXPECT(share * ND_XFER_SHARDS <= cap && cap < (share + 1) * ND_XFER_SHARDS,
+           "each of the %u shards to hold a share of the class's %zu blocks, shard 2 holds %zu", ND_XFER_SHARDS, cap,
+           share);
+    void *blocks[16];
+    take_marked(blocks, 16, size);
+    /* Shard 1 held by another thread (its claim word set, as a put's is
+       during its copy): a put starting there goes to shard 2. */
+    x->cls[c][1].claim = 1;
+    EXPECT(nd_xfer_put(x, c, 1, blocks, 3, NULL, NULL) == 3, "a put at a claimed shard to go on to the next one");
+    EXPECT(x->cls[c][1].count == 0 && x->cls[c][2].count == 3, "the 3 blocks in shard 2 (%u), none in shard 1 (%u)",
+           x->cls[c][2].count, x->cls[c][1].count);
+    EXPECT(nd_xfer_is_valid(x, c), "the store's invariants to hold (the claimed shard unchecked)");
+    /* A take starting at the claimed shard finds them in the next one. */
+    void *got[8];
+    EXPECT(nd_xfer_take(x, c, 1, got + 8, 8) == 3 && got[5] == blocks[0] && got[7] == blocks[2],
+           "a take at a claimed shard to take the next shard's 3 blocks, into the slots that end at its end");
+    x->cls[c][1].claim = 0;
+    /* A put of more than its shard holds: the rest goes to the next
+       shards, the last one wrapping around to shard 0. */
+    void **many = calloc(cap, sizeof(void *));
+    EXPECT(many != NULL, "calloc to succeed");
+    for (size_t i = 0; i < cap; i++)
+        many[i] = blocks[i % 16];   /* only counted here: taken out again before any check */
+    size_t k = x->cls[c][3].cap + 2;
+    EXPECT(nd_xfer_put(x, c, 3, many, k, NULL, NULL) == k, "a put of %zu blocks at shard 3 to take all of them", k);
+    EXPECT(x->cls[c][3].count == x->cls[c][3].cap && x->cls[c][0].count == 2,
+           "shard 3 to be full (%u of %u) and the 2 left over in shard 0 (%u)", x->cls[c][3].count, x->cls[c][3].cap,
+           x->cls[c][0].count);
+    EXPECT(nd_xfer_put(x, c, 1, many, cap, NULL, NULL) == cap - k && nd_xfer_room(x, c) == 0,
+           "the shards together to take the class's cap, %zu, no more", cap);
+    EXPECT(take_from(x, c, out, ND_XFER_SLOTS) == cap && nd_xfer_room(x, c) == cap,
+           "a take to go through every shard and empty the class");
+    free(many);
+    free_marked(blocks, 16);
+}
+
+/* A put checks only the blocks that go in (the rest go to their pages,
+   checked there): its check sees each shard's share before the copy, and
+   none of the blocks a full store leaves out. */
+static size_t checked_blocks;
+static void count_checked(void *const *blocks, size_t k, const void *arg)
+{
+    (void)blocks;
+    EXPECT(arg == &checked_blocks, "the put's argument to reach its check");
+    checked_blocks += k;
+}
+static void a_put_checks_only_the_blocks_that_go_in(void)
+{
+    unsigned c = class_of(4096);
+    void *out[ND_XFER_SLOTS];
+    nd_xfer *x = plain_store_emptied(c, out);
+    size_t cap = nd_xfer_cap(x, c);
+    void **many = calloc(cap + 5, sizeof(void *));
+    EXPECT(many != NULL, "calloc to succeed");
+    for (size_t i = 0; i < cap + 5; i++)
+        many[i] = (void *)(uintptr_t)(i + 1);   /* only counted: drained again before any check */
+    checked_blocks = 0;
+    EXPECT(nd_xfer_put(x, c, 2, many, cap - 3, count_checked, &checked_blocks) == cap - 3 &&
+               checked_blocks == cap - 3,
+           "a put of %zu blocks into an empty class to check them all, it checked %zu", cap - 3, checked_blocks);
+    checked_blocks = 0;
+    EXPECT(nd_xfer_put(x, c, 0, many, 8, count_checked, &checked_blocks) == 3 && checked_blocks == 3,
+           "a put of 8 where 3 fit to check only those 3, it checked %zu", checked_blocks);
+    EXPECT(nd_xfer_put(x, c, 1, many, 8, count_checked, &checked_blocks) == 0 && checked_blocks == 3,
+           "a put into a full class to check none");
+    EXPECT(take_from(x, c, out, ND_XFER_SLOTS) == cap, "the class emptied");
+    free(many);
+}
+
+/* A drain empties one shard; maintenance's give-back (nodal_collect's, a
+   sweep's) walks every shard of every class: blocks put in each shard all
+   go back to their pages, and the pages' blocks are free again. */
+static void a_give_back_empties_every_shard(void)
+{
+    size_t size = 768;
+    unsigned c = class_of(size);
+    void *out[ND_XFER_SLOTS];
+    nd_xfer *x = plain_store_emptied(c, out);
+    void *blocks[4 * ND_XFER_SHARDS];
+    take_marked(blocks, 4 * ND_XFER_SHARDS, size);
+    for (unsigned s = 0; s < ND_XFER_SHARDS; s++)
+        EXPECT(nd_xfer_put(x, c, s, blocks + 4 * s, 4, NULL, NULL) == 4 && x->cls[c][s].count == 4, "4 blocks into shard %u", s);
+    EXPECT(nd_xfer_drain(x, c, 2, out, ND_XFER_SLOTS, false) == 4 && x->cls[c][2].count == 0 &&
+               nd_xfer_room(x, c) == nd_xfer_cap(x, c) - 4 * (ND_XFER_SHARDS - 1),
+           "a drain of shard 2 to empty it and only it");
+    EXPECT(nd_xfer_put(x, c, 2, out, 4, NULL, NULL) == 4, "its blocks back in");
+    nd_tcache_xfer_give_back(nd_tls_tc);
+    for (unsigned s = 0; s < ND_XFER_SHARDS; s++)
+        EXPECT(x->cls[c][s].count == 0, "the give-back to empty shard %u, it holds %u", s, x->cls[c][s].count);
+    EXPECT(nd_thread_is_valid(), "the heap to be valid (the blocks back on their pages)");
+}
+
+/* nd_xfer_is_valid checks every shard: a block of another class in the
+   last shard, or a shard's count past its cap, breaks the class's
+   invariants. */
+static void the_invariant_check_looks_at_every_shard(void)
+{
+    unsigned c = class_of(320), other = class_of(4096);
+    EXPECT(c != other, "two classes");
+    void *out[ND_XFER_SLOTS];
+    nd_xfer *x = plain_store_emptied(c, out);
+    void *right[2], *wrong[1];
+    take_marked(right, 2, 320);
+    take_marked(wrong, 1, 4096);
+    EXPECT(nd_xfer_put(x, c, 0, right, 2, NULL, NULL) == 2 && nd_xfer_is_valid(x, c), "a class of right blocks to be valid");
+    unsigned last = ND_XFER_SHARDS - 1;
+    EXPECT(nd_xfer_put(x, c, last, wrong, 1, NULL, NULL) == 1 && !nd_xfer_is_valid(x, c),
+           "a block of class %u in shard %u of class %u to break its invariants", other, last, c);
+    EXPECT(nd_xfer_drain(x, c, last, out, 8, false) == 1 && out[0] == wrong[0] && nd_xfer_is_valid(x, c),
+           "the wrong block drained, the class to be valid again");
+    uint32_t cap = x->cls[c][last].cap;
+    x->cls[c][last].count = cap + 1;
+    EXPECT(!nd_xfer_is_valid(x, c), "a shard holding more than its cap to break the invariants");
+    x->cls[c][last].count = 0;
+    EXPECT(drain_all(x, c, out, ND_XFER_SLOTS) == 2, "the right blocks drained");
+    free_marked(right, 2);
+    free_marked(wrong, 1);
 }
 
 /* A store's slots are metadata that becomes resident as puts first write
@@ -117,9 +273,9 @@ static void a_new_store_writes_only_its_header(void)
     void *fake[512];
     for (size_t i = 0; i < 512; i++)
         fake[i] = (void *)(uintptr_t)(i + 1);   /* slots only written and read back: no block behind them */
-    EXPECT(nd_xfer_put(x, c, fake, 512) > 0, "a put to take blocks");
+    EXPECT(nd_xfer_put(x, c, 0, fake, 512, NULL, NULL) > 0, "a put to take blocks");
     void *out[512];
-    size_t got = nd_xfer_take(x, c, out, 512);
+    size_t got = take_from(x, c, out, 512);
     r = resident_pages(&x->p[0], end);
     EXPECT(got > 0 && r >= 1 && r <= 2, "a put of %zu slots to make 1-2 pages resident, %zu are", got, r);
 }
@@ -139,8 +295,8 @@ static void stores_of_two_kinds_keep_their_blocks_apart(void)
     nd_xfer *xp = nd_xfer_get(plain), *xb = nd_xfer_get(bound);
     EXPECT(xp != NULL && xb != NULL && xp != xb, "two stores");
     void *out[ND_XFER_SLOTS];
-    free_marked(out, nd_xfer_drain(xp, c, out, ND_XFER_SLOTS, false));
-    free_marked(out, nd_xfer_drain(xb, c, out, ND_XFER_SLOTS, false));
+    free_marked(out, drain_all(xp, c, out, ND_XFER_SLOTS));
+    free_marked(out, drain_all(xb, c, out, ND_XFER_SLOTS));
     void *pb[8], *bb[8];
     take_marked(pb, 8, size);
     for (int i = 0; i < 8; i++) {
@@ -148,13 +304,13 @@ static void stores_of_two_kinds_keep_their_blocks_apart(void)
         EXPECT(bb[i] != NULL && nd_seg_base(bb[i])->bound, "nodal_malloc_node(%zu, %d) to give bound memory", size, node);
         nd_block_mark(bb[i]);
     }
-    EXPECT(nd_xfer_put(xp, c, pb, 8) == 8 && nd_xfer_put(xb, c, bb, 8) == 8, "both puts to take their 8 blocks");
+    EXPECT(nd_xfer_put(xp, c, 0, pb, 8, NULL, NULL) == 8 && nd_xfer_put(xb, c, 0, bb, 8, NULL, NULL) == 8, "both puts to take their 8 blocks");
     EXPECT(nd_xfer_is_valid(xp, c) && nd_xfer_is_valid(xb, c), "each store to hold only blocks of its kind");
-    size_t got = nd_xfer_take(xb, c, out, ND_XFER_SLOTS);
+    size_t got = take_from(xb, c, out, ND_XFER_SLOTS);
     EXPECT(got == 8, "the bound store to give its 8 blocks, it gave %zu", got);
     for (size_t i = 0; i < got; i++)
         EXPECT(nd_seg_base(out[i])->bound, "block %p from the bound store to be bound memory", out[i]);
-    got = nd_xfer_take(xp, c, out, ND_XFER_SLOTS);
+    got = take_from(xp, c, out, ND_XFER_SLOTS);
     EXPECT(got == 8, "the plain store to give its 8 blocks, it gave %zu", got);
     for (size_t i = 0; i < got; i++)
         EXPECT(!nd_seg_base(out[i])->bound, "block %p from the plain store to be plain memory", out[i]);
@@ -171,22 +327,22 @@ static void a_sweep_drains_an_idle_store_and_keeps_a_used_one(void)
     unsigned c = class_of(size);
     nd_xfer *x = nd_xfer_get(kind);
     void *out[ND_XFER_SLOTS], *blocks[16];
-    free_marked(out, nd_xfer_drain(x, c, out, ND_XFER_SLOTS, false));   /* empty, and `taken` cleared */
+    free_marked(out, drain_all(x, c, out, ND_XFER_SLOTS));   /* empty, and `taken` cleared */
     take_marked(blocks, 16, size);
-    EXPECT(nd_xfer_put(x, c, blocks, 16) == 16, "the put to take 16 blocks");
-    EXPECT(nd_xfer_take(x, c, out, 4) == 4, "a take of 4");
-    EXPECT(nd_xfer_drain(x, c, out, ND_XFER_SLOTS, true) == 0, "an idle-only drain to keep a class taken from since the last one");
-    size_t n = nd_xfer_drain(x, c, out, ND_XFER_SLOTS, true);
+    EXPECT(nd_xfer_put(x, c, 0, blocks, 16, NULL, NULL) == 16, "the put to take 16 blocks");
+    EXPECT(take_from(x, c, out, 4) == 4, "a take of 4");
+    EXPECT(nd_xfer_drain(x, c, 0, out, ND_XFER_SLOTS, true) == 0, "an idle-only drain to keep a class taken from since the last one");
+    size_t n = nd_xfer_drain(x, c, 0, out, ND_XFER_SLOTS, true);
     EXPECT(n == 12, "the next idle-only drain (no take in between) to empty it: 12 blocks, it gave %zu", n);
-    EXPECT(nd_xfer_room(x, c) == x->cls[c].cap, "the drained class to be empty");
-    EXPECT(nd_xfer_put(x, c, blocks, 16) == 16 && nd_xfer_drain(x, c, out, ND_XFER_SLOTS, false) == 16,
+    EXPECT(nd_xfer_room(x, c) == nd_xfer_cap(x, c), "the drained class to be empty");
+    EXPECT(nd_xfer_put(x, c, 0, blocks, 16, NULL, NULL) == 16 && drain_all(x, c, out, ND_XFER_SLOTS) == 16,
            "a full drain to empty a class whatever its takes");
     /* A bounded drain (maintenance's, ND_XFER_SWEEP_BATCH at a time) takes
        the newest and leaves the rest for the next call. */
-    EXPECT(nd_xfer_put(x, c, blocks, 16) == 16, "the put to take 16 blocks again");
-    n = nd_xfer_drain(x, c, out, 5, true);
+    EXPECT(nd_xfer_put(x, c, 0, blocks, 16, NULL, NULL) == 16, "the put to take 16 blocks again");
+    n = nd_xfer_drain(x, c, 0, out, 5, true);
     EXPECT(n == 5 && out[0] == blocks[11] && out[4] == blocks[15], "a drain of at most 5 to give the 5 newest, it gave %zu", n);
-    n = nd_xfer_drain(x, c, out, ND_XFER_SLOTS, true);
+    n = nd_xfer_drain(x, c, 0, out, ND_XFER_SLOTS, true);
     EXPECT(n == 11 && out[0] == blocks[0], "the next drain to give the 11 left, it gave %zu", n);
     free_marked(blocks, 16);
 }
@@ -201,19 +357,19 @@ static void a_sweep_gives_back_what_sat_untaken_through_a_period(void)
     void *out[ND_XFER_SLOTS], *blocks[16];
     unsigned c = class_of(512);
     nd_xfer *x = nd_xfer_get(plain_kind());
-    size_t was = nd_xfer_drain(x, c, out, ND_XFER_SLOTS, false);   /* what earlier cases left */
+    size_t was = drain_all(x, c, out, ND_XFER_SLOTS);   /* what earlier cases left */
     free_marked(out, was);
     take_marked(blocks, 16, 512);
-    EXPECT(nd_xfer_put(x, c, blocks, 16) == 16 && nd_xfer_take(x, c, out, 2) == 2, "a put of 16 and a take of 2");
-    EXPECT(nd_xfer_drain(x, c, out, ND_XFER_SLOTS, true) == 0, "the first sweep (the period began empty) to keep all");
+    EXPECT(nd_xfer_put(x, c, 0, blocks, 16, NULL, NULL) == 16 && take_from(x, c, out, 2) == 2, "a put of 16 and a take of 2");
+    EXPECT(nd_xfer_drain(x, c, 0, out, ND_XFER_SLOTS, true) == 0, "the first sweep (the period began empty) to keep all");
     void *taken[8];
-    EXPECT(nd_xfer_take(x, c, taken, 4) == 4, "a take of 4: the class holds 10, never fewer this period");
+    EXPECT(take_from(x, c, taken, 4) == 4, "a take of 4: the class holds 10, never fewer this period");
     taken[4] = out[0];
     taken[5] = out[1];
-    EXPECT(nd_xfer_put(x, c, taken, 6) == 6, "the 6 taken put back: 16 in the class");
+    EXPECT(nd_xfer_put(x, c, 0, taken, 6, NULL, NULL) == 6, "the 6 taken put back: 16 in the class");
     size_t n, total = 0, calls = 0;
     do {
-        n = nd_xfer_drain(x, c, out + total, 4, true);
+        n = nd_xfer_drain(x, c, 0, out + total, 4, true);
         total += n;
         calls++;
     } while (n == 4);
@@ -222,9 +378,9 @@ static void a_sweep_gives_back_what_sat_untaken_through_a_period(void)
     for (size_t i = 0; i < total; i++)
         EXPECT(out[i] == blocks[i], "the untaken ones to go, the oldest first: block %zu is %p, not %p", i, out[i],
                blocks[i]);
-    EXPECT(nd_xfer_room(x, c) == x->cls[c].cap - 6, "the 6 put back this period to stay");
+    EXPECT(nd_xfer_room(x, c) == nd_xfer_cap(x, c) - 6, "the 6 put back this period to stay");
     EXPECT(nd_xfer_is_valid(x, c), "the store's invariants to hold after a sweep");
-    n = nd_xfer_drain(x, c, out + total, ND_XFER_SLOTS, true);
+    n = nd_xfer_drain(x, c, 0, out + total, ND_XFER_SLOTS, true);
     EXPECT(n == 6, "the next sweep, no take in between, to give back the 6 left, it gave %zu", n);
     free_marked(blocks, 16);
 }
@@ -279,7 +435,7 @@ static void blocks_a_consumer_frees_come_back_to_the_producer_through_the_store(
     unsigned long puts = json_class_field(json, HANDOFF_SIZE, "xfer_put_blocks");
     unsigned long takes = json_class_field(json, HANDOFF_SIZE, "xfer_take_blocks");
     unsigned long fill_blocks = json_class_field(json, HANDOFF_SIZE, "fill_blocks");
-    unsigned cap = nd_xfer_find(nd_tls_tc->kind)->cls[class_of(HANDOFF_SIZE)].cap;
+    unsigned cap = (unsigned)nd_xfer_cap(nd_xfer_find(nd_tls_tc->kind), class_of(HANDOFF_SIZE));
     /* Each round the consumer fills the store (cap blocks), the rest going
        home; the producer's next round takes them first. */
     EXPECT(puts >= 3ul * cap && takes >= 2ul * cap && takes <= puts && takes <= fill_blocks,
@@ -299,10 +455,10 @@ static void nodal_collect_empties_every_store(void)
     EXPECT(pthread_create(&t, NULL, consume, NULL) == 0, "pthread_create to work");
     pthread_join(t, NULL);
     nd_xfer *x = nd_xfer_find(kind);
-    EXPECT(x != NULL && nd_xfer_room(x, c) < x->cls[c].cap, "the consumer to have left blocks in the store");
+    EXPECT(x != NULL && nd_xfer_room(x, c) < nd_xfer_cap(x, c), "the consumer to have left blocks in the store");
     nodal_collect(1);
-    EXPECT(nd_xfer_room(x, c) == x->cls[c].cap, "nodal_collect to empty the store, %zu of %u slots are free",
-           nd_xfer_room(x, c), x->cls[c].cap);
+    EXPECT(nd_xfer_room(x, c) == nd_xfer_cap(x, c), "nodal_collect to empty the store, %zu of %zu slots are free",
+           nd_xfer_room(x, c), nd_xfer_cap(x, c));
     EXPECT(nd_thread_is_valid(), "the heap to be valid");
     static char json[1 << 17];
     nodal_stats_json(json, sizeof json);
@@ -331,7 +487,7 @@ static void a_heaps_own_overflow_is_reused_by_another_heap_before_it_carves(void
     unsigned kind = plain_kind();
     unsigned c = class_of(OWN_SIZE);
     nodal_collect(1);   /* no store holds blocks of the class */
-    EXPECT(nd_xfer_find(kind) == NULL || nd_xfer_room(nd_xfer_find(kind), c) == nd_xfer_find(kind)->cls[c].cap,
+    EXPECT(nd_xfer_find(kind) == NULL || nd_xfer_room(nd_xfer_find(kind), c) == nd_xfer_cap(nd_xfer_find(kind), c),
            "the store of class %u to start empty", c);
     pthread_t t;
     EXPECT(pthread_create(&t, NULL, own_overflow, NULL) == 0, "pthread_create to work");
@@ -339,7 +495,7 @@ static void a_heaps_own_overflow_is_reused_by_another_heap_before_it_carves(void
     nd_xfer *x = nd_xfer_find(kind);
     EXPECT(x != NULL && nd_xfer_room(x, c) == 0,
            "the other thread's overflows of its own blocks to fill the store (%u blocks), %zu slots are free",
-           x != NULL ? x->cls[c].cap : 0, x != NULL ? nd_xfer_room(x, c) : 0);
+           x != NULL ? (unsigned)nd_xfer_cap(x, c) : 0, x != NULL ? nd_xfer_room(x, c) : 0);
     const nd_heap *mine = &nd_tls_tc->heap;
     size_t n = 64, foreign = 0;
     void *got[64];
@@ -355,7 +511,7 @@ static void a_heaps_own_overflow_is_reused_by_another_heap_before_it_carves(void
     for (size_t i = 0; i < n; i++)
         nodal_free(got[i]);
     nodal_collect(1);
-    EXPECT(nd_xfer_room(x, c) == x->cls[c].cap, "nodal_collect to empty the store");
+    EXPECT(nd_xfer_room(x, c) == nd_xfer_cap(x, c), "nodal_collect to empty the store");
 }
 
 /* secure=1: a consumer's overflows go through the store too (its plain
@@ -386,12 +542,12 @@ static void under_secure_1_blocks_a_consumer_frees_come_back_through_the_store(v
     EXPECT(len > 0 && len < sizeof json, "the JSON report to fit");
     unsigned long puts = json_class_field(json, bsize, "xfer_put_blocks");
     unsigned long takes = json_class_field(json, bsize, "xfer_take_blocks");
-    unsigned cap = x->cls[c].cap;
+    unsigned cap = (unsigned)nd_xfer_cap(x, c);
     EXPECT(puts >= 3ul * cap && takes >= 2ul * cap && takes <= puts,
            "a store's worth of %zu-byte blocks (%u) to go through the store each round under secure=1: %lu put, "
            "%lu taken", bsize, cap, puts, takes);
     /* What is left in the store comes out sealed, whoever takes it. */
-    size_t n = x->cls[c].cap - nd_xfer_room(x, c);
+    size_t n = nd_xfer_cap(x, c) - nd_xfer_room(x, c);
     for (size_t i = 0; i < n + 64; i++) {
         handoff_blocks[i] = nodal_malloc(HANDOFF_SIZE);
         size_t u = nodal_malloc_usable_size(handoff_blocks[i]);
@@ -402,7 +558,7 @@ static void under_secure_1_blocks_a_consumer_frees_come_back_through_the_store(v
     for (size_t i = 0; i < n + 64; i++)
         nodal_free(handoff_blocks[i]);   /* each canary checked */
     nodal_collect(1);
-    EXPECT(nd_xfer_room(x, c) == x->cls[c].cap, "nodal_collect to empty the store");
+    EXPECT(nd_xfer_room(x, c) == nd_xfer_cap(x, c), "nodal_collect to empty the store");
     EXPECT(nd_thread_is_valid(), "the heap to be valid");
 }
 
@@ -410,6 +566,10 @@ static const struct nd_case cases[] = {
     ND_CASE(a_new_store_writes_only_its_header),
     ND_CASE(a_store_gives_back_what_it_took_and_holds_at_most_its_cap),
     ND_CASE(stores_of_two_kinds_keep_their_blocks_apart),
+    ND_CASE(a_put_or_take_goes_on_to_the_next_shard_when_its_own_is_claimed_or_full),
+    ND_CASE(a_put_checks_only_the_blocks_that_go_in),
+    ND_CASE(a_give_back_empties_every_shard),
+    ND_CASE(the_invariant_check_looks_at_every_shard),
     ND_CASE(a_sweep_drains_an_idle_store_and_keeps_a_used_one),
     ND_CASE(a_sweep_gives_back_what_sat_untaken_through_a_period),
     ND_CASE(blocks_a_consumer_frees_come_back_to_the_producer_through_the_store),
