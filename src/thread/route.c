@@ -11,7 +11,6 @@
 #include "lock.h"
 #include "node.h"
 #include "options.h"
-#include "os.h"
 #include "prof.h"
 #include "secure.h"
 #include "thread.h"
@@ -99,28 +98,6 @@ static nd_noinline void *nd_route_small_sampled(nd_tcache *tc, unsigned c, size_
     return nd_route_sampled(tc, p, size, nd_class_size[c]);
 }
 
-/* Whether a request that pads to `padded` bytes (secure=1: and its
-   canary word) takes a large block rather than a medium class's: under an
-   address-space limit (seen at start, before a fresh mapping, or a mapping
-   refused: os.h), when the large block would hold less of it: a large
-   block is tight then (its size in whole OS pages, and under secure=1 its
-   guard page; the rest of its run given back when a mapping is refused:
-   large.h), where a medium block holds its class's share of a 512 KiB page
-   (a 104 KiB request takes a 112 KiB block, one of four in a page: 128 KiB
-   each, where a tight block takes 104 KiB). Not where the class fills
-   its page (16, 32, 64 and 128 KiB requests by default): a tight block's
-   segment keeps the chunk-sized runs of its newest blocks mapped until
-   the next refusal, which costs about what a medium page's header share
-   does (200 MiB: 32 KiB blocks, 6,017 medium, 5,896 tight). */
-static bool nd_route_tight(size_t padded)
-{
-    if (padded <= ND_SMALL_MAX || padded > ND_MEDIUM_MAX || nd_likely(!nd_os_space_limit_seen()))
-        return false;
-    size_t ps = nd_os_page_size(), tight = (padded + ps - 1) / ps * ps + nd_seg_guard;
-    size_t share = ND_MEDIUM_PAGE_SIZE / (ND_MEDIUM_PAGE_SIZE / nd_class_size[nd_class_of(padded)]);
-    return tight < share;
-}
-
 /* secure=1: a block of class c for a request of `size` bytes, through the
    checked path (secure.h), which pads the request by a canary word (the
    caller chose c for that). Every malloc comes here, counted like the fast
@@ -136,7 +113,7 @@ static void *nd_route_secure(nd_tcache *tc, unsigned c, size_t size)
    class with it are large blocks. */
 static nd_noinline void *nd_route_malloc_secure(nd_tcache *tc, size_t size)
 {
-    if (size <= ND_SECURE_CLASS_MAX && !nd_route_tight(size + ND_SECURE_TAIL))
+    if (size <= ND_SECURE_CLASS_MAX)
         return nd_route_secure(tc, nd_secure_request_class(tc, size), size);
     nd_thread_tick(tc);
     return nd_route_big(tc, size);
@@ -150,7 +127,7 @@ void *nd_route_malloc(nd_tcache *tc, size_t size)
     if (nd_unlikely(nd_secure_on()))
         return nd_route_malloc_secure(tc, size);
     nd_thread_tick(tc);
-    if (size <= ND_MEDIUM_MAX && !nd_route_tight(size)) {
+    if (size <= ND_MEDIUM_MAX) {
         unsigned c = nd_class_of(size);
         if (nd_unlikely(nd_thread_count_request(tc, c)))
             return nd_route_small_sampled(tc, c, size);
