@@ -62,6 +62,7 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_prof_small {
     uint32_t       nsites;                               /* sites handed out (atomic) */
     uint32_t      *site_idx;                             /* the sites' index (below) */
     uintptr_t      self_lo, self_hi;                     /* nodal's code, left out of stacks */
+    double         inv_rate;                             /* 1 / the rate (set before the rate) */
     bool           fast;         /* the memo of stacks is used (x86-64, an unwinder at hand, nodal a shared library) */
     /* The unwinder is nodal's own (unwind.c), not libgcc's: nothing loads
        libgcc_s, and no walk falls back to backtrace(). */
@@ -193,6 +194,7 @@ bool nd_prof_start(int64_t rate)
         nd_prof_t.fast = ND_PROF_FAST_WALK && nd_prof_t.self_hi != 0 && nd_os_unwind_start();
     }
     nd_prof_busy = 0;
+    nd_prof_t.inv_rate = 1 / (double)rate;
     nd_store_release(&nd_tcache_prof_rate, rate);
     nd_thread_prof_rearm();
     return true;
@@ -229,16 +231,23 @@ static double nd_exp_neg(double x)
     return sum * v.d;
 }
 
-/* The probability that a request of x = usable / rate is sampled,
-   1 - exp(-x). Most requests are far smaller than the rate (a class's at
-   most 32 KiB against 512 KiB): for x < 1/8 the series x - x^2/2! + ...
-   to its sixth term (relative error below 1e-9), 11 instructions where
-   the exponential took about 70 (callgrind); otherwise through it. */
-static double nd_sample_prob(double x)
+/* The requests a sampled one of `usable` bytes stands for, 1 / P(it is
+   sampled) = 1 / (1 - exp(-x)), x = usable / rate. Most requests are far
+   smaller than the rate (a class's at most 32 KiB against 512 KiB): for x
+   < 1/8 its series 1/x + 1/2 + x/12 - x^3/720 + x^5/30240 (the next term
+   below 4e-13, against 8 or more), one division (rate / usable; x by the
+   inverse of the rate kept at the start), where the probability's series
+   and its inverse took two; otherwise through the exponential. */
+static double nd_sample_objs(size_t usable)
 {
+    double rate = (double)nd_load_acquire(&nd_tcache_prof_rate);   /* inv_rate was set before it */
+    double u = (double)(int64_t)usable, x = u * nd_prof_t.inv_rate;
     if (x >= 0.125)
-        return 1 - nd_exp_neg(x);
-    return x * (1 - x * (1 / 2.) * (1 - x * (1 / 3.) * (1 - x * (1 / 4.) * (1 - x * (1 / 5.) * (1 - x * (1 / 6.))))));
+        return 1 / (1 - nd_exp_neg(x));
+    if (x <= 0)
+        return 1;
+    double x2 = x * x;
+    return rate / u + 0.5 + x * (1 / 12. - x2 * (1 / 720. - x2 * (1 / 30240.)));
 }
 
 static uint64_t nd_prof_hash(const void *const *frames, int n)
@@ -638,9 +647,7 @@ uint32_t nd_prof_put(void *p, size_t size, size_t usable, int node, bool bound)
        those of mappings, objs * size about rate + size, rate at most
        2^30), one instruction each where an unsigned 64-bit
        one is a branch and several (callgrind: 20 or so of a sample's). */
-    double rate = (double)nd_prof_rate();
-    double prob = nd_sample_prob((double)(int64_t)usable / rate);
-    double objs = prob > 0 ? 1 / prob : 1;
+    double objs = nd_sample_objs(usable);
     nd_prof_live v = {
         .addr = (uintptr_t)p, .site = site, .node = (int16_t)node, .bound = bound,
         .tid = nd_tid(), .size = size, .objs = (uint64_t)(int64_t)(objs + 0.5),

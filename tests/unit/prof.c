@@ -7,7 +7,8 @@
  * 64 cache lines, before going on); every sample recorded is found in its
  * slot, and a forgotten one leaves it. And the gaps between samples
  * (src/thread/tcache.c): their logarithm, a table and a series, is libm's
- * to 1e-11, and they are exponential with the rate as their mean.
+ * to 1e-11, and they are exponential with the rate as their mean. A
+ * sample's estimate is 1 / its probability.
  */
 #include <math.h>
 #include <stdint.h>
@@ -172,11 +173,36 @@ static void the_gaps_are_exponential_with_the_rate_as_their_mean(void)
     EXPECT(fabs(p3 - exp(-3)) < 0.002, "%.4f of the gaps longer than 3 times the rate, not e^-3", p3);
 }
 
+/* Each sample's estimate, the requests and bytes it stands for: 1 / (1 -
+   exp(-usable / rate)) of them (libm's), to within the rounding to whole
+   ones, on both sides of 1/8 of the rate (the series below, the
+   exponential above) and for a block larger than the rate. */
+static void a_samples_estimate_is_one_over_its_probability(void)
+{
+    const int64_t rate = 512 * 1024;
+    start();
+    static const size_t usable[] = { 1, 16, 48, 64, 1000, 4096, 32768, 65535, 65536, 65537,
+                                     100000, 524288, 5000000 };
+    for (int i = 0; i < (int)(sizeof usable / sizeof usable[0]); i++) {
+        size_t size = usable[i] > 8 ? usable[i] - 8 : usable[i];
+        nd_prof_record((void *)addr_of(i), &pages[i], size, usable[i], 0, false);
+        nd_prof_live v;
+        EXPECT(pages[i].sampled == 1 && nd_prof_live_copy(pages[i].prof_slot, &v), "sample %d to be recorded", i);
+        double objs = 1 / -expm1(-(double)usable[i] / rate);
+        EXPECT(fabs((double)v.objs - objs) <= 0.5 + 1e-9 * objs, "a sample of %zu usable bytes to stand for %.6f requests, not %llu",
+               usable[i], objs, (unsigned long long)v.objs);
+        EXPECT(fabs((double)v.bytes - objs * size) <= 0.5 + 1e-9 * objs * size,
+               "a sample of %zu bytes (%zu usable) to stand for %.3f bytes, not %llu", size, usable[i], objs * size,
+               (unsigned long long)v.bytes);
+    }
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(a_few_live_samples_stay_in_the_first_table),
     ND_CASE(a_sample_examines_eight_slots_of_a_crowded_table),
     ND_CASE(a_forgotten_sample_leaves_its_slot),
     ND_CASE(the_gaps_logarithm_is_libms_within_1e_11),
     ND_CASE(the_gaps_are_exponential_with_the_rate_as_their_mean),
+    ND_CASE(a_samples_estimate_is_one_over_its_probability),
 };
 ND_MAIN(cases)
