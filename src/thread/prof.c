@@ -62,6 +62,7 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_prof_small {
     uint32_t       nsites;                               /* sites handed out (atomic) */
     uint32_t      *site_idx;                             /* the sites' index (below) */
     uintptr_t      self_lo, self_hi;                     /* nodal's code, left out of stacks */
+    double         inv_rate;                             /* 1 / the rate (set before the rate) */
     bool           fast;         /* the memo of stacks is used (x86-64, an unwinder at hand, nodal a shared library) */
     /* The unwinder is nodal's own (unwind.c), not libgcc's: nothing loads
        libgcc_s, and no walk falls back to backtrace(). */
@@ -96,11 +97,17 @@ static bool nd_prof_own_code(uintptr_t a) { return a >= nd_prof_t.self_lo && a <
 #define ND_PROF_IDX_WRITING 1u                    /* an index entry: 0 empty, 1 being written, else site + 2 */
 #define ND_PROF_IDX_NONE    UINT32_MAX            /* ... or a stack the full table has no site for */
 
+/* Marks the pages of [offset, offset + len), len at most a page (a slot:
+   its first and its last page). */
 static void nd_prof_touch(uint64_t *used, size_t offset, size_t len)
 {
-    for (size_t pg = offset / ND_PROF_PAGE; pg <= (offset + len - 1) / ND_PROF_PAGE; pg++)
-        if (!(nd_load_relaxed(&used[pg / 64]) & ((uint64_t)1 << (pg % 64))))
-            __atomic_fetch_or(&used[pg / 64], (uint64_t)1 << (pg % 64), __ATOMIC_RELEASE);
+    nd_assert(len > 0 && len <= ND_PROF_PAGE);
+    size_t first = offset / ND_PROF_PAGE, last = (offset + len - 1) / ND_PROF_PAGE;
+    uint64_t *w = &used[first / 64], bit = (uint64_t)1 << (first % 64);
+    if (!(nd_load_relaxed(w) & bit))
+        __atomic_fetch_or(w, bit, __ATOMIC_RELEASE);
+    if (last != first)
+        nd_prof_touch(used, last * ND_PROF_PAGE, 1);
 }
 
 /* The first index >= i of a table of `count` entries of `size` bytes that
@@ -187,6 +194,7 @@ bool nd_prof_start(int64_t rate)
         nd_prof_t.fast = ND_PROF_FAST_WALK && nd_prof_t.self_hi != 0 && nd_os_unwind_start();
     }
     nd_prof_busy = 0;
+    nd_prof_t.inv_rate = 1 / (double)rate;
     nd_store_release(&nd_tcache_prof_rate, rate);
     nd_thread_prof_rearm();
     return true;
@@ -223,16 +231,23 @@ static double nd_exp_neg(double x)
     return sum * v.d;
 }
 
-/* The probability that a request of x = usable / rate is sampled,
-   1 - exp(-x). Most requests are far smaller than the rate (a class's at
-   most 32 KiB against 512 KiB): for x < 1/8 the series x - x^2/2! + ...
-   to its sixth term (relative error below 1e-9), 11 instructions where
-   the exponential took about 70 (callgrind); otherwise through it. */
-static double nd_sample_prob(double x)
+/* The requests a sampled one of `usable` bytes stands for, 1 / P(it is
+   sampled) = 1 / (1 - exp(-x)), x = usable / rate. Most requests are far
+   smaller than the rate (a class's at most 32 KiB against 512 KiB): for x
+   < 1/8 its series 1/x + 1/2 + x/12 - x^3/720 + x^5/30240 (the next term
+   below 4e-13, against 8 or more), one division (rate / usable; x by the
+   inverse of the rate kept at the start), where the probability's series
+   and its inverse took two; otherwise through the exponential. */
+static double nd_sample_objs(size_t usable)
 {
+    double rate = (double)nd_load_acquire(&nd_tcache_prof_rate);   /* inv_rate was set before it */
+    double u = (double)(int64_t)usable, x = u * nd_prof_t.inv_rate;
     if (x >= 0.125)
-        return 1 - nd_exp_neg(x);
-    return x * (1 - x * (1 / 2.) * (1 - x * (1 / 3.) * (1 - x * (1 / 4.) * (1 - x * (1 / 5.) * (1 - x * (1 / 6.))))));
+        return 1 / (1 - nd_exp_neg(x));
+    if (x <= 0)
+        return 1;
+    double x2 = x * x;
+    return rate / u + 0.5 + x * (1 / 12. - x2 * (1 / 720. - x2 * (1 / 30240.)));
 }
 
 static uint64_t nd_prof_hash(const void *const *frames, int n)
@@ -627,14 +642,16 @@ uint32_t nd_prof_put(void *p, size_t size, size_t usable, int node, bool bound)
     uint32_t site = nd_prof_t.fast ? nd_prof_stack_site() : nd_prof_backtrace_site();
     nd_prof_stripe *st = nd_prof_my_stripe();
     nd_add_relaxed(&st->samples, 1);
-    /* The estimate: this request stands for 1 / P(sampled) requests. */
-    double rate = (double)nd_prof_rate();
-    double prob = nd_sample_prob((double)usable / rate);
-    double objs = prob > 0 ? 1 / prob : 1;
+    /* The estimate: this request stands for 1 / P(sampled) requests. The
+       conversions are signed ones (the values are below 2^62: sizes are
+       those of mappings, objs * size about rate + size, rate at most
+       2^30), one instruction each where an unsigned 64-bit
+       one is a branch and several (callgrind: 20 or so of a sample's). */
+    double objs = nd_sample_objs(usable);
     nd_prof_live v = {
         .addr = (uintptr_t)p, .site = site, .node = (int16_t)node, .bound = bound,
-        .tid = nd_tid(), .size = size, .objs = (uint64_t)(objs + 0.5),
-        .bytes = (uint64_t)(objs * (double)size + 0.5),
+        .tid = nd_tid(), .size = size, .objs = (uint64_t)(int64_t)(objs + 0.5),
+        .bytes = (uint64_t)(int64_t)(objs * (double)(int64_t)size + 0.5),
     };
     if (site == ND_PROF_SITES) {
         nd_add_relaxed(&nd_prof_drops, 1);

@@ -330,6 +330,8 @@ void    nd_tcache_process_init(void) nd_hidden;
 /* A gap in bytes to the next sample: exponential, of mean
    nd_tcache_prof_rate; *rng is the caller's state of the draws. */
 int64_t nd_tcache_prof_gap(uint64_t *rng) nd_hidden;
+/* ln(x) for x > 0 and normal, to within 1e-11 (no libm; the gaps' logarithm). */
+double nd_tcache_ln(double x) nd_hidden;
 /* prof=1: arms every bin of tc (its owner's thread) for its first sample
    (a cache made before profiling started, or a new one). */
 void    nd_tcache_prof_rearm(nd_tcache *tc) nd_hidden;

@@ -5,14 +5,19 @@
  * a crowded first table is not walked whole by every sample (with 64 or
  * more live samples, the first table full, each one read all 64 slots,
  * 64 cache lines, before going on); every sample recorded is found in its
- * slot, and a forgotten one leaves it.
+ * slot, and a forgotten one leaves it. And the gaps between samples
+ * (src/thread/tcache.c): their logarithm, a table and a series, is libm's
+ * to 1e-11, and they are exponential with the rate as their mean. A
+ * sample's estimate is 1 / its probability.
  */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include "check.h"
 #include "page.h"
 #include "prof.h"
+#include "tcache.h"
 
 #define FIRST 64u     /* slots of the first table (prof.c) */
 #define WINDOW 8u     /* slots a sample examines in each table but the last */
@@ -113,9 +118,91 @@ static void a_forgotten_sample_leaves_its_slot(void)
         record(i);
 }
 
+/* nd_tcache_ln against libm's log at a million points spread over every
+   exponent of (2^-53, 1], the draws' range, and at the ends of each
+   sixteenth of [1, 2), where the table's entries change. */
+static void the_gaps_logarithm_is_libms_within_1e_11(void)
+{
+    double worst = 0, at = 1;
+    uint64_t x = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < 1000000 + 2 * 16 * 54; i++) {
+        double u;
+        if (i < 1000000) {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            u = ldexp(1 + (double)(x >> 12) / 4503599627370496.0, -1 - (int)(x % 53));   /* [2^-53, 1) */
+        } else {
+            int k = i - 1000000, j = (k / 2) % 16, e = (k / 32) % 54;
+            double m = 1 + j / 16.0;
+            u = ldexp(k % 2 ? nextafter(m + 1 / 16.0, 1) : m, -e);   /* a sixteenth's first and last double */
+            if (u > 1)
+                u = 1;
+        }
+        double err = fabs(nd_tcache_ln(u) - log(u));
+        if (err > worst) {
+            worst = err;
+            at = u;
+        }
+    }
+    EXPECT(worst <= 1e-11, "ln to be within 1e-11 of libm's; %.3g off at %.17g", worst, at);
+}
+
+/* A million gaps: their mean the rate within 1 % (the mean's standard
+   error is 0.1 %), and the share longer than the rate and than three
+   times it e^-1 and e^-3, within half a point and 0.2 (about ten of their
+   standard errors). */
+static void the_gaps_are_exponential_with_the_rate_as_their_mean(void)
+{
+    const int64_t rate = 512 * 1024;
+    EXPECT(nd_prof_start(rate), "profiling to start");
+    uint64_t rng = 12345;
+    double sum = 0;
+    int over1 = 0, over3 = 0, n = 1000000;
+    for (int i = 0; i < n; i++) {
+        int64_t g = nd_tcache_prof_gap(&rng);
+        EXPECT(g >= 1, "a gap of at least 1 byte, not %lld", (long long)g);
+        sum += (double)g;
+        over1 += g > rate;
+        over3 += g > 3 * rate;
+    }
+    double mean = sum / n, p1 = (double)over1 / n, p3 = (double)over3 / n;
+    EXPECT(fabs(mean / rate - 1) < 0.01, "the gaps' mean to be the rate %lld within 1 %%, it is %.0f",
+           (long long)rate, mean);
+    EXPECT(fabs(p1 - exp(-1)) < 0.005, "%.4f of the gaps longer than the rate, not e^-1", p1);
+    EXPECT(fabs(p3 - exp(-3)) < 0.002, "%.4f of the gaps longer than 3 times the rate, not e^-3", p3);
+}
+
+/* Each sample's estimate, the requests and bytes it stands for: 1 / (1 -
+   exp(-usable / rate)) of them (libm's), to within the rounding to whole
+   ones, on both sides of 1/8 of the rate (the series below, the
+   exponential above) and for a block larger than the rate. */
+static void a_samples_estimate_is_one_over_its_probability(void)
+{
+    const int64_t rate = 512 * 1024;
+    start();
+    static const size_t usable[] = { 1, 16, 48, 64, 1000, 4096, 32768, 65535, 65536, 65537,
+                                     100000, 524288, 5000000 };
+    for (int i = 0; i < (int)(sizeof usable / sizeof usable[0]); i++) {
+        size_t size = usable[i] > 8 ? usable[i] - 8 : usable[i];
+        nd_prof_record((void *)addr_of(i), &pages[i], size, usable[i], 0, false);
+        nd_prof_live v;
+        EXPECT(pages[i].sampled == 1 && nd_prof_live_copy(pages[i].prof_slot, &v), "sample %d to be recorded", i);
+        double objs = 1 / -expm1(-(double)usable[i] / rate);
+        EXPECT(fabs((double)v.objs - objs) <= 0.5 + 1e-9 * objs, "a sample of %zu usable bytes to stand for %.6f requests, not %llu",
+               usable[i], objs, (unsigned long long)v.objs);
+        EXPECT(fabs((double)v.bytes - objs * size) <= 0.5 + 1e-9 * objs * size,
+               "a sample of %zu bytes (%zu usable) to stand for %.3f bytes, not %llu", size, usable[i], objs * size,
+               (unsigned long long)v.bytes);
+    }
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(a_few_live_samples_stay_in_the_first_table),
     ND_CASE(a_sample_examines_eight_slots_of_a_crowded_table),
     ND_CASE(a_forgotten_sample_leaves_its_slot),
+    ND_CASE(the_gaps_logarithm_is_libms_within_1e_11),
+    ND_CASE(the_gaps_are_exponential_with_the_rate_as_their_mean),
+    ND_CASE(a_samples_estimate_is_one_over_its_probability),
 };
 ND_MAIN(cases)
