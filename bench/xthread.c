@@ -21,10 +21,10 @@
  * system seconds over the row; and peak RSS (reset before each row, so it
  * starts from what the previous rows left resident). inflight_mib is the
  * part of that peak the program itself holds: the most blocks allocated and
- * not yet freed in each ring (the producer looks every 1,024 objects, so a
- * peak between two looks can be missed by up to that many), summed over the
- * pairs, times the block size (mixed sizes: times the mean size the
- * producer asked for). How full a ring gets depends on which thread runs
+ * not yet freed in all the rings at once (each producer looks at every ring
+ * every 1,024 of its objects, so a peak between two looks can be missed by
+ * up to that many per pair), times the block size (mixed sizes: times the
+ * mean size the producers asked for). How full a ring gets depends on which thread runs
  * faster and on the scheduler, not on what the allocator keeps: a producer
  * that outruns its consumer fills its ring (65,536 x 64 B = 4 MiB), and on
  * a busy machine a consumer descheduled for a moment lets it fill too; so
@@ -55,7 +55,7 @@
 struct ring {
     _Alignas(64) _Atomic uint64_t head;   /* next slot to write (producer) */
     _Alignas(64) _Atomic uint64_t tail;   /* next slot to read (consumer) */
-    _Alignas(64) uint64_t peak;           /* most blocks in flight the producer saw */
+    _Alignas(64) uint64_t peak;           /* most blocks in flight in all rings, as this producer saw them */
     double bytes;                         /* bytes the producer asked for, */
     uint64_t made;                        /* over this many blocks */
     _Alignas(64) void *slot[RING_MAX];
@@ -69,6 +69,7 @@ struct cfg {
     int batch;              /* publish every batch slots (power of two) */
     uint64_t depth;         /* ring slots in use (power of two) */
     struct ring *rings;     /* one per pair */
+    int pairs;
 };
 
 /* -m noalloc: blocks handed out round-robin from a pool twice the ring's
@@ -110,12 +111,19 @@ static void producer(struct ring *r, const struct cfg *c, uint64_t *rng, long lo
     for (long long i = 0; i < n; i++) {
         char *p = produce(c, rng, i, &bytes);
         p[0] = (char)i;
-        /* blocks in flight (allocated, not yet freed), looked at now and
-           then: one load of the consumer's line per 1,024 objects */
+        /* blocks in flight (allocated, not yet freed) in every ring,
+           looked at now and then: two loads per pair per 1,024 objects */
         if ((i & 1023) == 0) {
-            uint64_t t = atomic_load_explicit(&r->tail, memory_order_relaxed);
-            if (head + 1 - t > peak)
-                peak = head + 1 - t;
+            uint64_t all = head + 1 - atomic_load_explicit(&r->tail, memory_order_relaxed);
+            for (int k = 0; k < c->pairs; k++) {
+                if (&c->rings[k] == r)
+                    continue;
+                /* tail first: the head read after it is at least as far */
+                uint64_t t = atomic_load_explicit(&c->rings[k].tail, memory_order_acquire);
+                all += atomic_load_explicit(&c->rings[k].head, memory_order_acquire) - t;
+            }
+            if (all > peak)
+                peak = all;
         }
         unsigned spins = 0;
         while (head - tail_seen >= c->depth) {
@@ -177,15 +185,23 @@ static void run_row(struct cfg *c, int pairs)
     if (posix_memalign((void **)&c->rings, 64, sizeof *c->rings * (size_t)pairs))
         die("out of memory");
     memset(c->rings, 0, sizeof *c->rings * (size_t)pairs);
+    c->pairs = pairs;
     bench_reset_peak_rss();
     bench_team r;
     bench_team_run(2 * pairs, worker, c, &r);
     /* per-pair pipeline time; with more pairs than CPU pairs this is
        core-normalised like everything else */
     int cores = 2 * pairs < bench_ncpus() ? 2 * pairs : bench_ncpus();
-    double inflight = 0;
-    for (int i = 0; i < pairs; i++)
-        inflight += (double)c->rings[i].peak * (c->rings[i].made ? c->rings[i].bytes / (double)c->rings[i].made : 0);
+    /* the most blocks in flight any producer saw, times the mean size */
+    uint64_t peak = 0, made = 0;
+    double bytes = 0;
+    for (int i = 0; i < pairs; i++) {
+        if (c->rings[i].peak > peak)
+            peak = c->rings[i].peak;
+        bytes += c->rings[i].bytes;
+        made += c->rings[i].made;
+    }
+    double inflight = made ? (double)peak * bytes / (double)made : 0;
     double ns = (double)r.wall_ns * cores / 2.0 / (double)r.ops;
     double mops = (double)r.ops / ((double)r.wall_ns / 1e9) / 1e6;
     char size[64];
