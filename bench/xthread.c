@@ -19,7 +19,17 @@
  * they wait for each other, so it includes some waiting); throughput in
  * million objects per second over all pairs (mops); the process's user and
  * system seconds over the row; and peak RSS (reset before each row, so it
- * starts from what the previous rows left resident).
+ * starts from what the previous rows left resident). inflight_mib is the
+ * part of that peak the program itself holds: the most blocks allocated and
+ * not yet freed in all the rings at once (each producer looks at every ring
+ * every 1,024 of its objects, so a peak between two looks can be missed by
+ * up to that many per pair), times the block size (mixed sizes: times the
+ * mean size the producers asked for). How full a ring gets depends on which thread runs
+ * faster and on the scheduler, not on what the allocator keeps: a producer
+ * that outruns its consumer fills its ring (65,536 x 64 B = 4 MiB), and on
+ * a busy machine a consumer descheduled for a moment lets it fill too; so
+ * compare peak_rss_mib - inflight_mib between allocators, not peak RSS
+ * alone.
  *
  * -m noalloc passes blocks from a static pool instead: the cost of the ring
  * and of moving the blocks' cache lines between the cores, without any
@@ -45,6 +55,9 @@
 struct ring {
     _Alignas(64) _Atomic uint64_t head;   /* next slot to write (producer) */
     _Alignas(64) _Atomic uint64_t tail;   /* next slot to read (consumer) */
+    _Alignas(64) uint64_t peak;           /* most blocks in flight in all rings, as this producer saw them */
+    double bytes;                         /* bytes the producer asked for, */
+    uint64_t made;                        /* over this many blocks */
     _Alignas(64) void *slot[RING_MAX];
 };
 
@@ -56,6 +69,7 @@ struct cfg {
     int batch;              /* publish every batch slots (power of two) */
     uint64_t depth;         /* ring slots in use (power of two) */
     struct ring *rings;     /* one per pair */
+    int pairs;
 };
 
 /* -m noalloc: blocks handed out round-robin from a pool twice the ring's
@@ -74,13 +88,14 @@ static void backoff(unsigned *spins)
         sched_yield();
 }
 
-static char *produce(const struct cfg *c, uint64_t *rng, long long i)
+static char *produce(const struct cfg *c, uint64_t *rng, long long i, size_t *szp)
 {
     if (c->noalloc)
         return pool[i & (2 * c->depth - 1)];
     if (c->size)
         return malloc(c->size);
     size_t sz = rng_log_uniform(rng, c->min, c->max);
+    *szp += sz;
     char *p = malloc(sz);
     for (size_t off = 64; off < sz; off += 64)
         p[off] = (char)off;
@@ -91,9 +106,25 @@ static void producer(struct ring *r, const struct cfg *c, uint64_t *rng, long lo
 {
     uint64_t head = atomic_load_explicit(&r->head, memory_order_relaxed);
     uint64_t tail_seen = atomic_load_explicit(&r->tail, memory_order_acquire);
+    uint64_t peak = r->peak;
+    size_t bytes = 0;   /* mixed sizes: what the producer asked for */
     for (long long i = 0; i < n; i++) {
-        char *p = produce(c, rng, i);
+        char *p = produce(c, rng, i, &bytes);
         p[0] = (char)i;
+        /* blocks in flight (allocated, not yet freed) in every ring,
+           looked at now and then: two loads per pair per 1,024 objects */
+        if ((i & 1023) == 0) {
+            uint64_t all = head + 1 - atomic_load_explicit(&r->tail, memory_order_relaxed);
+            for (int k = 0; k < c->pairs; k++) {
+                if (&c->rings[k] == r)
+                    continue;
+                /* tail first: the head read after it is at least as far */
+                uint64_t t = atomic_load_explicit(&c->rings[k].tail, memory_order_acquire);
+                all += atomic_load_explicit(&c->rings[k].head, memory_order_acquire) - t;
+            }
+            if (all > peak)
+                peak = all;
+        }
         unsigned spins = 0;
         while (head - tail_seen >= c->depth) {
             backoff(&spins);
@@ -105,6 +136,9 @@ static void producer(struct ring *r, const struct cfg *c, uint64_t *rng, long lo
         if ((head & (uint64_t)(c->batch - 1)) == 0 || i == n - 1)
             atomic_store_explicit(&r->head, head, memory_order_release);
     }
+    r->peak = peak;
+    r->bytes += c->size ? (double)c->size * (double)n : (double)bytes;
+    r->made += (uint64_t)n;
 }
 
 static void consumer(struct ring *r, const struct cfg *c, long long n)
@@ -151,12 +185,23 @@ static void run_row(struct cfg *c, int pairs)
     if (posix_memalign((void **)&c->rings, 64, sizeof *c->rings * (size_t)pairs))
         die("out of memory");
     memset(c->rings, 0, sizeof *c->rings * (size_t)pairs);
+    c->pairs = pairs;
     bench_reset_peak_rss();
     bench_team r;
     bench_team_run(2 * pairs, worker, c, &r);
     /* per-pair pipeline time; with more pairs than CPU pairs this is
        core-normalised like everything else */
     int cores = 2 * pairs < bench_ncpus() ? 2 * pairs : bench_ncpus();
+    /* the most blocks in flight any producer saw, times the mean size */
+    uint64_t peak = 0, made = 0;
+    double bytes = 0;
+    for (int i = 0; i < pairs; i++) {
+        if (c->rings[i].peak > peak)
+            peak = c->rings[i].peak;
+        bytes += c->rings[i].bytes;
+        made += c->rings[i].made;
+    }
+    double inflight = made ? (double)peak * bytes / (double)made : 0;
     double ns = (double)r.wall_ns * cores / 2.0 / (double)r.ops;
     double mops = (double)r.ops / ((double)r.wall_ns / 1e9) / 1e6;
     char size[64];
@@ -165,9 +210,9 @@ static void run_row(struct cfg *c, int pairs)
     else
         snprintf(size, sizeof size, "%zu-%zu", c->min, c->max);
     bench_result("xthread", "mode=%s size=%s pairs=%d ns_obj=%.2f cpu_ns_obj=%.2f mops=%.3f user_s=%.3f sys_s=%.3f "
-                 "peak_rss_mib=%.1f",
+                 "peak_rss_mib=%.1f inflight_mib=%.1f",
                  c->noalloc ? "noalloc" : "prodcons", size, pairs, ns, bench_cpu_ns_per_op(&r), mops,
-                 r.user_s, r.sys_s, bench_peak_rss_kib() / 1024.0);
+                 r.user_s, r.sys_s, bench_peak_rss_kib() / 1024.0, inflight / 1048576.0);
     free(c->rings);
 }
 

@@ -40,12 +40,15 @@ GROUPS = {
     "cxxnew-batch": ("C++: batches of 1,000 operator new then 1,000 sized deletes",
                      ["cpu_ns_pair", "ns_pair"], "per new + delete pair (as cxxnew-pair)"),
     "xthread": ("Producer/consumer: one thread mallocs, another frees (1-4 pairs)",
-                ["ns_obj", "cpu_ns_obj", "mops", "sys_s", "peak_rss_mib"],
+                ["ns_obj", "cpu_ns_obj", "mops", "sys_s", "peak_rss_mib", "inflight_mib"],
                 "per object through a producer/consumer pair: ns_obj = wall time / objects per pair "
                 "(core-normalised past 2 threads); cpu_ns_obj = CPU time of both threads per object "
                 "(it includes their brief spinning while they wait for each other); mops = million "
                 "objects per second over all pairs; sys_s = system seconds over the row; peak RSS in "
                 "MiB (up to 65,536 objects per pair are in flight: 64 MiB per pair at 1,024 B); "
+                "inflight_mib = the most MiB of blocks the rings held (allocated, not yet freed), "
+                "looked at every 1,024 objects: the program's part of the peak, set by which thread "
+                "runs faster and by the scheduler, so compare peak_rss_mib - inflight_mib; "
                 "size=8-1024 draws each block's size log-uniformly"),
     "larson": ("Larson-style server simulation", ["ns_op", "cpu_ns_op", "sys_s", "peak_rss_mib"],
                "per free+malloc replacement; system seconds of the row; peak RSS in MiB (one process per "

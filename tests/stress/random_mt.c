@@ -8,9 +8,11 @@
  *
  * Knobs: --threads=N (4), --ops=N per thread (40000), --slots=N (1024),
  * --blocks=N per producer (40000), --rounds=N batches per thread (3000;
- * that case runs --threads, default 8, of its own).
+ * that case runs --threads, default 8, of its own), --handoffs=N blocks
+ * one producer hands one consumer (200000).
  */
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdint.h>
 
@@ -401,9 +403,87 @@ static void blocks_handed_in_batches_between_many_threads_arrive_intact(void)
            nd_opt_long("rounds", 3000), mi.mapped >> 20);
 }
 
+/* One producer hands blocks of one size to one consumer through a ring of
+   PR_DEPTH slots, so at most PR_DEPTH blocks are ever allocated and not
+   freed. The pages in use (nodal_memory_info's active: pages holding a
+   block, or a block waiting in a cache or transfer store) must stay near
+   that: the producer's heap carves only when none of its blocks is free
+   where it can take it (its cache, the transfer store, its pages' own and
+   remote-freed lists), so what it holds is the blocks in flight plus the
+   two threads' bins, the store's share of the class and a page's worth of
+   rounding, whatever the scheduler does to the ring. A producer that
+   carved while its returned blocks waited would grow by what it hands
+   over: 200,000 blocks of 256 B are 49 MiB. */
+#define PR_DEPTH 4096
+#define PR_SIZE 256
+static void *pr_ring[PR_DEPTH];
+static _Atomic unsigned long pr_head, pr_tail;
+
+static void *pr_produce(void *arg)
+{
+    const struct nd_api *A = nd_api();
+    long n = *(const long *)arg;
+    for (long i = 0; i < n; i++) {
+        char *p = A->malloc(PR_SIZE);
+        EXPECT(p != NULL, "%s(%d) to succeed", nd_fn("malloc"), PR_SIZE);
+        p[0] = (char)i;
+        p[PR_SIZE - 1] = (char)i;
+        while ((unsigned long)i - atomic_load_explicit(&pr_tail, memory_order_acquire) >= PR_DEPTH)
+            sched_yield();
+        pr_ring[i % PR_DEPTH] = p;
+        atomic_store_explicit(&pr_head, (unsigned long)i + 1, memory_order_release);
+    }
+    return NULL;
+}
+
+static void *pr_consume(void *arg)
+{
+    const struct nd_api *A = nd_api();
+    long n = *(const long *)arg;
+    for (long i = 0; i < n; i++) {
+        while (atomic_load_explicit(&pr_head, memory_order_acquire) <= (unsigned long)i)
+            sched_yield();
+        char *p = pr_ring[i % PR_DEPTH];
+        EXPECT(p[0] == (char)i && p[PR_SIZE - 1] == (char)i, "block %ld handed over at %p to arrive intact", i, (void *)p);
+        A->free(p);
+        atomic_store_explicit(&pr_tail, (unsigned long)i + 1, memory_order_release);
+    }
+    return NULL;
+}
+
+static void a_handoff_pair_holds_pages_for_its_blocks_in_flight_only(void)
+{
+    const struct nd_api *A = nd_api();
+    long n = nd_opt_long("handoffs", 200000);
+    void *probe = A->malloc(PR_SIZE);   /* the class's real block size (secure=1 pads) */
+    EXPECT(probe != NULL, "%s(%d) to succeed", nd_fn("malloc"), PR_SIZE);
+    size_t block = A->usable_size(probe);
+    A->free(probe);
+    nodal_memory_info before, after;
+    EXPECT(nodal_memory_info_get(&before) == 0, "nodal_memory_info_get to succeed");
+    pthread_t tp, tc;
+    EXPECT(pthread_create(&tp, NULL, pr_produce, &n) == 0, "pthread_create to work");
+    EXPECT(pthread_create(&tc, NULL, pr_consume, &n) == 0, "pthread_create to work");
+    pthread_join(tp, NULL);
+    pthread_join(tc, NULL);
+    EXPECT(nodal_memory_info_get(&after) == 0, "nodal_memory_info_get to succeed");
+    /* in flight, the transfer store's bound for a class (512 KiB, xfer.h),
+       and 1 MiB for both threads' bins, their first pages of other
+       classes and page rounding */
+    size_t in_flight = (size_t)PR_DEPTH * block;
+    size_t bound = before.active + in_flight + ((size_t)512 << 10) + ((size_t)1 << 20);
+    printf("%ld blocks of %zu B handed over, at most %d in flight (%zu KiB): active %zu KiB before, "
+           "peak %zu KiB, bound %zu KiB\n", n, block, PR_DEPTH, in_flight >> 10, before.active >> 10,
+           after.peak_active >> 10, bound >> 10);
+    EXPECT(after.peak_active <= bound, "the pages a producer/consumer pair holds to stay within its blocks "
+           "in flight (%zu KiB) plus caches and store (%zu KiB in all), they peaked at %zu KiB", in_flight >> 10,
+           bound >> 10, after.peak_active >> 10);
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(random_mixed_operations_keep_every_block_intact),
     ND_CASE(blocks_freed_by_another_thread_are_reused),
     ND_CASE(blocks_handed_in_batches_between_many_threads_arrive_intact),
+    ND_CASE(a_handoff_pair_holds_pages_for_its_blocks_in_flight_only),
 };
 ND_MAIN(cases)
