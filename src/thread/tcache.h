@@ -25,7 +25,13 @@
  *   nd_bin_activate in tcache.c), so the slots a thread touches are those
  *   of the classes it uses, and an all-zero cache (thread.c's static
  *   empty and dead ones, in .bss) is one whose every call takes the slow
- *   path.
+ *   path. A bin's slots come from two areas after the struct: the start
+ *   area, where every bin has twice its starting capacity (4 to 64 slots)
+ *   and a sentinel, one bin after the other, and the large area, cap_max
+ *   slots and a sentinel per bin, where a bin moves (its blocks copied)
+ *   when it grows past its room in the first. A thread that makes a few requests of a few
+ *   classes touches a page or two of the start area, not a page of slots
+ *   per class (16 KiB of them apart for the small classes).
  *
  * tick counts requests down; when the fast path takes it to 0 it goes to
  * the slow path, which adds the value the tick was armed with (info.armed)
@@ -56,8 +62,11 @@
  * Hot part of a bin, read and written by the fast paths (one cache line).
  * Invariants: low <= cur <= empty; empty - low == info.cap <= info.cap_max;
  * either the bin has no slots yet (low == cur == empty == NULL, cap == 0)
- * or cap_max != 0, *empty == NULL and empty is its own
- * sentinel slot (slot info.slot_end of its cache); [cur, empty) are free blocks of the bin's class, each
+ * or cap_max != 0, *empty == NULL and empty is one of its own
+ * sentinel slots: info.start_end, in the cache's start area, while
+ * info.cap is at most its room there (nd_bin_start_room: twice its
+ * starting capacity) and it never grew past it, else info.slot_end, in the
+ * large area (tcache.c: nd_bin_activate, nd_tcache_grow); [cur, empty) are free blocks of the bin's class, each
  * carrying the freed-block mark (page.h), from pages of the tcache's kind
  * of memory: its heap's pages, and pages of other heaps of that kind whose
  * blocks this thread freed (the free fast path caches every block of its
@@ -127,8 +136,8 @@ typedef struct nd_bin_info {
     uint32_t period_left; /* requests to the next maintenance check (ND_TICK_PERIOD apart) */
     uint32_t cap;        /* current capacity: empty - low (0 until the bin has slots) */
     uint32_t cap_max;
-    uint32_t slot_end;   /* the bin's sentinel slot: cap_max slots below it are its own */
-    uint32_t filled;     /* the bin ran dry since its last flush */
+    uint32_t slot_end;   /* the bin's sentinel slot in the large area: cap_max slots below it are its own */
+    uint32_t start_end;  /* its sentinel slot in the start area: nd_bin_start_capacity slots below it */
     uint32_t low_water;  /* fewest blocks seen cached since the last GC pass
                             (sampled at fills and tick roll-overs), or
                             ND_NO_SAMPLE */
@@ -137,10 +146,11 @@ typedef struct nd_bin_info {
                             that makes a few requests of a class does not
                             take (and at its exit give back) a full
                             cache's worth */
-    uint32_t last;       /* the bin's last refill or overflow: ND_LAST_FILL,
+    uint8_t  last;       /* the bin's last refill or overflow: ND_LAST_FILL,
                             ND_LAST_SPILL, or 0 (none yet) */
-    uint32_t spilled_all; /* the bin's last overflow sent all of it away */
-    uint32_t spilled_few; /* the bin's last overflow sent less than half of it */
+    uint8_t  filled;     /* the bin ran dry since its last flush */
+    uint8_t  spilled_all; /* the bin's last overflow sent all of it away */
+    uint8_t  spilled_few; /* the bin's last overflow sent less than half of it */
     uint32_t run_fill;   /* when last == ND_LAST_FILL: the blocks the fills
                             since the bin's last overflow (or since it was
                             made) took, at most UINT32_MAX */
