@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <string.h>
 #include "large.h"
+#include "lock.h"
 #include "meta.h"
 #include "msg.h"
 #include "options.h"
@@ -523,6 +524,69 @@ static void nd_tcache_check_sealed(void *const *v, size_t n, size_t block_size, 
                             "a block waiting in the transfer store was modified");
 }
 
+/* ---- the nursery ----------------------------------------------------------- */
+
+/* Per node, a heap without a cache (shared: used under ND_LOCK(nursery,
+   node)), whose pages serve plain caches' first blocks of each small
+   class (tcache.h). Created on first use; read without the lock
+   (acquire) by the statistics.
+   Invariants: nd_nursery[n] is NULL or a cache made with shared = true
+   whose heap is plain memory of node n, with id ND_TID_NURSERY (checked
+   with its heap's invariants after each take in debug builds). */
+static nd_tcache *nd_nursery[ND_MAX_NODES];
+
+/* Does a fill of tc's bin of class cls, whose fill bound is `fill`
+   (before it doubles: ND_FIRST_FILL at the bin's first fill), take its
+   blocks from its node's nursery? A plain cache of a thread other than
+   the first (no secure state, secure off), a class of at most
+   ND_NURSERY_CLASS_MAX bytes its heap has no page of, the bin's first
+   ND_NURSERY_FILLS fills. */
+static bool nd_tcache_nursery_serves(const nd_tcache *tc, unsigned cls, uint32_t fill)
+{
+    return fill < (ND_FIRST_FILL << ND_NURSERY_FILLS) && nd_class_size[cls] <= ND_NURSERY_CLASS_MAX &&
+           tc->heap.tid != ND_TID_FIRST && !tc->heap.bound && !tc->heap.shared && tc->secure == NULL &&
+           !nd_secure_on() && tc->heap.pages[cls].first == NULL;
+}
+
+/* Up to n blocks of class cls from the nursery of tc's node into out; 0
+   when it has none to give (errno as it was). */
+static size_t nd_tcache_nursery_take(const nd_tcache *tc, unsigned cls, void **out, size_t n)
+{
+    nd_lock_may_take(ND_LOCK_ID_nursery);
+    int node = tc->heap.node, saved = errno;
+    size_t got = 0;
+    nd_lock(ND_LOCK(nursery, node));
+    nd_tcache *nu = nd_nursery[node];
+    if (nu == NULL) {
+        nu = nd_tcache_create(ND_TID_NURSERY, node, false, true);
+        if (nu != NULL)
+            nd_store_release(&nd_nursery[node], nu);
+    }
+    if (nu != NULL)
+        got = nd_heap_take_blocks(&nu->heap, cls, out, n, n);
+    nd_assert2(nu == NULL || (nu->heap.tid == ND_TID_NURSERY && nu->heap.node == node && !nu->heap.bound &&
+                              nd_heap_is_valid(&nu->heap)));
+    nd_unlock(ND_LOCK(nursery, node));
+    errno = saved;
+    return got;
+}
+
+void nd_tcache_nursery_stats_add(nd_snap_class *cls, nd_snap_totals *tot)
+{
+    for (int n = 0; n < ND_MAX_NODES; n++) {
+        nd_tcache *nu = nd_load_acquire(&nd_nursery[n]);
+        if (nu != NULL)
+            nd_tcache_stats_add(nu, cls, tot);
+    }
+}
+
+void nd_tcache_nursery_fork_child(void)
+{
+    for (int n = 0; n < ND_MAX_NODES; n++)
+        if (nd_nursery[n] != NULL)
+            nd_heap_fork_child(&nd_nursery[n]->heap);
+}
+
 bool nd_tcache_fill(nd_tcache *tc, unsigned c)
 {
     nd_bin *bin = &tc->bins[c];
@@ -558,6 +622,7 @@ bool nd_tcache_fill(nd_tcache *tc, unsigned c)
         whole = bi->fill;
     if (want == 0)
         want = 1;
+    uint32_t fill = bi->fill;
     if (bi->fill < bi->cap_max)
         bi->fill *= 2;
     /* First the blocks other caches of the kind handed over (the transfer
@@ -583,9 +648,13 @@ bool nd_tcache_fill(nd_tcache *tc, unsigned c)
     }
     if (got == 0) {
         at = bin->low;
-        got = nd_heap_take_blocks(&tc->heap, cls, at, want, bi->cap);
-        if (got != 0 && got < whole)
-            got += nd_heap_take_free(&tc->heap, cls, at + got, whole - got);
+        if (nd_tcache_nursery_serves(tc, cls, fill))
+            got = nd_tcache_nursery_take(tc, cls, at, want);
+        if (got == 0) {
+            got = nd_heap_take_blocks(&tc->heap, cls, at, want, bi->cap);
+            if (got != 0 && got < whole)
+                got += nd_heap_take_free(&tc->heap, cls, at + got, whole - got);
+        }
         if (nd_unlikely(tc->secure != NULL))   /* secure=1: their canaries */
             nd_tcache_seal(at, got, nd_class_size[cls]);
     }

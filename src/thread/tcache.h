@@ -247,6 +247,36 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_tcache {
 } nd_tcache;
 
 
+/*
+ * The nursery: a thread's first blocks of each small class come from
+ * pages shared by the threads of its node, not from a page of its own.
+ * A thread that makes a few requests of a few classes would otherwise
+ * hold a page (an OS page of it resident) per class and a segment (its
+ * 12 KiB header) of its own, most of what such a thread costs beyond its
+ * stack (docs/how-it-works.md). A plain cache's bin (secure off) of a
+ * class of at most ND_NURSERY_CLASS_MAX bytes whose heap has no page of
+ * it takes its first ND_NURSERY_FILLS fills (ND_FIRST_FILL blocks, then
+ * twice that, then twice again) from the nursery of its heap's node,
+ * unless its thread is the process's first (ND_TID_FIRST: a program that
+ * never starts a thread maps no nursery, and the first thread's pages
+ * are its own as before): a heap without a cache (ND_TID_NURSERY, a
+ * shared heap that never takes its node's reserve, node.h; one per node,
+ * under ND_LOCK(nursery, node)), of plain
+ * memory of that node, so the blocks are of the cache's kind and every
+ * free of them takes the paths of any block of its kind freed by a thread
+ * that does not own its page (its bin; back to the page as a remote free
+ * when the bin overflows or its thread's record is taken apart). Past
+ * those fills, or once its heap has a page of the class, a bin fills
+ * from its own heap as before.
+ */
+#define ND_NURSERY_CLASS_MAX 1024u
+#define ND_NURSERY_FILLS     3u
+/* Adds the statistics of the nurseries into cls[ND_CLASS_COUNT] and tot. */
+void nd_tcache_nursery_stats_add(nd_snap_class *cls, nd_snap_totals *tot) nd_hidden;
+/* fork(), in the child, every lock held: finishes the notifications that
+   threads lost in the fork had begun on the nurseries' pages. */
+void nd_tcache_nursery_fork_child(void) nd_hidden;
+
 /* A new thread cache with its heap for (node, bound), owner `tid`;
    `shared`: no cache (capacity 0), for the locked shared heaps. NULL when
    out of memory. */

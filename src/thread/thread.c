@@ -53,7 +53,7 @@ __thread nd_thread *nd_tls_thread = &nd_thread_empty;
 __thread uintptr_t  nd_tls_tid;
 static __thread uint8_t nd_tls_starting;
 
-static uintptr_t nd_next_tid = 4 * ND_TID_STEP;   /* below: reserved (shared heaps) */
+static uintptr_t nd_next_tid = ND_TID_FIRST;   /* below: reserved (shared heaps, nurseries) */
 static pthread_key_t nd_thread_key;
 
 #define nd_threads_lock ND_LOCK(threads, 0)   /* lock.h */
