@@ -571,6 +571,23 @@ static size_t nd_tcache_nursery_take(const nd_tcache *tc, unsigned cls, void **o
     return got;
 }
 
+void nd_tcache_nursery_maintain(uint64_t now, bool force)
+{
+    nd_lock_may_take(ND_LOCK_ID_nursery);
+    uint64_t delay = (uint64_t)nd_opt(ND_OPT_purge_delay);
+    for (int i = 0; i < nd_topo.mem_count; i++) {
+        int node = nd_topo.mem_ids[i];
+        nd_tcache *nu = nd_load_acquire(&nd_nursery[node]);
+        if (nu == NULL || !nd_trylock(ND_LOCK(nursery, node)))
+            continue;
+        if (force || now >= nu->heap.clock_ms + delay) {
+            nd_heap_tick(&nu->heap);   /* its purges wait for a few of these (ND_PURGE_MIN_EPOCHS) */
+            nd_heap_collect(&nu->heap, now, force);
+        }
+        nd_unlock(ND_LOCK(nursery, node));
+    }
+}
+
 void nd_tcache_nursery_stats_add(nd_snap_class *cls, nd_snap_totals *tot)
 {
     for (int n = 0; n < ND_MAX_NODES; n++) {

@@ -271,6 +271,12 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_tcache {
  */
 #define ND_NURSERY_CLASS_MAX 1024u
 #define ND_NURSERY_FILLS     3u
+/* A thread's maintenance (any thread's, once per purge_delay for each
+   nursery, skipped while another holds it; force: now): each nursery
+   takes its blocks back from their remote lists, retires its empty pages
+   and purges those past the delay, as a thread's heap does, so the
+   blocks young threads took and gave back do not stay resident. */
+void nd_tcache_nursery_maintain(uint64_t now, bool force) nd_hidden;
 /* Adds the statistics of the nurseries into cls[ND_CLASS_COUNT] and tot. */
 void nd_tcache_nursery_stats_add(nd_snap_class *cls, nd_snap_totals *tot) nd_hidden;
 /* fork(), in the child, every lock held: finishes the notifications that

@@ -488,6 +488,7 @@ static void nd_thread_maintain(nd_thread *t, bool force)
         nd_heap_maintain(&tcs[i]->heap, now, force);
         nd_assert2(nd_tcache_is_valid(tcs[i]));
     }
+    nd_tcache_nursery_maintain(now, force);
     nd_large_maintain(now, force);
     nd_assert2(nd_large_is_valid());
     nd_thread_pool_age(now, force);
