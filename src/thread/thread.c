@@ -710,6 +710,7 @@ void nd_thread_collect(bool purge_all)
     }
     nd_large_maintain(now, purge_all);
     nd_thread_pool_age(now, purge_all);
+    nd_tcache_nursery_maintain(now, purge_all);   /* after the records taken apart gave their blocks back */
 }
 
 /* ---- statistics ----------------------------------------------------------------- */
