@@ -1133,9 +1133,9 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
         if (!(b->low <= b->cur && b->cur <= b->empty) || (b->empty != NULL && *b->empty != NULL) ||
             (size_t)(b->empty - b->low) != bi->cap || bi->cap > bi->cap_max)
             return false;
-        /* Without its slots: capacity 0; with them: its own, at its
-           starting capacity in the start area or up to cap_max in the
-           large area. */
+        /* Without its slots: capacity 0; with them: its own, at most
+           twice its starting capacity in the start area (nd_bin_start_room)
+           or up to cap_max in the large area. */
         void *const *slots = (void *const *)(tc + 1);
         if (nd_bin_is_active(tc, c) ? bi->cap_max == 0 ||
                                           (b->empty != slots + bi->slot_end &&
