@@ -20,7 +20,7 @@ void nd_heap_init(nd_heap *h, uintptr_t tid, int node, bool bound)
     h->tid = tid;
     h->node = (int16_t)node;
     h->bound = bound;
-    h->shared = tid == ND_TID_SHARED;
+    h->shared = tid == ND_TID_SHARED || tid == ND_TID_NURSERY;
     h->clock_ms = nd_os_now_ms();
 }
 
@@ -151,7 +151,7 @@ static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)
             /* Still none: a plain shared heap takes its node's reserve
                (node.h), the small pages kept for this, for a class it
                serves. */
-            if (s == NULL && h->shared && !h->bound && k == 0 && !no_reserve)
+            if (s == NULL && h->tid == ND_TID_SHARED && !h->bound && k == 0 && !no_reserve)
                 s = nd_node_reserve_take(h->node);
             if (s == NULL) {
                 errno = ENOMEM;

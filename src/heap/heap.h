@@ -34,6 +34,10 @@
 /* Thread ids: multiples of ND_TID_STEP, never reused; below 4 steps they
    are reserved. */
 #define ND_TID_SHARED ((uintptr_t)2 * ND_TID_STEP)
+/* The nurseries' (tcache.h): shared heaps that never take a node's reserve. */
+#define ND_TID_NURSERY ((uintptr_t)3 * ND_TID_STEP)
+/* The first thread's id (the first record's: usually the main thread). */
+#define ND_TID_FIRST ((uintptr_t)4 * ND_TID_STEP)
 
 typedef ND_LIST(nd_page) nd_page_queue;
 typedef ND_LIST(nd_segment) nd_seg_queue;
@@ -42,7 +46,8 @@ typedef ND_LIST(nd_segment) nd_seg_queue;
  * A heap.
  * Invariants:
  *  - tid != 0 is the owner thread's id, unique for the life of the process;
- *    a shared heap has ND_TID_SHARED and is used under its owner's lock.
+ *    a shared heap has ND_TID_SHARED (a nursery, ND_TID_NURSERY) and is
+ *    used under its owner's lock.
  *  - every page in pages[c] or full is in use, owned by this heap (heap ==
  *    this, key == tid, kind == nd_kind_of(bound, node)),
  *    of class c, in a segment in avail[] or used[]; in its node's reserve

@@ -21,10 +21,12 @@
 /* A block of `size` bytes aligned to `alignment` (0: none) from the shared
    heap of (node, bound). NULL with errno = ENOMEM. */
 void *nd_shared_malloc(int node, bool bound, size_t alignment, size_t size) nd_hidden;
-/* Adds the statistics of the shared heaps into cls[ND_CLASS_COUNT] and tot. */
+/* Adds the statistics of the shared heaps (the nurseries too, tcache.h)
+   into cls[ND_CLASS_COUNT] and tot. */
 void  nd_shared_stats_add(nd_snap_class *cls, nd_snap_totals *tot) nd_hidden;
 /* fork(), in the child, every lock held: finishes the notifications that
-   threads lost in the fork had begun on the shared heaps' pages. */
+   threads lost in the fork had begun on the shared heaps' pages (the
+   nurseries' too). */
 void  nd_shared_fork_child(void) nd_hidden;
 
 #endif /* ND_SHARED_H */

@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <string.h>
 #include "large.h"
+#include "lock.h"
 #include "meta.h"
 #include "msg.h"
 #include "options.h"
@@ -85,6 +86,17 @@ static uint32_t nd_bin_start_capacity(unsigned cls, uint32_t cap_max)
     n = n < 2 ? 2 : n > 32 ? 32 : n;
     return n < cap_max ? n : cap_max;
 }
+/* The slots a bin has in the start area (tcache.h): twice its starting
+   capacity (at most cap_max), so a class a thread makes a few requests of
+   (a fill of ND_FIRST_FILL, then one that doubles the capacity: the bin
+   ran dry again) stays there; the bin moves to its large area when it
+   grows past them. */
+#define ND_BIN_START_ROOM 2u
+static uint32_t nd_bin_start_room(unsigned cls, uint32_t cap_max)
+{
+    uint32_t n = ND_BIN_START_ROOM * nd_bin_start_capacity(cls, cap_max);
+    return n < cap_max ? n : cap_max;
+}
 
 /* The kind a cache's free fast path compares pages' kind with (tcache.h). */
 static unsigned nd_tcache_kind(bool shared, bool bound, int node)
@@ -155,7 +167,8 @@ nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
     size_t slots = 0;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         caps[c] = nd_bin_capacity(c, shared, bound);
-        slots += caps[c] + 1;
+        if (caps[c] != 0)   /* the start area's slots and sentinel, the large area's */
+            slots += nd_bin_start_room(c, caps[c]) + 1 + caps[c] + 1;
     }
     /* The slots need no zeroing: only [cur, empty) of a bin is ever read.
        Nor are they touched here: a bin gets its slots (and its sentinel is
@@ -163,21 +176,31 @@ nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
     nd_tcache *tc = nd_meta_alloc_head(sizeof(nd_tcache) + slots * sizeof(void *), sizeof(nd_tcache));
     if (tc == NULL)
         return NULL;
+    /* The start area first, right after the struct, each bin's starting
+       slots and sentinel one after the other (tcache.h: a thread that uses
+       a few classes touches a page or two of slots, not a page per class);
+       then the large area, cap_max slots and a sentinel per bin. */
     uint32_t end = 0;
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
+        if (caps[c] != 0) {
+            end += nd_bin_start_room(c, caps[c]);
+            tc->binfo[c].start_end = end++;
+        }
     tc->look_arm = !shared && !bound ? nd_tcache_look_arm : NULL;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         nd_bin *b = &tc->bins[c];
-        end += caps[c];
         b->cur = b->empty = b->low = NULL;   /* no slots yet (tcache.h) */
         b->tick = nd_tcache_arm_max(tc, c);
         tc->binfo[c].armed = (uint32_t)b->tick;
         tc->binfo[c].period_left = ND_TICK_PERIOD;
         tc->binfo[c].cap = 0;
         tc->binfo[c].cap_max = caps[c];
-        tc->binfo[c].slot_end = end;
         tc->binfo[c].low_water = ND_NO_SAMPLE;
         tc->binfo[c].fill = ND_FIRST_FILL;
-        end++;   /* the sentinel */
+        if (caps[c] != 0) {
+            end += caps[c];
+            tc->binfo[c].slot_end = end++;
+        }
     }
     tc->slot_bytes = (uint32_t)(slots * sizeof(void *));
     tc->prof_slab = NULL;
@@ -197,17 +220,19 @@ static inline bool nd_bin_is_active(const nd_tcache *tc, unsigned c)
     return tc->bins[c].empty != NULL;
 }
 
-/* The first use of bin c (a class with a cache): it takes its slots, at
-   its starting capacity. Until then it has none (capacity 0, no slot or
-   sentinel written), so a thread's cache holds resident slots only for
-   the classes it uses, not tcache_count of every class. */
+/* The first use of bin c (a class with a cache): it takes its slots in
+   the start area, at its starting capacity. Until then it has none
+   (capacity 0, no slot or sentinel written), so a thread's cache holds
+   resident slots only for the classes it uses, not tcache_count of every
+   class; and those of the classes it uses share pages until a bin grows
+   (nd_tcache_grow moves it to its large area). */
 static void nd_bin_activate(nd_tcache *tc, unsigned c)
 {
     nd_bin *b = &tc->bins[c];
     nd_bin_info *bi = &tc->binfo[c];
     nd_assert(bi->cap_max != 0 && !nd_bin_is_active(tc, c));
     uint32_t start = nd_bin_start_capacity(c, bi->cap_max);
-    b->empty = (void **)(tc + 1) + bi->slot_end;
+    b->empty = (void **)(tc + 1) + bi->start_end;
     *b->empty = NULL;
     b->cur = b->empty;
     b->low = b->empty - start;
@@ -427,6 +452,17 @@ static bool nd_tcache_grow(nd_tcache *tc, unsigned c)
     if (cap == bi->cap || tc->cap_bytes + more > nd_tcache_total_share())
         return false;
     tc->cap_bytes += more;
+    void **large = (void **)(tc + 1) + bi->slot_end;
+    if (b->empty != large && cap > nd_bin_start_room(c, bi->cap_max)) {
+        /* Past its room in the start area: the bin moves to its large
+           area, its cached blocks (the oldest deepest) with it. Once per
+           bin: it stays there when the GC shrinks it. */
+        size_t n = (size_t)(b->empty - b->cur);
+        memcpy(large - n, b->cur, n * sizeof(void *));
+        *large = NULL;
+        b->empty = large;
+        b->cur = large - n;
+    }
     b->low = b->empty - cap;
     bi->cap = cap;
     return true;
@@ -488,6 +524,86 @@ static void nd_tcache_check_sealed(void *const *v, size_t n, size_t block_size, 
                             "a block waiting in the transfer store was modified");
 }
 
+/* ---- the nursery ----------------------------------------------------------- */
+
+/* Per node, a heap without a cache (shared: used under ND_LOCK(nursery,
+   node)), whose pages serve plain caches' first blocks of each small
+   class (tcache.h). Created on first use; read without the lock
+   (acquire) by the statistics.
+   Invariants: nd_nursery[n] is NULL or a cache made with shared = true
+   whose heap is plain memory of node n, with id ND_TID_NURSERY (checked
+   with its heap's invariants after each take in debug builds). */
+static nd_tcache *nd_nursery[ND_MAX_NODES];
+
+/* Does a fill of tc's bin of class cls, whose fill bound is `fill`
+   (before it doubles: ND_FIRST_FILL at the bin's first fill), take its
+   blocks from its node's nursery? A plain cache of a thread other than
+   the first (no secure state, secure off), a class of at most
+   ND_NURSERY_CLASS_MAX bytes its heap has no page of, the bin's first
+   ND_NURSERY_FILLS fills. */
+static bool nd_tcache_nursery_serves(const nd_tcache *tc, unsigned cls, uint32_t fill)
+{
+    return fill < (ND_FIRST_FILL << ND_NURSERY_FILLS) && nd_class_size[cls] <= ND_NURSERY_CLASS_MAX &&
+           tc->heap.tid != ND_TID_FIRST && !tc->heap.bound && !tc->heap.shared && tc->secure == NULL &&
+           !nd_secure_on() && tc->heap.pages[cls].first == NULL;
+}
+
+/* Up to n blocks of class cls from the nursery of tc's node into out; 0
+   when it has none to give (errno as it was). */
+static size_t nd_tcache_nursery_take(const nd_tcache *tc, unsigned cls, void **out, size_t n)
+{
+    nd_lock_may_take(ND_LOCK_ID_nursery);
+    int node = tc->heap.node, saved = errno;
+    size_t got = 0;
+    nd_lock(ND_LOCK(nursery, node));
+    nd_tcache *nu = nd_nursery[node];
+    if (nu == NULL) {
+        nu = nd_tcache_create(ND_TID_NURSERY, node, false, true);
+        if (nu != NULL)
+            nd_store_release(&nd_nursery[node], nu);
+    }
+    if (nu != NULL)
+        got = nd_heap_take_blocks(&nu->heap, cls, out, n, n);
+    nd_assert2(nu == NULL || (nu->heap.tid == ND_TID_NURSERY && nu->heap.node == node && !nu->heap.bound &&
+                              nd_heap_is_valid(&nu->heap)));
+    nd_unlock(ND_LOCK(nursery, node));
+    errno = saved;
+    return got;
+}
+
+void nd_tcache_nursery_maintain(uint64_t now, bool force)
+{
+    nd_lock_may_take(ND_LOCK_ID_nursery);
+    uint64_t delay = (uint64_t)nd_opt(ND_OPT_purge_delay);
+    for (int i = 0; i < nd_topo.mem_count; i++) {
+        int node = nd_topo.mem_ids[i];
+        nd_tcache *nu = nd_load_acquire(&nd_nursery[node]);
+        if (nu == NULL || !nd_trylock(ND_LOCK(nursery, node)))
+            continue;
+        if (force || now >= nu->heap.clock_ms + delay) {
+            nd_heap_tick(&nu->heap);   /* its purges wait for a few of these (ND_PURGE_MIN_EPOCHS) */
+            nd_heap_collect(&nu->heap, now, force);
+        }
+        nd_unlock(ND_LOCK(nursery, node));
+    }
+}
+
+void nd_tcache_nursery_stats_add(nd_snap_class *cls, nd_snap_totals *tot)
+{
+    for (int n = 0; n < ND_MAX_NODES; n++) {
+        nd_tcache *nu = nd_load_acquire(&nd_nursery[n]);
+        if (nu != NULL)
+            nd_tcache_stats_add(nu, cls, tot);
+    }
+}
+
+void nd_tcache_nursery_fork_child(void)
+{
+    for (int n = 0; n < ND_MAX_NODES; n++)
+        if (nd_nursery[n] != NULL)
+            nd_heap_fork_child(&nd_nursery[n]->heap);
+}
+
 bool nd_tcache_fill(nd_tcache *tc, unsigned c)
 {
     nd_bin *bin = &tc->bins[c];
@@ -523,6 +639,7 @@ bool nd_tcache_fill(nd_tcache *tc, unsigned c)
         whole = bi->fill;
     if (want == 0)
         want = 1;
+    uint32_t fill = bi->fill;
     if (bi->fill < bi->cap_max)
         bi->fill *= 2;
     /* First the blocks other caches of the kind handed over (the transfer
@@ -548,9 +665,13 @@ bool nd_tcache_fill(nd_tcache *tc, unsigned c)
     }
     if (got == 0) {
         at = bin->low;
-        got = nd_heap_take_blocks(&tc->heap, cls, at, want, bi->cap);
-        if (got != 0 && got < whole)
-            got += nd_heap_take_free(&tc->heap, cls, at + got, whole - got);
+        if (nd_tcache_nursery_serves(tc, cls, fill))
+            got = nd_tcache_nursery_take(tc, cls, at, want);
+        if (got == 0) {
+            got = nd_heap_take_blocks(&tc->heap, cls, at, want, bi->cap);
+            if (got != 0 && got < whole)
+                got += nd_heap_take_free(&tc->heap, cls, at + got, whole - got);
+        }
         if (nd_unlikely(tc->secure != NULL))   /* secure=1: their canaries */
             nd_tcache_seal(at, got, nd_class_size[cls]);
     }
@@ -1012,8 +1133,14 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
         if (!(b->low <= b->cur && b->cur <= b->empty) || (b->empty != NULL && *b->empty != NULL) ||
             (size_t)(b->empty - b->low) != bi->cap || bi->cap > bi->cap_max)
             return false;
-        /* Without its slots: capacity 0; with them: its own, up to cap_max. */
-        if (nd_bin_is_active(tc, c) ? bi->cap_max == 0 || b->empty != (void *const *)(tc + 1) + bi->slot_end
+        /* Without its slots: capacity 0; with them: its own, at most
+           twice its starting capacity in the start area (nd_bin_start_room)
+           or up to cap_max in the large area. */
+        void *const *slots = (void *const *)(tc + 1);
+        if (nd_bin_is_active(tc, c) ? bi->cap_max == 0 ||
+                                          (b->empty != slots + bi->slot_end &&
+                                           (b->empty != slots + bi->start_end ||
+                                            bi->cap > nd_bin_start_room(c, bi->cap_max)))
                                     : bi->cap != 0 || b->cur != NULL || b->low != NULL)
             return false;
         for (void *const *it = b->cur; it < b->empty; it++) {

@@ -25,7 +25,13 @@
  *   nd_bin_activate in tcache.c), so the slots a thread touches are those
  *   of the classes it uses, and an all-zero cache (thread.c's static
  *   empty and dead ones, in .bss) is one whose every call takes the slow
- *   path.
+ *   path. A bin's slots come from two areas after the struct: the start
+ *   area, where every bin has twice its starting capacity (4 to 64 slots)
+ *   and a sentinel, one bin after the other, and the large area, cap_max
+ *   slots and a sentinel per bin, where a bin moves (its blocks copied)
+ *   when it grows past its room in the first. A thread that makes a few requests of a few
+ *   classes touches a page or two of the start area, not a page of slots
+ *   per class (16 KiB of them apart for the small classes).
  *
  * tick counts requests down; when the fast path takes it to 0 it goes to
  * the slow path, which adds the value the tick was armed with (info.armed)
@@ -56,8 +62,11 @@
  * Hot part of a bin, read and written by the fast paths (one cache line).
  * Invariants: low <= cur <= empty; empty - low == info.cap <= info.cap_max;
  * either the bin has no slots yet (low == cur == empty == NULL, cap == 0)
- * or cap_max != 0, *empty == NULL and empty is its own
- * sentinel slot (slot info.slot_end of its cache); [cur, empty) are free blocks of the bin's class, each
+ * or cap_max != 0, *empty == NULL and empty is one of its own
+ * sentinel slots: info.start_end, in the cache's start area, while
+ * info.cap is at most its room there (nd_bin_start_room: twice its
+ * starting capacity) and it never grew past it, else info.slot_end, in the
+ * large area (tcache.c: nd_bin_activate, nd_tcache_grow); [cur, empty) are free blocks of the bin's class, each
  * carrying the freed-block mark (page.h), from pages of the tcache's kind
  * of memory: its heap's pages, and pages of other heaps of that kind whose
  * blocks this thread freed (the free fast path caches every block of its
@@ -127,8 +136,8 @@ typedef struct nd_bin_info {
     uint32_t period_left; /* requests to the next maintenance check (ND_TICK_PERIOD apart) */
     uint32_t cap;        /* current capacity: empty - low (0 until the bin has slots) */
     uint32_t cap_max;
-    uint32_t slot_end;   /* the bin's sentinel slot: cap_max slots below it are its own */
-    uint32_t filled;     /* the bin ran dry since its last flush */
+    uint32_t slot_end;   /* the bin's sentinel slot in the large area: cap_max slots below it are its own */
+    uint32_t start_end;  /* its sentinel slot in the start area: nd_bin_start_capacity slots below it */
     uint32_t low_water;  /* fewest blocks seen cached since the last GC pass
                             (sampled at fills and tick roll-overs), or
                             ND_NO_SAMPLE */
@@ -137,10 +146,11 @@ typedef struct nd_bin_info {
                             that makes a few requests of a class does not
                             take (and at its exit give back) a full
                             cache's worth */
-    uint32_t last;       /* the bin's last refill or overflow: ND_LAST_FILL,
+    uint8_t  last;       /* the bin's last refill or overflow: ND_LAST_FILL,
                             ND_LAST_SPILL, or 0 (none yet) */
-    uint32_t spilled_all; /* the bin's last overflow sent all of it away */
-    uint32_t spilled_few; /* the bin's last overflow sent less than half of it */
+    uint8_t  filled;     /* the bin ran dry since its last flush */
+    uint8_t  spilled_all; /* the bin's last overflow sent all of it away */
+    uint8_t  spilled_few; /* the bin's last overflow sent less than half of it */
     uint32_t run_fill;   /* when last == ND_LAST_FILL: the blocks the fills
                             since the bin's last overflow (or since it was
                             made) took, at most UINT32_MAX */
@@ -236,6 +246,42 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_tcache {
     nd_heap      heap;
 } nd_tcache;
 
+
+/*
+ * The nursery: a thread's first blocks of each small class come from
+ * pages shared by the threads of its node, not from a page of its own.
+ * A thread that makes a few requests of a few classes would otherwise
+ * hold a page (an OS page of it resident) per class and a segment (its
+ * 12 KiB header) of its own, most of what such a thread costs beyond its
+ * stack (docs/how-it-works.md). A plain cache's bin (secure off) of a
+ * class of at most ND_NURSERY_CLASS_MAX bytes whose heap has no page of
+ * it takes its first ND_NURSERY_FILLS fills (ND_FIRST_FILL blocks, then
+ * twice that, then twice again) from the nursery of its heap's node,
+ * unless its thread is the process's first (ND_TID_FIRST: a program that
+ * never starts a thread maps no nursery, and the first thread's pages
+ * are its own as before): a heap without a cache (ND_TID_NURSERY, a
+ * shared heap that never takes its node's reserve, node.h; one per node,
+ * under ND_LOCK(nursery, node)), of plain
+ * memory of that node, so the blocks are of the cache's kind and every
+ * free of them takes the paths of any block of its kind freed by a thread
+ * that does not own its page (its bin; back to the page as a remote free
+ * when the bin overflows or its thread's record is taken apart). Past
+ * those fills, or once its heap has a page of the class, a bin fills
+ * from its own heap as before.
+ */
+#define ND_NURSERY_CLASS_MAX 1024u
+#define ND_NURSERY_FILLS     3u
+/* A thread's maintenance (any thread's, once per purge_delay for each
+   nursery, skipped while another holds it; force: now): each nursery
+   takes its blocks back from their remote lists, retires its empty pages
+   and purges those past the delay, as a thread's heap does, so the
+   blocks young threads took and gave back do not stay resident. */
+void nd_tcache_nursery_maintain(uint64_t now, bool force) nd_hidden;
+/* Adds the statistics of the nurseries into cls[ND_CLASS_COUNT] and tot. */
+void nd_tcache_nursery_stats_add(nd_snap_class *cls, nd_snap_totals *tot) nd_hidden;
+/* fork(), in the child, every lock held: finishes the notifications that
+   threads lost in the fork had begun on the nurseries' pages. */
+void nd_tcache_nursery_fork_child(void) nd_hidden;
 
 /* A new thread cache with its heap for (node, bound), owner `tid`;
    `shared`: no cache (capacity 0), for the locked shared heaps. NULL when

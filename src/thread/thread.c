@@ -53,7 +53,7 @@ __thread nd_thread *nd_tls_thread = &nd_thread_empty;
 __thread uintptr_t  nd_tls_tid;
 static __thread uint8_t nd_tls_starting;
 
-static uintptr_t nd_next_tid = 4 * ND_TID_STEP;   /* below: reserved (shared heaps) */
+static uintptr_t nd_next_tid = ND_TID_FIRST;   /* below: reserved (shared heaps, nurseries) */
 static pthread_key_t nd_thread_key;
 
 #define nd_threads_lock ND_LOCK(threads, 0)   /* lock.h */
@@ -488,6 +488,7 @@ static void nd_thread_maintain(nd_thread *t, bool force)
         nd_heap_maintain(&tcs[i]->heap, now, force);
         nd_assert2(nd_tcache_is_valid(tcs[i]));
     }
+    nd_tcache_nursery_maintain(now, force);
     nd_large_maintain(now, force);
     nd_assert2(nd_large_is_valid());
     nd_thread_pool_age(now, force);
@@ -709,6 +710,7 @@ void nd_thread_collect(bool purge_all)
     }
     nd_large_maintain(now, purge_all);
     nd_thread_pool_age(now, purge_all);
+    nd_tcache_nursery_maintain(now, purge_all);   /* after the records taken apart gave their blocks back */
 }
 
 /* ---- statistics ----------------------------------------------------------------- */

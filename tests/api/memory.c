@@ -405,6 +405,133 @@ static void a_chain_of_short_threads_purges_what_its_record_freed(void)
     nodal_free(kept);
 }
 
+/* ---- what a thread costs ------------------------------------------------- */
+
+#define TC_THREADS  16
+#define TC_REQUESTS 64
+static pthread_barrier_t tc_held, tc_done;
+
+/* Anonymous resident memory of this process in KiB (statm: resident less
+   shared, the file pages: the code a new thread runs first is not its
+   cost), read without allocating. */
+static long anon_rss_kib(void)
+{
+    char buf[128];
+    int fd = open("/proc/self/statm", O_RDONLY);
+    EXPECT(fd >= 0, "/proc/self/statm to be readable (errno %d)", errno);
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    EXPECT(n > 0, "/proc/self/statm to have content");
+    buf[n] = '\0';
+    unsigned long size, resident, shared;
+    EXPECT(sscanf(buf, "%lu %lu %lu", &size, &resident, &shared) == 3, "statm to start with three numbers: %s", buf);
+    return (long)((resident - shared) * (unsigned long)sysconf(_SC_PAGESIZE) / 1024);
+}
+
+/* TC_REQUESTS blocks of 16-160 bytes, each written, held until the main
+   thread has measured. */
+static void *small_requests_and_wait(void *arg)
+{
+    void *p[TC_REQUESTS];
+    unsigned seed = (unsigned)(uintptr_t)arg * 2654435761u;
+    for (int i = 0; i < TC_REQUESTS; i++) {
+        seed = seed * 1103515245u + 12345u;
+        size_t n = 16 + (seed >> 16) % 145;
+        p[i] = nodal_malloc(n);
+        EXPECT(p[i] != NULL, "nodal_malloc(%zu) in a thread to succeed", n);
+        memset(p[i], 0x5a, n);
+    }
+    pthread_barrier_wait(&tc_held);
+    pthread_barrier_wait(&tc_done);
+    for (int i = 0; i < TC_REQUESTS; i++)
+        nodal_free(p[i]);
+    return NULL;
+}
+
+static void *no_request(void *arg)
+{
+    return arg;
+}
+
+/* 16 threads that each make 64 requests of 16-160 bytes and wait add
+   less than 64 KiB of anonymous memory each, their 8 KiB of stack and
+   their share of the nursery included (49-50 KiB; glibc's threads about
+   20 with its arenas; main 2ff11ec: 112-114, of which 36 KiB of
+   thread-cache slots, a page for each class the thread used, 16 KiB of
+   them apart, and 52 of a segment and a page per class of its own:
+   docs/how-it-works.md, "Each thread then costs"). */
+static void sixteen_threads_with_a_few_small_requests_each_cost_little_memory(void)
+{
+#ifdef ND_TEST_SANITIZER
+    SKIP("a sanitizer's shadow memory and allocator decide what a thread costs");
+#endif
+    void *mine = nodal_malloc(64);   /* nodal started in this thread */
+    pthread_t t[TC_THREADS];
+    /* A thread started and joined first: glibc's own first-thread costs
+       (its stack cache, the TLS of the libraries) are not the threads'. */
+    EXPECT(pthread_create(&t[0], NULL, no_request, NULL) == 0, "pthread_create to work");
+    pthread_join(t[0], NULL);
+    pthread_barrier_init(&tc_held, NULL, TC_THREADS + 1);
+    pthread_barrier_init(&tc_done, NULL, TC_THREADS + 1);
+    long before = anon_rss_kib();
+    for (int i = 0; i < TC_THREADS; i++)
+        EXPECT(pthread_create(&t[i], NULL, small_requests_and_wait, (void *)(uintptr_t)(i + 1)) == 0,
+               "pthread_create to work");
+    pthread_barrier_wait(&tc_held);
+    long after = anon_rss_kib();
+    pthread_barrier_wait(&tc_done);
+    for (int i = 0; i < TC_THREADS; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&tc_held);
+    pthread_barrier_destroy(&tc_done);
+    nodal_free(mine);
+    long each = (after - before) / TC_THREADS;
+    EXPECT(each < 64, "%d threads of %d requests of 16-160 B each to add less than 64 KiB of anonymous "
+           "memory each, they added %ld KiB (%ld KiB in all)", TC_THREADS, TC_REQUESTS, each, after - before);
+}
+
+/* A thread that makes a few requests of six classes and frees them. */
+static void *few_requests_of_six_classes(void *arg)
+{
+    static const size_t sizes[] = { 16, 48, 96, 160, 320, 640 };
+    void *p[6][12];
+    for (int c = 0; c < 6; c++)
+        for (int i = 0; i < 12; i++) {
+            p[c][i] = nodal_malloc(sizes[c]);
+            EXPECT(p[c][i] != NULL, "nodal_malloc(%zu) in a thread to succeed", sizes[c]);
+            memset(p[c][i], 0x5a, sizes[c]);
+        }
+    for (int c = 0; c < 6; c++)
+        for (int i = 0; i < 12; i++)
+            nodal_free(p[c][i]);
+    return arg;
+}
+
+/* Threads other than the first take their first blocks of small classes
+   from their node's nursery (tcache.h), pages they share: once they have
+   exited and given them back, nodal_collect(1) leaves none of its pages
+   in use (active as before the threads), however many threads took
+   blocks there. Before the nurseries' maintenance (586835c) the nursery
+   kept its six pages (active 448 KiB against 64); main 2ff11ec, without
+   a nursery, passes. */
+static void the_nursery_keeps_no_page_once_its_threads_gave_their_blocks_back(void)
+{
+    void *mine = nodal_malloc(64);   /* the first thread: its pages are its own */
+    nodal_collect(1);
+    double active0 = total("active");
+    pthread_t t[TC_THREADS];
+    for (int i = 0; i < TC_THREADS; i++)
+        EXPECT(pthread_create(&t[i], NULL, few_requests_of_six_classes, NULL) == 0, "pthread_create to work");
+    for (int i = 0; i < TC_THREADS; i++)
+        pthread_join(t[i], NULL);
+    nodal_collect(1);
+    double active = total("active");
+    nodal_free(mine);
+    EXPECT(active <= active0, "active to come back to its %.0f KiB once %d threads that took 12 blocks of each "
+           "of six classes gave them back and exited (nodal_collect(1)), it is %.0f KiB", active0 / 1024,
+           TC_THREADS, active / 1024);
+}
+
 /* Under an address-space limit of 200 MiB (ulimit -v), 1 MiB blocks fill
    nearly all of it; once they fail, small allocations still succeed in
    the thread that made them, in a thread that had not allocated before
@@ -1004,6 +1131,8 @@ static const struct nd_case cases[] = {
     ND_CASE(a_thread_started_after_another_exited_takes_over_its_caches),
     ND_CASE(a_pooled_thread_record_is_taken_apart_after_ten_purge_delays),
     ND_CASE(a_chain_of_short_threads_purges_what_its_record_freed),
+    ND_CASE(sixteen_threads_with_a_few_small_requests_each_cost_little_memory),
+    ND_CASE(the_nursery_keeps_no_page_once_its_threads_gave_their_blocks_back),
     ND_CASE(address_space_limit_leaves_small_allocations_working),
     ND_CASE(address_space_limit_fits_256_and_512_kib_blocks),
     ND_CASE(address_space_limit_after_16_kib_blocks_leaves_small_requests_working),
