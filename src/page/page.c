@@ -76,6 +76,7 @@ void nd_page_init(nd_page *pg, unsigned cls, uint8_t *start, size_t area,
     pg->start = start;
     pg->mul = nd_block_mul(bsize);
     pg->cls = (uint8_t)cls;
+    pg->bin_off = nd_page_bin_off(cls);
     pg->in_full = 0;
     pg->xnext = NULL;
     nd_store_relaxed(&pg->xfree, (uintptr_t)0);
@@ -515,6 +516,8 @@ bool nd_page_is_valid(const nd_page *pg)
         return false;
     if (pg->cls < ND_CLASS_COUNT &&
         (pg->mul != nd_block_mul(pg->block_size) || pg->limit != (uint64_t)pg->capacity * (pg->mul * pg->block_size)))
+        return false;
+    if (pg->cls < ND_CLASS_COUNT && pg->bin_off != nd_page_bin_off(pg->cls))
         return false;
     size_t free_len = 0;
     for (nd_block *b = pg->free; b != NULL;) {
