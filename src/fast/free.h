@@ -85,7 +85,7 @@ nd_inline void nd_free_fast(void *p)
            carry the flag). tc's kind read again here (the relaxed load is
            not merged with the one above): held in a register for this
            branch, it cost the compare above an instruction. */
-        if ((kind | ND_KIND_SEALED) == nd_load_relaxed(&tc->kind)) {
+        if ((kind ^ nd_load_relaxed(&tc->kind)) == ND_KIND_SEALED) {
             nd_free_other_kind(p, pg, s, tc);
             return;
         }
