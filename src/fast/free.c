@@ -286,24 +286,26 @@ static nd_cold __attribute__((noipa)) void nd_free_sealed_other(void *p, nd_segm
    fast path would have put it: the thread's bin of its class (the block
    the bin took last freed again: a double free, as there), else the usual
    routes. The checks fold into two unlikely branches, as in the fast path,
-   which nd_free_sealed_other sorts out. */
+   which nd_free_sealed_other sorts out. s is p's segment (nd_seg_base):
+   past the segment header's check the paths off this one take it from p
+   again, so that s need not stay in a register across the multiplies. */
 static inline __attribute__((always_inline)) void nd_free_sealed_in(void *p, nd_segment *s, nd_page *pg, nd_tcache *tc)
 {
     if (nd_unlikely(!nd_seg_cookie_ok(s) || !nd_page_block_ok_shared(pg, p) || !nd_block_is_sealed(p, pg->block_size))) {
-        nd_free_sealed_other(p, s, pg);
+        nd_free_sealed_other(p, nd_seg_base(p), pg);
         return;
     }
     uintptr_t mark = nd_block_mark_of(p);
     if (nd_unlikely(((uintptr_t *)p)[1] == mark)) {
-        nd_free_sealed_other(p, s, pg);
+        nd_free_sealed_other(p, nd_seg_base(p), pg);
         return;
     }
-    unsigned bin = nd_class_bin[pg->cls];   /* pg->cls, or one less (class.h) */
-    if (nd_unlikely(bin >= ND_CLASS_COUNT)) {
-        nd_free_sealed_route(p, s, pg);
+    unsigned off = pg->bin_off;   /* pg->cls's bin: its own, or one less (class.h) */
+    if (nd_unlikely(off == ND_BIN_OFF_NONE)) {
+        nd_free_sealed_route(p, nd_seg_base(p), pg);
         return;
     }
-    nd_bin *b = (nd_bin *)((char *)tc->bins + (size_t)bin * ND_BIN_BYTES);   /* as the fast path */
+    nd_bin *b = (nd_bin *)((char *)tc->bins + off);   /* as the fast path */
     void **cur = b->cur, **low = b->low;
     if (nd_likely(cur != low)) {
         if (nd_unlikely(*cur == p))
@@ -313,7 +315,7 @@ static inline __attribute__((always_inline)) void nd_free_sealed_in(void *p, nd_
         ((uintptr_t *)p)[1] = mark;   /* nd_block_mark(p) */
         return;
     }
-    nd_free_sealed_route(p, s, pg);
+    nd_free_sealed_route(p, nd_seg_base(p), pg);
 }
 
 /* secure=1: a free nd_free_other_kind did not take (a large or huge
@@ -329,12 +331,10 @@ static nd_noinline void nd_free_sealed(void *p, nd_segment *s, nd_page *pg)
         nd_free_sealed_other(p, s, pg);
 }
 
-void nd_free_other_kind(void *p, nd_segment *s, nd_page *pg, nd_tcache *tc)
+/* The fast path compared the page's kind with tc's already (free.h). */
+void nd_free_other_kind(void *p, nd_page *pg, nd_segment *s, nd_tcache *tc)
 {
-    if (nd_likely((nd_load_relaxed(&pg->kind) | ND_KIND_SEALED) == tc->kind))
-        nd_free_sealed_in(p, s, pg, tc);
-    else
-        nd_free_slow(p, s, pg);
+    nd_free_sealed_in(p, s, pg, tc);
 }
 
 /* Every other free the fast path did not take. */

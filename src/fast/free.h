@@ -19,8 +19,9 @@
  *   nd_free_fast: nd_segcache word -> segment -> page descriptor;
  *                 page kind == the thread's: *--bin->cur = p   (bin->cur != bin->low)
  *                 (a node-bound kind: the thread's cache for that node)
- *   other kind: nd_free_other_kind (free.c) -> secure=1, the thread's plain
- *                 memory: checked (block start, mark, canary), into the bin
+ *   other kind: secure=1, the thread's plain memory (its kind | ND_KIND_SEALED):
+ *                 nd_free_other_kind (free.c): checked (segment header,
+ *                 block start, canary, mark), into the bin
  *   else nd_free_slow (free.c) -> full cache: nd_tcache_push (grows the
  *                                 bin or flushes half or all of it)
  *                              -> no cache of that kind, an abandoned page:
@@ -40,10 +41,10 @@
 #include "thread.h"
 
 void nd_free_slow(void *p, nd_segment *s, nd_page *pg) nd_hidden;   /* p first: it stays in its register */
-/* A block whose page's kind is not tc's and not bound to a node: under
-   secure=1 a block of the thread's plain memory (tc's kind is that kind
-   with ND_KIND_SEALED) checked and cached here; any other, nd_free_slow. */
-void nd_free_other_kind(void *p, nd_segment *s, nd_page *pg, nd_tcache *tc) nd_hidden;
+/* secure=1: a block of the thread's plain memory (its page's kind is tc's
+   without ND_KIND_SEALED), from the fast path's other-kind branch: checked,
+   then cached (or routed as the slow path would). */
+void nd_free_other_kind(void *p, nd_page *pg, nd_segment *s, nd_tcache *tc) nd_hidden;   /* s third: the multiplies' rdx */
 void nd_free_special(void *p) nd_hidden;   /* NULL, huge, a segment without a word in nd_segcache, or not nodal's */
 /* p is the block on top of the bin it would go to: "double free", abort. */
 _Noreturn void nd_free_twice_in_a_row(const void *p) nd_hidden __attribute__((cold));
@@ -78,8 +79,18 @@ nd_inline void nd_free_fast(void *p)
     unsigned kind = nd_load_relaxed(&pg->kind);
     nd_tcache *tc = nd_tls_tc;
     if (nd_unlikely(kind != tc->kind)) {
+        /* secure=1: tc's kind is its plain memory's with ND_KIND_SEALED
+           (a bit no page's kind has), so this compare finds every block
+           to check (and no block under the default, whose kinds never
+           carry the flag). tc's kind read again here (the relaxed load is
+           not merged with the one above): held in a register for this
+           branch, it cost the compare above an instruction. */
+        if ((kind ^ nd_load_relaxed(&tc->kind)) == ND_KIND_SEALED) {
+            nd_free_other_kind(p, pg, s, tc);
+            return;
+        }
         if (!nd_kind_is_bound(kind)) {
-            nd_free_other_kind(p, s, pg, tc);
+            nd_free_slow(p, s, pg);
             return;
         }
         tc = nd_tls_thread->node_tc[nd_kind_node(kind)];

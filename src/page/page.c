@@ -76,6 +76,7 @@ void nd_page_init(nd_page *pg, unsigned cls, uint8_t *start, size_t area,
     pg->start = start;
     pg->mul = nd_block_mul(bsize);
     pg->cls = (uint8_t)cls;
+    pg->bin_off = nd_page_bin_off(cls);
     pg->in_full = 0;
     pg->xnext = NULL;
     nd_store_relaxed(&pg->xfree, (uintptr_t)0);
@@ -416,9 +417,31 @@ void nd_shuffle(void **v, size_t n, uint64_t *s)
 }
 
 /* Puts v[0..k) (k > 1 distinct blocks of pg, taken from its free list) in
-   address order, through a map of the page's blocks. */
+   address order, through a map of the page's blocks (which also finds a
+   block there twice). A list in address order already, or in its reverse
+   (a thread cache gives its blocks back last freed first), is left as it
+   is or reversed without the map: its order is strict, so no block is in
+   it twice. */
 static void nd_page_sort(const nd_page *pg, void **v, size_t k)
 {
+    size_t up = 1;
+    while (up < k && (uintptr_t)v[up - 1] < (uintptr_t)v[up])
+        up++;
+    if (up == k)
+        return;
+    if (up == 1) {
+        size_t down = 1;
+        while (down < k && (uintptr_t)v[down - 1] > (uintptr_t)v[down])
+            down++;
+        if (down == k) {
+            for (size_t i = 0, j = k - 1; i < j; i++, j--) {
+                void *t = v[i];
+                v[i] = v[j];
+                v[j] = t;
+            }
+            return;
+        }
+    }
     uint64_t map[ND_PAGE_MAX_BLOCKS / 64];
     size_t words = ((size_t)pg->capacity + 63) >> 6;
     memset(map, 0, words * sizeof map[0]);
@@ -515,6 +538,8 @@ bool nd_page_is_valid(const nd_page *pg)
         return false;
     if (pg->cls < ND_CLASS_COUNT &&
         (pg->mul != nd_block_mul(pg->block_size) || pg->limit != (uint64_t)pg->capacity * (pg->mul * pg->block_size)))
+        return false;
+    if (pg->cls < ND_CLASS_COUNT && pg->bin_off != nd_page_bin_off(pg->cls))
         return false;
     size_t free_len = 0;
     for (nd_block *b = pg->free; b != NULL;) {

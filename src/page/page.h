@@ -305,6 +305,14 @@ static inline bool nd_page_has_block(const nd_page *pg, const void *p)
    in use) */
 bool nd_page_is_block_start(const nd_page *pg, const void *p) nd_hidden;
 
+_Static_assert(ND_CLASS_COUNT * ND_BIN_BYTES < ND_BIN_OFF_NONE, "every bin's offset fits a page's bin_off");
+/* The bin_off of a page of class cls (segment.h). */
+static inline uint16_t nd_page_bin_off(unsigned cls)
+{
+    unsigned bin = nd_class_bin[cls];
+    return bin < ND_CLASS_COUNT ? (uint16_t)(bin * ND_BIN_BYTES) : (uint16_t)ND_BIN_OFF_NONE;
+}
+
 /* A free page of segment s goes into use for class cls, owned by `owner`
    (thread id `key`), for memory of `kind` (nd_kind_of). */
 void nd_page_init(nd_page *pg, unsigned cls, uint8_t *start, size_t area,

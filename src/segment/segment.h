@@ -68,10 +68,8 @@
  *   line 0, read by every thread's free fast path, written by the owner:
  *     key       owner thread id (a multiple of 16); ND_KEY_NONE (1) when no
  *               thread owns the page (and for large blocks)
- *     bin       the owner's thread-cache bin of this page's class (opaque
- *               here): the owner's frees go straight there
  *     free, start, mul, limit, block_size, used, capacity, reserved,
- *     cls, in_use, in_full, index
+ *     cls, in_use, in_full, index, bin_off
  *     kind      the page's kind of memory, for the free fast path: any
  *               thread caches a freed block in its cache of the same kind
  *               (nd_kind_of: plain memory of node n, or bound to node n);
@@ -117,6 +115,9 @@ static inline int      nd_kind_node(unsigned kind) { return (int)((kind - 2u) >>
 
 enum { ND_SEG_FREE = 0, ND_SEG_SMALL, ND_SEG_MEDIUM, ND_SEG_LARGE, ND_SEG_HUGE };
 
+/* A page's bin_off when no thread-cache bin holds its class's blocks. */
+#define ND_BIN_OFF_NONE 0xffffu
+
 /*
  * A page: one size class, one owner heap.
  * Invariants:
@@ -135,6 +136,9 @@ enum { ND_SEG_FREE = 0, ND_SEG_SMALL, ND_SEG_MEDIUM, ND_SEG_LARGE, ND_SEG_HUGE }
  *  - free is touched only by the owner thread (or under the owner's lock for
  *    a shared heap); xfree only with atomics.
  *  - key == heap->tid while a heap owns the page.
+ *  - bin_off == nd_class_bin[cls] * ND_BIN_BYTES, or ND_BIN_OFF_NONE when
+ *    nd_class_bin[cls] is no bin, while a small or medium page is in use
+ *    (nd_page_init).
  *  - recarved == 1 once the page has been released since its segment was
  *    formatted (nd_page_release sets it), or when its segment was
  *    formatted before since it was mapped (nd_seg_format: a segment taken
@@ -159,6 +163,10 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
     uint8_t         kind;        /* nd_kind_of, or ND_KIND_NONE (read by every thread's free) */
     uint8_t         sampled;     /* a large or huge block's: 1, the heap profile holds a sample of it (prof.c); ND_PROF_SLAB (2), a sample slab (tcache.h) */
     uint32_t        prof_slot;   /* ... and its slot in the profile's live table (prof.c) */
+    uint16_t        bin_off;     /* small and medium: the byte offset in a thread cache's bins of the bin
+                                    its blocks go to (nd_class_bin[cls] * ND_BIN_BYTES: under secure=1 a
+                                    bin past 1 KiB holds the next class's blocks, class.h), or
+                                    ND_BIN_OFF_NONE: no bin holds them (read by secure=1's checked free) */
     /* line 1: shared side */
     nd_aligned(ND_CACHE_LINE) uintptr_t xfree;
     struct nd_page *xnext;
