@@ -79,18 +79,19 @@ nd_inline void nd_free_fast(void *p)
     unsigned kind = nd_load_relaxed(&pg->kind);
     nd_tcache *tc = nd_tls_tc;
     if (nd_unlikely(kind != tc->kind)) {
-        /* secure=1: tc's kind is its plain memory's with ND_KIND_SEALED
-           (a bit no page's kind has), so this compare finds every block
-           to check (and no block under the default, whose kinds never
-           carry the flag). tc's kind read again here (the relaxed load is
-           not merged with the one above): held in a register for this
-           branch, it cost the compare above an instruction. */
-        if ((kind ^ nd_load_relaxed(&tc->kind)) == ND_KIND_SEALED) {
-            nd_free_other_kind(p, pg, s, tc);
-            return;
-        }
-        if (!nd_kind_is_bound(kind)) {
-            nd_free_slow(p, s, pg);
+        /* Memory bound to a node first (the node-targeted cycle's path).
+           Then secure=1: tc's kind is its plain memory's with
+           ND_KIND_SEALED (a bit no page's kind has), so this compare finds
+           every block to check (and no block under the default, whose
+           kinds never carry the flag). tc's kind read again here (the
+           relaxed load is not merged with the one above): held in a
+           register for this branch, it cost the compare above an
+           instruction. */
+        if (nd_unlikely(!nd_kind_is_bound(kind))) {
+            if ((kind ^ nd_load_relaxed(&tc->kind)) == ND_KIND_SEALED)
+                nd_free_other_kind(p, pg, s, tc);
+            else
+                nd_free_slow(p, s, pg);
             return;
         }
         tc = nd_tls_thread->node_tc[nd_kind_node(kind)];
