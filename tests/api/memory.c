@@ -652,6 +652,20 @@ static void address_space_limit_after_16_kib_blocks_leaves_small_requests_workin
     as_check(16);
 }
 
+/* The same with medium blocks whose class leaves the end of its 512 KiB
+   pages empty (40 KiB and 80 KiB: 32 KiB a page; 112 KiB: four to a
+   page, 64 KiB): once a mapping is refused, a heap gives back those ends
+   and its free pages (nd_heap_release), which then hold more blocks. */
+static void address_space_limit_gives_back_the_unused_ends_of_medium_pages(void)
+{
+#ifdef ND_TEST_SANITIZER
+    SKIP("a sanitizer reserves terabytes of address space: no limit of 200 MiB can hold");
+#endif
+    as_check(40);
+    as_check(80);
+    as_check(112);
+}
+
 /* A freed large block gives its address space back when a thread needs
    a page: the limit filled with 256 KiB blocks (large ones, many to a
    segment), one freed, then 1,000 requests of 64 B in a thread idle until
@@ -1007,6 +1021,7 @@ static const struct nd_case cases[] = {
     ND_CASE(address_space_limit_leaves_small_allocations_working),
     ND_CASE(address_space_limit_fits_256_and_512_kib_blocks),
     ND_CASE(address_space_limit_after_16_kib_blocks_leaves_small_requests_working),
+    ND_CASE(address_space_limit_gives_back_the_unused_ends_of_medium_pages),
     ND_CASE(address_space_limit_gives_back_the_unused_ends_of_large_blocks),
     ND_CASE(secure_large_blocks_are_tight_from_the_start_under_a_limit),
     ND_CASE(address_space_far_beyond_256_gib_is_nodals),
