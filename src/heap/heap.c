@@ -97,7 +97,8 @@ static inline uint64_t nd_heap_whole_pages(const nd_segment *s)
    first pages sit at the same offsets, 4 MiB apart, and a thread that
    works in several segments at once (one per node it targets, say) finds
    their pages, and their descriptors, competing for the same sets of the
-   TLB and caches. */
+   TLB and caches. Pages with holes (nd_heap_release) come last: they
+   are mapped again before use. */
 static unsigned nd_heap_pick_page(const nd_segment *s)
 {
     unsigned colour = (unsigned)(((uintptr_t)s >> ND_SEG_SHIFT) * 5u) & (s->page_count - 1u);
