@@ -137,12 +137,9 @@ static nd_segment *nd_heap_pick_segment(const nd_seg_queue *q, bool no_reserve, 
     return s;
 }
 
-/* Out of address space (a mapping refused): h's small and medium
-   segments give back what no block holds (nd_seg_release_pages: their
-   free pages, their pages' ends past their blocks), but the node's
-   reserve. The bytes given back. Only h's own: another thread's heap
-   changes only under that thread. */
-static size_t nd_heap_release(nd_heap *h)
+/* Only h's own segments: another thread's heap changes only under that
+   thread (or its shared heap's lock). */
+size_t nd_heap_release(nd_heap *h)
 {
     size_t freed = 0;
     for (int k = 0; k < 2; k++) {
