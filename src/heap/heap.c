@@ -68,15 +68,7 @@ static void nd_heap_seg_release(nd_heap *h, nd_segment *s)
    one eight). */
 static uint64_t nd_heap_resident_pages(const nd_segment *s)
 {
-    uint64_t c = s->committed & ~(uint64_t)1;   /* chunk 0: the header's, always committed */
-    if (s->page_shift == ND_CHUNK_SHIFT)
-        return c;
-    unsigned per = 1u << (s->page_shift - ND_CHUNK_SHIFT);
-    uint64_t pages = 0;
-    for (unsigned i = 0; i < s->page_count; i++)
-        if ((c >> (i * per)) & (((uint64_t)1 << per) - 1))
-            pages |= (uint64_t)1 << i;
-    return pages;
+    return nd_seg_pages_of_chunks(s, s->committed & ~(uint64_t)1);   /* chunk 0: the header's, always committed */
 }
 
 /* The free pages of s without a hole (nd_heap_release): all of them
@@ -85,7 +77,7 @@ static inline uint64_t nd_heap_whole_pages(const nd_segment *s)
 {
     if (nd_likely((s->unmapped | s->tails) == 0))
         return s->free_mask;
-    return s->free_mask & ~nd_seg_holed_pages(s);
+    return s->free_mask & ~nd_seg_pages_of_chunks(s, s->unmapped | s->tails);
 }
 
 /* The free page of s a new page of a class takes: a page whose memory is

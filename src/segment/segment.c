@@ -637,19 +637,6 @@ size_t nd_seg_release_pages(nd_segment *s)
     return freed + nd_seg_unmap_runs(s, gone);
 }
 
-uint64_t nd_seg_holed_pages(const nd_segment *s)
-{
-    uint64_t gaps = s->unmapped | s->tails;
-    if (gaps == 0 || s->page_shift == ND_CHUNK_SHIFT)
-        return gaps;
-    unsigned per = 1u << (s->page_shift - ND_CHUNK_SHIFT);
-    uint64_t pages = 0;
-    for (unsigned i = 0; i < s->page_count; i++)
-        if ((gaps >> (i * per)) & (((uint64_t)1 << per) - 1))
-            pages |= (uint64_t)1 << i;
-    return pages;
-}
-
 bool nd_seg_page_remap(nd_segment *s, unsigned i)
 {
     nd_assert((s->free_mask >> i) & 1);

@@ -392,9 +392,6 @@ void nd_seg_tail_to_hole(nd_segment *s, unsigned c) nd_hidden;
    blocks end in as a tail (not in a node-bound segment, nor the guard
    page's chunk under secure=1). The bytes unmapped. */
 size_t nd_seg_release_pages(nd_segment *s) nd_hidden;
-/* The pages of a SMALL or MEDIUM segment with a hole or a tail: a bit per
-   page (0 when it has none, the usual case). */
-uint64_t nd_seg_holed_pages(const nd_segment *s) nd_hidden;
 /* Free page i of a SMALL or MEDIUM segment is about to be used: its holes
    are mapped again where they were (nd_seg_remap_chunks). False when one
    would not map (no room, or another mapping there now): the page must
@@ -447,6 +444,20 @@ void nd_seg_purge_elsewhere(nd_segment *s, bool all) nd_hidden;
 static inline bool nd_seg_guarded(const nd_segment *s, size_t i)
 {
     return (s->guards[i / 64] >> (i % 64)) & 1;
+}
+
+/* The pages of a SMALL or MEDIUM segment s with a chunk in `chunks`: a
+   bit per page (a small page is one chunk, a medium one eight). */
+static inline uint64_t nd_seg_pages_of_chunks(const nd_segment *s, uint64_t chunks)
+{
+    if (chunks == 0 || s->page_shift == ND_CHUNK_SHIFT)
+        return chunks;
+    unsigned per = 1u << (s->page_shift - ND_CHUNK_SHIFT);
+    uint64_t pages = 0;
+    for (unsigned i = 0; i < s->page_count; i++)
+        if ((chunks >> (i * per)) & (((uint64_t)1 << per) - 1))
+            pages |= (uint64_t)1 << i;
+    return pages;
 }
 
 /* Chunk mask covering [p, p + len). */

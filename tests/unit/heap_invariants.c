@@ -1240,16 +1240,37 @@ static void run_child_fn(void *arg)
     _exit((*fn)());
 }
 
-static void large_segments_with_unmapped_chunks_under_an_address_space_limit_stay_valid(void)
+/* Runs child *fn (run_child_fn) and expects it to exit 0; `what` says
+   what that means and what its other statuses say. */
+static void expect_child_exits_0(int (*const *fn)(void), const char *what)
 {
     static struct nd_child c;
-    static int (*const fn)(void) = unmapped_chunks_child;
     fflush(NULL);
-    nd_run_forked(run_child_fn, (void *)&fn, 60, &c);
-    EXPECT(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
-           "the child to fill 40 MiB with large blocks, its segments' free chunks unmapped and valid, every "
-           "block intact and every failure ENOMEM (exit 0); it %s (4: no limit, 3: see its line of blocks, "
-           "hole seen, problems); stderr: %s", nd_describe_status(c.status), c.err);
+    nd_run_forked(run_child_fn, (void *)fn, 60, &c);
+    EXPECT(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0, "%s; it %s; stdout: %s stderr: %s", what,
+           nd_describe_status(c.status), c.out, c.err);
+}
+
+static void large_segments_with_unmapped_chunks_under_an_address_space_limit_stay_valid(void)
+{
+    static int (*const fn)(void) = unmapped_chunks_child;
+    expect_child_exits_0(&fn, "the child to fill 40 MiB with large blocks, its segments' free chunks unmapped and "
+                         "valid, every block intact and every failure ENOMEM (exit 0; 4: no limit, 3: see its "
+                         "line of blocks, hole seen, problems)");
+}
+
+/* A page of the program's own at `at` (a hole of a segment: never over a
+   mapping), filled with 0x5a; NULL when it would not map there. */
+static unsigned char *map_own_page_at(void *at)
+{
+    void *q = mmap(at, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (q == at) {
+        memset(q, 0x5a, 4096);
+        return q;
+    }
+    if (q != MAP_FAILED)
+        munmap(q, 4096);
+    return NULL;
 }
 
 /* Medium segments under an address-space limit (nd_heap_release): a
@@ -1305,16 +1326,11 @@ static int medium_holes_child(void)
             if (holes == 0)
                 continue;
             void *at = (uint8_t *)s + ((size_t)(pg * per + (unsigned)__builtin_ctzll(holes)) << ND_CHUNK_SHIFT);
-            void *r = mmap(at, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-            if (r == at)
-                mine = r;
-            else if (r != MAP_FAILED)
-                munmap(r, 4096);
+            mine = map_own_page_at(at);
         }
     }
     if (mine == NULL)
         return 5;
-    memset(mine, 0x5a, 4096);
     bad += nodal_node_of(mine) != -1;
     errno = 0;
     while (m < N && (q[m] = nodal_malloc(mid)) != NULL) {
@@ -1343,16 +1359,12 @@ static int medium_holes_child(void)
 
 static void medium_pages_with_unmapped_ends_under_an_address_space_limit_stay_valid(void)
 {
-    static struct nd_child c;
     static int (*const fn)(void) = medium_holes_child;
-    fflush(NULL);
-    nd_run_forked(run_child_fn, (void *)&fn, 60, &c);
-    EXPECT(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
-           "the child to fill 40 MiB with 112 KiB blocks (their pages' ends given back), free every second "
-           "page's, map a page of its own into a hole, fill the limit again with 48 KiB blocks around it, "
-           "every block intact, every failure ENOMEM, the heap valid (exit 0); it %s (4: no limit, 5: no hole "
-           "to map into, 3: see its line of blocks, 48 KiB blocks, blocks in segments with gaps, problems); "
-           "stdout: %s stderr: %s", nd_describe_status(c.status), c.out, c.err);
+    expect_child_exits_0(&fn, "the child to fill 40 MiB with 112 KiB blocks (their pages' ends given back), free "
+                         "every second page's, map a page of its own into a hole, fill the limit again with 48 KiB "
+                         "blocks around it, every block intact, every failure ENOMEM, the heap valid (exit 0; 4: "
+                         "no limit, 5: no hole to map into, 3: see its line of blocks, 48 KiB blocks, blocks in "
+                         "segments with gaps, problems)");
 }
 
 /* A hole of a large segment (an unmapped chunk, large.h) that another
@@ -1389,15 +1401,10 @@ static int foreign_hole_child(void)
             continue;
         unsigned c = (unsigned)__builtin_ctzll(s->unmapped);
         void *at = (uint8_t *)s + ((size_t)c << ND_CHUNK_SHIFT);
-        void *q = mmap(at, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-        if (q == at)
-            mine = q;
-        else if (q != MAP_FAILED)
-            munmap(q, 4096);
+        mine = map_own_page_at(at);
     }
     if (mine == NULL)
         return 5;
-    memset(mine, 0x5a, 4096);
     bad += nodal_node_of(mine) != -1;   /* in a hole: not nodal's */
     bad += nodal_node_of(p[1]) < 0;     /* a live block of the same pools: nodal's */
     for (int i = 0; i < n; i += 2)
@@ -1422,15 +1429,11 @@ static int foreign_hole_child(void)
 
 static void a_hole_another_mapping_took_is_never_mapped_over_nor_unmapped(void)
 {
-    static struct nd_child c;
     static int (*const fn)(void) = foreign_hole_child;
-    fflush(NULL);
-    nd_run_forked(run_child_fn, (void *)&fn, 60, &c);
-    EXPECT(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
-           "the child's own page in a hole of a large segment to keep its bytes through refills, frees and a "
-           "collect, no block over it, nodal_node_of -1 for it (not nodal's) and a node for a live block, "
-           "the pools valid (exit 0); it %s (4: no limit, 5: no hole to map into, "
-           "3: see its line of blocks and problems); stderr: %s", nd_describe_status(c.status), c.err);
+    expect_child_exits_0(&fn, "the child's own page in a hole of a large segment to keep its bytes through "
+                         "refills, frees and a collect, no block over it, nodal_node_of -1 for it (not nodal's) "
+                         "and a node for a live block, the pools valid (exit 0; 4: no limit, 5: no hole to map "
+                         "into, 3: see its line of blocks and problems)");
 }
 
 /* Under an address-space limit, large blocks that do not fill their last
