@@ -68,15 +68,16 @@ static void nd_heap_seg_release(nd_heap *h, nd_segment *s)
    one eight). */
 static uint64_t nd_heap_resident_pages(const nd_segment *s)
 {
-    uint64_t c = s->committed & ~(uint64_t)1;   /* chunk 0: the header's, always committed */
-    if (s->page_shift == ND_CHUNK_SHIFT)
-        return c;
-    unsigned per = 1u << (s->page_shift - ND_CHUNK_SHIFT);
-    uint64_t pages = 0;
-    for (unsigned i = 0; i < s->page_count; i++)
-        if ((c >> (i * per)) & (((uint64_t)1 << per) - 1))
-            pages |= (uint64_t)1 << i;
-    return pages;
+    return nd_seg_pages_of_chunks(s, s->committed & ~(uint64_t)1);   /* chunk 0: the header's, always committed */
+}
+
+/* The free pages of s without a hole (nd_heap_release): all of them
+   unless an address-space limit was met. */
+static inline uint64_t nd_heap_whole_pages(const nd_segment *s)
+{
+    if (nd_likely((s->unmapped | s->tails) == 0))
+        return s->free_mask;
+    return s->free_mask & ~nd_seg_pages_of_chunks(s, s->unmapped | s->tails);
 }
 
 /* The free page of s a new page of a class takes: a page whose memory is
@@ -88,12 +89,15 @@ static uint64_t nd_heap_resident_pages(const nd_segment *s)
    first pages sit at the same offsets, 4 MiB apart, and a thread that
    works in several segments at once (one per node it targets, say) finds
    their pages, and their descriptors, competing for the same sets of the
-   TLB and caches. */
+   TLB and caches. Pages with holes (nd_heap_release) come last: they
+   are mapped again before use. */
 static unsigned nd_heap_pick_page(const nd_segment *s)
 {
     unsigned colour = (unsigned)(((uintptr_t)s >> ND_SEG_SHIFT) * 5u) & (s->page_count - 1u);
-    uint64_t resident = s->free_mask & nd_heap_resident_pages(s);
-    uint64_t m = resident != 0 ? resident : s->free_mask;
+    uint64_t whole = nd_heap_whole_pages(s), resident = whole & nd_heap_resident_pages(s);
+    uint64_t m = resident != 0 ? resident : whole;
+    if (m == 0)
+        m = s->free_mask;   /* only pages with holes: mapped again first */
     uint64_t at_or_after = m & ~(((uint64_t)1 << colour) - 1);
     return (unsigned)__builtin_ctzll(at_or_after != 0 ? at_or_after : m);
 }
@@ -104,17 +108,46 @@ static unsigned nd_heap_pick_page(const nd_segment *s)
    page that would be faulted in; else the first one. The first eight
    segments are looked at, at most (a heap rarely has more with a free
    page). no_reserve: never the node's reserve (a class it does not serve,
-   below); NULL when the queue has no other segment. */
-static nd_segment *nd_heap_pick_segment(const nd_seg_queue *q, bool no_reserve)
+   below); NULL when the queue has no other segment. whole: only a
+   segment with a free page without holes (a hole that would not map
+   again: nd_heap_page_new), NULL if none. */
+static nd_segment *nd_heap_pick_segment(const nd_seg_queue *q, bool no_reserve, bool whole)
 {
     unsigned n = 0;
     for (nd_segment *s = q->first; s != NULL && n < 8; s = s->next, n++)
-        if ((s->free_mask & nd_heap_resident_pages(s)) != 0 && !(no_reserve && nd_node_reserve_is(s)))
+        if ((nd_heap_whole_pages(s) & nd_heap_resident_pages(s)) != 0 && !(no_reserve && nd_node_reserve_is(s)))
             return s;
+    if (nd_unlikely(whole)) {
+        for (nd_segment *s = q->first; s != NULL; s = s->next)
+            if (nd_heap_whole_pages(s) != 0 && !(no_reserve && nd_node_reserve_is(s)))
+                return s;
+        return NULL;
+    }
     nd_segment *s = q->first;
     if (no_reserve && s != NULL && nd_node_reserve_is(s))
         s = s->next;   /* a node has one reserve: the next is not it */
     return s;
+}
+
+/* Only h's own segments: another thread's heap changes only under that
+   thread (or its shared heap's lock). */
+size_t nd_heap_release(nd_heap *h)
+{
+    size_t freed = 0;
+    for (int k = 0; k < 2; k++) {
+        nd_seg_queue *lists[2] = { &h->avail[k], &h->used[k] };
+        for (int l = 0; l < 2; l++)
+            for (nd_segment *s = lists[l]->first; s != NULL; s = s->next) {
+                if (nd_node_reserve_is(s))
+                    continue;
+                size_t pending = (size_t)nd_popcount64(s->purge_mask);
+                freed += nd_seg_release_pages(s);
+                pending = (pending - (size_t)nd_popcount64(s->purge_mask)) << ND_CHUNK_SHIFT;
+                h->purge_pending = h->purge_pending > pending ? h->purge_pending - pending : 0;
+                nd_assert2(nd_seg_is_valid(s));
+            }
+    }
+    return freed;
 }
 
 /* The largest class the node's reserve (node.h) serves: a shared heap
@@ -131,8 +164,9 @@ static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)
 {
     int k = nd_class_is_small(cls) ? 0 : 1;
     bool no_reserve = h->shared && k == 0 && !nd_heap_reserve_serves(cls);
+    bool whole = false;   /* a hole would not map again: a page without */
     for (;;) {
-        nd_segment *s = nd_heap_pick_segment(&h->avail[k], no_reserve);
+        nd_segment *s = nd_heap_pick_segment(&h->avail[k], no_reserve, whole);
         if (s == NULL) {
             /* Adopt what exited threads left behind before asking for more. */
             if (nd_heap_reclaim(h)) {
@@ -144,9 +178,10 @@ static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)
             uint64_t refused = nd_os_map_refusals();
             s = nd_node_seg_get(h->node, h->bound, kind);
             /* Out of address space (a mapping was refused, not a full
-               node): the free chunks of the large blocks' segments give
-               theirs back (large.h), and once more. */
-            if (s == NULL && nd_large_release_after(refused))
+               node): the heap's own segments give back what no block
+               holds, the free chunks of the large blocks' segments theirs
+               (large.h), and once more. */
+            if (s == NULL && nd_os_map_refusals() != refused && nd_heap_release(h) + nd_large_release() != 0)
                 s = nd_node_seg_get(h->node, h->bound, kind);
             /* Still none: a plain shared heap takes its node's reserve
                (node.h), the small pages kept for this, for a class it
@@ -163,6 +198,10 @@ static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)
             nd_list_push_front(&h->avail[k], s);
         }
         unsigned i = nd_heap_pick_page(s);
+        if (nd_unlikely(s->unmapped != 0) && !nd_seg_page_remap(s, i)) {
+            whole = true;   /* no room, or another mapping in the hole: a page without holes, or a new segment */
+            continue;
+        }
         size_t area;
         uint8_t *start = nd_seg_page_area(s, i, &area);
         /* Memory faulted in before, handed out while the thread runs on
@@ -224,6 +263,8 @@ static void nd_heap_page_retire(nd_heap *h, nd_page *pg)
     nd_page_release(pg);
 
     nd_segment *s = nd_seg_base(pg);
+    if (nd_unlikely(s->tails != 0))
+        nd_seg_page_untail(s, pg->index);   /* a free page has holes, no tails */
     size_t area;
     uint8_t *start = nd_seg_page_area(s, pg->index, &area);
     nd_sub_relaxed(&nd_gauge.pages[cls], 1);

@@ -138,6 +138,11 @@ void   nd_heap_purge(nd_heap *h, uint64_t now, bool all) nd_hidden;
 
 /* Adopts one segment abandoned by an exited thread; false if none. */
 bool   nd_heap_reclaim(nd_heap *h) nd_hidden;
+/* Out of address space (a mapping refused, an RLIMIT_AS): h's small and
+   medium segments give back what no block holds (nd_seg_release_pages:
+   their free pages, their pages' ends past the blocks of their class),
+   but the node's reserve; by h's owner only. The bytes given back. */
+size_t nd_heap_release(nd_heap *h) nd_hidden;
 /* Takes an abandoned segment over; false if it turned out empty and was
    given back (s must not be used then). */
 bool   nd_heap_adopt_segment(nd_heap *h, nd_segment *s) nd_hidden;

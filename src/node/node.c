@@ -250,7 +250,7 @@ void nd_node_seg_put(nd_segment *s)
     s->kind = ND_SEG_FREE;
     s->cached_at = now;
     s->purge_mask = 0;
-    if (s->size < ND_SEG_SIZE) {   /* short: a stopgap, never cached */
+    if (s->size < ND_SEG_SIZE || (s->unmapped | s->tails) != 0) {   /* short: a stopgap; with holes: (segment.h); never cached */
         nd_seg_unmap(s);
         return;
     }

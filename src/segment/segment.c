@@ -272,15 +272,15 @@ void nd_seg_purge(nd_segment *s, uint64_t mask)
 /* The chunks of s's free pages (all: of the whole segment). */
 static uint64_t nd_seg_free_chunks(nd_segment *s, bool all)
 {
-    if (all)
-        return nd_mask_range(0, (unsigned)((s->size >> ND_CHUNK_SHIFT) - 1));
     uint64_t chunks = 0;
-    for (uint64_t m = s->free_mask; m != 0; m &= m - 1) {
+    if (all)
+        chunks = nd_mask_range(0, (unsigned)((s->size >> ND_CHUNK_SHIFT) - 1));
+    for (uint64_t m = all ? 0 : s->free_mask; m != 0; m &= m - 1) {
         size_t area;
         uint8_t *start = nd_seg_page_area(s, (unsigned)__builtin_ctzll(m), &area);
         chunks |= nd_seg_chunks(s, start, area);
     }
-    return chunks;
+    return chunks & ~(s->unmapped | s->tails);   /* not mapped (segment.h): nothing to purge */
 }
 
 void nd_seg_purge_free(nd_segment *s, bool all)
@@ -437,9 +437,11 @@ void nd_seg_unmap(nd_segment *s)
     nd_seg_unmap_mapped(s);
 }
 
-size_t nd_seg_unmap_chunks(nd_segment *s, uint64_t chunks)
+/* Unmaps chunks `chunks` of s (none the header's, nor in a block): they
+   become holes, their committed bytes returned, their guard bits cleared,
+   their purge dropped. The bytes unmapped. */
+static size_t nd_seg_unmap_runs(nd_segment *s, uint64_t chunks)
 {
-    nd_assert(s->kind == ND_SEG_LARGE && (chunks & 1) == 0 && (s->free_mask & chunks) == chunks);
     size_t ps = nd_os_page_size(), bytes = 0;
     uint64_t m = chunks;
     while (m != 0) {
@@ -454,7 +456,6 @@ size_t nd_seg_unmap_chunks(nd_segment *s, uint64_t chunks)
         nd_gauge_add(returned, committed);
         s->committed &= ~run;
         s->purge_mask &= ~run;
-        s->free_mask &= ~run;
         nd_store_relaxed(&s->unmapped, s->unmapped | run);   /* read unlocked: nd_seg_maps */
         for (size_t i = (size_t)a * (ND_CHUNK_SIZE / ps); i < (size_t)(b + 1) * (ND_CHUNK_SIZE / ps); i++)
             s->guards[i / 64] &= ~((uint64_t)1 << (i % 64));
@@ -465,9 +466,17 @@ size_t nd_seg_unmap_chunks(nd_segment *s, uint64_t chunks)
     return bytes;
 }
 
-uint64_t nd_seg_remap_chunks(nd_segment *s, uint64_t chunks)
+size_t nd_seg_unmap_chunks(nd_segment *s, uint64_t chunks)
 {
-    nd_assert(s->kind == ND_SEG_LARGE && (s->unmapped & chunks) == chunks);
+    nd_assert(s->kind == ND_SEG_LARGE && (chunks & 1) == 0 && (s->free_mask & chunks) == chunks);
+    s->free_mask &= ~chunks;
+    return nd_seg_unmap_runs(s, chunks);
+}
+
+/* Maps holes `chunks` of s again, where they were, one run at a time (as
+   nd_seg_remap_chunks): the chunks mapped. */
+static uint64_t nd_seg_remap_runs(nd_segment *s, uint64_t chunks)
+{
     uint64_t done = 0, m = chunks;
     size_t ps = nd_os_page_size();
     while (m != 0) {
@@ -492,10 +501,17 @@ uint64_t nd_seg_remap_chunks(nd_segment *s, uint64_t chunks)
         }
         uint64_t run = nd_mask_range(a, b);
         nd_store_relaxed(&s->unmapped, s->unmapped & ~run);   /* read unlocked: nd_seg_maps */
-        s->free_mask |= run;
         nd_seg_gauge_mapped(s, (long)len);
         done |= run;
     }
+    return done;
+}
+
+uint64_t nd_seg_remap_chunks(nd_segment *s, uint64_t chunks)
+{
+    nd_assert(s->kind == ND_SEG_LARGE && (s->unmapped & chunks) == chunks);
+    uint64_t done = nd_seg_remap_runs(s, chunks);
+    s->free_mask |= done;
     return done;
 }
 
@@ -509,8 +525,9 @@ static void nd_seg_clear_guards(nd_segment *s, size_t a, size_t b)
 size_t nd_seg_unmap_tail(nd_segment *s, unsigned c, size_t from)
 {
     size_t ps = nd_os_page_size(), per = ND_CHUNK_SIZE / ps;
-    nd_assert(s->kind == ND_SEG_LARGE && c < 64 && from > 0 && from < ND_CHUNK_SIZE && from % ps == 0 &&
-              ((s->tails | s->unmapped | s->free_mask) >> c & 1) == 0 && (s->committed >> c & 1) == 1);
+    nd_assert(s->kind != ND_SEG_HUGE && s->kind != ND_SEG_FREE && c < 64 && from > 0 && from < ND_CHUNK_SIZE &&
+              from % ps == 0 && ((s->tails | s->unmapped | (s->kind == ND_SEG_LARGE ? s->free_mask : 0)) >> c & 1) == 0 &&
+              (s->committed >> c & 1) == 1);
     uint8_t *start = (uint8_t *)s + ((size_t)c << ND_CHUNK_SHIFT) + from;
     size_t len = ND_CHUNK_SIZE - from;
     nd_seg_clear_guards(s, c * per + from / ps, (c + 1) * per);
@@ -526,7 +543,7 @@ size_t nd_seg_unmap_tail(nd_segment *s, unsigned c, size_t from)
 
 bool nd_seg_remap_tail(nd_segment *s, unsigned c)
 {
-    nd_assert(s->kind == ND_SEG_LARGE && c < 64 && (s->tails >> c & 1) == 1);
+    nd_assert(c < 64 && (s->tails >> c & 1) == 1);
     size_t from = s->tail_from[c], len = ND_CHUNK_SIZE - from;
     uint8_t *start = (uint8_t *)s + ((size_t)c << ND_CHUNK_SHIFT) + from;
     if (nd_os_map_at((uintptr_t)start, len) == NULL)
@@ -551,13 +568,14 @@ bool nd_seg_remap_tail(nd_segment *s, unsigned c)
 void nd_seg_tail_to_hole(nd_segment *s, unsigned c)
 {
     size_t ps = nd_os_page_size(), per = ND_CHUNK_SIZE / ps;
-    nd_assert(s->kind == ND_SEG_LARGE && c >= 1 && c < 64 && (s->tails >> c & 1) == 1);
+    nd_assert(c >= 1 && c < 64 && (s->tails >> c & 1) == 1);
     size_t from = s->tail_from[c];
     uint64_t bit = (uint64_t)1 << c;
     nd_seg_clear_guards(s, c * per, (c + 1) * per);
     s->committed &= ~bit;
     s->purge_mask &= ~bit;
-    s->free_mask &= ~bit;
+    if (s->kind == ND_SEG_LARGE)   /* a bit per chunk there; a small or medium segment's are pages */
+        s->free_mask &= ~bit;
     /* A hole first, then no tail: nd_seg_maps says "not mapped" throughout. */
     nd_store_relaxed(&s->unmapped, s->unmapped | bit);
     nd_store_relaxed(&s->tails, s->tails & ~bit);
@@ -565,6 +583,71 @@ void nd_seg_tail_to_hole(nd_segment *s, unsigned c)
     nd_gauge_add(returned, from);
     nd_seg_gauge_mapped(s, -(long)from);
     nd_os_unmap((uint8_t *)s + ((size_t)c << ND_CHUNK_SHIFT), from);
+}
+
+/* The chunks of page i of a SMALL or MEDIUM segment s (page 0's chunk 0,
+   the header's, included). */
+static uint64_t nd_seg_page_chunks(nd_segment *s, unsigned i)
+{
+    size_t area;
+    uint8_t *start = nd_seg_page_area(s, i, &area);
+    return nd_seg_chunks(s, start, area);
+}
+
+/* The end of page i's blocks (offset in s): past the most blocks of its
+   class it can hold, rounded up to the OS page; its area's start when the
+   page is free. */
+static size_t nd_seg_page_used_end(nd_segment *s, unsigned i)
+{
+    size_t area, ps = nd_os_page_size();
+    uint8_t *start = nd_seg_page_area(s, i, &area);
+    const nd_page *pg = &s->pages[i];
+    size_t off = (size_t)(start - (uint8_t *)s);
+    if (((s->free_mask >> i) & 1) == 0)
+        off += (size_t)pg->reserved * pg->block_size;
+    return (off + ps - 1) & ~(ps - 1);
+}
+
+size_t nd_seg_release_pages(nd_segment *s)
+{
+    nd_assert(s->kind == ND_SEG_SMALL || s->kind == ND_SEG_MEDIUM);
+    size_t freed = 0;
+    uint64_t gone = 0;
+    for (unsigned i = 0; i < s->page_count; i++) {
+        bool in_use = ((s->free_mask >> i) & 1) == 0;
+        size_t used = nd_seg_page_used_end(s, i);
+        size_t c0 = (used + ND_CHUNK_SIZE - 1) >> ND_CHUNK_SHIFT;   /* the first whole chunk past the blocks */
+        size_t c1 = ((size_t)i + 1) << (s->page_shift - ND_CHUNK_SHIFT);   /* the page's end */
+        /* The guard page's chunk stays while its page is in use: unmapped,
+           another mapping could take its place, which an overflow would
+           then reach unseen (hardening.md). */
+        if (in_use && i + 1u == s->page_count && nd_seg_guard != 0)
+            c1--;
+        if (c0 == 0)
+            c0 = 1;   /* never the header's */
+        if (c0 < c1)
+            gone |= nd_mask_range((unsigned)c0, (unsigned)c1 - 1u) & ~s->unmapped;
+        /* The rest of the chunk the blocks end in: a tail (not in a
+           node-bound segment, whose tails would come back unverified). */
+        size_t c = used >> ND_CHUNK_SHIFT, from = used & (ND_CHUNK_SIZE - 1);
+        if (in_use && !s->bound && from != 0 && c != 0 && c < c1 && ((s->tails | s->unmapped) >> c & 1) == 0 &&
+            (s->committed >> c & 1) == 1)
+            freed += nd_seg_unmap_tail(s, (unsigned)c, from);
+    }
+    return freed + nd_seg_unmap_runs(s, gone);
+}
+
+bool nd_seg_page_remap(nd_segment *s, unsigned i)
+{
+    nd_assert((s->free_mask >> i) & 1);
+    uint64_t holes = nd_seg_page_chunks(s, i) & s->unmapped;
+    return holes == 0 || nd_seg_remap_runs(s, holes) == holes;
+}
+
+void nd_seg_page_untail(nd_segment *s, unsigned i)
+{
+    for (uint64_t m = nd_seg_page_chunks(s, i) & s->tails; m != 0; m &= m - 1)
+        nd_seg_tail_to_hole(s, (unsigned)__builtin_ctzll(m));
 }
 
 void nd_seg_set_geometry(nd_segment *s, unsigned page_shift, unsigned page_count)
@@ -632,10 +715,12 @@ bool nd_seg_is_valid(const nd_segment *s)
         return false;
     if ((s->purge_mask & ~s->committed) != 0 || (s->committed & 1) == 0)
         return false;
-    if (s->unmapped != 0 && (s->kind != ND_SEG_LARGE || (s->unmapped & (s->committed | s->free_mask | 1)) != 0))
+    bool gaps_allowed = s->kind == ND_SEG_LARGE || s->kind == ND_SEG_SMALL || s->kind == ND_SEG_MEDIUM;
+    uint64_t free_chunks = s->kind == ND_SEG_LARGE ? s->free_mask : 0;   /* a small or medium segment's bits are pages */
+    if (s->unmapped != 0 && (!gaps_allowed || (s->unmapped & (s->committed | free_chunks | 1)) != 0))
         return false;
-    if (s->kind == ND_SEG_LARGE && s->tails != 0) {   /* of committed chunks neither free nor holes; no guard bits */
-        if ((s->tails & (s->unmapped | s->free_mask | ~s->committed)) != 0)
+    if (s->tails != 0) {   /* of committed chunks neither free nor holes; no guard bits */
+        if (!gaps_allowed || (s->tails & (s->unmapped | free_chunks | ~s->committed)) != 0)
             return false;
         size_t ps = nd_os_page_size(), per = ND_CHUNK_SIZE / ps;
         for (uint64_t m = s->tails; m != 0; m &= m - 1) {
@@ -651,8 +736,6 @@ bool nd_seg_is_valid(const nd_segment *s)
         return true;
     if (s->kind != ND_SEG_SMALL && s->kind != ND_SEG_MEDIUM && s->kind != ND_SEG_LARGE)
         return false;
-    if (s->kind != ND_SEG_LARGE && s->tails != 0)
-        return false;
     if (s->page_count == 0 || s->page_count > ND_SEG_MAX_PAGES ||
         (s->free_mask & ~nd_mask_range(0, s->page_count - 1u)) != 0)
         return false;
@@ -660,7 +743,7 @@ bool nd_seg_is_valid(const nd_segment *s)
     if (s->size > ND_SEG_SIZE || ((size_t)s->page_count << s->page_shift) != s->size)
         return false;
     size_t last = s->size / nd_os_page_size() - 1;
-    bool last_hole = ((s->unmapped | s->tails) >> (s->page_count - 1u)) & 1;   /* no page there to guard */
+    bool last_hole = ((s->unmapped | s->tails) >> ((s->size >> ND_CHUNK_SHIFT) - 1u)) & 1;   /* no page there to guard */
     if (nd_seg_guarded(s, last) != (nd_seg_guard != 0 && !last_hole))
         return false;
     for (uint64_t m = s->unmapped; m != 0; m &= m - 1) {   /* a hole has no guard bits */
@@ -688,6 +771,18 @@ bool nd_seg_is_valid(const nd_segment *s)
         }
         if (is_free == (nd_load_relaxed(&pg->in_use) != 0))
             return false;
+        /* Holes and tails (an address-space limit): a free page's whole
+           chunks, or an in-use page's past its blocks; no tail on a free
+           page. */
+        uint64_t gaps = nd_seg_page_chunks((nd_segment *)s, i) & (s->unmapped | s->tails);
+        if (is_free && (gaps & s->tails) != 0)
+            return false;
+        for (uint64_t m = is_free ? 0 : gaps; m != 0; m &= m - 1) {
+            size_t c = (size_t)__builtin_ctzll(m);
+            size_t off = (c << ND_CHUNK_SHIFT) + ((s->tails >> c & 1) ? s->tail_from[c] : 0);
+            if (off < (size_t)(pg->start - (const uint8_t *)s) + (size_t)pg->reserved * pg->block_size)
+                return false;
+        }
         in_use += !is_free;
     }
     if (in_use != s->used_pages)

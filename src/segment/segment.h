@@ -26,7 +26,9 @@
  *   SMALL or MEDIUM: made only when a 4 MiB mapping fails (an
  *   address-space limit). Unmapped as soon as it is empty. A LARGE segment
  *   is always 4 MiB, but may have holes: free chunks unmapped when a
- *   mapping failed for lack of address space (`unmapped`, below).
+ *   mapping failed for lack of address space (`unmapped`, below). So may
+ *   a SMALL or MEDIUM one (nd_seg_release_pages): its free pages' chunks,
+ *   and its pages' ends past their blocks.
  *
  *   secure=1: the last OS page of every 4 MiB segment is a guard page
  *   (inaccessible, nd_seg_guard bytes; 0 otherwise): the last page's
@@ -192,21 +194,27 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
  *  - committed bit j: chunk j may hold resident memory (bound: populated and
  *    verified). purge_mask is a subset of committed and of free pages' chunks.
  *  - the segment map says 1 for seg while mapped.
- *  - unmapped bit j (LARGE only; 0 otherwise): chunk j of the 4 MiB window
- *    is not mapped (given back under an address-space limit, large.h); j
- *    is never 0, nor a free, committed or guarded chunk, nor in a block. A
- *    segment with such a hole is never cached (unmapped when empty, one
- *    mapped run at a time: the hole may hold another mapping by then).
+ *  - unmapped bit j (LARGE, SMALL, MEDIUM; 0 otherwise): chunk j of the
+ *    4 MiB window is not mapped (given back under an address-space limit,
+ *    large.h, nd_seg_release_pages); j is never 0, nor a committed or
+ *    guarded chunk, nor in a block (LARGE: nor a free chunk; SMALL and
+ *    MEDIUM: a chunk of a free page, or of a page in use past the most
+ *    blocks it can hold). A segment with such a hole is never cached
+ *    (unmapped when empty, one mapped run at a time: the hole may hold
+ *    another mapping by then).
  *  - secure=1 (nd_seg_guard != 0): the last nd_seg_guard bytes of a 4 MiB
  *    segment are inaccessible while it is mapped and belong to no block:
  *    every in-use page's blocks (a large block's usable bytes) end before them.
- *  - tails bit c (LARGE only; 0 otherwise): the end of chunk c, from byte
- *    tail_from[c] of it (a multiple of the OS page, 0 < tail_from[c] <
- *    64 KiB), is not mapped (given back under an address-space limit,
- *    large.h): chunk 0 past the header, or the last chunk of a block in
- *    use past the block (past its guard page under secure=1). c is never
- *    a free chunk or a hole, and is committed; the tail has no guard bits.
- *    A segment with a tail is never cached either (unmapped when empty).
+ *  - tails bit c (LARGE, SMALL, MEDIUM; 0 otherwise): the end of chunk c,
+ *    from byte tail_from[c] of it (a multiple of the OS page, 0 <
+ *    tail_from[c] < 64 KiB), is not mapped (given back under an
+ *    address-space limit, large.h): chunk 0 past the header, or the last
+ *    chunk of a block in use past the block (past its guard page under
+ *    secure=1); SMALL and MEDIUM: the chunk a page in use ends its blocks
+ *    in, past the most blocks it can hold, never chunk 0 (it becomes a
+ *    hole when the page is given back). c is never a free chunk or a
+ *    hole, and is committed; the tail has no guard bits. A segment with a
+ *    tail is never cached either (unmapped when empty).
  *  - guards (SMALL, MEDIUM, LARGE): bit i set <=> OS page i of the segment
  *    is inaccessible: the last one under secure=1, and in a LARGE segment
  *    the guard pages its blocks left (large.h); never a page of a block.
@@ -233,15 +241,15 @@ typedef struct nd_segment {
     uint64_t        free_mask;
     uint64_t        committed;
     uint64_t        purge_mask;
-    uint64_t        unmapped;    /* LARGE: chunks given back to the OS (holes), mapped again before reuse */
-    uint64_t        tails;       /* LARGE: chunks whose end is given back (below); 0 in any other segment */
+    uint64_t        unmapped;    /* LARGE, SMALL, MEDIUM: chunks given back to the OS (holes), mapped again before reuse */
+    uint64_t        tails;       /* LARGE, SMALL, MEDIUM: chunks whose end is given back (below); 0 in any other */
     uint64_t        purge_at;    /* ms; when purge_mask is due ... */
     uint64_t        purge_epoch; /* ... and the owner heap's epoch it must have reached */
     uint64_t        cached_at;   /* ms; when it entered a node cache */
     struct nd_segment *next, *prev;
     uint64_t        guards[ND_SEG_GUARD_WORDS];   /* inaccessible OS pages (secure=1) */
     nd_page         pages[ND_SEG_MAX_PAGES];
-    /* LARGE: chunks whose end is unmapped from byte tail_from[c] of
+    /* LARGE, SMALL, MEDIUM: chunks whose end is unmapped from byte tail_from[c] of
        chunk c (tails, above); read unlocked by nd_seg_maps. Past a huge
        segment's header: read only where a tails bit is set. */
     uint16_t        tail_from[ND_SEG_CHUNKS];
@@ -257,8 +265,8 @@ static inline bool nd_seg_maps(const nd_segment *s, const void *p)
     uintptr_t off = (uintptr_t)p - (uintptr_t)s, c = off >> ND_CHUNK_SHIFT;
     if (off >= s->size || c >= 64)
         return off < s->size;
-    /* tails is 0 but in large segments: tail_from (past a huge segment's
-       header, in its block's bytes) is read only there. */
+    /* tails is 0 but in large, small and medium segments: tail_from (past
+       a huge segment's header, in its block's bytes) is read only there. */
     return ((nd_load_relaxed(&s->unmapped) >> c) & 1) == 0 &&
            (((nd_load_acquire(&s->tails) >> c) & 1) == 0 ||
             (off & (ND_CHUNK_SIZE - 1)) < nd_load_relaxed(&s->tail_from[c]));
@@ -383,6 +391,23 @@ bool nd_seg_remap_tail(nd_segment *s, unsigned c) nd_hidden;
    there: the chunk's mapped start is unmapped too, and chunk c becomes a
    hole (not free: a hole is mapped again before reuse). */
 void nd_seg_tail_to_hole(nd_segment *s, unsigned c) nd_hidden;
+/* Gives back the address space of SMALL or MEDIUM segment s that no
+   block holds, for an address-space limit (RLIMIT_AS), as large
+   segments' holes and tails: the chunks of its free pages (not the
+   header's) become holes, and each page in use unmaps its end past the
+   most blocks of its class it can hold (a 112 KiB class holds four in a
+   512 KiB page: 64 KiB), whole chunks as holes, the rest of the chunk the
+   blocks end in as a tail (not in a node-bound segment, nor the guard
+   page's chunk under secure=1). The bytes unmapped. */
+size_t nd_seg_release_pages(nd_segment *s) nd_hidden;
+/* Free page i of a SMALL or MEDIUM segment is about to be used: its holes
+   are mapped again where they were (nd_seg_remap_chunks). False when one
+   would not map (no room, or another mapping there now): the page must
+   not be used then. */
+bool nd_seg_page_remap(nd_segment *s, unsigned i) nd_hidden;
+/* Page i of a SMALL or MEDIUM segment is given back: its tails become
+   holes (nd_seg_tail_to_hole; free pages have none). */
+void nd_seg_page_untail(nd_segment *s, unsigned i) nd_hidden;
 /* Bytes of s mapped: its size less its holes and tails. */
 size_t nd_seg_mapped_bytes(const nd_segment *s) nd_hidden;
 /* A fresh mapping s of `size` bytes becomes a segment of (node, bound) or,
@@ -427,6 +452,20 @@ void nd_seg_purge_elsewhere(nd_segment *s, bool all) nd_hidden;
 static inline bool nd_seg_guarded(const nd_segment *s, size_t i)
 {
     return (s->guards[i / 64] >> (i % 64)) & 1;
+}
+
+/* The pages of a SMALL or MEDIUM segment s with a chunk in `chunks`: a
+   bit per page (a small page is one chunk, a medium one eight). */
+static inline uint64_t nd_seg_pages_of_chunks(const nd_segment *s, uint64_t chunks)
+{
+    if (chunks == 0 || s->page_shift == ND_CHUNK_SHIFT)
+        return chunks;
+    unsigned per = 1u << (s->page_shift - ND_CHUNK_SHIFT);
+    uint64_t pages = 0;
+    for (unsigned i = 0; i < s->page_count; i++)
+        if ((chunks >> (i * per)) & (((uint64_t)1 << per) - 1))
+            pages |= (uint64_t)1 << i;
+    return pages;
 }
 
 /* Chunk mask covering [p, p + len). */

@@ -779,6 +779,77 @@ static void address_space_limit_after_16_kib_blocks_leaves_small_requests_workin
     as_check(16);
 }
 
+/* The same with medium blocks whose class leaves the end of its 512 KiB
+   pages empty (40 KiB and 80 KiB: 32 KiB a page; 112 KiB: four to a
+   page, 64 KiB): once a mapping is refused, a heap gives back those ends
+   and its free pages (nd_heap_release), which then hold more blocks. */
+static void address_space_limit_gives_back_the_unused_ends_of_medium_pages(void)
+{
+#ifdef ND_TEST_SANITIZER
+    SKIP("a sanitizer reserves terabytes of address space: no limit of 200 MiB can hold");
+#endif
+    as_check(40);
+    as_check(80);
+    as_check(112);
+}
+
+/* A large block that finds no room under an address-space limit takes
+   the free pages of its thread's small segments (nd_route_release): the
+   child fills 40 MiB with 1 KiB blocks, frees all but one per 4 MiB
+   segment (so each segment stays the heap's, its other pages free but
+   mapped), collects, sets a limit of 64 MiB more than it holds and
+   allocates 256 KiB blocks until one fails. They must fit in the 64 MiB
+   and at least 20 MiB of the ~39 MiB of free pages: 336 blocks (before,
+   the free pages were not given back: 250 or so). The child prints the
+   count, or -1 when something failed before the limit. */
+static void emit_large_blocks_after_freed_small_ones(void)
+{
+    enum { N = 40960 };
+    static void *small[N];
+    static uintptr_t kept[64];
+    int nkept = 0;
+    for (int i = 0; i < N; i++)
+        if ((small[i] = nodal_malloc(1024)) == NULL) {
+            printf("-1\n");
+            return;
+        }
+    for (int i = 0; i < N; i++) {
+        uintptr_t w = (uintptr_t)small[i] >> 22;
+        bool seen = false;
+        for (int j = 0; j < nkept && !seen; j++)
+            seen = kept[j] == w;
+        if (!seen && nkept < 64)
+            kept[nkept++] = w;
+        else
+            nodal_free(small[i]);
+    }
+    nodal_collect(1);
+    long vm = nd_vm_kib();
+    struct rlimit lim = { (rlim_t)vm * 1024 + ((rlim_t)64 << 20), (rlim_t)vm * 1024 + ((rlim_t)64 << 20) };
+    if (vm <= 0 || setrlimit(RLIMIT_AS, &lim) != 0) {
+        printf("-1\n");
+        return;
+    }
+    int n = 0;
+    while (n < 1000 && nodal_malloc(256 << 10) != NULL)
+        n++;
+    printf("%d\n", n);
+}
+
+static void address_space_limit_gives_large_blocks_the_free_pages_of_small_segments(void)
+{
+#ifdef ND_TEST_SANITIZER
+    SKIP("a sanitizer reserves terabytes of address space: no limit of 200 MiB can hold");
+#endif
+    static struct nd_child c;
+    nd_run_case("emit_large_blocks_after_freed_small_ones", NULL, NULL, 120, &c);
+    int n = -1;
+    EXPECT(sscanf(c.out, "%d", &n) == 1, "a count from the child, got \"%s\"", c.out);
+    printf("note: 256 KiB blocks under 64 MiB more than the process held, ~39 MiB of it free small pages: %d\n", n);
+    EXPECT(n >= 336 && n < 1000, "the 256 KiB blocks to take the 64 MiB and at least 20 MiB of the free small pages "
+           "(336 blocks or more), got %d", n);
+}
+
 /* A freed large block gives its address space back when a thread needs
    a page: the limit filled with 256 KiB blocks (large ones, many to a
    segment), one freed, then 1,000 requests of 64 B in a thread idle until
@@ -1136,6 +1207,8 @@ static const struct nd_case cases[] = {
     ND_CASE(address_space_limit_leaves_small_allocations_working),
     ND_CASE(address_space_limit_fits_256_and_512_kib_blocks),
     ND_CASE(address_space_limit_after_16_kib_blocks_leaves_small_requests_working),
+    ND_CASE(address_space_limit_gives_back_the_unused_ends_of_medium_pages),
+    ND_CASE(address_space_limit_gives_large_blocks_the_free_pages_of_small_segments),
     ND_CASE(address_space_limit_gives_back_the_unused_ends_of_large_blocks),
     ND_CASE(secure_large_blocks_are_tight_from_the_start_under_a_limit),
     ND_CASE(address_space_far_beyond_256_gib_is_nodals),
@@ -1143,6 +1216,7 @@ static const struct nd_case cases[] = {
     ND_CASE(small_requests_succeed_in_any_thread_when_nothing_was_freed_whatever_the_limit_left),
     ND_CASE(emit_cached_after_free_with_no_delay),
     ND_CASE(emit_address_space_limit),
+    ND_CASE(emit_large_blocks_after_freed_small_ones),
     ND_CASE(emit_freed_large_block_room),
     ND_CASE(emit_large_block_tails),
     ND_CASE(emit_first_large_block_under_a_limit),

@@ -1608,6 +1608,15 @@ static void sc_overflow_into_next_segment(long arg)
 static void overflow_past_a_block_into_the_next_segment_is_reported_as_corruption(void)
 {
     nd_api();
+    /* The misuse cases may all run under secure=1 or 2 (NODAL_OPTIONS in
+       the environment, which the scenario's child inherits): every block
+       then ends before a guard page, a huge one too, so none ends where
+       the next segment starts. */
+    const char *opts = getenv("NODAL_OPTIONS"), *one = getenv("NODAL_SECURE");
+    if ((opts != NULL && (strstr(opts, "secure=1") != NULL || strstr(opts, "secure=2") != NULL)) ||
+        (one != NULL && one[0] != '\0' && strcmp(one, "0") != 0))
+        SKIP("under secure=1 or 2 a block ends at a guard page, never where the next segment starts: "
+             "overflow_past_a_huge_block_faults_under_secure_1 checks that such an overflow faults there");
     expect_misuse("a 64-byte overflow past a block into the next segment's header", NULL,
                   "overflow_into_next_segment", 0);
 }

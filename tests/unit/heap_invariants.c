@@ -1240,16 +1240,131 @@ static void run_child_fn(void *arg)
     _exit((*fn)());
 }
 
-static void large_segments_with_unmapped_chunks_under_an_address_space_limit_stay_valid(void)
+/* Runs child *fn (run_child_fn) and expects it to exit 0; `what` says
+   what that means and what its other statuses say. */
+static void expect_child_exits_0(int (*const *fn)(void), const char *what)
 {
     static struct nd_child c;
-    static int (*const fn)(void) = unmapped_chunks_child;
     fflush(NULL);
-    nd_run_forked(run_child_fn, (void *)&fn, 60, &c);
-    EXPECT(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
-           "the child to fill 40 MiB with large blocks, its segments' free chunks unmapped and valid, every "
-           "block intact and every failure ENOMEM (exit 0); it %s (4: no limit, 3: see its line of blocks, "
-           "hole seen, problems); stderr: %s", nd_describe_status(c.status), c.err);
+    nd_run_forked(run_child_fn, (void *)fn, 60, &c);
+    EXPECT(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0, "%s; it %s; stdout: %s stderr: %s", what,
+           nd_describe_status(c.status), c.out, c.err);
+}
+
+static void large_segments_with_unmapped_chunks_under_an_address_space_limit_stay_valid(void)
+{
+    static int (*const fn)(void) = unmapped_chunks_child;
+    expect_child_exits_0(&fn, "the child to fill 40 MiB with large blocks, its segments' free chunks unmapped and "
+                         "valid, every block intact and every failure ENOMEM (exit 0; 4: no limit, 3: see its "
+                         "line of blocks, hole seen, problems)");
+}
+
+/* A page of the program's own at `at` (a hole of a segment: never over a
+   mapping), filled with 0x5a; NULL when it would not map there. */
+static unsigned char *map_own_page_at(void *at)
+{
+    void *q = mmap(at, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (q == at) {
+        memset(q, 0x5a, 4096);
+        return q;
+    }
+    if (q != MAP_FAILED)
+        munmap(q, 4096);
+    return NULL;
+}
+
+/* Medium segments under an address-space limit (nd_heap_release): a
+   40 MiB limit filled with 112 KiB blocks (four to a 512 KiB page) makes
+   their pages' unused ends tails and holes; the blocks of every second
+   page are freed and collected (their pages given back: tails become
+   holes), a page of the program's own is mapped into one such hole, and
+   the limit is filled again with 48 KiB blocks (ten to a page, reaching
+   into the holes): the holes are mapped again but the one the program
+   took (that page is skipped: a page without holes or a new segment
+   serves), no block over the program's page, every block intact, every
+   failure ENOMEM, the heap valid throughout (the debug checks of every
+   fill). Exit 0 when all held. */
+static int medium_holes_child(void)
+{
+    enum { N = 1024 };
+    static unsigned char *p[N], *q[N];
+    long vm = nd_vm_kib();
+    struct rlimit lim;
+    lim.rlim_cur = lim.rlim_max = (rlim_t)vm * 1024 + ((rlim_t)40 << 20);
+    if (vm <= 0 || setrlimit(RLIMIT_AS, &lim) != 0)
+        return 4;
+    const size_t big = 112 << 10, mid = 48 << 10;
+    int n = 0, m = 0, bad = 0, gaps = 0;
+    errno = 0;
+    while (n < N && (p[n] = nodal_malloc(big)) != NULL) {
+        memset(p[n], n & 0xff, big);
+        n++;
+    }
+    bad += n == N || errno != ENOMEM;
+    for (int i = 0; i < n; i++) {
+        nd_segment *s = nd_seg_base(p[i]);
+        gaps += s->kind == ND_SEG_MEDIUM && (s->unmapped | s->tails) != 0;
+    }
+    for (int i = 0; i < n; i++)
+        if ((((uintptr_t)p[i] >> ND_MEDIUM_PAGE_SHIFT) & 1) == 0) {
+            for (size_t j = 0; j < big; j += 4096)
+                bad += p[i][j] != (unsigned char)(i & 0xff);
+            nodal_free(p[i]);
+            p[i] = NULL;
+        }
+    nodal_collect(1);
+    unsigned char *mine = NULL;
+    for (int i = 0; i < n && mine == NULL; i++) {
+        if (p[i] == NULL)
+            continue;
+        nd_segment *s = nd_seg_base(p[i]);
+        if (s->kind != ND_SEG_MEDIUM || s->unmapped == 0 || s->free_mask == 0)
+            continue;
+        for (uint64_t f = s->free_mask; f != 0 && mine == NULL; f &= f - 1) {
+            unsigned pg = (unsigned)__builtin_ctzll(f), per = 1u << (ND_MEDIUM_PAGE_SHIFT - ND_CHUNK_SHIFT);
+            uint64_t holes = (s->unmapped >> (pg * per)) & (((uint64_t)1 << per) - 1);
+            if (holes == 0)
+                continue;
+            void *at = (uint8_t *)s + ((size_t)(pg * per + (unsigned)__builtin_ctzll(holes)) << ND_CHUNK_SHIFT);
+            mine = map_own_page_at(at);
+        }
+    }
+    if (mine == NULL)
+        return 5;
+    bad += nodal_node_of(mine) != -1;
+    errno = 0;
+    while (m < N && (q[m] = nodal_malloc(mid)) != NULL) {
+        bad += q[m] <= mine + 4095 && q[m] + mid > mine;
+        memset(q[m], 0xc3, mid);
+        m++;
+    }
+    bad += m == N || errno != ENOMEM;
+    for (int i = 0; i < n; i++)
+        if (p[i] != NULL) {
+            for (size_t j = 0; j < big; j += 4096)
+                bad += p[i][j] != (unsigned char)(i & 0xff);
+            nodal_free(p[i]);
+        }
+    for (int i = 0; i < m; i++) {
+        for (size_t j = 0; j < mid; j += 4096)
+            bad += q[i][j] != 0xc3;
+        nodal_free(q[i]);
+    }
+    nodal_collect(1);
+    for (int j = 0; j < 4096; j++)
+        bad += mine[j] != 0x5a;
+    printf("%d %d %d %d\n", n, m, gaps, bad);
+    return n > 0 && m > 0 && gaps > 0 && bad == 0 ? 0 : 3;
+}
+
+static void medium_pages_with_unmapped_ends_under_an_address_space_limit_stay_valid(void)
+{
+    static int (*const fn)(void) = medium_holes_child;
+    expect_child_exits_0(&fn, "the child to fill 40 MiB with 112 KiB blocks (their pages' ends given back), free "
+                         "every second page's, map a page of its own into a hole, fill the limit again with 48 KiB "
+                         "blocks around it, every block intact, every failure ENOMEM, the heap valid (exit 0; 4: "
+                         "no limit, 5: no hole to map into, 3: see its line of blocks, 48 KiB blocks, blocks in "
+                         "segments with gaps, problems)");
 }
 
 /* A hole of a large segment (an unmapped chunk, large.h) that another
@@ -1286,15 +1401,10 @@ static int foreign_hole_child(void)
             continue;
         unsigned c = (unsigned)__builtin_ctzll(s->unmapped);
         void *at = (uint8_t *)s + ((size_t)c << ND_CHUNK_SHIFT);
-        void *q = mmap(at, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-        if (q == at)
-            mine = q;
-        else if (q != MAP_FAILED)
-            munmap(q, 4096);
+        mine = map_own_page_at(at);
     }
     if (mine == NULL)
         return 5;
-    memset(mine, 0x5a, 4096);
     bad += nodal_node_of(mine) != -1;   /* in a hole: not nodal's */
     bad += nodal_node_of(p[1]) < 0;     /* a live block of the same pools: nodal's */
     for (int i = 0; i < n; i += 2)
@@ -1319,15 +1429,11 @@ static int foreign_hole_child(void)
 
 static void a_hole_another_mapping_took_is_never_mapped_over_nor_unmapped(void)
 {
-    static struct nd_child c;
     static int (*const fn)(void) = foreign_hole_child;
-    fflush(NULL);
-    nd_run_forked(run_child_fn, (void *)&fn, 60, &c);
-    EXPECT(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
-           "the child's own page in a hole of a large segment to keep its bytes through refills, frees and a "
-           "collect, no block over it, nodal_node_of -1 for it (not nodal's) and a node for a live block, "
-           "the pools valid (exit 0); it %s (4: no limit, 5: no hole to map into, "
-           "3: see its line of blocks and problems); stderr: %s", nd_describe_status(c.status), c.err);
+    expect_child_exits_0(&fn, "the child's own page in a hole of a large segment to keep its bytes through "
+                         "refills, frees and a collect, no block over it, nodal_node_of -1 for it (not nodal's) "
+                         "and a node for a live block, the pools valid (exit 0; 4: no limit, 5: no hole to map "
+                         "into, 3: see its line of blocks and problems)");
 }
 
 /* Under an address-space limit, large blocks that do not fill their last
@@ -1603,6 +1709,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_thread_with_no_room_left_gets_small_blocks_from_its_nodes_reserve),
     ND_CASE(large_segments_with_unmapped_chunks_under_an_address_space_limit_stay_valid),
     ND_CASE(a_hole_another_mapping_took_is_never_mapped_over_nor_unmapped),
+    ND_CASE(medium_pages_with_unmapped_ends_under_an_address_space_limit_stay_valid),
     ND_CASE(large_blocks_whose_tails_were_given_back_stay_whole_and_valid),
     ND_CASE(emit_large_tails),
     ND_CASE(segment_map_holds_windows_of_any_range_and_the_cache_names_its_window),
