@@ -998,6 +998,7 @@ void nd_tcache_tier_hits(const nd_tcache *tc, int t, uint64_t *blocks, uint64_t 
 /* ---- debug validation ---------------------------------------------------------- */
 
 static bool nd_slab_is_valid(nd_slab *slab);
+static bool nd_slab_runs_are_valid(const nd_tcache *tc);
 
 bool nd_tcache_is_valid(const nd_tcache *tc)
 {
@@ -1029,7 +1030,7 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
     if (tc->heap.shared || tc->heap.bound ? tc->look_arm != NULL
                                           : tc->look_arm != nd_tcache_look_arm && tc->look_arm != nd_tcache_look_watched)
         return false;
-    if (tc->prof_slab != NULL && !nd_slab_is_valid(tc->prof_slab))
+    if ((tc->prof_slab != NULL && !nd_slab_is_valid(tc->prof_slab)) || !nd_slab_runs_are_valid(tc))
         return false;
     return nd_heap_is_valid(&tc->heap);
 }
@@ -1144,11 +1145,12 @@ static void *nd_slab_run_cut(nd_slab *slab, unsigned c, nd_slab_cell **cellp)
         if (!__atomic_compare_exchange_n(&slab->used, &used, used | run << i, false, __ATOMIC_ACQ_REL,
                                          __ATOMIC_ACQUIRE))
             continue;
+        nd_assert((nd_load_relaxed(&slab->used) & run << i) == run << i);
         for (uint32_t j = i + 1; j < i + k; j++)
-            slab->cells[j].cls = ND_CLASS_COUNT;   /* inside this run: no start */
+            nd_store_relaxed(&slab->cells[j].cls, (uint8_t)ND_CLASS_COUNT);   /* inside this run: no start */
         nd_slab_cell *cell = &slab->cells[i];
         nd_assert((i * ps & (align - 1)) == 0 && !nd_load_relaxed(&cell->live));
-        cell->cls = (uint8_t)c;
+        nd_store_relaxed(&cell->cls, (uint8_t)c);   /* (atomic: the checks of nd_slab_runs_are_valid read it) */
         cell->slot = ND_SLAB_NO_SLOT;
         __atomic_add_fetch(&slab->refs, 1, __ATOMIC_RELAXED);   /* the table holds one: refs > 0 */
         nd_store_release(&cell->live, 1);
@@ -1270,6 +1272,42 @@ nd_slab_cell *nd_slab_cell_find(const nd_page *pg, const void *p)
     }
     return lo < ND_SLAB_CELLS && lo < nd_load_relaxed(&slab->ncells) && slab->cells[lo].off == off ? &slab->cells[lo]
                                                                                                      : NULL;
+}
+
+/* Debug check of the run slabs of tc's kind of memory, from any thread
+   while others cut and free runs: what holds of each cell however the
+   others move (a live cell's class, its run inside the slab at its
+   alignment), the header's page taken, the slab's size; whether a live
+   cell's pages are all taken, and that no two runs overlap, hold only
+   between a cut and a free (no snapshot of `used` and the cells at once
+   is taken), and the cut asserts them as it takes a run. */
+static bool nd_slab_runs_are_valid(const nd_tcache *tc)
+{
+    if (tc->heap.shared)
+        return true;
+    size_t ps = nd_os_page_size();
+    for (unsigned k = 0; k < ND_SLAB_RUN_SLABS; k++) {
+        nd_slab *slab = nd_load_acquire(&nd_tcache_runs[tc->heap.node][tc->heap.bound ? 1 : 0][k]);
+        if (slab == NULL)
+            continue;
+        const nd_page *pg = nd_slab_page(slab);
+        if (nd_load_relaxed(&pg->sampled) != ND_PROF_SLAB || !nd_load_relaxed(&pg->in_use) ||
+            pg->start != (uint8_t *)slab || slab->runs != nd_slab_run_pages() || slab->bytes != slab->runs * ps ||
+            slab->bytes > pg->block_size || !(nd_load_acquire(&slab->used) & 1) || nd_load_relaxed(&slab->refs) == 0)
+            return false;
+        for (uint32_t i = 1; i < slab->runs; i++) {
+            const nd_slab_cell *cell = &slab->cells[i];
+            uint8_t cls = nd_load_relaxed(&cell->cls);
+            if (!nd_load_acquire(&cell->live) || cls >= ND_CLASS_COUNT)
+                continue;
+            uint32_t size = nd_class_size[cls];
+            size_t align = (size_t)(size & -size) < ND_ALIGN_NATURAL ? (size_t)(size & -size) : ND_ALIGN_NATURAL;
+            if (size <= ND_SLAB_CELL_MAX || size > ND_SLAB_RUN_MAX || i + (size + ps - 1) / ps > slab->runs ||
+                (i * ps) % align != 0)
+                return false;
+        }
+    }
+    return true;
 }
 
 /* Debug check of a cache's slab (its owner's thread: no cell is added

@@ -251,6 +251,32 @@ static void aligned_and_node_bound_samples_get_cells_of_their_kind(void)
         nodal_free(blocks[i]);
 }
 
+/* In a child: frees `first`, then `second` (unless NULL); expects the
+   child to abort with `want` in what it says. */
+static void free_in_child_aborts(void *first, void *second, const char *want)
+{
+    int fds[2];
+    EXPECT(pipe(fds) == 0, "a pipe");
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        nodal_free(first);
+        if (second != NULL)
+            nodal_free(second);
+        _exit(0);
+    }
+    close(fds[1]);
+    char out[512] = { 0 };
+    size_t got = 0;
+    ssize_t r;
+    while (got < sizeof out - 1 && (r = read(fds[0], out + got, sizeof out - 1 - got)) > 0)
+        got += (size_t)r;
+    close(fds[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    EXPECT(WIFSIGNALED(st) && strstr(out, want) != NULL, "the child to abort with \"%s\"; it said: %s", want, out);
+}
+
 /* A cell freed twice, or a pointer into a slab that is no cell's start,
    aborts with the message. */
 static void a_cell_freed_twice_or_inside_aborts(void)
@@ -263,32 +289,11 @@ static void a_cell_freed_twice_or_inside_aborts(void)
     for (int how = 0; how < 2; how++) {
         nd_page *pg = large_page_of(blocks[idx[how]]);
         EXPECT(pg != NULL && pg->sampled == ND_PROF_SLAB, "sample %d to be a slab's cell", how);
-        int fds[2];
-        EXPECT(pipe(fds) == 0, "a pipe");
-        pid_t pid = fork();
-        if (pid == 0) {
-            dup2(fds[1], 2);
-            char *p = blocks[idx[how]];
-            if (how == 0) {
-                nodal_free(p);
-                nodal_free(p);
-            } else {
-                nodal_free(p + 16);
-            }
-            _exit(0);
-        }
-        close(fds[1]);
-        char out[512] = { 0 };
-        size_t got = 0;
-        ssize_t r;
-        while (got < sizeof out - 1 && (r = read(fds[0], out + got, sizeof out - 1 - got)) > 0)
-            got += (size_t)r;
-        close(fds[0]);
-        int st;
-        waitpid(pid, &st, 0);
-        const char *want = how == 0 ? "double free" : "invalid pointer";
-        EXPECT(WIFSIGNALED(st) && strstr(out, want) != NULL, "the child to abort with \"%s\"; it said: %s", want,
-               out);
+        char *p = blocks[idx[how]];
+        if (how == 0)
+            free_in_child_aborts(p, p, "double free");
+        else
+            free_in_child_aborts(p + 16, NULL, "invalid pointer");
     }
 }
 
@@ -446,31 +451,10 @@ static void a_run_freed_twice_or_inside_aborts(void)
         char *p = nodal_malloc(8000);
         nd_page *pg = large_page_of(p);
         EXPECT(pg != NULL && pg->sampled == ND_PROF_SLAB, "sample %d to be a run of a run slab", how);
-        int fds[2];
-        EXPECT(pipe(fds) == 0, "a pipe");
-        pid_t pid = fork();
-        if (pid == 0) {
-            dup2(fds[1], 2);
-            if (how == 0) {
-                nodal_free(p);
-                nodal_free(p);
-            } else {
-                nodal_free(p + (how == 1 ? nd_os_page_size() : 16));
-            }
-            _exit(0);
-        }
-        close(fds[1]);
-        char out[512] = { 0 };
-        size_t got = 0;
-        ssize_t r;
-        while (got < sizeof out - 1 && (r = read(fds[0], out + got, sizeof out - 1 - got)) > 0)
-            got += (size_t)r;
-        close(fds[0]);
-        int st;
-        waitpid(pid, &st, 0);
-        const char *want = how == 0 ? "double free" : "invalid pointer";
-        EXPECT(WIFSIGNALED(st) && strstr(out, want) != NULL, "the child to abort with \"%s\"; it said: %s", want,
-               out);
+        if (how == 0)
+            free_in_child_aborts(p, p, "double free");
+        else
+            free_in_child_aborts(p + (how == 1 ? nd_os_page_size() : 16), NULL, "invalid pointer");
         nodal_free(p);
     }
 }
