@@ -387,7 +387,8 @@ static uintptr_t chunk_of(const void *p) { return (uintptr_t)p >> 16; }
    run slabs, seven 8 KiB-aligned runs each, as cells of class 8192 whose
    bytes do not overlap; freed, their runs are taken again by the next
    fourteen, which lie in the same chunks. Before, each was a large block
-   of its own: fourteen chunks. */
+   of its own: fourteen chunks. With four run slabs full, a sample is a
+   large block of its own again. */
 static void medium_samples_share_run_slabs_and_take_freed_runs_again(void)
 {
     start();
@@ -434,6 +435,21 @@ static void medium_samples_share_run_slabs_and_take_freed_runs_again(void)
         EXPECT(nodal_realloc(p, size - 100) == p, "a run shrunk within its class to stay");
         nodal_free(p);
     }
+    /* Four run slabs full (28 runs of 8 KiB): the next samples are large
+       blocks of their own, sampled as well. */
+    size_t runs = 0, own = 0;
+    for (int i = 0; i < 40; i++) {
+        blocks[i] = nodal_malloc(8000);
+        nd_page *pg = large_page_of(blocks[i]);
+        EXPECT(pg != NULL && is_sampled(blocks[i]), "request %d to be sampled", i);
+        runs += pg->sampled == ND_PROF_SLAB;
+        own += pg->sampled == 1;
+    }
+    EXPECT(runs == 4 * 7 && own == 40 - runs, "28 runs of four run slabs, then large blocks: %zu runs, %zu own",
+           runs, own);
+    for (int i = 0; i < 40; i++)
+        nodal_free(blocks[i]);
+    EXPECT(nd_prof_live_bytes() == 0, "no live sample once all is freed, %ld bytes", (long)nd_prof_live_bytes());
     void *q;
     EXPECT(nodal_posix_memalign(&q, 16384, 9000) == 0 && ((uintptr_t)q & 16383) == 0, "posix_memalign(16384)");
     nd_page *pg = large_page_of(q);
