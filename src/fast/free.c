@@ -143,7 +143,7 @@ static nd_noinline void nd_free_slab_cell(void *p, nd_segment *s, nd_page *pg)
     if (!__atomic_compare_exchange_n(&cell->live, &live, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
         nd_misuse("free", "double free", p);
     nd_prof_drop(p, cell->slot);
-    size_t bytes = nd_tcache_slab_unref(s, pg);
+    size_t bytes = nd_tcache_slab_cell_free(s, pg, cell);
     if (bytes != 0)
         nd_thread_count_free(false, bytes);
 }

@@ -16,12 +16,15 @@
  * large and huge ones, which always take a slow path, here.
  *
  * A sampled block is a cell of a sample slab (a request of a class up to
- * 1 KiB: tcache.h, the slab's descriptor has sampled == ND_PROF_SLAB and
- * the cell names its slot) or a large or huge block (a sampled medium
- * request gets a large block of its size rounded up to the OS page, as
- * jemalloc promotes its sampled requests), flagged in its descriptor
- * (nd_page.sampled == 1): every free of either takes the slow path, which
- * drops the sample. Frees of unsampled blocks never look at the profile.
+ * 1 KiB: a cell of its thread cache's cell slab; of a medium class up to
+ * 32 KiB: a run of OS pages of its kind of memory's run slab; tcache.h,
+ * the slab's descriptor has sampled == ND_PROF_SLAB and the cell names its
+ * slot) or a large or huge block (a larger sampled medium request, or one
+ * no run slab has room for, gets a large block of its size rounded up to
+ * the OS page, as jemalloc promotes its sampled requests), flagged in its
+ * descriptor (nd_page.sampled == 1): every free of either takes the slow
+ * path, which drops the sample. Frees of unsampled blocks never look at
+ * the profile.
  *
  * Both tables are lock-free (a signal handler may allocate and free while
  * its thread is inside the profiler) and fixed in size, mapped at start:

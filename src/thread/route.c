@@ -109,21 +109,27 @@ static void *nd_route_big(nd_tcache *tc, size_t size)
     return nd_route_huge(tc, size, 0);
 }
 
-/* prof=1: a sampled request of class c gets a cell of the cache's sample
-   slab (classes up to ND_SLAB_CELL_MAX, tcache.h) or a large block of its
-   size (prof.h): either way every free of it takes the slow path, which
-   drops the sample. Counted as a large block (the slab, when it is new),
-   not as a request of its class. */
+/* prof=1: a sampled request of class c gets a cell of one of the cache's
+   sample slabs (classes up to ND_SLAB_CELL_MAX: of its cell slab; medium
+   ones up to ND_SLAB_RUN_MAX: a run of its run slab; tcache.h) or a large
+   block of its size (prof.h): either way every free of it takes the slow
+   path, which drops the sample. Counted as a large block (the slab, when
+   it is new), not as a request of its class. */
 static nd_noinline void *nd_route_small_sampled(nd_tcache *tc, unsigned c, size_t size)
 {
-    if (nd_class_size[c] <= ND_SLAB_CELL_MAX) {
+    if (nd_sample_slab_fits(c)) {
         nd_slab_cell *cell;
         void *p = nd_sample_slab(tc, c, &cell);
-        if (p == NULL)   /* out of memory, or a signal handler inside the cut */
-            return nd_tcache_alloc(tc, c);   /* the block of its class, unsampled */
-        nd_tcache_uncount(tc, c);
-        cell->slot = nd_prof_put(p, size, nd_class_size[c], tc->heap.node, tc->heap.bound);
-        return p;
+        if (p != NULL) {
+            nd_tcache_uncount(tc, c);
+            cell->slot = nd_prof_put(p, size, nd_class_size[c], tc->heap.node, tc->heap.bound);
+            return p;
+        }
+        /* Out of memory, or a signal handler inside the cut: the block of
+           its class, unsampled; a run slab without a run that fits: a
+           large block of its own. */
+        if (nd_class_size[c] <= ND_SLAB_CELL_MAX)
+            return nd_tcache_alloc(tc, c);
     }
     void *p = nd_route_large(tc, size, 0);
     if (p == NULL)

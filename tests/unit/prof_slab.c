@@ -9,7 +9,12 @@
  * aligned and node-bound requests get cells of the right alignment and
  * memory; a cell freed twice aborts; a forked child frees the cells of a
  * thread it does not have; a request made inside the cut of a cell (by a
- * signal handler) takes none.
+ * signal handler) takes none. A sampled request of a medium class up to
+ * 32 KiB takes a run of OS pages of its kind's run slab, shared by every
+ * thread, and the runs freed are taken again; its usable size is its
+ * class size, its alignment its class's; a run freed twice or a pointer
+ * inside it aborts; threads cutting and freeing runs at once do not
+ * overlap.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -246,6 +251,32 @@ static void aligned_and_node_bound_samples_get_cells_of_their_kind(void)
         nodal_free(blocks[i]);
 }
 
+/* In a child: frees `first`, then `second` (unless NULL); expects the
+   child to abort with `want` in what it says. */
+static void free_in_child_aborts(void *first, void *second, const char *want)
+{
+    int fds[2];
+    EXPECT(pipe(fds) == 0, "a pipe");
+    pid_t pid = fork();
+    if (pid == 0) {
+        dup2(fds[1], 2);
+        nodal_free(first);
+        if (second != NULL)
+            nodal_free(second);
+        _exit(0);
+    }
+    close(fds[1]);
+    char out[512] = { 0 };
+    size_t got = 0;
+    ssize_t r;
+    while (got < sizeof out - 1 && (r = read(fds[0], out + got, sizeof out - 1 - got)) > 0)
+        got += (size_t)r;
+    close(fds[0]);
+    int st;
+    waitpid(pid, &st, 0);
+    EXPECT(WIFSIGNALED(st) && strstr(out, want) != NULL, "the child to abort with \"%s\"; it said: %s", want, out);
+}
+
 /* A cell freed twice, or a pointer into a slab that is no cell's start,
    aborts with the message. */
 static void a_cell_freed_twice_or_inside_aborts(void)
@@ -258,32 +289,11 @@ static void a_cell_freed_twice_or_inside_aborts(void)
     for (int how = 0; how < 2; how++) {
         nd_page *pg = large_page_of(blocks[idx[how]]);
         EXPECT(pg != NULL && pg->sampled == ND_PROF_SLAB, "sample %d to be a slab's cell", how);
-        int fds[2];
-        EXPECT(pipe(fds) == 0, "a pipe");
-        pid_t pid = fork();
-        if (pid == 0) {
-            dup2(fds[1], 2);
-            char *p = blocks[idx[how]];
-            if (how == 0) {
-                nodal_free(p);
-                nodal_free(p);
-            } else {
-                nodal_free(p + 16);
-            }
-            _exit(0);
-        }
-        close(fds[1]);
-        char out[512] = { 0 };
-        size_t got = 0;
-        ssize_t r;
-        while (got < sizeof out - 1 && (r = read(fds[0], out + got, sizeof out - 1 - got)) > 0)
-            got += (size_t)r;
-        close(fds[0]);
-        int st;
-        waitpid(pid, &st, 0);
-        const char *want = how == 0 ? "double free" : "invalid pointer";
-        EXPECT(WIFSIGNALED(st) && strstr(out, want) != NULL, "the child to abort with \"%s\"; it said: %s", want,
-               out);
+        char *p = blocks[idx[how]];
+        if (how == 0)
+            free_in_child_aborts(p, p, "double free");
+        else
+            free_in_child_aborts(p + 16, NULL, "invalid pointer");
     }
 }
 
@@ -370,6 +380,156 @@ static void a_forked_child_frees_the_cells_of_a_thread_it_lacks(void)
         nodal_free(blocks[i]);
 }
 
+/* The chunk (64 KiB) p lies in. */
+static uintptr_t chunk_of(const void *p) { return (uintptr_t)p >> 16; }
+
+/* Fourteen live samples of 8 KiB (at RATE every one is sampled) share two
+   run slabs, seven 8 KiB-aligned runs each, as cells of class 8192 whose
+   bytes do not overlap; freed, their runs are taken again by the next
+   fourteen, which lie in the same chunks. Before, each was a large block
+   of its own: fourteen chunks. With four run slabs full, a sample is a
+   large block of its own again. */
+static void medium_samples_share_run_slabs_and_take_freed_runs_again(void)
+{
+    start();
+    enum { N = 14 };
+    uintptr_t chunks[N];
+    size_t nchunks = 0;
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < N; i++) {
+            blocks[i] = nodal_malloc(8000);
+            EXPECT(blocks[i] != NULL && is_sampled(blocks[i]), "request %d of round %d to be sampled", i, round);
+            nd_page *pg = large_page_of(blocks[i]);
+            EXPECT(pg != NULL && pg->sampled == ND_PROF_SLAB, "sample %d to be a run of a run slab", i);
+            EXPECT(((uintptr_t)blocks[i] & 8191) == 0 && nodal_malloc_usable_size(blocks[i]) == 8192,
+                   "a run of class 8192 aligned to 8 KiB at %p, usable %zu", blocks[i],
+                   nodal_malloc_usable_size(blocks[i]));
+            memset(blocks[i], 'a' + i, 8192);
+            bool seen = false;
+            for (size_t k = 0; k < nchunks && !seen; k++)
+                seen = chunks[k] == chunk_of(blocks[i]);
+            if (!seen) {
+                EXPECT(round == 0, "round 2's sample %d to lie in a chunk of round 1's", i);
+                chunks[nchunks++] = chunk_of(blocks[i]);
+            }
+        }
+        EXPECT(nchunks <= 2, "14 samples of 8 KiB to share 2 chunks, they lie in %zu", nchunks);
+        for (int i = 0; i < N; i++)
+            for (int b = 0; b < 8192; b += 512)
+                EXPECT(((unsigned char *)blocks[i])[b] == 'a' + i, "sample %d's bytes to be its own", i);
+        for (int i = 0; i < N; i++)
+            nodal_free(blocks[i]);
+        EXPECT(nd_prof_live_bytes() == 0, "no live sample once all is freed, %ld bytes", (long)nd_prof_live_bytes());
+    }
+    /* Every medium class up to 32 KiB, and an aligned request: a run at its
+       class's alignment (at most 16 KiB), its class size usable. */
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        size_t size = nd_class_size[c];
+        if (size <= ND_SLAB_CELL_MAX || size > ND_SLAB_RUN_MAX)
+            continue;
+        void *p = nodal_malloc(size);
+        size_t align = (size & -size) < 16384 ? (size & -size) : 16384;
+        nd_page *pg = large_page_of(p);
+        EXPECT(pg != NULL && pg->sampled == ND_PROF_SLAB && ((uintptr_t)p & (align - 1)) == 0 &&
+               nodal_malloc_usable_size(p) == size, "a sample of class %zu to be a run aligned to %zu", size, align);
+        EXPECT(nodal_realloc(p, size - 100) == p, "a run shrunk within its class to stay");
+        nodal_free(p);
+    }
+    /* Four run slabs full (28 runs of 8 KiB): the next samples are large
+       blocks of their own, sampled as well. */
+    size_t runs = 0, own = 0;
+    for (int i = 0; i < 40; i++) {
+        blocks[i] = nodal_malloc(8000);
+        nd_page *pg = large_page_of(blocks[i]);
+        EXPECT(pg != NULL && is_sampled(blocks[i]), "request %d to be sampled", i);
+        runs += pg->sampled == ND_PROF_SLAB;
+        own += pg->sampled == 1;
+    }
+    EXPECT(runs == 4 * 7 && own == 40 - runs, "28 runs of four run slabs, then large blocks: %zu runs, %zu own",
+           runs, own);
+    for (int i = 0; i < 40; i++)
+        nodal_free(blocks[i]);
+    EXPECT(nd_prof_live_bytes() == 0, "no live sample once all is freed, %ld bytes", (long)nd_prof_live_bytes());
+    void *q;
+    EXPECT(nodal_posix_memalign(&q, 16384, 9000) == 0 && ((uintptr_t)q & 16383) == 0, "posix_memalign(16384)");
+    nd_page *pg = large_page_of(q);
+    EXPECT(pg != NULL && pg->sampled == ND_PROF_SLAB, "the aligned sample to be a run");
+    nodal_free(q);
+    EXPECT(nd_prof_live_bytes() == 0, "no live sample once all is freed, %ld bytes", (long)nd_prof_live_bytes());
+}
+
+/* A run freed twice, or a pointer inside a run (its second OS page, or 16
+   bytes in), aborts with the message. */
+static void a_run_freed_twice_or_inside_aborts(void)
+{
+    start();
+    for (int how = 0; how < 3; how++) {
+        char *p = nodal_malloc(8000);
+        nd_page *pg = large_page_of(p);
+        EXPECT(pg != NULL && pg->sampled == ND_PROF_SLAB, "sample %d to be a run of a run slab", how);
+        if (how == 0)
+            free_in_child_aborts(p, p, "double free");
+        else
+            free_in_child_aborts(p + (how == 1 ? nd_os_page_size() : 16), NULL, "invalid pointer");
+        nodal_free(p);
+    }
+}
+
+/* Two threads cut runs of the same run slabs and free them (their own and
+   each other's) at once: no two live runs overlap (each block keeps the
+   bytes written into it), and every sample is dropped at the end. */
+#define SHARED_SLOTS 64
+static void *shared_slot[SHARED_SLOTS];   /* atomic: blocks handed to whichever thread takes them */
+static unsigned long run_cells;           /* atomic: samples that were runs of a run slab */
+static void *cut_and_free(void *arg)
+{
+    unsigned id = (unsigned)(uintptr_t)arg;
+    uint64_t x = 0x9e3779b97f4a7c15ull * (id + 1);
+    void *mine[8] = { 0 };
+    for (int i = 0; i < 20000; i++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        size_t size = 1100 + (size_t)(x % 31000);
+        unsigned slot = (unsigned)(x >> 32) % 8;
+        if (mine[slot] != NULL) {
+            unsigned char *b = mine[slot];
+            size_t len = nodal_malloc_usable_size(b);
+            for (size_t k = 0; k < len; k += 256)
+                EXPECT(b[k] == (unsigned char)(uintptr_t)b, "a block's bytes to be its own");
+            /* Half to the other thread, through a shared slot. */
+            void *prev = __atomic_exchange_n(&shared_slot[(x >> 40) % SHARED_SLOTS], (x & 1) ? b : NULL,
+                                             __ATOMIC_ACQ_REL);
+            if (!(x & 1))
+                nodal_free(b);
+            if (prev != NULL)
+                nodal_free(prev);
+        }
+        unsigned char *p = nodal_malloc(size);
+        nd_page *pg = large_page_of(p);
+        if (pg != NULL && pg->sampled == ND_PROF_SLAB)
+            __atomic_add_fetch(&run_cells, 1, __ATOMIC_RELAXED);
+        memset(p, (unsigned char)(uintptr_t)p, nodal_malloc_usable_size(p));
+        mine[slot] = p;
+    }
+    for (int k = 0; k < 8; k++)
+        nodal_free(mine[k]);
+    return NULL;
+}
+
+static void runs_cut_and_freed_by_two_threads_do_not_overlap(void)
+{
+    start();
+    pthread_t t[2];
+    for (int i = 0; i < 2; i++)
+        EXPECT(pthread_create(&t[i], NULL, cut_and_free, (void *)(uintptr_t)i) == 0, "a thread");
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    for (int i = 0; i < SHARED_SLOTS; i++)
+        nodal_free(shared_slot[i]);
+    EXPECT(run_cells > 1000, "runs of run slabs among the samples, got %lu of %lu", run_cells,
+           (unsigned long)nd_prof_samples());
+    EXPECT(nd_prof_live_bytes() == 0, "no live sample once all is freed, %ld bytes", (long)nd_prof_live_bytes());
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(small_samples_share_a_slab_and_keep_their_class_size),
     ND_CASE(cells_freed_by_another_thread_drop_samples_and_free_their_slabs),
@@ -379,5 +539,8 @@ static const struct nd_case cases[] = {
     ND_CASE(a_cell_freed_twice_or_inside_aborts),
     ND_CASE(a_forked_child_frees_the_cells_of_a_thread_it_lacks),
     ND_CASE(a_request_inside_the_cut_takes_no_cell),
+    ND_CASE(medium_samples_share_run_slabs_and_take_freed_runs_again),
+    ND_CASE(a_run_freed_twice_or_inside_aborts),
+    ND_CASE(runs_cut_and_freed_by_two_threads_do_not_overlap),
 };
 ND_MAIN(cases)
