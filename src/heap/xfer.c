@@ -26,11 +26,11 @@ static inline bool nd_xfer_claim(nd_xfer_class *xc)
 static inline void nd_xfer_release(nd_xfer_class *xc) { nd_store_release(&xc->claim, 0); }
 
 /* The slots of class c: at most ND_XFER_SLOTS blocks, ND_XFER_BYTES; a
-   medium class's ND_XFER_MEDIUM_SLOTS (xfer.h). */
+   medium class's ND_XFER_MEDIUM_BLOCKS (xfer.h). */
 static inline uint32_t nd_xfer_cap_of(unsigned c)
 {
     if (!nd_class_is_small(c))
-        return ND_XFER_MEDIUM_SLOTS;
+        return ND_XFER_MEDIUM_BLOCKS;
     size_t cap = ND_XFER_BYTES / nd_class_size[c];
     return (uint32_t)(cap < ND_XFER_SLOTS ? cap : ND_XFER_SLOTS);
 }

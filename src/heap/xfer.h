@@ -62,42 +62,36 @@
    that shares a class: 512 KiB is 32 blocks of 16 KiB, two bins' worth,
    where 128 KiB held 8 (rptest -t 8, sizes 8 B-16 KiB: peak RSS 64.1 MiB
    with 128 KiB, 50.0 with 512, main 74.5; bench/ab.py 3). Every small
-   class full at once would be about 14 MiB per kind (the medium ones
-   below), but a class no cache took from for a purge delay is sent back
+   class full at once would be about 14 MiB per kind (and the medium ones
+   46 MiB), but a class no cache took from for a purge delay is sent back
    to its pages, and so are the blocks any class held all through one (its
    low-water mark: nd_tcache_xfer_sweep), and only overflows fill it. The
-   small classes' slots take about 290 KiB of metadata per kind (281 KiB of slots, each
+   slots take about 290 KiB of metadata per kind (281 KiB of slots, each
    shard's rounded up to whole cache lines, and a 12 KiB header; a kind's
    store is made on the first overflow of a cache of it that puts blocks
    in it), resident as classes use them.
    A medium class (above ND_SMALL_MAX; thread-cached up to tcache_max,
-   128 KiB by default) holds up to ND_XFER_MEDIUM_SLOTS blocks instead,
-   counted in blocks, as the hand-offs are: enough for every block a
-   program's consumers free in one burst to wait there, shared, for any
-   producer's fill. What a full store cannot take goes home to its page,
-   where only the page's owner reuses it, so each producer carved to its
-   own peak of blocks out, and the sum of those peaks, not the peak of
-   blocks in flight, was the program's footprint. 64 blocks (3 MiB of 48
-   KiB; the previous round, from 512 KiB) cut that only in part; blocks
-   carved beyond the most in flight at once, batchq -w 8 -s 49152 (a probe
-   that counted carved blocks, 10 runs each): 3,500-11,600 with 64 slots,
-   3,800-14,900 with 1,024, 1,500-6,800 with 4,096, 110-2,300 with 8,192,
-   whose store holds the queue's whole backlog (8,000 blocks at most).
-   Peak RSS with bench/ab.py 5 at a load of 15: 82.4 MiB [41.2-102.5] ->
-   66.4 [61.7-76.6], tcmalloc 66.0, of which the blocks in flight hold
-   40 -> 56 MiB (faster producers fill the queue further). The store
-   costs no memory for blocks that would otherwise wait at home: they
-   are the same free blocks, resident either way, and what sits untaken
-   through a purge delay goes home at the next sweep (its low-water
-   mark), where emptied pages are purged. Its slots are address space,
-   768 KiB per kind for the 12 medium classes (64 KiB each, 8 bytes a
-   block), resident only up to the most blocks a class ever held.
+   128 KiB by default) holds ND_XFER_MEDIUM_BLOCKS blocks instead, 1.25
+   MiB of 20 KiB to 8 MiB of 128 KiB: 512 KiB was 10 blocks of 48 KiB, a
+   tenth of the batch one producer hands over, so most of a consumer's
+   overflows went home to the producer's pages, where only that producer
+   could reuse them, and every producer carved to its own peak (batchq -w
+   8 -s 49152 with tcache_max=128k: peak RSS 62.5 MiB with 512 KiB, 54.2
+   with 2 MiB, 50.6 with 8 MiB; bench/ab.py 7). Counted in blocks, as the
+   hand-offs are, not in bytes: 8 MiB of 20 KiB blocks (409) held more than
+   the consumers' overflows needed and raised batchq -w 2 -s 20000's peak
+   RSS by 14 % (33.8 to 38.5 MiB). 768 slots per kind.
+   8,192 blocks per medium class (tried, not kept: docs/results.md,
+   "Medium blocks handed off in bursts") took the blocks carved beyond the
+   most in flight from 3,500-11,600 to 110-2,300, but the faster hand-off
+   let batchq's producers fill its queue: on a quiet machine peak RSS 42.5
+   -> 63.7 MiB and CPU x1.17 at -w 8, 19.7 -> 58.3 MiB at -w 2.
    */
 #define ND_XFER_SLOTS 2048u
 /* Kinds that may have a store: 2 .. 2 + ND_XFER_KINDS (nd_kind_of). */
 #define ND_XFER_KINDS (2 * ND_MAX_NODES)
 #define ND_XFER_BYTES (512 * ND_KiB)
-#define ND_XFER_MEDIUM_SLOTS 8192u
+#define ND_XFER_MEDIUM_BLOCKS 64u
 
 /* Shards per class (a power of two), and the slots of a cache line. */
 #define ND_XFER_SHARDS 4u
@@ -106,7 +100,7 @@
 /*
  * One shard of one class's store of one kind.
  * Invariants (while not claimed): count <= cap; the class's cap,
- * min(ND_XFER_SLOTS, ND_XFER_BYTES / class size), ND_XFER_MEDIUM_SLOTS
+ * min(ND_XFER_SLOTS, ND_XFER_BYTES / class size), ND_XFER_MEDIUM_BLOCKS
  * for a medium class (above ND_SMALL_MAX), is split evenly among its
  * shards: shard s holds cap / ND_XFER_SHARDS, one more when s < cap %
  * ND_XFER_SHARDS (nd_xfer_shard_cap); its slots are the store's

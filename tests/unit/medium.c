@@ -2,16 +2,13 @@
  * medium.c - unit tests of medium blocks (above ND_SMALL_MAX, 16 KiB, up
  * to 128 KiB) in thread caches and transfer stores: every class is cached
  * under the default tcache_max; a medium class's store holds
- * ND_XFER_MEDIUM_SLOTS blocks; a batch of medium blocks one thread
+ * ND_XFER_MEDIUM_BLOCKS blocks; a batch of medium blocks one thread
  * allocated and another freed is reused by a third thread through the
- * store, not carved again, and bursts that producers take turns to hand
- * to a consumer are reused by whichever producer comes next, so the
- * blocks ever carved stay near one burst; node-bound medium blocks never
- * reach a plain cache. The core is built with ND_DEBUG=2: every fill, flush, put and
+ * store, not carved again; node-bound medium blocks never reach a plain
+ * cache. The core is built with ND_DEBUG=2: every fill, flush, put and
  * take checks the thread cache's and the store's invariants.
  */
 #include <pthread.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -55,11 +52,10 @@ static void every_class_up_to_128_kib_is_cached_by_default(void)
     EXPECT(nd_thread_is_valid(), "the heap to be valid");
 }
 
-/* A medium class's store holds ND_XFER_MEDIUM_SLOTS blocks, 64 at
+/* A medium class's store holds ND_XFER_MEDIUM_BLOCKS blocks, 64 at
    least (a few overflows of every consumer's bin, where 512 KiB held 4
-   blocks of 128 KiB; now a consumer's whole burst), a small class's
-   ND_XFER_BYTES (at most ND_XFER_SLOTS); a put of more than that takes
-   exactly the cap. */
+   blocks of 128 KiB), a small class's ND_XFER_BYTES (at most
+   ND_XFER_SLOTS); a put of more than that takes exactly the cap. */
 static void a_medium_class_store_holds_64_blocks_at_least(void)
 {
     nodal_free(nodal_malloc(1));
@@ -67,7 +63,7 @@ static void a_medium_class_store_holds_64_blocks_at_least(void)
     EXPECT(x != NULL, "the plain store to be made");
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         size_t size = nd_class_size[c];
-        size_t cap = size > ND_SMALL_MAX ? ND_XFER_MEDIUM_SLOTS
+        size_t cap = size > ND_SMALL_MAX ? ND_XFER_MEDIUM_BLOCKS
                                          : ND_XFER_BYTES / size < ND_XFER_SLOTS ? ND_XFER_BYTES / size : ND_XFER_SLOTS;
         EXPECT(nd_xfer_cap(x, c) == cap, "class %u (%zu B) to hold %zu blocks in its store, it holds %zu", c, size, cap,
                nd_xfer_cap(x, c));
@@ -105,7 +101,7 @@ static void a_medium_class_store_holds_64_blocks_at_least(void)
    tcache_max 32 KiB, 48 KiB blocks went home to their pages one by one,
    where only their owner reuses them; with a store of 512 KiB a class, 10
    of them could wait there: 12 of 64 came back.) */
-enum { BATCH_N = 64, BATCH_SIZE = 49152 };   /* within a medium class's store */
+enum { BATCH_N = 64, BATCH_SIZE = 49152 };   /* a medium class's store holds 64 */
 static void *batch[BATCH_N];
 static void *consume_batch(void *arg)
 {
@@ -157,88 +153,6 @@ static void a_medium_batch_freed_by_another_thread_is_reused_by_a_third_through_
     EXPECT(r.from_batch >= BATCH_N - 10 && r.from_producer >= r.from_batch,
            "at least %d of the third thread's %d blocks of 48 KiB to be the batch's, through the store: %zu were "
            "(%zu of the producer's pages)", BATCH_N - 10, BATCH_N, r.from_batch, r.from_producer);
-    EXPECT(nd_thread_is_valid(), "the heap to be valid");
-    nodal_collect(1);
-}
-
-/* Producers take turns: each in its turn allocates a burst of BURST_N
-   blocks of 48 KiB, which the main thread (the consumer) then frees. The
-   consumer's overflows put the burst in the store, and the next
-   producer's fills take it from there before its heap carves, whoever
-   allocated it: over all the rounds the blocks ever handed out are about
-   one burst (its own pages' blocks and a few the consumer's bin held).
-   Before the store held a burst (64 blocks of a medium class), all but 64
-   of each burst went home to the pages of the producer that made it,
-   where only that producer reuses them: every producer carved its own
-   burst, 4 bursts' worth of blocks in all, 4 x 48 MiB of address space,
-   for one burst in flight. */
-enum { BURST_N = 1000, BURST_PRODUCERS = 4, BURST_ROUNDS = 8, BURST_SIZE = 49152, BURST_STOP = -2 };
-static void *burst[BURST_N];
-static void *burst_seen[BURST_ROUNDS * BURST_N];
-static pthread_mutex_t burst_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t burst_cv = PTHREAD_COND_INITIALIZER;
-static int burst_turn = -1;   /* the producer whose turn it is; -1: none; BURST_STOP: all exit */
-static void *burst_producer(void *arg)
-{
-    int me = (int)(intptr_t)arg;
-    nodal_free(nodal_malloc(1));   /* its cache */
-    for (;;) {
-        pthread_mutex_lock(&burst_mu);
-        while (burst_turn != me && burst_turn != BURST_STOP)
-            pthread_cond_wait(&burst_cv, &burst_mu);
-        int turn = burst_turn;
-        pthread_mutex_unlock(&burst_mu);
-        if (turn == BURST_STOP)
-            break;
-        for (int i = 0; i < BURST_N; i++) {
-            burst[i] = nodal_malloc(BURST_SIZE);
-            EXPECT(burst[i] != NULL, "malloc(%d) to succeed", BURST_SIZE);
-            memset(burst[i], me, 64);
-        }
-        pthread_mutex_lock(&burst_mu);
-        burst_turn = -1;
-        pthread_cond_broadcast(&burst_cv);
-        pthread_mutex_unlock(&burst_mu);
-    }
-    EXPECT(nd_thread_is_valid(), "producer %d's heap to be valid", me);
-    return NULL;
-}
-static int cmp_ptr(const void *a, const void *b)
-{
-    uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
-    return x < y ? -1 : x > y;
-}
-static void medium_bursts_handed_off_are_reused_by_the_next_producer_not_carved_again(void)
-{
-    nodal_free(nodal_malloc(1));
-    nodal_collect(1);   /* no store holds blocks of the class */
-    pthread_t t[BURST_PRODUCERS];
-    for (int p = 0; p < BURST_PRODUCERS; p++)
-        EXPECT(pthread_create(&t[p], NULL, burst_producer, (void *)(intptr_t)p) == 0, "pthread_create to work");
-    for (int round = 0; round < BURST_ROUNDS; round++) {
-        pthread_mutex_lock(&burst_mu);
-        burst_turn = round % BURST_PRODUCERS;
-        pthread_cond_broadcast(&burst_cv);
-        while (burst_turn != -1)
-            pthread_cond_wait(&burst_cv, &burst_mu);
-        pthread_mutex_unlock(&burst_mu);
-        memcpy(&burst_seen[round * BURST_N], burst, sizeof burst);
-        free_blocks(burst, BURST_N);   /* the consumer: this thread */
-    }
-    pthread_mutex_lock(&burst_mu);
-    burst_turn = BURST_STOP;
-    pthread_cond_broadcast(&burst_cv);
-    pthread_mutex_unlock(&burst_mu);
-    for (int p = 0; p < BURST_PRODUCERS; p++)
-        pthread_join(t[p], NULL);
-    qsort(burst_seen, BURST_ROUNDS * BURST_N, sizeof(void *), cmp_ptr);
-    size_t distinct = 0;
-    for (size_t i = 0; i < (size_t)BURST_ROUNDS * BURST_N; i++)
-        distinct += i == 0 || burst_seen[i] != burst_seen[i - 1];
-    EXPECT(distinct <= BURST_N + BURST_N / 4,
-           "%d rounds of a burst of %d blocks of 48 KiB, made by %d producers in turn and freed by one consumer, to "
-           "use at most %d distinct blocks (one burst and a quarter), they used %zu",
-           BURST_ROUNDS, BURST_N, BURST_PRODUCERS, BURST_N + BURST_N / 4, distinct);
     EXPECT(nd_thread_is_valid(), "the heap to be valid");
     nodal_collect(1);
 }
@@ -348,7 +262,6 @@ static const struct nd_case cases[] = {
     ND_CASE(every_class_up_to_128_kib_is_cached_by_default),
     ND_CASE(a_medium_class_store_holds_64_blocks_at_least),
     ND_CASE(a_medium_batch_freed_by_another_thread_is_reused_by_a_third_through_the_store),
-    ND_CASE(medium_bursts_handed_off_are_reused_by_the_next_producer_not_carved_again),
     ND_CASE(a_consumers_medium_bin_grows_and_sends_half_a_bin_per_overflow),
     ND_CASE(node_bound_medium_blocks_freed_elsewhere_stay_with_their_node),
 };
