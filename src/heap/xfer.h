@@ -81,6 +81,11 @@
    hand-offs are, not in bytes: 8 MiB of 20 KiB blocks (409) held more than
    the consumers' overflows needed and raised batchq -w 2 -s 20000's peak
    RSS by 14 % (33.8 to 38.5 MiB). 768 slots per kind.
+   8,192 blocks per medium class (tried, not kept: docs/results.md,
+   "Medium blocks handed off in bursts") took the blocks carved beyond the
+   most in flight from 3,500-11,600 to 110-2,300, but the faster hand-off
+   let batchq's producers fill its queue: on a quiet machine peak RSS 42.5
+   -> 63.7 MiB and CPU x1.17 at -w 8, 19.7 -> 58.3 MiB at -w 2.
    */
 #define ND_XFER_SLOTS 2048u
 /* Kinds that may have a store: 2 .. 2 + ND_XFER_KINDS (nd_kind_of). */
