@@ -1,0 +1,35 @@
+#!/bin/sh
+# instr-per-op.sh - instructions per operation of a nodal fast path, by
+# callgrind (the counts repeat on a busy machine, timings do not).
+#
+#   bench/instr-per-op.sh LIB MODE SIZE [NODAL_OPTIONS]
+#       build/bench/micro -m MODE -s SIZE -t 1 under LD_PRELOAD=LIB
+#       (MODE: pair, batch, ...; see micro's usage)
+#   bench/instr-per-op.sh --node BUILD SIZE
+#       the node-targeted cycle: BUILD/bench/nodepair -b nodal -s SIZE -t 1
+#       under LD_PRELOAD=BUILD/libnodal.so (its memset included)
+#
+# Runs the program twice, with 200,000 and 600,000 operations after 20,000
+# warm-up ones, and prints (Ir(600k) - Ir(200k)) / 400,000: start-up, exit
+# and warm-up cancel out. MICRO overrides the micro binary's path.
+set -eu
+if [ "${1:-}" = "--node" ]; then
+    [ $# -eq 3 ] || { echo "usage: $0 --node BUILD SIZE" >&2; exit 2; }
+    lib=$2/libnodal.so; opts=""
+    prog="$2/bench/nodepair -b nodal -s $3 -t 1 -w 20000 -n"
+else
+    [ $# -ge 3 ] || { echo "usage: $0 LIB MODE SIZE [NODAL_OPTIONS] | --node BUILD SIZE" >&2; exit 2; }
+    lib=$1; opts=${4:-}
+    prog="${MICRO:-build/bench/micro} -m $2 -s $3 -t 1 -w 20000 -n"
+fi
+ir() {
+    out=$(mktemp "${TMPDIR:-/tmp}/instr.XXXXXX")
+    LD_PRELOAD=$lib NODAL_OPTIONS=$opts valgrind --tool=callgrind --callgrind-out-file="$out" \
+        --soname-synonyms=somalloc=nouserintercepts $prog "$1" >/dev/null 2>&1
+    sed -n 's/^summary: *\([0-9]*\).*/\1/p' "$out"
+    rm -f "$out"
+}
+a=$(ir 200000)
+b=$(ir 600000)
+[ -n "$a" ] && [ -n "$b" ] || { echo "$0: callgrind gave no count" >&2; exit 1; }
+awk -v a="$a" -v b="$b" 'BEGIN { printf "%.2f\n", (b - a) / 400000 }'
