@@ -20,6 +20,7 @@
 #include "route.h"
 #include "secure.h"
 #include "shared.h"
+#include "slab.h"
 #include "topo.h"
 
 /* ---- slow paths ------------------------------------------------------------ */

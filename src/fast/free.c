@@ -34,6 +34,7 @@
 #include "prof.h"
 #include "route.h"
 #include "secure.h"
+#include "slab.h"
 
 /* The segment map says a segment starts here, but its header is not one
    nodal wrote (or no longer): memory was overwritten. */
@@ -83,7 +84,7 @@ void nd_free_twice_in_a_row(const void *p)
     nd_misuse("free", "double free", p);
 }
 
-/* prof=1: is p a live cell of a sample slab (tcache.h)? */
+/* prof=1: is p a live cell of a sample slab (slab.h)? */
 static nd_noinline bool nd_free_is_live_cell(const nd_segment *s, const nd_page *pg, const void *p)
 {
     const nd_slab_cell *cell = s->kind == ND_SEG_LARGE ? nd_slab_cell_find(pg, p) : NULL;
@@ -132,7 +133,7 @@ void nd_free_special(void *p)
     nd_huge_free(s);
 }
 
-/* prof=1: a cell of a sample slab (tcache.h), or a pointer into one that
+/* prof=1: a cell of a sample slab (slab.h), or a pointer into one that
    is not a live cell's start. */
 static nd_noinline void nd_free_slab_cell(void *p, nd_segment *s, nd_page *pg)
 {
@@ -143,7 +144,7 @@ static nd_noinline void nd_free_slab_cell(void *p, nd_segment *s, nd_page *pg)
     if (!__atomic_compare_exchange_n(&cell->live, &live, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
         nd_misuse("free", "double free", p);
     nd_prof_drop(p, cell->slot);
-    size_t bytes = nd_tcache_slab_cell_free(s, pg, cell);
+    size_t bytes = nd_slab_cell_free(s, pg, cell);
     if (bytes != 0)
         nd_thread_count_free(false, bytes);
 }

@@ -34,7 +34,7 @@
 /* Thread ids: multiples of ND_TID_STEP, never reused; below 4 steps they
    are reserved. */
 #define ND_TID_SHARED ((uintptr_t)2 * ND_TID_STEP)
-/* The nurseries' (tcache.h): shared heaps that never take a node's reserve. */
+/* The nurseries' (nursery.h): shared heaps that never take a node's reserve. */
 #define ND_TID_NURSERY ((uintptr_t)3 * ND_TID_STEP)
 /* The first thread's id (the first record's: usually the main thread). */
 #define ND_TID_FIRST ((uintptr_t)4 * ND_TID_STEP)

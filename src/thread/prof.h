@@ -17,7 +17,7 @@
  *
  * A sampled block is a cell of a sample slab (a request of a class up to
  * 1 KiB: a cell of its thread cache's cell slab; of a medium class up to
- * 32 KiB: a run of OS pages of its kind of memory's run slab; tcache.h,
+ * 32 KiB: a run of OS pages of its kind of memory's run slab; slab.h,
  * the slab's descriptor has sampled == ND_PROF_SLAB and the cell names its
  * slot) or a large or huge block (a larger sampled medium request, or one
  * no run slab has room for, gets a large block of its size rounded up to
@@ -116,7 +116,7 @@ bool nd_prof_big_due(size_t bytes) nd_hidden;
    its entry in the live table. */
 void nd_prof_record(void *p, nd_page *pg, size_t size, size_t usable, int node, bool bound) nd_hidden;
 /* The same for a block whose slot is kept elsewhere (a sample slab's cell,
-   tcache.h): its slot in the live table, ND_PROF_LIVE if not recorded
+   slab.h): its slot in the live table, ND_PROF_LIVE if not recorded
    (a full table, or the thread inside the profiler already). */
 uint32_t nd_prof_put(void *p, size_t size, size_t usable, int node, bool bound) nd_hidden;
 /* Sampled block p (descriptor pg) is freed or moves: drops its sample. */

@@ -13,6 +13,7 @@
 #include "options.h"
 #include "prof.h"
 #include "secure.h"
+#include "slab.h"
 #include "thread.h"
 
 /* ---- malloc by size ------------------------------------------------------------ */
@@ -111,7 +112,7 @@ static void *nd_route_big(nd_tcache *tc, size_t size)
 
 /* prof=1: a sampled request of class c gets a cell of one of the cache's
    sample slabs (classes up to ND_SLAB_CELL_MAX: of its cell slab; medium
-   ones up to ND_SLAB_RUN_MAX: a run of its run slab; tcache.h) or a large
+   ones up to ND_SLAB_RUN_MAX: a run of its run slab; slab.h) or a large
    block of its size (prof.h): either way every free of it takes the slow
    path, which drops the sample. Counted as a large block (the slab, when
    it is new), not as a request of its class. */

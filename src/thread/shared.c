@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include "lock.h"
+#include "nursery.h"
 #include "route.h"
 #include "tcache.h"
 
@@ -53,7 +54,7 @@ void nd_shared_stats_add(nd_snap_class *cls, nd_snap_totals *tot)
             if (tc != NULL)
                 nd_tcache_stats_add(tc, cls, tot);
         }
-    nd_tcache_nursery_stats_add(cls, tot);
+    nd_nursery_stats_add(cls, tot);
 }
 
 void nd_shared_fork_child(void)
@@ -62,5 +63,5 @@ void nd_shared_fork_child(void)
         for (int b = 0; b < 2; b++)
             if (nd_shared[n][b] != NULL)
                 nd_heap_fork_child(&nd_shared[n][b]->heap);
-    nd_tcache_nursery_fork_child();
+    nd_nursery_fork_child();
 }

@@ -21,7 +21,7 @@
 /* A block of `size` bytes aligned to `alignment` (0: none) from the shared
    heap of (node, bound). NULL with errno = ENOMEM. */
 void *nd_shared_malloc(int node, bool bound, size_t alignment, size_t size) nd_hidden;
-/* Adds the statistics of the shared heaps (the nurseries too, tcache.h)
+/* Adds the statistics of the shared heaps (the nurseries too, nursery.h)
    into cls[ND_CLASS_COUNT] and tot. */
 void  nd_shared_stats_add(nd_snap_class *cls, nd_snap_totals *tot) nd_hidden;
 /* fork(), in the child, every lock held: finishes the notifications that

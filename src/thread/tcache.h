@@ -240,48 +240,11 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_tcache {
     const uint32_t *look_arm;   /* plain: nd_tcache_look_arm, or nd_tcache_look_watched while watched; NULL for the others */
     size_t       cap_bytes;     /* sum over the bins of cap * class size (bounded by tcache_total) */
     uint64_t     prof_rng;      /* prof=1: the state of the sampling draws */
-    struct nd_slab *prof_slab;   /* prof=1: the slab its small samples take cells of (below), or NULL */
+    struct nd_slab *prof_slab;   /* prof=1: the slab its small samples take cells of (slab.h), or NULL */
     uint8_t      prof_slab_busy;   /* prof=1: its thread is cutting a cell (a signal handler's sample is not taken) */
     struct nd_secure *secure;   /* secure=1: random bins and quarantine (secure.h) */
     nd_heap      heap;
 } nd_tcache;
-
-
-/*
- * The nursery: a thread's first blocks of each small class come from
- * pages shared by the threads of its node, not from a page of its own.
- * A thread that makes a few requests of a few classes would otherwise
- * hold a page (an OS page of it resident) per class and a segment (its
- * 12 KiB header) of its own, most of what such a thread costs beyond its
- * stack (docs/how-it-works.md). A plain cache's bin (secure off) of a
- * class of at most ND_NURSERY_CLASS_MAX bytes whose heap has no page of
- * it takes its first ND_NURSERY_FILLS fills (ND_FIRST_FILL blocks, then
- * twice that, then twice again) from the nursery of its heap's node,
- * unless its thread is the process's first (ND_TID_FIRST: a program that
- * never starts a thread maps no nursery, and the first thread's pages
- * are its own as before): a heap without a cache (ND_TID_NURSERY, a
- * shared heap that never takes its node's reserve, node.h; one per node,
- * under ND_LOCK(nursery, node)), of plain
- * memory of that node, so the blocks are of the cache's kind and every
- * free of them takes the paths of any block of its kind freed by a thread
- * that does not own its page (its bin; back to the page as a remote free
- * when the bin overflows or its thread's record is taken apart). Past
- * those fills, or once its heap has a page of the class, a bin fills
- * from its own heap as before.
- */
-#define ND_NURSERY_CLASS_MAX 1024u
-#define ND_NURSERY_FILLS     3u
-/* A thread's maintenance (any thread's, once per purge_delay for each
-   nursery, skipped while another holds it; force: now): each nursery
-   takes its blocks back from their remote lists, retires its empty pages
-   and purges those past the delay, as a thread's heap does, so the
-   blocks young threads took and gave back do not stay resident. */
-void nd_tcache_nursery_maintain(uint64_t now, bool force) nd_hidden;
-/* Adds the statistics of the nurseries into cls[ND_CLASS_COUNT] and tot. */
-void nd_tcache_nursery_stats_add(nd_snap_class *cls, nd_snap_totals *tot) nd_hidden;
-/* fork(), in the child, every lock held: finishes the notifications that
-   threads lost in the fork had begun on the nurseries' pages. */
-void nd_tcache_nursery_fork_child(void) nd_hidden;
 
 /* A new thread cache with its heap for (node, bound), owner `tid`;
    `shared`: no cache (capacity 0), for the locked shared heaps. NULL when
@@ -422,107 +385,6 @@ void  nd_tcache_stats_add(const nd_tcache *tc, nd_snap_class *cls, nd_snap_total
 /* The blocks the tier call's fast path took from tc's bins for tier t
    (tier_hits), and their bytes (the sizes of the blocks the bins hold). */
 void  nd_tcache_tier_hits(const nd_tcache *tc, int t, uint64_t *blocks, uint64_t *bytes) nd_hidden;
-
-/*
- * prof=1: sample slabs. A sampled request of a class of at most
- * ND_SLAB_CELL_MAX bytes gets a cell of its thread cache's slab, a large
- * block of one OS page, rather than a large block of its own (a fresh OS
- * page and a 64 KiB chunk each): the samples of a thread share that page
- * until it is full. A sampled request of a medium class of at most
- * ND_SLAB_RUN_MAX bytes gets a run of OS pages of the run slab of its
- * kind of memory, a large block of one chunk (64 KiB) that every thread
- * cache of that kind shares, whose freed runs the next medium samples
- * take again; when no run fits, a large block of its own. Before, each
- * such sample was a large block of its own, a chunk each, so that a
- * program with a dozen medium samples live at a time kept a dozen chunks'
- * pages resident (reqresp -t 2: about 280 KiB, most of profiling's extra
- * peak RSS). The block's descriptor has sampled == ND_PROF_SLAB (both
- * kinds of slab), so every free of a cell takes the slow path (key
- * ND_KEY_LARGE) and finds its cell in the slab's header
- * (nd_slab_cell_find).
- *
- *   slab  +0                    +512
- *   | header: refs, top, cells | cell | cell |  ...  free ...  |
- *
- *   run slab +0          +4 KiB          +12 KiB   +16 KiB         +64 KiB
- *   | header (its page) | run (2 pages) | free    | run (1 page) | ...  |
- *
- * A cell slab's cells are cut in order from `top`, each at its class
- * size's natural alignment (the largest power of two dividing it, as a
- * class's blocks in a page), and never reused: a slab goes back to the
- * large pool when its last reference goes. A run slab's cell i describes
- * the run starting at OS page i (page 0 is the header's); a run is the
- * first one of free pages at its class size's natural alignment (at most
- * ND_ALIGN_NATURAL), lowest first, so a few live samples keep the same
- * few pages resident; it is taken by compare-and-swap on `used`, so
- * threads cut runs of one slab without a lock. A run slab stays while
- * profiling is on.
- * Invariants: refs = the live cells + 1 while a cache holds the slab as
- * its prof_slab, or the run slabs' table (tcache.c) holds it; the slab is
- * a large block in use of its pool while refs > 0; runs == 0 for a cell
- * slab, else the OS pages of the run slab (top, ncells unused); a cell
- * slab's cells[0, ncells) lie in [header end, top) in order, apart, each
- * aligned to its class size's natural alignment, top <= the block's
- * bytes; ncells, top and the cells' off and cls change only in the owner
- * cache's thread, before the cell is handed out; a run slab's bit i of
- * `used` is set while OS page i is the header's (bit 0, always), in a
- * live cell's run or being cut, a live cell i's run is its class size's
- * OS pages from page i, aligned as above, a cell whose cls is not
- * ND_CLASS_COUNT starts a run cut since the slab was made that no later
- * run covers but at its start, and a cell's fields change only in the
- * thread that took its run's bits; a cell's live goes 1 -> 0 once per cut,
- * by the free that takes it (compare-and-swap: a second free of it is a
- * double free), and a free clears its run's bits after it has read its
- * cell; slot is its sample's slot in the profile's live table (prof.h),
- * or ND_SLAB_NO_SLOT when it has none.
- */
-#define ND_PROF_SLAB      2u      /* nd_page.sampled of a sample slab's descriptor (1: a sampled block) */
-#define ND_SLAB_CELL_MAX  1024u   /* the largest class whose samples take cells */
-#define ND_SLAB_RUN_MAX   32768u  /* the largest class whose samples take runs of a run slab */
-#define ND_SLAB_RUN_SLABS 4u     /* run slabs of a kind of memory at most */
-#define ND_SLAB_CELLS     61u     /* cells of a slab at most: the header is 512 bytes */
-#define ND_SLAB_HEADER    512u
-#define ND_SLAB_NO_SLOT   UINT32_MAX
-typedef struct nd_slab_cell {
-    uint16_t off;                 /* from the slab's start */
-    uint8_t  cls;
-    uint8_t  live;                /* atomic */
-    uint32_t slot;
-} nd_slab_cell;
-typedef struct nd_slab {
-    uint32_t     refs;            /* atomic */
-    uint32_t     top;             /* cell slab: bytes handed out from the start, header included */
-    uint32_t     ncells;          /* cell slab, atomic: read by any thread's free */
-    uint32_t     bytes;           /* the block's bytes the cells may use */
-    uint32_t     runs;            /* 0: a cell slab; else a run slab of this many OS pages */
-    uint32_t     used;            /* run slab, atomic: its OS pages in use, a bit each */
-    nd_slab_cell cells[ND_SLAB_CELLS];   /* run slab: cell i, the run from OS page i */
-} nd_slab;
-_Static_assert(sizeof(nd_slab) <= ND_SLAB_HEADER, "a slab's header fits its 512 bytes");
-/* Does a sampled request of class c take a cell of a slab (either kind)? */
-bool nd_sample_slab_fits(unsigned c) nd_hidden;
-/* A cell for a sampled request of class c (nd_sample_slab_fits), *cellp
-   its descriptor (slot ND_SLAB_NO_SLOT): of tc's cell slab (a new one of
-   tc's kind of memory when it has none or it is full, or of another node:
-   follow_thread moved the heap), or a run of the run slab of tc's kind of
-   memory (made at its first run). NULL when out of memory, when called
-   again while the thread is in it (a signal handler), or when no run of
-   the run slab fits (a large block of its own then: route.c). */
-void *nd_sample_slab(nd_tcache *tc, unsigned c, nd_slab_cell **cellp) nd_hidden;
-/* p's cell (live or freed) when p is a cell's start in the slab of
-   descriptor pg (a large block's with sampled == ND_PROF_SLAB); else NULL. */
-nd_slab_cell *nd_slab_cell_find(const nd_page *pg, const void *p) nd_hidden;
-/* Cell `cell` of the slab of descriptor pg in segment s, just taken from
-   live (its free): its run given back (a run slab), then its reference
-   dropped (nd_tcache_slab_unref). */
-size_t nd_tcache_slab_cell_free(nd_segment *s, nd_page *pg, nd_slab_cell *cell) nd_hidden;
-/* Drops a reference to the slab of descriptor pg in segment s (a cell
-   freed); the last one frees the slab. Returns the bytes of the large
-   block freed (the caller counts its free), 0 while references remain. */
-size_t nd_tcache_slab_unref(nd_segment *s, nd_page *pg) nd_hidden;
-/* tc lets its slabs go (its record is taken apart, or the cache freed):
-   the cache's references dropped, a free counted in tc's statistics. */
-void nd_tcache_slab_drop(nd_tcache *tc) nd_hidden;
 
 /* Debug check of the invariants of the bins and the heap. */
 bool  nd_tcache_is_valid(const nd_tcache *tc) nd_hidden;

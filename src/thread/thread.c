@@ -16,9 +16,11 @@
 #include "lock.h"
 #include "meta.h"
 #include "node.h"
+#include "nursery.h"
 #include "options.h"
 #include "os.h"
 #include "secure.h"
+#include "slab.h"
 #include "topo.h"
 
 /* ---- the static tcaches and records, and TLS ------------------------------ */
@@ -488,7 +490,7 @@ static void nd_thread_maintain(nd_thread *t, bool force)
         nd_heap_maintain(&tcs[i]->heap, now, force);
         nd_assert2(nd_tcache_is_valid(tcs[i]));
     }
-    nd_tcache_nursery_maintain(now, force);
+    nd_nursery_maintain(now, force);
     nd_large_maintain(now, force);
     nd_assert2(nd_large_is_valid());
     nd_thread_pool_age(now, force);
@@ -710,7 +712,7 @@ void nd_thread_collect(bool purge_all)
     }
     nd_large_maintain(now, purge_all);
     nd_thread_pool_age(now, purge_all);
-    nd_tcache_nursery_maintain(now, purge_all);   /* after the records taken apart gave their blocks back */
+    nd_nursery_maintain(now, purge_all);   /* after the records taken apart gave their blocks back */
 }
 
 /* ---- statistics ----------------------------------------------------------------- */

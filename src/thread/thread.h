@@ -149,7 +149,7 @@ bool  nd_thread_count_request(nd_tcache *tc, unsigned c) nd_hidden;
 void  nd_thread_prof_rearm(void) nd_hidden;
 /* nodal_collect: the calling thread's caches and heaps (if it has any), large
    segments, pooled thread records (those past their wait, or all), then
-   the nurseries (tcache.h; at once with purge_all). */
+   the nurseries (nursery.h; at once with purge_all). */
 void  nd_thread_collect(bool purge_all) nd_hidden;
 
 /* Statistics counted on behalf of the calling thread (or of threads

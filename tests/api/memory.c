@@ -508,7 +508,7 @@ static void *few_requests_of_six_classes(void *arg)
 }
 
 /* Threads other than the first take their first blocks of small classes
-   from their node's nursery (tcache.h), pages they share: once they have
+   from their node's nursery (nursery.h), pages they share: once they have
    exited and given them back, nodal_collect(1) leaves none of its pages
    in use (active as before the threads), however many threads took
    blocks there. Before the nurseries' maintenance (586835c) the nursery

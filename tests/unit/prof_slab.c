@@ -1,6 +1,6 @@
 /*
  * prof_slab.c - unit tests of the heap profile's sample slabs
- * (src/thread/tcache.h): a sampled request of a class of at most 1 KiB
+ * (src/thread/slab.h): a sampled request of a class of at most 1 KiB
  * takes a cell of its thread cache's slab, one OS page shared by the
  * thread's samples, not an OS page of its own; its usable size is its
  * class size; a cell freed by any thread drops its sample, and a slab
@@ -29,6 +29,7 @@
 #include "page.h"
 #include "prof.h"
 #include "segment.h"
+#include "slab.h"
 #include "tcache.h"
 
 #define RATE  256          /* bytes between samples: a 64-byte request is sampled with p = 0.22 */
