@@ -1,7 +1,8 @@
 /*
  * nursery.c - the nurseries (see nursery.h): per node, the shared heap
  * whose pages serve the first blocks of each small class to threads'
- * plain caches; its take, maintenance, statistics and fork.
+ * plain caches; its take and maintenance (its statistics and fork: with
+ * the shared heaps', shared.c).
  */
 #include "nursery.h"
 
@@ -46,7 +47,7 @@ void nd_nursery_maintain(uint64_t now, bool force)
     uint64_t delay = (uint64_t)nd_opt(ND_OPT_purge_delay);
     for (int i = 0; i < nd_topo.mem_count; i++) {
         int node = nd_topo.mem_ids[i];
-        nd_tcache *nu = nd_load_acquire(&nd_nursery[node]);
+        nd_tcache *nu = nd_nursery_of(node);
         if (nu == NULL || !nd_trylock(ND_LOCK(nursery, node)))
             continue;
         if (force || now >= nu->heap.clock_ms + delay) {
@@ -57,18 +58,7 @@ void nd_nursery_maintain(uint64_t now, bool force)
     }
 }
 
-void nd_nursery_stats_add(nd_snap_class *cls, nd_snap_totals *tot)
+nd_tcache *nd_nursery_of(int node)
 {
-    for (int n = 0; n < ND_MAX_NODES; n++) {
-        nd_tcache *nu = nd_load_acquire(&nd_nursery[n]);
-        if (nu != NULL)
-            nd_tcache_stats_add(nu, cls, tot);
-    }
-}
-
-void nd_nursery_fork_child(void)
-{
-    for (int n = 0; n < ND_MAX_NODES; n++)
-        if (nd_nursery[n] != NULL)
-            nd_heap_fork_child(&nd_nursery[n]->heap);
+    return nd_load_acquire(&nd_nursery[node]);
 }

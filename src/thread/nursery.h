@@ -42,11 +42,10 @@
    and purges those past the delay, as a thread's heap does, so the
    blocks young threads took and gave back do not stay resident. */
 void nd_nursery_maintain(uint64_t now, bool force) nd_hidden;
-/* Adds the statistics of the nurseries into cls[ND_CLASS_COUNT] and tot. */
-void nd_nursery_stats_add(nd_snap_class *cls, nd_snap_totals *tot) nd_hidden;
-/* fork(), in the child, every lock held: finishes the notifications that
-   threads lost in the fork had begun on the nurseries' pages. */
-void nd_nursery_fork_child(void) nd_hidden;
+/* The nursery of `node` (a cache without capacity whose heap is it), or
+   NULL while it has none (read with acquire: its statistics and fork
+   child, shared.c, walk it with the shared heaps). */
+nd_tcache *nd_nursery_of(int node) nd_hidden;
 
 /* Does a fill of tc's bin of class cls, whose fill bound is `fill`
    (before it doubles: ND_FIRST_FILL at the bin's first fill), take its

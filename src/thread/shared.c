@@ -46,22 +46,31 @@ void *nd_shared_malloc(int node, bool bound, size_t alignment, size_t size)
     return p;
 }
 
+/* The locked heaps of node n without a cache of their own: the shared
+   heaps (i = 0 plain, 1 bound) and the nursery (2, nursery.h); NULL where
+   there is none yet. */
+#define ND_SHARED_PER_NODE 3
+static nd_tcache *nd_shared_at(int n, int i)
+{
+    return i < 2 ? nd_load_acquire(&nd_shared[n][i]) : nd_nursery_of(n);
+}
+
 void nd_shared_stats_add(nd_snap_class *cls, nd_snap_totals *tot)
 {
     for (int n = 0; n < ND_MAX_NODES; n++)
-        for (int b = 0; b < 2; b++) {
-            nd_tcache *tc = nd_load_acquire(&nd_shared[n][b]);
+        for (int i = 0; i < ND_SHARED_PER_NODE; i++) {
+            nd_tcache *tc = nd_shared_at(n, i);
             if (tc != NULL)
                 nd_tcache_stats_add(tc, cls, tot);
         }
-    nd_nursery_stats_add(cls, tot);
 }
 
 void nd_shared_fork_child(void)
 {
     for (int n = 0; n < ND_MAX_NODES; n++)
-        for (int b = 0; b < 2; b++)
-            if (nd_shared[n][b] != NULL)
-                nd_heap_fork_child(&nd_shared[n][b]->heap);
-    nd_nursery_fork_child();
+        for (int i = 0; i < ND_SHARED_PER_NODE; i++) {
+            nd_tcache *tc = nd_shared_at(n, i);
+            if (tc != NULL)
+                nd_heap_fork_child(&tc->heap);
+        }
 }

@@ -25,12 +25,10 @@ size_t nd_slab_unref(nd_segment *s, nd_page *pg)
     return nd_large_free(s, pg, slab);
 }
 
-void nd_tcache_slab_drop(nd_tcache *tc)
+/* Drops a reference tc held on slab; a free of the slab (its last
+   reference) is counted in tc's statistics. */
+static void nd_slab_release(nd_tcache *tc, nd_slab *slab)
 {
-    nd_slab *slab = tc->prof_slab;
-    if (slab == NULL)
-        return;
-    tc->prof_slab = NULL;
     size_t bytes = nd_slab_unref(nd_seg_base(slab), nd_slab_page(slab));
     if (bytes != 0) {
         nd_count_inc(&tc->heap.stats.large_frees);
@@ -38,10 +36,40 @@ void nd_tcache_slab_drop(nd_tcache *tc)
     }
 }
 
+void nd_tcache_slab_drop(nd_tcache *tc)
+{
+    nd_slab *slab = tc->prof_slab;
+    if (slab == NULL)
+        return;
+    tc->prof_slab = NULL;
+    nd_slab_release(tc, slab);
+}
+
 /* The run slabs of each kind of memory (node, bound), tried in order: the
    first made at the first run, the next one when no run of those before
    it fits (atomic: NULL until then), kept while profiling is on. */
 static nd_slab *nd_slab_runs[ND_MAX_NODES][2][ND_SLAB_RUN_SLABS];
+
+/* The run slabs of tc's kind of memory. */
+static nd_slab **nd_slab_runs_of_kind(const nd_tcache *tc)
+{
+    return nd_slab_runs[tc->heap.node][tc->heap.bound ? 1 : 0];
+}
+
+/* A run of class size `size` (more than ND_SLAB_CELL_MAX): the bits of
+   `used` its OS pages take, from bit 0, and the alignment it starts at
+   (its size's lowest bit, at most ND_ALIGN_NATURAL). */
+static uint32_t nd_slab_run_mask(uint32_t size)
+{
+    size_t ps = nd_os_page_size();
+    uint32_t k = (uint32_t)((size + ps - 1) / ps);
+    return k >= 32 ? UINT32_MAX : (1u << k) - 1;
+}
+static size_t nd_slab_run_align(uint32_t size)
+{
+    size_t low = (size_t)(size & -size);
+    return low < ND_ALIGN_NATURAL ? low : ND_ALIGN_NATURAL;
+}
 
 /* The OS pages of a run slab (one chunk), or 0 where the OS page is too
    large for runs (fewer than 4 pages to a chunk; more than 32 do not fit
@@ -89,15 +117,6 @@ static nd_slab *nd_slab_new(nd_tcache *tc, bool runs)
     return slab;
 }
 
-/* A slab just made that no one will use (its reference dropped, the
-   free counted in tc's statistics). */
-static void nd_free_slab_lost(nd_tcache *tc, nd_slab *slab)
-{
-    size_t bytes = nd_slab_unref(nd_seg_base(slab), nd_slab_page(slab));
-    nd_count_inc(&tc->heap.stats.large_frees);
-    nd_count_add(&tc->heap.stats.large_bytes_freed, bytes);
-}
-
 /* The run of a run slab for class c: the first free pages at its
    alignment, taken by compare-and-swap on `used` (any thread), its cell
    set (live); NULL when none fits. */
@@ -106,9 +125,9 @@ static void *nd_slab_run_cut(nd_slab *slab, unsigned c, nd_slab_cell **cellp)
     size_t ps = nd_os_page_size();
     uint32_t size = nd_class_size[c];
     uint32_t k = (uint32_t)((size + ps - 1) / ps);
-    size_t align = (size_t)(size & -size) < ND_ALIGN_NATURAL ? (size_t)(size & -size) : ND_ALIGN_NATURAL;
+    size_t align = nd_slab_run_align(size);
     uint32_t step = align > ps ? (uint32_t)(align / ps) : 1;
-    uint32_t run = k >= 32 ? UINT32_MAX : (1u << k) - 1;
+    uint32_t run = nd_slab_run_mask(size);
     uint32_t used = nd_load_acquire(&slab->used);
     for (uint32_t i = step; i + k <= slab->runs;) {
         if ((used & (run << i)) != 0) {
@@ -138,7 +157,7 @@ static void *nd_slab_run_cut(nd_slab *slab, unsigned c, nd_slab_cell **cellp)
    when out of memory). */
 static nd_slab *nd_slab_runs_of(nd_tcache *tc, unsigned k)
 {
-    nd_slab **at = &nd_slab_runs[tc->heap.node][tc->heap.bound ? 1 : 0][k];
+    nd_slab **at = &nd_slab_runs_of_kind(tc)[k];
     nd_slab *slab = nd_load_acquire(at);
     if (slab != NULL)
         return slab;
@@ -147,7 +166,7 @@ static nd_slab *nd_slab_runs_of(nd_tcache *tc, unsigned k)
         return NULL;
     if (__atomic_compare_exchange_n(at, &none, made, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return made;
-    nd_free_slab_lost(tc, made);   /* another thread's was first */
+    nd_slab_release(tc, made);   /* another thread's was first: no one uses it */
     return none;
 }
 
@@ -155,10 +174,8 @@ size_t nd_slab_cell_free(nd_segment *s, nd_page *pg, nd_slab_cell *cell)
 {
     nd_slab *slab = (nd_slab *)pg->start;
     if (slab->runs != 0) {
-        size_t ps = nd_os_page_size();
         uint32_t i = (uint32_t)(cell - slab->cells);
-        uint32_t k = (uint32_t)((nd_class_size[cell->cls] + ps - 1) / ps);
-        uint32_t run = k >= 32 ? UINT32_MAX : (1u << k) - 1;
+        uint32_t run = nd_slab_run_mask(nd_class_size[cell->cls]);
         __atomic_fetch_and(&slab->used, ~(run << i), __ATOMIC_RELEASE);   /* the owner may cut it again now */
     }
     return nd_slab_unref(s, pg);
@@ -261,7 +278,7 @@ bool nd_slab_runs_are_valid(const nd_tcache *tc)
         return true;
     size_t ps = nd_os_page_size();
     for (unsigned k = 0; k < ND_SLAB_RUN_SLABS; k++) {
-        nd_slab *slab = nd_load_acquire(&nd_slab_runs[tc->heap.node][tc->heap.bound ? 1 : 0][k]);
+        nd_slab *slab = nd_load_acquire(&nd_slab_runs_of_kind(tc)[k]);
         if (slab == NULL)
             continue;
         const nd_page *pg = nd_slab_page(slab);
@@ -275,7 +292,7 @@ bool nd_slab_runs_are_valid(const nd_tcache *tc)
             if (!nd_load_acquire(&cell->live) || cls >= ND_CLASS_COUNT)
                 continue;
             uint32_t size = nd_class_size[cls];
-            size_t align = (size_t)(size & -size) < ND_ALIGN_NATURAL ? (size_t)(size & -size) : ND_ALIGN_NATURAL;
+            size_t align = nd_slab_run_align(size);
             if (size <= ND_SLAB_CELL_MAX || size > ND_SLAB_RUN_MAX || i + (size + ps - 1) / ps > slab->runs ||
                 (i * ps) % align != 0)
                 return false;
