@@ -25,13 +25,17 @@
  *   nd_bin_activate in tcache.c), so the slots a thread touches are those
  *   of the classes it uses, and an all-zero cache (thread.c's static
  *   empty and dead ones, in .bss) is one whose every call takes the slow
- *   path. A bin's slots come from two areas after the struct: the start
+ *   path. A bin's slots come from three areas after the struct: the start
  *   area, where every bin has twice its starting capacity (4 to 64 slots)
- *   and a sentinel, one bin after the other, and the large area, cap_max
- *   slots and a sentinel per bin, where a bin moves (its blocks copied)
- *   when it grows past its room in the first. A thread that makes a few requests of a few
+ *   and a sentinel, one bin after the other; the middle area, 256 slots
+ *   and a sentinel for each bin whose cap_max is larger, one after the
+ *   other; and the large area, cap_max slots and a sentinel per bin. A
+ *   bin moves (its blocks copied) to the next area that has room for it
+ *   when it grows past its room in the one it is in. A thread that makes a few requests of a few
  *   classes touches a page or two of the start area, not a page of slots
- *   per class (16 KiB of them apart for the small classes).
+ *   per class (16 KiB of them apart for the small classes), and one whose
+ *   busy classes hold 64-256 blocks each touches a page of the middle
+ *   area for two of them, not one per class.
  *
  * tick counts requests down; when the fast path takes it to 0 it goes to
  * the slow path, which adds the value the tick was armed with (info.armed)
@@ -65,7 +69,9 @@
  * or cap_max != 0, *empty == NULL and empty is one of its own
  * sentinel slots: info.start_end, in the cache's start area, while
  * info.cap is at most its room there (nd_bin_start_room: twice its
- * starting capacity) and it never grew past it, else info.slot_end, in the
+ * starting capacity) and it never grew past it, else info.mid_end (when
+ * nonzero), in the middle area, while info.cap is at most its room there
+ * (ND_BIN_MID_ROOM) and it never grew past it, else info.slot_end, in the
  * large area (tcache.c: nd_bin_activate, nd_tcache_grow); [cur, empty) are free blocks of the bin's class, each
  * carrying the freed-block mark (page.h), from pages of the tcache's kind
  * of memory: its heap's pages, and pages of other heaps of that kind whose
@@ -138,6 +144,7 @@ typedef struct nd_bin_info {
     uint32_t cap_max;
     uint32_t slot_end;   /* the bin's sentinel slot in the large area: cap_max slots below it are its own */
     uint32_t start_end;  /* its sentinel slot in the start area: nd_bin_start_capacity slots below it */
+    uint32_t mid_end;    /* its sentinel slot in the middle area, ND_BIN_MID_ROOM slots below it, or 0: no room there */
     uint32_t low_water;  /* fewest blocks seen cached since the last GC pass
                             (sampled at fills and tick roll-overs), or
                             ND_NO_SAMPLE */

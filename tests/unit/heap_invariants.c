@@ -237,6 +237,67 @@ static void a_cache_gives_slots_only_to_the_classes_a_thread_uses(void)
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the thread exited");
 }
 
+/* A thread whose busy classes each cycle a hundred blocks (a working set
+   past the bin's start room, not past 256 blocks) keeps their bins in the
+   cache's middle area, two to an OS page, not each at the top of its own
+   large room (tcache.h: 16 KiB apart for 64-byte blocks): the slots its
+   16 bins (classes of 64-896 B) may fill span at most 10 OS pages, their
+   2 KiB rooms there. On main f0a54d9 (start and large areas only) they
+   span 23. */
+#define MID_CLASSES 16
+#define MID_BLOCKS 100
+static void *cycle_a_hundred_blocks_of_sixteen_classes(void *arg)
+{
+    (void)arg;
+    static __thread void *p[MID_CLASSES][MID_BLOCKS];
+    nd_tcache *tc = nd_thread_start();
+    EXPECT(tc != NULL, "the thread to start");
+    for (int round = 0; round < 2; round++) {
+        for (int c = 0; c < MID_CLASSES; c++)
+            for (int i = 0; i < MID_BLOCKS; i++) {
+                p[c][i] = nodal_malloc(nd_class_size[nd_class_of(64) + (unsigned)c]);
+                EXPECT(p[c][i] != NULL, "nodal_malloc of class %u to succeed", nd_class_of(64) + (unsigned)c);
+            }
+        for (int c = 0; c < MID_CLASSES; c++)
+            for (int i = 0; i < MID_BLOCKS; i++)
+                nodal_free(p[c][i]);
+    }
+    size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+    uintptr_t start_end = 0;   /* the start area's end: past every bin's room there */
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
+        if (tc->binfo[c].cap_max != 0 && (uintptr_t)((void **)(tc + 1) + tc->binfo[c].start_end) > start_end)
+            start_end = (uintptr_t)((void **)(tc + 1) + tc->binfo[c].start_end);
+    uintptr_t pages[2 * MID_CLASSES + 2];
+    size_t n = 0;
+    for (int k = 0; k < MID_CLASSES; k++) {
+        unsigned c = nd_class_of(64) + (unsigned)k;
+        const nd_bin *b = &tc->bins[c];
+        EXPECT(tc->binfo[c].cap > 64 && tc->binfo[c].cap <= 256,
+               "a bin that cycles %d blocks to have grown past its start room, to at most 256 (class %u: cap %u)", MID_BLOCKS, c,
+               tc->binfo[c].cap);
+        EXPECT((uintptr_t)b->empty > start_end, "the bin to have left the start area");
+        for (uintptr_t a = (uintptr_t)b->low / ps; a <= (uintptr_t)b->empty / ps; a++) {
+            size_t j = 0;
+            while (j < n && pages[j] != a)
+                j++;
+            if (j == n && n < sizeof pages / sizeof pages[0])
+                pages[n++] = a;
+        }
+    }
+    EXPECT(n <= 10, "the slots of %d bins of up to 256 blocks to span at most 10 OS pages (their rooms in the middle area), "
+           "they span %zu", MID_CLASSES, n);
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    return NULL;
+}
+
+static void busy_bins_of_a_few_hundred_blocks_share_pages_of_slots(void)
+{
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, cycle_a_hundred_blocks_of_sixteen_classes, NULL) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the thread exited");
+}
+
 /* A producer's bin (its thread allocates and never frees: every fill finds
    it dry again) grows for bigger fills only up to 16 KiB worth of blocks
    or 64 of them (tcache.h), not to tcache_count: the blocks it would hold
@@ -1673,7 +1734,7 @@ static void segments_without_a_slot_free_through_the_segment_map(void)
     static const size_t sizes[] = { 16, 64, 200, 1000, 5000, 40000, 200 << 10, 3 << 20, 9 << 20 };
     enum { N = 600 };
     static void *blocks[N];
-    for (int round = 0; round < 4; round++) {
+    for (int round = 0; round < 2; round++) {
         for (int i = 0; i < N; i++) {
             size_t n = sizes[(unsigned)(i + round) % (sizeof sizes / sizeof sizes[0])];
             if (n > ND_SEG_SIZE && i % 16 != 0)
@@ -1719,6 +1780,7 @@ static const struct nd_case cases[] = {
     ND_CASE(random_operations_keep_the_heap_valid),
     ND_CASE(a_cache_gives_slots_only_to_the_classes_a_thread_uses),
     ND_CASE(a_producers_bin_grows_to_16_kib_at_most),
+    ND_CASE(busy_bins_of_a_few_hundred_blocks_share_pages_of_slots),
     ND_CASE(a_bin_in_a_run_of_requests_refills_whole_from_free_blocks_only),
     ND_CASE(a_bin_in_a_run_of_frees_sends_the_whole_bin_home),
     ND_CASE(batches_that_fit_the_bin_settle_after_a_flush),
