@@ -379,7 +379,7 @@ __attribute__((constructor(102))) static void nd_profile_init(void)
         if (nd_opt(ND_OPT_stats_every) > 0)
             nd_os_keep_stderr();
         nd_profile_helper_start();
-        pthread_atfork(NULL, NULL, nd_profile_fork_child);
+        nd_os_atfork(NULL, NULL, nd_profile_fork_child);
     }
 }
 

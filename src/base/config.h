@@ -113,6 +113,11 @@ _Static_assert(ND_LOOKUP_MAX % ND_QUANTUM == 0, "lookup table steps by the quant
 #define nd_inline      static inline __attribute__((always_inline))
 #define nd_noinline    __attribute__((noinline))
 #define nd_cold        __attribute__((cold, noinline))
+/* A function every process runs in a file whose other code runs only on
+   request (CMakeLists.txt: ND_SOURCES): placed with the hot code
+   (.text.hot, before the rest of the text), not at the end with its
+   file's. */
+#define nd_hot         __attribute__((hot))
 #define nd_hidden      __attribute__((visibility("hidden")))
 #define nd_public      __attribute__((visibility("default")))
 #define nd_aligned(n)  __attribute__((aligned(n)))

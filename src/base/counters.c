@@ -6,7 +6,7 @@
 
 nd_gauges nd_gauge;
 
-void nd_gauge_add_peak(size_t *gauge, size_t *peak, long delta)
+nd_hot void nd_gauge_add_peak(size_t *gauge, size_t *peak, long delta)
 {
     size_t now = __atomic_add_fetch(gauge, (size_t)delta, __ATOMIC_RELAXED);
     if (delta <= 0)
@@ -17,7 +17,7 @@ void nd_gauge_add_peak(size_t *gauge, size_t *peak, long delta)
 }
 
 #define ND_ADD_SNAP_CLASS(n, k, sc, so, u, l, m) ND_IF_##sc(, dst->n += src->n;, , )
-void nd_snap_class_add(nd_snap_class *dst, const nd_snap_class *src)
+nd_hot void nd_snap_class_add(nd_snap_class *dst, const nd_snap_class *src)
 {
     ND_STATS_TABLE(ND_ADD_SNAP_CLASS)
 }

@@ -15,6 +15,7 @@
 #include <execinfo.h>
 #include <link.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -623,6 +624,20 @@ bool nd_os_wait_input(int fd, int timeout_ms)
     }
     errno = saved;
     return got;
+}
+
+#if defined(__GLIBC__)
+extern int __register_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void), void *dso);
+extern void *__dso_handle __attribute__((weak, visibility("hidden")));
+#endif
+
+int nd_os_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void))
+{
+#if defined(__GLIBC__)
+    return __register_atfork(prepare, parent, child, &__dso_handle == NULL ? NULL : __dso_handle);
+#else
+    return pthread_atfork(prepare, parent, child);
+#endif
 }
 
 bool nd_os_on_signal(int sig, void (*handler)(int))

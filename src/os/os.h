@@ -187,6 +187,13 @@ bool        nd_os_pipe(int fds[2]) nd_hidden;
 bool        nd_os_wait_input(int fd, int timeout_ms) nd_hidden;
 /* Installs handler for signal sig (SA_RESTART); false when sig is invalid. */
 bool        nd_os_on_signal(int sig, void (*handler)(int)) nd_hidden;
+/* pthread_atfork's handlers (any may be NULL): registered with glibc's
+   __register_atfork directly, for this library (glibc's pthread_atfork is
+   a stub of libc_nonshared.a that the link puts after all of nodal's
+   code, at the end of its text: a start-up call there maps the last 64
+   KiB of the library's code, which no process needs otherwise:
+   CMakeLists.txt, ND_SOURCES). Returns pthread_atfork's. */
+int         nd_os_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void)) nd_hidden;
 /* Writes len bytes to fd once (for a signal handler; errno kept). */
 void        nd_os_signal_write(int fd, const void *buf, size_t len) nd_hidden;
 

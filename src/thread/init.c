@@ -88,7 +88,7 @@ void nd_process_init(void)
     nd_unlock(ND_LOCK(init, 0));
     if (nd_load_acquire(&nd_process_state) == 2 &&
         __atomic_exchange_n(&nd_atfork_done, 1, __ATOMIC_ACQ_REL) == 0)
-        pthread_atfork(nd_fork_prepare, nd_fork_parent, nd_fork_child);
+        nd_os_atfork(nd_fork_prepare, nd_fork_parent, nd_fork_child);
 }
 
 __attribute__((constructor(101))) static void nd_constructor(void)

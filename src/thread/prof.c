@@ -143,7 +143,7 @@ static __thread uint8_t nd_prof_busy;
 static __thread int64_t  nd_prof_big_left;
 static __thread uint64_t nd_prof_big_rng;
 
-bool nd_prof_is_on(void) { return nd_load_relaxed(&nd_tcache_prof_rate) != 0; }
+nd_hot bool nd_prof_is_on(void) { return nd_load_relaxed(&nd_tcache_prof_rate) != 0; }
 int64_t nd_prof_rate(void) { return nd_load_relaxed(&nd_tcache_prof_rate); }
 const nd_prof_site *nd_prof_sites(void) { return nd_prof_site_tab; }
 int64_t nd_prof_live_bytes(void)

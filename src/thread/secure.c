@@ -23,7 +23,7 @@
 #include "os.h"
 #include "tcache.h"
 
-void nd_secure_init(void)
+nd_hot void nd_secure_init(void)
 {
     if (nd_secure_on() && !nd_secure_full())
         nd_class_pad_requests(ND_SECURE_TAIL);
@@ -149,7 +149,7 @@ void nd_secure_reseed(nd_secure *sc)
     sc->rng = nd_os_random() ^ (uint64_t)(uintptr_t)sc;
 }
 
-bool nd_secure_attach(nd_tcache *tc)
+nd_hot bool nd_secure_attach(nd_tcache *tc)
 {
     if (!nd_secure_on() || tc->heap.shared)
         return true;
@@ -160,7 +160,7 @@ bool nd_secure_attach(nd_tcache *tc)
     return true;
 }
 
-void nd_secure_detach(nd_tcache *tc)
+nd_hot void nd_secure_detach(nd_tcache *tc)
 {
     tc->heap.carve_rng = NULL;
     if (tc->secure != NULL)
@@ -398,7 +398,7 @@ void nd_secure_flush_quarantine(nd_tcache *tc)
         nd_secure_evict(tc);
 }
 
-void nd_secure_flush(nd_tcache *tc)
+nd_hot void nd_secure_flush(nd_tcache *tc)
 {
     nd_secure *sc = tc->secure;
     if (sc == NULL)

@@ -6,12 +6,15 @@
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "api.h"
 #include "check.h"
@@ -380,6 +383,78 @@ static void the_writable_data_of_nodal_stays_small(void)
 }
 #endif
 
+#ifndef ND_TEST_PREFIX_ONLY
+/* A thread of a program that makes plain requests runs none of the code
+   that nodal places at the end of libnodal.so's text (the statistics
+   reports, the heap profile and its unwinder, secure=1, the node and
+   tier calls, large and huge blocks: CMakeLists.txt, ND_SOURCES), over
+   64 KiB of it, so the kernel, which maps a library's cached pages in
+   aligned runs of 64 KiB around a page a process runs (fault-around),
+   never maps the text's last page: it counts in no such program's RSS.
+   On main f0a54d9 it was mapped in every process: it held glibc's
+   pthread_atfork (a stub of libc_nonshared.a, linked after all of
+   nodal's objects), which nodal's start-up calls; nodal registers its
+   fork handlers with __register_atfork now (os.c). */
+static void *small_requests_of_a_thread(void *arg)
+{
+    const struct nd_api *A = arg;
+    void *p[64];
+    for (int i = 0; i < 64; i++) {
+        p[i] = A->malloc(16 + 16 * (size_t)(i % 16));
+        EXPECT(p[i] != NULL, "%s to return a block", nd_fn("malloc"));
+    }
+    for (int i = 0; i < 64; i++)
+        A->free(p[i]);
+    return NULL;
+}
+
+static void the_last_page_of_nodals_code_stays_unmapped_in_a_plain_program(void)
+{
+#ifdef ND_TEST_SANITIZER
+    SKIP("a sanitizer's runtime decides which code runs");
+#endif
+    const char *opts = getenv("NODAL_OPTIONS");
+    if (opts != NULL && opts[0] != '\0')
+        SKIP("NODAL_OPTIONS=%s may ask for the code placed at the end", opts);
+    const struct nd_api *A = nd_api();
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, small_requests_of_a_thread, (void *)A) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+    small_requests_of_a_thread((void *)A);
+    Dl_info di;
+    char obj[PATH_MAX];
+    if (!dladdr((const void *)A->malloc, &di) || di.dli_fname == NULL || strstr(di.dli_fname, "libnodal") == NULL ||
+        realpath(di.dli_fname, obj) == NULL)
+        SKIP("nodal is not a shared library here (%s)", di.dli_fname != NULL ? di.dli_fname : "?");
+    FILE *f = fopen("/proc/self/maps", "r");
+    EXPECT(f != NULL, "/proc/self/maps to be readable");
+    char line[PATH_MAX + 128];
+    unsigned long end = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long a, b;
+        char perm[8];
+        int at = 0;
+        if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &a, &b, perm, &at) >= 3 && at > 0 && perm[2] == 'x') {
+            char *path = line + at;
+            path[strcspn(path, "\n")] = '\0';
+            if (strcmp(path, obj) == 0)
+                end = b;
+        }
+    }
+    fclose(f);
+    EXPECT(end != 0, "to find the code of %s in /proc/self/maps", obj);
+    long ps = sysconf(_SC_PAGESIZE);
+    int fd = open("/proc/self/pagemap", O_RDONLY);
+    EXPECT(fd >= 0, "/proc/self/pagemap to be readable");
+    uint64_t e = 0;
+    EXPECT(pread(fd, &e, sizeof e, (off_t)((end - (unsigned long)ps) / (unsigned long)ps * sizeof e)) == sizeof e,
+           "to read the last code page's entry in /proc/self/pagemap");
+    close(fd);
+    EXPECT((e >> 63) == 0, "the last page of nodal's code (%s, ending at %#lx) not to be mapped in a program that made "
+           "plain requests from two threads", obj, end);
+}
+#endif
+
 static const struct nd_case cases[] = {
     ND_CASE(malloc_returns_16_byte_aligned_blocks),
     ND_CASE(usable_size_is_at_least_the_request),
@@ -395,6 +470,7 @@ static const struct nd_case cases[] = {
 #ifndef ND_TEST_PREFIX_ONLY
     ND_CASE(std_and_prefix_names_share_one_heap),
     ND_CASE(the_writable_data_of_nodal_stays_small),
+    ND_CASE(the_last_page_of_nodals_code_stays_unmapped_in_a_plain_program),
 #endif
 };
 ND_MAIN(cases)
