@@ -314,7 +314,8 @@ nd_slab_cell *nd_slab_cell_find(const nd_page *pg, const void *p)
 /* Debug check of the run slabs of tc's kind of memory, from any thread
    while others cut and free runs: what holds of each cell however the
    others move (a live cell's class, its run inside the slab at its
-   alignment), the header's page taken, the slab's size; whether a live
+   alignment), the descriptor naming this header, no page past the slab's
+   taken, the slab's size; whether a live
    cell's pages are all taken, and that no two runs overlap, hold only
    between a cut and a free (no snapshot of `used` and the cells at once
    is taken), and the cut asserts them as it takes a run. */
