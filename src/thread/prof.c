@@ -41,6 +41,15 @@ typedef struct nd_prof_memo {
     uint32_t  delta[ND_PROF_FRAMES];   /* frame k's return address is at s0 + delta[k] */
 } nd_prof_memo;
 
+/* The sites are handed out in order (nd_prof_t.nsites, atomic), so a
+   program's few stacks fill the first OS pages of their table; their index
+   by stack hash is two tables of growing size (below): the first one half
+   an OS page of nodal's data that it shares with the first memo entries
+   (a mapping of its own was one more page resident), the second mapped at
+   start. */
+#define ND_PROF_IDX0   512u                       /* entries of the first index table */
+#define ND_PROF_IDX1   (2 * ND_PROF_SITES)        /* of the second */
+
 /* The profile's small tables, together: what every sample reads or writes
    of them (the frame sizes, the memo's sets, the stripes, the live table's
    page bits, the tables' addresses and counts: 3.9 KiB) lies on one OS
@@ -63,7 +72,7 @@ typedef struct nd_aligned(4096) nd_prof_small {
     uint64_t       nunwinds;                             /* of them, stacks the unwinder walked (atomic) */
     uint32_t       memo_used;                            /* memo entries handed out (atomic) */
     uint32_t       nsites;                               /* sites handed out (atomic) */
-    uint32_t      *site_idx;                             /* the sites' index (below) */
+    uint32_t      *site_idx1;                            /* the sites' second index table (mapped at start) */
     uintptr_t      self_lo, self_hi;                     /* nodal's code, left out of stacks */
     double         inv_rate;                             /* 1 / the rate (set before the rate) */
     bool           fast;         /* the memo of stacks is used (x86-64, an unwinder at hand, nodal a shared library) */
@@ -72,11 +81,12 @@ typedef struct nd_aligned(4096) nd_prof_small {
     bool           own_unwind;
     /* The entries, handed out in order (memo_used), so a program's few
        stacks fill the first OS pages of the pool, not a page each wherever
-       their sets lie. */
+       their sets lie. The sites' first index table on the page before them. */
+    nd_aligned(4096) uint32_t site_idx0[ND_PROF_IDX0];   /* (atomic entries) */
     nd_prof_memo   memo_pool[ND_PROF_MEMO * ND_PROF_MEMO_WAYS];
 } nd_prof_small;
 static nd_prof_small nd_prof_t;
-_Static_assert(__builtin_offsetof(nd_prof_small, memo_pool) <= 4096, "the small tables fit one OS page");
+_Static_assert(__builtin_offsetof(nd_prof_small, site_idx0) == 4096, "the small tables fit one OS page");
 
 static nd_prof_stripe *nd_prof_my_stripe(void)
 {
@@ -92,12 +102,7 @@ static bool nd_prof_own_code(uintptr_t a) { return a >= nd_prof_t.self_lo && a <
 #define ND_PROF_FAST_WALK 0
 #endif
 
-/* The sites are handed out in order (nd_prof_t.nsites, atomic), so a
-   program's few stacks fill the first OS pages of their table; their index
-   by stack hash is two tables of growing size (below), the first one OS
-   page. */
-#define ND_PROF_IDX0   1024u                      /* entries of the first index table */
-#define ND_PROF_IDX1   (2 * ND_PROF_SITES)        /* of the second */
+/* (The sites' index: ND_PROF_IDX0, above.) */
 #define ND_PROF_IDX_WRITING 1u                    /* an index entry: 0 empty, 1 being written, else site + 2 */
 #define ND_PROF_IDX_NONE    UINT32_MAX            /* ... or a stack the full table has no site for */
 
@@ -173,12 +178,12 @@ bool nd_prof_start(int64_t rate)
         return nd_prof_is_on();
     size_t site_bytes = ND_PROF_SITES * sizeof(nd_prof_site);
     size_t live_bytes = ND_PROF_LIVE * sizeof(nd_prof_slot);
-    size_t idx_bytes = (ND_PROF_IDX0 + ND_PROF_IDX1) * sizeof(uint32_t);
+    size_t idx_bytes = ND_PROF_IDX1 * sizeof(uint32_t);
     /* Untouched pages of the tables cost address space only. */
     nd_prof_t.site_tab = nd_os_map_aligned(site_bytes, nd_os_page_size());
     nd_prof_t.live_tab = nd_os_map_aligned(live_bytes, nd_os_page_size());
-    nd_prof_t.site_idx = nd_os_map_aligned(idx_bytes, nd_os_page_size());
-    if (nd_prof_t.site_tab == NULL || nd_prof_t.live_tab == NULL || nd_prof_t.site_idx == NULL) {
+    nd_prof_t.site_idx1 = nd_os_map_aligned(idx_bytes, nd_os_page_size());
+    if (nd_prof_t.site_tab == NULL || nd_prof_t.live_tab == NULL || nd_prof_t.site_idx1 == NULL) {
         nd_warn("prof: cannot map the profile's tables; profiling is off");
         return false;
     }
@@ -284,7 +289,7 @@ static uint32_t nd_prof_site_of(void *const *frames, int n)
     uint64_t h = nd_prof_hash((const void *const *)frames, n);
     for (uint32_t level = 0; level < 2; level++) {
         uint32_t size = level == 0 ? ND_PROF_IDX0 : ND_PROF_IDX1, probes = level == 0 ? 64 : 512;
-        uint32_t *tab = nd_prof_t.site_idx + (level == 0 ? 0 : ND_PROF_IDX0);
+        uint32_t *tab = level == 0 ? nd_prof_t.site_idx0 : nd_prof_t.site_idx1;
         for (uint32_t probe = 0; probe < probes; probe++) {
             uint32_t *e = &tab[(uint32_t)(h + probe) & (size - 1)];
             uint32_t v = nd_load_acquire(e);
