@@ -428,7 +428,13 @@ static void medium_samples_share_run_slabs_and_take_freed_runs_again(void)
         size_t size = nd_class_size[c];
         if (size <= ND_SLAB_CELL_MAX || size > ND_SLAB_RUN_MAX)
             continue;
+        /* (A request of 1280 bytes is sampled with p = 1 - exp(-5): one in
+           150 is not, and is its class's ordinary block; the next is.) */
         void *p = nodal_malloc(size);
+        for (int tries = 0; tries < 20 && !is_sampled(p); tries++) {
+            nodal_free(p);
+            p = nodal_malloc(size);
+        }
         size_t align = (size & -size) < 16384 ? (size & -size) : 16384;
         nd_page *pg = large_page_of(p);
         EXPECT(pg != NULL && pg->sampled == ND_PROF_SLAB && ((uintptr_t)p & (align - 1)) == 0 &&
