@@ -41,12 +41,28 @@ typedef struct nd_prof_agg {
     uint64_t node_bytes[ND_PROF_COLS + 1];
 } nd_prof_agg;
 
-/* Scratch of the dumps (under the profile lock), mapped at the first. */
-static nd_prof_agg *nd_prof_aggs;
-static uint32_t *nd_prof_rank;
-static unsigned nd_prof_seq;
-static int64_t nd_prof_dumped_live;   /* live bytes at the last dump (prof_growth) */
-static int nd_prof_pipe[2] = { -1, -1 };
+/* Scratch of the dumps (under the profile lock), mapped at the first: the
+   output buffer, then per site its totals and the site of that rank, side
+   by side, so that a dump of a few sites touches two OS pages of it (the
+   buffer as a static, the totals and the ranks as two mappings: four,
+   reqresp -t 2's exit dump, /proc/self/pagemap). */
+typedef struct nd_prof_scratch {
+    nd_out o;
+    struct {
+        nd_prof_agg agg;          /* site i's totals */
+        uint32_t    rank;         /* the site ranked i-th */
+    } e[ND_PROF_SITES];
+} nd_prof_scratch;
+/* The dumps' state, together and initialised (so in nodal's .data, whose
+   page every process writes at start): as zero-initialised statics they
+   made profiling write one more OS page of nodal's data at its first
+   dump (reqresp -t 2, larson -t 2: /proc/self/pagemap at exit). */
+static struct {
+    nd_prof_scratch *sc;          /* mapped at the first dump */
+    unsigned seq;                 /* the next numbered dump */
+    int64_t  dumped_live;         /* live bytes at the last dump (prof_growth) */
+    int      pipe[2];             /* the helper thread's wake-ups */
+} nd_prof_ds = { .pipe = { -1, -1 } };
 
 static const char *nd_prof_prefix(char *buf, size_t len)
 {
@@ -66,8 +82,8 @@ static int nd_prof_col(int node)
     return ND_PROF_COLS;
 }
 
-/* Totals of the live samples per site into nd_prof_aggs; the sites with
-   samples ranked by live bytes (then bytes allocated) into nd_prof_rank.
+/* Totals of the live samples per site into the scratch's agg; the sites with
+   samples ranked by live bytes (then bytes allocated) into its rank.
    Returns the number ranked. */
 static uint32_t nd_prof_collect(nd_prof_agg *total)
 {
@@ -77,8 +93,8 @@ static uint32_t nd_prof_collect(nd_prof_agg *total)
     for (uint32_t i = (uint32_t)nd_prof_site_next(0); i < ND_PROF_SITES; i = (uint32_t)nd_prof_site_next(i + 1)) {
         if (nd_load_acquire(&sites[i].state) != 2)
             continue;
-        memset(&nd_prof_aggs[i], 0, sizeof nd_prof_aggs[i]);
-        nd_prof_rank[n++] = i;
+        memset(&nd_prof_ds.sc->e[i].agg, 0, sizeof nd_prof_ds.sc->e[i].agg);
+        nd_prof_ds.sc->e[n++].rank = i;
     }
     for (size_t i = nd_prof_live_next(0); i < ND_PROF_LIVE; i = nd_prof_live_next(i + 1)) {
         nd_prof_live v;
@@ -88,7 +104,7 @@ static uint32_t nd_prof_collect(nd_prof_agg *total)
            may have moved it); where it was asked for when it cannot say. */
         int node = nd_os_addr_node((const void *)v.addr);
         int col = nd_prof_col(node >= 0 ? node : v.node);
-        nd_prof_agg *a = &nd_prof_aggs[v.site];
+        nd_prof_agg *a = &nd_prof_ds.sc->e[v.site].agg;
         a->live_objs += v.objs;
         a->live_bytes += v.bytes;
         a->node_bytes[col] += v.bytes;
@@ -99,17 +115,17 @@ static uint32_t nd_prof_collect(nd_prof_agg *total)
     /* Shell sort, descending by live bytes, then bytes allocated. */
     for (uint32_t gap = n / 2; gap > 0; gap /= 2)
         for (uint32_t i = gap; i < n; i++) {
-            uint32_t x = nd_prof_rank[i], j = i;
+            uint32_t x = nd_prof_ds.sc->e[i].rank, j = i;
             for (; j >= gap; j -= gap) {
-                uint32_t y = nd_prof_rank[j - gap];
-                bool before = nd_prof_aggs[x].live_bytes > nd_prof_aggs[y].live_bytes ||
-                              (nd_prof_aggs[x].live_bytes == nd_prof_aggs[y].live_bytes &&
+                uint32_t y = nd_prof_ds.sc->e[j - gap].rank;
+                bool before = nd_prof_ds.sc->e[x].agg.live_bytes > nd_prof_ds.sc->e[y].agg.live_bytes ||
+                              (nd_prof_ds.sc->e[x].agg.live_bytes == nd_prof_ds.sc->e[y].agg.live_bytes &&
                                nd_load_relaxed(&sites[x].alloc_bytes) > nd_load_relaxed(&sites[y].alloc_bytes));
                 if (!before)
                     break;
-                nd_prof_rank[j] = y;
+                nd_prof_ds.sc->e[j].rank = y;
             }
-            nd_prof_rank[j] = x;
+            nd_prof_ds.sc->e[j].rank = x;
         }
     return n;
 }
@@ -123,16 +139,16 @@ static void nd_prof_write_heap(nd_out *o, uint32_t n, const nd_prof_agg *total)
     const nd_prof_site *sites = nd_prof_sites();
     uint64_t ao = 0, ab = 0;
     for (uint32_t r = 0; r < n; r++) {
-        ao += nd_load_relaxed(&sites[nd_prof_rank[r]].alloc_objs);
-        ab += nd_load_relaxed(&sites[nd_prof_rank[r]].alloc_bytes);
+        ao += nd_load_relaxed(&sites[nd_prof_ds.sc->e[r].rank].alloc_objs);
+        ab += nd_load_relaxed(&sites[nd_prof_ds.sc->e[r].rank].alloc_bytes);
     }
     nd_outf(o, "heap profile: %6lu: %8lu [%6lu: %8lu] @ heapprofile\n", (unsigned long)total->live_objs,
             (unsigned long)total->live_bytes, (unsigned long)ao, (unsigned long)ab);
     for (uint32_t r = 0; r < n; r++) {
-        uint32_t i = nd_prof_rank[r];
+        uint32_t i = nd_prof_ds.sc->e[r].rank;
         const nd_prof_site *s = &sites[i];
-        nd_outf(o, "%6lu: %8lu [%6lu: %8lu] @", (unsigned long)nd_prof_aggs[i].live_objs,
-                (unsigned long)nd_prof_aggs[i].live_bytes, (unsigned long)nd_load_relaxed(&s->alloc_objs),
+        nd_outf(o, "%6lu: %8lu [%6lu: %8lu] @", (unsigned long)nd_prof_ds.sc->e[i].agg.live_objs,
+                (unsigned long)nd_prof_ds.sc->e[i].agg.live_bytes, (unsigned long)nd_load_relaxed(&s->alloc_objs),
                 (unsigned long)nd_load_relaxed(&s->alloc_bytes));
         for (uint32_t k = 0; k < s->nframes; k++)
             nd_outf(o, " %p", s->frames[k]);
@@ -179,8 +195,8 @@ static void nd_prof_write_text(nd_out *o, uint32_t n, const nd_prof_agg *total, 
     nd_prof_bytes_cols(o, total);
     nd_outf(o, "  (estimates from the samples)\n\n");
     for (uint32_t r = 0; r < n && r < ND_PROF_TOP; r++) {
-        uint32_t i = nd_prof_rank[r];
-        const nd_prof_agg *a = &nd_prof_aggs[i];
+        uint32_t i = nd_prof_ds.sc->e[r].rank;
+        const nd_prof_agg *a = &nd_prof_ds.sc->e[i].agg;
         const nd_prof_site *s = &sites[i];
         double share = total->live_bytes ? 100.0 * (double)a->live_bytes / (double)total->live_bytes : 0;
         nd_outf(o, "#%u live_bytes=%lu share=%.1f%% live_blocks=%lu", r + 1, (unsigned long)a->live_bytes, share,
@@ -200,11 +216,9 @@ static void nd_prof_write_text(nd_out *o, uint32_t n, const nd_prof_agg *total, 
    stderr. Under the profile lock. */
 static int nd_prof_dump_locked(const char *base, const char *why, bool at_exit)
 {
-    if (nd_prof_aggs == NULL) {
-        nd_prof_aggs = nd_os_map_aligned(ND_PROF_SITES * sizeof(nd_prof_agg), nd_os_page_size());
-        nd_prof_rank = nd_os_map_aligned(ND_PROF_SITES * sizeof(uint32_t), nd_os_page_size());
-        if (nd_prof_aggs == NULL || nd_prof_rank == NULL) {
-            nd_prof_aggs = NULL;
+    if (nd_prof_ds.sc == NULL) {
+        nd_prof_ds.sc = nd_os_map_aligned(sizeof *nd_prof_ds.sc, nd_os_page_size());
+        if (nd_prof_ds.sc == NULL) {
             errno = ENOMEM;
             return -1;
         }
@@ -212,7 +226,7 @@ static int nd_prof_dump_locked(const char *base, const char *why, bool at_exit)
     nd_prof_agg total;
     uint32_t n = nd_prof_collect(&total);
     char path[ND_OPT_TEXT_MAX + 64];
-    static nd_out o;
+    nd_out *o = &nd_prof_ds.sc->o;
     int err = 0;
     for (int f = 0; f < 2; f++) {
         size_t len = strlen(base);
@@ -228,38 +242,38 @@ static int nd_prof_dump_locked(const char *base, const char *why, bool at_exit)
             err = errno ? errno : EIO;
             continue;
         }
-        nd_out_to_file(&o, NULL, fd);
+        nd_out_to_file(o, NULL, fd);
         if (f == 0)
-            nd_prof_write_heap(&o, n, &total);
+            nd_prof_write_heap(o, n, &total);
         else
-            nd_prof_write_text(&o, n, &total, why);
-        nd_out_flush(&o);
-        if (o.err)
+            nd_prof_write_text(o, n, &total, why);
+        nd_out_flush(o);
+        if (o->err)
             err = EIO;
         nd_os_close(fd);
     }
-    nd_prof_dumped_live = nd_prof_live_bytes();
+    nd_prof_ds.dumped_live = nd_prof_live_bytes();
     if (at_exit) {
         /* The leak report: sites whose sampled blocks are still live. */
-        nd_out_to_file(&o, NULL, -1);
+        nd_out_to_file(o, NULL, -1);
         uint32_t leaking = 0;
         for (uint32_t r = 0; r < n; r++)
-            leaking += nd_prof_aggs[nd_prof_rank[r]].live_bytes != 0;
-        nd_outf(&o, "nodal: heap profile: %s.heap and %s.txt (google-pprof --text PROGRAM %s.heap)\n", base, base,
+            leaking += nd_prof_ds.sc->e[nd_prof_ds.sc->e[r].rank].agg.live_bytes != 0;
+        nd_outf(o, "nodal: heap profile: %s.heap and %s.txt (google-pprof --text PROGRAM %s.heap)\n", base, base,
                 base);
         if (leaking > 0) {
-            nd_outf(&o, "nodal: leaks: %u site(s) still hold sampled blocks at exit, about %lu bytes in %lu blocks; the largest:\n",
+            nd_outf(o, "nodal: leaks: %u site(s) still hold sampled blocks at exit, about %lu bytes in %lu blocks; the largest:\n",
                     leaking, (unsigned long)total.live_bytes, (unsigned long)total.live_objs);
             const nd_prof_site *sites = nd_prof_sites();
             for (uint32_t r = 0; r < leaking && r < 5; r++) {
-                uint32_t i = nd_prof_rank[r];
-                nd_outf(&o, "nodal: leak #%u: about %lu bytes in %lu blocks, allocated at\n", r + 1,
-                        (unsigned long)nd_prof_aggs[i].live_bytes, (unsigned long)nd_prof_aggs[i].live_objs);
+                uint32_t i = nd_prof_ds.sc->e[r].rank;
+                nd_outf(o, "nodal: leak #%u: about %lu bytes in %lu blocks, allocated at\n", r + 1,
+                        (unsigned long)nd_prof_ds.sc->e[i].agg.live_bytes, (unsigned long)nd_prof_ds.sc->e[i].agg.live_objs);
                 for (uint32_t k = 0; k < sites[i].nframes && k < 4; k++)
-                    nd_prof_frame(&o, sites[i].frames[k]);
+                    nd_prof_frame(o, sites[i].frames[k]);
             }
         }
-        nd_out_flush(&o);
+        nd_out_flush(o);
     }
     if (err) {
         errno = err;
@@ -278,7 +292,7 @@ static int nd_prof_dump_numbered(const char *why)
     } else {
         nd_out o;
         nd_out_to_buffer(&o, base, sizeof base);
-        nd_outf(&o, "%s.%u", prefix, nd_prof_seq++);
+        nd_outf(&o, "%s.%u", prefix, nd_prof_ds.seq++);
         r = nd_prof_dump_locked(base, why, false);
     }
     nd_unlock(nd_profile_lock);
@@ -306,7 +320,7 @@ static void nd_prof_on_signal(int sig)
 {
     (void)sig;
     char c = 1;
-    nd_os_signal_write(nd_load_relaxed(&nd_prof_pipe[1]), &c, 1);
+    nd_os_signal_write(nd_load_relaxed(&nd_prof_ds.pipe[1]), &c, 1);
 }
 
 static void *nd_profile_helper(void *arg)
@@ -323,7 +337,7 @@ static void *nd_profile_helper(void *arg)
             wait = next_dump > now ? next_dump - now : 0;
         if (every && next_stats - now < wait)
             wait = next_stats > now ? next_stats - now : 0;
-        bool sig = nd_os_wait_input(nd_prof_pipe[0], (int)wait);
+        bool sig = nd_os_wait_input(nd_prof_ds.pipe[0], (int)wait);
         now = nd_os_now_ms();
         if (prof && sig)
             nd_prof_dump_numbered("signal");
@@ -331,7 +345,7 @@ static void *nd_profile_helper(void *arg)
             nd_prof_dump_numbered("interval");
             next_dump = now + interval;
         }
-        if (prof && growth > 0 && nd_prof_live_bytes() - nd_load_relaxed(&nd_prof_dumped_live) >= growth)
+        if (prof && growth > 0 && nd_prof_live_bytes() - nd_load_relaxed(&nd_prof_ds.dumped_live) >= growth)
             nd_prof_dump_numbered("growth");
         if (every && now >= next_stats) {
             long mode = nd_opt(ND_OPT_stats);
@@ -344,7 +358,7 @@ static void *nd_profile_helper(void *arg)
 
 static void nd_profile_helper_start(void)
 {
-    if (!nd_os_pipe(nd_prof_pipe))
+    if (!nd_os_pipe(nd_prof_ds.pipe))
         return;
     long sig = nd_opt(ND_OPT_prof_signal);
     if (sig > 0 && nd_prof_is_on() && !nd_os_on_signal((int)sig, nd_prof_on_signal))
@@ -361,8 +375,8 @@ static void nd_profile_helper_start(void)
 /* A forked child has no helper thread: a new one, with a pipe of its own. */
 static void nd_profile_fork_child(void)
 {
-    nd_os_close(nd_prof_pipe[0]);
-    nd_os_close(nd_prof_pipe[1]);
+    nd_os_close(nd_prof_ds.pipe[0]);
+    nd_os_close(nd_prof_ds.pipe[1]);
     nd_profile_helper_start();
 }
 

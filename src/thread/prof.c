@@ -10,10 +10,6 @@
 #include "tcache.h"
 #include "thread.h"
 
-static nd_prof_site *nd_prof_site_tab;
-static nd_prof_slot *nd_prof_live_tab;
-static uint64_t nd_prof_drops;        /* samples a full table refused (atomic) */
-static uint64_t nd_prof_nunwinds;     /* of them, stacks the unwinder walked (atomic) */
 
 /* The estimated live bytes and the samples taken, as sums of stripes a
    thread adds to by its id (and a free subtracts from its own): a sample
@@ -45,12 +41,24 @@ typedef struct nd_prof_memo {
     uint32_t  delta[ND_PROF_FRAMES];   /* frame k's return address is at s0 + delta[k] */
 } nd_prof_memo;
 
+/* The sites are handed out in order (nd_prof_t.nsites, atomic), so a
+   program's few stacks fill the first OS pages of their table; their index
+   by stack hash is two tables of growing size (below): the first one half
+   an OS page of nodal's data that it shares with the first memo entries
+   (a mapping of its own was one more page resident), the second mapped at
+   start. */
+#define ND_PROF_IDX0   512u                       /* entries of the first index table */
+#define ND_PROF_IDX1   (2 * ND_PROF_SITES)        /* of the second */
+
 /* The profile's small tables, together: what every sample reads or writes
    of them (the frame sizes, the memo's sets, the stripes, the live table's
-   page bits: 3.8 KiB) lies on at most two OS pages, the first few memo
-   entries after them. As separate arrays they lay on five pages of nodal's
-   data. A process that never profiles touches none of it. */
-typedef struct nd_aligned(ND_CACHE_LINE) nd_prof_small {
+   page bits, the tables' addresses and counts: 3.9 KiB) lies on one OS
+   page, the first few memo entries on the next. As separate arrays they
+   lay on five pages of nodal's data; aligned to a cache line only, on
+   three, and the tables' addresses on a fourth (reqresp -t 2, prof=1:
+   the pages of nodal's data resident at exit, /proc/self/pagemap). A
+   process that never profiles touches none of it. */
+typedef struct nd_aligned(4096) nd_prof_small {
     uint64_t       own[ND_PROF_OWN];                     /* address << 16 | frame size (atomic; 0 empty) */
     /* A set's ways name their memo entries (entry + 1; 0: none yet, atomic). */
     uint16_t       memo_ways[ND_PROF_MEMO * ND_PROF_MEMO_WAYS];
@@ -58,9 +66,13 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_prof_small {
     /* The OS pages of the live table ever written (atomic bits): the
        reports read only those, so its untouched pages never become resident. */
     uint64_t       live_used[(ND_PROF_LIVE_PAGES + 63) / 64];
+    nd_prof_site  *site_tab;                             /* the sites (mapped at start) */
+    nd_prof_slot  *live_tab;                             /* the live samples' tables (mapped at start) */
+    uint64_t       drops;                                /* samples a full table refused (atomic) */
+    uint64_t       nunwinds;                             /* of them, stacks the unwinder walked (atomic) */
     uint32_t       memo_used;                            /* memo entries handed out (atomic) */
     uint32_t       nsites;                               /* sites handed out (atomic) */
-    uint32_t      *site_idx;                             /* the sites' index (below) */
+    uint32_t      *site_idx1;                            /* the sites' second index table (mapped at start) */
     uintptr_t      self_lo, self_hi;                     /* nodal's code, left out of stacks */
     double         inv_rate;                             /* 1 / the rate (set before the rate) */
     bool           fast;         /* the memo of stacks is used (x86-64, an unwinder at hand, nodal a shared library) */
@@ -69,10 +81,12 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_prof_small {
     bool           own_unwind;
     /* The entries, handed out in order (memo_used), so a program's few
        stacks fill the first OS pages of the pool, not a page each wherever
-       their sets lie. */
+       their sets lie. The sites' first index table on the page before them. */
+    nd_aligned(4096) uint32_t site_idx0[ND_PROF_IDX0];   /* (atomic entries) */
     nd_prof_memo   memo_pool[ND_PROF_MEMO * ND_PROF_MEMO_WAYS];
 } nd_prof_small;
 static nd_prof_small nd_prof_t;
+_Static_assert(__builtin_offsetof(nd_prof_small, site_idx0) == 4096, "the small tables fit one OS page");
 
 static nd_prof_stripe *nd_prof_my_stripe(void)
 {
@@ -88,12 +102,7 @@ static bool nd_prof_own_code(uintptr_t a) { return a >= nd_prof_t.self_lo && a <
 #define ND_PROF_FAST_WALK 0
 #endif
 
-/* The sites are handed out in order (nd_prof_t.nsites, atomic), so a
-   program's few stacks fill the first OS pages of their table; their index
-   by stack hash is two tables of growing size (below), the first one OS
-   page. */
-#define ND_PROF_IDX0   1024u                      /* entries of the first index table */
-#define ND_PROF_IDX1   (2 * ND_PROF_SITES)        /* of the second */
+/* (The sites' index: ND_PROF_IDX0, above.) */
 #define ND_PROF_IDX_WRITING 1u                    /* an index entry: 0 empty, 1 being written, else site + 2 */
 #define ND_PROF_IDX_NONE    UINT32_MAX            /* ... or a stack the full table has no site for */
 
@@ -145,7 +154,7 @@ static __thread uint64_t nd_prof_big_rng;
 
 nd_hot bool nd_prof_is_on(void) { return nd_load_relaxed(&nd_tcache_prof_rate) != 0; }
 int64_t nd_prof_rate(void) { return nd_load_relaxed(&nd_tcache_prof_rate); }
-const nd_prof_site *nd_prof_sites(void) { return nd_prof_site_tab; }
+const nd_prof_site *nd_prof_sites(void) { return nd_prof_t.site_tab; }
 int64_t nd_prof_live_bytes(void)
 {
     int64_t sum = 0;
@@ -153,7 +162,7 @@ int64_t nd_prof_live_bytes(void)
         sum += nd_load_relaxed(&nd_prof_t.stripes[i].live);
     return sum;
 }
-uint64_t nd_prof_dropped(void) { return nd_load_relaxed(&nd_prof_drops); }
+uint64_t nd_prof_dropped(void) { return nd_load_relaxed(&nd_prof_t.drops); }
 uint64_t nd_prof_samples(void)
 {
     uint64_t sum = 0;
@@ -161,7 +170,7 @@ uint64_t nd_prof_samples(void)
         sum += nd_load_relaxed(&nd_prof_t.stripes[i].samples);
     return sum;
 }
-uint64_t nd_prof_unwinds(void) { return nd_load_relaxed(&nd_prof_nunwinds); }
+uint64_t nd_prof_unwinds(void) { return nd_load_relaxed(&nd_prof_t.nunwinds); }
 
 bool nd_prof_start(int64_t rate)
 {
@@ -169,12 +178,12 @@ bool nd_prof_start(int64_t rate)
         return nd_prof_is_on();
     size_t site_bytes = ND_PROF_SITES * sizeof(nd_prof_site);
     size_t live_bytes = ND_PROF_LIVE * sizeof(nd_prof_slot);
-    size_t idx_bytes = (ND_PROF_IDX0 + ND_PROF_IDX1) * sizeof(uint32_t);
+    size_t idx_bytes = ND_PROF_IDX1 * sizeof(uint32_t);
     /* Untouched pages of the tables cost address space only. */
-    nd_prof_site_tab = nd_os_map_aligned(site_bytes, nd_os_page_size());
-    nd_prof_live_tab = nd_os_map_aligned(live_bytes, nd_os_page_size());
-    nd_prof_t.site_idx = nd_os_map_aligned(idx_bytes, nd_os_page_size());
-    if (nd_prof_site_tab == NULL || nd_prof_live_tab == NULL || nd_prof_t.site_idx == NULL) {
+    nd_prof_t.site_tab = nd_os_map_aligned(site_bytes, nd_os_page_size());
+    nd_prof_t.live_tab = nd_os_map_aligned(live_bytes, nd_os_page_size());
+    nd_prof_t.site_idx1 = nd_os_map_aligned(idx_bytes, nd_os_page_size());
+    if (nd_prof_t.site_tab == NULL || nd_prof_t.live_tab == NULL || nd_prof_t.site_idx1 == NULL) {
         nd_warn("prof: cannot map the profile's tables; profiling is off");
         return false;
     }
@@ -262,7 +271,7 @@ static uint64_t nd_prof_hash(const void *const *frames, int n)
 /* Does site i hold this stack? */
 static bool nd_prof_site_is(uint32_t i, uint64_t h, void *const *frames, int n)
 {
-    const nd_prof_site *s = &nd_prof_site_tab[i];
+    const nd_prof_site *s = &nd_prof_t.site_tab[i];
     if (s->hash != h || s->nframes != (uint32_t)n)
         return false;
     for (int k = 0; k < n; k++)
@@ -280,7 +289,7 @@ static uint32_t nd_prof_site_of(void *const *frames, int n)
     uint64_t h = nd_prof_hash((const void *const *)frames, n);
     for (uint32_t level = 0; level < 2; level++) {
         uint32_t size = level == 0 ? ND_PROF_IDX0 : ND_PROF_IDX1, probes = level == 0 ? 64 : 512;
-        uint32_t *tab = nd_prof_t.site_idx + (level == 0 ? 0 : ND_PROF_IDX0);
+        uint32_t *tab = level == 0 ? nd_prof_t.site_idx0 : nd_prof_t.site_idx1;
         for (uint32_t probe = 0; probe < probes; probe++) {
             uint32_t *e = &tab[(uint32_t)(h + probe) & (size - 1)];
             uint32_t v = nd_load_acquire(e);
@@ -297,7 +306,7 @@ static uint32_t nd_prof_site_of(void *const *frames, int n)
                         nd_store_release(e, ND_PROF_IDX_NONE);
                         return ND_PROF_SITES;
                     }
-                    nd_prof_site *s = &nd_prof_site_tab[i];
+                    nd_prof_site *s = &nd_prof_t.site_tab[i];
                     s->hash = h;
                     s->nframes = (uint32_t)n;
                     for (int k = 0; k < n; k++)
@@ -346,7 +355,7 @@ static uint32_t nd_prof_ips_site(const uintptr_t *ips, int n)
 /* The site of the calling stack through glibc's backtrace(). */
 static uint32_t nd_prof_backtrace_site(void)
 {
-    nd_add_relaxed(&nd_prof_nunwinds, 1);
+    nd_add_relaxed(&nd_prof_t.nunwinds, 1);
     void *raw[ND_PROF_FRAMES + 16];
     int n = nd_os_backtrace(raw, ND_PROF_FRAMES + 16);
     return nd_prof_frames_site(raw, n);
@@ -449,7 +458,7 @@ static uint32_t nd_prof_memo_try(nd_prof_memo *m, uintptr_t s0)
     uint32_t site = nd_load_relaxed(&m->site), n = nd_load_relaxed(&m->n);
     if (site >= ND_PROF_SITES || n == 0 || n > ND_PROF_FRAMES)
         return ND_PROF_SITES;
-    const nd_prof_site *s = &nd_prof_site_tab[site];
+    const nd_prof_site *s = &nd_prof_t.site_tab[site];
     if (nd_load_acquire(&s->state) != 2 || s->nframes != n)
         return ND_PROF_SITES;
     for (uint32_t k = 0; k < n; k++) {
@@ -540,7 +549,7 @@ static nd_noinline uint32_t nd_prof_stack_site(void)
     uintptr_t ips[ND_PROF_FRAMES + ND_PROF_OWN_DEPTH + 8], cfas[ND_PROF_FRAMES + ND_PROF_OWN_DEPTH + 8];
     int max = (int)(sizeof ips / sizeof ips[0]);
     int n = nd_prof_t.own_unwind ? nd_os_unwind_own(ips, cfas, max) : nd_os_unwind(ips, cfas, max);
-    nd_add_relaxed(&nd_prof_nunwinds, 1);
+    nd_add_relaxed(&nd_prof_t.nunwinds, 1);
     if (n > 1 && ips[n - 1] == 0)   /* the outermost frame's "return address" */
         n--;
     uintptr_t own_cfa = (uintptr_t)__builtin_frame_address(0) + 2 * sizeof(uintptr_t);
@@ -615,7 +624,7 @@ static const uint32_t nd_prof_level_base[ND_PROF_LIVE_LEVELS] = { 0, 64, 64 + 20
 
 static nd_prof_slot *nd_prof_live_slot(uint32_t level, uint32_t i)
 {
-    return &nd_prof_live_tab[nd_prof_level_base[level] + (i & (nd_prof_level_size[level] - 1))];
+    return &nd_prof_t.live_tab[nd_prof_level_base[level] + (i & (nd_prof_level_size[level] - 1))];
 }
 
 /* The next slot on the probe path of hash h: up to ND_PROF_PROBES_SMALL
@@ -636,7 +645,7 @@ static nd_prof_slot *nd_prof_path_next(uint32_t h, uint32_t *level, uint32_t *pr
 
 uint32_t nd_prof_put(void *p, size_t size, size_t usable, int node, bool bound)
 {
-    if (nd_prof_busy || nd_prof_live_tab == NULL)
+    if (nd_prof_busy || nd_prof_t.live_tab == NULL)
         return ND_PROF_LIVE;
     nd_prof_busy = 1;
     uint32_t site = nd_prof_t.fast ? nd_prof_stack_site() : nd_prof_backtrace_site();
@@ -654,11 +663,11 @@ uint32_t nd_prof_put(void *p, size_t size, size_t usable, int node, bool bound)
         .bytes = (uint64_t)(int64_t)(objs * (double)(int64_t)size + 0.5),
     };
     if (site == ND_PROF_SITES) {
-        nd_add_relaxed(&nd_prof_drops, 1);
+        nd_add_relaxed(&nd_prof_t.drops, 1);
         nd_prof_busy = 0;
         return ND_PROF_LIVE;
     }
-    nd_prof_site *s = &nd_prof_site_tab[site];
+    nd_prof_site *s = &nd_prof_t.site_tab[site];
     nd_add_relaxed(&s->samples, 1);
     nd_add_relaxed(&s->alloc_objs, v.objs);
     nd_add_relaxed(&s->alloc_bytes, v.bytes);
@@ -669,7 +678,7 @@ uint32_t nd_prof_put(void *p, size_t size, size_t usable, int node, bool bound)
         uintptr_t k = nd_load_relaxed(&sl->key);
         if (k != ND_PROF_EMPTY && k != ND_PROF_TOMB)
             continue;
-        nd_prof_touch(nd_prof_t.live_used, (size_t)(sl - nd_prof_live_tab) * sizeof *sl, sizeof *sl);
+        nd_prof_touch(nd_prof_t.live_used, (size_t)(sl - nd_prof_t.live_tab) * sizeof *sl, sizeof *sl);
         if (!__atomic_compare_exchange_n(&sl->key, &k, ND_PROF_BUSY, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
             continue;
         nd_add_relaxed(&sl->seq, 1);   /* odd: being written */
@@ -679,9 +688,9 @@ uint32_t nd_prof_put(void *p, size_t size, size_t usable, int node, bool bound)
         nd_add_relaxed(&st->live, (int64_t)v.bytes);
         nd_store_release(&sl->key, v.addr);
         nd_prof_busy = 0;
-        return (uint32_t)(sl - nd_prof_live_tab);
+        return (uint32_t)(sl - nd_prof_t.live_tab);
     }
-    nd_add_relaxed(&nd_prof_drops, 1);
+    nd_add_relaxed(&nd_prof_t.drops, 1);
     nd_prof_busy = 0;
     return ND_PROF_LIVE;
 }
@@ -703,11 +712,11 @@ void nd_prof_forget(void *p, nd_page *pg)
 
 void nd_prof_drop(void *p, uint32_t slot)
 {
-    if (nd_prof_live_tab == NULL || slot >= ND_PROF_LIVE)
+    if (nd_prof_t.live_tab == NULL || slot >= ND_PROF_LIVE)
         return;
     /* Its slot, as the record left it in the descriptor or the slab cell:
        no walk of the probe path (whose every probe was another cache line). */
-    nd_prof_slot *sl = &nd_prof_live_tab[slot];
+    nd_prof_slot *sl = &nd_prof_t.live_tab[slot];
     uintptr_t k = nd_load_acquire(&sl->key);
     if (k != (uintptr_t)p)
         return;
@@ -720,9 +729,9 @@ void nd_prof_drop(void *p, uint32_t slot)
 __attribute__((no_sanitize("thread")))
 bool nd_prof_live_copy(size_t i, nd_prof_live *out)
 {
-    if (nd_prof_live_tab == NULL || i >= ND_PROF_LIVE)
+    if (nd_prof_t.live_tab == NULL || i >= ND_PROF_LIVE)
         return false;
-    nd_prof_slot *sl = &nd_prof_live_tab[i];
+    nd_prof_slot *sl = &nd_prof_t.live_tab[i];
     uint32_t s1 = nd_load_acquire(&sl->seq);
     uintptr_t k = nd_load_acquire(&sl->key);
     if ((s1 & 1) || k == ND_PROF_EMPTY || k == ND_PROF_TOMB || k == ND_PROF_BUSY)

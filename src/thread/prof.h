@@ -31,8 +31,9 @@
  *
  *   sites: handed out in order (a program's few stacks share the
  *          table's first OS pages); found through an index by the
- *          stack's hash, open addressing in a table of one OS page, then
- *          in a larger one, whose entries go 0 (empty) -> 1 (being
+ *          stack's hash, open addressing in a table of half an OS page
+ *          (in nodal's data, prof.c), then in a larger one, whose
+ *          entries go 0 (empty) -> 1 (being
  *          written) -> the site and stay. A site's state goes 0 -> 2
  *          (ready) before its index entry names it; its counters are
  *          atomic.

@@ -32,34 +32,46 @@ struct nd_tcache;
  * peak RSS). The block's descriptor has sampled == ND_PROF_SLAB (both
  * kinds of slab), so every free of a cell takes the slow path (key
  * ND_KEY_LARGE) and finds its cell in the slab's header
- * (nd_slab_cell_find).
+ * (nd_slab_cell_find): a cell slab's first 512 bytes; a run slab's
+ * header is metadata (nd_meta_alloc) that the descriptor's prof_slot
+ * names (its entry in slab.c's table of run slabs; a cell slab's
+ * descriptor has ND_SLAB_NO_SLOT there), so that every OS page of the
+ * chunk takes runs. With the header in the chunk's first page, a 32 KiB
+ * run (16 KiB-aligned) fit only at 16 or 32 KiB, one at a time, and
+ * reqresp -t 2 made three run slabs, their 43-53 pages resident where
+ * the samples live at once covered 27-39 (traces of its runs replayed);
+ * now 32-40.
  *
  *   slab  +0                    +512
  *   | header: refs, top, cells | cell | cell |  ...  free ...  |
  *
- *   run slab +0          +4 KiB          +12 KiB   +16 KiB         +64 KiB
- *   | header (its page) | run (2 pages) | free    | run (1 page) | ...  |
+ *   run slab +0            +8 KiB    +12 KiB        +16 KiB         +64 KiB
+ *   | run (2 pages)      | free    | run (1 page) | ...               |
+ *   header (metadata): refs, runs, used, base -> the chunk, cells
  *
  * A cell slab's cells are cut in order from `top`, each at its class
  * size's natural alignment (the largest power of two dividing it, as a
  * class's blocks in a page), and never reused: a slab goes back to the
  * large pool when its last reference goes. A run slab's cell i describes
- * the run starting at OS page i (page 0 is the header's); a run is the
+ * the run starting at OS page i of its chunk; a run is the
  * first one of free pages at its class size's natural alignment (at most
  * ND_ALIGN_NATURAL), lowest first, so a few live samples keep the same
  * few pages resident; it is taken by compare-and-swap on `used`, so
  * threads cut runs of one slab without a lock. A run slab stays while
- * profiling is on.
+ * profiling is on (its header too).
  * Invariants: refs = the live cells + 1 while a cache holds the slab as
  * its prof_slab, or the run slabs' table (slab.c) holds it; the slab is
- * a large block in use of its pool while refs > 0; runs == 0 for a cell
- * slab, else the OS pages of the run slab (top, ncells unused); a cell
+ * a large block in use of its pool while refs > 0, starting at base (the
+ * header itself for a cell slab, whose descriptor's prof_slot is
+ * ND_SLAB_NO_SLOT; a run slab's descriptor's prof_slot is the index of
+ * its entry in the table of run slabs, which names this header); runs
+ * == 0 for a cell slab, else the OS pages of the run slab (top, ncells
+ * unused); a cell
  * slab's cells[0, ncells) lie in [header end, top) in order, apart, each
  * aligned to its class size's natural alignment, top <= the block's
  * bytes; ncells, top and the cells' off and cls change only in the owner
  * cache's thread, before the cell is handed out; a run slab's bit i of
- * `used` is set while OS page i is the header's (bit 0, always), in a
- * live cell's run or being cut, a live cell i's run is its class size's
+ * `used` is set while OS page i is in a live cell's run or being cut, a live cell i's run is its class size's
  * OS pages from page i, aligned as above, a cell whose cls is not
  * ND_CLASS_COUNT starts a run cut since the slab was made that no later
  * run covers but at its start, and a cell's fields change only in the
@@ -73,7 +85,7 @@ struct nd_tcache;
 #define ND_SLAB_CELL_MAX  1024u   /* the largest class whose samples take cells */
 #define ND_SLAB_RUN_MAX   32768u  /* the largest class whose samples take runs of a run slab */
 #define ND_SLAB_RUN_SLABS 4u     /* run slabs of a kind of memory at most */
-#define ND_SLAB_CELLS     61u     /* cells of a slab at most: the header is 512 bytes */
+#define ND_SLAB_CELLS     60u     /* cells of a slab at most: the header is 512 bytes */
 #define ND_SLAB_HEADER    512u
 #define ND_SLAB_NO_SLOT   UINT32_MAX
 typedef struct nd_slab_cell {
@@ -89,6 +101,7 @@ typedef struct nd_slab {
     uint32_t     bytes;           /* the block's bytes the cells may use */
     uint32_t     runs;            /* 0: a cell slab; else a run slab of this many OS pages */
     uint32_t     used;            /* run slab, atomic: its OS pages in use, a bit each */
+    uint8_t     *base;            /* the large block: the slab itself (cell slab), or the run slab's chunk */
     nd_slab_cell cells[ND_SLAB_CELLS];   /* run slab: cell i, the run from OS page i */
 } nd_slab;
 _Static_assert(sizeof(nd_slab) <= ND_SLAB_HEADER, "a slab's header fits its 512 bytes");

@@ -428,7 +428,13 @@ static void medium_samples_share_run_slabs_and_take_freed_runs_again(void)
         size_t size = nd_class_size[c];
         if (size <= ND_SLAB_CELL_MAX || size > ND_SLAB_RUN_MAX)
             continue;
+        /* (A request of 1280 bytes is sampled with p = 1 - exp(-5): one in
+           150 is not, and is its class's ordinary block; the next is.) */
         void *p = nodal_malloc(size);
+        for (int tries = 0; tries < 20 && !is_sampled(p); tries++) {
+            nodal_free(p);
+            p = nodal_malloc(size);
+        }
         size_t align = (size & -size) < 16384 ? (size & -size) : 16384;
         nd_page *pg = large_page_of(p);
         EXPECT(pg != NULL && pg->sampled == ND_PROF_SLAB && ((uintptr_t)p & (align - 1)) == 0 &&
@@ -436,8 +442,8 @@ static void medium_samples_share_run_slabs_and_take_freed_runs_again(void)
         EXPECT(nodal_realloc(p, size - 100) == p, "a run shrunk within its class to stay");
         nodal_free(p);
     }
-    /* Four run slabs full (28 runs of 8 KiB): the next samples are large
-       blocks of their own, sampled as well. */
+    /* Four run slabs full (32 runs of 8 KiB: every OS page of a chunk takes
+       runs): the next samples are large blocks of their own, sampled as well. */
     size_t runs = 0, own = 0;
     for (int i = 0; i < 40; i++) {
         blocks[i] = nodal_malloc(8000);
@@ -446,8 +452,9 @@ static void medium_samples_share_run_slabs_and_take_freed_runs_again(void)
         runs += pg->sampled == ND_PROF_SLAB;
         own += pg->sampled == 1;
     }
-    EXPECT(runs == 4 * 7 && own == 40 - runs, "28 runs of four run slabs, then large blocks: %zu runs, %zu own",
-           runs, own);
+    size_t per = ND_CHUNK_SIZE / nd_os_page_size() / 2;
+    EXPECT(runs == 4 * per && own == 40 - runs, "%zu runs of four run slabs, then large blocks: %zu runs, %zu own",
+           4 * per, runs, own);
     for (int i = 0; i < 40; i++)
         nodal_free(blocks[i]);
     EXPECT(nd_prof_live_bytes() == 0, "no live sample once all is freed, %ld bytes", (long)nd_prof_live_bytes());
@@ -456,6 +463,37 @@ static void medium_samples_share_run_slabs_and_take_freed_runs_again(void)
     nd_page *pg = large_page_of(q);
     EXPECT(pg != NULL && pg->sampled == ND_PROF_SLAB, "the aligned sample to be a run");
     nodal_free(q);
+    EXPECT(nd_prof_live_bytes() == 0, "no live sample once all is freed, %ld bytes", (long)nd_prof_live_bytes());
+}
+
+/* Every OS page of a run slab's chunk takes runs (its header is elsewhere):
+   two 32 KiB samples share one chunk, at its start and half-way; then the
+   chunk's pages are the runs of 1 OS page of as many 4 KiB samples. On
+   main f0a54d9 the header took the chunk's first page, and the second
+   32 KiB sample went to another chunk. */
+static void a_run_slab_takes_runs_on_every_os_page(void)
+{
+    start();
+    size_t ps = nd_os_page_size(), pages = ND_CHUNK_SIZE / ps;
+    char *a = nodal_malloc(32768), *b = nodal_malloc(32768);
+    nd_page *pa = large_page_of(a), *pb = large_page_of(b);
+    EXPECT(pa != NULL && pa->sampled == ND_PROF_SLAB && pb != NULL && pb->sampled == ND_PROF_SLAB,
+           "two 32 KiB samples to be runs of a run slab");
+    EXPECT(chunk_of(a) == chunk_of(b) && ((uintptr_t)a & (ND_CHUNK_SIZE - 1)) == 0 && b == a + 32768,
+           "two 32 KiB runs at the start of one chunk and half-way: %p %p", (void *)a, (void *)b);
+    memset(a, 'a', 32768);
+    memset(b, 'b', 32768);
+    EXPECT(a[32767] == 'a' && b[0] == 'b', "the runs' bytes their own");
+    uintptr_t chunk = (uintptr_t)a;
+    nodal_free(a);
+    nodal_free(b);
+    for (size_t i = 0; i < pages; i++) {   /* (4096: a medium class, one OS page, lowest first) */
+        blocks[i] = nodal_malloc(4096);
+        EXPECT(blocks[i] != NULL && (uintptr_t)blocks[i] == chunk + i * ps,
+               "4 KiB sample %zu to be the chunk's OS page %zu: %p, chunk %#lx", i, i, blocks[i], (unsigned long)chunk);
+    }
+    for (size_t i = 0; i < pages; i++)
+        nodal_free(blocks[i]);
     EXPECT(nd_prof_live_bytes() == 0, "no live sample once all is freed, %ld bytes", (long)nd_prof_live_bytes());
 }
 
@@ -541,6 +579,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_forked_child_frees_the_cells_of_a_thread_it_lacks),
     ND_CASE(a_request_inside_the_cut_takes_no_cell),
     ND_CASE(medium_samples_share_run_slabs_and_take_freed_runs_again),
+    ND_CASE(a_run_slab_takes_runs_on_every_os_page),
     ND_CASE(a_run_freed_twice_or_inside_aborts),
     ND_CASE(runs_cut_and_freed_by_two_threads_do_not_overlap),
 };
