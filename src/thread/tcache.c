@@ -548,7 +548,7 @@ bool nd_tcache_fill(nd_tcache *tc, unsigned c)
        rptest -t 2's peak RSS 4-8 %. */
     uint64_t now = nd_bin_requests(tc, c);
     size_t want = bi->cap / 2;
-    size_t whole = bi->last == ND_LAST_FILL && now - bi->mark < bi->cap / 4 && bi->run_fill >= bi->cap ? bi->cap
+    size_t whole = bi->last == ND_LAST_FILL && 4 * (now - bi->mark) < bi->cap && bi->run_fill >= bi->cap ? bi->cap
                                                                                                        : want;
     if (bi->last != ND_LAST_FILL)
         bi->run_fill = 0;
@@ -930,7 +930,7 @@ void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)
                    one did not send the whole bin (tcache.h:
                    ND_SPILL_AFTER_FILL). */
                 uint64_t now = nd_bin_requests(tc, c);
-                bool run = bi->last == ND_LAST_SPILL && now - bi->mark < bi->cap / 4 && !bi->spilled_few;
+                bool run = bi->last == ND_LAST_SPILL && 4 * (now - bi->mark) < bi->cap && !bi->spilled_few;
                 size_t n = run ? bi->cap
                          : bi->last == ND_LAST_FILL && !bi->spilled_all
                                ? (bi->cap + ND_SPILL_AFTER_FILL - 1) / ND_SPILL_AFTER_FILL

@@ -445,6 +445,64 @@ static void a_bin_in_a_run_of_frees_sends_the_whole_bin_home(void)
     in_a_new_thread(run_of_frees);
 }
 
+/* A bin of two blocks (tcache_bytes=32k: 16 KiB blocks, the capacity the
+   budget leaves a big class when many caches share it) in a run of
+   requests refills both blocks at once, and in a run of frees sends both
+   home at once, as a larger bin moves its whole capacity (tcache.c: "fewer
+   than a quarter of the capacity" in between, which is none for a bin of
+   2 or 3 blocks; a quarter rounded down to 0 kept it at one block a fill
+   and one a flush: a slow path every request, rptest -t 8's classes of
+   2 KiB and more). */
+enum { PAIR_RUN = 64 };
+static void *pair_runs(void *arg)
+{
+    (void)arg;
+    static void *a[PAIR_RUN];
+    const size_t size = 16384;
+    unsigned c = nd_class_of(size);
+    for (int i = 0; i < PAIR_RUN; i++)
+        a[i] = nodal_malloc(size);
+    /* One block of each page stays out, so that the pages keep the
+       others free for the run's whole fills (nd_heap_take_free). */
+    static nd_page *kept_page[PAIR_RUN];
+    static void *kept[PAIR_RUN];
+    int pages = 0, n = 0;
+    for (int i = 0; i < PAIR_RUN; i++)
+        if (note_page(kept_page, &pages, a[i]) != NULL)
+            kept[n++] = a[i];
+        else
+            nodal_free(a[i]);
+    nd_tcache *tc = nd_tls_tc;
+    nd_bin_info *bi = &tc->binfo[c];
+    EXPECT(bi->cap == 2, "the 16 KiB bin to hold two blocks under tcache_bytes=32k (cap %u)", bi->cap);
+    nd_tcache_flush_all(tc);
+    nd_tcache_xfer_sweep(tc, 0, true);   /* the store's blocks back to their pages too */
+    const int run = PAIR_RUN - n;
+    const nd_class_counters *cs = &tc->heap.cstats[c];
+    uint64_t fills = nd_load_relaxed(&cs->fills);
+    for (int i = 0; i < run; i++)
+        a[i] = nodal_malloc(size);
+    fills = nd_load_relaxed(&cs->fills) - fills;
+    uint64_t flushes = nd_load_relaxed(&cs->flushes);
+    for (int i = 0; i < run; i++)
+        nodal_free(a[i]);
+    flushes = nd_load_relaxed(&cs->flushes) - flushes;
+    EXPECT(run >= 32 && fills <= (uint64_t)run / 2 + 2,
+           "a run of %d requests to refill the two-block bin whole: %llu fills", run, (unsigned long long)fills);
+    EXPECT(flushes <= (uint64_t)run / 2 + 2, "a run of %d frees to send the two-block bin home whole: %llu flushes",
+           run, (unsigned long long)flushes);
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    for (int i = 0; i < n; i++)
+        nodal_free(kept[i]);
+    return NULL;
+}
+
+static void a_two_block_bin_moves_both_blocks_in_runs(void)
+{
+    EXPECT(nd_opt(ND_OPT_tcache_bytes) == 32768, "this case to run with NODAL_OPTIONS=tcache_bytes=32k");
+    in_a_new_thread(pair_runs);
+}
+
 /* Batches of 1 KiB blocks that fit the bin (its capacity: 256 blocks, a
    working set of 250) move no block in or out once the bin holds them,
    whatever it held when the batches began: a GC pass that flushed part of
@@ -1722,6 +1780,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_bin_in_a_run_of_requests_refills_whole_from_free_blocks_only),
     ND_CASE(a_bin_in_a_run_of_frees_sends_the_whole_bin_home),
     ND_CASE(batches_that_fit_the_bin_settle_after_a_flush),
+    ND_CASE(a_two_block_bin_moves_both_blocks_in_runs),
     ND_CASE(a_new_page_reuses_resident_memory_first),
     ND_CASE(a_new_page_reuses_resident_memory_of_any_segment_first),
     ND_CASE(threads_beyond_the_cpus_share_the_cache_budget),
