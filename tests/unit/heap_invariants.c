@@ -732,24 +732,36 @@ static void *grow_four_classes(void *arg)
     return NULL;
 }
 
-static void threads_beyond_the_cpus_share_the_cache_budget(void)
+/* The share of each of SHARE_THREADS + 1 caches (nd_tcache_total_share);
+   *cpus, the CPUs it counts. */
+static size_t share_of_each(size_t *cpus)
 {
-    size_t total = (size_t)nd_opt(ND_OPT_tcache_total), cpus = 0;
+    size_t total = (size_t)nd_opt(ND_OPT_tcache_total), n = 0;
     for (int cpu = 0; cpu < nd_topo.cpu_count; cpu++)
-        cpus += nd_topo.cpu_node[cpu] >= 0;
-    size_t caches = SHARE_THREADS + 1, each = 2 * cpus;
+        n += nd_topo.cpu_node[cpu] >= 0;
+    *cpus = n;
+    size_t caches = SHARE_THREADS + 1, each = 2 * n;
     size_t share = caches <= each ? total : total / caches * each;
-    if (share < total / 8)
-        share = total / 8;
+    return share < total / 8 ? total / 8 : share;
+}
+
+/* Runs fn in SHARE_THREADS threads alive together, each given its cap[i]. */
+static void in_share_threads(void *(*fn)(void *), size_t *cap)
+{
     pthread_t t[SHARE_THREADS];
-    size_t cap[SHARE_THREADS];
     nodal_free(nodal_malloc(1));   /* this thread's cache counts too */
     pthread_barrier_init(&share_barrier, NULL, SHARE_THREADS);
     for (int i = 0; i < SHARE_THREADS; i++)
-        EXPECT(pthread_create(&t[i], NULL, grow_four_classes, &cap[i]) == 0, "pthread_create to work");
+        EXPECT(pthread_create(&t[i], NULL, fn, &cap[i]) == 0, "pthread_create to work");
     for (int i = 0; i < SHARE_THREADS; i++)
         pthread_join(t[i], NULL);
     pthread_barrier_destroy(&share_barrier);
+}
+
+static void threads_beyond_the_cpus_share_the_cache_budget(void)
+{
+    size_t cpus, share = share_of_each(&cpus), cap[SHARE_THREADS];
+    in_share_threads(grow_four_classes, cap);
     /* A cache's starting capacities are never refused: 8 KiB worth of
        blocks per class, or 2 blocks (16 KiB of 8 KiB ones), five classes. */
     for (int i = 0; i < SHARE_THREADS; i++)
@@ -782,23 +794,10 @@ static void *runs_of_16k(void *arg)
 
 static void a_bin_in_runs_of_many_bins_grows_past_its_caches_share(void)
 {
-    size_t total = (size_t)nd_opt(ND_OPT_tcache_total), cpus = 0;
-    for (int cpu = 0; cpu < nd_topo.cpu_count; cpu++)
-        cpus += nd_topo.cpu_node[cpu] >= 0;
-    size_t caches = SHARE_THREADS + 1, share = caches <= 2 * cpus ? total : total / caches * 2 * cpus;
-    if (share < total / 8)
-        share = total / 8;
+    size_t cpus, share = share_of_each(&cpus), cap[SHARE_THREADS];
     if (share >= 16 * 16384 || nd_opt(ND_OPT_tcache_bytes) < 16 * 16384)
         SKIP("a share of %zu (%zu CPUs) holds 16 blocks of 16 KiB without the runs' rule", share, cpus);
-    pthread_t t[SHARE_THREADS];
-    size_t cap[SHARE_THREADS];
-    nodal_free(nodal_malloc(1));
-    pthread_barrier_init(&share_barrier, NULL, SHARE_THREADS);
-    for (int i = 0; i < SHARE_THREADS; i++)
-        EXPECT(pthread_create(&t[i], NULL, runs_of_16k, &cap[i]) == 0, "pthread_create to work");
-    for (int i = 0; i < SHARE_THREADS; i++)
-        pthread_join(t[i], NULL);
-    pthread_barrier_destroy(&share_barrier);
+    in_share_threads(runs_of_16k, cap);
     for (int i = 0; i < SHARE_THREADS; i++)
         EXPECT(cap[i] * 16384 > share, "thread %d's 16 KiB bin, in runs of 64 blocks, to grow past the share, %zu "
                "(%zu blocks, %zu CPUs)", i, share, cap[i], cpus);
