@@ -176,7 +176,11 @@ typedef struct nd_bin_info {
    which keeps the blocks it will reuse, and a run of requests and frees
    that wanders around an edge (bench/mstress) is not cut into a fill or
    flush every few calls. The capacity, and so the bytes a cache may hold,
-   is the same either way.
+   is the same either way. "A quarter" is exact (4 x the calls in between
+   against the capacity): a quarter rounded down is 0 for a bin of 2 or 3
+   blocks, which then never moved more than one block at a time, a slow
+   path every request or free (the classes of 2 KiB and more of rptest -t 8,
+   held at 2-4 blocks by the cache's share of tcache_total).
    An overflow that comes after a fill (the bin ran dry, was filled, and
    is full again without room to grow), when the overflow before that did
    not send the whole bin away, sends only a 64th of the bin: the blocks

@@ -506,6 +506,64 @@ static void a_bin_in_a_run_of_frees_sends_the_whole_bin_home(void)
     in_a_new_thread(run_of_frees);
 }
 
+/* A bin of two blocks (tcache_bytes=32k: 16 KiB blocks, the capacity the
+   budget leaves a big class when many caches share it) in a run of
+   requests refills both blocks at once, and in a run of frees sends both
+   home at once, as a larger bin moves its whole capacity (tcache.c: "fewer
+   than a quarter of the capacity" in between, which is none for a bin of
+   2 or 3 blocks; a quarter rounded down to 0 kept it at one block a fill
+   and one a flush: a slow path every request, rptest -t 8's classes of
+   2 KiB and more). */
+enum { PAIR_RUN = 64 };
+static void *pair_runs(void *arg)
+{
+    (void)arg;
+    static void *a[PAIR_RUN];
+    const size_t size = 16384;
+    unsigned c = nd_class_of(size);
+    for (int i = 0; i < PAIR_RUN; i++)
+        a[i] = nodal_malloc(size);
+    /* One block of each page stays out, so that the pages keep the
+       others free for the run's whole fills (nd_heap_take_free). */
+    static nd_page *kept_page[PAIR_RUN];
+    static void *kept[PAIR_RUN];
+    int pages = 0, n = 0;
+    for (int i = 0; i < PAIR_RUN; i++)
+        if (note_page(kept_page, &pages, a[i]) != NULL)
+            kept[n++] = a[i];
+        else
+            nodal_free(a[i]);
+    nd_tcache *tc = nd_tls_tc;
+    nd_bin_info *bi = &tc->binfo[c];
+    EXPECT(bi->cap == 2, "the 16 KiB bin to hold two blocks under tcache_bytes=32k (cap %u)", bi->cap);
+    nd_tcache_flush_all(tc);
+    nd_tcache_xfer_sweep(tc, 0, true);   /* the store's blocks back to their pages too */
+    const int run = PAIR_RUN - n;
+    const nd_class_counters *cs = &tc->heap.cstats[c];
+    uint64_t fills = nd_load_relaxed(&cs->fills);
+    for (int i = 0; i < run; i++)
+        a[i] = nodal_malloc(size);
+    fills = nd_load_relaxed(&cs->fills) - fills;
+    uint64_t flushes = nd_load_relaxed(&cs->flushes);
+    for (int i = 0; i < run; i++)
+        nodal_free(a[i]);
+    flushes = nd_load_relaxed(&cs->flushes) - flushes;
+    EXPECT(run >= 32 && fills <= (uint64_t)run / 2 + 2,
+           "a run of %d requests to refill the two-block bin whole: %llu fills", run, (unsigned long long)fills);
+    EXPECT(flushes <= (uint64_t)run / 2 + 2, "a run of %d frees to send the two-block bin home whole: %llu flushes",
+           run, (unsigned long long)flushes);
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    for (int i = 0; i < n; i++)
+        nodal_free(kept[i]);
+    return NULL;
+}
+
+static void a_two_block_bin_moves_both_blocks_in_runs(void)
+{
+    EXPECT(nd_opt(ND_OPT_tcache_bytes) == 32768, "this case to run with NODAL_OPTIONS=tcache_bytes=32k");
+    in_a_new_thread(pair_runs);
+}
+
 /* Batches of 1 KiB blocks that fit the bin (its capacity: 256 blocks, a
    working set of 250) move no block in or out once the bin holds them,
    whatever it held when the batches began: a GC pass that flushed part of
@@ -709,8 +767,9 @@ static void a_new_page_reuses_resident_memory_of_any_segment_first(void)
 /* Threads beyond two per CPU share the CPUs' thread-cache budget
    (tcache.c: nd_tcache_total_share): 16 threads, alive together, each
    working through 1 MiB of blocks of four classes, so that each would grow
-   its cache to tcache_total; none grows it past its share of tcache_total
-   x 2 x CPUs (the share with 17 caches, the most it can be). */
+   its cache to tcache_total; none grows it past twice its share of
+   tcache_total x 2 x CPUs (the share with 17 caches, the most it can be:
+   a bin in long runs may go past the share itself, tcache.c: ND_RUN_BINS). */
 enum { SHARE_THREADS = 16 };
 static pthread_barrier_t share_barrier;
 
@@ -734,29 +793,75 @@ static void *grow_four_classes(void *arg)
     return NULL;
 }
 
-static void threads_beyond_the_cpus_share_the_cache_budget(void)
+/* The share of each of SHARE_THREADS + 1 caches (nd_tcache_total_share);
+   *cpus, the CPUs it counts. */
+static size_t share_of_each(size_t *cpus)
 {
-    size_t total = (size_t)nd_opt(ND_OPT_tcache_total), cpus = 0;
+    size_t total = (size_t)nd_opt(ND_OPT_tcache_total), n = 0;
     for (int cpu = 0; cpu < nd_topo.cpu_count; cpu++)
-        cpus += nd_topo.cpu_node[cpu] >= 0;
-    size_t caches = SHARE_THREADS + 1, each = 2 * cpus;
+        n += nd_topo.cpu_node[cpu] >= 0;
+    *cpus = n;
+    size_t caches = SHARE_THREADS + 1, each = 2 * n;
     size_t share = caches <= each ? total : total / caches * each;
-    if (share < total / 8)
-        share = total / 8;
+    return share < total / 8 ? total / 8 : share;
+}
+
+/* Runs fn in SHARE_THREADS threads alive together, each given its cap[i]. */
+static void in_share_threads(void *(*fn)(void *), size_t *cap)
+{
     pthread_t t[SHARE_THREADS];
-    size_t cap[SHARE_THREADS];
     nodal_free(nodal_malloc(1));   /* this thread's cache counts too */
     pthread_barrier_init(&share_barrier, NULL, SHARE_THREADS);
     for (int i = 0; i < SHARE_THREADS; i++)
-        EXPECT(pthread_create(&t[i], NULL, grow_four_classes, &cap[i]) == 0, "pthread_create to work");
+        EXPECT(pthread_create(&t[i], NULL, fn, &cap[i]) == 0, "pthread_create to work");
     for (int i = 0; i < SHARE_THREADS; i++)
         pthread_join(t[i], NULL);
     pthread_barrier_destroy(&share_barrier);
+}
+
+static void threads_beyond_the_cpus_share_the_cache_budget(void)
+{
+    size_t cpus, share = share_of_each(&cpus), cap[SHARE_THREADS];
+    in_share_threads(grow_four_classes, cap);
     /* A cache's starting capacities are never refused: 8 KiB worth of
        blocks per class, or 2 blocks (16 KiB of 8 KiB ones), five classes. */
     for (int i = 0; i < SHARE_THREADS; i++)
-        EXPECT(cap[i] <= share + 5 * 16384, "thread %d's cache to hold at most its share, %zu (%zu, %zu CPUs)", i,
-               share, cap[i], cpus);
+        EXPECT(cap[i] <= 2 * share + 5 * 16384, "thread %d's cache to hold at most twice its share, %zu (%zu, %zu CPUs)",
+               i, share, cap[i], cpus);
+}
+
+/* A bin in runs of requests of 8 bins' worth and more grows past its
+   cache's share (tcache.c: ND_RUN_BINS): the same 16 threads, alive
+   together, each allocating 64 blocks of 16 KiB and freeing them, 8 times;
+   the bin, held at 8 blocks (128 KiB) by a share under 256 KiB, grows to
+   16 (its tcache_bytes) past it. */
+static void *runs_of_16k(void *arg)
+{
+    size_t *cap = arg;
+    static __thread void *p[64];
+    nodal_free(nodal_malloc(1));
+    pthread_barrier_wait(&share_barrier);
+    for (int round = 0; round < 8; round++) {
+        for (int i = 0; i < 64; i++)
+            p[i] = nodal_malloc(16384);
+        for (int i = 0; i < 64; i++)
+            nodal_free(p[i]);
+    }
+    *cap = nd_tls_tc->binfo[nd_class_of(16384)].cap;
+    EXPECT(nd_tcache_is_valid(nd_tls_tc), "the cache invariants to hold");
+    pthread_barrier_wait(&share_barrier);
+    return NULL;
+}
+
+static void a_bin_in_runs_of_many_bins_grows_past_its_caches_share(void)
+{
+    size_t cpus, share = share_of_each(&cpus), cap[SHARE_THREADS];
+    if (share >= 16 * 16384 || nd_opt(ND_OPT_tcache_bytes) < 16 * 16384)
+        SKIP("a share of %zu (%zu CPUs) holds 16 blocks of 16 KiB without the runs' rule", share, cpus);
+    in_share_threads(runs_of_16k, cap);
+    for (int i = 0; i < SHARE_THREADS; i++)
+        EXPECT(cap[i] * 16384 > share, "thread %d's 16 KiB bin, in runs of 64 blocks, to grow past the share, %zu "
+               "(%zu blocks, %zu CPUs)", i, share, cap[i], cpus);
 }
 
 static void *producer(void *arg)
@@ -1784,9 +1889,11 @@ static const struct nd_case cases[] = {
     ND_CASE(a_bin_in_a_run_of_requests_refills_whole_from_free_blocks_only),
     ND_CASE(a_bin_in_a_run_of_frees_sends_the_whole_bin_home),
     ND_CASE(batches_that_fit_the_bin_settle_after_a_flush),
+    ND_CASE(a_two_block_bin_moves_both_blocks_in_runs),
     ND_CASE(a_new_page_reuses_resident_memory_first),
     ND_CASE(a_new_page_reuses_resident_memory_of_any_segment_first),
     ND_CASE(threads_beyond_the_cpus_share_the_cache_budget),
+    ND_CASE(a_bin_in_runs_of_many_bins_grows_past_its_caches_share),
     ND_CASE(remote_frees_return_to_the_owner),
     ND_CASE(remote_frees_in_chains_go_back_to_their_own_pages),
     ND_CASE(blocks_freed_by_another_thread_come_back_in_address_order),
