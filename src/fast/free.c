@@ -225,6 +225,8 @@ static void nd_free_secure(void *p, nd_page *pg)
 static nd_noinline void nd_free_sealed_route(void *p, nd_segment *s, nd_page *pg)
 {
     nd_lock_may_take(ND_LOCK_ID_threads);   /* adoption */
+    if (nd_unlikely(!nd_seg_cookie_ok(s)))   /* as the default's slow path (nd_free_checked) */
+        nd_bad_header("free", p);
     unsigned bin = nd_class_bin[pg->cls];   /* (class.h) */
     nd_tcache *tc = nd_tls_tc;
     if (bin < ND_CLASS_COUNT && tc->binfo[bin].cap_max != 0 &&
@@ -282,17 +284,20 @@ static nd_cold __attribute__((noipa)) void nd_free_sealed_other(void *p, nd_segm
    thread's cache (its kind is that kind with ND_KIND_SEALED, so the fast
    path sends each one here: nd_free_other_kind). A page of that kind is a
    small or medium page in use (segment.h: every other page's kind is
-   ND_KIND_NONE). The block is checked (its segment's header, a block
-   start, not free already, its canary intact), then goes where the free
-   fast path would have put it: the thread's bin of its class (the block
-   the bin took last freed again: a double free, as there), else the usual
-   routes. The checks fold into two unlikely branches, as in the fast path,
-   which nd_free_sealed_other sorts out. s is p's segment (nd_seg_base):
-   past the segment header's check the paths off this one take it from p
-   again, so that s need not stay in a register across the multiplies. */
+   ND_KIND_NONE). The block is checked (a block start, not free already,
+   its canary intact; its segment's header where a guard page does not
+   stop an overflow first, segment.h: ND_SEG_GUARD_ALWAYS), then goes where
+   the free fast path would have put it: the thread's bin of its class (the
+   block the bin took last freed again: a double free, as there), else the
+   usual routes (nd_free_sealed_route, which checks the header, as the
+   default's slow path does). The checks fold into two unlikely branches,
+   as in the fast path, which nd_free_sealed_other sorts out. s is p's
+   segment (nd_seg_base): the paths off this one take it from p again, so
+   that s need not stay in a register across the multiplies. */
 static inline __attribute__((always_inline)) void nd_free_sealed_in(void *p, nd_segment *s, nd_page *pg, nd_tcache *tc)
 {
-    if (nd_unlikely(!nd_seg_cookie_ok(s) || !nd_page_block_ok_shared(pg, p) || !nd_block_is_sealed(p, pg->block_size))) {
+    if (nd_unlikely((!ND_SEG_GUARD_ALWAYS && !nd_seg_cookie_ok(s)) || !nd_page_block_ok_shared(pg, p) ||
+                    !nd_block_is_sealed(p, pg->block_size))) {
         nd_free_sealed_other(p, nd_seg_base(p), pg);
         return;
     }
@@ -301,12 +306,10 @@ static inline __attribute__((always_inline)) void nd_free_sealed_in(void *p, nd_
         nd_free_sealed_other(p, nd_seg_base(p), pg);
         return;
     }
-    unsigned off = pg->bin_off;   /* pg->cls's bin: its own, or one less (class.h) */
-    if (nd_unlikely(off == ND_BIN_OFF_NONE)) {
-        nd_free_sealed_route(p, nd_seg_base(p), pg);
-        return;
-    }
-    nd_bin *b = (nd_bin *)((char *)tc->bins + off);   /* as the fast path */
+    /* pg->cls's bin: its own, or one less (class.h); a class without a
+       bin, the last bin, which has no slots then (segment.h:
+       ND_BIN_OFF_NONE), so the test below sends it on its route. */
+    nd_bin *b = (nd_bin *)((char *)tc->bins + pg->bin_off);   /* as the fast path */
     void **cur = b->cur, **low = b->low;
     if (nd_likely(cur != low)) {
         if (nd_unlikely(*cur == p))

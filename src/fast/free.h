@@ -20,8 +20,9 @@
  *                 page kind == the thread's: *--bin->cur = p   (bin->cur != bin->low)
  *                 (a node-bound kind: the thread's cache for that node)
  *   other kind: secure=1, the thread's plain memory (its kind | ND_KIND_SEALED):
- *                 nd_free_other_kind (free.c): checked (segment header,
- *                 block start, canary, mark), into the bin
+ *                 nd_free_other_kind (free.c): checked (block start,
+ *                 canary, mark; the segment header where no guard page
+ *                 ends every segment), into the bin
  *   else nd_free_slow (free.c) -> full cache: nd_tcache_push (grows the
  *                                 bin or flushes half or all of it)
  *                              -> no cache of that kind, an abandoned page:

@@ -305,11 +305,13 @@ static inline bool nd_page_has_block(const nd_page *pg, const void *p)
    in use) */
 bool nd_page_is_block_start(const nd_page *pg, const void *p) nd_hidden;
 
-_Static_assert(ND_CLASS_COUNT * ND_BIN_BYTES < ND_BIN_OFF_NONE, "every bin's offset fits a page's bin_off");
+_Static_assert(ND_CLASS_COUNT * ND_BIN_BYTES <= 0xffffu, "every bin's offset fits a page's bin_off");
 /* The bin_off of a page of class cls (segment.h). */
 static inline uint16_t nd_page_bin_off(unsigned cls)
 {
     unsigned bin = nd_class_bin[cls];
+    /* No bin (secure=1's class 0): the last bin, which holds no class then. */
+    nd_assert(bin < ND_CLASS_COUNT || nd_bin_class[ND_CLASS_COUNT - 1] >= ND_CLASS_COUNT);
     return bin < ND_CLASS_COUNT ? (uint16_t)(bin * ND_BIN_BYTES) : (uint16_t)ND_BIN_OFF_NONE;
 }
 

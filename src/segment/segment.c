@@ -48,6 +48,7 @@ void nd_seg_init(void)
        secure=1 goes without guard pages there. */
     size_t ps = nd_os_page_size();
     nd_seg_guard = nd_secure_on() && ps <= 16 * ND_KiB ? ps : 0;
+    nd_assert(!nd_secure_on() || !ND_SEG_GUARD_ALWAYS || nd_seg_guard != 0);
     if (nd_secure_on() && nd_seg_guard == 0 && nd_opt_verbose())
         nd_warn("secure=1 without guard pages: the OS page (%zu bytes) is too large", ps);
 }

@@ -117,8 +117,12 @@ static inline int      nd_kind_node(unsigned kind) { return (int)((kind - 2u) >>
 
 enum { ND_SEG_FREE = 0, ND_SEG_SMALL, ND_SEG_MEDIUM, ND_SEG_LARGE, ND_SEG_HUGE };
 
-/* A page's bin_off when no thread-cache bin holds its class's blocks. */
-#define ND_BIN_OFF_NONE 0xffffu
+/* A page's bin_off when no thread-cache bin holds its class's blocks
+   (secure=1 only: class 0 and the last class, class.h): the last bin's,
+   which then holds no class either, so no thread cache ever gives it slots
+   (its cap_max is 0, tcache.c) and a free that looks in it finds it full
+   (cur == low == NULL) and takes its route, with no test of its own. */
+#define ND_BIN_OFF_NONE ((ND_CLASS_COUNT - 1u) * ND_BIN_BYTES)
 
 /*
  * A page: one size class, one owner heap.
@@ -138,7 +142,8 @@ enum { ND_SEG_FREE = 0, ND_SEG_SMALL, ND_SEG_MEDIUM, ND_SEG_LARGE, ND_SEG_HUGE }
  *  - free is touched only by the owner thread (or under the owner's lock for
  *    a shared heap); xfree only with atomics.
  *  - key == heap->tid while a heap owns the page.
- *  - bin_off == nd_class_bin[cls] * ND_BIN_BYTES, or ND_BIN_OFF_NONE when
+ *  - bin_off == nd_class_bin[cls] * ND_BIN_BYTES, or ND_BIN_OFF_NONE (the
+ *    last bin's offset, a bin that then holds no class) when
  *    nd_class_bin[cls] is no bin, while a small or medium page is in use
  *    (nd_page_init).
  *  - recarved == 1 once the page has been released since its segment was
@@ -168,7 +173,8 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
     uint16_t        bin_off;     /* small and medium: the byte offset in a thread cache's bins of the bin
                                     its blocks go to (nd_class_bin[cls] * ND_BIN_BYTES: under secure=1 a
                                     bin past 1 KiB holds the next class's blocks, class.h), or
-                                    ND_BIN_OFF_NONE: no bin holds them (read by secure=1's checked free) */
+                                    ND_BIN_OFF_NONE when no bin holds them: the last bin's, which has no
+                                    slots then (read by secure=1's checked free) */
     /* line 1: shared side */
     nd_aligned(ND_CACHE_LINE) uintptr_t xfree;
     struct nd_page *xnext;
@@ -284,6 +290,19 @@ extern uint64_t  nd_segcache[ND_SEGCACHE_SLOTS] nd_hidden;
 extern uintptr_t nd_seg_secret nd_hidden;
 /* Bytes of the guard page at the end of every 4 MiB segment (secure=1), or 0. */
 extern size_t    nd_seg_guard nd_hidden;
+/* 1 where the OS page is known at build time to be small enough for guard
+   pages (4 KiB: x86-64), so that under secure=1 every mapping nodal makes
+   (segment, short segment, huge block) ends in one (nd_seg_init). Then a
+   linear overflow out of nodal's memory faults before it reaches the next
+   segment's header, and secure=1's checked free of a block of the
+   thread's own kind leaves the header's cookie to the slow paths, as the
+   default's free does (free.c). Elsewhere (aarch64: pages of 4-64 KiB) it
+   checks the cookie at every free. */
+#if defined(__x86_64__)
+#define ND_SEG_GUARD_ALWAYS 1
+#else
+#define ND_SEG_GUARD_ALWAYS 0
+#endif
 
 /* The segment whose 4 MiB-aligned start is at or below p: the owner of any
    pointer into a small, medium or large page, and of a page descriptor. */

@@ -1605,6 +1605,36 @@ static void sc_overflow_into_next_segment(long arg)
     _exit(6);
 }
 
+/* A wild write over a segment header's first word (its cookie), then a
+   free of a block of that segment. Under secure=1 a free into the
+   thread's bin does not compare the cookie (the segment's guard page
+   stops a linear overflow before the next segment's header,
+   hardening.md); a free that takes the slow path does, as the default's
+   does, before it trusts anything in the header: here every free, with
+   thread caches of capacity 0 (tcache_count=0). */
+static void sc_wild_write_over_a_segment_header(long arg)
+{
+    (void)arg;
+    const struct nd_api *A = nd_api();
+    unsigned char *p = A->malloc(40);
+    if (!p)
+        _exit(4);
+    uintptr_t seg = (uintptr_t)p & ~(((uintptr_t)4 << 20) - 1);
+    want("nodal: free(): heap corruption (segment header overwritten): %p", (void *)p);
+    ((volatile uint64_t *)seg)[0] ^= 0x41;
+    A->free(p);
+    let_through("a free into a segment whose header was overwritten");
+}
+
+static void a_segment_header_overwritten_is_reported_by_the_slow_path_under_secure_1(void)
+{
+    nd_api();
+    expect_misuse("a free into a segment whose header a wild write changed", "secure=1,tcache_count=0",
+                  "wild_write_over_a_segment_header", 0);
+    expect_misuse("a free into a segment whose header a wild write changed", "tcache_count=0",
+                  "wild_write_over_a_segment_header", 0);
+}
+
 static void overflow_past_a_block_into_the_next_segment_is_reported_as_corruption(void)
 {
     nd_api();
@@ -1664,6 +1694,7 @@ static const struct scenario scenarios[] = {
     { "overflow_into_free_neighbour", sc_overflow_into_free_neighbour },
     { "overflow_into_live_neighbour", sc_overflow_into_live_neighbour },
     { "overflow_into_next_segment", sc_overflow_into_next_segment },
+    { "wild_write_over_a_segment_header", sc_wild_write_over_a_segment_header },
     { "realloc_freed", sc_realloc_freed },
     { "write_after_free", sc_write_after_free },
     { "overflow_by_one", sc_overflow_by_one },
@@ -1733,6 +1764,7 @@ static const struct nd_case cases[] = {
     ND_CASE(overflow_past_a_huge_block_faults_under_secure_1),
     ND_CASE(overflow_past_the_last_block_of_a_segment_faults_under_secure_1),
     ND_CASE(overflow_past_a_block_into_the_next_segment_is_reported_as_corruption),
+    ND_CASE(a_segment_header_overwritten_is_reported_by_the_slow_path_under_secure_1),
     ND_CASE(realloc_of_a_freed_large_block_aborts_with_message),
     ND_CASE(realloc_of_a_freed_block_aborts_with_message_under_check_2),
     ND_CASE(a_read_of_freed_blocks_does_not_forge_a_link_to_a_live_block),
