@@ -53,6 +53,19 @@ bool  nd_os_space_limited(void) nd_hidden;
    nd_os_init), or the kernel refused a mapping for lack of room (one
    load, no system call). */
 bool  nd_os_space_limit_seen(void) nd_hidden;
+/* Whether the process's address space has reached ND_OS_TIGHT_SIXTEENTHS
+   sixteenths of its limit (RLIMIT_AS), false again below half that: a
+   mark past which requests take the blocks that waste the least of it
+   (route.c), since a live block cannot shrink once the limit is reached.
+   Read only while a limit was seen (nd_os_space_limit_seen), at nodal's
+   mappings: the size the process had when last asked
+   (/proc/self/statm, asked again as nodal's own mappings move by a 64th
+   of the limit or cross the mark) and nodal's mappings since. One load.
+   A sixteenth: blocks of 100,000 B in 112 KiB up to the mark and in
+   their OS pages past it fill a limit of 200 MiB to 0.954x glibc's
+   count; from an eighth, 0.947x (bench/aslimit-sweep.py, 2026-12-04). */
+#define ND_OS_TIGHT_SIXTEENTHS 1
+bool  nd_os_space_tight(void) nd_hidden;
 void  nd_os_unmap(void *p, size_t size) nd_hidden;
 int   nd_os_purge(void *p, size_t size) nd_hidden;
 int   nd_os_populate(void *p, size_t size) nd_hidden;
