@@ -1135,6 +1135,70 @@ static void secure_large_blocks_are_tight_from_the_start_under_a_limit(void)
            (200000 + ps - 1) / ps * ps, usable);
 }
 
+/* The helper runs itself again under the RLIMIT_AS that ND_ASUSE gives
+   ("MiB,bytes"), as a batch job starts, and prints the usable size of a
+   malloc of that many bytes and its address space then (KiB). */
+static void emit_usable_size_under_a_limit(void)
+{
+    const char *use = getenv("ND_ASUSE");
+    EXPECT(use != NULL, "ND_ASUSE to say MiB,bytes");
+    size_t mib = (size_t)strtoul(use, NULL, 10), bytes = (size_t)strtoul(strchr(use, ',') + 1, NULL, 10);
+    if (getenv("ND_ASREEXEC") == NULL) {
+        static char self[4096];
+        ssize_t got = readlink("/proc/self/exe", self, sizeof self - 1);
+        EXPECT(got > 0, "/proc/self/exe to name this program");
+        self[got] = '\0';
+        struct rlimit lim = { (rlim_t)mib << 20, (rlim_t)mib << 20 };
+        EXPECT(setrlimit(RLIMIT_AS, &lim) == 0, "setrlimit(RLIMIT_AS) to work");
+        EXPECT(setenv("ND_ASREEXEC", "1", 1) == 0, "setenv to work");
+        char *argv[] = { self, (char *)"emit_usable_size_under_a_limit", NULL };
+        execv(self, argv);
+        EXPECT(0, "execv of %s to work (errno %d)", self, errno);
+    }
+    /* Four huge blocks first: the process's size is read again as nodal's
+       mappings grow by a 64th of the limit (os.c), 2 MiB of 128 MiB. */
+    void *huge[4];
+    for (int i = 0; i < 4; i++)
+        huge[i] = nodal_malloc(MiB);
+    void *p = nodal_malloc(bytes);
+    printf("%zu %ld\n", p != NULL ? nodal_usable_size(p) : (size_t)0, nd_vm_kib());
+    nodal_free(p);
+    for (int i = 0; i < 4; i++)
+        nodal_free(huge[i]);
+}
+
+/* A process far from its address-space limit (64 GiB) gets a medium
+   request's class (100,000 B: 112 KiB, the thread cache's block); one
+   that holds a sixteenth of its limit (128 MiB: 8 MiB) the request's OS
+   pages, a large block, whose unused end can go back at a refusal
+   (route.c: nd_route_tight). A request that its class fits within 4 %
+   (110,000 B in 112 KiB) keeps its class near the limit too. */
+static void a_medium_request_takes_its_os_pages_only_near_an_address_space_limit(void)
+{
+#ifdef ND_TEST_SANITIZER
+    SKIP("a sanitizer reserves terabytes of address space: no limit of 64 GiB can hold");
+#endif
+    static const struct { const char *use; size_t bytes; bool near; } runs[] = {
+        { "65536,100000", 100000, false }, { "128,100000", 100000, true }, { "128,110000", 110000, false },
+    };
+    size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+    for (int i = 0; i < 3; i++) {
+        static struct nd_child c;
+        char env[64];
+        size_t usable = 0;
+        long vm = 0;
+        snprintf(env, sizeof env, "ND_ASUSE=%s", runs[i].use);
+        nd_run_case("emit_usable_size_under_a_limit", NULL, env, 60, &c);
+        EXPECT(sscanf(c.out, "%zu %ld", &usable, &vm) == 2, "a usable size and a size from the child, got \"%s\"",
+               c.out);
+        size_t want = runs[i].near ? (runs[i].bytes + ps - 1) / ps * ps : 112 << 10;
+        printf("note: RLIMIT_AS,malloc %s: usable %zu B, the process held %ld KiB\n", runs[i].use, usable, vm);
+        EXPECT(usable == want, "malloc(%zu) under an RLIMIT_AS of %zu MiB to have a usable size of %zu B (%s), "
+               "got %zu", runs[i].bytes, (size_t)strtoul(runs[i].use, NULL, 10), want,
+               runs[i].near ? "its OS pages" : "its class", usable);
+    }
+}
+
 /* Address space far beyond 256 GiB: blocks of 64 MiB, never touched, up
    to 1 TiB (4x what a segment map of 2^16 windows could hold), as many as
    glibc's malloc gets in the same process (its count first, every block
@@ -1248,5 +1312,7 @@ static const struct nd_case cases[] = {
     ND_CASE(emit_freed_large_block_room),
     ND_CASE(emit_large_block_tails),
     ND_CASE(emit_first_large_block_under_a_limit),
+    ND_CASE(emit_usable_size_under_a_limit),
+    ND_CASE(a_medium_request_takes_its_os_pages_only_near_an_address_space_limit),
 };
 ND_MAIN(cases)
