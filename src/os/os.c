@@ -101,10 +101,17 @@ static size_t nd_os_own_read;   /* nd_os_own at the last reading */
 static size_t nd_os_other;      /* the rest of the process's address space then */
 static size_t nd_os_limit;      /* RLIMIT_AS's soft limit then (bytes; 0: none) */
 static bool nd_os_tight;
+static size_t nd_os_max_maps;   /* /proc/sys/vm/max_map_count, read with the first size */
 
 #define ND_OS_TIGHT_MARK(limit) ((limit) / 16 * ND_OS_TIGHT_SIXTEENTHS)
 
 bool nd_os_space_tight(void) { return nd_load_relaxed(&nd_os_tight); }
+
+bool nd_os_space_maps_fit(size_t bytes)
+{
+    size_t limit = nd_load_relaxed(&nd_os_limit), maps = nd_load_relaxed(&nd_os_max_maps);
+    return bytes != 0 && limit / bytes < maps / 2;
+}
 
 /* Reads the limit and the process's size; sets nd_os_tight. */
 static void nd_os_space_read(size_t own)
@@ -116,6 +123,12 @@ static void nd_os_space_read(size_t own)
     size_t vm = 0;
     if (limit != 0 && nd_os_read_file("/proc/self/statm", buf, sizeof buf) > 0)
         vm = (size_t)strtoull(buf, NULL, 10) * nd_os_pagesize;
+    if (limit != 0 && nd_load_relaxed(&nd_os_max_maps) == 0) {
+        size_t maps = 65530;   /* the kernel's default */
+        if (nd_os_read_file("/proc/sys/vm/max_map_count", buf, sizeof buf) > 0 && strtoull(buf, NULL, 10) > 0)
+            maps = (size_t)strtoull(buf, NULL, 10);
+        nd_store_relaxed(&nd_os_max_maps, maps);
+    }
     errno = saved;
     nd_store_relaxed(&nd_os_limit, limit);
     nd_store_relaxed(&nd_os_own_read, own);

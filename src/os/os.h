@@ -66,6 +66,11 @@ bool  nd_os_space_limit_seen(void) nd_hidden;
    count; from an eighth, 0.947x (bench/aslimit-sweep.py, 2026-12-04). */
 #define ND_OS_TIGHT_SIXTEENTHS 1
 bool  nd_os_space_tight(void) nd_hidden;
+/* Whether the limit, as last read for nd_os_space_tight, holds fewer
+   blocks of `bytes` than half the mappings the kernel allows a process
+   (/proc/sys/vm/max_map_count, 65,530 by default): a block that gives
+   its unused end back becomes a mapping of its own. */
+bool  nd_os_space_maps_fit(size_t bytes) nd_hidden;
 void  nd_os_unmap(void *p, size_t size) nd_hidden;
 int   nd_os_purge(void *p, size_t size) nd_hidden;
 int   nd_os_populate(void *p, size_t size) nd_hidden;
