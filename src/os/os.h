@@ -67,9 +67,11 @@ bool  nd_os_space_limit_seen(void) nd_hidden;
 #define ND_OS_TIGHT_SIXTEENTHS 1
 bool  nd_os_space_tight(void) nd_hidden;
 /* Whether the limit, as last read for nd_os_space_tight, holds fewer
-   blocks of `bytes` than half the mappings the kernel allows a process
-   (/proc/sys/vm/max_map_count, 65,530 by default): a block that gives
-   its unused end back becomes a mapping of its own. */
+   blocks of `bytes` than an eighth of the mappings the kernel allows a
+   process (/proc/sys/vm/max_map_count, 65,530 by default: 8,191 blocks):
+   a block that gives its unused end back becomes a mapping of its own,
+   and each block made once the limit refused a mapping walks the large
+   segments (route.c: nd_route_tight). */
 bool  nd_os_space_maps_fit(size_t bytes) nd_hidden;
 void  nd_os_unmap(void *p, size_t size) nd_hidden;
 int   nd_os_purge(void *p, size_t size) nd_hidden;

@@ -153,11 +153,16 @@ static nd_noinline void *nd_route_small_sampled(nd_tcache *tc, unsigned c, size_
    where classes are 4 KiB apart (a large block would save an OS page at
    most) and a large block's run, a chunk of 64 KiB, takes twice its size
    and more until a refusal; not for bound memory, whose large blocks keep
-   their runs whole; nor when the limit holds more such blocks than half
-   the mappings the kernel allows (os.h: nd_os_space_maps_fit): each one
-   whose tail went back is a mapping of its own, and past the kernel's
-   count the tails stay (36,864 B blocks under 4 GiB fitted 0.815x
-   glibc's count that way, 0.896x in their class). */
+   their runs whole; nor when the limit holds more such blocks than an
+   eighth of the mappings the kernel allows (os.h: nd_os_space_maps_fit):
+   each one whose tail went back is a mapping of its own, and past the
+   kernel's count the tails stay (36,864 B blocks under 4 GiB fitted
+   0.815x glibc's count that way, 0.896x in their class); and once a
+   mapping was refused every large block that finds no free run walks
+   every large segment to give back what it can (large.h), a cost that
+   grows with their number (100,000 B blocks filling 1 GiB: 15 s where
+   their class took 1.5 s; under 700 MiB, the most this allows, 1.6 s
+   against 0.7 s). */
 #define ND_ROUTE_TIGHT_MIN (32 * ND_KiB)
 static bool nd_route_tight(const nd_tcache *tc, size_t padded, unsigned c)
 {
