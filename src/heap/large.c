@@ -27,6 +27,19 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_large_pool {
        (compare-and-swap both ways); keep_used is set by every take. */
     nd_aligned(ND_CACHE_LINE) void *keep[ND_LARGE_KEEP];
     uint32_t  keep_used;
+    /* A plain pool that found no room after its release (an
+       address-space limit): nd_os_space_returns() + 1 then; 0 otherwise,
+       and always for a bound pool (under the lock). While nodal gives
+       nothing back, a block that no free run or hole holds fails at once
+       rather than trying every mapping and walking every segment again
+       (its request then goes to a mapping of its own, route.c). */
+    uint64_t  full_at;
+    /* Changes of the pool's blocks and segments (a block taken, given
+       back or resized, a segment added), and their count when
+       nd_large_release last walked the pool (under the lock): equal, the
+       walk would give back nothing more, and is skipped (it cost every
+       large block made after a refusal a walk of every segment). */
+    uint64_t  changes, released_at;
 } nd_large_pool;
 
 /* Start-up writes none of them (all zero is an empty pool): a process
@@ -78,6 +91,7 @@ static void *nd_large_take(nd_large_pool *pool, nd_segment *s, unsigned i, unsig
     uint64_t run = nd_mask_range(i, i + k - 1);
     s->free_mask &= ~run;
     s->purge_mask &= ~run;   /* reused before its purge: keep it */
+    pool->changes++;
     if (s->used_pages++ == 0)
         pool->empty--;
     nd_page *pg = &s->pages[i];
@@ -99,6 +113,7 @@ static void nd_large_give(nd_segment *s, unsigned i, unsigned k, uint64_t now)
 {
     uint64_t run = nd_mask_range(i, i + k - 1);
     s->free_mask |= run;
+    nd_large_pools[s->node][s->bound ? 1 : 0].changes++;
     uint64_t dirty = run & s->committed;
     if (dirty == 0)
         return;
@@ -423,7 +438,10 @@ size_t nd_large_release(void)
         nd_large_keep_drain(pool, 0, true);   /* kept blocks are free chunks too */
         nd_segment *gone = NULL;
         nd_lock(nd_pool_lock(pool));
-        freed += nd_large_release_pool(pool, &gone);
+        if (pool->changes != pool->released_at) {
+            freed += nd_large_release_pool(pool, &gone);
+            pool->released_at = pool->changes;
+        }
         nd_unlock(nd_pool_lock(pool));
         while (gone != NULL) {
             nd_segment *s = gone;
@@ -540,13 +558,30 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
                     break;
         if (s == NULL)
             s = nd_large_regain(pool, k, step, &i);
+        if (s == NULL && nd_unlikely(pool->full_at != 0)) {
+            if (pool->full_at == nd_os_space_returns() + 1) {
+                nd_unlock(nd_pool_lock(pool));
+                errno = ENOMEM;
+                return NULL;
+            }
+            pool->full_at = 0;
+        }
         if (s == NULL) {
             nd_unlock(nd_pool_lock(pool));
             uint64_t refused = nd_os_map_refusals();
             s = nd_node_seg_get(node, bound, ND_SEG_LARGE);
             if (s == NULL) {
-                if (errno != ENOMEM || released)
+                if (errno != ENOMEM)
                     return NULL;
+                if (released) {
+                    if (!bound) {
+                        nd_lock(nd_pool_lock(pool));
+                        pool->full_at = nd_os_space_returns() + 1;
+                        nd_unlock(nd_pool_lock(pool));
+                    }
+                    errno = ENOMEM;
+                    return NULL;
+                }
                 /* Out of address space (not a full node): every pool's
                    free chunks give theirs back, and once more: a hole of
                    k chunks, or a new segment, may map now. */
@@ -555,12 +590,15 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
                 nd_lock(nd_pool_lock(pool));
                 if (freed)
                     continue;
+                if (!bound)
+                    pool->full_at = nd_os_space_returns() + 1;
                 nd_unlock(nd_pool_lock(pool));
                 errno = ENOMEM;
                 return NULL;
             }
             s->free_mask &= ~(uint64_t)1;   /* chunk 0: the header */
             nd_lock(nd_pool_lock(pool));
+            pool->changes++;
             nd_list_push_front(&pool->segs, s);
             nd_add_relaxed(&pool->hint, 1);
             pool->empty++;
@@ -614,6 +652,7 @@ static size_t nd_large_give_back(nd_segment *s, nd_page *pg, void *p)
     }
     size_t bytes = pg->block_size;
     unsigned i = pg->index, k = pg->reserved;
+    pool->changes++;
     nd_large_unguard_freed(s, p, bytes);   /* before the chunks can be reused */
     nd_store_relaxed(&pg->in_use, 0);
     pg->key = ND_KEY_NONE;
@@ -742,6 +781,7 @@ bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
     }
     *delta = (long)need - (long)pg->block_size;
     pg->block_size = (uint32_t)need;
+    pool->changes++;
     nd_unlock(nd_pool_lock(pool));
     nd_gauge_active(*delta);
     return true;
@@ -769,6 +809,8 @@ bool nd_large_is_valid(void)
         for (int b = 0; b < 2 && ok; b++) {
             nd_large_pool *pool = &nd_large_pools[node][b];
             nd_lock(nd_pool_lock(pool));
+            ok = (b == 0 || pool->full_at == 0) &&   /* a bound pool never fails fast */
+                 pool->released_at <= pool->changes;
             uint32_t empty = 0;
             size_t count = 0;
             for (nd_segment *s = pool->segs.first; s != NULL && ok; s = s->next, count++) {

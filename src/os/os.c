@@ -110,7 +110,7 @@ bool nd_os_space_tight(void) { return nd_load_relaxed(&nd_os_tight); }
 bool nd_os_space_maps_fit(size_t bytes)
 {
     size_t limit = nd_load_relaxed(&nd_os_limit), maps = nd_load_relaxed(&nd_os_max_maps);
-    return bytes != 0 && limit / bytes < maps / 8;
+    return bytes != 0 && limit / bytes < maps / 4;
 }
 
 /* Reads the limit and the process's size; sets nd_os_tight. */
@@ -158,9 +158,25 @@ static void nd_os_space_grew(size_t bytes)
     nd_os_space_moved(__atomic_add_fetch(&nd_os_own, bytes, __ATOMIC_RELAXED));
 }
 
+/* How many times nodal gave address space back (nd_os_space_returns). */
+static uint64_t nd_os_returns;
+
+uint64_t nd_os_space_returns(void) { return nd_load_relaxed(&nd_os_returns); }
+
 static void nd_os_space_shrank(size_t bytes)
 {
+    nd_add_relaxed(&nd_os_returns, 1);
     nd_os_space_moved(__atomic_sub_fetch(&nd_os_own, bytes, __ATOMIC_RELAXED));
+}
+
+/* Unmaps what this file mapped a moment ago and does not keep (a
+   mapping at the wrong place, the ends of one mapped larger to align
+   it): counted off nodal's mappings, but no room given back. */
+static void nd_os_unmap_trim(void *p, size_t size)
+{
+    nd_gauge_add(os_unmaps, 1);
+    if (munmap(p, size) == 0)
+        nd_os_space_moved(__atomic_sub_fetch(&nd_os_own, size, __ATOMIC_RELAXED));
 }
 
 static void nd_os_note_refusal(void)
@@ -213,7 +229,7 @@ void *nd_os_map_at(uintptr_t addr, size_t size)
         nd_os_note_refusal();
     if (p != MAP_FAILED) {   /* a kernel without MAP_FIXED_NOREPLACE took it as a hint */
         nd_os_space_grew(size);   /* nd_os_unmap counts it off */
-        nd_os_unmap(p, size);
+        nd_os_unmap_trim(p, size);
         errno = EEXIST;
     }
     return NULL;
@@ -240,7 +256,7 @@ void *nd_os_map_aligned(size_t size, size_t alignment)
         nd_os_hint_below((uintptr_t)p, size, alignment);
         return p;
     }
-    nd_os_unmap(p, size);
+    nd_os_unmap_trim(p, size);
     size_t over = size + alignment;
     char *raw = nd_os_mmap(NULL, over);
     if (raw == NULL) {
@@ -264,9 +280,9 @@ void *nd_os_map_aligned(size_t size, size_t alignment)
     size_t head = start - (uintptr_t)raw;
     size_t tail = over - head - size;
     if (head)
-        nd_os_unmap(raw, head);
+        nd_os_unmap_trim(raw, head);
     if (tail)
-        nd_os_unmap((char *)start + size, tail);
+        nd_os_unmap_trim((char *)start + size, tail);
     nd_os_hint_below(start, size, alignment);
     return (void *)start;
 }

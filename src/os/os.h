@@ -73,6 +73,10 @@ bool  nd_os_space_tight(void) nd_hidden;
    and each block made once the limit refused a mapping walks the large
    segments (route.c: nd_route_tight). */
 bool  nd_os_space_maps_fit(size_t bytes) nd_hidden;
+/* How many times nodal gave address space back (a munmap, a mremap that
+   shrank or moved): a request that found no room may find some only once
+   this moved (or the program unmapped, or the limit rose). */
+uint64_t nd_os_space_returns(void) nd_hidden;
 void  nd_os_unmap(void *p, size_t size) nd_hidden;
 int   nd_os_purge(void *p, size_t size) nd_hidden;
 int   nd_os_populate(void *p, size_t size) nd_hidden;
