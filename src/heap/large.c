@@ -34,12 +34,6 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_large_pool {
        rather than trying every mapping and walking every segment again
        (its request then goes to a mapping of its own, route.c). */
     uint64_t  full_at;
-    /* Changes of the pool's blocks and segments (a block taken, given
-       back or resized, a segment added), and their count when
-       nd_large_release last walked the pool (under the lock): equal, the
-       walk would give back nothing more, and is skipped (it cost every
-       large block made after a refusal a walk of every segment). */
-    uint64_t  changes, released_at;
 } nd_large_pool;
 
 /* Start-up writes none of them (all zero is an empty pool): a process
@@ -91,7 +85,6 @@ static void *nd_large_take(nd_large_pool *pool, nd_segment *s, unsigned i, unsig
     uint64_t run = nd_mask_range(i, i + k - 1);
     s->free_mask &= ~run;
     s->purge_mask &= ~run;   /* reused before its purge: keep it */
-    pool->changes++;
     if (s->used_pages++ == 0)
         pool->empty--;
     nd_page *pg = &s->pages[i];
@@ -113,7 +106,6 @@ static void nd_large_give(nd_segment *s, unsigned i, unsigned k, uint64_t now)
 {
     uint64_t run = nd_mask_range(i, i + k - 1);
     s->free_mask |= run;
-    nd_large_pools[s->node][s->bound ? 1 : 0].changes++;
     uint64_t dirty = run & s->committed;
     if (dirty == 0)
         return;
@@ -438,10 +430,7 @@ size_t nd_large_release(void)
         nd_large_keep_drain(pool, 0, true);   /* kept blocks are free chunks too */
         nd_segment *gone = NULL;
         nd_lock(nd_pool_lock(pool));
-        if (pool->changes != pool->released_at) {
-            freed += nd_large_release_pool(pool, &gone);
-            pool->released_at = pool->changes;
-        }
+        freed += nd_large_release_pool(pool, &gone);
         nd_unlock(nd_pool_lock(pool));
         while (gone != NULL) {
             nd_segment *s = gone;
@@ -598,8 +587,7 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
             }
             s->free_mask &= ~(uint64_t)1;   /* chunk 0: the header */
             nd_lock(nd_pool_lock(pool));
-            pool->changes++;
-            nd_list_push_front(&pool->segs, s);
+                    nd_list_push_front(&pool->segs, s);
             nd_add_relaxed(&pool->hint, 1);
             pool->empty++;
             continue;
@@ -652,7 +640,6 @@ static size_t nd_large_give_back(nd_segment *s, nd_page *pg, void *p)
     }
     size_t bytes = pg->block_size;
     unsigned i = pg->index, k = pg->reserved;
-    pool->changes++;
     nd_large_unguard_freed(s, p, bytes);   /* before the chunks can be reused */
     nd_store_relaxed(&pg->in_use, 0);
     pg->key = ND_KEY_NONE;
@@ -781,7 +768,6 @@ bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
     }
     *delta = (long)need - (long)pg->block_size;
     pg->block_size = (uint32_t)need;
-    pool->changes++;
     nd_unlock(nd_pool_lock(pool));
     nd_gauge_active(*delta);
     return true;
@@ -809,8 +795,7 @@ bool nd_large_is_valid(void)
         for (int b = 0; b < 2 && ok; b++) {
             nd_large_pool *pool = &nd_large_pools[node][b];
             nd_lock(nd_pool_lock(pool));
-            ok = (b == 0 || pool->full_at == 0) &&   /* a bound pool never fails fast */
-                 pool->released_at <= pool->changes;
+            ok = b == 0 || pool->full_at == 0;   /* a bound pool never fails fast */
             uint32_t empty = 0;
             size_t count = 0;
             for (nd_segment *s = pool->segs.first; s != NULL && ok; s = s->next, count++) {

@@ -110,7 +110,7 @@ bool nd_os_space_tight(void) { return nd_load_relaxed(&nd_os_tight); }
 bool nd_os_space_maps_fit(size_t bytes)
 {
     size_t limit = nd_load_relaxed(&nd_os_limit), maps = nd_load_relaxed(&nd_os_max_maps);
-    return bytes != 0 && limit / bytes < maps / 4;
+    return bytes != 0 && limit / bytes < maps / 8;
 }
 
 /* Reads the limit and the process's size; sets nd_os_tight. */

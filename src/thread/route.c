@@ -157,12 +157,11 @@ static nd_noinline void *nd_route_small_sampled(nd_tcache *tc, unsigned c, size_
    eighth of the mappings the kernel allows (os.h: nd_os_space_maps_fit):
    each one whose tail went back is a mapping of its own, and past the
    kernel's count the tails stay (36,864 B blocks under 4 GiB fitted
-   0.815x glibc's count that way, 0.896x in their class); and once a
-   mapping was refused every large block that finds no free run walks
-   every large segment to give back what it can (large.h), a cost that
-   grows with their number (100,000 B blocks filling 1 GiB: 15 s where
-   their class took 1.5 s; under 700 MiB, the most this allows, 1.6 s
-   against 0.7 s). */
+   0.815x glibc's count that way, 0.896x in their class); and once the
+   limit is reached each large block that finds no free run costs a walk
+   of the large segments (large.c), which grows with their number
+   (100,000 B blocks filling 700 MiB, near the cap: 0.32 s, where their
+   class took 0.11 s; 1,500 MiB with a cap of a quarter: 2.5 s). */
 #define ND_ROUTE_TIGHT_MIN (32 * ND_KiB)
 static bool nd_route_tight(const nd_tcache *tc, size_t padded, unsigned c)
 {
