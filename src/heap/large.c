@@ -27,6 +27,13 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_large_pool {
        (compare-and-swap both ways); keep_used is set by every take. */
     nd_aligned(ND_CACHE_LINE) void *keep[ND_LARGE_KEEP];
     uint32_t  keep_used;
+    /* A plain pool that found no room after its release (an
+       address-space limit): nd_os_space_returns() + 1 then; 0 otherwise,
+       and always for a bound pool (under the lock). While nodal gives
+       nothing back, a block that no free run or hole holds fails at once
+       rather than trying every mapping and walking every segment again
+       (its request then goes to a mapping of its own, route.c). */
+    uint64_t  full_at;
 } nd_large_pool;
 
 /* Start-up writes none of them (all zero is an empty pool): a process
@@ -540,13 +547,30 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
                     break;
         if (s == NULL)
             s = nd_large_regain(pool, k, step, &i);
+        if (s == NULL && nd_unlikely(pool->full_at != 0)) {
+            if (pool->full_at == nd_os_space_returns() + 1) {
+                nd_unlock(nd_pool_lock(pool));
+                errno = ENOMEM;
+                return NULL;
+            }
+            pool->full_at = 0;
+        }
         if (s == NULL) {
             nd_unlock(nd_pool_lock(pool));
             uint64_t refused = nd_os_map_refusals();
             s = nd_node_seg_get(node, bound, ND_SEG_LARGE);
             if (s == NULL) {
-                if (errno != ENOMEM || released)
+                if (errno != ENOMEM)
                     return NULL;
+                if (released) {
+                    if (!bound) {
+                        nd_lock(nd_pool_lock(pool));
+                        pool->full_at = nd_os_space_returns() + 1;
+                        nd_unlock(nd_pool_lock(pool));
+                    }
+                    errno = ENOMEM;
+                    return NULL;
+                }
                 /* Out of address space (not a full node): every pool's
                    free chunks give theirs back, and once more: a hole of
                    k chunks, or a new segment, may map now. */
@@ -555,13 +579,15 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
                 nd_lock(nd_pool_lock(pool));
                 if (freed)
                     continue;
+                if (!bound)
+                    pool->full_at = nd_os_space_returns() + 1;
                 nd_unlock(nd_pool_lock(pool));
                 errno = ENOMEM;
                 return NULL;
             }
             s->free_mask &= ~(uint64_t)1;   /* chunk 0: the header */
             nd_lock(nd_pool_lock(pool));
-            nd_list_push_front(&pool->segs, s);
+                    nd_list_push_front(&pool->segs, s);
             nd_add_relaxed(&pool->hint, 1);
             pool->empty++;
             continue;
@@ -769,6 +795,7 @@ bool nd_large_is_valid(void)
         for (int b = 0; b < 2 && ok; b++) {
             nd_large_pool *pool = &nd_large_pools[node][b];
             nd_lock(nd_pool_lock(pool));
+            ok = b == 0 || pool->full_at == 0;   /* a bound pool never fails fast */
             uint32_t empty = 0;
             size_t count = 0;
             for (nd_segment *s = pool->segs.first; s != NULL && ok; s = s->next, count++) {

@@ -64,7 +64,13 @@
  * another mapping) before the block grows into it by realloc; when the
  * block is freed, or shrinks by a chunk, that chunk's mapped start is
  * unmapped too and the chunk becomes a hole (mapped again before reuse,
- * above). Nothing of this runs until a mapping is refused.
+ * above). Nothing of this runs until a mapping is refused. A plain pool
+ * that found no room even after a release fails its next blocks at once
+ * (no mapping tried, no walk) until nodal gives address space back
+ * (nd_os_space_returns), their requests going to mappings of their own
+ * (route.c): once the limit was reached, each large block walked every
+ * segment and tried every mapping size again (100,000 B blocks taking
+ * large blocks under 700 MiB: 1.55 s, now 0.32 s).
  *
  * Invariants (under the pool lock): a pool's segments are kind LARGE, of
  * the pool's node and kind; free_mask bit i set <=> chunk i belongs to no

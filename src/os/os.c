@@ -86,6 +86,100 @@ bool nd_os_space_limited(void)
 
 bool nd_os_space_limit_seen(void) { return nd_load_relaxed(&nd_os_limit_seen); }
 
+/* The address space in use against the limit (nd_os_space_tight), all
+   relaxed atomics: a stale value makes the switch a little early or late,
+   never a block wrong. nodal's own mappings are counted as they come and
+   go (mmap, munmap, mremap: nd_os_own); the process's whole size
+   (/proc/self/statm's first field: thread stacks, libraries, the
+   program's own mappings) and the limit are read again only while a limit
+   was seen, and only when nodal's count has moved by a 64th of the limit
+   since the last reading (4 MiB when none was found), or when the
+   estimate (nodal's count and the rest as last read) crosses the mark
+   (tight: half of it). Under a limit of 200 MiB that is a reading per
+   4 MiB segment or so; under 64 GiB, per GiB. */
+static size_t nd_os_own;        /* bytes of nodal's mappings now */
+static size_t nd_os_own_read;   /* nd_os_own at the last reading */
+static size_t nd_os_other;      /* the rest of the process's address space then */
+static size_t nd_os_limit;      /* RLIMIT_AS's soft limit then (bytes; 0: none) */
+static bool nd_os_tight;
+static size_t nd_os_max_maps;   /* /proc/sys/vm/max_map_count, read with the first size */
+
+#define ND_OS_TIGHT_MARK(limit) ((limit) / 16 * ND_OS_TIGHT_SIXTEENTHS)
+
+bool nd_os_space_tight(void) { return nd_load_relaxed(&nd_os_tight); }
+
+bool nd_os_space_maps_fit(size_t bytes)
+{
+    size_t limit = nd_load_relaxed(&nd_os_limit), maps = nd_load_relaxed(&nd_os_max_maps);
+    return bytes != 0 && limit / bytes < maps / 8;
+}
+
+/* Reads the limit and the process's size; sets nd_os_tight. */
+static void nd_os_space_read(size_t own)
+{
+    int saved = errno;
+    struct rlimit lim;
+    char buf[96];
+    size_t limit = getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY ? (size_t)lim.rlim_cur : 0;
+    size_t vm = 0;
+    if (limit != 0 && nd_os_read_file("/proc/self/statm", buf, sizeof buf) > 0)
+        vm = (size_t)strtoull(buf, NULL, 10) * nd_os_pagesize;
+    if (limit != 0 && nd_load_relaxed(&nd_os_max_maps) == 0) {
+        size_t maps = 65530;   /* the kernel's default */
+        if (nd_os_read_file("/proc/sys/vm/max_map_count", buf, sizeof buf) > 0 && strtoull(buf, NULL, 10) > 0)
+            maps = (size_t)strtoull(buf, NULL, 10);
+        nd_store_relaxed(&nd_os_max_maps, maps);
+    }
+    errno = saved;
+    nd_store_relaxed(&nd_os_limit, limit);
+    nd_store_relaxed(&nd_os_own_read, own);
+    nd_store_relaxed(&nd_os_other, vm > own ? vm - own : 0);
+    bool was = nd_load_relaxed(&nd_os_tight);
+    size_t mark = ND_OS_TIGHT_MARK(limit);
+    bool tight = vm != 0 && vm >= (was ? mark / 2 : mark);
+    if (tight != was)
+        nd_store_relaxed(&nd_os_tight, tight);
+}
+
+/* nodal mapped or unmapped; own is its count of bytes after. */
+static void nd_os_space_moved(size_t own)
+{
+    if (nd_likely(!nd_load_relaxed(&nd_os_limit_seen)))
+        return;
+    size_t limit = nd_load_relaxed(&nd_os_limit), last = nd_load_relaxed(&nd_os_own_read);
+    size_t est = own + nd_load_relaxed(&nd_os_other), mark = ND_OS_TIGHT_MARK(limit);
+    size_t moved = own > last ? own - last : last - own;
+    bool tight = nd_load_relaxed(&nd_os_tight);
+    if (moved >= (limit != 0 ? limit / 64 : ND_SEG_SIZE) || (limit != 0 && (tight ? est < mark / 2 : est >= mark)))
+        nd_os_space_read(own);
+}
+
+static void nd_os_space_grew(size_t bytes)
+{
+    nd_os_space_moved(__atomic_add_fetch(&nd_os_own, bytes, __ATOMIC_RELAXED));
+}
+
+/* How many times nodal gave address space back (nd_os_space_returns). */
+static uint64_t nd_os_returns;
+
+uint64_t nd_os_space_returns(void) { return nd_load_relaxed(&nd_os_returns); }
+
+static void nd_os_space_shrank(size_t bytes)
+{
+    nd_add_relaxed(&nd_os_returns, 1);
+    nd_os_space_moved(__atomic_sub_fetch(&nd_os_own, bytes, __ATOMIC_RELAXED));
+}
+
+/* Unmaps what this file mapped a moment ago and does not keep (a
+   mapping at the wrong place, the ends of one mapped larger to align
+   it): counted off nodal's mappings, but no room given back. */
+static void nd_os_unmap_trim(void *p, size_t size)
+{
+    nd_gauge_add(os_unmaps, 1);
+    if (munmap(p, size) == 0)
+        nd_os_space_moved(__atomic_sub_fetch(&nd_os_own, size, __ATOMIC_RELAXED));
+}
+
 static void nd_os_note_refusal(void)
 {
     if (errno == ENOMEM) {
@@ -103,6 +197,7 @@ static void *nd_os_mmap(void *hint, size_t size)
         nd_os_note_refusal();
         return NULL;
     }
+    nd_os_space_grew(size);
     return p;
 }
 
@@ -127,12 +222,15 @@ void *nd_os_map_at(uintptr_t addr, size_t size)
     nd_gauge_add(os_maps, 1);
     void *p = mmap((void *)addr, size, PROT_READ | PROT_WRITE,
                    MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-    if (p == (void *)addr)
+    if (p == (void *)addr) {
+        nd_os_space_grew(size);
         return p;
+    }
     if (p == MAP_FAILED)
         nd_os_note_refusal();
     if (p != MAP_FAILED) {   /* a kernel without MAP_FIXED_NOREPLACE took it as a hint */
-        nd_os_unmap(p, size);
+        nd_os_space_grew(size);   /* nd_os_unmap counts it off */
+        nd_os_unmap_trim(p, size);
         errno = EEXIST;
     }
     return NULL;
@@ -159,7 +257,7 @@ void *nd_os_map_aligned(size_t size, size_t alignment)
         nd_os_hint_below((uintptr_t)p, size, alignment);
         return p;
     }
-    nd_os_unmap(p, size);
+    nd_os_unmap_trim(p, size);
     size_t over = size + alignment;
     char *raw = nd_os_mmap(NULL, over);
     if (raw == NULL) {
@@ -183,9 +281,9 @@ void *nd_os_map_aligned(size_t size, size_t alignment)
     size_t head = start - (uintptr_t)raw;
     size_t tail = over - head - size;
     if (head)
-        nd_os_unmap(raw, head);
+        nd_os_unmap_trim(raw, head);
     if (tail)
-        nd_os_unmap((char *)start + size, tail);
+        nd_os_unmap_trim((char *)start + size, tail);
     nd_os_hint_below(start, size, alignment);
     return (void *)start;
 }
@@ -194,7 +292,8 @@ void nd_os_unmap(void *p, size_t size)
 {
     if (p != NULL && size != 0) {
         nd_gauge_add(os_unmaps, 1);
-        munmap(p, size);
+        if (munmap(p, size) == 0)
+            nd_os_space_shrank(size);
     }
 }
 
@@ -265,8 +364,11 @@ int nd_os_remap_inplace(void *p, size_t old_size, size_t new_size)
     void *q = mremap(p, old_size, new_size, 0);
     if (q == MAP_FAILED)
         return -1;
-    if (new_size > old_size)
+    if (new_size > old_size) {
         nd_os_vm_gains();
+        nd_os_space_grew(new_size - old_size);
+    } else
+        nd_os_space_shrank(old_size - new_size);
     return 0;
 }
 
@@ -274,7 +376,10 @@ void *nd_os_remap_to(void *p, size_t old_size, size_t new_size, void *to)
 {
     nd_os_vm_gives_up();   /* [p, p + old_size), once moved */
     void *q = mremap(p, old_size, new_size, MREMAP_MAYMOVE | MREMAP_FIXED, to);
-    return q == MAP_FAILED ? NULL : q;
+    if (q == MAP_FAILED)
+        return NULL;
+    nd_os_space_shrank(old_size);   /* [to, to + new_size) was mapped (reserved) already */
+    return q;
 }
 
 int nd_os_bind(void *p, size_t size, int mode, const uint64_t *mask)

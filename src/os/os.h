@@ -53,6 +53,30 @@ bool  nd_os_space_limited(void) nd_hidden;
    nd_os_init), or the kernel refused a mapping for lack of room (one
    load, no system call). */
 bool  nd_os_space_limit_seen(void) nd_hidden;
+/* Whether the process's address space has reached ND_OS_TIGHT_SIXTEENTHS
+   sixteenths of its limit (RLIMIT_AS), false again below half that: a
+   mark past which requests take the blocks that waste the least of it
+   (route.c), since a live block cannot shrink once the limit is reached.
+   Read only while a limit was seen (nd_os_space_limit_seen), at nodal's
+   mappings: the size the process had when last asked
+   (/proc/self/statm, asked again as nodal's own mappings move by a 64th
+   of the limit or cross the mark) and nodal's mappings since. One load.
+   A sixteenth: blocks of 100,000 B in 112 KiB up to the mark and in
+   their OS pages past it fill a limit of 200 MiB to 0.954x glibc's
+   count; from an eighth, 0.947x (bench/aslimit-sweep.py, 2026-12-04). */
+#define ND_OS_TIGHT_SIXTEENTHS 1
+bool  nd_os_space_tight(void) nd_hidden;
+/* Whether the limit, as last read for nd_os_space_tight, holds fewer
+   blocks of `bytes` than an eighth of the mappings the kernel allows a
+   process (/proc/sys/vm/max_map_count, 65,530 by default: 8,191 blocks):
+   a block that gives its unused end back becomes a mapping of its own,
+   and each block made once the limit refused a mapping walks the large
+   segments (route.c: nd_route_tight). */
+bool  nd_os_space_maps_fit(size_t bytes) nd_hidden;
+/* How many times nodal gave address space back (a munmap, a mremap that
+   shrank or moved): a request that found no room may find some only once
+   this moved (or the program unmapped, or the limit rose). */
+uint64_t nd_os_space_returns(void) nd_hidden;
 void  nd_os_unmap(void *p, size_t size) nd_hidden;
 int   nd_os_purge(void *p, size_t size) nd_hidden;
 int   nd_os_populate(void *p, size_t size) nd_hidden;

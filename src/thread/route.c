@@ -11,6 +11,7 @@
 #include "lock.h"
 #include "node.h"
 #include "options.h"
+#include "os.h"
 #include "prof.h"
 #include "secure.h"
 #include "slab.h"
@@ -95,8 +96,10 @@ static void *nd_route_sampled(nd_tcache *tc, void *p, size_t size, size_t usable
     return p;
 }
 
-/* Blocks above the classes: large or huge. */
-static void *nd_route_big(nd_tcache *tc, size_t size)
+/* Blocks above the classes: large or huge. Inlined into its three
+   callers, as the compiler did when it had two (a call of its own made a
+   200,000 B pair 9 instructions longer, callgrind). */
+nd_inline void *nd_route_big(nd_tcache *tc, size_t size)
 {
     if (size > (size_t)PTRDIFF_MAX) {
         errno = ENOMEM;
@@ -139,6 +142,47 @@ static nd_noinline void *nd_route_small_sampled(nd_tcache *tc, unsigned c, size_
     return nd_route_sampled(tc, p, size, nd_class_size[c]);
 }
 
+/* Near an address-space limit (os.h: nd_os_space_tight), whether a request
+   that pads to `padded` bytes (secure=1: with its canary word) takes a
+   large block rather than one of class c: when the large block is more
+   than 4 % smaller. A large block of plain memory holds the request
+   rounded up to the OS page (secure=1: and its guard page), the rest of
+   its run given back when a mapping is refused (large.h: tails), where a
+   block of class c holds the class's size however little of it the
+   program asked for (100,000 B in 112 KiB, 13 % more). Not up to 32 KiB,
+   where classes are 4 KiB apart (a large block would save an OS page at
+   most) and a large block's run, a chunk of 64 KiB, takes twice its size
+   and more until a refusal; not for bound memory, whose large blocks keep
+   their runs whole; nor when the limit holds more such blocks than an
+   eighth of the mappings the kernel allows (os.h: nd_os_space_maps_fit):
+   each one whose tail went back is a mapping of its own, and past the
+   kernel's count the tails stay (36,864 B blocks under 4 GiB fitted
+   0.815x glibc's count that way, 0.896x in their class); and once the
+   limit is reached each large block that finds no free run costs a walk
+   of the large segments (large.c), which grows with their number
+   (100,000 B blocks filling 700 MiB, near the cap: 0.32 s, where their
+   class took 0.11 s; 1,500 MiB with a cap of a quarter: 2.5 s). */
+#define ND_ROUTE_TIGHT_MIN (32 * ND_KiB)
+static bool nd_route_tight(const nd_tcache *tc, size_t padded, unsigned c)
+{
+    if (padded <= ND_ROUTE_TIGHT_MIN || tc->heap.bound)
+        return false;
+    size_t ps = nd_os_page_size(), tight = (padded + ps - 1) / ps * ps + nd_seg_guard;
+    return tight * 25 < (size_t)nd_class_size[c] * 24 && nd_os_space_maps_fit(tight);
+}
+
+/* A request of class c near the limit: a large block when its class
+   wastes room (nd_route_tight), else its class's. Out of line: the fast
+   paths' refills through nd_route_malloc keep their code. */
+static nd_noinline void *nd_route_malloc_tight(nd_tcache *tc, size_t size, unsigned c)
+{
+    if (nd_route_tight(tc, size, c))
+        return nd_route_big(tc, size);
+    if (nd_unlikely(nd_thread_count_request(tc, c)))
+        return nd_route_small_sampled(tc, c, size);
+    return nd_tcache_alloc(tc, c);
+}
+
 /* secure=1: a block of class c for a request of `size` bytes, through the
    checked path (secure.h), which pads the request by a canary word (the
    caller chose c for that). Every malloc comes here, counted like the fast
@@ -154,8 +198,15 @@ static void *nd_route_secure(nd_tcache *tc, unsigned c, size_t size)
    class with it are large blocks. */
 static nd_noinline void *nd_route_malloc_secure(nd_tcache *tc, size_t size)
 {
-    if (size <= ND_SECURE_CLASS_MAX)
-        return nd_route_secure(tc, nd_secure_request_class(tc, size), size);
+    if (size <= ND_SECURE_CLASS_MAX) {
+        if (nd_likely(!nd_os_space_tight()))
+            return nd_route_secure(tc, nd_secure_request_class(tc, size), size);
+        /* Near the limit: the class the canary needs, not the next one
+           its bin holds past 1 KiB (class.h), or a large block. */
+        unsigned c = nd_secure_class_of(size);
+        if (!nd_route_tight(tc, size + ND_SECURE_TAIL, c))
+            return nd_route_secure(tc, c, size);
+    }
     nd_thread_tick(tc);
     return nd_route_big(tc, size);
 }
@@ -170,6 +221,8 @@ void *nd_route_malloc(nd_tcache *tc, size_t size)
     nd_thread_tick(tc);
     if (size <= ND_MEDIUM_MAX) {
         unsigned c = nd_class_of(size);
+        if (nd_unlikely(nd_os_space_tight()))
+            return nd_route_malloc_tight(tc, size, c);
         if (nd_unlikely(nd_thread_count_request(tc, c)))
             return nd_route_small_sampled(tc, c, size);
         return nd_tcache_alloc(tc, c);
@@ -235,3 +288,4 @@ void nd_route_free_foreign(void *p, nd_segment *s, nd_page *pg, uintptr_t key)
     nd_thread_count_remote_free(counted, true);
     nd_heap_free_remote(pg, p);
 }
+

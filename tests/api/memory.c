@@ -663,12 +663,12 @@ static int as_node_calls_fail_cleanly(void)
 
 static void emit_address_space_limit(void)
 {
-    const char *who = getenv("ND_ASLIMIT");   /* "glibc,KiB" or "nodal,KiB" */
+    const char *who = getenv("ND_ASLIMIT");   /* "glibc,BYTES" or "nodal,BYTES" */
     bool glibc = who != NULL && strncmp(who, "glibc,", 6) == 0;
     as_malloc = glibc ? malloc : nodal_malloc;
     as_free = glibc ? free : nodal_free;
-    const char *kib = who != NULL ? strchr(who, ',') : NULL;
-    size_t block = kib != NULL ? (size_t)strtoul(kib + 1, NULL, 10) << 10 : MiB;
+    const char *bytes = who != NULL ? strchr(who, ',') : NULL;
+    size_t block = bytes != NULL ? (size_t)strtoul(bytes + 1, NULL, 10) : MiB;
     long vm0 = nd_vm_kib();
     static void *big[AS_CHECK_MAX];
     as_threads th;
@@ -700,51 +700,58 @@ static void emit_address_space_limit(void)
     printf("%d %ld %d %d %d %d %d\n", n, vm0, main_ok, th.idle_ok, th.late_ok, refill, node_ok);
     }
 
-/* One run of the helper with the allocator `who` and blocks of `kib`
-   KiB; its seven counts. */
-static void as_run(const char *who, size_t kib, long out[7])
+/* One run of the helper with the allocator `who` (nodal: with options
+   `opts`, or none) and blocks of `block` bytes; its seven counts. */
+static void as_run(const char *who, const char *opts, size_t block, long out[7])
 {
     static struct nd_child c;
     char env[64];
-    snprintf(env, sizeof env, "ND_ASLIMIT=%s,%zu", who, kib);
-    nd_run_case("emit_address_space_limit", NULL, env, 120, &c);
+    snprintf(env, sizeof env, "ND_ASLIMIT=%s,%zu", who, block);
+    nd_run_case("emit_address_space_limit", opts, env, 120, &c);
     EXPECT(sscanf(c.out, "%ld %ld %ld %ld %ld %ld %ld", &out[0], &out[1], &out[2], &out[3], &out[4], &out[5],
                   &out[6]) == 7, "seven counts from the %s child, got \"%s\"", who, c.out);
 }
 
-/* The helper with blocks of `kib` KiB, under glibc then nodal: nodal fits
-   at least 0.95x glibc's count and of what the limit has room for, and
-   small requests, refills and node calls behave (the comment above). */
-static void as_check(size_t kib)
+/* The helper with blocks of `block` bytes, under glibc then nodal with
+   options `opts`: nodal fits at least `permille` thousandths of glibc's
+   count and 0.95x of what the limit has room for, and small requests,
+   refills and node calls behave (the comment above). */
+static void as_check_bytes(size_t block, const char *opts, long permille)
 {
     long g[7], v[7];
-    as_run("glibc", kib, g);
-    as_run("nodal", kib, v);
+    as_run("glibc", NULL, block, g);
+    as_run("nodal", opts, block, v);
     long n = v[0], glibc_n = g[0];
-    size_t block = kib << 10;
+    const char *mode = opts != NULL ? opts : "default";
     /* What the limit leaves for the blocks, each a mapping of the block
        and an OS page (glibc's, above its mmap threshold of 128 KiB, and
        nodal's huge blocks): the limit less the address space the same
        program held at its start, under glibc. */
     long fits = (long)((AS_LIMIT - (size_t)g[1] * 1024) / (block + (size_t)sysconf(_SC_PAGESIZE)));
-    printf("note: %zu KiB blocks under a 200 MiB RLIMIT_AS: nodal %ld, glibc %ld (%.3fx), room for %ld "
-           "(address space at start: nodal's process %ld KiB, glibc's %ld KiB)\n", kib, n, glibc_n,
+    printf("note: %zu B blocks under a 200 MiB RLIMIT_AS (%s): nodal %ld, glibc %ld (%.3fx), room for %ld "
+           "(address space at start: nodal's process %ld KiB, glibc's %ld KiB)\n", block, mode, n, glibc_n,
            (double)n / (double)(glibc_n > 0 ? glibc_n : 1), fits, v[1], g[1]);
-    EXPECT(glibc_n < AS_CHECK_MAX, "glibc's count of %zu KiB blocks (%ld) to stop below the helper's %d", kib,
+    EXPECT(glibc_n < AS_CHECK_MAX, "glibc's count of %zu B blocks (%ld) to stop below the helper's %d", block,
            glibc_n, AS_CHECK_MAX);
-    EXPECT(20 * n >= 19 * glibc_n, "nodal to fit at least 0.95x glibc's %ld blocks of %zu KiB, got %ld", glibc_n,
-           kib, n);
-    EXPECT(20 * n >= 19 * fits, "nodal to fit at least 0.95x the %ld blocks of %zu KiB the limit has room for, "
-           "got %ld", fits, kib, n);
-    EXPECT(v[2] == 1000, "every 64-byte malloc of the main thread to succeed once %zu KiB ones fail, %ld of 1000 "
-           "did", kib, v[2]);
-    EXPECT(v[3] == 1000, "every 64-byte malloc of a thread that had not allocated before to succeed once %zu KiB "
-           "ones fail (and one is freed), %ld of 1000 did", kib, v[3]);
-    EXPECT(v[4] == 1000, "every 64-byte malloc of a thread started once %zu KiB ones fail (and one is freed) to "
-           "succeed, %ld of 1000 did (-1: it could not start)", kib, v[4]);
-    EXPECT(v[5] == (n + 1) / 2, "the %ld %zu KiB blocks freed to be allocatable again, %ld were", (n + 1) / 2, kib,
+    EXPECT(1000 * n >= permille * glibc_n, "nodal (%s) to fit at least 0.%03ldx glibc's %ld blocks of %zu B, got "
+           "%ld", mode, permille, glibc_n, block, n);
+    EXPECT(20 * n >= 19 * fits, "nodal to fit at least 0.95x the %ld blocks of %zu B the limit has room for, "
+           "got %ld", fits, block, n);
+    EXPECT(v[2] == 1000, "every 64-byte malloc of the main thread to succeed once %zu B ones fail, %ld of 1000 "
+           "did", block, v[2]);
+    EXPECT(v[3] == 1000, "every 64-byte malloc of a thread that had not allocated before to succeed once %zu B "
+           "ones fail (and one is freed), %ld of 1000 did", block, v[3]);
+    EXPECT(v[4] == 1000, "every 64-byte malloc of a thread started once %zu B ones fail (and one is freed) to "
+           "succeed, %ld of 1000 did (-1: it could not start)", block, v[4]);
+    EXPECT(v[5] == (n + 1) / 2, "the %ld %zu B blocks freed to be allocatable again, %ld were", (n + 1) / 2, block,
            v[5]);
     EXPECT(v[6] == 1, "node-targeted calls under the limit to give a block or NULL with errno ENOMEM");
+}
+
+/* as_check_bytes by default, blocks of `kib` KiB, at least 0.95x glibc. */
+static void as_check(size_t kib)
+{
+    as_check_bytes(kib << 10, NULL, 950);
 }
 
 static void address_space_limit_leaves_small_allocations_working(void)
@@ -791,6 +798,26 @@ static void address_space_limit_gives_back_the_unused_ends_of_medium_pages(void)
     as_check(40);
     as_check(80);
     as_check(112);
+}
+
+/* The same with sizes between classes: 100,000 B (class 112 KiB, 13 %
+   more) and, its own class of 20 KiB, 20,000 B by default; under
+   secure=1, whose canary word moves a request into the next class past
+   1 KiB (20,000 B into 24 KiB, 100,000 B into 128 KiB), the same two.
+   Past a sixteenth of the limit (os.h: nd_os_space_tight), a request
+   whose class wastes more than 4 % takes a large block of its OS pages
+   instead, and secure=1 the class its canary needs (route.c). Not at
+   16 KiB under secure=1: its canary takes an OS page more (20 KiB,
+   0.78x glibc's count), which no class or large block avoids. */
+static void address_space_limit_fits_sizes_between_classes(void)
+{
+#ifdef ND_TEST_SANITIZER
+    SKIP("a sanitizer reserves terabytes of address space: no limit of 200 MiB can hold");
+#endif
+    as_check_bytes(100000, NULL, 950);
+    as_check_bytes(20000, NULL, 950);
+    as_check_bytes(100000, "secure=1", 900);
+    as_check_bytes(20000, "secure=1", 930);
 }
 
 /* A large block that finds no room under an address-space limit takes
@@ -1108,6 +1135,70 @@ static void secure_large_blocks_are_tight_from_the_start_under_a_limit(void)
            (200000 + ps - 1) / ps * ps, usable);
 }
 
+/* The helper runs itself again under the RLIMIT_AS that ND_ASUSE gives
+   ("MiB,bytes"), as a batch job starts, and prints the usable size of a
+   malloc of that many bytes and its address space then (KiB). */
+static void emit_usable_size_under_a_limit(void)
+{
+    const char *use = getenv("ND_ASUSE");
+    EXPECT(use != NULL, "ND_ASUSE to say MiB,bytes");
+    size_t mib = (size_t)strtoul(use, NULL, 10), bytes = (size_t)strtoul(strchr(use, ',') + 1, NULL, 10);
+    if (getenv("ND_ASREEXEC") == NULL) {
+        static char self[4096];
+        ssize_t got = readlink("/proc/self/exe", self, sizeof self - 1);
+        EXPECT(got > 0, "/proc/self/exe to name this program");
+        self[got] = '\0';
+        struct rlimit lim = { (rlim_t)mib << 20, (rlim_t)mib << 20 };
+        EXPECT(setrlimit(RLIMIT_AS, &lim) == 0, "setrlimit(RLIMIT_AS) to work");
+        EXPECT(setenv("ND_ASREEXEC", "1", 1) == 0, "setenv to work");
+        char *argv[] = { self, (char *)"emit_usable_size_under_a_limit", NULL };
+        execv(self, argv);
+        EXPECT(0, "execv of %s to work (errno %d)", self, errno);
+    }
+    /* Four huge blocks first: the process's size is read again as nodal's
+       mappings grow by a 64th of the limit (os.c), 2 MiB of 128 MiB. */
+    void *huge[4];
+    for (int i = 0; i < 4; i++)
+        huge[i] = nodal_malloc(MiB);
+    void *p = nodal_malloc(bytes);
+    printf("%zu %ld\n", p != NULL ? nodal_usable_size(p) : (size_t)0, nd_vm_kib());
+    nodal_free(p);
+    for (int i = 0; i < 4; i++)
+        nodal_free(huge[i]);
+}
+
+/* A process far from its address-space limit (64 GiB) gets a medium
+   request's class (100,000 B: 112 KiB, the thread cache's block); one
+   that holds a sixteenth of its limit (128 MiB: 8 MiB) the request's OS
+   pages, a large block, whose unused end can go back at a refusal
+   (route.c: nd_route_tight). A request that its class fits within 4 %
+   (110,000 B in 112 KiB) keeps its class near the limit too. */
+static void a_medium_request_takes_its_os_pages_only_near_an_address_space_limit(void)
+{
+#ifdef ND_TEST_SANITIZER
+    SKIP("a sanitizer reserves terabytes of address space: no limit of 64 GiB can hold");
+#endif
+    static const struct { const char *use; size_t bytes; bool near; } runs[] = {
+        { "65536,100000", 100000, false }, { "128,100000", 100000, true }, { "128,110000", 110000, false },
+    };
+    size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+    for (int i = 0; i < 3; i++) {
+        static struct nd_child c;
+        char env[64];
+        size_t usable = 0;
+        long vm = 0;
+        snprintf(env, sizeof env, "ND_ASUSE=%s", runs[i].use);
+        nd_run_case("emit_usable_size_under_a_limit", NULL, env, 60, &c);
+        EXPECT(sscanf(c.out, "%zu %ld", &usable, &vm) == 2, "a usable size and a size from the child, got \"%s\"",
+               c.out);
+        size_t want = runs[i].near ? (runs[i].bytes + ps - 1) / ps * ps : 112 << 10;
+        printf("note: RLIMIT_AS,malloc %s: usable %zu B, the process held %ld KiB\n", runs[i].use, usable, vm);
+        EXPECT(usable == want, "malloc(%zu) under an RLIMIT_AS of %zu MiB to have a usable size of %zu B (%s), "
+               "got %zu", runs[i].bytes, (size_t)strtoul(runs[i].use, NULL, 10), want,
+               runs[i].near ? "its OS pages" : "its class", usable);
+    }
+}
+
 /* Address space far beyond 256 GiB: blocks of 64 MiB, never touched, up
    to 1 TiB (4x what a segment map of 2^16 windows could hold), as many as
    glibc's malloc gets in the same process (its count first, every block
@@ -1208,6 +1299,7 @@ static const struct nd_case cases[] = {
     ND_CASE(address_space_limit_fits_256_and_512_kib_blocks),
     ND_CASE(address_space_limit_after_16_kib_blocks_leaves_small_requests_working),
     ND_CASE(address_space_limit_gives_back_the_unused_ends_of_medium_pages),
+    ND_CASE(address_space_limit_fits_sizes_between_classes),
     ND_CASE(address_space_limit_gives_large_blocks_the_free_pages_of_small_segments),
     ND_CASE(address_space_limit_gives_back_the_unused_ends_of_large_blocks),
     ND_CASE(secure_large_blocks_are_tight_from_the_start_under_a_limit),
@@ -1220,5 +1312,7 @@ static const struct nd_case cases[] = {
     ND_CASE(emit_freed_large_block_room),
     ND_CASE(emit_large_block_tails),
     ND_CASE(emit_first_large_block_under_a_limit),
+    ND_CASE(emit_usable_size_under_a_limit),
+    ND_CASE(a_medium_request_takes_its_os_pages_only_near_an_address_space_limit),
 };
 ND_MAIN(cases)
