@@ -288,4 +288,3 @@ void nd_route_free_foreign(void *p, nd_segment *s, nd_page *pg, uintptr_t key)
     nd_thread_count_remote_free(counted, true);
     nd_heap_free_remote(pg, p);
 }
-
