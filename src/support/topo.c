@@ -166,6 +166,12 @@ void nd_topo_read(const char *sys)
         if (best >= 0)
             nd_topo.nearest_mem[n] = best;
     }
+    /* A CPU id out of the table, or unknown, is on mem_ids[0]
+       (nd_topo_cpu_node): the one node only if every known CPU is too. */
+    nd_topo.one_mem_node = nd_topo.mem_ids[0];
+    for (int cpu = 0; cpu < nd_topo.cpu_limit; cpu++)
+        if (nd_topo_local_mem_node(nd_topo_cpu_node(cpu)) != nd_topo.mem_ids[0])
+            nd_topo.one_mem_node = -1;
 }
 
 bool nd_topo_node_has_memory(int node)

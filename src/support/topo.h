@@ -18,6 +18,10 @@
  *    above stay 0 and are never read, so tables by CPU (this one, the
  *    tiers' by CPU) hold pages for the CPUs the machine can have, not for
  *    ND_MAX_CPUS.
+ *  - one_mem_node is the node with memory every CPU id takes its local
+ *    memory from (nd_topo_local_mem_node(nd_topo_cpu_node(cpu)) for every
+ *    cpu, known or not, and for -1: then a thread cannot change memory
+ *    nodes), or -1 when two or more nodes serve them.
  */
 #ifndef ND_TOPO_H
 #define ND_TOPO_H
@@ -38,6 +42,7 @@ typedef struct nd_topo_s {
     int      nearest_mem[ND_MAX_NODES];    /* for a CPU-only node: closest node with memory */
     int      cpu_count;                    /* highest known CPU id + 1 */
     int      cpu_limit;                    /* highest possible CPU id + 1 */
+    int      one_mem_node;                 /* every CPU's local memory node, -1: two or more */
     int16_t  cpu_node[ND_MAX_CPUS];        /* -1 = unknown CPU; last: see cpu_limit */
 } nd_topo_t;
 

@@ -17,6 +17,10 @@
 #include "tcache.h"
 #include "topo.h"
 
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+
 #ifndef ND_FIXTURES
 #error "ND_FIXTURES (the fixture directory) must be defined"
 #endif
@@ -209,7 +213,70 @@ static void a_watched_cache_looks_at_every_request_and_counts_exactly(void)
     nd_tcache_destroy(tc);
 }
 
+/* A file of a fixture tree under root, made with its directories. */
+static void put_file(const char *root, const char *rel, const char *text)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/%s", root, rel);
+    for (char *s = path + strlen(root) + 1; (s = strchr(s, '/')) != NULL; s++) {
+        *s = 0;
+        mkdir(path, 0700);
+        *s = '/';
+    }
+    FILE *f = fopen(path, "w");
+    EXPECT(f != NULL && fputs(text, f) >= 0 && fclose(f) == 0, "%s to be written", path);
+}
+
+/* The slow path's look at the CPU's node is skipped where one node serves
+   every CPU's local memory (topo.h: one_mem_node): only there. An unknown
+   CPU, or one the table does not hold, is on the first node with memory,
+   so CPUs all on another node than that one keep the look. */
+static void one_mem_node_names_the_node_only_where_every_cpu_takes_its_memory_there(void)
+{
+    static const struct { const char *tree; int want; } cases[] = {
+        {"cpus1", 0},     /* CPUs on node 0, nodes 1-3 memory only */
+        {"nonode3", 0},   /* no node directory: one node */
+        {"nohmat4", -1},  /* CPUs on nodes 0 and 1 */
+        {"hmat6", -1},
+    };
+    nodal_free(nodal_malloc(1));
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char tree[256];
+        snprintf(tree, sizeof tree, "%s/%s", ND_FIXTURES, cases[i].tree);
+        nd_topo_read(tree);
+        EXPECT(nd_topo.one_mem_node == cases[i].want, "%s: one_mem_node %d, got %d", cases[i].tree, cases[i].want,
+               nd_topo.one_mem_node);
+    }
+    char root[] = "/tmp/nd-follow-XXXXXX";
+    EXPECT(mkdtemp(root) != NULL, "a temporary directory");
+    put_file(root, "devices/system/cpu/possible", "0-1\n");
+    put_file(root, "devices/system/node/online", "0-1\n");
+    put_file(root, "devices/system/node/has_memory", "0-1\n");
+    put_file(root, "devices/system/node/node0/cpulist", "\n");
+    put_file(root, "devices/system/node/node1/cpulist", "0-1\n");
+    nd_topo_read(root);
+    EXPECT(nd_topo.mem_ids[0] == 0 && nd_topo_cpu_node(1) == 1, "CPUs on node 1, memory on 0 and 1");
+    EXPECT(nd_topo.one_mem_node == -1, "CPUs on node 1 alone, node 0 first: one_mem_node -1, got %d",
+           nd_topo.one_mem_node);
+    put_file(root, "devices/system/node/node0/cpulist", "0-1\n");
+    put_file(root, "devices/system/node/node1/cpulist", "\n");
+    nd_topo_read(root);
+    EXPECT(nd_topo.one_mem_node == 0, "CPUs on node 0 alone: one_mem_node 0, got %d", nd_topo.one_mem_node);
+    static const char *const made[] = {
+        "devices/system/cpu/possible", "devices/system/cpu", "devices/system/node/node0/cpulist",
+        "devices/system/node/node0", "devices/system/node/node1/cpulist", "devices/system/node/node1",
+        "devices/system/node/online", "devices/system/node/has_memory", "devices/system/node", "devices/system",
+        "devices", "",
+    };
+    for (size_t i = 0; i < sizeof made / sizeof made[0]; i++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/%s", root, made[i]);
+        remove(path);
+    }
+}
+
 static const struct nd_case cases[] = {
+    ND_CASE(one_mem_node_names_the_node_only_where_every_cpu_takes_its_memory_there),
     ND_CASE(plain_caches_look_within_their_budget_where_threads_can_change_nodes),
     ND_CASE(no_budget_where_cpus_are_on_one_node),
     ND_CASE(no_budget_under_follow_thread_0),
