@@ -284,6 +284,18 @@ static inline nd_tcache *nd_tcache_of_heap(nd_heap *h)
 #define ND_COUNT_MAINTAIN 1u
 #define ND_COUNT_SAMPLE   2u
 unsigned nd_tcache_count_request(nd_tcache *tc, unsigned c) nd_hidden;
+/* Its common case, inline for the slow paths (a refill's request mostly
+   finds its tick with requests left): the tick had more than this one
+   left; it counted it, nothing else to do. False: call
+   nd_tcache_count_request (nothing counted yet). */
+static inline bool nd_tcache_count_quick(nd_tcache *tc, unsigned c)
+{
+    nd_bin *b = &tc->bins[c];
+    if (b->tick <= 1)
+        return false;
+    b->tick--;
+    return true;
+}
 /* prof=1: the mean bytes between two samples (0: profiling off), set once
    the profiler is ready (prof.c). */
 extern int64_t nd_tcache_prof_rate nd_hidden;

@@ -508,7 +508,8 @@ static void nd_thread_maintain_check(nd_tcache *tc, bool due)
         nd_thread_maintain(t, false);
 }
 
-bool nd_thread_count_request(nd_tcache *tc, unsigned c)
+/* (thread.h: nd_thread_count_request, the tick's quick case first) */
+bool nd_thread_count_request_out(nd_tcache *tc, unsigned c)
 {
     unsigned r = nd_tcache_count_request(tc, c);
     nd_thread_maintain_check(tc, r & ND_COUNT_MAINTAIN);

@@ -142,8 +142,13 @@ bool nd_thread_look_node(int cpu) nd_hidden;
 void  nd_thread_tick(nd_tcache *tc) nd_hidden;
 /* A request of class c made on a slow path of tc (counted as the fast
    path's are; maintenance when the count rolls over). True when the heap
-   profile samples this request (prof=1). */
-bool  nd_thread_count_request(nd_tcache *tc, unsigned c) nd_hidden;
+   profile samples this request (prof=1). Inline, the tick's common case
+   (nd_tcache_count_quick); nd_thread_count_request_out, the others. */
+bool  nd_thread_count_request_out(nd_tcache *tc, unsigned c) nd_hidden;
+static inline bool nd_thread_count_request(nd_tcache *tc, unsigned c)
+{
+    return !nd_tcache_count_quick(tc, c) && nd_thread_count_request_out(tc, c);
+}
 /* prof=1 has just started: the calling thread's caches count to their
    first samples (caches made later start so). */
 void  nd_thread_prof_rearm(void) nd_hidden;
