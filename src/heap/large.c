@@ -587,7 +587,7 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
             }
             s->free_mask &= ~(uint64_t)1;   /* chunk 0: the header */
             nd_lock(nd_pool_lock(pool));
-                    nd_list_push_front(&pool->segs, s);
+            nd_list_push_back(&pool->segs, s);   /* last: the older ones' holes first (large.h) */
             nd_add_relaxed(&pool->hint, 1);
             pool->empty++;
             continue;

@@ -1867,6 +1867,50 @@ static void segments_without_a_slot_free_through_the_segment_map(void)
     EXPECT(nd_thread_is_valid(), "the heap to be valid with the slots back");
 }
 
+/* A large block takes the first free run that fits in the oldest segment
+   of its pool that has one: a new segment goes to the end of the pool's
+   list (large.c), so the holes that frees leave in the older, fuller
+   segments are filled before the newest, emptiest one is cut into, and
+   that one stays free to go back. Blocks of 3 chunks: 21 fill a segment
+   (chunk 0 is its header), the next 9 go to a second; one of the first
+   21 freed, a new block of the same size takes its place. On main 174830f
+   (a new segment first in the list) it went to the second segment: with
+   8 threads of random sizes (bench/shortlived -t 8) the pool held 9-10
+   segments, 35-39 MiB resident, for 21-23 MiB of large blocks. */
+static void a_large_block_fills_an_older_segments_hole_first(void)
+{
+    enum { N = 30, PER_SEG = 21 };
+    const size_t size = 3 * ND_CHUNK_SIZE;
+    static unsigned char *p[N];
+    for (int i = 0; i < N; i++) {
+        p[i] = nodal_malloc(size);
+        EXPECT(p[i] != NULL, "malloc(%zu) number %d to succeed", size, i);
+        if (p[i] == NULL)
+            return;
+        memset(p[i], 1, size);
+    }
+    nd_segment *older = nd_seg_base(p[0]), *newer = nd_seg_base(p[N - 1]);
+    int in_older = 0, in_newer = 0;
+    for (int i = 0; i < N; i++) {
+        in_older += nd_seg_base(p[i]) == older;
+        in_newer += nd_seg_base(p[i]) == newer;
+    }
+    EXPECT(older != newer && older->kind == ND_SEG_LARGE && in_older == PER_SEG && in_newer == N - PER_SEG,
+           "the first %d blocks of %zu B to fill one large segment and the other %d to go to a second (a fresh "
+           "pool); %d and %d", PER_SEG, size, N - PER_SEG, in_older, in_newer);
+    unsigned char *hole = p[PER_SEG / 2];
+    nodal_free(hole);
+    unsigned char *q = nodal_malloc(size);
+    EXPECT(q == hole, "the new block (%p, segment %p) to take the hole the freed one (%p) left in the older "
+           "segment (%p), not the newer one's free chunks (%p)", (void *)q, q != NULL ? (void *)nd_seg_base(q) : NULL,
+           (void *)hole, (void *)older, (void *)newer);
+    EXPECT(nd_large_is_valid(), "the large pools to be valid");
+    p[PER_SEG / 2] = q;
+    for (int i = 0; i < N; i++)
+        nodal_free(p[i]);
+    EXPECT(nd_large_is_valid(), "the large pools to be valid once the blocks are freed");
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(a_heap_that_leaves_its_node_keeps_every_block_usable),
     ND_CASE(a_heap_that_leaves_its_node_leaves_no_memory_in_its_free_pages),
@@ -1897,5 +1941,6 @@ static const struct nd_case cases[] = {
     ND_CASE(remote_frees_return_to_the_owner),
     ND_CASE(remote_frees_in_chains_go_back_to_their_own_pages),
     ND_CASE(blocks_freed_by_another_thread_come_back_in_address_order),
+    ND_CASE(a_large_block_fills_an_older_segments_hole_first),
 };
 ND_MAIN(cases)
