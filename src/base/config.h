@@ -113,6 +113,17 @@ _Static_assert(ND_LOOKUP_MAX % ND_QUANTUM == 0, "lookup table steps by the quant
 #define nd_inline      static inline __attribute__((always_inline))
 #define nd_noinline    __attribute__((noinline))
 #define nd_cold        __attribute__((cold, noinline))
+/* Callers are told nothing of the function (noipa: gcc draws no
+   conclusion such as noreturn from its body); clang, which has no such
+   attribute, gets noinline. */
+#if defined(__has_attribute)
+#if __has_attribute(noipa)
+#define nd_noipa       __attribute__((noipa))
+#endif
+#endif
+#ifndef nd_noipa
+#define nd_noipa       __attribute__((noinline))
+#endif
 /* A function every process runs in a file whose other code runs only on
    request (CMakeLists.txt: ND_SOURCES): placed with the hot code
    (.text.hot, before the rest of the text), not at the end with its

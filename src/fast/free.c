@@ -260,7 +260,7 @@ static nd_noinline void nd_free_sealed_route(void *p, nd_segment *s, nd_page *pg
    another node's, an abandoned page's), checked here, then routed. Not declared
    noreturn, and its callers told nothing of it (noipa): they jump here
    rather than call, so their path needs no stack frame. */
-static nd_cold __attribute__((noipa)) void nd_free_sealed_other(void *p, nd_segment *s, nd_page *pg)
+static nd_cold nd_noipa void nd_free_sealed_other(void *p, nd_segment *s, nd_page *pg)
 {
     if (!nd_seg_cookie_ok(s))
         nd_bad_header("free", p);
