@@ -453,9 +453,10 @@ void nd_tcache_prof_rearm(nd_tcache *tc)
 
 unsigned nd_tcache_count_request(nd_tcache *tc, unsigned c)
 {
-    nd_bin *b = &tc->bins[c];
-    if (b->tick > 0 && --b->tick > 0)   /* 0: the fast path already counted it */
+    if (nd_tcache_count_quick(tc, c))
         return 0;
+    nd_bin *b = &tc->bins[c];
+    b->tick = 0;   /* it was 1 (this request its last), or 0: the fast path counted it already */
     nd_bin_info *bi = &tc->binfo[c];
     uint32_t done = bi->armed;
     unsigned r = 0;
