@@ -531,7 +531,7 @@ void nd_page_junk(nd_page *pg, void *p)
 bool nd_page_is_valid(const nd_page *pg)
 {
     if (!pg->in_use)
-        return pg->key == ND_KEY_NONE && pg->used == 0 && pg->kind == ND_KIND_NONE;
+        return (pg->key == ND_KEY_NONE || pg->key == 0) && pg->used == 0 && pg->kind == ND_KIND_NONE;
     if (pg->capacity > pg->reserved || pg->used > pg->capacity)
         return false;
     if (pg->cls < ND_CLASS_COUNT && pg->block_size != nd_class_size[pg->cls])
