@@ -168,25 +168,27 @@ static size_t nd_tcache_total_share(void)
     return share > total / 8 ? share : total / 8;
 }
 
-/* Past tcache_total: a cache none of whose bins fits its working set
-   moves every batch of it through the transfer store twice, as pointers
-   out and back in, each move a slow path of several hundred instructions
-   for a few blocks. A bin that does so in whole bins (its last overflow
-   sent the whole bin away, and the fills since then took a whole bin's
-   worth back: nd_tcache_grow) is one whose batches cycle through the
-   store, and a bigger bin is what saves those moves; while the process's
-   caches share no CPU (nd_tcache_total_share is tcache_total), such a bin
-   may grow its cache past tcache_total, to ND_EXTRA_MULT times it, by
-   drawing the bytes past tcache_total from one process-wide pool of
-   ND_EXTRA_MULT x tcache_total (nd_tcache_extra: the bytes drawn by every
-   cache; each cache's own draw in its cap_extra, given back as its GC
-   shrinks it below tcache_total and when it is destroyed). So the caches
-   of a process hold at most ND_EXTRA_MULT x tcache_total more than before,
+/* Past tcache_total: a thread whose loops allocate, then free, more than
+   its cache holds moves each loop's excess through the transfer store
+   twice, out as an overflow and back as a fill, a slow path of several
+   hundred instructions for every few blocks. A bin that does so in whole
+   bins (its overflow sent the whole bin away, and the fills since took a
+   whole bin back) ND_EXTRA_CYCLES times in a row (nd_bin_info.cycles) is
+   one a bigger capacity would spare those moves. While the process's
+   caches share no CPU (nd_tcache_total_share is tcache_total), such a bin,
+   of a class up to 16 KiB, may grow its cache past tcache_total by drawing
+   the growth from one process-wide pool of ND_EXTRA_MULT x tcache_total
+   (nd_tcache_extra: what every cache drew; each cache's own draw in its
+   cap_extra, given back as its GC shrinks it and when it is destroyed or
+   lost). So a process's caches hold at most that much more than before
    however many threads it has, as tcmalloc's thread caches share one
-   overall bound (32 MiB by default, at most 4 MiB a thread) beyond their
-   own. rptest -t 2 (loops of 1,000 blocks of 8 B-16 KiB, 2.1 MB a loop per
-   thread: bins of 4-8 blocks for the classes of 2 KiB and more within
-   1 MiB): fills and overflows per pair ... */
+   overall bound. Medium classes draw nothing: their bins of 2 blocks of
+   40-64 KiB cycle in a random walk too (bench/mstress), and drew the whole
+   pool there for 2 MiB more peak RSS and no CPU. rptest -t 2 (loops of
+   1,000 blocks of 8 B-16 KiB, 2.1 MB a thread; within 1 MiB the bins of
+   2-16 KiB held 4-8 blocks for 10-12 requests a loop): fills 319,000 ->
+   94,000 and overflows 298,000 -> 113,000 for 4.8 M requests, CPU x0.87
+   (docs/results.md, h45r). */
 #define ND_EXTRA_MULT 4u
 #define ND_EXTRA_CYCLES 4u
 static size_t nd_tcache_extra;
