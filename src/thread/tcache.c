@@ -168,6 +168,60 @@ static size_t nd_tcache_total_share(void)
     return share > total / 8 ? share : total / 8;
 }
 
+/* Past tcache_total: a thread whose loops allocate, then free, more than
+   its cache holds moves each loop's excess through the transfer store
+   twice, out as an overflow and back as a fill, a slow path of several
+   hundred instructions for every few blocks. A bin that does so in whole
+   bins (its overflow sent the whole bin away, and the fills since took a
+   whole bin back) ND_EXTRA_CYCLES times in a row (nd_bin_info.cycles) is
+   one a bigger capacity would spare those moves. While the process's
+   caches share no CPU (nd_tcache_total_share is tcache_total), such a bin,
+   of a class up to 16 KiB, may grow its cache past tcache_total by drawing
+   the growth from one process-wide pool of ND_EXTRA_MULT x tcache_total
+   (nd_tcache_extra: what every cache drew; each cache's own draw in its
+   cap_extra, given back as its GC shrinks it and when it is destroyed or
+   lost). So a process's caches hold at most that much more than before
+   however many threads it has, as tcmalloc's thread caches share one
+   overall bound. Medium classes draw nothing: their bins of 2 blocks of
+   40-64 KiB cycle in a random walk too (bench/mstress), and drew the whole
+   pool there for 2 MiB more peak RSS and no CPU. rptest -t 2 (loops of
+   1,000 blocks of 8 B-16 KiB, 2.1 MB a thread; within 1 MiB the bins of
+   2-16 KiB held 4-8 blocks for 10-12 requests a loop): fills 319,000 ->
+   94,000 and overflows 298,000 -> 113,000 for 4.8 M requests, CPU x0.87
+   (docs/results.md, h45r). */
+#define ND_EXTRA_MULT 4u
+#define ND_EXTRA_CYCLES 4u
+static size_t nd_tcache_extra;
+
+/* Draws what tc's growth by `more` bytes takes past tcache_total from the
+   pool; false (nothing drawn) when the cache would pass ND_EXTRA_MULT x
+   tcache_total or the pool has not that much left. */
+static nd_noinline bool nd_tcache_extra_draw(nd_tcache *tc, size_t more)
+{
+    size_t bound = ND_EXTRA_MULT * (size_t)nd_opt(ND_OPT_tcache_total);
+    if (tc->cap_extra + more > bound)
+        return false;
+    size_t cur = nd_load_relaxed(&nd_tcache_extra);
+    do {
+        if (cur + more > bound)
+            return false;
+    } while (!nd_cas_weak_acq_rel(&nd_tcache_extra, &cur, cur + more));
+    tc->cap_extra += more;
+    return true;
+}
+
+/* tc's capacity shrank by `less` bytes (a GC pass): as much of its draw
+   goes back to the pool. */
+static void nd_tcache_extra_give(nd_tcache *tc, size_t less)
+{
+    if (less > tc->cap_extra)
+        less = tc->cap_extra;
+    if (less != 0) {
+        nd_sub_relaxed(&nd_tcache_extra, less);
+        tc->cap_extra -= less;
+    }
+}
+
 void nd_tcache_process_init(void)
 {
     /* Can a thread change nodes? Only if CPUs of two nodes are served by
@@ -285,6 +339,8 @@ void nd_tcache_lost(const nd_tcache *tc)
 {
     if (!tc->heap.shared)
         nd_sub_relaxed(&nd_tcache_count, 1);
+    if (tc->cap_extra != 0)   /* its draw back to the pool */
+        nd_sub_relaxed(&nd_tcache_extra, tc->cap_extra);
 }
 
 void nd_tcache_destroy(nd_tcache *tc)
@@ -527,13 +583,20 @@ static inline bool nd_tcache_grow(nd_tcache *tc, unsigned c)
     size_t more = (size_t)(cap - bi->cap) * nd_bin_counted_size(c);
     size_t share = nd_tcache_total_share();
     if (tc->cap_bytes + more > share) {
-        /* Past the share: only a bin in a long run, and only to twice the
-           share (ND_RUN_BINS). */
-        if (bi->last != ND_LAST_FILL || bi->run_fill < ND_RUN_BINS * bi->cap)
+        /* Past the share: with CPUs shared (more than two caches per
+           CPU), only a bin in a long run, and only to twice the share
+           (ND_RUN_BINS); else (the share is tcache_total) only a bin of
+           a small class whose batches cycle through the transfer store,
+           from the process's pool (ND_EXTRA_MULT). */
+        if (bi->last != ND_LAST_FILL)
             return false;
         size_t total = (size_t)nd_opt(ND_OPT_tcache_total);
-        if (tc->cap_bytes + more > (2 * share < total ? 2 * share : total))
+        if (share >= total) {
+            if (bi->cycles < ND_EXTRA_CYCLES || !nd_class_is_small(nd_bin_class[c]) || !nd_tcache_extra_draw(tc, more))
+                return false;
+        } else if (bi->run_fill < ND_RUN_BINS * bi->cap || tc->cap_bytes + more > (2 * share < total ? 2 * share : total)) {
             return false;
+        }
     }
     nd_tcache_grow_to(tc, c, cap, more);
     return true;
@@ -989,6 +1052,10 @@ void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)
         } else {
             /* Dry, then full again: the working set does not fit. Grow,
                within the cache's budget; else half of it leaves, or all of it (below). */
+            if (bi->last == ND_LAST_FILL) {   /* the first overflow since fills: a cycle? */
+                bool cycle = bi->spilled_all && bi->run_fill >= bi->cap;
+                bi->cycles = cycle ? (uint8_t)(bi->cycles + (bi->cycles < UINT8_MAX)) : 0;
+            }
             if (bi->filled && nd_tcache_grow(tc, c)) {
                 bi->filled = 0;
             } else {
@@ -1060,6 +1127,7 @@ void nd_tcache_gc(nd_tcache *tc, bool force)
             if (now_count > cap)
                 nd_tcache_flush(tc, c, now_count - cap);
             tc->cap_bytes -= (size_t)(bi->cap - cap) * nd_bin_counted_size(c);
+            nd_tcache_extra_give(tc, (size_t)(bi->cap - cap) * nd_bin_counted_size(c));
             bi->cap = cap;
             b->low = b->empty - cap;
         }
@@ -1115,6 +1183,10 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
         cap_bytes += (size_t)tc->binfo[c].cap * nd_bin_counted_size(c);
     if (cap_bytes != tc->cap_bytes)
+        return false;
+    /* What it drew from the pool (ND_EXTRA_MULT) is part of its capacity,
+       and at most the whole pool. */
+    if (tc->cap_extra > cap_bytes || tc->cap_extra > ND_EXTRA_MULT * (size_t)nd_opt(ND_OPT_tcache_total))
         return false;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         const nd_bin *b = &tc->bins[c];

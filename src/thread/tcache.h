@@ -158,6 +158,11 @@ typedef struct nd_bin_info {
     uint8_t  filled;     /* the bin ran dry since its last flush */
     uint8_t  spilled_all; /* the bin's last overflow sent all of it away */
     uint8_t  spilled_few; /* the bin's last overflow sent less than half of it */
+    uint8_t  cycles;     /* overflows in a row, each the first after fills,
+                            that found the bin cycling whole bins through the
+                            transfer store: the one before sent the whole bin
+                            away and the fills since took a bin's worth back
+                            (at most 255; tcache.c: ND_EXTRA_CYCLES) */
     uint32_t run_fill;   /* when last == ND_LAST_FILL: the blocks the fills
                             since the bin's last overflow (or since it was
                             made) took, at most UINT32_MAX */
@@ -249,7 +254,8 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_tcache {
     uint32_t     gc_samples;
     uint32_t     kind;          /* nd_kind_of(heap.bound, heap.node) (secure=1: | ND_KIND_SEALED); the free fast path compares pages' kind with it */
     const uint32_t *look_arm;   /* plain: nd_tcache_look_arm, or nd_tcache_look_watched while watched; NULL for the others */
-    size_t       cap_bytes;     /* sum over the bins of cap * class size (bounded by tcache_total) */
+    size_t       cap_bytes;     /* sum over the bins of cap * class size (bounded by tcache_total, or past it by cap_extra) */
+    size_t       cap_extra;     /* bytes of capacity past tcache_total drawn from the process's pool (tcache.c: ND_EXTRA_MULT) */
     uint64_t     prof_rng;      /* prof=1: the state of the sampling draws */
     struct nd_slab *prof_slab;   /* prof=1: the slab its small samples take cells of (slab.h), or NULL */
     uint8_t      prof_slab_busy;   /* prof=1: its thread is cutting a cell (a signal handler's sample is not taken) */

@@ -864,6 +864,64 @@ static void a_bin_in_runs_of_many_bins_grows_past_its_caches_share(void)
                "(%zu blocks, %zu CPUs)", i, share, cap[i], cpus);
 }
 
+/* A cache none of whose bins fits its thread's loops (each allocates
+   CYCLE_N blocks of each of nine classes of 4-16 KiB, 1.3 MB, more than
+   tcache_total, then frees them all) moves every loop's excess through the
+   transfer store, fills and overflows of whole bins each way. While no CPU
+   is shared, such bins may grow the cache past tcache_total, drawing from
+   the process's pool (tcache.c: ND_EXTRA_MULT): once it has, the loops
+   take no fill nor overflow at all. Main: the cache stays within
+   tcache_total, and each loop fills and overflows a few bins (about 40
+   slow paths a loop). */
+enum { CYCLE_N = 16, CYCLE_CLASSES = 9, CYCLE_LOOPS = 300 };
+static const size_t cycle_size[CYCLE_CLASSES] = {4096, 5120, 6144, 7168, 8192, 10240, 12288, 14336, 16384};
+static uint64_t cycle_slow_paths(const nd_tcache *tc)
+{
+    uint64_t n = 0;
+    for (int k = 0; k < CYCLE_CLASSES; k++) {
+        const nd_class_counters *cs = &tc->heap.cstats[nd_class_of(cycle_size[k])];
+        n += cs->fills + cs->flushes;
+    }
+    return n;
+}
+static void *cycle_loops_larger_than_the_cache(void *arg)
+{
+    size_t *out = arg;
+    static void *blocks[CYCLE_N * CYCLE_CLASSES];
+    nd_tcache *tc = nd_tls_tc;
+    uint64_t before = 0;
+    for (int loop = 0; loop < CYCLE_LOOPS; loop++) {
+        if (loop == CYCLE_LOOPS - 100)
+            before = cycle_slow_paths(nd_tls_tc);
+        for (int i = 0; i < CYCLE_N; i++)
+            for (int k = 0; k < CYCLE_CLASSES; k++)
+                blocks[i * CYCLE_CLASSES + k] = nodal_malloc(cycle_size[k]);
+        for (int i = 0; i < CYCLE_N * CYCLE_CLASSES; i++)
+            nodal_free(blocks[(i * 7919) % (CYCLE_N * CYCLE_CLASSES)]);
+    }
+    tc = nd_tls_tc;
+    out[0] = (size_t)(cycle_slow_paths(tc) - before);
+    out[1] = tc->cap_bytes;
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    return NULL;
+}
+
+static void a_cache_whose_bins_cycle_through_the_store_grows_past_tcache_total(void)
+{
+    size_t out[2];
+    if ((size_t)nd_opt(ND_OPT_tcache_total) != 1 << 20 || nd_opt(ND_OPT_transfer) != 2)
+        SKIP("made for the defaults tcache_total=1m, transfer=2");
+    pthread_t t;
+    nodal_free(nodal_malloc(1));   /* this thread's cache counts too */
+    EXPECT(pthread_create(&t, NULL, cycle_loops_larger_than_the_cache, out) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+    EXPECT(out[1] > (size_t)nd_opt(ND_OPT_tcache_total), "the cache to grow past tcache_total (%zu B), "
+           "its capacity is %zu B", (size_t)nd_opt(ND_OPT_tcache_total), out[1]);
+    EXPECT(out[0] < 10, "loops of 1.3 MB of 4-16 KiB blocks to take no fill or overflow once the cache grew, "
+           "%zu in the last 100 loops", out[0]);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the thread exited");
+}
+
 static void *producer(void *arg)
 {
     void **slots = arg;
@@ -2001,6 +2059,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_new_page_reuses_resident_memory_of_any_segment_first),
     ND_CASE(threads_beyond_the_cpus_share_the_cache_budget),
     ND_CASE(a_bin_in_runs_of_many_bins_grows_past_its_caches_share),
+    ND_CASE(a_cache_whose_bins_cycle_through_the_store_grows_past_tcache_total),
     ND_CASE(remote_frees_return_to_the_owner),
     ND_CASE(remote_frees_in_chains_go_back_to_their_own_pages),
     ND_CASE(blocks_freed_by_another_thread_come_back_in_address_order),
