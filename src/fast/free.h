@@ -108,7 +108,10 @@ nd_inline void nd_free_fast(void *p)
         }
         tc = nd_tls_thread->node_tc[nd_kind_node(kind)];
     }
-    nd_bin *b = (nd_bin *)((char *)tc->bins + (size_t)pg->cls * ND_BIN_BYTES);
+    /* The page's bin offset (its class's bin: class index << 6 under the
+       default; secure=1 takes this path only for node-bound caches, whose
+       bins have no slots then, tcache.c), one shift fewer than the class's. */
+    nd_bin *b = (nd_bin *)((char *)tc->bins + pg->bin_off);
     /* Not a block start, a block already marked free (a double free), or a
        full bin: the slow path sorts it out. */
     void **cur = b->cur, **low = b->low;
