@@ -210,6 +210,27 @@ size_t nd_block_fill_damage(const void *p, size_t n) nd_hidden;
 
 struct nd_heap;
 
+/* The page descriptor of p in s where descriptors are per 64 KiB chunk
+   (small pages, large chunks) and where they are per 512 KiB page
+   (medium): nd_page_of without the header's desc_shift and desc_mask, for
+   the free fast path, which knows the kind from its nd_segcache word
+   (segment.h). A 4 MiB segment's lookup, as nd_page_of's is, short
+   segments' included. */
+static inline nd_page *nd_page_of_chunk(nd_segment *s, const void *p)
+{
+    uintptr_t off = ((uintptr_t)p >> (ND_CHUNK_SHIFT - ND_PAGE_DESC_SHIFT)) &
+                    (((ND_SEG_SIZE >> ND_CHUNK_SHIFT) - 1) << ND_PAGE_DESC_SHIFT);
+    return (nd_page *)((char *)s->pages + off);
+}
+
+static inline nd_page *nd_page_of_medium(nd_segment *s, const void *p)
+{
+    uintptr_t off = ((uintptr_t)p >> (ND_MEDIUM_PAGE_SHIFT - ND_PAGE_DESC_SHIFT)) &
+                    (((ND_SEG_SIZE >> ND_MEDIUM_PAGE_SHIFT) - 1) << ND_PAGE_DESC_SHIFT);
+    return (nd_page *)((char *)s->pages + off);
+}
+_Static_assert(ND_SMALL_PAGE_SHIFT == ND_CHUNK_SHIFT, "small pages are chunks: one lookup for small and large segments");
+
 /* The page descriptor of p in s (small, medium and large segments). */
 static inline nd_page *nd_page_of(nd_segment *s, const void *p)
 {

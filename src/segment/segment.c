@@ -129,23 +129,29 @@ bool nd_segmap_huge(const nd_segment *s, size_t old_size, size_t new_size)
 }
 
 /* nd_segcache: segment s (of 4 MiB or less) takes its window's slot if it
-   is free, and gives it back if it holds it. A slot is claimed and
-   released only by the owner of the segment whose word it holds, each
+   is free (with the word of its kind, segment.h), and gives it back if it
+   holds it. A slot is claimed, rewritten (nd_seg_format: the kind's flag)
+   and released only by the owner of the segment whose word it holds, each
    with a compare-and-swap: a segment whose slot another window holds
    keeps none (its frees take the special path), and a release never
    wipes another segment's word. */
-static void nd_segcache_claim(const nd_segment *s)
+static void nd_segcache_claim(const nd_segment *s, int kind)
 {
     uintptr_t key = nd_segcache_key((uintptr_t)s);
-    uint64_t expect = 0;
-    nd_cas_strong_acq_rel(&nd_segcache[key & (ND_SEGCACHE_SLOTS - 1)], &expect, (uint64_t)key);
+    uint64_t *slot = &nd_segcache[key & (ND_SEGCACHE_SLOTS - 1)];
+    uint64_t expect = nd_load_relaxed(slot);
+    if ((expect & ~ND_SEGCACHE_MEDIUM) != key)   /* not s's: taken only if free */
+        expect = 0;
+    nd_cas_strong_acq_rel(slot, &expect, nd_segcache_word(key, kind));
 }
 
 static void nd_segcache_release(const nd_segment *s)
 {
     uintptr_t key = nd_segcache_key((uintptr_t)s);
-    uint64_t expect = key;
-    nd_cas_strong_acq_rel(&nd_segcache[key & (ND_SEGCACHE_SLOTS - 1)], &expect, (uint64_t)0);
+    uint64_t *slot = &nd_segcache[key & (ND_SEGCACHE_SLOTS - 1)];
+    uint64_t expect = nd_load_relaxed(slot);
+    if ((expect & ~ND_SEGCACHE_MEDIUM) == key)
+        nd_cas_strong_acq_rel(slot, &expect, (uint64_t)0);
 }
 
 void *nd_seg_reserve(size_t size, size_t alignment)
@@ -373,7 +379,7 @@ nd_segment *nd_seg_map(int node, bool bound, size_t size)
         return NULL;
     if (nd_seg_adopt_mapping(s, size, node, bound, NULL, ND_CHUNK_SIZE) != 0)
         return NULL;
-    nd_segcache_claim(s);
+    nd_segcache_claim(s, ND_SEG_FREE);
     s->kind = ND_SEG_FREE;
     s->formatted = 0;
     s->committed = 1;
@@ -674,8 +680,6 @@ void nd_seg_unmap_huge(nd_segment *s)
 void nd_seg_format(nd_segment *s, int kind)
 {
     nd_assert(kind == ND_SEG_SMALL || kind == ND_SEG_MEDIUM || kind == ND_SEG_LARGE);
-    if (!nd_segcache_is_start((uintptr_t)s))   /* its slot was taken when it was mapped: free now? */
-        nd_segcache_claim(s);
     nd_assert(s->unmapped == 0 && s->tails == 0);   /* a segment with holes or tails is never formatted again (segment.h) */
     s->kind = (uint8_t)kind;
     /* LARGE: the descriptors are per 64 KiB chunk; a block takes a run. */
@@ -712,11 +716,20 @@ void nd_seg_format(nd_segment *s, int kind)
         }
     }
     s->formatted = 1;
+    /* The slot's word says the kind, for the free fast path's lookup
+       (segment.h); its slot taken when it was mapped, one free now is. */
+    nd_segcache_claim(s, kind);
 }
 
 bool nd_seg_is_valid(const nd_segment *s)
 {
     if (!nd_seg_cookie_ok(s) || nd_seg_of(s) != s)
+        return false;
+    /* Its nd_segcache word, where it holds its slot, says its kind (a free
+       one's, the kind it had: it gets its next one when formatted). */
+    uintptr_t key = nd_segcache_key((uintptr_t)s);
+    uint64_t word = nd_load_relaxed(&nd_segcache[key & (ND_SEGCACHE_SLOTS - 1)]);
+    if ((word & ~ND_SEGCACHE_MEDIUM) == key && s->kind != ND_SEG_FREE && word != nd_segcache_word(key, s->kind))
         return false;
     if (s->bound && (s->node < 0 || s->node >= ND_MAX_NODES))
         return false;

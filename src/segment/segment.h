@@ -60,7 +60,15 @@
  * the slot is free (compare-and-swap; released before the segment is
  * unmapped). The word names its window in full, so the test "word == w+1"
  * (one load, one compare, as the flat byte map's) is true only for a
- * window where a segment starts. Any other free (a huge block, a pointer
+ * window where a segment starts. A MEDIUM segment's word also carries
+ * ND_SEGCACHE_MEDIUM (bit 63, above every key), set and cleared by
+ * nd_seg_format as it gives the segment its kind: the word then says how
+ * to find a pointer's page descriptor without the segment header, one
+ * per 64 KiB chunk when it equals w + 1 (small pages, large chunks, a
+ * free segment), one per 512 KiB when it is w + 1 | ND_SEGCACHE_MEDIUM
+ * (nd_page_of_chunk, nd_page_of_medium: page.h). The free fast path's
+ * first compare is the same; its chain of dependent loads is one shorter
+ * (word, descriptor, bin, slot instead of header, descriptor, bin, slot). Any other free (a huge block, a pointer
  * that is not nodal's, a segment whose slot another window 256 GiB away
  * holds) goes to the special path, which asks the segment map: a segment
  * without a slot loses only the fast path, never its memory, and claims a
@@ -205,6 +213,12 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
  *  - committed bit j: chunk j may hold resident memory (bound: populated and
  *    verified). purge_mask is a subset of committed and of free pages' chunks.
  *  - the segment map says 1 for seg while mapped.
+ *  - where seg holds its nd_segcache slot, the word is
+ *    nd_segcache_word(its key, kind): ND_SEGCACHE_MEDIUM set iff MEDIUM
+ *    (the free fast path's descriptor lookup, nd_page_of_chunk or
+ *    nd_page_of_medium, is then nd_page_of's); a FREE segment's word keeps
+ *    the flag of the kind it had (none of its pages is in use) until
+ *    nd_seg_format gives it the next.
  *  - unmapped bit j (LARGE, SMALL, MEDIUM; 0 otherwise): chunk j of the
  *    4 MiB window is not mapped (given back under an address-space limit,
  *    large.h, nd_seg_release_pages); j is never 0, nor a committed or
@@ -327,13 +341,24 @@ static inline nd_segment *nd_seg_base(const void *p)
    slot holds a word no window has: nd_seg_init). */
 static inline uintptr_t nd_segcache_key(uintptr_t a) { return (a + ND_SEG_SIZE) >> ND_SEG_SHIFT; }
 
+/* The flag of a MEDIUM segment's nd_segcache word (above): no key has
+   bit 63 (keys are below 2^42). */
+#define ND_SEGCACHE_MEDIUM ((uint64_t)1 << 63)
+
+/* The nd_segcache word of a segment of kind `kind` whose key is `key`. */
+static inline uint64_t nd_segcache_word(uintptr_t key, int kind)
+{
+    return (uint64_t)key | (kind == ND_SEG_MEDIUM ? ND_SEGCACHE_MEDIUM : 0);
+}
+
 /* Does a segment start in the 4 MiB window of a, by nd_segcache (the free
-   fast path's test: one load, one compare)? False also for a segment
-   whose slot another window holds: the segment map has the last word. */
+   fast path's test, which also tells medium segments from the others)?
+   False also for a segment whose slot another window holds: the segment
+   map has the last word. */
 static inline bool nd_segcache_is_start(uintptr_t a)
 {
     uintptr_t key = nd_segcache_key(a);
-    return nd_load_relaxed(&nd_segcache[key & (ND_SEGCACHE_SLOTS - 1)]) == key;
+    return (nd_load_relaxed(&nd_segcache[key & (ND_SEGCACHE_SLOTS - 1)]) & ~ND_SEGCACHE_MEDIUM) == key;
 }
 
 /* The segment map's byte of the window of a (see above); 0 beyond

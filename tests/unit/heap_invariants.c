@@ -1914,8 +1914,9 @@ static void segments_without_a_slot_free_through_the_segment_map(void)
     /* The words of segments still mapped go back (a segment unmapped
        meanwhile has none). */
     for (size_t i = 0; i < ND_SEGCACHE_SLOTS; i++) {
-        uintptr_t a = (uintptr_t)(saved[i] - 1) << ND_SEG_SHIFT;
-        bool live = saved[i] > 1 && nd_seg_of((void *)a) == (nd_segment *)a;
+        uint64_t key = saved[i] & ~ND_SEGCACHE_MEDIUM;   /* a medium segment's word carries the flag */
+        uintptr_t a = (uintptr_t)(key - 1) << ND_SEG_SHIFT;
+        bool live = key > 1 && nd_seg_of((void *)a) == (nd_segment *)a;
         nd_store_release(&nd_segcache[i], live ? saved[i] : 0);
     }
     nodal_collect(1);
@@ -1924,7 +1925,6 @@ static void segments_without_a_slot_free_through_the_segment_map(void)
     nodal_free(q);
     EXPECT(nd_thread_is_valid(), "the heap to be valid with the slots back");
 }
-
 
 /* Header OS pages of s (of its 16 KiB) the process wrote: present and its
    own (pagemap bits 63 and 56; a page only read maps the shared zero
@@ -1987,6 +1987,65 @@ static void a_fresh_segments_format_leaves_its_descriptors_unwritten(void)
     nd_seg_unmap(s);
 }
 
+/* The free fast path finds a block's page descriptor from the block's
+   nd_segcache word (segment.h): per 64 KiB chunk, or per 512 KiB page when
+   the word carries ND_SEGCACHE_MEDIUM; it never reads the segment
+   header's desc_shift and desc_mask (a dependent load fewer). With those
+   two scribbled over, a small and a medium block not in their segment's
+   first page still go into the thread's bin (the fast path; a lookup
+   through the header would find page 0 and the slow path would abort on a
+   block that is not page 0's). And each formatted segment's word says its
+   kind, its lookup giving nd_page_of's descriptor. */
+static void the_free_fast_path_finds_a_page_without_the_segment_header(void)
+{
+    static const struct { size_t size; int kind; int count; } cases[] = {
+        { 48, ND_SEG_SMALL, 3000 },        /* 1,365 to a 64 KiB page */
+        { 20000, ND_SEG_MEDIUM, 60 },      /* 26 to a 512 KiB page */
+        { 300 << 10, ND_SEG_LARGE, 1 },
+    };
+    enum { MAX = 3000 };
+    static void *blocks[MAX];
+    for (int c = 0; c < 3; c++) {
+        int n = cases[c].count;
+        for (int i = 0; i < n; i++) {
+            blocks[i] = nodal_malloc(cases[c].size);
+            EXPECT(blocks[i] != NULL, "malloc(%zu) to succeed", cases[c].size);
+        }
+        void *p = blocks[n - 1];
+        nd_segment *s = nd_seg_base(p);
+        uintptr_t key = nd_segcache_key((uintptr_t)s);
+        uint64_t word = nd_load_relaxed(&nd_segcache[key & (ND_SEGCACHE_SLOTS - 1)]);
+        EXPECT(s->kind == cases[c].kind && word == nd_segcache_word(key, s->kind),
+               "a %zu-byte block's segment (kind %d, expected %d) to hold its slot with the word of its kind "
+               "(%#llx, expected %#llx)", cases[c].size, s->kind, cases[c].kind, (unsigned long long)word,
+               (unsigned long long)nd_segcache_word(key, s->kind));
+        nd_page *pg = nd_page_of(s, p);
+        nd_page *fast = (word & ND_SEGCACHE_MEDIUM) ? nd_page_of_medium(s, p) : nd_page_of_chunk(s, p);
+        EXPECT(fast == pg, "the word's lookup to find the %zu-byte block's descriptor (%p, nd_page_of: %p)",
+               cases[c].size, (void *)fast, (void *)pg);
+        if (cases[c].kind != ND_SEG_LARGE) {
+            EXPECT(pg->index != 0, "the last of %d blocks of %zu bytes not to be in its segment's first page", n,
+                   cases[c].size);
+            nd_bin *b = &nd_tls_tc->bins[pg->cls];
+            void **before = b->cur;
+            uint8_t shift = s->desc_shift;
+            uint16_t mask = s->desc_mask;
+            s->desc_shift = 63;   /* any lookup through the header finds page 0 */
+            nodal_free(p);
+            s->desc_shift = shift;
+            s->desc_mask = mask;
+            EXPECT(b->cur == before - 1 && *b->cur == p,
+                   "a %zu-byte block of page %u to go into the bin with the header's lookup scribbled over "
+                   "(bin top %p -> %p, holding %p)", cases[c].size, (unsigned)pg->index, (void *)before,
+                   (void *)b->cur, b->cur != NULL ? *b->cur : NULL);
+            n--;
+        }
+        for (int i = 0; i < n; i++)
+            nodal_free(blocks[i]);
+        EXPECT(nd_thread_is_valid(), "the heap to be valid after the %zu-byte blocks", cases[c].size);
+    }
+}
+
 /* A large block takes the first free run that fits in the oldest segment
    of its pool that has one: a new segment goes to the end of the pool's
    list (large.c), so the holes that frees leave in the older, fuller
@@ -2046,6 +2105,9 @@ static const struct nd_case cases[] = {
     ND_CASE(a_new_leaf_is_published_once_by_racing_threads),
     ND_CASE(segments_without_a_slot_free_through_the_segment_map),
     ND_CASE(a_fresh_segments_format_leaves_its_descriptors_unwritten),
+}
+
+    ND_CASE(the_free_fast_path_finds_a_page_without_the_segment_header),
     ND_CASE(fork_cutting_off_a_remote_free_leaves_a_working_child),
     ND_CASE(random_operations_keep_the_heap_valid),
     ND_CASE(a_cache_gives_slots_only_to_the_classes_a_thread_uses),
