@@ -2024,7 +2024,7 @@ static void the_free_fast_path_finds_a_page_without_the_segment_header(void)
         EXPECT(fast == pg, "the word's lookup to find the %zu-byte block's descriptor (%p, nd_page_of: %p)",
                cases[c].size, (void *)fast, (void *)pg);
         if (cases[c].kind != ND_SEG_LARGE) {
-            EXPECT(pg->index != 0, "the last of %d blocks of %zu bytes not to be in its segment's first page", n,
+            EXPECT(nd_seg_page_index(s, pg) != 0, "the last of %d blocks of %zu bytes not to be in its segment's first page", n,
                    cases[c].size);
             nd_bin *b = &nd_tls_tc->bins[pg->cls];
             void **before = b->cur;
@@ -2036,7 +2036,7 @@ static void the_free_fast_path_finds_a_page_without_the_segment_header(void)
             s->desc_mask = mask;
             EXPECT(b->cur == before - 1 && *b->cur == p,
                    "a %zu-byte block of page %u to go into the bin with the header's lookup scribbled over "
-                   "(bin top %p -> %p, holding %p)", cases[c].size, (unsigned)pg->index, (void *)before,
+                   "(bin top %p -> %p, holding %p)", cases[c].size, (unsigned)nd_seg_page_index(s, pg), (void *)before,
                    (void *)b->cur, b->cur != NULL ? *b->cur : NULL);
             n--;
         }
@@ -2105,8 +2105,6 @@ static const struct nd_case cases[] = {
     ND_CASE(a_new_leaf_is_published_once_by_racing_threads),
     ND_CASE(segments_without_a_slot_free_through_the_segment_map),
     ND_CASE(a_fresh_segments_format_leaves_its_descriptors_unwritten),
-}
-
     ND_CASE(the_free_fast_path_finds_a_page_without_the_segment_header),
     ND_CASE(fork_cutting_off_a_remote_free_leaves_a_working_child),
     ND_CASE(random_operations_keep_the_heap_valid),
