@@ -519,6 +519,51 @@ static void medium_samples_outlive_their_thread_and_are_dropped_by_anothers_free
     }
 }
 
+/* fork() while another thread holds medium samples in its pages: the
+   child, which has no such thread, frees them (its pages' counts go back
+   to 0, their kinds with them) and samples on; so does the parent. */
+static void a_forked_child_frees_the_medium_samples_of_a_thread_it_lacks(void)
+{
+    start();
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, alloc_and_wait, (void *)(uintptr_t)3000) == 0, "a thread");
+    pthread_mutex_lock(&hold_lock);
+    while (hold_state != 1)
+        pthread_cond_wait(&hold_cond, &hold_lock);
+    pthread_mutex_unlock(&hold_lock);
+    size_t n = sampled_of(blocks, 400, idx);
+    EXPECT(n >= 390 && class_page_of(blocks[idx[0]]) != NULL && class_page_of(blocks[idx[0]])->sampled > 0,
+           "the thread's first 400 requests of 3,000 bytes to be samples in their class's pages, %zu are", n);
+    pid_t pid = fork();
+    if (pid == 0) {
+        for (int i = 0; i < COUNT; i++)
+            nodal_free(blocks[i]);
+        if (nd_prof_live_bytes() != 0)
+            _exit(2);
+        for (int i = 0; i < COUNT; i++) {
+            nd_page *pg = nd_page_of(nd_seg_base(blocks[i]), blocks[i]);
+            if (pg->sampled != 0 || pg->prof_mask != 0 || pg->kind == ND_KIND_PROF)
+                _exit(3);
+        }
+        for (int i = 0; i < 400; i++)
+            blocks[i] = nodal_malloc(3000);
+        if (sampled_of(blocks, 400, idx) < 390)
+            _exit(4);
+        _exit(0);
+    }
+    int st;
+    waitpid(pid, &st, 0);
+    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child to free the samples and sample on (status %d)", st);
+    pthread_mutex_lock(&hold_lock);
+    hold_state = 2;
+    pthread_cond_broadcast(&hold_cond);
+    pthread_mutex_unlock(&hold_lock);
+    pthread_join(t, NULL);
+    for (int i = 0; i < COUNT; i++)
+        nodal_free(blocks[i]);
+    EXPECT(nd_prof_live_bytes() == 0, "no live sample once all is freed, %ld bytes", (long)nd_prof_live_bytes());
+}
+
 /* A medium sample freed twice aborts with "double free". */
 static void a_medium_sample_freed_twice_aborts(void)
 {
@@ -641,6 +686,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_request_inside_the_cut_takes_no_cell),
     ND_CASE(a_medium_sample_is_an_ordinary_block_of_its_class),
     ND_CASE(medium_samples_outlive_their_thread_and_are_dropped_by_anothers_frees),
+    ND_CASE(a_forked_child_frees_the_medium_samples_of_a_thread_it_lacks),
     ND_CASE(a_medium_sample_freed_twice_aborts),
     ND_CASE(medium_samples_taken_and_freed_by_two_threads_are_all_dropped),
     ND_CASE(medium_samples_take_no_resident_memory_of_their_own),
