@@ -342,37 +342,36 @@ static void *alloc_and_wait(void *arg)
     return NULL;
 }
 
-/* fork() while another thread holds a slab (its cache's current one, and
-   full ones whose cells live): in the child, which has no such thread,
-   its cells free as any (their samples dropped) and the child allocates
-   and samples on. */
-static void a_forked_child_frees_the_cells_of_a_thread_it_lacks(void)
+/* A thread that allocates blocks[] of `size` bytes and waits, holding them,
+   until let go (let_go_and_join). */
+static pthread_t start_holder(size_t size)
 {
-    start();
     pthread_t t;
-    EXPECT(pthread_create(&t, NULL, alloc_and_wait, (void *)(uintptr_t)64) == 0, "a thread");
+    EXPECT(pthread_create(&t, NULL, alloc_and_wait, (void *)(uintptr_t)size) == 0, "a thread");
     pthread_mutex_lock(&hold_lock);
     while (hold_state != 1)
         pthread_cond_wait(&hold_cond, &hold_lock);
     pthread_mutex_unlock(&hold_lock);
-    nd_page *slabs[COUNT];
-    size_t ns = slabs_of_samples(slabs);
-    EXPECT(ns >= 2, "the thread's samples to fill more than one slab, %zu", ns);
-    pid_t pid = fork();
-    if (pid == 0) {
-        for (int i = 0; i < COUNT; i++)
-            nodal_free(blocks[i]);
-        if (nd_prof_live_bytes() != 0)
-            _exit(2);
-        for (int i = 0; i < COUNT; i++)
-            blocks[i] = nodal_malloc(64);
-        if (sampled_of(blocks, COUNT, idx) == 0)
-            _exit(3);
-        _exit(0);
-    }
+    return t;
+}
+
+/* In a forked child: frees blocks[], exits with status 2 if a sample is
+   left live. */
+static void child_frees_every_block(void)
+{
+    for (int i = 0; i < COUNT; i++)
+        nodal_free(blocks[i]);
+    if (nd_prof_live_bytes() != 0)
+        _exit(2);
+}
+
+/* Waits for child pid (want: its exit status 0), lets the holder t exit,
+   and frees blocks[]. */
+static void reap_let_go_and_free(pid_t pid, pthread_t t, const char *want)
+{
     int st;
     waitpid(pid, &st, 0);
-    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child to free the cells and sample on (status %d)", st);
+    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child to %s (status %d)", want, st);
     pthread_mutex_lock(&hold_lock);
     hold_state = 2;
     pthread_cond_broadcast(&hold_cond);
@@ -380,6 +379,29 @@ static void a_forked_child_frees_the_cells_of_a_thread_it_lacks(void)
     pthread_join(t, NULL);
     for (int i = 0; i < COUNT; i++)
         nodal_free(blocks[i]);
+}
+
+/* fork() while another thread holds a slab (its cache's current one, and
+   full ones whose cells live): in the child, which has no such thread,
+   its cells free as any (their samples dropped) and the child allocates
+   and samples on. */
+static void a_forked_child_frees_the_cells_of_a_thread_it_lacks(void)
+{
+    start();
+    pthread_t t = start_holder(64);
+    nd_page *slabs[COUNT];
+    size_t ns = slabs_of_samples(slabs);
+    EXPECT(ns >= 2, "the thread's samples to fill more than one slab, %zu", ns);
+    pid_t pid = fork();
+    if (pid == 0) {
+        child_frees_every_block();
+        for (int i = 0; i < COUNT; i++)
+            blocks[i] = nodal_malloc(64);
+        if (sampled_of(blocks, COUNT, idx) == 0)
+            _exit(3);
+        _exit(0);
+    }
+    reap_let_go_and_free(pid, t, "free the cells and sample on");
 }
 
 /* The small or medium page p lies in; NULL if p is not in such a page. */
@@ -525,21 +547,13 @@ static void medium_samples_outlive_their_thread_and_are_dropped_by_anothers_free
 static void a_forked_child_frees_the_medium_samples_of_a_thread_it_lacks(void)
 {
     start();
-    pthread_t t;
-    EXPECT(pthread_create(&t, NULL, alloc_and_wait, (void *)(uintptr_t)3000) == 0, "a thread");
-    pthread_mutex_lock(&hold_lock);
-    while (hold_state != 1)
-        pthread_cond_wait(&hold_cond, &hold_lock);
-    pthread_mutex_unlock(&hold_lock);
+    pthread_t t = start_holder(3000);
     size_t n = sampled_of(blocks, 400, idx);
     EXPECT(n >= 390 && class_page_of(blocks[idx[0]]) != NULL && class_page_of(blocks[idx[0]])->sampled > 0,
            "the thread's first 400 requests of 3,000 bytes to be samples in their class's pages, %zu are", n);
     pid_t pid = fork();
     if (pid == 0) {
-        for (int i = 0; i < COUNT; i++)
-            nodal_free(blocks[i]);
-        if (nd_prof_live_bytes() != 0)
-            _exit(2);
+        child_frees_every_block();
         for (int i = 0; i < COUNT; i++) {
             nd_page *pg = nd_page_of(nd_seg_base(blocks[i]), blocks[i]);
             if (pg->sampled != 0 || pg->prof_mask != 0 || pg->kind == ND_KIND_PROF)
@@ -551,16 +565,7 @@ static void a_forked_child_frees_the_medium_samples_of_a_thread_it_lacks(void)
             _exit(4);
         _exit(0);
     }
-    int st;
-    waitpid(pid, &st, 0);
-    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child to free the samples and sample on (status %d)", st);
-    pthread_mutex_lock(&hold_lock);
-    hold_state = 2;
-    pthread_cond_broadcast(&hold_cond);
-    pthread_mutex_unlock(&hold_lock);
-    pthread_join(t, NULL);
-    for (int i = 0; i < COUNT; i++)
-        nodal_free(blocks[i]);
+    reap_let_go_and_free(pid, t, "free the samples and sample on");
     EXPECT(nd_prof_live_bytes() == 0, "no live sample once all is freed, %ld bytes", (long)nd_prof_live_bytes());
 }
 
