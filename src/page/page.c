@@ -85,7 +85,7 @@ void nd_page_init(nd_page *pg, unsigned cls, uint8_t *start, size_t area,
     nd_store_relaxed(&pg->prof_mask, (uint64_t)0);
     nd_store_release(&pg->heap, owner);
     nd_store_release(&pg->key, key);
-    nd_store_release(&pg->kind_word, nd_kind_word(kind, 0));   /* (a large block's sampled may have been left) */
+    nd_store_release(&pg->kind_word, nd_kind_word(kind, 0));   /* no sample in a fresh page */
 }
 
 /* kind_word with its kind replaced by the one nd_page_kind_now chooses for
