@@ -67,7 +67,7 @@ void nd_block_misuse(const char *fn, const nd_segment *s, const void *p)
         uint64_t free_mask = nd_load_relaxed(&s->free_mask);
         if (pg->start == (const uint8_t *)p && nd_load_relaxed(&pg->in_use) && nd_load_relaxed(&pg->in_full))
             why = unused;   /* a kept block (large.h): freed already */
-        else if (!(free_mask & ((uint64_t)1 << pg->index)))
+        else if (!(free_mask & ((uint64_t)1 << nd_seg_page_index(s, pg))))
             why = interior;
     } else if (s->kind == ND_SEG_SMALL || s->kind == ND_SEG_MEDIUM) {
         const nd_page *pg = nd_page_of((nd_segment *)s, p);

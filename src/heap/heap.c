@@ -264,15 +264,16 @@ static void nd_heap_page_retire(nd_heap *h, nd_page *pg)
 
     nd_segment *s = nd_seg_base(pg);
     if (nd_unlikely(s->tails != 0))
-        nd_seg_page_untail(s, pg->index);   /* a free page has holes, no tails */
+        nd_seg_page_untail(s, nd_seg_page_index(s, pg));   /* a free page has holes, no tails */
     size_t area;
-    uint8_t *start = nd_seg_page_area(s, pg->index, &area);
+    unsigned i = nd_seg_page_index(s, pg);
+    uint8_t *start = nd_seg_page_area(s, i, &area);
     nd_sub_relaxed(&nd_gauge.pages[cls], 1);
     nd_gauge_active(-(long)area);
     int k = nd_heap_kind_of(s);
     if (s->free_mask == 0)
         nd_list_move_front(&h->used[k], &h->avail[k], s);
-    s->free_mask |= (uint64_t)1 << pg->index;
+    s->free_mask |= (uint64_t)1 << i;
     s->used_pages--;
     if (s->used_pages == 0) {
         if (h->spare[k] == NULL && !h->shared && nd_opt(ND_OPT_purge_delay) > 0) {

@@ -639,7 +639,7 @@ static size_t nd_large_give_back(nd_segment *s, nd_page *pg, void *p)
         return 0;
     }
     size_t bytes = pg->block_size;
-    unsigned i = pg->index, k = pg->reserved;
+    unsigned i = nd_seg_page_index(s, pg), k = pg->reserved;
     nd_large_unguard_freed(s, p, bytes);   /* before the chunks can be reused */
     nd_store_relaxed(&pg->in_use, 0);
     pg->key = ND_KEY_NONE;
@@ -729,7 +729,7 @@ bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
         *delta = 0;
         return same;
     }
-    unsigned i = pg->index, k = pg->reserved;
+    unsigned i = nd_seg_page_index(s, pg), k = pg->reserved;
     if (!pg->in_use || i + k2 > 64) {
         nd_unlock(nd_pool_lock(pool));
         return false;

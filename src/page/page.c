@@ -590,7 +590,7 @@ bool nd_page_is_valid(const nd_page *pg)
     if (pg->reserved < 64 && (nd_load_relaxed(&pg->prof_mask) >> pg->reserved) != 0)
         return false;
     if (!pg->in_use)
-        return pg->key == ND_KEY_NONE && pg->used == 0 && pg->kind == ND_KIND_NONE;
+        return (pg->key == ND_KEY_NONE || pg->key == 0) && pg->used == 0 && pg->kind == ND_KIND_NONE;
     if (pg->capacity > pg->reserved || pg->used > pg->capacity)
         return false;
     if (pg->cls < ND_CLASS_COUNT && pg->block_size != nd_class_size[pg->cls])

@@ -698,12 +698,18 @@ void nd_seg_format(nd_segment *s, int kind)
         s->guards[last / 64] |= (uint64_t)1 << (last % 64);
     }
     /* Every descriptor the lookup can reach (a short segment's beyond its
-       pages too: a foreign pointer past its mapping finds one in no use). */
-    memset(s->pages, 0, sizeof(nd_page) * lookup);
-    for (unsigned i = 0; i < lookup; i++) {
-        s->pages[i].key = ND_KEY_NONE;
-        s->pages[i].index = (uint8_t)i;
-        s->pages[i].recarved = s->formatted;   /* freed memory: carved in address order (page.h) */
+       pages too: a foreign pointer past its mapping finds one in no use).
+       A fresh segment's are all zero, as a descriptor never used is
+       (segment.h): none is written, and the OS pages of those it never
+       uses stay unwritten (8 KiB of its 12 KiB of header on a segment of
+       a few pages). A segment formatted before (taken back from a node's
+       cache) has its old pages' descriptors: all are written. */
+    if (s->formatted) {
+        memset(s->pages, 0, sizeof(nd_page) * lookup);
+        for (unsigned i = 0; i < lookup; i++) {
+            s->pages[i].key = ND_KEY_NONE;
+            s->pages[i].recarved = 1;   /* freed memory: carved in address order (page.h) */
+        }
     }
     s->formatted = 1;
 }
@@ -758,8 +764,6 @@ bool nd_seg_is_valid(const nd_segment *s)
     for (unsigned i = 0; i < s->page_count; i++) {
         const nd_page *pg = &s->pages[i];
         bool is_free = (s->free_mask >> i) & 1;
-        if (pg->index != i)
-            return false;
         /* No block reaches the guard page (a large block: its usable bytes). */
         if (nd_load_relaxed(&pg->in_use) &&
             pg->start + (s->kind == ND_SEG_LARGE ? pg->block_size : (size_t)pg->reserved * pg->block_size) > guard)

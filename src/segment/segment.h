@@ -71,7 +71,7 @@
  *     key       owner thread id (a multiple of 16); ND_KEY_NONE (1) when no
  *               thread owns the page (and for large blocks)
  *     free, start, mul, limit, block_size, used, capacity, reserved,
- *     cls, in_use, in_full, index, bin_off
+ *     cls, in_use, in_full, bin_off
  *     kind      the page's kind of memory, for the free fast path: any
  *               thread caches a freed block in its cache of the same kind
  *               (nd_kind_of: plain memory of node n, or bound to node n);
@@ -139,7 +139,13 @@ enum { ND_SEG_FREE = 0, ND_SEG_SMALL, ND_SEG_MEDIUM, ND_SEG_LARGE, ND_SEG_HUGE }
  * Invariants:
  *  - a page belongs to exactly one segment and so to one node kind (bound
  *    node k, or plain with a home node); that never changes while in use.
- *  - in_use == 0  <=>  key == ND_KEY_NONE, heap == NULL, used == 0.
+ *  - in_use == 0  <=>  key == ND_KEY_NONE (or 0), heap == NULL, used == 0.
+ *  - a descriptor no page or block used since its segment was mapped is
+ *    all zero (key 0: no owner, as ND_KEY_NONE; kind ND_KIND_NONE, nothing
+ *    carved, recarved 0): nd_seg_format writes none of a fresh segment's,
+ *    so the OS pages of descriptors the segment never uses stay unwritten
+ *    (a 4 MiB segment's header is 12 KiB resident otherwise). A page's
+ *    position is where its descriptor is (nd_seg_page_index), not a field.
  *  - kind == nd_kind_of(its segment's bound, node) while a heap owns the
  *    page and sampled == 0, ND_KIND_PROF while a heap owns it and
  *    sampled > 0; ND_KIND_NONE otherwise (not in use, abandoned, not
@@ -183,7 +189,6 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
     uint8_t         cls;
     uint8_t         in_use;
     uint8_t         in_full;     /* on the owner's full queue */
-    uint8_t         index;       /* position in the segment */
     union {
         struct {
             uint8_t kind;        /* nd_kind_of, ND_KIND_NONE or ND_KIND_PROF (read by every thread's free) */
@@ -286,6 +291,12 @@ typedef struct nd_segment {
        segment's header: read only where a tails bit is set. */
     uint16_t        tail_from[ND_SEG_CHUNKS];
 } nd_segment;
+
+/* The position in s of the page (or chunk) whose descriptor is pg. */
+static inline unsigned nd_seg_page_index(const nd_segment *s, const struct nd_page *pg)
+{
+    return (unsigned)(pg - s->pages);
+}
 
 /* Whether address p of segment s's windows (nd_seg_of) is memory of s:
    within its size (a short segment's window's rest is not nodal's) and

@@ -664,7 +664,7 @@ static void *reuse_resident_pages(void *arg)
             resident_free |= (uint64_t)1 << i;
     void *c = nodal_malloc(3000);
     EXPECT(c != NULL && nd_seg_base(c) == s, "the new page to come from the same segment");
-    unsigned at = nd_page_of(s, c)->index;
+    unsigned at = nd_seg_page_index(s, nd_page_of(s, c));
     EXPECT(resident_free == 0 || ((resident_free >> at) & 1),
            "the new page (%u) to be one whose memory was resident (mask %#llx)", at,
            (unsigned long long)resident_free);
@@ -748,7 +748,7 @@ static void *reuse_resident_pages_of_any_segment(void *arg)
     EXPECT(c != NULL && nd_seg_base(c) == second,
            "the new page to come from the segment with resident free pages (%p, not %p)",
            (void *)nd_seg_base(c), (void *)second);
-    unsigned at = nd_page_of(second, c)->index;
+    unsigned at = nd_seg_page_index(second, nd_page_of(second, c));
     EXPECT((second_resident >> at) & 1, "the new page (%u) to be one whose memory was resident (mask %#llx)", at,
            (unsigned long long)second_resident);
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold");
@@ -1867,6 +1867,68 @@ static void segments_without_a_slot_free_through_the_segment_map(void)
     EXPECT(nd_thread_is_valid(), "the heap to be valid with the slots back");
 }
 
+
+/* Header OS pages of s (of its 16 KiB) the process wrote: present and its
+   own (pagemap bits 63 and 56; a page only read maps the shared zero
+   page, present but not its own, and counts in no RSS). -1: no pagemap. */
+static int header_pages_written(const nd_segment *s, unsigned first)
+{
+    int fd = open("/proc/self/pagemap", O_RDONLY);
+    if (fd < 0)
+        return -1;
+    int n = 0;
+    for (unsigned i = first; i < ND_SEG_HEADER_SIZE / 4096; i++) {
+        uint64_t e = 0;
+        off_t at = (off_t)(((uintptr_t)s + i * 4096u) / 4096u * sizeof e);
+        if (pread(fd, &e, sizeof e, at) != (ssize_t)sizeof e) {
+            close(fd);
+            return -1;
+        }
+        n += (e >> 63) & (e >> 56) & 1;
+    }
+    close(fd);
+    return n;
+}
+
+/* Formatting a fresh segment writes its header's fields, not its 64 page
+   descriptors (8 KiB past the first OS page): a fresh mapping's are zero,
+   which is what a descriptor never used says (segment.h), so the OS
+   pages of the descriptors of pages a segment does not use stay out of
+   the process's memory (12 KiB of header a segment -> 4-8 KiB). A
+   segment formatted again (taken back from a node's cache) has every
+   descriptor written: free, whatever its page held before. Fails before
+   the change (2 of the 3 OS pages past the first written). */
+static void a_fresh_segments_format_leaves_its_descriptors_unwritten(void)
+{
+    if (sysconf(_SC_PAGESIZE) != 4096)
+        SKIP("OS pages of %ld bytes", sysconf(_SC_PAGESIZE));
+    nd_segment *s = nd_seg_map(0, false, ND_SEG_SIZE);
+    EXPECT(s != NULL, "a fresh segment to map (errno %d)", errno);
+    int before = header_pages_written(s, 1);
+    if (before < 0)
+        SKIP("/proc/self/pagemap is not readable");
+    if (before != 0)
+        SKIP("the kernel backs the fresh mapping with more than the pages written (%d: transparent huge pages?)", before);
+    nd_seg_format(s, ND_SEG_SMALL);
+    EXPECT(nd_seg_is_valid(s), "the fresh segment to be valid once formatted");
+    for (unsigned i = 0; i < ND_SEG_MAX_PAGES; i++)
+        EXPECT(nd_page_is_valid(&s->pages[i]) && !s->pages[i].in_use && s->pages[i].kind == ND_KIND_NONE &&
+               nd_seg_page_index(s, &s->pages[i]) == i, "descriptor %u of a fresh segment to say its page is free", i);
+    int written = header_pages_written(s, 1);
+    EXPECT(written == 0, "formatting a fresh segment to write only the first OS page of its header, "
+           "not %d more (its descriptors)", written);
+    /* Used, then formatted again: every descriptor free again. */
+    s->pages[40].key = 16;
+    s->pages[40].used = 3;
+    s->pages[40].kind = 2;
+    nd_seg_format(s, ND_SEG_SMALL);
+    EXPECT(nd_seg_is_valid(s), "the segment to be valid once formatted again");
+    for (unsigned i = 0; i < ND_SEG_MAX_PAGES; i++)
+        EXPECT(nd_page_is_valid(&s->pages[i]) && s->pages[i].key == ND_KEY_NONE && s->pages[i].recarved == 1,
+               "descriptor %u of a segment formatted again to say its page is free and held freed memory", i);
+    nd_seg_unmap(s);
+}
+
 /* A large block takes the first free run that fits in the oldest segment
    of its pool that has one: a new segment goes to the end of the pool's
    list (large.c), so the holes that frees leave in the older, fuller
@@ -1925,6 +1987,7 @@ static const struct nd_case cases[] = {
     ND_CASE(segment_map_holds_windows_of_any_range_and_the_cache_names_its_window),
     ND_CASE(a_new_leaf_is_published_once_by_racing_threads),
     ND_CASE(segments_without_a_slot_free_through_the_segment_map),
+    ND_CASE(a_fresh_segments_format_leaves_its_descriptors_unwritten),
     ND_CASE(fork_cutting_off_a_remote_free_leaves_a_working_child),
     ND_CASE(random_operations_keep_the_heap_valid),
     ND_CASE(a_cache_gives_slots_only_to_the_classes_a_thread_uses),
