@@ -279,8 +279,8 @@ static size_t nd_block_usable(const char *fn, const nd_segment *s, const nd_page
         return nd_huge_usable(s, p);
     if (s->kind != ND_SEG_LARGE && nd_unlikely(nd_secure_on()))
         return nd_secure_size(fn, pg, p);
-    if (nd_unlikely(nd_load_relaxed(&pg->sampled) == ND_PROF_SLAB))
-        return nd_slab_cell_usable(pg, p);
+    if (s->kind == ND_SEG_LARGE && nd_unlikely(nd_load_relaxed(&pg->sampled) == ND_PROF_SLAB))
+        return nd_slab_cell_usable(pg, p);   /* (a small or medium page's sampled counts its samples) */
     return pg->block_size;
 }
 

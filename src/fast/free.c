@@ -144,7 +144,7 @@ static nd_noinline void nd_free_slab_cell(void *p, nd_segment *s, nd_page *pg)
     if (!__atomic_compare_exchange_n(&cell->live, &live, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
         nd_misuse("free", "double free", p);
     nd_prof_drop(p, cell->slot);
-    size_t bytes = nd_slab_cell_free(s, pg, cell);
+    size_t bytes = nd_slab_unref(s, pg);
     if (bytes != 0)
         nd_thread_count_free(false, bytes);
 }
@@ -362,6 +362,10 @@ static nd_noinline void nd_free_checked(void *p, nd_segment *s, nd_page *pg)
     /* The mark says it is free already, whoever frees it. */
     if (nd_unlikely(nd_block_is_marked(p)))
         nd_misuse("free", "double free", p);
+    /* prof=1: some of the page's blocks are samples (the page's kind sent
+       every free of them here): p's sample, if it is one, is dropped. */
+    if (nd_unlikely(nd_load_relaxed(&pg->sampled) != 0) && nd_page_sample_take(pg, p))
+        nd_prof_drop_block(p);
     uintptr_t key = nd_load_relaxed(&pg->key);
     uintptr_t tid = nd_tid();
     if (key != tid || tid == 0) {

@@ -657,8 +657,10 @@ bool nd_heap_is_valid(const nd_heap *h)
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         size_t n = 0;
         for (const nd_page *pg = h->pages[c].first; pg != NULL; pg = pg->next, n++) {
+            uint16_t kw = nd_load_relaxed(&pg->kind_word);   /* (other threads count samples) */
             if (!pg->in_use || pg->cls != c || pg->heap != h || pg->in_full || !nd_page_is_valid(pg) ||
-                pg->key != h->tid || pg->kind != nd_heap_kind(h) ||
+                pg->key != h->tid ||
+                nd_kind_word_kind(kw) != nd_page_kind_now(nd_heap_kind(h), nd_kind_word_sampled(kw)) ||
                 (!nd_heap_reserve_serves(c) && nd_node_reserve_is(nd_seg_base(pg))))
                 return false;
         }

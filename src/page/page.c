@@ -3,7 +3,8 @@
  * notification states (protocol in page.h).
  *
  * Everything here runs on the owner thread of the page (or under a shared
- * heap's lock), except nd_page_xpush / nd_page_xdone, which any thread
+ * heap's lock), except nd_page_xpush / nd_page_xdone and the heap
+ * profile's nd_page_sample_add / nd_page_sample_take, which any thread
  * calls.
  */
 #include "page.h"
@@ -81,9 +82,20 @@ void nd_page_init(nd_page *pg, unsigned cls, uint8_t *start, size_t area,
     pg->xnext = NULL;
     nd_store_relaxed(&pg->xfree, (uintptr_t)0);
     nd_store_relaxed(&pg->in_use, 1);
+    nd_store_relaxed(&pg->prof_mask, (uint64_t)0);
     nd_store_release(&pg->heap, owner);
     nd_store_release(&pg->key, key);
-    nd_store_release(&pg->kind, (uint8_t)kind);
+    nd_store_release(&pg->kind_word, nd_kind_word(kind, 0));   /* no sample in a fresh page */
+}
+
+/* kind_word with its kind replaced by the one nd_page_kind_now chooses for
+   `kind` (one step: another thread may count a sample meanwhile). */
+static void nd_page_set_kind(nd_page *pg, unsigned kind)
+{
+    uint16_t w = nd_load_relaxed(&pg->kind_word), next;
+    do
+        next = nd_kind_word(nd_page_kind_now(kind, nd_kind_word_sampled(w)), nd_kind_word_sampled(w));
+    while (!__atomic_compare_exchange_n(&pg->kind_word, &w, next, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
 }
 
 void nd_page_set_owner(nd_page *pg, struct nd_heap *owner, uintptr_t key, unsigned kind)
@@ -92,13 +104,13 @@ void nd_page_set_owner(nd_page *pg, struct nd_heap *owner, uintptr_t key, unsign
     pg->xnext = NULL;
     nd_store_release(&pg->heap, owner);
     nd_store_release(&pg->key, key);
-    nd_store_release(&pg->kind, (uint8_t)kind);
+    nd_page_set_kind(pg, kind);
     nd_page_collect(pg);
 }
 
 void nd_page_orphan(nd_page *pg)
 {
-    nd_store_relaxed(&pg->kind, (uint8_t)ND_KIND_NONE);
+    nd_page_set_kind(pg, ND_KIND_NONE);
     nd_store_release(&pg->key, ND_KEY_NONE);
     nd_store_relaxed(&pg->heap, (struct nd_heap *)NULL);
     pg->next = pg->prev = NULL;
@@ -112,7 +124,10 @@ void nd_page_release(nd_page *pg)
     while ((nd_load_acquire(&pg->xfree) & ND_XSTATE_MASK) == ND_XSTATE_BUSY)
         nd_os_yield();
     nd_store_relaxed(&pg->xfree, (uintptr_t)0);
-    nd_store_relaxed(&pg->kind, (uint8_t)ND_KIND_NONE);
+    /* Every sample was dropped before its block came back (free.c). */
+    nd_assert(nd_load_relaxed(&pg->kind_word) == nd_kind_word(nd_load_relaxed(&pg->kind), 0) &&
+              nd_load_relaxed(&pg->prof_mask) == 0);
+    nd_store_relaxed(&pg->kind_word, nd_kind_word(ND_KIND_NONE, 0));
     nd_store_release(&pg->key, ND_KEY_NONE);
     nd_store_relaxed(&pg->in_use, 0);
     nd_store_relaxed(&pg->heap, (struct nd_heap *)NULL);
@@ -526,10 +541,54 @@ void nd_page_junk(nd_page *pg, void *p)
         memset((char *)p + 2 * sizeof(uintptr_t), 0xdf, pg->block_size - 2 * sizeof(uintptr_t));
 }
 
+/* ---- the heap profile's samples in a page's blocks (prof=1) -------------- */
+
+void nd_page_sample_add(nd_page *pg, const void *p)
+{
+    size_t i = nd_page_block_index(pg, p);
+    nd_assert(nd_page_sample_fits(pg) && i < pg->reserved);
+    __atomic_fetch_or(&pg->prof_mask, (uint64_t)1 << i, __ATOMIC_RELAXED);
+    /* The count and the kind in one step: a free of the page's last
+       sample in another thread, or its owner's orphan or adoption, may
+       change the word between the load and the swap; the swap then fails
+       and the new word is counted again. */
+    uint16_t w = nd_load_relaxed(&pg->kind_word), next;
+    do {
+        unsigned kind = nd_kind_word_kind(w), n = nd_kind_word_sampled(w);
+        nd_assert(n < 64);
+        next = nd_kind_word(kind == ND_KIND_NONE ? kind : ND_KIND_PROF, n + 1);
+    } while (!__atomic_compare_exchange_n(&pg->kind_word, &w, next, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+}
+
+bool nd_page_sample_take(nd_page *pg, const void *p)
+{
+    size_t i = nd_page_block_index(pg, p);
+    uint64_t bit = i < 64 ? (uint64_t)1 << i : 0;
+    if ((nd_load_relaxed(&pg->prof_mask) & bit) == 0 ||
+        (__atomic_fetch_and(&pg->prof_mask, ~bit, __ATOMIC_RELAXED) & bit) == 0)
+        return false;   /* not a sample (or another free of it took the bit: a double free) */
+    const nd_segment *s = nd_seg_base(pg);
+    unsigned own = nd_kind_of(s->bound, s->node);
+    uint16_t w = nd_load_relaxed(&pg->kind_word), next;
+    do {
+        unsigned kind = nd_kind_word_kind(w), n = nd_kind_word_sampled(w);
+        if (n == 0)   /* (only in a child whose fork stopped a thread between the two steps of an add) */
+            return true;
+        next = nd_kind_word(kind == ND_KIND_PROF && n == 1 ? own : kind, n - 1);
+    } while (!__atomic_compare_exchange_n(&pg->kind_word, &w, next, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+    return true;
+}
+
 /* ---- debug validation ------------------------------------------------------ */
 
 bool nd_page_is_valid(const nd_page *pg)
 {
+    /* kind and sampled read at once (other threads count samples). */
+    uint16_t w = nd_load_relaxed(&pg->kind_word);
+    if ((nd_kind_word_kind(w) == ND_KIND_PROF) != (nd_kind_word_sampled(w) > 0 && nd_kind_word_kind(w) != ND_KIND_NONE))
+        return false;
+    if (pg->reserved < 64 && (nd_load_relaxed(&pg->prof_mask) >> pg->reserved) != 0)
+        return false;
     if (!pg->in_use)
         return (pg->key == ND_KEY_NONE || pg->key == 0) && pg->used == 0 && pg->kind == ND_KIND_NONE;
     if (pg->capacity > pg->reserved || pg->used > pg->capacity)

@@ -336,6 +336,46 @@ static inline uint16_t nd_page_bin_off(unsigned cls)
     return bin < ND_CLASS_COUNT ? (uint16_t)(bin * ND_BIN_BYTES) : (uint16_t)ND_BIN_OFF_NONE;
 }
 
+/* A page's kind_word (segment.h) of kind and sampled, and its parts. */
+static inline uint16_t nd_kind_word(unsigned kind, unsigned sampled)
+{
+    union { uint16_t w; uint8_t b[2]; } u = { .b = { (uint8_t)kind, (uint8_t)sampled } };   /* kind first */
+    return u.w;
+}
+static inline unsigned nd_kind_word_kind(uint16_t w)
+{
+    union { uint16_t w; uint8_t b[2]; } u = { .w = w };
+    return u.b[0];
+}
+static inline unsigned nd_kind_word_sampled(uint16_t w)
+{
+    union { uint16_t w; uint8_t b[2]; } u = { .w = w };
+    return u.b[1];
+}
+/* The kind a page of `kind` (nd_kind_of, or ND_KIND_NONE: no owner) shows
+   while `sampled` of its blocks hold samples (segment.h). */
+static inline unsigned nd_page_kind_now(unsigned kind, unsigned sampled)
+{
+    return kind == ND_KIND_NONE || sampled == 0 ? kind : ND_KIND_PROF;
+}
+
+/* prof=1: block p, out of the small or medium page pg (in use), holds a
+   live sample of the heap profile from now on: its bit of prof_mask set,
+   then sampled + 1 and (while a heap owns pg) kind ND_KIND_PROF in one
+   step, so that every free of pg's blocks takes the slow path, which asks
+   nd_page_sample_take. Any thread: the owner's, another cache's whose bin
+   held p, while others free pg's blocks and its owner exits or adopts it.
+   Only for a page that nd_page_sample_fits. */
+void nd_page_sample_add(nd_page *pg, const void *p) nd_hidden;
+/* Does pg have a bit of prof_mask for each of its blocks (every page of a
+   class above 1 KiB: 64 KiB / 1,280 B is 51 blocks)? */
+static inline bool nd_page_sample_fits(const nd_page *pg) { return pg->reserved <= 64; }
+/* prof=1: block p of pg, whose sampled is not 0, is being freed: true when
+   it held a sample (its bit cleared, once), after which sampled - 1 and,
+   when that was the page's last sample, its kind again, in one step;
+   false for a block that is not one. */
+bool nd_page_sample_take(nd_page *pg, const void *p) nd_hidden;
+
 /* A free page of segment s goes into use for class cls, owned by `owner`
    (thread id `key`), for memory of `kind` (nd_kind_of). */
 void nd_page_init(nd_page *pg, unsigned cls, uint8_t *start, size_t area,

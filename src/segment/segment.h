@@ -84,11 +84,15 @@
  *               thread caches a freed block in its cache of the same kind
  *               (nd_kind_of: plain memory of node n, or bound to node n);
  *               ND_KIND_NONE when the page holds no small or medium blocks
- *               that may be cached (not in use, abandoned, large, huge)
+ *               that may be cached (not in use, abandoned, large, huge);
+ *               ND_KIND_PROF while some of its blocks are samples of the
+ *               heap profile (their frees take the slow path)
+ *     sampled   (one atomic word with kind) those samples' count
  *   line 1, written by other threads:
  *     xfree     remote-free list head | 2 state bits (see page.h)
  *     xnext     link in the owner heap's list of notified pages
  *     heap      owner heap; next/prev: links in the owner's page queue
+ *     prof_mask the blocks that are samples of the heap profile, a bit each
  */
 #ifndef ND_SEGMENT_H
 #define ND_SEGMENT_H
@@ -119,6 +123,12 @@ struct nd_page;
    fast path's compare fails for every block and its "other kind" branch
    (nd_free_other_kind, free.c) checks the block before caching it. */
 #define ND_KIND_SEALED 0x100u
+/* A small or medium page's kind while some of its blocks hold live samples
+   of the heap profile (prof=1, page.h: nd_page_sample_add) and a heap owns
+   it: no thread cache's kind, and even (not bound: the free fast path
+   takes it to the slow path, which drops the samples). */
+#define ND_KIND_PROF 0xfeu
+_Static_assert(2u * NODAL_MAX_NODES + 1u < ND_KIND_PROF, "every node's kinds fit a byte below ND_KIND_PROF");
 static inline unsigned nd_kind_of(bool bound, int node) { return 2u + 2u * (unsigned)node + (bound ? 1u : 0u); }
 static inline bool     nd_kind_is_bound(unsigned kind) { return kind & 1u; }
 static inline int      nd_kind_node(unsigned kind) { return (int)((kind - 2u) >> 1); }
@@ -145,8 +155,15 @@ enum { ND_SEG_FREE = 0, ND_SEG_SMALL, ND_SEG_MEDIUM, ND_SEG_LARGE, ND_SEG_HUGE }
  *    (a 4 MiB segment's header is 12 KiB resident otherwise). A page's
  *    position is where its descriptor is (nd_seg_page_index), not a field.
  *  - kind == nd_kind_of(its segment's bound, node) while a heap owns the
- *    page; ND_KIND_NONE otherwise (not in use, abandoned, not small or
- *    medium).
+ *    page and sampled == 0, ND_KIND_PROF while a heap owns it and
+ *    sampled > 0; ND_KIND_NONE otherwise (not in use, abandoned, not
+ *    small or medium).
+ *  - small and medium pages: sampled = the blocks that hold a live sample
+ *    of the heap profile (prof=1), 0 while not in use; it changes only
+ *    together with kind, one atomic step on kind_word (a sampler, a free
+ *    and the owner in three threads); bit i of prof_mask is set from
+ *    before block i's sample counts in sampled to after it no longer
+ *    does, and only then (bits past reserved: never).
  *  - used = blocks handed out of the page (in a thread cache, with the
  *    program, or on xfree); capacity - used - length(free) = 0.
  *  - capacity <= reserved <= 65535; blocks [0, capacity) have been carved;
@@ -180,8 +197,16 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
     uint8_t         cls;
     uint8_t         in_use;
     uint8_t         in_full;     /* on the owner's full queue */
-    uint8_t         kind;        /* nd_kind_of, or ND_KIND_NONE (read by every thread's free) */
-    uint8_t         sampled;     /* a large or huge block's: 1, the heap profile holds a sample of it (prof.c); ND_PROF_SLAB (2), a sample slab (slab.h) */
+    union {
+        struct {
+            uint8_t kind;        /* nd_kind_of, ND_KIND_NONE or ND_KIND_PROF (read by every thread's free) */
+            uint8_t sampled;     /* a large or huge block's: 1, the heap profile holds a sample of it (prof.c);
+                                    ND_PROF_SLAB (2), a sample slab (slab.h). A small or medium page's:
+                                    how many of its blocks hold a live sample (prof=1) */
+        };
+        uint16_t    kind_word;   /* kind and sampled as one atomic word (small and medium pages: prof=1
+                                    changes both at once, page.h: nd_page_sample_add) */
+    };
     uint32_t        prof_slot;   /* ... and its slot in the profile's live table (prof.c) */
     uint16_t        bin_off;     /* small and medium: the byte offset in a thread cache's bins of the bin
                                     its blocks go to (nd_class_bin[cls] * ND_BIN_BYTES: under secure=1 a
@@ -195,6 +220,7 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
     struct nd_page *next, *prev;
     uint8_t         recarved;    /* the page was released before, since its segment was formatted:
                                     its blocks are freed memory (secure=1: carved in address order, page.h) */
+    uint64_t        prof_mask;   /* small and medium pages (prof=1): bit i, block i holds a live sample (atomic) */
 } nd_page;
 
 /*

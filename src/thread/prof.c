@@ -725,6 +725,24 @@ void nd_prof_drop(void *p, uint32_t slot)
         nd_add_relaxed(&nd_prof_my_stripe()->live, -bytes);
 }
 
+void nd_prof_drop_block(void *p)
+{
+    if (nd_prof_t.live_tab == NULL)
+        return;
+    /* Its probe path, as nd_prof_put walked it: a slot never goes back to
+       empty, so an empty one means p was never put further along. */
+    uint32_t h = nd_prof_slot_hash((uintptr_t)p), level = 0, probe = 0;
+    for (nd_prof_slot *sl; (sl = nd_prof_path_next(h, &level, &probe)) != NULL;) {
+        uintptr_t k = nd_load_acquire(&sl->key);
+        if (k == ND_PROF_EMPTY)
+            return;
+        if (k == (uintptr_t)p) {
+            nd_prof_drop(p, (uint32_t)(sl - nd_prof_t.live_tab));
+            return;
+        }
+    }
+}
+
 /* A seqlock reader: the copy races with writers by design (checked by seq). */
 __attribute__((no_sanitize("thread")))
 bool nd_prof_live_copy(size_t i, nd_prof_live *out)

@@ -16,15 +16,16 @@
  * large and huge ones, which always take a slow path, here.
  *
  * A sampled block is a cell of a sample slab (a request of a class up to
- * 1 KiB: a cell of its thread cache's cell slab; of a medium class up to
- * 32 KiB: a run of OS pages of its kind of memory's run slab; slab.h,
- * the slab's descriptor has sampled == ND_PROF_SLAB and the cell names its
- * slot) or a large or huge block (a larger sampled medium request, or one
- * no run slab has room for, gets a large block of its size rounded up to
- * the OS page, as jemalloc promotes its sampled requests), flagged in its
- * descriptor (nd_page.sampled == 1): every free of either takes the slow
- * path, which drops the sample. Frees of unsampled blocks never look at
- * the profile.
+ * 1 KiB: a cell of its thread cache's cell slab, slab.h; the slab's
+ * descriptor has sampled == ND_PROF_SLAB and the cell names its slot), an
+ * ordinary block of its class (a request of a class above 1 KiB: its page
+ * counts its live samples and carries the kind ND_KIND_PROF meanwhile,
+ * its prof_mask has the block's bit; page.h, nd_page_sample_add) or a
+ * large or huge block, flagged in its descriptor (nd_page.sampled == 1).
+ * Every free of any of them takes the slow path, which drops the sample:
+ * a cell's and a large or huge block's by the slot they name, a class
+ * block's by its address (nd_prof_drop_block). Frees of blocks in no such
+ * page never look at the profile.
  *
  * Both tables are lock-free (a signal handler may allocate and free while
  * its thread is inside the profiler) and fixed in size, mapped at start:
@@ -45,17 +46,20 @@
  *          block's address. A writer
  *          makes seq odd while it writes the fields; a reader copies a
  *          slot and keeps the copy only if seq was even and unchanged.
- *          The block's descriptor names its slot (nd_page.prof_slot; a
- *          slab cell's own slot field), so dropping a sample reads that
- *          slot only, not the probe path.
+ *          A large block's descriptor names its slot (nd_page.prof_slot;
+ *          a slab cell's own slot field), so dropping its sample reads
+ *          that slot only, not the probe path; a class block's sample is
+ *          found on its probe path, which ends at an empty slot (a slot
+ *          never becomes empty again).
  *
  * The estimated live bytes and the count of samples are sums of per-thread
  * stripes (prof.c), not one counter every thread's record and free write.
  *
  * Invariants: a live slot's key is the address of a sampled large or huge
  * block in use whose descriptor's `sampled` is 1 and whose prof_slot is
- * that slot, or of a live cell of a sample slab whose slot is that slot,
- * and no other slot has that key; its site is a ready slot of
+ * that slot, of a live cell of a sample slab whose slot is that slot, or
+ * of a block in use of a small or medium page whose prof_mask has its bit
+ * (page.h), and no other slot has that key; its site is a ready slot of
  * the sites table; live_bytes (the stripes' sum) is the sum of the live
  * slots' estimated bytes.
  */
@@ -125,6 +129,11 @@ void nd_prof_forget(void *p, nd_page *pg) nd_hidden;
 /* Drops the sample of block p recorded in `slot` (nd_prof_put's; nothing
    if ND_PROF_LIVE or above, or the slot holds another block now). */
 void nd_prof_drop(void *p, uint32_t slot) nd_hidden;
+
+/* Drops the sample of block p that nd_prof_put recorded, found by its
+   address (a block of a small or medium page, whose slot is kept nowhere:
+   page.h, nd_page_sample_add). */
+void nd_prof_drop_block(void *p) nd_hidden;
 
 /* For the reports: the sites table, a consistent copy of live slot i
    (false when it holds no sample), the estimated live bytes, and the

@@ -113,33 +113,33 @@ nd_inline void *nd_route_big(nd_tcache *tc, size_t size)
     return nd_route_huge(tc, size, 0);
 }
 
-/* prof=1: a sampled request of class c gets a cell of one of the cache's
-   sample slabs (classes up to ND_SLAB_CELL_MAX: of its cell slab; medium
-   ones up to ND_SLAB_RUN_MAX: a run of its run slab; slab.h) or a large
-   block of its size (prof.h): either way every free of it takes the slow
-   path, which drops the sample. Counted as a large block (the slab, when
-   it is new), not as a request of its class. */
+/* prof=1: a sampled request of class c. Up to ND_SLAB_CELL_MAX it gets a
+   cell of the cache's sample slab (slab.h), counted as a large block (the
+   slab, when it is new), not as a request of its class; a larger class
+   its class's ordinary block, whose page counts it (page.h:
+   nd_page_sample_add). Either way every free of it takes the slow path,
+   which drops the sample. */
 static nd_noinline void *nd_route_small_sampled(nd_tcache *tc, unsigned c, size_t size)
 {
-    if (nd_sample_slab_fits(c)) {
-        nd_slab_cell *cell;
-        void *p = nd_sample_slab(tc, c, &cell);
+    if (nd_class_size[c] > ND_SLAB_CELL_MAX) {
+        void *p = nd_tcache_alloc(tc, c);
         if (p != NULL) {
-            nd_tcache_uncount(tc, c);
-            cell->slot = nd_prof_put(p, size, nd_class_size[c], tc->heap.node, tc->heap.bound);
-            return p;
+            nd_page *pg = nd_page_of(nd_seg_base(p), p);
+            /* (Not recorded: a full table, or a signal handler's request
+               inside the profiler; the block is then not a sample.) */
+            if (nd_page_sample_fits(pg) &&
+                nd_prof_put(p, size, nd_class_size[c], tc->heap.node, tc->heap.bound) < ND_PROF_LIVE)
+                nd_page_sample_add(pg, p);
         }
-        /* Out of memory, or a signal handler inside the cut: the block of
-           its class, unsampled; a run slab without a run that fits: a
-           large block of its own. */
-        if (nd_class_size[c] <= ND_SLAB_CELL_MAX)
-            return nd_tcache_alloc(tc, c);
+        return p;
     }
-    void *p = nd_route_large(tc, size, 0);
-    if (p == NULL)
-        return nd_tcache_alloc(tc, c);   /* the block of its class, unsampled */
+    nd_slab_cell *cell;
+    void *p = nd_sample_slab(tc, c, &cell);
+    if (p == NULL)   /* out of memory, or a signal handler inside the cut: the block of its class, unsampled */
+        return nd_tcache_alloc(tc, c);
     nd_tcache_uncount(tc, c);
-    return nd_route_sampled(tc, p, size, nd_class_size[c]);
+    cell->slot = nd_prof_put(p, size, nd_class_size[c], tc->heap.node, tc->heap.bound);
+    return p;
 }
 
 /* Near an address-space limit (os.h: nd_os_space_tight), whether a request

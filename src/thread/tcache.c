@@ -1219,7 +1219,7 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
     if (tc->heap.shared || tc->heap.bound ? tc->look_arm != NULL
                                           : tc->look_arm != nd_tcache_look_arm && tc->look_arm != nd_tcache_look_watched)
         return false;
-    if ((tc->prof_slab != NULL && !nd_slab_is_valid(tc->prof_slab)) || !nd_slab_runs_are_valid(tc))
+    if (tc->prof_slab != NULL && !nd_slab_is_valid(tc->prof_slab))
         return false;
     return nd_heap_is_valid(&tc->heap);
 }
