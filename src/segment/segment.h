@@ -168,8 +168,8 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
     uint8_t         in_full;     /* on the owner's full queue */
     uint8_t         index;       /* position in the segment */
     uint8_t         kind;        /* nd_kind_of, or ND_KIND_NONE (read by every thread's free) */
-    uint8_t         sampled;     /* a large or huge block's: 1, the heap profile holds a sample of it (prof.c); ND_PROF_SLAB (2), a sample slab (slab.h) */
-    uint32_t        prof_slot;   /* ... and its slot in the profile's live table (prof.c) */
+    uint8_t         sampled;     /* a large or huge block's: 1, the heap profile holds a sample of it (prof.c); ND_PROF_SLAB (2), a sample slab (slab.h); ND_TIGHT_SLAB (3), every chunk of a tight slab (tight.h) */
+    uint32_t        prof_slot;   /* ... and its slot in the profile's live table (prof.c); a tight slab's chunk: its run's first chunk */
     uint16_t        bin_off;     /* small and medium: the byte offset in a thread cache's bins of the bin
                                     its blocks go to (nd_class_bin[cls] * ND_BIN_BYTES: under secure=1 a
                                     bin past 1 KiB holds the next class's blocks, class.h), or
