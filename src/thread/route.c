@@ -225,15 +225,17 @@ static void *nd_route_cell_big(nd_tcache *tc, size_t size, bool sealed)
 
 /* A request of class c near the limit: a cell when its class wastes room
    (nd_route_cell), else a large block when that saves room
-   (nd_route_tight), else its class's. Out of line: the fast paths'
-   refills through nd_route_malloc keep their code. */
+   (nd_route_tight), else (or when neither had room) its class's: the
+   blocks of its class freed since may be on their pages (a refill of
+   freed 32,769 B blocks made before the mark once found none). Out of
+   line: the fast paths' refills through nd_route_malloc keep their code. */
 static nd_noinline void *nd_route_malloc_tight(nd_tcache *tc, size_t size, unsigned c)
 {
     void *p = nd_route_cell(tc, size, nd_class_size[c], false);
     if (p != NULL)
         return p;
-    if (nd_route_tight(tc, size, c))
-        return nd_route_big(tc, size);
+    if (nd_route_tight(tc, size, c) && (p = nd_route_big(tc, size)) != NULL)
+        return p;
     if (nd_unlikely(nd_thread_count_request(tc, c)))
         return nd_route_small_sampled(tc, c, size);
     return nd_tcache_alloc(tc, c);
@@ -265,8 +267,12 @@ static nd_noinline void *nd_route_malloc_secure(nd_tcache *tc, size_t size)
             nd_thread_tick(tc);
             return p;
         }
-        if (!nd_route_tight(tc, size + ND_SECURE_TAIL, c))
-            return nd_route_secure(tc, c, size);
+        if (nd_route_tight(tc, size + ND_SECURE_TAIL, c)) {
+            nd_thread_tick(tc);
+            if ((p = nd_route_big(tc, size)) != NULL)
+                return p;
+        }
+        return nd_route_secure(tc, c, size);   /* (or when neither had room: as above) */
     } else if (nd_unlikely(nd_os_space_tight())) {
         /* A cell rather than a large block and its guard page (131,101 B:
            128.25 KiB rather than 136). */

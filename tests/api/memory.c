@@ -1112,6 +1112,25 @@ static void address_space_limit_gives_back_the_unused_ends_of_large_blocks(void)
     }
 }
 
+/* A helper that must start under an address-space limit, as a batch
+   job does: the first time, sets RLIMIT_AS to `bytes` and runs this
+   program's case `name` again (ND_ASREEXEC set); the second, returns. */
+static void as_reexec_under_limit(rlim_t bytes, const char *name)
+{
+    if (getenv("ND_ASREEXEC") != NULL)
+        return;
+    static char self[4096];
+    ssize_t got = readlink("/proc/self/exe", self, sizeof self - 1);
+    EXPECT(got > 0, "/proc/self/exe to name this program");
+    self[got] = '\0';
+    struct rlimit lim = { bytes, bytes };
+    EXPECT(setrlimit(RLIMIT_AS, &lim) == 0, "setrlimit(RLIMIT_AS) to work");
+    EXPECT(setenv("ND_ASREEXEC", "1", 1) == 0, "setenv to work");
+    char *argv[] = { self, (char *)name, NULL };
+    execv(self, argv);
+    EXPECT(0, "execv of %s to work (errno %d)", self, errno);
+}
+
 /* secure=1 in a process that starts under an address-space limit (a
    batch job's ulimit -v): its first large block is already tight (large.h:
    its usable size the request rounded up to the OS page, not its whole
@@ -1120,18 +1139,7 @@ static void address_space_limit_gives_back_the_unused_ends_of_large_blocks(void)
    prints the usable size of its first 200,000 B block. */
 static void emit_first_large_block_under_a_limit(void)
 {
-    if (getenv("ND_ASREEXEC") == NULL) {
-        static char self[4096];
-        ssize_t got = readlink("/proc/self/exe", self, sizeof self - 1);
-        EXPECT(got > 0, "/proc/self/exe to name this program");
-        self[got] = '\0';
-        struct rlimit lim = { (rlim_t)64 << 30, (rlim_t)64 << 30 };
-        EXPECT(setrlimit(RLIMIT_AS, &lim) == 0, "setrlimit(RLIMIT_AS) to work");
-        EXPECT(setenv("ND_ASREEXEC", "1", 1) == 0, "setenv to work");
-        char *argv[] = { self, (char *)"emit_first_large_block_under_a_limit", NULL };
-        execv(self, argv);
-        EXPECT(0, "execv of %s to work (errno %d)", self, errno);
-    }
+    as_reexec_under_limit((rlim_t)64 << 30, "emit_first_large_block_under_a_limit");
     void *p = nodal_malloc(200000);
     printf("%zu\n", p != NULL ? nodal_usable_size(p) : (size_t)0);
     nodal_free(p);
@@ -1159,18 +1167,7 @@ static void emit_usable_size_under_a_limit(void)
     const char *use = getenv("ND_ASUSE");
     EXPECT(use != NULL, "ND_ASUSE to say MiB,bytes");
     size_t mib = (size_t)strtoul(use, NULL, 10), bytes = (size_t)strtoul(strchr(use, ',') + 1, NULL, 10);
-    if (getenv("ND_ASREEXEC") == NULL) {
-        static char self[4096];
-        ssize_t got = readlink("/proc/self/exe", self, sizeof self - 1);
-        EXPECT(got > 0, "/proc/self/exe to name this program");
-        self[got] = '\0';
-        struct rlimit lim = { (rlim_t)mib << 20, (rlim_t)mib << 20 };
-        EXPECT(setrlimit(RLIMIT_AS, &lim) == 0, "setrlimit(RLIMIT_AS) to work");
-        EXPECT(setenv("ND_ASREEXEC", "1", 1) == 0, "setenv to work");
-        char *argv[] = { self, (char *)"emit_usable_size_under_a_limit", NULL };
-        execv(self, argv);
-        EXPECT(0, "execv of %s to work (errno %d)", self, errno);
-    }
+    as_reexec_under_limit((rlim_t)mib << 20, "emit_usable_size_under_a_limit");
     /* Four huge blocks first: the process's size is read again as nodal's
        mappings grow by a 64th of the limit (os.c), 2 MiB of 128 MiB. */
     void *huge[4];
@@ -1206,18 +1203,7 @@ static void *tight_free_odd(void *arg)
 static void emit_tight_cells_under_a_limit(void)
 {
     const char *misuse = getenv("ND_TIGHTCELLS");
-    if (getenv("ND_ASREEXEC") == NULL) {
-        static char self[4096];
-        ssize_t got = readlink("/proc/self/exe", self, sizeof self - 1);
-        EXPECT(got > 0, "/proc/self/exe to name this program");
-        self[got] = '\0';
-        struct rlimit lim = { (rlim_t)128 << 20, (rlim_t)128 << 20 };
-        EXPECT(setrlimit(RLIMIT_AS, &lim) == 0, "setrlimit(RLIMIT_AS) to work");
-        EXPECT(setenv("ND_ASREEXEC", "1", 1) == 0, "setenv to work");
-        char *argv[] = { self, (char *)"emit_tight_cells_under_a_limit", NULL };
-        execv(self, argv);
-        EXPECT(0, "execv of %s to work (errno %d)", self, errno);
-    }
+    as_reexec_under_limit((rlim_t)128 << 20, "emit_tight_cells_under_a_limit");
     void *huge[4];
     for (int i = 0; i < 4; i++)
         huge[i] = nodal_malloc(MiB);
