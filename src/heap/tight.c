@@ -18,6 +18,15 @@
 /* Per node, the slabs with a free cell, by cell size (under the node's
    tight lock). */
 static nd_tight_slab *nd_tight_lists[ND_MAX_NODES][ND_TIGHT_BUCKETS];
+/* Per node and list, the cell size asked for last and how many times in a
+   row (under the node's tight lock): a new slab is made only for a size
+   asked for twice in a row at least, with as many cells as the size was
+   asked for (tight.h). */
+typedef struct nd_tight_seen {
+    uint32_t cell;
+    uint32_t times;
+} nd_tight_seen;
+static nd_tight_seen nd_tight_seens[ND_MAX_NODES][ND_TIGHT_BUCKETS];
 /* Slabs that exist, over every node (atomic): the sweep's test. */
 static uint32_t nd_tight_count;
 
@@ -105,7 +114,14 @@ void *nd_tight_alloc(int node, size_t cell, bool sealed)
 {
     nd_lock_may_take(ND_LOCK_ID_tight);
     nd_tight_slab **head = nd_tight_list(node, cell);
+    nd_tight_seen *seen = &nd_tight_seens[node][(cell / ND_TIGHT_GRAIN) % ND_TIGHT_BUCKETS];
     nd_lock(nd_tight_lock(node));
+    if (seen->cell != cell) {
+        seen->cell = (uint32_t)cell;
+        seen->times = 0;
+    }
+    if (seen->times < ND_TIGHT_CELLS)
+        seen->times++;
     unsigned n = 0;
     for (nd_tight_slab *sl = *head; sl != NULL && n < ND_TIGHT_SCAN; sl = sl->next, n++)
         if (sl->cell == cell) {
@@ -117,10 +133,15 @@ void *nd_tight_alloc(int node, size_t cell, bool sealed)
             nd_unlock(nd_tight_lock(node));
             return p;
         }
+    /* A new slab, for a size asked for twice in a row at least: as many
+       cells as it was asked for, up to ND_TIGHT_SLAB_BYTES. */
+    size_t cells = seen->times;
     nd_unlock(nd_tight_lock(node));
-    /* A new slab. */
-    size_t cells = (ND_TIGHT_SLAB_BYTES - ND_TIGHT_GRAIN) / cell;
-    cells = cells < 2 ? 2 : cells > ND_TIGHT_CELLS ? ND_TIGHT_CELLS : cells;
+    if (cells < 2)
+        return NULL;
+    size_t most = (ND_TIGHT_SLAB_BYTES - ND_TIGHT_GRAIN) / cell;
+    cells = cells > most ? most : cells;
+    cells = cells < 2 ? 2 : cells;
     size_t bytes;
     nd_tight_slab *sl;
     /* Fewer cells when the pool has no room for that many (the limit's

@@ -1160,8 +1160,9 @@ static void secure_large_blocks_are_tight_from_the_start_under_a_limit(void)
 }
 
 /* The helper runs itself again under the RLIMIT_AS that ND_ASUSE gives
-   ("MiB,bytes"), as a batch job starts, and prints the usable size of a
-   malloc of that many bytes and its address space then (KiB). */
+   ("MiB,bytes"), as a batch job starts, and prints the usable size of the
+   second of two mallocs of that many bytes and its address space then
+   (KiB). */
 static void emit_usable_size_under_a_limit(void)
 {
     const char *use = getenv("ND_ASUSE");
@@ -1173,17 +1174,19 @@ static void emit_usable_size_under_a_limit(void)
     void *huge[4];
     for (int i = 0; i < 4; i++)
         huge[i] = nodal_malloc(MiB);
-    void *p = nodal_malloc(bytes);
+    void *first = nodal_malloc(bytes), *p = nodal_malloc(bytes);   /* (the first of a size is no cell: tight.h) */
     printf("%zu %ld\n", p != NULL ? nodal_usable_size(p) : (size_t)0, nd_vm_kib());
     nodal_free(p);
+    nodal_free(first);
     for (int i = 0; i < 4; i++)
         nodal_free(huge[i]);
 }
 
 /* The helper runs itself again under an RLIMIT_AS of 128 MiB (as
    emit_usable_size_under_a_limit), takes 4 MiB of huge blocks to pass the
-   mark (os.h: nd_os_space_tight), then 80 blocks of 32,769 B (tight
-   cells, tight.h: three slabs), each filled with its own byte; another
+   mark (os.h: nd_os_space_tight), then one block of 32,769 B and 80
+   more (tight cells, tight.h: slabs of 2, 4, 8 ... cells), each filled
+   with its own byte; another
    thread frees every second one, 40 more are taken, and every kept block
    must still hold its bytes, every block the same usable size, and a
    realloc within it stay in place. It prints "ok USABLE", then makes the
@@ -1208,6 +1211,7 @@ static void emit_tight_cells_under_a_limit(void)
     for (int i = 0; i < 4; i++)
         huge[i] = nodal_malloc(MiB);
     const size_t bytes = 32769;
+    void *first = nodal_malloc(bytes);   /* the first of a size is no cell (tight.h) */
     for (int i = 0; i < TIGHT_N; i++) {
         tight_blocks[i] = nodal_malloc(bytes);
         EXPECT(tight_blocks[i] != NULL, "block %d of %zu B under the limit", i, bytes);
@@ -1243,6 +1247,7 @@ static void emit_tight_cells_under_a_limit(void)
     }
     for (int i = 0; i < TIGHT_N; i++)
         nodal_free(tight_blocks[i]);
+    nodal_free(first);
     for (int i = 0; i < 4; i++)
         nodal_free(huge[i]);
 }
@@ -1294,9 +1299,9 @@ static void tight_cells_near_an_address_space_limit_are_checked_blocks(void)
 
 /* A process far from its address-space limit (64 GiB) gets a medium
    request's class (100,000 B: 112 KiB, the thread cache's block); one
-   that holds a sixteenth of its limit (128 MiB: 8 MiB) the request
-   rounded up to 256 bytes, a cell of a tight slab (tight.h; route.c:
-   nd_route_cell). A request that its class fits within 4 % of its cell
+   that holds a sixteenth of its limit (128 MiB: 8 MiB), for a size asked
+   for the second time in a row, the request rounded up to 256 bytes, a
+   cell of a tight slab (tight.h; route.c: nd_route_cell). A request that its class fits within 4 % of its cell
    (112,000 B in 112 KiB) keeps its class near the limit too. */
 static void a_medium_request_takes_a_tight_cell_only_near_an_address_space_limit(void)
 {
