@@ -110,8 +110,9 @@ static void *nd_tight_take(nd_tight_slab **head, nd_tight_slab *sl, bool sealed)
     return p;
 }
 
-void *nd_tight_alloc(int node, size_t cell, bool sealed)
+void *nd_tight_alloc(int node, size_t cell, bool sealed, bool *no_room)
 {
+    *no_room = false;
     nd_lock_may_take(ND_LOCK_ID_tight);
     nd_tight_slab **head = nd_tight_list(node, cell);
     nd_tight_seen *seen = &nd_tight_seens[node][(cell / ND_TIGHT_GRAIN) % ND_TIGHT_BUCKETS];
@@ -147,8 +148,10 @@ void *nd_tight_alloc(int node, size_t cell, bool sealed)
     /* Fewer cells when the pool has no room for that many (the limit's
        last blocks). */
     while ((sl = nd_large_alloc(node, false, ND_TIGHT_GRAIN + cells * cell, 0, &bytes)) == NULL)
-        if ((cells /= 2) < 2)
+        if ((cells /= 2) < 2) {
+            *no_room = true;
             return NULL;
+        }
     sl->cookie = (uintptr_t)sl ^ nd_seg_secret;
     sl->used = 0;
     sl->rng = (nd_block_canary_key[0] ^ (uintptr_t)sl) | 1;

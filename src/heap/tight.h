@@ -100,9 +100,9 @@ static inline size_t nd_tight_cell_of(size_t padded)
 
 /* A cell of `cell` bytes (nd_tight_cell_of) of plain memory of `node`, its
    canary written when `sealed` (secure=1); NULL when no slab has one free
-   and the large pool has no room for a new slab (the caller takes its
-   usual route). */
-void  *nd_tight_alloc(int node, size_t cell, bool sealed) nd_hidden;
+   and none is made (*no_room set when the large pool had no room for
+   one; the caller takes its usual route). */
+void  *nd_tight_alloc(int node, size_t cell, bool sealed, bool *no_room) nd_hidden;
 
 /* What nd_tight_free found wrong. */
 enum { ND_TIGHT_OK = 0, ND_TIGHT_NOT_START, ND_TIGHT_NOT_LIVE, ND_TIGHT_OVERFLOW, ND_TIGHT_CORRUPT };

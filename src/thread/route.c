@@ -173,10 +173,18 @@ static bool nd_route_tight(const nd_tcache *tc, size_t padded, unsigned c)
 }
 
 /* A cell of `cell` bytes (secure=1: sealed) of a tight slab of tc's
-   node, counted as a large block; NULL when none. */
+   node, counted as a large block; NULL when none. A slab that found no
+   room is tried once more after the thread's heap gave back what its
+   small and medium segments do not use (nd_route_release), as a large
+   block is: else that room went to blocks of the request's class
+   (secure=1 16 KiB requests in 20 KiB: 0.950x glibc's count, 0.955x
+   so). */
 static void *nd_route_cell_take(nd_tcache *tc, size_t cell, bool sealed)
 {
-    void *p = nd_tight_alloc(tc->heap.node, cell, sealed);
+    bool no_room;
+    void *p = nd_tight_alloc(tc->heap.node, cell, sealed, &no_room);
+    if (nd_unlikely(no_room) && nd_route_release(&tc->heap))
+        p = nd_tight_alloc(tc->heap.node, cell, sealed, &no_room);
     if (p != NULL) {
         nd_count_inc(&tc->heap.stats.large_allocs);
         nd_count_add(&tc->heap.stats.large_bytes_allocated, cell);
