@@ -21,6 +21,7 @@
 #include "secure.h"
 #include "shared.h"
 #include "slab.h"
+#include "tight.h"
 #include "topo.h"
 
 /* ---- slow paths ------------------------------------------------------------ */
@@ -281,6 +282,8 @@ static size_t nd_block_usable(const char *fn, const nd_segment *s, const nd_page
         return nd_secure_size(fn, pg, p);
     if (s->kind == ND_SEG_LARGE && nd_unlikely(nd_load_relaxed(&pg->sampled) == ND_PROF_SLAB))
         return nd_slab_cell_usable(pg, p);   /* (a small or medium page's sampled counts its samples) */
+    if (s->kind == ND_SEG_LARGE && nd_unlikely(nd_load_relaxed(&pg->sampled) == ND_TIGHT_SLAB))
+        return nd_tight_cell_size((nd_segment *)s, pg, p) - (nd_secure_on() ? ND_SECURE_TAIL : 0);   /* (a live cell: nd_block_find) */
     return pg->block_size;
 }
 
@@ -348,8 +351,10 @@ void *nd_realloc(void *p, size_t size)
     } else if (s->kind == ND_SEG_LARGE) {
         usable = nd_block_usable("realloc", s, pg, p);
         long delta;
-        if (nd_unlikely(nd_load_relaxed(&pg->sampled) == ND_PROF_SLAB)) {
-            /* A sample slab's cell: in place as a block of its class. */
+        if (nd_unlikely(nd_load_relaxed(&pg->sampled) >= ND_PROF_SLAB)) {
+            /* A sample slab's cell, a tight slab's (tight.h): in place as
+               a block of its class (secure=1: the canary stays at the
+               cell's end). */
             if (size <= usable && (size > usable / 2 || usable <= 4 * ND_QUANTUM))
                 return p;
         } else if (size > ND_SMALL_MAX && size <= ND_LARGE_MAX && nd_large_resize(s, pg, size, &delta)) {
@@ -430,7 +435,7 @@ nd_public void *nodal_pvalloc(size_t size) __attribute__((alias("nd_pvalloc")));
 nd_public size_t nodal_usable_size(const void *p) __attribute__((alias("nd_usable_size")));
 nd_public size_t nodal_malloc_usable_size(const void *p) __attribute__((alias("nd_usable_size")));
 
-nd_public void *nodal_malloc_node(size_t size, int node) { return nd_malloc_node_fast(size, node); }
+nd_public nd_entry void *nodal_malloc_node(size_t size, int node) { return nd_malloc_node_fast(size, node); }
 nd_public void *nodal_realloc_node(void *p, size_t size, int node) __attribute__((alias("nd_realloc_node")));
 nd_public void *nodal_calloc_node(size_t count, size_t size, int node) __attribute__((alias("nd_calloc_node")));
 

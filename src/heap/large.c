@@ -16,6 +16,7 @@
 #include "node.h"
 #include "options.h"
 #include "os.h"
+#include "tight.h"
 #include "topo.h"
 
 typedef struct nd_aligned(ND_CACHE_LINE) nd_large_pool {
@@ -423,7 +424,8 @@ static nd_large_pool *nd_large_next_used(int *i)
 
 size_t nd_large_release(void)
 {
-    nd_lock_may_take(ND_LOCK_ID_large_pool);
+    nd_lock_may_take(ND_LOCK_ID_tight);
+    nd_tight_sweep(true);   /* empty tight slabs are free chunks too (tight.h) */
     size_t freed = 0;
     nd_large_pool *pool;
     for (int i = 0; (pool = nd_large_next_used(&i)) != NULL;) {
@@ -775,7 +777,8 @@ bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
 
 void nd_large_maintain(uint64_t now, bool force)
 {
-    nd_lock_may_take(ND_LOCK_ID_large_pool);
+    nd_lock_may_take(ND_LOCK_ID_tight);
+    nd_tight_sweep(force);
     nd_large_pool *pool;
     for (int i = 0; (pool = nd_large_next_used(&i)) != NULL;) {
         nd_large_keep_drain(pool, now, force);

@@ -201,13 +201,15 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
         struct {
             uint8_t kind;        /* nd_kind_of, ND_KIND_NONE or ND_KIND_PROF (read by every thread's free) */
             uint8_t sampled;     /* a large or huge block's: 1, the heap profile holds a sample of it (prof.c);
-                                    ND_PROF_SLAB (2), a sample slab (slab.h). A small or medium page's:
-                                    how many of its blocks hold a live sample (prof=1) */
+                                    ND_PROF_SLAB (2), a sample slab (slab.h); ND_TIGHT_SLAB (3), every chunk
+                                    of a tight slab (tight.h). A small or medium page's: how many of its
+                                    blocks hold a live sample (prof=1) */
         };
         uint16_t    kind_word;   /* kind and sampled as one atomic word (small and medium pages: prof=1
                                     changes both at once, page.h: nd_page_sample_add) */
     };
-    uint32_t        prof_slot;   /* ... and its slot in the profile's live table (prof.c) */
+    uint32_t        prof_slot;   /* ... and its slot in the profile's live table (prof.c); a tight slab's
+                                    chunk: its run's first chunk */
     uint16_t        bin_off;     /* small and medium: the byte offset in a thread cache's bins of the bin
                                     its blocks go to (nd_class_bin[cls] * ND_BIN_BYTES: under secure=1 a
                                     bin past 1 KiB holds the next class's blocks, class.h), or

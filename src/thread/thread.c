@@ -21,6 +21,7 @@
 #include "os.h"
 #include "secure.h"
 #include "slab.h"
+#include "tight.h"
 #include "topo.h"
 
 /* ---- the static tcaches and records, and TLS ------------------------------ */
@@ -493,6 +494,7 @@ static void nd_thread_maintain(nd_thread *t, bool force)
     nd_nursery_maintain(now, force);
     nd_large_maintain(now, force);
     nd_assert2(nd_large_is_valid());
+    nd_assert2(nd_tight_is_valid());
     nd_thread_pool_age(now, force);
     nd_node_maintain(force ? ND_SWEEP_ALL : ND_SWEEP_PERIODIC);
 }

@@ -805,10 +805,9 @@ static void address_space_limit_gives_back_the_unused_ends_of_medium_pages(void)
    secure=1, whose canary word moves a request into the next class past
    1 KiB (20,000 B into 24 KiB, 100,000 B into 128 KiB), the same two.
    Past a sixteenth of the limit (os.h: nd_os_space_tight), a request
-   whose class wastes more than 4 % takes a large block of its OS pages
-   instead, and secure=1 the class its canary needs (route.c). Not at
-   16 KiB under secure=1: its canary takes an OS page more (20 KiB,
-   0.78x glibc's count), which no class or large block avoids. */
+   whose class wastes more than 4 % takes a cell of the request (and its
+   canary) rounded up to 256 bytes instead (tight.h), and secure=1 the
+   class its canary needs when that wastes less (20,000 B in 20 KiB). */
 static void address_space_limit_fits_sizes_between_classes(void)
 {
 #ifdef ND_TEST_SANITIZER
@@ -816,8 +815,25 @@ static void address_space_limit_fits_sizes_between_classes(void)
 #endif
     as_check_bytes(100000, NULL, 950);
     as_check_bytes(20000, NULL, 950);
-    as_check_bytes(100000, "secure=1", 900);
+    as_check_bytes(100000, "secure=1", 950);
     as_check_bytes(20000, "secure=1", 930);
+}
+
+/* The same with a size just past an OS page (32,769 B: its class takes
+   40 KiB, a large block of its OS pages 36 KiB, 0.87x glibc's count
+   before) and, under secure=1, exact class sizes (16 and 32 KiB, whose
+   canary word moves them into the next class: 0.78x before). Past a
+   sixteenth of the limit each takes a cell of a tight slab, the request
+   and its canary rounded up to 256 bytes (tight.h; route.c:
+   nd_route_cell): at least 0.95x glibc's count. */
+static void address_space_limit_fits_sizes_just_past_a_page_and_secure_class_sizes(void)
+{
+#ifdef ND_TEST_SANITIZER
+    SKIP("a sanitizer reserves terabytes of address space: no limit of 200 MiB can hold");
+#endif
+    as_check_bytes(32769, NULL, 950);
+    as_check_bytes(16384, "secure=1", 950);
+    as_check_bytes(32768, "secure=1", 950);
 }
 
 /* A large block that finds no room under an address-space limit takes
@@ -1096,6 +1112,25 @@ static void address_space_limit_gives_back_the_unused_ends_of_large_blocks(void)
     }
 }
 
+/* A helper that must start under an address-space limit, as a batch
+   job does: the first time, sets RLIMIT_AS to `bytes` and runs this
+   program's case `name` again (ND_ASREEXEC set); the second, returns. */
+static void as_reexec_under_limit(rlim_t bytes, const char *name)
+{
+    if (getenv("ND_ASREEXEC") != NULL)
+        return;
+    static char self[4096];
+    ssize_t got = readlink("/proc/self/exe", self, sizeof self - 1);
+    EXPECT(got > 0, "/proc/self/exe to name this program");
+    self[got] = '\0';
+    struct rlimit lim = { bytes, bytes };
+    EXPECT(setrlimit(RLIMIT_AS, &lim) == 0, "setrlimit(RLIMIT_AS) to work");
+    EXPECT(setenv("ND_ASREEXEC", "1", 1) == 0, "setenv to work");
+    char *argv[] = { self, (char *)name, NULL };
+    execv(self, argv);
+    EXPECT(0, "execv of %s to work (errno %d)", self, errno);
+}
+
 /* secure=1 in a process that starts under an address-space limit (a
    batch job's ulimit -v): its first large block is already tight (large.h:
    its usable size the request rounded up to the OS page, not its whole
@@ -1104,18 +1139,7 @@ static void address_space_limit_gives_back_the_unused_ends_of_large_blocks(void)
    prints the usable size of its first 200,000 B block. */
 static void emit_first_large_block_under_a_limit(void)
 {
-    if (getenv("ND_ASREEXEC") == NULL) {
-        static char self[4096];
-        ssize_t got = readlink("/proc/self/exe", self, sizeof self - 1);
-        EXPECT(got > 0, "/proc/self/exe to name this program");
-        self[got] = '\0';
-        struct rlimit lim = { (rlim_t)64 << 30, (rlim_t)64 << 30 };
-        EXPECT(setrlimit(RLIMIT_AS, &lim) == 0, "setrlimit(RLIMIT_AS) to work");
-        EXPECT(setenv("ND_ASREEXEC", "1", 1) == 0, "setenv to work");
-        char *argv[] = { self, (char *)"emit_first_large_block_under_a_limit", NULL };
-        execv(self, argv);
-        EXPECT(0, "execv of %s to work (errno %d)", self, errno);
-    }
+    as_reexec_under_limit((rlim_t)64 << 30, "emit_first_large_block_under_a_limit");
     void *p = nodal_malloc(200000);
     printf("%zu\n", p != NULL ? nodal_usable_size(p) : (size_t)0);
     nodal_free(p);
@@ -1136,52 +1160,157 @@ static void secure_large_blocks_are_tight_from_the_start_under_a_limit(void)
 }
 
 /* The helper runs itself again under the RLIMIT_AS that ND_ASUSE gives
-   ("MiB,bytes"), as a batch job starts, and prints the usable size of a
-   malloc of that many bytes and its address space then (KiB). */
+   ("MiB,bytes"), as a batch job starts, and prints the usable size of the
+   second of two mallocs of that many bytes and its address space then
+   (KiB). */
 static void emit_usable_size_under_a_limit(void)
 {
     const char *use = getenv("ND_ASUSE");
     EXPECT(use != NULL, "ND_ASUSE to say MiB,bytes");
     size_t mib = (size_t)strtoul(use, NULL, 10), bytes = (size_t)strtoul(strchr(use, ',') + 1, NULL, 10);
-    if (getenv("ND_ASREEXEC") == NULL) {
-        static char self[4096];
-        ssize_t got = readlink("/proc/self/exe", self, sizeof self - 1);
-        EXPECT(got > 0, "/proc/self/exe to name this program");
-        self[got] = '\0';
-        struct rlimit lim = { (rlim_t)mib << 20, (rlim_t)mib << 20 };
-        EXPECT(setrlimit(RLIMIT_AS, &lim) == 0, "setrlimit(RLIMIT_AS) to work");
-        EXPECT(setenv("ND_ASREEXEC", "1", 1) == 0, "setenv to work");
-        char *argv[] = { self, (char *)"emit_usable_size_under_a_limit", NULL };
-        execv(self, argv);
-        EXPECT(0, "execv of %s to work (errno %d)", self, errno);
-    }
+    as_reexec_under_limit((rlim_t)mib << 20, "emit_usable_size_under_a_limit");
     /* Four huge blocks first: the process's size is read again as nodal's
        mappings grow by a 64th of the limit (os.c), 2 MiB of 128 MiB. */
     void *huge[4];
     for (int i = 0; i < 4; i++)
         huge[i] = nodal_malloc(MiB);
-    void *p = nodal_malloc(bytes);
+    void *first = nodal_malloc(bytes), *p = nodal_malloc(bytes);   /* (the first of a size is no cell: tight.h) */
     printf("%zu %ld\n", p != NULL ? nodal_usable_size(p) : (size_t)0, nd_vm_kib());
     nodal_free(p);
+    nodal_free(first);
     for (int i = 0; i < 4; i++)
         nodal_free(huge[i]);
 }
 
+/* The helper runs itself again under an RLIMIT_AS of 128 MiB (as
+   emit_usable_size_under_a_limit), takes 4 MiB of huge blocks to pass the
+   mark (os.h: nd_os_space_tight), then one block of 32,769 B and 80
+   more (tight cells, tight.h: slabs of 2, 4, 8 ... cells), each filled
+   with its own byte; another
+   thread frees every second one, 40 more are taken, and every kept block
+   must still hold its bytes, every block the same usable size, and a
+   realloc within it stay in place. It prints "ok USABLE", then makes the
+   misuse ND_TIGHTCELLS names (none, "double", "interior", "overflow":
+   one byte past the usable size, secure=1's canary). */
+#define TIGHT_N 80
+static unsigned char *tight_blocks[TIGHT_N];
+
+static void *tight_free_odd(void *arg)
+{
+    (void)arg;
+    for (int i = 1; i < TIGHT_N; i += 2)
+        nodal_free(tight_blocks[i]);
+    return NULL;
+}
+
+static void emit_tight_cells_under_a_limit(void)
+{
+    const char *misuse = getenv("ND_TIGHTCELLS");
+    as_reexec_under_limit((rlim_t)128 << 20, "emit_tight_cells_under_a_limit");
+    void *huge[4];
+    for (int i = 0; i < 4; i++)
+        huge[i] = nodal_malloc(MiB);
+    const size_t bytes = 32769;
+    void *first = nodal_malloc(bytes);   /* the first of a size is no cell (tight.h) */
+    for (int i = 0; i < TIGHT_N; i++) {
+        tight_blocks[i] = nodal_malloc(bytes);
+        EXPECT(tight_blocks[i] != NULL, "block %d of %zu B under the limit", i, bytes);
+        memset(tight_blocks[i], i, bytes);
+    }
+    size_t usable = nodal_usable_size(tight_blocks[0]);
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, tight_free_odd, NULL) == 0, "a thread to start");
+    pthread_join(t, NULL);
+    for (int i = 1; i < TIGHT_N; i += 2) {
+        tight_blocks[i] = nodal_malloc(bytes);
+        EXPECT(tight_blocks[i] != NULL, "block %d of %zu B again", i, bytes);
+        memset(tight_blocks[i], i, bytes);
+    }
+    for (int i = 0; i < TIGHT_N; i++) {
+        EXPECT(nodal_usable_size(tight_blocks[i]) == usable, "every block of %zu B to have a usable size of %zu, "
+               "block %d has %zu", bytes, usable, i, nodal_usable_size(tight_blocks[i]));
+        for (size_t j = 0; j < bytes; j += 509)
+            EXPECT(tight_blocks[i][j] == (unsigned char)i, "block %d to keep its bytes (byte %zu)", i, j);
+    }
+    EXPECT(nodal_realloc(tight_blocks[0], bytes - 100) == tight_blocks[0], "a realloc within the block to keep it "
+           "in place");
+    printf("ok %zu\n", usable);
+    fflush(stdout);
+    if (misuse != NULL && strcmp(misuse, "double") == 0) {
+        nodal_free(tight_blocks[2]);
+        nodal_free(tight_blocks[2]);
+    } else if (misuse != NULL && strcmp(misuse, "interior") == 0) {
+        nodal_free(tight_blocks[2] + 256);
+    } else if (misuse != NULL && strcmp(misuse, "overflow") == 0) {
+        tight_blocks[2][usable] ^= 1;
+        nodal_free(tight_blocks[2]);
+    }
+    for (int i = 0; i < TIGHT_N; i++)
+        nodal_free(tight_blocks[i]);
+    nodal_free(first);
+    for (int i = 0; i < 4; i++)
+        nodal_free(huge[i]);
+}
+
+/* Near an address-space limit, cells of tight slabs (tight.h) are blocks
+   like any other: 32,769 B takes 33,024 bytes (secure=1: its canary word
+   included, 33,016 usable), blocks keep their bytes while others are
+   freed by another thread and taken again, realloc within one stays in
+   place, and a second free, a free of a pointer inside one, and under
+   secure=1 a write past its usable bytes abort with nodal's usual line. */
+static void tight_cells_near_an_address_space_limit_are_checked_blocks(void)
+{
+#ifdef ND_TEST_SANITIZER
+    SKIP("a sanitizer reserves terabytes of address space: no limit of 128 MiB can hold");
+#endif
+    static const struct { const char *opts, *misuse, *line; } runs[] = {
+        { NULL, NULL, NULL }, { "secure=1", NULL, NULL },
+        { NULL, "double", "free(): double free: " },
+        { NULL, "interior", "free(): invalid pointer (not the start of a block): " },
+        { "secure=1", "double", "free(): double free: " },
+        { "secure=1", "overflow", "free(): heap overflow past the end of the block: " },
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        static struct nd_child c;
+        static char self[4096];
+        char env[64];
+        ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+        EXPECT(len > 0, "/proc/self/exe to name this program");
+        self[len] = '\0';
+        char *argv[] = { self, (char *)"emit_tight_cells_under_a_limit", NULL };
+        snprintf(env, sizeof env, "ND_TIGHTCELLS=%s", runs[i].misuse != NULL ? runs[i].misuse : "none");
+        nd_run_exec(argv, runs[i].opts, env, 60, &c);
+        const char *mode = runs[i].opts != NULL ? runs[i].opts : "default";
+        size_t usable = 0, want = runs[i].opts != NULL ? 33016 : 33024;
+        EXPECT(sscanf(c.out, "ok %zu", &usable) == 1 && usable == want, "the child (%s) to print \"ok %zu\", got "
+               "\"%s\"; it %s; stderr: %s", mode, want, c.out, nd_describe_status(c.status), c.err);
+        if (runs[i].misuse == NULL) {
+            EXPECT(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0, "the child (%s) to exit 0; it %s; stderr: %s",
+                   mode, nd_describe_status(c.status), c.err);
+            continue;
+        }
+        EXPECT(WIFSIGNALED(c.status) && WTERMSIG(c.status) == SIGABRT, "a %s of a tight cell (%s) to abort; the "
+               "child %s; stderr: %s", runs[i].misuse, mode, nd_describe_status(c.status), c.err);
+        EXPECT(strstr(c.err, runs[i].line) != NULL && nd_count_lines_with(c.err, "nodal") == 1, "a %s of a tight "
+               "cell (%s) to print one line of nodal's with \"%s\", got: %s", runs[i].misuse, mode, runs[i].line,
+               c.err);
+    }
+}
+
 /* A process far from its address-space limit (64 GiB) gets a medium
    request's class (100,000 B: 112 KiB, the thread cache's block); one
-   that holds a sixteenth of its limit (128 MiB: 8 MiB) the request's OS
-   pages, a large block, whose unused end can go back at a refusal
-   (route.c: nd_route_tight). A request that its class fits within 4 %
-   (110,000 B in 112 KiB) keeps its class near the limit too. */
-static void a_medium_request_takes_its_os_pages_only_near_an_address_space_limit(void)
+   that holds a sixteenth of its limit (128 MiB: 8 MiB), for a size asked
+   for the second time in a row, the request rounded up to 256 bytes, a
+   cell of a tight slab (tight.h; route.c: nd_route_cell). A request that its class fits within 4 % of its cell
+   (112,000 B in 112 KiB) keeps its class near the limit too. */
+static void a_medium_request_takes_a_tight_cell_only_near_an_address_space_limit(void)
 {
 #ifdef ND_TEST_SANITIZER
     SKIP("a sanitizer reserves terabytes of address space: no limit of 64 GiB can hold");
 #endif
     static const struct { const char *use; size_t bytes; bool near; } runs[] = {
-        { "65536,100000", 100000, false }, { "128,100000", 100000, true }, { "128,110000", 110000, false },
+        { "65536,100000", 100000, false }, { "128,100000", 100000, true }, { "128,112000", 112000, false },
     };
-    size_t ps = (size_t)sysconf(_SC_PAGESIZE);
     for (int i = 0; i < 3; i++) {
         static struct nd_child c;
         char env[64];
@@ -1191,11 +1320,11 @@ static void a_medium_request_takes_its_os_pages_only_near_an_address_space_limit
         nd_run_case("emit_usable_size_under_a_limit", NULL, env, 60, &c);
         EXPECT(sscanf(c.out, "%zu %ld", &usable, &vm) == 2, "a usable size and a size from the child, got \"%s\"",
                c.out);
-        size_t want = runs[i].near ? (runs[i].bytes + ps - 1) / ps * ps : 112 << 10;
+        size_t want = runs[i].near ? (runs[i].bytes + 255) / 256 * 256 : 112 << 10;
         printf("note: RLIMIT_AS,malloc %s: usable %zu B, the process held %ld KiB\n", runs[i].use, usable, vm);
         EXPECT(usable == want, "malloc(%zu) under an RLIMIT_AS of %zu MiB to have a usable size of %zu B (%s), "
                "got %zu", runs[i].bytes, (size_t)strtoul(runs[i].use, NULL, 10), want,
-               runs[i].near ? "its OS pages" : "its class", usable);
+               runs[i].near ? "rounded up to 256 B" : "its class", usable);
     }
 }
 
@@ -1300,6 +1429,8 @@ static const struct nd_case cases[] = {
     ND_CASE(address_space_limit_after_16_kib_blocks_leaves_small_requests_working),
     ND_CASE(address_space_limit_gives_back_the_unused_ends_of_medium_pages),
     ND_CASE(address_space_limit_fits_sizes_between_classes),
+    ND_CASE(address_space_limit_fits_sizes_just_past_a_page_and_secure_class_sizes),
+    ND_CASE(tight_cells_near_an_address_space_limit_are_checked_blocks),
     ND_CASE(address_space_limit_gives_large_blocks_the_free_pages_of_small_segments),
     ND_CASE(address_space_limit_gives_back_the_unused_ends_of_large_blocks),
     ND_CASE(secure_large_blocks_are_tight_from_the_start_under_a_limit),
@@ -1308,11 +1439,12 @@ static const struct nd_case cases[] = {
     ND_CASE(small_requests_succeed_in_any_thread_when_nothing_was_freed_whatever_the_limit_left),
     ND_CASE(emit_cached_after_free_with_no_delay),
     ND_CASE(emit_address_space_limit),
+    ND_CASE(emit_tight_cells_under_a_limit),
     ND_CASE(emit_large_blocks_after_freed_small_ones),
     ND_CASE(emit_freed_large_block_room),
     ND_CASE(emit_large_block_tails),
     ND_CASE(emit_first_large_block_under_a_limit),
     ND_CASE(emit_usable_size_under_a_limit),
-    ND_CASE(a_medium_request_takes_its_os_pages_only_near_an_address_space_limit),
+    ND_CASE(a_medium_request_takes_a_tight_cell_only_near_an_address_space_limit),
 };
 ND_MAIN(cases)
