@@ -66,10 +66,11 @@
    46 MiB), but a class no cache took from for a purge delay is sent back
    to its pages, and so are the blocks any class held all through one (its
    low-water mark: nd_tcache_xfer_sweep), and only overflows fill it. The
-   slots take about 290 KiB of metadata per kind (281 KiB of slots, each
-   shard's rounded up to whole cache lines, and a 12 KiB header; a kind's
-   store is made on the first overflow of a cache of it that puts blocks
-   in it), resident as classes use them.
+   slots take about 320 KiB of metadata per kind (the shards' headers,
+   48 KiB with their start rooms, a page of offsets, and the big slots,
+   each shard's rounded up to whole cache lines; a kind's store is made on
+   the first overflow of a cache of it that puts blocks in it), resident
+   as classes use them.
    A medium class (above ND_SMALL_MAX; thread-cached up to tcache_max,
    128 KiB by default) holds ND_XFER_MEDIUM_BLOCKS blocks instead, 1.25
    MiB of 20 KiB to 8 MiB of 128 KiB: 512 KiB was 10 blocks of 48 KiB, a
