@@ -14,6 +14,9 @@
 /* The stores, by kind - 2 (2 * node + bound); installed once, never freed. */
 static nd_xfer *nd_xfer_stores[ND_XFER_KINDS];
 
+/* The slots of an OS page. */
+#define ND_XFER_PAGE_SLOTS (4096u / (uint32_t)sizeof(void *))
+
 /* Claims a shard (acquire: the last holder's copy and count are seen);
    false when another thread has it. */
 static inline bool nd_xfer_claim(nd_xfer_class *xc)
@@ -25,12 +28,19 @@ static inline bool nd_xfer_claim(nd_xfer_class *xc)
 /* Ends the claim (release: the copy and the count go with it). */
 static inline void nd_xfer_release(nd_xfer_class *xc) { nd_store_release(&xc->claim, 0); }
 
+/* Where shard s of class c's big slots start in p[] (xfer.h: shard by
+   shard, each shard's classes one after the other). */
+static inline uint32_t nd_xfer_big_off(const nd_xfer *x, unsigned c, unsigned s)
+{
+    return x->first + x->off[c] + s * (x->slots / ND_XFER_SHARDS);
+}
+
 /* Shard s of class c's slots: its start room, or its big slots once it
    moved there (xfer.h). Under the shard's claim. */
 static inline void **nd_xfer_slots(nd_xfer *x, unsigned c, unsigned s)
 {
     nd_xfer_class *xc = &x->cls[c][s];
-    return xc->big ? &x->p[x->off[c] + s * nd_xfer_shard_stride(c)] : xc->start;
+    return xc->big ? &x->p[nd_xfer_big_off(x, c, s)] : xc->start;
 }
 
 nd_xfer *nd_xfer_find(unsigned kind)
@@ -45,23 +55,25 @@ nd_xfer *nd_xfer_get(unsigned kind)
     nd_xfer *x = nd_xfer_find(kind);
     if (nd_likely(x != NULL) || kind < 2 || kind - 2 >= ND_XFER_KINDS)
         return x;
-    uint32_t slots = 0;
+    /* Each shard's part of the big slots is whole OS pages, and the first
+       part starts on a page (`first`, the slots skipped to get there), so
+       a class whose shard's slots are a page (the classes up to 256 B)
+       touches one page per shard, not two. */
+    uint32_t part = 0;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
-        slots += ND_XFER_SHARDS * nd_xfer_shard_stride(c);
-    size_t bytes = sizeof(nd_xfer) + (size_t)slots * sizeof(void *);
-    /* Nothing of the shards is written now: a shard never used is all
-       zero (xfer.h), and the headers and slots of a class become resident
-       as its puts first write them. Only the last page, with kind, slots
-       and off, is written (a fresh mapping is zero; a recycled object's
-       headers are zeroed). */
+        part += nd_xfer_shard_stride(c);
+    part = (part + ND_XFER_PAGE_SLOTS - 1) & ~(ND_XFER_PAGE_SLOTS - 1);
+    uint32_t slots = ND_XFER_SHARDS * part;
+    size_t bytes = sizeof(nd_xfer) + (size_t)(slots + ND_XFER_PAGE_SLOTS) * sizeof(void *);
     nd_xfer *fresh = nd_meta_alloc_untouched(bytes, offsetof(nd_xfer, p));
     if (fresh == NULL)
         return NULL;
     fresh->kind = kind;
     fresh->slots = slots;
+    fresh->first = (uint32_t)(((4096 - ((uintptr_t)fresh->p & 4095)) & 4095) / sizeof(void *));
     for (unsigned c = 0, off = 0; c < ND_CLASS_COUNT; c++) {
         fresh->off[c] = off;
-        off += ND_XFER_SHARDS * nd_xfer_shard_stride(c);
+        off += nd_xfer_shard_stride(c);
     }
     nd_xfer *none = NULL;
     if (__atomic_compare_exchange_n(&nd_xfer_stores[kind - 2], &none, fresh, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
@@ -104,7 +116,7 @@ size_t nd_xfer_put(nd_xfer *x, unsigned c, unsigned shard, void *const *blocks, 
         if (!xc->big && xc->count + k > ND_XFER_START_SLOTS) {
             /* Past its start room: the shard moves to its big slots, for
                good (xfer.h). */
-            memcpy(&x->p[x->off[c] + s * nd_xfer_shard_stride(c)], xc->start, xc->count * sizeof(void *));
+            memcpy(&x->p[nd_xfer_big_off(x, c, s)], xc->start, xc->count * sizeof(void *));
             xc->big = 1;
         }
         memcpy(nd_xfer_slots(x, c, s) + xc->count, blocks + put, k * sizeof(void *));
@@ -223,8 +235,9 @@ bool nd_xfer_is_valid(nd_xfer *x, unsigned c)
         return false;
     uint32_t off = 0;
     for (unsigned k = 0; k < c; k++)
-        off += ND_XFER_SHARDS * nd_xfer_shard_stride(k);
-    bool ok = x->off[c] == off && off + ND_XFER_SHARDS * nd_xfer_shard_stride(c) <= x->slots &&
+        off += nd_xfer_shard_stride(k);
+    bool ok = x->off[c] == off && x->slots % ND_XFER_SHARDS == 0 && x->first < ND_XFER_PAGE_SLOTS &&
+              nd_xfer_big_off(x, c, ND_XFER_SHARDS - 1) + nd_xfer_shard_stride(c) <= x->first + x->slots &&
               off % ND_XFER_LINE_SLOTS == 0;
     for (unsigned s = 0; ok && s < ND_XFER_SHARDS; s++) {
         nd_xfer_class *xc = &x->cls[c][s];

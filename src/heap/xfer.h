@@ -21,9 +21,12 @@
  * malloc that reuses it; the pointers move as arrays.
  *
  *   nd_xfer (kind k)
- *     cls[c][s]: count, cap, taken, off --> p[off ..]: [ p0 p1 ... p(count-1) | unused ... ]
- *                                      ^ oldest in            ^ next put
- *     puts copy at p[count]; takes copy the newest (p[count-n .. count)).
+ *     cls[c][s]: claim count taken low big | start[29]     (four lines)
+ *     slots of shard s of class c: start[] while big == 0, else
+ *       p[first + s * slots/4 + off[c] ..]
+ *     either: [ b0 b1 ... b(count-1) | unused ... ]
+ *               ^ oldest in            ^ next put
+ *     puts copy at [count]; takes copy the newest ([count-n .. count)).
  *
  * Shards: each class of a store is split into ND_XFER_SHARDS shards, each
  * its own slots and claim word (a cache line of its own), holding a share
@@ -136,7 +139,7 @@ static inline uint32_t nd_xfer_shard_stride(unsigned c)
  *
  *   cls[c][s]: claim count taken low big | start[0 .. 29)
  *   big == 0: its blocks are start[0 .. count)
- *   big == 1: its blocks are p[off[c] + s * stride(c) ..][0 .. count)
+ *   big == 1: its blocks are p[first + off[c] + s * slots / 4 ..][0 .. count)
  *
  * Invariants (while not claimed): count <= its cap (nd_xfer_shard_cap);
  * big is 0 or 1, and 1 only for a class whose shards have big slots
@@ -170,15 +173,21 @@ _Static_assert(sizeof(nd_xfer_class) == 4 * ND_CACHE_LINE, "a shard's header and
 /*
  * The store of one kind. Invariants: kind >= 2 (nd_kind_of: never
  * ND_KIND_NONE or ND_KIND_NO_PAGE), the kind of every block it holds;
- * off[c] is where class c's big slots start in p[] (the classes' one
- * after the other, ND_XFER_SHARDS * nd_xfer_shard_stride(c) each), slots
- * their total; swept_ms is when a sweep last looked (relaxed atomics; any
+ * the big slots in p[] start at p[first], on an OS page, shard by shard
+ * (slots / ND_XFER_SHARDS each, whole OS pages), and within a shard's
+ * part class by class, nd_xfer_shard_stride(c) each:
+ * off[c] is where class c's are in shard 0's part, slots the total (so
+ * the first blocks of one shard of neighbouring classes share pages: a
+ * program that hands over a few hundred blocks of several classes, most
+ * through one shard, touches fewer pages than with each class's shards
+ * together: bench/larson -t 2, 10 pages of slots -> 7-8); swept_ms is when a sweep last looked (relaxed atomics; any
  * thread). Only kind, slots and off are written when the store is made.
  */
 typedef struct nd_xfer {
     nd_xfer_class cls[ND_CLASS_COUNT][ND_XFER_SHARDS];
     unsigned      kind;
-    uint32_t      slots;      /* the big slots of all shards, line-aligned */
+    uint32_t      slots;      /* the big slots of all shards: ND_XFER_SHARDS parts of whole OS pages */
+    uint32_t      first;      /* the big slots start at p[first], on an OS page */
     uint64_t      swept_ms;
     uint32_t      off[ND_CLASS_COUNT];
     nd_aligned(ND_CACHE_LINE) void *p[];   /* the shards' big slots, class by class */

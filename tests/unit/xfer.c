@@ -266,7 +266,7 @@ static void a_new_store_writes_only_its_header(void)
     EXPECT(nd_xfer_find(kind) == NULL, "no store of kind %u yet", kind);
     nd_xfer *x = nd_xfer_get(kind);
     EXPECT(x != NULL, "the store of kind %u to be made", kind);
-    const void *end = &x->p[x->slots];
+    const void *end = &x->p[x->first + x->slots];
     size_t r = resident_pages(&x->p[0], end);
     EXPECT(r == 0, "none of the new store's slots' pages to be resident (%u slots), %zu are", x->slots, r);
     unsigned c = class_of(64);
@@ -304,8 +304,41 @@ static void classes_holding_a_few_blocks_keep_them_in_their_shards_headers(void)
             EXPECT(nd_xfer_take(x, c, s, out + 8, 8) == 8 && memcmp(out, fake, sizeof fake) == 0,
                    "the 8 blocks back from class %u, shard %u", c, s);
         }
-    size_t r = resident_pages(x, &x->p[x->slots]);
+    size_t r = resident_pages(x, &x->p[x->first + x->slots]);
     EXPECT(r <= 3, "8 classes of a few blocks in 2 shards to make at most 3 pages of the store resident, %zu are", r);
+}
+
+/* The big slots are laid out shard by shard, each shard's part whole OS
+   pages from a page on (xfer.h): neighbouring classes that hold a few
+   dozen blocks in one shard share pages of slots, and a class whose
+   shards' slots are a page each touches one page per shard. Four classes
+   of 640 B-1 KiB holding 40 blocks in shard 0 make at most 2 pages of
+   big slots resident (4 when each class's shards were together, main and
+   the start rooms' first step); a class of 64 B with all four shards full
+   (2,048 blocks) makes 4 (5 when its slots did not start on a page). */
+static void big_slots_of_one_shard_of_neighbouring_classes_share_pages(void)
+{
+    void *fake[ND_XFER_SLOTS], *out[ND_XFER_SLOTS];
+    for (size_t i = 0; i < ND_XFER_SLOTS; i++)
+        fake[i] = (void *)(uintptr_t)(i + 1);   /* slots only written and read back: no block behind them */
+    nd_xfer *x = nd_xfer_get(nd_kind_of(false, ND_MAX_NODES - 2));
+    EXPECT(x != NULL && x->slots != 0, "a fresh store of kind %u", nd_kind_of(false, ND_MAX_NODES - 2));
+    for (unsigned c = class_of(640); c <= class_of(1024); c++) {
+        EXPECT(nd_xfer_put(x, c, 0, fake, 40, NULL, NULL) == 40 && x->cls[c][0].big,
+               "40 blocks in class %u's shard 0, past its start room", c);
+        EXPECT(take_from(x, c, out, 40) == 40, "the 40 blocks back");
+    }
+    size_t r = resident_pages(&x->p[x->first], &x->p[x->first + x->slots]);
+    EXPECT(r <= 2, "4 classes' 40 blocks in shard 0 to make at most 2 pages of big slots resident, %zu are", r);
+
+    x = nd_xfer_get(nd_kind_of(true, ND_MAX_NODES - 2));
+    EXPECT(x != NULL, "a fresh store of kind %u", nd_kind_of(true, ND_MAX_NODES - 2));
+    unsigned c = class_of(64);
+    EXPECT(nd_xfer_cap(x, c) == ND_XFER_SLOTS && nd_xfer_put(x, c, 0, fake, ND_XFER_SLOTS, NULL, NULL) == ND_XFER_SLOTS,
+           "class %u full with %u blocks", c, ND_XFER_SLOTS);
+    r = resident_pages(&x->p[x->first], &x->p[x->first + x->slots]);
+    EXPECT(r == 4, "a full class of 64 B to make 4 pages of big slots resident, %zu are", r);
+    EXPECT(drain_all(x, c, out, ND_XFER_SLOTS) == ND_XFER_SLOTS, "the class drained");
 }
 
 /* A shard whose blocks outgrow its start room moves them to its big slots:
@@ -613,6 +646,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_new_store_writes_only_its_header),
     ND_CASE(classes_holding_a_few_blocks_keep_them_in_their_shards_headers),
     ND_CASE(a_shard_past_its_start_room_keeps_its_blocks),
+    ND_CASE(big_slots_of_one_shard_of_neighbouring_classes_share_pages),
     ND_CASE(a_store_gives_back_what_it_took_and_holds_at_most_its_cap),
     ND_CASE(stores_of_two_kinds_keep_their_blocks_apart),
     ND_CASE(a_put_or_take_goes_on_to_the_next_shard_when_its_own_is_claimed_or_full),
