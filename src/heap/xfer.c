@@ -14,6 +14,9 @@
 /* The stores, by kind - 2 (2 * node + bound); installed once, never freed. */
 static nd_xfer *nd_xfer_stores[ND_XFER_KINDS];
 
+/* The slots of an OS page. */
+#define ND_XFER_PAGE_SLOTS (4096u / (uint32_t)sizeof(void *))
+
 /* Claims a shard (acquire: the last holder's copy and count are seen);
    false when another thread has it. */
 static inline bool nd_xfer_claim(nd_xfer_class *xc)
@@ -25,25 +28,19 @@ static inline bool nd_xfer_claim(nd_xfer_class *xc)
 /* Ends the claim (release: the copy and the count go with it). */
 static inline void nd_xfer_release(nd_xfer_class *xc) { nd_store_release(&xc->claim, 0); }
 
-/* The slots of class c: at most ND_XFER_SLOTS blocks, ND_XFER_BYTES; a
-   medium class's ND_XFER_MEDIUM_BLOCKS (xfer.h). */
-static inline uint32_t nd_xfer_cap_of(unsigned c)
+/* Where shard s of class c's big slots start in p[] (xfer.h: shard by
+   shard, each shard's classes one after the other). */
+static inline uint32_t nd_xfer_big_off(const nd_xfer *x, unsigned c, unsigned s)
 {
-    if (!nd_class_is_small(c))
-        return ND_XFER_MEDIUM_BLOCKS;
-    size_t cap = ND_XFER_BYTES / nd_class_size[c];
-    return (uint32_t)(cap < ND_XFER_SLOTS ? cap : ND_XFER_SLOTS);
+    return x->first + x->off[c] + s * (x->slots / ND_XFER_SHARDS);
 }
-/* Shard s's share of them (xfer.h). */
-static inline uint32_t nd_xfer_shard_cap(unsigned c, unsigned s)
+
+/* Shard s of class c's slots: its start room, or its big slots once it
+   moved there (xfer.h). Under the shard's claim. */
+static inline void **nd_xfer_slots(nd_xfer *x, unsigned c, unsigned s)
 {
-    uint32_t cap = nd_xfer_cap_of(c);
-    return cap / ND_XFER_SHARDS + (s < cap % ND_XFER_SHARDS);
-}
-/* Slots rounded up to whole cache lines of them. */
-static inline uint32_t nd_xfer_line_up(uint32_t n)
-{
-    return (n + (uint32_t)ND_XFER_LINE_SLOTS - 1) & ~((uint32_t)ND_XFER_LINE_SLOTS - 1);
+    nd_xfer_class *xc = &x->cls[c][s];
+    return xc->big ? &x->p[nd_xfer_big_off(x, c, s)] : xc->start;
 }
 
 nd_xfer *nd_xfer_find(unsigned kind)
@@ -58,24 +55,26 @@ nd_xfer *nd_xfer_get(unsigned kind)
     nd_xfer *x = nd_xfer_find(kind);
     if (nd_likely(x != NULL) || kind < 2 || kind - 2 >= ND_XFER_KINDS)
         return x;
-    uint32_t slots = 0;
+    /* Each shard's part of the big slots is whole OS pages, and the first
+       part starts on a page (`first`, the slots skipped to get there), so
+       a class whose shard's slots are a page (the classes up to 256 B)
+       touches one page per shard, not two. */
+    uint32_t part = 0;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
-        for (unsigned s = 0; s < ND_XFER_SHARDS; s++)
-            slots += nd_xfer_line_up(nd_xfer_shard_cap(c, s));
-    size_t bytes = sizeof(nd_xfer) + (size_t)slots * sizeof(void *);
-    /* Only the header is written now (zeroed): a class's slots become
-       resident as puts first write them, the first access to each. */
-    nd_xfer *fresh = nd_meta_alloc_head(bytes, offsetof(nd_xfer, p));
+        part += nd_xfer_shard_stride(c);
+    part = (part + ND_XFER_PAGE_SLOTS - 1) & ~(ND_XFER_PAGE_SLOTS - 1);
+    uint32_t slots = ND_XFER_SHARDS * part;
+    size_t bytes = sizeof(nd_xfer) + (size_t)(slots + ND_XFER_PAGE_SLOTS) * sizeof(void *);
+    nd_xfer *fresh = nd_meta_alloc_untouched(bytes, offsetof(nd_xfer, p));
     if (fresh == NULL)
         return NULL;
     fresh->kind = kind;
     fresh->slots = slots;
-    for (unsigned c = 0, off = 0; c < ND_CLASS_COUNT; c++)
-        for (unsigned s = 0; s < ND_XFER_SHARDS; s++) {
-            fresh->cls[c][s].cap = nd_xfer_shard_cap(c, s);
-            fresh->cls[c][s].off = off;
-            off += nd_xfer_line_up(fresh->cls[c][s].cap);
-        }
+    fresh->first = (uint32_t)(((4096 - ((uintptr_t)fresh->p & 4095)) & 4095) / sizeof(void *));
+    for (unsigned c = 0, off = 0; c < ND_CLASS_COUNT; c++) {
+        fresh->off[c] = off;
+        off += nd_xfer_shard_stride(c);
+    }
     nd_xfer *none = NULL;
     if (__atomic_compare_exchange_n(&nd_xfer_stores[kind - 2], &none, fresh, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
         return fresh;
@@ -85,19 +84,16 @@ nd_xfer *nd_xfer_get(unsigned kind)
 
 size_t nd_xfer_cap(const nd_xfer *x, unsigned c)
 {
-    size_t cap = 0;
-    for (unsigned s = 0; s < ND_XFER_SHARDS; s++)
-        cap += x->cls[c][s].cap;
-    return cap;
+    (void)x;
+    return nd_xfer_cap_of(c);
 }
 
 size_t nd_xfer_room(const nd_xfer *x, unsigned c)
 {
     size_t room = 0;
     for (unsigned s = 0; s < ND_XFER_SHARDS; s++) {
-        const nd_xfer_class *xc = &x->cls[c][s];
-        uint32_t count = nd_load_relaxed(&xc->count);
-        room += count < xc->cap ? xc->cap - count : 0;
+        uint32_t count = nd_load_relaxed(&x->cls[c][s].count), cap = nd_xfer_shard_cap(c, s);
+        room += count < cap ? cap - count : 0;
     }
     return room;
 }
@@ -107,15 +103,23 @@ size_t nd_xfer_put(nd_xfer *x, unsigned c, unsigned shard, void *const *blocks, 
 {
     size_t put = 0;
     for (unsigned i = 0; i < ND_XFER_SHARDS && put < n; i++) {
-        nd_xfer_class *xc = &x->cls[c][(shard + i) & (ND_XFER_SHARDS - 1)];
-        if (nd_load_relaxed(&xc->count) >= xc->cap || !nd_xfer_claim(xc))
+        unsigned s = (shard + i) & (ND_XFER_SHARDS - 1);
+        nd_xfer_class *xc = &x->cls[c][s];
+        uint32_t cap = nd_xfer_shard_cap(c, s);
+        if (nd_load_relaxed(&xc->count) >= cap || !nd_xfer_claim(xc))
             continue;   /* full (a hint), or another thread's */
-        size_t k = n - put, room = xc->cap - xc->count;
+        size_t k = n - put, room = cap - xc->count;
         if (k > room)
             k = room;
         if (check != NULL)
             check(blocks + put, k, arg);
-        memcpy(&x->p[xc->off + xc->count], blocks + put, k * sizeof(void *));
+        if (!xc->big && xc->count + k > ND_XFER_START_SLOTS) {
+            /* Past its start room: the shard moves to its big slots, for
+               good (xfer.h). */
+            memcpy(&x->p[nd_xfer_big_off(x, c, s)], xc->start, xc->count * sizeof(void *));
+            xc->big = 1;
+        }
+        memcpy(nd_xfer_slots(x, c, s) + xc->count, blocks + put, k * sizeof(void *));
         nd_store_relaxed(&xc->count, xc->count + (uint32_t)k);   /* one word: the put counts from here */
         nd_xfer_release(xc);
         put += k;
@@ -127,7 +131,8 @@ size_t nd_xfer_take(nd_xfer *x, unsigned c, unsigned shard, void **end, size_t m
 {
     size_t got = 0;
     for (unsigned i = 0; i < ND_XFER_SHARDS && got < max; i++) {
-        nd_xfer_class *xc = &x->cls[c][(shard + i) & (ND_XFER_SHARDS - 1)];
+        unsigned s = (shard + i) & (ND_XFER_SHARDS - 1);
+        nd_xfer_class *xc = &x->cls[c][s];
         if (nd_load_relaxed(&xc->count) == 0 || !nd_xfer_claim(xc))
             continue;   /* empty (a hint), or another thread's */
         size_t k = max - got;
@@ -139,7 +144,7 @@ size_t nd_xfer_take(nd_xfer *x, unsigned c, unsigned shard, void **end, size_t m
         }
         uint32_t rest = xc->count - (uint32_t)k;
         got += k;
-        memcpy(end - got, &x->p[xc->off + rest], k * sizeof(void *));
+        memcpy(end - got, nd_xfer_slots(x, c, s) + rest, k * sizeof(void *));
         nd_store_relaxed(&xc->count, rest);
         nd_store_relaxed(&xc->taken, 1);
         if (rest < xc->low)
@@ -151,17 +156,19 @@ size_t nd_xfer_take(nd_xfer *x, unsigned c, unsigned shard, void **end, size_t m
 
 size_t nd_xfer_drain(nd_xfer *x, unsigned c, unsigned shard, void **out, size_t max, bool idle_only)
 {
-    nd_xfer_class *xc = &x->cls[c][shard & (ND_XFER_SHARDS - 1)];
+    unsigned s = shard & (ND_XFER_SHARDS - 1);
+    nd_xfer_class *xc = &x->cls[c][s];
     if (nd_load_relaxed(&xc->count) == 0 && (!idle_only || nd_load_relaxed(&xc->taken) == 0))
         return 0;
     if (!nd_xfer_claim(xc))
         return 0;
+    void **p = nd_xfer_slots(x, c, s);
     size_t n = 0;
     if (!idle_only || !xc->taken) {
         /* Any: the newest. */
         n = xc->count < max ? xc->count : max;
         uint32_t rest = xc->count - (uint32_t)n;
-        memcpy(out, &x->p[xc->off + rest], n * sizeof(void *));
+        memcpy(out, p + rest, n * sizeof(void *));
         nd_store_relaxed(&xc->count, rest);
     } else if (xc->low != 0) {
         /* Taken from, but never below `low` blocks since the last sweep:
@@ -170,8 +177,8 @@ size_t nd_xfer_drain(nd_xfer *x, unsigned c, unsigned shard, void **out, size_t 
            down; it ends below. */
         n = xc->low < max ? xc->low : max;
         uint32_t rest = xc->count - (uint32_t)n;
-        memcpy(out, &x->p[xc->off], n * sizeof(void *));
-        memmove(&x->p[xc->off], &x->p[xc->off + n], rest * sizeof(void *));
+        memcpy(out, p, n * sizeof(void *));
+        memmove(p, p + n, rest * sizeof(void *));
         nd_store_relaxed(&xc->count, rest);
         xc->low -= (uint32_t)n;
         if (n == max)
@@ -198,23 +205,25 @@ void nd_xfer_fork_child(void)
         nd_xfer *x = nd_load_relaxed(&nd_xfer_stores[k]);
         for (unsigned c = 0; x != NULL && c < ND_CLASS_COUNT; c++)
             for (unsigned s = 0; s < ND_XFER_SHARDS; s++)
-                nd_store_relaxed(&x->cls[c][s].claim, 0);
+                if (nd_load_relaxed(&x->cls[c][s].claim) != 0)   /* a shard never used stays unwritten */
+                    nd_store_relaxed(&x->cls[c][s].claim, 0);
     }
 }
 
 /* ---- debug validation ---------------------------------------------------------- */
 
 /* Shard s of class c (claimed by the caller): its bounds and its blocks. */
-static bool nd_xfer_shard_is_valid(nd_xfer *x, unsigned c, unsigned s, uint32_t off)
+static bool nd_xfer_shard_is_valid(nd_xfer *x, unsigned c, unsigned s)
 {
     const nd_xfer_class *xc = &x->cls[c][s];
-    bool ok = xc->count <= xc->cap && xc->low <= xc->count && xc->cap == nd_xfer_shard_cap(c, s) && xc->off == off &&
-              off % ND_XFER_LINE_SLOTS == 0 && off + xc->cap <= x->slots;
+    uint32_t stride = nd_xfer_shard_stride(c);
+    bool ok = xc->count <= nd_xfer_shard_cap(c, s) && xc->low <= xc->count && xc->big <= 1 &&
+              (xc->big ? stride != 0 : xc->count <= ND_XFER_START_SLOTS);
+    void **p = nd_xfer_slots(x, c, s);
     for (uint32_t i = 0; ok && i < xc->count; i++) {
-        void *p = x->p[off + i];
-        nd_segment *seg = nd_seg_base(p);
-        const nd_page *pg = nd_page_of(seg, p);
-        ok = nd_load_relaxed(&pg->in_use) && pg->cls == c && nd_page_has_block(pg, p) && nd_block_is_marked(p) &&
+        nd_segment *seg = nd_seg_base(p[i]);
+        const nd_page *pg = nd_page_of(seg, p[i]);
+        ok = nd_load_relaxed(&pg->in_use) && pg->cls == c && nd_page_has_block(pg, p[i]) && nd_block_is_marked(p[i]) &&
              nd_kind_of(seg->bound, seg->node) == x->kind;
     }
     return ok;
@@ -224,19 +233,18 @@ bool nd_xfer_is_valid(nd_xfer *x, unsigned c)
 {
     if (x->kind < 2 || x->kind - 2 >= ND_XFER_KINDS || c >= ND_CLASS_COUNT)
         return false;
-    uint32_t off = 0, cap = 0;
+    uint32_t off = 0;
     for (unsigned k = 0; k < c; k++)
-        for (unsigned s = 0; s < ND_XFER_SHARDS; s++)
-            off += nd_xfer_line_up(x->cls[k][s].cap);
-    bool ok = true;
+        off += nd_xfer_shard_stride(k);
+    bool ok = x->off[c] == off && x->slots % ND_XFER_SHARDS == 0 && x->first < ND_XFER_PAGE_SLOTS &&
+              nd_xfer_big_off(x, c, ND_XFER_SHARDS - 1) + nd_xfer_shard_stride(c) <= x->first + x->slots &&
+              off % ND_XFER_LINE_SLOTS == 0;
     for (unsigned s = 0; ok && s < ND_XFER_SHARDS; s++) {
         nd_xfer_class *xc = &x->cls[c][s];
-        cap += xc->cap;
         if (nd_xfer_claim(xc)) {   /* else another thread's: checked at its next use */
-            ok = nd_xfer_shard_is_valid(x, c, s, off);
+            ok = nd_xfer_shard_is_valid(x, c, s);
             nd_xfer_release(xc);
         }
-        off += nd_xfer_line_up(xc->cap);
     }
-    return ok && cap == nd_xfer_cap_of(c);
+    return ok;
 }

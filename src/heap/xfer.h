@@ -21,9 +21,12 @@
  * malloc that reuses it; the pointers move as arrays.
  *
  *   nd_xfer (kind k)
- *     cls[c][s]: count, cap, taken, off --> p[off ..]: [ p0 p1 ... p(count-1) | unused ... ]
- *                                      ^ oldest in            ^ next put
- *     puts copy at p[count]; takes copy the newest (p[count-n .. count)).
+ *     cls[c][s]: claim count taken low big | start[29]     (four lines)
+ *     slots of shard s of class c: start[] while big == 0, else
+ *       p[first + s * slots/4 + off[c] ..]
+ *     either: [ b0 b1 ... b(count-1) | unused ... ]
+ *               ^ oldest in            ^ next put
+ *     puts copy at [count]; takes copy the newest ([count-n .. count)).
  *
  * Shards: each class of a store is split into ND_XFER_SHARDS shards, each
  * its own slots and claim word (a cache line of its own), holding a share
@@ -66,10 +69,11 @@
    46 MiB), but a class no cache took from for a purge delay is sent back
    to its pages, and so are the blocks any class held all through one (its
    low-water mark: nd_tcache_xfer_sweep), and only overflows fill it. The
-   slots take about 290 KiB of metadata per kind (281 KiB of slots, each
-   shard's rounded up to whole cache lines, and a 12 KiB header; a kind's
-   store is made on the first overflow of a cache of it that puts blocks
-   in it), resident as classes use them.
+   slots take about 320 KiB of metadata per kind (the shards' headers,
+   48 KiB with their start rooms, a page of offsets, and the big slots,
+   each shard's rounded up to whole cache lines; a kind's store is made on
+   the first overflow of a cache of it that puts blocks in it), resident
+   as classes use them.
    A medium class (above ND_SMALL_MAX; thread-cached up to tcache_max,
    128 KiB by default) holds ND_XFER_MEDIUM_BLOCKS blocks instead, 1.25
    MiB of 20 KiB to 8 MiB of 128 KiB: 512 KiB was 10 blocks of 48 KiB, a
@@ -96,17 +100,53 @@
 /* Shards per class (a power of two), and the slots of a cache line. */
 #define ND_XFER_SHARDS 4u
 #define ND_XFER_LINE_SLOTS (ND_CACHE_LINE / sizeof(void *))
+/* The slots each shard has in its own header, its start room: a shard
+   holds its first blocks there and moves them to its big slots (in p[])
+   the first time a put would take it past them. 29 fills the shard's
+   header to 256 bytes, four lines: a class's four shards are 1 KiB, four
+   classes a 4 KiB page. */
+#define ND_XFER_START_SLOTS 29u
+
+/* Blocks class c holds at most: min(ND_XFER_SLOTS, ND_XFER_BYTES / its
+   size), ND_XFER_MEDIUM_BLOCKS for a medium class (above ND_SMALL_MAX). */
+static inline uint32_t nd_xfer_cap_of(unsigned c)
+{
+    if (!nd_class_is_small(c))
+        return ND_XFER_MEDIUM_BLOCKS;
+    size_t cap = ND_XFER_BYTES / nd_class_size[c];
+    return (uint32_t)(cap < ND_XFER_SLOTS ? cap : ND_XFER_SLOTS);
+}
+/* Shard s's share of them: the cap split evenly, one more for the first
+   cap % ND_XFER_SHARDS shards. */
+static inline uint32_t nd_xfer_shard_cap(unsigned c, unsigned s)
+{
+    uint32_t cap = nd_xfer_cap_of(c);
+    return cap / ND_XFER_SHARDS + (s < cap % ND_XFER_SHARDS);
+}
+/* The big slots each shard of class c has in p[]: its cap rounded up to
+   whole cache lines of slots, 0 when its start room holds its cap. */
+static inline uint32_t nd_xfer_shard_stride(unsigned c)
+{
+    uint32_t cap = nd_xfer_shard_cap(c, 0);
+    if (cap <= ND_XFER_START_SLOTS)
+        return 0;
+    return (cap + (uint32_t)ND_XFER_LINE_SLOTS - 1) & ~((uint32_t)ND_XFER_LINE_SLOTS - 1);
+}
 
 /*
- * One shard of one class's store of one kind.
- * Invariants (while not claimed): count <= cap; the class's cap,
- * min(ND_XFER_SLOTS, ND_XFER_BYTES / class size), ND_XFER_MEDIUM_BLOCKS
- * for a medium class (above ND_SMALL_MAX), is split evenly among its
- * shards: shard s holds cap / ND_XFER_SHARDS, one more when s < cap %
- * ND_XFER_SHARDS (nd_xfer_shard_cap); its slots are the store's
- * p[off .. off + cap), after those of the shards and classes before it,
- * off a multiple of ND_XFER_LINE_SLOTS (no two shards share a line of
- * slots); the first count of them, p[0 .. count) below,
+ * One shard of one class's store of one kind: its header and start room,
+ * four cache lines.
+ *
+ *   cls[c][s]: claim count taken low big | start[0 .. 29)
+ *   big == 0: its blocks are start[0 .. count)
+ *   big == 1: its blocks are p[first + off[c] + s * slots / 4 ..][0 .. count)
+ *
+ * Invariants (while not claimed): count <= its cap (nd_xfer_shard_cap);
+ * big is 0 or 1, and 1 only for a class whose shards have big slots
+ * (nd_xfer_shard_stride nonzero); while big is 0, count <= its start
+ * room (ND_XFER_START_SLOTS); big never goes back to 0 (the shard keeps
+ * its big slots once their pages are resident). Its blocks, the first
+ * count of its slots,
  * are free blocks of class c, each a block start of a page in use of
  * class c, in a segment of the store's kind (its bound and node), carrying
  * the freed-block mark (page.h; under secure=1 its canary too, which
@@ -115,28 +155,42 @@
  * it is here). low <= count. `taken`: a take happened since the last
  * sweep; `low`: the fewest blocks the shard held since then (its
  * low-water mark: that many sat untaken all along). `count` is also read
- * without the lock (relaxed), as a hint only.
+ * without the lock (relaxed), as a hint only. A shard never used is all
+ * zero: the store's headers are not written when it is made, so only the
+ * pages of the classes in use become resident.
  */
 typedef struct nd_aligned(ND_CACHE_LINE) nd_xfer_class {
     uint32_t claim;   /* 1: a thread is copying in or out of this shard */
     uint32_t count;
-    uint32_t cap;
     uint32_t taken;
-    uint32_t off;     /* its p[]: the store's slots from slot `off` on */
     uint32_t low;     /* low-water count since the last sweep */
+    uint32_t big;     /* 1: its blocks are in its big slots in p[] */
+    uint32_t unused_;
+    void    *start[ND_XFER_START_SLOTS];   /* its start room */
 } nd_xfer_class;
+_Static_assert(sizeof(nd_xfer_class) == 4 * ND_CACHE_LINE, "a shard's header and start room are four lines");
 
 /*
  * The store of one kind. Invariants: kind >= 2 (nd_kind_of: never
  * ND_KIND_NONE or ND_KIND_NO_PAGE), the kind of every block it holds;
- * swept_ms is when a sweep last looked (relaxed atomics; any thread).
+ * the big slots in p[] start at p[first], on an OS page, shard by shard
+ * (slots / ND_XFER_SHARDS each, whole OS pages), and within a shard's
+ * part class by class, nd_xfer_shard_stride(c) each:
+ * off[c] is where class c's are in shard 0's part, slots the total (so
+ * the first blocks of one shard of neighbouring classes share pages: a
+ * program that hands over a few hundred blocks of several classes, most
+ * through one shard, touches fewer pages than with each class's shards
+ * together: bench/larson -t 2, 10 pages of slots -> 7-8); swept_ms is when a sweep last looked (relaxed atomics; any
+ * thread). Only kind, slots and off are written when the store is made.
  */
 typedef struct nd_xfer {
     nd_xfer_class cls[ND_CLASS_COUNT][ND_XFER_SHARDS];
     unsigned      kind;
-    uint32_t      slots;      /* the slots of all shards, line-aligned */
+    uint32_t      slots;      /* the big slots of all shards: ND_XFER_SHARDS parts of whole OS pages */
+    uint32_t      first;      /* the big slots start at p[first], on an OS page */
     uint64_t      swept_ms;
-    nd_aligned(ND_CACHE_LINE) void *p[];   /* the shards' slots, class by class */
+    uint32_t      off[ND_CLASS_COUNT];
+    nd_aligned(ND_CACHE_LINE) void *p[];   /* the shards' big slots, class by class */
 } nd_xfer;
 
 /* The store of `kind` (nd_kind_of), made on first use; NULL when out of

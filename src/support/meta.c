@@ -5,6 +5,7 @@
  */
 #include "meta.h"
 
+#include <stdbool.h>
 #include <string.h>
 #include "atomic.h"
 #include "lock.h"
@@ -27,7 +28,9 @@ void *nd_meta_alloc(size_t size)
     return nd_meta_alloc_head(size, size);
 }
 
-void *nd_meta_alloc_head(size_t size, size_t zero)
+/* The allocation; `touch`: a fresh object's zeroed head is written page
+   by page (below), else left as the mapping's untouched zero pages. */
+static void *nd_meta_take(size_t size, size_t zero, bool touch)
 {
     nd_lock_may_take(ND_LOCK_ID_meta);
     size = nd_meta_round(size);
@@ -79,7 +82,7 @@ void *nd_meta_alloc_head(size_t size, size_t zero)
            page, and the store after it then costs a copy and a TLB
            shootdown on every CPU running the process (found with the
            kernel's tlb_flush tracepoint in node-heavy programs). */
-        if (p != NULL)
+        if (p != NULL && touch)
             for (size_t off = 0; off < zero && off < size; off += 4096)
                 nd_store_relaxed((char *)p + off, (char)0);
         return p;
@@ -88,6 +91,9 @@ void *nd_meta_alloc_head(size_t size, size_t zero)
     memset(p, 0, zero < size ? zero : size);
     return p;
 }
+
+void *nd_meta_alloc_head(size_t size, size_t zero) { return nd_meta_take(size, zero, true); }
+void *nd_meta_alloc_untouched(size_t size, size_t zero) { return nd_meta_take(size, zero, false); }
 
 void nd_meta_free(void *p, size_t size)
 {

@@ -18,6 +18,11 @@ void *nd_meta_alloc(size_t size) nd_hidden;      /* zeroed, 64-byte aligned; NUL
 /* The same with only the first `zero` bytes zeroed (a recycled object's
    rest keeps old contents): for objects with a big array the owner fills. */
 void *nd_meta_alloc_head(size_t size, size_t zero) nd_hidden;
+/* The same, but a fresh object's zeroed head is not written: its pages stay
+   the mapping's untouched zero pages until the owner writes them (a
+   recycled object's head is zeroed, written). For an object of which a
+   thread uses a few scattered parts (the transfer stores' shards). */
+void *nd_meta_alloc_untouched(size_t size, size_t zero) nd_hidden;
 void  nd_meta_free(void *p, size_t size) nd_hidden;
 size_t nd_meta_mapped(void) nd_hidden;            /* bytes mapped for metadata */
 

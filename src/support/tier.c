@@ -13,7 +13,9 @@
 #include "os.h"
 #include "topo.h"
 
-nd_tiers_t nd_tiers;
+/* On a page of its own: its small arrays and first order rows share one
+   (tier.h). */
+nd_aligned(4096) nd_tiers_t nd_tiers;
 int8_t nd_tier_by_cpu[ND_MAX_CPUS][4];
 
 static const char *const nd_tier_names[ND_TIER_COUNT] = { "latency", "bandwidth", "capacity" };
@@ -237,6 +239,18 @@ static void nd_tier_order(int t, int c)
     }
 }
 
+/* Does row c of the attribute matrix hold a value? Read only: a row no
+   HMAT entry wrote stays unwritten (a page only read is not resident). */
+static bool nd_tier_row_is_set(int c)
+{
+    for (int m = 0; m < ND_MAX_NODES; m++) {
+        const nd_tier_attr *a = &nd_tiers.attr[c][m];
+        if ((a->read_latency | a->write_latency | a->read_bandwidth | a->write_bandwidth) != 0)
+            return true;
+    }
+    return false;
+}
+
 /* nd_tiers has been filled before (a test reads fixture trees one after
    another). The first read finds it zero, as the loader left it, and does
    not clear it: its 76 KiB (the attribute table of every node pair, most
@@ -269,7 +283,7 @@ void nd_tier_read(const char *sys, const char *measured)
         /* What a partial HMAT left: the rows of the nodes there are. */
         memset(nd_tiers.near, 0, sizeof nd_tiers.near);
         for (int c = 0; c < ND_MAX_NODES; c++)
-            if (nd_topo.flags[c] & ND_NODE_PRESENT)
+            if ((nd_topo.flags[c] & ND_NODE_PRESENT) && nd_tier_row_is_set(c))
                 memset(nd_tiers.attr[c], 0, sizeof nd_tiers.attr[c]);
         src = nd_read_measured(measured) > 0 ? ND_TIER_SRC_MEASURED : ND_TIER_SRC_DISTANCE;
         /* near: the node itself, and memory-only nodes whose closest CPU

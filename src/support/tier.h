@@ -63,10 +63,11 @@ typedef struct nd_tier_attr {
 
 typedef struct nd_tiers_s {
     /* Start-up writes the rows of the present nodes only, and the small
-       per-node arrays come first, the big attribute matrix last: on a
-       machine of one or two nodes the table touches one or two pages of
-       its 79 KiB (docs/how-it-works.md, "What every process holds"). */
-    int8_t       order[ND_MAX_NODES][ND_TIER_COUNT][ND_MAX_NODES];  /* [from node][tier][rank] */
+       per-node arrays come first, then the order rows, the big attribute
+       matrix last; the table starts on a page of its own (tier.c): on a
+       machine of one node the table touches one page of its 79 KiB, the
+       small arrays and node 0's order row (docs/how-it-works.md, "What
+       every process holds"). */
     uint8_t      source[ND_MAX_NODES];                              /* ND_TIER_SRC_* per CPU node */
     uint8_t      first_tiers[ND_MAX_NODES];                         /* bit t: a first choice of tier t */
     uint8_t      cap_tiers[ND_MAX_NODES];                           /* bit t: capped by tier t */
@@ -75,6 +76,7 @@ typedef struct nd_tiers_s {
     uint64_t     mem_bytes[ND_MAX_NODES];                           /* MemTotal of each node */
     size_t       cap[ND_TIER_COUNT];                                /* bytes, 0 = no cap */
     bool         any_cap;
+    int8_t       order[ND_MAX_NODES][ND_TIER_COUNT][ND_MAX_NODES];  /* [from node][tier][rank] */
     nd_tier_attr attr[ND_MAX_NODES][ND_MAX_NODES];                  /* [initiator][target] */
 } nd_tiers_t;
 

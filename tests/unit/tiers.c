@@ -239,7 +239,32 @@ static void per_cpu_tables_hold_rows_for_the_possible_cpus_only(void)
            "CPU 2 on node 0, the rows above the possible CPUs cleared of the read before");
 }
 
+/* On a machine of one node start-up writes one OS page of the tier table
+   (79 KiB): the table starts on a page, its small per-node arrays and the
+   order rows of node 0 lie in that page, and a row of the attribute
+   matrix that no HMAT entry wrote is left unwritten (read, not cleared).
+   On main the order rows came first and the small arrays 12 KiB later,
+   and node 0's attribute row was cleared: three pages (issue 18, the
+   small programs' fixed memory). */
+static void a_one_node_machine_writes_one_page_of_the_tier_table(void)
+{
+    const char *t = (const char *)&nd_tiers;
+    EXPECT((uintptr_t)t % 4096 == 0, "the tier table to start on an OS page, it starts at %p", (const void *)t);
+    size_t small_end = (size_t)((const char *)(&nd_tiers.any_cap + 1) - t);
+    size_t row0_end = (size_t)((const char *)&nd_tiers.order[1] - t);
+    EXPECT(small_end <= 4096 && row0_end <= 4096,
+           "the small arrays (to %zu) and node 0's order rows (to %zu) to lie in the first 4096 bytes", small_end,
+           row0_end);
+    load(ND_FIXTURES "/nonode3", NULL);
+    EXPECT(nd_topo.mem_count == 1, "one node, got %d", nd_topo.mem_count);
+    int set = 0;
+    for (int m = 0; m < ND_MAX_NODES; m++)
+        set += nd_tiers.attr[0][m].read_latency != 0 || nd_tiers.attr[0][m].read_bandwidth != 0;
+    EXPECT(set == 0, "no attribute of node 0 without HMAT, got %d", set);
+}
+
 static const struct nd_case cases[] = {
+    ND_CASE(a_one_node_machine_writes_one_page_of_the_tier_table),
     ND_CASE(hmat_attributes_name_each_tiers_node_per_cpu_node),
     ND_CASE(without_hmat_tiers_follow_distances_and_sizes),
     ND_CASE(measured_file_orders_the_tiers_without_hmat),

@@ -119,7 +119,7 @@ static void a_put_or_take_goes_on_to_the_next_shard_when_its_own_is_claimed_or_f
     unsigned c = class_of(size);
     void *out[ND_XFER_SLOTS];
     nd_xfer *x = plain_store_emptied(c, out);
-    size_t cap = nd_xfer_cap(x, c), share = x->cls[c][2].cap;
+    size_t cap = nd_xfer_cap(x, c), share = nd_xfer_shard_cap(c, 2);
     EXPECT(share * ND_XFER_SHARDS <= cap && cap < (share + 1) * ND_XFER_SHARDS,
            "each of the %u shards to hold a share of the class's %zu blocks, shard 2 holds %zu", ND_XFER_SHARDS, cap,
            share);
@@ -143,10 +143,10 @@ static void a_put_or_take_goes_on_to_the_next_shard_when_its_own_is_claimed_or_f
     EXPECT(many != NULL, "calloc to succeed");
     for (size_t i = 0; i < cap; i++)
         many[i] = blocks[i % 16];   /* only counted here: taken out again before any check */
-    size_t k = x->cls[c][3].cap + 2;
+    size_t k = nd_xfer_shard_cap(c, 3) + 2;
     EXPECT(nd_xfer_put(x, c, 3, many, k, NULL, NULL) == k, "a put of %zu blocks at shard 3 to take all of them", k);
-    EXPECT(x->cls[c][3].count == x->cls[c][3].cap && x->cls[c][0].count == 2,
-           "shard 3 to be full (%u of %u) and the 2 left over in shard 0 (%u)", x->cls[c][3].count, x->cls[c][3].cap,
+    EXPECT(x->cls[c][3].count == nd_xfer_shard_cap(c, 3) && x->cls[c][0].count == 2,
+           "shard 3 to be full (%u of %u) and the 2 left over in shard 0 (%u)", x->cls[c][3].count, nd_xfer_shard_cap(c, 3),
            x->cls[c][0].count);
     EXPECT(nd_xfer_put(x, c, 1, many, cap, NULL, NULL) == cap - k && nd_xfer_room(x, c) == 0,
            "the shards together to take the class's cap, %zu, no more", cap);
@@ -230,7 +230,7 @@ static void the_invariant_check_looks_at_every_shard(void)
            "a block of class %u in shard %u of class %u to break its invariants", other, last, c);
     EXPECT(nd_xfer_drain(x, c, last, out, 8, false) == 1 && out[0] == wrong[0] && nd_xfer_is_valid(x, c),
            "the wrong block drained, the class to be valid again");
-    uint32_t cap = x->cls[c][last].cap;
+    uint32_t cap = nd_xfer_shard_cap(c, last);
     x->cls[c][last].count = cap + 1;
     EXPECT(!nd_xfer_is_valid(x, c), "a shard holding more than its cap to break the invariants");
     x->cls[c][last].count = 0;
@@ -266,7 +266,7 @@ static void a_new_store_writes_only_its_header(void)
     EXPECT(nd_xfer_find(kind) == NULL, "no store of kind %u yet", kind);
     nd_xfer *x = nd_xfer_get(kind);
     EXPECT(x != NULL, "the store of kind %u to be made", kind);
-    const void *end = &x->p[x->slots];
+    const void *end = &x->p[x->first + x->slots];
     size_t r = resident_pages(&x->p[0], end);
     EXPECT(r == 0, "none of the new store's slots' pages to be resident (%u slots), %zu are", x->slots, r);
     unsigned c = class_of(64);
@@ -278,6 +278,86 @@ static void a_new_store_writes_only_its_header(void)
     size_t got = take_from(x, c, out, 512);
     r = resident_pages(&x->p[0], end);
     EXPECT(got > 0 && r >= 1 && r <= 2, "a put of %zu slots to make 1-2 pages resident, %zu are", got, r);
+}
+
+/* A class whose shards hold a few blocks keeps them in the shards' own
+   headers (their start rooms, four classes to an OS page), not in a page
+   of slots per shard: eight classes holding 8 blocks in each of two shards
+   make at most 3 of the store's OS pages resident (two of headers and the
+   one written when it is made). On main each shard's blocks took a page
+   of its own slots after a 12 KiB header written whole: 19 pages (the
+   small hand-off programs' peak RSS, issue 18). */
+static void classes_holding_a_few_blocks_keep_them_in_their_shards_headers(void)
+{
+    unsigned kind = nd_kind_of(false, ND_MAX_NODES - 1);
+    EXPECT(nd_xfer_find(kind) == NULL, "no store of kind %u yet", kind);
+    nd_xfer *x = nd_xfer_get(kind);
+    EXPECT(x != NULL, "the store of kind %u to be made", kind);
+    void *fake[8], *out[8];
+    for (size_t i = 0; i < 8; i++)
+        fake[i] = (void *)(uintptr_t)(i + 1);   /* slots only written and read back: no block behind them */
+    unsigned first = (class_of(64) + 3) & ~3u;   /* the first of four classes that share an OS page */
+    EXPECT((uintptr_t)x % 4096 == 0, "the store to start on an OS page (a mapping of its own)");
+    for (unsigned c = first; c < first + 8; c++)
+        for (unsigned s = 0; s < 2; s++) {
+            EXPECT(nd_xfer_put(x, c, s, fake, 8, NULL, NULL) == 8, "a put of 8 blocks into class %u, shard %u", c, s);
+            EXPECT(nd_xfer_take(x, c, s, out + 8, 8) == 8 && memcmp(out, fake, sizeof fake) == 0,
+                   "the 8 blocks back from class %u, shard %u", c, s);
+        }
+    size_t r = resident_pages(x, &x->p[x->first + x->slots]);
+    EXPECT(r <= 3, "8 classes of a few blocks in 2 shards to make at most 3 pages of the store resident, %zu are", r);
+}
+
+/* The big slots are laid out shard by shard, each shard's part whole OS
+   pages from a page on (xfer.h): neighbouring classes that hold a few
+   dozen blocks in one shard share pages of slots, and a class whose
+   shards' slots are a page each touches one page per shard. Four classes
+   of 640 B-1 KiB holding 40 blocks in shard 0 make at most 2 pages of
+   big slots resident (4 when each class's shards were together, main and
+   the start rooms' first step); a class of 64 B with all four shards full
+   (2,048 blocks) makes 4 (5 when its slots did not start on a page). */
+static void big_slots_of_one_shard_of_neighbouring_classes_share_pages(void)
+{
+    void *fake[ND_XFER_SLOTS], *out[ND_XFER_SLOTS];
+    for (size_t i = 0; i < ND_XFER_SLOTS; i++)
+        fake[i] = (void *)(uintptr_t)(i + 1);   /* slots only written and read back: no block behind them */
+    nd_xfer *x = nd_xfer_get(nd_kind_of(false, ND_MAX_NODES - 2));
+    EXPECT(x != NULL && x->slots != 0, "a fresh store of kind %u", nd_kind_of(false, ND_MAX_NODES - 2));
+    for (unsigned c = class_of(640); c <= class_of(1024); c++) {
+        EXPECT(nd_xfer_put(x, c, 0, fake, 40, NULL, NULL) == 40 && x->cls[c][0].big,
+               "40 blocks in class %u's shard 0, past its start room", c);
+        EXPECT(take_from(x, c, out, 40) == 40, "the 40 blocks back");
+    }
+    size_t r = resident_pages(&x->p[x->first], &x->p[x->first + x->slots]);
+    EXPECT(r <= 2, "4 classes' 40 blocks in shard 0 to make at most 2 pages of big slots resident, %zu are", r);
+
+    x = nd_xfer_get(nd_kind_of(true, ND_MAX_NODES - 2));
+    EXPECT(x != NULL, "a fresh store of kind %u", nd_kind_of(true, ND_MAX_NODES - 2));
+    unsigned c = class_of(64);
+    EXPECT(nd_xfer_cap(x, c) == ND_XFER_SLOTS && nd_xfer_put(x, c, 0, fake, ND_XFER_SLOTS, NULL, NULL) == ND_XFER_SLOTS,
+           "class %u full with %u blocks", c, ND_XFER_SLOTS);
+    r = resident_pages(&x->p[x->first], &x->p[x->first + x->slots]);
+    EXPECT(r == 4, "a full class of 64 B to make 4 pages of big slots resident, %zu are", r);
+    EXPECT(drain_all(x, c, out, ND_XFER_SLOTS) == ND_XFER_SLOTS, "the class drained");
+}
+
+/* A shard whose blocks outgrow its start room moves them to its big slots:
+   every block put comes back, the newest first, and the class is valid. */
+static void a_shard_past_its_start_room_keeps_its_blocks(void)
+{
+    unsigned c = class_of(48);
+    void *out[ND_XFER_SLOTS];
+    nd_xfer *x = plain_store_emptied(c, out);
+    enum { N = ND_XFER_START_SLOTS + 11 };
+    void *blocks[N];
+    take_marked(blocks, N, 48);
+    EXPECT(nd_xfer_put(x, c, 0, blocks, 20, NULL, NULL) == 20 && !x->cls[c][0].big, "20 blocks in the start room");
+    EXPECT(nd_xfer_put(x, c, 0, blocks + 20, N - 20, NULL, NULL) == N - 20 && x->cls[c][0].big,
+           "the shard to move to its big slots past %u blocks", ND_XFER_START_SLOTS);
+    EXPECT(nd_xfer_is_valid(x, c), "the class to be valid after the move");
+    size_t got = take_from(x, c, out, N);
+    EXPECT(got == N && memcmp(out, blocks, sizeof blocks) == 0, "all %d blocks back in order (%zu)", (int)N, got);
+    free_marked(blocks, N);
 }
 
 /* The store of one kind never gives blocks of another: blocks put in the
@@ -564,6 +644,9 @@ static void under_secure_1_blocks_a_consumer_frees_come_back_through_the_store(v
 
 static const struct nd_case cases[] = {
     ND_CASE(a_new_store_writes_only_its_header),
+    ND_CASE(classes_holding_a_few_blocks_keep_them_in_their_shards_headers),
+    ND_CASE(a_shard_past_its_start_room_keeps_its_blocks),
+    ND_CASE(big_slots_of_one_shard_of_neighbouring_classes_share_pages),
     ND_CASE(a_store_gives_back_what_it_took_and_holds_at_most_its_cap),
     ND_CASE(stores_of_two_kinds_keep_their_blocks_apart),
     ND_CASE(a_put_or_take_goes_on_to_the_next_shard_when_its_own_is_claimed_or_full),
