@@ -665,7 +665,7 @@ static void nd_tcache_check_sealed(void *const *v, size_t n, size_t block_size, 
    for its line to come over from the other core; asking for all the
    lines at once, for writing, moves them while the thread uses the first
    ones. xthread -s 1024 -p 1 (one thread mallocs, another frees, every
-   refill from the store): CPU x0.65 (docs/results.md, h46x). A block
+   refill from the store): CPU x0.56 (docs/results.md, h46x). A block
    handed out before its line came is no worse off than without. */
 static inline void nd_tcache_prefetch_taken(void *const *v, size_t n)
 {
