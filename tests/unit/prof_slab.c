@@ -15,6 +15,7 @@
  * thread, after its thread exits too; freed twice it aborts; two threads
  * adding and dropping samples in the same pages leave none; and a
  * workload of such samples makes little more resident than without them.
+ * A dump runs within a thread stack of 16 KiB.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -680,6 +681,40 @@ static void medium_samples_take_no_resident_memory_of_their_own(void)
            grown / 1024);
 }
 
+static void *dump_numbered(void *arg)
+{
+    (void)arg;
+    return (void *)(intptr_t)nodal_profile_dump(NULL);
+}
+
+/* A dump (its file names, its copy of the memory map, its formatting)
+   runs within a thread stack of 16 KiB: the exit dump's stack pages are
+   the main thread's resident memory (it took 21 KiB). In a child, so
+   that an overflow is a failed case, not a crash of the runner. */
+static void a_dump_runs_on_a_16_kib_thread_stack(void)
+{
+    start();
+    for (int i = 0; i < COUNT; i++)
+        blocks[i] = nodal_malloc(64);
+    pid_t pid = fork();
+    EXPECT(pid >= 0, "fork");
+    if (pid == 0) {
+        pthread_attr_t a;
+        pthread_t t;
+        void *r = (void *)1;
+        if (pthread_attr_init(&a) != 0 || pthread_attr_setstacksize(&a, 16384) != 0 ||
+            pthread_create(&t, &a, dump_numbered, NULL) != 0 || pthread_join(t, &r) != 0)
+            _exit(3);
+        _exit(r == NULL ? 0 : 2);
+    }
+    int status = 0;
+    EXPECT(waitpid(pid, &status, 0) == pid, "waitpid");
+    EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the dump on a 16 KiB stack to succeed: %s %d",
+           WIFSIGNALED(status) ? "signal" : "exit status", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+    for (int i = 0; i < COUNT; i++)
+        nodal_free(blocks[i]);
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(small_samples_share_a_slab_and_keep_their_class_size),
     ND_CASE(cells_freed_by_another_thread_drop_samples_and_free_their_slabs),
@@ -695,5 +730,6 @@ static const struct nd_case cases[] = {
     ND_CASE(a_medium_sample_freed_twice_aborts),
     ND_CASE(medium_samples_taken_and_freed_by_two_threads_are_all_dropped),
     ND_CASE(medium_samples_take_no_resident_memory_of_their_own),
+    ND_CASE(a_dump_runs_on_a_16_kib_thread_stack),
 };
 ND_MAIN(cases)
