@@ -15,7 +15,8 @@
  * thread, after its thread exits too; freed twice it aborts; two threads
  * adding and dropping samples in the same pages leave none; and a
  * workload of such samples makes little more resident than without them.
- * A dump runs within a thread stack of 16 KiB.
+ * A slab takes its freed cells again. A dump runs within a thread stack
+ * of 16 KiB.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -33,6 +34,7 @@
 #include "segment.h"
 #include "slab.h"
 #include "tcache.h"
+#include "thread.h"
 
 #define RATE  256          /* bytes between samples: a 64-byte request is sampled with p = 0.22 */
 #define COUNT 4000
@@ -681,6 +683,33 @@ static void medium_samples_take_no_resident_memory_of_their_own(void)
            grown / 1024);
 }
 
+/* A thread whose samples die as it goes (two 1,000-byte ones live at a
+   time; three 1 KiB cells to a slab) goes on in its slab, its freed cells
+   taken again, rather than a new slab every three samples. */
+static void a_slab_takes_its_freed_cells_again(void)
+{
+    start();
+    void *live[2] = { 0 };
+    nd_slab *first = NULL;
+    unsigned changes = 0;
+    for (int i = 0; i < 600; i++) {
+        nodal_free(live[i % 2]);
+        live[i % 2] = nodal_malloc(1000);
+        nd_slab *slab = nd_tls_tc->prof_slab;
+        if (first == NULL)
+            first = slab;
+        else
+            changes += slab != first;
+        first = slab != NULL ? slab : first;
+    }
+    EXPECT(nd_prof_samples() >= 500, "most of 600 requests of 1,000 bytes sampled at rate %d, %lu", RATE,
+           (unsigned long)nd_prof_samples());
+    EXPECT(changes == 0, "the thread's samples to stay in one slab, it moved to another %u times", changes);
+    nodal_free(live[0]);
+    nodal_free(live[1]);
+    EXPECT(nd_prof_live_bytes() == 0, "no live sample left, %ld bytes", (long)nd_prof_live_bytes());
+}
+
 static void *dump_numbered(void *arg)
 {
     (void)arg;
@@ -730,6 +759,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_medium_sample_freed_twice_aborts),
     ND_CASE(medium_samples_taken_and_freed_by_two_threads_are_all_dropped),
     ND_CASE(medium_samples_take_no_resident_memory_of_their_own),
+    ND_CASE(a_slab_takes_its_freed_cells_again),
     ND_CASE(a_dump_runs_on_a_16_kib_thread_stack),
 };
 ND_MAIN(cases)
