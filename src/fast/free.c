@@ -146,9 +146,12 @@ static nd_noinline void nd_free_slab_cell(void *p, nd_segment *s, nd_page *pg)
     uint8_t live = 1;
     if (cell == NULL)
         nd_misuse("free", "invalid pointer (not the start of a block)", p);
+    /* Its slot read first: once freed, the cell may be taken again by its
+       slab's owner (slab.c), which writes the next sample's slot. */
+    uint32_t slot = cell->slot;
     if (!__atomic_compare_exchange_n(&cell->live, &live, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
         nd_misuse("free", "double free", p);
-    nd_prof_drop(p, cell->slot);
+    nd_prof_drop(p, slot);
     size_t bytes = nd_slab_unref(s, pg);
     if (bytes != 0)
         nd_thread_count_free(false, bytes);

@@ -687,14 +687,13 @@ bool nd_os_symbol(const void *a, const char **file, const void **base, const cha
     return true;
 }
 
-bool nd_os_copy_file(const char *path, int fd)
+bool nd_os_copy_file(const char *path, int fd, char *buf, size_t len)
 {
     int saved = errno;
     int in = open(path, O_RDONLY | O_CLOEXEC);
     bool ok = in >= 0;
-    char buf[4096];
     while (ok) {
-        ssize_t n = read(in, buf, sizeof buf);
+        ssize_t n = read(in, buf, len);
         if (n < 0 && errno == EINTR)
             continue;
         if (n <= 0) {

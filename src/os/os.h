@@ -202,8 +202,9 @@ bool        nd_os_symbol(const void *a, const char **file, const void **base,
    itself. False when a is in none. */
 bool        nd_os_code_range(const void *a, uintptr_t *lo, uintptr_t *hi, bool *main) nd_hidden;
 /* Copies the file at path to descriptor fd (/proc/self/maps into a
-   profile); false on an error. */
-bool        nd_os_copy_file(const char *path, int fd) nd_hidden;
+   profile) through buf[0..len) (the caller's: no stack page for it);
+   false on an error. */
+bool        nd_os_copy_file(const char *path, int fd, char *buf, size_t len) nd_hidden;
 /* A pipe, both ends non-blocking and close-on-exec; false on failure. */
 bool        nd_os_pipe(int fds[2]) nd_hidden;
 /* Waits until fd is readable or timeout_ms passed; reads and discards what

@@ -141,22 +141,36 @@ void nd_opt_var_name(nd_opt_id id, char *buf, size_t len)
     }
 }
 
+/* (Written into buf directly: through an nd_out and nd_outf, 5 KB of stack
+   below the caller, the exit dump's deepest frames: profile.c.) */
 size_t nd_opt_expand_path(const char *tmpl, long pid, char *buf, size_t len)
 {
-    nd_out b;
-    nd_out_to_buffer(&b, buf, len);
+    size_t total = 0;
     for (const char *c = tmpl; *c; c++) {
+        char num[24];
+        const char *piece = c;
+        size_t n = 1;
         if (c[0] == '%' && c[1] == 'p') {
-            nd_outf(&b, "%ld", pid);
+            unsigned long v = pid < 0 ? 0ul - (unsigned long)pid : (unsigned long)pid;
+            char *end = num + sizeof num, *d = end;
+            do
+                *--d = (char)('0' + v % 10);
+            while ((v /= 10) != 0);
+            if (pid < 0)
+                *--d = '-';
+            piece = d;
+            n = (size_t)(end - d);
             c++;
         } else if (c[0] == '%' && c[1] == '%') {
-            nd_out_write(&b, "%", 1);
             c++;
-        } else {
-            nd_out_write(&b, c, 1);
         }
+        for (size_t i = 0; i < n; i++, total++)
+            if (total + 1 < len)
+                buf[total] = piece[i];
     }
-    return b.total;
+    if (len > 0)
+        buf[total < len ? total : len - 1] = '\0';
+    return total;
 }
 
 /* ---- names --------------------------------------------------------------------- */

@@ -35,18 +35,23 @@ struct nd_tcache;
  *
  * A cell slab's cells are cut in order from `top`, each at its class
  * size's natural alignment (the largest power of two dividing it, as a
- * class's blocks in a page), and never reused: a slab goes back to the
- * large pool when its last reference goes.
+ * class's blocks in a page); once `top` leaves no room, a freed cell is
+ * taken again by a request it fits (its class's size at least the
+ * request's, its place aligned for it), keeping its class and place
+ * (slab.c); a slab goes back to the large pool when its last reference
+ * goes.
  * Invariants: refs = the live cells + 1 while a cache holds the slab as
  * its prof_slab; the slab is a large block in use of its pool while
  * refs > 0, starting at the header itself; its cells[0, ncells) lie in
  * [header end, top) in order, apart, each aligned to its class size's
  * natural alignment, top <= the block's bytes; ncells, top and the cells'
  * off and cls change only in the owner cache's thread, before the cell
- * is handed out; a cell's live goes 1 -> 0 once, by the free that takes
- * it (compare-and-swap: a second free of it is a double free); slot is
- * its sample's slot in the profile's live table (prof.h), or
- * ND_SLAB_NO_SLOT when it has none.
+ * is handed out, and never after; a cell's live goes 1 -> 0 by the free
+ * that takes it (compare-and-swap: a second free of it is a double free),
+ * and 0 -> 1 only in the owner cache's thread, which takes it again;
+ * slot is its sample's slot in the profile's live table (prof.h), or
+ * ND_SLAB_NO_SLOT when it has none, written by the owner before the cell
+ * is handed out and read by its free before the compare-and-swap.
  */
 #define ND_PROF_SLAB      2u      /* nd_page.sampled of a sample slab's descriptor (1: a sampled block) */
 #define ND_SLAB_CELL_MAX  1024u   /* the largest class whose samples take cells */

@@ -15,6 +15,8 @@
  * thread, after its thread exits too; freed twice it aborts; two threads
  * adding and dropping samples in the same pages leave none; and a
  * workload of such samples makes little more resident than without them.
+ * A slab takes its freed cells again. A dump runs within a thread stack
+ * of 16 KiB.
  */
 #include <pthread.h>
 #include <stdint.h>
@@ -32,6 +34,7 @@
 #include "segment.h"
 #include "slab.h"
 #include "tcache.h"
+#include "thread.h"
 
 #define RATE  256          /* bytes between samples: a 64-byte request is sampled with p = 0.22 */
 #define COUNT 4000
@@ -680,6 +683,67 @@ static void medium_samples_take_no_resident_memory_of_their_own(void)
            grown / 1024);
 }
 
+/* A thread whose samples die as it goes (two 1,000-byte ones live at a
+   time; three 1 KiB cells to a slab) goes on in its slab, its freed cells
+   taken again, rather than a new slab every three samples. */
+static void a_slab_takes_its_freed_cells_again(void)
+{
+    start();
+    void *live[2] = { 0 };
+    nd_slab *first = NULL;
+    unsigned changes = 0;
+    for (int i = 0; i < 600; i++) {
+        nodal_free(live[i % 2]);
+        live[i % 2] = nodal_malloc(1000);
+        nd_slab *slab = nd_tls_tc->prof_slab;
+        if (first == NULL)
+            first = slab;
+        else
+            changes += slab != first;
+        first = slab != NULL ? slab : first;
+    }
+    EXPECT(nd_prof_samples() >= 500, "most of 600 requests of 1,000 bytes sampled at rate %d, %lu", RATE,
+           (unsigned long)nd_prof_samples());
+    EXPECT(changes == 0, "the thread's samples to stay in one slab, it moved to another %u times", changes);
+    nodal_free(live[0]);
+    nodal_free(live[1]);
+    EXPECT(nd_prof_live_bytes() == 0, "no live sample left, %ld bytes", (long)nd_prof_live_bytes());
+}
+
+static void *dump_numbered(void *arg)
+{
+    (void)arg;
+    return (void *)(intptr_t)nodal_profile_dump(NULL);
+}
+
+/* A dump (its file names, its copy of the memory map, its formatting)
+   runs within a thread stack of 16 KiB: the exit dump's stack pages are
+   the main thread's resident memory (it took 21 KiB). In a child, so
+   that an overflow is a failed case, not a crash of the runner. */
+static void a_dump_runs_on_a_16_kib_thread_stack(void)
+{
+    start();
+    for (int i = 0; i < COUNT; i++)
+        blocks[i] = nodal_malloc(64);
+    pid_t pid = fork();
+    EXPECT(pid >= 0, "fork");
+    if (pid == 0) {
+        pthread_attr_t a;
+        pthread_t t;
+        void *r = (void *)1;
+        if (pthread_attr_init(&a) != 0 || pthread_attr_setstacksize(&a, 16384) != 0 ||
+            pthread_create(&t, &a, dump_numbered, NULL) != 0 || pthread_join(t, &r) != 0)
+            _exit(3);
+        _exit(r == NULL ? 0 : 2);
+    }
+    int status = 0;
+    EXPECT(waitpid(pid, &status, 0) == pid, "waitpid");
+    EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the dump on a 16 KiB stack to succeed: %s %d",
+           WIFSIGNALED(status) ? "signal" : "exit status", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
+    for (int i = 0; i < COUNT; i++)
+        nodal_free(blocks[i]);
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(small_samples_share_a_slab_and_keep_their_class_size),
     ND_CASE(cells_freed_by_another_thread_drop_samples_and_free_their_slabs),
@@ -695,5 +759,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_medium_sample_freed_twice_aborts),
     ND_CASE(medium_samples_taken_and_freed_by_two_threads_are_all_dropped),
     ND_CASE(medium_samples_take_no_resident_memory_of_their_own),
+    ND_CASE(a_slab_takes_its_freed_cells_again),
+    ND_CASE(a_dump_runs_on_a_16_kib_thread_stack),
 };
 ND_MAIN(cases)
