@@ -28,7 +28,7 @@ typedef struct nd_tight_seen {
 } nd_tight_seen;
 static nd_tight_seen nd_tight_seens[ND_MAX_NODES][ND_TIGHT_BUCKETS];
 /* Slabs that exist, over every node (atomic): the sweep's test. */
-static uint32_t nd_tight_count;
+uint32_t nd_tight_count;
 
 static inline nd_lock_t *nd_tight_lock(int node) { return ND_LOCK(tight, node); }
 
@@ -259,10 +259,8 @@ static void nd_tight_sweep_list(nd_tight_slab **head, bool force, nd_tight_slab 
     }
 }
 
-void nd_tight_sweep(bool force)
+void nd_tight_sweep_slow(bool force)
 {
-    if (nd_load_relaxed(&nd_tight_count) == 0)
-        return;
     nd_lock_may_take(ND_LOCK_ID_tight);
     for (int n = 0; n < nd_topo.mem_count; n++) {
         int node = nd_topo.mem_ids[n];
