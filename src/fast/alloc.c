@@ -280,10 +280,13 @@ static size_t nd_block_usable(const char *fn, const nd_segment *s, const nd_page
         return nd_huge_usable(s, p);
     if (s->kind != ND_SEG_LARGE && nd_unlikely(nd_secure_on()))
         return nd_secure_size(fn, pg, p);
-    if (s->kind == ND_SEG_LARGE && nd_unlikely(nd_load_relaxed(&pg->sampled) == ND_PROF_SLAB))
-        return nd_slab_cell_usable(pg, p);   /* (a small or medium page's sampled counts its samples) */
-    if (s->kind == ND_SEG_LARGE && nd_unlikely(nd_load_relaxed(&pg->sampled) == ND_TIGHT_SLAB))
-        return nd_tight_cell_size((nd_segment *)s, pg, p) - (nd_secure_on() ? ND_SECURE_TAIL : 0);   /* (a live cell: nd_block_find) */
+    if (s->kind == ND_SEG_LARGE) {   /* (a small or medium page's sampled counts its samples) */
+        uint8_t sampled = nd_load_relaxed(&pg->sampled);
+        if (nd_unlikely(sampled == ND_PROF_SLAB))
+            return nd_slab_cell_usable(pg, p);
+        if (nd_unlikely(sampled == ND_TIGHT_SLAB))   /* a live cell: nd_block_find */
+            return nd_tight_cell_size((nd_segment *)s, pg, p) - (nd_secure_on() ? ND_SECURE_TAIL : 0);
+    }
     return pg->block_size;
 }
 
