@@ -12,21 +12,25 @@ const uint32_t nd_class_size[ND_CLASS_COUNT] = {
 };
 
 /* Class of sizes (i-1)*16+1 .. i*16 (index 0: size 0), written once and
-   expanded into the class table and the fast paths' bin-offset table. */
-#define ND_LOOKUP(X)                                                                           \
-    X(0) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(8) X(9) X(9) X(10) X(10) X(11) X(11)   \
+   expanded into the class table and the fast paths' bin-offset table
+   (ND_LOOKUP_TAIL: from index 1 on). */
+#define ND_LOOKUP(X) X(0) ND_LOOKUP_TAIL(X)
+#define ND_LOOKUP_TAIL(X)                                                                      \
+    X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(8) X(9) X(9) X(10) X(10) X(11) X(11)        \
     X(12) X(12) X(12) X(12) X(13) X(13) X(13) X(13) X(14) X(14) X(14) X(14) X(15) X(15)       \
     X(15) X(15) X(16) X(16) X(16) X(16) X(16) X(16) X(16) X(16) X(17) X(17) X(17) X(17)       \
     X(17) X(17) X(17) X(17) X(18) X(18) X(18) X(18) X(18) X(18) X(18) X(18) X(19) X(19)       \
     X(19) X(19) X(19) X(19) X(19) X(19)
 #define ND_AS_CLASS(c) c,
-#define ND_AS_OFFSET(c) (c) * ND_BIN_BYTES,
+/* Two entries of the bin-offset table, which steps by ND_BIN_STEP (8)
+   bytes: sizes (i-1)*16+1 .. (i-1)*16+8 and the 8 above them. */
+#define ND_AS_OFFSET2(c) (c) * ND_BIN_BYTES, (c) * ND_BIN_BYTES,
 const uint8_t nd_class_lookup[ND_LOOKUP_MAX / ND_QUANTUM + 1] = { ND_LOOKUP(ND_AS_CLASS) };
 /* Not const: secure=1 pads it once at process start (nd_class_pad_requests). */
-uint16_t nd_class_bin_offset[ND_LOOKUP_MAX / ND_QUANTUM + 1] = { ND_LOOKUP(ND_AS_OFFSET) };
+uint16_t nd_class_bin_offset[ND_LOOKUP_MAX / ND_BIN_STEP + 1] = { 0, ND_LOOKUP_TAIL(ND_AS_OFFSET2) };
 
 _Static_assert(sizeof nd_class_lookup == 65, "one entry per 16 bytes up to 1 KiB");
-_Static_assert(sizeof nd_class_bin_offset == 2 * 65, "one bin offset per 16 bytes up to 1 KiB");
+_Static_assert(sizeof nd_class_bin_offset == 2 * 129, "one bin offset per 8 bytes up to 1 KiB");
 _Static_assert(ND_MEDIUM_MAX == 131072, "the last class is ND_MEDIUM_MAX");
 
 #define ND_AS_SELF(c) c,
@@ -50,15 +54,18 @@ void nd_class_pad_requests(size_t pad)
         nd_class_bin[c] = (uint8_t)(c - 1);
     /* The first class's blocks go to bin 0, which no padded request takes
        (each needs 24 bytes at least: link, mark, canary): the requests of
-       up to 1 KiB that need it (1,009-1,024 bytes, with the canary word)
+       up to 1 KiB that need it (1,017-1,024 bytes, with the canary word)
        get its blocks, 1,280 bytes, not the next class's 1,536 (before, the
        first class had no bin). */
     _Static_assert(ND_QUANTUM < 24, "no padded request takes class 0");
     nd_class_bin[first] = 0;
     nd_bin_class[0] = (uint8_t)first;
     nd_class_bin[0] = ND_CLASS_COUNT;
-    for (size_t i = 0; i <= ND_LOOKUP_MAX / ND_QUANTUM; i++) {
-        size_t largest = i == 0 ? ND_QUANTUM : i * ND_QUANTUM;   /* the largest request of entry i */
+    /* Per ND_BIN_STEP bytes: a request takes the smallest class with room
+       for it and the canary (33-40 bytes: 48, not 64; 1,009-1,016: 1 KiB,
+       not 1.25). */
+    for (size_t i = 0; i <= ND_LOOKUP_MAX / ND_BIN_STEP; i++) {
+        size_t largest = i == 0 ? ND_BIN_STEP : i * ND_BIN_STEP;   /* the largest request of entry i */
         size_t need = largest + pad < 24 ? 24 : largest + pad;   /* link, mark, canary */
         nd_class_bin_offset[i] = (uint16_t)(nd_class_bin[nd_class_of(need)] * ND_BIN_BYTES);
     }

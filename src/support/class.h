@@ -21,15 +21,21 @@ extern const uint8_t  nd_class_lookup[ND_LOOKUP_MAX / ND_QUANTUM + 1] nd_hidden;
    (class * ND_BIN_BYTES): the fast paths' table. Under secure=1 it maps a
    request to a class with `pad` bytes more room (nd_class_pad_requests,
    once, before any thread cache exists): the fast path then hands out
-   blocks with room for the canary word after any request up to 1 KiB. */
-extern uint16_t nd_class_bin_offset[ND_LOOKUP_MAX / ND_QUANTUM + 1] nd_hidden;
+   blocks with room for the canary word after any request up to 1 KiB.
+   One entry per ND_BIN_STEP bytes (the class table's per 16), so that
+   under secure=1 a request and its canary take the smallest class they
+   fit (40 bytes: 48-byte blocks); by default the two entries of a 16-byte
+   step are the same bin (the same instructions: an add, a shift and a
+   load; the table is 258 bytes rather than 130). */
+#define ND_BIN_STEP 8
+extern uint16_t nd_class_bin_offset[ND_LOOKUP_MAX / ND_BIN_STEP + 1] nd_hidden;
 /* The class whose blocks a thread cache's bin b holds, and the bin that
    holds class c's blocks (ND_CLASS_COUNT: none). Identities, except under
    secure=1: past ND_LOOKUP_MAX the fast path takes a request's bin from
    its size unpadded, so bin b holds blocks of class b + 1 there (room for
    the canary word after any request of bin b's range); the first class
    past ND_LOOKUP_MAX then goes to bin 0 (the padded requests of
-   1,009-1,024 bytes take it), and class 0 (16 B, which no padded request
+   1,017-1,024 bytes take it), and class 0 (16 B, which no padded request
    takes) has no bin, nor does the last bin any class. */
 extern uint8_t nd_bin_class[ND_CLASS_COUNT] nd_hidden;
 extern uint8_t nd_class_bin[ND_CLASS_COUNT] nd_hidden;
@@ -66,7 +72,7 @@ static inline unsigned nd_class_of(size_t size)
 static inline __attribute__((always_inline)) bool nd_class_fast(size_t size, size_t *bin_off)
 {
     if (nd_likely(size <= ND_LOOKUP_MAX))
-        *bin_off = nd_class_bin_offset[(size + ND_QUANTUM - 1) / ND_QUANTUM];
+        *bin_off = nd_class_bin_offset[(size + ND_BIN_STEP - 1) / ND_BIN_STEP];
     else if (size <= ND_MEDIUM_MAX)
         *bin_off = (size_t)nd_class_of(size) * ND_BIN_BYTES;
     else

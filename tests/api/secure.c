@@ -469,15 +469,17 @@ static void aligned_blocks_the_default_caches_stay_in_the_thread_cache(void)
 }
 
 /* The canary word takes a request to the next class when it does not fit
-   the request's own (the fast path's table steps by 16 bytes): up to
-   1,008 bytes a 1 KiB block, 1,009-1,024 bytes the next class, 1,280
-   bytes (they took 1,536 before that class had a bin), from the thread
-   cache (the same block back when freed). */
+   the request's own (the fast path's table steps by 8 bytes): up to
+   1,016 bytes a 1 KiB block, 1,017-1,024 bytes the next class, 1,280
+   bytes (they took 1,536 before that class had a bin; with steps of 16
+   bytes, 1,009-1,016 bytes took it too), from the thread cache (the same
+   block back when freed). */
 static void requests_just_under_1_kib_take_the_next_class(void)
 {
     need_secure();
     const struct nd_api *A = nd_api();
-    static const size_t want[][2] = { { 1000, 1016 }, { 1008, 1016 }, { 1009, 1272 }, { 1024, 1272 },
+    static const size_t want[][2] = { { 1000, 1016 }, { 1008, 1016 }, { 1009, 1016 }, { 1016, 1016 },
+                                      { 1017, 1272 }, { 1024, 1272 },
                                       { 1025, 1528 }, { 1280, 1528 } };
     for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
         void *p = A->malloc(want[k][0]);
