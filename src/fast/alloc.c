@@ -318,7 +318,7 @@ static void *nd_malloc_grown(const nd_segment *s, size_t size)
         bool shared;
         nd_tcache *tc = s->bound ? nd_node_tcache(s->node, &shared) : nd_plain_tcache();
         if (tc != NULL)
-            return nd_route_large(tc, size, 0);
+            return nd_route_grown(tc, size);
     }
     /* Below that, a quarter more room than asked (about one class step):
        a block grown a little at a time is copied at every other step
@@ -360,6 +360,9 @@ void *nd_realloc(void *p, size_t size)
                cell's end). */
             if (size <= usable && (size > usable / 2 || usable <= 4 * ND_QUANTUM))
                 return p;
+        } else if (size <= usable && size > ND_SMALL_MAX && nd_large_stays(size, nd_load_relaxed(&pg->reserved))) {
+            /* In place without the pool's lock (large.h). */
+            return p;
         } else if (size > ND_SMALL_MAX && size <= ND_LARGE_MAX && nd_large_resize(s, pg, size, &delta)) {
             nd_thread_count_large_resize(delta);
             return p;
