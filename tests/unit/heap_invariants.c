@@ -2111,6 +2111,33 @@ static void two_blocks_grown_in_turn_grow_in_place_to_twice_their_chunk(void)
     EXPECT(nd_large_is_valid(), "the large pools to be valid once the blocks are freed");
 }
 
+/* A block grown by realloc a quarter at a time from 8 B to 120 KiB moves
+   once from 12 KiB on: into a run of chunks as soon as its next block
+   with a quarter more room would pass 16 KiB, then in place. On main
+   54e3c03 it moved twice (15,994 -> 19,992 B into a medium class of
+   20 KiB, then to a large block at 25,008 B: one copy of 20 KiB more). */
+static void a_block_grown_by_quarters_moves_once_past_12_kib(void)
+{
+    nodal_collect(1);
+    unsigned char *p = nodal_malloc(8);
+    EXPECT(p != NULL, "malloc(8) to succeed");
+    if (p == NULL)
+        return;
+    for (size_t j = 0; j < 8; j++)
+        p[j] = (unsigned char)(j * 7 + 4);
+    int moves = 0;
+    size_t size = 8;
+    while (size < ((size_t)120 << 10)) {
+        size_t next = size + size / 4 + 8;
+        unsigned char *before = p;
+        grow_by_quarters(&p, size, next, 4);
+        moves += size >= ((size_t)12 << 10) && p != before;
+        size = next;
+    }
+    EXPECT(moves == 1, "a block grown by quarters from 12 KiB to 120 KiB to move once; it moved %d times", moves);
+    nodal_free(p);
+}
+
 static unsigned char *handed_block;
 static size_t handed_size;
 
@@ -2272,6 +2299,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_large_block_fills_an_older_segments_hole_first),
     ND_CASE(two_blocks_grown_in_turn_grow_in_place_to_twice_their_chunk),
     ND_CASE(a_block_grown_in_one_thread_grows_on_in_another),
+    ND_CASE(a_block_grown_by_quarters_moves_once_past_12_kib),
     ND_CASE(a_node_bound_block_grown_by_realloc_stays_on_its_node),
 };
 ND_MAIN(cases)
