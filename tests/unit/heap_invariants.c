@@ -2074,6 +2074,16 @@ static int grow_by_quarters(unsigned char **pp, size_t from, size_t to, int tag)
     return moves;
 }
 
+/* p, a new block of 8 bytes (NULL: a failed malloc, reported), its bytes
+   written with the pattern of tag (grow_by_quarters). */
+static unsigned char *tagged_block(unsigned char *p, int tag)
+{
+    EXPECT(p != NULL, "an 8-byte block to be allocated");
+    for (size_t j = 0; p != NULL && j < 8; j++)
+        p[j] = (unsigned char)(j * 7 + tag);
+    return p;
+}
+
 /* Two blocks grown by realloc in turn, a quarter at a time from 8 B to
    120 KiB (two vectors built side by side, or by two threads at once):
    each grows in place from 20 KiB on, its contents kept, as the other's
@@ -2085,14 +2095,9 @@ static void two_blocks_grown_in_turn_grow_in_place_to_twice_their_chunk(void)
     nodal_collect(1);
     unsigned char *p[2];
     size_t size = 8;
-    for (int b = 0; b < 2; b++) {
-        p[b] = nodal_malloc(size);
-        EXPECT(p[b] != NULL, "malloc(8) to succeed");
-        if (p[b] == NULL)
+    for (int b = 0; b < 2; b++)
+        if ((p[b] = tagged_block(nodal_malloc(size), 1 + b)) == NULL)
             return;
-        for (size_t j = 0; j < size; j++)
-            p[b][j] = (unsigned char)(j * 7 + 1 + b);
-    }
     int moves[2] = { 0, 0 };
     const size_t top = (size_t)120 << 10;
     while (size < top) {
@@ -2119,12 +2124,9 @@ static void two_blocks_grown_in_turn_grow_in_place_to_twice_their_chunk(void)
 static void a_block_grown_by_quarters_moves_once_past_12_kib(void)
 {
     nodal_collect(1);
-    unsigned char *p = nodal_malloc(8);
-    EXPECT(p != NULL, "malloc(8) to succeed");
+    unsigned char *p = tagged_block(nodal_malloc(8), 4);
     if (p == NULL)
         return;
-    for (size_t j = 0; j < 8; j++)
-        p[j] = (unsigned char)(j * 7 + 4);
     int moves = 0;
     size_t size = 8;
     while (size < ((size_t)120 << 10)) {
@@ -2157,12 +2159,8 @@ static void *grow_the_handed_block(void *arg)
 static void a_block_grown_in_one_thread_grows_on_in_another(void)
 {
     for (int round = 0; round < 3; round++) {
-        handed_block = nodal_malloc(8);
-        EXPECT(handed_block != NULL, "malloc(8) to succeed");
-        if (handed_block == NULL)
+        if ((handed_block = tagged_block(nodal_malloc(8), 3)) == NULL)
             return;
-        for (size_t j = 0; j < 8; j++)
-            handed_block[j] = (unsigned char)(j * 7 + 3);
         handed_size = 8;
         pthread_t t;
         EXPECT(pthread_create(&t, NULL, grow_the_handed_block, (void *)(uintptr_t)(40 << 10)) == 0,
@@ -2190,12 +2188,9 @@ static void a_node_bound_block_grown_by_realloc_stays_on_its_node(void)
     nodal_free(nodal_malloc(1));   /* the thread started: its node */
     int node = nd_tls_tc->heap.node;
     for (int round = 0; round < 2; round++) {
-        unsigned char *p = nodal_malloc_node(8, node);
-        EXPECT(p != NULL, "nodal_malloc_node(8, %d) to succeed", node);
+        unsigned char *p = tagged_block(nodal_malloc_node(8, node), 5);
         if (p == NULL)
             return;
-        for (size_t j = 0; j < 8; j++)
-            p[j] = (unsigned char)(j * 7 + 5);
         size_t size = 8;
         while (size < ((size_t)2 << 20)) {
             size_t next = size + size / 2;
@@ -2206,12 +2201,9 @@ static void a_node_bound_block_grown_by_realloc_stays_on_its_node(void)
                    "(segment bound %d, node %d)", node, size, s != NULL && s->bound, s != NULL ? s->node : -1);
         }
         nodal_free(p);
-        unsigned char *q = nodal_malloc(8);
-        EXPECT(q != NULL, "malloc(8) to succeed");
+        unsigned char *q = tagged_block(nodal_malloc(8), 6);
         if (q == NULL)
             return;
-        for (size_t j = 0; j < 8; j++)
-            q[j] = (unsigned char)(j * 7 + 6);
         grow_by_quarters(&q, 8, (size_t)60 << 10, 6);
         EXPECT(!nd_seg_base(q)->bound, "a plain block grown to 60 KiB to stay plain memory");
         nodal_free(q);
