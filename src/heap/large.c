@@ -698,25 +698,12 @@ static nd_noinline void nd_large_give_tailed(nd_segment *s, unsigned i, unsigned
         nd_large_give(s, i, k - 1u, nd_os_now_ms());
 }
 
-/* Gives block p back to its segment (nd_large_free without the kept
-   blocks). */
-static size_t nd_large_give_back(nd_segment *s, nd_page *pg, void *p)
+/* A block of `bytes` of s is gone (freed, or moved: nd_large_move), its
+   descriptor cleared and its chunks given back: one block fewer in s, and
+   s goes back to its node when it was the last and the pool has its spare
+   empty segments. Under the pool lock, which it releases. */
+static void nd_large_block_gone(nd_large_pool *pool, nd_segment *s, size_t bytes)
 {
-    nd_large_pool *pool = &nd_large_pools[s->node][s->bound ? 1 : 0];
-    nd_lock(nd_pool_lock(pool));
-    if (!pg->in_use || pg->start != (uint8_t *)p) {
-        nd_unlock(nd_pool_lock(pool));
-        return 0;
-    }
-    size_t bytes = pg->block_size;
-    unsigned i = nd_seg_page_index(s, pg), k = pg->reserved;
-    nd_large_unguard_freed(s, p, bytes);   /* before the chunks can be reused */
-    nd_store_relaxed(&pg->in_use, 0);
-    pg->key = ND_KEY_NONE;
-    if (nd_unlikely(s->tails != 0) && ((s->tails >> (i + k - 1u)) & 1))
-        nd_large_give_tailed(s, i, k);
-    else
-        nd_large_give(s, i, k, nd_os_now_ms());
     nd_segment *release = NULL;
     if (--s->used_pages == 0) {
         if (pool->empty < nd_large_spare()) {
@@ -738,7 +725,51 @@ static size_t nd_large_give_back(nd_segment *s, nd_page *pg, void *p)
             nd_large_unguard(release, 0, release->size / nd_os_page_size() - 1);
         nd_node_seg_put(release);   /* purged there, or cached with its memory for a while */
     }
+}
+
+/* Gives block p back to its segment (nd_large_free without the kept
+   blocks). */
+static size_t nd_large_give_back(nd_segment *s, nd_page *pg, void *p)
+{
+    nd_large_pool *pool = &nd_large_pools[s->node][s->bound ? 1 : 0];
+    nd_lock(nd_pool_lock(pool));
+    if (!pg->in_use || pg->start != (uint8_t *)p) {
+        nd_unlock(nd_pool_lock(pool));
+        return 0;
+    }
+    size_t bytes = pg->block_size;
+    unsigned i = nd_seg_page_index(s, pg), k = pg->reserved;
+    nd_large_unguard_freed(s, p, bytes);   /* before the chunks can be reused */
+    nd_store_relaxed(&pg->in_use, 0);
+    pg->key = ND_KEY_NONE;
+    if (nd_unlikely(s->tails != 0) && ((s->tails >> (i + k - 1u)) & 1))
+        nd_large_give_tailed(s, i, k);
+    else
+        nd_large_give(s, i, k, nd_os_now_ms());
+    nd_large_block_gone(pool, s, bytes);
     return bytes;
+}
+
+bool nd_large_move(nd_segment *s, nd_page *pg, void *p, void *to)
+{
+    nd_lock_may_take(ND_LOCK_ID_large_pool);
+    nd_large_pool *pool = &nd_large_pools[s->node][s->bound ? 1 : 0];
+    nd_lock(nd_pool_lock(pool));
+    unsigned i = nd_seg_page_index(s, pg), k = pg->reserved;
+    size_t bytes = pg->block_size;
+    if (!pg->in_use || pg->start != (uint8_t *)p || nd_load_relaxed(&pg->in_full) || s->bound ||
+        nd_seg_guard != 0 || bytes != (size_t)k << ND_CHUNK_SHIFT ||
+        ((s->unmapped | s->tails) & nd_mask_range(i, i + k - 1u)) != 0 || !nd_seg_move_run(s, i, i + k - 1u, to)) {
+        nd_unlock(nd_pool_lock(pool));
+        return false;
+    }
+    nd_store_relaxed(&pg->in_use, 0);
+    pg->key = ND_KEY_NONE;
+    /* Mapped again at once where nothing took the hole's place (free
+       chunks then, untouched); a hole otherwise (large.h). */
+    nd_seg_remap_chunks(s, nd_mask_range(i, i + k - 1u));
+    nd_large_block_gone(pool, s, bytes);
+    return true;
 }
 
 size_t nd_large_free(nd_segment *s, nd_page *pg, void *p)

@@ -146,6 +146,15 @@ size_t nd_large_free(nd_segment *s, nd_page *pg, void *p) nd_hidden;
 /* Resizes a large block in place (the chunks after it when it grows);
    false if they are taken. *delta = the change in its bytes. */
 bool   nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta) nd_hidden;
+/* Moves block p (descriptor pg of s) to `to`, the start of a huge block
+   at least as large (realloc past ND_LARGE_MAX): the kernel moves its
+   pages there (segment.h: nd_seg_move_run), no byte is copied, and its
+   chunks are mapped again where they were (holes if another mapping took
+   their place meanwhile). Only a plain block of its whole run (a grown
+   block, nd_large_alloc_grown) without holes or tails; false otherwise,
+   or if the kernel would not move them (the caller copies). True: p is
+   freed (not counted: the caller counts it). */
+bool   nd_large_move(nd_segment *s, nd_page *pg, void *p, void *to) nd_hidden;
 /* Out of address space: every pool's free chunks are unmapped (holes),
    the unused ends of its segments' headers and blocks (tails), and its
    empty segments unmapped whole. The bytes given back. Takes the pools'

@@ -2140,6 +2140,40 @@ static void a_block_grown_by_quarters_moves_once_past_12_kib(void)
     nodal_free(p);
 }
 
+/* A plain block grown by realloc a quarter at a time past 1 MiB, from a
+   run of chunks into a fresh huge mapping: the kernel moves its pages
+   there (no copy), so its contents are kept and its run's first chunk is
+   free and holds no resident page at once; it grows on to 3 MiB (the
+   huge block remapped) intact, and the pools stay valid. On main 54e3c03
+   it was copied, its chunks left committed for a purge delay. */
+static void a_block_grown_into_a_fresh_huge_mapping_leaves_its_chunks_empty(void)
+{
+    nodal_collect(1);
+    unsigned char *p = tagged_block(nodal_malloc(8), 7), *large = NULL;
+    size_t size = 8;
+    while (p != NULL && size < ((size_t)3 << 20)) {
+        size_t next = size + size / 4 + 8;
+        grow_by_quarters(&p, size, next, 7);
+        size = next;
+        nd_segment *s = nd_seg_of(p);
+        if (s != NULL && s->kind == ND_SEG_LARGE) {
+            large = p;
+        } else if (s != NULL && s->kind == ND_SEG_HUGE && large != NULL) {
+            nd_segment *ls = nd_seg_base(large);
+            uint64_t first = (uint64_t)1 << (((uintptr_t)large - (uintptr_t)ls) >> ND_CHUNK_SHIFT);
+            EXPECT((ls->committed & first) == 0 && (ls->free_mask & first) != 0,
+                   "the chunks of a block grown from %p into a huge block at %zu bytes to be free and uncommitted "
+                   "(its pages moved; committed %#llx, free %#llx, bit %#llx)", (void *)large, size,
+                   (unsigned long long)ls->committed, (unsigned long long)ls->free_mask, (unsigned long long)first);
+            EXPECT(nd_large_is_valid(), "the large pools to be valid after the move");
+            large = NULL;
+        }
+    }
+    EXPECT(p != NULL && nd_seg_of(p)->kind == ND_SEG_HUGE, "the block grown to %zu bytes to be a huge block", size);
+    nodal_free(p);
+    EXPECT(nd_large_is_valid(), "the large pools to be valid");
+}
+
 static unsigned char *handed_block;
 static size_t handed_size;
 
@@ -2292,6 +2326,7 @@ static const struct nd_case cases[] = {
     ND_CASE(two_blocks_grown_in_turn_grow_in_place_to_twice_their_chunk),
     ND_CASE(a_block_grown_in_one_thread_grows_on_in_another),
     ND_CASE(a_block_grown_by_quarters_moves_once_past_12_kib),
+    ND_CASE(a_block_grown_into_a_fresh_huge_mapping_leaves_its_chunks_empty),
     ND_CASE(a_node_bound_block_grown_by_realloc_stays_on_its_node),
 };
 ND_MAIN(cases)
