@@ -8,6 +8,9 @@
  *   -m realloc  a block grown by realloc from 8 B to -g bytes (default 64 KiB)
  *               in steps of a quarter plus 8 B, writing its last byte each
  *               time; ns per realloc call
+ *   -m shrink   a block of -g bytes shrunk by realloc down to 16 B in steps
+ *               of a fifth, writing its last byte each time; ns per realloc
+ *               call
  *   -m aligned  tight pairs of aligned_alloc(-a alignment, size) / free
  *   -m empty    the pair loop with no allocation (loop overhead, for the
  *               instruction-count study)
@@ -25,8 +28,8 @@
 #include <string.h>
 #include <unistd.h>
 
-enum mode { PAIR, BATCH, REALLOC, ALIGNED, EMPTY };
-static const char *mode_names[] = { "pair", "batch", "realloc", "aligned", "empty" };
+enum mode { PAIR, BATCH, REALLOC, ALIGNED, EMPTY, SHRINK };
+static const char *mode_names[] = { "pair", "batch", "realloc", "aligned", "empty", "shrink" };
 
 struct cfg {
     enum mode mode;
@@ -65,15 +68,23 @@ static void empty_pairs(size_t size, long long n)
     }
 }
 
-/* One growth sequence; returns the number of realloc calls made. */
-static long long grow_once(size_t max)
+/* One growth sequence from 8 B to max (grow), or one shrinking sequence
+   from max (its first and last bytes written) to 16 B; returns the number
+   of realloc calls made. */
+static long long resize_once(size_t max, int grow)
 {
     long long calls = 0;
-    size_t sz = 8;
+    size_t sz = grow ? 8 : max;
     char *p = malloc(sz);
+    if (!p)
+        die("malloc(%zu) failed", sz);
+    if (!grow) {
+        p[0] = 1;
+        p[sz - 1] = (char)sz;
+    }
     escape(p);
-    while (sz < max) {
-        sz += sz / 4 + 8;
+    while (grow ? sz < max : sz > 16) {
+        sz = grow ? sz + sz / 4 + 8 : sz - sz / 5 - 1;
         char *q = realloc(p, sz);
         if (!q)
             die("realloc(%zu) failed", sz);
@@ -151,14 +162,16 @@ static void worker(bench_thread *t)
         free(slots);
         break;
     }
-    case REALLOC: {
+    case REALLOC:
+    case SHRINK: {
+        int grow = c->mode == REALLOC;
         long long calls = 0;
         while (calls < c->warm)
-            calls += grow_once(c->grow_max);
+            calls += resize_once(c->grow_max, grow);
         bench_sync(t);
         calls = 0;
         while (calls < c->ops)
-            calls += grow_once(c->grow_max);
+            calls += resize_once(c->grow_max, grow);
         t->ops = (uint64_t)calls;
         break;
     }
@@ -184,7 +197,7 @@ int main(int argc, char **argv)
         switch (opt) {
         case 'm': {
             int found = 0;
-            for (int i = 0; i < 5; i++)
+            for (int i = 0; i < 6; i++)
                 if (strcmp(optarg, mode_names[i]) == 0) {
                     c.mode = (enum mode)i;
                     found = 1;
@@ -228,6 +241,7 @@ int main(int argc, char **argv)
             break;
         }
         case REALLOC:
+        case SHRINK:
             bench_result("micro", "mode=%s max=%zu threads=%d ns_realloc=%.2f cpu_ns_realloc=%.2f user_s=%.3f sys_s=%.3f",
                          m, c.grow_max, threads, ns, cpu, r.user_s, r.sys_s);
             break;

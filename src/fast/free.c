@@ -105,7 +105,8 @@ nd_segment *nd_block_find(const char *fn, const void *p, nd_page **pgp)
     nd_page *pg = s->kind == ND_SEG_HUGE ? &s->pages[0] : nd_page_of(s, p);
     if (!nd_page_is_block_start(pg, p) ||
         ((s->kind == ND_SEG_SMALL || s->kind == ND_SEG_MEDIUM) && nd_block_is_marked(p)) ||
-        (s->kind == ND_SEG_LARGE && nd_unlikely(nd_load_relaxed(&pg->sampled) == ND_TIGHT_SLAB)))
+        (s->kind == ND_SEG_LARGE &&
+         nd_unlikely(nd_load_relaxed(&pg->sampled) == ND_TIGHT_SLAB || nd_load_relaxed(&pg->in_full))))
         if (!nd_free_is_live_cell(s, pg, p))
             nd_block_misuse(fn, s, p);
     *pgp = pg;

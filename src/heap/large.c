@@ -27,6 +27,7 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_large_pool {
     /* The kept blocks (large.h), without the lock: slot NULL or a block
        (compare-and-swap both ways); keep_used is set by every take. */
     nd_aligned(ND_CACHE_LINE) void *keep[ND_LARGE_KEEP];
+    void     *grown[ND_LARGE_KEEP];   /* kept grown blocks (large.h) */
     uint32_t  keep_used;
     /* A plain pool that found no room after its release (an
        address-space limit): nd_os_space_returns() + 1 then; 0 otherwise,
@@ -452,6 +453,14 @@ bool nd_large_release_after(uint64_t refused)
    page): kept for the next such request of its pool (large.h). */
 static bool nd_large_keepable(size_t usable) { return usable == nd_os_page_size() && nd_seg_guard == 0; }
 
+/* A grown block's (nd_large_alloc_grown: its whole run usable) of up to
+   ND_LARGE_KEEP_GROWN chunks, kept in pool->grown for the next grown
+   request (large.h). */
+static bool nd_large_grown_keepable(size_t usable, unsigned reserved)
+{
+    return reserved <= ND_LARGE_KEEP_GROWN && usable == (size_t)reserved << ND_CHUNK_SHIFT && nd_seg_guard == 0;
+}
+
 /* The descriptor of kept block p: its chunk's (large.h). */
 static nd_page *nd_large_kept_desc(void *p)
 {
@@ -461,11 +470,11 @@ static nd_page *nd_large_kept_desc(void *p)
 
 /* A kept block of pool for a request of one OS page, aligned to at most a
    chunk; NULL if none. */
-static void *nd_large_keep_take(nd_large_pool *pool)
+static void *nd_large_keep_take(nd_large_pool *pool, void **keep)
 {
     for (unsigned i = 0; i < ND_LARGE_KEEP; i++) {
-        void *p = nd_load_relaxed(&pool->keep[i]);
-        if (p != NULL && __atomic_compare_exchange_n(&pool->keep[i], &p, NULL, false, __ATOMIC_ACQUIRE,
+        void *p = nd_load_relaxed(&keep[i]);
+        if (p != NULL && __atomic_compare_exchange_n(&keep[i], &p, NULL, false, __ATOMIC_ACQUIRE,
                                                      __ATOMIC_RELAXED)) {
             nd_store_relaxed(&nd_large_kept_desc(p)->in_full, 0);
             if (!nd_load_relaxed(&pool->keep_used))
@@ -476,9 +485,10 @@ static void *nd_large_keep_take(nd_large_pool *pool)
     return NULL;
 }
 
-/* Keeps block p (descriptor pg, in use) in a free slot of its pool: true
-   when kept. *twice when it is kept already (a double free). */
-static bool nd_large_keep_put(nd_large_pool *pool, nd_page *pg, void *p, bool *twice)
+/* Keeps block p (descriptor pg, in use) in a free slot of its pool's
+   slots `keep` (pool->keep or pool->grown): true when kept. *twice when
+   it is kept already (a double free). */
+static bool nd_large_keep_put(void **keep, nd_page *pg, void *p, bool *twice)
 {
     /* Claimed first: a second free of p finds the flag set. */
     uint8_t no = 0;
@@ -487,21 +497,57 @@ static bool nd_large_keep_put(nd_large_pool *pool, nd_page *pg, void *p, bool *t
         return false;
     for (unsigned i = 0; i < ND_LARGE_KEEP; i++) {
         void *none = NULL;
-        if (nd_load_relaxed(&pool->keep[i]) == NULL &&
-            __atomic_compare_exchange_n(&pool->keep[i], &none, p, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+        if (nd_load_relaxed(&keep[i]) == NULL &&
+            __atomic_compare_exchange_n(&keep[i], &none, p, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
             return true;
     }
     nd_store_relaxed(&pg->in_full, 0);   /* no free slot */
     return false;
 }
 
+/* May a block take whole chunks (a grown block's run, and its growth in
+   place: nd_large_resize)? Not under secure=1 (its guard page ends its
+   usable bytes) nor once the address space is known to be limited (the
+   end of a block's last chunk is given back then: tails). */
+static bool nd_large_whole_chunks(void) { return nd_seg_guard == 0 && !nd_os_space_limit_seen(); }
+
+/* A grown block of k chunks (nd_large_alloc_grown): the room it is placed
+   in, a run of twice its chunks rounded up to a power of two, at a
+   multiple of that; 0 if there is no such run in a segment. */
+static unsigned nd_large_room(unsigned k)
+{
+    unsigned room = 2;
+    while (room < k)
+        room <<= 1;
+    return room * 2 <= 32 ? room * 2 : 0;
+}
+
+static void *nd_large_alloc_at(int node, bool bound, size_t size, size_t alignment, bool grown, size_t *bytes);
+
 void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t *bytes)
+{
+    return nd_large_alloc_at(node, bound, size, alignment, false, bytes);
+}
+
+void *nd_large_alloc_grown(int node, bool bound, size_t size, size_t *bytes)
+{
+    return nd_large_alloc_at(node, bound, size, 0, nd_large_whole_chunks(), bytes);
+}
+
+/* nd_large_alloc; grown: a block realloc grows (nd_large_whole_chunks
+   holds): its whole run usable, placed at the start of a free run of
+   twice its chunks if a segment has one (nd_large_room), so that it can
+   grow in place to twice its size; the first run that fits otherwise. */
+static void *nd_large_alloc_at(int node, bool bound, size_t size, size_t alignment, bool grown, size_t *bytes)
 {
     nd_lock_may_take(ND_LOCK_ID_large_pool);
     size_t usable = nd_round_os(size == 0 ? 1 : size);
     size_t need = usable + nd_seg_guard;   /* secure=1: and its guard page */
     unsigned k = nd_chunks_of(need);
     unsigned step = alignment > ND_CHUNK_SIZE ? (unsigned)(alignment >> ND_CHUNK_SHIFT) : 1;
+    unsigned room = grown ? nd_large_room(k) : 0;
+    if (grown)
+        usable = need = (size_t)k << ND_CHUNK_SHIFT;
     /* secure=1 once the address space is known to be limited: the block's
        own size and its guard page, the rest of its run unused, given back
        when a mapping is refused (large.h: tight blocks). */
@@ -524,10 +570,25 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
     }
     nd_large_pool *pool = &nd_large_pools[node][bound ? 1 : 0];
     if (nd_large_keepable(usable) && step == 1) {
-        void *p = nd_large_keep_take(pool);
+        void *p = nd_large_keep_take(pool, pool->keep);
         if (p != NULL) {
             *bytes = usable;
             return p;
+        }
+    }
+    if (grown && k <= ND_LARGE_KEEP_GROWN) {
+        /* A kept grown block (any: one of 2 chunks serves a request of 1,
+           one of 1 grows in place for a request of 2 where it can, and
+           goes back otherwise). */
+        void *p = nd_large_keep_take(pool, pool->grown);
+        if (p != NULL) {
+            nd_page *pg = nd_large_kept_desc(p);
+            long delta;
+            if (pg->reserved >= k || nd_large_resize(nd_seg_base(p), pg, usable, &delta)) {
+                *bytes = pg->block_size;
+                return p;
+            }
+            nd_large_free(nd_seg_base(p), pg, p);
         }
     }
     bool released = false;
@@ -543,10 +604,17 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
                 need = (size_t)k << ND_CHUNK_SHIFT;
                 usable = need - nd_seg_guard;
             }
-        } else
-            for (s = pool->segs.first; s != NULL; s = s->next)
-                if ((i = nd_large_find(s->free_mask, k, step)) < 64)
-                    break;
+        } else {
+            s = NULL;
+            if (room != 0)
+                for (s = pool->segs.first; s != NULL; s = s->next)
+                    if ((i = nd_large_find(s->free_mask, room, room)) < 64)
+                        break;
+            if (s == NULL)
+                for (s = pool->segs.first; s != NULL; s = s->next)
+                    if ((i = nd_large_find(s->free_mask, k, step)) < 64)
+                        break;
+        }
         if (s == NULL)
             s = nd_large_regain(pool, k, step, &i);
         if (s == NULL && nd_unlikely(pool->full_at != 0)) {
@@ -630,25 +698,12 @@ static nd_noinline void nd_large_give_tailed(nd_segment *s, unsigned i, unsigned
         nd_large_give(s, i, k - 1u, nd_os_now_ms());
 }
 
-/* Gives block p back to its segment (nd_large_free without the kept
-   blocks). */
-static size_t nd_large_give_back(nd_segment *s, nd_page *pg, void *p)
+/* A block of `bytes` of s is gone (freed, or moved: nd_large_move), its
+   descriptor cleared and its chunks given back: one block fewer in s, and
+   s goes back to its node when it was the last and the pool has its spare
+   empty segments. Under the pool lock, which it releases. */
+static void nd_large_block_gone(nd_large_pool *pool, nd_segment *s, size_t bytes)
 {
-    nd_large_pool *pool = &nd_large_pools[s->node][s->bound ? 1 : 0];
-    nd_lock(nd_pool_lock(pool));
-    if (!pg->in_use || pg->start != (uint8_t *)p) {
-        nd_unlock(nd_pool_lock(pool));
-        return 0;
-    }
-    size_t bytes = pg->block_size;
-    unsigned i = nd_seg_page_index(s, pg), k = pg->reserved;
-    nd_large_unguard_freed(s, p, bytes);   /* before the chunks can be reused */
-    nd_store_relaxed(&pg->in_use, 0);
-    pg->key = ND_KEY_NONE;
-    if (nd_unlikely(s->tails != 0) && ((s->tails >> (i + k - 1u)) & 1))
-        nd_large_give_tailed(s, i, k);
-    else
-        nd_large_give(s, i, k, nd_os_now_ms());
     nd_segment *release = NULL;
     if (--s->used_pages == 0) {
         if (pool->empty < nd_large_spare()) {
@@ -670,16 +725,65 @@ static size_t nd_large_give_back(nd_segment *s, nd_page *pg, void *p)
             nd_large_unguard(release, 0, release->size / nd_os_page_size() - 1);
         nd_node_seg_put(release);   /* purged there, or cached with its memory for a while */
     }
+}
+
+/* Gives block p back to its segment (nd_large_free without the kept
+   blocks). */
+static size_t nd_large_give_back(nd_segment *s, nd_page *pg, void *p)
+{
+    nd_large_pool *pool = &nd_large_pools[s->node][s->bound ? 1 : 0];
+    nd_lock(nd_pool_lock(pool));
+    if (!pg->in_use || pg->start != (uint8_t *)p) {
+        nd_unlock(nd_pool_lock(pool));
+        return 0;
+    }
+    size_t bytes = pg->block_size;
+    unsigned i = nd_seg_page_index(s, pg), k = pg->reserved;
+    nd_large_unguard_freed(s, p, bytes);   /* before the chunks can be reused */
+    nd_store_relaxed(&pg->in_use, 0);
+    pg->key = ND_KEY_NONE;
+    if (nd_unlikely(s->tails != 0) && ((s->tails >> (i + k - 1u)) & 1))
+        nd_large_give_tailed(s, i, k);
+    else
+        nd_large_give(s, i, k, nd_os_now_ms());
+    nd_large_block_gone(pool, s, bytes);
     return bytes;
+}
+
+bool nd_large_move(nd_segment *s, nd_page *pg, void *p, void *to)
+{
+    nd_lock_may_take(ND_LOCK_ID_large_pool);
+    nd_large_pool *pool = &nd_large_pools[s->node][s->bound ? 1 : 0];
+    nd_lock(nd_pool_lock(pool));
+    unsigned i = nd_seg_page_index(s, pg), k = pg->reserved;
+    size_t bytes = pg->block_size;
+    if (!pg->in_use || pg->start != (uint8_t *)p || nd_load_relaxed(&pg->in_full) || s->bound ||
+        nd_seg_guard != 0 || bytes != (size_t)k << ND_CHUNK_SHIFT ||
+        ((s->unmapped | s->tails) & nd_mask_range(i, i + k - 1u)) != 0 || !nd_seg_move_run(s, i, i + k - 1u, to)) {
+        nd_unlock(nd_pool_lock(pool));
+        return false;
+    }
+    nd_store_relaxed(&pg->in_use, 0);
+    pg->key = ND_KEY_NONE;
+    /* Mapped again at once where nothing took the hole's place (free
+       chunks then, untouched); a hole otherwise (large.h). */
+    nd_seg_remap_chunks(s, nd_mask_range(i, i + k - 1u));
+    nd_large_block_gone(pool, s, bytes);
+    return true;
 }
 
 size_t nd_large_free(nd_segment *s, nd_page *pg, void *p)
 {
     nd_lock_may_take(ND_LOCK_ID_large_pool);
     size_t bytes = nd_load_relaxed(&pg->block_size);
-    if (nd_large_keepable(bytes) && nd_load_relaxed(&pg->in_use) && pg->start == (uint8_t *)p) {
+    void **keep = NULL;
+    if (nd_large_keepable(bytes))
+        keep = nd_large_pools[s->node][s->bound ? 1 : 0].keep;
+    else if (nd_large_grown_keepable(bytes, nd_load_relaxed(&pg->reserved)))
+        keep = nd_large_pools[s->node][s->bound ? 1 : 0].grown;
+    if (keep != NULL && nd_load_relaxed(&pg->in_use) && pg->start == (uint8_t *)p) {
         bool twice;
-        if (nd_large_keep_put(&nd_large_pools[s->node][s->bound ? 1 : 0], pg, p, &twice))
+        if (nd_large_keep_put(keep, pg, p, &twice))
             return bytes;
         if (twice)
             return 0;
@@ -702,8 +806,9 @@ static void nd_large_keep_drain(nd_large_pool *pool, uint64_t now, bool force)
         if (!due || __atomic_exchange_n(&pool->keep_used, 0, __ATOMIC_RELAXED))
             return;
     }
-    for (unsigned i = 0; i < ND_LARGE_KEEP; i++) {
-        void *p = __atomic_exchange_n(&pool->keep[i], NULL, __ATOMIC_ACQUIRE);
+    for (unsigned i = 0; i < 2 * ND_LARGE_KEEP; i++) {
+        void **slot = i < ND_LARGE_KEEP ? &pool->keep[i] : &pool->grown[i - ND_LARGE_KEEP];
+        void *p = __atomic_exchange_n(slot, NULL, __ATOMIC_ACQUIRE);
         if (p == NULL)
             continue;
         nd_page *pg = nd_large_kept_desc(p);
@@ -768,8 +873,12 @@ bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
         nd_large_give(s, i + k2, k - k2, nd_os_now_ms());
         pg->reserved = (uint16_t)k2;
     }
+    /* Grown: its whole run (nd_large_whole_chunks), so that it grows on
+       to the run's end without this lock (alloc.c: nd_realloc). */
+    if (need > pg->block_size && nd_large_whole_chunks())
+        need = (size_t)k2 << ND_CHUNK_SHIFT;
     *delta = (long)need - (long)pg->block_size;
-    pg->block_size = (uint32_t)need;
+    nd_store_relaxed(&pg->block_size, (uint32_t)need);
     nd_unlock(nd_pool_lock(pool));
     nd_gauge_active(*delta);
     return true;
@@ -813,7 +922,8 @@ bool nd_large_is_valid(void)
                         continue;
                     uint64_t run = nd_mask_range(i, i + pg->reserved - 1u);
                     ok = pg->reserved >= 1 && i + pg->reserved <= 64 && (covered & run) == 0 &&
-                         (!nd_load_relaxed(&pg->in_full) || nd_large_keepable(pg->block_size)) &&
+                         (!nd_load_relaxed(&pg->in_full) || nd_large_keepable(pg->block_size) ||
+                          nd_large_grown_keepable(pg->block_size, pg->reserved)) &&
                          pg->start == (uint8_t *)s + ((size_t)i << ND_CHUNK_SHIFT) &&
                          nd_chunks_of(pg->block_size + nd_seg_guard) <= pg->reserved &&
                          (nd_seg_guard == 0 || nd_chunks_of(pg->block_size + nd_seg_guard) == pg->reserved);

@@ -89,9 +89,10 @@
  * most ND_LARGE_SPARE segments of a pool have no block (under secure=1
  * ND_LARGE_SPARE_GUARDED); purge_mask holds
  * committed chunks of no block, purged once purge_at has passed. A kept
- * block (below) is a block in use of one OS page whose descriptor has
- * in_full = 1; it is in one slot of its pool's, and every other block has
- * in_full = 0. A segment's tails (segment.h) are chunk 0's, from 16 KiB
+ * block (below) is a block in use of one OS page, or a grown block of
+ * its whole run of up to ND_LARGE_KEEP_GROWN chunks, whose descriptor has
+ * in_full = 1; it is in one slot of its pool's (keep or grown), and every
+ * other block has in_full = 0. A segment's tails (segment.h) are chunk 0's, from 16 KiB
  * on at least, and those of blocks' last chunks of plain segments, past
  * the block and its guard page.
  */
@@ -114,6 +115,15 @@
    time). A pool gives its kept blocks back when none was taken during a
    purge delay, and all of them when forced. */
 #define ND_LARGE_KEEP 8
+/* Kept grown blocks: a block realloc grew (nd_large_alloc_grown, its whole
+   run usable) of up to ND_LARGE_KEEP_GROWN chunks, freed, stays in one of
+   its pool's ND_LARGE_KEEP `grown` slots the same way (in use, in_full =
+   1) for the next block realloc grows past ND_SMALL_MAX in any thread:
+   a vector or a string built by realloc in every thread takes neither
+   the pool's lock nor a fresh run (micro -m realloc at 2 threads: 7 lock
+   round trips per growth to 64 KiB before, docs/results.md). A realloc
+   or a free of a kept block is a misuse (in_full: free.c). */
+#define ND_LARGE_KEEP_GROWN 2
 /* ... under secure=1: a segment given back loses its guard pages (one
    mprotect) and one taken again gains them block by block (two per
    block), so a pool keeps more of them: 1 MiB-aligned blocks of 512 KiB-
@@ -124,6 +134,11 @@
    two up to 2 MiB), of (node, bound) memory. *bytes = its usable size.
    NULL with errno = ENOMEM. */
 void  *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t *bytes) nd_hidden;
+/* A large block for a realloc that grows a block to `size` bytes
+   (alignment 0): its whole run of chunks usable, and room after it to
+   grow in place where a segment has some (large.c: nd_large_room); as
+   nd_large_alloc under secure=1 or an address-space limit. */
+void  *nd_large_alloc_grown(int node, bool bound, size_t size, size_t *bytes) nd_hidden;
 /* Frees the large block p (any thread); its chunks are purged after the
    delay. Returns the block's bytes, or 0 if p is not the start of a large
    block in use (the caller reports the misuse). */
@@ -131,6 +146,15 @@ size_t nd_large_free(nd_segment *s, nd_page *pg, void *p) nd_hidden;
 /* Resizes a large block in place (the chunks after it when it grows);
    false if they are taken. *delta = the change in its bytes. */
 bool   nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta) nd_hidden;
+/* Moves block p (descriptor pg of s) to `to`, the start of a huge block
+   at least as large (realloc past ND_LARGE_MAX): the kernel moves its
+   pages there (segment.h: nd_seg_move_run), no byte is copied, and its
+   chunks are mapped again where they were (holes if another mapping took
+   their place meanwhile). Only a plain block of its whole run (a grown
+   block, nd_large_alloc_grown) without holes or tails; false otherwise,
+   or if the kernel would not move them (the caller copies). True: p is
+   freed (not counted: the caller counts it). */
+bool   nd_large_move(nd_segment *s, nd_page *pg, void *p, void *to) nd_hidden;
 /* Out of address space: every pool's free chunks are unmapped (holes),
    the unused ends of its segments' headers and blocks (tails), and its
    empty segments unmapped whole. The bytes given back. Takes the pools'
@@ -146,6 +170,16 @@ void   nd_large_maintain(uint64_t now, bool force) nd_hidden;
 static inline bool nd_large_fits(size_t size, size_t alignment)
 {
     return size <= ND_LARGE_MAX && alignment <= ND_SEG_SIZE / 2;
+}
+
+/* Does a large block of `reserved` chunks stay as it is when realloc
+   shrinks it to size (> ND_SMALL_MAX, at most its usable bytes), without
+   the pool's lock? When it would give back no chunk; and a block of up to
+   ND_LARGE_KEEP_GROWN chunks always (a kept grown block of 2 chunks a
+   request of 1 took, then grows: shrunk, it took the lock twice). */
+static inline bool nd_large_stays(size_t size, unsigned reserved)
+{
+    return reserved <= ND_LARGE_KEEP_GROWN || (size + nd_seg_guard + ND_CHUNK_SIZE - 1) >> ND_CHUNK_SHIFT == reserved;
 }
 
 /* Debug check of every pool's invariants; takes the locks. */

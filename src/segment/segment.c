@@ -447,30 +447,50 @@ void nd_seg_unmap(nd_segment *s)
 /* Unmaps chunks `chunks` of s (none the header's, nor in a block): they
    become holes, their committed bytes returned, their guard bits cleared,
    their purge dropped. The bytes unmapped. */
+/* Chunks a..b of s are holes now (unmapped, or moved away: `returned`
+   counts what an unmapping gave back): their bits and gauges. */
+static void nd_seg_run_gone(nd_segment *s, unsigned a, unsigned b, bool returned)
+{
+    size_t ps = nd_os_page_size();
+    uint64_t run = nd_mask_range(a, b);
+    size_t committed = (size_t)nd_popcount64(s->committed & run) << ND_CHUNK_SHIFT;
+    nd_gauge_sub(committed, committed);
+    if (returned)
+        nd_gauge_add(returned, committed);
+    s->committed &= ~run;
+    s->purge_mask &= ~run;
+    nd_store_relaxed(&s->unmapped, s->unmapped | run);   /* read unlocked: nd_seg_maps */
+    for (size_t i = (size_t)a * (ND_CHUNK_SIZE / ps); i < (size_t)(b + 1) * (ND_CHUNK_SIZE / ps); i++)
+        s->guards[i / 64] &= ~((uint64_t)1 << (i % 64));
+    nd_seg_gauge_mapped(s, -(long)((size_t)(b - a + 1) << ND_CHUNK_SHIFT));
+}
+
 static size_t nd_seg_unmap_runs(nd_segment *s, uint64_t chunks)
 {
-    size_t ps = nd_os_page_size(), bytes = 0;
+    size_t bytes = 0;
     uint64_t m = chunks;
     while (m != 0) {
         unsigned a, b;
         nd_mask_first_run(m, &a, &b);
         m &= ~nd_mask_range(a, b);
-        uint64_t run = nd_mask_range(a, b);
-        size_t committed = (size_t)nd_popcount64(s->committed & run) << ND_CHUNK_SHIFT;
         uint8_t *start = (uint8_t *)s + ((size_t)a << ND_CHUNK_SHIFT);
         size_t len = (size_t)(b - a + 1) << ND_CHUNK_SHIFT;
-        nd_gauge_sub(committed, committed);
-        nd_gauge_add(returned, committed);
-        s->committed &= ~run;
-        s->purge_mask &= ~run;
-        nd_store_relaxed(&s->unmapped, s->unmapped | run);   /* read unlocked: nd_seg_maps */
-        for (size_t i = (size_t)a * (ND_CHUNK_SIZE / ps); i < (size_t)(b + 1) * (ND_CHUNK_SIZE / ps); i++)
-            s->guards[i / 64] &= ~((uint64_t)1 << (i % 64));
-        nd_seg_gauge_mapped(s, -(long)len);
+        nd_seg_run_gone(s, a, b, true);
         nd_os_unmap(start, len);
         bytes += len;
     }
     return bytes;
+}
+
+bool nd_seg_move_run(nd_segment *s, unsigned a, unsigned b, void *to)
+{
+    nd_assert(s->kind == ND_SEG_LARGE && a > 0 && a <= b && b < 64 && ((s->unmapped | s->tails) & nd_mask_range(a, b)) == 0);
+    uint8_t *start = (uint8_t *)s + ((size_t)a << ND_CHUNK_SHIFT);
+    size_t len = (size_t)(b - a + 1) << ND_CHUNK_SHIFT;
+    if (nd_os_remap_to(start, len, len, to) == NULL)
+        return false;
+    nd_seg_run_gone(s, a, b, false);
+    return true;
 }
 
 size_t nd_seg_unmap_chunks(nd_segment *s, uint64_t chunks)

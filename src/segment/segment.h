@@ -452,6 +452,12 @@ void nd_seg_unmap(nd_segment *s) nd_hidden;
    guard bits cleared. For an address-space limit (RLIMIT_AS): the room a
    freed large block took serves any other mapping. The bytes unmapped. */
 size_t nd_seg_unmap_chunks(nd_segment *s, uint64_t chunks) nd_hidden;
+/* Moves the pages of chunks a..b of LARGE segment s (a run of no block
+   now, without holes or tails; 0 < a) to `to`, a range of as many bytes
+   mapped already (a huge block's), by mremap: no copy. The chunks become
+   holes, as nd_seg_unmap_chunks makes them (mapped again by
+   nd_seg_remap_chunks). false if the kernel would not (nothing changed). */
+bool nd_seg_move_run(nd_segment *s, unsigned a, unsigned b, void *to) nd_hidden;
 /* Maps holes `chunks` of LARGE segment s again, where they were (never
    over another mapping), one run at a time: bound to the segment's node
    as a new segment is, the segment's own guard page restored if the last

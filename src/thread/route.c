@@ -84,6 +84,18 @@ nd_noinline void *nd_route_large(nd_tcache *tc, size_t size, size_t alignment)
     return p;
 }
 
+void *nd_route_grown(nd_tcache *tc, size_t size)
+{
+    nd_heap *h = &tc->heap;
+    size_t bytes;
+    void *p = nd_large_alloc_grown(h->node, h->bound, size, &bytes);
+    if (nd_unlikely(p == NULL))
+        return nd_route_large_failed(tc, size, 0);
+    nd_count_inc(&h->stats.large_allocs);
+    nd_count_add(&h->stats.large_bytes_allocated, bytes);
+    return p;
+}
+
 /* prof=1: sampled block p (large or huge) of `size` bytes requested into
    the heap profile. */
 static void *nd_route_sampled(nd_tcache *tc, void *p, size_t size, size_t usable)

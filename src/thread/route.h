@@ -28,6 +28,8 @@ void *nd_route_malloc_aligned(nd_tcache *tc, size_t alignment, size_t size) nd_h
 /* A large block (a run of 64 KiB chunks, see large.h) of tc's kind of
    memory, whatever its size up to ND_LARGE_MAX. */
 void *nd_route_large(nd_tcache *tc, size_t size, size_t alignment) nd_hidden;
+/* The same for a block realloc grows (large.h: nd_large_alloc_grown). */
+void *nd_route_grown(nd_tcache *tc, size_t size) nd_hidden;
 
 /* Block p (a block start, not marked free) of small or medium page pg of
    segment s, which another heap owns (key, read by the caller) or nobody

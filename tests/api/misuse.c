@@ -1667,10 +1667,41 @@ static void sc_realloc_freed(long size)
     let_through("realloc(%p, %ld) of a freed %ld-byte block returned %p", p, size / 2, size, q);
 }
 
+/* A block realloc grew past 16 KiB to `size` bytes, freed: kept for the
+   next grown block (large.h), in use for its pool; a realloc of it (or a
+   second free: arg < 0) must abort all the same. */
+static void sc_realloc_freed_grown(long arg)
+{
+    const struct nd_api *A = nd_api();
+    size_t size = (size_t)(arg < 0 ? -arg : arg);
+    unsigned char *p = A->malloc(8);
+    for (size_t n = 8; p != NULL && n < size;) {
+        n += n / 4 + 8;
+        p = A->realloc(p, n);
+    }
+    if (!p)
+        _exit(4);
+    A->free(p);
+    if (arg < 0) {
+        want("nodal: free(): double free or invalid pointer (block not in use): %p", p);
+        A->free(p);
+        let_through("a second free of a freed block realloc grew to %zu bytes", size);
+    }
+    want("nodal: realloc(): invalid pointer (block not in use): %p", p);
+    void *q = A->realloc(p, size * 2);
+    let_through("realloc(%p, %zu) of a freed block realloc grew to %zu bytes returned %p", p, size * 2, size, q);
+}
+
 static void realloc_of_a_freed_large_block_aborts_with_message(void)
 {
     nd_api();
     expect_misuse("realloc() of a freed 256 KiB block", NULL, "realloc_freed", 256L << 10);
+    expect_misuse("realloc() of a freed block realloc grew to 40 KiB (kept)", NULL, "realloc_freed_grown",
+                  40L << 10);
+    expect_misuse("realloc() of a freed block realloc grew to 100 KiB (kept)", NULL, "realloc_freed_grown",
+                  100L << 10);
+    expect_misuse("a second free of a freed block realloc grew to 40 KiB (kept)", NULL, "realloc_freed_grown",
+                  -(40L << 10));
 }
 
 static void realloc_of_a_freed_block_aborts_with_message_under_check_2(void)
@@ -1696,6 +1727,7 @@ static const struct scenario scenarios[] = {
     { "overflow_into_next_segment", sc_overflow_into_next_segment },
     { "wild_write_over_a_segment_header", sc_wild_write_over_a_segment_header },
     { "realloc_freed", sc_realloc_freed },
+    { "realloc_freed_grown", sc_realloc_freed_grown },
     { "write_after_free", sc_write_after_free },
     { "overflow_by_one", sc_overflow_by_one },
     { "overflow_then_remote_free", sc_overflow_then_remote_free },

@@ -2060,6 +2060,205 @@ static void the_free_fast_path_finds_a_page_without_the_segment_header(void)
     }
 }
 
+/* ---- blocks grown by realloc (large.h: nd_large_alloc_grown) ------------ */
+
+/* Grows block *pp (tag: its byte pattern) from `from` to `to` bytes, a
+   quarter at a time, writing every new byte and checking every 61st old
+   one; the moves past 20 KiB (where a grown block is a run of chunks). */
+static int grow_by_quarters(unsigned char **pp, size_t from, size_t to, int tag)
+{
+    int moves = 0;
+    size_t size = from;
+    while (size < to) {
+        size_t next = size + size / 4 + 8;
+        if (next > to)
+            next = to;
+        unsigned char *q = nodal_realloc(*pp, next);
+        EXPECT(q != NULL, "realloc(p, %zu) to succeed", next);
+        if (q == NULL)
+            return moves;
+        for (size_t j = 0; j < size; j += 61)
+            EXPECT(q[j] == (unsigned char)(j * 7 + tag), "byte %zu kept when growing to %zu bytes", j, next);
+        for (size_t j = size; j < next; j++)
+            q[j] = (unsigned char)(j * 7 + tag);
+        moves += size > ((size_t)20 << 10) && q != *pp;
+        *pp = q;
+        size = next;
+    }
+    return moves;
+}
+
+/* p, a new block of 8 bytes (NULL: a failed malloc, reported), its bytes
+   written with the pattern of tag (grow_by_quarters). */
+static unsigned char *tagged_block(unsigned char *p, int tag)
+{
+    EXPECT(p != NULL, "an 8-byte block to be allocated");
+    for (size_t j = 0; p != NULL && j < 8; j++)
+        p[j] = (unsigned char)(j * 7 + tag);
+    return p;
+}
+
+/* Two blocks grown by realloc in turn, a quarter at a time from 8 B to
+   120 KiB (two vectors built side by side, or by two threads at once):
+   each grows in place from 20 KiB on, its contents kept, as the other's
+   run is not placed right after it (a grown block starts a free run of
+   twice its chunks where a segment has one). On main 54e3c03 the first
+   one moved at 64 KiB: the second took the chunk after it. */
+static void two_blocks_grown_in_turn_grow_in_place_to_twice_their_chunk(void)
+{
+    nodal_collect(1);
+    unsigned char *p[2];
+    size_t size = 8;
+    for (int b = 0; b < 2; b++)
+        if ((p[b] = tagged_block(nodal_malloc(size), 1 + b)) == NULL)
+            return;
+    int moves[2] = { 0, 0 };
+    const size_t top = (size_t)120 << 10;
+    while (size < top) {
+        size_t next = size + size / 4 + 8;
+        if (next > top)
+            next = top;
+        for (int b = 0; b < 2; b++)
+            moves[b] += grow_by_quarters(&p[b], size, next, 1 + b);
+        size = next;
+    }
+    EXPECT(moves[0] == 0 && moves[1] == 0, "two blocks grown in turn from 20 KiB to 120 KiB to stay in place; "
+           "they moved %d and %d times", moves[0], moves[1]);
+    EXPECT(nd_large_is_valid(), "the large pools to be valid");
+    nodal_free(p[0]);
+    nodal_free(p[1]);
+    EXPECT(nd_large_is_valid(), "the large pools to be valid once the blocks are freed");
+}
+
+/* A block grown by realloc a quarter at a time from 8 B to 120 KiB moves
+   once from 12 KiB on: into a run of chunks as soon as its next block
+   with a quarter more room would pass 16 KiB, then in place. On main
+   54e3c03 it moved twice (15,994 -> 19,992 B into a medium class of
+   20 KiB, then to a large block at 25,008 B: one copy of 20 KiB more). */
+static void a_block_grown_by_quarters_moves_once_past_12_kib(void)
+{
+    nodal_collect(1);
+    unsigned char *p = tagged_block(nodal_malloc(8), 4);
+    if (p == NULL)
+        return;
+    int moves = 0;
+    size_t size = 8;
+    while (size < ((size_t)120 << 10)) {
+        size_t next = size + size / 4 + 8;
+        unsigned char *before = p;
+        grow_by_quarters(&p, size, next, 4);
+        moves += size >= ((size_t)12 << 10) && p != before;
+        size = next;
+    }
+    EXPECT(moves == 1, "a block grown by quarters from 12 KiB to 120 KiB to move once; it moved %d times", moves);
+    nodal_free(p);
+}
+
+/* A plain block grown by realloc a quarter at a time past 1 MiB, from a
+   run of chunks into a fresh huge mapping: the kernel moves its pages
+   there (no copy), so its contents are kept and its run's first chunk is
+   free and holds no resident page at once; it grows on to 3 MiB (the
+   huge block remapped) intact, and the pools stay valid. On main 54e3c03
+   it was copied, its chunks left committed for a purge delay. */
+static void a_block_grown_into_a_fresh_huge_mapping_leaves_its_chunks_empty(void)
+{
+    nodal_collect(1);
+    unsigned char *p = tagged_block(nodal_malloc(8), 7), *large = NULL;
+    size_t size = 8;
+    while (p != NULL && size < ((size_t)3 << 20)) {
+        size_t next = size + size / 4 + 8;
+        grow_by_quarters(&p, size, next, 7);
+        size = next;
+        nd_segment *s = nd_seg_of(p);
+        if (s != NULL && s->kind == ND_SEG_LARGE) {
+            large = p;
+        } else if (s != NULL && s->kind == ND_SEG_HUGE && large != NULL) {
+            nd_segment *ls = nd_seg_base(large);
+            uint64_t first = (uint64_t)1 << (((uintptr_t)large - (uintptr_t)ls) >> ND_CHUNK_SHIFT);
+            EXPECT((ls->committed & first) == 0 && (ls->free_mask & first) != 0,
+                   "the chunks of a block grown from %p into a huge block at %zu bytes to be free and uncommitted "
+                   "(its pages moved; committed %#llx, free %#llx, bit %#llx)", (void *)large, size,
+                   (unsigned long long)ls->committed, (unsigned long long)ls->free_mask, (unsigned long long)first);
+            EXPECT(nd_large_is_valid(), "the large pools to be valid after the move");
+            large = NULL;
+        }
+    }
+    EXPECT(p != NULL && nd_seg_of(p)->kind == ND_SEG_HUGE, "the block grown to %zu bytes to be a huge block", size);
+    nodal_free(p);
+    EXPECT(nd_large_is_valid(), "the large pools to be valid");
+}
+
+static unsigned char *handed_block;
+static size_t handed_size;
+
+static void *grow_the_handed_block(void *arg)
+{
+    size_t to = (size_t)(uintptr_t)arg;
+    grow_by_quarters(&handed_block, handed_size, to, 3);
+    handed_size = to;
+    return NULL;
+}
+
+/* A block grown by realloc in one thread, grown on in a second and freed
+   by a third (a buffer handed along a pipeline), three times over: its
+   contents survive every step, the freed block is kept for the next grown
+   one (large.h: kept grown blocks) and taken again, and the pools stay
+   valid. */
+static void a_block_grown_in_one_thread_grows_on_in_another(void)
+{
+    for (int round = 0; round < 3; round++) {
+        if ((handed_block = tagged_block(nodal_malloc(8), 3)) == NULL)
+            return;
+        handed_size = 8;
+        pthread_t t;
+        EXPECT(pthread_create(&t, NULL, grow_the_handed_block, (void *)(uintptr_t)(40 << 10)) == 0,
+               "pthread_create to work");
+        pthread_join(t, NULL);
+        EXPECT(pthread_create(&t, NULL, grow_the_handed_block, (void *)(uintptr_t)(300 << 10)) == 0,
+               "pthread_create to work");
+        pthread_join(t, NULL);
+        for (size_t j = 0; j < handed_size; j += 61)
+            EXPECT(handed_block[j] == (unsigned char)(j * 7 + 3), "byte %zu kept through both threads", j);
+        EXPECT(nd_large_is_valid(), "the large pools to be valid with the block live (round %d)", round);
+        nodal_free(handed_block);
+        EXPECT(nd_large_is_valid(), "the large pools to be valid with the block freed (round %d)", round);
+    }
+    nodal_collect(1);
+    EXPECT(nd_large_is_valid(), "the large pools to be valid after nodal_collect");
+}
+
+/* A block bound to a node stays bound to it through realloc's growth, from
+   8 B through the classes, a grown run of chunks (kept when freed: the
+   bound pool's own slots) and a huge block; a plain block grown after
+   the bound one was freed is not given its kept run. */
+static void a_node_bound_block_grown_by_realloc_stays_on_its_node(void)
+{
+    nodal_free(nodal_malloc(1));   /* the thread started: its node */
+    int node = nd_tls_tc->heap.node;
+    for (int round = 0; round < 2; round++) {
+        unsigned char *p = tagged_block(nodal_malloc_node(8, node), 5);
+        if (p == NULL)
+            return;
+        size_t size = 8;
+        while (size < ((size_t)2 << 20)) {
+            size_t next = size + size / 2;
+            grow_by_quarters(&p, size, next, 5);
+            size = next;
+            nd_segment *s = nd_seg_of(p);
+            EXPECT(s != NULL && s->bound && s->node == node, "a block bound to node %d grown to %zu bytes to stay bound to it "
+                   "(segment bound %d, node %d)", node, size, s != NULL && s->bound, s != NULL ? s->node : -1);
+        }
+        nodal_free(p);
+        unsigned char *q = tagged_block(nodal_malloc(8), 6);
+        if (q == NULL)
+            return;
+        grow_by_quarters(&q, 8, (size_t)60 << 10, 6);
+        EXPECT(!nd_seg_base(q)->bound, "a plain block grown to 60 KiB to stay plain memory");
+        nodal_free(q);
+        EXPECT(nd_large_is_valid(), "the large pools to be valid (round %d)", round);
+    }
+}
+
 /* A large block takes the first free run that fits in the oldest segment
    of its pool that has one: a new segment goes to the end of the pool's
    list (large.c), so the holes that frees leave in the older, fuller
@@ -2138,5 +2337,10 @@ static const struct nd_case cases[] = {
     ND_CASE(remote_frees_in_chains_go_back_to_their_own_pages),
     ND_CASE(blocks_freed_by_another_thread_come_back_in_address_order),
     ND_CASE(a_large_block_fills_an_older_segments_hole_first),
+    ND_CASE(two_blocks_grown_in_turn_grow_in_place_to_twice_their_chunk),
+    ND_CASE(a_block_grown_in_one_thread_grows_on_in_another),
+    ND_CASE(a_block_grown_by_quarters_moves_once_past_12_kib),
+    ND_CASE(a_block_grown_into_a_fresh_huge_mapping_leaves_its_chunks_empty),
+    ND_CASE(a_node_bound_block_grown_by_realloc_stays_on_its_node),
 };
 ND_MAIN(cases)
