@@ -160,8 +160,9 @@ nd_slab_cell *nd_slab_cell_find(const nd_page *pg, const void *p)
         return NULL;
     /* The cells lie in order: halving (a walk of 56 cells of 64 bytes was
        280 instructions a free, callgrind). */
-    uint32_t lo = 0, hi = nd_load_acquire(&slab->ncells);
-    hi = hi < ND_SLAB_CELLS ? hi : ND_SLAB_CELLS;
+    uint32_t n = nd_load_acquire(&slab->ncells), lo = 0, hi;
+    n = n < ND_SLAB_CELLS ? n : ND_SLAB_CELLS;
+    hi = n;
     while (lo < hi) {
         uint32_t mid = (lo + hi) / 2;
         if (slab->cells[mid].off < off)
@@ -169,8 +170,11 @@ nd_slab_cell *nd_slab_cell_find(const nd_page *pg, const void *p)
         else
             hi = mid;
     }
-    return lo < ND_SLAB_CELLS && lo < nd_load_relaxed(&slab->ncells) && slab->cells[lo].off == off ? &slab->cells[lo]
-                                                                                                     : NULL;
+    /* Only the cells the acquire above saw: a cell the owner cuts after it
+       is being written (a second load of ncells, relaxed, let a pointer
+       past every cell seen, which no valid free is, read its off as the
+       owner wrote it). */
+    return lo < n && slab->cells[lo].off == off ? &slab->cells[lo] : NULL;
 }
 
 /* Debug check of a cache's slab (its owner's thread: no cell is added
