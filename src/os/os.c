@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/auxv.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -58,7 +59,10 @@ extern const ptrdiff_t __rseq_offset;
 
 void nd_os_init(void)
 {
-    long ps = sysconf(_SC_PAGESIZE);
+    /* The kernel's word (the auxiliary vector), as sysconf would give it:
+       sysconf's code is libc's that a plain program does not run, 16 KiB
+       of it resident for one call. */
+    unsigned long ps = getauxval(AT_PAGESZ);
     if (ps > 0)
         nd_os_pagesize = (size_t)ps;
     nd_os_rseq_cpu_off = ND_RSEQ_CPU_OFF;

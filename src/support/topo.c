@@ -10,6 +10,7 @@
 #include <string.h>
 #include "options.h"
 #include "os.h"
+#include "out.h"
 
 nd_topo_t nd_topo;
 
@@ -94,18 +95,18 @@ void nd_topo_read(const char *sys)
        after another): the first finds the table zero, as the loader left
        it, and the CPU rows it does not write stay untouched (topo.h). */
     memset(&nd_topo, 0, offsetof(nd_topo_t, cpu_node) + (size_t)nd_topo.cpu_limit * sizeof nd_topo.cpu_node[0]);
-    snprintf(path, sizeof path, "%s/devices/system/cpu/possible", sys);
+    nd_format_path(path, sizeof path, "%s/devices/system/cpu/possible", sys);
     if (nd_os_read_file(path, buf, sizeof buf) > 0)
         nd_parse_list(buf, nd_mark_possible, NULL);
     if (nd_topo.cpu_limit == 0)
         nd_topo_limit_cpus(ND_MAX_CPUS);
 
-    snprintf(path, sizeof path, ND_SYS_NODE "/online", sys);
+    nd_format_path(path, sizeof path, ND_SYS_NODE "/online", sys);
     if (nd_os_read_file(path, buf, sizeof buf) <= 0) {
         nd_topo_single_node();
     } else {
         nd_parse_list(buf, nd_mark_flag, (void *)(uintptr_t)ND_NODE_PRESENT);
-        snprintf(path, sizeof path, ND_SYS_NODE "/has_memory", sys);
+        nd_format_path(path, sizeof path, ND_SYS_NODE "/has_memory", sys);
         if (nd_os_read_file(path, buf, sizeof buf) > 0)
             nd_parse_list(buf, nd_mark_flag, (void *)(uintptr_t)ND_NODE_HAS_MEM);
         else
@@ -115,12 +116,12 @@ void nd_topo_read(const char *sys)
         for (int n = 0; n < ND_MAX_NODES; n++) {
             if (!(nd_topo.flags[n] & ND_NODE_PRESENT))
                 continue;
-            snprintf(path, sizeof path, ND_SYS_NODE "/node%d/cpulist", sys, n);
+            nd_format_path(path, sizeof path, ND_SYS_NODE "/node%d/cpulist", sys, n);
             if (nd_os_read_file(path, buf, sizeof buf) > 0 && buf[0] >= '0' && buf[0] <= '9') {
                 nd_topo.flags[n] |= ND_NODE_HAS_CPU;
                 nd_parse_list(buf, nd_mark_cpu, (void *)(intptr_t)n);
             }
-            snprintf(path, sizeof path, ND_SYS_NODE "/node%d/distance", sys, n);
+            nd_format_path(path, sizeof path, ND_SYS_NODE "/node%d/distance", sys, n);
             if (nd_os_read_file(path, buf, sizeof buf) > 0) {
                 /* One distance per present node, in id order. */
                 const char *s = buf;
