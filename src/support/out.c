@@ -7,7 +7,7 @@
 #include <string.h>
 #include "os.h"
 
-void nd_out_to_buffer(nd_out *o, char *buf, size_t len)
+nd_hot void nd_out_to_buffer(nd_out *o, char *buf, size_t len)
 {
     memset(o, 0, offsetof(nd_out, buf));
     o->fd = -1;
@@ -40,7 +40,7 @@ void nd_out_flush(nd_out *o)
     o->n = 0;
 }
 
-void nd_out_write(nd_out *o, const char *s, size_t len)
+nd_hot void nd_out_write(nd_out *o, const char *s, size_t len)
 {
     if (o->dst != NULL) {
         if (o->total + 1 < o->dst_len) {
@@ -65,7 +65,7 @@ void nd_out_write(nd_out *o, const char *s, size_t len)
     }
 }
 
-void nd_out_str(nd_out *o, const char *s) { nd_out_write(o, s, strlen(s)); }
+nd_hot void nd_out_str(nd_out *o, const char *s) { nd_out_write(o, s, strlen(s)); }
 
 void nd_outf(nd_out *o, const char *fmt, ...)
 {
@@ -78,7 +78,7 @@ void nd_outf(nd_out *o, const char *fmt, ...)
         nd_out_write(o, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
 
-void nd_format_path(char *buf, size_t len, const char *fmt, ...)
+nd_hot void nd_format_path(char *buf, size_t len, const char *fmt, ...)
 {
     if (len == 0)
         return;

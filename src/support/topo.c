@@ -17,7 +17,7 @@ nd_topo_t nd_topo;
 #define ND_SYS_NODE "%s/devices/system/node"
 
 /* Parses a kernel list ("0-3,8,10-11") and calls fn for every id. */
-void nd_parse_list(const char *s, void (*fn)(int id, void *arg), void *arg)
+nd_hot void nd_parse_list(const char *s, void (*fn)(int id, void *arg), void *arg)
 {
     while (*s) {
         while (*s == ',' || *s == ' ' || *s == '\n')
@@ -83,12 +83,12 @@ static void nd_topo_single_node(void)
     nd_topo.cpu_count = nd_topo.cpu_limit;
 }
 
-void nd_topo_init(void)
+nd_hot void nd_topo_init(void)
 {
     nd_topo_read("/sys");
 }
 
-void nd_topo_read(const char *sys)
+nd_hot void nd_topo_read(const char *sys)
 {
     char buf[4096], path[ND_SYS_PATH_MAX];
     /* Clears what an earlier read wrote (a test reads fixture trees one
@@ -180,19 +180,19 @@ bool nd_topo_node_has_memory(int node)
     return (unsigned)node < ND_MAX_NODES && (nd_topo.flags[node] & ND_NODE_HAS_MEM);
 }
 
-int nd_topo_cpu_node(int cpu)
+nd_hot int nd_topo_cpu_node(int cpu)
 {
     if (cpu < 0 || cpu >= nd_topo.cpu_limit || nd_topo.cpu_node[cpu] < 0)
         return nd_topo.mem_ids[0];
     return nd_topo.cpu_node[cpu];
 }
 
-int nd_topo_current_node(void)
+nd_hot int nd_topo_current_node(void)
 {
     return nd_topo_cpu_node(nd_os_current_cpu());
 }
 
-int nd_topo_local_mem_node(int node)
+nd_hot int nd_topo_local_mem_node(int node)
 {
     if (nd_topo_node_has_memory(node))
         return node;
@@ -201,7 +201,7 @@ int nd_topo_local_mem_node(int node)
     return nd_topo.mem_ids[0];
 }
 
-bool nd_topo_cpus_span_mem_nodes(void)
+nd_hot bool nd_topo_cpus_span_mem_nodes(void)
 {
     int first = -1;
     for (int cpu = 0; cpu < nd_topo.cpu_count; cpu++) {
