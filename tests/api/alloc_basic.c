@@ -409,24 +409,33 @@ static void *small_requests_of_a_thread(void *arg)
     return NULL;
 }
 
-static void the_last_page_of_nodals_code_stays_unmapped_in_a_plain_program(void)
+/* A plain program: no option set (else it skips: they `may` ask for
+   more), requests from a second thread and then this one. Skips unless
+   nodal is libnodal.so here; returns its path, as dladdr gives it. */
+static const char *plain_requests_of_two_threads(const char *may)
 {
-#ifdef ND_TEST_SANITIZER
-    SKIP("a sanitizer's runtime decides which code runs");
-#endif
     const char *opts = getenv("NODAL_OPTIONS");
     if (opts != NULL && opts[0] != '\0')
-        SKIP("NODAL_OPTIONS=%s may ask for the code placed at the end", opts);
+        SKIP("NODAL_OPTIONS=%s may %s", opts, may);
     const struct nd_api *A = nd_api();
     pthread_t t;
     EXPECT(pthread_create(&t, NULL, small_requests_of_a_thread, (void *)A) == 0, "pthread_create to work");
     pthread_join(t, NULL);
     small_requests_of_a_thread((void *)A);
     Dl_info di;
-    char obj[PATH_MAX];
-    if (!dladdr((const void *)A->malloc, &di) || di.dli_fname == NULL || strstr(di.dli_fname, "libnodal") == NULL ||
-        realpath(di.dli_fname, obj) == NULL)
+    if (!dladdr((const void *)A->malloc, &di) || di.dli_fname == NULL || strstr(di.dli_fname, "libnodal") == NULL)
         SKIP("nodal is not a shared library here (%s)", di.dli_fname != NULL ? di.dli_fname : "?");
+    return di.dli_fname;
+}
+
+static void the_last_page_of_nodals_code_stays_unmapped_in_a_plain_program(void)
+{
+#ifdef ND_TEST_SANITIZER
+    SKIP("a sanitizer's runtime decides which code runs");
+#endif
+    const char *lib = plain_requests_of_two_threads("ask for the code placed at the end");
+    char obj[PATH_MAX];
+    EXPECT(realpath(lib, obj) != NULL, "the path of %s to resolve", lib);
     FILE *f = fopen("/proc/self/maps", "r");
     EXPECT(f != NULL, "/proc/self/maps to be readable");
     char line[PATH_MAX + 128];
@@ -506,17 +515,7 @@ static void nodal_formats_no_text_for_a_plain_program(void)
 #ifdef ND_TEST_SANITIZER
     SKIP("a sanitizer's runtime has its own printf");
 #endif
-    const char *opts = getenv("NODAL_OPTIONS");
-    if (opts != NULL && opts[0] != '\0')
-        SKIP("NODAL_OPTIONS=%s may ask for reports", opts);
-    const struct nd_api *A = nd_api();
-    pthread_t t;
-    EXPECT(pthread_create(&t, NULL, small_requests_of_a_thread, (void *)A) == 0, "pthread_create to work");
-    pthread_join(t, NULL);
-    small_requests_of_a_thread((void *)A);
-    Dl_info di;
-    if (!dladdr((const void *)A->malloc, &di) || di.dli_fname == NULL || strstr(di.dli_fname, "libnodal") == NULL)
-        SKIP("nodal is not a shared library here (%s)", di.dli_fname != NULL ? di.dli_fname : "?");
+    const char *lib = plain_requests_of_two_threads("ask for reports");
     unsigned n = __atomic_load_n(&format_calls, __ATOMIC_RELAXED), from_nodal = 0;
     const void *first = NULL;
     for (unsigned i = 0; i < n && i < FORMAT_CALLERS; i++) {
@@ -528,7 +527,7 @@ static void nodal_formats_no_text_for_a_plain_program(void)
         }
     }
     EXPECT(from_nodal == 0, "nodal (%s) to call neither snprintf nor vsnprintf in a plain program, got %u calls (the "
-           "first from %p)", di.dli_fname, from_nodal, first);
+           "first from %p)", lib, from_nodal, first);
 }
 #endif
 
