@@ -15,7 +15,7 @@
 #include "os.h"
 #include "topo.h"
 
-void nd_heap_init(nd_heap *h, uintptr_t tid, int node, bool bound)
+nd_hot void nd_heap_init(nd_heap *h, uintptr_t tid, int node, bool bound)
 {
     h->tid = tid;
     h->node = (int16_t)node;
@@ -253,7 +253,7 @@ static void nd_heap_unfull(nd_heap *h, nd_page *pg)
 
 /* Gives an empty page back to its segment; the segment goes to its node's
    cache when no page is left in use (or stays as the heap's spare). */
-static void nd_heap_page_retire(nd_heap *h, nd_page *pg)
+static nd_hot void nd_heap_page_retire(nd_heap *h, nd_page *pg)
 {
     nd_assert(pg->used == 0 && pg->in_use);
     if (pg->in_full)
@@ -317,7 +317,7 @@ static void nd_heap_park(nd_heap *h, nd_page_queue *q, nd_page *pg)
     }
 }
 
-size_t nd_heap_take_blocks(nd_heap *h, unsigned cls, void **out, size_t n, size_t max)
+nd_hot size_t nd_heap_take_blocks(nd_heap *h, unsigned cls, void **out, size_t n, size_t max)
 {
     if (nd_load_relaxed(&h->notified) != NULL)
         nd_heap_drain_notified(h);
@@ -339,7 +339,7 @@ size_t nd_heap_take_blocks(nd_heap *h, unsigned cls, void **out, size_t n, size_
     return got;
 }
 
-size_t nd_heap_take_free(nd_heap *h, unsigned cls, void **out, size_t n)
+nd_hot size_t nd_heap_take_free(nd_heap *h, unsigned cls, void **out, size_t n)
 {
     nd_page_queue *q = &h->pages[cls];
     size_t got = 0;
@@ -354,7 +354,7 @@ size_t nd_heap_take_free(nd_heap *h, unsigned cls, void **out, size_t n)
 
 /* ---- blocks back -------------------------------------------------------------- */
 
-void nd_heap_return_blocks(nd_heap *h, nd_page *pg, nd_block *head, nd_block *tail, uint32_t count)
+nd_hot void nd_heap_return_blocks(nd_heap *h, nd_page *pg, nd_block *head, nd_block *tail, uint32_t count)
 {
     nd_page_give(pg, head, tail, count);
     if (pg->used == 0) {
@@ -394,13 +394,13 @@ void nd_heap_free_remote(nd_page *pg, void *p)
         nd_heap_notify(pg);
 }
 
-void nd_heap_free_remote_chain(nd_page *pg, nd_block *head, nd_block *tail)
+nd_hot void nd_heap_free_remote_chain(nd_page *pg, nd_block *head, nd_block *tail)
 {
     if (nd_page_xpush_chain(pg, head, tail) == ND_XSTATE_NOTIFY)
         nd_heap_notify(pg);
 }
 
-void nd_heap_drain_notified(nd_heap *h)
+nd_hot void nd_heap_drain_notified(nd_heap *h)
 {
     nd_page *list = nd_exchange_acq_rel(&h->notified, (nd_page *)NULL);
     while (list != NULL) {
@@ -419,7 +419,7 @@ void nd_heap_drain_notified(nd_heap *h)
 
 /* ---- purging and maintenance ----------------------------------------------- */
 
-void nd_heap_purge(nd_heap *h, uint64_t now, bool all)
+nd_hot void nd_heap_purge(nd_heap *h, uint64_t now, bool all)
 {
     size_t left = 0;
     for (int k = 0; k < 2; k++) {
@@ -440,7 +440,7 @@ void nd_heap_purge(nd_heap *h, uint64_t now, bool all)
 
 /* Gives the segments h keeps for reuse (its spares) back to their node:
    all of them, or those unused for the delay. */
-static void nd_heap_release_kept(nd_heap *h, uint64_t now, bool all)
+static nd_hot void nd_heap_release_kept(nd_heap *h, uint64_t now, bool all)
 {
     uint64_t delay = (uint64_t)nd_opt(ND_OPT_purge_delay);
     for (int k = 0; k < 2; k++) {
@@ -453,7 +453,7 @@ static void nd_heap_release_kept(nd_heap *h, uint64_t now, bool all)
     }
 }
 
-void nd_heap_maintain(nd_heap *h, uint64_t now, bool force)
+nd_hot void nd_heap_maintain(nd_heap *h, uint64_t now, bool force)
 {
     h->clock_ms = now;
     if (nd_load_relaxed(&h->notified) != NULL)
@@ -479,14 +479,14 @@ static void nd_heap_retire_empty_pages(nd_heap *h)
     }
 }
 
-void nd_heap_trim(nd_heap *h)
+nd_hot void nd_heap_trim(nd_heap *h)
 {
     nd_heap_drain_notified(h);
     nd_heap_retire_empty_pages(h);
     nd_heap_release_kept(h, 0, true);
 }
 
-void nd_heap_collect(nd_heap *h, uint64_t now, bool purge_all)
+nd_hot void nd_heap_collect(nd_heap *h, uint64_t now, bool purge_all)
 {
     nd_heap_drain_notified(h);
     nd_heap_retire_empty_pages(h);
@@ -526,7 +526,7 @@ bool nd_heap_adopt_segment(nd_heap *h, nd_segment *s)
     return true;
 }
 
-bool nd_heap_reclaim(nd_heap *h)
+nd_hot bool nd_heap_reclaim(nd_heap *h)
 {
     if (h->shared)
         return false;

@@ -884,7 +884,7 @@ bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
     return true;
 }
 
-void nd_large_maintain(uint64_t now, bool force)
+nd_hot void nd_large_maintain(uint64_t now, bool force)
 {
     nd_lock_may_take(ND_LOCK_ID_tight);
     nd_tight_sweep(force);

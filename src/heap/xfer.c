@@ -43,14 +43,14 @@ static inline void **nd_xfer_slots(nd_xfer *x, unsigned c, unsigned s)
     return xc->big ? &x->p[nd_xfer_big_off(x, c, s)] : xc->start;
 }
 
-nd_xfer *nd_xfer_find(unsigned kind)
+nd_hot nd_xfer *nd_xfer_find(unsigned kind)
 {
     if (kind < 2 || kind - 2 >= ND_XFER_KINDS)
         return NULL;
     return nd_load_acquire(&nd_xfer_stores[kind - 2]);
 }
 
-nd_xfer *nd_xfer_get(unsigned kind)
+nd_hot nd_xfer *nd_xfer_get(unsigned kind)
 {
     nd_xfer *x = nd_xfer_find(kind);
     if (nd_likely(x != NULL) || kind < 2 || kind - 2 >= ND_XFER_KINDS)
@@ -98,7 +98,7 @@ size_t nd_xfer_room(const nd_xfer *x, unsigned c)
     return room;
 }
 
-size_t nd_xfer_put(nd_xfer *x, unsigned c, unsigned shard, void *const *blocks, size_t n, nd_xfer_check_fn *check,
+nd_hot size_t nd_xfer_put(nd_xfer *x, unsigned c, unsigned shard, void *const *blocks, size_t n, nd_xfer_check_fn *check,
                    const void *arg)
 {
     size_t put = 0;
@@ -127,7 +127,7 @@ size_t nd_xfer_put(nd_xfer *x, unsigned c, unsigned shard, void *const *blocks, 
     return put;
 }
 
-size_t nd_xfer_take(nd_xfer *x, unsigned c, unsigned shard, void **end, size_t max)
+nd_hot size_t nd_xfer_take(nd_xfer *x, unsigned c, unsigned shard, void **end, size_t max)
 {
     size_t got = 0;
     for (unsigned i = 0; i < ND_XFER_SHARDS && got < max; i++) {
@@ -154,7 +154,7 @@ size_t nd_xfer_take(nd_xfer *x, unsigned c, unsigned shard, void **end, size_t m
     return got;
 }
 
-size_t nd_xfer_drain(nd_xfer *x, unsigned c, unsigned shard, void **out, size_t max, bool idle_only)
+nd_hot size_t nd_xfer_drain(nd_xfer *x, unsigned c, unsigned shard, void **out, size_t max, bool idle_only)
 {
     unsigned s = shard & (ND_XFER_SHARDS - 1);
     nd_xfer_class *xc = &x->cls[c][s];
@@ -191,7 +191,7 @@ more:
     return n;
 }
 
-bool nd_xfer_sweep_claim(nd_xfer *x, uint64_t now_ms, uint64_t period_ms)
+nd_hot bool nd_xfer_sweep_claim(nd_xfer *x, uint64_t now_ms, uint64_t period_ms)
 {
     uint64_t last = nd_load_relaxed(&x->swept_ms);
     if (now_ms < last || now_ms - last < period_ms)

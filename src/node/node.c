@@ -126,7 +126,7 @@ static void nd_node_cache_take(nd_kind_state *k, nd_segment *s)
 
 static nd_kind_state *nd_node_kind(int node, bool bound) { return &nd_nodes[node].kinds[bound ? 1 : 0]; }
 
-static void nd_node_demand_note(uint64_t now)
+static nd_hot void nd_node_demand_note(uint64_t now)
 {
     size_t active = nd_load_relaxed(&nd_gauge.active);
     uint64_t since = nd_load_relaxed(&nd_demand.since);
@@ -154,7 +154,7 @@ static size_t nd_node_headroom(uint64_t now)
 }
 
 /* Called before each fresh mapping, while one may still fit. */
-void nd_node_reserve_note(int node)
+nd_hot void nd_node_reserve_note(int node)
 {
     nd_lock_may_take(ND_LOCK_ID_node);
     nd_node_state *ns = &nd_nodes[node];
@@ -194,12 +194,12 @@ nd_segment *nd_node_reserve_take(int node)
     return s;
 }
 
-bool nd_node_reserve_is(const nd_segment *s)
+nd_hot bool nd_node_reserve_is(const nd_segment *s)
 {
     return s == nd_load_acquire(&nd_nodes[s->node].reserve);
 }
 
-nd_segment *nd_node_seg_get(int node, bool bound, int kind)
+nd_hot nd_segment *nd_node_seg_get(int node, bool bound, int kind)
 {
     nd_node_demand_note(nd_os_now_ms());
     nd_lock_may_take(ND_LOCK_ID_node);
@@ -238,7 +238,7 @@ nd_segment *nd_node_seg_get(int node, bool bound, int kind)
     return s;
 }
 
-void nd_node_seg_put(nd_segment *s)
+nd_hot void nd_node_seg_put(nd_segment *s)
 {
     nd_lock_may_take(ND_LOCK_ID_node);
     nd_assert(s->used_pages == 0 && !s->abandoned);
@@ -288,7 +288,7 @@ void nd_node_abandon(nd_segment *s)
     nd_assert2(nd_node_is_valid(node));
 }
 
-nd_segment *nd_node_abandoned_pop(int node, bool bound)
+nd_hot nd_segment *nd_node_abandoned_pop(int node, bool bound)
 {
     nd_lock_may_take(ND_LOCK_ID_node);
     nd_node_state *ns = &nd_nodes[node];
@@ -325,7 +325,7 @@ bool nd_node_abandoned_claim(nd_segment *s)
 
 /* ---- freed huge mappings ------------------------------------------------ */
 
-nd_segment *nd_node_huge_take(int node, bool bound, size_t need, size_t most)
+nd_hot nd_segment *nd_node_huge_take(int node, bool bound, size_t need, size_t most)
 {
     nd_lock_may_take(ND_LOCK_ID_node);
     nd_node_state *ns = &nd_nodes[node];
@@ -352,7 +352,7 @@ nd_segment *nd_node_huge_take(int node, bool bound, size_t need, size_t most)
     return best;
 }
 
-bool nd_node_huge_keep(nd_segment *s)
+nd_hot bool nd_node_huge_keep(nd_segment *s)
 {
     nd_lock_may_take(ND_LOCK_ID_node);
     if (nd_opt(ND_OPT_purge_delay) <= 0 || s->interleaved || s->size > ND_HUGE_CACHE_BYTES / 2)
@@ -441,7 +441,7 @@ void nd_node_release_cached(void)
    (all of them if force): their committed chunks, or (whole) everything
    but their headers, also what the kernel faulted in around those chunks
    as transparent huge pages (segment.h: nd_seg_purge_free). */
-static void nd_node_sweep(int node, bool bound, uint64_t now, bool force, bool whole)
+static nd_hot void nd_node_sweep(int node, bool bound, uint64_t now, bool force, bool whole)
 {
     enum { MAXV = ND_CACHE_DIRTY_MAX + 2 };
     nd_node_state *ns = &nd_nodes[node];
@@ -481,7 +481,7 @@ void nd_node_purge_cached(int node, bool bound)
     nd_node_sweep(node, bound, 0, true, true);
 }
 
-void nd_node_maintain(int mode)
+nd_hot void nd_node_maintain(int mode)
 {
     nd_lock_may_take(ND_LOCK_ID_node);
     uint64_t now = nd_os_now_ms();

@@ -115,13 +115,13 @@ unsigned nd_lock_held_count(void) { return 0; }
 
 bool nd_lock_witness_on(void) { return ND_WITNESS; }
 
-void nd_lock(nd_lock_t *l)
+nd_hot void nd_lock(nd_lock_t *l)
 {
     nd_witness_acquire(l);
     pthread_mutex_lock(&l->mu);
 }
 
-bool nd_trylock(nd_lock_t *l)
+nd_hot bool nd_trylock(nd_lock_t *l)
 {
     if (pthread_mutex_trylock(&l->mu) != 0)
         return false;
@@ -129,7 +129,7 @@ bool nd_trylock(nd_lock_t *l)
     return true;
 }
 
-void nd_unlock(nd_lock_t *l)
+nd_hot void nd_unlock(nd_lock_t *l)
 {
     nd_witness_release(l);
     pthread_mutex_unlock(&l->mu);
@@ -138,7 +138,7 @@ void nd_unlock(nd_lock_t *l)
 /* Nodes with memory: only their instances of the per-node rows are taken. */
 static uint64_t nd_lock_nodes[(ND_MAX_NODES + 63) / 64];
 
-void nd_locks_set_nodes(const uint64_t *mask)
+nd_hot void nd_locks_set_nodes(const uint64_t *mask)
 {
     for (unsigned i = 0; i < sizeof nd_lock_nodes / sizeof nd_lock_nodes[0]; i++)
         nd_lock_nodes[i] = mask[i];

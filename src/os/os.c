@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/auxv.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -56,9 +57,12 @@ extern const ptrdiff_t __rseq_offset;
 #define ND_RSEQ_CPU_OFF 0
 #endif
 
-void nd_os_init(void)
+nd_hot void nd_os_init(void)
 {
-    long ps = sysconf(_SC_PAGESIZE);
+    /* The kernel's word (the auxiliary vector), as sysconf would give it:
+       sysconf's code is libc's that a plain program does not run, 16 KiB
+       of it resident for one call. */
+    unsigned long ps = getauxval(AT_PAGESZ);
     if (ps > 0)
         nd_os_pagesize = (size_t)ps;
     nd_os_rseq_cpu_off = ND_RSEQ_CPU_OFF;
@@ -67,15 +71,15 @@ void nd_os_init(void)
     (void)nd_os_space_limited();
 }
 
-size_t nd_os_page_size(void) { return nd_os_pagesize; }
+nd_hot size_t nd_os_page_size(void) { return nd_os_pagesize; }
 
 /* Mappings the kernel refused for lack of room (ENOMEM: an address-space
    limit, or the overcommit policy), ever (relaxed atomics). */
 static uint64_t nd_os_refused;
 
-uint64_t nd_os_map_refusals(void) { return nd_load_relaxed(&nd_os_refused); }
+nd_hot uint64_t nd_os_map_refusals(void) { return nd_load_relaxed(&nd_os_refused); }
 
-bool nd_os_space_limited(void)
+nd_hot bool nd_os_space_limited(void)
 {
     struct rlimit lim;
     bool limited = getrlimit(RLIMIT_AS, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY;
@@ -106,7 +110,7 @@ static size_t nd_os_max_maps;   /* /proc/sys/vm/max_map_count, read with the fir
 
 #define ND_OS_TIGHT_MARK(limit) ((limit) / 16 * ND_OS_TIGHT_SIXTEENTHS)
 
-bool nd_os_space_tight(void) { return nd_load_relaxed(&nd_os_tight); }
+nd_hot bool nd_os_space_tight(void) { return nd_load_relaxed(&nd_os_tight); }
 
 bool nd_os_space_maps_fit(size_t bytes)
 {
@@ -217,7 +221,7 @@ static void nd_os_hint_below(uintptr_t start, size_t size, size_t alignment)
     nd_store_relaxed(&nd_os_hint, start > span ? start - span : 0);
 }
 
-void *nd_os_map_at(uintptr_t addr, size_t size)
+nd_hot void *nd_os_map_at(uintptr_t addr, size_t size)
 {
     nd_gauge_add(os_maps, 1);
     void *p = mmap((void *)addr, size, PROT_READ | PROT_WRITE,
@@ -236,7 +240,7 @@ void *nd_os_map_at(uintptr_t addr, size_t size)
     return NULL;
 }
 
-void *nd_os_map_aligned(size_t size, size_t alignment)
+nd_hot void *nd_os_map_aligned(size_t size, size_t alignment)
 {
     if (size + alignment < size)
         return errno = ENOMEM, NULL;
@@ -288,7 +292,7 @@ void *nd_os_map_aligned(size_t size, size_t alignment)
     return (void *)start;
 }
 
-void nd_os_unmap(void *p, size_t size)
+nd_hot void nd_os_unmap(void *p, size_t size)
 {
     if (p != NULL && size != 0) {
         nd_gauge_add(os_unmaps, 1);
@@ -297,7 +301,7 @@ void nd_os_unmap(void *p, size_t size)
     }
 }
 
-int nd_os_purge(void *p, size_t size)
+nd_hot int nd_os_purge(void *p, size_t size)
 {
     int saved = errno;
     nd_gauge_add(os_purges, 1);
@@ -408,7 +412,7 @@ int nd_os_addr_node(const void *p)
     return rc == 0 ? node : -1;
 }
 
-int nd_os_current_cpu(void)
+nd_hot int nd_os_current_cpu(void)
 {
     /* The rseq area's cpu_id once start-up knows where it is (-1: not
        registered yet, -2: registration failed or turned off). */
@@ -433,7 +437,7 @@ bool nd_os_policy_is_local(void)
     return mode == ND_MPOL_DEFAULT || mode == ND_MPOL_LOCAL;
 }
 
-uint64_t nd_os_now_ms(void)
+nd_hot uint64_t nd_os_now_ms(void)
 {
     struct timespec ts;
 #ifdef CLOCK_MONOTONIC_COARSE
@@ -444,7 +448,7 @@ uint64_t nd_os_now_ms(void)
     return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
 }
 
-uint64_t nd_os_random(void)
+nd_hot uint64_t nd_os_random(void)
 {
     uint64_t r = 0;
 #ifdef SYS_getrandom
@@ -459,7 +463,7 @@ uint64_t nd_os_random(void)
 
 void nd_os_yield(void) { sched_yield(); }
 
-long nd_os_read_file(const char *path, char *buf, size_t len)
+nd_hot long nd_os_read_file(const char *path, char *buf, size_t len)
 {
     if (len == 0)
         return -1;
@@ -486,7 +490,7 @@ bool nd_os_path_exists(const char *path)
 }
 
 /* getdents64 through syscall(): opendir would allocate (from nodal). */
-int nd_os_dir_names(const char *path, void (*fn)(const char *name, void *arg), void *arg)
+nd_hot int nd_os_dir_names(const char *path, void (*fn)(const char *name, void *arg), void *arg)
 {
     int fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (fd < 0)
@@ -515,7 +519,7 @@ int nd_os_dir_names(const char *path, void (*fn)(const char *name, void *arg), v
     return count;
 }
 
-const char *nd_os_getenv(const char *name) { return getenv(name); }
+nd_hot const char *nd_os_getenv(const char *name) { return getenv(name); }
 
 static int nd_stderr_fd = STDERR_FILENO;
 
@@ -735,7 +739,7 @@ extern int __register_atfork(void (*prepare)(void), void (*parent)(void), void (
 extern void *__dso_handle __attribute__((weak, visibility("hidden")));
 #endif
 
-int nd_os_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void))
+nd_hot int nd_os_atfork(void (*prepare)(void), void (*parent)(void), void (*child)(void))
 {
 #if defined(__GLIBC__)
     return __register_atfork(prepare, parent, child, &__dso_handle == NULL ? NULL : __dso_handle);

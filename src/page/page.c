@@ -19,7 +19,7 @@ uint64_t  nd_link_key[2];
 uint64_t  nd_block_canary_key[2];
 uint8_t   nd_page_fill_carved;
 
-void nd_page_keys_init(void)
+nd_hot void nd_page_keys_init(void)
 {
     /* m odd: the low word of the product is then a bijection of the
        address. */
@@ -64,7 +64,7 @@ bool nd_page_is_block_start(const nd_page *pg, const void *p)
     return nd_page_has_block(pg, p);
 }
 
-void nd_page_init(nd_page *pg, unsigned cls, uint8_t *start, size_t area,
+nd_hot void nd_page_init(nd_page *pg, unsigned cls, uint8_t *start, size_t area,
                   struct nd_heap *owner, uintptr_t key, unsigned kind)
 {
     uint32_t bsize = nd_class_size[cls];
@@ -116,7 +116,7 @@ void nd_page_orphan(nd_page *pg)
     pg->next = pg->prev = NULL;
 }
 
-void nd_page_release(nd_page *pg)
+nd_hot void nd_page_release(nd_page *pg)
 {
     nd_assert(pg->used == 0 && pg->in_use);
     /* A notifier may still be clearing BUSY on this page: let it finish
@@ -146,7 +146,7 @@ uintptr_t nd_page_xpush(nd_page *pg, nd_block *b)
     return nd_page_xpush_chain(pg, b, b);
 }
 
-uintptr_t nd_page_xpush_chain(nd_page *pg, nd_block *head, nd_block *tail)
+nd_hot uintptr_t nd_page_xpush_chain(nd_page *pg, nd_block *head, nd_block *tail)
 {
     uintptr_t old = nd_load_relaxed(&pg->xfree), desired;
     do {
@@ -161,7 +161,7 @@ uintptr_t nd_page_xpush_chain(nd_page *pg, nd_block *head, nd_block *tail)
     return old & ND_XSTATE_MASK;
 }
 
-void nd_page_xdone(nd_page *pg)
+nd_hot void nd_page_xdone(nd_page *pg)
 {
     uintptr_t cur = nd_load_relaxed(&pg->xfree);
     while (!nd_cas_weak_acq_rel(&pg->xfree, &cur, cur & ~ND_XSTATE_MASK))
@@ -259,7 +259,7 @@ _Static_assert(ND_SMALL_PAGE_SIZE / 16 <= ND_PAGE_MAX_BLOCKS && ND_MEDIUM_PAGE_S
    thread's chains are not sorted: with the walk's earlier prefetch guess,
    above each block, that made bench/xthread's 1 KiB pairs 1.5x slower and
    added little; not measured again with the guess below.) */
-static size_t nd_page_collect_into(nd_page *pg, void **out, size_t n)
+static nd_hot size_t nd_page_collect_into(nd_page *pg, void **out, size_t n)
 {
     uintptr_t x = nd_load_relaxed(&pg->xfree);
     if ((x & ~ND_XSTATE_MASK) == 0)
@@ -321,12 +321,12 @@ static size_t nd_page_collect_into(nd_page *pg, void **out, size_t n)
     return got;
 }
 
-void nd_page_collect(nd_page *pg)
+nd_hot void nd_page_collect(nd_page *pg)
 {
     nd_page_collect_into(pg, NULL, 0);
 }
 
-bool nd_page_disarm(nd_page *pg)
+nd_hot bool nd_page_disarm(nd_page *pg)
 {
     for (;;) {
         uintptr_t x = nd_load_acquire(&pg->xfree);
@@ -342,7 +342,7 @@ bool nd_page_disarm(nd_page *pg)
     }
 }
 
-bool nd_page_arm(nd_page *pg)
+nd_hot bool nd_page_arm(nd_page *pg)
 {
     for (;;) {
         uintptr_t x = nd_load_acquire(&pg->xfree);
@@ -406,7 +406,7 @@ static inline size_t nd_page_take_list(nd_page *pg, void **out, size_t n)
     return got;
 }
 
-size_t nd_page_take_free(nd_page *pg, void **out, size_t n)
+nd_hot size_t nd_page_take_free(nd_page *pg, void **out, size_t n)
 {
     size_t got = pg->free != NULL && n != 0 ? nd_page_take_list(pg, out, n) : 0;
     pg->used = (uint16_t)(pg->used + got);
@@ -473,7 +473,7 @@ static void nd_page_sort(const nd_page *pg, void **v, size_t k)
             v[got++] = pg->start + (w * 64 + (size_t)__builtin_ctzll(bits)) * pg->block_size;
 }
 
-size_t nd_page_take(nd_page *pg, void **out, size_t n, size_t max, uint64_t *rng)
+nd_hot size_t nd_page_take(nd_page *pg, void **out, size_t n, size_t max, uint64_t *rng)
 {
     size_t got = 0;
     while (got < n) {
@@ -526,7 +526,7 @@ size_t nd_page_take(nd_page *pg, void **out, size_t n, size_t max, uint64_t *rng
     return got;
 }
 
-void nd_page_give(nd_page *pg, nd_block *head, nd_block *tail, uint32_t count)
+nd_hot void nd_page_give(nd_page *pg, nd_block *head, nd_block *tail, uint32_t count)
 {
     if (nd_unlikely(count > pg->used))
         nd_misuse("free", "double free or corruption (more blocks back than out)", head);

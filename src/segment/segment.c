@@ -39,7 +39,7 @@ void nd_seg_gauge_mapped(const nd_segment *s, long delta)
     nd_add_relaxed(node, (size_t)delta);
 }
 
-void nd_seg_init(void)
+nd_hot void nd_seg_init(void)
 {
     nd_store_release(&nd_segcache[0], ND_SEGCACHE_NONE);
     nd_seg_secret = (uintptr_t)nd_os_random() | 1;
@@ -113,7 +113,7 @@ static void nd_segmap_set(uintptr_t w, uint8_t value)
     nd_store_release(&leaf[w & (ND_SEGMAP_LEAF_SIZE - 1)], value);
 }
 
-bool nd_segmap_huge(const nd_segment *s, size_t old_size, size_t new_size)
+nd_hot bool nd_segmap_huge(const nd_segment *s, size_t old_size, size_t new_size)
 {
     uintptr_t first = (uintptr_t)s >> ND_SEG_SHIFT;
     size_t had = nd_segmap_chunks(old_size), has = nd_segmap_chunks(new_size);
@@ -154,7 +154,7 @@ static void nd_segcache_release(const nd_segment *s)
         nd_cas_strong_acq_rel(slot, &expect, (uint64_t)0);
 }
 
-void *nd_seg_reserve(size_t size, size_t alignment)
+nd_hot void *nd_seg_reserve(size_t size, size_t alignment)
 {
     void *p = nd_os_map_aligned(size, alignment);
     if (p != NULL && !nd_segmap_huge(p, 0, size)) {
@@ -224,7 +224,7 @@ int nd_seg_commit_bound(uint8_t *p, size_t len, int node)
     return 0;
 }
 
-int nd_seg_commit_slow(nd_segment *s, uint64_t todo)
+nd_hot int nd_seg_commit_slow(nd_segment *s, uint64_t todo)
 {
     if (s->bound) {
         /* Commit maximal runs of uncommitted chunks. */
@@ -253,7 +253,7 @@ int nd_seg_commit_slow(nd_segment *s, uint64_t todo)
    and clears their committed bits. The returned gauge counts the bytes
    purged, or (whole: chunks that were not committed among them) the
    chunks that were committed: the rest held no memory nodal counted. */
-static void nd_seg_purge_runs(nd_segment *s, uint64_t chunks, bool whole)
+static nd_hot void nd_seg_purge_runs(nd_segment *s, uint64_t chunks, bool whole)
 {
     s->purge_mask &= ~chunks;
     while (chunks) {
@@ -271,7 +271,7 @@ static void nd_seg_purge_runs(nd_segment *s, uint64_t chunks, bool whole)
     }
 }
 
-void nd_seg_purge(nd_segment *s, uint64_t mask)
+nd_hot void nd_seg_purge(nd_segment *s, uint64_t mask)
 {
     nd_seg_purge_runs(s, mask & s->committed, false);
 }
@@ -333,7 +333,7 @@ static int nd_seg_place_new(void *p, size_t size, int node, size_t commit)
     return nd_seg_commit_bound(p, commit, node);
 }
 
-int nd_seg_adopt_mapping(nd_segment *s, size_t size, int node, bool bound, const uint64_t *interleave, size_t commit)
+nd_hot int nd_seg_adopt_mapping(nd_segment *s, size_t size, int node, bool bound, const uint64_t *interleave, size_t commit)
 {
     unsigned over = bound && interleave == NULL ? nd_tier_over_cap(node, size) : 0;
     if (over != 0) {
@@ -371,7 +371,7 @@ int nd_seg_adopt_mapping(nd_segment *s, size_t size, int node, bool bound, const
     return 0;
 }
 
-nd_segment *nd_seg_map(int node, bool bound, size_t size)
+nd_hot nd_segment *nd_seg_map(int node, bool bound, size_t size)
 {
     nd_assert(size >= ND_CHUNK_SIZE && size <= ND_SEG_SIZE && (size & (ND_CHUNK_SIZE - 1)) == 0);
     nd_segment *s = nd_seg_reserve(size, ND_SEG_SIZE);
@@ -677,7 +677,7 @@ void nd_seg_page_untail(nd_segment *s, unsigned i)
         nd_seg_tail_to_hole(s, (unsigned)__builtin_ctzll(m));
 }
 
-void nd_seg_set_geometry(nd_segment *s, unsigned page_shift, unsigned page_count)
+nd_hot void nd_seg_set_geometry(nd_segment *s, unsigned page_shift, unsigned page_count)
 {
     s->page_shift = (uint8_t)page_shift;
     s->page_count = (uint16_t)page_count;
@@ -685,7 +685,7 @@ void nd_seg_set_geometry(nd_segment *s, unsigned page_shift, unsigned page_count
     s->desc_mask = (uint16_t)((page_count - 1) << ND_PAGE_DESC_SHIFT);
 }
 
-void nd_seg_unmap_huge(nd_segment *s)
+nd_hot void nd_seg_unmap_huge(nd_segment *s)
 {
     size_t total = s->size;
     nd_segmap_huge(s, total, 0);
@@ -697,7 +697,7 @@ void nd_seg_unmap_huge(nd_segment *s)
     nd_os_unmap(s, total);
 }
 
-void nd_seg_format(nd_segment *s, int kind)
+nd_hot void nd_seg_format(nd_segment *s, int kind)
 {
     nd_assert(kind == ND_SEG_SMALL || kind == ND_SEG_MEDIUM || kind == ND_SEG_LARGE);
     nd_assert(s->unmapped == 0 && s->tails == 0);   /* a segment with holes or tails is never formatted again (segment.h) */

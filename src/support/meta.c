@@ -23,14 +23,14 @@ static size_t nd_meta_total;
 
 static size_t nd_meta_round(size_t size) { return (size + ND_CACHE_LINE - 1) & ~(size_t)(ND_CACHE_LINE - 1); }
 
-void *nd_meta_alloc(size_t size)
+nd_hot void *nd_meta_alloc(size_t size)
 {
     return nd_meta_alloc_head(size, size);
 }
 
 /* The allocation; `touch`: a fresh object's zeroed head is written page
    by page (below), else left as the mapping's untouched zero pages. */
-static void *nd_meta_take(size_t size, size_t zero, bool touch)
+static nd_hot void *nd_meta_take(size_t size, size_t zero, bool touch)
 {
     nd_lock_may_take(ND_LOCK_ID_meta);
     size = nd_meta_round(size);
@@ -92,8 +92,8 @@ static void *nd_meta_take(size_t size, size_t zero, bool touch)
     return p;
 }
 
-void *nd_meta_alloc_head(size_t size, size_t zero) { return nd_meta_take(size, zero, true); }
-void *nd_meta_alloc_untouched(size_t size, size_t zero) { return nd_meta_take(size, zero, false); }
+nd_hot void *nd_meta_alloc_head(size_t size, size_t zero) { return nd_meta_take(size, zero, true); }
+nd_hot void *nd_meta_alloc_untouched(size_t size, size_t zero) { return nd_meta_take(size, zero, false); }
 
 void nd_meta_free(void *p, size_t size)
 {

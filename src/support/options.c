@@ -111,7 +111,7 @@ size_t nd_opt_format_range(const nd_opt_desc *d, char *buf, size_t len)
     return b.total;
 }
 
-const char *nd_opt_text(nd_opt_id id)
+nd_hot const char *nd_opt_text(nd_opt_id id)
 {
     return nd_opt_table[id].kind == ND_OPTK_TEXT ? nd_opt_bufs[id] : "";
 }
@@ -515,7 +515,7 @@ static void nd_set_option(void *arg, const char *name, size_t nlen, const char *
     }
 }
 
-void nd_options_init(void)
+nd_hot void nd_options_init(void)
 {
     const char *all = nd_os_getenv("NODAL_OPTIONS");
     if (all != NULL) {

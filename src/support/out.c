@@ -7,7 +7,7 @@
 #include <string.h>
 #include "os.h"
 
-void nd_out_to_buffer(nd_out *o, char *buf, size_t len)
+nd_hot void nd_out_to_buffer(nd_out *o, char *buf, size_t len)
 {
     memset(o, 0, offsetof(nd_out, buf));
     o->fd = -1;
@@ -40,7 +40,7 @@ void nd_out_flush(nd_out *o)
     o->n = 0;
 }
 
-void nd_out_write(nd_out *o, const char *s, size_t len)
+nd_hot void nd_out_write(nd_out *o, const char *s, size_t len)
 {
     if (o->dst != NULL) {
         if (o->total + 1 < o->dst_len) {
@@ -65,7 +65,7 @@ void nd_out_write(nd_out *o, const char *s, size_t len)
     }
 }
 
-void nd_out_str(nd_out *o, const char *s) { nd_out_write(o, s, strlen(s)); }
+nd_hot void nd_out_str(nd_out *o, const char *s) { nd_out_write(o, s, strlen(s)); }
 
 void nd_outf(nd_out *o, const char *fmt, ...)
 {
@@ -76,4 +76,39 @@ void nd_outf(nd_out *o, const char *fmt, ...)
     va_end(ap);
     if (n > 0)
         nd_out_write(o, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
+}
+
+nd_hot void nd_format_path(char *buf, size_t len, const char *fmt, ...)
+{
+    if (len == 0)
+        return;
+    size_t at = 0;
+    va_list ap;
+    va_start(ap, fmt);
+    for (const char *f = fmt; *f != '\0' && at + 1 < len; f++) {
+        char num[12];
+        const char *s;
+        if (f[0] == '%' && f[1] == 's') {
+            s = va_arg(ap, const char *);
+        } else if (f[0] == '%' && f[1] == 'd') {
+            int v = va_arg(ap, int);
+            unsigned u = v < 0 ? 0u - (unsigned)v : (unsigned)v;
+            char *e = num + sizeof num;
+            *--e = '\0';
+            do
+                *--e = (char)('0' + u % 10);
+            while ((u /= 10) != 0);
+            if (v < 0)
+                *--e = '-';
+            s = e;
+        } else {
+            buf[at++] = *f;
+            continue;
+        }
+        f++;
+        while (*s != '\0' && at + 1 < len)
+            buf[at++] = *s++;
+    }
+    va_end(ap);
+    buf[at] = '\0';
 }

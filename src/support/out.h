@@ -32,6 +32,12 @@ void nd_out_to_file(nd_out *o, FILE *file, int fd) nd_hidden;
 void nd_out_write(nd_out *o, const char *s, size_t len) nd_hidden;
 void nd_out_str(nd_out *o, const char *s) nd_hidden;
 void nd_outf(nd_out *o, const char *fmt, ...) nd_hidden __attribute__((format(printf, 2, 3)));
+/* A file path into buf[0..len) (terminated, cut short if it does not
+   fit): fmt's text with each %s replaced by a string and each %d by an
+   int, nothing else. Start-up builds its /sys paths with it rather than
+   snprintf: the printf family's code is 60 KiB of libc's, which a
+   program that never formats text would otherwise have resident. */
+void nd_format_path(char *buf, size_t len, const char *fmt, ...) nd_hidden __attribute__((format(printf, 3, 4)));
 /* Writes what waits in the buffer (a stream is not flushed). */
 void nd_out_flush(nd_out *o) nd_hidden;
 

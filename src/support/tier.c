@@ -11,6 +11,7 @@
 #include "counters.h"
 #include "options.h"
 #include "os.h"
+#include "out.h"
 #include "topo.h"
 
 /* On a page of its own: its small arrays and first order rows share one
@@ -46,7 +47,7 @@ static uint32_t nd_read_attr(const char *dir, const char *name, bool *any)
 {
     char path[ND_SYS_PATH_MAX + 32];
     bool ok;
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    nd_format_path(path, sizeof path, "%s/%s", dir, name);
     uint32_t v = nd_clamp32(nd_read_u64(path, &ok));
     *any |= ok;
     return v;
@@ -55,13 +56,13 @@ static uint32_t nd_read_attr(const char *dir, const char *name, bool *any)
 /* memory_tierN directories: N for every node of its nodelist. */
 struct nd_tier_dir { const char *sys; };
 
-static void nd_mark_kernel_tier(int node, void *arg)
+static nd_hot void nd_mark_kernel_tier(int node, void *arg)
 {
     if ((unsigned)node < ND_MAX_NODES)
         nd_tiers.kernel_tier[node] = (int16_t)(intptr_t)arg;
 }
 
-static void nd_read_kernel_tier(const char *name, void *arg)
+static nd_hot void nd_read_kernel_tier(const char *name, void *arg)
 {
     const struct nd_tier_dir *d = arg;
     if (strncmp(name, "memory_tier", 11) != 0 || name[11] < '0' || name[11] > '9')
@@ -70,7 +71,7 @@ static void nd_read_kernel_tier(const char *name, void *arg)
     for (const char *s = name + 11; *s >= '0' && *s <= '9' && id < 32767; s++)
         id = id * 10 + (*s - '0');
     char path[ND_SYS_PATH_MAX], buf[1024];
-    snprintf(path, sizeof path, "%s/devices/virtual/memory_tiering/%s/nodelist", d->sys, name);
+    nd_format_path(path, sizeof path, "%s/devices/virtual/memory_tiering/%s/nodelist", d->sys, name);
     if (nd_os_read_file(path, buf, sizeof buf) > 0)
         nd_parse_list(buf, nd_mark_kernel_tier, (void *)(intptr_t)id);
 }
@@ -79,7 +80,7 @@ static void nd_read_kernel_tier(const char *name, void *arg)
 static uint64_t nd_node_mem_total(const char *sys, int node)
 {
     char path[ND_SYS_PATH_MAX], buf[2048];
-    snprintf(path, sizeof path, "%s/devices/system/node/node%d/meminfo", sys, node);
+    nd_format_path(path, sizeof path, "%s/devices/system/node/node%d/meminfo", sys, node);
     if (nd_os_read_file(path, buf, sizeof buf) <= 0)
         return 0;
     const char *s = strstr(buf, "MemTotal:");
@@ -98,7 +99,7 @@ static uint64_t nd_node_mem_total(const char *sys, int node)
 static bool nd_read_hmat(const char *sys, int m)
 {
     char dir[ND_SYS_PATH_MAX], path[ND_SYS_PATH_MAX + 32];
-    snprintf(dir, sizeof dir, "%s/devices/system/node/node%d/access0/initiators", sys, m);
+    nd_format_path(dir, sizeof dir, "%s/devices/system/node/node%d/access0/initiators", sys, m);
     nd_tier_attr a;
     bool any = false;
     a.read_latency = nd_read_attr(dir, "read_latency", &any);
@@ -111,7 +112,7 @@ static bool nd_read_hmat(const char *sys, int m)
     for (int c = 0; c < ND_MAX_NODES; c++) {
         if (!(nd_topo.flags[c] & ND_NODE_PRESENT))
             continue;
-        snprintf(path, sizeof path, "%s/node%d", dir, c);
+        nd_format_path(path, sizeof path, "%s/node%d", dir, c);
         if (nd_os_path_exists(path)) {
             nd_tiers.attr[c][m] = a;
             nd_tiers.near[c] |= (uint64_t)1 << m;
@@ -257,7 +258,7 @@ static bool nd_tier_row_is_set(int c)
    of it) would otherwise become resident in every process. */
 static bool nd_tiers_filled;
 
-void nd_tier_read(const char *sys, const char *measured)
+nd_hot void nd_tier_read(const char *sys, const char *measured)
 {
     if (nd_tiers_filled) {
         memset(&nd_tiers, 0, sizeof nd_tiers);
@@ -269,7 +270,7 @@ void nd_tier_read(const char *sys, const char *measured)
 
     struct nd_tier_dir d = { sys };
     char path[ND_SYS_PATH_MAX];
-    snprintf(path, sizeof path, "%s/devices/virtual/memory_tiering", sys);
+    nd_format_path(path, sizeof path, "%s/devices/virtual/memory_tiering", sys);
     nd_os_dir_names(path, nd_read_kernel_tier, &d);
 
     bool hmat = false;
@@ -351,7 +352,7 @@ void nd_tier_read(const char *sys, const char *measured)
     }
 }
 
-void nd_tier_init(void)
+nd_hot void nd_tier_init(void)
 {
     nd_tier_read("/sys", nd_opt_text(ND_OPT_tier_file));
 }

@@ -10,13 +10,14 @@
 #include <string.h>
 #include "options.h"
 #include "os.h"
+#include "out.h"
 
 nd_topo_t nd_topo;
 
 #define ND_SYS_NODE "%s/devices/system/node"
 
 /* Parses a kernel list ("0-3,8,10-11") and calls fn for every id. */
-void nd_parse_list(const char *s, void (*fn)(int id, void *arg), void *arg)
+nd_hot void nd_parse_list(const char *s, void (*fn)(int id, void *arg), void *arg)
 {
     while (*s) {
         while (*s == ',' || *s == ' ' || *s == '\n')
@@ -82,30 +83,30 @@ static void nd_topo_single_node(void)
     nd_topo.cpu_count = nd_topo.cpu_limit;
 }
 
-void nd_topo_init(void)
+nd_hot void nd_topo_init(void)
 {
     nd_topo_read("/sys");
 }
 
-void nd_topo_read(const char *sys)
+nd_hot void nd_topo_read(const char *sys)
 {
     char buf[4096], path[ND_SYS_PATH_MAX];
     /* Clears what an earlier read wrote (a test reads fixture trees one
        after another): the first finds the table zero, as the loader left
        it, and the CPU rows it does not write stay untouched (topo.h). */
     memset(&nd_topo, 0, offsetof(nd_topo_t, cpu_node) + (size_t)nd_topo.cpu_limit * sizeof nd_topo.cpu_node[0]);
-    snprintf(path, sizeof path, "%s/devices/system/cpu/possible", sys);
+    nd_format_path(path, sizeof path, "%s/devices/system/cpu/possible", sys);
     if (nd_os_read_file(path, buf, sizeof buf) > 0)
         nd_parse_list(buf, nd_mark_possible, NULL);
     if (nd_topo.cpu_limit == 0)
         nd_topo_limit_cpus(ND_MAX_CPUS);
 
-    snprintf(path, sizeof path, ND_SYS_NODE "/online", sys);
+    nd_format_path(path, sizeof path, ND_SYS_NODE "/online", sys);
     if (nd_os_read_file(path, buf, sizeof buf) <= 0) {
         nd_topo_single_node();
     } else {
         nd_parse_list(buf, nd_mark_flag, (void *)(uintptr_t)ND_NODE_PRESENT);
-        snprintf(path, sizeof path, ND_SYS_NODE "/has_memory", sys);
+        nd_format_path(path, sizeof path, ND_SYS_NODE "/has_memory", sys);
         if (nd_os_read_file(path, buf, sizeof buf) > 0)
             nd_parse_list(buf, nd_mark_flag, (void *)(uintptr_t)ND_NODE_HAS_MEM);
         else
@@ -115,12 +116,12 @@ void nd_topo_read(const char *sys)
         for (int n = 0; n < ND_MAX_NODES; n++) {
             if (!(nd_topo.flags[n] & ND_NODE_PRESENT))
                 continue;
-            snprintf(path, sizeof path, ND_SYS_NODE "/node%d/cpulist", sys, n);
+            nd_format_path(path, sizeof path, ND_SYS_NODE "/node%d/cpulist", sys, n);
             if (nd_os_read_file(path, buf, sizeof buf) > 0 && buf[0] >= '0' && buf[0] <= '9') {
                 nd_topo.flags[n] |= ND_NODE_HAS_CPU;
                 nd_parse_list(buf, nd_mark_cpu, (void *)(intptr_t)n);
             }
-            snprintf(path, sizeof path, ND_SYS_NODE "/node%d/distance", sys, n);
+            nd_format_path(path, sizeof path, ND_SYS_NODE "/node%d/distance", sys, n);
             if (nd_os_read_file(path, buf, sizeof buf) > 0) {
                 /* One distance per present node, in id order. */
                 const char *s = buf;
@@ -179,19 +180,19 @@ bool nd_topo_node_has_memory(int node)
     return (unsigned)node < ND_MAX_NODES && (nd_topo.flags[node] & ND_NODE_HAS_MEM);
 }
 
-int nd_topo_cpu_node(int cpu)
+nd_hot int nd_topo_cpu_node(int cpu)
 {
     if (cpu < 0 || cpu >= nd_topo.cpu_limit || nd_topo.cpu_node[cpu] < 0)
         return nd_topo.mem_ids[0];
     return nd_topo.cpu_node[cpu];
 }
 
-int nd_topo_current_node(void)
+nd_hot int nd_topo_current_node(void)
 {
     return nd_topo_cpu_node(nd_os_current_cpu());
 }
 
-int nd_topo_local_mem_node(int node)
+nd_hot int nd_topo_local_mem_node(int node)
 {
     if (nd_topo_node_has_memory(node))
         return node;
@@ -200,7 +201,7 @@ int nd_topo_local_mem_node(int node)
     return nd_topo.mem_ids[0];
 }
 
-bool nd_topo_cpus_span_mem_nodes(void)
+nd_hot bool nd_topo_cpus_span_mem_nodes(void)
 {
     int first = -1;
     for (int cpu = 0; cpu < nd_topo.cpu_count; cpu++) {

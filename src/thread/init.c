@@ -61,7 +61,7 @@ static void nd_fork_child(void)
     nd_os_unwind_fork_child();
 }
 
-void nd_process_init(void)
+nd_hot void nd_process_init(void)
 {
     nd_lock(ND_LOCK(init, 0));
     if (nd_process_state == 0) {

@@ -20,7 +20,7 @@
    with its heap's invariants after each take in debug builds). */
 static nd_tcache *nd_nursery[ND_MAX_NODES];
 
-size_t nd_nursery_take(const nd_tcache *tc, unsigned cls, void **out, size_t n)
+nd_hot size_t nd_nursery_take(const nd_tcache *tc, unsigned cls, void **out, size_t n)
 {
     nd_lock_may_take(ND_LOCK_ID_nursery);
     int node = tc->heap.node, saved = errno;
@@ -41,7 +41,7 @@ size_t nd_nursery_take(const nd_tcache *tc, unsigned cls, void **out, size_t n)
     return got;
 }
 
-void nd_nursery_maintain(uint64_t now, bool force)
+nd_hot void nd_nursery_maintain(uint64_t now, bool force)
 {
     nd_lock_may_take(ND_LOCK_ID_nursery);
     uint64_t delay = (uint64_t)nd_opt(ND_OPT_purge_delay);

@@ -72,7 +72,7 @@ static nd_noinline void *nd_route_large_failed(nd_tcache *tc, size_t size, size_
 /* Out of line, as its failure path is: inlined, it made nd_route_malloc's
    frame larger for every path through it (2 instructions more per 1 MiB
    malloc/free pair, callgrind). */
-nd_noinline void *nd_route_large(nd_tcache *tc, size_t size, size_t alignment)
+nd_hot nd_noinline void *nd_route_large(nd_tcache *tc, size_t size, size_t alignment)
 {
     nd_heap *h = &tc->heap;
     size_t bytes;
@@ -310,7 +310,7 @@ static nd_noinline void *nd_route_malloc_secure(nd_tcache *tc, size_t size)
     return nd_route_big(tc, size);
 }
 
-void *nd_route_malloc(nd_tcache *tc, size_t size)
+nd_hot void *nd_route_malloc(nd_tcache *tc, size_t size)
 {
     /* A shared heap's lock may be held: what follows may take a large
        pool's, a node's and the metadata lock. */
@@ -329,7 +329,7 @@ void *nd_route_malloc(nd_tcache *tc, size_t size)
     return nd_route_big(tc, size);
 }
 
-void *nd_route_malloc_aligned(nd_tcache *tc, size_t alignment, size_t size)
+nd_hot void *nd_route_malloc_aligned(nd_tcache *tc, size_t alignment, size_t size)
 {
     if (alignment <= ND_QUANTUM)
         return nd_route_malloc(tc, size);
@@ -357,7 +357,7 @@ void *nd_route_malloc_aligned(nd_tcache *tc, size_t alignment, size_t size)
 
 /* ---- frees of other threads' blocks ---------------------------------------------- */
 
-void nd_route_free_foreign(void *p, nd_segment *s, nd_page *pg, uintptr_t key)
+nd_hot void nd_route_free_foreign(void *p, nd_segment *s, nd_page *pg, uintptr_t key)
 {
     unsigned cls = pg->cls;
     unsigned bin = nd_class_bin[cls];   /* cls but under secure=1 (class.h) */

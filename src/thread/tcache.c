@@ -196,7 +196,7 @@ static size_t nd_tcache_extra;
 /* Draws what tc's growth by `more` bytes takes past tcache_total from the
    pool; false (nothing drawn) when the cache would pass ND_EXTRA_MULT x
    tcache_total or the pool has not that much left. */
-static nd_noinline bool nd_tcache_extra_draw(nd_tcache *tc, size_t more)
+static nd_hot nd_noinline bool nd_tcache_extra_draw(nd_tcache *tc, size_t more)
 {
     size_t bound = ND_EXTRA_MULT * (size_t)nd_opt(ND_OPT_tcache_total);
     if (tc->cap_extra + more > bound)
@@ -222,7 +222,7 @@ static void nd_tcache_extra_give(nd_tcache *tc, size_t less)
     }
 }
 
-void nd_tcache_process_init(void)
+nd_hot void nd_tcache_process_init(void)
 {
     /* Can a thread change nodes? Only if CPUs of two nodes are served by
        two different nodes' memory, and only follow_thread looks. */
@@ -246,7 +246,7 @@ static inline uint32_t nd_tcache_arm_max(const nd_tcache *tc, unsigned c)
     return n != 0 ? n : ND_TICK_PERIOD;
 }
 
-nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
+nd_hot nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
 {
     uint32_t caps[ND_CLASS_COUNT];
     size_t slots = 0;
@@ -321,7 +321,7 @@ static inline bool nd_bin_is_active(const nd_tcache *tc, unsigned c)
    resident slots only for the classes it uses, not tcache_count of every
    class; and those of the classes it uses share pages until a bin grows
    (nd_tcache_grow moves it to its large area). */
-static void nd_bin_activate(nd_tcache *tc, unsigned c)
+static nd_hot void nd_bin_activate(nd_tcache *tc, unsigned c)
 {
     nd_bin *b = &tc->bins[c];
     nd_bin_info *bi = &tc->binfo[c];
@@ -507,7 +507,7 @@ void nd_tcache_prof_rearm(nd_tcache *tc)
     }
 }
 
-unsigned nd_tcache_count_request(nd_tcache *tc, unsigned c)
+nd_hot unsigned nd_tcache_count_request(nd_tcache *tc, unsigned c)
 {
     if (nd_tcache_count_quick(tc, c))
         return 0;
@@ -541,7 +541,7 @@ unsigned nd_tcache_count_request(nd_tcache *tc, unsigned c)
 
 /* nd_tcache_grow's growth, once allowed: bin c to capacity cap, more
    bytes counted (noinline: the check, inline, mostly says no). */
-static nd_noinline void nd_tcache_grow_to(nd_tcache *tc, unsigned c, uint32_t cap, size_t more)
+static nd_hot nd_noinline void nd_tcache_grow_to(nd_tcache *tc, unsigned c, uint32_t cap, size_t more)
 {
     nd_bin *b = &tc->bins[c];
     nd_bin_info *bi = &tc->binfo[c];
@@ -673,7 +673,7 @@ static inline void nd_tcache_prefetch_taken(void *const *v, size_t n)
         __builtin_prefetch((const char *)v[i] + sizeof(void *), 1, 3);
 }
 
-bool nd_tcache_fill(nd_tcache *tc, unsigned c)
+nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
 {
     nd_bin *bin = &tc->bins[c];
     nd_assert2(bin->cur == bin->empty && (bin->empty == NULL || *bin->empty == NULL));
@@ -772,7 +772,7 @@ void *nd_tcache_uncount(nd_tcache *tc, unsigned c)
     return NULL;
 }
 
-void *nd_tcache_alloc(nd_tcache *tc, unsigned c)
+nd_hot void *nd_tcache_alloc(nd_tcache *tc, unsigned c)
 {
     void *p = NULL;
     if (tc->binfo[c].cap_max == 0) {
@@ -827,7 +827,7 @@ static size_t nd_tcache_gather(void **it, void **end, uintptr_t base, uintptr_t 
    while they are out; nothing reads pg after the blocks went back (its
    page may be released, its segment unmapped). Returns where the page's
    blocks end. */
-static void **nd_tcache_flush_page(nd_tcache *tc, nd_page *pg, void **it, void **end, size_t *scan)
+static nd_hot void **nd_tcache_flush_page(nd_tcache *tc, nd_page *pg, void **it, void **end, size_t *scan)
 {
     /* The page's bytes: pages are aligned to their size in the segment
        (page 0's blocks start after the header, its bytes at the segment).
@@ -902,7 +902,7 @@ static void nd_tcache_send_home(nd_tcache *tc, unsigned cls, void **from, void *
         it = nd_tcache_flush_page(tc, nd_tcache_page_of(*it, cls), it, end, &scan);
 }
 
-void nd_tcache_flush(nd_tcache *tc, unsigned c, size_t n)
+nd_hot void nd_tcache_flush(nd_tcache *tc, unsigned c, size_t n)
 {
     nd_bin *bin = &tc->bins[c];
     nd_assert2(bin->low <= bin->cur && bin->cur <= bin->empty && (bin->empty == NULL || *bin->empty == NULL));
@@ -935,7 +935,7 @@ typedef struct nd_spill_check {
     unsigned cls;      /* the blocks' class */
     size_t   sealed;   /* secure=1: the class's size (the canary's place); else 0 */
 } nd_spill_check;
-static void nd_tcache_check_spilled(void *const *v, size_t n, const void *arg)
+static nd_hot void nd_tcache_check_spilled(void *const *v, size_t n, const void *arg)
 {
     const nd_spill_check *k = arg;
     for (size_t i = 0; i < n; i++)
@@ -1016,7 +1016,7 @@ static size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
    classes no cache took from, whole, and of the others as many as they
    never went below (nd_xfer_drain), shard by shard. A shard another
    thread has claimed is skipped. */
-static void nd_tcache_xfer_empty(nd_tcache *tc, nd_xfer *x, bool idle_only)
+static nd_hot void nd_tcache_xfer_empty(nd_tcache *tc, nd_xfer *x, bool idle_only)
 {
     void *buf[ND_XFER_SWEEP_BATCH];
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
@@ -1032,7 +1032,7 @@ static void nd_tcache_xfer_empty(nd_tcache *tc, nd_xfer *x, bool idle_only)
         }
 }
 
-void nd_tcache_xfer_sweep(nd_tcache *tc, uint64_t now, bool all)
+nd_hot void nd_tcache_xfer_sweep(nd_tcache *tc, uint64_t now, bool all)
 {
     long delay = nd_opt(ND_OPT_purge_delay);
     for (unsigned kind = 2; kind < 2 + ND_XFER_KINDS; kind++) {
@@ -1058,7 +1058,7 @@ void nd_tcache_flush_all(nd_tcache *tc)
         nd_tcache_flush(tc, c, tc->binfo[c].cap);
 }
 
-void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)
+nd_hot void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)
 {
     nd_bin *b = &tc->bins[c];
     nd_bin_info *bi = &tc->binfo[c];
@@ -1114,9 +1114,9 @@ void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)
 
 /* ---- garbage collection ---------------------------------------------------- */
 
-bool nd_tcache_gc_due(const nd_tcache *tc) { return tc->gc_samples >= ND_GC_MIN_SAMPLES; }
+nd_hot bool nd_tcache_gc_due(const nd_tcache *tc) { return tc->gc_samples >= ND_GC_MIN_SAMPLES; }
 
-void nd_tcache_gc(nd_tcache *tc, bool force)
+nd_hot void nd_tcache_gc(nd_tcache *tc, bool force)
 {
     /* The blocks a bin kept all along since the last pass (its low-water
        mark) were not needed; three quarters of them go back. A bin never

@@ -118,7 +118,7 @@ static void nd_thread_cache_destroy(nd_tcache *tc)
 
 /* ---- threads ------------------------------------------------------------- */
 
-void nd_thread_process_init(void)
+nd_hot void nd_thread_process_init(void)
 {
     nd_store_relaxed(&nd_tcache_empty.kind, ND_KIND_NO_PAGE);
     nd_store_relaxed(&nd_tcache_dead.kind, ND_KIND_NO_PAGE);
@@ -189,7 +189,7 @@ static void nd_thread_dismantle(nd_thread *t)
 
 /* Takes apart the pooled records that waited their time (all of them if
    `all`). */
-static void nd_thread_pool_age(uint64_t now, bool all)
+static nd_hot void nd_thread_pool_age(uint64_t now, bool all)
 {
     if (nd_load_relaxed(&nd_pool_count) == 0)
         return;
@@ -226,7 +226,7 @@ static void nd_thread_pool_age(uint64_t now, bool all)
    at a time, at most twice per purge delay. */
 static uint64_t nd_upkeep_at;
 
-static void nd_thread_upkeep(void)
+static nd_hot void nd_thread_upkeep(void)
 {
     uint64_t now = nd_os_now_ms();
     uint64_t at = nd_load_relaxed(&nd_upkeep_at);
@@ -241,7 +241,7 @@ static void nd_thread_upkeep(void)
     nd_node_maintain(ND_SWEEP_PERIODIC);
 }
 
-nd_tcache *nd_thread_start(void)
+nd_hot nd_tcache *nd_thread_start(void)
 {
     nd_thread *t = nd_tls_thread;
     if (nd_likely(t->state == ND_THREAD_LIVE))
@@ -350,7 +350,7 @@ nd_tcache *nd_thread_quarantine(void)
     return tc != NULL && tc->secure != NULL ? tc : NULL;
 }
 
-nd_tcache *nd_thread_cache_for_free(const nd_segment *s, bool may_start)
+nd_hot nd_tcache *nd_thread_cache_for_free(const nd_segment *s, bool may_start)
 {
     nd_thread *t = nd_tls_thread;
     if (nd_unlikely(t->state != ND_THREAD_LIVE)) {
@@ -389,7 +389,7 @@ static void nd_fold_dead_locked(const nd_tcache *tc)
     }
 }
 
-void nd_thread_done(void *arg)
+nd_hot void nd_thread_done(void *arg)
 {
     nd_thread *t = arg;
     if (t == NULL || t->state != ND_THREAD_LIVE || t != nd_tls_thread)
@@ -467,7 +467,7 @@ void nd_thread_fork_child(void)
    classes of the transfer stores (all of them when forced), and
    for each of its heaps notified pages, adoption, purging, kept segments;
    then the node caches. */
-static void nd_thread_maintain(nd_thread *t, bool force)
+static nd_hot void nd_thread_maintain(nd_thread *t, bool force)
 {
     uint64_t now = nd_os_now_ms();
     if (nd_tcache_is_watched(t->plain) && now >= t->watch_until &&
@@ -511,7 +511,7 @@ static void nd_thread_maintain_check(nd_tcache *tc, bool due)
 }
 
 /* (thread.h: nd_thread_count_request, the tick's quick case first) */
-bool nd_thread_count_request_out(nd_tcache *tc, unsigned c)
+nd_hot bool nd_thread_count_request_out(nd_tcache *tc, unsigned c)
 {
     unsigned r = nd_tcache_count_request(tc, c);
     nd_thread_maintain_check(tc, r & ND_COUNT_MAINTAIN);
@@ -560,7 +560,7 @@ bool nd_thread_look_node(int cpu)
     return true;
 }
 
-void nd_thread_tick(nd_tcache *tc)
+nd_hot void nd_thread_tick(nd_tcache *tc)
 {
     nd_heap_tick(&tc->heap);
     nd_thread *t = nd_tls_thread;
@@ -621,7 +621,7 @@ static void nd_tier_copy(nd_tier_counters *dst, const nd_tier_counters *src)
 /* Closes t's open period: what its tier counts grew by goes to the CPU
    node the calls ran on, and its tier caches become the empty ones (the
    next call resolves them again and opens a period). */
-static void nd_thread_tier_close(nd_thread *t)
+static nd_hot void nd_thread_tier_close(nd_thread *t)
 {
     int node = t->tier_node;
     if (node >= 0) {
@@ -740,7 +740,7 @@ void nd_thread_count_remote_free(unsigned cls, bool pushed)
     }
 }
 
-void nd_thread_count_free(bool huge, size_t bytes)
+nd_hot void nd_thread_count_free(bool huge, size_t bytes)
 {
     bool live = nd_tls_thread->state == ND_THREAD_LIVE;
     nd_thread_counters *s = live ? &nd_tls_tc->heap.stats : &nd_orphan;

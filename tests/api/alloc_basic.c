@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -408,24 +409,33 @@ static void *small_requests_of_a_thread(void *arg)
     return NULL;
 }
 
-static void the_last_page_of_nodals_code_stays_unmapped_in_a_plain_program(void)
+/* A plain program: no option set (else it skips: they `may` ask for
+   more), requests from a second thread and then this one. Skips unless
+   nodal is libnodal.so here; returns its path, as dladdr gives it. */
+static const char *plain_requests_of_two_threads(const char *may)
 {
-#ifdef ND_TEST_SANITIZER
-    SKIP("a sanitizer's runtime decides which code runs");
-#endif
     const char *opts = getenv("NODAL_OPTIONS");
     if (opts != NULL && opts[0] != '\0')
-        SKIP("NODAL_OPTIONS=%s may ask for the code placed at the end", opts);
+        SKIP("NODAL_OPTIONS=%s may %s", opts, may);
     const struct nd_api *A = nd_api();
     pthread_t t;
     EXPECT(pthread_create(&t, NULL, small_requests_of_a_thread, (void *)A) == 0, "pthread_create to work");
     pthread_join(t, NULL);
     small_requests_of_a_thread((void *)A);
     Dl_info di;
-    char obj[PATH_MAX];
-    if (!dladdr((const void *)A->malloc, &di) || di.dli_fname == NULL || strstr(di.dli_fname, "libnodal") == NULL ||
-        realpath(di.dli_fname, obj) == NULL)
+    if (!dladdr((const void *)A->malloc, &di) || di.dli_fname == NULL || strstr(di.dli_fname, "libnodal") == NULL)
         SKIP("nodal is not a shared library here (%s)", di.dli_fname != NULL ? di.dli_fname : "?");
+    return di.dli_fname;
+}
+
+static void the_last_page_of_nodals_code_stays_unmapped_in_a_plain_program(void)
+{
+#ifdef ND_TEST_SANITIZER
+    SKIP("a sanitizer's runtime decides which code runs");
+#endif
+    const char *lib = plain_requests_of_two_threads("ask for the code placed at the end");
+    char obj[PATH_MAX];
+    EXPECT(realpath(lib, obj) != NULL, "the path of %s to resolve", lib);
     FILE *f = fopen("/proc/self/maps", "r");
     EXPECT(f != NULL, "/proc/self/maps to be readable");
     char line[PATH_MAX + 128];
@@ -455,6 +465,72 @@ static void the_last_page_of_nodals_code_stays_unmapped_in_a_plain_program(void)
 }
 #endif
 
+#ifndef ND_TEST_PREFIX_ONLY
+/* libc's snprintf and vsnprintf, as this program sees them: each call's
+   return address is noted (nodal's start-up runs before main, so the
+   calls are kept, not checked at once), then libc formats as usual.
+   libnodal.so's calls to them come here too (the program's definitions
+   come first in the lookup). */
+extern int __vsnprintf_chk(char *s, size_t n, int flag, size_t len, const char *fmt, va_list ap);
+/* Through a pointer: GCC turns a direct call with an unknown length into
+   vsnprintf, which is the one below. */
+static int (*volatile libc_vsnprintf)(char *, size_t, int, size_t, const char *, va_list) = __vsnprintf_chk;
+#define FORMAT_CALLERS 64
+static void *format_callers[FORMAT_CALLERS];
+static unsigned format_calls;
+
+static void note_format_caller(void *ra)
+{
+    unsigned i = __atomic_fetch_add(&format_calls, 1, __ATOMIC_RELAXED);
+    if (i < FORMAT_CALLERS)
+        format_callers[i] = ra;
+}
+
+int snprintf(char *restrict s, size_t n, const char *restrict fmt, ...)
+{
+    note_format_caller(__builtin_return_address(0));
+    va_list ap;
+    va_start(ap, fmt);
+    int r = libc_vsnprintf(s, n, 0, (size_t)-1, fmt, ap);
+    va_end(ap);
+    return r;
+}
+
+int vsnprintf(char *restrict s, size_t n, const char *restrict fmt, va_list ap)
+{
+    note_format_caller(__builtin_return_address(0));
+    return libc_vsnprintf(s, n, 0, (size_t)-1, fmt, ap);
+}
+
+/* A program that makes plain requests from two threads, and never
+   formats text itself, has none of libc's printf code resident on
+   nodal's account: nodal's start-up builds its /sys paths with
+   nd_format_path (out.c), not snprintf, whose code (vfprintf and its
+   helpers, 60 KiB of libc's text, mapped in runs of 64 KiB) such a
+   program otherwise never runs. On main 54e3c03 the topology's and the
+   tiers' reads called snprintf 13 times at start-up (this machine: one
+   node, two CPUs). */
+static void nodal_formats_no_text_for_a_plain_program(void)
+{
+#ifdef ND_TEST_SANITIZER
+    SKIP("a sanitizer's runtime has its own printf");
+#endif
+    const char *lib = plain_requests_of_two_threads("ask for reports");
+    unsigned n = __atomic_load_n(&format_calls, __ATOMIC_RELAXED), from_nodal = 0;
+    const void *first = NULL;
+    for (unsigned i = 0; i < n && i < FORMAT_CALLERS; i++) {
+        Dl_info ci;
+        if (dladdr(format_callers[i], &ci) && ci.dli_fname != NULL && strstr(ci.dli_fname, "libnodal") != NULL) {
+            from_nodal++;
+            if (first == NULL)
+                first = format_callers[i];
+        }
+    }
+    EXPECT(from_nodal == 0, "nodal (%s) to call neither snprintf nor vsnprintf in a plain program, got %u calls (the "
+           "first from %p)", lib, from_nodal, first);
+}
+#endif
+
 static const struct nd_case cases[] = {
     ND_CASE(malloc_returns_16_byte_aligned_blocks),
     ND_CASE(usable_size_is_at_least_the_request),
@@ -471,6 +547,7 @@ static const struct nd_case cases[] = {
     ND_CASE(std_and_prefix_names_share_one_heap),
     ND_CASE(the_writable_data_of_nodal_stays_small),
     ND_CASE(the_last_page_of_nodals_code_stays_unmapped_in_a_plain_program),
+    ND_CASE(nodal_formats_no_text_for_a_plain_program),
 #endif
 };
 ND_MAIN(cases)
