@@ -127,6 +127,20 @@ static bool nd_bin_has_mid(unsigned cls, uint32_t cap_max)
 {
     return cap_max > ND_BIN_MID_ROOM && nd_bin_start_room(cls, cap_max) < ND_BIN_MID_ROOM;
 }
+/* The slots a bin has in the large area: cap_max, and for a bin of a small
+   class ND_EXTRA_MULT times that (at most tcache_count), the room a bin
+   whose batches cycle through the transfer store may grow into past
+   tcache_bytes, drawing from the process's pool (nd_tcache_grow_past).
+   Address space only: a bin touches the slots it holds blocks in. */
+#define ND_EXTRA_MULT 4u
+static uint32_t nd_bin_room(unsigned bin, uint32_t cap_max)
+{
+    if (cap_max == 0 || !nd_class_is_small(nd_bin_class[bin]))
+        return cap_max;
+    size_t room = (size_t)ND_EXTRA_MULT * cap_max, count = (size_t)nd_opt(ND_OPT_tcache_count);
+    room = room < count ? room : count;
+    return room > cap_max ? (uint32_t)room : cap_max;
+}
 
 /* The kind a cache's free fast path compares pages' kind with (tcache.h). */
 static unsigned nd_tcache_kind(bool shared, bool bound, int node)
@@ -189,7 +203,6 @@ static size_t nd_tcache_total_share(void)
    2-16 KiB held 4-8 blocks for 10-12 requests a loop): fills 319,000 ->
    94,000 and overflows 298,000 -> 113,000 for 4.8 M requests, CPU x0.87
    (docs/results.md, h45r). */
-#define ND_EXTRA_MULT 4u
 #define ND_EXTRA_CYCLES 4u
 static size_t nd_tcache_extra;
 
@@ -254,7 +267,7 @@ nd_hot nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool sha
         caps[c] = nd_bin_capacity(c, shared, bound);
         if (caps[c] != 0)   /* the start area's slots and sentinel, the middle's, the large area's */
             slots += nd_bin_start_room(c, caps[c]) + 1 + (nd_bin_has_mid(c, caps[c]) ? ND_BIN_MID_ROOM + 1 : 0) +
-                     caps[c] + 1;
+                     nd_bin_room(c, caps[c]) + 1;
     }
     /* The slots need no zeroing: only [cur, empty) of a bin is ever read.
        Nor are they touched here: a bin gets its slots (and its sentinel is
@@ -266,7 +279,7 @@ nd_hot nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool sha
        slots and sentinel one after the other (tcache.h: a thread that uses
        a few classes touches a page or two of slots, not a page per class);
        then the middle area, ND_BIN_MID_ROOM slots and a sentinel per bin
-       that has a room there; then the large area, cap_max slots and a
+       that has a room there; then the large area, nd_bin_room slots and a
        sentinel per bin. */
     uint32_t end = 0;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
@@ -293,7 +306,7 @@ nd_hot nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool sha
         tc->binfo[c].low_water = ND_NO_SAMPLE;
         tc->binfo[c].fill = ND_FIRST_FILL;
         if (caps[c] != 0) {
-            end += caps[c];
+            end += nd_bin_room(c, caps[c]);
             tc->binfo[c].slot_end = end++;
         }
     }
@@ -568,6 +581,49 @@ static nd_hot nd_noinline void nd_tcache_grow_to(nd_tcache *tc, unsigned c, uint
     bi->cap = cap;
 }
 
+/* Past cap_max (tcache_bytes worth): a bin of a small class at it whose
+   batches cycle whole bins through the transfer store (ND_EXTRA_CYCLES),
+   while the process's caches share no CPU, doubles into its room
+   (nd_bin_room) until it holds the run it just saw (the fills since its
+   last overflow and the bin it had: a bin grown one doubling, to 512
+   blocks, for runs of 640 no longer sent them away whole, so no longer
+   counted as cycling, and stayed there), drawing the whole growth from
+   the pool (ND_EXTRA_MULT),
+   whatever the cache's capacities: tcache_bytes bounded such a bin before
+   tcache_total did (micro -m batch -s 1024: batches of 1,000 blocks of
+   1 KiB against a bin of 256 moved ~750 blocks a batch out through the
+   store and back, a third of the instructions; docs/results.md, h47k).
+   Only while the fills of its runs (run_fill: the blocks they took since
+   the overflow before) fit that room: a bin whose runs stay larger keeps
+   cycling after it grew, its runs' blocks still going through pages, and
+   a bigger bin saved it instructions but not time (micro -m batch -s 4096,
+   runs of ~960 fills against a room of 256: x1.06-1.07 of the CPU).
+   And only while the cache's other bins hold at most cap_max worth
+   (tcache_bytes): tcache_bytes shares tcache_total among a thread's
+   classes, and yields only when there is little to share. A cache of
+   many busy classes (rptest -t 2: bins of 6-16 KiB grown 2-4x past it,
+   16 -> 64 blocks of 16 KiB) drew the pool those classes' bins grow into
+   past tcache_total (tcache.c: ND_EXTRA_MULT), and its fills went from
+   ~67,000 to 130,000-190,000. */
+static nd_noinline bool nd_tcache_grow_past(nd_tcache *tc, unsigned c)
+{
+    nd_bin_info *bi = &tc->binfo[c];
+    uint32_t room = nd_bin_room(c, bi->cap_max), cap = bi->cap;
+    size_t run = (size_t)bi->run_fill + bi->cap;   /* the run it just saw, at most */
+    do
+        cap = cap * 2 < room ? cap * 2 : room;
+    while (cap < run && cap < room);
+    size_t size = nd_bin_counted_size(c), others = tc->cap_bytes - (size_t)bi->cap * size;
+    if (cap <= bi->cap || bi->last != ND_LAST_FILL || bi->run_fill > room || others > (size_t)bi->cap_max * size ||
+        nd_tcache_total_share() < (size_t)nd_opt(ND_OPT_tcache_total))
+        return false;
+    size_t more = (size_t)(cap - bi->cap) * size;
+    if (!nd_tcache_extra_draw(tc, more))
+        return false;
+    nd_tcache_grow_to(tc, c, cap, more);
+    return true;
+}
+
 /* Doubles bin c's capacity (at most to cap_max), if the cache's capacities
    stay within its share of tcache_total (nd_tcache_total_share; twice it
    for a bin in long runs, ND_RUN_BINS); false if it may not grow. Inline
@@ -577,9 +633,9 @@ static nd_hot nd_noinline void nd_tcache_grow_to(nd_tcache *tc, unsigned c, uint
 static inline bool nd_tcache_grow(nd_tcache *tc, unsigned c)
 {
     nd_bin_info *bi = &tc->binfo[c];
+    if (bi->cap >= bi->cap_max)
+        return bi->cycles >= ND_EXTRA_CYCLES && nd_tcache_grow_past(tc, c);
     uint32_t cap = bi->cap * 2 < bi->cap_max ? bi->cap * 2 : bi->cap_max;
-    if (cap == bi->cap)
-        return false;
     size_t more = (size_t)(cap - bi->cap) * nd_bin_counted_size(c);
     size_t share = nd_tcache_total_share();
     if (tc->cap_bytes + more > share) {
@@ -709,7 +765,7 @@ nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
     if (want == 0)
         want = 1;
     uint32_t fill = bi->fill;
-    if (bi->fill < bi->cap_max)
+    if (bi->fill < bi->cap_max || bi->fill < bi->cap)   /* (past cap_max: nd_tcache_grow_past) */
         bi->fill *= 2;
     /* First the blocks other caches of the kind handed over (the transfer
        store: pointers only, no block touched); else from the heap, into
@@ -755,7 +811,7 @@ nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
     tc->binfo[c].filled = 1;
     nd_count_inc(&cs->fills);
     nd_count_add(&cs->fill_blocks, got);
-    if (bi->cap == bi->cap_max && want == bi->cap / 2)
+    if (bi->cap >= bi->cap_max && want == bi->cap / 2)
         nd_count_inc(&cs->full_size_fills);
     nd_assert2(nd_tcache_is_valid(tc));
     return got != 0;
@@ -1075,7 +1131,7 @@ nd_hot void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)
             if (bi->filled && nd_tcache_grow(tc, c)) {
                 bi->filled = 0;
             } else {
-                if (bi->cap == bi->cap_max)
+                if (bi->cap >= bi->cap_max)
                     nd_count_inc(&tc->heap.cstats[c].full_size_flushes);
                 /* Half of it, or all of it when it overflowed twice
                    with few requests in between (tcache.h: ND_LAST_SPILL)
@@ -1208,12 +1264,12 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
         const nd_bin *b = &tc->bins[c];
         const nd_bin_info *bi = &tc->binfo[c];
         if (!(b->low <= b->cur && b->cur <= b->empty) || (b->empty != NULL && *b->empty != NULL) ||
-            (size_t)(b->empty - b->low) != bi->cap || bi->cap > bi->cap_max)
+            (size_t)(b->empty - b->low) != bi->cap || bi->cap > nd_bin_room(c, bi->cap_max))
             return false;
         /* Without its slots: capacity 0; with them: its own, at most
            twice its starting capacity in the start area (nd_bin_start_room),
            at most ND_BIN_MID_ROOM in the middle area (a bin that has a room
-           there), or up to cap_max in the large area. */
+           there), or up to its room (nd_bin_room) in the large area. */
         void *const *slots = (void *const *)(tc + 1);
         bool in_start = b->empty == slots + bi->start_end && bi->cap <= nd_bin_start_room(c, bi->cap_max);
         bool in_mid = bi->mid_end != 0 && b->empty == slots + bi->mid_end && bi->cap <= ND_BIN_MID_ROOM;

@@ -29,7 +29,8 @@
  *   area, where every bin has twice its starting capacity (4 to 64 slots)
  *   and a sentinel, one bin after the other; the middle area, 256 slots
  *   and a sentinel for each bin whose cap_max is larger, one after the
- *   other; and the large area, cap_max slots and a sentinel per bin. A
+ *   other; and the large area, cap_max slots (4x that for a small class,
+ *   at most tcache_count: tcache.c, nd_bin_room) and a sentinel per bin. A
  *   bin moves (its blocks copied) to the next area that has room for it
  *   when it grows past its room in the one it is in. A thread that makes a few requests of a few
  *   classes touches a page or two of the start area, not a page of slots
@@ -64,7 +65,8 @@
 
 /*
  * Hot part of a bin, read and written by the fast paths (one cache line).
- * Invariants: low <= cur <= empty; empty - low == info.cap <= info.cap_max;
+ * Invariants: low <= cur <= empty; empty - low == info.cap <= its room in the
+ * large area (nd_bin_room: info.cap_max, or more for a small class, tcache.c);
  * either the bin has no slots yet (low == cur == empty == NULL, cap == 0)
  * or cap_max != 0, *empty == NULL and empty is one of its own
  * sentinel slots: info.start_end, in the cache's start area, while
@@ -127,8 +129,10 @@ _Static_assert(ND_TIER_COUNT <= 4, "the tier counters fill a bin's cache line");
 /*
  * Cold part of a bin (slow paths only). The capacity adapts: a bin that
  * overflows after having run dry since its last flush (its working set does
- * not fit: fill, flush, fill, ...) doubles its capacity, up to cap_max (the
- * slots allocated, from the options tcache_count and tcache_bytes); one
+ * not fit: fill, flush, fill, ...) doubles its capacity, up to cap_max (from
+ * the options tcache_count and tcache_bytes; a bin of a small class whose
+ * batches cycle through the transfer store may grow past it into the rest
+ * of its slots, tcache.c: nd_tcache_grow_past); one
  * that runs dry again without an overflow in between (its thread hands its
  * blocks to others: a producer) doubles too, for bigger fills, but only up
  * to 16 KiB worth of blocks or 64 of them (tcache.c: ND_BIN_DRY_BYTES); a GC
@@ -142,7 +146,7 @@ typedef struct nd_bin_info {
     uint32_t period_left; /* requests to the next maintenance check (ND_TICK_PERIOD apart) */
     uint32_t cap;        /* current capacity: empty - low (0 until the bin has slots) */
     uint32_t cap_max;
-    uint32_t slot_end;   /* the bin's sentinel slot in the large area: cap_max slots below it are its own */
+    uint32_t slot_end;   /* the bin's sentinel slot in the large area: nd_bin_room slots below it are its own */
     uint32_t start_end;  /* its sentinel slot in the start area: nd_bin_start_capacity slots below it */
     uint32_t mid_end;    /* its sentinel slot in the middle area, ND_BIN_MID_ROOM slots below it, or 0: no room there */
     uint32_t low_water;  /* fewest blocks seen cached since the last GC pass

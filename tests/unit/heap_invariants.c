@@ -922,6 +922,67 @@ static void a_cache_whose_bins_cycle_through_the_store_grows_past_tcache_total(v
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the thread exited");
 }
 
+/* A bin whose thread's loops allocate, then free, 2.5 x tcache_bytes worth
+   of one small class (640 blocks of 1 KiB by default) fits in no bin of
+   tcache_bytes (256 blocks): each loop moves ~400 blocks out through the
+   transfer store and back. While no CPU is shared, such a bin grows past
+   tcache_bytes into its room (tcache.c: nd_bin_room, ND_EXTRA_MULT x
+   cap_max), drawing from the process's pool, and its loops then take no
+   fill nor overflow. Main: the bin stays at 256 blocks, 4-5 slow paths a
+   loop. Loops of ~1,000 blocks of 4 KiB, larger than their bin's room
+   (256), leave it at cap_max. */
+enum { KIB_LOOPS = 300 };
+static void *kib_loops_past_tcache_bytes(void *arg)
+{
+    size_t *out = arg;   /* in: size, blocks a loop; out: slow paths of the last 100 loops, cap, cap_max */
+    size_t size = out[0], n = out[1];
+    void **blocks = nodal_malloc(n * sizeof(void *));
+    unsigned c = nd_class_of(size);
+    uint64_t before = 0;
+    for (int loop = 0; loop < KIB_LOOPS; loop++) {
+        if (loop == KIB_LOOPS - 100)
+            before = nd_tls_tc->heap.cstats[c].fills + nd_tls_tc->heap.cstats[c].flushes;
+        for (size_t i = 0; i < n; i++)
+            blocks[i] = nodal_malloc(size);
+        for (size_t i = 0; i < n; i++)
+            nodal_free(blocks[(i * 7919) % n]);
+    }
+    nd_tcache *tc = nd_tls_tc;
+    out[0] = (size_t)(tc->heap.cstats[c].fills + tc->heap.cstats[c].flushes - before);
+    out[1] = tc->binfo[c].cap;
+    out[2] = tc->binfo[c].cap_max;
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    nodal_free(blocks);
+    return NULL;
+}
+
+static void kib_loops(size_t size, size_t n, size_t *out)
+{
+    pthread_t t;
+    out[0] = size;
+    out[1] = n;
+    EXPECT(pthread_create(&t, NULL, kib_loops_past_tcache_bytes, out) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+}
+
+static void a_bin_whose_batches_cycle_through_the_store_grows_past_tcache_bytes(void)
+{
+    size_t out[3];
+    if ((size_t)nd_opt(ND_OPT_tcache_total) != 1 << 20 || (size_t)nd_opt(ND_OPT_tcache_bytes) != 1 << 18 ||
+        nd_opt(ND_OPT_tcache_count) != 2048 || nd_opt(ND_OPT_transfer) != 2 || nd_secure_on())
+        SKIP("made for the defaults tcache_total=1m, tcache_bytes=256k, tcache_count=2048, transfer=2");
+    nodal_free(nodal_malloc(1));   /* this thread's cache counts too */
+    kib_loops(1024, 5 * (size_t)nd_opt(ND_OPT_tcache_bytes) / 2 / 1024, out);
+    EXPECT(out[1] > out[2], "a bin of 1 KiB in loops of 640 blocks to grow past tcache_bytes (%zu blocks), its "
+           "capacity is %zu", out[2], out[1]);
+    EXPECT(out[0] < 10, "loops of 640 blocks of 1 KiB to take no fill or overflow once the bin grew, %zu in the "
+           "last 100 loops", out[0]);
+    kib_loops(4096, 1000, out);
+    EXPECT(out[1] <= out[2], "a bin of 4 KiB in loops of 1,000 blocks, more than its room, to stay at tcache_bytes "
+           "(%zu blocks), its capacity is %zu", out[2], out[1]);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the threads exited");
+}
+
 static void *producer(void *arg)
 {
     void **slots = arg;
@@ -2333,6 +2394,7 @@ static const struct nd_case cases[] = {
     ND_CASE(threads_beyond_the_cpus_share_the_cache_budget),
     ND_CASE(a_bin_in_runs_of_many_bins_grows_past_its_caches_share),
     ND_CASE(a_cache_whose_bins_cycle_through_the_store_grows_past_tcache_total),
+    ND_CASE(a_bin_whose_batches_cycle_through_the_store_grows_past_tcache_bytes),
     ND_CASE(remote_frees_return_to_the_owner),
     ND_CASE(remote_frees_in_chains_go_back_to_their_own_pages),
     ND_CASE(blocks_freed_by_another_thread_come_back_in_address_order),
