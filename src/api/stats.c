@@ -92,13 +92,18 @@ static void nd_snapshot_take(nd_snapshot *s, bool since_reset)
     uint64_t small = 0;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         nd_snap_class *k = &s->cls[c];
+        /* prof=1: a sampled cell is a block of its class (the program's
+           bytes), though not in its pages (slab.h). */
+        k->requests += k->sampled_cells;
+        k->frees += k->sampled_cell_frees;
         uint64_t live = k->requests > k->frees ? k->requests - k->frees : 0;
+        uint64_t cells = k->sampled_cells > k->sampled_cell_frees ? k->sampled_cells - k->sampled_cell_frees : 0;
         /* (Under secure=1 the requests and frees of class c past 1 KiB
            are its bin's, whose blocks are of the next class: class.h.) */
         unsigned held = nd_bin_class[c] < ND_CLASS_COUNT ? nd_bin_class[c] : c;
         k->bytes_in_use = live * nd_class_size[held];
         double room = (double)k->pages * (double)nd_stats_page_size(c);
-        double used = (double)(live + k->cached) * nd_class_size[held];
+        double used = (double)(live - (cells < live ? cells : live) + k->cached) * nd_class_size[held];
         k->utilization = room > 0 ? (used > room ? 1.0 : used / room) : 0;
         small += k->bytes_in_use;
         s->t.requests += k->requests;

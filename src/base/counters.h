@@ -81,6 +81,7 @@
     X(huge_count,          GAUGE,   PROCESS, GAUGE,   COUNT, 1, "huge blocks live") \
     X(huge_bytes,          GAUGE,   PROCESS, GAUGE,   BYTES, 1, "bytes in live huge blocks") \
     X(huge_cached_bytes,   GAUGE,   PROCESS, GAUGE,   BYTES, 1, "freed huge mappings kept for reuse (for purge_delay at most)") \
+    X(prof_slab_bytes,     GAUGE,   PROCESS, GAUGE,   BYTES, 1, "the heap profile's overhead (prof=1): its sample slabs, an OS page each, whose cells hold sampled blocks of up to 1 KiB; in active and mapped, not in allocated (a live cell counts there, and in its class, as a block of its class)") \
     X(reclaimed_segments,  COUNTER, PROCESS, THREAD,  COUNT, 1, "segments of exited threads taken over by a live thread") \
     X(abandoned_segments,  COUNTER, PROCESS, THREAD,  COUNT, 1, "segments left with live blocks by exiting threads") \
     X(thread_moves,        COUNTER, PROCESS, THREAD,  COUNT, 1, "moves of a thread to a CPU of another node, seen on its slow paths (follow_thread)") \
@@ -107,6 +108,8 @@
     X(full_size_flushes,   COUNTER, CLASS,   CLASS,   COUNT, 0, "overflows of a cache already at its largest capacity") \
     X(direct_allocs,       COUNTER, CLASS,   CLASS,   COUNT, 0, "blocks taken straight from pages (classes without a thread cache)") \
     X(slow_frees,          COUNTER, CLASS,   CLASS,   COUNT, 0, "frees by the owner that reached a page through the slow path (no cache, or checks on)") \
+    X(sampled_cells,       COUNTER, CLASS,   CLASS,   COUNT, 0, "prof=1: sampled requests of the class served by a cell of a sample slab (prof_slab_bytes), not by its pages; counted in requests") \
+    X(sampled_cell_frees,  COUNTER, CLASS,   CLASS,   COUNT, 0, "prof=1: frees of those cells, by any thread; counted in frees") \
     X(remote_frees,        COUNTER, CLASS,   CLASS,   COUNT, 1, "blocks of pages other threads own, given back to their page by the thread that freed them") \
     X(remote_pushes,       COUNTER, CLASS,   CLASS,   COUNT, 0, "of those, the ones sent at once, one atomic each (no cache of their kind, or it had no room); the others went in chains, one atomic per page, from the freeing thread's cache") \
     X(xfer_puts,           COUNTER, CLASS,   CLASS,   COUNT, 0, "overflows of a thread cache that put blocks in the transfer store of its kind of memory (for other caches of that kind to take) instead of sending them to their pages") \

@@ -150,12 +150,12 @@ static nd_noinline void nd_free_slab_cell(void *p, nd_segment *s, nd_page *pg)
     /* Its slot read first: once freed, the cell may be taken again by its
        slab's owner (slab.c), which writes the next sample's slot. */
     uint32_t slot = cell->slot;
+    unsigned c = cell->cls;   /* (for the statistics: a taken cell keeps its class) */
     if (!__atomic_compare_exchange_n(&cell->live, &live, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
         nd_misuse("free", "double free", p);
     nd_prof_drop(p, slot);
-    size_t bytes = nd_slab_unref(s, pg);
-    if (bytes != 0)
-        nd_thread_count_free(false, bytes);
+    nd_thread_count_cell_free(c);
+    nd_slab_unref(s, pg);
 }
 
 /* A cell of a tight slab (tight.h), or a pointer into one that is not a

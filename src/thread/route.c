@@ -127,8 +127,9 @@ nd_inline void *nd_route_big(nd_tcache *tc, size_t size)
 }
 
 /* prof=1: a sampled request of class c. Up to ND_SLAB_CELL_MAX it gets a
-   cell of the cache's sample slab (slab.h), counted as a large block (the
-   slab, when it is new), not as a request of its class; a larger class
+   cell of the cache's sample slab (slab.h), counted as a request of the
+   cell's class all the same (sampled_cells: not a block its cache gave;
+   the slab's memory is the profile's, prof_slab_bytes); a larger class
    its class's ordinary block, whose page counts it (page.h:
    nd_page_sample_add). Either way every free of it takes the slow path,
    which drops the sample. */
@@ -150,7 +151,8 @@ static nd_noinline void *nd_route_small_sampled(nd_tcache *tc, unsigned c, size_
     void *p = nd_sample_slab(tc, c, &cell);
     if (p == NULL)   /* out of memory, or a signal handler inside the cut: the block of its class, unsampled */
         return nd_tcache_alloc(tc, c);
-    nd_tcache_uncount(tc, c);
+    nd_tcache_uncount(tc, c);   /* (its bin's count: blocks its cache gave) */
+    nd_count_inc(&tc->heap.cstats[cell->cls].sampled_cells);   /* (a freed cell taken again may be of a larger class) */
     cell->slot = nd_prof_put(p, size, nd_class_size[c], tc->heap.node, tc->heap.bound);
     return p;
 }

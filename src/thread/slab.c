@@ -22,24 +22,18 @@ static nd_slab *nd_slab_of(const nd_page *pg)
     return (nd_slab *)pg->start;
 }
 
+/* A slab's memory is the profile's overhead (prof_slab_bytes), not a
+   large block of the program's: its cells count as blocks of their
+   classes (route.c, free.c). */
 size_t nd_slab_unref(nd_segment *s, nd_page *pg)
 {
     nd_slab *slab = nd_slab_of(pg);
     if (__atomic_sub_fetch(&slab->refs, 1, __ATOMIC_ACQ_REL) != 0)
         return 0;
     nd_store_relaxed(&pg->sampled, 0);   /* a large block of one OS page again */
-    return nd_large_free(s, pg, slab);
-}
-
-/* Drops a reference tc held on slab; a free of the slab (its last
-   reference) is counted in tc's statistics. */
-static void nd_slab_release(nd_tcache *tc, nd_slab *slab)
-{
-    size_t bytes = nd_slab_unref(nd_seg_base(slab), nd_slab_page(slab));
-    if (bytes != 0) {
-        nd_count_inc(&tc->heap.stats.large_frees);
-        nd_count_add(&tc->heap.stats.large_bytes_freed, bytes);
-    }
+    size_t bytes = nd_large_free(s, pg, slab);
+    nd_gauge_sub(prof_slab_bytes, bytes);
+    return bytes;
 }
 
 void nd_tcache_slab_drop(nd_tcache *tc)
@@ -48,7 +42,7 @@ void nd_tcache_slab_drop(nd_tcache *tc)
     if (slab == NULL)
         return;
     tc->prof_slab = NULL;
-    nd_slab_release(tc, slab);
+    nd_slab_unref(nd_seg_base(slab), nd_slab_page(slab));
 }
 
 /* A new cell slab of tc's kind of memory, one OS page (its cache's
@@ -59,8 +53,7 @@ static nd_slab *nd_slab_new(nd_tcache *tc)
     nd_slab *slab = nd_large_alloc(tc->heap.node, tc->heap.bound, nd_os_page_size(), 0, &bytes);
     if (slab == NULL)
         return NULL;
-    nd_count_inc(&tc->heap.stats.large_allocs);
-    nd_count_add(&tc->heap.stats.large_bytes_allocated, bytes);
+    nd_gauge_add(prof_slab_bytes, bytes);
     slab->refs = 1;
     slab->top = ND_SLAB_HEADER;
     slab->ncells = 0;

@@ -173,7 +173,7 @@ static void nd_thread_dismantle(nd_thread *t)
     int n = nd_thread_tcaches(t, tcs);
     for (int i = 0; i < n; i++) {
         nd_thread_cache_flush(tcs[i]);
-        nd_tcache_slab_drop(tcs[i]);   /* prof=1: before the fold, which counts its free */
+        nd_tcache_slab_drop(tcs[i]);   /* prof=1: its slab let go (freed when no cell of it lives) */
         nd_heap_abandon(&tcs[i]->heap);
     }
     nd_lock(nd_threads_lock);
@@ -753,6 +753,14 @@ nd_hot void nd_thread_count_free(bool huge, size_t bytes)
         nd_add_relaxed(count, 1);
         nd_add_relaxed(sum, bytes);
     }
+}
+
+void nd_thread_count_cell_free(unsigned cls)
+{
+    if (nd_tls_thread->state == ND_THREAD_LIVE)
+        nd_count_inc(&nd_tls_tc->heap.cstats[cls].sampled_cell_frees);
+    else
+        nd_add_relaxed(&nd_orphan_cls[cls].sampled_cell_frees, 1);
 }
 
 void nd_thread_count_large_resize(long delta)

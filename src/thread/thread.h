@@ -163,6 +163,8 @@ void  nd_thread_collect(bool purge_all) nd_hidden;
 void nd_thread_count_remote_free(unsigned cls, bool pushed) nd_hidden;
 /* A large (huge = false) or huge block of `bytes` freed. */
 void nd_thread_count_free(bool huge, size_t bytes) nd_hidden;
+/* prof=1: a sampled cell of class cls freed (slab.h): a free of its class. */
+void nd_thread_count_cell_free(unsigned cls) nd_hidden;
 void nd_thread_count_large_resize(long delta) nd_hidden;
 /* Sums over the records of live, pooled and exited threads into
    cls[ND_CLASS_COUNT], tot and the tier counts tier_from[tier][CPU node]

@@ -16,10 +16,12 @@
  * adding and dropping samples in the same pages leave none; and a
  * workload of such samples makes little more resident than without them.
  * A slab takes its freed cells again. A dump runs within a thread stack
- * of 16 KiB.
+ * of 16 KiB. The statistics count a cell as a block of its class and its
+ * slab as the profile's overhead (prof_slab_bytes), not the program's.
  */
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -744,6 +746,107 @@ static void a_dump_runs_on_a_16_kib_thread_stack(void)
         nodal_free(blocks[i]);
 }
 
+
+/* ---- statistics (issue 21) ---------------------------------------------------- */
+
+/* A field of the JSON report's row of the class of `size` bytes (stats.c:
+   {"size":N,... per class), or of the process (its first "name":); 0 for
+   a field it does not have. */
+static char stats_json[1 << 17];
+static unsigned long json_class_field(size_t size, const char *field)
+{
+    char key[64];
+    snprintf(key, sizeof key, "{\"size\":%zu,", size);
+    const char *p = strstr(stats_json, key);
+    EXPECT(p != NULL, "the JSON report to have a row for class %zu", size);
+    const char *end = strchr(p, '}');
+    snprintf(key, sizeof key, "\"%s\":", field);
+    const char *f = strstr(p, key);
+    return f != NULL && f < end ? strtoul(f + strlen(key), NULL, 10) : 0;   /* (0: no such field) */
+}
+static unsigned long json_field(const char *field)
+{
+    char key[64];
+    snprintf(key, sizeof key, "\"%s\":", field);
+    const char *f = strstr(stats_json, key);
+    return f != NULL ? strtoul(f + strlen(key), NULL, 10) : 0;
+}
+static void stats_take(void)
+{
+    size_t len = nodal_stats_json(stats_json, sizeof stats_json);
+    EXPECT(len > 0 && len < sizeof stats_json, "the JSON report to fit");
+}
+
+enum { STAT_N = 2000, STAT_PLAIN = 48, STAT_BOUND = 160 };
+static void *stat_blocks[2 * STAT_N];
+static void *alloc_plain_and_bound(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < STAT_N; i++)
+        stat_blocks[i] = nodal_malloc(STAT_PLAIN);
+    for (int i = STAT_N; i < 2 * STAT_N; i++)
+        stat_blocks[i] = nodal_malloc_node(STAT_BOUND, 0);
+    return NULL;
+}
+
+/* Sampled cells are blocks of their classes in the statistics (the
+   program's bytes), their slabs the profile's overhead (prof_slab_bytes):
+   a thread allocates plain and node-bound small blocks, many of them cells
+   (one sample per 256 bytes), and exits; its class rows count every one,
+   allocated grows by their class sizes alone; the main thread frees them
+   and allocated is back where it was. (On main before this, the cells were
+   missing from their classes and their slabs were counted as large blocks
+   the program held: allocated stayed 4,096 bytes up.) */
+static void sampled_cells_count_as_blocks_of_their_class(void)
+{
+    start();
+    nodal_collect(1);
+    size_t plain = nd_class_size[nd_class_of(STAT_PLAIN)], bound = nd_class_size[nd_class_of(STAT_BOUND)];
+    EXPECT(plain == STAT_PLAIN && bound == STAT_BOUND, "classes of exactly %d and %d bytes", STAT_PLAIN, STAT_BOUND);
+    nodal_memory_info before, live, after;
+    EXPECT(nodal_memory_info_get(&before) == 0, "nodal_memory_info_get");
+    stats_take();
+    unsigned long req_p = json_class_field(plain, "requests"), req_b = json_class_field(bound, "requests");
+    unsigned long fr_p = json_class_field(plain, "frees"), fr_b = json_class_field(bound, "frees");
+    unsigned long cells_p = json_class_field(plain, "sampled_cells");
+    unsigned long large = json_field("large_allocs");
+
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, alloc_plain_and_bound, NULL) == 0, "a thread");
+    pthread_join(t, NULL);
+    size_t n = sampled_of(stat_blocks, STAT_N, idx), cells = 0;
+    for (size_t k = 0; k < n; k++) {
+        nd_page *pg = large_page_of(stat_blocks[idx[k]]);
+        cells += pg != NULL && pg->sampled == ND_PROF_SLAB;
+    }
+    size_t nb = sampled_of(stat_blocks + STAT_N, STAT_N, idx);
+    EXPECT(cells >= 100 && nb >= 100, "cells among the blocks: %zu of %zu plain samples, %zu bound samples", cells, n, nb);
+    EXPECT(nodal_memory_info_get(&live) == 0, "nodal_memory_info_get");
+    stats_take();
+    EXPECT(json_class_field(plain, "requests") - req_p == STAT_N && json_class_field(bound, "requests") - req_b == STAT_N,
+           "every block to be counted in its class, cells too: %lu of %d in class %zu, %lu in class %zu",
+           json_class_field(plain, "requests") - req_p, STAT_N, plain, json_class_field(bound, "requests") - req_b, bound);
+    EXPECT(json_class_field(plain, "sampled_cells") - cells_p >= cells,
+           "the %zu cells to be counted as sampled_cells of class %zu, %lu are", cells, plain,
+           json_class_field(plain, "sampled_cells") - cells_p);
+    EXPECT(json_field("large_allocs") == large, "no large block counted for the slabs: %lu, was %lu",
+           json_field("large_allocs"), large);
+    EXPECT(json_field("prof_slab_bytes") >= nd_os_page_size(), "the slabs to be the profile's, %lu bytes",
+           json_field("prof_slab_bytes"));
+    EXPECT(live.allocated - before.allocated == (size_t)STAT_N * (plain + bound),
+           "allocated to grow by the blocks' class sizes, %zu, it grew by %zu",
+           (size_t)STAT_N * (plain + bound), live.allocated - before.allocated);
+    for (int i = 0; i < 2 * STAT_N; i++)
+        nodal_free(stat_blocks[i]);
+    EXPECT(nodal_memory_info_get(&after) == 0, "nodal_memory_info_get");
+    stats_take();
+    EXPECT(json_class_field(plain, "frees") - fr_p == STAT_N && json_class_field(bound, "frees") - fr_b == STAT_N,
+           "every free to be counted in its class, cells too: %lu and %lu of %d",
+           json_class_field(plain, "frees") - fr_p, json_class_field(bound, "frees") - fr_b, STAT_N);
+    EXPECT(after.allocated == before.allocated, "allocated to be back at %zu once every block is freed, it is %zu",
+           before.allocated, after.allocated);
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(small_samples_share_a_slab_and_keep_their_class_size),
     ND_CASE(cells_freed_by_another_thread_drop_samples_and_free_their_slabs),
@@ -761,5 +864,6 @@ static const struct nd_case cases[] = {
     ND_CASE(medium_samples_take_no_resident_memory_of_their_own),
     ND_CASE(a_slab_takes_its_freed_cells_again),
     ND_CASE(a_dump_runs_on_a_16_kib_thread_stack),
+    ND_CASE(sampled_cells_count_as_blocks_of_their_class),
 };
 ND_MAIN(cases)
