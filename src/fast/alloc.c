@@ -142,23 +142,32 @@ static nd_noinline void *nd_malloc_aligned_slow(size_t alignment, size_t size)
     return nd_malloc_or_shared(nd_route_malloc_aligned(tc, alignment, size), tc, alignment, size);
 }
 
-/* Aligned requests of more than 1 KiB (or alignments above
-   ND_ALIGN_NATURAL) that a size class can serve (class.h) come from the
+/* Aligned requests of more than 1 KiB at an alignment from 32 bytes to
+   ND_ALIGN_NATURAL: those a size class can serve (class.h) come from the
    thread cache like any malloc; the rest take the slow path. */
-static nd_noinline void *nd_malloc_aligned_big(size_t alignment, size_t size)
+static nd_noinline void *nd_malloc_aligned_big_secure(size_t alignment, size_t size)
 {
-    if (alignment <= ND_ALIGN_NATURAL) {
-        unsigned c;
-        if (nd_likely(!nd_secure_on()))
-            c = nd_class_aligned(size, alignment);
-        else if (nd_secure_full() || size > ND_SECURE_CLASS_MAX)
-            c = ND_CLASS_COUNT;   /* secure=2: every call on the slow path */
-        else   /* secure=1: room for the canary; the bin holding an aligned class's blocks (class.h) */
-            c = nd_class_aligned_bin[__builtin_ctzl(alignment) - ND_ALIGN_ROW0][nd_class_of(size + ND_SECURE_TAIL)];
-        if (c < ND_CLASS_COUNT) {
-            nd_tcache *tc = nd_tls_tc;
-            ND_BIN_POP_OR(tc, (size_t)c * ND_BIN_BYTES, nd_malloc_aligned_slow(alignment, size));
-        }
+    unsigned c;
+    if (nd_secure_full() || size > ND_SECURE_CLASS_MAX)
+        c = ND_CLASS_COUNT;   /* secure=2: every call on the slow path */
+    else   /* secure=1: room for the canary; the bin holding an aligned class's blocks (class.h) */
+        c = nd_class_aligned_bin[__builtin_ctzl(alignment) - ND_ALIGN_ROW0][nd_class_of(size + ND_SECURE_TAIL)];
+    if (c < ND_CLASS_COUNT) {
+        nd_tcache *tc = nd_tls_tc;
+        ND_BIN_POP_OR(tc, (size_t)c * ND_BIN_BYTES, nd_malloc_aligned_slow(alignment, size));
+    }
+    return nd_malloc_aligned_slow(alignment, size);
+}
+
+static inline __attribute__((always_inline)) void *nd_malloc_aligned_big(size_t alignment, size_t size)
+{
+    if (nd_unlikely(nd_secure_on()))
+        return nd_malloc_aligned_big_secure(alignment, size);
+    if (nd_likely(size <= ND_MEDIUM_MAX)) {   /* nd_class_aligned's class, one load; always one (class.h) */
+        size_t c = (&nd_class_aligned_bin[0][0] - ND_ALIGN_ROW0 * ND_ALIGN_BIN_ROW)
+                   [(size_t)(unsigned)__builtin_ctzl(alignment) * ND_ALIGN_BIN_ROW + nd_class_of(size)];
+        nd_tcache *tc = nd_tls_tc;
+        ND_BIN_POP_OR(tc, c * ND_BIN_BYTES, nd_malloc_aligned_slow(alignment, size));
     }
     return nd_malloc_aligned_slow(alignment, size);
 }
@@ -167,8 +176,8 @@ static nd_noinline void *nd_malloc_aligned_big(size_t alignment, size_t size)
 static nd_noinline void *nd_malloc_aligned_keep_errno(size_t alignment, size_t size)
 {
     int saved = errno;
-    void *p = size <= ND_LOOKUP_MAX && alignment <= ND_ALIGN_NATURAL ?
-              nd_malloc_aligned_slow(alignment, size) : nd_malloc_aligned_big(alignment, size);
+    void *p = alignment > ND_QUANTUM && alignment <= ND_ALIGN_NATURAL && size > ND_LOOKUP_MAX ?
+              nd_malloc_aligned_big(alignment, size) : nd_malloc_aligned_slow(alignment, size);
     if (p == NULL)
         errno = saved;
     return p;
@@ -192,14 +201,19 @@ nd_malloc_aligned_or(size_t alignment, size_t size, void *(*slow)(size_t, size_t
             ND_BIN_POP_OR(tc, c, slow(alignment, size));
         return slow(alignment, size);
     }
-    if (nd_likely(size <= ND_LOOKUP_MAX && alignment <= ND_ALIGN_NATURAL)) {
-        nd_tcache *tc = nd_tls_tc;
-        /* row ctz - ND_ALIGN_ROW0: the constant part folds into the address */
-        size_t i = ((size_t)(unsigned)__builtin_ctzl(alignment) * ND_ALIGN_ROW_LEN + (size + ND_BIN_STEP - 1) / ND_BIN_STEP);
-        size_t off = (&nd_class_aligned_off[0][0] - ND_ALIGN_ROW0 * ND_ALIGN_ROW_LEN)[i];
-        ND_BIN_POP_OR(tc, off, slow(alignment, size));
+    if (nd_likely(alignment <= ND_ALIGN_NATURAL)) {
+        if (nd_likely(size <= ND_LOOKUP_MAX)) {
+            nd_tcache *tc = nd_tls_tc;
+            /* row ctz - ND_ALIGN_ROW0: the constant part folds into the address */
+            size_t i = ((size_t)(unsigned)__builtin_ctzl(alignment) * ND_ALIGN_ROW_LEN +
+                        (size + ND_BIN_STEP - 1) / ND_BIN_STEP);
+            size_t off = (&nd_class_aligned_off[0][0] - ND_ALIGN_ROW0 * ND_ALIGN_ROW_LEN)[i];
+            ND_BIN_POP_OR(tc, off, slow(alignment, size));
+        }
+        if (slow == nd_malloc_aligned_slow)
+            return nd_malloc_aligned_big(alignment, size);
     }
-    return slow == nd_malloc_aligned_slow ? nd_malloc_aligned_big(alignment, size) : slow(alignment, size);
+    return slow(alignment, size);
 }
 
 static inline __attribute__((always_inline)) void *nd_malloc_aligned(size_t alignment, size_t size)
