@@ -142,7 +142,7 @@ static nd_noinline void *nd_malloc_aligned_slow(size_t alignment, size_t size)
     return nd_malloc_or_shared(nd_route_malloc_aligned(tc, alignment, size), tc, alignment, size);
 }
 
-/* Aligned requests of more than 1 KiB at an alignment from 32 bytes to
+/* Aligned requests of more than 1,016 B at an alignment from 32 bytes to
    ND_ALIGN_NATURAL: those a size class can serve (class.h) come from the
    thread cache like any malloc; the rest take the slow path. */
 static nd_noinline void *nd_malloc_aligned_big_secure(size_t alignment, size_t size)
@@ -176,14 +176,14 @@ static inline __attribute__((always_inline)) void *nd_malloc_aligned_big(size_t 
 static nd_noinline void *nd_malloc_aligned_keep_errno(size_t alignment, size_t size)
 {
     int saved = errno;
-    void *p = alignment > ND_QUANTUM && alignment <= ND_ALIGN_NATURAL && size > ND_LOOKUP_MAX ?
+    void *p = alignment > ND_QUANTUM && alignment <= ND_ALIGN_NATURAL && size > ND_ALIGN_FAST_MAX ?
               nd_malloc_aligned_big(alignment, size) : nd_malloc_aligned_slow(alignment, size);
     if (p == NULL)
         errno = saved;
     return p;
 }
 
-/* An aligned request (alignment a power of two): up to 1 KiB at an
+/* An aligned request (alignment a power of two): up to 1,016 B at an
    alignment of up to ND_ALIGN_NATURAL, malloc's fast path with one more
    table (nd_class_aligned_off, class.h: the bin of the smallest class of
    blocks all aligned to it; under secure=1 with room for the canary, as
@@ -202,12 +202,12 @@ nd_malloc_aligned_or(size_t alignment, size_t size, void *(*slow)(size_t, size_t
         return slow(alignment, size);
     }
     if (nd_likely(alignment <= ND_ALIGN_NATURAL)) {
-        if (nd_likely(size <= ND_LOOKUP_MAX)) {
+        if (nd_likely(size <= ND_ALIGN_FAST_MAX)) {
             nd_tcache *tc = nd_tls_tc;
             /* row ctz - ND_ALIGN_ROW0: the constant part folds into the address */
             size_t i = ((size_t)(unsigned)__builtin_ctzl(alignment) * ND_ALIGN_ROW_LEN +
                         (size + ND_BIN_STEP - 1) / ND_BIN_STEP);
-            size_t off = (&nd_class_aligned_off[0][0] - ND_ALIGN_ROW0 * ND_ALIGN_ROW_LEN)[i];
+            size_t off = (size_t)(&nd_class_aligned_off[0][0] - ND_ALIGN_ROW0 * ND_ALIGN_ROW_LEN)[i] * ND_BIN_BYTES;
             ND_BIN_POP_OR(tc, off, slow(alignment, size));
         }
         if (slow == nd_malloc_aligned_slow)

@@ -46,7 +46,7 @@ uint8_t nd_class_bin[ND_CLASS_COUNT] = { ND_CLASSES(ND_AS_SELF) };
 _Static_assert(sizeof nd_bin_class == ND_CLASS_COUNT, "one entry per class");
 
 uint8_t nd_class_aligned_bin[ND_ALIGN_ROWS][ND_ALIGN_BIN_ROW];
-uint16_t nd_class_aligned_off[ND_ALIGN_ROWS][ND_ALIGN_ROW_LEN];
+uint8_t nd_class_aligned_off[ND_ALIGN_ROWS][ND_ALIGN_ROW_LEN];
 
 /* The rows of nd_class_aligned_bin from the classes and their bins (as
    they are: nd_class_pad_requests's, or the identities). */
@@ -97,14 +97,14 @@ void nd_class_aligned_init(size_t pad)
         nd_class_aligned_bins_fill();   /* (secure=1: nd_class_pad_requests filled them) */
     for (unsigned k = 0; k < ND_ALIGN_ROWS; k++) {
         size_t a = (size_t)1 << (k + ND_ALIGN_ROW0);
-        for (size_t i = 0; i <= ND_LOOKUP_MAX / ND_BIN_STEP; i++) {
+        for (size_t i = 0; i < ND_ALIGN_ROW_LEN; i++) {
             size_t largest = i == 0 ? ND_BIN_STEP : i * ND_BIN_STEP;   /* the largest request of entry i */
             unsigned d = nd_class_aligned(largest + pad, a);
             if (d < ND_CLASS_COUNT && nd_class_bin[d] >= ND_CLASS_COUNT)
                 d++;   /* no bin (class 0 only, under secure=1): the next class */
             if (d >= ND_CLASS_COUNT || nd_class_bin[d] >= ND_CLASS_COUNT || (nd_class_size[d] & (a - 1)) != 0)
                 nd_fatal("size classes: no aligned class with a bin for %zu bytes at %zu", largest + pad, a);
-            nd_class_aligned_off[k][i] = (uint16_t)(nd_class_bin[d] * ND_BIN_BYTES);
+            nd_class_aligned_off[k][i] = (uint8_t)nd_class_bin[d];
         }
     }
 }

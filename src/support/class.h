@@ -62,20 +62,22 @@ _Static_assert(ND_ALIGN_BIN_ROW >= ND_CLASS_COUNT, "a row holds every class");
 _Static_assert(ND_MEDIUM_MAX % ND_ALIGN_NATURAL == 0, "the last class is a multiple of every alignment of a row");
 extern uint8_t nd_class_aligned_bin[ND_ALIGN_ROWS][ND_ALIGN_BIN_ROW] nd_hidden;
 /* The aligned fast path's table (nd_class_bin_offset's twin, one row per
-   alignment as above): row k, entry i holds the byte offset of the bin
-   that serves a request of up to i * ND_BIN_STEP bytes (1 KiB at most)
-   aligned to 2^(k + ND_ALIGN_ROW0): the bin of the smallest class of at
-   least that many bytes (plus `pad`) whose size is a multiple of the
-   alignment (the next class if that one has no bin). Every entry names a
-   bin: a request of up to 1 KiB + pad at an alignment of up to
-   ND_ALIGN_NATURAL always has such a class (checked at the fill). Filled
-   by nd_class_aligned_init at process start, before any thread cache
-   exists (zeros until then: only the empty cache, whose bins are all
-   empty, is reached through it). Entries past ND_LOOKUP_MAX / ND_BIN_STEP
-   are unused (zero). */
-#define ND_ALIGN_ROW_LEN 256   /* >= ND_LOOKUP_MAX / ND_BIN_STEP + 1, a power of two: a row is a shift */
-_Static_assert(ND_ALIGN_ROW_LEN >= ND_LOOKUP_MAX / ND_BIN_STEP + 1, "a row holds every entry");
-extern uint16_t nd_class_aligned_off[ND_ALIGN_ROWS][ND_ALIGN_ROW_LEN] nd_hidden;
+   alignment as above): row k, entry i holds the bin (not its offset: one
+   byte) that serves a request of up to i * ND_BIN_STEP bytes (at most
+   ND_ALIGN_FAST_MAX) aligned to 2^(k + ND_ALIGN_ROW0): the bin of the
+   smallest class of at least that many bytes (plus `pad`) whose size is a
+   multiple of the alignment (the next class if that one has no bin).
+   Every entry names a bin: a request of up to 1 KiB + pad at an alignment
+   of up to ND_ALIGN_NATURAL always has such a class (checked at the fill).
+   Filled by nd_class_aligned_init at process start, before any thread
+   cache exists (zeros until then: only the empty cache, whose bins are
+   all empty, is reached through it). Small on purpose: every 4 KiB of
+   static data is address space a process under an RLIMIT_AS loses (the
+   static test programs of api/memory.c count it). */
+#define ND_ALIGN_ROW_LEN 128   /* a power of two (a row is a shift), 1,280 bytes in all */
+#define ND_ALIGN_FAST_MAX ((ND_ALIGN_ROW_LEN - 1) * ND_BIN_STEP)   /* 1,016 B: the largest request of a row */
+_Static_assert(ND_ALIGN_FAST_MAX <= ND_LOOKUP_MAX, "a row's requests are in the lookup table's range");
+extern uint8_t nd_class_aligned_off[ND_ALIGN_ROWS][ND_ALIGN_ROW_LEN] nd_hidden;
 /* Fills nd_class_aligned_off; pad: as nd_class_pad_requests's (0 but
    under secure=1), called after it. */
 void nd_class_aligned_init(size_t pad) nd_hidden;

@@ -80,24 +80,22 @@ static unsigned smallest_aligned_bin(size_t n, size_t pad, size_t a)
 }
 
 /* The aligned fast path's table (nd_class_aligned_off, pad: 0 by default,
-   secure=1's canary word): every request of 0 to 1 KiB bytes at every
-   alignment from 32 bytes to ND_ALIGN_NATURAL takes the bin of the
-   smallest class that holds it (and the pad) and is a multiple of the
-   alignment; the entries past 1 KiB stay 0. */
+   secure=1's canary word): every request of 0 to ND_ALIGN_FAST_MAX bytes
+   at every alignment from 32 bytes to ND_ALIGN_NATURAL takes the bin of
+   the smallest class that holds it (and the pad) and is a multiple of the
+   alignment. */
 static void check_aligned_offsets(size_t pad)
 {
     nd_class_aligned_init(pad);
     for (unsigned k = 0; k < ND_ALIGN_ROWS; k++) {
         size_t a = (size_t)1 << (k + ND_ALIGN_ROW0);
-        for (size_t n = 0; n <= ND_LOOKUP_MAX; n++) {
+        for (size_t n = 0; n <= ND_ALIGN_FAST_MAX; n++) {
             unsigned want = smallest_aligned_bin(n, pad, a);
-            size_t got = nd_class_aligned_off[k][(n + ND_BIN_STEP - 1) / ND_BIN_STEP];
-            EXPECT(want < ND_CLASS_COUNT && got == (size_t)want * ND_BIN_BYTES,
-                   "a request of %zu B (pad %zu) aligned to %zu to take bin %u (blocks of %u B), got offset %zu",
+            unsigned got = nd_class_aligned_off[k][(n + ND_BIN_STEP - 1) / ND_BIN_STEP];
+            EXPECT(want < ND_CLASS_COUNT && got == want,
+                   "a request of %zu B (pad %zu) aligned to %zu to take bin %u (blocks of %u B), got bin %u",
                    n, pad, a, want, want < ND_CLASS_COUNT ? nd_class_size[nd_bin_class[want]] : 0, got);
         }
-        for (size_t i = ND_LOOKUP_MAX / ND_BIN_STEP + 1; i < ND_ALIGN_ROW_LEN; i++)
-            EXPECT(nd_class_aligned_off[k][i] == 0, "row %u entry %zu past 1 KiB to be unused", k, i);
     }
 }
 
