@@ -11,7 +11,8 @@
 #
 # Runs the program twice, with 200,000 and 600,000 operations after 20,000
 # warm-up ones, and prints (Ir(600k) - Ir(200k)) / 400,000: start-up, exit
-# and warm-up cancel out. MICRO overrides the micro binary's path.
+# and warm-up cancel out. MICRO overrides the micro binary's path; ALIGN
+# sets micro's -a (mode aligned: aligned_alloc(ALIGN, SIZE), 64 by default).
 set -eu
 if [ "${1:-}" = "--node" ]; then
     [ $# -eq 3 ] || { echo "usage: $0 --node BUILD SIZE" >&2; exit 2; }
@@ -20,7 +21,7 @@ if [ "${1:-}" = "--node" ]; then
 else
     [ $# -ge 3 ] || { echo "usage: $0 LIB MODE SIZE [NODAL_OPTIONS] | --node BUILD SIZE" >&2; exit 2; }
     lib=$1; opts=${4:-}
-    prog="${MICRO:-build/bench/micro} -m $2 -s $3 -t 1 -w 20000 -n"
+    prog="${MICRO:-build/bench/micro} -m $2 -s $3 ${ALIGN:+-a $ALIGN} -t 1 -w 20000 -n"
 fi
 ir() {
     out=$(mktemp "${TMPDIR:-/tmp}/instr.XXXXXX")

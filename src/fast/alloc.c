@@ -142,26 +142,83 @@ static nd_noinline void *nd_malloc_aligned_slow(size_t alignment, size_t size)
     return nd_malloc_or_shared(nd_route_malloc_aligned(tc, alignment, size), tc, alignment, size);
 }
 
-/* Aligned requests a size class can serve (class.h) come from the thread
-   cache like any malloc; the rest take the slow path. */
-static void *nd_malloc_aligned(size_t alignment, size_t size)
+/* Aligned requests of more than 1,016 B at an alignment from 32 bytes to
+   ND_ALIGN_NATURAL: those a size class can serve (class.h) come from the
+   thread cache like any malloc; the rest take the slow path. */
+static nd_noinline void *nd_malloc_aligned_big_secure(size_t alignment, size_t size)
 {
-    if (alignment <= ND_QUANTUM)
-        return nd_malloc_fast(nd_tls_tc, size);
-    if (alignment <= ND_ALIGN_NATURAL) {
-        unsigned c;
-        if (nd_likely(!nd_secure_on()))
-            c = nd_class_aligned(size, alignment);
-        else if (nd_secure_full() || size > ND_SECURE_CLASS_MAX)
-            c = ND_CLASS_COUNT;   /* secure=2: every call on the slow path */
-        else   /* secure=1: room for the canary; the bin holding an aligned class's blocks (class.h) */
-            c = nd_class_aligned_bin[__builtin_ctzl(alignment) - ND_ALIGN_ROW0][nd_class_of(size + ND_SECURE_TAIL)];
-        if (c < ND_CLASS_COUNT) {
-            nd_tcache *tc = nd_tls_tc;
-            ND_BIN_POP_OR(tc, (size_t)c * ND_BIN_BYTES, nd_malloc_aligned_slow(alignment, size));
-        }
+    unsigned c;
+    if (nd_secure_full() || size > ND_SECURE_CLASS_MAX)
+        c = ND_CLASS_COUNT;   /* secure=2: every call on the slow path */
+    else   /* secure=1: room for the canary; the bin holding an aligned class's blocks (class.h) */
+        c = nd_class_aligned_bin[__builtin_ctzl(alignment) - ND_ALIGN_ROW0][nd_class_of(size + ND_SECURE_TAIL)];
+    if (c < ND_CLASS_COUNT) {
+        nd_tcache *tc = nd_tls_tc;
+        ND_BIN_POP_OR(tc, (size_t)c * ND_BIN_BYTES, nd_malloc_aligned_slow(alignment, size));
     }
     return nd_malloc_aligned_slow(alignment, size);
+}
+
+static inline __attribute__((always_inline)) void *nd_malloc_aligned_big(size_t alignment, size_t size)
+{
+    if (nd_unlikely(nd_secure_on()))
+        return nd_malloc_aligned_big_secure(alignment, size);
+    if (nd_likely(size <= ND_MEDIUM_MAX)) {   /* nd_class_aligned's class, one load; always one (class.h) */
+        size_t c = (&nd_class_aligned_bin[0][0] - ND_ALIGN_ROW0 * ND_ALIGN_BIN_ROW)
+                   [(size_t)(unsigned)__builtin_ctzl(alignment) * ND_ALIGN_BIN_ROW + nd_class_of(size)];
+        nd_tcache *tc = nd_tls_tc;
+        ND_BIN_POP_OR(tc, c * ND_BIN_BYTES, nd_malloc_aligned_slow(alignment, size));
+    }
+    return nd_malloc_aligned_slow(alignment, size);
+}
+
+/* posix_memalign's slow path: errno as it was (it returns its error). */
+static nd_noinline void *nd_malloc_aligned_keep_errno(size_t alignment, size_t size)
+{
+    int saved = errno;
+    void *p = alignment > ND_QUANTUM && alignment <= ND_ALIGN_NATURAL && size > ND_ALIGN_FAST_MAX ?
+              nd_malloc_aligned_big(alignment, size) : nd_malloc_aligned_slow(alignment, size);
+    if (p == NULL)
+        errno = saved;
+    return p;
+}
+
+/* An aligned request (alignment a power of two): up to 1,016 B at an
+   alignment of up to ND_ALIGN_NATURAL, malloc's fast path with one more
+   table (nd_class_aligned_off, class.h: the bin of the smallest class of
+   blocks all aligned to it; under secure=1 with room for the canary, as
+   malloc's; under secure=2 every bin is empty); `slow` for the rest, and
+   for an empty bin or a tick that ran out. */
+static inline __attribute__((always_inline)) void *
+nd_malloc_aligned_or(size_t alignment, size_t size, void *(*slow)(size_t, size_t))
+{
+    if (alignment <= ND_QUANTUM) {
+        if (slow == nd_malloc_aligned_slow)
+            return nd_malloc_fast(nd_tls_tc, size);
+        nd_tcache *tc = nd_tls_tc;   /* errno kept: malloc's bins, then `slow` */
+        size_t c;
+        if (nd_class_fast(size, &c))
+            ND_BIN_POP_OR(tc, c, slow(alignment, size));
+        return slow(alignment, size);
+    }
+    if (nd_likely(alignment <= ND_ALIGN_NATURAL)) {
+        if (nd_likely(size <= ND_ALIGN_FAST_MAX)) {
+            nd_tcache *tc = nd_tls_tc;
+            /* row ctz - ND_ALIGN_ROW0: the constant part folds into the address */
+            size_t i = ((size_t)(unsigned)__builtin_ctzl(alignment) * ND_ALIGN_ROW_LEN +
+                        (size + ND_BIN_STEP - 1) / ND_BIN_STEP);
+            size_t off = (size_t)(&nd_class_aligned_off[0][0] - ND_ALIGN_ROW0 * ND_ALIGN_ROW_LEN)[i] * ND_BIN_BYTES;
+            ND_BIN_POP_OR(tc, off, slow(alignment, size));
+        }
+        if (slow == nd_malloc_aligned_slow)
+            return nd_malloc_aligned_big(alignment, size);
+    }
+    return slow(alignment, size);
+}
+
+static inline __attribute__((always_inline)) void *nd_malloc_aligned(size_t alignment, size_t size)
+{
+    return nd_malloc_aligned_or(alignment, size, nd_malloc_aligned_slow);
 }
 
 /* ---- calloc and the aligned family --------------------------------------- */
@@ -211,12 +268,9 @@ int nd_posix_memalign(void **out, size_t alignment, size_t size)
 {
     if (!nd_is_pow2(alignment) || alignment < sizeof(void *))
         return EINVAL;
-    int saved = errno;
-    void *p = nd_malloc_aligned(alignment, size);
-    if (p == NULL) {
-        errno = saved;
+    void *p = nd_malloc_aligned_or(alignment, size, nd_malloc_aligned_keep_errno);
+    if (p == NULL)
         return ENOMEM;
-    }
     *out = p;
     return 0;
 }

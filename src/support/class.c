@@ -3,6 +3,8 @@
  */
 #include "class.h"
 
+#include "msg.h"
+
 const uint32_t nd_class_size[ND_CLASS_COUNT] = {
     16, 32, 48, 64, 80, 96, 112, 128,
     160, 192, 224, 256, 320, 384, 448, 512, 640, 768, 896, 1024,
@@ -43,7 +45,24 @@ uint8_t nd_bin_class[ND_CLASS_COUNT] = { ND_CLASSES(ND_AS_SELF) };
 uint8_t nd_class_bin[ND_CLASS_COUNT] = { ND_CLASSES(ND_AS_SELF) };
 _Static_assert(sizeof nd_bin_class == ND_CLASS_COUNT, "one entry per class");
 
-uint8_t nd_class_aligned_bin[ND_ALIGN_ROWS][ND_CLASS_COUNT];
+uint8_t nd_class_aligned_bin[ND_ALIGN_ROWS][ND_ALIGN_BIN_ROW];
+uint8_t nd_class_aligned_off[ND_ALIGN_ROWS][ND_ALIGN_ROW_LEN];
+
+/* The rows of nd_class_aligned_bin from the classes and their bins (as
+   they are: nd_class_pad_requests's, or the identities). */
+static void nd_class_aligned_bins_fill(void)
+{
+    for (unsigned k = 0; k < ND_ALIGN_ROWS; k++) {
+        size_t a = (size_t)1 << (k + ND_ALIGN_ROW0);
+        for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+            unsigned d = nd_class_aligned(nd_class_size[c], a);
+            if (d < ND_CLASS_COUNT && nd_class_bin[d] >= ND_CLASS_COUNT)
+                d++;   /* no bin (class 0 only): the next class (class.h) */
+            nd_assert(d >= ND_CLASS_COUNT || (nd_class_size[d] & (a - 1)) == 0);
+            nd_class_aligned_bin[k][c] = (uint8_t)(d < ND_CLASS_COUNT ? nd_class_bin[d] : ND_CLASS_COUNT);
+        }
+    }
+}
 
 void nd_class_pad_requests(size_t pad)
 {
@@ -69,14 +88,23 @@ void nd_class_pad_requests(size_t pad)
         size_t need = largest + pad < 24 ? 24 : largest + pad;   /* link, mark, canary */
         nd_class_bin_offset[i] = (uint16_t)(nd_class_bin[nd_class_of(need)] * ND_BIN_BYTES);
     }
+    nd_class_aligned_bins_fill();
+}
+
+void nd_class_aligned_init(size_t pad)
+{
+    if (pad == 0)
+        nd_class_aligned_bins_fill();   /* (secure=1: nd_class_pad_requests filled them) */
     for (unsigned k = 0; k < ND_ALIGN_ROWS; k++) {
         size_t a = (size_t)1 << (k + ND_ALIGN_ROW0);
-        for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
-            unsigned d = nd_class_aligned(nd_class_size[c], a);
+        for (size_t i = 0; i < ND_ALIGN_ROW_LEN; i++) {
+            size_t largest = i == 0 ? ND_BIN_STEP : i * ND_BIN_STEP;   /* the largest request of entry i */
+            unsigned d = nd_class_aligned(largest + pad, a);
             if (d < ND_CLASS_COUNT && nd_class_bin[d] >= ND_CLASS_COUNT)
-                d++;   /* no bin (class 0 only): the next class (class.h) */
-            nd_assert(d >= ND_CLASS_COUNT || (nd_class_size[d] & (a - 1)) == 0);
-            nd_class_aligned_bin[k][c] = (uint8_t)(d < ND_CLASS_COUNT ? nd_class_bin[d] : ND_CLASS_COUNT);
+                d++;   /* no bin (class 0 only, under secure=1): the next class */
+            if (d >= ND_CLASS_COUNT || nd_class_bin[d] >= ND_CLASS_COUNT || (nd_class_size[d] & (a - 1)) != 0)
+                nd_fatal("size classes: no aligned class with a bin for %zu bytes at %zu", largest + pad, a);
+            nd_class_aligned_off[k][i] = (uint8_t)nd_class_bin[d];
         }
     }
 }

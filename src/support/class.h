@@ -43,18 +43,44 @@ extern uint8_t nd_class_bin[ND_CLASS_COUNT] nd_hidden;
    gives the bin of a request of `pad` bytes more, and the bins past
    ND_LOOKUP_MAX hold the next class. */
 void nd_class_pad_requests(size_t pad) nd_hidden;
-/* secure=1 (filled by nd_class_pad_requests): the bin that serves an
+/* Filled by nd_class_pad_requests under secure=1, else by
+   nd_class_aligned_init (the identities' bins): the bin that serves an
    aligned request of alignment 2^(k + ND_ALIGN_ROW0) (32 bytes to
    ND_ALIGN_NATURAL) whose padded size is of class c, in row k, column c:
    the first class from c on whose size is a multiple of the alignment,
    the one after it if that has no bin (class.h above), then its bin;
-   ND_CLASS_COUNT if none. One load where nd_class_aligned walks the
-   classes (4 KiB aligned to 4 KiB, padded: 5, 6, 7 then 8 KiB). */
+   ND_CLASS_COUNT if none (by default: the class nd_class_aligned gives
+   for c's size, never none: the last class, 128 KiB, is a multiple of
+   every alignment of a row, and the default aligned path relies on it). One load where nd_class_aligned walks the classes (4 KiB
+   aligned to 4 KiB, padded: 5, 6, 7 then 8 KiB). */
 #define ND_ALIGN_ROW0 5
 #define ND_ALIGN_ROWS 10
 _Static_assert(ND_ALIGN_NATURAL == (size_t)1 << (ND_ALIGN_ROW0 + ND_ALIGN_ROWS - 1),
                "one row per alignment from 32 bytes to ND_ALIGN_NATURAL");
-extern uint8_t nd_class_aligned_bin[ND_ALIGN_ROWS][ND_CLASS_COUNT] nd_hidden;
+#define ND_ALIGN_BIN_ROW 64   /* >= ND_CLASS_COUNT, a power of two: a row is a shift (the rest unused) */
+_Static_assert(ND_ALIGN_BIN_ROW >= ND_CLASS_COUNT, "a row holds every class");
+_Static_assert(ND_MEDIUM_MAX % ND_ALIGN_NATURAL == 0, "the last class is a multiple of every alignment of a row");
+extern uint8_t nd_class_aligned_bin[ND_ALIGN_ROWS][ND_ALIGN_BIN_ROW] nd_hidden;
+/* The aligned fast path's table (nd_class_bin_offset's twin, one row per
+   alignment as above): row k, entry i holds the bin (not its offset: one
+   byte) that serves a request of up to i * ND_BIN_STEP bytes (at most
+   ND_ALIGN_FAST_MAX) aligned to 2^(k + ND_ALIGN_ROW0): the bin of the
+   smallest class of at least that many bytes (plus `pad`) whose size is a
+   multiple of the alignment (the next class if that one has no bin).
+   Every entry names a bin: a request of up to 1 KiB + pad at an alignment
+   of up to ND_ALIGN_NATURAL always has such a class (checked at the fill).
+   Filled by nd_class_aligned_init at process start, before any thread
+   cache exists (zeros until then: only the empty cache, whose bins are
+   all empty, is reached through it). Small on purpose: every 4 KiB of
+   static data is address space a process under an RLIMIT_AS loses (the
+   static test programs of api/memory.c count it). */
+#define ND_ALIGN_ROW_LEN 128   /* a power of two (a row is a shift), 1,280 bytes in all */
+#define ND_ALIGN_FAST_MAX ((ND_ALIGN_ROW_LEN - 1) * ND_BIN_STEP)   /* 1,016 B: the largest request of a row */
+_Static_assert(ND_ALIGN_FAST_MAX <= ND_LOOKUP_MAX, "a row's requests are in the lookup table's range");
+extern uint8_t nd_class_aligned_off[ND_ALIGN_ROWS][ND_ALIGN_ROW_LEN] nd_hidden;
+/* Fills nd_class_aligned_off; pad: as nd_class_pad_requests's (0 but
+   under secure=1), called after it. */
+void nd_class_aligned_init(size_t pad) nd_hidden;
 extern const uint32_t nd_class_size[ND_CLASS_COUNT] nd_hidden;
 
 /* The class of a request of `size` bytes (size <= ND_MEDIUM_MAX). */

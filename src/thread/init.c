@@ -13,6 +13,7 @@
 #include "init.h"
 
 #include <pthread.h>
+#include "class.h"
 #include "lock.h"
 #include "options.h"
 #include "os.h"
@@ -77,6 +78,8 @@ nd_hot void nd_process_init(void)
         nd_seg_init();
         nd_page_keys_init();
         nd_secure_init();
+        /* the aligned fast path's table, after secure=1's padding */
+        nd_class_aligned_init(nd_secure_on() && !nd_secure_full() ? ND_SECURE_TAIL : 0);
         nd_tcache_process_init();   /* before the first cache */
         nd_thread_process_init();
         if (nd_opt(ND_OPT_stats) > 0)

@@ -3,7 +3,10 @@
  * every power-of-two alignment from the smallest legal one up to 64 MiB is
  * honoured, invalid alignments fail with EINVAL, impossible sizes with ENOMEM.
  */
+#include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "api.h"
 #include "check.h"
@@ -102,6 +105,47 @@ static void aligned_alloc_honours_every_power_of_two_alignment(void)
             for (size_t k = 0; k < c; k++)
                 b[k] = A->aligned_alloc(a, sizes[i]);
             check_aligned_blocks(nd_fn("aligned_alloc"), a, sizes[i], b, c);
+        }
+    }
+}
+
+/* Requests of up to 1 KiB at alignments of 32 bytes to 16 KiB (the aligned
+   fast path's table, class.h): each block is aligned, holds the request,
+   and is a block of the smallest aligned class, a multiple of the
+   alignment less than twice the larger of the size and the alignment (a
+   power of two always is such a class); under secure=1 and 2 usable_size
+   gives less than the block (the canary word follows what it gives:
+   filling the usable bytes and freeing the block must not abort). posix_memalign keeps errno. Each size is
+   asked for several times (several blocks of a cached page), with both
+   calls. */
+static void small_aligned_requests_take_the_smallest_aligned_class(void)
+{
+    const struct nd_api *A = nd_api();
+    const char *opts = getenv("NODAL_OPTIONS");
+    bool secure = opts != NULL && strstr(opts, "secure=") != NULL && strstr(opts, "secure=0") == NULL;
+    static const size_t sizes[] = { 0, 1, 24, 31, 32, 33, 48, 64, 100, 255, 256, 257, 600, 1000, 1017, 1024 };
+    for (size_t a = 32; a <= 16384; a *= 2) {
+        for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+            size_t n = sizes[i], big = n > a ? n : a;
+            void *b[8];
+            for (size_t k = 0; k < 8; k++) {
+                if (k % 2 == 0) {
+                    b[k] = A->aligned_alloc(a, n);
+                } else {
+                    errno = 4321;
+                    int rc = A->posix_memalign(&b[k], a, n);
+                    EXPECT(rc == 0 && errno == 4321, "posix_memalign(%zu, %zu) to succeed and keep errno, "
+                           "got %d, errno %d", a, n, rc, errno);
+                }
+                EXPECT(b[k] != NULL && is_aligned(b[k], a), "a request of %zu B at alignment %zu to be "
+                       "aligned, got %p", n, a, b[k]);
+                size_t u = A->usable_size(b[k]);
+                EXPECT(u >= n && (secure || (u >= big && u % a == 0)) && u < 2 * big, "a request of %zu B at alignment "
+                       "%zu to take the smallest class that is a multiple of it, usable %zu B", n, a, u);
+                memset(b[k], 0xa5, u);
+            }
+            for (size_t k = 0; k < 8; k++)
+                A->free(b[k]);
         }
     }
 }
@@ -292,6 +336,7 @@ static const struct nd_case cases[] = {
     ND_CASE(posix_memalign_honours_every_power_of_two_alignment),
     ND_CASE(aligned_alloc_honours_every_power_of_two_alignment),
     ND_CASE(memalign_honours_every_power_of_two_alignment),
+    ND_CASE(small_aligned_requests_take_the_smallest_aligned_class),
     ND_CASE(posix_memalign_rejects_invalid_alignment_with_einval),
     ND_CASE(aligned_alloc_rejects_invalid_alignment_with_einval),
     ND_CASE(posix_memalign_with_impossible_size_returns_enomem),

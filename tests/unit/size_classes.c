@@ -68,6 +68,61 @@ static void secure_aligned_bins_hold_the_smallest_aligned_class_with_a_bin(void)
     }
 }
 
+/* The smallest class with a bin, of at least n + pad bytes, whose size is
+   a multiple of a (ND_CLASS_COUNT: none): the bin an aligned request of n
+   bytes must take. */
+static unsigned smallest_aligned_bin(size_t n, size_t pad, size_t a)
+{
+    for (unsigned d = 0; d < ND_CLASS_COUNT; d++)
+        if (nd_class_bin[d] < ND_CLASS_COUNT && nd_class_size[d] >= n + pad && nd_class_size[d] % a == 0)
+            return nd_class_bin[d];
+    return ND_CLASS_COUNT;
+}
+
+/* The aligned fast path's table (nd_class_aligned_off, pad: 0 by default,
+   secure=1's canary word): every request of 0 to ND_ALIGN_FAST_MAX bytes
+   at every alignment from 32 bytes to ND_ALIGN_NATURAL takes the bin of
+   the smallest class that holds it (and the pad) and is a multiple of the
+   alignment. */
+static void check_aligned_offsets(size_t pad)
+{
+    nd_class_aligned_init(pad);
+    for (unsigned k = 0; k < ND_ALIGN_ROWS; k++) {
+        size_t a = (size_t)1 << (k + ND_ALIGN_ROW0);
+        for (size_t n = 0; n <= ND_ALIGN_FAST_MAX; n++) {
+            unsigned want = smallest_aligned_bin(n, pad, a);
+            unsigned got = nd_class_aligned_off[k][(n + ND_BIN_STEP - 1) / ND_BIN_STEP];
+            EXPECT(want < ND_CLASS_COUNT && got == want,
+                   "a request of %zu B (pad %zu) aligned to %zu to take bin %u (blocks of %u B), got bin %u",
+                   n, pad, a, want, want < ND_CLASS_COUNT ? nd_class_size[nd_bin_class[want]] : 0, got);
+        }
+    }
+}
+
+/* By default (no padding) the same holds for nd_class_aligned_bin, which
+   serves the larger aligned requests, up to the last class; every entry
+   names a bin (the fast path does not check). */
+static void aligned_offsets_take_the_smallest_aligned_class(void)
+{
+    check_aligned_offsets(0);
+    for (unsigned k = 0; k < ND_ALIGN_ROWS; k++) {
+        size_t a = (size_t)1 << (k + ND_ALIGN_ROW0);
+        for (size_t n = 1; n <= ND_MEDIUM_MAX; n++) {
+            unsigned want = smallest_aligned_bin(n, 0, a), got = nd_class_aligned_bin[k][nd_class_of(n)];
+            EXPECT(want < ND_CLASS_COUNT && got == want, "a request of %zu B aligned to %zu to take bin %u, got %u",
+                   n, a, want, got);
+        }
+    }
+}
+
+/* After secure=1's padding: its aligned fast path's
+   table leaves room for the canary word. */
+static void secure_aligned_offsets_take_the_smallest_aligned_class_with_a_bin(void)
+{
+    nd_class_pad_requests(8);   /* as nd_secure_init: secure=1's bins */
+    check_aligned_offsets(8);
+}
+
 /* 16-byte quantum up to 128 B; at most 25 % between neighbours above. */
 static void classes_are_quantum_aligned_and_at_most_25_percent_apart(void)
 {
@@ -251,7 +306,9 @@ static const struct nd_case cases[] = {
     ND_CASE(every_size_maps_to_the_smallest_class_that_fits),
     ND_CASE(classes_are_quantum_aligned_and_at_most_25_percent_apart),
     ND_CASE(aligned_min_is_the_smallest_request_each_class_serves),
+    ND_CASE(aligned_offsets_take_the_smallest_aligned_class),
     ND_CASE(secure_aligned_bins_hold_the_smallest_aligned_class_with_a_bin),
+    ND_CASE(secure_aligned_offsets_take_the_smallest_aligned_class_with_a_bin),
     ND_CASE(block_index_by_multiply_is_exact),
     ND_CASE(fast_block_start_check_is_exact),
     ND_CASE(chunk_masks_cover_exactly_the_touched_chunks),
