@@ -87,8 +87,12 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_heap {
     size_t          purge_pending;
     uint64_t       *carve_rng;          /* secure=1 and 2: the generator carving shuffles with (page.h); else NULL */
     nd_thread_counters stats;
-    nd_class_counters  cstats[ND_CLASS_COUNT];
     nd_aligned(ND_CACHE_LINE) nd_page *notified;   /* pages notified by remote frees (other threads push) */
+    /* Last, on a cache line of its own: a thread cache's heap is the last
+       member of its nd_tcache, so the counters of the classes a thread
+       never uses are the struct's tail, pages the thread need not touch
+       (tcache.c: nd_tcache_create). */
+    nd_aligned(ND_CACHE_LINE) nd_class_counters cstats[ND_CLASS_COUNT];
 } nd_heap;
 
 /* Sets up h (zeroed memory) for (node, bound), owned by thread `tid` (or

@@ -259,6 +259,10 @@ static inline uint32_t nd_tcache_arm_max(const nd_tcache *tc, unsigned c)
     return n != 0 ? n : ND_TICK_PERIOD;
 }
 
+/* Slots of padding between the struct and the start area, which then
+   begins at a multiple of 4 KiB from the cache's start (nd_tcache_create). */
+#define ND_TC_PAD ((uint32_t)(((4096 - sizeof(nd_tcache) % 4096) % 4096) / sizeof(void *)))
+
 nd_hot nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
 {
     uint32_t caps[ND_CLASS_COUNT];
@@ -271,8 +275,19 @@ nd_hot nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool sha
     }
     /* The slots need no zeroing: only [cur, empty) of a bin is ever read.
        Nor are they touched here: a bin gets its slots (and its sentinel is
-       written) when the thread first uses its class (nd_bin_activate). */
-    nd_tcache *tc = nd_meta_alloc_head(sizeof(nd_tcache) + slots * sizeof(void *), sizeof(nd_tcache));
+       written) when the thread first uses its class (nd_bin_activate).
+       The start area begins on a page of its own (ND_TC_PAD slots of
+       padding after the struct; a cache is its own mapping, page-aligned,
+       meta.c): the struct's tail is the heap's per-class counters
+       (heap.h), of which a thread that uses a few small classes writes
+       the first few, so the pages of the rest, and no slot, stay
+       untouched. Nor does the allocation pre-touch the struct (a fresh
+       mapping is zero): the loops below store to the bins, their cold
+       parts and the heap's head, the counters' pages are first written
+       by the slow paths of the classes used (a recycled cache is zeroed
+       whole by meta.c). */
+    slots += ND_TC_PAD;
+    nd_tcache *tc = nd_meta_alloc_untouched(sizeof(nd_tcache) + slots * sizeof(void *), sizeof(nd_tcache));
     if (tc == NULL)
         return NULL;
     /* The start area first, right after the struct, each bin's starting
@@ -281,7 +296,7 @@ nd_hot nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool sha
        then the middle area, ND_BIN_MID_ROOM slots and a sentinel per bin
        that has a room there; then the large area, nd_bin_room slots and a
        sentinel per bin. */
-    uint32_t end = 0;
+    uint32_t end = ND_TC_PAD;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
         if (caps[c] != 0) {
             end += nd_bin_start_room(c, caps[c]);
