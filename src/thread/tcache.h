@@ -228,7 +228,10 @@ typedef struct nd_bin_info {
 /*
  * A thread cache and the heap under it.
  * Invariants: the bins' slot arrays (slot_bytes) follow the struct in the
- * same allocation; kind == nd_kind_of(heap.bound, heap.node), the kind of
+ * same allocation, the start area after ND_TC_PAD slots of padding (tcache.c:
+ * at a multiple of 4 KiB from the struct's start; the struct's tail is the
+ * heap's per-class counters, heap.h, so a thread that uses a few small
+ * classes leaves the pages of the others' counters unwritten); kind == nd_kind_of(heap.bound, heap.node), the kind of
  * the blocks the bins hold (ND_KIND_NONE for a shared heap's cache, which
  * holds none; ND_KIND_NO_PAGE for the static empty and dead caches of
  * thread.c and for plain caches under secure=2; that kind with
