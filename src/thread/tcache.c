@@ -326,6 +326,13 @@ nd_hot nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool sha
         }
     }
     tc->slot_bytes = (uint32_t)(slots * sizeof(void *));
+    /* The counters' first page, which the small classes' counters share,
+       is written now, as meta.c would: counts are a load then a store
+       (counters.h), and a page first loaded maps the shared zero page,
+       whose store then costs a copy and a TLB shootdown. Their last page,
+       the largest classes', is left for the thread to write if it uses
+       them. */
+    nd_store_relaxed((char *)&tc->heap.cstats[0], (char)0);
     tc->prof_slab = NULL;
     tc->prof_slab_busy = 0;
     nd_heap_init(&tc->heap, tid, node, bound);

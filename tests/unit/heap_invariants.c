@@ -286,12 +286,18 @@ static void *use_the_classes_up_to_160_bytes(void *arg)
     return NULL;
 }
 
-static void a_thread_using_a_few_small_classes_writes_a_few_pages_of_its_cache(void)
+/* Runs fn in a thread of its own, then checks this thread's heaps. */
+static void run_in_a_thread(void *(*fn)(void *))
 {
     pthread_t t;
-    EXPECT(pthread_create(&t, NULL, use_the_classes_up_to_160_bytes, NULL) == 0, "pthread_create to work");
+    EXPECT(pthread_create(&t, NULL, fn, NULL) == 0, "pthread_create to work");
     pthread_join(t, NULL);
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the thread exited");
+}
+
+static void a_thread_using_a_few_small_classes_writes_a_few_pages_of_its_cache(void)
+{
+    run_in_a_thread(use_the_classes_up_to_160_bytes);
 }
 
 /* A thread whose busy classes each cycle a hundred blocks (a working set
@@ -349,10 +355,7 @@ static void *cycle_a_hundred_blocks_of_sixteen_classes(void *arg)
 
 static void busy_bins_of_a_few_hundred_blocks_share_pages_of_slots(void)
 {
-    pthread_t t;
-    EXPECT(pthread_create(&t, NULL, cycle_a_hundred_blocks_of_sixteen_classes, NULL) == 0, "pthread_create to work");
-    pthread_join(t, NULL);
-    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the thread exited");
+    run_in_a_thread(cycle_a_hundred_blocks_of_sixteen_classes);
 }
 
 /* A producer's bin (its thread allocates and never frees: every fill finds
