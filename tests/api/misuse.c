@@ -1477,16 +1477,17 @@ static void sc_write_past_aligned_large(long size)
     write_one_past(p, what);
 }
 
-/* A block grown by realloc from 20 KiB past `size` bytes, a quarter at a
-   time (in place while its run holds it, else copied to another run),
-   every usable byte written at each step; then one byte past it. */
-static void sc_write_past_realloc_grown_large(long size)
+/* A block grown by realloc from `from` bytes past `size` bytes, a quarter
+   and `plus` bytes at a time (in place while its run holds it, else copied
+   to another run), every usable byte written at each step; then one byte
+   past it. */
+static void grow_and_write_past(size_t from, size_t plus, long size)
 {
     const struct nd_api *A = nd_api();
-    size_t n = 20 << 10;
+    size_t n = from;
     unsigned char *p = A->malloc(n);
     while (p != NULL && n < (size_t)size) {
-        n += n / 4;
+        n += n / 4 + plus;
         p = A->realloc(p, n);
         if (p != NULL)
             memset(p, 0x5a, A->usable_size(p));
@@ -1494,30 +1495,14 @@ static void sc_write_past_realloc_grown_large(long size)
     if (!p)
         _exit(4);
     char what[64];
-    snprintf(what, sizeof what, "%zu-byte block", n);
+    snprintf(what, sizeof what, "%zu-byte block grown from %zu B", n, from);
     write_one_past(p, what);
 }
 
-/* A block grown by realloc from 8 B in steps of a quarter and 8 B (as
-   bench/micro -m realloc grows one) to `size` bytes or more, every usable
-   byte written at each step; a write one past its usable end. */
-static void sc_write_past_realloc_grown_from_8(long size)
-{
-    const struct nd_api *A = nd_api();
-    size_t n = 8;
-    unsigned char *p = A->malloc(n);
-    while (p != NULL && n < (size_t)size) {
-        n += n / 4 + 8;
-        p = A->realloc(p, n);
-        if (p != NULL)
-            memset(p, 0x5a, A->usable_size(p));
-    }
-    if (!p)
-        _exit(4);
-    char what[64];
-    snprintf(what, sizeof what, "%zu-byte block grown from 8 B", n);
-    write_one_past(p, what);
-}
+static void sc_write_past_realloc_grown_large(long size) { grow_and_write_past(20 << 10, 0, size); }
+
+/* From 8 B by a quarter and 8 B, as bench/micro -m realloc grows a block. */
+static void sc_write_past_realloc_grown_from_8(long size) { grow_and_write_past(8, 8, size); }
 
 static void overflow_past_a_large_block_faults_under_secure_1(void)
 {
