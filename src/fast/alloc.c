@@ -372,11 +372,23 @@ static void *nd_malloc_like(const nd_segment *s, size_t size)
    then), where a size class would copy at every class step. (From 13 KiB
    on, not 16: a block grown from 15,994 to 19,992 B took a medium class
    first and was copied once more, 20 KiB, at its next step, 42 % of the
-   bytes a growth from 8 B to 64 KiB copied.) */
+   bytes a growth from 8 B to 64 KiB copied.) Under secure=1 the test is
+   the class the room takes with its canary (nd_secure_request_class), not
+   the room: a growth to 12,789 B, whose room (15,986 B) and canary took
+   the 20 KiB class (its thread's bin), takes a large block then, not a
+   medium one copied again into a large block at 25,008 B (bench/micro
+   -m realloc; branch h47v). */
+static bool nd_grown_is_large(size_t room)
+{
+    return room > ND_SMALL_MAX ||
+           (nd_unlikely(nd_secure_on()) && nd_tls_thread->state == ND_THREAD_LIVE &&
+            nd_class_size[nd_secure_request_class(nd_tls_tc, room)] > ND_SMALL_MAX);
+}
+
 static void *nd_malloc_grown(const nd_segment *s, size_t size)
 {
     size_t room = size <= ND_SMALL_MAX && !nd_secure_full() ? size + size / 4 : size;
-    if (room > ND_SMALL_MAX && size <= ND_LARGE_MAX && nd_tls_thread->state == ND_THREAD_LIVE) {
+    if (nd_grown_is_large(room) && size <= ND_LARGE_MAX && nd_tls_thread->state == ND_THREAD_LIVE) {
         bool shared;
         nd_tcache *tc = s->bound ? nd_node_tcache(s->node, &shared) : nd_plain_tcache();
         if (tc != NULL)
@@ -472,8 +484,12 @@ void *nd_realloc(void *p, size_t size)
                cell's end). */
             if (size <= usable && (size > usable / 2 || usable <= 4 * ND_QUANTUM))
                 return p;
-        } else if (size <= usable && size > ND_SMALL_MAX && nd_large_stays(size, nd_load_relaxed(&pg->reserved))) {
-            /* In place without the pool's lock (large.h). */
+        } else if (size <= usable &&
+                   (size > ND_SMALL_MAX || (nd_unlikely(nd_secure_on()) && nd_grown_is_large(size + size / 4))) &&
+                   nd_large_stays(size, nd_load_relaxed(&pg->reserved))) {
+            /* In place without the pool's lock (large.h); under secure=1
+               also a size nd_malloc_grown gives a large block (not
+               copied into a medium block on its next step). */
             return p;
         } else if (size > ND_SMALL_MAX && size <= ND_LARGE_MAX && nd_large_resize(s, pg, size, &delta)) {
             nd_thread_count_large_resize(delta);

@@ -453,12 +453,21 @@ bool nd_large_release_after(uint64_t refused)
    page): kept for the next such request of its pool (large.h). */
 static bool nd_large_keepable(size_t usable) { return usable == nd_os_page_size() && nd_seg_guard == 0; }
 
-/* A grown block's (nd_large_alloc_grown: its whole run usable) of up to
-   ND_LARGE_KEEP_GROWN chunks, kept in pool->grown for the next grown
-   request (large.h). */
+/* A grown block's (nd_large_alloc_grown: its whole run usable; secure=1:
+   but its last page, the guard, which stays protected while it is kept)
+   of up to ND_LARGE_KEEP_GROWN chunks, kept in pool->grown for the next
+   grown request (large.h). */
 static bool nd_large_grown_keepable(size_t usable, unsigned reserved)
 {
-    return reserved <= ND_LARGE_KEEP_GROWN && usable == (size_t)reserved << ND_CHUNK_SHIFT && nd_seg_guard == 0;
+    /* secure=1: of ND_LARGE_KEEP_GROWN chunks only. A kept block of one
+       chunk (60 KiB usable) served the next growth, which past 60 KiB
+       mostly could not take the next chunk (the other thread's block)
+       and was copied, the block kept again: 11-14 % of the growths to
+       64 KiB at 2 threads in some runs, none in others (micro -m
+       realloc -t 2 at 55 or 25 ns). Given back, its run goes on serving
+       requests that fit it. */
+    return (nd_seg_guard == 0 ? reserved <= ND_LARGE_KEEP_GROWN : reserved == ND_LARGE_KEEP_GROWN) &&
+           usable + nd_seg_guard == (size_t)reserved << ND_CHUNK_SHIFT;
 }
 
 /* The descriptor of kept block p: its chunk's (large.h). */
@@ -529,9 +538,13 @@ void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t
     return nd_large_alloc_at(node, bound, size, alignment, false, bytes);
 }
 
+/* secure=1 (and no address-space limit seen): a grown block takes its
+   whole run less the guard page, as every large block there does, and a
+   kept one (pool->grown) serves it without the pool's lock. */
 void *nd_large_alloc_grown(int node, bool bound, size_t size, size_t *bytes)
 {
-    return nd_large_alloc_at(node, bound, size, 0, nd_large_whole_chunks(), bytes);
+    bool grown = nd_seg_guard == 0 ? nd_large_whole_chunks() : !nd_os_space_limit_seen();
+    return nd_large_alloc_at(node, bound, size, 0, grown, bytes);
 }
 
 /* nd_large_alloc; grown: a block realloc grows (nd_large_whole_chunks
@@ -545,8 +558,8 @@ static void *nd_large_alloc_at(int node, bool bound, size_t size, size_t alignme
     size_t need = usable + nd_seg_guard;   /* secure=1: and its guard page */
     unsigned k = nd_chunks_of(need);
     unsigned step = alignment > ND_CHUNK_SIZE ? (unsigned)(alignment >> ND_CHUNK_SHIFT) : 1;
-    unsigned room = grown ? nd_large_room(k) : 0;
-    if (grown)
+    unsigned room = grown && nd_seg_guard == 0 ? nd_large_room(k) : 0;
+    if (grown && nd_seg_guard == 0)
         usable = need = (size_t)k << ND_CHUNK_SHIFT;
     /* secure=1 once the address space is known to be limited: the block's
        own size and its guard page, the rest of its run unused, given back

@@ -1477,16 +1477,17 @@ static void sc_write_past_aligned_large(long size)
     write_one_past(p, what);
 }
 
-/* A block grown by realloc from 20 KiB past `size` bytes, a quarter at a
-   time (in place while its run holds it, else copied to another run),
-   every usable byte written at each step; then one byte past it. */
-static void sc_write_past_realloc_grown_large(long size)
+/* A block grown by realloc from `from` bytes past `size` bytes, a quarter
+   and `plus` bytes at a time (in place while its run holds it, else copied
+   to another run), every usable byte written at each step; then one byte
+   past it. */
+static void grow_and_write_past(size_t from, size_t plus, long size)
 {
     const struct nd_api *A = nd_api();
-    size_t n = 20 << 10;
+    size_t n = from;
     unsigned char *p = A->malloc(n);
     while (p != NULL && n < (size_t)size) {
-        n += n / 4;
+        n += n / 4 + plus;
         p = A->realloc(p, n);
         if (p != NULL)
             memset(p, 0x5a, A->usable_size(p));
@@ -1494,9 +1495,14 @@ static void sc_write_past_realloc_grown_large(long size)
     if (!p)
         _exit(4);
     char what[64];
-    snprintf(what, sizeof what, "%zu-byte block", n);
+    snprintf(what, sizeof what, "%zu-byte block grown from %zu B", n, from);
     write_one_past(p, what);
 }
+
+static void sc_write_past_realloc_grown_large(long size) { grow_and_write_past(20 << 10, 0, size); }
+
+/* From 8 B by a quarter and 8 B, as bench/micro -m realloc grows a block. */
+static void sc_write_past_realloc_grown_from_8(long size) { grow_and_write_past(8, 8, size); }
 
 static void overflow_past_a_large_block_faults_under_secure_1(void)
 {
@@ -1510,6 +1516,12 @@ static void overflow_past_a_large_block_faults_under_secure_1(void)
                  "write_past_large_in_a_longer_run", 300L << 10);
     expect_fault("a write past the end of a large block grown by realloc", "secure=1",
                  "write_past_realloc_grown_large", 700L << 10);
+    /* Grown past 12,789 B it is a large block (alloc.c: nd_malloc_grown),
+       its guard page right after its usable bytes (h47v; on main a
+       20 KiB medium block took the growth from 12,789 to 20,000 B, where
+       the write only overwrites its canary). */
+    expect_fault("a write past the end of a block grown by realloc from 8 B to 20,000 B", "secure=1",
+                 "write_past_realloc_grown_from_8", 20000);
     expect_fault("a write past the end of a 1 MiB-aligned large block where others came and went", "secure=1",
                  "write_past_aligned_large", 600L << 10);
 }
@@ -1742,6 +1754,7 @@ static const struct scenario scenarios[] = {
     { "write_past_large_in_a_longer_run", sc_write_past_large_in_a_longer_run },
     { "write_past_aligned_large", sc_write_past_aligned_large },
     { "write_past_realloc_grown_large", sc_write_past_realloc_grown_large },
+    { "write_past_realloc_grown_from_8", sc_write_past_realloc_grown_from_8 },
 };
 
 static const struct scenario *find_scenario(const char *name)

@@ -495,6 +495,35 @@ static void requests_just_under_1_kib_take_the_next_class(void)
     }
 }
 
+/* A block grown by realloc in steps of a quarter (bench/micro -m realloc)
+   becomes a large block once the class its room and canary take is past
+   the small ones (12,789 B: the 20 KiB class), and then grows in place,
+   keeping its address, through 15,994, 20,000 and 25,008 B up to its
+   run's end (alloc.c: nd_malloc_grown; h47v: on main it took a medium
+   block at 12,789 B and was copied again into a large one at 25,008 B). */
+static void a_block_grown_past_12_kib_grows_in_place_as_a_large_block(void)
+{
+    need_secure();
+    const struct nd_api *A = nd_api();
+    static const size_t steps[] = { 15994, 20000, 25008, 31268, 39093, 48874 };
+    unsigned char *p = A->malloc(10225);
+    EXPECT(p != NULL, "malloc(10225) to succeed");
+    memset(p, 0x5a, 10225);
+    p = A->realloc(p, 12789);
+    EXPECT(p != NULL && A->usable_size(p) >= 60 * 1024,
+           "realloc(p, 12789) of a 10,225-byte block to give a large block (a 64 KiB run less its guard page: "
+           ">= 61,440 usable bytes), got %zu", p ? A->usable_size(p) : 0);
+    for (size_t k = 0; k < sizeof steps / sizeof steps[0]; k++) {
+        p[steps[k] / 2] = (unsigned char)k;
+        unsigned char *q = A->realloc(p, steps[k]);
+        EXPECT(q == p, "realloc(p, %zu) of a block grown by realloc to stay in place (%p), got %p", steps[k],
+               (void *)p, (void *)q);
+        EXPECT(q[0] == 0x5a && q[steps[k] / 2] == (unsigned char)k, "realloc(p, %zu) to keep the bytes", steps[k]);
+        memset(q, 0x5a, steps[k]);
+    }
+    A->free(p);
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(consecutive_blocks_are_rarely_neighbours),
     ND_CASE(blocks_of_a_fresh_page_come_out_in_a_random_order),
@@ -509,5 +538,6 @@ static const struct nd_case cases[] = {
     ND_CASE(node_bound_large_blocks_reach_the_end_of_their_segment),
     ND_CASE(aligned_blocks_the_default_caches_stay_in_the_thread_cache),
     ND_CASE(requests_just_under_1_kib_take_the_next_class),
+    ND_CASE(a_block_grown_past_12_kib_grows_in_place_as_a_large_block),
 };
 ND_MAIN(cases)
