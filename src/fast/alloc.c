@@ -406,15 +406,9 @@ static void *nd_malloc_grown(const nd_segment *s, size_t size)
    block (perf, bench/micro -m realloc). */
 static nd_segment *nd_realloc_find(const void *p, nd_page **pgp)
 {
-    uintptr_t key = nd_segcache_key((uintptr_t)p);
-    uint64_t word = nd_load_relaxed(&nd_segcache[key & (ND_SEGCACHE_SLOTS - 1)]);
     nd_segment *s = nd_seg_base(p);
     nd_page *pg;
-    if (word == key)
-        pg = nd_page_of_chunk(s, p);
-    else if (word == (key | ND_SEGCACHE_MEDIUM))
-        pg = nd_page_of_medium(s, p);
-    else
+    if (!nd_page_lookup(p, s, &pg))
         return nd_block_find("realloc", p, pgp);
     if ((s->kind != ND_SEG_SMALL && s->kind != ND_SEG_MEDIUM) || nd_secure_on() ||
         !nd_page_block_ok_shared(pg, p) || nd_block_is_marked(p))

@@ -59,24 +59,35 @@ _Noreturn void nd_block_misuse(const char *fn, const nd_segment *s, const void *
    malloc_usable_size); misuse (abort) otherwise. */
 nd_segment *nd_block_find(const char *fn, const void *p, nd_page **pgp) nd_hidden;
 
+/* The descriptor of the page or chunk holding p in s (= nd_seg_base(p))
+   from nd_segcache's word alone: false when the word does not name p's
+   window (no segment starts there, NULL included, or a segment without a
+   slot). The word names its window in full (segment.h) and says where
+   the descriptor is: per 64 KiB chunk (small pages, large chunks), or per
+   512 KiB page with ND_SEGCACHE_MEDIUM, so the lookup reads no segment
+   header (whose desc_shift and desc_mask made the chain of dependent
+   loads one longer: Larson -t 1 x0.92). The free fast path's and
+   realloc's (alloc.c: nd_realloc_find). */
+static inline __attribute__((always_inline)) bool nd_page_lookup(const void *p, nd_segment *s, nd_page **pgp)
+{
+    uintptr_t key = nd_segcache_key((uintptr_t)p);
+    uint64_t word = nd_load_relaxed(&nd_segcache[key & (ND_SEGCACHE_SLOTS - 1)]);
+    if (nd_likely(word == key)) {
+        *pgp = nd_page_of_chunk(s, p);
+        return true;
+    }
+    if (word == (key | ND_SEGCACHE_MEDIUM)) {
+        *pgp = nd_page_of_medium(s, p);
+        return true;
+    }
+    return false;
+}
+
 nd_inline void nd_free_fast(void *p)
 {
-    uintptr_t a = (uintptr_t)p, key = nd_segcache_key(a);
-    /* nd_segcache's word names its window in full (segment.h): any
-       address of a window where no segment starts, NULL included, takes
-       the special path, and so does a segment without a slot. The word
-       also says where the descriptor is: per 64 KiB chunk (small pages,
-       large chunks), or per 512 KiB page with ND_SEGCACHE_MEDIUM, so the
-       lookup reads no segment header (whose desc_shift and desc_mask
-       made the chain of dependent loads one longer: Larson -t 1 x0.92). */
-    uint64_t word = nd_load_relaxed(&nd_segcache[key & (ND_SEGCACHE_SLOTS - 1)]);
     nd_segment *s = nd_seg_base(p);
     nd_page *pg;
-    if (nd_likely(word == key)) {
-        pg = nd_page_of_chunk(s, p);
-    } else if (word == (key | ND_SEGCACHE_MEDIUM)) {
-        pg = nd_page_of_medium(s, p);
-    } else {
+    if (nd_unlikely(!nd_page_lookup(p, s, &pg))) {
         nd_free_special(p);
         return;
     }
