@@ -141,14 +141,6 @@ static size_t nd_large_page_of(const nd_segment *s, const void *p)
     return (size_t)((const uint8_t *)p - (const uint8_t *)s) / nd_os_page_size();
 }
 
-static void nd_large_mark(nd_segment *s, size_t i, size_t j, bool guarded)
-{
-    for (; i < j; i++) {
-        uint64_t bit = (uint64_t)1 << (i % 64);
-        s->guards[i / 64] = guarded ? s->guards[i / 64] | bit : s->guards[i / 64] & ~bit;
-    }
-}
-
 /* Makes the guard pages left among OS pages [a, b) of s accessible, with
    one mprotect from the first to the last (the pages between are
    accessible already: in a LARGE segment a page is inaccessible exactly
@@ -176,94 +168,101 @@ static int nd_large_unguard(nd_segment *s, size_t a, size_t b)
     size_t ps = nd_os_page_size();
     if (nd_os_protect((uint8_t *)s + first * ps, (last + 1 - first) * ps, true) != 0)
         return -1;
-    nd_large_mark(s, first, last + 1, false);
+    nd_seg_mark_guards(s, first, last + 1, false);
     return 0;
 }
 
-/* Bit c set <=> the last OS page of chunk c of s is a guard page. */
+/* Bit c set <=> the last OS page of chunk c of s is a guard page (one of
+   a block's chunks, never the header). */
 static uint64_t nd_large_guarded_chunks(const nd_segment *s)
 {
-    size_t per = ND_CHUNK_SIZE / nd_os_page_size();
-    uint64_t m = 0;
-    if (per == 16) {
-        /* 4 KiB OS pages: a word of guard bits covers chunks 4w..4w+3,
-           whose last pages are its bits 15, 31, 47 and 63; one multiply
-           gathers them (the products' bits are distinct: no carries). */
-        for (size_t w = 0; w < ND_SEG_GUARD_WORDS; w++) {
-            uint64_t y = (s->guards[w] >> 15) & 0x0001000100010001ull;
-            m |= ((y * 0x0000200040008001ull) >> 45 & 0xf) << (4 * w);
-        }
-        return m & ~(uint64_t)1 & nd_mask_range(0, s->page_count - 1u);
-    }
-    /* Otherwise the set bits only (a guard per block, and the segment's own). */
-    for (size_t w = 0; w < ND_SEG_GUARD_WORDS; w++)
-        for (uint64_t g = s->guards[w]; g != 0; g &= g - 1) {
-            size_t i = w * 64 + (size_t)__builtin_ctzll(g) + 1;   /* past the guarded page */
-            size_t c = i / per - 1;
-            if (i % per == 0 && c >= 1 && c < s->page_count)
-                m |= (uint64_t)1 << c;
-        }
-    return m;
+    return s->guard_ends & ~(uint64_t)1 & nd_mask_range(0, s->page_count - 1u);
 }
 
-/* secure=1: a free run for a block of at least k chunks (starting at a
-   multiple of step) that needs the fewest mprotect calls (above), the
-   first found of those; NULL when no segment has one. *at = its first
-   chunk, *len = its chunks: k, or up to 2k when the free chunks from *at
-   reach a guard page there (the block takes them all: no system call);
-   an aligned block (step > 1, k a multiple of step) only up to a guard at
-   its run's end, where the aligned block before it ended. */
+/* Bit i set <=> bits i..i+k-1 of m are all set (k >= 1; a run past bit 63
+   never: the shifts bring in zeros). Doubling: runs of len, then of 2 len,
+   and the last step overlaps two runs of len (k - len <= len). */
+static uint64_t nd_large_runs(uint64_t m, unsigned k)
+{
+    unsigned len = 1;
+    for (; 2 * len <= k && m != 0; len *= 2)
+        m &= m >> len;
+    return len < k ? m & m >> (k - len) : m;
+}
+
+/* Multiples of step (a power of two below 64) from step on, as a chunk
+   mask: all ones over 2^step - 1 sets every step-th bit. */
+static uint64_t nd_large_steps(unsigned step)
+{
+    return ~(uint64_t)0 / (((uint64_t)1 << step) - 1) & ~(uint64_t)1;
+}
+
+/* nd_large_pick (large.h), inlined into nd_large_find_guarded. */
+nd_inline unsigned nd_large_pick_run(uint64_t free, uint64_t guarded, unsigned k, unsigned step, unsigned *at,
+                                     unsigned *len)
+{
+    /* Every start is weighed at once, with masks (bit i: a block at chunk
+       i): a start-by-start walk took 600-900 instructions a block
+       (alignloop near 64 KiB: 1.7x the default's 875 a call, all but 200
+       of it here; branch h48w). */
+    free &= ~(uint64_t)1;
+    uint64_t steps = nd_large_steps(step);
+    uint64_t starts = nd_large_runs(free, k) & steps;   /* runs of k free chunks */
+    if (starts == 0)
+        return 3;
+    /* No system call: the first guard from i at chunk i + j, k - 1 <= j <
+       most, chunks i..i+j free. reach bit i: chunks i..i+j-1 free and
+       unguarded, chunk i+j a free guarded one. */
+    unsigned most = step > 1 ? k : 2 * k;   /* the longest run taken up to a guard */
+    uint64_t open = free & ~guarded, reach = free & guarded, none = 0;
+    for (unsigned j = 0; j < most && reach != 0; j++) {
+        if (j + 1 >= k)
+            none |= reach;
+        reach = reach >> 1 & open;
+    }
+    none &= steps;
+    if (none != 0) {
+        *at = (unsigned)__builtin_ctzll(none);
+        *len = (unsigned)__builtin_ctzll(guarded >> *at) + 1;   /* up to its first guard */
+        return 0;
+    }
+    /* One mprotect to close the run's last page when no guard ends it,
+       one to open those inside it (its other chunks' ends). */
+    uint64_t end = guarded >> (k - 1);
+    uint64_t inside = k > 1 ? ~nd_large_runs(~guarded, k - 1) : 0;
+    uint64_t one = starts & ~(inside ^ end);
+    *at = (unsigned)__builtin_ctzll(one != 0 ? one : starts);
+    *len = k;
+    return one != 0 ? 1 : 2;
+}
+
+unsigned nd_large_pick(uint64_t free, uint64_t guarded, unsigned k, unsigned step, unsigned *at, unsigned *len)
+{
+    return nd_large_pick_run(free, guarded, k, step, at, len);
+}
+
+/* secure=1: the run nd_large_pick chooses in the first ND_LARGE_SCAN
+   segments that have a run of k chunks: the first with no system call,
+   else the first of the fewest; NULL when no segment has one. */
 static nd_segment *nd_large_find_guarded(const nd_large_pool *pool, unsigned k, unsigned step, unsigned *at,
                                          unsigned *len)
 {
     nd_segment *best = NULL;
     unsigned best_cost = 3, seen = 0;
     for (nd_segment *s = pool->segs.first; s != NULL && seen < ND_LARGE_SCAN; s = s->next) {
-        uint64_t guarded = 0;
-        bool fits = false;
-        for (unsigned i = step; i + k <= 64; i += step) {
-            uint64_t run = nd_mask_range(i, i + k - 1);
-            if ((s->free_mask & run) != run) {
-                if (step == 1)   /* past the taken chunk that broke the run */
-                    i = 63u - (unsigned)__builtin_clzll(run & ~s->free_mask);
-                continue;
-            }
-            if (!fits)
-                guarded = nd_large_guarded_chunks(s);
-            fits = true;
-            uint64_t from_i = guarded & ~nd_mask_range(0, i - 1);   /* guards at or after chunk i */
-            if (from_i != 0) {
-                unsigned e = (unsigned)__builtin_ctzll(from_i);   /* the first guarded chunk */
-                if (e >= i + k - 1 && e < i + (step > 1 ? k : 2 * k) &&   /* aligned: at the slot's end */
-                    (s->free_mask & nd_mask_range(i, e)) == nd_mask_range(i, e)) {
-                    *at = i;
-                    *len = e - i + 1;
-                    return s;
-                }
-            }
-            uint64_t end = (uint64_t)1 << (i + k - 1);
-            unsigned cost = ((guarded & run & ~end) != 0) + ((guarded & end) == 0);
-            if (cost < best_cost) {
-                best = s;
-                *at = i;
-                *len = k;
-                best_cost = cost;
-            }
-            if (best_cost > 1)
-                continue;
-            /* Only a run without system calls does better now: on to the
-               first start that can be one, past the first guard from i
-               when it lies inside the run, else within 2k chunks of it. */
-            if (from_i == 0)
+        unsigned i, n;
+        unsigned cost = nd_large_pick_run(s->free_mask, nd_large_guarded_chunks(s), k, step, &i, &n);
+        if (cost == 3)
+            continue;
+        seen++;
+        if (cost < best_cost) {
+            best = s;
+            *at = i;
+            *len = n;
+            best_cost = cost;
+            if (cost == 0)
                 break;
-            unsigned e = (unsigned)__builtin_ctzll(from_i);
-            unsigned most = step > 1 ? k : 2 * k;   /* the longest run taken up to a guard */
-            unsigned lo = e < i + k - 1 ? e + 1 : e + 1 >= i + most ? e + 1 - most : i + 1;
-            lo = (lo + step - 1) / step * step;
-            if (lo > i + step)
-                i = lo - step;
         }
-        seen += fits;
     }
     return best;
 }
@@ -282,7 +281,7 @@ static int nd_large_guard(nd_segment *s, uint8_t *p, size_t usable)
         return 0;
     if (nd_os_protect(p + usable, nd_seg_guard, false) != 0)
         return -1;
-    nd_large_mark(s, g, g + 1, true);
+    nd_seg_mark_guards(s, g, g + 1, true);
     return 0;
 }
 

@@ -187,6 +187,19 @@ static inline bool nd_large_stays(size_t size, unsigned reserved)
     return reserved <= ND_LARGE_KEEP_GROWN || (size + nd_seg_guard + ND_CHUNK_SIZE - 1) >> ND_CHUNK_SHIFT == reserved;
 }
 
+/* secure=1's choice of a run in one segment (large.c: guard pages): free
+   = its free chunks, guarded = the chunks whose last OS page is a guard
+   (guard_ends), for a block of at least k chunks (1 <= k <= 63) at a
+   multiple of step (a power of two below 64). The mprotect calls the
+   block needs: 0 when its run's last page is a guard and no other is
+   (a run of k, or, for step 1, of up to 2k chunks, k..2k, up to the
+   first guard from its start: *len, the chunks the block takes); 1 when
+   it needs one (its run's other guards opened, or its last page closed);
+   2 for both; 3 when no run of k fits (*at, *len untouched). *at = the
+   lowest start of that cost, *len = k but for cost 0. */
+unsigned nd_large_pick(uint64_t free, uint64_t guarded, unsigned k, unsigned step, unsigned *at,
+                       unsigned *len) nd_hidden;
+
 /* Debug check of every pool's invariants; takes the locks. */
 bool   nd_large_is_valid(void) nd_hidden;
 

@@ -460,8 +460,7 @@ static void nd_seg_run_gone(nd_segment *s, unsigned a, unsigned b, bool returned
     s->committed &= ~run;
     s->purge_mask &= ~run;
     nd_store_relaxed(&s->unmapped, s->unmapped | run);   /* read unlocked: nd_seg_maps */
-    for (size_t i = (size_t)a * (ND_CHUNK_SIZE / ps); i < (size_t)(b + 1) * (ND_CHUNK_SIZE / ps); i++)
-        s->guards[i / 64] &= ~((uint64_t)1 << (i % 64));
+    nd_seg_mark_guards(s, (size_t)a * (ND_CHUNK_SIZE / ps), (size_t)(b + 1) * (ND_CHUNK_SIZE / ps), false);
     nd_seg_gauge_mapped(s, -(long)((size_t)(b - a + 1) << ND_CHUNK_SHIFT));
 }
 
@@ -524,7 +523,7 @@ static uint64_t nd_seg_remap_runs(nd_segment *s, uint64_t chunks)
             nd_os_advise_hugepage(start, len);
         if (last && nd_seg_guard != 0) {
             size_t g = s->size / ps - 1;
-            s->guards[g / 64] |= (uint64_t)1 << (g % 64);
+            nd_seg_mark_guards(s, g, g + 1, true);
         }
         uint64_t run = nd_mask_range(a, b);
         nd_store_relaxed(&s->unmapped, s->unmapped & ~run);   /* read unlocked: nd_seg_maps */
@@ -542,11 +541,17 @@ uint64_t nd_seg_remap_chunks(nd_segment *s, uint64_t chunks)
     return done;
 }
 
-/* Clears the guard bits of OS pages [a, b) of s. */
-static void nd_seg_clear_guards(nd_segment *s, size_t a, size_t b)
+void nd_seg_mark_guards(nd_segment *s, size_t a, size_t b, bool guarded)
 {
-    for (size_t i = a; i < b; i++)
-        s->guards[i / 64] &= ~((uint64_t)1 << (i % 64));
+    for (size_t i = a; i < b; i++) {
+        uint64_t bit = (uint64_t)1 << (i % 64);
+        s->guards[i / 64] = guarded ? s->guards[i / 64] | bit : s->guards[i / 64] & ~bit;
+    }
+    size_t per = ND_CHUNK_SIZE / nd_os_page_size();
+    for (size_t c = a / per; c * per < b && c < 64; c++) {
+        uint64_t bit = (uint64_t)1 << c;
+        s->guard_ends = nd_seg_guarded(s, (c + 1) * per - 1) ? s->guard_ends | bit : s->guard_ends & ~bit;
+    }
 }
 
 size_t nd_seg_unmap_tail(nd_segment *s, unsigned c, size_t from)
@@ -557,7 +562,7 @@ size_t nd_seg_unmap_tail(nd_segment *s, unsigned c, size_t from)
               (s->committed >> c & 1) == 1);
     uint8_t *start = (uint8_t *)s + ((size_t)c << ND_CHUNK_SHIFT) + from;
     size_t len = ND_CHUNK_SIZE - from;
-    nd_seg_clear_guards(s, c * per + from / ps, (c + 1) * per);
+    nd_seg_mark_guards(s, c * per + from / ps, (c + 1) * per, false);
     /* tail_from before the bit: nd_seg_maps reads them unlocked. */
     nd_store_relaxed(&s->tail_from[c], (uint16_t)from);
     nd_store_release(&s->tails, s->tails | (uint64_t)1 << c);
@@ -584,7 +589,7 @@ bool nd_seg_remap_tail(nd_segment *s, unsigned c)
     }
     if (last && nd_seg_guard != 0) {
         size_t g = s->size / nd_os_page_size() - 1;
-        s->guards[g / 64] |= (uint64_t)1 << (g % 64);
+        nd_seg_mark_guards(s, g, g + 1, true);
     }
     nd_store_relaxed(&s->tails, s->tails & ~((uint64_t)1 << c));
     nd_gauge_add(committed, len);
@@ -598,7 +603,7 @@ void nd_seg_tail_to_hole(nd_segment *s, unsigned c)
     nd_assert(c >= 1 && c < 64 && (s->tails >> c & 1) == 1);
     size_t from = s->tail_from[c];
     uint64_t bit = (uint64_t)1 << c;
-    nd_seg_clear_guards(s, c * per, (c + 1) * per);
+    nd_seg_mark_guards(s, c * per, (c + 1) * per, false);
     s->committed &= ~bit;
     s->purge_mask &= ~bit;
     if (s->kind == ND_SEG_LARGE)   /* a bit per chunk there; a small or medium segment's are pages */
@@ -717,9 +722,10 @@ nd_hot void nd_seg_format(nd_segment *s, int kind)
     s->abandoned = 0;
     s->next = s->prev = NULL;
     memset(s->guards, 0, sizeof s->guards);
+    s->guard_ends = 0;
     if (nd_seg_guard != 0) {
         size_t last = s->size / nd_os_page_size() - 1;
-        s->guards[last / 64] |= (uint64_t)1 << (last % 64);
+        nd_seg_mark_guards(s, last, last + 1, true);
     }
     /* Every descriptor the lookup can reach (a short segment's beyond its
        pages too: a foreign pointer past its mapping finds one in no use).
@@ -786,8 +792,12 @@ bool nd_seg_is_valid(const nd_segment *s)
     bool last_hole = ((s->unmapped | s->tails) >> ((s->size >> ND_CHUNK_SHIFT) - 1u)) & 1;   /* no page there to guard */
     if (nd_seg_guarded(s, last) != (nd_seg_guard != 0 && !last_hole))
         return false;
+    size_t per = ND_CHUNK_SIZE / nd_os_page_size();
+    for (unsigned c = 0; c < 64; c++)   /* guard_ends: the guards bit of each chunk's last page */
+        if (((s->guard_ends >> c) & 1) != nd_seg_guarded(s, (c + 1) * per - 1))
+            return false;
     for (uint64_t m = s->unmapped; m != 0; m &= m - 1) {   /* a hole has no guard bits */
-        size_t per = ND_CHUNK_SIZE / nd_os_page_size(), c = (size_t)__builtin_ctzll(m);
+        size_t c = (size_t)__builtin_ctzll(m);
         for (size_t i = c * per; i < (c + 1) * per; i++)
             if (nd_seg_guarded(s, i))
                 return false;

@@ -271,6 +271,10 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
  *  - guards (SMALL, MEDIUM, LARGE): bit i set <=> OS page i of the segment
  *    is inaccessible: the last one under secure=1, and in a LARGE segment
  *    the guard pages its blocks left (large.h); never a page of a block.
+ *    Changed only by nd_seg_mark_guards, which keeps guard_ends with it.
+ *  - guard_ends bit c (SMALL, MEDIUM, LARGE) <=> the guards bit of the
+ *    last OS page of chunk c: where the guard pages a LARGE segment's
+ *    blocks left end runs (large.c reads it for every secure=1 block).
  */
 typedef struct nd_segment {
     uintptr_t       cookie;
@@ -300,6 +304,7 @@ typedef struct nd_segment {
     uint64_t        purge_epoch; /* ... and the owner heap's epoch it must have reached */
     uint64_t        cached_at;   /* ms; when it entered a node cache */
     struct nd_segment *next, *prev;
+    uint64_t        guard_ends;  /* chunks whose last OS page is a guard (a summary of guards) */
     uint64_t        guards[ND_SEG_GUARD_WORDS];   /* inaccessible OS pages (secure=1) */
     nd_page         pages[ND_SEG_MAX_PAGES];
     /* LARGE, SMALL, MEDIUM: chunks whose end is unmapped from byte tail_from[c] of
@@ -536,6 +541,10 @@ void nd_seg_purge_free(nd_segment *s, bool all) nd_hidden;
    huge page faulted in around its header by a thread on another node, or
    migrated there by the kernel's NUMA balancing). */
 void nd_seg_purge_elsewhere(nd_segment *s, bool all) nd_hidden;
+
+/* Sets (guarded) or clears the guard bits of OS pages [a, b) of s, and
+   guard_ends with them (the bits only: the caller protects the pages). */
+void nd_seg_mark_guards(nd_segment *s, size_t a, size_t b, bool guarded) nd_hidden;
 
 /* Is OS page i of s inaccessible (segment.h: guards)? */
 static inline bool nd_seg_guarded(const nd_segment *s, size_t i)
