@@ -191,10 +191,12 @@ static uint64_t nd_large_runs(uint64_t m, unsigned k)
 }
 
 /* Multiples of step (a power of two below 64) from step on, as a chunk
-   mask: all ones over 2^step - 1 sets every step-th bit. */
+   mask (a table: all ones over 2^step - 1 is a division). */
 static uint64_t nd_large_steps(unsigned step)
 {
-    return ~(uint64_t)0 / (((uint64_t)1 << step) - 1) & ~(uint64_t)1;
+    static const uint64_t every[6] = { ~(uint64_t)0, 0x5555555555555555ull, 0x1111111111111111ull,
+                                       0x0101010101010101ull, 0x0001000100010001ull, 0x0000000100000001ull };
+    return every[__builtin_ctz(step)] & ~(uint64_t)1;
 }
 
 /* nd_large_pick (large.h), inlined into nd_large_find_guarded. */

@@ -723,9 +723,10 @@ nd_hot void nd_seg_format(nd_segment *s, int kind)
     s->next = s->prev = NULL;
     memset(s->guards, 0, sizeof s->guards);
     s->guard_ends = 0;
-    if (nd_seg_guard != 0) {
+    if (nd_seg_guard != 0) {   /* the last page, that of the last chunk (nd_seg_mark_guards' bits) */
         size_t last = s->size / nd_os_page_size() - 1;
-        nd_seg_mark_guards(s, last, last + 1, true);
+        s->guards[last / 64] |= (uint64_t)1 << (last % 64);
+        s->guard_ends = (uint64_t)1 << ((s->size >> ND_CHUNK_SHIFT) - 1);
     }
     /* Every descriptor the lookup can reach (a short segment's beyond its
        pages too: a foreign pointer past its mapping finds one in no use).

@@ -271,7 +271,9 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
  *  - guards (SMALL, MEDIUM, LARGE): bit i set <=> OS page i of the segment
  *    is inaccessible: the last one under secure=1, and in a LARGE segment
  *    the guard pages its blocks left (large.h); never a page of a block.
- *    Changed only by nd_seg_mark_guards, which keeps guard_ends with it.
+ *    Changed only by nd_seg_mark_guards, which keeps guard_ends with it
+ *    (and nd_seg_format, which sets both: the hot section's code stays
+ *    where it was, docs/results.md "Where the code falls").
  *  - guard_ends bit c (SMALL, MEDIUM, LARGE) <=> the guards bit of the
  *    last OS page of chunk c: where the guard pages a LARGE segment's
  *    blocks left end runs (large.c reads it for every secure=1 block).
