@@ -103,6 +103,18 @@ static uint32_t nd_bin_start_capacity(unsigned cls, uint32_t cap_max)
     n = n < 2 ? 2 : n > 32 ? 32 : n;
     return n < cap_max ? n : cap_max;
 }
+/* The most blocks a bin's first fill takes: ND_FIRST_FILL, or as many as
+   make ND_FIRST_FILL_BYTES (at least one) for classes past a quarter of
+   that. A thread that makes one request of a class of 512 B took 4
+   blocks, 2 KiB of its node's nursery (or of its own page) written, for
+   one; its fills double from there as before (tcache.h). */
+#define ND_FIRST_FILL_BYTES 1024u
+static uint32_t nd_bin_first_fill(unsigned c)
+{
+    size_t n = ND_FIRST_FILL_BYTES / nd_bin_counted_size(c);
+    return n < 1 ? 1 : n > ND_FIRST_FILL ? ND_FIRST_FILL : (uint32_t)n;
+}
+
 /* The slots a bin has in the start area (tcache.h): twice its starting
    capacity (at most cap_max), so a class a thread makes a few requests of
    (a fill of ND_FIRST_FILL, then one that doubles the capacity: the bin
@@ -316,7 +328,7 @@ nd_hot nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool sha
         tc->binfo[c].cap = 0;
         tc->binfo[c].cap_max = caps[c];
         tc->binfo[c].low_water = ND_NO_SAMPLE;
-        tc->binfo[c].fill = ND_FIRST_FILL;
+        tc->binfo[c].fill = nd_bin_first_fill(c);
         if (caps[c] != 0) {
             end += nd_bin_room(c, caps[c]);
             tc->binfo[c].slot_end = end++;

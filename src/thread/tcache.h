@@ -158,7 +158,8 @@ typedef struct nd_bin_info {
                             (sampled at fills and tick roll-overs), or
                             ND_NO_SAMPLE */
     uint32_t fill;       /* blocks the next fill takes at most: ND_FIRST_FILL
-                            at first, doubling at each fill, so a thread
+                            at first (fewer past 256 B: ND_FIRST_FILL_BYTES
+                            worth, tcache.c), doubling at each fill, so a thread
                             that makes a few requests of a class does not
                             take (and at its exit give back) a full
                             cache's worth */

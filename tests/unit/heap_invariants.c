@@ -345,6 +345,35 @@ static void a_bin_stays_in_its_start_room_while_its_blocks_fit(void)
     run_in_a_thread(grow_a_bin_past_its_start_room);
 }
 
+/* A bin's first fill takes ND_FIRST_FILL (4) blocks, or 1 KiB worth of
+   them when that is fewer (tcache.c: ND_FIRST_FILL_BYTES): a thread's
+   first request of 512 B leaves one block in its bin, of 1,000 B none,
+   of 64 B three. On main a59940e each took 4 blocks (2 and 4 KiB of the
+   nursery written for one request). */
+static void *make_one_request_of_three_sizes(void *arg)
+{
+    (void)arg;
+    nd_tcache *tc = nd_thread_start();
+    EXPECT(tc != NULL, "the thread to start");
+    static const size_t size[3] = {64, 512, 1000};
+    static const ptrdiff_t left[3] = {3, 1, 0};
+    for (int i = 0; i < 3; i++) {
+        void *p = nodal_malloc(size[i]);
+        EXPECT(p != NULL, "malloc(%zu) to succeed", size[i]);
+        const nd_bin *b = &tc->bins[nd_class_of(size[i])];
+        EXPECT(b->empty - b->cur == left[i], "the first fill of the class of %zu B to leave %td blocks in its bin, it left %td",
+               size[i], left[i], b->empty - b->cur);
+        nodal_free(p);
+    }
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    return NULL;
+}
+
+static void a_bins_first_fill_takes_at_most_a_kib_of_blocks_past_256_bytes(void)
+{
+    run_in_a_thread(make_one_request_of_three_sizes);
+}
+
 /* A thread whose busy classes each cycle a hundred blocks (a working set
    past the bin's start room, not past 256 blocks) keeps their bins in the
    cache's middle area, two to an OS page, not each at the top of its own
@@ -2490,6 +2519,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_cache_gives_slots_only_to_the_classes_a_thread_uses),
     ND_CASE(a_thread_using_a_few_small_classes_writes_a_few_pages_of_its_cache),
     ND_CASE(a_bin_stays_in_its_start_room_while_its_blocks_fit),
+    ND_CASE(a_bins_first_fill_takes_at_most_a_kib_of_blocks_past_256_bytes),
     ND_CASE(a_producers_bin_grows_to_16_kib_at_most),
     ND_CASE(busy_bins_of_a_few_hundred_blocks_share_pages_of_slots),
     ND_CASE(a_bin_in_a_run_of_requests_refills_whole_from_free_blocks_only),
