@@ -116,10 +116,14 @@ static uint32_t nd_bin_first_fill(unsigned c)
 }
 
 /* The slots a bin has in the start area (tcache.h): twice its starting
-   capacity (at most cap_max), so a class a thread makes a few requests of
-   (a fill of ND_FIRST_FILL, then one that doubles the capacity: the bin
-   ran dry again) stays there; the bin moves to its large area when it
-   grows past them. */
+   capacity (at most cap_max), so a class a thread holds a few dozen
+   blocks of stays there; the bin moves on when its blocks need more
+   (nd_bin_move), whatever its capacity. Not less: a thread whose bins
+   hold 33-64 blocks would move them to the middle area, two to a page
+   instead of eight (tried, a start room of once the starting capacity:
+   threadcost 41.3 -> 37.7 KiB a thread at 64 threads, but nodal's
+   bookkeeping at the peak of rptest -t 2 384 -> 432 KiB, larson -t 8
+   688 -> 736, bench/peakmap.py -r 3). */
 #define ND_BIN_START_ROOM 2u
 static uint32_t nd_bin_start_room(unsigned cls, uint32_t cap_max)
 {
