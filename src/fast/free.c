@@ -251,7 +251,7 @@ static void nd_free_secure(void *p, nd_page *pg)
     nd_tcache *q = nd_likely(nd_tls_thread->state == ND_THREAD_LIVE) ? nd_tls_tc : nd_thread_quarantine();
     bool kept = nd_secure_free(pg, p, q);   /* aborts on misuse */
     if (own)
-        nd_count_inc(&h->cstats[cls].slow_frees);
+        nd_count_inc(&nd_heap_cstats(h, cls)->slow_frees);
     else
         nd_thread_count_remote_free(cls, true);
     if (kept)

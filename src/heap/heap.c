@@ -370,7 +370,7 @@ nd_hot void nd_heap_return_blocks(nd_heap *h, nd_page *pg, nd_block *head, nd_bl
 void nd_heap_free_local(nd_heap *h, nd_page *pg, void *p)
 {
     nd_assert(pg->in_use && nd_page_has_block(pg, p) && nd_block_is_marked(p));
-    nd_count_inc(&h->cstats[pg->cls].slow_frees);
+    nd_count_inc(&nd_heap_cstats(h, pg->cls)->slow_frees);
     nd_heap_return_blocks(h, pg, p, p, 1);
 }
 

@@ -152,7 +152,7 @@ static nd_noinline void *nd_route_small_sampled(nd_tcache *tc, unsigned c, size_
     if (p == NULL)   /* out of memory, or a signal handler inside the cut: the block of its class, unsampled */
         return nd_tcache_alloc(tc, c);
     nd_tcache_uncount(tc, c);   /* (its bin's count: blocks its cache gave) */
-    nd_count_inc(&tc->heap.cstats[cell->cls].sampled_cells);   /* (a freed cell taken again may be of a larger class) */
+    nd_count_inc(&nd_heap_cstats(&tc->heap, cell->cls)->sampled_cells);   /* (a freed cell taken again may be of a larger class) */
     cell->slot = nd_prof_put(p, size, nd_class_size[c], tc->heap.node, tc->heap.bound);
     return p;
 }
@@ -381,7 +381,7 @@ nd_hot void nd_route_free_foreign(void *p, nd_segment *s, nd_page *pg, uintptr_t
         if (tc != NULL && nd_node_abandoned_claim(s)) {
             nd_heap_adopt_segment(&tc->heap, s);   /* keeps s: p is still out of its page */
             nd_block_mark(p);
-            nd_count_inc(&tc->heap.cstats[counted].slow_frees);
+            nd_count_inc(&nd_heap_cstats(&tc->heap, counted)->slow_frees);
             nd_heap_return_blocks(&tc->heap, pg, p, p, 1);
             return;
         }

@@ -250,7 +250,7 @@ static void *nd_secure_alloc_sealed(nd_tcache *tc, nd_secure *sc, unsigned c)
         void **v = sc->bin[c];
         if (n == 0) {
             n = (uint32_t)nd_heap_take_blocks(&tc->heap, c, v, sc->cap[c], sc->cap[c]);
-            nd_class_counters *cs = &tc->heap.cstats[c];
+            nd_class_counters *cs = nd_heap_cstats(&tc->heap, c);
             nd_count_inc(&cs->fills);
             nd_count_add(&cs->fill_blocks, n);
             if (n == 0)
@@ -277,7 +277,7 @@ void nd_secure_keep(nd_tcache *tc, nd_page *pg, void *p)
     nd_block_mark(p);
     /* Counted where its request was (route.c): its bin's class. */
     unsigned bin = nd_class_bin[c];
-    nd_count_inc(&tc->heap.cstats[bin < ND_CLASS_COUNT ? bin : c].slow_frees);
+    nd_count_inc(&nd_heap_cstats(&tc->heap, bin < ND_CLASS_COUNT ? bin : c)->slow_frees);
     if (nd_likely(sc != NULL && sc->count[c] < sc->cap[c])) {
         sc->bin[c][sc->count[c]++] = p;
         return;
@@ -305,7 +305,7 @@ void *nd_secure_alloc(nd_tcache *tc, unsigned c, size_t size)
             for (size_t i = n; i < n + got; i++)
                 *(uintptr_t *)bin[i] = ND_FILL_WORD;   /* their links, checked as they were followed */
             n += (uint32_t)got;
-            nd_class_counters *cs = &tc->heap.cstats[c];
+            nd_class_counters *cs = nd_heap_cstats(&tc->heap, c);
             nd_count_inc(&cs->fills);
             nd_count_add(&cs->fill_blocks, got);
             sc->count[c] = (uint8_t)n;

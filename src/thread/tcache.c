@@ -103,11 +103,27 @@ static uint32_t nd_bin_start_capacity(unsigned cls, uint32_t cap_max)
     n = n < 2 ? 2 : n > 32 ? 32 : n;
     return n < cap_max ? n : cap_max;
 }
+/* The most blocks a bin's first fill takes: ND_FIRST_FILL, or as many as
+   make ND_FIRST_FILL_BYTES (at least one) for classes past a quarter of
+   that. A thread that makes one request of a class of 512 B took 4
+   blocks, 2 KiB of its node's nursery (or of its own page) written, for
+   one; its fills double from there as before (tcache.h). */
+#define ND_FIRST_FILL_BYTES 1024u
+static uint32_t nd_bin_first_fill(unsigned c)
+{
+    size_t n = ND_FIRST_FILL_BYTES / nd_bin_counted_size(c);
+    return n < 1 ? 1 : n > ND_FIRST_FILL ? ND_FIRST_FILL : (uint32_t)n;
+}
+
 /* The slots a bin has in the start area (tcache.h): twice its starting
-   capacity (at most cap_max), so a class a thread makes a few requests of
-   (a fill of ND_FIRST_FILL, then one that doubles the capacity: the bin
-   ran dry again) stays there; the bin moves to its large area when it
-   grows past them. */
+   capacity (at most cap_max), so a class a thread holds a few dozen
+   blocks of stays there; the bin moves on when its blocks need more
+   (nd_bin_move), whatever its capacity. Not less: a thread whose bins
+   hold 33-64 blocks would move them to the middle area, two to a page
+   instead of eight (tried, a start room of once the starting capacity:
+   threadcost 41.3 -> 37.7 KiB a thread at 64 threads, but nodal's
+   bookkeeping at the peak of rptest -t 2 384 -> 432 KiB, larson -t 8
+   688 -> 736, bench/peakmap.py -r 3). */
 #define ND_BIN_START_ROOM 2u
 static uint32_t nd_bin_start_room(unsigned cls, uint32_t cap_max)
 {
@@ -259,10 +275,6 @@ static inline uint32_t nd_tcache_arm_max(const nd_tcache *tc, unsigned c)
     return n != 0 ? n : ND_TICK_PERIOD;
 }
 
-/* Slots of padding between the struct and the start area, which then
-   begins at a multiple of 4 KiB from the cache's start (nd_tcache_create). */
-#define ND_TC_PAD ((uint32_t)(((4096 - sizeof(nd_tcache) % 4096) % 4096) / sizeof(void *)))
-
 nd_hot nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
 {
     uint32_t caps[ND_CLASS_COUNT];
@@ -276,17 +288,18 @@ nd_hot nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool sha
     /* The slots need no zeroing: only [cur, empty) of a bin is ever read.
        Nor are they touched here: a bin gets its slots (and its sentinel is
        written) when the thread first uses its class (nd_bin_activate).
-       The start area begins on a page of its own (ND_TC_PAD slots of
-       padding after the struct; a cache is its own mapping, page-aligned,
-       meta.c): the struct's tail is the heap's per-class counters
-       (heap.h), of which a thread that uses a few small classes writes
-       the first few, so the pages of the rest, and no slot, stay
-       untouched. Nor does the allocation pre-touch the struct (a fresh
-       mapping is zero): the loops below store to the bins, their cold
-       parts and the heap's head, the counters' pages are first written
-       by the slow paths of the classes used (a recycled cache is zeroed
-       whole by meta.c). */
-    slots += ND_TC_PAD;
+       The start area begins right after the struct, whose tail is the
+       heap's per-class counters stored backwards (heap.h: the small
+       classes' last), so a thread that uses a few small classes writes
+       their counters and the first bins' start slots on one OS page,
+       and the pages of the other classes' counters, and no other slot,
+       stay untouched (bench/threadcost: 4 pages of its cache a thread
+       instead of 5; a cache is its own mapping, page-aligned, meta.c).
+       Nor does the allocation pre-touch the struct (a fresh mapping is
+       zero): the loops below store to the bins, their cold parts and the
+       heap's head, the counters' pages are first written by the slow
+       paths of the classes used (a recycled cache is zeroed whole by
+       meta.c). */
     nd_tcache *tc = nd_meta_alloc_untouched(sizeof(nd_tcache) + slots * sizeof(void *), sizeof(nd_tcache));
     if (tc == NULL)
         return NULL;
@@ -296,7 +309,7 @@ nd_hot nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool sha
        then the middle area, ND_BIN_MID_ROOM slots and a sentinel per bin
        that has a room there; then the large area, nd_bin_room slots and a
        sentinel per bin. */
-    uint32_t end = ND_TC_PAD;
+    uint32_t end = 0;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
         if (caps[c] != 0) {
             end += nd_bin_start_room(c, caps[c]);
@@ -319,20 +332,20 @@ nd_hot nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool sha
         tc->binfo[c].cap = 0;
         tc->binfo[c].cap_max = caps[c];
         tc->binfo[c].low_water = ND_NO_SAMPLE;
-        tc->binfo[c].fill = ND_FIRST_FILL;
+        tc->binfo[c].fill = nd_bin_first_fill(c);
         if (caps[c] != 0) {
             end += nd_bin_room(c, caps[c]);
             tc->binfo[c].slot_end = end++;
         }
     }
     tc->slot_bytes = (uint32_t)(slots * sizeof(void *));
-    /* The counters' first page, which the small classes' counters share,
-       is written now, as meta.c would: counts are a load then a store
-       (counters.h), and a page first loaded maps the shared zero page,
-       whose store then costs a copy and a TLB shootdown. Their last page,
-       the largest classes', is left for the thread to write if it uses
-       them. */
-    nd_store_relaxed((char *)&tc->heap.cstats[0], (char)0);
+    /* The counters' last page, which the small classes' counters and
+       the start area share, is written now, as meta.c would: counts are
+       a load then a store (counters.h), and a page first loaded maps the
+       shared zero page, whose store then costs a copy and a TLB
+       shootdown. Their first page, the largest classes', is left for
+       the thread to write if it uses them. */
+    nd_store_relaxed((char *)nd_heap_cstats(&tc->heap, 0), (char)0);
     tc->prof_slab = NULL;
     tc->prof_slab_busy = 0;
     nd_heap_init(&tc->heap, tid, node, bound);
@@ -574,33 +587,66 @@ nd_hot unsigned nd_tcache_count_request(nd_tcache *tc, unsigned c)
     return r;
 }
 
-/* nd_tcache_grow's growth, once allowed: bin c to capacity cap, more
-   bytes counted (noinline: the check, inline, mostly says no). */
-static nd_hot nd_noinline void nd_tcache_grow_to(nd_tcache *tc, unsigned c, uint32_t cap, size_t more)
+/* The slots bin c (active) has where it is now: its room in the start
+   area, in the middle area, or in the large area (tcache.h). */
+static inline uint32_t nd_bin_room_here(const nd_tcache *tc, unsigned c)
+{
+    const nd_bin_info *bi = &tc->binfo[c];
+    void *const *slots = (void *const *)(tc + 1), *const *empty = tc->bins[c].empty;
+    if (empty == slots + bi->start_end)
+        return nd_bin_start_room(c, bi->cap_max);
+    if (bi->mid_end != 0 && empty == slots + bi->mid_end)
+        return ND_BIN_MID_ROOM;
+    return nd_bin_room(c, bi->cap_max);
+}
+
+/* Bin c's bottom after its capacity changed: cap slots below its
+   sentinel, or as many as its room where it is holds (a bin that grew
+   past its room stays there until its blocks need the slots:
+   nd_bin_move). */
+static inline void nd_bin_set_low(nd_tcache *tc, unsigned c)
+{
+    nd_bin *b = &tc->bins[c];
+    uint32_t room = nd_bin_room_here(tc, c), cap = tc->binfo[c].cap;
+    b->low = b->empty - (cap < room ? cap : room);
+}
+
+/* Bin c, whose capacity is past its room where it is, moves to the next
+   area that holds it: from the start area to its room in the middle area
+   if it has one and fits there, else to its large area; from the middle
+   area to its large area. Its cached blocks (the oldest deepest) go with
+   it. Never back: it stays where it is when the GC shrinks it. Called
+   when its blocks need the slots (a fill larger than its room here, a
+   free into a bin holding all it can here), not when its capacity grows:
+   a bin's capacity doubles as it runs dry (tcache.h), for bigger fills,
+   and a class a thread makes a few requests of (fills of 4, 8 and 16
+   blocks) had its capacity doubled twice and moved to the middle area,
+   a page of slots more, for blocks that fit its start room
+   (bench/threadcost: a thread's 160-byte bin). */
+static nd_hot nd_noinline void nd_bin_move(nd_tcache *tc, unsigned c)
 {
     nd_bin *b = &tc->bins[c];
     nd_bin_info *bi = &tc->binfo[c];
+    void **slots = (void **)(tc + 1), **to = slots + bi->slot_end;
+    if (b->empty == slots + bi->start_end && bi->mid_end != 0 && bi->cap <= ND_BIN_MID_ROOM)
+        to = slots + bi->mid_end;
+    nd_assert(to != b->empty && nd_bin_room_here(tc, c) < bi->cap);
+    size_t n = (size_t)(b->empty - b->cur);
+    memcpy(to - n, b->cur, n * sizeof(void *));
+    *to = NULL;
+    b->empty = to;
+    b->cur = to - n;
+    nd_bin_set_low(tc, c);
+}
+
+/* nd_tcache_grow's growth, once allowed: bin c to capacity cap, more
+   bytes counted (noinline: the check, inline, mostly says no). Its
+   slots stay where they are until its blocks need them (nd_bin_move). */
+static nd_hot nd_noinline void nd_tcache_grow_to(nd_tcache *tc, unsigned c, uint32_t cap, size_t more)
+{
     tc->cap_bytes += more;
-    /* Past its room in the start area, the bin moves to its room in the
-       middle area if it has one and fits there, else to its large area;
-       past its middle room, to its large area: its cached blocks (the
-       oldest deepest) with it. Never back: it stays where it is when the
-       GC shrinks it. */
-    void **slots = (void **)(tc + 1), *to = b->empty;
-    if (b->empty == slots + bi->start_end && cap > nd_bin_start_room(c, bi->cap_max))
-        to = bi->mid_end != 0 && cap <= ND_BIN_MID_ROOM ? slots + bi->mid_end : slots + bi->slot_end;
-    else if (bi->mid_end != 0 && b->empty == slots + bi->mid_end && cap > ND_BIN_MID_ROOM)
-        to = slots + bi->slot_end;
-    if (to != b->empty) {
-        void **dest = to;
-        size_t n = (size_t)(b->empty - b->cur);
-        memcpy(dest - n, b->cur, n * sizeof(void *));
-        *dest = NULL;
-        b->empty = dest;
-        b->cur = dest - n;
-    }
-    b->low = b->empty - cap;
-    bi->cap = cap;
+    tc->binfo[c].cap = cap;
+    nd_bin_set_low(tc, c);
 }
 
 /* Past cap_max (tcache_bytes worth): a bin of a small class at it whose
@@ -789,11 +835,16 @@ nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
     uint32_t fill = bi->fill;
     if (bi->fill < bi->cap_max || bi->fill < bi->cap)   /* (past cap_max: nd_tcache_grow_past) */
         bi->fill *= 2;
+    /* The slots the fill may use: the bin's where it is, [low, empty);
+       it moves first when they are fewer than the fill takes. */
+    if ((size_t)(bin->empty - bin->low) < (whole > want ? whole : want))
+        nd_bin_move(tc, c);
+    const size_t room = (size_t)(bin->empty - bin->low);
     /* First the blocks other caches of the kind handed over (the transfer
        store: pointers only, no block touched); else from the heap, into
        the bin's whole room: the remote frees of a page, walked once to be
        counted, come in as many as fit (nd_page_take). */
-    nd_class_counters *cs = &tc->heap.cstats[c];
+    nd_class_counters *cs = nd_heap_cstats(&tc->heap, c);
     const unsigned cls = nd_bin_class[c];   /* c; under secure=1 the class the bin's blocks have (class.h) */
     size_t got = 0;
     void **at = bin->low;   /* where the blocks came: from the store, the bin's end already */
@@ -816,7 +867,7 @@ nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
         if (nd_nursery_serves(tc, cls, fill))
             got = nd_nursery_take(tc, cls, at, want);
         if (got == 0) {
-            got = nd_heap_take_blocks(&tc->heap, cls, at, want, bi->cap);
+            got = nd_heap_take_blocks(&tc->heap, cls, at, want, room);
             if (got != 0 && got < whole)
                 got += nd_heap_take_free(&tc->heap, cls, at + got, whole - got);
         }
@@ -856,7 +907,7 @@ nd_hot void *nd_tcache_alloc(nd_tcache *tc, unsigned c)
     if (tc->binfo[c].cap_max == 0) {
         if (nd_heap_take_blocks(&tc->heap, c, &p, 1, 1) == 0)
             return nd_tcache_uncount(tc, c);
-        nd_count_inc(&tc->heap.cstats[c].direct_allocs);
+        nd_count_inc(&nd_heap_cstats(&tc->heap, c)->direct_allocs);
     } else {
         nd_bin *b = &tc->bins[c];
         if (b->cur == b->empty && !nd_tcache_fill(tc, c))
@@ -941,7 +992,7 @@ static nd_hot void **nd_tcache_flush_page(nd_tcache *tc, nd_page *pg, void **it,
     if (own) {
         nd_heap_return_blocks(h, pg, head, tail, k);   /* sets tail's link */
     } else {
-        nd_count_add(&h->cstats[pg->cls].remote_frees, k);
+        nd_count_add(&nd_heap_cstats(h, pg->cls)->remote_frees, k);
         nd_heap_free_remote_chain(pg, head, tail);   /* sets tail's link */
     }
     return it;
@@ -966,7 +1017,7 @@ static void nd_tcache_drop_oldest(nd_tcache *tc, unsigned c, size_t n)
     if (oldest != bin->cur)   /* (none left after a whole bin's overflow) */
         memmove(bin->cur + n, bin->cur, (size_t)(oldest - bin->cur) * sizeof(void *));
     bin->cur += n;
-    nd_class_counters *cs = &tc->heap.cstats[c];
+    nd_class_counters *cs = nd_heap_cstats(&tc->heap, c);
     nd_count_inc(&cs->flushes);
     nd_count_add(&cs->flush_blocks, n);
     nd_assert2(nd_tcache_is_valid(tc));
@@ -1071,7 +1122,7 @@ static size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
     size_t foreign = (size_t)(mid - oldest);
     size_t put = nd_xfer_put(x, check.cls, nd_tcache_xfer_shard(tc), oldest, foreign,
                              own_too ? nd_tcache_check_spilled : NULL, &check);
-    nd_class_counters *cs = &tc->heap.cstats[c];
+    nd_class_counters *cs = nd_heap_cstats(&tc->heap, c);
     if (put != 0) {
         nd_count_inc(&cs->xfer_puts);
         nd_count_add(&cs->xfer_put_blocks, put);
@@ -1102,7 +1153,7 @@ static nd_hot void nd_tcache_xfer_empty(nd_tcache *tc, nd_xfer *x, bool idle_onl
             size_t n;
             do {
                 n = nd_xfer_drain(x, c, s, buf, ND_XFER_SWEEP_BATCH, idle_only);
-                nd_count_add(&tc->heap.cstats[c].xfer_drained, n);
+                nd_count_add(&nd_heap_cstats(&tc->heap, c)->xfer_drained, n);
                 if (nd_unlikely(nd_opt(ND_OPT_secure) == 1))   /* secure=1: their canaries (nd_tcache_seal) */
                     nd_tcache_check_sealed(buf, n, nd_class_size[c], ND_CORRUPT_FREED);
                 nd_tcache_send_home(tc, c, buf, buf + n);
@@ -1143,6 +1194,8 @@ nd_hot void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)
     if (b->cur == b->low) {
         if (nd_unlikely(!nd_bin_is_active(tc, c))) {
             nd_bin_activate(tc, c);   /* the class's first block here */
+        } else if ((size_t)(b->empty - b->low) < bi->cap) {
+            nd_bin_move(tc, c);   /* full where it is, not to its capacity */
         } else {
             /* Dry, then full again: the working set does not fit. Grow,
                within the cache's budget; else half of it leaves, or all of it (below). */
@@ -1154,7 +1207,7 @@ nd_hot void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)
                 bi->filled = 0;
             } else {
                 if (bi->cap >= bi->cap_max)
-                    nd_count_inc(&tc->heap.cstats[c].full_size_flushes);
+                    nd_count_inc(&nd_heap_cstats(&tc->heap, c)->full_size_flushes);
                 /* Half of it, or all of it when it overflowed twice
                    with few requests in between (tcache.h: ND_LAST_SPILL)
                    and the first of the two sent half or more; a 64th
@@ -1184,6 +1237,8 @@ nd_hot void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)
                    x1.39 of main's CPU with bins of 32 blocks, x1.03). */
                 bi->filled = put != 0 && (bi->cap < ND_BIN_DRY_MIN || (size_t)bi->cap * nd_bin_counted_size(c) < ND_BIN_DRY_BYTES);
             }
+            if (b->cur == b->low)   /* grown past its room where it is */
+                nd_bin_move(tc, c);
         }
     }
     *--b->cur = p;
@@ -1223,7 +1278,7 @@ nd_hot void nd_tcache_gc(nd_tcache *tc, bool force)
             tc->cap_bytes -= (size_t)(bi->cap - cap) * nd_bin_counted_size(c);
             nd_tcache_extra_give(tc, (size_t)(bi->cap - cap) * nd_bin_counted_size(c));
             bi->cap = cap;
-            b->low = b->empty - cap;
+            nd_bin_set_low(tc, c);
         }
         bi->low_water = ND_NO_SAMPLE;
     }
@@ -1236,7 +1291,7 @@ void nd_tcache_stats_add(const nd_tcache *tc, nd_snap_class *cls, nd_snap_totals
 {
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         const nd_bin *b = &tc->bins[c];
-        const nd_class_counters *cs = &tc->heap.cstats[c];
+        const nd_class_counters *cs = nd_heap_cstats(&tc->heap, c);
         uint64_t requests = nd_bin_requests(tc, c);
         uint64_t cached = (uint64_t)(b->empty - nd_load_relaxed(&b->cur));
         uint64_t fill_blocks = nd_load_relaxed(&cs->fill_blocks);
@@ -1286,18 +1341,24 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
         const nd_bin *b = &tc->bins[c];
         const nd_bin_info *bi = &tc->binfo[c];
         if (!(b->low <= b->cur && b->cur <= b->empty) || (b->empty != NULL && *b->empty != NULL) ||
-            (size_t)(b->empty - b->low) != bi->cap || bi->cap > nd_bin_room(c, bi->cap_max))
+            bi->cap > nd_bin_room(c, bi->cap_max))
             return false;
-        /* Without its slots: capacity 0; with them: its own, at most
-           twice its starting capacity in the start area (nd_bin_start_room),
-           at most ND_BIN_MID_ROOM in the middle area (a bin that has a room
-           there), or up to its room (nd_bin_room) in the large area. */
+        /* Without its slots: capacity 0; with them: its sentinel one of
+           its own three, in the start area, the middle area (a bin that
+           has a room there) or the large area, and as many slots below it
+           as its capacity, or as its room there holds
+           (nd_bin_start_room, ND_BIN_MID_ROOM, nd_bin_room). */
         void *const *slots = (void *const *)(tc + 1);
-        bool in_start = b->empty == slots + bi->start_end && bi->cap <= nd_bin_start_room(c, bi->cap_max);
-        bool in_mid = bi->mid_end != 0 && b->empty == slots + bi->mid_end && bi->cap <= ND_BIN_MID_ROOM;
+        bool in_start = b->empty == slots + bi->start_end;
+        bool in_mid = bi->mid_end != 0 && b->empty == slots + bi->mid_end;
         if (nd_bin_is_active(tc, c) ? bi->cap_max == 0 || (b->empty != slots + bi->slot_end && !in_start && !in_mid)
                                     : bi->cap != 0 || b->cur != NULL || b->low != NULL)
             return false;
+        if (nd_bin_is_active(tc, c)) {
+            uint32_t room = nd_bin_room_here(tc, c);
+            if ((size_t)(b->empty - b->low) != (bi->cap < room ? bi->cap : room))
+                return false;
+        }
         if ((bi->mid_end != 0) != (bi->cap_max != 0 && nd_bin_has_mid(c, bi->cap_max)))
             return false;
         for (void *const *it = b->cur; it < b->empty; it++) {

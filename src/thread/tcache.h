@@ -32,7 +32,10 @@
  *   other; and the large area, cap_max slots (4x that for a small class,
  *   at most tcache_count: tcache.c, nd_bin_room) and a sentinel per bin. A
  *   bin moves (its blocks copied) to the next area that has room for it
- *   when it grows past its room in the one it is in. A thread that makes a few requests of a few
+ *   when its blocks need more slots than its room in the one it is in (a
+ *   fill larger than the room, a free into a bin holding all the room
+ *   holds, its capacity being larger: nd_bin_move), not when its capacity
+ *   grows past the room. A thread that makes a few requests of a few
  *   classes touches a page or two of the start area, not a page of slots
  *   per class (16 KiB of them apart for the small classes), and one whose
  *   busy classes hold 64-256 blocks each touches a page of the middle
@@ -65,16 +68,18 @@
 
 /*
  * Hot part of a bin, read and written by the fast paths (one cache line).
- * Invariants: low <= cur <= empty; empty - low == info.cap <= its room in the
- * large area (nd_bin_room: info.cap_max, or more for a small class, tcache.c);
+ * Invariants: low <= cur <= empty; info.cap <= its room in the large area
+ * (nd_bin_room: info.cap_max, or more for a small class, tcache.c);
  * either the bin has no slots yet (low == cur == empty == NULL, cap == 0)
  * or cap_max != 0, *empty == NULL and empty is one of its own
- * sentinel slots: info.start_end, in the cache's start area, while
- * info.cap is at most its room there (nd_bin_start_room: twice its
- * starting capacity) and it never grew past it, else info.mid_end (when
- * nonzero), in the middle area, while info.cap is at most its room there
- * (ND_BIN_MID_ROOM) and it never grew past it, else info.slot_end, in the
- * large area (tcache.c: nd_bin_activate, nd_tcache_grow); [cur, empty) are free blocks of the bin's class, each
+ * sentinel slots: info.start_end, in the cache's start area, until its
+ * blocks needed more than its room there (nd_bin_start_room: twice its
+ * starting capacity), else info.mid_end (when nonzero), in the middle
+ * area, until they needed more than its room there (ND_BIN_MID_ROOM),
+ * else info.slot_end, in the large area (tcache.c: nd_bin_activate,
+ * nd_bin_move); empty - low == info.cap, or the room where it is when
+ * that is less (the bin moves when a free finds cur == low below its
+ * capacity); [cur, empty) are free blocks of the bin's class, each
  * carrying the freed-block mark (page.h), from pages of the tcache's kind
  * of memory: its heap's pages, and pages of other heaps of that kind whose
  * blocks this thread freed (the free fast path caches every block of its
@@ -153,7 +158,8 @@ typedef struct nd_bin_info {
                             (sampled at fills and tick roll-overs), or
                             ND_NO_SAMPLE */
     uint32_t fill;       /* blocks the next fill takes at most: ND_FIRST_FILL
-                            at first, doubling at each fill, so a thread
+                            at first (fewer past 256 B: ND_FIRST_FILL_BYTES
+                            worth, tcache.c), doubling at each fill, so a thread
                             that makes a few requests of a class does not
                             take (and at its exit give back) a full
                             cache's worth */
@@ -228,10 +234,11 @@ typedef struct nd_bin_info {
 /*
  * A thread cache and the heap under it.
  * Invariants: the bins' slot arrays (slot_bytes) follow the struct in the
- * same allocation, the start area after ND_TC_PAD slots of padding (tcache.c:
- * at a multiple of 4 KiB from the struct's start; the struct's tail is the
- * heap's per-class counters, heap.h, so a thread that uses a few small
- * classes leaves the pages of the others' counters unwritten); kind == nd_kind_of(heap.bound, heap.node), the kind of
+ * same allocation, the start area first, right after it (the struct's tail
+ * is the heap's per-class counters, backwards, heap.h: the small classes'
+ * counters and their start slots share an OS page, and a thread that uses
+ * a few small classes leaves the pages of the others' counters
+ * unwritten); kind == nd_kind_of(heap.bound, heap.node), the kind of
  * the blocks the bins hold (ND_KIND_NONE for a shared heap's cache, which
  * holds none; ND_KIND_NO_PAGE for the static empty and dead caches of
  * thread.c and for plain caches under secure=2; that kind with

@@ -730,7 +730,7 @@ void nd_thread_count_remote_free(unsigned cls, bool pushed)
     if (cls >= ND_CLASS_COUNT)
         return;
     if (nd_tls_thread->state == ND_THREAD_LIVE) {
-        nd_class_counters *c = &nd_tls_tc->heap.cstats[cls];
+        nd_class_counters *c = nd_heap_cstats(&nd_tls_tc->heap, cls);
         nd_count_inc(&c->remote_frees);
         if (pushed)
             nd_count_inc(&c->remote_pushes);
@@ -758,7 +758,7 @@ nd_hot void nd_thread_count_free(bool huge, size_t bytes)
 void nd_thread_count_cell_free(unsigned cls)
 {
     if (nd_tls_thread->state == ND_THREAD_LIVE)
-        nd_count_inc(&nd_tls_tc->heap.cstats[cls].sampled_cell_frees);
+        nd_count_inc(&nd_heap_cstats(&nd_tls_tc->heap, cls)->sampled_cell_frees);
     else
         nd_add_relaxed(&nd_orphan_cls[cls].sampled_cell_frees, 1);
 }

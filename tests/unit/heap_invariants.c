@@ -256,13 +256,14 @@ static size_t written_pages(const void *p, size_t len)
 }
 
 /* A new thread that makes a request of each class of 16 to 160 B (as
-   bench/threadcost's threads do) writes at most 5 pages of its cache: the
-   page of the bins' hot parts, the page of their cold parts and the heap's
-   head, the page of the counters of the classes it used, and the 2 pages
-   of the start area their slots take. Not the page of the counters of the
-   classes it never used (the struct's tail, heap.h), nor any other slot.
-   On main 5cf29d8 it wrote 6: the cache was pre-touched whole and its start
-   area began on the counters' last page. */
+   bench/threadcost's threads do) writes at most 4 pages of its cache: the
+   2 pages of the bins' hot parts, their cold parts and the heap's head
+   (written at its start), the page of the counters of the classes it
+   used, which the start area shares (the counters are the struct's tail,
+   backwards: heap.h), and the start area's next page. Not the page of the
+   counters of the classes it never used, nor any other slot. On main
+   a59940e it wrote 5: the start area began on a page of its own, after
+   the counters' pages. */
 static void *use_the_classes_up_to_160_bytes(void *arg)
 {
     (void)arg;
@@ -275,9 +276,9 @@ static void *use_the_classes_up_to_160_bytes(void *arg)
         memset(p[i], 1, 16 * (size_t)(i + 1));
     }
     size_t n = written_pages(tc, sizeof(nd_tcache) + tc->slot_bytes);
-    EXPECT(n <= 5, "a thread using the classes of 16-160 B to write at most 5 pages of its cache, it wrote %zu", n);
+    EXPECT(n <= 4, "a thread using the classes of 16-160 B to write at most 4 pages of its cache, it wrote %zu", n);
     EXPECT(n >= 3, "the count to see the pages the thread wrote (%zu)", n);
-    const nd_class_counters *tail = &tc->heap.cstats[ND_CLASS_COUNT - 1];
+    const nd_class_counters *tail = nd_heap_cstats(&tc->heap, ND_CLASS_COUNT - 1);
     n = written_pages(tail, sizeof *tail);
     EXPECT(n == 0, "the page of the counters of the largest classes, which it never used, to stay unwritten (%zu)", n);
     EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
@@ -298,6 +299,79 @@ static void run_in_a_thread(void *(*fn)(void *))
 static void a_thread_using_a_few_small_classes_writes_a_few_pages_of_its_cache(void)
 {
     run_in_a_thread(use_the_classes_up_to_160_bytes);
+}
+
+/* A bin's capacity doubles as it runs dry (tcache.h), for bigger fills,
+   but its slots stay in the start area until its blocks need more than
+   its room there (nd_bin_move): a thread that makes 28 requests of 160 B
+   (fills of 4, 8 and 16 blocks, the capacity doubled twice, 32 -> 128,
+   past its start room of 64) and frees them keeps them in its start
+   room; 100 blocks held move it to its middle room. On main a59940e the
+   bin moved to its middle room, another page of slots, at its third fill. */
+#define LAZY_BLOCKS 28
+static void *grow_a_bin_past_its_start_room(void *arg)
+{
+    (void)arg;
+    nd_tcache *tc = nd_thread_start();
+    EXPECT(tc != NULL, "the thread to start");
+    unsigned c = nd_class_of(160);
+    void *p[100];
+    for (int i = 0; i < LAZY_BLOCKS; i++)
+        EXPECT((p[i] = nodal_malloc(160)) != NULL, "malloc(160) to succeed");
+    const nd_bin *b = &tc->bins[c];
+    const nd_bin_info *bi = &tc->binfo[c];
+    void **start = (void **)(tc + 1) + bi->start_end;
+    EXPECT(bi->cap > 64, "the bin's capacity to have doubled past its start room of 64 (cap %u)", bi->cap);
+    EXPECT(b->empty == start, "a bin whose %d blocks fit its start room to stay there", LAZY_BLOCKS);
+    for (int i = 0; i < LAZY_BLOCKS; i++)
+        nodal_free(p[i]);
+    EXPECT(b->empty == start && b->empty - b->cur >= LAZY_BLOCKS,
+           "the bin to hold its %d blocks in its start room (%td held)", LAZY_BLOCKS, b->empty - b->cur);
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    for (int round = 0; round < 2; round++) {
+        for (int i = 0; i < 100; i++)
+            EXPECT((p[i] = nodal_malloc(160)) != NULL, "malloc(160) to succeed");
+        for (int i = 0; i < 100; i++)
+            nodal_free(p[i]);
+    }
+    EXPECT(b->empty != start && b->empty == (void **)(tc + 1) + bi->mid_end,
+           "a bin that held more blocks than its start room to have moved to its middle room");
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold after the move");
+    return NULL;
+}
+
+static void a_bin_stays_in_its_start_room_while_its_blocks_fit(void)
+{
+    run_in_a_thread(grow_a_bin_past_its_start_room);
+}
+
+/* A bin's first fill takes ND_FIRST_FILL (4) blocks, or 1 KiB worth of
+   them when that is fewer (tcache.c: ND_FIRST_FILL_BYTES): a thread's
+   first request of 512 B leaves one block in its bin, of 1,000 B none,
+   of 64 B three. On main a59940e each took 4 blocks (2 and 4 KiB of the
+   nursery written for one request). */
+static void *make_one_request_of_three_sizes(void *arg)
+{
+    (void)arg;
+    nd_tcache *tc = nd_thread_start();
+    EXPECT(tc != NULL, "the thread to start");
+    static const size_t size[3] = {64, 512, 1000};
+    static const ptrdiff_t left[3] = {3, 1, 0};
+    for (int i = 0; i < 3; i++) {
+        void *p = nodal_malloc(size[i]);
+        EXPECT(p != NULL, "malloc(%zu) to succeed", size[i]);
+        const nd_bin *b = &tc->bins[nd_class_of(size[i])];
+        EXPECT(b->empty - b->cur == left[i], "the first fill of the class of %zu B to leave %td blocks in its bin, it left %td",
+               size[i], left[i], b->empty - b->cur);
+        nodal_free(p);
+    }
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    return NULL;
+}
+
+static void a_bins_first_fill_takes_at_most_a_kib_of_blocks_past_256_bytes(void)
+{
+    run_in_a_thread(make_one_request_of_three_sizes);
 }
 
 /* A thread whose busy classes each cycle a hundred blocks (a working set
@@ -599,7 +673,7 @@ static void *pair_runs(void *arg)
     nd_tcache_flush_all(tc);
     nd_tcache_xfer_sweep(tc, 0, true);   /* the store's blocks back to their pages too */
     const int run = PAIR_RUN - n;
-    const nd_class_counters *cs = &tc->heap.cstats[c];
+    const nd_class_counters *cs = nd_heap_cstats(&tc->heap, c);
     uint64_t fills = nd_load_relaxed(&cs->fills);
     for (int i = 0; i < run; i++)
         a[i] = nodal_malloc(size);
@@ -661,7 +735,7 @@ static void *batches_settle(void *arg)
     size_t held = (size_t)(b->empty - b->cur);
     if (held > settle_keep)
         nd_tcache_flush(tc, c, held - settle_keep);
-    const nd_class_counters *cs = &tc->heap.cstats[c];
+    const nd_class_counters *cs = nd_heap_cstats(&tc->heap, c);
     uint64_t fills = 0, flushes = 0;
     for (int r = 0; r < 60; r++) {
         if (r == 30) {
@@ -939,7 +1013,7 @@ static uint64_t cycle_slow_paths(const nd_tcache *tc)
 {
     uint64_t n = 0;
     for (int k = 0; k < CYCLE_CLASSES; k++) {
-        const nd_class_counters *cs = &tc->heap.cstats[nd_class_of(cycle_size[k])];
+        const nd_class_counters *cs = nd_heap_cstats(&tc->heap, nd_class_of(cycle_size[k]));
         n += cs->fills + cs->flushes;
     }
     return n;
@@ -1001,14 +1075,14 @@ static void *kib_loops_past_tcache_bytes(void *arg)
     uint64_t before = 0;
     for (int loop = 0; loop < KIB_LOOPS; loop++) {
         if (loop == KIB_LOOPS - 100)
-            before = nd_tls_tc->heap.cstats[c].fills + nd_tls_tc->heap.cstats[c].flushes;
+            before = nd_heap_cstats(&nd_tls_tc->heap, c)->fills + nd_heap_cstats(&nd_tls_tc->heap, c)->flushes;
         for (size_t i = 0; i < n; i++)
             blocks[i] = nodal_malloc(size);
         for (size_t i = 0; i < n; i++)
             nodal_free(blocks[(i * 7919) % n]);
     }
     nd_tcache *tc = nd_tls_tc;
-    out[0] = (size_t)(tc->heap.cstats[c].fills + tc->heap.cstats[c].flushes - before);
+    out[0] = (size_t)(nd_heap_cstats(&tc->heap, c)->fills + nd_heap_cstats(&tc->heap, c)->flushes - before);
     out[1] = tc->binfo[c].cap;
     out[2] = tc->binfo[c].cap_max;
     EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
@@ -2444,6 +2518,8 @@ static const struct nd_case cases[] = {
     ND_CASE(random_operations_keep_the_heap_valid),
     ND_CASE(a_cache_gives_slots_only_to_the_classes_a_thread_uses),
     ND_CASE(a_thread_using_a_few_small_classes_writes_a_few_pages_of_its_cache),
+    ND_CASE(a_bin_stays_in_its_start_room_while_its_blocks_fit),
+    ND_CASE(a_bins_first_fill_takes_at_most_a_kib_of_blocks_past_256_bytes),
     ND_CASE(a_producers_bin_grows_to_16_kib_at_most),
     ND_CASE(busy_bins_of_a_few_hundred_blocks_share_pages_of_slots),
     ND_CASE(a_bin_in_a_run_of_requests_refills_whole_from_free_blocks_only),

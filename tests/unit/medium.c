@@ -45,9 +45,9 @@ static void every_class_up_to_128_kib_is_cached_by_default(void)
     EXPECT(b->cur != b->empty && *b->cur == p, "the freed 128 KiB block to wait in the thread's bin");
     void *q = nodal_malloc(ND_MEDIUM_MAX);
     EXPECT(q == p, "the next 128 KiB request to get it back from the bin (%p), it got %p", p, q);
-    EXPECT(nd_load_relaxed(&tc->heap.cstats[c].direct_allocs) == 0,
+    EXPECT(nd_load_relaxed(&nd_heap_cstats(&tc->heap, c)->direct_allocs) == 0,
            "no 128 KiB block to come straight from a page, %lu did",
-           (unsigned long)nd_load_relaxed(&tc->heap.cstats[c].direct_allocs));
+           (unsigned long)nd_load_relaxed(&nd_heap_cstats(&tc->heap, c)->direct_allocs));
     nodal_free(q);
     EXPECT(nd_thread_is_valid(), "the heap to be valid");
 }
@@ -174,7 +174,7 @@ static void *consume_medium(void *arg)
     unsigned c = *(unsigned *)arg;
     free_blocks(consumed, CONSUME_N);
     nd_tcache *tc = nd_tls_tc;
-    consumer_flushes = (size_t)nd_load_relaxed(&tc->heap.cstats[c].flushes);
+    consumer_flushes = (size_t)nd_load_relaxed(&nd_heap_cstats(&tc->heap, c)->flushes);
     consumer_cap = tc->binfo[c].cap;
     consumer_cap_max = tc->binfo[c].cap_max;
     EXPECT(nd_thread_is_valid(), "the consumer's heap to be valid");
