@@ -643,7 +643,7 @@ static bool nd_uw_rules_at(nd_uw_walk *w, uintptr_t pc, nd_uw_rules *out)
             } else {
                 uint64_t guess = lo + (hi - lo) / 2;
                 if (even && pc > alo && ahi > alo && pc < ahi)
-                    guess = lo + (uint64_t)((unsigned __int128)(pc - alo) * (hi - lo) / (ahi - alo));
+                    guess = lo + (uint64_t)((double)(pc - alo) / (double)(ahi - alo) * (double)(hi - lo));
                 at = guess > lo + ND_UW_WINDOW / 2 ? guess - ND_UW_WINDOW / 2 : lo;
                 if (at > hi - ND_UW_WINDOW)
                     at = hi - ND_UW_WINDOW;
