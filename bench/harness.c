@@ -433,11 +433,15 @@ int parse_list(const char *s, long long *out, int max)
 /* ---- output ------------------------------------------------------------ */
 void bench_result(const char *workload, const char *fmt, ...)
 {
+    /* VmHWM in KiB on every result line: peak_rss_mib's 0.1 MiB steps are
+       2-3 % of the small rows' peaks, too coarse for the heap profile's
+       extra (docs/profiling.md). Read before the line is printed. */
+    long hwm_kib = bench_peak_rss_kib();
     va_list ap;
     va_start(ap, fmt);
     printf("result %s ", workload);
     vprintf(fmt, ap);
-    putchar('\n');
+    printf(" peak_rss_kib=%ld\n", hwm_kib);
     fflush(stdout);
     va_end(ap);
 }

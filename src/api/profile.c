@@ -424,8 +424,13 @@ __attribute__((constructor(102))) static void nd_profile_init(void)
 {
     if (nd_load_acquire(&nd_process_state) != 2)
         return;
-    if (nd_opt(ND_OPT_prof) > 0 && nd_prof_start(nd_opt(ND_OPT_prof_rate)))
-        nd_os_keep_stderr();
+    if (nd_opt(ND_OPT_prof) > 0) {
+        /* Before any of the profile's code runs: it sits at the end of
+           the text, which a process that does not profile never maps. */
+        nd_os_code_map_by_page((const void *)(uintptr_t)nd_prof_start);
+        if (nd_prof_start(nd_opt(ND_OPT_prof_rate)))
+            nd_os_keep_stderr();
+    }
     bool helper = nd_opt(ND_OPT_stats_every) > 0 ||
                   (nd_prof_is_on() && (nd_opt(ND_OPT_prof_signal) > 0 || nd_opt(ND_OPT_prof_interval) > 0 ||
                                        nd_opt(ND_OPT_prof_growth) > 0));

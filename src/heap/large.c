@@ -19,6 +19,14 @@
 #include "tight.h"
 #include "topo.h"
 
+/* The code that takes and gives back a large block of the plainest kind
+   (the heap profile's cell slabs are such blocks: slab.c) lies together,
+   in a section of its own that the link puts beside large.c's other
+   code: a process whose only large blocks are its slabs runs about 7 KiB
+   of large.c, two or three OS pages of it resident, not four
+   (docs/profiling.md, "Cost"). Only the placement: the code is the same. */
+#define nd_large_path __attribute__((section(".text.nodal_large")))
+
 typedef struct nd_aligned(ND_CACHE_LINE) nd_large_pool {
     ND_LIST(nd_segment) segs;
     uint32_t  empty;    /* segments with no block */
@@ -299,7 +307,7 @@ static void nd_large_unguard_freed(nd_segment *s, uint8_t *p, size_t usable)
 /* Commits the chunks of [p, p+len) that are not yet: plain memory just says
    so; node-bound memory is populated and checked with the lock released
    (the run is reserved, so nobody else touches those chunks). */
-static int nd_large_commit(nd_large_pool *pool, nd_segment *s, const void *p, size_t len)
+nd_large_path static int nd_large_commit(nd_large_pool *pool, nd_segment *s, const void *p, size_t len)
 {
     uint64_t todo = nd_seg_chunks(s, p, len) & ~s->committed;
     if (todo == 0)
@@ -534,7 +542,7 @@ static unsigned nd_large_room(unsigned k)
 
 static void *nd_large_alloc_at(int node, bool bound, size_t size, size_t alignment, bool grown, size_t *bytes);
 
-void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t *bytes)
+nd_large_path void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t *bytes)
 {
     return nd_large_alloc_at(node, bound, size, alignment, false, bytes);
 }
@@ -552,7 +560,8 @@ void *nd_large_alloc_grown(int node, bool bound, size_t size, size_t *bytes)
    holds): its whole run usable, placed at the start of a free run of
    twice its chunks if a segment has one (nd_large_room), so that it can
    grow in place to twice its size; the first run that fits otherwise. */
-static void *nd_large_alloc_at(int node, bool bound, size_t size, size_t alignment, bool grown, size_t *bytes)
+nd_large_path static void *nd_large_alloc_at(int node, bool bound, size_t size, size_t alignment, bool grown,
+                                            size_t *bytes)
 {
     nd_lock_may_take(ND_LOCK_ID_large_pool);
     size_t usable = nd_round_os(size == 0 ? 1 : size);
@@ -716,7 +725,7 @@ static nd_noinline void nd_large_give_tailed(nd_segment *s, unsigned i, unsigned
    descriptor cleared and its chunks given back: one block fewer in s, and
    s goes back to its node when it was the last and the pool has its spare
    empty segments. Under the pool lock, which it releases. */
-static void nd_large_block_gone(nd_large_pool *pool, nd_segment *s, size_t bytes)
+nd_large_path static void nd_large_block_gone(nd_large_pool *pool, nd_segment *s, size_t bytes)
 {
     nd_segment *release = NULL;
     if (--s->used_pages == 0) {
@@ -786,7 +795,7 @@ bool nd_large_move(nd_segment *s, nd_page *pg, void *p, void *to)
     return true;
 }
 
-size_t nd_large_free(nd_segment *s, nd_page *pg, void *p)
+nd_large_path size_t nd_large_free(nd_segment *s, nd_page *pg, void *p)
 {
     nd_lock_may_take(ND_LOCK_ID_large_pool);
     size_t bytes = nd_load_relaxed(&pg->block_size);

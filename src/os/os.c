@@ -806,3 +806,49 @@ bool nd_os_code_range(const void *a, uintptr_t *lo, uintptr_t *hi, bool *main)
     *main = q.main;
     return q.found;
 }
+
+/* The kernel maps a file's cached pages around the one a process faults
+   on, in aligned runs of 64 KiB clipped to the mapping (fault-around), so
+   the first call into code at the end of nodal's text (the heap profile's:
+   CMakeLists.txt, ND_SOURCES) maps up to 16 pages of code the process never
+   runs. A page whose flags differ from both neighbours' is a mapping of
+   its own, and a fault there maps that page only: every other page not
+   yet mapped gets MADV_RANDOM (readahead only: the file is cached), so
+   each of them is alone or beside mapped pages only. The pages mapped
+   now (the code the process has run) stay as they are. */
+int nd_os_code_map_by_page(const void *a)
+{
+    uintptr_t lo, hi;
+    bool main;
+    if (!nd_os_code_range(a, &lo, &hi, &main) || main)
+        return 0;
+    int saved = errno;
+    int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+        errno = saved;
+        return 0;
+    }
+    uintptr_t ps = nd_os_pagesize;
+    lo &= ~(ps - 1);
+    hi = (hi + ps - 1) & ~(ps - 1);
+    int split = 0;
+    bool last = false;                    /* the page before got MADV_RANDOM */
+    uint64_t ent[64];
+    for (uintptr_t p = lo; p < hi;) {
+        size_t n = (hi - p) / ps < 64 ? (hi - p) / ps : 64;
+        if (pread(fd, ent, n * sizeof ent[0], (off_t)(p / ps * sizeof ent[0])) != (ssize_t)(n * sizeof ent[0]))
+            break;
+        for (size_t i = 0; i < n; i++, p += ps) {
+            bool mapped = (ent[i] >> 63) & 1;
+            if (!mapped && !last && madvise((void *)p, ps, MADV_RANDOM) == 0) {
+                last = true;
+                split++;
+            } else {
+                last = false;
+            }
+        }
+    }
+    close(fd);
+    errno = saved;
+    return split;
+}

@@ -201,6 +201,10 @@ bool        nd_os_symbol(const void *a, const char **file, const void **base,
    object that holds code address a; *main: that object is the program
    itself. False when a is in none. */
 bool        nd_os_code_range(const void *a, uintptr_t *lo, uintptr_t *hi, bool *main) nd_hidden;
+/* Makes each page of that object's code that the process has not run yet
+   fault in alone (not with the 64 KiB around it: os.c); the number of
+   pages given MADV_RANDOM to that end. Nothing for the program itself. */
+int         nd_os_code_map_by_page(const void *a) nd_hidden;
 /* Copies the file at path to descriptor fd (/proc/self/maps into a
    profile) through buf[0..len) (the caller's: no stack page for it);
    false on an error. */

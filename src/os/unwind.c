@@ -83,6 +83,31 @@ typedef struct nd_uw_cur {
     uintptr_t bias;       /* the bytes' address in the object less their address here */
 } nd_uw_cur;
 
+/* Byte compares and lengths without libc's: its memcmp, strcmp and
+   strnlen are the CPU's variants (avx2, evex), which a process that does
+   not profile may never run, and the first call of each maps the 64 KiB
+   of libc's code around it (fault-around): batchq -w 2's samples made 16
+   pages of libc's code resident that way (bench/peakmap.py -p libc.so.6,
+   under setarch -R). These are short (an ELF header's magic, a build ID's
+   bytes, an augmentation string). */
+static bool nd_uw_same(const void *a, const void *b, size_t n)
+{
+    const volatile uint8_t *x = a;   /* volatile: not turned back into a memcmp call */
+    const uint8_t *y = b;
+    for (size_t i = 0; i < n; i++)
+        if (x[i] != y[i])
+            return false;
+    return true;
+}
+
+static size_t nd_uw_strnlen(const char *s, size_t max)
+{
+    size_t n = 0;
+    while (n < max && s[n] != '\0')
+        n++;
+    return n;
+}
+
 static nd_noinline uint64_t nd_uw_uleb(nd_uw_cur *c)
 {
     uint64_t v = 0;
@@ -458,7 +483,7 @@ static ssize_t nd_uw_read_head(int fd, uint8_t *head)
 static uint64_t nd_uw_id_end(uintptr_t map_start, ssize_t got)
 {
     const Elf64_Ehdr *meh = (const Elf64_Ehdr *)map_start;
-    if (got < (ssize_t)sizeof *meh || memcmp(meh->e_ident, ELFMAG, SELFMAG) != 0 ||
+    if (got < (ssize_t)sizeof *meh || !nd_uw_same(meh->e_ident, ELFMAG, SELFMAG) ||
         meh->e_phentsize != sizeof(Elf64_Phdr) || meh->e_phoff + (uint64_t)meh->e_phnum * sizeof(Elf64_Phdr) > (uint64_t)got)
         return 0;
     const Elf64_Phdr *ph = (const Elf64_Phdr *)(map_start + meh->e_phoff);
@@ -473,7 +498,7 @@ static uint64_t nd_uw_id_end(uintptr_t map_start, ssize_t got)
             uint64_t next = at + 12 + ((n[0] + 3ull) & ~3ull) + ((n[1] + 3ull) & ~3ull);
             if (next > end)
                 break;
-            if (n[2] == NT_GNU_BUILD_ID && n[0] == 4 && memcmp(n + 3, "GNU", 4) == 0 && n[1] != 0)
+            if (n[2] == NT_GNU_BUILD_ID && n[0] == 4 && nd_uw_same(n + 3, "GNU", 4) && n[1] != 0)
                 return next;
             at = next;
         }
@@ -489,7 +514,7 @@ static bool nd_uw_head_is_mapped(int fd, uintptr_t map_start, uint8_t *head, ssi
 {
     *got = fd >= 0 ? nd_uw_read_head(fd, head) : -1;
     *id_end = nd_uw_id_end(map_start, *got);
-    return *id_end != 0 && memcmp(head, (const void *)map_start, *id_end) == 0;
+    return *id_end != 0 && nd_uw_same(head, (const void *)map_start, *id_end);
 }
 
 /* Opens the file of object fo and checks it is the one mapped; its entry
@@ -533,7 +558,7 @@ static nd_uw_obj *nd_uw_obj_of(nd_uw_walk *w, const struct dl_find_object *fo)
     ssize_t got;
     uint64_t id_end;
     bool same = nd_uw_head_is_mapped(fd, start, head.b, &got, &id_end);
-    bool by_name = exe && strcmp(path, "/proc/self/exe") != 0;
+    bool by_name = exe && !nd_uw_same(path, "/proc/self/exe", sizeof "/proc/self/exe");
     if (by_name && fd >= 0 && !same) {   /* no build ID to tell: not by its name */
         nd_uw_close_registered(fd, o->slot);
         fd = -1;
@@ -545,7 +570,7 @@ static nd_uw_obj *nd_uw_obj_of(nd_uw_walk *w, const struct dl_find_object *fo)
     if (fd < 0)
         return o;
     const Elf64_Ehdr *eh = &head.eh;
-    bool ok = (id_end == 0 || same) && got >= (ssize_t)sizeof *eh && memcmp(eh->e_ident, ELFMAG, SELFMAG) == 0 &&
+    bool ok = (id_end == 0 || same) && got >= (ssize_t)sizeof *eh && nd_uw_same(eh->e_ident, ELFMAG, SELFMAG) &&
               eh->e_ident[EI_CLASS] == ELFCLASS64 && eh->e_phentsize == sizeof(Elf64_Phdr) && eh->e_phnum <= 32;
     int phnum = ok ? eh->e_phnum : 0;
     size_t phlen = (size_t)phnum * sizeof(Elf64_Phdr);
@@ -643,7 +668,7 @@ static bool nd_uw_rules_at(nd_uw_walk *w, uintptr_t pc, nd_uw_rules *out)
             } else {
                 uint64_t guess = lo + (hi - lo) / 2;
                 if (even && pc > alo && ahi > alo && pc < ahi)
-                    guess = lo + (uint64_t)((unsigned __int128)(pc - alo) * (hi - lo) / (ahi - alo));
+                    guess = lo + (uint64_t)((double)(pc - alo) / (double)(ahi - alo) * (double)(hi - lo));
                 at = guess > lo + ND_UW_WINDOW / 2 ? guess - ND_UW_WINDOW / 2 : lo;
                 if (at > hi - ND_UW_WINDOW)
                     at = hi - ND_UW_WINDOW;
@@ -705,7 +730,7 @@ static bool nd_uw_rules_at(nd_uw_walk *w, uintptr_t pc, nd_uw_rules *out)
     nd_uw_cur cc = { cb + 8, cb + 4 + ch[0], true, cie - (uintptr_t)cb };
     uint8_t version = (uint8_t)nd_uw_fixed(&cc, 1);
     const char *aug = (const char *)cc.p;
-    size_t auglen = strnlen(aug, (size_t)(cc.end - cc.p));
+    size_t auglen = nd_uw_strnlen(aug, (size_t)(cc.end - cc.p));
     cc.p += auglen + 1;
     if ((version != 1 && version != 3) || aug[0] != 'z' || cc.p > cc.end)
         return false;   /* no augmentation data: not what compilers emit for .eh_frame */
@@ -835,7 +860,7 @@ static bool nd_uw_is_sigreturn(uintptr_t pc)
     struct dl_find_object fo;
     if (_dl_find_object((void *)pc, &fo) != 0 || pc + sizeof code > (uintptr_t)fo.dlfo_map_end)
         return false;
-    return memcmp((const void *)pc, code, sizeof code) == 0;
+    return nd_uw_same((const void *)pc, code, sizeof code);
 }
 
 __attribute__((no_sanitize("address")))
