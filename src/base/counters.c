@@ -4,13 +4,7 @@
  */
 #include "counters.h"
 
-/* Aligned to 1 KiB: what every process writes of the gauges (the
-   process-wide ones, the classes' page counts and its nodes' mapped bytes:
-   the first ~600 bytes; the tier arrays after them are written only by
-   the tier calls) then never straddles two OS pages. Where the linker put
-   it, it did (4,632 bytes at 0x...e00), and a plain program kept one page
-   of nodal's .bss more resident (docs/results.md, h48m). */
-nd_gauges nd_gauge nd_aligned(1024);
+nd_gauges nd_gauge;
 
 nd_hot void nd_gauge_add_peak(size_t *gauge, size_t *peak, long delta)
 {
