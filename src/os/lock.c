@@ -13,13 +13,16 @@
 #include <string.h>
 #include "os.h"
 
-#define ND_LOCK_STORAGE(name, count, protects) \
-    nd_lock_t nd_locks_##name[count] = { [0 ... (count) - 1] = { PTHREAD_MUTEX_INITIALIZER } };
-ND_LOCKS(ND_LOCK_STORAGE)
-#undef ND_LOCK_STORAGE
+/* Aligned to 1 KiB: a node's entry (14 locks, 896 bytes) never straddles
+   two OS pages. */
+_Static_assert(ND_LOCK_SLOTS * sizeof(nd_lock_t) <= 1024, "a node's locks fit in 1 KiB");
+nd_aligned(1024) nd_lock_t nd_locks[ND_MAX_NODES][ND_LOCK_SLOTS] = {
+    [0 ... ND_MAX_NODES - 1] = { [0 ... ND_LOCK_SLOTS - 1] = { PTHREAD_MUTEX_INITIALIZER } }
+};
 
 const nd_lock_row nd_lock_table[ND_LOCK_ROWS] = {
-#define ND_LOCK_ROW(name, count, protects) { #name, nd_locks_##name, (count), protects },
+#define ND_LOCK_ROW(name, count, protects) \
+    { #name, &nd_locks[0][ND_LOCK_OFF_##name], (count), ND_LOCK_OFF_##name, ND_LOCK_PER(count), protects },
     ND_LOCKS(ND_LOCK_ROW)
 #undef ND_LOCK_ROW
 };
@@ -48,10 +51,15 @@ static _Noreturn void nd_witness_fail(const char *what, nd_held a, nd_held b)
 
 static nd_held nd_lock_find(const nd_lock_t *l)
 {
-    for (unsigned r = 0; r < ND_LOCK_ROWS; r++) {
-        const nd_lock_row *row = &nd_lock_table[r];
-        if (l >= row->locks && l < row->locks + row->count)
-            return (nd_held){ (uint16_t)r, (uint16_t)(l - row->locks) };
+    const nd_lock_t *all = &nd_locks[0][0];
+    if (l >= all && l < all + ND_MAX_NODES * ND_LOCK_SLOTS) {
+        unsigned node = (unsigned)(l - all) / ND_LOCK_SLOTS, slot = (unsigned)(l - all) % ND_LOCK_SLOTS;
+        for (unsigned r = 0; r < ND_LOCK_ROWS; r++) {
+            const nd_lock_row *row = &nd_lock_table[r];
+            unsigned i = node * row->per + (slot - row->off);
+            if (slot >= row->off && slot < row->off + row->per && i < row->count)
+                return (nd_held){ (uint16_t)r, (uint16_t)i };
+        }
     }
     char line[128];
     int n = snprintf(line, sizeof line, "nodal: lock %p is not in the lock table (src/os/lock.h)\n", (const void *)l);
@@ -164,7 +172,7 @@ void nd_locks_acquire_all(void)
     for (unsigned r = 0; r < ND_LOCK_ROWS; r++)
         for (unsigned i = 0; i < nd_lock_table[r].count; i++)
             if (nd_lock_instance_used(r, i))
-                pthread_mutex_lock(&nd_lock_table[r].locks[i].mu);
+                pthread_mutex_lock(&nd_lock_instance(&nd_lock_table[r], i)->mu);
 #if ND_WITNESS
     nd_held_all = 1;
 #endif
@@ -175,7 +183,7 @@ void nd_locks_release_all(void)
     for (unsigned r = ND_LOCK_ROWS; r-- > 0;)
         for (unsigned i = nd_lock_table[r].count; i-- > 0;)
             if (nd_lock_instance_used(r, i))
-                pthread_mutex_unlock(&nd_lock_table[r].locks[i].mu);
+                pthread_mutex_unlock(&nd_lock_instance(&nd_lock_table[r], i)->mu);
 #if ND_WITNESS
     nd_held_all = 0;
 #endif

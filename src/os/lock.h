@@ -5,9 +5,9 @@
  * thread that holds a lock may take only locks of later rows, and of a row
  * with several instances only instances of a higher index. The table is the
  * only place that order is written down; from it come
- *   - the locks themselves (nd_locks_NAME[count], each on its own cache
- *     line; a file uses ND_LOCK(NAME, i) and never declares a lock of its
- *     own),
+ *   - the locks themselves (each on its own cache line, node by node in
+ *     nd_locks[], below; a file uses ND_LOCK(NAME, i) and never declares
+ *     a lock of its own),
  *   - fork(): the prepare handler takes every instance of every row, top to
  *     bottom (nd_locks_acquire_all), the parent and the child release them
  *     bottom to top (nd_locks_release_all), so no lock is ever copied held
@@ -66,21 +66,46 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_lock_t {
     pthread_mutex_t mu;
 } nd_lock_t;
 
-#define ND_LOCK_DECLARE(name, count, protects) extern nd_lock_t nd_locks_##name[count] nd_hidden;
-ND_LOCKS(ND_LOCK_DECLARE)
-#undef ND_LOCK_DECLARE
+/* Where the locks are: node by node, not row by row. nd_locks[n] holds
+   node n's instances of the per-node rows (one or two each: the row's
+   count / ND_MAX_NODES), and, in nd_locks[0] only, the one instance of
+   each other row; slot ND_LOCK_OFF_name is the row's first there.
+   Instance i of a row is at nd_locks[i / per][off + i % per]. So the
+   locks a process on one node takes are in 14 cache lines of one OS page
+   (row by row, each row's node-0 instance sat 4 or 8 KiB from the
+   next, a page of .bss each: docs/results.md, h48m); the slots of
+   the one-instance rows in the other nodes' entries are never used. */
+#define ND_LOCK_PER(count) ((count) >= ND_MAX_NODES ? (count) / ND_MAX_NODES : 1)
+enum {
+#define ND_LOCK_SLOT(name, count, protects) \
+    ND_LOCK_OFF_##name, ND_LOCK_LAST_##name = ND_LOCK_OFF_##name + ND_LOCK_PER(count) - 1,
+    ND_LOCKS(ND_LOCK_SLOT)
+#undef ND_LOCK_SLOT
+    ND_LOCK_SLOTS
+};
+#define ND_LOCK_PERS(name, count, protects) enum { ND_LOCK_PER_##name = ND_LOCK_PER(count) };
+ND_LOCKS(ND_LOCK_PERS)
+#undef ND_LOCK_PERS
+extern nd_lock_t nd_locks[ND_MAX_NODES][ND_LOCK_SLOTS] nd_hidden;
 
 /* Instance i of the row `name`. */
-#define ND_LOCK(name, i) (&nd_locks_##name[(i)])
+#define ND_LOCK(name, i) \
+    (&nd_locks[(unsigned)(i) / ND_LOCK_PER_##name][ND_LOCK_OFF_##name + (unsigned)(i) % ND_LOCK_PER_##name])
 
 /* The rows, for the witness, fork and the documentation. */
 typedef struct nd_lock_row {
     const char *name;
-    nd_lock_t  *locks;
+    nd_lock_t  *locks;      /* instance 0 */
     unsigned    count;
+    unsigned    off, per;   /* its slots in nd_locks[] (above) */
     const char *protects;
 } nd_lock_row;
 extern const nd_lock_row nd_lock_table[ND_LOCK_ROWS] nd_hidden;
+/* Instance i (< row->count) of a row. */
+static inline nd_lock_t *nd_lock_instance(const nd_lock_row *row, unsigned i)
+{
+    return &nd_locks[i / row->per][row->off + i % row->per];
+}
 
 void nd_lock(nd_lock_t *l) nd_hidden;
 bool nd_trylock(nd_lock_t *l) nd_hidden;

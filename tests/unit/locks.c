@@ -144,6 +144,25 @@ static void the_witness_stops_every_acquisition_out_of_order(void)
                    "may take", "node[0]");
 }
 
+/* The locks a process on one node takes lie in one OS page: every row's
+   instance 0 and node 0's instances of the per-node rows (lock.h:
+   nd_locks, node by node). Row by row, each row's node-0 instance sat 4
+   or 8 KiB from the next, and a program that took five kinds of lock
+   kept five pages of nodal's .bss (docs/results.md, h48m). */
+static void one_nodes_locks_lie_in_one_os_page(void)
+{
+    uintptr_t page = (uintptr_t)nd_lock_table[0].locks & ~(uintptr_t)4095;
+    nd_lock_t *node0[] = { ND_LOCK(shared_heap, 0), ND_LOCK(shared_heap, 1), ND_LOCK(nursery, 0), ND_LOCK(tight, 0),
+                           ND_LOCK(large_pool, 0), ND_LOCK(large_pool, 1), ND_LOCK(node, 0) };
+    for (unsigned r = 0; r < ND_LOCK_ROWS; r++)
+        EXPECT(((uintptr_t)nd_lock_table[r].locks & ~(uintptr_t)4095) == page,
+               "the %s lock (instance 0) to be in the OS page of the %s lock, %p and %p", nd_lock_table[r].name,
+               nd_lock_table[0].name, (void *)nd_lock_table[r].locks, (void *)nd_lock_table[0].locks);
+    for (unsigned i = 0; i < sizeof node0 / sizeof node0[0]; i++)
+        EXPECT(((uintptr_t)node0[i] & ~(uintptr_t)4095) == page, "node 0's lock #%u to be in that page too (%p)", i,
+               (void *)node0[i]);
+}
+
 static void locks_taken_in_the_tables_order_pass_the_witness(void)
 {
     if (!nd_lock_witness_on())
@@ -179,6 +198,7 @@ static void locks_taken_in_the_tables_order_pass_the_witness(void)
 static const struct nd_case cases[] = {
     ND_CASE(fork_while_another_thread_holds_any_lock_gives_a_working_child),
     ND_CASE(locks_taken_in_the_tables_order_pass_the_witness),
+    ND_CASE(one_nodes_locks_lie_in_one_os_page),
     ND_CASE(the_witness_stops_every_acquisition_out_of_order),
 };
 ND_MAIN(cases)
