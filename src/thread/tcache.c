@@ -227,13 +227,22 @@ static size_t nd_tcache_total_share(void)
 #define ND_EXTRA_CYCLES 4u
 static size_t nd_tcache_extra;
 
-/* Draws what tc's growth by `more` bytes takes past tcache_total from the
-   pool; false (nothing drawn) when the cache would pass ND_EXTRA_MULT x
-   tcache_total or the pool has not that much left. */
+/* Draws what tc's growth by `more` bytes takes past tcache_total (or its
+   share) from the pool; false (nothing drawn) when the cache would pass
+   ND_EXTRA_MULT x tcache_total, or, while CPUs are shared, twice its even
+   part of the pool (2 x ND_EXTRA_MULT x tcache_total / caches), or the
+   pool has not that much left. The even part: with the whole pool open
+   to each, rptest -t 8's first caches to cycle drew all of it (~2 MiB
+   each), and while their threads waited for a CPU their blocks waited
+   with them; two parts each (~0.9 MiB of 9 caches): 9 % fewer fills
+   (270,000 -> 247,000), and of the peak RSS that the whole pool had
+   added (+12 MiB, 55.9 -> 68.0; faults 13,800 -> 17,000), a quarter
+   (58.9, 14,700 faults; bench/ab.py 11, load 16-21; h48c). */
 static nd_hot nd_noinline bool nd_tcache_extra_draw(nd_tcache *tc, size_t more)
 {
     size_t bound = ND_EXTRA_MULT * (size_t)nd_opt(ND_OPT_tcache_total);
-    if (tc->cap_extra + more > bound)
+    size_t each = 2 * (size_t)nd_load_relaxed(&nd_tcache_cpus), n = nd_load_relaxed(&nd_tcache_count);
+    if (tc->cap_extra + more > (each != 0 && n > each ? 2 * bound / n : bound))
         return false;
     size_t cur = nd_load_relaxed(&nd_tcache_extra);
     do {

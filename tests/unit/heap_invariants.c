@@ -1050,8 +1050,9 @@ static void a_cache_whose_bins_cycle_through_the_store_grows_past_tcache_total(v
    when no CPU is shared, and all of them together draw at most the pool
    (ND_EXTRA_MULT x tcache_total): the same 16 threads, alive together,
    each looping 100 times over 16 blocks of each of nine classes of 4-16
-   KiB (cycle_loops_larger_than_the_cache's loops, 1.3 MB). Main: nothing
-   drawn while CPUs are shared. */
+   KiB (cycle_loops_larger_than_the_cache's loops, 1.3 MB); and none more
+   than twice its even part of the pool. Main: nothing drawn while CPUs
+   are shared. */
 static void *cycle_loops_in_shared_cpus(void *arg)
 {
     size_t *out = arg;
@@ -1085,6 +1086,8 @@ static void with_cpus_shared_a_cache_whose_bins_cycle_draws_from_the_pool(void)
     EXPECT(most > 0, "a cache whose bins of 4-16 KiB cycle through the store to draw from the pool past its share, "
            "%zu (%zu CPUs)", share, cpus);
     EXPECT(sum <= 4 * total, "the caches to draw at most the pool, 4 x tcache_total, together, %zu", sum);
+    EXPECT(most <= 2 * 4 * total / (SHARE_THREADS + 1), "no cache to draw more than twice its even part of the pool, "
+           "%zu; one drew %zu", 2 * 4 * total / (SHARE_THREADS + 1), most);
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the threads exited");
 }
 
