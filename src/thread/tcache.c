@@ -105,9 +105,10 @@ static uint32_t nd_bin_capacity(unsigned bin, bool shared, bool bound)
    overflow every 30-60 of their requests, each costing what a fill of
    blocks of 16 KiB costs. rptest -t 8 (9 caches on 2 CPUs, a share of
    ~455 KiB): the fills of the classes of up to 512 B 90,000 -> 8,000,
-   and of all 400,000 -> 330,000; Larson -t 8's and mstress -t 8's peaks
-   unchanged (docs/results.md, h48c). A cache holds at most this much
-   more per class of up to 8 KiB than its share. */
+   and of all 400,000 -> 330,000; Larson -t 8's peak unchanged, mstress
+   -t 8's (90 % of its requests of 8-256 B) 36.0 -> 37.3 MiB, medians of
+   13 runs ranging 31-46 (docs/results.md, h48c). A cache holds at most
+   this much more per class of up to 8 KiB than its share. */
 #define ND_BIN_SHARED_FLOOR 16384u
 static uint32_t nd_bin_start_capacity(unsigned cls, uint32_t cap_max)
 {
@@ -219,9 +220,10 @@ static size_t nd_tcache_total_share(void)
    94,000 and overflows 298,000 -> 113,000 for 4.8 M requests, CPU x0.87
    (docs/results.md, h45r). Oversubscribed, the same pool (h48c): rptest
    -t 8's 9 caches on 2 CPUs, each held to ~455 KiB, moved 3.2 M blocks
-   each way through the store in 400,000 fills; with the pool (and
-   ND_BIN_SHARED_FLOOR) 280,000 fills, CPU x0.95, while Larson -t 8's
-   bins, in a random walk, do not cycle and draw nothing. Only past
+   each way through the store in 400,000 fills; with the pool (each
+   cache at most twice its even part of it, nd_tcache_extra_draw) and
+   ND_BIN_SHARED_FLOOR, 247,000 fills, CPU x0.94-0.97, while Larson -t
+   8's bins, in a random walk, do not cycle and draw nothing. Only past
    tcache_bytes (nd_tcache_grow_past) is a bin still held while CPUs are
    shared. */
 #define ND_EXTRA_CYCLES 4u
