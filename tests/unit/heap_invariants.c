@@ -833,12 +833,10 @@ static void a_new_page_reuses_resident_memory_of_any_segment_first(void)
 enum { SHARE_THREADS = 16 };
 static pthread_barrier_t share_barrier;
 
-static void *grow_four_classes(void *arg)
+/* Four rounds over 256 KiB of blocks of each of 1, 2, 4 and 8 KiB, in
+   p: enough to take a cache to its share. */
+static void work_through_four_classes(void **p)
 {
-    size_t *cap = arg;
-    static __thread void *p[1024];
-    nodal_free(nodal_malloc(1));            /* this thread's cache */
-    pthread_barrier_wait(&share_barrier);   /* every thread has its cache */
     for (int round = 0; round < 4; round++)
         for (size_t size = 1024; size <= 8192; size *= 2) {
             int n = (int)((256 << 10) / size);
@@ -847,6 +845,15 @@ static void *grow_four_classes(void *arg)
             for (int i = 0; i < n; i++)
                 nodal_free(p[i]);
         }
+}
+
+static void *grow_four_classes(void *arg)
+{
+    size_t *cap = arg;
+    static __thread void *p[1024];
+    nodal_free(nodal_malloc(1));            /* this thread's cache */
+    pthread_barrier_wait(&share_barrier);   /* every thread has its cache */
+    work_through_four_classes(p);
     *cap = nd_tls_tc->cap_bytes - nd_tls_tc->cap_extra;   /* (its draw from the pool: ND_EXTRA_MULT) */
     EXPECT(nd_tcache_is_valid(nd_tls_tc), "the cache invariants to hold");
     pthread_barrier_wait(&share_barrier);   /* none exits before all measured */
@@ -927,7 +934,7 @@ static void a_bin_in_runs_of_many_bins_grows_past_its_caches_share(void)
 /* With CPUs shared, a small class's bin grows to 16 KiB worth of blocks
    whatever its cache's share (tcache.c: ND_BIN_SHARED_FLOOR): the same 16
    threads, alive together, each first takes its cache to its share with
-   blocks of 1-8 KiB (grow_four_classes' loops), then allocates and frees
+   blocks of 1-8 KiB (work_through_four_classes), then allocates and frees
    runs of 100 blocks of 64 B, 50 times; its 64 B bin, which starts at 32
    blocks, grows to 128 and the runs take no fill nor overflow. Main: the
    bin stays at 32 (the runs are too short for ND_RUN_BINS) and each run
@@ -938,14 +945,7 @@ static void *short_runs_of_64_bytes(void *arg)
     static __thread void *p[1024];
     nodal_free(nodal_malloc(1));
     pthread_barrier_wait(&share_barrier);
-    for (int round = 0; round < 4; round++)
-        for (size_t size = 1024; size <= 8192; size *= 2) {
-            int n = (int)((256 << 10) / size);
-            for (int i = 0; i < n; i++)
-                p[i] = nodal_malloc(size);
-            for (int i = 0; i < n; i++)
-                nodal_free(p[i]);
-        }
+    work_through_four_classes(p);
     unsigned c = nd_class_of(64);
     const nd_class_counters *cs = &nd_tls_tc->heap.cstats[c];
     uint64_t before = 0;
