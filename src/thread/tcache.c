@@ -97,6 +97,19 @@ static uint32_t nd_bin_capacity(unsigned bin, bool shared, bool bound)
    multiple of the share: twice what each cache may hold, however many
    threads. */
 #define ND_RUN_BINS 8u
+/* With CPUs shared, a bin may always grow to ND_BIN_SHARED_FLOOR bytes of
+   capacity, whatever its cache's share (which still counts them): the
+   share is in bytes, and the bins of the large classes, which run dry
+   first, take all of it, so the small classes' bins stayed at 32-64
+   blocks (16 B: 512 B to 1 KiB of capacity) and took a fill and an
+   overflow every 30-60 of their requests, each costing what a fill of
+   blocks of 16 KiB costs. rptest -t 8 (9 caches on 2 CPUs, a share of
+   ~455 KiB): the fills of the classes of up to 512 B 90,000 -> 8,000,
+   and of all 400,000 -> 330,000; Larson -t 8's peak unchanged, mstress
+   -t 8's (90 % of its requests of 8-256 B) 36.0 -> 37.3 MiB, medians of
+   13 runs ranging 31-46 (docs/results.md, h48c). A cache holds at most
+   this much more per class of up to 8 KiB than its share. */
+#define ND_BIN_SHARED_FLOOR 16384u
 static uint32_t nd_bin_start_capacity(unsigned cls, uint32_t cap_max)
 {
     uint32_t n = (uint32_t)(ND_BIN_START_BYTES / nd_bin_counted_size(cls));
@@ -182,8 +195,11 @@ const uint32_t nd_tcache_look_watched[ND_CLASS_COUNT] = { [0 ... ND_CLASS_COUNT 
    tcache_total x 2 x CPUs (at least an eighth of tcache_total), not to
    tcache_total: only as many threads run at a time as there are CPUs, and
    the blocks the others hold wait with them (a bin in long runs may take
-   its cache to twice the share: ND_RUN_BINS). nd_tcache_cpus is set at
-   start-up (0 until then: no sharing). */
+   its cache to twice the share: ND_RUN_BINS; a bin of a small class
+   whose batches cycle through the transfer store may draw from the
+   process's pool past it: ND_EXTRA_CYCLES; every bin may hold
+   ND_BIN_SHARED_FLOOR bytes). nd_tcache_cpus is set at start-up (0 until
+   then: no sharing). */
 static uint32_t nd_tcache_count;
 static uint32_t nd_tcache_cpus;
 
@@ -204,10 +220,10 @@ static size_t nd_tcache_total_share(void)
    hundred instructions for every few blocks. A bin that does so in whole
    bins (its overflow sent the whole bin away, and the fills since took a
    whole bin back) ND_EXTRA_CYCLES times in a row (nd_bin_info.cycles) is
-   one a bigger capacity would spare those moves. While the process's
-   caches share no CPU (nd_tcache_total_share is tcache_total), such a bin,
-   of a class up to 16 KiB, may grow its cache past tcache_total by drawing
-   the growth from one process-wide pool of ND_EXTRA_MULT x tcache_total
+   one a bigger capacity would spare those moves. Such a bin, of a class
+   up to 16 KiB, may grow its cache past tcache_total, or past its share
+   of it while CPUs are shared (nd_tcache_total_share), by drawing the
+   growth from one process-wide pool of ND_EXTRA_MULT x tcache_total
    (nd_tcache_extra: what every cache drew; each cache's own draw in its
    cap_extra, given back as its GC shrinks it and when it is destroyed or
    lost). So a process's caches hold at most that much more than before
@@ -218,17 +234,33 @@ static size_t nd_tcache_total_share(void)
    1,000 blocks of 8 B-16 KiB, 2.1 MB a thread; within 1 MiB the bins of
    2-16 KiB held 4-8 blocks for 10-12 requests a loop): fills 319,000 ->
    94,000 and overflows 298,000 -> 113,000 for 4.8 M requests, CPU x0.87
-   (docs/results.md, h45r). */
+   (docs/results.md, h45r). Oversubscribed, the same pool (h48c): rptest
+   -t 8's 9 caches on 2 CPUs, each held to ~455 KiB, moved 3.2 M blocks
+   each way through the store in 400,000 fills; with the pool (each
+   cache at most twice its even part of it, nd_tcache_extra_draw) and
+   ND_BIN_SHARED_FLOOR, 247,000 fills, CPU x0.94-0.97, while Larson -t
+   8's bins, in a random walk, do not cycle and draw nothing. Only past
+   tcache_bytes (nd_tcache_grow_past) is a bin still held while CPUs are
+   shared. */
 #define ND_EXTRA_CYCLES 4u
 static size_t nd_tcache_extra;
 
-/* Draws what tc's growth by `more` bytes takes past tcache_total from the
-   pool; false (nothing drawn) when the cache would pass ND_EXTRA_MULT x
-   tcache_total or the pool has not that much left. */
+/* Draws what tc's growth by `more` bytes takes past tcache_total (or its
+   share) from the pool; false (nothing drawn) when the cache would pass
+   ND_EXTRA_MULT x tcache_total, or, while CPUs are shared, twice its even
+   part of the pool (2 x ND_EXTRA_MULT x tcache_total / caches), or the
+   pool has not that much left. The even part: with the whole pool open
+   to each, rptest -t 8's first caches to cycle drew all of it (~2 MiB
+   each), and while their threads waited for a CPU their blocks waited
+   with them; two parts each (~0.9 MiB of 9 caches): 9 % fewer fills
+   (270,000 -> 247,000), and of the peak RSS that the whole pool had
+   added (+12 MiB, 55.9 -> 68.0; faults 13,800 -> 17,000), a quarter
+   (58.9, 14,700 faults; bench/ab.py 11, load 16-21; h48c). */
 static nd_hot nd_noinline bool nd_tcache_extra_draw(nd_tcache *tc, size_t more)
 {
     size_t bound = ND_EXTRA_MULT * (size_t)nd_opt(ND_OPT_tcache_total);
-    if (tc->cap_extra + more > bound)
+    size_t each = 2 * (size_t)nd_load_relaxed(&nd_tcache_cpus), n = nd_load_relaxed(&nd_tcache_count);
+    if (tc->cap_extra + more > (each != 0 && n > each ? 2 * bound / n : bound))
         return false;
     size_t cur = nd_load_relaxed(&nd_tcache_extra);
     do {
@@ -708,19 +740,20 @@ static inline bool nd_tcache_grow(nd_tcache *tc, unsigned c)
     size_t share = nd_tcache_total_share();
     if (tc->cap_bytes + more > share) {
         /* Past the share: with CPUs shared (more than two caches per
-           CPU), only a bin in a long run, and only to twice the share
-           (ND_RUN_BINS); else (the share is tcache_total) only a bin of
-           a small class whose batches cycle through the transfer store,
-           from the process's pool (ND_EXTRA_MULT). */
-        if (bi->last != ND_LAST_FILL)
-            return false;
+           CPU), a bin of up to ND_BIN_SHARED_FLOOR bytes, and a bin in a
+           long run to twice the share (ND_RUN_BINS); either way, a bin
+           of a small class whose batches cycle through the transfer
+           store, from the process's pool (ND_EXTRA_MULT). */
         size_t total = (size_t)nd_opt(ND_OPT_tcache_total);
-        if (share >= total) {
-            if (bi->cycles < ND_EXTRA_CYCLES || !nd_class_is_small(nd_bin_class[c]) || !nd_tcache_extra_draw(tc, more))
-                return false;
-        } else if (bi->run_fill < ND_RUN_BINS * bi->cap || tc->cap_bytes + more > (2 * share < total ? 2 * share : total)) {
+        if (share < total && (size_t)cap * nd_bin_counted_size(c) <= ND_BIN_SHARED_FLOOR)
+            ;
+        else if (bi->last != ND_LAST_FILL)
             return false;
-        }
+        else if (share < total && bi->run_fill >= ND_RUN_BINS * bi->cap &&
+                 tc->cap_bytes + more <= (2 * share < total ? 2 * share : total))
+            ;
+        else if (bi->cycles < ND_EXTRA_CYCLES || !nd_class_is_small(nd_bin_class[c]) || !nd_tcache_extra_draw(tc, more))
+            return false;
     }
     nd_tcache_grow_to(tc, c, cap, more);
     return true;

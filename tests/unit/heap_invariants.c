@@ -907,12 +907,10 @@ static void a_new_page_reuses_resident_memory_of_any_segment_first(void)
 enum { SHARE_THREADS = 16 };
 static pthread_barrier_t share_barrier;
 
-static void *grow_four_classes(void *arg)
+/* Four rounds over 256 KiB of blocks of each of 1, 2, 4 and 8 KiB, in
+   p: enough to take a cache to its share. */
+static void work_through_four_classes(void **p)
 {
-    size_t *cap = arg;
-    static __thread void *p[1024];
-    nodal_free(nodal_malloc(1));            /* this thread's cache */
-    pthread_barrier_wait(&share_barrier);   /* every thread has its cache */
     for (int round = 0; round < 4; round++)
         for (size_t size = 1024; size <= 8192; size *= 2) {
             int n = (int)((256 << 10) / size);
@@ -921,7 +919,16 @@ static void *grow_four_classes(void *arg)
             for (int i = 0; i < n; i++)
                 nodal_free(p[i]);
         }
-    *cap = nd_tls_tc->cap_bytes;
+}
+
+static void *grow_four_classes(void *arg)
+{
+    size_t *cap = arg;
+    static __thread void *p[1024];
+    nodal_free(nodal_malloc(1));            /* this thread's cache */
+    pthread_barrier_wait(&share_barrier);   /* every thread has its cache */
+    work_through_four_classes(p);
+    *cap = nd_tls_tc->cap_bytes - nd_tls_tc->cap_extra;   /* (its draw from the pool: ND_EXTRA_MULT) */
     EXPECT(nd_tcache_is_valid(nd_tls_tc), "the cache invariants to hold");
     pthread_barrier_wait(&share_barrier);   /* none exits before all measured */
     return NULL;
@@ -960,8 +967,8 @@ static void threads_beyond_the_cpus_share_the_cache_budget(void)
     /* A cache's starting capacities are never refused: 8 KiB worth of
        blocks per class, or 2 blocks (16 KiB of 8 KiB ones), five classes. */
     for (int i = 0; i < SHARE_THREADS; i++)
-        EXPECT(cap[i] <= 2 * share + 5 * 16384, "thread %d's cache to hold at most twice its share, %zu (%zu, %zu CPUs)",
-               i, share, cap[i], cpus);
+        EXPECT(cap[i] <= 2 * share + 5 * 16384, "thread %d's cache to hold at most twice its share, %zu, with what it "
+               "drew from the process's pool aside (%zu, %zu CPUs)", i, share, cap[i], cpus);
 }
 
 /* A bin in runs of requests of 8 bins' worth and more grows past its
@@ -996,6 +1003,61 @@ static void a_bin_in_runs_of_many_bins_grows_past_its_caches_share(void)
     for (int i = 0; i < SHARE_THREADS; i++)
         EXPECT(cap[i] * 16384 > share, "thread %d's 16 KiB bin, in runs of 64 blocks, to grow past the share, %zu "
                "(%zu blocks, %zu CPUs)", i, share, cap[i], cpus);
+}
+
+/* With CPUs shared, a small class's bin grows to 16 KiB worth of blocks
+   whatever its cache's share (tcache.c: ND_BIN_SHARED_FLOOR): the same 16
+   threads, alive together, each first takes its cache to its share with
+   blocks of 1-8 KiB (work_through_four_classes), then allocates and frees
+   runs of 100 blocks of 64 B, 50 times; its 64 B bin, which starts at 32
+   blocks, grows to 128 and the runs take no fill nor overflow. Main: the
+   bin stays at 32 (the runs are too short for ND_RUN_BINS) and each run
+   takes 3-4 fills and as many overflows. */
+static void *short_runs_of_64_bytes(void *arg)
+{
+    size_t *out = arg;
+    static __thread void *p[1024];
+    nodal_free(nodal_malloc(1));
+    pthread_barrier_wait(&share_barrier);
+    work_through_four_classes(p);
+    unsigned c = nd_class_of(64);
+    const nd_class_counters *cs = &nd_tls_tc->heap.cstats[c];
+    uint64_t before = 0;
+    for (int run = 0; run < 50; run++) {
+        if (run == 40)
+            before = cs->fills + cs->flushes;
+        for (int i = 0; i < 100; i++)
+            p[i] = nodal_malloc(64);
+        for (int i = 0; i < 100; i++)
+            nodal_free(p[(i * 37) % 100]);
+    }
+    out[0] = nd_tls_tc->binfo[c].cap;
+    out[1] = (size_t)(cs->fills + cs->flushes - before);
+    EXPECT(nd_tcache_is_valid(nd_tls_tc), "the cache invariants to hold");
+    pthread_barrier_wait(&share_barrier);
+    return NULL;
+}
+
+static void with_cpus_shared_a_small_bin_grows_to_16_kib_past_its_caches_share(void)
+{
+    size_t cpus, share = share_of_each(&cpus), out[SHARE_THREADS][2];
+    if (share >= (size_t)nd_opt(ND_OPT_tcache_total) || nd_opt(ND_OPT_tcache_count) < 256 ||
+        nd_opt(ND_OPT_tcache_bytes) < 16384 || nd_opt(ND_OPT_tcache_max) < 8192 || nd_secure_on())
+        SKIP("no CPU shared by %d threads on %zu CPUs, or a cache too small by its options", SHARE_THREADS, cpus);
+    pthread_t t[SHARE_THREADS];
+    nodal_free(nodal_malloc(1));
+    pthread_barrier_init(&share_barrier, NULL, SHARE_THREADS);
+    for (int i = 0; i < SHARE_THREADS; i++)
+        EXPECT(pthread_create(&t[i], NULL, short_runs_of_64_bytes, out[i]) == 0, "pthread_create to work");
+    for (int i = 0; i < SHARE_THREADS; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&share_barrier);
+    for (int i = 0; i < SHARE_THREADS; i++) {
+        EXPECT(out[i][0] >= 128, "thread %d's 64 B bin, in runs of 100 blocks, to grow to 128 blocks or more past its "
+               "cache's share, %zu (its capacity is %zu, %zu CPUs)", i, share, out[i][0], cpus);
+        EXPECT(out[i][1] == 0, "thread %d's last 10 runs of 100 blocks of 64 B to take no fill nor overflow, %zu",
+               i, out[i][1]);
+    }
 }
 
 /* A cache none of whose bins fits its thread's loops (each allocates
@@ -1054,6 +1116,53 @@ static void a_cache_whose_bins_cycle_through_the_store_grows_past_tcache_total(v
     EXPECT(out[0] < 10, "loops of 1.3 MB of 4-16 KiB blocks to take no fill or overflow once the cache grew, "
            "%zu in the last 100 loops", out[0]);
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the thread exited");
+}
+
+/* With CPUs shared, a cache whose bins cycle whole through the transfer
+   store (runs larger than its share) draws from the process's pool past
+   its share (tcache.c: ND_EXTRA_CYCLES), as one does past tcache_total
+   when no CPU is shared, and all of them together draw at most the pool
+   (ND_EXTRA_MULT x tcache_total): the same 16 threads, alive together,
+   each looping 100 times over 16 blocks of each of nine classes of 4-16
+   KiB (cycle_loops_larger_than_the_cache's loops, 1.3 MB); and none more
+   than twice its even part of the pool. Main: nothing drawn while CPUs
+   are shared. */
+static void *cycle_loops_in_shared_cpus(void *arg)
+{
+    size_t *out = arg;
+    static __thread void *blocks[CYCLE_N * CYCLE_CLASSES];
+    nodal_free(nodal_malloc(1));
+    pthread_barrier_wait(&share_barrier);
+    for (int loop = 0; loop < 100; loop++) {
+        for (int i = 0; i < CYCLE_N; i++)
+            for (int k = 0; k < CYCLE_CLASSES; k++)
+                blocks[i * CYCLE_CLASSES + k] = nodal_malloc(cycle_size[k]);
+        for (int i = 0; i < CYCLE_N * CYCLE_CLASSES; i++)
+            nodal_free(blocks[(i * 7919) % (CYCLE_N * CYCLE_CLASSES)]);
+    }
+    *out = nd_tls_tc->cap_extra;
+    EXPECT(nd_tcache_is_valid(nd_tls_tc), "the cache invariants to hold");
+    pthread_barrier_wait(&share_barrier);   /* every draw measured while all are alive */
+    return NULL;
+}
+
+static void with_cpus_shared_a_cache_whose_bins_cycle_draws_from_the_pool(void)
+{
+    size_t cpus, share = share_of_each(&cpus), drawn[SHARE_THREADS], sum = 0, most = 0;
+    size_t total = (size_t)nd_opt(ND_OPT_tcache_total);
+    if (share >= total || total != 1 << 20 || nd_opt(ND_OPT_transfer) != 2 || nd_secure_on())
+        SKIP("made for the defaults tcache_total=1m, transfer=2, with CPUs shared (%zu CPUs)", cpus);
+    in_share_threads(cycle_loops_in_shared_cpus, drawn);
+    for (int i = 0; i < SHARE_THREADS; i++) {
+        sum += drawn[i];
+        most = drawn[i] > most ? drawn[i] : most;
+    }
+    EXPECT(most > 0, "a cache whose bins of 4-16 KiB cycle through the store to draw from the pool past its share, "
+           "%zu (%zu CPUs)", share, cpus);
+    EXPECT(sum <= 4 * total, "the caches to draw at most the pool, 4 x tcache_total, together, %zu", sum);
+    EXPECT(most <= 2 * 4 * total / (SHARE_THREADS + 1), "no cache to draw more than twice its even part of the pool, "
+           "%zu; one drew %zu", 2 * 4 * total / (SHARE_THREADS + 1), most);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the threads exited");
 }
 
 /* A bin whose thread's loops allocate, then free, 2.5 x tcache_bytes worth
@@ -2530,7 +2639,9 @@ static const struct nd_case cases[] = {
     ND_CASE(a_new_page_reuses_resident_memory_of_any_segment_first),
     ND_CASE(threads_beyond_the_cpus_share_the_cache_budget),
     ND_CASE(a_bin_in_runs_of_many_bins_grows_past_its_caches_share),
+    ND_CASE(with_cpus_shared_a_small_bin_grows_to_16_kib_past_its_caches_share),
     ND_CASE(a_cache_whose_bins_cycle_through_the_store_grows_past_tcache_total),
+    ND_CASE(with_cpus_shared_a_cache_whose_bins_cycle_draws_from_the_pool),
     ND_CASE(a_bin_whose_batches_cycle_through_the_store_grows_past_tcache_bytes),
     ND_CASE(remote_frees_return_to_the_owner),
     ND_CASE(remote_frees_in_chains_go_back_to_their_own_pages),
