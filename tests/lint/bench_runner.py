@@ -15,6 +15,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
 from runner import machine, plots  # noqa: E402  (matplotlib is not needed here)
 from runner.allocators import shown_path  # noqa: E402
+from runner.execute import parse_results  # noqa: E402
 
 
 def expect(cond, what):
@@ -71,7 +72,22 @@ def commit_says_whether_the_tree_matched_it():
         expect(short.endswith("+ changes"), "the short form to say '+ changes', got %r" % short)
 
 
+def a_result_lines_measured_fields_are_not_its_identity():
+    # bench/harness.c ends every result line with peak_rss_kib= (a measured
+    # value): taken as a parameter it made each repetition's row its own,
+    # and the report compared 5 of 272 rows (2026-12-05)
+    line = "result micro mode=pair size=32 threads=2 cpu_ns_pair=3.1 peak_rss_mib=2.6 peak_rss_kib=2712"
+    (workload, params, metrics), = list(parse_results(line))
+    expect(params == {"mode": "pair", "size": "32", "threads": "2"},
+           "the row's identity to be its parameters only, got %r" % params)
+    expect(metrics.get("peak_rss_kib") == 2712.0, "peak_rss_kib to be a metric, got %r" % metrics)
+    with open(os.path.join(HERE, "..", "..", "bench", "harness.c")) as f:
+        src = f.read()
+    expect("peak_rss_kib=" in src, "harness.c to print peak_rss_kib= (else this case checks nothing)")
+
+
 CASES = {f.__name__: f for f in (values_spanning_decades_get_a_log_axis,
+                                  a_result_lines_measured_fields_are_not_its_identity,
                                  every_axis_says_which_way_is_better,
                                  library_is_shown_without_machine_paths,
                                  commit_says_whether_the_tree_matched_it)}
