@@ -745,14 +745,13 @@ static inline bool nd_tcache_grow(nd_tcache *tc, unsigned c)
            of a small class whose batches cycle through the transfer
            store, from the process's pool (ND_EXTRA_MULT). */
         size_t total = (size_t)nd_opt(ND_OPT_tcache_total);
-        if (share < total && (size_t)cap * nd_bin_counted_size(c) <= ND_BIN_SHARED_FLOOR)
-            ;
-        else if (bi->last != ND_LAST_FILL)
-            return false;
-        else if (share < total && bi->run_fill >= ND_RUN_BINS * bi->cap &&
-                 tc->cap_bytes + more <= (2 * share < total ? 2 * share : total))
-            ;
-        else if (bi->cycles < ND_EXTRA_CYCLES || !nd_class_is_small(nd_bin_class[c]) || !nd_tcache_extra_draw(tc, more))
+        bool shared = share < total;
+        bool at_floor = shared && (size_t)cap * nd_bin_counted_size(c) <= ND_BIN_SHARED_FLOOR;
+        bool run = shared && bi->last == ND_LAST_FILL && bi->run_fill >= ND_RUN_BINS * bi->cap &&
+                   tc->cap_bytes + more <= (2 * share < total ? 2 * share : total);
+        if (!at_floor && !run &&   /* the pool is drawn from last: only a growth nothing else allows */
+            (bi->last != ND_LAST_FILL || bi->cycles < ND_EXTRA_CYCLES || !nd_class_is_small(nd_bin_class[c]) ||
+             !nd_tcache_extra_draw(tc, more)))
             return false;
     }
     nd_tcache_grow_to(tc, c, cap, more);
