@@ -175,22 +175,24 @@ int posix_memalign(void **out, size_t align, size_t n)
     return e;
 }
 
+static void *counted(void *p)
+{
+    count(p, 1);
+    return p;
+}
+
 void *aligned_alloc(size_t align, size_t n)
 {
     if (next_aligned_alloc == NULL)
         resolve();
-    void *p = next_aligned_alloc(align, n);
-    count(p, 1);
-    return p;
+    return counted(next_aligned_alloc(align, n));
 }
 
 void *memalign(size_t align, size_t n)
 {
     if (next_memalign == NULL)
         resolve();
-    void *p = next_memalign(align, n);
-    count(p, 1);
-    return p;
+    return counted(next_memalign(align, n));
 }
 
 __attribute__((destructor)) static void liveprobe_report(void)
