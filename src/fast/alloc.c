@@ -377,20 +377,25 @@ static void *nd_malloc_like(const nd_segment *s, size_t size)
    the room: a growth to 12,789 B, whose room (15,986 B) and canary took
    the 20 KiB class (its thread's bin), takes a large block then, not a
    medium one copied again into a large block at 25,008 B (bench/micro
-   -m realloc; branch h47v). */
-static bool nd_grown_is_large(size_t room)
+   -m realloc; branch h47v). live: the calling thread has its caches
+   (secure=1's test reads its plain cache's bins), which the caller read
+   once. */
+static bool nd_grown_is_large(size_t room, bool live)
 {
     return room > ND_SMALL_MAX ||
-           (nd_unlikely(nd_secure_on()) && nd_tls_thread->state == ND_THREAD_LIVE &&
-            nd_class_size[nd_secure_request_class(nd_tls_tc, room)] > ND_SMALL_MAX);
+           (nd_unlikely(nd_secure_on()) && live && nd_class_size[nd_secure_request_class(nd_tls_tc, room)] > ND_SMALL_MAX);
 }
 
+/* The thread's state is read once: a thread with its caches takes a large
+   block from the cache of the block's kind (its plain cache, or its cache
+   for the node of bound memory, created on first use: that node has
+   memory, s is there); any other thread (starting, exiting), or one whose
+   node cache cannot be made, a size class (nd_malloc_like). */
 static void *nd_malloc_grown(const nd_segment *s, size_t size)
 {
     size_t room = size <= ND_SMALL_MAX && !nd_secure_full() ? size + size / 4 : size;
-    if (nd_grown_is_large(room) && size <= ND_LARGE_MAX && nd_tls_thread->state == ND_THREAD_LIVE) {
-        bool shared;
-        nd_tcache *tc = s->bound ? nd_node_tcache(s->node, &shared) : nd_plain_tcache();
+    if (nd_tls_thread->state == ND_THREAD_LIVE && size <= ND_LARGE_MAX && nd_grown_is_large(room, true)) {
+        nd_tcache *tc = s->bound ? nd_thread_node_tcache(s->node) : nd_tls_tc;
         if (tc != NULL)
             return nd_route_grown(tc, size);
     }
@@ -479,7 +484,8 @@ void *nd_realloc(void *p, size_t size)
             if (size <= usable && (size > usable / 2 || usable <= 4 * ND_QUANTUM))
                 return p;
         } else if (size <= usable &&
-                   (size > ND_SMALL_MAX || (nd_unlikely(nd_secure_on()) && nd_grown_is_large(size + size / 4))) &&
+                   (size > ND_SMALL_MAX || (nd_unlikely(nd_secure_on()) &&
+                    nd_grown_is_large(size + size / 4, nd_tls_thread->state == ND_THREAD_LIVE))) &&
                    nd_large_stays(size, nd_load_relaxed(&pg->reserved))) {
             /* In place without the pool's lock (large.h); under secure=1
                also a size nd_malloc_grown gives a large block (not
