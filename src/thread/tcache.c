@@ -1219,6 +1219,40 @@ void nd_tcache_flush_all(nd_tcache *tc)
         nd_tcache_flush(tc, c, tc->binfo[c].cap);
 }
 
+bool nd_tcache_cpus_shared(void)
+{
+    size_t each = 2 * (size_t)nd_load_relaxed(&nd_tcache_cpus);
+    return each != 0 && nd_load_relaxed(&nd_tcache_count) > each;
+}
+
+/* A bin holding less than this many bytes of blocks keeps them when its
+   cache hands the others over (nd_tcache_hand_over): a thread that makes a
+   few requests of each class and exits (bench/threadchurn -c 8, about 56
+   blocks of 16 B-2 KiB in 20 bins) took x1.12 of the CPU per thread when
+   every bin went to the store (a put per bin at the exit, a fill per
+   class in the next thread), for no memory: a few KiB per class. */
+#define ND_HAND_OVER_MIN ND_BIN_START_BYTES
+
+/* Every bin's blocks, as one overflow each (nd_tcache_spill), when they
+   make ND_HAND_OVER_MIN bytes or more: into the store as far as it has
+   room, the rest home. Only with transfer=2, where a spill may put any
+   block in the store; with less, most would go home, to pages of this
+   heap, which no other heap takes blocks from, and the blocks would be no
+   nearer to the threads that run (tried as a flush home: the same peak
+   RSS on mstress -t 8, and the record's next thread refilled them from
+   its pages). */
+void nd_tcache_hand_over(nd_tcache *tc)
+{
+    if (nd_opt(ND_OPT_transfer) < 2)
+        return;
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        size_t n = (size_t)(tc->bins[c].empty - tc->bins[c].cur);
+        if (n != 0 && n * nd_bin_counted_size(c) >= ND_HAND_OVER_MIN)
+            nd_tcache_spill(tc, c, n);
+    }
+    nd_assert2(nd_tcache_is_valid(tc));
+}
+
 nd_hot void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)
 {
     nd_bin *b = &tc->bins[c];
