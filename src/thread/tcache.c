@@ -237,7 +237,7 @@ static size_t nd_tcache_total_share(void)
    (docs/results.md, h45r). Oversubscribed, the same pool (h48c): rptest
    -t 8's 9 caches on 2 CPUs, each held to ~455 KiB, moved 3.2 M blocks
    each way through the store in 400,000 fills; with the pool (each
-   cache at most twice its even part of it, nd_tcache_extra_draw) and
+   cache at most its even part of it, nd_tcache_extra_draw) and
    ND_BIN_SHARED_FLOOR, 247,000 fills, CPU x0.94-0.97, while Larson -t
    8's bins, in a random walk, do not cycle and draw nothing. Only past
    tcache_bytes (nd_tcache_grow_past) is a bin still held while CPUs are
@@ -247,20 +247,27 @@ static size_t nd_tcache_extra;
 
 /* Draws what tc's growth by `more` bytes takes past tcache_total (or its
    share) from the pool; false (nothing drawn) when the cache would pass
-   ND_EXTRA_MULT x tcache_total, or, while CPUs are shared, twice its even
-   part of the pool (2 x ND_EXTRA_MULT x tcache_total / caches), or the
-   pool has not that much left. The even part: with the whole pool open
-   to each, rptest -t 8's first caches to cycle drew all of it (~2 MiB
-   each), and while their threads waited for a CPU their blocks waited
-   with them; two parts each (~0.9 MiB of 9 caches): 9 % fewer fills
-   (270,000 -> 247,000), and of the peak RSS that the whole pool had
-   added (+12 MiB, 55.9 -> 68.0; faults 13,800 -> 17,000), a quarter
-   (58.9, 14,700 faults; bench/ab.py 11, load 16-21; h48c). */
+   ND_EXTRA_MULT x tcache_total, or, while CPUs are shared, its even part
+   of the pool (ND_EXTRA_MULT x tcache_total / caches), or the pool has
+   not that much left. The even part: with the whole pool open to each,
+   rptest -t 8's first caches to cycle drew all of it (~2 MiB each), and
+   while their threads waited for a CPU their blocks waited with them
+   (only its owner can take a cache's blocks back, and it does so only
+   when it runs: a thread of rptest -t 8 runs ~0.4 ms at a time and waits
+   1-2 ms for a CPU, docs/results.md, h49c); two parts each (~0.9 MiB of
+   9 caches): 9 % fewer fills (270,000 -> 247,000), and of the peak RSS
+   that the whole pool had added (+12 MiB, 55.9 -> 68.0; faults 13,800 ->
+   17,000), a quarter (58.9, 14,700 faults; bench/ab.py 11, load 16-21;
+   h48c). One part each (~455 KiB): as many slow paths (fills +1 %,
+   overflows -1 %) and 8 % fewer bytes waiting in caches (5.65 -> 5.17
+   MiB on average; h49c): the caches that drew two parts, the first to
+   cycle, held them whether their threads ran or waited, and the others
+   drew little. */
 static nd_hot nd_noinline bool nd_tcache_extra_draw(nd_tcache *tc, size_t more)
 {
     size_t bound = ND_EXTRA_MULT * (size_t)nd_opt(ND_OPT_tcache_total);
     size_t each = 2 * (size_t)nd_load_relaxed(&nd_tcache_cpus), n = nd_load_relaxed(&nd_tcache_count);
-    if (tc->cap_extra + more > (each != 0 && n > each ? 2 * bound / n : bound))
+    if (tc->cap_extra + more > (each != 0 && n > each ? bound / n : bound))
         return false;
     size_t cur = nd_load_relaxed(&nd_tcache_extra);
     do {
