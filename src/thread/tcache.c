@@ -1232,25 +1232,34 @@ bool nd_tcache_cpus_shared(void)
     return each != 0 && nd_load_relaxed(&nd_tcache_count) > each;
 }
 
-/* A bin holding less than this many bytes of blocks keeps them when its
-   cache hands the others over (nd_tcache_hand_over): a thread that makes a
-   few requests of each class and exits (bench/threadchurn -c 8, about 56
-   blocks of 16 B-2 KiB in 20 bins) took x1.12 of the CPU per thread when
-   every bin went to the store (a put per bin at the exit, a fill per
-   class in the next thread), for no memory: a few KiB per class. */
+/* What a cache hands over as its thread exits (nd_tcache_hand_over): only
+   a cache that holds half of tcache_total or more, and of it only the
+   bins holding ND_HAND_OVER_MIN bytes of blocks or more. Threads that
+   make a few requests each and exit (bench/threadchurn -c 8: 64 blocks of
+   16 B-2 KiB a thread, 20,000 threads) leave caches of 28-290 KiB (a
+   record's warm blocks grow over its threads), and handing those over,
+   every bin or only those of 8 KiB and more, took x1.05-1.07 of the CPU
+   per thread (a put per bin at the exit, a fill per class in the next
+   thread; ab.py, load 13-22); mstress -t 8's threads (50,000 requests
+   each) leave 1.0-1.6 MiB. */
 #define ND_HAND_OVER_MIN ND_BIN_START_BYTES
 
 /* Every bin's blocks, as one overflow each (nd_tcache_spill), when they
-   make ND_HAND_OVER_MIN bytes or more: into the store as far as it has
-   room, the rest home. Only with transfer=2, where a spill may put any
-   block in the store; with less, most would go home, to pages of this
-   heap, which no other heap takes blocks from, and the blocks would be no
-   nearer to the threads that run (tried as a flush home: the same peak
-   RSS on mstress -t 8, and the record's next thread refilled them from
-   its pages). */
+   make ND_HAND_OVER_MIN bytes or more and the cache holds half of
+   tcache_total or more: into the store as far as it has room, the rest
+   home. Only with transfer=2, where a spill may put any block in the
+   store; with less, most would go home, to pages of this heap, which no
+   other heap takes blocks from, and the blocks would be no nearer to the
+   threads that run (tried as a flush home: the same peak RSS on mstress
+   -t 8, and the record's next thread refilled them from its pages). */
 void nd_tcache_hand_over(nd_tcache *tc)
 {
     if (nd_opt(ND_OPT_transfer) < 2)
+        return;
+    size_t held = 0;
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
+        held += (size_t)(tc->bins[c].empty - tc->bins[c].cur) * nd_bin_counted_size(c);
+    if (held < (size_t)nd_opt(ND_OPT_tcache_total) / 2)
         return;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         size_t n = (size_t)(tc->bins[c].empty - tc->bins[c].cur);

@@ -411,8 +411,9 @@ nd_hot void nd_thread_done(void *arg)
        wait with it (and, until it starts, in the pool) while the threads
        that run carve pages for theirs; the caches hand their blocks to
        the transfer store (nd_tcache_hand_over), where those threads take
-       them, and the next thread refills from there (bins of less than 8
-       KiB of blocks stay: tcache.c, ND_HAND_OVER_MIN). mstress -t 8
+       them, and the next thread refills from there (a cache holding less
+       than half of tcache_total, and bins of less than 8 KiB of blocks,
+       keep theirs: tcache.c, ND_HAND_OVER_MIN). mstress -t 8
        (rounds of 8 threads on 2 CPUs, each taking the last round's
        records): blocks waiting in caches 7.7 -> 3.5 MiB on average, peak
        RSS 38.8 -> 35.3 MiB, fills +8 % (docs/results.md, h49c). Its

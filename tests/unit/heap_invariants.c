@@ -1193,8 +1193,11 @@ static size_t held_in_store(unsigned c)
 
 /* Each allocates EXIT_BLOCKS blocks of 256 B and frees them, three times
    (its bin grows to hold them: dry, then full), and exits with them
-   cached, 16 KiB, with 4 blocks of 1 KiB; all alive together. */
-enum { EXIT_BLOCKS = 64 };
+   cached, 16 KiB, with 4 blocks of 1 KiB and 2 of each of exit_large's
+   sizes (672 KiB: its cache holds more than half of tcache_total); all
+   alive together. */
+enum { EXIT_BLOCKS = 64, EXIT_LARGE = 4 };
+static const size_t exit_large[EXIT_LARGE] = {49152, 65536, 98304, 131072};
 static void *exit_with_blocks_cached(void *arg)
 {
     size_t *held = arg;
@@ -1211,6 +1214,12 @@ static void *exit_with_blocks_cached(void *arg)
         p[i] = nodal_malloc(1024);
     for (int i = 0; i < 4; i++)
         nodal_free(p[i]);
+    for (int k = 0; k < EXIT_LARGE; k++) {   /* 2 blocks each, their bins' starting capacity: 672 KiB */
+        p[0] = nodal_malloc(exit_large[k]);
+        p[1] = nodal_malloc(exit_large[k]);
+        nodal_free(p[0]);
+        nodal_free(p[1]);
+    }
     unsigned c = nd_class_of(256);
     *held = (size_t)(nd_tls_tc->bins[c].empty - nd_tls_tc->bins[c].cur);
     EXPECT(nd_tcache_is_valid(nd_tls_tc), "the cache invariants to hold");
@@ -1228,17 +1237,19 @@ static void *exit_with_blocks_cached(void *arg)
    its pooled record; then 16 threads alive together (more than two caches
    per CPU), each exiting with as many cached, leave none in any record,
    and the store holds them. A bin holding less than 8 KiB of blocks
-   keeps them (ND_HAND_OVER_MIN): the 4 blocks of 1 KiB stay.
-   Main: the 16 pooled records hold theirs. */
+   keeps them (ND_HAND_OVER_MIN): the 4 blocks of 1 KiB stay. (A cache
+   holding less than half of tcache_total keeps all of its blocks:
+   bench/threadchurn's.) Main: the 16 pooled records hold theirs. */
 static void with_cpus_shared_an_exiting_threads_cache_hands_its_blocks_to_the_store(void)
 {
     size_t cpus, held[SHARE_THREADS];
     share_of_each(&cpus);
     unsigned c = nd_class_of(256);
     if (cpus == 0 || SHARE_THREADS + 1 <= 2 * cpus || nd_opt(ND_OPT_transfer) != 2 || nd_opt(ND_OPT_purge_delay) == 0 ||
-        nd_opt(ND_OPT_tcache_max) < 256 || nd_secure_on() || nd_opt(ND_OPT_check) >= 2)
-        SKIP("no CPU shared by %d threads on %zu CPUs, or not transfer=2 with caches and pooled records",
-             SHARE_THREADS, cpus);
+        nd_opt(ND_OPT_tcache_max) < 131072 || nd_opt(ND_OPT_tcache_total) > 1 << 20 || nd_secure_on() ||
+        nd_opt(ND_OPT_check) >= 2)
+        SKIP("no CPU shared by %d threads on %zu CPUs, or not transfer=2 with caches of every class up to a "
+             "tcache_total of 1 MiB and pooled records", SHARE_THREADS, cpus);
     nodal_free(nodal_malloc(1));   /* this thread's cache counts too */
     pthread_t t;
     pthread_barrier_init(&share_barrier, NULL, 1);
