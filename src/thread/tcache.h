@@ -424,9 +424,10 @@ bool  nd_tcache_cpus_shared(void) nd_hidden;
    sends them: what the store has no room for goes to its pages), when it
    holds half of tcache_total or more, those of every bin that holds 8 KiB
    of them or more (tcache.c: ND_HAND_OVER_MIN), left empty at its
-   capacity; under transfer=2 only, else nothing. For a cache whose thread exits while CPUs are shared
-   (thread.c: nd_thread_done), so that the threads that run reuse its
-   blocks instead of carving pages while the record waits. */
+   capacity; under transfer=2 only, else nothing. For a cache whose
+   thread exits while CPUs are shared (thread.c: nd_thread_done), so that
+   the threads that run reuse its blocks instead of carving pages while
+   the record waits. */
 void  nd_tcache_hand_over(nd_tcache *tc) nd_hidden;
 /* GC pass: blocks the bins did not need since the last pass go back, and
    bins that kept more than half their capacity unused shrink; force: all. */

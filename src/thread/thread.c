@@ -416,7 +416,8 @@ nd_hot void nd_thread_done(void *arg)
        keep theirs: tcache.c, ND_HAND_OVER_MIN). mstress -t 8
        (rounds of 8 threads on 2 CPUs, each taking the last round's
        records): blocks waiting in caches 7.7 -> 3.5 MiB on average, peak
-       RSS 38.8 -> 35.3 MiB, fills +8 % (docs/results.md, h49c). Its
+       RSS 36.6-38.8 -> 35.3-35.6 MiB, peak active 67.5-70.0 -> 60.2 MiB,
+       fills +8 % (docs/results.md, h49c). Its
        heaps then give back pages no block is in and segments kept spare,
        since a record may wait a while. (purge_delay=0: memory goes back
        at once, so nothing waits.) */
