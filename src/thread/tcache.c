@@ -237,7 +237,7 @@ static size_t nd_tcache_total_share(void)
    (docs/results.md, h45r). Oversubscribed, the same pool (h48c): rptest
    -t 8's 9 caches on 2 CPUs, each held to ~455 KiB, moved 3.2 M blocks
    each way through the store in 400,000 fills; with the pool (each
-   cache at most twice its even part of it, nd_tcache_extra_draw) and
+   cache at most its even part of it, nd_tcache_extra_draw) and
    ND_BIN_SHARED_FLOOR, 247,000 fills, CPU x0.94-0.97, while Larson -t
    8's bins, in a random walk, do not cycle and draw nothing. Only past
    tcache_bytes (nd_tcache_grow_past) is a bin still held while CPUs are
@@ -247,20 +247,27 @@ static size_t nd_tcache_extra;
 
 /* Draws what tc's growth by `more` bytes takes past tcache_total (or its
    share) from the pool; false (nothing drawn) when the cache would pass
-   ND_EXTRA_MULT x tcache_total, or, while CPUs are shared, twice its even
-   part of the pool (2 x ND_EXTRA_MULT x tcache_total / caches), or the
-   pool has not that much left. The even part: with the whole pool open
-   to each, rptest -t 8's first caches to cycle drew all of it (~2 MiB
-   each), and while their threads waited for a CPU their blocks waited
-   with them; two parts each (~0.9 MiB of 9 caches): 9 % fewer fills
-   (270,000 -> 247,000), and of the peak RSS that the whole pool had
-   added (+12 MiB, 55.9 -> 68.0; faults 13,800 -> 17,000), a quarter
-   (58.9, 14,700 faults; bench/ab.py 11, load 16-21; h48c). */
+   ND_EXTRA_MULT x tcache_total, or, while CPUs are shared, its even part
+   of the pool (ND_EXTRA_MULT x tcache_total / caches), or the pool has
+   not that much left. The even part: with the whole pool open to each,
+   rptest -t 8's first caches to cycle drew all of it (~2 MiB each), and
+   while their threads waited for a CPU their blocks waited with them
+   (only its owner can take a cache's blocks back, and it does so only
+   when it runs: a thread of rptest -t 8 runs ~0.4 ms at a time and waits
+   1-2 ms for a CPU, docs/results.md, h49c); two parts each (~0.9 MiB of
+   9 caches): 9 % fewer fills (270,000 -> 247,000), and of the peak RSS
+   that the whole pool had added (+12 MiB, 55.9 -> 68.0; faults 13,800 ->
+   17,000), a quarter (58.9, 14,700 faults; bench/ab.py 11, load 16-21;
+   h48c). One part each (~455 KiB): as many slow paths (fills +1 %,
+   overflows -1 %) and 8 % fewer bytes waiting in caches (5.65 -> 5.17
+   MiB on average; h49c): the caches that drew two parts, the first to
+   cycle, held them whether their threads ran or waited, and the others
+   drew little. */
 static nd_hot nd_noinline bool nd_tcache_extra_draw(nd_tcache *tc, size_t more)
 {
     size_t bound = ND_EXTRA_MULT * (size_t)nd_opt(ND_OPT_tcache_total);
     size_t each = 2 * (size_t)nd_load_relaxed(&nd_tcache_cpus), n = nd_load_relaxed(&nd_tcache_count);
-    if (tc->cap_extra + more > (each != 0 && n > each ? 2 * bound / n : bound))
+    if (tc->cap_extra + more > (each != 0 && n > each ? bound / n : bound))
         return false;
     size_t cur = nd_load_relaxed(&nd_tcache_extra);
     do {
@@ -1217,6 +1224,49 @@ void nd_tcache_flush_all(nd_tcache *tc)
 {
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
         nd_tcache_flush(tc, c, tc->binfo[c].cap);
+}
+
+bool nd_tcache_cpus_shared(void)
+{
+    size_t each = 2 * (size_t)nd_load_relaxed(&nd_tcache_cpus);
+    return each != 0 && nd_load_relaxed(&nd_tcache_count) > each;
+}
+
+/* What a cache hands over as its thread exits (nd_tcache_hand_over): only
+   a cache that holds half of tcache_total or more, and of it only the
+   bins holding ND_HAND_OVER_MIN bytes of blocks or more. Threads that
+   make a few requests each and exit (bench/threadchurn -c 8: 64 blocks of
+   16 B-2 KiB a thread, 20,000 threads) leave caches of 28-290 KiB (a
+   record's warm blocks grow over its threads), and handing those over,
+   every bin or only those of 8 KiB and more, took x1.05-1.07 of the CPU
+   per thread (a put per bin at the exit, a fill per class in the next
+   thread; ab.py, load 13-22); mstress -t 8's threads (50,000 requests
+   each) leave 1.0-1.6 MiB. */
+#define ND_HAND_OVER_MIN ND_BIN_START_BYTES
+
+/* Every bin's blocks, as one overflow each (nd_tcache_spill), when they
+   make ND_HAND_OVER_MIN bytes or more and the cache holds half of
+   tcache_total or more: into the store as far as it has room, the rest
+   home. Only with transfer=2, where a spill may put any block in the
+   store; with less, most would go home, to pages of this heap, which no
+   other heap takes blocks from, and the blocks would be no nearer to the
+   threads that run (tried as a flush home: the same peak RSS on mstress
+   -t 8, and the record's next thread refilled them from its pages). */
+void nd_tcache_hand_over(nd_tcache *tc)
+{
+    if (nd_opt(ND_OPT_transfer) < 2)
+        return;
+    size_t held = 0;
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
+        held += (size_t)(tc->bins[c].empty - tc->bins[c].cur) * nd_bin_counted_size(c);
+    if (held < (size_t)nd_opt(ND_OPT_tcache_total) / 2)
+        return;
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        size_t n = (size_t)(tc->bins[c].empty - tc->bins[c].cur);
+        if (n != 0 && n * nd_bin_counted_size(c) >= ND_HAND_OVER_MIN)
+            nd_tcache_spill(tc, c, n);
+    }
+    nd_assert2(nd_tcache_is_valid(tc));
 }
 
 nd_hot void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)

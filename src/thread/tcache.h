@@ -416,6 +416,19 @@ void  nd_tcache_xfer_sweep(nd_tcache *tc, uint64_t now, bool all) nd_hidden;
 void  nd_tcache_xfer_give_back(nd_tcache *tc) nd_hidden;
 /* Every cached block back to its pages. */
 void  nd_tcache_flush_all(nd_tcache *tc) nd_hidden;
+/* Are CPUs shared: more than two thread caches per CPU (those of live
+   and pooled threads)? Then each cache grows only to its share of the
+   budget (tcache.c: nd_tcache_total_share). */
+bool  nd_tcache_cpus_shared(void) nd_hidden;
+/* tc's cached blocks to the transfer store of its kind (as an overflow
+   sends them: what the store has no room for goes to its pages), when it
+   holds half of tcache_total or more, those of every bin that holds 8 KiB
+   of them or more (tcache.c: ND_HAND_OVER_MIN), left empty at its
+   capacity; under transfer=2 only, else nothing. For a cache whose
+   thread exits while CPUs are shared (thread.c: nd_thread_done), so that
+   the threads that run reuse its blocks instead of carving pages while
+   the record waits. */
+void  nd_tcache_hand_over(nd_tcache *tc) nd_hidden;
 /* GC pass: blocks the bins did not need since the last pass go back, and
    bins that kept more than half their capacity unused shrink; force: all. */
 void  nd_tcache_gc(nd_tcache *tc, bool force) nd_hidden;

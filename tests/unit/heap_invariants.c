@@ -28,6 +28,7 @@
 #include "segment.h"
 #include "topo.h"
 #include "options.h"
+#include "xfer.h"
 
 #define MiB_ ((size_t)1 << 20)
 
@@ -1125,8 +1126,10 @@ static void a_cache_whose_bins_cycle_through_the_store_grows_past_tcache_total(v
    (ND_EXTRA_MULT x tcache_total): the same 16 threads, alive together,
    each looping 100 times over 16 blocks of each of nine classes of 4-16
    KiB (cycle_loops_larger_than_the_cache's loops, 1.3 MB); and none more
-   than twice its even part of the pool. Main: nothing drawn while CPUs
-   are shared. */
+   than its even part of the pool (h48c: twice it, which the first caches
+   to cycle drew and held while their threads waited for a CPU). Main
+   before h48c: nothing drawn while CPUs are shared; h48c: a cache drew
+   more than its even part. */
 static void *cycle_loops_in_shared_cpus(void *arg)
 {
     size_t *out = arg;
@@ -1160,8 +1163,112 @@ static void with_cpus_shared_a_cache_whose_bins_cycle_draws_from_the_pool(void)
     EXPECT(most > 0, "a cache whose bins of 4-16 KiB cycle through the store to draw from the pool past its share, "
            "%zu (%zu CPUs)", share, cpus);
     EXPECT(sum <= 4 * total, "the caches to draw at most the pool, 4 x tcache_total, together, %zu", sum);
-    EXPECT(most <= 2 * 4 * total / (SHARE_THREADS + 1), "no cache to draw more than twice its even part of the pool, "
-           "%zu; one drew %zu", 2 * 4 * total / (SHARE_THREADS + 1), most);
+    EXPECT(most <= 4 * total / (SHARE_THREADS + 1), "no cache to draw more than its even part of the pool, %zu; one "
+           "drew %zu", 4 * total / (SHARE_THREADS + 1), most);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the threads exited");
+}
+
+/* The blocks waiting in every record's caches (live, pooled, exited
+   threads'), class c. */
+static uint64_t cached_in_records(unsigned c)
+{
+    static nd_snap_class cls[ND_CLASS_COUNT];
+    static nd_snap_totals tot;
+    static nd_snap_tier tier_from[ND_TIER_COUNT][ND_MAX_NODES];
+    size_t threads = 0, pooled = 0;
+    memset(cls, 0, sizeof cls);
+    memset(&tot, 0, sizeof tot);
+    memset(tier_from, 0, sizeof tier_from);
+    nd_thread_stats_sum(cls, &tot, tier_from, &threads, &pooled);
+    return cls[c].cached;
+}
+
+/* The blocks class c's transfer store of the plain kind of this thread's
+   cache holds. */
+static size_t held_in_store(unsigned c)
+{
+    nd_xfer *x = nd_xfer_find(nd_tls_tc->kind);
+    return x != NULL ? nd_xfer_cap(x, c) - nd_xfer_room(x, c) : 0;
+}
+
+/* Each allocates EXIT_BLOCKS blocks of 256 B and frees them, three times
+   (its bin grows to hold them: dry, then full), and exits with them
+   cached, 16 KiB, with 4 blocks of 1 KiB and 2 of each of exit_large's
+   sizes (672 KiB: its cache holds more than half of tcache_total); all
+   alive together. */
+enum { EXIT_BLOCKS = 64, EXIT_LARGE = 4 };
+static const size_t exit_large[EXIT_LARGE] = {49152, 65536, 98304, 131072};
+static void *exit_with_blocks_cached(void *arg)
+{
+    size_t *held = arg;
+    void *p[EXIT_BLOCKS];
+    nodal_free(nodal_malloc(1));
+    pthread_barrier_wait(&share_barrier);
+    for (int round = 0; round < 3; round++) {
+        for (int i = 0; i < EXIT_BLOCKS; i++)
+            p[i] = nodal_malloc(256);
+        for (int i = 0; i < EXIT_BLOCKS; i++)
+            nodal_free(p[i]);
+    }
+    for (int i = 0; i < 4; i++)   /* 4 KiB: kept */
+        p[i] = nodal_malloc(1024);
+    for (int i = 0; i < 4; i++)
+        nodal_free(p[i]);
+    for (int k = 0; k < EXIT_LARGE; k++) {   /* 2 blocks each, their bins' starting capacity: 672 KiB */
+        p[0] = nodal_malloc(exit_large[k]);
+        p[1] = nodal_malloc(exit_large[k]);
+        nodal_free(p[0]);
+        nodal_free(p[1]);
+    }
+    unsigned c = nd_class_of(256);
+    *held = (size_t)(nd_tls_tc->bins[c].empty - nd_tls_tc->bins[c].cur);
+    EXPECT(nd_tcache_is_valid(nd_tls_tc), "the cache invariants to hold");
+    pthread_barrier_wait(&share_barrier);
+    return NULL;
+}
+
+/* A thread that exits leaves its record in the pool, cached blocks and
+   all, for the next thread to start warm; but while CPUs are shared the
+   next thread mostly waits for a CPU, and the blocks with it, so the
+   record's caches hand them to the transfer store as the thread exits
+   (tcache.c: nd_tcache_hand_over), where the threads that run take them.
+   One thread alone (two caches, no CPU shared) exits with its 64 blocks
+   of 256 B (and what its fills took past them) cached, and they stay in
+   its pooled record; then 16 threads alive together (more than two caches
+   per CPU), each exiting with as many cached, leave none in any record,
+   and the store holds them. A bin holding less than 8 KiB of blocks
+   keeps them (ND_HAND_OVER_MIN): the 4 blocks of 1 KiB stay. (A cache
+   holding less than half of tcache_total keeps all of its blocks:
+   bench/threadchurn's.) Main: the 16 pooled records hold theirs. */
+static void with_cpus_shared_an_exiting_threads_cache_hands_its_blocks_to_the_store(void)
+{
+    size_t cpus, held[SHARE_THREADS];
+    share_of_each(&cpus);
+    unsigned c = nd_class_of(256);
+    if (cpus == 0 || SHARE_THREADS + 1 <= 2 * cpus || nd_opt(ND_OPT_transfer) != 2 || nd_opt(ND_OPT_purge_delay) == 0 ||
+        nd_opt(ND_OPT_tcache_max) < 131072 || nd_opt(ND_OPT_tcache_total) > 1 << 20 || nd_secure_on() ||
+        nd_opt(ND_OPT_check) >= 2)
+        SKIP("no CPU shared by %d threads on %zu CPUs, or not transfer=2 with caches of every class up to a "
+             "tcache_total of 1 MiB and pooled records", SHARE_THREADS, cpus);
+    nodal_free(nodal_malloc(1));   /* this thread's cache counts too */
+    pthread_t t;
+    pthread_barrier_init(&share_barrier, NULL, 1);
+    EXPECT(pthread_create(&t, NULL, exit_with_blocks_cached, &held[0]) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+    pthread_barrier_destroy(&share_barrier);
+    EXPECT(held[0] >= EXIT_BLOCKS && cached_in_records(c) >= held[0],
+           "a thread exiting with no CPU shared to leave its %d cached blocks of 256 B in its record (it cached %zu, "
+           "the records hold %llu)", EXIT_BLOCKS, held[0], (unsigned long long)cached_in_records(c));
+    in_share_threads(exit_with_blocks_cached, held);
+    for (int i = 0; i < SHARE_THREADS; i++)
+        EXPECT(held[i] * 256 >= 8192, "thread %d to exit with 8 KiB of blocks of 256 B cached or more, %zu blocks",
+               i, held[i]);
+    EXPECT(cached_in_records(c) == 0, "16 threads exiting with CPUs shared (%zu CPUs) to leave no block of 256 B in "
+           "their records' caches, %llu", cpus, (unsigned long long)cached_in_records(c));
+    EXPECT(held_in_store(c) >= (size_t)SHARE_THREADS * EXIT_BLOCKS, "the store to hold the %d blocks of 256 B they "
+           "exited with, %zu", SHARE_THREADS * EXIT_BLOCKS, held_in_store(c));
+    EXPECT(cached_in_records(nd_class_of(1024)) >= 4 * SHARE_THREADS, "the bins of 1 KiB, holding 4 KiB each, to keep "
+           "their blocks, %llu", (unsigned long long)cached_in_records(nd_class_of(1024)));
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the threads exited");
 }
 
@@ -2642,6 +2749,7 @@ static const struct nd_case cases[] = {
     ND_CASE(with_cpus_shared_a_small_bin_grows_to_16_kib_past_its_caches_share),
     ND_CASE(a_cache_whose_bins_cycle_through_the_store_grows_past_tcache_total),
     ND_CASE(with_cpus_shared_a_cache_whose_bins_cycle_draws_from_the_pool),
+    ND_CASE(with_cpus_shared_an_exiting_threads_cache_hands_its_blocks_to_the_store),
     ND_CASE(a_bin_whose_batches_cycle_through_the_store_grows_past_tcache_bytes),
     ND_CASE(remote_frees_return_to_the_owner),
     ND_CASE(remote_frees_in_chains_go_back_to_their_own_pages),
