@@ -255,34 +255,39 @@ static size_t written_pages(const void *p, size_t len)
     return n;
 }
 
-/* A new thread that makes a request of each class of 16 to 160 B (as
-   bench/threadcost's threads do) writes at most 4 pages of its cache: the
-   2 pages of the bins' hot parts, their cold parts and the heap's head
-   (written at its start), the page of the counters of the classes it
-   used, which the start area shares (the counters are the struct's tail,
-   backwards: heap.h), and the start area's next page. Not the page of the
-   counters of the classes it never used, nor any other slot. On main
-   a59940e it wrote 5: the start area began on a page of its own, after
-   the counters' pages. */
+/* A new thread that makes a request of each class of 16 to 160 B and one
+   of 512 B (as bench/threadcost's threads do: their 64 requests of 16-160
+   B and the array of their pointers) writes at most 4 pages of its cache:
+   the struct's first 2 (the bins, their cold parts, the heap's head and
+   the counters of the classes up to 768 B, tcache.h), and 2 of the start
+   area, which begins on the page after the struct. Not the struct's
+   other pages (the counters of the classes it never used, the tier
+   calls' and prof=1's cold tail), nor any other slot. On main 55f8196 it
+   wrote 5: the struct's first 2, the page of the small classes' counters
+   where the start area began, and 2 more of start rooms. */
 static void *use_the_classes_up_to_160_bytes(void *arg)
 {
     (void)arg;
     nd_tcache *tc = nd_thread_start();
     EXPECT(tc != NULL, "the thread to start");
-    void *p[10];
-    for (int i = 0; i < 10; i++) {
-        p[i] = nodal_malloc(16 * (size_t)(i + 1));
-        EXPECT(p[i] != NULL, "malloc(%d) to succeed", 16 * (i + 1));
-        memset(p[i], 1, 16 * (size_t)(i + 1));
+    void *p[11];
+    for (int i = 0; i < 11; i++) {
+        size_t size = i < 10 ? 16 * (size_t)(i + 1) : 512;
+        p[i] = nodal_malloc(size);
+        EXPECT(p[i] != NULL, "malloc(%zu) to succeed", size);
+        memset(p[i], 1, size);
     }
-    size_t n = written_pages(tc, sizeof(nd_tcache) + tc->slot_bytes);
-    EXPECT(n <= 4, "a thread using the classes of 16-160 B to write at most 4 pages of its cache, it wrote %zu", n);
+    size_t n = written_pages(tc, ND_TC_HEAD_BYTES + tc->slot_bytes);
+    EXPECT(n <= 4, "a thread using the classes of 16-160 B and 512 B to write at most 4 pages of its cache, it wrote %zu", n);
     EXPECT(n >= 3, "the count to see the pages the thread wrote (%zu)", n);
+    n = written_pages((char *)tc + 8192, ND_TC_HEAD_BYTES - 8192);
+    EXPECT(n == 0, "the struct's pages past its second (the counters of the classes it never used, the cold tail) "
+           "to stay unwritten, %zu were written", n);
     const nd_class_counters *tail = nd_heap_cstats(&tc->heap, ND_CLASS_COUNT - 1);
     n = written_pages(tail, sizeof *tail);
     EXPECT(n == 0, "the page of the counters of the largest classes, which it never used, to stay unwritten (%zu)", n);
     EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
-    for (int i = 0; i < 10; i++)
+    for (int i = 0; i < 11; i++)
         nodal_free(p[i]);
     return NULL;
 }
@@ -320,7 +325,7 @@ static void *grow_a_bin_past_its_start_room(void *arg)
         EXPECT((p[i] = nodal_malloc(160)) != NULL, "malloc(160) to succeed");
     const nd_bin *b = &tc->bins[c];
     const nd_bin_info *bi = &tc->binfo[c];
-    void **start = (void **)(tc + 1) + bi->start_end;
+    void **start = nd_tcache_slots(tc) + nd_bin_lay(tc, c)->start_end;
     EXPECT(bi->cap > 64, "the bin's capacity to have doubled past its start room of 64 (cap %u)", bi->cap);
     EXPECT(b->empty == start, "a bin whose %d blocks fit its start room to stay there", LAZY_BLOCKS);
     for (int i = 0; i < LAZY_BLOCKS; i++)
@@ -334,7 +339,7 @@ static void *grow_a_bin_past_its_start_room(void *arg)
         for (int i = 0; i < 100; i++)
             nodal_free(p[i]);
     }
-    EXPECT(b->empty != start && b->empty == (void **)(tc + 1) + bi->mid_end,
+    EXPECT(b->empty != start && b->empty == nd_tcache_slots(tc) + nd_bin_lay(tc, c)->mid_end,
            "a bin that held more blocks than its start room to have moved to its middle room");
     EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold after the move");
     return NULL;
@@ -402,8 +407,8 @@ static void *cycle_a_hundred_blocks_of_sixteen_classes(void *arg)
     size_t ps = (size_t)sysconf(_SC_PAGESIZE);
     uintptr_t start_end = 0;   /* the start area's end: past every bin's room there */
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
-        if (tc->binfo[c].cap_max != 0 && (uintptr_t)((void **)(tc + 1) + tc->binfo[c].start_end) > start_end)
-            start_end = (uintptr_t)((void **)(tc + 1) + tc->binfo[c].start_end);
+        if (nd_bin_cap_max(tc, c) != 0 && (uintptr_t)(nd_tcache_slots(tc) + nd_bin_lay(tc, c)->start_end) > start_end)
+            start_end = (uintptr_t)(nd_tcache_slots(tc) + nd_bin_lay(tc, c)->start_end);
     uintptr_t pages[2 * MID_CLASSES + 2];
     size_t n = 0;
     for (int k = 0; k < MID_CLASSES; k++) {
@@ -1021,7 +1026,7 @@ static void *short_runs_of_64_bytes(void *arg)
     pthread_barrier_wait(&share_barrier);
     work_through_four_classes(p);
     unsigned c = nd_class_of(64);
-    const nd_class_counters *cs = &nd_tls_tc->heap.cstats[c];
+    const nd_class_counters *cs = nd_heap_cstats(&nd_tls_tc->heap, c);
     uint64_t before = 0;
     for (int run = 0; run < 50; run++) {
         if (run == 40)
@@ -1193,7 +1198,7 @@ static void *kib_loops_past_tcache_bytes(void *arg)
     nd_tcache *tc = nd_tls_tc;
     out[0] = (size_t)(nd_heap_cstats(&tc->heap, c)->fills + nd_heap_cstats(&tc->heap, c)->flushes - before);
     out[1] = tc->binfo[c].cap;
-    out[2] = tc->binfo[c].cap_max;
+    out[2] = nd_bin_cap_max(tc, c);
     EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
     nodal_free(blocks);
     return NULL;
