@@ -287,16 +287,55 @@ nd_bin_layout nd_tcache_layouts[ND_LAYOUT_COUNT][ND_CLASS_COUNT];
 /* The slots a cache of each kind has after its struct (nd_tcache_create). */
 static uint32_t nd_tcache_layout_slots[ND_LAYOUT_COUNT];
 
+/* Slots on an OS page of 4 KiB (the slots begin on one: ND_TC_HEAD_BYTES). */
+#define ND_PAGE_SLOTS (4096u / sizeof(void *))
+/* The slots to leave unused before an area of n rooms (room[i] slots and
+   a sentinel each, one after the other) that would begin at slot `at`:
+   a bin fills its room from the top (its sentinel) down, so a room whose
+   sentinel sits near the start of an OS page has a bin of a few dozen
+   blocks write two pages. The pad (less than a page) is the one that
+   makes the least, over the rooms of bins that may hold ND_BIN_MID_ROOM
+   blocks or more (cap[i], their cap_max), of their top slots on their
+   sentinel's page the largest. The rooms of the
+   middle area (257 slots apart: two to a page, the second's sentinel a
+   slot further on each time) then all hold 238 or more blocks on one
+   page (at the offset main 55f8196 had by chance, every other one held
+   48: bench/larson -t 8's busy bins wrote a page more or less by where
+   the struct ended). Address space only: less than a page a cache. The
+   large area's rooms are placed one by one (nd_tcache_layout_make). */
+static uint32_t nd_tcache_area_pad(uint32_t at, const uint32_t *room, const uint32_t *cap, unsigned n)
+{
+    uint32_t best = 0, best_least = 0;
+    for (uint32_t pad = 0; pad < ND_PAGE_SLOTS; pad++) {
+        uint32_t end = at + pad, least = UINT32_MAX;
+        for (unsigned i = 0; i < n; i++) {
+            end += room[i];
+            uint32_t top = end % ND_PAGE_SLOTS < room[i] ? end % ND_PAGE_SLOTS : room[i];
+            if (cap[i] >= ND_BIN_MID_ROOM && top < least)
+                least = top;
+            end++;
+        }
+        if (least != UINT32_MAX && least > best_least) {
+            best_least = least;
+            best = pad;
+        }
+    }
+    return best;
+}
+
 /* The table of one kind of cache (tcache.h: nd_bin_layout): each bin's
    cap_max, and its rooms in the three areas after the struct. The start
    area first, each bin's starting slots and sentinel one after the other
    (tcache.h: a thread that uses a few classes touches a page or two of
    slots, not a page per class); then the middle area, ND_BIN_MID_ROOM
    slots and a sentinel per bin that has a room there; then the large
-   area, nd_bin_room slots and a sentinel per bin. */
+   area, nd_bin_room slots and a sentinel per bin. The middle area after a
+   pad, and each large room after its own, that keep the rooms' tops on
+   one OS page (nd_tcache_area_pad). */
 static uint32_t nd_tcache_layout_make(nd_bin_layout *lay, bool bound)
 {
-    uint32_t end = 0;
+    uint32_t end = 0, room[ND_CLASS_COUNT], cap[ND_CLASS_COUNT];
+    unsigned n = 0;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         lay[c].cap_max = nd_bin_capacity(c, false, bound);
         if (lay[c].cap_max != 0) {
@@ -306,12 +345,25 @@ static uint32_t nd_tcache_layout_make(nd_bin_layout *lay, bool bound)
     }
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
         if (lay[c].cap_max != 0 && nd_bin_has_mid(c, lay[c].cap_max)) {
+            room[n] = ND_BIN_MID_ROOM;
+            cap[n++] = lay[c].cap_max;
+        }
+    end += nd_tcache_area_pad(end, room, cap, n);
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
+        if (lay[c].cap_max != 0 && nd_bin_has_mid(c, lay[c].cap_max)) {
             end += ND_BIN_MID_ROOM;
             lay[c].mid_end = end++;   /* (else 0: never a sentinel, the start area comes first) */
         }
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
         if (lay[c].cap_max != 0) {
             end += nd_bin_room(c, lay[c].cap_max);
+            /* Its room later, past its slots' bottom, when its top
+               min(cap_max, ND_BIN_MID_ROOM) slots would not be on one OS
+               page (nd_tcache_area_pad: the large rooms are not a multiple
+               of a page apart, nor all alike). */
+            uint32_t top = end % ND_PAGE_SLOTS, need = lay[c].cap_max < ND_BIN_MID_ROOM ? lay[c].cap_max : ND_BIN_MID_ROOM;
+            if (top < need)
+                end += need - top;
             lay[c].slot_end = end++;
         }
     return end;
@@ -1404,6 +1456,11 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
                 return false;
         }
         if ((lay->mid_end != 0) != (lay->cap_max != 0 && nd_bin_has_mid(c, lay->cap_max)))
+            return false;
+        /* Its large room's top min(cap_max, ND_BIN_MID_ROOM) slots on one
+           OS page (nd_tcache_layout_make). */
+        if (lay->cap_max != 0 && (ND_TC_HEAD_BYTES / sizeof(void *) + lay->slot_end) % ND_PAGE_SLOTS <
+                                     (lay->cap_max < ND_BIN_MID_ROOM ? lay->cap_max : ND_BIN_MID_ROOM))
             return false;
         for (void *const *it = b->cur; it < b->empty; it++) {
             const nd_page *pg = nd_page_of(nd_seg_base(*it), *it);

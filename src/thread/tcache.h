@@ -183,7 +183,8 @@ _Static_assert(sizeof(nd_bin_info) == 48, "a bin's cold part: what changes, 48 b
  * tcache_bytes; 0: the class has no cache) and where its three rooms end
  * (their sentinels' slot indices: start_end in the start area, mid_end in
  * the middle area or 0 when it has none there, slot_end in the large
- * area; tcache.c: nd_tcache_create). One table per kind of cache
+ * area, where its top min(cap_max, ND_BIN_MID_ROOM) slots are on one OS
+ * page; tcache.c: nd_tcache_layout_make). One table per kind of cache
  * (nd_tcache_layouts, set once at start-up by nd_tcache_process_init,
  * read-only after): ND_LAYOUT_NONE, all zeros (shared heaps' caches, the
  * static empty and dead ones: no class has a cache), ND_LAYOUT_PLAIN and
