@@ -284,6 +284,13 @@ static void nd_tcache_extra_give(nd_tcache *tc, size_t less)
 }
 
 nd_bin_layout nd_tcache_layouts[ND_LAYOUT_COUNT][ND_CLASS_COUNT];
+/* The bytes of a cache whose slots take slot_bytes: the struct, and the
+   slots from the page after it (ND_TC_HEAD_BYTES); a cache without slots
+   (a shared heap's) is the struct alone. */
+static size_t nd_tcache_bytes(size_t slot_bytes)
+{
+    return slot_bytes != 0 ? ND_TC_HEAD_BYTES + slot_bytes : sizeof(nd_tcache);
+}
 /* The slots a cache of each kind has after its struct (nd_tcache_create). */
 static uint32_t nd_tcache_layout_slots[ND_LAYOUT_COUNT];
 
@@ -416,7 +423,7 @@ nd_hot nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool sha
        store to the bins, their cold parts and the heap's head, the other
        counters' pages are first written by the slow paths of the classes
        used (a recycled cache is zeroed whole by meta.c). */
-    nd_tcache *tc = nd_meta_alloc_untouched(ND_TC_HEAD_BYTES + slots * sizeof(void *), ND_TC_HEAD_BYTES);
+    nd_tcache *tc = nd_meta_alloc_untouched(nd_tcache_bytes(slots * sizeof(void *)), ND_TC_HEAD_BYTES);
     if (tc == NULL)
         return NULL;
     tc->layout = (uint8_t)layout;
@@ -490,7 +497,7 @@ void nd_tcache_destroy(nd_tcache *tc)
     nd_tcache_slab_drop(tc);
     nd_tcache_lost(tc);
     nd_assert(tc->secure == NULL);   /* secure.c detached it */
-    nd_meta_free(tc, ND_TC_HEAD_BYTES + tc->slot_bytes);
+    nd_meta_free(tc, nd_tcache_bytes(tc->slot_bytes));
 }
 
 /* ---- the malloc slow path ----------------------------------------------- */
