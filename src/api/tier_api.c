@@ -148,7 +148,7 @@ nd_public void *nodal_malloc_tier(size_t size, int tier)
     size_t c;
     if (nd_unlikely(!nd_class_fast(size, &c)))
         return nd_tier_malloc_slow(size, t);
-    ND_BIN_POP_THEN_OR(tc, c, nd_count_inc(&((nd_bin *)((char *)tc->bins + c))->tier_hits[t]),
+    ND_BIN_POP_THEN_OR(tc, c, nd_count_inc(&nd_bin_tier_hits(b_)[t]),
                        nd_tier_malloc_slow(size, t));
 }
 

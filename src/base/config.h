@@ -94,7 +94,7 @@
 #define ND_SEGCACHE_SLOTS   ((size_t)1 << 16)
 
 #define ND_CACHE_LINE 64
-#define ND_BIN_BYTES  ND_CACHE_LINE          /* one thread-cache bin (tcache.h) */
+#define ND_BIN_BYTES  32                     /* one thread-cache bin (tcache.h): two to a cache line */
 
 /* ---- geometry ties ----------------------------------------------------- */
 _Static_assert((ND_SEG_SIZE & (ND_SEG_SIZE - 1)) == 0, "segment size must be a power of two");

@@ -28,7 +28,7 @@
  *           CLASS    a per-thread, per-class counter (nd_class_counters)
  *           GAUGE    a process-wide gauge (nd_gauge), relaxed atomics
  *           (TIER and THREAD: counted per thread and per tier, by the fast
- *           path in the bins of its caches (nd_bin.tier_hits) and by the
+ *           path beside the bins of its caches (nd_tcache.tier_hits) and by the
  *           slow paths in the record (nd_tier_counters); attributed to a
  *           CPU node when the thread's tier caches are resolved again for
  *           another node or it exits, nd_tier_node_counters)

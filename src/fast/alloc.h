@@ -73,7 +73,9 @@ void  *nd_calloc_node(size_t count, size_t size, int node) nd_hidden;
 /* Pops a block from the bin at byte offset `off` of tcache tc and clears
    its freed-block mark (page.h); the caller takes its slow path when the
    bin is empty or its tick ran out. ND_BIN_POP_THEN_OR runs the statement
-   `then` once the block is taken (the tier call's counts). */
+   `then` once the block is taken (the tier call's counts), in which b_ is
+   the bin (its tier counters are found from its address: tcache.h,
+   nd_bin_tier_hits). */
 #define ND_BIN_POP_OR(tc, off, slow) ND_BIN_POP_THEN_OR(tc, off, (void)0, slow)
 #define ND_BIN_POP_THEN_OR(tc, off, then, slow) ND_BIN_POP_TICK_OR(tc, off, then, slow, slow)
 /* The same, with `ran_out` the slow path when only the tick ran out (the bin

@@ -227,7 +227,7 @@ static nd_noinline void nd_free_own(void *p, nd_page *pg)
 {
     nd_heap *h = pg->heap;
     nd_tcache *tc = nd_tcache_of_heap(h);
-    if (tc->binfo[pg->cls].cap_max == 0) {
+    if (nd_bin_cap_max(tc, pg->cls) == 0) {
         nd_block_mark(p);
         if (nd_unlikely(nd_opt(ND_OPT_check) >= 2))
             nd_page_junk(pg, p);
@@ -272,7 +272,7 @@ static nd_noinline void nd_free_sealed_route(void *p, nd_segment *s, nd_page *pg
         nd_bad_header("free", p);
     unsigned bin = nd_class_bin[pg->cls];   /* (class.h) */
     nd_tcache *tc = nd_tls_tc;
-    if (bin < ND_CLASS_COUNT && tc->binfo[bin].cap_max != 0 &&
+    if (bin < ND_CLASS_COUNT && nd_bin_cap_max(tc, bin) != 0 &&
         nd_load_relaxed(&pg->kind) == nd_kind_of(false, tc->heap.node)) {
         void **cur = tc->bins[bin].cur;   /* NULL: the bin has no slots yet (tcache.h) */
         if (nd_unlikely(cur != NULL && *cur == p))
@@ -288,7 +288,7 @@ static nd_noinline void nd_free_sealed_route(void *p, nd_segment *s, nd_page *pg
         return;
     }
     nd_tcache *own = nd_tcache_of_heap(pg->heap);
-    if (bin < ND_CLASS_COUNT && own->binfo[bin].cap_max != 0) {
+    if (bin < ND_CLASS_COUNT && nd_bin_cap_max(own, bin) != 0) {
         nd_tcache_push(own, bin, p);
         nd_thread_tick(own);
         return;

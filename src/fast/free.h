@@ -119,7 +119,7 @@ nd_inline void nd_free_fast(void *p)
         }
         tc = nd_tls_thread->node_tc[nd_kind_node(kind)];
     }
-    /* The page's bin offset (its class's bin: class index << 6 under the
+    /* The page's bin offset (its class's bin: class index << 5 under the
        default; secure=1 takes this path only for node-bound caches, whose
        bins have no slots then, tcache.c), one shift fewer than the class's. */
     nd_bin *b = (nd_bin *)((char *)tc->bins + pg->bin_off);

@@ -88,19 +88,17 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_heap {
     uint64_t       *carve_rng;          /* secure=1 and 2: the generator carving shuffles with (page.h); else NULL */
     nd_thread_counters stats;
     nd_aligned(ND_CACHE_LINE) nd_page *notified;   /* pages notified by remote frees (other threads push) */
-    /* Last, on a cache line of its own, and backwards: class c's
-       counters are cstats[ND_CLASS_COUNT - 1 - c] (nd_heap_cstats). A
-       thread cache's heap is the last member of its nd_tcache, whose
-       slots follow it (tcache.h), so the counters of the small classes
-       are the struct's last bytes, on the OS page where the cache's start
-       area begins: a thread that uses a few small classes writes that
-       page for both, and the counters of the classes it never uses sit
-       on pages it need not touch (tcache.c: nd_tcache_create). */
+    /* Last, on a cache line of its own, class 0's first: a thread cache's
+       heap follows its bins and their cold parts in its nd_tcache
+       (tcache.h), so the counters of the small classes share the
+       struct's first two OS pages with them, and those of the classes a
+       thread that uses a few small classes never uses sit on pages it
+       need not touch (tcache.h: the cache's pages). */
     nd_aligned(ND_CACHE_LINE) nd_class_counters cstats[ND_CLASS_COUNT];
 } nd_heap;
 
-/* The counters of class c in heap h (stored backwards, above). */
-#define nd_heap_cstats(h, c) (&(h)->cstats[ND_CLASS_COUNT - 1 - (c)])
+/* The counters of class c in heap h. */
+#define nd_heap_cstats(h, c) (&(h)->cstats[(c)])
 
 /* Sets up h (zeroed memory) for (node, bound), owned by thread `tid` (or
    ND_TID_SHARED: a shared heap, used under its lock). */

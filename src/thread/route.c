@@ -366,7 +366,7 @@ nd_hot void nd_route_free_foreign(void *p, nd_segment *s, nd_page *pg, uintptr_t
     unsigned counted = bin < ND_CLASS_COUNT ? bin : cls;   /* where its request was counted */
     if (key != ND_KEY_NONE) {
         nd_tcache *tc = nd_thread_cache_for_free(s, true);
-        if (tc != NULL && bin < ND_CLASS_COUNT && tc->binfo[bin].cap_max != 0) {
+        if (tc != NULL && bin < ND_CLASS_COUNT && nd_bin_cap_max(tc, bin) != 0) {
             nd_tcache_push(tc, bin, p);   /* counted when it goes back to its page */
             return;
         }

@@ -224,7 +224,7 @@ unsigned nd_secure_request_class(const nd_tcache *tc, size_t size)
     size_t off;
     if (!nd_secure_full() && nd_class_fast(size, &off)) {
         unsigned bin = (unsigned)(off / ND_BIN_BYTES), c = nd_bin_class[bin];
-        if (c < ND_CLASS_COUNT && tc->binfo[bin].cap_max != 0)
+        if (c < ND_CLASS_COUNT && nd_bin_cap_max(tc, bin) != 0)
             return c;
     }
     return nd_secure_class_of(size);
@@ -235,7 +235,7 @@ static void *nd_secure_alloc_sealed(nd_tcache *tc, nd_secure *sc, unsigned c)
     void *p;
     unsigned bin = nd_class_bin[c];
     unsigned counted = bin < ND_CLASS_COUNT ? bin : c;   /* the request's tick (route.c) */
-    if (bin < ND_CLASS_COUNT && tc->binfo[bin].cap_max != 0) {
+    if (bin < ND_CLASS_COUNT && nd_bin_cap_max(tc, bin) != 0) {
         /* The fast path pops what a refill here sealed. */
         nd_bin *b = &tc->bins[bin];
         if (b->cur == b->empty && !nd_tcache_fill(tc, bin))   /* sealed or checked there */

@@ -290,8 +290,104 @@ static void nd_tcache_extra_give(nd_tcache *tc, size_t less)
     }
 }
 
+nd_bin_layout nd_tcache_layouts[ND_LAYOUT_COUNT][ND_CLASS_COUNT];
+/* The bytes of a cache whose slots take slot_bytes: the struct, and the
+   slots from the page after it (ND_TC_HEAD_BYTES); a cache without slots
+   (a shared heap's) is the struct alone. */
+static size_t nd_tcache_bytes(size_t slot_bytes)
+{
+    return slot_bytes != 0 ? ND_TC_HEAD_BYTES + slot_bytes : sizeof(nd_tcache);
+}
+/* The slots a cache of each kind has after its struct (nd_tcache_create). */
+static uint32_t nd_tcache_layout_slots[ND_LAYOUT_COUNT];
+
+/* Slots on an OS page of 4 KiB (the slots begin on one: ND_TC_HEAD_BYTES). */
+#define ND_PAGE_SLOTS (4096u / sizeof(void *))
+/* The slots to leave unused before an area of n rooms (room[i] slots and
+   a sentinel each, one after the other) that would begin at slot `at`:
+   a bin fills its room from the top (its sentinel) down, so a room whose
+   sentinel sits near the start of an OS page has a bin of a few dozen
+   blocks write two pages. The pad (less than a page) is the one that
+   makes the least, over the rooms of bins that may hold ND_BIN_MID_ROOM
+   blocks or more (cap[i], their cap_max), of their top slots on their
+   sentinel's page the largest. The rooms of the
+   middle area (257 slots apart: two to a page, the second's sentinel a
+   slot further on each time) then all hold 238 or more blocks on one
+   page (at the offset main 55f8196 had by chance, every other one held
+   48: bench/larson -t 8's busy bins wrote a page more or less by where
+   the struct ended). Address space only: less than a page a cache. The
+   large area's rooms are placed one by one (nd_tcache_layout_make). */
+static uint32_t nd_tcache_area_pad(uint32_t at, const uint32_t *room, const uint32_t *cap, unsigned n)
+{
+    uint32_t best = 0, best_least = 0;
+    for (uint32_t pad = 0; pad < ND_PAGE_SLOTS; pad++) {
+        uint32_t end = at + pad, least = UINT32_MAX;
+        for (unsigned i = 0; i < n; i++) {
+            end += room[i];
+            uint32_t top = end % ND_PAGE_SLOTS < room[i] ? end % ND_PAGE_SLOTS : room[i];
+            if (cap[i] >= ND_BIN_MID_ROOM && top < least)
+                least = top;
+            end++;
+        }
+        if (least != UINT32_MAX && least > best_least) {
+            best_least = least;
+            best = pad;
+        }
+    }
+    return best;
+}
+
+/* The table of one kind of cache (tcache.h: nd_bin_layout): each bin's
+   cap_max, and its rooms in the three areas after the struct. The start
+   area first, each bin's starting slots and sentinel one after the other
+   (tcache.h: a thread that uses a few classes touches a page or two of
+   slots, not a page per class); then the middle area, ND_BIN_MID_ROOM
+   slots and a sentinel per bin that has a room there; then the large
+   area, nd_bin_room slots and a sentinel per bin. The middle area after a
+   pad, and each large room after its own, that keep the rooms' tops on
+   one OS page (nd_tcache_area_pad). */
+static uint32_t nd_tcache_layout_make(nd_bin_layout *lay, bool bound)
+{
+    uint32_t end = 0, room[ND_CLASS_COUNT], cap[ND_CLASS_COUNT];
+    unsigned n = 0;
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        lay[c].cap_max = nd_bin_capacity(c, false, bound);
+        if (lay[c].cap_max != 0) {
+            end += nd_bin_start_room(c, lay[c].cap_max);
+            lay[c].start_end = end++;
+        }
+    }
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
+        if (lay[c].cap_max != 0 && nd_bin_has_mid(c, lay[c].cap_max)) {
+            room[n] = ND_BIN_MID_ROOM;
+            cap[n++] = lay[c].cap_max;
+        }
+    end += nd_tcache_area_pad(end, room, cap, n);
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
+        if (lay[c].cap_max != 0 && nd_bin_has_mid(c, lay[c].cap_max)) {
+            end += ND_BIN_MID_ROOM;
+            lay[c].mid_end = end++;   /* (else 0: never a sentinel, the start area comes first) */
+        }
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
+        if (lay[c].cap_max != 0) {
+            end += nd_bin_room(c, lay[c].cap_max);
+            /* Its room later, past its slots' bottom, when its top
+               min(cap_max, ND_BIN_MID_ROOM) slots would not be on one OS
+               page (nd_tcache_area_pad: the large rooms are not a multiple
+               of a page apart, nor all alike). */
+            uint32_t top = end % ND_PAGE_SLOTS, need = lay[c].cap_max < ND_BIN_MID_ROOM ? lay[c].cap_max : ND_BIN_MID_ROOM;
+            if (top < need)
+                end += need - top;
+            lay[c].slot_end = end++;
+        }
+    return end;
+}
+
 nd_hot void nd_tcache_process_init(void)
 {
+    /* The kinds' tables, before the first cache (the options are read). */
+    nd_tcache_layout_slots[ND_LAYOUT_PLAIN] = nd_tcache_layout_make(nd_tcache_layouts[ND_LAYOUT_PLAIN], false);
+    nd_tcache_layout_slots[ND_LAYOUT_BOUND] = nd_tcache_layout_make(nd_tcache_layouts[ND_LAYOUT_BOUND], true);
     /* Can a thread change nodes? Only if CPUs of two nodes are served by
        two different nodes' memory, and only follow_thread looks. */
     bool moves = nd_opt(ND_OPT_follow_thread) && nd_topo_cpus_span_mem_nodes();
@@ -316,51 +412,28 @@ static inline uint32_t nd_tcache_arm_max(const nd_tcache *tc, unsigned c)
 
 nd_hot nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
 {
-    uint32_t caps[ND_CLASS_COUNT];
-    size_t slots = 0;
-    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
-        caps[c] = nd_bin_capacity(c, shared, bound);
-        if (caps[c] != 0)   /* the start area's slots and sentinel, the middle's, the large area's */
-            slots += nd_bin_start_room(c, caps[c]) + 1 + (nd_bin_has_mid(c, caps[c]) ? ND_BIN_MID_ROOM + 1 : 0) +
-                     nd_bin_room(c, caps[c]) + 1;
-    }
+    unsigned layout = shared ? ND_LAYOUT_NONE : bound ? ND_LAYOUT_BOUND : ND_LAYOUT_PLAIN;
+    size_t slots = nd_tcache_layout_slots[layout];
     /* The slots need no zeroing: only [cur, empty) of a bin is ever read.
        Nor are they touched here: a bin gets its slots (and its sentinel is
        written) when the thread first uses its class (nd_bin_activate).
-       The start area begins right after the struct, whose tail is the
-       heap's per-class counters stored backwards (heap.h: the small
-       classes' last), so a thread that uses a few small classes writes
-       their counters and the first bins' start slots on one OS page,
-       and the pages of the other classes' counters, and no other slot,
-       stay untouched (bench/threadcost: 4 pages of its cache a thread
-       instead of 5; a cache is its own mapping, page-aligned, meta.c).
-       Nor does the allocation pre-touch the struct (a fresh mapping is
-       zero): the loops below store to the bins, their cold parts and the
-       heap's head, the counters' pages are first written by the slow
-       paths of the classes used (a recycled cache is zeroed whole by
-       meta.c). */
-    nd_tcache *tc = nd_meta_alloc_untouched(sizeof(nd_tcache) + slots * sizeof(void *), sizeof(nd_tcache));
+       They begin on the OS page after the struct (ND_TC_HEAD_BYTES),
+       whose first two pages hold the bins, their cold parts, the heap's
+       head and the counters of the small classes, and whose third and
+       fourth the other classes' counters and the cold tail: a thread
+       that uses a few small classes writes two pages of the struct and
+       one or two of the start area, and the pages of the other classes'
+       counters, and no other slot, stay untouched (bench/threadcost: 4
+       pages of its cache a thread instead of 5; a cache with slots is a
+       mapping of its own, page-aligned, meta.c). Nor does the allocation
+       pre-touch the struct (a fresh mapping is zero): the loops below
+       store to the bins, their cold parts and the heap's head, the other
+       counters' pages are first written by the slow paths of the classes
+       used (a recycled cache is zeroed whole by meta.c). */
+    nd_tcache *tc = nd_meta_alloc_untouched(nd_tcache_bytes(slots * sizeof(void *)), ND_TC_HEAD_BYTES);
     if (tc == NULL)
         return NULL;
-    /* The start area first, right after the struct, each bin's starting
-       slots and sentinel one after the other (tcache.h: a thread that uses
-       a few classes touches a page or two of slots, not a page per class);
-       then the middle area, ND_BIN_MID_ROOM slots and a sentinel per bin
-       that has a room there; then the large area, nd_bin_room slots and a
-       sentinel per bin. */
-    uint32_t end = 0;
-    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
-        if (caps[c] != 0) {
-            end += nd_bin_start_room(c, caps[c]);
-            tc->binfo[c].start_end = end++;
-        }
-    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
-        tc->binfo[c].mid_end = 0;   /* none (0 is never a sentinel: the start area comes first) */
-        if (caps[c] != 0 && nd_bin_has_mid(c, caps[c])) {
-            end += ND_BIN_MID_ROOM;
-            tc->binfo[c].mid_end = end++;
-        }
-    }
+    tc->layout = (uint8_t)layout;
     tc->look_arm = !shared && !bound ? nd_tcache_look_arm : NULL;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         nd_bin *b = &tc->bins[c];
@@ -369,21 +442,16 @@ nd_hot nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool sha
         tc->binfo[c].armed = (uint32_t)b->tick;
         tc->binfo[c].period_left = ND_TICK_PERIOD;
         tc->binfo[c].cap = 0;
-        tc->binfo[c].cap_max = caps[c];
         tc->binfo[c].low_water = ND_NO_SAMPLE;
         tc->binfo[c].fill = nd_bin_first_fill(c);
-        if (caps[c] != 0) {
-            end += nd_bin_room(c, caps[c]);
-            tc->binfo[c].slot_end = end++;
-        }
     }
     tc->slot_bytes = (uint32_t)(slots * sizeof(void *));
-    /* The counters' last page, which the small classes' counters and
-       the start area share, is written now, as meta.c would: counts are
-       a load then a store (counters.h), and a page first loaded maps the
-       shared zero page, whose store then costs a copy and a TLB
-       shootdown. Their first page, the largest classes', is left for
-       the thread to write if it uses them. */
+    /* The second page of the struct, where the small classes' counters
+       end, is written now, as meta.c would: counts are a load then a
+       store (counters.h), and a page first loaded maps the shared zero
+       page, whose store then costs a copy and a TLB shootdown. The pages
+       of the other classes' counters are left for the thread to write if
+       it uses them. */
     nd_store_relaxed((char *)nd_heap_cstats(&tc->heap, 0), (char)0);
     tc->prof_slab = NULL;
     tc->prof_slab_busy = 0;
@@ -412,9 +480,10 @@ static nd_hot void nd_bin_activate(nd_tcache *tc, unsigned c)
 {
     nd_bin *b = &tc->bins[c];
     nd_bin_info *bi = &tc->binfo[c];
-    nd_assert(bi->cap_max != 0 && !nd_bin_is_active(tc, c));
-    uint32_t start = nd_bin_start_capacity(c, bi->cap_max);
-    b->empty = (void **)(tc + 1) + bi->start_end;
+    const nd_bin_layout *lay = nd_bin_lay(tc, c);
+    nd_assert(lay->cap_max != 0 && !nd_bin_is_active(tc, c));
+    uint32_t start = nd_bin_start_capacity(c, lay->cap_max);
+    b->empty = nd_tcache_slots(tc) + lay->start_end;
     *b->empty = NULL;
     b->cur = b->empty;
     b->low = b->empty - start;
@@ -435,7 +504,7 @@ void nd_tcache_destroy(nd_tcache *tc)
     nd_tcache_slab_drop(tc);
     nd_tcache_lost(tc);
     nd_assert(tc->secure == NULL);   /* secure.c detached it */
-    nd_meta_free(tc, sizeof(nd_tcache) + tc->slot_bytes);
+    nd_meta_free(tc, nd_tcache_bytes(tc->slot_bytes));
 }
 
 /* ---- the malloc slow path ----------------------------------------------- */
@@ -502,24 +571,24 @@ int64_t nd_tcache_prof_gap(uint64_t *rng)
    the countdown ran out (this request is sampled). */
 static uint32_t nd_tcache_prof_arm(nd_tcache *tc, unsigned c, uint32_t done, bool *sample)
 {
-    nd_bin_info *bi = &tc->binfo[c];
+    int64_t *prof_left = &tc->prof_left[c];
     int64_t size = (int64_t)nd_bin_counted_size(c);   /* its requests' (secure=1: bin 0 holds 1,280 B blocks) */
-    if (bi->prof_left == 0)   /* the first count since profiling started */
-        bi->prof_left = nd_tcache_prof_gap(&tc->prof_rng);
+    if (*prof_left == 0)   /* the first count since profiling started */
+        *prof_left = nd_tcache_prof_gap(&tc->prof_rng);
     else
-        bi->prof_left -= (int64_t)done * size;
-    if (bi->prof_left <= 0) {
+        *prof_left -= (int64_t)done * size;
+    if (*prof_left <= 0) {
         *sample = true;
-        bi->prof_left = nd_tcache_prof_gap(&tc->prof_rng);
+        *prof_left = nd_tcache_prof_gap(&tc->prof_rng);
     }
     /* The requests to the sample, ceil(prof_left / size), at most
        ND_TICK_PERIOD: that many when the countdown is that far off (most
        re-arms at the default rate: 512 KiB is 1,024 requests of 512
        bytes), no division; else a 32-bit one (prof_left < 1,024 times a
        class of at most 128 KiB), a fraction of the 64-bit one's latency. */
-    if (bi->prof_left > (int64_t)ND_TICK_PERIOD * size)
+    if (*prof_left > (int64_t)ND_TICK_PERIOD * size)
         return ND_TICK_PERIOD;
-    uint32_t left = (uint32_t)bi->prof_left, sz = (uint32_t)size;
+    uint32_t left = (uint32_t)*prof_left, sz = (uint32_t)size;
     return (left + sz - 1) / sz;
 }
 
@@ -589,7 +658,7 @@ void nd_tcache_prof_rearm(nd_tcache *tc)
         nd_store_relaxed(&bi->nreq, bi->nreq + done);
         bi->period_left = done < bi->period_left ? bi->period_left - done : 1;
         bool sample = false;
-        bi->prof_left = 0;
+        tc->prof_left[c] = 0;
         nd_tcache_arm(tc, c, nd_tcache_prof_arm(tc, c, 0, &sample));
     }
 }
@@ -630,13 +699,13 @@ nd_hot unsigned nd_tcache_count_request(nd_tcache *tc, unsigned c)
    area, in the middle area, or in the large area (tcache.h). */
 static inline uint32_t nd_bin_room_here(const nd_tcache *tc, unsigned c)
 {
-    const nd_bin_info *bi = &tc->binfo[c];
-    void *const *slots = (void *const *)(tc + 1), *const *empty = tc->bins[c].empty;
-    if (empty == slots + bi->start_end)
-        return nd_bin_start_room(c, bi->cap_max);
-    if (bi->mid_end != 0 && empty == slots + bi->mid_end)
+    const nd_bin_layout *lay = nd_bin_lay(tc, c);
+    void *const *slots = nd_tcache_slots(tc), *const *empty = tc->bins[c].empty;
+    if (empty == slots + lay->start_end)
+        return nd_bin_start_room(c, lay->cap_max);
+    if (lay->mid_end != 0 && empty == slots + lay->mid_end)
         return ND_BIN_MID_ROOM;
-    return nd_bin_room(c, bi->cap_max);
+    return nd_bin_room(c, lay->cap_max);
 }
 
 /* Bin c's bottom after its capacity changed: cap slots below its
@@ -666,9 +735,10 @@ static nd_hot nd_noinline void nd_bin_move(nd_tcache *tc, unsigned c)
 {
     nd_bin *b = &tc->bins[c];
     nd_bin_info *bi = &tc->binfo[c];
-    void **slots = (void **)(tc + 1), **to = slots + bi->slot_end;
-    if (b->empty == slots + bi->start_end && bi->mid_end != 0 && bi->cap <= ND_BIN_MID_ROOM)
-        to = slots + bi->mid_end;
+    const nd_bin_layout *lay = nd_bin_lay(tc, c);
+    void **slots = nd_tcache_slots(tc), **to = slots + lay->slot_end;
+    if (b->empty == slots + lay->start_end && lay->mid_end != 0 && bi->cap <= ND_BIN_MID_ROOM)
+        to = slots + lay->mid_end;
     nd_assert(to != b->empty && nd_bin_room_here(tc, c) < bi->cap);
     size_t n = (size_t)(b->empty - b->cur);
     memcpy(to - n, b->cur, n * sizeof(void *));
@@ -715,13 +785,13 @@ static nd_hot nd_noinline void nd_tcache_grow_to(nd_tcache *tc, unsigned c, uint
 static nd_noinline bool nd_tcache_grow_past(nd_tcache *tc, unsigned c)
 {
     nd_bin_info *bi = &tc->binfo[c];
-    uint32_t room = nd_bin_room(c, bi->cap_max), cap = bi->cap;
+    uint32_t room = nd_bin_room(c, nd_bin_cap_max(tc, c)), cap = bi->cap;
     size_t run = (size_t)bi->run_fill + bi->cap;   /* the run it just saw, at most */
     do
         cap = cap * 2 < room ? cap * 2 : room;
     while (cap < run && cap < room);
     size_t size = nd_bin_counted_size(c), others = tc->cap_bytes - (size_t)bi->cap * size;
-    if (cap <= bi->cap || bi->last != ND_LAST_FILL || bi->run_fill > room || others > (size_t)bi->cap_max * size ||
+    if (cap <= bi->cap || bi->last != ND_LAST_FILL || bi->run_fill > room || others > (size_t)nd_bin_cap_max(tc, c) * size ||
         nd_tcache_total_share() < (size_t)nd_opt(ND_OPT_tcache_total))
         return false;
     size_t more = (size_t)(cap - bi->cap) * size;
@@ -740,9 +810,9 @@ static nd_noinline bool nd_tcache_grow_past(nd_tcache *tc, unsigned c)
 static inline bool nd_tcache_grow(nd_tcache *tc, unsigned c)
 {
     nd_bin_info *bi = &tc->binfo[c];
-    if (bi->cap >= bi->cap_max)
+    if (bi->cap >= nd_bin_cap_max(tc, c))
         return bi->cycles >= ND_EXTRA_CYCLES && nd_tcache_grow_past(tc, c);
-    uint32_t cap = bi->cap * 2 < bi->cap_max ? bi->cap * 2 : bi->cap_max;
+    uint32_t cap = bi->cap * 2 < nd_bin_cap_max(tc, c) ? bi->cap * 2 : nd_bin_cap_max(tc, c);
     size_t more = (size_t)(cap - bi->cap) * nd_bin_counted_size(c);
     size_t share = nd_tcache_total_share();
     if (tc->cap_bytes + more > share) {
@@ -872,7 +942,7 @@ nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
     if (want == 0)
         want = 1;
     uint32_t fill = bi->fill;
-    if (bi->fill < bi->cap_max || bi->fill < bi->cap)   /* (past cap_max: nd_tcache_grow_past) */
+    if (bi->fill < nd_bin_cap_max(tc, c) || bi->fill < bi->cap)   /* (past cap_max: nd_tcache_grow_past) */
         bi->fill *= 2;
     /* The slots the fill may use: the bin's where it is, [low, empty);
        it moves first when they are fewer than the fill takes. */
@@ -923,7 +993,7 @@ nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
     tc->binfo[c].filled = 1;
     nd_count_inc(&cs->fills);
     nd_count_add(&cs->fill_blocks, got);
-    if (bi->cap >= bi->cap_max && want == bi->cap / 2)
+    if (bi->cap >= nd_bin_cap_max(tc, c) && want == bi->cap / 2)
         nd_count_inc(&cs->full_size_fills);
     nd_assert2(nd_tcache_is_valid(tc));
     return got != 0;
@@ -943,7 +1013,7 @@ void *nd_tcache_uncount(nd_tcache *tc, unsigned c)
 nd_hot void *nd_tcache_alloc(nd_tcache *tc, unsigned c)
 {
     void *p = NULL;
-    if (tc->binfo[c].cap_max == 0) {
+    if (nd_bin_cap_max(tc, c) == 0) {
         if (nd_heap_take_blocks(&tc->heap, c, &p, 1, 1) == 0)
             return nd_tcache_uncount(tc, c);
         nd_count_inc(&nd_heap_cstats(&tc->heap, c)->direct_allocs);
@@ -1288,7 +1358,7 @@ nd_hot void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)
             if (bi->filled && nd_tcache_grow(tc, c)) {
                 bi->filled = 0;
             } else {
-                if (bi->cap >= bi->cap_max)
+                if (bi->cap >= nd_bin_cap_max(tc, c))
                     nd_count_inc(&nd_heap_cstats(&tc->heap, c)->full_size_flushes);
                 /* Half of it, or all of it when it overflowed twice
                    with few requests in between (tcache.h: ND_LAST_SPILL)
@@ -1352,7 +1422,7 @@ nd_hot void nd_tcache_gc(nd_tcache *tc, bool force)
             nd_tcache_flush(tc, c, force ? count : unneeded - unneeded / 4);
         /* More than half the capacity unused all along: halve it. */
         if (bi->low_water != ND_NO_SAMPLE && bi->low_water > bi->cap / 2 &&
-            bi->cap / 2 >= nd_bin_start_capacity(c, bi->cap_max)) {
+            bi->cap / 2 >= nd_bin_start_capacity(c, nd_bin_cap_max(tc, c))) {
             uint32_t cap = bi->cap / 2;
             size_t now_count = (size_t)(b->empty - b->cur);
             if (now_count > cap)
@@ -1382,7 +1452,7 @@ void nd_tcache_stats_add(const nd_tcache *tc, nd_snap_class *cls, nd_snap_totals
            other threads' blocks it keeps); out = requests + flushes; so
            frees into the cache = cached + requests + flushes - fills.
            Classes without a cache count their frees. */
-        uint64_t cache_frees = tc->binfo[c].cap_max != 0 ? cached + requests + flush_blocks - fill_blocks : 0;
+        uint64_t cache_frees = nd_bin_cap_max(tc, c) != 0 ? cached + requests + flush_blocks - fill_blocks : 0;
         nd_snap_class_add_counters(&cls[c], cs);
         cls[c].requests += requests;
         cls[c].frees += cache_frees + nd_load_relaxed(&cs->slow_frees) +
@@ -1397,7 +1467,7 @@ void nd_tcache_tier_hits(const nd_tcache *tc, int t, uint64_t *blocks, uint64_t 
 {
     uint64_t n = 0, b = 0;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
-        uint64_t h = nd_load_relaxed(&tc->bins[c].tier_hits[t]);
+        uint64_t h = nd_load_relaxed(&tc->tier_hits[c][t]);
         unsigned held = nd_bin_class[c] < ND_CLASS_COUNT ? nd_bin_class[c] : c;   /* secure=1 (class.h) */
         n += h;
         b += h * nd_class_size[held];
@@ -1423,17 +1493,18 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
         const nd_bin *b = &tc->bins[c];
         const nd_bin_info *bi = &tc->binfo[c];
         if (!(b->low <= b->cur && b->cur <= b->empty) || (b->empty != NULL && *b->empty != NULL) ||
-            bi->cap > nd_bin_room(c, bi->cap_max))
+            bi->cap > nd_bin_room(c, nd_bin_cap_max(tc, c)))
             return false;
         /* Without its slots: capacity 0; with them: its sentinel one of
            its own three, in the start area, the middle area (a bin that
            has a room there) or the large area, and as many slots below it
            as its capacity, or as its room there holds
            (nd_bin_start_room, ND_BIN_MID_ROOM, nd_bin_room). */
-        void *const *slots = (void *const *)(tc + 1);
-        bool in_start = b->empty == slots + bi->start_end;
-        bool in_mid = bi->mid_end != 0 && b->empty == slots + bi->mid_end;
-        if (nd_bin_is_active(tc, c) ? bi->cap_max == 0 || (b->empty != slots + bi->slot_end && !in_start && !in_mid)
+        const nd_bin_layout *lay = nd_bin_lay(tc, c);
+        void *const *slots = nd_tcache_slots(tc);
+        bool in_start = b->empty == slots + lay->start_end;
+        bool in_mid = lay->mid_end != 0 && b->empty == slots + lay->mid_end;
+        if (nd_bin_is_active(tc, c) ? lay->cap_max == 0 || (b->empty != slots + lay->slot_end && !in_start && !in_mid)
                                     : bi->cap != 0 || b->cur != NULL || b->low != NULL)
             return false;
         if (nd_bin_is_active(tc, c)) {
@@ -1441,7 +1512,12 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
             if ((size_t)(b->empty - b->low) != (bi->cap < room ? bi->cap : room))
                 return false;
         }
-        if ((bi->mid_end != 0) != (bi->cap_max != 0 && nd_bin_has_mid(c, bi->cap_max)))
+        if ((lay->mid_end != 0) != (lay->cap_max != 0 && nd_bin_has_mid(c, lay->cap_max)))
+            return false;
+        /* Its large room's top min(cap_max, ND_BIN_MID_ROOM) slots on one
+           OS page (nd_tcache_layout_make). */
+        if (lay->cap_max != 0 && (ND_TC_HEAD_BYTES / sizeof(void *) + lay->slot_end) % ND_PAGE_SLOTS <
+                                     (lay->cap_max < ND_BIN_MID_ROOM ? lay->cap_max : ND_BIN_MID_ROOM))
             return false;
         for (void *const *it = b->cur; it < b->empty; it++) {
             const nd_page *pg = nd_page_of(nd_seg_base(*it), *it);
@@ -1452,6 +1528,10 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
         }
     }
     if (tc->kind != nd_tcache_kind(tc->heap.shared, tc->heap.bound, tc->heap.node))
+        return false;
+    /* Its kind's table (tcache.h: nd_bin_layout), and its slots that table's. */
+    unsigned layout = tc->heap.shared ? ND_LAYOUT_NONE : tc->heap.bound ? ND_LAYOUT_BOUND : ND_LAYOUT_PLAIN;
+    if (tc->layout != layout || tc->slot_bytes != nd_tcache_layout_slots[layout] * sizeof(void *))
         return false;
     if (tc->heap.shared || tc->heap.bound ? tc->look_arm != NULL
                                           : tc->look_arm != nd_tcache_look_arm && tc->look_arm != nd_tcache_look_watched)

@@ -50,7 +50,7 @@
  * way (nd_tcache_stats_add).
  *
  * Heap profiling (prof=1, docs/profiling.md) uses the same tick: each bin
- * counts the bytes to its next sample down (info.prof_left, drawn from an
+ * counts the bytes to its next sample down (the cache's prof_left, drawn from an
  * exponential distribution of mean prof_rate), and the tick is armed with
  * the requests those bytes make (at most ND_TICK_PERIOD), so the request
  * that crosses the sampling point takes the slow path and is sampled. The
@@ -67,16 +67,17 @@
 #include "heap.h"
 
 /*
- * Hot part of a bin, read and written by the fast paths (one cache line).
+ * Hot part of a bin, read and written by the fast paths (half a cache
+ * line: two bins to a line).
  * Invariants: low <= cur <= empty; info.cap <= its room in the large area
- * (nd_bin_room: info.cap_max, or more for a small class, tcache.c);
- * either the bin has no slots yet (low == cur == empty == NULL, cap == 0)
- * or cap_max != 0, *empty == NULL and empty is one of its own
- * sentinel slots: info.start_end, in the cache's start area, until its
+ * (nd_bin_room: its layout's cap_max, or more for a small class,
+ * tcache.c); either the bin has no slots yet (low == cur == empty == NULL,
+ * cap == 0) or its layout's (nd_bin_lay) cap_max != 0, *empty == NULL and
+ * empty is one of its own sentinel slots: start_end, in the cache's start area, until its
  * blocks needed more than its room there (nd_bin_start_room: twice its
- * starting capacity), else info.mid_end (when nonzero), in the middle
+ * starting capacity), else mid_end (when nonzero), in the middle
  * area, until they needed more than its room there (ND_BIN_MID_ROOM),
- * else info.slot_end, in the large area (tcache.c: nd_bin_activate,
+ * else slot_end, in the large area (tcache.c: nd_bin_activate,
  * nd_bin_move); empty - low == info.cap, or the room where it is when
  * that is less (the bin moves when a free finds cur == low below its
  * capacity); [cur, empty) are free blocks of the bin's class, each
@@ -87,23 +88,21 @@
  * store of the kind (xfer.h) as far as it has room, and a flush gives each
  * other block back to its page, those of one page together: the heap's own
  * without an atomic, the others as one chain per page); 0 < tick <= ND_TICK_PERIOD except transiently 0 between a fast
- * path that took it there and the slow path it calls. tier_hits[t] only
- * grows: the blocks the tier call's fast path (tier_api.c) took from the
- * bin for tier t (its owner's plain adds, read by reports as whole words;
- * thread.c attributes them to CPU nodes).
+ * path that took it there and the slow path it calls. The tier call's
+ * counts of the blocks its fast path took from the bin are not here but
+ * in the cache's cold tail (nd_tcache.tier_hits, at the same stride), so
+ * that a thread's bins take 1.5 KiB, not 3.
  */
 typedef struct nd_bin {
     void   **cur;
     void   **empty;
     void   **low;
     int64_t  tick;
-    uint64_t tier_hits[ND_TIER_COUNT];
-    uint64_t pad_[4 - ND_TIER_COUNT];
 } nd_bin;
 
-_Static_assert(sizeof(nd_bin) == ND_BIN_BYTES, "a hot bin is one cache line: class index << 6");
+_Static_assert(sizeof(nd_bin) == ND_BIN_BYTES, "a hot bin is half a cache line: class index << 5");
 #define ND_TICK_PERIOD 1024
-_Static_assert(ND_TIER_COUNT <= 4, "the tier counters fill a bin's cache line");
+_Static_assert(ND_TIER_COUNT <= 4, "a bin's tier counters take as many bytes as the bin (nd_tcache.tier_hits)");
 /* follow_thread (thread.c): on a machine where a thread can move to another
    node, a plain cache's tick is armed with at most the requests of
    ND_LOOK_BYTES of its class, so each class looks at the CPU's node at
@@ -146,14 +145,13 @@ _Static_assert(ND_TIER_COUNT <= 4, "the tier counters fill a bin's cache line");
  */
 typedef struct nd_bin_info {
     uint64_t nreq;       /* requests counted at tick roll-overs */
-    int64_t  prof_left;  /* prof=1: bytes of this class's requests to its next sample */
+    uint64_t mark;       /* the class's request count (nd_bin_requests) at
+                            which the bin would be empty again with no free
+                            in between (after a fill: the count then plus the
+                            blocks it took), or at its last overflow */
     uint32_t armed;      /* the value the tick was last armed with (ND_TICK_PERIOD without profiling) */
     uint32_t period_left; /* requests to the next maintenance check (ND_TICK_PERIOD apart) */
     uint32_t cap;        /* current capacity: empty - low (0 until the bin has slots) */
-    uint32_t cap_max;
-    uint32_t slot_end;   /* the bin's sentinel slot in the large area: nd_bin_room slots below it are its own */
-    uint32_t start_end;  /* its sentinel slot in the start area: nd_bin_start_capacity slots below it */
-    uint32_t mid_end;    /* its sentinel slot in the middle area, ND_BIN_MID_ROOM slots below it, or 0: no room there */
     uint32_t low_water;  /* fewest blocks seen cached since the last GC pass
                             (sampled at fills and tick roll-overs), or
                             ND_NO_SAMPLE */
@@ -163,6 +161,9 @@ typedef struct nd_bin_info {
                             that makes a few requests of a class does not
                             take (and at its exit give back) a full
                             cache's worth */
+    uint32_t run_fill;   /* when last == ND_LAST_FILL: the blocks the fills
+                            since the bin's last overflow (or since it was
+                            made) took, at most UINT32_MAX */
     uint8_t  last;       /* the bin's last refill or overflow: ND_LAST_FILL,
                             ND_LAST_SPILL, or 0 (none yet) */
     uint8_t  filled;     /* the bin ran dry since its last flush */
@@ -173,14 +174,32 @@ typedef struct nd_bin_info {
                             transfer store: the one before sent the whole bin
                             away and the fills since took a bin's worth back
                             (at most 255; tcache.c: ND_EXTRA_CYCLES) */
-    uint32_t run_fill;   /* when last == ND_LAST_FILL: the blocks the fills
-                            since the bin's last overflow (or since it was
-                            made) took, at most UINT32_MAX */
-    uint64_t mark;       /* the class's request count (nd_bin_requests) at
-                            which the bin would be empty again with no free
-                            in between (after a fill: the count then plus the
-                            blocks it took), or at its last overflow */
 } nd_bin_info;
+_Static_assert(sizeof(nd_bin_info) == 48, "a bin's cold part: what changes, 48 bytes (tcache.h: the cache's pages)");
+
+/*
+ * What a bin's cold part would repeat in every cache of one kind: its
+ * largest capacity (cap_max, from the options tcache_count and
+ * tcache_bytes; 0: the class has no cache) and where its three rooms end
+ * (their sentinels' slot indices: start_end in the start area, mid_end in
+ * the middle area or 0 when it has none there, slot_end in the large
+ * area, where its top min(cap_max, ND_BIN_MID_ROOM) slots are on one OS
+ * page; tcache.c: nd_tcache_layout_make). One table per kind of cache
+ * (nd_tcache_layouts, set once at start-up by nd_tcache_process_init,
+ * read-only after): ND_LAYOUT_NONE, all zeros (shared heaps' caches, the
+ * static empty and dead ones: no class has a cache), ND_LAYOUT_PLAIN and
+ * ND_LAYOUT_BOUND (a node-targeted cache: under secure=1 all zeros too).
+ * A cache names its table (nd_tcache.layout), so its own cold parts hold
+ * only what changes (tcache.h: the cache's pages).
+ */
+typedef struct nd_bin_layout {
+    uint32_t cap_max;
+    uint32_t start_end;  /* its sentinel slot in the start area: nd_bin_start_room slots below it */
+    uint32_t mid_end;    /* its sentinel slot in the middle area, ND_BIN_MID_ROOM slots below it, or 0: no room there */
+    uint32_t slot_end;   /* its sentinel slot in the large area: nd_bin_room slots below it are its own */
+} nd_bin_layout;
+enum { ND_LAYOUT_NONE, ND_LAYOUT_PLAIN, ND_LAYOUT_BOUND, ND_LAYOUT_COUNT };
+extern nd_bin_layout nd_tcache_layouts[ND_LAYOUT_COUNT][ND_CLASS_COUNT] nd_hidden;
 /* A bin's batches follow the way its blocks flow (tcache.c): a fill that
    comes after a fill with fewer than a quarter of the capacity freed into
    the bin in between (its blocks leave in a run: a burst of requests, a
@@ -233,12 +252,32 @@ typedef struct nd_bin_info {
 
 /*
  * A thread cache and the heap under it.
+ * Layout: what a thread that uses a few small classes writes is together
+ * at the struct's start, the rest after it (bench/threadcost: a thread
+ * making 64 requests of 16-160 B writes 2 pages of the struct and 2 of
+ * the start area, docs/results.md, h49t):
+ *
+ *     0      bins[48], 32 B each (the fast paths')            1.5 KiB
+ *     1536   the cache's own fields                            64 B
+ *     1600   binfo[48], 48 B each (what changes per class)    2.25 KiB
+ *     3904   heap: its head (page queues, statistics)          1.5 KiB
+ *     5440        its per-class counters, 152 B each, class 0
+ *                 first: those of classes 0-17 (up to 768 B)
+ *                 end on the second OS page, the rest on the
+ *                 third and fourth, which a thread that uses
+ *                 only small classes leaves unwritten              7.1 KiB
+ *    12736   tier_hits, prof_left (cold: the tier calls', prof=1's)
+ *    16384   the slots (ND_TC_HEAD_BYTES: the struct rounded up to
+ *            whole OS pages; a cache with slots is a mapping of its
+ *            own, page-aligned, meta.c): the start area, then the
+ *            middle and large areas
+ *
  * Invariants: the bins' slot arrays (slot_bytes) follow the struct in the
- * same allocation, the start area first, right after it (the struct's tail
- * is the heap's per-class counters, backwards, heap.h: the small classes'
- * counters and their start slots share an OS page, and a thread that uses
- * a few small classes leaves the pages of the others' counters
- * unwritten); kind == nd_kind_of(heap.bound, heap.node), the kind of
+ * same allocation, from ND_TC_HEAD_BYTES on (nd_tcache_slots), the start
+ * area first; layout names the
+ * table of the cache's kind (nd_bin_layout: ND_LAYOUT_NONE for a shared
+ * heap's cache and the static ones, ND_LAYOUT_BOUND for a node-bound
+ * cache, ND_LAYOUT_PLAIN otherwise); kind == nd_kind_of(heap.bound, heap.node), the kind of
  * the blocks the bins hold (ND_KIND_NONE for a shared heap's cache, which
  * holds none; ND_KIND_NO_PAGE for the static empty and dead caches of
  * thread.c and for plain caches under secure=2; that kind with
@@ -260,22 +299,63 @@ typedef struct nd_bin_info {
  * or shared heap's cache, whose ticks only count to ND_TICK_PERIOD.
  * `secure`, which the tcache only carries, is the cache's secure state
  * (secure.c attaches it, checks it and takes it off; NULL otherwise).
+ * tier_hits[c][t] only grows: the blocks the tier call's fast path
+ * (tier_api.c) took from bin c for tier t (its owner's plain adds, read
+ * by reports as whole words; thread.c attributes them to CPU nodes); a
+ * row per bin at the bins' stride, so the fast path finds it from the
+ * bin's address. prof_left[c]: prof=1, the bytes of class c's requests to
+ * its next sample.
  */
 typedef struct nd_aligned(ND_CACHE_LINE) nd_tcache {
     nd_bin       bins[ND_CLASS_COUNT];
-    nd_bin_info  binfo[ND_CLASS_COUNT];
     uint32_t     slot_bytes;
     uint32_t     gc_samples;
     uint32_t     kind;          /* nd_kind_of(heap.bound, heap.node) (secure=1: | ND_KIND_SEALED); the free fast path compares pages' kind with it */
+    uint8_t      layout;        /* its kind's nd_tcache_layouts row: ND_LAYOUT_NONE, _PLAIN or _BOUND */
+    uint8_t      prof_slab_busy;   /* prof=1: its thread is cutting a cell (a signal handler's sample is not taken) */
     const uint32_t *look_arm;   /* plain: nd_tcache_look_arm, or nd_tcache_look_watched while watched; NULL for the others */
     size_t       cap_bytes;     /* sum over the bins of cap * class size (bounded by tcache_total, or by its share of it while CPUs are shared, bins of up to ND_BIN_SHARED_FLOOR bytes aside; past either by cap_extra) */
     size_t       cap_extra;     /* bytes of capacity past tcache_total, or past its share of it while CPUs are shared, drawn from the process's pool (tcache.c: ND_EXTRA_MULT) */
     uint64_t     prof_rng;      /* prof=1: the state of the sampling draws */
     struct nd_slab *prof_slab;   /* prof=1: the slab its small samples take cells of (slab.h), or NULL */
-    uint8_t      prof_slab_busy;   /* prof=1: its thread is cutting a cell (a signal handler's sample is not taken) */
     struct nd_secure *secure;   /* secure=1: random bins and quarantine (secure.h) */
+    nd_bin_info  binfo[ND_CLASS_COUNT];
     nd_heap      heap;
+    uint64_t     tier_hits[ND_CLASS_COUNT][ND_BIN_BYTES / sizeof(uint64_t)];
+    int64_t      prof_left[ND_CLASS_COUNT];
 } nd_tcache;
+_Static_assert(sizeof(((nd_tcache *)0)->tier_hits[0]) == ND_BIN_BYTES, "a bin's tier counters at the bins' stride");
+_Static_assert(ND_TIER_COUNT <= ND_BIN_BYTES / sizeof(uint64_t), "a counter per tier in a bin's row");
+_Static_assert(__builtin_offsetof(nd_tcache, heap) + __builtin_offsetof(nd_heap, cstats) + 18 * sizeof(nd_class_counters) <= 8192,
+               "the counters of classes 0-17 end on the struct's second OS page (tcache.h)");
+
+/* Where a cache's slots begin: the struct rounded up to whole OS pages,
+   so the start area, which a thread that uses a few classes touches the
+   top of a room of each, begins on a page of its own (tcache.h). */
+#define ND_TC_HEAD_BYTES ((sizeof(nd_tcache) + 4095) & ~(size_t)4095)
+static inline void **nd_tcache_slots(const nd_tcache *tc)
+{
+    return (void **)((char *)tc + ND_TC_HEAD_BYTES);
+}
+
+/* The tier counters of bin b (tier_hits' row at the bins' stride: from
+   the bin's address, one addressing mode on the tier call's fast path). */
+_Static_assert(__builtin_offsetof(nd_tcache, bins) == 0, "a bin's tier counters are found from its address");
+static inline uint64_t *nd_bin_tier_hits(nd_bin *b)
+{
+    return (uint64_t *)((char *)b + __builtin_offsetof(nd_tcache, tier_hits));
+}
+
+/* The layout entry (nd_bin_layout) of bin c of tc: its kind's. */
+static inline const nd_bin_layout *nd_bin_lay(const nd_tcache *tc, unsigned c)
+{
+    return &nd_tcache_layouts[tc->layout][c];
+}
+/* Bin c's largest capacity (0: no cache for its class). */
+static inline uint32_t nd_bin_cap_max(const nd_tcache *tc, unsigned c)
+{
+    return nd_tcache_layouts[tc->layout][c].cap_max;
+}
 
 /* A new thread cache with its heap for (node, bound), owner `tid`;
    `shared`: no cache (capacity 0), for the locked shared heaps. NULL when

@@ -256,34 +256,39 @@ static size_t written_pages(const void *p, size_t len)
     return n;
 }
 
-/* A new thread that makes a request of each class of 16 to 160 B (as
-   bench/threadcost's threads do) writes at most 4 pages of its cache: the
-   2 pages of the bins' hot parts, their cold parts and the heap's head
-   (written at its start), the page of the counters of the classes it
-   used, which the start area shares (the counters are the struct's tail,
-   backwards: heap.h), and the start area's next page. Not the page of the
-   counters of the classes it never used, nor any other slot. On main
-   a59940e it wrote 5: the start area began on a page of its own, after
-   the counters' pages. */
+/* A new thread that makes a request of each class of 16 to 160 B and one
+   of 512 B (as bench/threadcost's threads do: their 64 requests of 16-160
+   B and the array of their pointers) writes at most 4 pages of its cache:
+   the struct's first 2 (the bins, their cold parts, the heap's head and
+   the counters of the classes up to 768 B, tcache.h), and 2 of the start
+   area, which begins on the page after the struct. Not the struct's
+   other pages (the counters of the classes it never used, the tier
+   calls' and prof=1's cold tail), nor any other slot. On main 55f8196 it
+   wrote 5: the struct's first 2, the page of the small classes' counters
+   where the start area began, and 2 more of start rooms. */
 static void *use_the_classes_up_to_160_bytes(void *arg)
 {
     (void)arg;
     nd_tcache *tc = nd_thread_start();
     EXPECT(tc != NULL, "the thread to start");
-    void *p[10];
-    for (int i = 0; i < 10; i++) {
-        p[i] = nodal_malloc(16 * (size_t)(i + 1));
-        EXPECT(p[i] != NULL, "malloc(%d) to succeed", 16 * (i + 1));
-        memset(p[i], 1, 16 * (size_t)(i + 1));
+    void *p[11];
+    for (int i = 0; i < 11; i++) {
+        size_t size = i < 10 ? 16 * (size_t)(i + 1) : 512;
+        p[i] = nodal_malloc(size);
+        EXPECT(p[i] != NULL, "malloc(%zu) to succeed", size);
+        memset(p[i], 1, size);
     }
-    size_t n = written_pages(tc, sizeof(nd_tcache) + tc->slot_bytes);
-    EXPECT(n <= 4, "a thread using the classes of 16-160 B to write at most 4 pages of its cache, it wrote %zu", n);
+    size_t n = written_pages(tc, ND_TC_HEAD_BYTES + tc->slot_bytes);
+    EXPECT(n <= 4, "a thread using the classes of 16-160 B and 512 B to write at most 4 pages of its cache, it wrote %zu", n);
     EXPECT(n >= 3, "the count to see the pages the thread wrote (%zu)", n);
+    n = written_pages((char *)tc + 8192, ND_TC_HEAD_BYTES - 8192);
+    EXPECT(n == 0, "the struct's pages past its second (the counters of the classes it never used, the cold tail) "
+           "to stay unwritten, %zu were written", n);
     const nd_class_counters *tail = nd_heap_cstats(&tc->heap, ND_CLASS_COUNT - 1);
     n = written_pages(tail, sizeof *tail);
     EXPECT(n == 0, "the page of the counters of the largest classes, which it never used, to stay unwritten (%zu)", n);
     EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
-    for (int i = 0; i < 10; i++)
+    for (int i = 0; i < 11; i++)
         nodal_free(p[i]);
     return NULL;
 }
@@ -300,6 +305,38 @@ static void run_in_a_thread(void *(*fn)(void *))
 static void a_thread_using_a_few_small_classes_writes_a_few_pages_of_its_cache(void)
 {
     run_in_a_thread(use_the_classes_up_to_160_bytes);
+}
+
+/* A bin fills its room from the top (its sentinel) down, so a room whose
+   sentinel sits near the start of an OS page has a bin of a few dozen
+   blocks write two pages. A plain cache's middle rooms (tcache.c:
+   nd_tcache_area_pad) keep 200 or more of their top slots on their
+   sentinel's page, and its large rooms min(cap_max, 256). On main 55f8196
+   every other middle room kept 48-64 (the offset where the struct ended
+   gave them); its large rooms kept enough by the same chance, which a
+   struct 832 bytes shorter lost (the room of the class of 1 KiB kept 13:
+   bench/larson's threads wrote a page of slots more). */
+static void a_bins_rooms_keep_their_top_slots_on_one_page(void)
+{
+    EXPECT(nd_thread_start() != NULL, "the thread to start");
+    const size_t page = 4096 / sizeof(void *), base = ND_TC_HEAD_BYTES / sizeof(void *);
+    unsigned mids = 0, larges = 0;
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        const nd_bin_layout *lay = &nd_tcache_layouts[ND_LAYOUT_PLAIN][c];
+        if (lay->cap_max == 0)
+            continue;
+        size_t top = (base + lay->slot_end) % page, need = lay->cap_max < 256 ? lay->cap_max : 256;
+        EXPECT(top >= need, "the large room of class %u (%u B) to keep %zu of its top slots on one page, it keeps %zu", c,
+               (unsigned)nd_class_size[c], need, top);
+        larges++;
+        if (lay->mid_end != 0) {
+            top = (base + lay->mid_end) % page;
+            EXPECT(top >= 200, "the middle room of class %u (%u B) to keep 200 of its top slots on one page, it keeps %zu",
+                   c, (unsigned)nd_class_size[c], top);
+            mids++;
+        }
+    }
+    EXPECT(mids >= 8 && larges >= 32, "the plain caches to have middle rooms (%u) and large rooms (%u)", mids, larges);
 }
 
 /* A bin's capacity doubles as it runs dry (tcache.h), for bigger fills,
@@ -321,7 +358,7 @@ static void *grow_a_bin_past_its_start_room(void *arg)
         EXPECT((p[i] = nodal_malloc(160)) != NULL, "malloc(160) to succeed");
     const nd_bin *b = &tc->bins[c];
     const nd_bin_info *bi = &tc->binfo[c];
-    void **start = (void **)(tc + 1) + bi->start_end;
+    void **start = nd_tcache_slots(tc) + nd_bin_lay(tc, c)->start_end;
     EXPECT(bi->cap > 64, "the bin's capacity to have doubled past its start room of 64 (cap %u)", bi->cap);
     EXPECT(b->empty == start, "a bin whose %d blocks fit its start room to stay there", LAZY_BLOCKS);
     for (int i = 0; i < LAZY_BLOCKS; i++)
@@ -335,7 +372,7 @@ static void *grow_a_bin_past_its_start_room(void *arg)
         for (int i = 0; i < 100; i++)
             nodal_free(p[i]);
     }
-    EXPECT(b->empty != start && b->empty == (void **)(tc + 1) + bi->mid_end,
+    EXPECT(b->empty != start && b->empty == nd_tcache_slots(tc) + nd_bin_lay(tc, c)->mid_end,
            "a bin that held more blocks than its start room to have moved to its middle room");
     EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold after the move");
     return NULL;
@@ -403,8 +440,8 @@ static void *cycle_a_hundred_blocks_of_sixteen_classes(void *arg)
     size_t ps = (size_t)sysconf(_SC_PAGESIZE);
     uintptr_t start_end = 0;   /* the start area's end: past every bin's room there */
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
-        if (tc->binfo[c].cap_max != 0 && (uintptr_t)((void **)(tc + 1) + tc->binfo[c].start_end) > start_end)
-            start_end = (uintptr_t)((void **)(tc + 1) + tc->binfo[c].start_end);
+        if (nd_bin_cap_max(tc, c) != 0 && (uintptr_t)(nd_tcache_slots(tc) + nd_bin_lay(tc, c)->start_end) > start_end)
+            start_end = (uintptr_t)(nd_tcache_slots(tc) + nd_bin_lay(tc, c)->start_end);
     uintptr_t pages[2 * MID_CLASSES + 2];
     size_t n = 0;
     for (int k = 0; k < MID_CLASSES; k++) {
@@ -1022,7 +1059,7 @@ static void *short_runs_of_64_bytes(void *arg)
     pthread_barrier_wait(&share_barrier);
     work_through_four_classes(p);
     unsigned c = nd_class_of(64);
-    const nd_class_counters *cs = &nd_tls_tc->heap.cstats[c];
+    const nd_class_counters *cs = nd_heap_cstats(&nd_tls_tc->heap, c);
     uint64_t before = 0;
     for (int run = 0; run < 50; run++) {
         if (run == 40)
@@ -1300,7 +1337,7 @@ static void *kib_loops_past_tcache_bytes(void *arg)
     nd_tcache *tc = nd_tls_tc;
     out[0] = (size_t)(nd_heap_cstats(&tc->heap, c)->fills + nd_heap_cstats(&tc->heap, c)->flushes - before);
     out[1] = tc->binfo[c].cap;
-    out[2] = tc->binfo[c].cap_max;
+    out[2] = nd_bin_cap_max(tc, c);
     EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
     nodal_free(blocks);
     return NULL;
@@ -2734,6 +2771,7 @@ static const struct nd_case cases[] = {
     ND_CASE(random_operations_keep_the_heap_valid),
     ND_CASE(a_cache_gives_slots_only_to_the_classes_a_thread_uses),
     ND_CASE(a_thread_using_a_few_small_classes_writes_a_few_pages_of_its_cache),
+    ND_CASE(a_bins_rooms_keep_their_top_slots_on_one_page),
     ND_CASE(a_bin_stays_in_its_start_room_while_its_blocks_fit),
     ND_CASE(a_bins_first_fill_takes_at_most_a_kib_of_blocks_past_256_bytes),
     ND_CASE(a_producers_bin_grows_to_16_kib_at_most),

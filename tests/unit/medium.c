@@ -35,7 +35,7 @@ static void every_class_up_to_128_kib_is_cached_by_default(void)
     nodal_free(nodal_malloc(1));   /* the thread has its cache */
     nd_tcache *tc = nd_tls_tc;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
-        EXPECT(tc->binfo[c].cap_max != 0, "class %u (%u B) to have a thread cache, its cap_max is 0", c,
+        EXPECT(nd_bin_cap_max(tc, c) != 0, "class %u (%u B) to have a thread cache, its cap_max is 0", c,
                nd_class_size[c]);
     unsigned c = nd_class_of(ND_MEDIUM_MAX);
     void *p = nodal_malloc(ND_MEDIUM_MAX);
@@ -176,7 +176,7 @@ static void *consume_medium(void *arg)
     nd_tcache *tc = nd_tls_tc;
     consumer_flushes = (size_t)nd_load_relaxed(&nd_heap_cstats(&tc->heap, c)->flushes);
     consumer_cap = tc->binfo[c].cap;
-    consumer_cap_max = tc->binfo[c].cap_max;
+    consumer_cap_max = nd_bin_cap_max(tc, c);
     EXPECT(nd_thread_is_valid(), "the consumer's heap to be valid");
     return NULL;
 }
