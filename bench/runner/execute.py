@@ -21,7 +21,8 @@ STATUS_OK, STATUS_SKIP = "ok", "skipped"
 def is_metric(key):
     return (key.startswith(("ns_", "cpu_ns_", "us_", "cpu_us_", "instr_"))
             or key.endswith(("_s", "_mib", "_kib", "_mops", "_pct"))
-            or key in ("mops", "overhead", "misplaced", "blocks", "ratio", "tlb_ipis_seg"))
+            or key in ("mops", "overhead", "misplaced", "blocks", "ratio", "tlb_ipis_seg",
+                       "peak_inflight"))
 
 
 def parse_results(text):

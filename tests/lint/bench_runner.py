@@ -84,6 +84,16 @@ def a_result_lines_measured_fields_are_not_its_identity():
     with open(os.path.join(HERE, "..", "..", "bench", "harness.c")) as f:
         src = f.read()
     expect("peak_rss_kib=" in src, "harness.c to print peak_rss_kib= (else this case checks nothing)")
+    # batchq's peak_inflight= (the most blocks in its queue) is measured
+    # too: as a parameter it made each repetition of batchq -w 8 a row of
+    # its own in the suite's tables and the profile's (2026-12-05)
+    line = ("result batchq producers=8 batch=100 size=64 threads=16 ns_obj=20.1 cpu_ns_obj=40.2 "
+            "peak_rss_mib=6.2 peak_inflight=7700 peak_rss_kib=6348")
+    (workload, params, metrics), = list(parse_results(line))
+    expect(params == {"producers": "8", "batch": "100", "size": "64", "threads": "16"},
+           "batchq's row to be its parameters only, got %r" % params)
+    with open(os.path.join(HERE, "..", "..", "bench", "batchq.c")) as f:
+        expect("peak_inflight=" in f.read(), "batchq.c to print peak_inflight= (else this part checks nothing)")
 
 
 def the_profile_table_gives_a_verdict_only_where_its_interval_clears_the_target():
