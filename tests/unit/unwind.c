@@ -10,7 +10,7 @@
  * walks hold object files open leaves the child none of them; a program
  * whose starting name (AT_EXECFN) now leads to another file is still read
  * right; a walk that reads the tables takes at most 3 KiB of its thread's
- * stack.
+ * stack, and reads an FDE longer than its frame's buffer.
  */
 #include <alloca.h>
 #include <execinfo.h>
@@ -110,6 +110,37 @@ static void own_unwinder_finds_what_backtrace_finds(void)
     /* Again: now from the rules it keeps by return address. */
     memset(&w, 0, sizeof w);
     plain(&w, 3);
+    expect_same(&w);
+}
+
+/* A frame whose FDE is longer than the unwinder's buffer in its frame
+   (256 bytes: such FDEs are read over the walk's window): 200 pairs of
+   CFA offset changes that cancel out, at one address before the call. */
+static __attribute__((noinline)) void long_fde(struct walk *w, int depth)
+{
+#if defined(__x86_64__) && defined(__GCC_HAVE_DWARF2_CFI_ASM)
+    __asm__ volatile(".rept 200\n\t.cfi_adjust_cfa_offset 8\n\t.cfi_adjust_cfa_offset -8\n\t.endr" ::: "memory");
+#endif
+    if (depth > 0)
+        long_fde(w, depth - 1);
+    else
+        plain(w, 1);
+    sink++;
+}
+
+static void own_unwinder_reads_an_fde_longer_than_its_frames_buffer(void)
+{
+    if (!nd_os_unwind_own_ok())
+        SKIP("the own unwinder is x86-64 with glibc 2.35 or later only");
+#if !defined(__GCC_HAVE_DWARF2_CFI_ASM)
+    SKIP("the compiler does not take .cfi directives in asm here");
+#endif
+    struct walk w;
+    memset(&w, 0, sizeof w);
+    long_fde(&w, 2);
+    expect_same(&w);
+    memset(&w, 0, sizeof w);
+    long_fde(&w, 2);
     expect_same(&w);
 }
 
@@ -379,5 +410,6 @@ static const struct nd_case cases[] = {
     ND_CASE(fork_during_walks_leaves_the_child_no_descriptor),
     ND_CASE(a_program_whose_starting_name_leads_elsewhere_is_still_walked_right),
     ND_CASE(a_walk_takes_at_most_3_kib_of_its_threads_stack),
+    ND_CASE(own_unwinder_reads_an_fde_longer_than_its_frames_buffer),
 };
 ND_MAIN(cases)
