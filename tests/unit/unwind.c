@@ -99,18 +99,23 @@ static void expect_same(const struct walk *w)
                (unsigned long)w->ips[i], (unsigned long)w->bt[k + i - 1]);
 }
 
+/* Walks from the frames `from` makes, twice: the first time the tables
+   are read, the second the rules kept by return address serve. */
+static void expect_same_twice(void (*from)(struct walk *, int), int depth)
+{
+    for (int i = 0; i < 2; i++) {
+        struct walk w;
+        memset(&w, 0, sizeof w);
+        from(&w, depth);
+        expect_same(&w);
+    }
+}
+
 static void own_unwinder_finds_what_backtrace_finds(void)
 {
     if (!nd_os_unwind_own_ok())
         SKIP("the own unwinder is x86-64 with glibc 2.35 or later only");
-    struct walk w;
-    memset(&w, 0, sizeof w);
-    plain(&w, 3);
-    expect_same(&w);
-    /* Again: now from the rules it keeps by return address. */
-    memset(&w, 0, sizeof w);
-    plain(&w, 3);
-    expect_same(&w);
+    expect_same_twice(plain, 3);
 }
 
 /* A frame whose FDE is longer than the unwinder's buffer in its frame
@@ -135,13 +140,7 @@ static void own_unwinder_reads_an_fde_longer_than_its_frames_buffer(void)
 #if !defined(__GCC_HAVE_DWARF2_CFI_ASM)
     SKIP("the compiler does not take .cfi directives in asm here");
 #endif
-    struct walk w;
-    memset(&w, 0, sizeof w);
-    long_fde(&w, 2);
-    expect_same(&w);
-    memset(&w, 0, sizeof w);
-    long_fde(&w, 2);
-    expect_same(&w);
+    expect_same_twice(long_fde, 2);
 }
 
 static struct walk sig_walk;
