@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """ab.py - a quick side-by-side of allocators on one program, interleaved.
 
-    bench/ab.py REPS NAME=LIB[:OPTIONS] ... -- PROGRAM ARGS...
+    bench/ab.py [--field F]... [--ratio A/B]... REPS NAME=LIB[:OPTIONS] ... -- PROGRAM ARGS...
 
 Runs PROGRAM REPS times under each allocator, rotating the order every
 repetition (so a burst of load on a shared machine hits every allocator),
@@ -19,6 +19,11 @@ NAME=VALUE output (e.g. cpu_ns_op: the CPU time of its timed part, without
 start-up and exit) per allocator: median, quartiles, and the ratio of
 medians to the first allocator's, with the quartiles of the per-repetition
 ratios (each repetition runs every allocator once, back to back).
+
+--ratio A/B (before the configs; repeatable) also reports, for each --field,
+config A's value over config B's within each repetition (their median and
+quartiles): e.g. the heap profile's cost in two libraries, each against its
+own default, in one interleaved run (on/off and main_on/main_off).
 
 Example (nodal's build against tcmalloc and glibc on Larson at 8 threads):
     bench/ab.py 5 nodal=build/libnodal.so tc=tc glibc=glibc -- \\
@@ -47,9 +52,13 @@ def main(argv):
     if len(argv) < 4 or "--" not in argv:
         usage()
     sep = argv.index("--")
-    fields = []
-    while len(argv) > 2 and argv[1] == "--field":
-        fields.append(argv[2])
+    fields, pairs = [], []
+    while len(argv) > 2 and argv[1] in ("--field", "--ratio"):
+        if argv[1] == "--field":
+            fields.append(argv[2])
+        else:
+            a, _, b = argv[2].partition("/")
+            pairs.append((a, b))
         argv = argv[:1] + argv[3:]
         sep -= 2
     try:
@@ -69,6 +78,9 @@ def main(argv):
     cmd = argv[sep + 1:]
     if not configs or not cmd:
         usage()
+    names = [name for name, _, _ in configs]
+    if any(a not in names or b not in names for a, b in pairs):
+        sys.exit("ab.py: --ratio A/B: A and B must be configs' names")
     runs = {name: [] for name, _, _ in configs}
     own = {(name, f): [] for name, _, _ in configs for f in fields}
     for r in range(reps):
@@ -116,6 +128,14 @@ def main(argv):
                   "quartiles %.3f-%.3f)" % (name, f, statistics.median(v), q[0], q[2],
                                             statistics.median(v) / statistics.median(first),
                                             statistics.median(ratios), rq[0], rq[2]))
+        for a, b in pairs:
+            ratios = [x / y for x, y in zip(own[(a, f)], own[(b, f)]) if y]
+            rq = statistics.quantiles(ratios, n=4) if len(ratios) > 1 else ratios * 3
+            diffs = [x - y for x, y in zip(own[(a, f)], own[(b, f)])]
+            print("%-12s %s %s / %s per repetition: median x%.3f, quartiles %.3f-%.3f (differences: median %.4g, "
+                  "quartiles %.4g-%.4g)" % ("", f, a, b, statistics.median(ratios), rq[0], rq[2],
+                                            statistics.median(diffs), *(statistics.quantiles(diffs, n=4)[::2]
+                                                                        if len(diffs) > 1 else diffs * 2)))
 
 
 if __name__ == "__main__":

@@ -28,6 +28,9 @@ from runner.allocators import Allocators, probe_nodal  # noqa: E402
 from runner.execute import run_job  # noqa: E402
 
 LOG = []
+# Pairs of runs (prof=1, default) the heap profile's table gets by default:
+# its rows' own spread is +-5-15 %, and with 3 pairs no 90 % interval exists
+PROF_REPS = 15
 
 
 def log(msg):
@@ -74,6 +77,11 @@ def parse_args():
                     help="extra nodal columns for the drop-in workloads, 'label:opts;label:opts' "
                          "(e.g. 'tc256:tcache_count=256;tc4k:tcache_bytes=4096'); --full adds "
                          "'secure:secure=1'")
+    ap.add_argument("--prof-reps", type=int,
+                    help="repetitions of the 'nodal' and 'nodal prof' columns on the heap profile's rows "
+                         "(report.PROF_GROUPS) for the report's prof=1 table: the suite's own repetitions "
+                         "count, and the rest run after them, those two columns only, and feed only that "
+                         "table (default with a 'prof' variant: %d; --reps or less: none more)" % PROF_REPS)
     ap.add_argument("--numa-vm", help="path of the numa-vm tool")
     ap.add_argument("--out", help="results directory (default: bench/results/<UTC date>-<host>)")
     ap.add_argument("--no-plots", action="store_true")
@@ -157,6 +165,24 @@ def main():
                     st = rows[0]["status"]
                     if st not in ("ok", "skipped"):
                         problems.append("%s / %s rep %d: %s" % (case.id, v.name, rep, st))
+
+        # the heap profile's table: more pairs of its two columns on its rows
+        prof_reps = a.prof_reps if a.prof_reps is not None else PROF_REPS
+        prof_todo = [(c, [v for v in allocs.for_set(c.vset, **c.vset_kw)
+                          if v.name in (report.PROF_OFF, report.PROF_ON)])
+                     for c in todo if c.group in report.PROF_GROUPS]
+        prof_todo = [(c, vs) for c, vs in prof_todo if len(vs) == 2]
+        for rep in range(reps, prof_reps if prof_todo else 0):
+            log("[prof=1 pairs: repetition %d/%d]" % (rep + 1, prof_reps))
+            for case, vs in prof_todo:
+                for v in vs[rep % 2:] + vs[:rep % 2]:
+                    seq += 1
+                    rows, out, err = run_job(bindir, case, v, rep, seq, log, pass_="prof")
+                    samples += rows
+                    raw.append("### %s / %s / rep %d (prof pairs)\n%s%s" % (case.id, v.name, rep, out, err))
+                    st = rows[0]["status"]
+                    if st not in ("ok", "skipped"):
+                        problems.append("%s / %s rep %d (prof pairs): %s" % (case.id, v.name, rep, st))
 
     if run_cg:
         log("[callgrind]")

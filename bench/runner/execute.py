@@ -1,7 +1,7 @@
 """Runs one benchmark process and turns its output into samples.
 
 Every sample is one metric value from one result line of one run:
-    {rep, seq, case, variant, workload, params, metric, value, status, proc_*}
+    {rep, pass, seq, case, variant, workload, params, metric, value, status, proc_*}
 proc_* are the whole process's wall, user, sys seconds and peak RSS (KiB),
 taken with wait4() on the host, so every run records them even when the
 program's own result line does not; load1 is the machine's 1-minute load
@@ -21,7 +21,8 @@ STATUS_OK, STATUS_SKIP = "ok", "skipped"
 def is_metric(key):
     return (key.startswith(("ns_", "cpu_ns_", "us_", "cpu_us_", "instr_"))
             or key.endswith(("_s", "_mib", "_kib", "_mops", "_pct"))
-            or key in ("mops", "overhead", "misplaced", "blocks", "ratio", "tlb_ipis_seg"))
+            or key in ("mops", "overhead", "misplaced", "blocks", "ratio", "tlb_ipis_seg",
+                       "peak_inflight"))
 
 
 def parse_results(text):
@@ -115,7 +116,10 @@ def load1():
 BENCH = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
-def run_job(bindir, case, variant, rep, seq, log):
+def run_job(bindir, case, variant, rep, seq, log, pass_="main"):
+    """Runs one case under one variant. pass_ "main" is a repetition of the
+    whole suite; "prof" one of the extra repetitions of the heap profile's
+    two columns (run.py --prof-reps), which only its table reads."""
     path = os.path.join(BENCH if case.driver else bindir, case.program)
     argv = [path] + case.args + variant.args
     env = variant.environ(os.environ, target=case.driver)
@@ -128,7 +132,7 @@ def run_job(bindir, case, variant, rep, seq, log):
         usage = {"proc_wall_s": 0.0, "proc_user_s": 0.0, "proc_sys_s": 0.0, "proc_maxrss_kib": 0}
         status = STATUS_SKIP
     base = {"rep": rep, "seq": seq, "case": case.id, "group": case.group,
-            "variant": variant.name, "program": case.program, "load1": load}
+            "variant": variant.name, "program": case.program, "load1": load, "pass": pass_}
     rows = samples_from(out, status, usage, base)
     note = "" if status == STATUS_OK else "  <- " + status + (
         ": " + err.strip().splitlines()[-1] if err.strip() else "")

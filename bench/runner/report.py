@@ -118,7 +118,8 @@ class Table:
             seen_runs = set()
             for s in samples:
                 run = (s["rep"], s["seq"])
-                if s["group"] != group or s["status"] != "ok" or run in seen_runs:
+                if (s["group"] != group or s["status"] != "ok" or run in seen_runs
+                        or s.get("pass", "main") != "main"):
                     continue
                 seen_runs.add(run)
                 v = PROC_METRICS[metric](s)
@@ -126,7 +127,8 @@ class Table:
                     vals.setdefault(param_key({"case": s["case"]}), {}).setdefault(s["variant"], []).append(v)
         else:
             for s in samples:
-                if s["group"] == group and s["metric"] == metric and s["status"] == "ok":
+                if (s["group"] == group and s["metric"] == metric and s["status"] == "ok"
+                        and s.get("pass", "main") == "main"):
                     vals.setdefault(param_key(s["params"]), {}).setdefault(s["variant"], []).append(s["value"])
         self.values = vals
         seen = {v for row in vals.values() for v in row}
@@ -421,35 +423,116 @@ def _extra_secure(tables):
 # time at most this much above the default on the hand-off and server rows,
 # and peak RSS at most this much above it.
 PROF_CPU, PROF_RSS = 1.05, 1.02
-PROF_GROUPS = ("xthread", "batchq", "larson", "reqresp", "redis")
+PROF_GROUPS = ("xthread", "batchq", "larson", "reqresp", "rptest", "mstress", "redis")
+# The two columns the profile table compares, and the confidence level of
+# its verdicts.
+PROF_ON, PROF_OFF = "nodal prof", "nodal"
+PROF_LEVEL = 0.90
 
 
-def _extra_prof(tables):
+def median_interval(xs, level=PROF_LEVEL):
+    """A distribution-free confidence interval for the median of xs: the
+    order statistics x(k) and x(n+1-k) for the largest k whose coverage,
+    1 - 2 P(Binomial(n, 1/2) < k), is still at least level. Returns (low,
+    high, coverage); with too few values for the level (n < 5 at 90 %) it
+    is [min, max] with its own, lower coverage (3 values: 75 %)."""
+    xs = sorted(xs)
+    n = len(xs)
+
+    def coverage(k):
+        return 1.0 - 2.0 * sum(math.comb(n, i) for i in range(k)) / 2.0 ** n
+
+    k = 1
+    while k + 1 <= (n + 1) // 2 and coverage(k + 1) >= level:
+        k += 1
+    return xs[k - 1], xs[n - k], coverage(k)
+
+
+def prof_verdict(low, high, target):
+    """ok: the interval lies at or under the target; over: above it; not
+    resolved: the interval covers the target (the row's spread is wider
+    than the distance to it)."""
+    if high <= target:
+        return "ok"
+    if low > target:
+        return "over"
+    return "not resolved"
+
+
+def _prof_pairs(samples, group, metric):
+    """{row: [(prof=1 value, default value), ...]}, one pair per repetition
+    in which both columns ran the row (within a repetition, minutes or
+    seconds apart: the pair shares the machine's load of that time)."""
+    by = {}
+    for s in samples:
+        if (s["group"] != group or s["metric"] != metric or s["status"] != "ok"
+                or s["variant"] not in (PROF_ON, PROF_OFF) or s["value"] is None):
+            continue
+        by.setdefault(param_key(s["params"]), {}).setdefault(s["rep"], {}).setdefault(
+            s["variant"], []).append(s["value"])
+    pairs = {}
+    for row, reps in by.items():
+        for rep in sorted(reps):
+            d = reps[rep]
+            if len(d.get(PROF_ON, [])) == 1 and len(d.get(PROF_OFF, [])) == 1:
+                pairs.setdefault(row, []).append((d[PROF_ON][0], d[PROF_OFF][0]))
+    return pairs
+
+
+def _extra_prof(samples, tables, variants_by_group=None):
     """prof=1 against the default on the hand-off and server workloads: CPU
-    time (or time) and peak RSS, median of each row, with the targets."""
+    time (or time) and peak RSS per row, as the ratio within each
+    repetition's pair of runs (the median of those ratios and its
+    confidence interval), with the targets: a verdict only where the
+    interval does not cover the target."""
     rows = []
     for group in PROF_GROUPS:
-        for m in [_time_metric(group, tables)] + [x for x in GROUPS.get(group, ("", []))[1] if "peak_rss" in x]:
-            t = tables.get((group, m)) if m else None
-            if not t or "nodal prof" not in [v.name for v in t.variants]:
+        have = {s["metric"] for s in samples if s["group"] == group}
+        rss = "peak_rss_kib" if "peak_rss_kib" in have else (
+            [x for x in GROUPS.get(group, ("", []))[1] if "peak_rss" in x] or [None])[0]
+        for m in (_time_metric(group, tables), rss):
+            if not m:
                 continue
             target = PROF_RSS if "rss" in m else PROF_CPU
-            for row in t.rows:
-                a, b = t.median(row, "nodal prof"), t.median(row, "nodal")
-                if not a or not b:
+            pairs = _prof_pairs(samples, group, m)
+            # the rows' order and labels of the metric's table (peak_rss_kib
+            # has none in the report: made here the same way)
+            t = tables.get((group, m)) or Table(samples, group, m, (variants_by_group or {}).get(group, []))
+            order = t.rows + sorted(r for r in pairs if r not in t.rows)
+            for row in order:
+                ps = [(a, b) for a, b in pairs.get(row, []) if a and b]
+                if not ps:
                     continue
-                r = b / a if higher_is_better(m) else a / b
-                label = ", ".join("%s=%s" % (k, dict(row).get(k, "")) for k in t.cols)
-                rows.append((group, m, label, r, target))
+                ratios = [b / a if higher_is_better(m) else a / b for a, b in ps]
+                low, high, cov = median_interval(ratios)
+                meds = (statistics.median(a for a, _ in ps), statistics.median(b for _, b in ps))
+                of_medians = meds[1] / meds[0] if higher_is_better(m) else meds[0] / meds[1]
+                cols = t.cols if row in t.rows else [k for k, _ in row]
+                label = ", ".join("%s=%s" % (k, dict(row).get(k, "")) for k in cols)
+                rows.append((group, m, label, len(ps), statistics.median(ratios), low, high, cov,
+                             of_medians, target))
     if not rows:
         return []
+    verdicts = [prof_verdict(r[5], r[6], r[9]) for r in rows]
+    count = {v: verdicts.count(v) for v in ("ok", "over", "not resolved")}
     out = ["", "## prof=1 against the default", "",
-           "nodal with the heap profile on (prof=1, one sample per 512 KiB) / nodal, the median of each "
-           "row of the hand-off and server workloads; targets: CPU time <= %.2f, peak RSS <= %.2f." % (
-               PROF_CPU, PROF_RSS), "",
-           "| workload | metric | row | prof=1 / default | verdict |", "|---|---|---|---:|---|"]
-    for group, m, label, r, target in rows:
-        out.append("| %s | %s | %s | %.3f | %s |" % (group, m, label or "-", r, "ok" if r <= target else "over"))
+           "nodal with the heap profile on (prof=1, one sample per 512 KiB) against nodal, on every row of "
+           "the hand-off and server workloads; targets: CPU time <= %.2f, peak RSS <= %.2f. Each "
+           "repetition runs both columns (in rotating order), so each gives one ratio, "
+           "prof=1 / default; the table gives the median of those ratios, its %d %% confidence interval "
+           "(order statistics of the ratios; with fewer than 5 pairs the range, whose coverage is lower: "
+           "the column says which) and the ratio of the columns' medians. Verdict: ok when the interval "
+           "lies at or under the target, over when above it, not resolved when it covers the target "
+           "(the row's own spread is wider than its distance to the target: more repetitions, "
+           "`--prof-reps`, narrow it). %d ok, %d over, %d not resolved." % (
+               PROF_CPU, PROF_RSS, round(PROF_LEVEL * 100), count["ok"], count["over"],
+               count["not resolved"]), "",
+           "| workload | metric | row | pairs | prof=1 / default, median of the pairs | interval "
+           "(coverage) | ratio of medians | verdict |",
+           "|---|---|---|---:|---:|---|---:|---|"]
+    for (group, m, label, n, med, low, high, cov, of_medians, target), verdict in zip(rows, verdicts):
+        out.append("| %s | %s | %s | %d | %.3f | %.3f-%.3f (%.0f %%) | %.3f | %s |" % (
+            group, m, label or "-", n, med, low, high, cov * 100, of_medians, verdict))
     return out
 
 
@@ -491,14 +574,14 @@ def markdown(samples, variants_by_group, meta, problems):
             out += ["", "The benchmark loop alone (micro -m empty) costs %.1f instructions per iteration."
                     % meta["callgrind_loop"]]
     out += _extra_secure(tables)
-    out += _extra_prof(tables)
+    out += _extra_prof(samples, tables, variants_by_group)
     if problems:
         out += ["", "## Runs that did not produce results", ""]
         out += ["- %s" % p for p in problems]
     return "\n".join(out) + "\n"
 
 
-CSV_FIELDS = ["rep", "seq", "case", "group", "variant", "workload", "params", "metric", "value",
+CSV_FIELDS = ["rep", "pass", "seq", "case", "group", "variant", "workload", "params", "metric", "value",
               "status", "proc_wall_s", "proc_user_s", "proc_sys_s", "proc_maxrss_kib", "load1"]
 
 

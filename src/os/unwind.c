@@ -175,27 +175,46 @@ static nd_noinline uintptr_t nd_uw_ptr(nd_uw_cur *c, uint8_t enc, uintptr_t data
     return v;
 }
 
-/* The rules of one frame at one address: what the walk needs of them. */
+/* The rules of one frame at one address: what the walk needs of them.
+   Offsets are 32 bits (a frame of 2 GiB is not one): a rule whose offset
+   does not fit is unusable (cfa_bad; a register's how 2). */
 typedef struct nd_uw_rules {
+    int32_t cfa_off;
+    int32_t rbp_off;
+    int32_t ra_off;
     uint8_t cfa_reg;      /* DW_RSP or DW_RBP; anything else is unusable */
-    int64_t cfa_off;
+    uint8_t cfa_bad;      /* 1: the CFA's offset did not fit cfa_off: unusable */
     uint8_t rbp_how;      /* 0 same value, 1 saved at CFA + rbp_off, 2 unusable */
-    int64_t rbp_off;
     uint8_t ra_how;       /* 1 at CFA + ra_off, 2 unusable, 3 undefined (outermost) */
-    int64_t ra_off;
 } nd_uw_rules;
 
-#define ND_UW_STATES 8    /* DW_CFA_remember_state depth */
+static bool nd_uw_fits(int64_t off) { return off >= INT32_MIN && off <= INT32_MAX; }
+
+static nd_noinline void nd_uw_set_cfa_off(nd_uw_rules *r, int64_t off)
+{
+    r->cfa_bad = !nd_uw_fits(off);
+    r->cfa_off = r->cfa_bad ? 0 : (int32_t)off;
+}
+
+/* DW_CFA_remember_state depth: compilers save one state around each
+   epilogue in a function's middle and restore it after (depth 1); a
+   deeper nesting ends the stack there. (8 took 384 bytes of the sampling
+   thread's stack.) */
+#define ND_UW_STATES 4
 
 /* Sets the rule of register reg: how 1 (at CFA + off), 0 (same), 2, 3. */
 static nd_noinline void nd_uw_set(nd_uw_rules *r, uint64_t reg, uint8_t how, int64_t off)
 {
+    if (!nd_uw_fits(off)) {
+        how = 2;
+        off = 0;
+    }
     if (reg == DW_RBP) {
         r->rbp_how = how == 3 ? 2 : how;
-        r->rbp_off = off;
+        r->rbp_off = (int32_t)off;
     } else if (reg == DW_RA) {
         r->ra_how = how == 0 ? 2 : how;
-        r->ra_off = off;
+        r->ra_off = (int32_t)off;
     }
 }
 
@@ -255,9 +274,9 @@ static bool nd_uw_run(nd_uw_cur *c, uintptr_t *loc, uintptr_t target, uint64_t c
                     return false;
                 *r = saved[--depth];
                 break;
-            case 0x0c: r->cfa_reg = (uint8_t)nd_uw_uleb(c); r->cfa_off = (int64_t)nd_uw_uleb(c); break;
+            case 0x0c: r->cfa_reg = (uint8_t)nd_uw_uleb(c); nd_uw_set_cfa_off(r, (int64_t)nd_uw_uleb(c)); break;
             case 0x0d: r->cfa_reg = (uint8_t)nd_uw_uleb(c); break;
-            case 0x0e: r->cfa_off = (int64_t)nd_uw_uleb(c); break;
+            case 0x0e: nd_uw_set_cfa_off(r, (int64_t)nd_uw_uleb(c)); break;
             case 0x0f: r->cfa_reg = 0xff; c->p += nd_uw_uleb(c); break;  /* def_cfa_expression */
             case 0x10: case 0x16:                                        /* (val_)expression */
                 reg = nd_uw_uleb(c);
@@ -265,8 +284,8 @@ static bool nd_uw_run(nd_uw_cur *c, uintptr_t *loc, uintptr_t target, uint64_t c
                 c->p += nd_uw_uleb(c);
                 break;
             case 0x11: reg = nd_uw_uleb(c); nd_uw_set(r, reg, 1, nd_uw_sleb(c) * daf); break;
-            case 0x12: r->cfa_reg = (uint8_t)nd_uw_uleb(c); r->cfa_off = nd_uw_sleb(c) * daf; break;
-            case 0x13: r->cfa_off = nd_uw_sleb(c) * daf; break;
+            case 0x12: r->cfa_reg = (uint8_t)nd_uw_uleb(c); nd_uw_set_cfa_off(r, nd_uw_sleb(c) * daf); break;
+            case 0x13: nd_uw_set_cfa_off(r, nd_uw_sleb(c) * daf); break;
             case 0x14: reg = nd_uw_uleb(c); nd_uw_uleb(c); nd_uw_set(r, reg, 2, 0); break;   /* val_offset */
             case 0x15: reg = nd_uw_uleb(c); nd_uw_sleb(c); nd_uw_set(r, reg, 2, 0); break;
             case 0x2e: nd_uw_uleb(c); break;                             /* GNU_args_size */
@@ -297,9 +316,13 @@ static bool nd_uw_run(nd_uw_cur *c, uintptr_t *loc, uintptr_t target, uint64_t c
 #define ND_UW_OBJS 4
 #define ND_UW_WINDOW 128   /* entries of the search table read at once */
 #define ND_UW_RECORD 96    /* bytes of an FDE or a CIE read at once (most are shorter) */
-/* Bytes of a file's start read at once: its ELF header and up to 32
-   program headers after it (the same stack as the two reads took). */
-#define ND_UW_HEAD   (sizeof(Elf64_Ehdr) + 32 * sizeof(Elf64_Phdr))
+/* Bytes of a file's start read at once: its ELF header and up to
+   ND_UW_PHNUM program headers after it (the same stack as the two reads
+   took). An object with more program headers (10-14 in the libraries and
+   programs of a Debian system) is read in place. They are read over the
+   walk's window (nd_uw_walk), whose 1 KiB 16 of them fit. */
+#define ND_UW_PHNUM  16
+#define ND_UW_HEAD   (sizeof(Elf64_Ehdr) + ND_UW_PHNUM * sizeof(Elf64_Phdr))
 typedef struct nd_uw_obj {
     uintptr_t start;      /* dlfo_map_start: which object */
     int       fd;         /* -1: read in place */
@@ -310,22 +333,49 @@ typedef struct nd_uw_obj {
     uint64_t  count;      /* ... of `count` entries */
 } nd_uw_obj;
 
+/* A CIE of up to this many bytes (length word included) is read; a
+   longer one ends the stack there (20-28 bytes in the libraries and
+   programs of a Debian system). */
+#define ND_UW_CIE 128
+
+/* An FDE of up to this many bytes (length word included) is read into a
+   buffer of the frame's; a longer one (rare: none in libc, 4 of 4,867 in
+   libstdc++, of up to 760 bytes) into the walk's scratch, over its window
+   (1 KiB: a longer one ends the stack there; it was 1.5 KiB). */
+#define ND_UW_FDE_SMALL 256
+
 /* A walk's reads, kept for its next frames: each object's .eh_frame_hdr
    (above), the last window of a search table and the last CIE read. The
    frames of one walk mostly lie in a few objects, near each other and
    under one CIE: the first walk of larson -t 1 read libnodal's header,
    its search steps, the same window and the same CIE again for each of
-   its four nodal frames (53 pread64 calls, 31 with these kept). */
+   its four nodal frames (53 pread64 calls, 31 with these kept).
+
+   The window shares its bytes with an object's ELF and program headers
+   (read when the walk meets a new object, at most ND_UW_OBJS times a walk)
+   and with a long FDE: either ends the window kept (win_obj = NULL). They
+   were three buffers on the sampling thread's stack, a walk that read the
+   tables took 4.3 KiB of it (unit.unwind.a_walk_takes_at_most_3_kib_of_its_threads_stack;
+   now 2.3 KiB) and a sample about 6.2 KiB below malloc (now 3.4): in
+   larson -t 2 a page of each sampling thread's stack that the program
+   otherwise never reached (bench/peakmap.py, thread stacks 24 KiB with
+   prof=1, 16 without; now 16). */
 typedef struct nd_uw_walk {
     nd_uw_obj objs[ND_UW_OBJS];
     int       nobjs;
     const nd_uw_obj *win_obj;        /* the window's object (NULL: none) */
     uintptr_t win_hdr;               /* ... its .eh_frame_hdr */
     uint64_t  win_lo, win_hi;        /* its entries [win_lo, win_hi) of the table */
-    int32_t   win[2 * ND_UW_WINDOW];
     const nd_uw_obj *cie_obj;        /* the last CIE's object (NULL: none) */
     uintptr_t cie_at;                /* ... its address */
-    uint8_t   cie[256];              /* ... its bytes (length word first) */
+    uint8_t   cie[ND_UW_CIE];        /* ... its bytes (length word first) */
+    union {
+        int32_t    win[2 * ND_UW_WINDOW];   /* the window (win_obj's) */
+        Elf64_Ehdr eh;                      /* a new object's headers (nd_uw_obj_of) */
+        Elf64_Phdr ph;                      /* (their alignment) */
+        uint8_t    head[ND_UW_HEAD];
+        uint8_t    fde[2 * ND_UW_WINDOW * 4];   /* an FDE longer than ND_UW_FDE_SMALL */
+    } u;
 } nd_uw_walk;
 
 /* The file calls, as raw system calls: open, pread and close are
@@ -450,7 +500,8 @@ static bool nd_uw_read(const nd_uw_obj *o, uintptr_t a, void *buf, size_t len)
 /* Reads the record (a 4-byte length, then that many bytes: an FDE or a
    CIE) at address a of object o into buf (cap bytes): from a file, with
    one pread of the record's usual size and a second one only for the rest
-   of a longer one. *len = the length word. */
+   of a longer one. *len = the length word (also when the record is
+   longer than cap, which returns false). */
 static bool nd_uw_read_record(const nd_uw_obj *o, uintptr_t a, uint8_t *buf, size_t cap, uint32_t *len)
 {
     size_t first = 8;
@@ -545,19 +596,16 @@ static nd_uw_obj *nd_uw_obj_of(nd_uw_walk *w, const struct dl_find_object *fo)
         path = "/proc/self/exe";
     int fd = nd_uw_open_registered(path, &o->slot);
     /* The ELF header and the program headers after it: one read (they
-       were two). */
-    union {
-        Elf64_Ehdr eh;
-        Elf64_Phdr ph;   /* (their alignment) */
-        uint8_t    b[ND_UW_HEAD];
-    } head;
+       were two), over the walk's window. */
+    w->win_obj = NULL;
+    uint8_t *head = w->u.head;
     /* The file's bytes up to the end of the build ID are those mapped:
        the file mapped. A file with another build ID (a library upgraded
        in place since, perhaps with the same layout) is not read: its
        tables' rules are not the running code's. */
     ssize_t got;
     uint64_t id_end;
-    bool same = nd_uw_head_is_mapped(fd, start, head.b, &got, &id_end);
+    bool same = nd_uw_head_is_mapped(fd, start, head, &got, &id_end);
     bool by_name = exe && !nd_uw_same(path, "/proc/self/exe", sizeof "/proc/self/exe");
     if (by_name && fd >= 0 && !same) {   /* no build ID to tell: not by its name */
         nd_uw_close_registered(fd, o->slot);
@@ -565,20 +613,20 @@ static nd_uw_obj *nd_uw_obj_of(nd_uw_walk *w, const struct dl_find_object *fo)
     }
     if (by_name && fd < 0) {
         fd = nd_uw_open_registered("/proc/self/exe", &o->slot);
-        same = nd_uw_head_is_mapped(fd, start, head.b, &got, &id_end);
+        same = nd_uw_head_is_mapped(fd, start, head, &got, &id_end);
     }
     if (fd < 0)
         return o;
-    const Elf64_Ehdr *eh = &head.eh;
+    const Elf64_Ehdr *eh = &w->u.eh;
     bool ok = (id_end == 0 || same) && got >= (ssize_t)sizeof *eh && nd_uw_same(eh->e_ident, ELFMAG, SELFMAG) &&
-              eh->e_ident[EI_CLASS] == ELFCLASS64 && eh->e_phentsize == sizeof(Elf64_Phdr) && eh->e_phnum <= 32;
+              eh->e_ident[EI_CLASS] == ELFCLASS64 && eh->e_phentsize == sizeof(Elf64_Phdr) && eh->e_phnum <= ND_UW_PHNUM;
     int phnum = ok ? eh->e_phnum : 0;
     size_t phlen = (size_t)phnum * sizeof(Elf64_Phdr);
-    const Elf64_Phdr *ph = (const Elf64_Phdr *)head.b;
+    const Elf64_Phdr *ph = &w->u.ph;
     if (ok && eh->e_phoff + phlen <= (uint64_t)got && eh->e_phoff % 8 == 0)
-        ph = (const Elf64_Phdr *)(head.b + eh->e_phoff);
+        ph = (const Elf64_Phdr *)(head + eh->e_phoff);
     else if (ok)   /* not right after the ELF header: a read of their own, over it */
-        ok = nd_uw_pread(fd, head.b, phlen, eh->e_phoff) == (ssize_t)phlen;
+        ok = nd_uw_pread(fd, head, phlen, eh->e_phoff) == (ssize_t)phlen;
     uintptr_t base = (uintptr_t)lm->l_addr, hdr = (uintptr_t)fo->dlfo_eh_frame, end = 0;
     bool hdr_here = false;
     for (int i = 0; ok && i < phnum; i++) {
@@ -648,7 +696,7 @@ static bool nd_uw_rules_at(nd_uw_walk *w, uintptr_t pc, nd_uw_rules *out)
        reads a frame (5 probes of 8 bytes and the window); placing them
        takes 1-3. The walk's last window serves when pc lies before its
        last entry's address (its answer is inside). */
-    int32_t *e = w->win;
+    int32_t *e = w->u.win;
     uint64_t lo = w->win_lo, hi = w->win_hi;
     bool kept = o != NULL && w->win_obj == o && w->win_hdr == hdr && hi > lo && hdr + (intptr_t)e[0] <= pc &&
                 (hi == count || pc < hdr + (intptr_t)e[2 * (hi - lo - 1)]);
@@ -707,10 +755,17 @@ static bool nd_uw_rules_at(nd_uw_walk *w, uintptr_t pc, nd_uw_rules *out)
     uintptr_t fde = hdr + (intptr_t)e[2 * (j - 1) + 1];
 
     /* The FDE: length, CIE pointer, its address range, instructions. */
-    uint8_t fb[1536], *cb = w->cie;
-    uint32_t fh[2], ch[2];
-    if (!nd_uw_read_record(o, fde, fb, sizeof fb, &fh[0]))
-        return false;
+    uint8_t small[ND_UW_FDE_SMALL], *fb = small, *cb = w->cie;
+    uint32_t fh[2] = { 0, 0 }, ch[2];
+    if (!nd_uw_read_record(o, fde, fb, sizeof small, &fh[0])) {
+        /* Longer than the frame's buffer: again, into the walk's scratch. */
+        if (fh[0] <= sizeof small - 4 || fh[0] > sizeof w->u.fde - 4)
+            return false;
+        w->win_obj = NULL;
+        fb = w->u.fde;
+        if (!nd_uw_read_record(o, fde, fb, sizeof w->u.fde, &fh[0]))
+            return false;
+    }
     memcpy(&fh[1], fb + 4, sizeof fh[1]);
     if (fh[1] == 0)
         return false;
@@ -828,8 +883,8 @@ static bool nd_uw_cached(uintptr_t pc, nd_uw_rules *r)
         *r = (nd_uw_rules){ .cfa_reg = 0xff, .ra_how = 3 };
         return true;
     }
-    *r = (nd_uw_rules){ .cfa_reg = (e >> 47) & 1 ? DW_RBP : DW_RSP, .cfa_off = (int64_t)((e >> 48) & 0xff) * 8,
-                        .rbp_how = (uint8_t)((e >> 56) & 1), .rbp_off = -(int64_t)((e >> 57) & 0x3f) * 8,
+    *r = (nd_uw_rules){ .cfa_reg = (e >> 47) & 1 ? DW_RBP : DW_RSP, .cfa_off = (int32_t)((e >> 48) & 0xff) * 8,
+                        .rbp_how = (uint8_t)((e >> 56) & 1), .rbp_off = -(int32_t)((e >> 57) & 0x3f) * 8,
                         .ra_how = 1, .ra_off = -8 };
     return true;
 }
@@ -840,7 +895,7 @@ static void nd_uw_cache_put(uintptr_t pc, const nd_uw_rules *r)
         __atomic_store_n(nd_uw_cache_slot(pc), (uint64_t)pc | 1ull << 63, __ATOMIC_RELAXED);
         return;
     }
-    if (pc >> 47 != 0 || r->ra_how != 1 || r->ra_off != -8 || (r->cfa_reg != DW_RSP && r->cfa_reg != DW_RBP) ||
+    if (pc >> 47 != 0 || r->ra_how != 1 || r->ra_off != -8 || r->cfa_bad || (r->cfa_reg != DW_RSP && r->cfa_reg != DW_RBP) ||
         r->cfa_off < 0 || r->cfa_off % 8 != 0 || r->cfa_off / 8 > 0xff || r->rbp_how > 1 ||
         (r->rbp_how == 1 && (r->rbp_off >= 0 || r->rbp_off % 8 != 0 || -r->rbp_off / 8 > 0x3f)))
         return;
@@ -905,15 +960,15 @@ int nd_os_unwind_own(uintptr_t *ips, uintptr_t *cfas, int max)
         before = 1;
         if (r.ra_how != 1)
             break;   /* no rules, or the outermost frame (its return address undefined) */
-        uintptr_t base = r.cfa_reg == DW_RSP ? cfa : r.cfa_reg == DW_RBP ? rbp : 0;
+        uintptr_t base = r.cfa_bad ? 0 : r.cfa_reg == DW_RSP ? cfa : r.cfa_reg == DW_RBP ? rbp : 0;
         if (base == 0 || r.rbp_how == 2)
             break;
-        uintptr_t next = base + (uintptr_t)r.cfa_off;
+        uintptr_t next = base + (uintptr_t)(intptr_t)r.cfa_off;
         if (next <= cfa || (next & 7) != 0)
             break;   /* a stack grows down: the caller's frame is above */
-        uintptr_t ra_at = next + (uintptr_t)r.ra_off;
+        uintptr_t ra_at = next + (uintptr_t)(intptr_t)r.ra_off;
         if (r.rbp_how == 1)
-            rbp = *(const uintptr_t *)(next + (uintptr_t)r.rbp_off);
+            rbp = *(const uintptr_t *)(next + (uintptr_t)(intptr_t)r.rbp_off);
         pc = *(const uintptr_t *)ra_at;
         cfa = next;
     }

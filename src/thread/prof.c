@@ -32,6 +32,11 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_prof_stripe {
 #define ND_PROF_MEMO      256     /* sets of program stacks memoised */
 #define ND_PROF_MEMO_WAYS 4       /* stacks a set */
 #define ND_PROF_OWN_DEPTH 24      /* nodal frames at most between sampler and program */
+/* Frames an unwind records beyond the site's: nodal's own (the sampler,
+   the slow path, malloc: 5-8) and the unwinder's. A path of more nodal
+   frames keeps fewer of the program's than ND_PROF_FRAMES. (It was
+   ND_PROF_OWN_DEPTH + 8: 256 bytes more of the sampling thread's stack.) */
+#define ND_PROF_WALK_OWN  16
 
 typedef struct nd_prof_memo {
     uint32_t  seq;                /* odd while written */
@@ -259,23 +264,23 @@ static double nd_sample_objs(size_t usable)
     return rate / u + 0.5 + x * (1 / 12. - x2 * (1 / 720. - x2 * (1 / 30240.)));
 }
 
-static uint64_t nd_prof_hash(const void *const *frames, int n)
+static uint64_t nd_prof_hash(const uintptr_t *frames, int n)
 {
     uint64_t h = 0x9e3779b97f4a7c15ull;
     for (int i = 0; i < n; i++)
-        h = (h ^ (uint64_t)(uintptr_t)frames[i]) * 0xff51afd7ed558ccdull;
+        h = (h ^ (uint64_t)frames[i]) * 0xff51afd7ed558ccdull;
     h ^= h >> 29;
     return h < 2 ? h + 2 : h;
 }
 
 /* Does site i hold this stack? */
-static bool nd_prof_site_is(uint32_t i, uint64_t h, void *const *frames, int n)
+static bool nd_prof_site_is(uint32_t i, uint64_t h, const uintptr_t *frames, int n)
 {
     const nd_prof_site *s = &nd_prof_t.site_tab[i];
     if (s->hash != h || s->nframes != (uint32_t)n)
         return false;
     for (int k = 0; k < n; k++)
-        if (s->frames[k] != frames[k])
+        if ((uintptr_t)s->frames[k] != frames[k])
             return false;
     return true;
 }
@@ -284,9 +289,9 @@ static bool nd_prof_site_is(uint32_t i, uint64_t h, void *const *frames, int n)
    full. Its index entry is on the stack hash's probe path in the first
    index table, or, when that path has no room, in the second: entries are
    never emptied, so the first empty entry on the path ends a search. */
-static uint32_t nd_prof_site_of(void *const *frames, int n)
+static uint32_t nd_prof_site_of(const uintptr_t *frames, int n)
 {
-    uint64_t h = nd_prof_hash((const void *const *)frames, n);
+    uint64_t h = nd_prof_hash(frames, n);
     for (uint32_t level = 0; level < 2; level++) {
         uint32_t size = level == 0 ? ND_PROF_IDX0 : ND_PROF_IDX1, probes = level == 0 ? 64 : 512;
         uint32_t *tab = level == 0 ? nd_prof_t.site_idx0 : nd_prof_t.site_idx1;
@@ -310,7 +315,7 @@ static uint32_t nd_prof_site_of(void *const *frames, int n)
                     s->hash = h;
                     s->nframes = (uint32_t)n;
                     for (int k = 0; k < n; k++)
-                        s->frames[k] = frames[k];
+                        s->frames[k] = (void *)frames[k];
                     nd_store_release(&s->state, 2);
                     nd_store_release(e, i + 2);
                     return i;
@@ -330,11 +335,12 @@ static uint32_t nd_prof_site_of(void *const *frames, int n)
 
 /* The site of return addresses raw[0..n), nodal's own frames (malloc and
    what it called) left out. */
-static uint32_t nd_prof_frames_site(void *const *raw, int n)
+static uint32_t nd_prof_frames_site(const uintptr_t *raw, int n)
 {
     int first = 0;
+    n = n < 0 ? 0 : n;
     /* nodal's own frames (malloc and what it called) are not the site. */
-    while (first < n && nd_prof_own_code((uintptr_t)raw[first]))
+    while (first < n && nd_prof_own_code(raw[first]))
         first++;
     if (first == n)
         first = 0;
@@ -342,23 +348,16 @@ static uint32_t nd_prof_frames_site(void *const *raw, int n)
     return nd_prof_site_of(raw + first, keep);
 }
 
-/* The same from an unwind's return addresses. */
-static uint32_t nd_prof_ips_site(const uintptr_t *ips, int n)
-{
-    void *raw[64];
-    n = n < 0 ? 0 : n > (int)(sizeof raw / sizeof raw[0]) ? (int)(sizeof raw / sizeof raw[0]) : n;
-    for (int k = 0; k < n; k++)
-        raw[k] = (void *)ips[k];
-    return nd_prof_frames_site(raw, n);
-}
-
 /* The site of the calling stack through glibc's backtrace(). */
 static uint32_t nd_prof_backtrace_site(void)
 {
     nd_add_relaxed(&nd_prof_t.nunwinds, 1);
     void *raw[ND_PROF_FRAMES + 16];
+    uintptr_t ips[ND_PROF_FRAMES + 16];
     int n = nd_os_backtrace(raw, ND_PROF_FRAMES + 16);
-    return nd_prof_frames_site(raw, n);
+    for (int k = 0; k < n; k++)
+        ips[k] = (uintptr_t)raw[k];
+    return nd_prof_frames_site(ips, n);
 }
 
 /* The site of the stack without the memo: from the walk just made, ips[0..n),
@@ -366,7 +365,7 @@ static uint32_t nd_prof_backtrace_site(void)
    frames, not the memo's walk, the sites were always taken from). */
 static uint32_t nd_prof_whole_stack_site(const uintptr_t *ips, int n)
 {
-    return nd_prof_t.own_unwind ? nd_prof_ips_site(ips, n) : nd_prof_backtrace_site();
+    return nd_prof_t.own_unwind ? nd_prof_frames_site(ips, n) : nd_prof_backtrace_site();
 }
 
 /* ---- the memo of stacks (x86-64) ------------------------------------------
@@ -546,7 +545,7 @@ static nd_noinline uint32_t nd_prof_stack_site(void)
     /* Unwind, learn nodal's frame sizes, note the program's slots. Frame
        i's return address ips[i] is at cfas[i] - 8 (x86-64); the frame it
        returns into has cfas[i + 1]. */
-    uintptr_t ips[ND_PROF_FRAMES + ND_PROF_OWN_DEPTH + 8], cfas[ND_PROF_FRAMES + ND_PROF_OWN_DEPTH + 8];
+    uintptr_t ips[ND_PROF_FRAMES + ND_PROF_WALK_OWN], cfas[ND_PROF_FRAMES + ND_PROF_WALK_OWN];
     int max = (int)(sizeof ips / sizeof ips[0]);
     int n = nd_prof_t.own_unwind ? nd_os_unwind_own(ips, cfas, max) : nd_os_unwind(ips, cfas, max);
     nd_add_relaxed(&nd_prof_t.nunwinds, 1);
@@ -571,10 +570,7 @@ static nd_noinline uint32_t nd_prof_stack_site(void)
     if (first == n)   /* all nodal's: as backtrace() would */
         return nd_prof_whole_stack_site(ips, n);
     int keep = n - first < ND_PROF_FRAMES ? n - first : ND_PROF_FRAMES;
-    void *frames[ND_PROF_FRAMES];
-    for (int k = 0; k < keep; k++)
-        frames[k] = (void *)ips[first + k];
-    uint32_t site = nd_prof_site_of(frames, keep);
+    uint32_t site = nd_prof_site_of(&ips[first], keep);
     /* The range this unwind read: the live stack from here to the outermost
        frame (the same stack as before when it ends at the same place), or
        to the last frame before a signal frame's interrupted code (whose
@@ -589,7 +585,11 @@ static nd_noinline uint32_t nd_prof_stack_site(void)
     nd_prof_stk_hi = hi;
     if (!ok || site == ND_PROF_SITES)
         return site;
-    uintptr_t slots[ND_PROF_FRAMES] = { 0 };
+    /* The slots of the program's return addresses, over their CFAs (each
+       read once, before it is written: this frame is 1 KiB smaller than
+       with arrays of their own, and the walk below it starts that much
+       higher on the thread's stack). */
+    uintptr_t *slots = &cfas[first];
     for (int k = 0; k < keep; k++) {
         slots[k] = cfas[first + k] - sizeof(uintptr_t);
         if (*(const uintptr_t *)slots[k] != ips[first + k] || slots[k] < slots[0] ||

@@ -13,8 +13,8 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
-from runner import machine, plots  # noqa: E402  (matplotlib is not needed here)
-from runner.allocators import shown_path  # noqa: E402
+from runner import machine, plots, report  # noqa: E402  (matplotlib is not needed here)
+from runner.allocators import Variant, shown_path  # noqa: E402
 from runner.execute import parse_results  # noqa: E402
 
 
@@ -84,9 +84,55 @@ def a_result_lines_measured_fields_are_not_its_identity():
     with open(os.path.join(HERE, "..", "..", "bench", "harness.c")) as f:
         src = f.read()
     expect("peak_rss_kib=" in src, "harness.c to print peak_rss_kib= (else this case checks nothing)")
+    # batchq's peak_inflight= (the most blocks in its queue) is measured
+    # too: as a parameter it made each repetition of batchq -w 8 a row of
+    # its own in the suite's tables and the profile's (2026-12-05)
+    line = ("result batchq producers=8 batch=100 size=64 threads=16 ns_obj=20.1 cpu_ns_obj=40.2 "
+            "peak_rss_mib=6.2 peak_inflight=7700 peak_rss_kib=6348")
+    (workload, params, metrics), = list(parse_results(line))
+    expect(params == {"producers": "8", "batch": "100", "size": "64", "threads": "16"},
+           "batchq's row to be its parameters only, got %r" % params)
+    with open(os.path.join(HERE, "..", "..", "bench", "batchq.c")) as f:
+        expect("peak_inflight=" in f.read(), "batchq.c to print peak_inflight= (else this part checks nothing)")
+
+
+def the_profile_table_gives_a_verdict_only_where_its_interval_clears_the_target():
+    # prof=1 / default per repetition, three rows of larson: tight under the
+    # CPU target, tight over it, and spread across it (+-10 %, as xthread's
+    # rows are: 3 repetitions called such rows "over" or "ok" by their
+    # medians alone, 2026-12-05)
+    ratios = {"2": [1.00, 1.01, 1.02, 0.99, 1.01, 1.00, 1.02, 1.01, 1.00, 1.01, 1.02, 0.99, 1.00, 1.01, 1.00],
+              "4": [1.10, 1.11, 1.09, 1.10, 1.12, 1.10, 1.11, 1.09, 1.10, 1.10, 1.11, 1.10, 1.09, 1.12, 1.10],
+              "8": [0.90, 1.15, 0.95, 1.10, 1.00, 1.12, 0.92, 1.08, 1.04, 0.97, 1.13, 0.94, 1.06, 1.01, 1.09]}
+    samples = []
+    for rep in range(15):
+        for threads, rs in ratios.items():
+            for variant, v in (("nodal", 100.0 + rep), ("nodal prof", (100.0 + rep) * rs[rep])):
+                samples.append({"rep": rep, "seq": len(samples), "pass": "main" if rep < 3 else "prof",
+                                "case": "larson-t" + threads, "group": "larson", "variant": variant,
+                                "workload": "larson", "params": {"threads": threads}, "metric": "cpu_ns_op",
+                                "value": v, "status": "ok"})
+    variants = [Variant("nodal", peer=False), Variant("nodal prof", peer=False)]
+    t = report.Table(samples, "larson", "cpu_ns_op", variants)
+    expect(all(len(t.values[row]["nodal"]) == 3 for row in t.rows),
+           "the suite's tables to take the suite's 3 repetitions only, not the profile's extra pairs")
+    lines = report._extra_prof(samples, {("larson", "cpu_ns_op"): t}, {"larson": variants})
+    verdict = {}
+    for line in lines:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 8 and cells[0] == "larson":
+            verdict[cells[2]] = (cells[3], cells[7])
+    expect(verdict.get("threads=2") == ("15", "ok"), "a row tight under 1.05 to be ok over 15 pairs, got %r" % verdict)
+    expect(verdict.get("threads=4") == ("15", "over"), "a row tight over 1.05 to be over, got %r" % verdict)
+    expect(verdict.get("threads=8") == ("15", "not resolved"),
+           "a row whose spread covers 1.05 to be not resolved, got %r" % verdict)
+    low, high, cov = report.median_interval([1.2, 0.9, 1.0])
+    expect((low, high) == (0.9, 1.2) and abs(cov - 0.75) < 1e-9,
+           "3 pairs to give their range, at 75 %% coverage, got %r" % ((low, high, cov),))
 
 
 CASES = {f.__name__: f for f in (values_spanning_decades_get_a_log_axis,
+                                  the_profile_table_gives_a_verdict_only_where_its_interval_clears_the_target,
                                   a_result_lines_measured_fields_are_not_its_identity,
                                  every_axis_says_which_way_is_better,
                                  library_is_shown_without_machine_paths,

@@ -9,7 +9,8 @@
  * thread's stack and on a sigaltstack; a fork() while other threads'
  * walks hold object files open leaves the child none of them; a program
  * whose starting name (AT_EXECFN) now leads to another file is still read
- * right.
+ * right; a walk that reads the tables takes at most 3 KiB of its thread's
+ * stack, and reads an FDE longer than its frame's buffer.
  */
 #include <alloca.h>
 #include <execinfo.h>
@@ -17,6 +18,7 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -97,18 +99,48 @@ static void expect_same(const struct walk *w)
                (unsigned long)w->ips[i], (unsigned long)w->bt[k + i - 1]);
 }
 
+/* Walks from the frames `from` makes, twice: the first time the tables
+   are read, the second the rules kept by return address serve. */
+static void expect_same_twice(void (*from)(struct walk *, int), int depth)
+{
+    for (int i = 0; i < 2; i++) {
+        struct walk w;
+        memset(&w, 0, sizeof w);
+        from(&w, depth);
+        expect_same(&w);
+    }
+}
+
 static void own_unwinder_finds_what_backtrace_finds(void)
 {
     if (!nd_os_unwind_own_ok())
         SKIP("the own unwinder is x86-64 with glibc 2.35 or later only");
-    struct walk w;
-    memset(&w, 0, sizeof w);
-    plain(&w, 3);
-    expect_same(&w);
-    /* Again: now from the rules it keeps by return address. */
-    memset(&w, 0, sizeof w);
-    plain(&w, 3);
-    expect_same(&w);
+    expect_same_twice(plain, 3);
+}
+
+/* A frame whose FDE is longer than the unwinder's buffer in its frame
+   (256 bytes: such FDEs are read over the walk's window): 200 pairs of
+   CFA offset changes that cancel out, at one address before the call. */
+static __attribute__((noinline)) void long_fde(struct walk *w, int depth)
+{
+#if defined(__x86_64__) && defined(__GCC_HAVE_DWARF2_CFI_ASM)
+    __asm__ volatile(".rept 200\n\t.cfi_adjust_cfa_offset 8\n\t.cfi_adjust_cfa_offset -8\n\t.endr" ::: "memory");
+#endif
+    if (depth > 0)
+        long_fde(w, depth - 1);
+    else
+        plain(w, 1);
+    sink++;
+}
+
+static void own_unwinder_reads_an_fde_longer_than_its_frames_buffer(void)
+{
+    if (!nd_os_unwind_own_ok())
+        SKIP("the own unwinder is x86-64 with glibc 2.35 or later only");
+#if !defined(__GCC_HAVE_DWARF2_CFI_ASM)
+    SKIP("the compiler does not take .cfi directives in asm here");
+#endif
+    expect_same_twice(long_fde, 2);
 }
 
 static struct walk sig_walk;
@@ -306,11 +338,77 @@ static void a_program_whose_starting_name_leads_elsewhere_is_still_walked_right(
            "the child's walk to find what backtrace() finds (status 0x%x)", (unsigned)status);
 }
 
+/* The stack a walk takes: a thread on a stack of the test's own, painted
+   first, walks (or does not) from the same frame; the paint each leaves
+   tells how deep it went. The walk's first reads of the tables (a new
+   process: no rules kept) go deepest. */
+#define PAINT_STACK (256 * 1024)
+#define PAINT_BYTE 0xa5
+
+static __attribute__((noinline)) void *walk_or_not(void *arg)
+{
+    uintptr_t ips[MAXF], cfas[MAXF];
+    ips[0] = 0;
+    int n = arg != NULL ? nd_os_unwind_own(ips, cfas, MAXF) : 0;
+    sink += n + (int)(ips[0] & 1);
+    return (void *)(intptr_t)n;
+}
+
+/* The bytes of the painted stack a thread running walk_or_not(arg) wrote
+   (from its top down to the deepest byte written); *n = the frames walked. */
+static size_t stack_taken(void *arg, int *n)
+{
+    unsigned char *stk = mmap(NULL, PAINT_STACK, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    EXPECT(stk != MAP_FAILED, "a stack for the thread");
+    memset(stk, PAINT_BYTE, PAINT_STACK);
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstack(&attr, stk, PAINT_STACK);
+    pthread_t t;
+    void *ret = NULL;
+    EXPECT(pthread_create(&t, &attr, walk_or_not, arg) == 0 && pthread_join(t, &ret) == 0, "the thread to run");
+    pthread_attr_destroy(&attr);
+    *n = (int)(intptr_t)ret;
+    size_t low = 0;
+    while (low < PAINT_STACK && stk[low] == PAINT_BYTE)
+        low++;
+    munmap(stk, PAINT_STACK);
+    return PAINT_STACK - low;
+}
+
+static void a_walk_takes_at_most_3_kib_of_its_threads_stack(void)
+{
+    if (!nd_os_unwind_own_ok())
+        SKIP("the own unwinder is x86-64 with glibc 2.35 or later only");
+#if defined(__SANITIZE_ADDRESS__)
+    SKIP("AddressSanitizer's frames (redzones, its fake stack) are not the stack measured here");
+#endif
+    /* A walk here first: the library calls a walk makes are bound then
+       (the dynamic loader's lazy binding saves the vector registers on the
+       stack: 2-3 KiB that are not the walk's), while the thread's frames
+       (its function, start_thread, clone3) are still new to the rules
+       kept, so its walk reads their tables. */
+    struct walk w;
+    walk_here(&w);
+    int n0, n1;
+    size_t without = stack_taken(NULL, &n0), with = stack_taken((void *)1, &n1);
+    EXPECT(n1 >= 3, "the walk to find the thread's frames, got %d", n1);
+    /* Before its state shared one buffer and its rules were 32-bit, a
+       first walk took 4.3 KiB (main 55f8196): with the sampler's frame
+       (1.9 KiB), 6.2 KiB below malloc, a page of each sampling thread's
+       stack that larson -t 2 never reached otherwise (bench/peakmap.py). */
+    EXPECT(with > without && with - without <= 3072,
+           "a walk that reads the tables to take at most 3 KiB of its thread's stack, took %zu bytes "
+           "(the thread without the walk: %zu, with it: %zu)", with - without, without, with);
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(own_unwinder_finds_what_backtrace_finds),
     ND_CASE(own_unwinder_walks_through_a_signal_frame),
     ND_CASE(own_unwinder_walks_from_a_sigaltstack),
     ND_CASE(fork_during_walks_leaves_the_child_no_descriptor),
     ND_CASE(a_program_whose_starting_name_leads_elsewhere_is_still_walked_right),
+    ND_CASE(a_walk_takes_at_most_3_kib_of_its_threads_stack),
+    ND_CASE(own_unwinder_reads_an_fde_longer_than_its_frames_buffer),
 };
 ND_MAIN(cases)
