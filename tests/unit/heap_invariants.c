@@ -464,6 +464,60 @@ static void a_producers_bin_grows_to_16_kib_at_most(void)
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the producer's blocks were freed");
 }
 
+/* A bin of a medium class (past ND_SMALL_MAX) starts at one block
+   (tcache.c: nd_bin_start_capacity): a thread that frees two blocks of
+   such a class (here blocks another thread allocated) keeps one, and the
+   other goes where other threads can take it (the transfer store) or to
+   its page; a class used in bursts still grows its bin, a doubling each
+   time it runs dry and then overflows. On main 55f8196 the bin started at
+   two blocks and kept both (40-256 KiB a class: bench/shortlived -t 8 had
+   8.4 MiB in its caches at its peak). */
+static const size_t medium_sizes[] = { 20 << 10, 48 << 10, 96 << 10, 128 << 10 };
+#define MEDIUM_SIZES (sizeof medium_sizes / sizeof medium_sizes[0])
+
+static void *free_two_medium_blocks(void *arg)
+{
+    void **given = arg;
+    nodal_free(nodal_malloc(16));   /* the thread's cache */
+    nd_tcache *tc = NULL;
+    for (unsigned i = 0; i < MEDIUM_SIZES; i++) {
+        nodal_free(given[2 * i]);
+        nodal_free(given[2 * i + 1]);
+        tc = nd_tls_tc;
+        unsigned c = nd_class_of(medium_sizes[i]);
+        size_t held = (size_t)(tc->bins[c].empty - tc->bins[c].cur);
+        EXPECT(held == 1 && tc->binfo[c].cap == 1,
+               "a thread's bin of %zu B to keep one of the two blocks it freed (it holds %zu, capacity %u)",
+               medium_sizes[i], held, tc->binfo[c].cap);
+    }
+    /* Bursts of 8 blocks of 48 KiB: the bin grows to hold them. */
+    unsigned c = nd_class_of(48 << 10);
+    void *burst[8];
+    for (int round = 0; round < 16; round++) {
+        for (int i = 0; i < 8; i++)
+            burst[i] = nodal_malloc(48 << 10);
+        for (int i = 0; i < 8; i++)
+            nodal_free(burst[i]);
+    }
+    EXPECT(tc->binfo[c].cap >= 4, "a bin of 48 KiB blocks in bursts of 8 to have grown to 4 or more (capacity %u)",
+           tc->binfo[c].cap);
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    return NULL;
+}
+
+static void a_medium_bin_starts_at_one_block(void)
+{
+    void *given[2 * MEDIUM_SIZES];
+    for (unsigned i = 0; i < 2 * MEDIUM_SIZES; i++) {
+        given[i] = nodal_malloc(medium_sizes[i / 2]);
+        EXPECT(given[i] != NULL, "a block of %zu B", medium_sizes[i / 2]);
+    }
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, free_two_medium_blocks, given) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the thread exited");
+}
+
 /* A bin in a run of requests (it ran dry twice with no block freed into
    it in between, and its fills since its last overflow took a bin's worth
    already) refills its whole capacity, and the second half comes only
@@ -2630,6 +2684,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_bin_stays_in_its_start_room_while_its_blocks_fit),
     ND_CASE(a_bins_first_fill_takes_at_most_a_kib_of_blocks_past_256_bytes),
     ND_CASE(a_producers_bin_grows_to_16_kib_at_most),
+    ND_CASE(a_medium_bin_starts_at_one_block),
     ND_CASE(busy_bins_of_a_few_hundred_blocks_share_pages_of_slots),
     ND_CASE(a_bin_in_a_run_of_requests_refills_whole_from_free_blocks_only),
     ND_CASE(a_bin_in_a_run_of_frees_sends_the_whole_bin_home),
