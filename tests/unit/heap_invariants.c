@@ -2661,6 +2661,78 @@ static void a_large_block_fills_an_older_segments_hole_first(void)
     EXPECT(nd_large_is_valid(), "the large pools to be valid once the blocks are freed");
 }
 
+/* A large block takes a run whose chunks are still resident before one
+   whose memory was given back (large.c: committed first), wherever they
+   lie in the pool: four blocks of 4 chunks in a fresh segment, the first
+   freed and purged (the pool's maintenance, forced), the third freed; a
+   new block of 4 chunks takes the third's run, not the first's, which it
+   would have to fault in again. On main 55f8196 (the first run that fits)
+   it took the first's. */
+static void a_large_block_reuses_resident_chunks_before_purged_ones(void)
+{
+    const size_t size = 4 * ND_CHUNK_SIZE;
+    unsigned char *p[4];
+    for (int i = 0; i < 4; i++) {
+        p[i] = nodal_malloc(size);
+        EXPECT(p[i] != NULL, "malloc(%zu) number %d to succeed", size, i);
+        if (p[i] == NULL)
+            return;
+        memset(p[i], 1, size);
+    }
+    nd_segment *s = nd_seg_base(p[0]);
+    EXPECT(s->kind == ND_SEG_LARGE && nd_seg_base(p[3]) == s && p[1] == p[0] + size && p[2] == p[1] + size,
+           "the four blocks to lie one after the other in one large segment");
+    nodal_free(p[0]);
+    nd_large_maintain(nd_os_now_ms(), true);   /* its chunks purged */
+    unsigned first = (unsigned)(((uintptr_t)p[0] - (uintptr_t)s) >> ND_CHUNK_SHIFT);
+    EXPECT((s->committed >> first & 1) == 0, "the freed block's chunks to be purged");
+    nodal_free(p[2]);   /* its chunks resident, waiting for the delay */
+    unsigned char *q = nodal_malloc(size);
+    EXPECT(q == p[2], "the new block (%p) to take the resident run the third block left (%p), not the purged one "
+           "of the first (%p)", (void *)q, (void *)p[2], (void *)p[0]);
+    EXPECT(nd_large_is_valid(), "the large pools to be valid");
+    nodal_free(q);
+    nodal_free(p[1]);
+    nodal_free(p[3]);
+    EXPECT(nd_large_is_valid(), "the large pools to be valid once the blocks are freed");
+}
+
+/* When a large segment empties and its pool has its spare empty segment
+   already, the pool gives back the one that holds less memory (large.c:
+   nd_large_cleanest_empty): a segment of 7 blocks of 9 chunks, an eighth
+   block in a second segment, freed (the spare) and purged; then the 7
+   freed: the first segment, its chunks resident, stays, and the next
+   block lands in it without a page fault. On main 55f8196 the segment
+   just emptied went back to the node (its memory idle there until the
+   delay) and the next block was cut from the purged spare. */
+static void a_large_pool_keeps_its_most_resident_empty_segment(void)
+{
+    const size_t size = 9 * ND_CHUNK_SIZE;
+    unsigned char *p[8];
+    for (int i = 0; i < 8; i++) {
+        p[i] = nodal_malloc(size);
+        EXPECT(p[i] != NULL, "malloc(%zu) number %d to succeed", size, i);
+        if (p[i] == NULL)
+            return;
+        memset(p[i], 1, size);
+    }
+    nd_segment *full = nd_seg_base(p[0]), *spare = nd_seg_base(p[7]);
+    for (int i = 1; i < 7; i++)
+        EXPECT(nd_seg_base(p[i]) == full, "the first 7 blocks to fill one segment (block %d)", i);
+    EXPECT(spare != full, "the eighth block to go to a second segment");
+    nodal_free(p[7]);
+    nd_large_maintain(nd_os_now_ms(), true);   /* the spare purged */
+    for (int i = 0; i < 7; i++)
+        nodal_free(p[i]);
+    unsigned char *q = nodal_malloc(size);
+    EXPECT(q != NULL && nd_seg_base(q) == full, "the next block (segment %p) to go to the segment just emptied, "
+           "its memory resident (%p), not to the purged spare (%p)", q != NULL ? (void *)nd_seg_base(q) : NULL,
+           (void *)full, (void *)spare);
+    EXPECT(nd_large_is_valid(), "the large pools to be valid");
+    nodal_free(q);
+    EXPECT(nd_large_is_valid(), "the large pools to be valid once the blocks are freed");
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(a_heap_that_leaves_its_node_keeps_every_block_usable),
     ND_CASE(a_heap_that_leaves_its_node_leaves_no_memory_in_its_free_pages),
@@ -2702,6 +2774,8 @@ static const struct nd_case cases[] = {
     ND_CASE(remote_frees_in_chains_go_back_to_their_own_pages),
     ND_CASE(blocks_freed_by_another_thread_come_back_in_address_order),
     ND_CASE(a_large_block_fills_an_older_segments_hole_first),
+    ND_CASE(a_large_block_reuses_resident_chunks_before_purged_ones),
+    ND_CASE(a_large_pool_keeps_its_most_resident_empty_segment),
     ND_CASE(two_blocks_grown_in_turn_grow_in_place_to_twice_their_chunk),
     ND_CASE(a_block_grown_in_one_thread_grows_on_in_another),
     ND_CASE(a_block_grown_by_quarters_moves_once_past_12_kib),
