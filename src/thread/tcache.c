@@ -76,10 +76,11 @@ static uint32_t nd_bin_capacity(unsigned bin, bool shared, bool bound)
    small and pins few pages. A medium bin of two blocks held 40-256 KiB of
    each class a thread had touched, out of every other thread's reach
    (the transfer store gets only overflows): bench/shortlived -t 8, whose
-   threads each use every medium class now and then, had 8.4 MiB of
-   medium blocks in its caches at its peak for 4.8-6.8 MiB live, 2.4x the
-   most its caches of small classes held; with one, 4.0-4.4 MiB, and the
-   medium segments' resident bytes 20.2 -> 16.0-17.5 MiB. A slow path
+   threads each use every medium class now and then, had 8.0 MiB of
+   medium blocks in its caches at its peak for 6.3 MiB live (medians of
+   7 runs); with one, 4.2 MiB, and the medium segments' resident bytes
+   22.2 -> 16.2 MiB. A bin of one is full after its first free: the
+   slow path checks that block against a second free (free.c). A slow path
    there is about 500 instructions for a block the program writes 5-32
    OS pages of; a class used in bursts grows as before (the batches of
    bench/batchq -s 49152, xthread -s 65536: docs/results.md, h49r). */

@@ -1105,6 +1105,20 @@ static void double_free_with_the_second_word_cleared_in_between_aborts(void)
         expect_misuse("free(p); p[1] = 0; free(p)", NULL, "double_free_second_word_cleared", dfc(sizes[i], 0));
 }
 
+/* The same with the block's bin full after the first free (every bin of
+   one block: tcache_count=1; a medium class's bin starts so, tcache.c):
+   the second free passes the fast path's check of the block the bin took
+   last, and the slow path checks it (free.c: nd_free_checked). On main
+   55f8196 it went through (the block handed out twice). */
+static void double_free_with_the_second_word_cleared_into_a_full_bin_aborts(void)
+{
+    nd_api();
+    size_t sizes[] = { 16, 1000, 20000 };
+    for (size_t i = 0; i < 3; i++)
+        expect_misuse("free(p); p[1] = 0; free(p)", "tcache_count=1", "double_free_second_word_cleared",
+                      dfc(sizes[i], 0));
+}
+
 /* (By another thread, check=2 lets it through, as the default does: the
    README's "what no level catches".) */
 static void double_free_with_the_second_word_cleared_aborts_under_check_2(void)
@@ -1816,6 +1830,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_read_of_freed_blocks_does_not_forge_a_link_to_a_cached_block),
     ND_CASE(a_read_of_freed_blocks_does_not_forge_a_link_under_check_2_or_secure_1),
     ND_CASE(double_free_with_the_second_word_cleared_in_between_aborts),
+    ND_CASE(double_free_with_the_second_word_cleared_into_a_full_bin_aborts),
     ND_CASE(double_free_with_the_second_word_cleared_aborts_under_check_2),
     ND_CASE(double_free_with_the_second_word_cleared_aborts_under_secure_1),
     ND_CASE(double_free_with_the_second_word_cleared_aborts_under_secure_2),
