@@ -2661,6 +2661,19 @@ static void a_large_block_fills_an_older_segments_hole_first(void)
     EXPECT(nd_large_is_valid(), "the large pools to be valid once the blocks are freed");
 }
 
+/* n blocks of size, each written whole, into p[]; false if one failed. */
+static bool written_blocks(unsigned char **p, int n, size_t size)
+{
+    for (int i = 0; i < n; i++) {
+        p[i] = nodal_malloc(size);
+        EXPECT(p[i] != NULL, "malloc(%zu) number %d to succeed", size, i);
+        if (p[i] == NULL)
+            return false;
+        memset(p[i], 1, size);
+    }
+    return true;
+}
+
 /* A large block takes a run whose chunks are still resident before one
    whose memory was given back (large.c: committed first), wherever they
    lie in the pool: four blocks of 4 chunks in a fresh segment, the first
@@ -2672,13 +2685,8 @@ static void a_large_block_reuses_resident_chunks_before_purged_ones(void)
 {
     const size_t size = 4 * ND_CHUNK_SIZE;
     unsigned char *p[4];
-    for (int i = 0; i < 4; i++) {
-        p[i] = nodal_malloc(size);
-        EXPECT(p[i] != NULL, "malloc(%zu) number %d to succeed", size, i);
-        if (p[i] == NULL)
-            return;
-        memset(p[i], 1, size);
-    }
+    if (!written_blocks(p, 4, size))
+        return;
     nd_segment *s = nd_seg_base(p[0]);
     EXPECT(s->kind == ND_SEG_LARGE && nd_seg_base(p[3]) == s && p[1] == p[0] + size && p[2] == p[1] + size,
            "the four blocks to lie one after the other in one large segment");
@@ -2709,13 +2717,8 @@ static void a_large_pool_keeps_its_most_resident_empty_segment(void)
 {
     const size_t size = 9 * ND_CHUNK_SIZE;
     unsigned char *p[8];
-    for (int i = 0; i < 8; i++) {
-        p[i] = nodal_malloc(size);
-        EXPECT(p[i] != NULL, "malloc(%zu) number %d to succeed", size, i);
-        if (p[i] == NULL)
-            return;
-        memset(p[i], 1, size);
-    }
+    if (!written_blocks(p, 8, size))
+        return;
     nd_segment *full = nd_seg_base(p[0]), *spare = nd_seg_base(p[7]);
     for (int i = 1; i < 7; i++)
         EXPECT(nd_seg_base(p[i]) == full, "the first 7 blocks to fill one segment (block %d)", i);
