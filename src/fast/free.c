@@ -405,6 +405,13 @@ static nd_noinline void nd_free_checked(void *p, nd_segment *s, nd_page *pg)
     /* The mark says it is free already, whoever frees it. */
     if (nd_unlikely(nd_block_is_marked(p)))
         nd_misuse("free", "double free", p);
+    /* The block the thread's bin of its class took last, freed again with
+       its mark erased in between, as the fast path checks (free.h): here
+       when that bin is full, which a bin of one block (a medium class's,
+       tcache.c) is after its first free. (NULL: the bin has no slots yet.) */
+    void **cur = nd_load_relaxed(&nd_tls_tc->bins[pg->cls].cur);
+    if (nd_unlikely(cur != NULL && *cur == p))
+        nd_free_twice_in_a_row(p);
     /* prof=1: some of the page's blocks are samples (the page's kind sent
        every free of them here): p's sample, if it is one, is dropped. */
     if (nd_unlikely(nd_load_relaxed(&pg->sampled) != 0) && nd_page_sample_take(pg, p))

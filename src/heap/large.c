@@ -540,6 +540,44 @@ static unsigned nd_large_room(unsigned k)
     return room * 2 <= 32 ? room * 2 : 0;
 }
 
+/* The empty segment of pool (one with no block) that holds the fewest
+   resident chunks: s (empty too, not counted yet in pool->empty) unless
+   another holds fewer; NULL when there is none. What the pool gives back
+   when it has more empty segments than its spares: the memory of the one
+   it keeps serves its next blocks without page faults, and that of the
+   one it gives back is purged at once or after the delay (node.c), so a
+   spare left untouched (a segment a racing thread brought, or one purged
+   already) goes, not the segment that was just emptied with its blocks'
+   memory still in it. Under the pool lock. */
+static nd_segment *nd_large_cleanest_empty(nd_large_pool *pool, nd_segment *s)
+{
+    nd_segment *best = s;
+    int least = s != NULL ? nd_popcount64(s->committed & ~(uint64_t)1) : 65;
+    for (nd_segment *t = pool->segs.first; t != NULL && least > 0; t = t->next) {
+        int n = nd_popcount64(t->committed & ~(uint64_t)1);
+        if (t != s && t->used_pages == 0 && n < least) {
+            best = t;
+            least = n;
+        }
+    }
+    return best;
+}
+
+/* Gives a segment taken out of its pool (no block in it) back to its
+   node. Without the pool lock. */
+static void nd_large_seg_release(nd_segment *release)
+{
+    if ((release->unmapped | release->tails) != 0) {
+        nd_seg_unmap(release);   /* with holes or tails: never cached (segment.h) */
+        return;
+    }
+    /* Its guard pages go (but the segment's own): it may come back as a
+       segment of small or medium pages. */
+    if (nd_seg_guard != 0)
+        nd_large_unguard(release, 0, release->size / nd_os_page_size() - 1);
+    nd_node_seg_put(release);   /* purged there, or cached with its memory for a while */
+}
+
 static void *nd_large_alloc_at(int node, bool bound, size_t size, size_t alignment, bool grown, size_t *bytes);
 
 nd_large_path void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t *bytes)
@@ -633,6 +671,13 @@ nd_large_path static void *nd_large_alloc_at(int node, bool bound, size_t size, 
                 for (s = pool->segs.first; s != NULL; s = s->next)
                     if ((i = nd_large_find(s->free_mask, room, room)) < 64)
                         break;
+            /* A run whose chunks are all resident (committed: written
+               since their last purge) first, in any segment; only then the
+               first run that fits (large.h). */
+            if (s == NULL)
+                for (s = pool->segs.first; s != NULL; s = s->next)
+                    if ((i = nd_large_find(s->free_mask & s->committed, k, step)) < 64)
+                        break;
             if (s == NULL)
                 for (s = pool->segs.first; s != NULL; s = s->next)
                     if ((i = nd_large_find(s->free_mask, k, step)) < 64)
@@ -699,7 +744,18 @@ nd_large_path static void *nd_large_alloc_at(int node, bool bound, size_t size, 
             return NULL;
         }
         int guarded = nd_large_guard(s, p, usable);
+        /* Two threads that found no room at once each brought a segment:
+           the pool keeps its spares, and gives back its least resident
+           empty segment past them (nd_large_cleanest_empty). */
+        nd_segment *extra = pool->empty > nd_large_spare() ? nd_large_cleanest_empty(pool, NULL) : NULL;
+        if (extra != NULL) {
+            nd_list_remove(&pool->segs, extra);
+            nd_sub_relaxed(&pool->hint, 1);
+            pool->empty--;
+        }
         nd_unlock(nd_pool_lock(pool));
+        if (extra != NULL)
+            nd_large_seg_release(extra);
         nd_gauge_active((long)usable);
         if (guarded != 0) {
             nd_large_free(s, &s->pages[i], p);   /* out of mappings (vm.max_map_count) */
@@ -732,22 +788,18 @@ nd_large_path static void nd_large_block_gone(nd_large_pool *pool, nd_segment *s
         if (pool->empty < nd_large_spare()) {
             pool->empty++;
         } else {
-            nd_list_remove(&pool->segs, s);
+            /* One empty segment too many: the least resident of them goes
+               (s, or a spare that holds less memory than s: s stays in
+               its place, the spare's successor). */
+            release = nd_large_cleanest_empty(pool, s);
+            nd_list_remove(&pool->segs, release);
             nd_sub_relaxed(&pool->hint, 1);
-            release = s;
         }
     }
     nd_unlock(nd_pool_lock(pool));
     nd_gauge_active(-(long)bytes);
-    if (release != NULL && (release->unmapped | release->tails) != 0) {
-        nd_seg_unmap(release);   /* with holes or tails: never cached (segment.h) */
-    } else if (release != NULL) {
-        /* Its guard pages go (but the segment's own): it may come back as
-           a segment of small or medium pages. */
-        if (nd_seg_guard != 0)
-            nd_large_unguard(release, 0, release->size / nd_os_page_size() - 1);
-        nd_node_seg_put(release);   /* purged there, or cached with its memory for a while */
-    }
+    if (release != NULL)
+        nd_large_seg_release(release);
 }
 
 /* Gives block p back to its segment (nd_large_free without the kept

@@ -13,7 +13,15 @@
  * are filled before the newest is cut into, and the newest, emptiest one
  * can go back empty. (New segments first, as before, spread the blocks of
  * a churn of random sizes over every segment: bench/shortlived -t 8 held
- * 9-10 large segments, all resident, for 21-23 MiB of blocks.)
+ * 9-10 large segments, all resident, for 21-23 MiB of blocks.) A run all
+ * of whose chunks are committed (resident: not purged since a block
+ * last had them) comes first, in whichever segment: a freed block's
+ * memory serves the next block before chunks whose memory the purge gave
+ * back, or that no block ever had, are faulted in. A pool keeps
+ * ND_LARGE_SPARE empty segments; past them it gives back the empty one
+ * that holds the fewest committed chunks (a spare purged meanwhile, a
+ * segment two racing threads each brought), not the one its last block
+ * just left with its memory resident.
  *
  *   seg  +0        +64 KiB          +320 KiB        +512 KiB     +4 MiB
  *   | header     | block A (4 chunks)  | free ...   | block B | ... |

@@ -67,12 +67,23 @@ static uint32_t nd_bin_capacity(unsigned bin, bool shared, bool bound)
 }
 
 /* The capacity a bin starts with, and the least the GC shrinks it to:
-   ND_BIN_START_BYTES worth of blocks, 2 to 32 of them (at most cap_max).
+   ND_BIN_START_BYTES worth of blocks, 2 to 32 of them (at most cap_max);
+   one block for a medium class (past ND_SMALL_MAX: 20-128 KiB).
    It doubles each time the bin runs dry and then overflows (a working set
    that does not fit), so a class the thread allocates in bursts reaches
    its full size in a few rounds, while a class it only frees blocks of
    (blocks of other threads, kept for a chain back to their page) stays
-   small and pins few pages. */
+   small and pins few pages. A medium bin of two blocks held 40-256 KiB of
+   each class a thread had touched, out of every other thread's reach
+   (the transfer store gets only overflows): bench/shortlived -t 8, whose
+   threads each use every medium class now and then, had 8.0 MiB of
+   medium blocks in its caches at its peak for 6.3 MiB live (medians of
+   7 runs); with one, 4.2 MiB, and the medium segments' resident bytes
+   22.2 -> 16.2 MiB. A bin of one is full after its first free: the
+   slow path checks that block against a second free (free.c). A slow path
+   there is about 500 instructions for a block the program writes 5-32
+   OS pages of; a class used in bursts grows as before (the batches of
+   bench/batchq -s 49152, xthread -s 65536: docs/results.md, h49r). */
 #define ND_BIN_START_BYTES 8192u
 /* A bin that runs dry again and again (its thread hands out what it
    allocates: a producer) grows to ND_BIN_DRY_BYTES worth of blocks, or
@@ -112,8 +123,9 @@ static uint32_t nd_bin_capacity(unsigned bin, bool shared, bool bound)
 #define ND_BIN_SHARED_FLOOR 16384u
 static uint32_t nd_bin_start_capacity(unsigned cls, uint32_t cap_max)
 {
-    uint32_t n = (uint32_t)(ND_BIN_START_BYTES / nd_bin_counted_size(cls));
-    n = n < 2 ? 2 : n > 32 ? 32 : n;
+    size_t size = nd_bin_counted_size(cls);
+    uint32_t n = (uint32_t)(ND_BIN_START_BYTES / size), least = size > ND_SMALL_MAX ? 1 : 2;
+    n = n < least ? least : n > 32 ? 32 : n;
     return n < cap_max ? n : cap_max;
 }
 /* The most blocks a bin's first fill takes: ND_FIRST_FILL, or as many as

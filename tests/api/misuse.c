@@ -1097,12 +1097,29 @@ static void sc_double_free_second_word_cleared(long arg)
 static long dfc(size_t size, int other) { return (long)(size | (size_t)other << 24); }
 static long dfc_between(size_t size) { return (long)(size | (size_t)1 << 25); }
 
-static void double_free_with_the_second_word_cleared_in_between_aborts(void)
+/* free(p); p[1] = 0; free(p) of blocks of each of sizes[0..n) under options. */
+static void expect_second_word_cleared(const char *options, const size_t *sizes, size_t n)
 {
     nd_api();
-    size_t sizes[] = { 16, 48, 1000, 20000 };
-    for (size_t i = 0; i < 4; i++)
-        expect_misuse("free(p); p[1] = 0; free(p)", NULL, "double_free_second_word_cleared", dfc(sizes[i], 0));
+    for (size_t i = 0; i < n; i++)
+        expect_misuse("free(p); p[1] = 0; free(p)", options, "double_free_second_word_cleared", dfc(sizes[i], 0));
+}
+
+static void double_free_with_the_second_word_cleared_in_between_aborts(void)
+{
+    static const size_t sizes[] = { 16, 48, 1000, 20000 };
+    expect_second_word_cleared(NULL, sizes, 4);
+}
+
+/* The same with the block's bin full after the first free (every bin of
+   one block: tcache_count=1; a medium class's bin starts so, tcache.c):
+   the second free passes the fast path's check of the block the bin took
+   last, and the slow path checks it (free.c: nd_free_checked). On main
+   55f8196 it went through (the block handed out twice). */
+static void double_free_with_the_second_word_cleared_into_a_full_bin_aborts(void)
+{
+    static const size_t sizes[] = { 16, 1000, 20000 };
+    expect_second_word_cleared("tcache_count=1", sizes, 3);
 }
 
 /* (By another thread, check=2 lets it through, as the default does: the
@@ -1118,11 +1135,8 @@ static void double_free_with_the_second_word_cleared_aborts_under_check_2(void)
    fill (the README's "what no level catches" for the rest). */
 static void double_free_with_the_second_word_cleared_aborts_under_secure_1(void)
 {
-    nd_api();
-    size_t sizes[] = { 48, 1000, 3000 };
-    for (size_t i = 0; i < 3; i++)
-        expect_misuse("free(p); p[1] = 0; free(p)", "secure=1", "double_free_second_word_cleared",
-                      dfc(sizes[i], 0));
+    static const size_t sizes[] = { 48, 1000, 3000 };
+    expect_second_word_cleared("secure=1", sizes, 3);
 }
 
 static void double_free_with_the_second_word_cleared_aborts_under_secure_2(void)
@@ -1816,6 +1830,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_read_of_freed_blocks_does_not_forge_a_link_to_a_cached_block),
     ND_CASE(a_read_of_freed_blocks_does_not_forge_a_link_under_check_2_or_secure_1),
     ND_CASE(double_free_with_the_second_word_cleared_in_between_aborts),
+    ND_CASE(double_free_with_the_second_word_cleared_into_a_full_bin_aborts),
     ND_CASE(double_free_with_the_second_word_cleared_aborts_under_check_2),
     ND_CASE(double_free_with_the_second_word_cleared_aborts_under_secure_1),
     ND_CASE(double_free_with_the_second_word_cleared_aborts_under_secure_2),

@@ -502,6 +502,60 @@ static void a_producers_bin_grows_to_16_kib_at_most(void)
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the producer's blocks were freed");
 }
 
+/* A bin of a medium class (past ND_SMALL_MAX) starts at one block
+   (tcache.c: nd_bin_start_capacity): a thread that frees two blocks of
+   such a class (here blocks another thread allocated) keeps one, and the
+   other goes where other threads can take it (the transfer store) or to
+   its page; a class used in bursts still grows its bin, a doubling each
+   time it runs dry and then overflows. On main 55f8196 the bin started at
+   two blocks and kept both (40-256 KiB a class: bench/shortlived -t 8 had
+   8.4 MiB in its caches at its peak). */
+static const size_t medium_sizes[] = { 20 << 10, 48 << 10, 96 << 10, 128 << 10 };
+#define MEDIUM_SIZES (sizeof medium_sizes / sizeof medium_sizes[0])
+
+static void *free_two_medium_blocks(void *arg)
+{
+    void **given = arg;
+    nodal_free(nodal_malloc(16));   /* the thread's cache */
+    nd_tcache *tc = NULL;
+    for (unsigned i = 0; i < MEDIUM_SIZES; i++) {
+        nodal_free(given[2 * i]);
+        nodal_free(given[2 * i + 1]);
+        tc = nd_tls_tc;
+        unsigned c = nd_class_of(medium_sizes[i]);
+        size_t held = (size_t)(tc->bins[c].empty - tc->bins[c].cur);
+        EXPECT(held == 1 && tc->binfo[c].cap == 1,
+               "a thread's bin of %zu B to keep one of the two blocks it freed (it holds %zu, capacity %u)",
+               medium_sizes[i], held, tc->binfo[c].cap);
+    }
+    /* Bursts of 8 blocks of 48 KiB: the bin grows to hold them. */
+    unsigned c = nd_class_of(48 << 10);
+    void *burst[8];
+    for (int round = 0; round < 16; round++) {
+        for (int i = 0; i < 8; i++)
+            burst[i] = nodal_malloc(48 << 10);
+        for (int i = 0; i < 8; i++)
+            nodal_free(burst[i]);
+    }
+    EXPECT(tc->binfo[c].cap >= 4, "a bin of 48 KiB blocks in bursts of 8 to have grown to 4 or more (capacity %u)",
+           tc->binfo[c].cap);
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    return NULL;
+}
+
+static void a_medium_bin_starts_at_one_block(void)
+{
+    void *given[2 * MEDIUM_SIZES];
+    for (unsigned i = 0; i < 2 * MEDIUM_SIZES; i++) {
+        given[i] = nodal_malloc(medium_sizes[i / 2]);
+        EXPECT(given[i] != NULL, "a block of %zu B", medium_sizes[i / 2]);
+    }
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, free_two_medium_blocks, given) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the thread exited");
+}
+
 /* A bin in a run of requests (it ran dry twice with no block freed into
    it in between, and its fills since its last overflow took a bin's worth
    already) refills its whole capacity, and the second half comes only
@@ -2751,6 +2805,81 @@ static void a_large_block_fills_an_older_segments_hole_first(void)
     EXPECT(nd_large_is_valid(), "the large pools to be valid once the blocks are freed");
 }
 
+/* n blocks of size, each written whole, into p[]; false if one failed. */
+static bool written_blocks(unsigned char **p, int n, size_t size)
+{
+    for (int i = 0; i < n; i++) {
+        p[i] = nodal_malloc(size);
+        EXPECT(p[i] != NULL, "malloc(%zu) number %d to succeed", size, i);
+        if (p[i] == NULL)
+            return false;
+        memset(p[i], 1, size);
+    }
+    return true;
+}
+
+/* A large block takes a run whose chunks are still resident before one
+   whose memory was given back (large.c: committed first), wherever they
+   lie in the pool: four blocks of 4 chunks in a fresh segment, the first
+   freed and purged (the pool's maintenance, forced), the third freed; a
+   new block of 4 chunks takes the third's run, not the first's, which it
+   would have to fault in again. On main 55f8196 (the first run that fits)
+   it took the first's. */
+static void a_large_block_reuses_resident_chunks_before_purged_ones(void)
+{
+    const size_t size = 4 * ND_CHUNK_SIZE;
+    unsigned char *p[4];
+    if (!written_blocks(p, 4, size))
+        return;
+    nd_segment *s = nd_seg_base(p[0]);
+    EXPECT(s->kind == ND_SEG_LARGE && nd_seg_base(p[3]) == s && p[1] == p[0] + size && p[2] == p[1] + size,
+           "the four blocks to lie one after the other in one large segment");
+    nodal_free(p[0]);
+    nd_large_maintain(nd_os_now_ms(), true);   /* its chunks purged */
+    unsigned first = (unsigned)(((uintptr_t)p[0] - (uintptr_t)s) >> ND_CHUNK_SHIFT);
+    EXPECT((s->committed >> first & 1) == 0, "the freed block's chunks to be purged");
+    nodal_free(p[2]);   /* its chunks resident, waiting for the delay */
+    unsigned char *q = nodal_malloc(size);
+    EXPECT(q == p[2], "the new block (%p) to take the resident run the third block left (%p), not the purged one "
+           "of the first (%p)", (void *)q, (void *)p[2], (void *)p[0]);
+    EXPECT(nd_large_is_valid(), "the large pools to be valid");
+    nodal_free(q);
+    nodal_free(p[1]);
+    nodal_free(p[3]);
+    EXPECT(nd_large_is_valid(), "the large pools to be valid once the blocks are freed");
+}
+
+/* When a large segment empties and its pool has its spare empty segment
+   already, the pool gives back the one that holds less memory (large.c:
+   nd_large_cleanest_empty): a segment of 7 blocks of 9 chunks, an eighth
+   block in a second segment, freed (the spare) and purged; then the 7
+   freed: the first segment, its chunks resident, stays, and the next
+   block lands in it without a page fault. On main 55f8196 the segment
+   just emptied went back to the node (its memory idle there until the
+   delay) and the next block was cut from the purged spare. */
+static void a_large_pool_keeps_its_most_resident_empty_segment(void)
+{
+    const size_t size = 9 * ND_CHUNK_SIZE;
+    unsigned char *p[8];
+    if (!written_blocks(p, 8, size))
+        return;
+    nd_segment *full = nd_seg_base(p[0]), *spare = nd_seg_base(p[7]);
+    for (int i = 1; i < 7; i++)
+        EXPECT(nd_seg_base(p[i]) == full, "the first 7 blocks to fill one segment (block %d)", i);
+    EXPECT(spare != full, "the eighth block to go to a second segment");
+    nodal_free(p[7]);
+    nd_large_maintain(nd_os_now_ms(), true);   /* the spare purged */
+    for (int i = 0; i < 7; i++)
+        nodal_free(p[i]);
+    unsigned char *q = nodal_malloc(size);
+    EXPECT(q != NULL && nd_seg_base(q) == full, "the next block (segment %p) to go to the segment just emptied, "
+           "its memory resident (%p), not to the purged spare (%p)", q != NULL ? (void *)nd_seg_base(q) : NULL,
+           (void *)full, (void *)spare);
+    EXPECT(nd_large_is_valid(), "the large pools to be valid");
+    nodal_free(q);
+    EXPECT(nd_large_is_valid(), "the large pools to be valid once the blocks are freed");
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(a_heap_that_leaves_its_node_keeps_every_block_usable),
     ND_CASE(a_heap_that_leaves_its_node_leaves_no_memory_in_its_free_pages),
@@ -2775,6 +2904,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_bin_stays_in_its_start_room_while_its_blocks_fit),
     ND_CASE(a_bins_first_fill_takes_at_most_a_kib_of_blocks_past_256_bytes),
     ND_CASE(a_producers_bin_grows_to_16_kib_at_most),
+    ND_CASE(a_medium_bin_starts_at_one_block),
     ND_CASE(busy_bins_of_a_few_hundred_blocks_share_pages_of_slots),
     ND_CASE(a_bin_in_a_run_of_requests_refills_whole_from_free_blocks_only),
     ND_CASE(a_bin_in_a_run_of_frees_sends_the_whole_bin_home),
@@ -2793,6 +2923,8 @@ static const struct nd_case cases[] = {
     ND_CASE(remote_frees_in_chains_go_back_to_their_own_pages),
     ND_CASE(blocks_freed_by_another_thread_come_back_in_address_order),
     ND_CASE(a_large_block_fills_an_older_segments_hole_first),
+    ND_CASE(a_large_block_reuses_resident_chunks_before_purged_ones),
+    ND_CASE(a_large_pool_keeps_its_most_resident_empty_segment),
     ND_CASE(two_blocks_grown_in_turn_grow_in_place_to_twice_their_chunk),
     ND_CASE(a_block_grown_in_one_thread_grows_on_in_another),
     ND_CASE(a_block_grown_by_quarters_moves_once_past_12_kib),
