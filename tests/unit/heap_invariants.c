@@ -1284,11 +1284,12 @@ static size_t held_in_store(unsigned c)
 
 /* Each allocates EXIT_BLOCKS blocks of 256 B and frees them, three times
    (its bin grows to hold them: dry, then full), and exits with them
-   cached, 16 KiB, with 4 blocks of 1 KiB and 2 of each of exit_large's
-   sizes (672 KiB: its cache holds more than half of tcache_total); all
-   alive together. */
-enum { EXIT_BLOCKS = 64, EXIT_LARGE = 4 };
-static const size_t exit_large[EXIT_LARGE] = {49152, 65536, 98304, 131072};
+   cached, 16 KiB, with 4 blocks of 1 KiB and a block of each of
+   exit_large's sizes (584 KiB, in bins of medium classes, which start at
+   one block: its cache holds more than half of tcache_total); all alive
+   together. */
+enum { EXIT_BLOCKS = 64, EXIT_LARGE = 7 };
+static const size_t exit_large[EXIT_LARGE] = {49152, 57344, 65536, 81920, 98304, 114688, 131072};
 static void *exit_with_blocks_cached(void *arg)
 {
     size_t *held = arg;
@@ -1305,12 +1306,14 @@ static void *exit_with_blocks_cached(void *arg)
         p[i] = nodal_malloc(1024);
     for (int i = 0; i < 4; i++)
         nodal_free(p[i]);
-    for (int k = 0; k < EXIT_LARGE; k++) {   /* 2 blocks each, their bins' starting capacity: 672 KiB */
-        p[0] = nodal_malloc(exit_large[k]);
-        p[1] = nodal_malloc(exit_large[k]);
-        nodal_free(p[0]);
-        nodal_free(p[1]);
+    size_t large = 0;
+    for (int k = 0; k < EXIT_LARGE; k++) {   /* a block each, their bins' starting capacity: 584 KiB */
+        unsigned lc = nd_class_of(exit_large[k]);
+        nodal_free(nodal_malloc(exit_large[k]));
+        large += (size_t)(nd_tls_tc->bins[lc].empty - nd_tls_tc->bins[lc].cur) * nd_class_size[lc];
     }
+    EXPECT(large >= (size_t)nd_opt(ND_OPT_tcache_total) / 2, "the cache to hold half of tcache_total or more in its "
+           "bins of medium classes, %zu bytes", large);
     unsigned c = nd_class_of(256);
     *held = (size_t)(nd_tls_tc->bins[c].empty - nd_tls_tc->bins[c].cur);
     EXPECT(nd_tcache_is_valid(nd_tls_tc), "the cache invariants to hold");
