@@ -64,6 +64,7 @@
     X(committed,           GAUGE,   PROCESS, GAUGE,   BYTES, 1, "bytes of mapped memory that may be resident (not returned to the OS)") \
     X(returned,            COUNTER, PROCESS, GAUGE,   BYTES, 1, "bytes given back to the OS so far (purged or unmapped)") \
     X(segments,            GAUGE,   PROCESS, GAUGE,   COUNT, 1, "segments mapped (4 MiB each, or one per huge block)") \
+    X(lock_waits,          COUNTER, PROCESS, GAUGE,   COUNT, 1, "times a thread found one of nodal's locks held by another and waited for it (locks are taken on slow paths only: src/README.md's lock table); a few per thousand fills is usual, many say threads queue on one shared structure, often one whose holder waits for a CPU") \
     X(metadata,            GAUGE,   PROCESS, DERIVED, BYTES, 1, "memory for nodal's own bookkeeping (thread caches, heaps and the segment map's leaves)") \
     X(rss,                 GAUGE,   PROCESS, DERIVED, BYTES, 2, "the process's resident set, as the kernel reports it (all of it, not only nodal's)") \
     X(peak_rss,            PEAK,    PROCESS, DERIVED, BYTES, 2, "the process's highest resident set") \

@@ -10,8 +10,11 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include "counters.h"
 #include "lock.h"
 #include "nodal.h"
 #include "check.h"
@@ -195,7 +198,49 @@ static void locks_taken_in_the_tables_order_pass_the_witness(void)
            nd_lock_held_count());
 }
 
+/* ---- lock_waits: a lock found held is counted, a free one is not --------- */
+
+static void *take_stats_base(void *arg)
+{
+    (void)arg;
+    nd_lock(ND_LOCK(stats_base, 0));   /* held by the main thread: counted, then waits */
+    nd_unlock(ND_LOCK(stats_base, 0));
+    return NULL;
+}
+
+/* The statistics' lock_waits counts each nd_lock that found its lock held
+   (lock.c: the trylock that failed), before the thread waits, so the main
+   thread, holding the lock, sees the count move and only then lets go;
+   a thousand acquisitions of a free lock count nothing; and the report
+   shows the field. */
+static void a_lock_found_held_counts_one_wait_and_a_free_one_none(void)
+{
+    size_t before = nd_load_relaxed(&nd_gauge.lock_waits);
+    for (int i = 0; i < 1000; i++) {
+        nd_lock(ND_LOCK(stats_base, 0));
+        nd_unlock(ND_LOCK(stats_base, 0));
+    }
+    EXPECT(nd_load_relaxed(&nd_gauge.lock_waits) == before,
+           "1,000 acquisitions of a free lock to count no wait, lock_waits %zu -> %zu", before,
+           (size_t)nd_load_relaxed(&nd_gauge.lock_waits));
+    nd_lock(ND_LOCK(stats_base, 0));
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, take_stats_base, NULL) == 0, "pthread_create to work");
+    for (int i = 0; i < 100000 && nd_load_relaxed(&nd_gauge.lock_waits) == before; i++)
+        usleep(100);   /* 10 s at most: a lock that does not count fails below, not by a hang */
+    nd_unlock(ND_LOCK(stats_base, 0));
+    pthread_join(t, NULL);
+    size_t after = nd_load_relaxed(&nd_gauge.lock_waits);
+    EXPECT(after == before + 1, "one acquisition of a held lock to count one wait, lock_waits %zu -> %zu", before,
+           after);
+    char json[16384], want[64];
+    nodal_stats_json(json, sizeof json);
+    snprintf(want, sizeof want, "\"lock_waits\":%zu", after);
+    EXPECT(strstr(json, want) != NULL, "the JSON report to have %s", want);
+}
+
 static const struct nd_case cases[] = {
+    ND_CASE(a_lock_found_held_counts_one_wait_and_a_free_one_none),
     ND_CASE(fork_while_another_thread_holds_any_lock_gives_a_working_child),
     ND_CASE(locks_taken_in_the_tables_order_pass_the_witness),
     ND_CASE(one_nodes_locks_lie_in_one_os_page),
