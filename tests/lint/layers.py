@@ -107,21 +107,26 @@ def check_unused(src, callers):
     for d in callers:
         for f in source_files(d):
             texts.append(strip_comments(open(os.path.join(d, f)).read()))
+    # Every nd_ word of every text, once (a word is the whole of \w+ after
+    # a boundary, so it is exactly what \bNAME\b finds): the place of each
+    # occurrence by name, instead of a search of every text for each name.
+    places = {}
+    for t in texts:
+        for m in re.finditer(r"\b(nd_\w+)", t):
+            places.setdefault(m.group(1), []).append((t, m.start(), m.end()))
     problems = []
     for name, where in sorted(defined.items()):
         uses = 0
-        pat = re.compile(r"\b" + re.escape(name) + r"\b")
-        for t in texts:
-            for m in pat.finditer(t):
-                line_start = t.rfind("\n", 0, m.start()) + 1
-                line_end = t.find("\n", m.end())
-                line = t[line_start:line_end if line_end >= 0 else len(t)]
-                # A definition or declaration starts at column 0 and names it
-                # before its '('; anything else is a use.
-                if re.match(r"^(?!return\b)[A-Za-z_][\w \t\*]*?\b" + re.escape(name) + r"\s*\(", line) and \
-                        not line.startswith((" ", "\t")):
-                    continue
-                uses += 1
+        for t, start, end in places.get(name, ()):
+            line_start = t.rfind("\n", 0, start) + 1
+            line_end = t.find("\n", end)
+            line = t[line_start:line_end if line_end >= 0 else len(t)]
+            # A definition or declaration starts at column 0 and names it
+            # before its '('; anything else is a use.
+            if re.match(r"^(?!return\b)[A-Za-z_][\w \t\*]*?\b" + re.escape(name) + r"\s*\(", line) and \
+                    not line.startswith((" ", "\t")):
+                continue
+            uses += 1
         if uses == 0:
             problems.append("%s defines %s, which nothing calls" % (where, name))
     for p in problems:
