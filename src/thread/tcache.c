@@ -312,6 +312,12 @@ static size_t nd_tcache_bytes(size_t slot_bytes)
 }
 /* The slots a cache of each kind has after its struct (nd_tcache_create). */
 static uint32_t nd_tcache_layout_slots[ND_LAYOUT_COUNT];
+/* The kind of cache (its nd_tcache_layouts row) of a heap: shared (no
+   cache), bound to a node, or plain. */
+static unsigned nd_tcache_layout_of(bool shared, bool bound)
+{
+    return shared ? ND_LAYOUT_NONE : bound ? ND_LAYOUT_BOUND : ND_LAYOUT_PLAIN;
+}
 
 /* Slots on an OS page of 4 KiB (the slots begin on one: ND_TC_HEAD_BYTES). */
 #define ND_PAGE_SLOTS (4096u / sizeof(void *))
@@ -424,7 +430,7 @@ static inline uint32_t nd_tcache_arm_max(const nd_tcache *tc, unsigned c)
 
 nd_hot nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool shared)
 {
-    unsigned layout = shared ? ND_LAYOUT_NONE : bound ? ND_LAYOUT_BOUND : ND_LAYOUT_PLAIN;
+    unsigned layout = nd_tcache_layout_of(shared, bound);
     size_t slots = nd_tcache_layout_slots[layout];
     /* The slots need no zeroing: only [cur, empty) of a bin is ever read.
        Nor are they touched here: a bin gets its slots (and its sentinel is
@@ -441,8 +447,9 @@ nd_hot nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool sha
        pre-touch the struct (a fresh mapping is zero): the loops below
        store to the bins, their cold parts and the heap's head, the other
        counters' pages are first written by the slow paths of the classes
-       used (a recycled cache is zeroed whole by meta.c). */
-    nd_tcache *tc = nd_meta_alloc_untouched(nd_tcache_bytes(slots * sizeof(void *)), ND_TC_HEAD_BYTES);
+       used (a recycled cache's struct is zeroed whole by meta.c, its slots
+       are not). */
+    nd_tcache *tc = nd_meta_alloc_untouched(nd_tcache_bytes(slots * sizeof(void *)), sizeof(nd_tcache));
     if (tc == NULL)
         return NULL;
     tc->layout = (uint8_t)layout;
@@ -1542,7 +1549,7 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
     if (tc->kind != nd_tcache_kind(tc->heap.shared, tc->heap.bound, tc->heap.node))
         return false;
     /* Its kind's table (tcache.h: nd_bin_layout), and its slots that table's. */
-    unsigned layout = tc->heap.shared ? ND_LAYOUT_NONE : tc->heap.bound ? ND_LAYOUT_BOUND : ND_LAYOUT_PLAIN;
+    unsigned layout = nd_tcache_layout_of(tc->heap.shared, tc->heap.bound);
     if (tc->layout != layout || tc->slot_bytes != nd_tcache_layout_slots[layout] * sizeof(void *))
         return false;
     if (tc->heap.shared || tc->heap.bound ? tc->look_arm != NULL

@@ -329,9 +329,11 @@ _Static_assert(ND_TIER_COUNT <= ND_BIN_BYTES / sizeof(uint64_t), "a counter per 
 _Static_assert(__builtin_offsetof(nd_tcache, heap) + __builtin_offsetof(nd_heap, cstats) + 18 * sizeof(nd_class_counters) <= 8192,
                "the counters of classes 0-17 end on the struct's second OS page (tcache.h)");
 
-/* Where a cache's slots begin: the struct rounded up to whole OS pages,
-   so the start area, which a thread that uses a few classes touches the
-   top of a room of each, begins on a page of its own (tcache.h). */
+/* Where a cache's slots begin: the struct rounded up to whole 4 KiB
+   pages (the OS page on x86-64; on a kernel of larger pages, inside the
+   struct's last one), so the start area, which a thread that uses a few
+   classes touches the top of a room of each, begins on a page of its own
+   (tcache.h). */
 #define ND_TC_HEAD_BYTES ((sizeof(nd_tcache) + 4095) & ~(size_t)4095)
 static inline void **nd_tcache_slots(const nd_tcache *tc)
 {
