@@ -4,8 +4,8 @@
     bench/ktime.py [--hz F] REPS NAME=LIB[:OPTIONS] ... -- PROGRAM ARGS...
 
 Runs PROGRAM REPS times under each allocator (interleaved, as bench/ab.py;
-LIB is a path, several paths separated by commas, or one of ab.py's aliases
-glibc, tc, mi, je) under `perf record -g -e cpu-clock -F F` (default 10,000
+the same arguments: LIB is a path, several paths separated by commas, or
+one of the aliases glibc, tc, mi, je) under `perf record -g -e cpu-clock -F F` (default 10,000
 samples a second of each thread's CPU time), and sorts each kernel sample
 by the outermost kernel entry of its call chain: futex (the program's and
 the allocator's locks, condition variables, joins), page fault, mmap,
@@ -40,13 +40,9 @@ import sys
 import tempfile
 from collections import Counter
 
-LIBDIR = "/usr/lib/x86_64-linux-gnu/"
-ALIASES = {
-    "glibc": "",
-    "tc": LIBDIR + "libtcmalloc_minimal.so.4",
-    "mi": LIBDIR + "libmimalloc.so.2",
-    "je": LIBDIR + "libjemalloc.so.2",
-}
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import ab  # noqa: E402  (the NAME=LIB[:OPTIONS] arguments and the allocators' aliases)
+
 # (cause, a kernel function that marks it), the first found from the outside in
 CAUSES = [("futex", "__x64_sys_futex"), ("fault", "exc_page_fault"), ("mmap", "__x64_sys_mmap"),
           ("munmap", "__x64_sys_munmap"), ("madvise", "__x64_sys_madvise"),
@@ -98,17 +94,10 @@ def main(argv):
         reps = int(argv[1])
     except ValueError:
         usage()
-    configs = []
-    for spec in argv[2:sep]:
-        if "=" not in spec:
-            usage()
-        name, rest = spec.split("=", 1)
-        lib, _, opts = rest.partition(":")
-        libs = [ALIASES.get(x, x) for x in lib.split(",")]
-        for x in libs:
-            if x and not os.path.exists(x):
-                sys.exit("ktime.py: %s: no such library" % x)
-        configs.append((name, " ".join(x for x in libs if x), opts))
+    try:
+        configs = ab.parse_configs(argv[2:sep], "ktime.py")
+    except ValueError:
+        usage()
     cmd = argv[sep + 1:]
     if not configs or not cmd:
         usage()
