@@ -7,8 +7,9 @@ Runs PROGRAM REPS times under each allocator, rotating the order every
 repetition (so a burst of load on a shared machine hits every allocator),
 and prints per allocator the median CPU time (user + system) with its
 range, the ratio to the first allocator's median, and the medians of
-system time and peak RSS with their ranges, and of minor page faults. LIB is a shared library to
-LD_PRELOAD, or one of the aliases glibc (no preload), tc, mi, je (Debian
+system time and peak RSS with their ranges, and of minor page faults and
+context switches (voluntary+involuntary: the child's ru_nvcsw, ru_nivcsw). LIB is a shared library to
+LD_PRELOAD (several: separated by commas), or one of the aliases glibc (no preload), tc, mi, je (Debian
 12's tcmalloc minimal, mimalloc, jemalloc); OPTIONS, after a colon, go into
 NODAL_OPTIONS. Peak RSS is the program's own `peak_rss_mib=` line (every
 program in bench/ prints one), else the kernel's maximum for the run
@@ -48,6 +49,24 @@ def usage():
     sys.exit(__doc__.split("\n\n")[1].strip())
 
 
+def parse_configs(specs, tool="ab.py"):
+    """NAME=LIB[,LIB...][:OPTIONS] arguments -> [(name, LD_PRELOAD value, options)]
+    (an empty LD_PRELOAD value for glibc). Raises ValueError on an argument
+    without '='; exits on a library that does not exist."""
+    configs = []
+    for spec in specs:
+        if "=" not in spec:
+            raise ValueError(spec)
+        name, rest = spec.split("=", 1)
+        lib, _, opts = rest.partition(":")
+        libs = [ALIASES.get(x, x) for x in lib.split(",")]
+        for x in libs:
+            if x and not os.path.exists(x):
+                sys.exit("%s: %s: no such library" % (tool, x))
+        configs.append((name, " ".join(x for x in libs if x), opts))
+    return configs
+
+
 def main(argv):
     if len(argv) < 4 or "--" not in argv:
         usage()
@@ -65,16 +84,10 @@ def main(argv):
         reps = int(argv[1])
     except ValueError:
         usage()
-    configs = []
-    for spec in argv[2:sep]:
-        if "=" not in spec:
-            usage()
-        name, rest = spec.split("=", 1)
-        lib, _, opts = rest.partition(":")
-        lib = ALIASES.get(lib, lib)
-        if lib and not os.path.exists(lib):
-            sys.exit("ab.py: %s: no such library" % lib)
-        configs.append((name, lib, opts))
+    try:
+        configs = parse_configs(argv[2:sep])
+    except ValueError:
+        usage()
     cmd = argv[sep + 1:]
     if not configs or not cmd:
         usage()
@@ -105,7 +118,7 @@ def main(argv):
             m = re.search(r"peak_rss_mib=([0-9.]+)", text)
             rss = float(m.group(1)) if m else ru.ru_maxrss / 1024.0
             user, sys_t, faults = ru.ru_utime, ru.ru_stime, ru.ru_minflt
-            runs[name].append((user + sys_t, sys_t, faults, rss))
+            runs[name].append((user + sys_t, sys_t, faults, rss, ru.ru_nvcsw, ru.ru_nivcsw))
     base = None
     for name, _, _ in configs:
         v = runs[name]
@@ -114,9 +127,11 @@ def main(argv):
         base = base or med or 1.0
         sys_t = [x[1] for x in v]
         rss = [x[3] for x in v]
-        print("%-12s cpu %.3f s [%.3f-%.3f] x%.2f  sys %.3f s [%.3f-%.3f]  faults %.0f  peak rss %.1f MiB [%.1f-%.1f]" % (
-            name, med, min(cpu), max(cpu), med / base, statistics.median(sys_t), min(sys_t), max(sys_t),
-            statistics.median(x[2] for x in v), statistics.median(rss), min(rss), max(rss)))
+        print("%-12s cpu %.3f s [%.3f-%.3f] x%.2f  sys %.3f s [%.3f-%.3f]  faults %.0f  csw %.0f+%.0f  "
+              "peak rss %.1f MiB [%.1f-%.1f]" % (
+                  name, med, min(cpu), max(cpu), med / base, statistics.median(sys_t), min(sys_t), max(sys_t),
+                  statistics.median(x[2] for x in v), statistics.median(x[4] for x in v),
+                  statistics.median(x[5] for x in v), statistics.median(rss), min(rss), max(rss)))
     for f in fields:
         first = own[(configs[0][0], f)]
         for name, _, _ in configs:

@@ -56,11 +56,13 @@ GROUPS = {
                "allocator exports it (nodal), else its own sized free (jemalloc sdallocx, tcmalloc "
                "tc_free_sized, mimalloc mi_free_size); glibc 2.36 has none, so its cell stays empty"),
     "batchq": ("Batch producer/consumer: batches of 100 x 64 B through a mutex/condvar queue",
-               ["ns_obj", "cpu_ns_obj", "sys_s", "peak_rss_mib"],
+               ["ns_obj", "cpu_ns_obj", "sys_s", "peak_rss_mib", "proc_nvcsw", "proc_minflt"],
                "per object: W producer threads allocate batches, W consumer threads free them "
                "(threads = 2W); core-normalised wall ns and CPU ns of all threads (the queue's locking "
                "and futex wake-ups included: the same under every allocator); system seconds of the "
-               "timed region; peak RSS in MiB (at most 64 batches, 400 KiB, in the queue)"),
+               "timed region; peak RSS in MiB (at most 64 batches, 400 KiB, in the queue); proc_* = the whole "
+               "process (wait4): voluntary context switches (the queue's waits that slept: most of the "
+               "system time) and minor page faults"),
     "mstress": ("Stress with transfers (mstress shape): random sizes 8 B-4 MiB, slots swapped "
                 "between threads", ["wall_s", "cpu_ns_step", "sys_s", "peak_rss_mib"],
                 "5 rounds of short-lived threads share a 1,000-slot transfer array (atomic exchange); "
@@ -68,9 +70,10 @@ GROUPS = {
                 "process's user + system time / steps (thread exit included); system seconds; peak RSS "
                 "in MiB"),
     "rptest": ("rpmalloc benchmark shape: 8 B-16 KiB in loops, 20 % of each loop's blocks freed by "
-               "the next thread", ["ns_op", "cpu_ns_op", "sys_s", "peak_rss_mib"],
+               "the next thread", ["ns_op", "cpu_ns_op", "sys_s", "peak_rss_mib", "proc_nvcsw", "proc_minflt"],
                "per malloc/free pair: core-normalised wall ns and CPU ns; system seconds of the timed "
-               "region; peak RSS in MiB"),
+               "region; peak RSS in MiB; proc_* = the whole process (wait4): voluntary context switches "
+               "and minor page faults"),
     "mthread": ("glibc bench-malloc-thread shape: each thread churns 4 B-32 KiB over 1,024 slots",
                 ["ns_step", "cpu_ns_step", "sys_s", "peak_rss_mib"],
                 "per step (free + malloc, thread-local): core-normalised wall ns and CPU ns; system "

@@ -73,7 +73,8 @@ def run_process(argv, env, timeout):
     p.returncode = os.waitstatus_to_exitcode(status)
     wall = time.monotonic() - t0
     usage = {"proc_wall_s": wall, "proc_user_s": ru.ru_utime, "proc_sys_s": ru.ru_stime,
-             "proc_maxrss_kib": ru.ru_maxrss}
+             "proc_maxrss_kib": ru.ru_maxrss, "proc_minflt": ru.ru_minflt, "proc_nvcsw": ru.ru_nvcsw,
+             "proc_nivcsw": ru.ru_nivcsw}
     rc = None if timed_out else p.returncode
     return rc, out, "".join(err_chunks), usage, wall
 
@@ -129,7 +130,8 @@ def run_job(bindir, case, variant, rep, seq, log, pass_="main"):
         status = status_of(rc)
     else:   # e.g. sqlite without libsqlite3-dev: the program was not built
         rc, out, err, wall = 77, "", "%s was not built" % case.program, 0.0
-        usage = {"proc_wall_s": 0.0, "proc_user_s": 0.0, "proc_sys_s": 0.0, "proc_maxrss_kib": 0}
+        usage = {"proc_wall_s": 0.0, "proc_user_s": 0.0, "proc_sys_s": 0.0, "proc_maxrss_kib": 0,
+                 "proc_minflt": 0, "proc_nvcsw": 0, "proc_nivcsw": 0}
         status = STATUS_SKIP
     base = {"rep": rep, "seq": seq, "case": case.id, "group": case.group,
             "variant": variant.name, "program": case.program, "load1": load, "pass": pass_}

@@ -26,6 +26,11 @@ PROC_METRICS = {
                              if s.get("proc_user_s") is not None and s.get("proc_sys_s") is not None
                              else None),
     "proc_rss_mib": lambda s: s["proc_maxrss_kib"] / 1024.0 if s.get("proc_maxrss_kib") else None,
+    # sleeps (voluntary context switches: a futex wait that slept, a join), preemptions (involuntary)
+    # and minor page faults: what a row's system time is made of (docs/results.md, h50k)
+    "proc_nvcsw": lambda s: s.get("proc_nvcsw"),
+    "proc_nivcsw": lambda s: s.get("proc_nivcsw"),
+    "proc_minflt": lambda s: s.get("proc_minflt"),
 }
 
 
@@ -62,6 +67,10 @@ def unit_of(metric):
         return "%"
     if metric == "blocks":
         return "blocks"
+    if metric in ("proc_nvcsw", "proc_nivcsw"):
+        return "context switches"
+    if metric == "proc_minflt":
+        return "minor faults"
     if metric.startswith("instr_"):
         return "instructions"
     if metric.endswith("_mib"):
@@ -582,7 +591,8 @@ def markdown(samples, variants_by_group, meta, problems):
 
 
 CSV_FIELDS = ["rep", "pass", "seq", "case", "group", "variant", "workload", "params", "metric", "value",
-              "status", "proc_wall_s", "proc_user_s", "proc_sys_s", "proc_maxrss_kib", "load1"]
+              "status", "proc_wall_s", "proc_user_s", "proc_sys_s", "proc_maxrss_kib", "proc_minflt",
+              "proc_nvcsw", "proc_nivcsw", "load1"]
 
 
 def write_csv(path, samples, meta):

@@ -70,7 +70,8 @@ def run(numa_vm, bindir, jobs, raw_out, log, timeout=3000):
             rep, case, v = by_seq[current]
             base = {"rep": rep, "seq": current, "case": case.id, "group": case.group,
                     "variant": v.name, "program": case.program}
-            usage = {"proc_wall_s": None, "proc_user_s": None, "proc_sys_s": None, "proc_maxrss_kib": None}
+            usage = {"proc_wall_s": None, "proc_user_s": None, "proc_sys_s": None, "proc_maxrss_kib": None,
+                     "proc_minflt": None, "proc_nvcsw": None, "proc_nivcsw": None}
             status = status_of(rc)
             samples += samples_from("\n".join(buf), status, usage, base)
             if status not in ("ok", "skipped"):

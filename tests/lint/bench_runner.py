@@ -96,6 +96,30 @@ def a_result_lines_measured_fields_are_not_its_identity():
         expect("peak_inflight=" in f.read(), "batchq.c to print peak_inflight= (else this part checks nothing)")
 
 
+def every_run_records_its_sleeps_preemptions_and_faults():
+    # the kernel's share of a hand-off row is the program's sleeps, not the
+    # allocator's calls (docs/results.md, h50k): every run keeps its wait4
+    # counts, and the batchq and rptest groups tabulate them
+    from runner.execute import run_process
+    from runner.cases import GROUPS
+    rc, _, _, usage, _ = run_process([sys.executable, "-c", "import time; time.sleep(0.01)"], dict(os.environ), 30)
+    expect(rc == 0, "the child to exit 0, got %r" % rc)
+    for f in ("proc_minflt", "proc_nvcsw", "proc_nivcsw"):
+        expect(isinstance(usage.get(f), int), "the run's usage to have %s from wait4, got %r" % (f, usage.get(f)))
+    expect(usage["proc_minflt"] > 0, "a Python child to fault at least one page, got %d" % usage["proc_minflt"])
+    expect(usage["proc_nvcsw"] > 0, "a child that sleeps 10 ms to count a voluntary switch, got %d"
+           % usage["proc_nvcsw"])
+    sample = {"rep": 0, "seq": 0, "group": "batchq", "case": "batchq-w2", "variant": "nodal", "status": "ok",
+              "metric": "ns_obj", "value": 1.0, "params": {}}
+    sample.update(usage)
+    for m in ("proc_nvcsw", "proc_minflt"):
+        expect(m in GROUPS["batchq"][1] and m in GROUPS["rptest"][1], "batchq and rptest to list %s" % m)
+        expect(report.PROC_METRICS[m](sample) == usage[m], "%s's table to read the run's %s" % (m, m))
+        expect(report.unit_of(m) != "", "%s to have a unit in its caption" % m)
+    expect(all(f in report.CSV_FIELDS for f in ("proc_minflt", "proc_nvcsw", "proc_nivcsw")),
+           "the CSV to carry the wait4 counts")
+
+
 def the_profile_table_gives_a_verdict_only_where_its_interval_clears_the_target():
     # prof=1 / default per repetition, three rows of larson: tight under the
     # CPU target, tight over it, and spread across it (+-10 %, as xthread's
@@ -132,6 +156,7 @@ def the_profile_table_gives_a_verdict_only_where_its_interval_clears_the_target(
 
 
 CASES = {f.__name__: f for f in (values_spanning_decades_get_a_log_axis,
+                                    every_run_records_its_sleeps_preemptions_and_faults,
                                   the_profile_table_gives_a_verdict_only_where_its_interval_clears_the_target,
                                   a_result_lines_measured_fields_are_not_its_identity,
                                  every_axis_says_which_way_is_better,
