@@ -17,11 +17,10 @@ dump cancel; REPS such estimates per column, each from its own two runs.
 """
 
 import os
-import subprocess
 import tempfile
 
-from .callgrind import _ir
-from .execute import parse_results, status_of
+from .callgrind import count_run
+from .execute import parse_results
 
 # Estimates per row and column, each from two runs.
 REPS = 2
@@ -40,41 +39,39 @@ def _with(args, opt, value):
 
 
 def units(case):
-    """[(base args, size option, N1, N2)]: one callgrind measurement per
-    unit, each printing one result line (one row). xthread's rows are one
-    -s size each, and its -x row alone (-M); the others' cases are one row
-    each."""
+    """[(base args, size option, N1, N2, operations per unit of the size)]:
+    one callgrind measurement per unit, each printing one result line (one
+    row). xthread's rows are one -s size each, and its -x row alone (-M);
+    the others' cases are one row each. Operations: objects (xthread: -n
+    per pair), replacements (larson: -R rounds of -r per thread), steps,
+    requests, loops (rptest)."""
     a = list(case.args)
     p = case.program
     if p == "xthread":
         opts = {a[i]: a[i + 1] for i in range(len(a) - 1) if a[i] in ("-s", "-x", "-n", "-p")}
         rest = [x for i, x in enumerate(a) if x not in opts and (i == 0 or a[i - 1] not in opts)]
         rest += ["-p", opts.get("-p", "1")]
-        out = [(rest + ["-s", s], "-n", 100000, 400000) for s in opts.get("-s", "8").split(",")]
+        pairs = int(opts.get("-p", "1"))
+        out = [(rest + ["-s", s], "-n", 100000, 400000, pairs) for s in opts.get("-s", "8").split(",")]
         if "-x" in opts:
-            out.append((rest + ["-x", opts["-x"], "-M"], "-n", 100000, 400000))
+            out.append((rest + ["-x", opts["-x"], "-M"], "-n", 100000, 400000, pairs))
         return out
     if p == "larson":
-        return [(a, "-R", 2, 6)]
+        return [(a, "-R", 2, 6, int(a[a.index("-r") + 1]) * int(a[a.index("-t") + 1]))]
     if p == "batchq":
-        return [(a, "-n", 200000, 800000)]
+        return [(a, "-n", 200000, 800000, 1)]
     if p == "reqresp":
-        return [(a, "-n", 20000, 80000)]
+        return [(a, "-n", 20000, 80000, 1)]
     if p == "rptest":
-        return [(a, "-n", 200, 800)]
+        return [(a, "-n", 200, 800, 1)]
     if p == "mstress":
-        return [(a, "-n", 100000, 400000)]
+        return [(a, "-n", 100000, 400000, 1)]
     return []
 
 
-def _count(argv, env, out):
-    cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out] + argv
-    r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
-    if r.returncode != 0:
-        raise RuntimeError("%s: %s" % (status_of(r.returncode), r.stderr.strip().splitlines()[-1:]))
-    ir = _ir(out)
-    os.unlink(out)
-    return ir, list(parse_results(r.stdout))
+def _count(argv, env, tmp):
+    ir, stdout = count_run(argv, env, tmp)
+    return ir, list(parse_results(stdout))
 
 
 def run(bindir, todo, log, seq0=200000):
@@ -84,16 +81,15 @@ def run(bindir, todo, log, seq0=200000):
     samples, problems = [], []
     seq = seq0
     with tempfile.TemporaryDirectory() as tmp:
-        out = os.path.join(tmp, "cg.out")
         for case, vs in todo:
-            for base, opt, n1, n2 in units(case):
+            for base, opt, n1, n2, per in units(case):
                 path = os.path.join(bindir, case.program)
                 for rep in range(REPS):
                     for v in vs[rep % 2:] + vs[:rep % 2]:
                         env = v.environ(os.environ)
                         try:
-                            a, _ = _count([path] + _with(base, opt, n1) + v.args, env, out)
-                            b, lines = _count([path] + _with(base, opt, n2) + v.args, env, out)
+                            a, _ = _count([path] + _with(base, opt, n1) + v.args, env, tmp)
+                            b, lines = _count([path] + _with(base, opt, n2) + v.args, env, tmp)
                         except Exception as e:      # one row failing must not stop the table
                             problems.append("prof instructions %s %s %s: %s" % (case.id, " ".join(base),
                                                                                 v.name, e))
@@ -103,7 +99,7 @@ def run(bindir, todo, log, seq0=200000):
                                 case.id, " ".join(base), len(lines)))
                             continue
                         seq += 1
-                        x = (b - a) / (n2 - n1)
+                        x = (b - a) / ((n2 - n1) * per)
                         samples.append({"rep": rep, "seq": seq, "case": case.id, "group": case.group,
                                         "variant": v.name, "workload": lines[0][0], "params": lines[0][1],
                                         "metric": "instr_op", "value": x, "status": "ok",

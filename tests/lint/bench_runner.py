@@ -206,8 +206,8 @@ def the_profile_instruction_rows_are_one_result_line_each():
             continue
         units = profinstr.units(case)
         expect(units, "a reduced size for %s's instructions" % case.id)
-        for args, opt, n1, n2 in units:
-            expect(0 < n1 < n2, "two sizes for %s, of %s: %r" % (case.id, opt, args))
+        for args, opt, n1, n2, per in units:
+            expect(0 < n1 < n2 and per >= 1, "two sizes for %s, of %s: %r" % (case.id, opt, args))
             lists = [a for i, a in enumerate(args) if "," in a and args[i - 1] != "-x"]
             expect(not lists and ("-x" not in args or "-M" in args),
                    "one row per unit of %s (one size, or -x's row alone): %r" % (case.id, args))
