@@ -23,7 +23,7 @@ BENCH = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(BENCH)
 sys.path.insert(0, BENCH)
 
-from runner import callgrind, cases, machine, plots, report, vm  # noqa: E402
+from runner import callgrind, cases, machine, plots, profinstr, report, vm  # noqa: E402
 from runner.allocators import Allocators, probe_nodal  # noqa: E402
 from runner.execute import run_job  # noqa: E402
 
@@ -31,6 +31,9 @@ LOG = []
 # Pairs of runs (prof=1, default) the heap profile's table gets by default:
 # its rows' own spread is +-5-15 %, and with 3 pairs no 90 % interval exists
 PROF_REPS = 15
+# and at most this many on the cases one of whose rows is still not resolved
+# after them and the instruction counts (one more pair at a time)
+PROF_MAX_REPS = 25
 
 
 def log(msg):
@@ -82,6 +85,12 @@ def parse_args():
                          "(report.PROF_GROUPS) for the report's prof=1 table: the suite's own repetitions "
                          "count, and the rest run after them, those two columns only, and feed only that "
                          "table (default with a 'prof' variant: %d; --reps or less: none more)" % PROF_REPS)
+    ap.add_argument("--prof-max-reps", type=int, default=PROF_MAX_REPS,
+                    help="after --prof-reps, more pairs, one at a time, of the cases whose rows the "
+                         "profile's table cannot decide yet, up to this many (default %d)" % PROF_MAX_REPS)
+    ap.add_argument("--no-prof-instr", action="store_true",
+                    help="skip the heap profile's table's instruction counts (its CPU rows under "
+                         "callgrind at a reduced size, both columns: runner/profinstr.py; a few minutes)")
     ap.add_argument("--numa-vm", help="path of the numa-vm tool")
     ap.add_argument("--out", help="results directory (default: bench/results/<UTC date>-<host>)")
     ap.add_argument("--no-plots", action="store_true")
@@ -172,17 +181,38 @@ def main():
                           if v.name in (report.PROF_OFF, report.PROF_ON)])
                      for c in todo if c.group in report.PROF_GROUPS]
         prof_todo = [(c, vs) for c, vs in prof_todo if len(vs) == 2]
-        for rep in range(reps, prof_reps if prof_todo else 0):
-            log("[prof=1 pairs: repetition %d/%d]" % (rep + 1, prof_reps))
-            for case, vs in prof_todo:
+
+        def prof_pair(rep, todo):
+            nonlocal seq
+            for case, vs in todo:
                 for v in vs[rep % 2:] + vs[:rep % 2]:
                     seq += 1
                     rows, out, err = run_job(bindir, case, v, rep, seq, log, pass_="prof")
-                    samples += rows
+                    samples.extend(rows)
                     raw.append("### %s / %s / rep %d (prof pairs)\n%s%s" % (case.id, v.name, rep, out, err))
                     st = rows[0]["status"]
                     if st not in ("ok", "skipped"):
                         problems.append("%s / %s rep %d (prof pairs): %s" % (case.id, v.name, rep, st))
+        for rep in range(reps, prof_reps if prof_todo else 0):
+            log("[prof=1 pairs: repetition %d/%d]" % (rep + 1, prof_reps))
+            prof_pair(rep, prof_todo)
+        # and its CPU rows in instructions, which repeat where times do not
+        if prof_todo and not a.no_prof_instr:
+            machine.ensure_packages(machine.CALLGRIND_PACKAGES, log)
+            log("[prof=1 instructions: %d rows under callgrind]"
+                % sum(len(profinstr.units(c)) for c, _ in prof_todo))
+            s, p = profinstr.run(bindir, prof_todo, log)
+            samples += s
+            problems += p
+        # more pairs where the table cannot decide yet, until it can or the cap
+        for rep in range(max(reps, prof_reps), a.prof_max_reps if prof_todo else 0):
+            still = report.prof_open_cases(samples)
+            todo = [(c, vs) for c, vs in prof_todo if c.id in still]
+            if not todo:
+                break
+            log("[prof=1 pairs: repetition %d (cap %d) of %d cases not resolved]"
+                % (rep + 1, a.prof_max_reps, len(todo)))
+            prof_pair(rep, todo)
 
     if run_cg:
         log("[callgrind]")

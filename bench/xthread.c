@@ -8,7 +8,8 @@
  * byte and frees the block. Every block is therefore freed by a thread that
  * did not allocate it: the remote-free path of the allocator. Block sizes:
  * one row per size in -s, plus with -x min,max a row (size=min-max) whose
- * sizes are drawn log-uniformly from [min, max] per block. The producer writes
+ * sizes are drawn log-uniformly from [min, max] per block (-M: that row
+ * alone, without -s's). The producer writes
  * the first byte of each block (and one byte per 64 B of a mixed-size block,
  * as a program filling a message would).
  *
@@ -222,7 +223,8 @@ int main(int argc, char **argv)
     struct cfg c = { .objects = 2000000, .batch = 8, .depth = 65536 };
     long long sizes[16] = { 8 }, pl[16] = { 1 }, range[2] = { 0, 0 };
     int nsizes = 1, npl = 1, nrange = 0, opt;
-    while ((opt = getopt(argc, argv, "s:x:n:p:g:r:mP")) != -1) {
+    int mixed_only = 0;
+    while ((opt = getopt(argc, argv, "s:x:n:p:g:r:mMP")) != -1) {
         switch (opt) {
         case 's': nsizes = parse_list(optarg, sizes, 16); break;
         case 'x': nrange = parse_list(optarg, range, 2); break;
@@ -231,10 +233,11 @@ int main(int argc, char **argv)
         case 'g': c.batch = (int)parse_size(optarg); break;
         case 'r': c.depth = (uint64_t)parse_size(optarg); break;
         case 'm': c.noalloc = 1; break;
+        case 'M': mixed_only = 1; break;
         case 'P': bench_pinning = 0; break;
         default:
             fprintf(stderr, "usage: xthread [-s sizes] [-x min,max (mixed sizes)] [-n objects per pair] [-p pairs]\n"
-                            "               [-g publish batch] [-r ring slots] [-m (no alloc)] [-P]\n");
+                            "               [-g publish batch] [-r ring slots] [-m (no alloc)] [-M (-x's row only)] [-P]\n");
             return 2;
         }
     }
@@ -243,6 +246,11 @@ int main(int argc, char **argv)
             die("need at least one pair");
     if (nrange && (nrange != 2 || range[0] < 1 || range[1] < range[0]))
         die("-x takes min,max with 1 <= min <= max");
+    if (mixed_only) {
+        if (!nrange || c.noalloc)
+            die("-M needs -x (and no -m)");
+        nsizes = 0;
+    }
     if (c.depth < 2 || c.depth > RING_MAX || (c.depth & (c.depth - 1)))
         die("-r must be a power of two in 2..%d", RING_MAX);
     if (c.batch < 1 || c.batch > (int)c.depth || (c.batch & (c.batch - 1)))

@@ -24,7 +24,8 @@ def _ir(out_file):
     raise ValueError("no totals in " + out_file)
 
 
-def _count(argv, env, tmp):
+def count_run(argv, env, tmp):
+    """argv under callgrind: (its instructions, its standard output)."""
     out = os.path.join(tmp, "cg.out")
     cmd = ["valgrind", "--tool=callgrind", "--callgrind-out-file=" + out] + argv
     r = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
@@ -32,7 +33,11 @@ def _count(argv, env, tmp):
         raise RuntimeError("%s: %s" % (status_of(r.returncode), r.stderr.strip().splitlines()[-1:]))
     ir = _ir(out)
     os.unlink(out)
-    return ir
+    return ir, r.stdout
+
+
+def _count(argv, env, tmp):
+    return count_run(argv, env, tmp)[0]
 
 
 def per_op(argv_for, env):

@@ -488,12 +488,29 @@ def _prof_pairs(samples, group, metric):
     return pairs
 
 
-def _extra_prof(samples, tables, variants_by_group=None):
-    """prof=1 against the default on the hand-off and server workloads: CPU
-    time (or time) and peak RSS per row, as the ratio within each
-    repetition's pair of runs (the median of those ratios and its
-    confidence interval), with the targets: a verdict only where the
-    interval does not cover the target."""
+def _prof_instr(samples, group):
+    """{row: (prof=1 / default low, high, estimates)} of the instructions per
+    operation (profinstr.py, pass "prof-instr"): the range of the ratio over
+    every pairing of the two columns' estimates, min(on) / max(off) to
+    max(on) / min(off), so that it holds whatever estimate was the right
+    one."""
+    by = {}
+    for s in samples:
+        if (s["group"] == group and s["metric"] == "instr_op" and s.get("pass") == "prof-instr"
+                and s["status"] == "ok" and s["value"] and s["variant"] in (PROF_ON, PROF_OFF)):
+            by.setdefault(param_key(s["params"]), {}).setdefault(s["variant"], []).append(s["value"])
+    out = {}
+    for row, d in by.items():
+        on, off = d.get(PROF_ON), d.get(PROF_OFF)
+        if on and off:
+            out[row] = (min(on) / max(off), max(on) / min(off), min(len(on), len(off)))
+    return out
+
+
+def _prof_rows(samples, tables, variants_by_group=None):
+    """The rows of the profile's table: (group, metric, label, pairs,
+    median ratio, low, high, coverage, ratio of medians, target, second
+    measure or None, row key)."""
     rows = []
     for group in PROF_GROUPS:
         have = {s["metric"] for s in samples if s["group"] == group}
@@ -504,6 +521,7 @@ def _extra_prof(samples, tables, variants_by_group=None):
                 continue
             target = PROF_RSS if "rss" in m else PROF_CPU
             pairs = _prof_pairs(samples, group, m)
+            instr = _prof_instr(samples, group) if target == PROF_CPU else {}
             # the rows' order and labels of the metric's table (peak_rss_kib
             # has none in the report: made here the same way)
             t = tables.get((group, m)) or Table(samples, group, m, (variants_by_group or {}).get(group, []))
@@ -518,30 +536,85 @@ def _extra_prof(samples, tables, variants_by_group=None):
                 of_medians = meds[1] / meds[0] if higher_is_better(m) else meds[0] / meds[1]
                 cols = t.cols if row in t.rows else [k for k, _ in row]
                 label = ", ".join("%s=%s" % (k, dict(row).get(k, "")) for k in cols)
+                second = None
+                if row in instr:
+                    lo, hi, n = instr[row]
+                    # a range of one estimate a column says nothing of its spread
+                    second = ("instructions", "%.3f-%.3f (range, %d+%d)" % (lo, hi, n, n), lo, hi, n >= 2)
                 rows.append((group, m, label, len(ps), statistics.median(ratios), low, high, cov,
-                             of_medians, target))
+                             of_medians, target, second, row))
+    # a verdict of the pairs needs the interval's full coverage (5 pairs
+    # and more at 90 %): the range of fewer says nothing at that level
+    verdicts = [prof_verdict(r[5], r[6], r[9]) if r[7] >= PROF_LEVEL else "not resolved" for r in rows]
+    seconds = [(prof_verdict(r[10][2], r[10][3], r[9]) if r[10][4] else "not resolved") if r[10] else ""
+               for r in rows]
+    final = [v if v != "not resolved" or not s2 or s2 == "not resolved" else "%s (%s)" % (s2, r[10][0])
+             for v, s2, r in zip(verdicts, seconds, rows)]
+    return rows, verdicts, seconds, final
+
+
+def prof_open_cases(samples):
+    """The cases (ids) one of whose rows of the profile's table is not
+    resolved: run.py's extra pairs go to these alone."""
+    cols = [type("Variant", (), {"name": n})() for n in (PROF_OFF, PROF_ON)]
+    tables = {}
+    for group in PROF_GROUPS:
+        for metric in GROUPS.get(group, ("", []))[1]:
+            t = Table(samples, group, metric, cols)
+            if t.rows:
+                tables[(group, metric)] = t
+    rows, _, _, final = _prof_rows(samples, tables)
+    open_rows = {(r[0], r[11]) for r, f in zip(rows, final) if f == "not resolved"}
+    return {s["case"] for s in samples
+            if (s["group"], param_key(s["params"])) in open_rows and s["variant"] == PROF_ON}
+
+
+def _extra_prof(samples, tables, variants_by_group=None):
+    """prof=1 against the default on the hand-off and server workloads: CPU
+    time (or time) and peak RSS per row, as the ratio within each
+    repetition's pair of runs (the median of those ratios and its
+    confidence interval), with the targets: a verdict only where the
+    interval does not cover the target. A second measure where the pairs
+    do not decide on a CPU row: its instructions (profinstr.py)."""
+    rows, verdicts, seconds, final = _prof_rows(samples, tables, variants_by_group)
     if not rows:
         return []
-    verdicts = [prof_verdict(r[5], r[6], r[9]) for r in rows]
-    count = {v: verdicts.count(v) for v in ("ok", "over", "not resolved")}
+
+    def counts(vs):
+        return ", ".join("%d %s" % (sum(1 for v in vs if v.split(" (")[0] == k), k)
+                         for k in ("ok", "over", "not resolved"))
+    cpu = [f for r, f in zip(rows, final) if r[9] == PROF_CPU]
+    rss = [f for r, f in zip(rows, final) if r[9] != PROF_CPU]
     out = ["", "## prof=1 against the default", "",
            "nodal with the heap profile on (prof=1, one sample per 512 KiB) against nodal, on every row of "
            "the hand-off and server workloads; targets: CPU time <= %.2f, peak RSS <= %.2f. Each "
            "repetition runs both columns (in rotating order), so each gives one ratio, "
            "prof=1 / default; the table gives the median of those ratios, its %d %% confidence interval "
            "(order statistics of the ratios; with fewer than 5 pairs the range, whose coverage is lower: "
-           "the column says which) and the ratio of the columns' medians. Verdict: ok when the interval "
-           "lies at or under the target, over when above it, not resolved when it covers the target "
-           "(the row's own spread is wider than its distance to the target: more repetitions, "
-           "`--prof-reps`, narrow it). %d ok, %d over, %d not resolved." % (
-               PROF_CPU, PROF_RSS, round(PROF_LEVEL * 100), count["ok"], count["over"],
-               count["not resolved"]), "",
+           "the column says which) and the ratio of the columns' medians. Verdict of the pairs: ok when "
+           "the interval, at full coverage, lies at or under the target, over when above it, else not "
+           "resolved (the row's own spread is wider than its distance to the target; the runner ran "
+           "more pairs of such rows, up to `--prof-max-reps`). %s." % (
+               PROF_CPU, PROF_RSS, round(PROF_LEVEL * 100), counts(verdicts)),
+           "",
+           "Second measure, of the CPU rows: instructions per operation under callgrind at a reduced "
+           "size (bench/runner/profinstr.py: two runs of different sizes, so start-up and the exit "
+           "dump cancel), prof=1 / default, the range over every pairing of the columns' estimates, "
+           "against the same %.2f. Instructions, not time: they leave out the cache misses of the "
+           "profile's tables and unwinder (on larson -t 2 prof=1 adds about 0.5 %% of instructions "
+           "and 3-4 %% of CPU time), so an \"ok (instructions)\" says the profile's work is within the "
+           "target, not its time. %s. The verdict column is the pairs' where they decide, else the "
+           "second measure's, named. CPU rows: %s; peak RSS rows: %s." % (
+               PROF_CPU, counts([x for x in seconds if x]), counts(cpu), counts(rss)),
+           "",
            "| workload | metric | row | pairs | prof=1 / default, median of the pairs | interval "
-           "(coverage) | ratio of medians | verdict |",
-           "|---|---|---|---:|---:|---|---:|---|"]
-    for (group, m, label, n, med, low, high, cov, of_medians, target), verdict in zip(rows, verdicts):
-        out.append("| %s | %s | %s | %d | %.3f | %.3f-%.3f (%.0f %%) | %.3f | %s |" % (
-            group, m, label or "-", n, med, low, high, cov * 100, of_medians, verdict))
+           "(coverage) | ratio of medians | verdict of the pairs | second measure | verdict |",
+           "|---|---|---|---:|---:|---|---:|---|---|---|"]
+    for (group, m, label, n, med, low, high, cov, of_medians, target, second, _), verdict, f in zip(
+            rows, verdicts, final):
+        out.append("| %s | %s | %s | %d | %.3f | %.3f-%.3f (%.0f %%) | %.3f | %s | %s | %s |" % (
+            group, m, label or "-", n, med, low, high, cov * 100, of_medians, verdict,
+            "%s: %s" % (second[0], second[1]) if second else "-", f))
     return out
 
 

@@ -144,8 +144,8 @@ def the_profile_table_gives_a_verdict_only_where_its_interval_clears_the_target(
     verdict = {}
     for line in lines:
         cells = [c.strip() for c in line.strip("|").split("|")]
-        if len(cells) == 8 and cells[0] == "larson":
-            verdict[cells[2]] = (cells[3], cells[7])
+        if len(cells) == 10 and cells[0] == "larson":
+            verdict[cells[2]] = (cells[3], cells[9])
     expect(verdict.get("threads=2") == ("15", "ok"), "a row tight under 1.05 to be ok over 15 pairs, got %r" % verdict)
     expect(verdict.get("threads=4") == ("15", "over"), "a row tight over 1.05 to be over, got %r" % verdict)
     expect(verdict.get("threads=8") == ("15", "not resolved"),
@@ -155,13 +155,100 @@ def the_profile_table_gives_a_verdict_only_where_its_interval_clears_the_target(
            "3 pairs to give their range, at 75 %% coverage, got %r" % ((low, high, cov),))
 
 
+def _prof_samples(ratios, metric="cpu_ns_op", first_prof_rep=3):
+    """Samples of the profile's table: {threads: [prof=1 / default per pair]}."""
+    samples = []
+    for threads, rs in ratios.items():
+        for rep, r in enumerate(rs):
+            for variant, v in (("nodal", 100.0 + rep), ("nodal prof", (100.0 + rep) * r)):
+                samples.append({"rep": rep, "seq": len(samples), "pass": "main" if rep < first_prof_rep else "prof",
+                                "case": "larson-t" + threads, "group": "larson", "variant": variant,
+                                "workload": "larson", "params": {"threads": threads}, "metric": metric,
+                                "value": v, "status": "ok"})
+    return samples
+
+
+def _prof_verdicts(samples):
+    variants = [Variant("nodal", peer=False), Variant("nodal prof", peer=False)]
+    tables = {}
+    for m in ("cpu_ns_op", "peak_rss_kib"):
+        t = report.Table(samples, "larson", m, variants)
+        if t.rows:
+            tables[("larson", m)] = t
+    verdict = {}
+    for line in report._extra_prof(samples, tables, {"larson": variants}):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        if len(cells) == 10 and cells[0] == "larson":
+            verdict[(cells[1], cells[2])] = (cells[7], cells[8], cells[9])
+    return verdict
+
+
+def the_profile_table_gives_no_verdict_from_fewer_pairs_than_its_level():
+    # 3 pairs, all at 1.00: their range is all there is, at 75 % coverage,
+    # not the table's 90 % (main called such a row ok, 2026-12-05)
+    v = _prof_verdicts(_prof_samples({"2": [1.00, 1.00, 1.00], "4": [1.00, 1.01, 0.99, 1.00, 1.01]}))
+    expect(v.get(("cpu_ns_op", "threads=2"), ("",))[0] == "not resolved",
+           "3 pairs to give no verdict of the pairs, got %r" % v)
+    expect(v.get(("cpu_ns_op", "threads=4"), ("",))[0] == "ok", "5 pairs tight under 1.05 to be ok, got %r" % v)
+
+
+def the_profile_table_decides_an_open_cpu_row_by_its_instructions():
+    # CPU time spread across 1.05 (not resolved by 15 pairs); instructions
+    # per operation (profinstr.py's samples) tight for threads=8, spread
+    # across 1.05 for threads=16, one estimate a column for threads=4
+    spread = [0.90, 1.15, 0.95, 1.10, 1.00, 1.12, 0.92, 1.08, 1.04, 0.97, 1.13, 0.94, 1.06, 1.01, 1.09]
+    samples = _prof_samples({"4": spread, "8": spread, "16": spread})
+    instr = {"4": ([100.0], [101.0]), "8": ([100.0, 100.4], [101.0, 100.9]), "16": ([100.0, 96.0], [101.0, 103.0])}
+    for threads, (off, on) in instr.items():
+        for variant, xs in (("nodal", off), ("nodal prof", on)):
+            for rep, x in enumerate(xs):
+                samples.append({"rep": rep, "seq": 1000 + len(samples), "pass": "prof-instr",
+                                "case": "larson-t" + threads, "group": "larson", "variant": variant,
+                                "workload": "larson", "params": {"threads": threads}, "metric": "instr_op",
+                                "value": x, "status": "ok"})
+    v = _prof_verdicts(samples)
+    expect(v.get(("cpu_ns_op", "threads=8"), ("", "", ""))[0] == "not resolved",
+           "the pairs to leave threads=8 open, got %r" % v)
+    expect(v.get(("cpu_ns_op", "threads=8"), ("", "", ""))[2] == "ok (instructions)",
+           "tight instructions under 1.05 to decide threads=8, named, got %r" % v)
+    expect(v.get(("cpu_ns_op", "threads=16"), ("", "", ""))[2] == "not resolved",
+           "instructions whose range covers 1.05 to decide nothing, got %r" % v)
+    expect(v.get(("cpu_ns_op", "threads=4"), ("", "", ""))[2] == "not resolved",
+           "one estimate a column (no spread known) to decide nothing, got %r" % v)
+    expect(report.Table(samples, "larson", "cpu_ns_op", []).values and all(
+        s["metric"] != "instr_op" for s in samples if s.get("pass") == "main"),
+        "the instruction samples to stay out of the suite's tables")
+    expect(report.prof_open_cases(samples) == {"larson-t4", "larson-t16"},
+           "more pairs for the cases the table cannot decide, got %r" % report.prof_open_cases(samples))
+
+
+def the_profile_instruction_rows_are_one_result_line_each():
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
+    from runner import cases, profinstr
+    for case in cases.full_cases():
+        if case.group not in report.PROF_GROUPS or case.driver:
+            continue
+        units = profinstr.units(case)
+        expect(units, "a reduced size for %s's instructions" % case.id)
+        for args, opt, n1, n2, per in units:
+            expect(0 < n1 < n2 and per >= 1, "two sizes for %s, of %s: %r" % (case.id, opt, args))
+            lists = [a for i, a in enumerate(args) if "," in a and args[i - 1] != "-x"]
+            expect(not lists and ("-x" not in args or "-M" in args),
+                   "one row per unit of %s (one size, or -x's row alone): %r" % (case.id, args))
+    with open(os.path.join(HERE, "..", "..", "bench", "xthread.c")) as f:
+        expect("case 'M'" in f.read(), "xthread.c to take -M (its -x row alone), which profinstr.py runs")
+
+
 CASES = {f.__name__: f for f in (values_spanning_decades_get_a_log_axis,
-                                    every_run_records_its_sleeps_preemptions_and_faults,
-                                  the_profile_table_gives_a_verdict_only_where_its_interval_clears_the_target,
+                                  every_axis_says_which_way_is_better,
+                                  library_is_shown_without_machine_paths,
+                                  commit_says_whether_the_tree_matched_it,
                                   a_result_lines_measured_fields_are_not_its_identity,
-                                 every_axis_says_which_way_is_better,
-                                 library_is_shown_without_machine_paths,
-                                 commit_says_whether_the_tree_matched_it)}
+                                  the_profile_table_gives_a_verdict_only_where_its_interval_clears_the_target,
+                                  every_run_records_its_sleeps_preemptions_and_faults,
+                                  the_profile_table_gives_no_verdict_from_fewer_pairs_than_its_level,
+                                  the_profile_table_decides_an_open_cpu_row_by_its_instructions,
+                                  the_profile_instruction_rows_are_one_result_line_each)}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in CASES:
