@@ -21,9 +21,9 @@
  * stack (docs/how-it-works.md). A plain cache's bin (secure off) of a
  * class of at most ND_NURSERY_CLASS_MAX bytes whose heap has no page of
  * it takes its first fills, while their bound is below ND_FIRST_FILL <<
- * ND_NURSERY_FILLS (ND_FIRST_FILL blocks, then twice that, then twice
- * again; a class past 256 B starts lower, tcache.c: ND_FIRST_FILL_BYTES,
- * and doubles as far), from the nursery of its heap's node,
+ * ND_NURSERY_FILLS (32: such a cache's bins start at one block and double,
+ * 1, 2, 4, 8 and 16 blocks, tcache.c: nd_bin_first_fill), from the
+ * nursery of its heap's node,
  * unless its thread is the process's first (ND_TID_FIRST: a program that
  * never starts a thread maps no nursery, and the first thread's pages
  * are its own as before): a heap without a cache (ND_TID_NURSERY, a
@@ -50,12 +50,12 @@ void nd_nursery_maintain(uint64_t now, bool force) nd_hidden;
 nd_tcache *nd_nursery_of(int node) nd_hidden;
 
 /* Does a fill of tc's bin of class cls, whose fill bound is `fill`
-   (before it doubles: ND_FIRST_FILL, or fewer, at the bin's first fill),
+   (before it doubles: 1 at the bin's first fill, tcache.c),
    take its blocks from its node's nursery? A plain cache of a thread
    other than the first (no secure state, secure off), a class of at most
    ND_NURSERY_CLASS_MAX bytes its heap has no page of, while the bound is
-   below ND_FIRST_FILL << ND_NURSERY_FILLS (the bin's first
-   ND_NURSERY_FILLS fills; a bin that started lower, a few more). */
+   below ND_FIRST_FILL << ND_NURSERY_FILLS (the bin's first five fills,
+   31 blocks). */
 static inline bool nd_nursery_serves(const nd_tcache *tc, unsigned cls, uint32_t fill)
 {
     return fill < (ND_FIRST_FILL << ND_NURSERY_FILLS) && nd_class_size[cls] <= ND_NURSERY_CLASS_MAX &&

@@ -132,12 +132,28 @@ static uint32_t nd_bin_start_capacity(unsigned cls, uint32_t cap_max)
    make ND_FIRST_FILL_BYTES (at least one) for classes past a quarter of
    that. A thread that makes one request of a class of 512 B took 4
    blocks, 2 KiB of its node's nursery (or of its own page) written, for
-   one; its fills double from there as before (tcache.h). */
+   one; its fills double from there as before (tcache.h).
+   A cache the nursery may serve (fill_from_one: a plain cache of a thread
+   other than the process's first, secure off) takes one block at its
+   first fill, then 2, 4 (ND_FIRST_FILL), 8 and 16 from the nursery, up to
+   its own page's 32 as before: a thread that makes a few requests of a
+   class takes at most twice what it asked for, not up to 4 + 8 (7
+   requests: 12 blocks, 5 of them ahead; now 1 + 2 + 4, none). Its bins'
+   first two fills do not count as running dry (nd_tcache_fill), so their
+   capacities grow at the same fills of 8 and 16 as before. */
 #define ND_FIRST_FILL_BYTES 1024u
-static uint32_t nd_bin_first_fill(unsigned c)
+static uint32_t nd_bin_first_fill(const nd_tcache *tc, unsigned c)
 {
+    if (tc->fill_from_one)
+        return 1;
     size_t n = ND_FIRST_FILL_BYTES / nd_bin_counted_size(c);
     return n < 1 ? 1 : n > ND_FIRST_FILL ? ND_FIRST_FILL : (uint32_t)n;
+}
+/* Does a new cache with these parameters start its bins' fills at one
+   block (fill_from_one)? The caches nd_nursery_serves may serve. */
+static bool nd_tcache_fills_from_one(uintptr_t tid, bool bound, bool shared)
+{
+    return !shared && !bound && tid != ND_TID_FIRST && !nd_secure_on();
 }
 
 /* The slots a bin has in the start area (tcache.h): twice its starting
@@ -453,6 +469,7 @@ nd_hot nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool sha
     if (tc == NULL)
         return NULL;
     tc->layout = (uint8_t)layout;
+    tc->fill_from_one = nd_tcache_fills_from_one(tid, bound, shared);
     tc->look_arm = !shared && !bound ? nd_tcache_look_arm : NULL;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         nd_bin *b = &tc->bins[c];
@@ -462,7 +479,7 @@ nd_hot nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool sha
         tc->binfo[c].period_left = ND_TICK_PERIOD;
         tc->binfo[c].cap = 0;
         tc->binfo[c].low_water = ND_NO_SAMPLE;
-        tc->binfo[c].fill = nd_bin_first_fill(c);
+        tc->binfo[c].fill = nd_bin_first_fill(tc, c);
     }
     tc->slot_bytes = (uint32_t)(slots * sizeof(void *));
     /* The second page of the struct, where the small classes' counters
@@ -938,7 +955,8 @@ nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
        fit its working set, but only up to ND_BIN_DRY_BYTES: a cache that
        never gets its blocks back gains no hits from its size, only fewer
        fills, and every block it holds is memory of its pages kept out. */
-    if (bi->filled && (bi->cap < ND_BIN_DRY_MIN || (size_t)bi->cap * nd_bin_counted_size(c) < ND_BIN_DRY_BYTES))
+    if (bi->filled && (bi->cap < ND_BIN_DRY_MIN || (size_t)bi->cap * nd_bin_counted_size(c) < ND_BIN_DRY_BYTES) &&
+        (bi->fill > ND_FIRST_FILL || !tc->fill_from_one))   /* (from one: its fills of 1, 2 and 4 count as one of 4) */
         nd_tcache_grow(tc, c);
     /* Half the capacity; all of it when the bin ran dry twice with few
        frees into it in between (tcache.h: ND_LAST_FILL; frees = requests
@@ -1550,6 +1568,8 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
         return false;
     /* Its kind's table (tcache.h: nd_bin_layout), and its slots that table's. */
     unsigned layout = nd_tcache_layout_of(tc->heap.shared, tc->heap.bound);
+    if (tc->fill_from_one && (tc->heap.shared || tc->heap.bound || tc->heap.tid == ND_TID_FIRST))
+        return false;
     if (tc->layout != layout || tc->slot_bytes != nd_tcache_layout_slots[layout] * sizeof(void *))
         return false;
     if (tc->heap.shared || tc->heap.bound ? tc->look_arm != NULL

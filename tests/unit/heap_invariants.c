@@ -342,7 +342,8 @@ static void a_bins_rooms_keep_their_top_slots_on_one_page(void)
 /* A bin's capacity doubles as it runs dry (tcache.h), for bigger fills,
    but its slots stay in the start area until its blocks need more than
    its room there (nd_bin_move): a thread that makes 28 requests of 160 B
-   (fills of 4, 8 and 16 blocks, the capacity doubled twice, 32 -> 128,
+   (fills of 1, 2, 4, 8 and 16 blocks, the capacity doubled at the last
+   two, 32 -> 128,
    past its start room of 64) and frees them keeps them in its start
    room; 100 blocks held move it to its middle room. On main a59940e the
    bin moved to its middle room, another page of slots, at its third fill. */
@@ -384,31 +385,66 @@ static void a_bin_stays_in_its_start_room_while_its_blocks_fit(void)
 }
 
 /* A bin's first fill takes ND_FIRST_FILL (4) blocks, or 1 KiB worth of
-   them when that is fewer (tcache.c: ND_FIRST_FILL_BYTES): a thread's
-   first request of 512 B leaves one block in its bin, of 1,000 B none,
-   of 64 B three. On main a59940e each took 4 blocks (2 and 4 KiB of the
-   nursery written for one request). */
+   them when that is fewer (tcache.c: ND_FIRST_FILL_BYTES), and in a cache
+   the nursery serves (a thread other than the process's first) one block:
+   a thread's first request of 64 B, 512 B or 1,000 B leaves no block in
+   its bin. On main a59940e each took 4 blocks (2 and 4 KiB of the nursery
+   written for one request); on main 1378f24 64 B and 512 B left 3 and 1. */
 static void *make_one_request_of_three_sizes(void *arg)
 {
     (void)arg;
     nd_tcache *tc = nd_thread_start();
     EXPECT(tc != NULL, "the thread to start");
+    EXPECT(tc->fill_from_one, "a thread's plain cache to start its fills at one block");
     static const size_t size[3] = {64, 512, 1000};
-    static const ptrdiff_t left[3] = {3, 1, 0};
     for (int i = 0; i < 3; i++) {
         void *p = nodal_malloc(size[i]);
         EXPECT(p != NULL, "malloc(%zu) to succeed", size[i]);
         const nd_bin *b = &tc->bins[nd_class_of(size[i])];
-        EXPECT(b->empty - b->cur == left[i], "the first fill of the class of %zu B to leave %td blocks in its bin, it left %td",
-               size[i], left[i], b->empty - b->cur);
+        EXPECT(b->empty == b->cur, "the first fill of the class of %zu B to leave no block in its bin, it left %td",
+               size[i], b->empty - b->cur);
         nodal_free(p);
     }
     EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
     return NULL;
 }
 
-static void a_bins_first_fill_takes_at_most_a_kib_of_blocks_past_256_bytes(void)
+/* A thread that makes k requests of a class (its bin's first fills, from
+   the nursery: 1, 2, 4, 8, 16 blocks) has taken fewer than 2k blocks: at
+   most k - 1 wait in its bin, for every k of 1 to 31 (bench/threadcost's
+   threads make 3-12 of each class). On main 1378f24 (fills of 4, 8 and
+   16) a class with 1 request left 3, with 5 left 7. */
+static void *make_k_requests_of_each_class(void *arg)
 {
+    (void)arg;
+    nd_tcache *tc = nd_thread_start();
+    EXPECT(tc != NULL, "the thread to start");
+    static void *p[16][31];
+    for (unsigned k = 1; k <= 16; k++) {
+        size_t size = nd_class_size[k - 1];   /* the classes of 16-256 B, one for each k */
+        unsigned n = k * 2 - 1;   /* 1, 3, 5, ... 31 requests */
+        for (unsigned i = 0; i < n; i++)
+            EXPECT((p[k - 1][i] = nodal_malloc(size)) != NULL, "malloc(%zu) to succeed", size);
+        const nd_bin *b = &tc->bins[nd_class_of(size)];
+        EXPECT((unsigned)(b->empty - b->cur) < n, "%u requests of %zu B to leave fewer than %u blocks in the bin, it holds %td",
+               n, size, n, b->empty - b->cur);
+    }
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    for (unsigned k = 1; k <= 16; k++)
+        for (unsigned i = 0; i < k * 2 - 1; i++)
+            nodal_free(p[k - 1][i]);
+    return NULL;
+}
+
+static void a_threads_first_requests_of_a_class_take_less_than_twice_as_many_blocks(void)
+{
+    EXPECT(nd_thread_start() != NULL, "the process's first thread to start (its cache fills from its own pages)");
+    run_in_a_thread(make_k_requests_of_each_class);
+}
+
+static void a_threads_first_fill_takes_one_block(void)
+{
+    EXPECT(nd_thread_start() != NULL, "the process's first thread to start (its cache fills from its own pages)");
     run_in_a_thread(make_one_request_of_three_sizes);
 }
 
@@ -2905,7 +2941,8 @@ static const struct nd_case cases[] = {
     ND_CASE(a_thread_using_a_few_small_classes_writes_a_few_pages_of_its_cache),
     ND_CASE(a_bins_rooms_keep_their_top_slots_on_one_page),
     ND_CASE(a_bin_stays_in_its_start_room_while_its_blocks_fit),
-    ND_CASE(a_bins_first_fill_takes_at_most_a_kib_of_blocks_past_256_bytes),
+    ND_CASE(a_threads_first_fill_takes_one_block),
+    ND_CASE(a_threads_first_requests_of_a_class_take_less_than_twice_as_many_blocks),
     ND_CASE(a_producers_bin_grows_to_16_kib_at_most),
     ND_CASE(a_medium_bin_starts_at_one_block),
     ND_CASE(busy_bins_of_a_few_hundred_blocks_share_pages_of_slots),
