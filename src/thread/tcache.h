@@ -25,7 +25,10 @@
  *   nd_bin_activate in tcache.c), so the slots a thread touches are those
  *   of the classes it uses, and an all-zero cache (thread.c's static
  *   empty and dead ones, in .bss) is one whose every call takes the slow
- *   path. A bin's slots come from three areas after the struct: the start
+ *   path. A bin's slots come from four areas after the struct: the first
+ *   area, 16 slots and a sentinel for each bin whose start room is larger
+ *   (the classes below 1 KiB: 3 KiB, one OS page), one bin after the
+ *   other, where such a bin starts; the start
  *   area, where every bin has twice its starting capacity (4 to 64 slots)
  *   and a sentinel, one bin after the other; the middle area, 256 slots
  *   and a sentinel for each bin whose cap_max is larger, one after the
@@ -36,8 +39,10 @@
  *   fill larger than the room, a free into a bin holding all the room
  *   holds, its capacity being larger: nd_bin_move), not when its capacity
  *   grows past the room. A thread that makes a few requests of a few
- *   classes touches a page or two of the start area, not a page of slots
- *   per class (16 KiB of them apart for the small classes), and one whose
+ *   classes (its bins hold at most 16 blocks: their first fills take 1, 2,
+ *   4, 8 and 16, tcache.c) touches the first area's page, not a page of
+ *   slots per class (16 KiB of them apart for the small classes) nor the
+ *   two its start rooms' tops span, and one whose
  *   busy classes hold 64-256 blocks each touches a page of the middle
  *   area for two of them, not one per class.
  *
@@ -73,7 +78,9 @@
  * (nd_bin_room: its layout's cap_max, or more for a small class,
  * tcache.c); either the bin has no slots yet (low == cur == empty == NULL,
  * cap == 0) or its layout's (nd_bin_lay) cap_max != 0, *empty == NULL and
- * empty is one of its own sentinel slots: start_end, in the cache's start area, until its
+ * empty is one of its own sentinel slots: first_end (when nonzero), in the
+ * cache's first area, until its blocks needed more than its room there
+ * (ND_BIN_FIRST_ROOM), else start_end, in the cache's start area, until its
  * blocks needed more than its room there (nd_bin_start_room: twice its
  * starting capacity), else mid_end (when nonzero), in the middle
  * area, until they needed more than its room there (ND_BIN_MID_ROOM),
@@ -181,7 +188,8 @@ _Static_assert(sizeof(nd_bin_info) == 48, "a bin's cold part: what changes, 48 b
  * What a bin's cold part would repeat in every cache of one kind: its
  * largest capacity (cap_max, from the options tcache_count and
  * tcache_bytes; 0: the class has no cache) and where its three rooms end
- * (their sentinels' slot indices: start_end in the start area, mid_end in
+ * (their sentinels' slot indices: first_end in the first area or 0 when
+ * it has none there, start_end in the start area, mid_end in
  * the middle area or 0 when it has none there, slot_end in the large
  * area, where its top min(cap_max, ND_BIN_MID_ROOM) slots are on one OS
  * page; tcache.c: nd_tcache_layout_make). One table per kind of cache
@@ -194,6 +202,7 @@ _Static_assert(sizeof(nd_bin_info) == 48, "a bin's cold part: what changes, 48 b
  */
 typedef struct nd_bin_layout {
     uint32_t cap_max;
+    uint32_t first_end;  /* its sentinel slot in the first area, ND_BIN_FIRST_ROOM slots below it, or 0: no room there (a start room of at most that many) */
     uint32_t start_end;  /* its sentinel slot in the start area: nd_bin_start_room slots below it */
     uint32_t mid_end;    /* its sentinel slot in the middle area, ND_BIN_MID_ROOM slots below it, or 0: no room there */
     uint32_t slot_end;   /* its sentinel slot in the large area: nd_bin_room slots below it are its own */
@@ -269,8 +278,8 @@ extern nd_bin_layout nd_tcache_layouts[ND_LAYOUT_COUNT][ND_CLASS_COUNT] nd_hidde
  *    12736   tier_hits, prof_left (cold: the tier calls', prof=1's)
  *    16384   the slots (ND_TC_HEAD_BYTES: the struct rounded up to
  *            whole OS pages; a cache with slots is a mapping of its
- *            own, page-aligned, meta.c): the start area, then the
- *            middle and large areas
+ *            own, page-aligned, meta.c): the first area, then the
+ *            start, middle and large areas
  *
  * Invariants: the bins' slot arrays (slot_bytes) follow the struct in the
  * same allocation, from ND_TC_HEAD_BYTES on (nd_tcache_slots), the start
