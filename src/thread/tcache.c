@@ -174,7 +174,7 @@ static uint32_t nd_bin_start_room(unsigned cls, uint32_t cap_max)
 /* The slots a bin has in the first area (tcache.h), where it starts when
    its start room is larger: a thread that makes a few requests of a class
    holds at most 16 of its blocks in its bin (fills of 1-16, tcache.h), and
-   the first rooms of the classes up to 1 KiB, 17 slots each, are 3 KiB
+   the first rooms of the classes below 1 KiB (19), 17 slots each, are 2.5 KiB
    together, one OS page, where their start rooms (65 slots each for the
    classes up to 256 B) spread the top slots a thread touches over two
    (bench/threadcost: 4 pages of its cache a thread, 3 with the first

@@ -27,7 +27,7 @@
  *   empty and dead ones, in .bss) is one whose every call takes the slow
  *   path. A bin's slots come from four areas after the struct: the first
  *   area, 16 slots and a sentinel for each bin whose start room is larger
- *   (the classes below 1 KiB: 3 KiB, one OS page), one bin after the
+ *   (the classes below 1 KiB: 2.5 KiB, one OS page), one bin after the
  *   other, where such a bin starts; the start
  *   area, where every bin has twice its starting capacity (4 to 64 slots)
  *   and a sentinel, one bin after the other; the middle area, 256 slots

@@ -261,7 +261,7 @@ static size_t written_pages(const void *p, size_t len)
    B and the array of their pointers) writes at most 3 pages of its cache:
    the struct's first 2 (the bins, their cold parts, the heap's head and
    the counters of the classes up to 768 B, tcache.h), and the first area
-   (a room of 16 slots for each class up to 1 KiB, 3 KiB), which begins
+   (a room of 16 slots for each class below 1 KiB, 2.5 KiB), which begins
    on the page after the struct. Not the struct's other pages (the
    counters of the classes it never used, the tier calls' and prof=1's
    cold tail), nor any other slot. On main 55f8196 it wrote 5: the
