@@ -135,19 +135,40 @@ static uint32_t nd_bin_start_capacity(unsigned cls, uint32_t cap_max)
    one; its fills double from there as before (tcache.h).
    A cache the nursery may serve (fill_from_one: a plain cache of a thread
    other than the process's first, secure off) takes one block at its
-   first fill, then 2, 4 (ND_FIRST_FILL), 8 and 16 from the nursery, up to
-   its own page's 32 as before: a thread that makes a few requests of a
-   class takes at most twice what it asked for, not up to 4 + 8 (7
-   requests: 12 blocks, 5 of them ahead; now 1 + 2 + 4, none). Its bins'
-   first two fills do not count as running dry (nd_tcache_fill), so their
-   capacities grow at the same fills of 8 and 16 as before. */
+   first fill, or the fewest that make whole cache lines (4 of 16, 48, 80
+   and 112 B, 2 of 32, 96, 160 and 224 B), as ND_FIRST_FILL's 4 did: the
+   nursery's blocks are its threads' in the order they asked, and two
+   threads' first blocks on one line (1 block of 32 B each) had every free
+   of one write the line the other's malloc read (micro -m pair -s 32
+   -t 2: x1.07 of the CPU, docs/results.md h50t). Its fills grow by half
+   from there (nd_bin_next_fill):
+   a thread that makes a few requests of a class takes at most half as
+   many again, not up to 4 + 8 (7 requests: 12 blocks, 5 of them ahead;
+   now 1 + 2 + 3 + 4, 3). */
 #define ND_FIRST_FILL_BYTES 1024u
 static uint32_t nd_bin_first_fill(const nd_tcache *tc, unsigned c)
 {
-    if (tc->fill_from_one)
-        return 1;
+    if (tc->fill_from_one) {   /* whole cache lines: two threads' first blocks on two lines */
+        size_t size = nd_bin_counted_size(c), pow2 = size & (0 - size);
+        return (uint32_t)(ND_CACHE_LINE / (pow2 < ND_CACHE_LINE ? pow2 : ND_CACHE_LINE));
+    }
     size_t n = ND_FIRST_FILL_BYTES / nd_bin_counted_size(c);
     return n < 1 ? 1 : n > ND_FIRST_FILL ? ND_FIRST_FILL : (uint32_t)n;
+}
+/* The bound of a bin's next fill after one of `fill` (tcache.h): twice
+   that, but in a cache that fills from one, up to ND_FILL_HALF_END, half
+   as much again: 1, 2, 3, 4, 6, 8, 12 from the nursery (36 blocks,
+   nursery.h), 16 and 24 from the thread's own pages, then 32 and on as
+   before. What a thread takes ahead of its requests (blocks waiting in
+   its bins) is at most half of what it asked for, not all of it. The dry
+   rule (nd_tcache_fill) counts the fills of 8 and 16 only, as a doubling
+   bin's, so a bin's capacity is as before from its fill of 32 on. */
+#define ND_FILL_HALF_END 32u
+static inline uint32_t nd_bin_next_fill(const nd_tcache *tc, uint32_t fill)
+{
+    if (!tc->fill_from_one || fill >= ND_FILL_HALF_END)
+        return fill * 2;
+    return fill == 1 ? 2 : (fill & (fill - 1)) != 0 ? fill + fill / 3 : fill + fill / 2;
 }
 /* Does a new cache with these parameters start its bins' fills at one
    block (fill_from_one)? The caches nd_nursery_serves may serve. */
@@ -988,7 +1009,7 @@ nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
        never gets its blocks back gains no hits from its size, only fewer
        fills, and every block it holds is memory of its pages kept out. */
     if (bi->filled && (bi->cap < ND_BIN_DRY_MIN || (size_t)bi->cap * nd_bin_counted_size(c) < ND_BIN_DRY_BYTES) &&
-        (bi->fill > ND_FIRST_FILL || !tc->fill_from_one))   /* (from one: its fills of 1, 2 and 4 count as one of 4) */
+        (!tc->fill_from_one || (bi->fill > ND_FIRST_FILL && (bi->fill & (bi->fill - 1)) == 0)))   /* (nd_bin_next_fill) */
         nd_tcache_grow(tc, c);
     /* Half the capacity; all of it when the bin ran dry twice with few
        frees into it in between (tcache.h: ND_LAST_FILL; frees = requests
@@ -1012,7 +1033,7 @@ nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
         want = 1;
     uint32_t fill = bi->fill;
     if (bi->fill < nd_bin_cap_max(tc, c) || bi->fill < bi->cap)   /* (past cap_max: nd_tcache_grow_past) */
-        bi->fill *= 2;
+        bi->fill = nd_bin_next_fill(tc, fill);
     /* The slots the fill may use: the bin's where it is, [low, empty);
        it moves first when they are fewer than the fill takes. */
     if ((size_t)(bin->empty - bin->low) < (whole > want ? whole : want))

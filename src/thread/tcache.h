@@ -40,7 +40,7 @@
  *   holds, its capacity being larger: nd_bin_move), not when its capacity
  *   grows past the room. A thread that makes a few requests of a few
  *   classes (its bins hold at most 16 blocks: their first fills take 1, 2,
- *   4, 8 and 16, tcache.c) touches the first area's page, not a page of
+ *   3, 4, 6, 8, 12 and 16, tcache.c) touches the first area's page, not a page of
  *   slots per class (16 KiB of them apart for the small classes) nor the
  *   two its start rooms' tops span, and one whose
  *   busy classes hold 64-256 blocks each touches a page of the middle
@@ -164,7 +164,9 @@ typedef struct nd_bin_info {
                             ND_NO_SAMPLE */
     uint32_t fill;       /* blocks the next fill takes at most: ND_FIRST_FILL
                             at first (fewer past 256 B: ND_FIRST_FILL_BYTES
-                            worth, tcache.c), doubling at each fill, so a thread
+                            worth; 1 in a cache that fills from one, growing
+                            by half up to 32: tcache.c, nd_bin_next_fill),
+                            doubling at each fill, so a thread
                             that makes a few requests of a class does not
                             take (and at its exit give back) a full
                             cache's worth */
