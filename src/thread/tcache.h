@@ -297,6 +297,9 @@ extern nd_bin_layout nd_tcache_layouts[ND_LAYOUT_COUNT][ND_CLASS_COUNT] nd_hidde
  * grows only while that stays within the option tcache_total, so a thread
  * cache holds at most about that many bytes however many classes it uses
  * (its bins' starting capacities aside).
+ * fill_from_one is set only in a plain cache (not shared, not bound) of
+ * a thread other than the process's first (ND_TID_FIRST), made with
+ * secure off: the caches the nursery may serve (tcache.c).
  * gc_samples counts tick roll-overs since the last GC pass. Under secure=2
  * every bin has capacity 0; under secure=1 the bins of classes above
  * ND_LOOKUP_MAX and every bin of a node-bound cache have, the plain
