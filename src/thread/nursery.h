@@ -21,9 +21,10 @@
  * stack (docs/how-it-works.md). A plain cache's bin (secure off) of a
  * class of at most ND_NURSERY_CLASS_MAX bytes whose heap has no page of
  * it takes its first fills, while their bound is below ND_FIRST_FILL <<
- * ND_NURSERY_FILLS (ND_FIRST_FILL blocks, then twice that, then twice
- * again; a class past 256 B starts lower, tcache.c: ND_FIRST_FILL_BYTES,
- * and doubles as far), from the nursery of its heap's node,
+ * ND_NURSERY_FILLS (16: such a cache's bins start at one block, or 2 or
+ * 4 for whole cache lines, and grow by half, 1, 2, 3, 4, 6, 8 and 12
+ * blocks, 36 in all, tcache.c: nd_bin_first_fill, nd_bin_next_fill), from
+ * the nursery of its heap's node,
  * unless its thread is the process's first (ND_TID_FIRST: a program that
  * never starts a thread maps no nursery, and the first thread's pages
  * are its own as before): a heap without a cache (ND_TID_NURSERY, a
@@ -37,7 +38,7 @@
  * from its own heap as before.
  */
 #define ND_NURSERY_CLASS_MAX 1024u
-#define ND_NURSERY_FILLS     3u
+#define ND_NURSERY_FILLS     2u
 /* A thread's maintenance (any thread's, once per purge_delay for each
    nursery, skipped while another holds it; force: now): each nursery
    takes its blocks back from their remote lists, retires its empty pages
@@ -50,12 +51,12 @@ void nd_nursery_maintain(uint64_t now, bool force) nd_hidden;
 nd_tcache *nd_nursery_of(int node) nd_hidden;
 
 /* Does a fill of tc's bin of class cls, whose fill bound is `fill`
-   (before it doubles: ND_FIRST_FILL, or fewer, at the bin's first fill),
+   (before it doubles: 1 at the bin's first fill, tcache.c),
    take its blocks from its node's nursery? A plain cache of a thread
    other than the first (no secure state, secure off), a class of at most
    ND_NURSERY_CLASS_MAX bytes its heap has no page of, while the bound is
-   below ND_FIRST_FILL << ND_NURSERY_FILLS (the bin's first
-   ND_NURSERY_FILLS fills; a bin that started lower, a few more). */
+   below ND_FIRST_FILL << ND_NURSERY_FILLS (the bin's first fills, 30-36
+   blocks: 1, 2, 3, 4, 6, 8, 12, or from 2 or 4, tcache.c). */
 static inline bool nd_nursery_serves(const nd_tcache *tc, unsigned cls, uint32_t fill)
 {
     return fill < (ND_FIRST_FILL << ND_NURSERY_FILLS) && nd_class_size[cls] <= ND_NURSERY_CLASS_MAX &&

@@ -132,12 +132,49 @@ static uint32_t nd_bin_start_capacity(unsigned cls, uint32_t cap_max)
    make ND_FIRST_FILL_BYTES (at least one) for classes past a quarter of
    that. A thread that makes one request of a class of 512 B took 4
    blocks, 2 KiB of its node's nursery (or of its own page) written, for
-   one; its fills double from there as before (tcache.h). */
+   one; its fills double from there as before (tcache.h).
+   A cache the nursery may serve (fill_from_one: a plain cache of a thread
+   other than the process's first, secure off) takes one block at its
+   first fill, or the fewest that make whole cache lines (4 of 16, 48, 80
+   and 112 B, 2 of 32, 96, 160 and 224 B), as ND_FIRST_FILL's 4 did: the
+   nursery's blocks are its threads' in the order they asked, and two
+   threads' first blocks on one line (1 block of 32 B each) had every free
+   of one write the line the other's malloc read (micro -m pair -s 32
+   -t 2: x1.07 of the CPU, docs/results.md h50t). Its fills grow by half
+   from there (nd_bin_next_fill):
+   a thread that makes a few requests of a class takes at most half as
+   many again, not up to 4 + 8 (7 requests: 12 blocks, 5 of them ahead;
+   now 1 + 2 + 3 + 4, 3). */
 #define ND_FIRST_FILL_BYTES 1024u
-static uint32_t nd_bin_first_fill(unsigned c)
+static uint32_t nd_bin_first_fill(const nd_tcache *tc, unsigned c)
 {
+    if (tc->fill_from_one) {   /* whole cache lines: two threads' first blocks on two lines */
+        size_t size = nd_bin_counted_size(c), pow2 = size & (0 - size);
+        return (uint32_t)(ND_CACHE_LINE / (pow2 < ND_CACHE_LINE ? pow2 : ND_CACHE_LINE));
+    }
     size_t n = ND_FIRST_FILL_BYTES / nd_bin_counted_size(c);
     return n < 1 ? 1 : n > ND_FIRST_FILL ? ND_FIRST_FILL : (uint32_t)n;
+}
+/* The bound of a bin's next fill after one of `fill` (tcache.h): twice
+   that, but in a cache that fills from one, up to ND_FILL_HALF_END, half
+   as much again: 1, 2, 3, 4, 6, 8, 12 from the nursery (36 blocks,
+   nursery.h), 16 and 24 from the thread's own pages, then 32 and on as
+   before. What a thread takes ahead of its requests (blocks waiting in
+   its bins) is at most half of what it asked for, not all of it. The dry
+   rule (nd_tcache_fill) counts the fills of 8 and 16 only, as a doubling
+   bin's, so a bin's capacity is as before from its fill of 32 on. */
+#define ND_FILL_HALF_END 32u
+static inline uint32_t nd_bin_next_fill(const nd_tcache *tc, uint32_t fill)
+{
+    if (!tc->fill_from_one || fill >= ND_FILL_HALF_END)
+        return fill * 2;
+    return fill == 1 ? 2 : (fill & (fill - 1)) != 0 ? fill + fill / 3 : fill + fill / 2;
+}
+/* Does a new cache with these parameters start its bins' fills at one
+   block (fill_from_one)? The caches nd_nursery_serves may serve. */
+static bool nd_tcache_fills_from_one(uintptr_t tid, bool bound, bool shared)
+{
+    return !shared && !bound && tid != ND_TID_FIRST && !nd_secure_on();
 }
 
 /* The slots a bin has in the start area (tcache.h): twice its starting
@@ -154,6 +191,21 @@ static uint32_t nd_bin_start_room(unsigned cls, uint32_t cap_max)
 {
     uint32_t n = ND_BIN_START_ROOM * nd_bin_start_capacity(cls, cap_max);
     return n < cap_max ? n : cap_max;
+}
+/* The slots a bin has in the first area (tcache.h), where it starts when
+   its start room is larger: a thread that makes a few requests of a class
+   holds at most 16 of its blocks in its bin (fills of 1-16, tcache.h), and
+   the first rooms of the classes below 1 KiB (19), 17 slots each, are 2.5 KiB
+   together, one OS page, where their start rooms (65 slots each for the
+   classes up to 256 B) spread the top slots a thread touches over two
+   (bench/threadcost: 4 pages of its cache a thread, 3 with the first
+   area). A bin moves to its start room when its blocks need more
+   (nd_bin_move): a busy thread's bins write the first area's page and
+   their start rooms' pages. */
+#define ND_BIN_FIRST_ROOM 16u
+static bool nd_bin_has_first(unsigned cls, uint32_t cap_max)
+{
+    return nd_bin_start_room(cls, cap_max) > ND_BIN_FIRST_ROOM;
 }
 /* The slots a bin has in the middle area (tcache.h), where it goes when it
    grows past its start room and while it holds at most ND_BIN_MID_ROOM
@@ -370,6 +422,13 @@ static uint32_t nd_tcache_layout_make(nd_bin_layout *lay, bool bound)
     unsigned n = 0;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         lay[c].cap_max = nd_bin_capacity(c, false, bound);
+        lay[c].first_end = 0;
+        if (lay[c].cap_max != 0 && nd_bin_has_first(c, lay[c].cap_max)) {
+            end += ND_BIN_FIRST_ROOM;
+            lay[c].first_end = end++;
+        }
+    }
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         if (lay[c].cap_max != 0) {
             end += nd_bin_start_room(c, lay[c].cap_max);
             lay[c].start_end = end++;
@@ -453,6 +512,7 @@ nd_hot nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool sha
     if (tc == NULL)
         return NULL;
     tc->layout = (uint8_t)layout;
+    tc->fill_from_one = nd_tcache_fills_from_one(tid, bound, shared);
     tc->look_arm = !shared && !bound ? nd_tcache_look_arm : NULL;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         nd_bin *b = &tc->bins[c];
@@ -462,7 +522,7 @@ nd_hot nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool sha
         tc->binfo[c].period_left = ND_TICK_PERIOD;
         tc->binfo[c].cap = 0;
         tc->binfo[c].low_water = ND_NO_SAMPLE;
-        tc->binfo[c].fill = nd_bin_first_fill(c);
+        tc->binfo[c].fill = nd_bin_first_fill(tc, c);
     }
     tc->slot_bytes = (uint32_t)(slots * sizeof(void *));
     /* The second page of the struct, where the small classes' counters
@@ -502,10 +562,11 @@ static nd_hot void nd_bin_activate(nd_tcache *tc, unsigned c)
     const nd_bin_layout *lay = nd_bin_lay(tc, c);
     nd_assert(lay->cap_max != 0 && !nd_bin_is_active(tc, c));
     uint32_t start = nd_bin_start_capacity(c, lay->cap_max);
-    b->empty = nd_tcache_slots(tc) + lay->start_end;
+    uint32_t room = lay->first_end != 0 ? ND_BIN_FIRST_ROOM : start;   /* (the start room holds at least start) */
+    b->empty = nd_tcache_slots(tc) + (lay->first_end != 0 ? lay->first_end : lay->start_end);
     *b->empty = NULL;
     b->cur = b->empty;
-    b->low = b->empty - start;
+    b->low = b->empty - (start < room ? start : room);
     bi->cap = start;
     tc->cap_bytes += (size_t)start * nd_bin_counted_size(c);
 }
@@ -720,6 +781,8 @@ static inline uint32_t nd_bin_room_here(const nd_tcache *tc, unsigned c)
 {
     const nd_bin_layout *lay = nd_bin_lay(tc, c);
     void *const *slots = nd_tcache_slots(tc), *const *empty = tc->bins[c].empty;
+    if (lay->first_end != 0 && empty == slots + lay->first_end)
+        return ND_BIN_FIRST_ROOM;
     if (empty == slots + lay->start_end)
         return nd_bin_start_room(c, lay->cap_max);
     if (lay->mid_end != 0 && empty == slots + lay->mid_end)
@@ -739,8 +802,10 @@ static inline void nd_bin_set_low(nd_tcache *tc, unsigned c)
 }
 
 /* Bin c, whose capacity is past its room where it is, moves to the next
-   area that holds it: from the start area to its room in the middle area
-   if it has one and fits there, else to its large area; from the middle
+   area that holds it: from the first area to its start room when that
+   holds the `need` slots its blocks need now, else on as from the start
+   area; from the start area to its room in the middle area if it has one
+   and its capacity fits there, else to its large area; from the middle
    area to its large area. Its cached blocks (the oldest deepest) go with
    it. Never back: it stays where it is when the GC shrinks it. Called
    when its blocks need the slots (a fill larger than its room here, a
@@ -749,22 +814,27 @@ static inline void nd_bin_set_low(nd_tcache *tc, unsigned c)
    and a class a thread makes a few requests of (fills of 4, 8 and 16
    blocks) had its capacity doubled twice and moved to the middle area,
    a page of slots more, for blocks that fit its start room
-   (bench/threadcost: a thread's 160-byte bin). */
-static nd_hot nd_noinline void nd_bin_move(nd_tcache *tc, unsigned c)
+   (bench/threadcost: a thread's 160-byte bin). need is at most its
+   capacity: the room it moves to holds it. */
+static nd_hot nd_noinline void nd_bin_move(nd_tcache *tc, unsigned c, size_t need)
 {
     nd_bin *b = &tc->bins[c];
     nd_bin_info *bi = &tc->binfo[c];
     const nd_bin_layout *lay = nd_bin_lay(tc, c);
     void **slots = nd_tcache_slots(tc), **to = slots + lay->slot_end;
-    if (b->empty == slots + lay->start_end && lay->mid_end != 0 && bi->cap <= ND_BIN_MID_ROOM)
+    bool first = lay->first_end != 0 && b->empty == slots + lay->first_end;
+    if (first && need <= nd_bin_start_room(c, lay->cap_max))
+        to = slots + lay->start_end;
+    else if ((first || b->empty == slots + lay->start_end) && lay->mid_end != 0 && bi->cap <= ND_BIN_MID_ROOM)
         to = slots + lay->mid_end;
-    nd_assert(to != b->empty && nd_bin_room_here(tc, c) < bi->cap);
+    nd_assert(to != b->empty && nd_bin_room_here(tc, c) < bi->cap && need <= bi->cap);
     size_t n = (size_t)(b->empty - b->cur);
     memcpy(to - n, b->cur, n * sizeof(void *));
     *to = NULL;
     b->empty = to;
     b->cur = to - n;
     nd_bin_set_low(tc, c);
+    nd_assert((size_t)(b->empty - b->low) >= need);
 }
 
 /* nd_tcache_grow's growth, once allowed: bin c to capacity cap, more
@@ -938,7 +1008,8 @@ nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
        fit its working set, but only up to ND_BIN_DRY_BYTES: a cache that
        never gets its blocks back gains no hits from its size, only fewer
        fills, and every block it holds is memory of its pages kept out. */
-    if (bi->filled && (bi->cap < ND_BIN_DRY_MIN || (size_t)bi->cap * nd_bin_counted_size(c) < ND_BIN_DRY_BYTES))
+    if (bi->filled && (bi->cap < ND_BIN_DRY_MIN || (size_t)bi->cap * nd_bin_counted_size(c) < ND_BIN_DRY_BYTES) &&
+        (!tc->fill_from_one || (bi->fill > ND_FIRST_FILL && (bi->fill & (bi->fill - 1)) == 0)))   /* (nd_bin_next_fill) */
         nd_tcache_grow(tc, c);
     /* Half the capacity; all of it when the bin ran dry twice with few
        frees into it in between (tcache.h: ND_LAST_FILL; frees = requests
@@ -962,11 +1033,11 @@ nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
         want = 1;
     uint32_t fill = bi->fill;
     if (bi->fill < nd_bin_cap_max(tc, c) || bi->fill < bi->cap)   /* (past cap_max: nd_tcache_grow_past) */
-        bi->fill *= 2;
+        bi->fill = nd_bin_next_fill(tc, fill);
     /* The slots the fill may use: the bin's where it is, [low, empty);
        it moves first when they are fewer than the fill takes. */
     if ((size_t)(bin->empty - bin->low) < (whole > want ? whole : want))
-        nd_bin_move(tc, c);
+        nd_bin_move(tc, c, whole > want ? whole : want);
     const size_t room = (size_t)(bin->empty - bin->low);
     /* First the blocks other caches of the kind handed over (the transfer
        store: pointers only, no block touched); else from the heap, into
@@ -1366,7 +1437,7 @@ nd_hot void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)
         if (nd_unlikely(!nd_bin_is_active(tc, c))) {
             nd_bin_activate(tc, c);   /* the class's first block here */
         } else if ((size_t)(b->empty - b->low) < bi->cap) {
-            nd_bin_move(tc, c);   /* full where it is, not to its capacity */
+            nd_bin_move(tc, c, (size_t)(b->empty - b->low) + 1);   /* full where it is, not to its capacity */
         } else {
             /* Dry, then full again: the working set does not fit. Grow,
                within the cache's budget; else half of it leaves, or all of it (below). */
@@ -1409,7 +1480,7 @@ nd_hot void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)
                 bi->filled = put != 0 && (bi->cap < ND_BIN_DRY_MIN || (size_t)bi->cap * nd_bin_counted_size(c) < ND_BIN_DRY_BYTES);
             }
             if (b->cur == b->low)   /* grown past its room where it is */
-                nd_bin_move(tc, c);
+                nd_bin_move(tc, c, (size_t)(b->empty - b->low) + 1);
         }
     }
     *--b->cur = p;
@@ -1521,7 +1592,7 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
            (nd_bin_start_room, ND_BIN_MID_ROOM, nd_bin_room). */
         const nd_bin_layout *lay = nd_bin_lay(tc, c);
         void *const *slots = nd_tcache_slots(tc);
-        bool in_start = b->empty == slots + lay->start_end;
+        bool in_start = b->empty == slots + lay->start_end || (lay->first_end != 0 && b->empty == slots + lay->first_end);
         bool in_mid = lay->mid_end != 0 && b->empty == slots + lay->mid_end;
         if (nd_bin_is_active(tc, c) ? lay->cap_max == 0 || (b->empty != slots + lay->slot_end && !in_start && !in_mid)
                                     : bi->cap != 0 || b->cur != NULL || b->low != NULL)
@@ -1531,7 +1602,8 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
             if ((size_t)(b->empty - b->low) != (bi->cap < room ? bi->cap : room))
                 return false;
         }
-        if ((lay->mid_end != 0) != (lay->cap_max != 0 && nd_bin_has_mid(c, lay->cap_max)))
+        if ((lay->mid_end != 0) != (lay->cap_max != 0 && nd_bin_has_mid(c, lay->cap_max)) ||
+            (lay->first_end != 0) != (lay->cap_max != 0 && nd_bin_has_first(c, lay->cap_max)))
             return false;
         /* Its large room's top min(cap_max, ND_BIN_MID_ROOM) slots on one
            OS page (nd_tcache_layout_make). */
@@ -1550,6 +1622,8 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
         return false;
     /* Its kind's table (tcache.h: nd_bin_layout), and its slots that table's. */
     unsigned layout = nd_tcache_layout_of(tc->heap.shared, tc->heap.bound);
+    if (tc->fill_from_one && (tc->heap.shared || tc->heap.bound || tc->heap.tid == ND_TID_FIRST))
+        return false;
     if (tc->layout != layout || tc->slot_bytes != nd_tcache_layout_slots[layout] * sizeof(void *))
         return false;
     if (tc->heap.shared || tc->heap.bound ? tc->look_arm != NULL

@@ -25,7 +25,10 @@
  *   nd_bin_activate in tcache.c), so the slots a thread touches are those
  *   of the classes it uses, and an all-zero cache (thread.c's static
  *   empty and dead ones, in .bss) is one whose every call takes the slow
- *   path. A bin's slots come from three areas after the struct: the start
+ *   path. A bin's slots come from four areas after the struct: the first
+ *   area, 16 slots and a sentinel for each bin whose start room is larger
+ *   (the classes below 1 KiB: 2.5 KiB, one OS page), one bin after the
+ *   other, where such a bin starts; the start
  *   area, where every bin has twice its starting capacity (4 to 64 slots)
  *   and a sentinel, one bin after the other; the middle area, 256 slots
  *   and a sentinel for each bin whose cap_max is larger, one after the
@@ -36,8 +39,10 @@
  *   fill larger than the room, a free into a bin holding all the room
  *   holds, its capacity being larger: nd_bin_move), not when its capacity
  *   grows past the room. A thread that makes a few requests of a few
- *   classes touches a page or two of the start area, not a page of slots
- *   per class (16 KiB of them apart for the small classes), and one whose
+ *   classes (its bins hold at most 16 blocks: their first fills take 1, 2,
+ *   3, 4, 6, 8, 12 and 16, tcache.c) touches the first area's page, not a page of
+ *   slots per class (16 KiB of them apart for the small classes) nor the
+ *   two its start rooms' tops span, and one whose
  *   busy classes hold 64-256 blocks each touches a page of the middle
  *   area for two of them, not one per class.
  *
@@ -73,7 +78,9 @@
  * (nd_bin_room: its layout's cap_max, or more for a small class,
  * tcache.c); either the bin has no slots yet (low == cur == empty == NULL,
  * cap == 0) or its layout's (nd_bin_lay) cap_max != 0, *empty == NULL and
- * empty is one of its own sentinel slots: start_end, in the cache's start area, until its
+ * empty is one of its own sentinel slots: first_end (when nonzero), in the
+ * cache's first area, until its blocks needed more than its room there
+ * (ND_BIN_FIRST_ROOM), else start_end, in the cache's start area, until its
  * blocks needed more than its room there (nd_bin_start_room: twice its
  * starting capacity), else mid_end (when nonzero), in the middle
  * area, until they needed more than its room there (ND_BIN_MID_ROOM),
@@ -157,7 +164,9 @@ typedef struct nd_bin_info {
                             ND_NO_SAMPLE */
     uint32_t fill;       /* blocks the next fill takes at most: ND_FIRST_FILL
                             at first (fewer past 256 B: ND_FIRST_FILL_BYTES
-                            worth, tcache.c), doubling at each fill, so a thread
+                            worth; 1 in a cache that fills from one, growing
+                            by half up to 32: tcache.c, nd_bin_next_fill),
+                            doubling at each fill, so a thread
                             that makes a few requests of a class does not
                             take (and at its exit give back) a full
                             cache's worth */
@@ -181,7 +190,8 @@ _Static_assert(sizeof(nd_bin_info) == 48, "a bin's cold part: what changes, 48 b
  * What a bin's cold part would repeat in every cache of one kind: its
  * largest capacity (cap_max, from the options tcache_count and
  * tcache_bytes; 0: the class has no cache) and where its three rooms end
- * (their sentinels' slot indices: start_end in the start area, mid_end in
+ * (their sentinels' slot indices: first_end in the first area or 0 when
+ * it has none there, start_end in the start area, mid_end in
  * the middle area or 0 when it has none there, slot_end in the large
  * area, where its top min(cap_max, ND_BIN_MID_ROOM) slots are on one OS
  * page; tcache.c: nd_tcache_layout_make). One table per kind of cache
@@ -194,6 +204,7 @@ _Static_assert(sizeof(nd_bin_info) == 48, "a bin's cold part: what changes, 48 b
  */
 typedef struct nd_bin_layout {
     uint32_t cap_max;
+    uint32_t first_end;  /* its sentinel slot in the first area, ND_BIN_FIRST_ROOM slots below it, or 0: no room there (a start room of at most that many) */
     uint32_t start_end;  /* its sentinel slot in the start area: nd_bin_start_room slots below it */
     uint32_t mid_end;    /* its sentinel slot in the middle area, ND_BIN_MID_ROOM slots below it, or 0: no room there */
     uint32_t slot_end;   /* its sentinel slot in the large area: nd_bin_room slots below it are its own */
@@ -269,8 +280,8 @@ extern nd_bin_layout nd_tcache_layouts[ND_LAYOUT_COUNT][ND_CLASS_COUNT] nd_hidde
  *    12736   tier_hits, prof_left (cold: the tier calls', prof=1's)
  *    16384   the slots (ND_TC_HEAD_BYTES: the struct rounded up to
  *            whole OS pages; a cache with slots is a mapping of its
- *            own, page-aligned, meta.c): the start area, then the
- *            middle and large areas
+ *            own, page-aligned, meta.c): the first area, then the
+ *            start, middle and large areas
  *
  * Invariants: the bins' slot arrays (slot_bytes) follow the struct in the
  * same allocation, from ND_TC_HEAD_BYTES on (nd_tcache_slots), the start
@@ -286,6 +297,9 @@ extern nd_bin_layout nd_tcache_layouts[ND_LAYOUT_COUNT][ND_CLASS_COUNT] nd_hidde
  * grows only while that stays within the option tcache_total, so a thread
  * cache holds at most about that many bytes however many classes it uses
  * (its bins' starting capacities aside).
+ * fill_from_one is set only in a plain cache (not shared, not bound) of
+ * a thread other than the process's first (ND_TID_FIRST), made with
+ * secure off: the caches the nursery may serve (tcache.c).
  * gc_samples counts tick roll-overs since the last GC pass. Under secure=2
  * every bin has capacity 0; under secure=1 the bins of classes above
  * ND_LOOKUP_MAX and every bin of a node-bound cache have, the plain
@@ -313,6 +327,7 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_tcache {
     uint32_t     kind;          /* nd_kind_of(heap.bound, heap.node) (secure=1: | ND_KIND_SEALED); the free fast path compares pages' kind with it */
     uint8_t      layout;        /* its kind's nd_tcache_layouts row: ND_LAYOUT_NONE, _PLAIN or _BOUND */
     uint8_t      prof_slab_busy;   /* prof=1: its thread is cutting a cell (a signal handler's sample is not taken) */
+    uint8_t      fill_from_one; /* its bins' first fill takes one block (a cache the nursery may serve: tcache.c, nd_bin_first_fill) */
     const uint32_t *look_arm;   /* plain: nd_tcache_look_arm, or nd_tcache_look_watched while watched; NULL for the others */
     size_t       cap_bytes;     /* sum over the bins of cap * class size (bounded by tcache_total, or by its share of it while CPUs are shared, bins of up to ND_BIN_SHARED_FLOOR bytes aside; past either by cap_extra) */
     size_t       cap_extra;     /* bytes of capacity past tcache_total, or past its share of it while CPUs are shared, drawn from the process's pool (tcache.c: ND_EXTRA_MULT) */

@@ -258,14 +258,16 @@ static size_t written_pages(const void *p, size_t len)
 
 /* A new thread that makes a request of each class of 16 to 160 B and one
    of 512 B (as bench/threadcost's threads do: their 64 requests of 16-160
-   B and the array of their pointers) writes at most 4 pages of its cache:
+   B and the array of their pointers) writes at most 3 pages of its cache:
    the struct's first 2 (the bins, their cold parts, the heap's head and
-   the counters of the classes up to 768 B, tcache.h), and 2 of the start
-   area, which begins on the page after the struct. Not the struct's
-   other pages (the counters of the classes it never used, the tier
-   calls' and prof=1's cold tail), nor any other slot. On main 55f8196 it
-   wrote 5: the struct's first 2, the page of the small classes' counters
-   where the start area began, and 2 more of start rooms. */
+   the counters of the classes up to 768 B, tcache.h), and the first area
+   (a room of 16 slots for each class below 1 KiB, 2.5 KiB), which begins
+   on the page after the struct. Not the struct's other pages (the
+   counters of the classes it never used, the tier calls' and prof=1's
+   cold tail), nor any other slot. On main 55f8196 it wrote 5: the
+   struct's first 2, the page of the small classes' counters where the
+   start area began, and 2 more of start rooms; on main 1378f24 4 (the
+   start rooms' tops, 65 slots apart, on 2 pages). */
 static void *use_the_classes_up_to_160_bytes(void *arg)
 {
     (void)arg;
@@ -279,7 +281,7 @@ static void *use_the_classes_up_to_160_bytes(void *arg)
         memset(p[i], 1, size);
     }
     size_t n = written_pages(tc, ND_TC_HEAD_BYTES + tc->slot_bytes);
-    EXPECT(n <= 4, "a thread using the classes of 16-160 B and 512 B to write at most 4 pages of its cache, it wrote %zu", n);
+    EXPECT(n <= 3, "a thread using the classes of 16-160 B and 512 B to write at most 3 pages of its cache, it wrote %zu", n);
     EXPECT(n >= 3, "the count to see the pages the thread wrote (%zu)", n);
     n = written_pages((char *)tc + 8192, ND_TC_HEAD_BYTES - 8192);
     EXPECT(n == 0, "the struct's pages past its second (the counters of the classes it never used, the cold tail) "
@@ -340,11 +342,12 @@ static void a_bins_rooms_keep_their_top_slots_on_one_page(void)
 }
 
 /* A bin's capacity doubles as it runs dry (tcache.h), for bigger fills,
-   but its slots stay in the start area until its blocks need more than
-   its room there (nd_bin_move): a thread that makes 28 requests of 160 B
-   (fills of 4, 8 and 16 blocks, the capacity doubled twice, 32 -> 128,
-   past its start room of 64) and frees them keeps them in its start
-   room; 100 blocks held move it to its middle room. On main a59940e the
+   but its slots stay in the first area, then the start area, until its
+   blocks need more than its room there (nd_bin_move): a thread that makes
+   28 requests of 160 B (fills of 4, 8 and 16 blocks, or from one: 1, 2,
+   4, 8 and 16, the capacity doubled twice, 32 -> 128, past its start
+   room of 64) holds what is left in its first room, and when it frees
+   them keeps them in its start room; 100 blocks held move it to its middle room. On main a59940e the
    bin moved to its middle room, another page of slots, at its third fill. */
 #define LAZY_BLOCKS 28
 static void *grow_a_bin_past_its_start_room(void *arg)
@@ -360,7 +363,8 @@ static void *grow_a_bin_past_its_start_room(void *arg)
     const nd_bin_info *bi = &tc->binfo[c];
     void **start = nd_tcache_slots(tc) + nd_bin_lay(tc, c)->start_end;
     EXPECT(bi->cap > 64, "the bin's capacity to have doubled past its start room of 64 (cap %u)", bi->cap);
-    EXPECT(b->empty == start, "a bin whose %d blocks fit its start room to stay there", LAZY_BLOCKS);
+    EXPECT(b->empty == nd_tcache_slots(tc) + nd_bin_lay(tc, c)->first_end,
+           "a bin that holds %td blocks after %d requests to be in its first room", b->empty - b->cur, LAZY_BLOCKS);
     for (int i = 0; i < LAZY_BLOCKS; i++)
         nodal_free(p[i]);
     EXPECT(b->empty == start && b->empty - b->cur >= LAZY_BLOCKS,
@@ -384,8 +388,9 @@ static void a_bin_stays_in_its_start_room_while_its_blocks_fit(void)
 }
 
 /* A bin's first fill takes ND_FIRST_FILL (4) blocks, or 1 KiB worth of
-   them when that is fewer (tcache.c: ND_FIRST_FILL_BYTES): a thread's
-   first request of 512 B leaves one block in its bin, of 1,000 B none,
+   them when that is fewer (tcache.c: ND_FIRST_FILL_BYTES): the process's
+   first thread's (its own pages; the others' fills start at one block,
+   below) first request of 512 B leaves one block in its bin, of 1,000 B none,
    of 64 B three. On main a59940e each took 4 blocks (2 and 4 KiB of the
    nursery written for one request). */
 static void *make_one_request_of_three_sizes(void *arg)
@@ -410,6 +415,72 @@ static void *make_one_request_of_three_sizes(void *arg)
 static void a_bins_first_fill_takes_at_most_a_kib_of_blocks_past_256_bytes(void)
 {
     run_in_a_thread(make_one_request_of_three_sizes);
+}
+
+/* In a cache the nursery may serve (a thread other than the process's
+   first: tcache.c, fill_from_one) a bin's first fill takes one block: a
+   thread's first request of 64 B, 512 B or 1,000 B leaves no block in its
+   bin. On main 1378f24 64 B and 512 B left 3 and 1 (fills of
+   ND_FIRST_FILL, or 1 KiB worth, as the process's first thread's). */
+static void *make_one_request_of_three_sizes_from_one(void *arg)
+{
+    (void)arg;
+    nd_tcache *tc = nd_thread_start();
+    EXPECT(tc != NULL, "the thread to start");
+    EXPECT(tc->fill_from_one, "a thread's plain cache to start its fills at one block");
+    static const size_t size[3] = {64, 512, 1000};
+    for (int i = 0; i < 3; i++) {
+        void *p = nodal_malloc(size[i]);
+        EXPECT(p != NULL, "malloc(%zu) to succeed", size[i]);
+        const nd_bin *b = &tc->bins[nd_class_of(size[i])];
+        EXPECT(b->empty == b->cur, "the first fill of the class of %zu B to leave no block in its bin, it left %td",
+               size[i], b->empty - b->cur);
+        nodal_free(p);
+    }
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    return NULL;
+}
+
+/* A thread that makes k requests of a class (its bin's first fills, from
+   the nursery: 1, 2, 3, 4, 6, 8, 12 blocks, then 16 and 24 from its own
+   pages; a class whose block is not a multiple of a cache line starts at
+   whole lines, 2 or 4 blocks) has taken at most half as many again: at
+   most k / 2 wait in its bin (and those 2 or 4), for k = 1, 3, ... 31 (bench/threadcost's threads make 3-12 of
+   each class). On main 1378f24 (fills of 4, 8 and 16) 1 request left 3
+   blocks in the bin, 5 left 7. */
+static void *make_k_requests_of_each_class(void *arg)
+{
+    (void)arg;
+    nd_tcache *tc = nd_thread_start();
+    EXPECT(tc != NULL, "the thread to start");
+    static void *p[16][31];
+    for (unsigned k = 1; k <= 16; k++) {
+        size_t size = nd_class_size[k - 1];   /* the classes of 16-256 B, one for each k */
+        unsigned n = k * 2 - 1;   /* 1, 3, 5, ... 31 requests */
+        for (unsigned i = 0; i < n; i++)
+            EXPECT((p[k - 1][i] = nodal_malloc(size)) != NULL, "malloc(%zu) to succeed", size);
+        const nd_bin *b = &tc->bins[nd_class_of(size)];
+        unsigned pow2 = (unsigned)(size & (0 - size)), line = pow2 < 64 ? 64 / pow2 : 0;   /* (whole lines first) */
+        EXPECT((unsigned)(b->empty - b->cur) <= n / 2 + line, "%u requests of %zu B to leave at most %u blocks in the bin, it holds %td",
+               n, size, n / 2 + line, b->empty - b->cur);
+    }
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    for (unsigned k = 1; k <= 16; k++)
+        for (unsigned i = 0; i < k * 2 - 1; i++)
+            nodal_free(p[k - 1][i]);
+    return NULL;
+}
+
+static void a_threads_first_requests_of_a_class_take_at_most_half_as_many_blocks_again(void)
+{
+    EXPECT(nd_thread_start() != NULL, "the process's first thread to start (its cache fills from its own pages)");
+    run_in_a_thread(make_k_requests_of_each_class);
+}
+
+static void a_threads_first_fill_takes_one_block(void)
+{
+    EXPECT(nd_thread_start() != NULL, "the process's first thread to start (its cache fills from its own pages)");
+    run_in_a_thread(make_one_request_of_three_sizes_from_one);
 }
 
 /* A thread whose busy classes each cycle a hundred blocks (a working set
@@ -2906,6 +2977,8 @@ static const struct nd_case cases[] = {
     ND_CASE(a_bins_rooms_keep_their_top_slots_on_one_page),
     ND_CASE(a_bin_stays_in_its_start_room_while_its_blocks_fit),
     ND_CASE(a_bins_first_fill_takes_at_most_a_kib_of_blocks_past_256_bytes),
+    ND_CASE(a_threads_first_fill_takes_one_block),
+    ND_CASE(a_threads_first_requests_of_a_class_take_at_most_half_as_many_blocks_again),
     ND_CASE(a_producers_bin_grows_to_16_kib_at_most),
     ND_CASE(a_medium_bin_starts_at_one_block),
     ND_CASE(busy_bins_of_a_few_hundred_blocks_share_pages_of_slots),
