@@ -33,7 +33,7 @@ static int nd_atfork_done;
 /* Every lock of the table, in its order: no thread can be inside nodal's
    state when the process is copied. The handlers are registered once
    start-up is over; a fork that comes before finds nothing to do. */
-static void nd_fork_prepare(void)
+static nd_hot void nd_fork_prepare(void)
 {
     if (nd_load_acquire(&nd_process_state) != 2)
         return;
@@ -41,7 +41,7 @@ static void nd_fork_prepare(void)
     nd_locks_acquire_all();
 }
 
-static void nd_fork_parent(void)
+static nd_hot void nd_fork_parent(void)
 {
     if (nd_load_acquire(&nd_process_state) != 2)
         return;
@@ -51,7 +51,7 @@ static void nd_fork_parent(void)
 
 /* The child has only the forking thread: the records of the others are
    folded (thread.c) while every lock is still held, then all are released. */
-static void nd_fork_child(void)
+static nd_hot void nd_fork_child(void)
 {
     if (nd_load_acquire(&nd_process_state) != 2)
         return;
@@ -86,6 +86,8 @@ nd_hot void nd_process_init(void)
             nd_os_keep_stderr();
         if (nd_opt_verbose())
             nd_warn("%d node(s) with memory; first %d", nd_topo.mem_count, nd_topo.mem_ids[0]);
+        /* Last: the code start-up ran has faulted in what it maps. */
+        nd_os_code_trim();
         nd_store_release(&nd_process_state, 2);
     }
     nd_unlock(ND_LOCK(init, 0));

@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -466,6 +467,132 @@ static void the_last_page_of_nodals_code_stays_unmapped_in_a_plain_program(void)
 #endif
 
 #ifndef ND_TEST_PREFIX_ONLY
+/* The pages of [a, b) mapped in this process (/proc/self/pagemap's bit 63). */
+static long resident_pages(int pagemap, unsigned long a, unsigned long b, long ps)
+{
+    long n = 0;
+    for (unsigned long p = a; p < b; p += (unsigned long)ps) {
+        uint64_t e = 0;
+        EXPECT(pread(pagemap, &e, sizeof e, (off_t)(p / (unsigned long)ps * sizeof e)) == sizeof e,
+               "to read the entry of %#lx in /proc/self/pagemap", p);
+        n += (long)(e >> 63);
+    }
+    return n;
+}
+
+/* nodal's start-up makes the code a plain program does not run (from
+   os.c's own code on: the reports, the profile, secure=1, the node and
+   tier calls, large and huge blocks; CMakeLists.txt, ND_SOURCES) a
+   mapping of its own, apart from the code it runs, so that the kernel's
+   fault-around (aligned runs of 64 KiB of a file's cached pages around a
+   fault, clipped to the mapping) maps none of it, and unmaps what start-up
+   mapped of it (os.c, nd_os_code_trim). So every resident page of nodal's
+   code is in its first mapping, the code such a program runs, of at most
+   128 KiB. On main 1378f24 the text was one mapping of 220 KiB and 84-168
+   KiB of it resident in such a program, by where the library fell
+   against the 64 KiB grid. */
+static void the_code_a_plain_program_does_not_run_stays_unmapped(void)
+{
+#ifdef ND_TEST_SANITIZER
+    SKIP("a sanitizer's runtime decides which code runs");
+#endif
+    const char *lib = plain_requests_of_two_threads("ask for code that is not a plain program's");
+    char obj[PATH_MAX];
+    EXPECT(realpath(lib, obj) != NULL, "the path of %s to resolve", lib);
+    long ps = sysconf(_SC_PAGESIZE);
+    int pm = open("/proc/self/pagemap", O_RDONLY);
+    EXPECT(pm >= 0, "/proc/self/pagemap to be readable");
+    FILE *f = fopen("/proc/self/maps", "r");
+    EXPECT(f != NULL, "/proc/self/maps to be readable");
+    char line[PATH_MAX + 128];
+    unsigned long first_a = 0, first_b = 0;
+    long first = 0, rest = 0, maps = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long a, b;
+        char perm[8];
+        int at = 0;
+        if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &a, &b, perm, &at) < 3 || at == 0 || perm[2] != 'x')
+            continue;
+        char *path = line + at;
+        path[strcspn(path, "\n")] = '\0';
+        if (strcmp(path, obj) != 0)
+            continue;
+        if (maps++ == 0) {
+            first_a = a;
+            first_b = b;
+            first = resident_pages(pm, a, b, ps);
+        } else {
+            rest += resident_pages(pm, a, b, ps);
+        }
+    }
+    fclose(f);
+    close(pm);
+    EXPECT(maps > 0, "to find the code of %s in /proc/self/maps", obj);
+    EXPECT((first_b - first_a) / 1024 <= 128, "the first mapping of nodal's code (%s), the code a plain program runs, "
+           "to be at most 128 KiB, got %lu KiB (%ld mapping(s) of code, %ld KiB resident)", obj,
+           (first_b - first_a) / 1024, maps, (first + rest) * ps / 1024);
+    EXPECT(rest == 0, "no page of nodal's code past the first %lu KiB (%s) to be mapped in a program that made plain "
+           "requests from two threads, got %ld KiB", (first_b - first_a) / 1024, obj, rest * ps / 1024);
+}
+
+struct eh_query { const void *in; unsigned long eh, end; };
+
+static int eh_frame_of(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct eh_query *q = arg;
+    unsigned long in = (unsigned long)q->in, eh = 0;
+    bool has = false;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        unsigned long b = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && in >= b && in < b + ph->p_memsz)
+            has = true;
+        if (ph->p_type == PT_GNU_EH_FRAME)
+            eh = b;
+    }
+    if (!has)
+        return 0;
+    for (int i = 0; eh != 0 && i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        unsigned long b = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && eh >= b && eh < b + ph->p_memsz) {
+            q->eh = eh;
+            q->end = b + ph->p_memsz;
+        }
+    }
+    return 1;
+}
+
+/* The unwind tables of libnodal.so (.eh_frame_hdr, .eh_frame: 38 KiB
+   after its 25 KiB of .rodata, in one read-only load) are read only by an
+   unwind through nodal's code (a C++ exception from operator new, the
+   heap profile's stacks): a mapping of their own since nodal's start-up
+   (os.c, nd_os_code_trim), so the fault-around of a plain program's reads
+   of .rodata maps none of their pages. On main 1378f24 they were all
+   resident in such a program. */
+static void the_unwind_tables_stay_unmapped_in_a_plain_program(void)
+{
+#ifdef ND_TEST_SANITIZER
+    SKIP("a sanitizer's runtime may unwind");
+#endif
+    plain_requests_of_two_threads("unwind");
+    struct eh_query q = { .in = (const void *)nd_api()->malloc };
+    dl_iterate_phdr(eh_frame_of, &q);
+    if (q.eh == 0)
+        SKIP("libnodal.so has no PT_GNU_EH_FRAME here");
+    long ps = sysconf(_SC_PAGESIZE);
+    unsigned long a = (q.eh + (unsigned long)ps - 1) & ~((unsigned long)ps - 1);
+    int pm = open("/proc/self/pagemap", O_RDONLY);
+    EXPECT(pm >= 0, "/proc/self/pagemap to be readable");
+    long n = resident_pages(pm, a, q.end, ps);
+    close(pm);
+    EXPECT(n == 0, "no page of nodal's unwind tables (%#lx-%#lx) to be mapped in a program that made plain requests "
+           "from two threads, got %ld of %lu", a, q.end, n, (q.end - a + (unsigned long)ps - 1) / (unsigned long)ps);
+}
+#endif
+
+#ifndef ND_TEST_PREFIX_ONLY
 /* With the heap profile on (run with prof=1 only), every page of nodal's
    code that the process had not run when the profile started is a
    mapping of its own, or shares one with pages already mapped only, so
@@ -629,6 +756,8 @@ static const struct nd_case cases[] = {
     ND_CASE(std_and_prefix_names_share_one_heap),
     ND_CASE(the_writable_data_of_nodal_stays_small),
     ND_CASE(the_last_page_of_nodals_code_stays_unmapped_in_a_plain_program),
+    ND_CASE(the_code_a_plain_program_does_not_run_stays_unmapped),
+    ND_CASE(the_unwind_tables_stay_unmapped_in_a_plain_program),
     ND_CASE(nodal_formats_no_text_for_a_plain_program),
     ND_CASE(the_profiles_code_maps_page_by_page),
 #endif
