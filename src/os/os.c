@@ -821,9 +821,10 @@ bool nd_os_code_range(const void *a, uintptr_t *lo, uintptr_t *hi, bool *main)
 }
 
 struct nd_trim_query {
-    uintptr_t a;            /* an address in the object's code */
-    uintptr_t lo, hi;       /* its executable load */
-    uintptr_t eh, rlo, rhi; /* .eh_frame_hdr and the read-only load that holds it (0: none) */
+    uintptr_t a;                 /* an address in the object's code */
+    uintptr_t base;              /* the object's load address */
+    const ElfW(Phdr) *phdr;      /* its program headers (the loader's, mapped for good) */
+    int phnum;
     bool found, main;
 };
 
@@ -831,31 +832,35 @@ static nd_hot int nd_trim_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
     struct nd_trim_query *q = arg;
-    uintptr_t eh = 0;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t b = info->dlpi_addr + ph->p_vaddr, e = b + ph->p_memsz;
-        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && q->a >= b && q->a < e) {
-            q->lo = b;
-            q->hi = e;
+        uintptr_t b = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && q->a >= b && q->a < b + ph->p_memsz) {
+            q->base = info->dlpi_addr;
+            q->phdr = info->dlpi_phdr;
+            q->phnum = info->dlpi_phnum;
             q->found = true;
-        }
-        if (ph->p_type == PT_GNU_EH_FRAME)
-            eh = b;
-    }
-    if (!q->found)
-        return 0;
-    q->main = info->dlpi_name == NULL || info->dlpi_name[0] == '\0';
-    for (int i = 0; eh != 0 && i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t b = info->dlpi_addr + ph->p_vaddr, e = b + ph->p_memsz;
-        if (ph->p_type == PT_LOAD && !(ph->p_flags & (PF_X | PF_W)) && eh >= b && eh < e) {
-            q->eh = eh;
-            q->rlo = b;
-            q->rhi = e;
+            q->main = info->dlpi_name == NULL || info->dlpi_name[0] == '\0';
+            return 1;
         }
     }
-    return 1;
+    return 0;
+}
+
+/* The load of q's object that holds address x, of flags `flags` (PF_*),
+   into [*b, *e); false when none. */
+static nd_hot bool nd_trim_load(const struct nd_trim_query *q, uintptr_t x, unsigned flags, uintptr_t *b, uintptr_t *e)
+{
+    for (int i = 0; i < q->phnum; i++) {
+        const ElfW(Phdr) *ph = &q->phdr[i];
+        uintptr_t lb = q->base + ph->p_vaddr, le = lb + ph->p_memsz;
+        if (ph->p_type == PT_LOAD && (ph->p_flags & (PF_R | PF_W | PF_X)) == flags && x >= lb && x < le) {
+            *b = lb;
+            *e = le;
+            return true;
+        }
+    }
+    return false;
 }
 
 /* Gives [a, b) of a private file mapping MADV_RANDOM (flags of its own: a
@@ -897,10 +902,11 @@ nd_hot size_t nd_os_code_trim(void)
     struct nd_trim_query q = { .a = (uintptr_t)nd_os_cold_text };
     int saved = errno;
     dl_iterate_phdr(nd_trim_cb, &q);
-    uintptr_t ps = nd_os_pagesize;
+    uintptr_t ps = nd_os_pagesize, lo, hi;
     /* In libnodal.so only (a static link puts this file anywhere in the
        program's text), and only where the link put the hot code first. */
-    if (!q.found || q.main || (uintptr_t)nd_os_init >= (uintptr_t)nd_os_cold_text) {
+    if (!q.found || q.main || (uintptr_t)nd_os_init >= (uintptr_t)nd_os_cold_text ||
+        !nd_trim_load(&q, q.a, PF_R | PF_X, &lo, &hi)) {
         errno = saved;
         return 0;
     }
@@ -908,7 +914,7 @@ nd_hot size_t nd_os_code_trim(void)
     /* The code: [start of the cold code, the last page); the last page
        (.fini, which the exit runs) stays a mapping of one page. */
     uintptr_t c = ((uintptr_t)nd_os_cold_text + ps - 1) & ~(ps - 1);
-    uintptr_t last = (q.hi - 1) & ~(ps - 1);
+    uintptr_t last = (hi - 1) & ~(ps - 1);
     size_t dropped = nd_os_trim_range(c, last, fd);
     if (last >= c && fd >= 0) {
         uint64_t e = 0;
@@ -916,11 +922,49 @@ nd_hot size_t nd_os_code_trim(void)
             madvise((void *)last, ps, MADV_DONTNEED) == 0)
             dropped++;
     }
+    uintptr_t eh = 0, rel_lo = UINTPTR_MAX, rel_hi = 0;
+    for (int i = 0; i < q.phnum; i++) {
+        if (q.phdr[i].p_type == PT_GNU_EH_FRAME)
+            eh = q.base + q.phdr[i].p_vaddr;
+        if (q.phdr[i].p_type != PT_DYNAMIC)
+            continue;
+        /* The relocations (.rela.dyn, .rela.plt), which the loader read
+           once, before any call into nodal (-z now). A d_ptr the loader
+           left as the file has it is relative to the load address. */
+        uintptr_t rela = 0, relasz = 0, jmprel = 0, pltsz = 0;
+        for (const ElfW(Dyn) *d = (const ElfW(Dyn) *)(q.base + q.phdr[i].p_vaddr); d->d_tag != DT_NULL; d++) {
+            if (d->d_tag == DT_RELA)
+                rela = d->d_un.d_ptr;
+            else if (d->d_tag == DT_RELASZ)
+                relasz = d->d_un.d_val;
+            else if (d->d_tag == DT_JMPREL)
+                jmprel = d->d_un.d_ptr;
+            else if (d->d_tag == DT_PLTRELSZ)
+                pltsz = d->d_un.d_val;
+        }
+        if (rela != 0 && relasz != 0) {
+            rela += rela < q.base ? q.base : 0;
+            rel_lo = rela;
+            rel_hi = rela + relasz;
+        }
+        if (jmprel != 0 && pltsz != 0) {
+            jmprel += jmprel < q.base ? q.base : 0;
+            if (rel_hi == 0 || jmprel == rel_hi || jmprel + pltsz == rel_lo) {
+                rel_lo = jmprel < rel_lo ? jmprel : rel_lo;
+                rel_hi = jmprel + pltsz > rel_hi ? jmprel + pltsz : rel_hi;
+            }
+        }
+    }
     /* The unwind tables, which only an unwind through nodal reads (a C++
        exception from operator new, the heap profile). */
-    if (q.eh != 0) {
-        uintptr_t r = (q.eh + ps - 1) & ~(ps - 1), re = (q.rhi + ps - 1) & ~(ps - 1);
-        dropped += nd_os_trim_range(r, re, fd);
+    uintptr_t b, e;
+    if (eh != 0 && nd_trim_load(&q, eh, PF_R, &b, &e))
+        dropped += nd_os_trim_range((eh + ps - 1) & ~(ps - 1), (e + ps - 1) & ~(ps - 1), fd);
+    /* The relocations' whole pages (to the load's last page when they end
+       it). */
+    if (rel_hi != 0 && nd_trim_load(&q, rel_lo, PF_R, &b, &e)) {
+        uintptr_t end = rel_hi >= e ? (e + ps - 1) & ~(ps - 1) : rel_hi & ~(ps - 1);
+        dropped += nd_os_trim_range((rel_lo + ps - 1) & ~(ps - 1), end, fd);
     }
     if (fd >= 0)
         close(fd);

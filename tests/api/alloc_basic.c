@@ -593,6 +593,64 @@ static void the_unwind_tables_stay_unmapped_in_a_plain_program(void)
 #endif
 
 #ifndef ND_TEST_PREFIX_ONLY
+struct rela_query { const void *in; unsigned long lo, hi; };
+
+static int rela_of(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct rela_query *q = arg;
+    unsigned long in = (unsigned long)q->in;
+    const ElfW(Dyn) *dyn = NULL;
+    bool has = false;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        unsigned long b = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && in >= b && in < b + ph->p_memsz)
+            has = true;
+        if (ph->p_type == PT_DYNAMIC)
+            dyn = (const ElfW(Dyn) *)b;
+    }
+    if (!has)
+        return 0;
+    unsigned long rela = 0, sz = 0;
+    for (const ElfW(Dyn) *d = dyn; d != NULL && d->d_tag != DT_NULL; d++) {
+        if (d->d_tag == DT_RELA)
+            rela = d->d_un.d_ptr;
+        if (d->d_tag == DT_RELASZ)
+            sz = d->d_un.d_val;
+    }
+    if (rela != 0 && rela < info->dlpi_addr)
+        rela += info->dlpi_addr;
+    q->lo = rela;
+    q->hi = rela + sz;
+    return 1;
+}
+
+/* libnodal.so's relocations (.rela.dyn, 15 KiB) are read once, by the
+   loader, before any call into nodal (it is linked -z now): nodal's
+   start-up unmaps their whole pages and makes them a mapping of their own
+   (os.c, nd_os_code_trim), so they count in no process's RSS after it.
+   On main 1378f24 they stayed resident in every process. */
+static void the_relocations_stay_unmapped_after_start_up(void)
+{
+    plain_requests_of_two_threads("map other pages");
+    struct rela_query q = { .in = (const void *)nd_api()->malloc };
+    dl_iterate_phdr(rela_of, &q);
+    long ps = sysconf(_SC_PAGESIZE);
+    unsigned long a = (q.lo + (unsigned long)ps - 1) & ~((unsigned long)ps - 1);
+    unsigned long b = q.hi & ~((unsigned long)ps - 1);
+    if (q.lo == 0 || b <= a)
+        SKIP("libnodal.so's relocations fill no whole page here");
+    int pm = open("/proc/self/pagemap", O_RDONLY);
+    EXPECT(pm >= 0, "/proc/self/pagemap to be readable");
+    long n = resident_pages(pm, a, b, ps);
+    close(pm);
+    EXPECT(n == 0, "no whole page of nodal's relocations (%#lx-%#lx) to be mapped after start-up, got %ld of %lu", a, b,
+           n, (b - a) / (unsigned long)ps);
+}
+#endif
+
+#ifndef ND_TEST_PREFIX_ONLY
 /* With the heap profile on (run with prof=1 only), every page of nodal's
    code that the process had not run when the profile started is a
    mapping of its own, or shares one with pages already mapped only, so
@@ -758,6 +816,7 @@ static const struct nd_case cases[] = {
     ND_CASE(the_last_page_of_nodals_code_stays_unmapped_in_a_plain_program),
     ND_CASE(the_code_a_plain_program_does_not_run_stays_unmapped),
     ND_CASE(the_unwind_tables_stay_unmapped_in_a_plain_program),
+    ND_CASE(the_relocations_stay_unmapped_after_start_up),
     ND_CASE(nodal_formats_no_text_for_a_plain_program),
     ND_CASE(the_profiles_code_maps_page_by_page),
 #endif
