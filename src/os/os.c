@@ -784,7 +784,7 @@ void nd_os_signal_write(int fd, const void *buf, size_t len)
 
 struct nd_code_query { uintptr_t a, lo, hi; bool found, main; };
 
-static int nd_code_range_cb(struct dl_phdr_info *info, size_t size, void *arg)
+static nd_hot int nd_code_range_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
     struct nd_code_query *q = arg;
@@ -808,7 +808,7 @@ static int nd_code_range_cb(struct dl_phdr_info *info, size_t size, void *arg)
     return 1;
 }
 
-bool nd_os_code_range(const void *a, uintptr_t *lo, uintptr_t *hi, bool *main)
+nd_hot bool nd_os_code_range(const void *a, uintptr_t *lo, uintptr_t *hi, bool *main)
 {
     struct nd_code_query q = { .a = (uintptr_t)a };
     int saved = errno;
@@ -981,7 +981,7 @@ nd_hot size_t nd_os_code_trim(void)
    yet mapped gets MADV_RANDOM (readahead only: the file is cached), so
    each of them is alone or beside mapped pages only. The pages mapped
    now (the code the process has run) stay as they are. */
-int nd_os_code_map_by_page(const void *a)
+nd_hot int nd_os_code_map_by_page(const void *a)
 {
     uintptr_t lo, hi;
     bool main;
