@@ -19,7 +19,7 @@ uint64_t  nd_link_key[2];
 uint64_t  nd_block_canary_key[2];
 uint8_t   nd_page_fill_carved;
 
-nd_hot void nd_page_keys_init(void)
+void nd_page_keys_init(void)
 {
     /* m odd: the low word of the product is then a bijection of the
        address. */

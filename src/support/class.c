@@ -50,7 +50,7 @@ uint8_t nd_class_aligned_off[ND_ALIGN_ROWS][ND_ALIGN_ROW_LEN];
 
 /* The rows of nd_class_aligned_bin from the classes and their bins (as
    they are: nd_class_pad_requests's, or the identities). */
-static nd_hot void nd_class_aligned_bins_fill(void)
+static void nd_class_aligned_bins_fill(void)
 {
     for (unsigned k = 0; k < ND_ALIGN_ROWS; k++) {
         size_t a = (size_t)1 << (k + ND_ALIGN_ROW0);
@@ -91,7 +91,7 @@ void nd_class_pad_requests(size_t pad)
     nd_class_aligned_bins_fill();
 }
 
-nd_hot void nd_class_aligned_init(size_t pad)
+void nd_class_aligned_init(size_t pad)
 {
     if (pad == 0)
         nd_class_aligned_bins_fill();   /* (secure=1: nd_class_pad_requests filled them) */

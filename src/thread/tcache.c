@@ -401,7 +401,7 @@ static nd_hot uint32_t nd_tcache_layout_make(nd_bin_layout *lay, bool bound)
     return end;
 }
 
-nd_hot void nd_tcache_process_init(void)
+void nd_tcache_process_init(void)
 {
     /* The kinds' tables, before the first cache (the options are read). */
     nd_tcache_layout_slots[ND_LAYOUT_PLAIN] = nd_tcache_layout_make(nd_tcache_layouts[ND_LAYOUT_PLAIN], false);

@@ -118,7 +118,7 @@ static void nd_thread_cache_destroy(nd_tcache *tc)
 
 /* ---- threads ------------------------------------------------------------- */
 
-nd_hot void nd_thread_process_init(void)
+void nd_thread_process_init(void)
 {
     nd_store_relaxed(&nd_tcache_empty.kind, ND_KIND_NO_PAGE);
     nd_store_relaxed(&nd_tcache_dead.kind, ND_KIND_NO_PAGE);
