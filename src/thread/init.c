@@ -86,14 +86,18 @@ nd_hot void nd_process_init(void)
             nd_os_keep_stderr();
         if (nd_opt_verbose())
             nd_warn("%d node(s) with memory; first %d", nd_topo.mem_count, nd_topo.mem_ids[0]);
-        /* Last: the code start-up ran has faulted in what it maps. */
-        nd_os_code_trim();
         nd_store_release(&nd_process_state, 2);
     }
     nd_unlock(ND_LOCK(init, 0));
     if (nd_load_acquire(&nd_process_state) == 2 &&
-        __atomic_exchange_n(&nd_atfork_done, 1, __ATOMIC_ACQ_REL) == 0)
+        __atomic_exchange_n(&nd_atfork_done, 1, __ATOMIC_ACQ_REL) == 0) {
         nd_os_atfork(nd_fork_prepare, nd_fork_parent, nd_fork_child);
+        /* Once, after start-up has faulted in the code it ran, and outside
+           the init lock (it takes the loader's, as dl_iterate_phdr does):
+           the code and tables of the file a plain program does not run
+           become mappings of their own and are unmapped (os.c). */
+        nd_os_code_trim();
+    }
 }
 
 __attribute__((constructor(101))) static void nd_constructor(void)

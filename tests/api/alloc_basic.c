@@ -429,6 +429,34 @@ static const char *plain_requests_of_two_threads(const char *may)
     return di.dli_fname;
 }
 
+#define CODE_MAPS_MAX 256
+/* The executable mappings of object obj (a resolved path) in
+   /proc/self/maps, in address order, into map[0..n); returns n (> 0). */
+static int code_mappings_of(const char *obj, unsigned long map[][2], int max)
+{
+    FILE *f = fopen("/proc/self/maps", "r");
+    EXPECT(f != NULL, "/proc/self/maps to be readable");
+    char line[PATH_MAX + 128];
+    int n = 0;
+    while (fgets(line, sizeof line, f)) {
+        unsigned long a, b;
+        char perm[8];
+        int at = 0;
+        if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &a, &b, perm, &at) < 3 || at == 0 || perm[2] != 'x')
+            continue;
+        char *path = line + at;
+        path[strcspn(path, "\n")] = '\0';
+        if (strcmp(path, obj) == 0 && n < max) {
+            map[n][0] = a;
+            map[n][1] = b;
+            n++;
+        }
+    }
+    fclose(f);
+    EXPECT(n > 0, "to find the code of %s in /proc/self/maps", obj);
+    return n;
+}
+
 static void the_last_page_of_nodals_code_stays_unmapped_in_a_plain_program(void)
 {
 #ifdef ND_TEST_SANITIZER
@@ -437,23 +465,9 @@ static void the_last_page_of_nodals_code_stays_unmapped_in_a_plain_program(void)
     const char *lib = plain_requests_of_two_threads("ask for the code placed at the end");
     char obj[PATH_MAX];
     EXPECT(realpath(lib, obj) != NULL, "the path of %s to resolve", lib);
-    FILE *f = fopen("/proc/self/maps", "r");
-    EXPECT(f != NULL, "/proc/self/maps to be readable");
-    char line[PATH_MAX + 128];
-    unsigned long end = 0;
-    while (fgets(line, sizeof line, f)) {
-        unsigned long a, b;
-        char perm[8];
-        int at = 0;
-        if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &a, &b, perm, &at) >= 3 && at > 0 && perm[2] == 'x') {
-            char *path = line + at;
-            path[strcspn(path, "\n")] = '\0';
-            if (strcmp(path, obj) == 0)
-                end = b;
-        }
-    }
-    fclose(f);
-    EXPECT(end != 0, "to find the code of %s in /proc/self/maps", obj);
+    static unsigned long map[CODE_MAPS_MAX][2];
+    int n = code_mappings_of(obj, map, CODE_MAPS_MAX);
+    unsigned long end = map[n - 1][1];
     long ps = sysconf(_SC_PAGESIZE);
     int fd = open("/proc/self/pagemap", O_RDONLY);
     EXPECT(fd >= 0, "/proc/self/pagemap to be readable");
@@ -500,36 +514,17 @@ static void the_code_a_plain_program_does_not_run_stays_unmapped(void)
     char obj[PATH_MAX];
     EXPECT(realpath(lib, obj) != NULL, "the path of %s to resolve", lib);
     long ps = sysconf(_SC_PAGESIZE);
+    static unsigned long map[CODE_MAPS_MAX][2];
+    int maps = code_mappings_of(obj, map, CODE_MAPS_MAX);
     int pm = open("/proc/self/pagemap", O_RDONLY);
     EXPECT(pm >= 0, "/proc/self/pagemap to be readable");
-    FILE *f = fopen("/proc/self/maps", "r");
-    EXPECT(f != NULL, "/proc/self/maps to be readable");
-    char line[PATH_MAX + 128];
-    unsigned long first_a = 0, first_b = 0;
-    long first = 0, rest = 0, maps = 0;
-    while (fgets(line, sizeof line, f)) {
-        unsigned long a, b;
-        char perm[8];
-        int at = 0;
-        if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &a, &b, perm, &at) < 3 || at == 0 || perm[2] != 'x')
-            continue;
-        char *path = line + at;
-        path[strcspn(path, "\n")] = '\0';
-        if (strcmp(path, obj) != 0)
-            continue;
-        if (maps++ == 0) {
-            first_a = a;
-            first_b = b;
-            first = resident_pages(pm, a, b, ps);
-        } else {
-            rest += resident_pages(pm, a, b, ps);
-        }
-    }
-    fclose(f);
+    unsigned long first_a = map[0][0], first_b = map[0][1];
+    long first = resident_pages(pm, first_a, first_b, ps), rest = 0;
+    for (int i = 1; i < maps; i++)
+        rest += resident_pages(pm, map[i][0], map[i][1], ps);
     close(pm);
-    EXPECT(maps > 0, "to find the code of %s in /proc/self/maps", obj);
     EXPECT((first_b - first_a) / 1024 <= 128, "the first mapping of nodal's code (%s), the code a plain program runs, "
-           "to be at most 128 KiB, got %lu KiB (%ld mapping(s) of code, %ld KiB resident)", obj,
+           "to be at most 128 KiB, got %lu KiB (%d mapping(s) of code, %ld KiB resident)", obj,
            (first_b - first_a) / 1024, maps, (first + rest) * ps / 1024);
     EXPECT(rest == 0, "no page of nodal's code past the first %lu KiB (%s) to be mapped in a program that made plain "
            "requests from two threads, got %ld KiB", (first_b - first_a) / 1024, obj, rest * ps / 1024);
@@ -681,26 +676,16 @@ static void the_profiles_code_maps_page_by_page(void)
         SKIP("nodal is not a shared library here (%s)", di.dli_fname != NULL ? di.dli_fname : "?");
     char obj[PATH_MAX];
     EXPECT(realpath(di.dli_fname, obj) != NULL, "the path of %s to resolve", di.dli_fname);
-    FILE *f = fopen("/proc/self/maps", "r");
-    EXPECT(f != NULL, "/proc/self/maps to be readable");
+    static unsigned long map[CODE_MAPS_MAX][2];
+    int mappings = code_mappings_of(obj, map, CODE_MAPS_MAX);
     int fd = open("/proc/self/pagemap", O_RDONLY);
     EXPECT(fd >= 0, "/proc/self/pagemap to be readable");
     unsigned long ps = (unsigned long)sysconf(_SC_PAGESIZE);
-    char line[PATH_MAX + 128];
-    int mappings = 0, worst = 0;
+    int worst = 0;
     unsigned long worst_at = 0, pages = 0, unmapped = 0, end = 0;
     bool last_mapped = false;
-    while (fgets(line, sizeof line, f)) {
-        unsigned long a, b;
-        char perm[8];
-        int at = 0;
-        if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &a, &b, perm, &at) < 3 || at == 0 || perm[2] != 'x')
-            continue;
-        char *path = line + at;
-        path[strcspn(path, "\n")] = '\0';
-        if (strcmp(path, obj) != 0)
-            continue;
-        mappings++;
+    for (int m = 0; m < mappings; m++) {
+        unsigned long a = map[m][0], b = map[m][1];
         int here = 0;
         for (unsigned long q = a; q < b; q += ps) {
             uint64_t e = 0;
@@ -721,9 +706,7 @@ static void the_profiles_code_maps_page_by_page(void)
             worst_at = a;
         }
     }
-    fclose(f);
     close(fd);
-    EXPECT(mappings > 0, "to find the code of %s in /proc/self/maps", obj);
     EXPECT(!last_mapped, "the last page of nodal's code (%s, ending at %#lx: the dumps', not run yet) not to be "
            "mapped after the samples (%d mappings, %lu pages, %lu not mapped)", obj, end, mappings, pages, unmapped);
     EXPECT(worst <= 1, "each mapping of nodal's code (%s: %d mappings, %lu pages, %lu not mapped) to hold at most one "
