@@ -457,16 +457,27 @@ static int code_mappings_of(const char *obj, unsigned long map[][2], int max)
     return n;
 }
 
-static void the_last_page_of_nodals_code_stays_unmapped_in_a_plain_program(void)
+/* The mappings of nodal's code (into map; their count) in a plain program
+   (plain_requests_of_two_threads, `may` its skip's reason), *objp the
+   library's resolved path. Skips under a sanitizer, whose runtime decides
+   which code runs. */
+static int plain_programs_code_mappings(const char *may, const char **objp, unsigned long map[][2])
 {
 #ifdef ND_TEST_SANITIZER
     SKIP("a sanitizer's runtime decides which code runs");
 #endif
-    const char *lib = plain_requests_of_two_threads("ask for the code placed at the end");
-    char obj[PATH_MAX];
+    const char *lib = plain_requests_of_two_threads(may);
+    static char obj[PATH_MAX];
     EXPECT(realpath(lib, obj) != NULL, "the path of %s to resolve", lib);
+    *objp = obj;
+    return code_mappings_of(obj, map, CODE_MAPS_MAX);
+}
+
+static void the_last_page_of_nodals_code_stays_unmapped_in_a_plain_program(void)
+{
     static unsigned long map[CODE_MAPS_MAX][2];
-    int n = code_mappings_of(obj, map, CODE_MAPS_MAX);
+    const char *obj;
+    int n = plain_programs_code_mappings("ask for the code placed at the end", &obj, map);
     unsigned long end = map[n - 1][1];
     long ps = sysconf(_SC_PAGESIZE);
     int fd = open("/proc/self/pagemap", O_RDONLY);
@@ -507,15 +518,10 @@ static long resident_pages(int pagemap, unsigned long a, unsigned long b, long p
    against the 64 KiB grid. */
 static void the_code_a_plain_program_does_not_run_stays_unmapped(void)
 {
-#ifdef ND_TEST_SANITIZER
-    SKIP("a sanitizer's runtime decides which code runs");
-#endif
-    const char *lib = plain_requests_of_two_threads("ask for code that is not a plain program's");
-    char obj[PATH_MAX];
-    EXPECT(realpath(lib, obj) != NULL, "the path of %s to resolve", lib);
-    long ps = sysconf(_SC_PAGESIZE);
     static unsigned long map[CODE_MAPS_MAX][2];
-    int maps = code_mappings_of(obj, map, CODE_MAPS_MAX);
+    const char *obj;
+    int maps = plain_programs_code_mappings("ask for code that is not a plain program's", &obj, map);
+    long ps = sysconf(_SC_PAGESIZE);
     int pm = open("/proc/self/pagemap", O_RDONLY);
     EXPECT(pm >= 0, "/proc/self/pagemap to be readable");
     unsigned long first_a = map[0][0], first_b = map[0][1];
@@ -530,13 +536,17 @@ static void the_code_a_plain_program_does_not_run_stays_unmapped(void)
            "requests from two threads, got %ld KiB", (first_b - first_a) / 1024, obj, rest * ps / 1024);
 }
 
-struct eh_query { const void *in; unsigned long eh, end; };
+/* Of the loaded object that holds address `in`: its .eh_frame_hdr and the
+   end of the load that holds it (PT_GNU_EH_FRAME), and its relocations
+   (DT_RELA, DT_RELASZ); 0 where it has none. */
+struct obj_tables { const void *in; unsigned long eh, eh_end, rela_lo, rela_hi; };
 
-static int eh_frame_of(struct dl_phdr_info *info, size_t size, void *arg)
+static int obj_tables_of(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
-    struct eh_query *q = arg;
+    struct obj_tables *q = arg;
     unsigned long in = (unsigned long)q->in, eh = 0;
+    const ElfW(Dyn) *dyn = NULL;
     bool has = false;
     for (int i = 0; i < info->dlpi_phnum; i++) {
         const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
@@ -545,6 +555,8 @@ static int eh_frame_of(struct dl_phdr_info *info, size_t size, void *arg)
             has = true;
         if (ph->p_type == PT_GNU_EH_FRAME)
             eh = b;
+        if (ph->p_type == PT_DYNAMIC)
+            dyn = (const ElfW(Dyn) *)b;
     }
     if (!has)
         return 0;
@@ -553,9 +565,20 @@ static int eh_frame_of(struct dl_phdr_info *info, size_t size, void *arg)
         unsigned long b = info->dlpi_addr + ph->p_vaddr;
         if (ph->p_type == PT_LOAD && eh >= b && eh < b + ph->p_memsz) {
             q->eh = eh;
-            q->end = b + ph->p_memsz;
+            q->eh_end = b + ph->p_memsz;
         }
     }
+    unsigned long rela = 0, sz = 0;
+    for (const ElfW(Dyn) *d = dyn; d != NULL && d->d_tag != DT_NULL; d++) {
+        if (d->d_tag == DT_RELA)
+            rela = d->d_un.d_ptr;
+        if (d->d_tag == DT_RELASZ)
+            sz = d->d_un.d_val;
+    }
+    if (rela != 0 && rela < info->dlpi_addr)
+        rela += info->dlpi_addr;
+    q->rela_lo = rela;
+    q->rela_hi = rela != 0 ? rela + sz : 0;
     return 1;
 }
 
@@ -572,55 +595,23 @@ static void the_unwind_tables_stay_unmapped_in_a_plain_program(void)
     SKIP("a sanitizer's runtime may unwind");
 #endif
     plain_requests_of_two_threads("unwind");
-    struct eh_query q = { .in = (const void *)nd_api()->malloc };
-    dl_iterate_phdr(eh_frame_of, &q);
+    struct obj_tables q = { .in = (const void *)nd_api()->malloc };
+    dl_iterate_phdr(obj_tables_of, &q);
     if (q.eh == 0)
         SKIP("libnodal.so has no PT_GNU_EH_FRAME here");
     long ps = sysconf(_SC_PAGESIZE);
     unsigned long a = (q.eh + (unsigned long)ps - 1) & ~((unsigned long)ps - 1);
     int pm = open("/proc/self/pagemap", O_RDONLY);
     EXPECT(pm >= 0, "/proc/self/pagemap to be readable");
-    long n = resident_pages(pm, a, q.end, ps);
+    long n = resident_pages(pm, a, q.eh_end, ps);
     close(pm);
     EXPECT(n == 0, "no page of nodal's unwind tables (%#lx-%#lx) to be mapped in a program that made plain requests "
-           "from two threads, got %ld of %lu", a, q.end, n, (q.end - a + (unsigned long)ps - 1) / (unsigned long)ps);
+           "from two threads, got %ld of %lu", a, q.eh_end, n,
+           (q.eh_end - a + (unsigned long)ps - 1) / (unsigned long)ps);
 }
 #endif
 
 #ifndef ND_TEST_PREFIX_ONLY
-struct rela_query { const void *in; unsigned long lo, hi; };
-
-static int rela_of(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    (void)size;
-    struct rela_query *q = arg;
-    unsigned long in = (unsigned long)q->in;
-    const ElfW(Dyn) *dyn = NULL;
-    bool has = false;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        unsigned long b = info->dlpi_addr + ph->p_vaddr;
-        if (ph->p_type == PT_LOAD && in >= b && in < b + ph->p_memsz)
-            has = true;
-        if (ph->p_type == PT_DYNAMIC)
-            dyn = (const ElfW(Dyn) *)b;
-    }
-    if (!has)
-        return 0;
-    unsigned long rela = 0, sz = 0;
-    for (const ElfW(Dyn) *d = dyn; d != NULL && d->d_tag != DT_NULL; d++) {
-        if (d->d_tag == DT_RELA)
-            rela = d->d_un.d_ptr;
-        if (d->d_tag == DT_RELASZ)
-            sz = d->d_un.d_val;
-    }
-    if (rela != 0 && rela < info->dlpi_addr)
-        rela += info->dlpi_addr;
-    q->lo = rela;
-    q->hi = rela + sz;
-    return 1;
-}
-
 /* libnodal.so's relocations (.rela.dyn, 15 KiB) are read once, by the
    loader, before any call into nodal (it is linked -z now): nodal's
    start-up unmaps their whole pages and makes them a mapping of their own
@@ -629,12 +620,12 @@ static int rela_of(struct dl_phdr_info *info, size_t size, void *arg)
 static void the_relocations_stay_unmapped_after_start_up(void)
 {
     plain_requests_of_two_threads("map other pages");
-    struct rela_query q = { .in = (const void *)nd_api()->malloc };
-    dl_iterate_phdr(rela_of, &q);
+    struct obj_tables q = { .in = (const void *)nd_api()->malloc };
+    dl_iterate_phdr(obj_tables_of, &q);
     long ps = sysconf(_SC_PAGESIZE);
-    unsigned long a = (q.lo + (unsigned long)ps - 1) & ~((unsigned long)ps - 1);
-    unsigned long b = q.hi & ~((unsigned long)ps - 1);
-    if (q.lo == 0 || b <= a)
+    unsigned long a = (q.rela_lo + (unsigned long)ps - 1) & ~((unsigned long)ps - 1);
+    unsigned long b = q.rela_hi & ~((unsigned long)ps - 1);
+    if (q.rela_lo == 0 || b <= a)
         SKIP("libnodal.so's relocations fill no whole page here");
     int pm = open("/proc/self/pagemap", O_RDONLY);
     EXPECT(pm >= 0, "/proc/self/pagemap to be readable");
