@@ -130,14 +130,17 @@ _Static_assert(ND_LOOKUP_MAX % ND_QUANTUM == 0, "lookup table steps by the quant
    ND_SOURCES): placed with the others in .text.hot, which the linker puts
    before the rest of the text, right before the fast paths (free.c and
    alloc.c, linked first). The kernel maps a library's code in aligned
-   runs of 64 KiB around each page a process runs (fault-around), so the
-   code such a process runs, together (~85 KiB), maps two or three runs,
-   not one for every stretch of the text that holds a function of it
-   (docs/how-it-works.md, "What every process holds"). Only the placement
-   (a section, not GCC's hot attribute): the code is the same. The list
-   comes from callgrind runs of bench/'s small-block programs (batchq,
-   larson, rptest, threadcost, mstress, shortlived); a function that none
-   of them runs stays in its file's place. */
+   runs of 64 KiB around each page a process runs (fault-around), clipped
+   to the mapping: start-up makes the rest of the text, from os.c's own
+   code on, a mapping of its own and unmaps what of it start-up ran
+   (os.c, nd_os_code_trim), so the code such a process keeps mapped is
+   this code and the fast paths, 88 KiB, and no more (docs/how-it-works.md,
+   "What every process holds"). Code only start-up runs is not nd_hot
+   (it is unmapped after it). Only the placement (a section, not GCC's hot
+   attribute): the code is the same. The list comes from callgrind runs of
+   bench/'s small-block programs (batchq, larson, rptest, threadcost,
+   mstress, shortlived); a function that none of them runs stays in its
+   file's place, and so do large.c's and huge.c's. */
 #define nd_hot         __attribute__((section(".text.hot.nodal")))
 #define nd_hidden      __attribute__((visibility("hidden")))
 #define nd_public      __attribute__((visibility("default")))

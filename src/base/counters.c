@@ -30,14 +30,14 @@ void nd_snap_totals_add(nd_snap_totals *dst, const nd_snap_totals *src)
 
 #define ND_ADD_SNAP_CLASS_COUNTER(n, k, sc, so, u, l, m) ND_SEL(sc, so)(dst->n += nd_load_relaxed(&src->n);, , , , , , )
 __attribute__((no_sanitize("thread")))
-void nd_snap_class_add_counters(nd_snap_class *dst, const nd_class_counters *src)
+nd_hot void nd_snap_class_add_counters(nd_snap_class *dst, const nd_class_counters *src)
 {
     ND_STATS_TABLE(ND_ADD_SNAP_CLASS_COUNTER)
 }
 
 #define ND_ADD_SNAP_THREAD_COUNTER(n, k, sc, so, u, l, m) ND_SEL(sc, so)(, dst->n += nd_load_relaxed(&src->n);, , , , , )
 __attribute__((no_sanitize("thread")))
-void nd_snap_totals_add_counters(nd_snap_totals *dst, const nd_thread_counters *src)
+nd_hot void nd_snap_totals_add_counters(nd_snap_totals *dst, const nd_thread_counters *src)
 {
     ND_STATS_TABLE(ND_ADD_SNAP_THREAD_COUNTER)
 }

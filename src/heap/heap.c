@@ -496,7 +496,7 @@ nd_hot void nd_heap_collect(nd_heap *h, uint64_t now, bool purge_all)
 
 /* ---- adoption and abandonment ------------------------------------------------- */
 
-bool nd_heap_adopt_segment(nd_heap *h, nd_segment *s)
+nd_hot bool nd_heap_adopt_segment(nd_heap *h, nd_segment *s)
 {
     int k = nd_heap_kind_of(s);
     nd_seg_queue *list = s->free_mask ? &h->avail[k] : &h->used[k];
@@ -570,7 +570,7 @@ void nd_heap_fork_child(nd_heap *h)
 
 /* No more notifications: full pages disarmed, notified ones forgotten,
    all back on their class queues. */
-static void nd_heap_unfull_all(nd_heap *h)
+static nd_hot void nd_heap_unfull_all(nd_heap *h)
 {
     for (nd_page *pg = h->full.first; pg; pg = pg->next)
         nd_page_disarm(pg);
@@ -583,7 +583,7 @@ static void nd_heap_unfull_all(nd_heap *h)
     }
 }
 
-void nd_heap_abandon(nd_heap *h)
+nd_hot void nd_heap_abandon(nd_heap *h)
 {
     nd_heap_unfull_all(h);
     nd_heap_retire_empty_pages(h);

@@ -273,7 +273,7 @@ nd_hot void nd_node_seg_put(nd_segment *s)
     nd_assert2(nd_node_is_valid(node));
 }
 
-void nd_node_abandon(nd_segment *s)
+nd_hot void nd_node_abandon(nd_segment *s)
 {
     nd_lock_may_take(ND_LOCK_ID_node);
     nd_node_state *ns = &nd_nodes[s->node];
@@ -306,7 +306,7 @@ nd_hot nd_segment *nd_node_abandoned_pop(int node, bool bound)
     return s;
 }
 
-bool nd_node_abandoned_claim(nd_segment *s)
+nd_hot bool nd_node_abandoned_claim(nd_segment *s)
 {
     nd_node_state *ns = &nd_nodes[s->node];
     nd_kind_state *k = nd_node_kind(s->node, s->bound);

@@ -169,7 +169,7 @@ static bool nd_lock_instance_used(unsigned r, unsigned i)
     return (nd_lock_nodes[node / 64] >> (node % 64)) & 1;
 }
 
-void nd_locks_acquire_all(void)
+nd_hot void nd_locks_acquire_all(void)
 {
 #if ND_WITNESS
     nd_held none = { 0, 0 }, top;
@@ -185,7 +185,7 @@ void nd_locks_acquire_all(void)
 #endif
 }
 
-void nd_locks_release_all(void)
+nd_hot void nd_locks_release_all(void)
 {
     for (unsigned r = ND_LOCK_ROWS; r-- > 0;)
         for (unsigned i = nd_lock_table[r].count; i-- > 0;)

@@ -40,6 +40,19 @@
 #define ND_MPOL_F_NODE (1 << 0)
 #define ND_MPOL_F_ADDR (1 << 1)
 
+/* The first byte of os.c's own code (not its nd_hot functions, which the
+   link puts in .text.hot with the others): a label at the start of this
+   file's .text, emitted before its functions (GCC and clang write a file's
+   top-level asm first). ND_SOURCES (CMakeLists.txt) links this file right
+   after the fast paths, so in libnodal.so the label is where the code a
+   plain program runs ends and the code it runs only on request starts:
+   nd_os_code_trim splits the mappings there. */
+__asm__(".text\n"
+        ".globl nd_os_cold_text\n"
+        ".hidden nd_os_cold_text\n"
+        "nd_os_cold_text:\n");
+extern const char nd_os_cold_text[] nd_hidden;
+
 static size_t nd_os_pagesize = 4096;   /* the OS page size (a nodal page is ND_SMALL_PAGE_SIZE) */
 static int nd_have_populate = 1;   /* cleared when the kernel lacks MADV_POPULATE_WRITE */
 
@@ -771,7 +784,7 @@ void nd_os_signal_write(int fd, const void *buf, size_t len)
 
 struct nd_code_query { uintptr_t a, lo, hi; bool found, main; };
 
-static int nd_code_range_cb(struct dl_phdr_info *info, size_t size, void *arg)
+static nd_hot int nd_code_range_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
     (void)size;
     struct nd_code_query *q = arg;
@@ -795,7 +808,7 @@ static int nd_code_range_cb(struct dl_phdr_info *info, size_t size, void *arg)
     return 1;
 }
 
-bool nd_os_code_range(const void *a, uintptr_t *lo, uintptr_t *hi, bool *main)
+nd_hot bool nd_os_code_range(const void *a, uintptr_t *lo, uintptr_t *hi, bool *main)
 {
     struct nd_code_query q = { .a = (uintptr_t)a };
     int saved = errno;
@@ -807,6 +820,158 @@ bool nd_os_code_range(const void *a, uintptr_t *lo, uintptr_t *hi, bool *main)
     return q.found;
 }
 
+struct nd_trim_query {
+    uintptr_t a;                 /* an address in the object's code */
+    uintptr_t base;              /* the object's load address */
+    const ElfW(Phdr) *phdr;      /* its program headers (the loader's, mapped for good) */
+    int phnum;
+    bool found, main;
+};
+
+static nd_hot int nd_trim_cb(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct nd_trim_query *q = arg;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        uintptr_t b = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && q->a >= b && q->a < b + ph->p_memsz) {
+            q->base = info->dlpi_addr;
+            q->phdr = info->dlpi_phdr;
+            q->phnum = info->dlpi_phnum;
+            q->found = true;
+            q->main = info->dlpi_name == NULL || info->dlpi_name[0] == '\0';
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* The load of q's object that holds address x, of flags `flags` (PF_*),
+   into [*b, *e); false when none. */
+static nd_hot bool nd_trim_load(const struct nd_trim_query *q, uintptr_t x, unsigned flags, uintptr_t *b, uintptr_t *e)
+{
+    for (int i = 0; i < q->phnum; i++) {
+        const ElfW(Phdr) *ph = &q->phdr[i];
+        uintptr_t lb = q->base + ph->p_vaddr, le = lb + ph->p_memsz;
+        if (ph->p_type == PT_LOAD && (ph->p_flags & (PF_R | PF_W | PF_X)) == flags && x >= lb && x < le) {
+            *b = lb;
+            *e = le;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* Gives [a, b) of a private file mapping MADV_RANDOM (flags of its own: a
+   mapping apart from its neighbours, which the kernel's fault-around does
+   not cross) and unmaps its pages that are the file's (pagemap bit 61: not
+   a copy the process wrote, such as a debugger's breakpoint, which stays),
+   through fd, /proc/self/pagemap (-1: none unmapped). The number of pages
+   unmapped. */
+static nd_hot size_t nd_os_trim_range(uintptr_t a, uintptr_t b, int fd)
+{
+    uintptr_t ps = nd_os_pagesize;
+    if (b <= a || madvise((void *)a, b - a, MADV_RANDOM) != 0 || fd < 0)
+        return 0;
+    size_t dropped = 0;
+    uint64_t ent[64];
+    for (uintptr_t p = a; p < b;) {
+        size_t n = (b - p) / ps < 64 ? (b - p) / ps : 64;
+        if (pread(fd, ent, n * sizeof ent[0], (off_t)(p / ps * sizeof ent[0])) != (ssize_t)(n * sizeof ent[0]))
+            break;
+        uintptr_t run = 0;                /* start of a run of the file's pages (0: none) */
+        for (size_t i = 0; i <= n; i++) {
+            uintptr_t pg = p + i * ps;
+            bool file = i < n && (ent[i] >> 63) & 1 && (ent[i] >> 61) & 1;
+            if (file && run == 0)
+                run = pg;
+            if (!file && run != 0) {
+                if (madvise((void *)run, pg - run, MADV_DONTNEED) == 0)
+                    dropped += (pg - run) / ps;
+                run = 0;
+            }
+        }
+        p += n * ps;
+    }
+    return dropped;
+}
+
+nd_hot size_t nd_os_code_trim(void)
+{
+    struct nd_trim_query q = { .a = (uintptr_t)nd_os_cold_text };
+    int saved = errno;
+    dl_iterate_phdr(nd_trim_cb, &q);
+    uintptr_t ps = nd_os_pagesize, lo, hi;
+    /* In libnodal.so only (a static link puts this file anywhere in the
+       program's text), and only where the link put the hot code first. */
+    if (!q.found || q.main || (uintptr_t)nd_os_init >= (uintptr_t)nd_os_cold_text ||
+        !nd_trim_load(&q, q.a, PF_R | PF_X, &lo, &hi)) {
+        errno = saved;
+        return 0;
+    }
+    int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    /* The code: [start of the cold code, the last page); the last page
+       (.fini, which the exit runs) stays a mapping of one page. */
+    uintptr_t c = ((uintptr_t)nd_os_cold_text + ps - 1) & ~(ps - 1);
+    uintptr_t last = (hi - 1) & ~(ps - 1);
+    size_t dropped = nd_os_trim_range(c, last, fd);
+    if (last >= c && fd >= 0) {
+        uint64_t e = 0;
+        if (pread(fd, &e, sizeof e, (off_t)(last / ps * sizeof e)) == sizeof e && (e >> 63) & 1 && (e >> 61) & 1 &&
+            madvise((void *)last, ps, MADV_DONTNEED) == 0)
+            dropped++;
+    }
+    uintptr_t eh = 0, rel_lo = UINTPTR_MAX, rel_hi = 0;
+    for (int i = 0; i < q.phnum; i++) {
+        if (q.phdr[i].p_type == PT_GNU_EH_FRAME)
+            eh = q.base + q.phdr[i].p_vaddr;
+        if (q.phdr[i].p_type != PT_DYNAMIC)
+            continue;
+        /* The relocations (.rela.dyn, .rela.plt), which the loader read
+           once, before any call into nodal (-z now). A d_ptr the loader
+           left as the file has it is relative to the load address. */
+        uintptr_t rela = 0, relasz = 0, jmprel = 0, pltsz = 0;
+        for (const ElfW(Dyn) *d = (const ElfW(Dyn) *)(q.base + q.phdr[i].p_vaddr); d->d_tag != DT_NULL; d++) {
+            if (d->d_tag == DT_RELA)
+                rela = d->d_un.d_ptr;
+            else if (d->d_tag == DT_RELASZ)
+                relasz = d->d_un.d_val;
+            else if (d->d_tag == DT_JMPREL)
+                jmprel = d->d_un.d_ptr;
+            else if (d->d_tag == DT_PLTRELSZ)
+                pltsz = d->d_un.d_val;
+        }
+        if (rela != 0 && relasz != 0) {
+            rela += rela < q.base ? q.base : 0;
+            rel_lo = rela;
+            rel_hi = rela + relasz;
+        }
+        if (jmprel != 0 && pltsz != 0) {
+            jmprel += jmprel < q.base ? q.base : 0;
+            if (rel_hi == 0 || jmprel == rel_hi || jmprel + pltsz == rel_lo) {
+                rel_lo = jmprel < rel_lo ? jmprel : rel_lo;
+                rel_hi = jmprel + pltsz > rel_hi ? jmprel + pltsz : rel_hi;
+            }
+        }
+    }
+    /* The unwind tables, which only an unwind through nodal reads (a C++
+       exception from operator new, the heap profile). */
+    uintptr_t b, e;
+    if (eh != 0 && nd_trim_load(&q, eh, PF_R, &b, &e))
+        dropped += nd_os_trim_range((eh + ps - 1) & ~(ps - 1), (e + ps - 1) & ~(ps - 1), fd);
+    /* The relocations' whole pages (to the load's last page when they end
+       it). */
+    if (rel_hi != 0 && nd_trim_load(&q, rel_lo, PF_R, &b, &e)) {
+        uintptr_t end = rel_hi >= e ? (e + ps - 1) & ~(ps - 1) : rel_hi & ~(ps - 1);
+        dropped += nd_os_trim_range((rel_lo + ps - 1) & ~(ps - 1), end, fd);
+    }
+    if (fd >= 0)
+        close(fd);
+    errno = saved;
+    return dropped;
+}
+
 /* The kernel maps a file's cached pages around the one a process faults
    on, in aligned runs of 64 KiB clipped to the mapping (fault-around), so
    the first call into code at the end of nodal's text (the heap profile's:
@@ -816,7 +981,7 @@ bool nd_os_code_range(const void *a, uintptr_t *lo, uintptr_t *hi, bool *main)
    yet mapped gets MADV_RANDOM (readahead only: the file is cached), so
    each of them is alone or beside mapped pages only. The pages mapped
    now (the code the process has run) stay as they are. */
-int nd_os_code_map_by_page(const void *a)
+nd_hot int nd_os_code_map_by_page(const void *a)
 {
     uintptr_t lo, hi;
     bool main;
@@ -831,6 +996,10 @@ int nd_os_code_map_by_page(const void *a)
     uintptr_t ps = nd_os_pagesize;
     lo &= ~(ps - 1);
     hi = (hi + ps - 1) & ~(ps - 1);
+    /* Start-up gave the code a plain program does not run MADV_RANDOM
+       (nd_os_code_trim): back to one flag, so that the pages' flags below
+       differ from their neighbours'. */
+    (void)madvise((void *)lo, hi - lo, MADV_NORMAL);
     int split = 0;
     bool last = false;                    /* the page before got MADV_RANDOM */
     uint64_t ent[64];

@@ -201,6 +201,15 @@ bool        nd_os_symbol(const void *a, const char **file, const void **base,
    object that holds code address a; *main: that object is the program
    itself. False when a is in none. */
 bool        nd_os_code_range(const void *a, uintptr_t *lo, uintptr_t *hi, bool *main) nd_hidden;
+/* Start-up, in libnodal.so: the code a plain program does not run (all
+   of the text from os.c's own code on, but its last page) and the unwind
+   tables become mappings of their own, so that the kernel's fault-around
+   (which maps a file's cached pages in aligned runs of 64 KiB around a
+   fault, clipped to the mapping) maps none of them around the code the
+   program runs; their pages already mapped are unmapped (they are the
+   file's: a page the process wrote, a debugger's breakpoint, stays). The
+   number of pages unmapped; 0 for a static link. os.c. */
+size_t      nd_os_code_trim(void) nd_hidden;
 /* Makes each page of that object's code that the process has not run yet
    fault in alone (not with the 64 KiB around it: os.c); the number of
    pages given MADV_RANDOM to that end. Nothing for the program itself. */

@@ -438,7 +438,7 @@ static void nd_uw_close_registered(int fd, int slot)
     __atomic_store_n(&nd_uw_fds[slot], 0, __ATOMIC_RELEASE);
 }
 
-void nd_os_unwind_fork_prepare(void)
+nd_hot void nd_os_unwind_fork_prepare(void)
 {
     __atomic_store_n(&nd_uw_forking, 1, __ATOMIC_SEQ_CST);
     /* An open or a close takes one system call; a thread stopped in
@@ -462,7 +462,7 @@ void nd_os_unwind_fork_prepare(void)
 
 /* Closes the files left to the fork's handlers, and in the child those of
    other threads' walks; then walks open and close files again. */
-static void nd_uw_fork_done(bool child)
+static nd_hot void nd_uw_fork_done(bool child)
 {
     for (int i = 0; i < ND_UW_FDS; i++) {
         int v = __atomic_load_n(&nd_uw_fds[i], __ATOMIC_ACQUIRE);
@@ -475,8 +475,8 @@ static void nd_uw_fork_done(bool child)
     __atomic_store_n(&nd_uw_forking, 0, __ATOMIC_RELEASE);
 }
 
-void nd_os_unwind_fork_parent(void) { nd_uw_fork_done(false); }
-void nd_os_unwind_fork_child(void) { nd_uw_fork_done(true); }
+nd_hot void nd_os_unwind_fork_parent(void) { nd_uw_fork_done(false); }
+nd_hot void nd_os_unwind_fork_child(void) { nd_uw_fork_done(true); }
 
 /* Reads len bytes at address a of object o. */
 static bool nd_uw_read(const nd_uw_obj *o, uintptr_t a, void *buf, size_t len)

@@ -19,7 +19,7 @@ uint64_t  nd_link_key[2];
 uint64_t  nd_block_canary_key[2];
 uint8_t   nd_page_fill_carved;
 
-nd_hot void nd_page_keys_init(void)
+void nd_page_keys_init(void)
 {
     /* m odd: the low word of the product is then a bijection of the
        address. */
@@ -98,7 +98,7 @@ static void nd_page_set_kind(nd_page *pg, unsigned kind)
     while (!__atomic_compare_exchange_n(&pg->kind_word, &w, next, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
 }
 
-void nd_page_set_owner(nd_page *pg, struct nd_heap *owner, uintptr_t key, unsigned kind)
+nd_hot void nd_page_set_owner(nd_page *pg, struct nd_heap *owner, uintptr_t key, unsigned kind)
 {
     pg->in_full = 0;
     pg->xnext = NULL;
@@ -108,7 +108,7 @@ void nd_page_set_owner(nd_page *pg, struct nd_heap *owner, uintptr_t key, unsign
     nd_page_collect(pg);
 }
 
-void nd_page_orphan(nd_page *pg)
+nd_hot void nd_page_orphan(nd_page *pg)
 {
     nd_page_set_kind(pg, ND_KIND_NONE);
     nd_store_release(&pg->key, ND_KEY_NONE);

@@ -39,7 +39,7 @@ void nd_seg_gauge_mapped(const nd_segment *s, long delta)
     nd_add_relaxed(node, (size_t)delta);
 }
 
-nd_hot void nd_seg_init(void)
+void nd_seg_init(void)
 {
     nd_store_release(&nd_segcache[0], ND_SEGCACHE_NONE);
     nd_seg_secret = (uintptr_t)nd_os_random() | 1;

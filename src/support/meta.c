@@ -95,7 +95,7 @@ static nd_hot void *nd_meta_take(size_t size, size_t zero, bool touch)
 nd_hot void *nd_meta_alloc_head(size_t size, size_t zero) { return nd_meta_take(size, zero, true); }
 nd_hot void *nd_meta_alloc_untouched(size_t size, size_t zero) { return nd_meta_take(size, zero, false); }
 
-void nd_meta_free(void *p, size_t size)
+nd_hot void nd_meta_free(void *p, size_t size)
 {
     nd_lock_may_take(ND_LOCK_ID_meta);
     if (p == NULL)

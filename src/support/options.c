@@ -515,7 +515,7 @@ static void nd_set_option(void *arg, const char *name, size_t nlen, const char *
     }
 }
 
-nd_hot void nd_options_init(void)
+void nd_options_init(void)
 {
     const char *all = nd_os_getenv("NODAL_OPTIONS");
     if (all != NULL) {

@@ -78,7 +78,7 @@ void nd_outf(nd_out *o, const char *fmt, ...)
         nd_out_write(o, line, (size_t)n < sizeof line ? (size_t)n : sizeof line - 1);
 }
 
-nd_hot void nd_format_path(char *buf, size_t len, const char *fmt, ...)
+void nd_format_path(char *buf, size_t len, const char *fmt, ...)
 {
     if (len == 0)
         return;

@@ -56,13 +56,13 @@ static uint32_t nd_read_attr(const char *dir, const char *name, bool *any)
 /* memory_tierN directories: N for every node of its nodelist. */
 struct nd_tier_dir { const char *sys; };
 
-static nd_hot void nd_mark_kernel_tier(int node, void *arg)
+static void nd_mark_kernel_tier(int node, void *arg)
 {
     if ((unsigned)node < ND_MAX_NODES)
         nd_tiers.kernel_tier[node] = (int16_t)(intptr_t)arg;
 }
 
-static nd_hot void nd_read_kernel_tier(const char *name, void *arg)
+static void nd_read_kernel_tier(const char *name, void *arg)
 {
     const struct nd_tier_dir *d = arg;
     if (strncmp(name, "memory_tier", 11) != 0 || name[11] < '0' || name[11] > '9')
@@ -258,7 +258,7 @@ static bool nd_tier_row_is_set(int c)
    of it) would otherwise become resident in every process. */
 static bool nd_tiers_filled;
 
-nd_hot void nd_tier_read(const char *sys, const char *measured)
+void nd_tier_read(const char *sys, const char *measured)
 {
     if (nd_tiers_filled) {
         memset(&nd_tiers, 0, sizeof nd_tiers);
@@ -352,7 +352,7 @@ nd_hot void nd_tier_read(const char *sys, const char *measured)
     }
 }
 
-nd_hot void nd_tier_init(void)
+void nd_tier_init(void)
 {
     nd_tier_read("/sys", nd_opt_text(ND_OPT_tier_file));
 }

@@ -17,7 +17,7 @@ nd_topo_t nd_topo;
 #define ND_SYS_NODE "%s/devices/system/node"
 
 /* Parses a kernel list ("0-3,8,10-11") and calls fn for every id. */
-nd_hot void nd_parse_list(const char *s, void (*fn)(int id, void *arg), void *arg)
+void nd_parse_list(const char *s, void (*fn)(int id, void *arg), void *arg)
 {
     while (*s) {
         while (*s == ',' || *s == ' ' || *s == '\n')
@@ -83,12 +83,12 @@ static void nd_topo_single_node(void)
     nd_topo.cpu_count = nd_topo.cpu_limit;
 }
 
-nd_hot void nd_topo_init(void)
+void nd_topo_init(void)
 {
     nd_topo_read("/sys");
 }
 
-nd_hot void nd_topo_read(const char *sys)
+void nd_topo_read(const char *sys)
 {
     char buf[4096], path[ND_SYS_PATH_MAX];
     /* Clears what an earlier read wrote (a test reads fixture trees one

@@ -33,7 +33,7 @@ static int nd_atfork_done;
 /* Every lock of the table, in its order: no thread can be inside nodal's
    state when the process is copied. The handlers are registered once
    start-up is over; a fork that comes before finds nothing to do. */
-static void nd_fork_prepare(void)
+static nd_hot void nd_fork_prepare(void)
 {
     if (nd_load_acquire(&nd_process_state) != 2)
         return;
@@ -41,7 +41,7 @@ static void nd_fork_prepare(void)
     nd_locks_acquire_all();
 }
 
-static void nd_fork_parent(void)
+static nd_hot void nd_fork_parent(void)
 {
     if (nd_load_acquire(&nd_process_state) != 2)
         return;
@@ -51,7 +51,7 @@ static void nd_fork_parent(void)
 
 /* The child has only the forking thread: the records of the others are
    folded (thread.c) while every lock is still held, then all are released. */
-static void nd_fork_child(void)
+static nd_hot void nd_fork_child(void)
 {
     if (nd_load_acquire(&nd_process_state) != 2)
         return;
@@ -90,8 +90,14 @@ nd_hot void nd_process_init(void)
     }
     nd_unlock(ND_LOCK(init, 0));
     if (nd_load_acquire(&nd_process_state) == 2 &&
-        __atomic_exchange_n(&nd_atfork_done, 1, __ATOMIC_ACQ_REL) == 0)
+        __atomic_exchange_n(&nd_atfork_done, 1, __ATOMIC_ACQ_REL) == 0) {
         nd_os_atfork(nd_fork_prepare, nd_fork_parent, nd_fork_child);
+        /* Once, after start-up has faulted in the code it ran, and outside
+           the init lock (it takes the loader's, as dl_iterate_phdr does):
+           the code and tables of the file a plain program does not run
+           become mappings of their own and are unmapped (os.c). */
+        nd_os_code_trim();
+    }
 }
 
 __attribute__((constructor(101))) static void nd_constructor(void)

@@ -23,7 +23,7 @@
 #include "os.h"
 #include "tcache.h"
 
-nd_hot void nd_secure_init(void)
+void nd_secure_init(void)
 {
     if (nd_secure_on() && !nd_secure_full())
         nd_class_pad_requests(ND_SECURE_TAIL);

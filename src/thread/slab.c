@@ -36,7 +36,7 @@ size_t nd_slab_unref(nd_segment *s, nd_page *pg)
     return bytes;
 }
 
-void nd_tcache_slab_drop(nd_tcache *tc)
+nd_hot void nd_tcache_slab_drop(nd_tcache *tc)
 {
     nd_slab *slab = tc->prof_slab;
     if (slab == NULL)

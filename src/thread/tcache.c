@@ -416,7 +416,7 @@ static uint32_t nd_tcache_area_pad(uint32_t at, const uint32_t *room, const uint
    area, nd_bin_room slots and a sentinel per bin. The middle area after a
    pad, and each large room after its own, that keep the rooms' tops on
    one OS page (nd_tcache_area_pad). */
-static uint32_t nd_tcache_layout_make(nd_bin_layout *lay, bool bound)
+static nd_hot uint32_t nd_tcache_layout_make(nd_bin_layout *lay, bool bound)
 {
     uint32_t end = 0, room[ND_CLASS_COUNT], cap[ND_CLASS_COUNT];
     unsigned n = 0;
@@ -460,7 +460,7 @@ static uint32_t nd_tcache_layout_make(nd_bin_layout *lay, bool bound)
     return end;
 }
 
-nd_hot void nd_tcache_process_init(void)
+void nd_tcache_process_init(void)
 {
     /* The kinds' tables, before the first cache (the options are read). */
     nd_tcache_layout_slots[ND_LAYOUT_PLAIN] = nd_tcache_layout_make(nd_tcache_layouts[ND_LAYOUT_PLAIN], false);
@@ -579,7 +579,7 @@ void nd_tcache_lost(const nd_tcache *tc)
         nd_sub_relaxed(&nd_tcache_extra, tc->cap_extra);
 }
 
-void nd_tcache_destroy(nd_tcache *tc)
+nd_hot void nd_tcache_destroy(nd_tcache *tc)
 {
     nd_tcache_slab_drop(tc);
     nd_tcache_lost(tc);
@@ -871,7 +871,7 @@ static nd_hot nd_noinline void nd_tcache_grow_to(nd_tcache *tc, unsigned c, uint
    16 -> 64 blocks of 16 KiB) drew the pool those classes' bins grow into
    past tcache_total (tcache.c: ND_EXTRA_MULT), and its fills went from
    ~67,000 to 130,000-190,000. */
-static nd_noinline bool nd_tcache_grow_past(nd_tcache *tc, unsigned c)
+static nd_hot nd_noinline bool nd_tcache_grow_past(nd_tcache *tc, unsigned c)
 {
     nd_bin_info *bi = &tc->binfo[c];
     uint32_t room = nd_bin_room(c, nd_bin_cap_max(tc, c)), cap = bi->cap;
@@ -1282,7 +1282,7 @@ static nd_hot void nd_tcache_check_spilled(void *const *v, size_t n, const void 
    there): the heap's own without an atomic. One put, no separate look at
    the store's room: it takes what fits (its shards in turn), checking
    only those (nd_tcache_check_spilled), and says how many. */
-static size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
+static nd_hot size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
 {
     nd_bin *bin = &tc->bins[c];
     size_t count = (size_t)(bin->empty - bin->cur);
@@ -1380,13 +1380,13 @@ void nd_tcache_xfer_give_back(nd_tcache *tc)
     nd_assert2(nd_tcache_is_valid(tc));
 }
 
-void nd_tcache_flush_all(nd_tcache *tc)
+nd_hot void nd_tcache_flush_all(nd_tcache *tc)
 {
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
         nd_tcache_flush(tc, c, tc->binfo[c].cap);
 }
 
-bool nd_tcache_cpus_shared(void)
+nd_hot bool nd_tcache_cpus_shared(void)
 {
     size_t each = 2 * (size_t)nd_load_relaxed(&nd_tcache_cpus);
     return each != 0 && nd_load_relaxed(&nd_tcache_count) > each;
@@ -1412,7 +1412,7 @@ bool nd_tcache_cpus_shared(void)
    other heap takes blocks from, and the blocks would be no nearer to the
    threads that run (tried as a flush home: the same peak RSS on mstress
    -t 8, and the record's next thread refilled them from its pages). */
-void nd_tcache_hand_over(nd_tcache *tc)
+nd_hot void nd_tcache_hand_over(nd_tcache *tc)
 {
     if (nd_opt(ND_OPT_transfer) < 2)
         return;
@@ -1529,7 +1529,7 @@ nd_hot void nd_tcache_gc(nd_tcache *tc, bool force)
 /* ---- statistics -------------------------------------------------------------- */
 
 __attribute__((no_sanitize("thread")))
-void nd_tcache_stats_add(const nd_tcache *tc, nd_snap_class *cls, nd_snap_totals *tot)
+nd_hot void nd_tcache_stats_add(const nd_tcache *tc, nd_snap_class *cls, nd_snap_totals *tot)
 {
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         const nd_bin *b = &tc->bins[c];

@@ -73,7 +73,7 @@ static ND_LIST(nd_thread) nd_threads;   /* live and pooled records, newest first
 #define ND_POOL_WAIT 10
 static nd_thread *nd_pool[ND_MAX_NODES];
 static int  nd_thread_tcaches(const nd_thread *t, nd_tcache **out);
-static void nd_fold_dead_locked(const nd_tcache *tc);
+static nd_hot void nd_fold_dead_locked(const nd_tcache *tc);
 static uint32_t   nd_pool_len[ND_MAX_NODES];
 static uint32_t   nd_pool_count;
 
@@ -118,7 +118,7 @@ static void nd_thread_cache_destroy(nd_tcache *tc)
 
 /* ---- threads ------------------------------------------------------------- */
 
-nd_hot void nd_thread_process_init(void)
+void nd_thread_process_init(void)
 {
     nd_store_relaxed(&nd_tcache_empty.kind, ND_KIND_NO_PAGE);
     nd_store_relaxed(&nd_tcache_dead.kind, ND_KIND_NO_PAGE);
@@ -167,7 +167,7 @@ static bool nd_thread_pool_put(nd_thread *t)
 /* Takes apart a record no thread uses (an exited thread's): its caches
    flushed, its heaps abandoned, its counters folded into the totals of exited threads,
    its caches and itself freed. */
-static void nd_thread_dismantle(nd_thread *t)
+static nd_hot void nd_thread_dismantle(nd_thread *t)
 {
     nd_tcache *tcs[ND_MAX_NODES + 1];
     int n = nd_thread_tcaches(t, tcs);
@@ -327,7 +327,7 @@ nd_tcache *nd_thread_node_tcache(int node)
     return tc;
 }
 
-nd_tcache *nd_thread_tcache_for(const nd_segment *s)
+nd_hot nd_tcache *nd_thread_tcache_for(const nd_segment *s)
 {
     if (nd_tls_thread->state != ND_THREAD_LIVE)
         return NULL;

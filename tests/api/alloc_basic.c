@@ -8,6 +8,7 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -428,31 +429,56 @@ static const char *plain_requests_of_two_threads(const char *may)
     return di.dli_fname;
 }
 
-static void the_last_page_of_nodals_code_stays_unmapped_in_a_plain_program(void)
+#define CODE_MAPS_MAX 256
+/* The executable mappings of object obj (a resolved path) in
+   /proc/self/maps, in address order, into map[0..n); returns n (> 0). */
+static int code_mappings_of(const char *obj, unsigned long map[][2], int max)
 {
-#ifdef ND_TEST_SANITIZER
-    SKIP("a sanitizer's runtime decides which code runs");
-#endif
-    const char *lib = plain_requests_of_two_threads("ask for the code placed at the end");
-    char obj[PATH_MAX];
-    EXPECT(realpath(lib, obj) != NULL, "the path of %s to resolve", lib);
     FILE *f = fopen("/proc/self/maps", "r");
     EXPECT(f != NULL, "/proc/self/maps to be readable");
     char line[PATH_MAX + 128];
-    unsigned long end = 0;
+    int n = 0;
     while (fgets(line, sizeof line, f)) {
         unsigned long a, b;
         char perm[8];
         int at = 0;
-        if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &a, &b, perm, &at) >= 3 && at > 0 && perm[2] == 'x') {
-            char *path = line + at;
-            path[strcspn(path, "\n")] = '\0';
-            if (strcmp(path, obj) == 0)
-                end = b;
+        if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &a, &b, perm, &at) < 3 || at == 0 || perm[2] != 'x')
+            continue;
+        char *path = line + at;
+        path[strcspn(path, "\n")] = '\0';
+        if (strcmp(path, obj) == 0 && n < max) {
+            map[n][0] = a;
+            map[n][1] = b;
+            n++;
         }
     }
     fclose(f);
-    EXPECT(end != 0, "to find the code of %s in /proc/self/maps", obj);
+    EXPECT(n > 0, "to find the code of %s in /proc/self/maps", obj);
+    return n;
+}
+
+/* The mappings of nodal's code (into map; their count) in a plain program
+   (plain_requests_of_two_threads, `may` its skip's reason), *objp the
+   library's resolved path. Skips under a sanitizer, whose runtime decides
+   which code runs. */
+static int plain_programs_code_mappings(const char *may, const char **objp, unsigned long map[][2])
+{
+#ifdef ND_TEST_SANITIZER
+    SKIP("a sanitizer's runtime decides which code runs");
+#endif
+    const char *lib = plain_requests_of_two_threads(may);
+    static char obj[PATH_MAX];
+    EXPECT(realpath(lib, obj) != NULL, "the path of %s to resolve", lib);
+    *objp = obj;
+    return code_mappings_of(obj, map, CODE_MAPS_MAX);
+}
+
+static void the_last_page_of_nodals_code_stays_unmapped_in_a_plain_program(void)
+{
+    static unsigned long map[CODE_MAPS_MAX][2];
+    const char *obj;
+    int n = plain_programs_code_mappings("ask for the code placed at the end", &obj, map);
+    unsigned long end = map[n - 1][1];
     long ps = sysconf(_SC_PAGESIZE);
     int fd = open("/proc/self/pagemap", O_RDONLY);
     EXPECT(fd >= 0, "/proc/self/pagemap to be readable");
@@ -462,6 +488,151 @@ static void the_last_page_of_nodals_code_stays_unmapped_in_a_plain_program(void)
     close(fd);
     EXPECT((e >> 63) == 0, "the last page of nodal's code (%s, ending at %#lx) not to be mapped in a program that made "
            "plain requests from two threads", obj, end);
+}
+#endif
+
+#ifndef ND_TEST_PREFIX_ONLY
+/* The pages of [a, b) mapped in this process (/proc/self/pagemap's bit 63). */
+static long resident_pages(int pagemap, unsigned long a, unsigned long b, long ps)
+{
+    long n = 0;
+    for (unsigned long p = a; p < b; p += (unsigned long)ps) {
+        uint64_t e = 0;
+        EXPECT(pread(pagemap, &e, sizeof e, (off_t)(p / (unsigned long)ps * sizeof e)) == sizeof e,
+               "to read the entry of %#lx in /proc/self/pagemap", p);
+        n += (long)(e >> 63);
+    }
+    return n;
+}
+
+/* nodal's start-up makes the code a plain program does not run (from
+   os.c's own code on: the reports, the profile, secure=1, the node and
+   tier calls, large and huge blocks; CMakeLists.txt, ND_SOURCES) a
+   mapping of its own, apart from the code it runs, so that the kernel's
+   fault-around (aligned runs of 64 KiB of a file's cached pages around a
+   fault, clipped to the mapping) maps none of it, and unmaps what start-up
+   mapped of it (os.c, nd_os_code_trim). So every resident page of nodal's
+   code is in its first mapping, the code such a program runs, of at most
+   128 KiB. On main 1378f24 the text was one mapping of 220 KiB and 84-168
+   KiB of it resident in such a program, by where the library fell
+   against the 64 KiB grid. */
+static void the_code_a_plain_program_does_not_run_stays_unmapped(void)
+{
+    static unsigned long map[CODE_MAPS_MAX][2];
+    const char *obj;
+    int maps = plain_programs_code_mappings("ask for code that is not a plain program's", &obj, map);
+    long ps = sysconf(_SC_PAGESIZE);
+    int pm = open("/proc/self/pagemap", O_RDONLY);
+    EXPECT(pm >= 0, "/proc/self/pagemap to be readable");
+    unsigned long first_a = map[0][0], first_b = map[0][1];
+    long first = resident_pages(pm, first_a, first_b, ps), rest = 0;
+    for (int i = 1; i < maps; i++)
+        rest += resident_pages(pm, map[i][0], map[i][1], ps);
+    close(pm);
+    EXPECT((first_b - first_a) / 1024 <= 128, "the first mapping of nodal's code (%s), the code a plain program runs, "
+           "to be at most 128 KiB, got %lu KiB (%d mapping(s) of code, %ld KiB resident)", obj,
+           (first_b - first_a) / 1024, maps, (first + rest) * ps / 1024);
+    EXPECT(rest == 0, "no page of nodal's code past the first %lu KiB (%s) to be mapped in a program that made plain "
+           "requests from two threads, got %ld KiB", (first_b - first_a) / 1024, obj, rest * ps / 1024);
+}
+
+/* Of the loaded object that holds address `in`: its .eh_frame_hdr and the
+   end of the load that holds it (PT_GNU_EH_FRAME), and its relocations
+   (DT_RELA, DT_RELASZ); 0 where it has none. */
+struct obj_tables { const void *in; unsigned long eh, eh_end, rela_lo, rela_hi; };
+
+static int obj_tables_of(struct dl_phdr_info *info, size_t size, void *arg)
+{
+    (void)size;
+    struct obj_tables *q = arg;
+    unsigned long in = (unsigned long)q->in, eh = 0;
+    const ElfW(Dyn) *dyn = NULL;
+    bool has = false;
+    for (int i = 0; i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        unsigned long b = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && in >= b && in < b + ph->p_memsz)
+            has = true;
+        if (ph->p_type == PT_GNU_EH_FRAME)
+            eh = b;
+        if (ph->p_type == PT_DYNAMIC)
+            dyn = (const ElfW(Dyn) *)b;
+    }
+    if (!has)
+        return 0;
+    for (int i = 0; eh != 0 && i < info->dlpi_phnum; i++) {
+        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
+        unsigned long b = info->dlpi_addr + ph->p_vaddr;
+        if (ph->p_type == PT_LOAD && eh >= b && eh < b + ph->p_memsz) {
+            q->eh = eh;
+            q->eh_end = b + ph->p_memsz;
+        }
+    }
+    unsigned long rela = 0, sz = 0;
+    for (const ElfW(Dyn) *d = dyn; d != NULL && d->d_tag != DT_NULL; d++) {
+        if (d->d_tag == DT_RELA)
+            rela = d->d_un.d_ptr;
+        if (d->d_tag == DT_RELASZ)
+            sz = d->d_un.d_val;
+    }
+    if (rela != 0 && rela < info->dlpi_addr)
+        rela += info->dlpi_addr;
+    q->rela_lo = rela;
+    q->rela_hi = rela != 0 ? rela + sz : 0;
+    return 1;
+}
+
+/* The unwind tables of libnodal.so (.eh_frame_hdr, .eh_frame: 38 KiB
+   after its 25 KiB of .rodata, in one read-only load) are read only by an
+   unwind through nodal's code (a C++ exception from operator new, the
+   heap profile's stacks): a mapping of their own since nodal's start-up
+   (os.c, nd_os_code_trim), so the fault-around of a plain program's reads
+   of .rodata maps none of their pages. On main 1378f24 they were all
+   resident in such a program. */
+static void the_unwind_tables_stay_unmapped_in_a_plain_program(void)
+{
+#ifdef ND_TEST_SANITIZER
+    SKIP("a sanitizer's runtime may unwind");
+#endif
+    plain_requests_of_two_threads("unwind");
+    struct obj_tables q = { .in = (const void *)nd_api()->malloc };
+    dl_iterate_phdr(obj_tables_of, &q);
+    if (q.eh == 0)
+        SKIP("libnodal.so has no PT_GNU_EH_FRAME here");
+    long ps = sysconf(_SC_PAGESIZE);
+    unsigned long a = (q.eh + (unsigned long)ps - 1) & ~((unsigned long)ps - 1);
+    int pm = open("/proc/self/pagemap", O_RDONLY);
+    EXPECT(pm >= 0, "/proc/self/pagemap to be readable");
+    long n = resident_pages(pm, a, q.eh_end, ps);
+    close(pm);
+    EXPECT(n == 0, "no page of nodal's unwind tables (%#lx-%#lx) to be mapped in a program that made plain requests "
+           "from two threads, got %ld of %lu", a, q.eh_end, n,
+           (q.eh_end - a + (unsigned long)ps - 1) / (unsigned long)ps);
+}
+#endif
+
+#ifndef ND_TEST_PREFIX_ONLY
+/* libnodal.so's relocations (.rela.dyn, 15 KiB) are read once, by the
+   loader, before any call into nodal (it is linked -z now): nodal's
+   start-up unmaps their whole pages and makes them a mapping of their own
+   (os.c, nd_os_code_trim), so they count in no process's RSS after it.
+   On main 1378f24 they stayed resident in every process. */
+static void the_relocations_stay_unmapped_after_start_up(void)
+{
+    plain_requests_of_two_threads("map other pages");
+    struct obj_tables q = { .in = (const void *)nd_api()->malloc };
+    dl_iterate_phdr(obj_tables_of, &q);
+    long ps = sysconf(_SC_PAGESIZE);
+    unsigned long a = (q.rela_lo + (unsigned long)ps - 1) & ~((unsigned long)ps - 1);
+    unsigned long b = q.rela_hi & ~((unsigned long)ps - 1);
+    if (q.rela_lo == 0 || b <= a)
+        SKIP("libnodal.so's relocations fill no whole page here");
+    int pm = open("/proc/self/pagemap", O_RDONLY);
+    EXPECT(pm >= 0, "/proc/self/pagemap to be readable");
+    long n = resident_pages(pm, a, b, ps);
+    close(pm);
+    EXPECT(n == 0, "no whole page of nodal's relocations (%#lx-%#lx) to be mapped after start-up, got %ld of %lu", a, b,
+           n, (b - a) / (unsigned long)ps);
 }
 #endif
 
@@ -496,26 +667,16 @@ static void the_profiles_code_maps_page_by_page(void)
         SKIP("nodal is not a shared library here (%s)", di.dli_fname != NULL ? di.dli_fname : "?");
     char obj[PATH_MAX];
     EXPECT(realpath(di.dli_fname, obj) != NULL, "the path of %s to resolve", di.dli_fname);
-    FILE *f = fopen("/proc/self/maps", "r");
-    EXPECT(f != NULL, "/proc/self/maps to be readable");
+    static unsigned long map[CODE_MAPS_MAX][2];
+    int mappings = code_mappings_of(obj, map, CODE_MAPS_MAX);
     int fd = open("/proc/self/pagemap", O_RDONLY);
     EXPECT(fd >= 0, "/proc/self/pagemap to be readable");
     unsigned long ps = (unsigned long)sysconf(_SC_PAGESIZE);
-    char line[PATH_MAX + 128];
-    int mappings = 0, worst = 0;
+    int worst = 0;
     unsigned long worst_at = 0, pages = 0, unmapped = 0, end = 0;
     bool last_mapped = false;
-    while (fgets(line, sizeof line, f)) {
-        unsigned long a, b;
-        char perm[8];
-        int at = 0;
-        if (sscanf(line, "%lx-%lx %7s %*s %*s %*s %n", &a, &b, perm, &at) < 3 || at == 0 || perm[2] != 'x')
-            continue;
-        char *path = line + at;
-        path[strcspn(path, "\n")] = '\0';
-        if (strcmp(path, obj) != 0)
-            continue;
-        mappings++;
+    for (int m = 0; m < mappings; m++) {
+        unsigned long a = map[m][0], b = map[m][1];
         int here = 0;
         for (unsigned long q = a; q < b; q += ps) {
             uint64_t e = 0;
@@ -536,9 +697,7 @@ static void the_profiles_code_maps_page_by_page(void)
             worst_at = a;
         }
     }
-    fclose(f);
     close(fd);
-    EXPECT(mappings > 0, "to find the code of %s in /proc/self/maps", obj);
     EXPECT(!last_mapped, "the last page of nodal's code (%s, ending at %#lx: the dumps', not run yet) not to be "
            "mapped after the samples (%d mappings, %lu pages, %lu not mapped)", obj, end, mappings, pages, unmapped);
     EXPECT(worst <= 1, "each mapping of nodal's code (%s: %d mappings, %lu pages, %lu not mapped) to hold at most one "
@@ -629,6 +788,9 @@ static const struct nd_case cases[] = {
     ND_CASE(std_and_prefix_names_share_one_heap),
     ND_CASE(the_writable_data_of_nodal_stays_small),
     ND_CASE(the_last_page_of_nodals_code_stays_unmapped_in_a_plain_program),
+    ND_CASE(the_code_a_plain_program_does_not_run_stays_unmapped),
+    ND_CASE(the_unwind_tables_stay_unmapped_in_a_plain_program),
+    ND_CASE(the_relocations_stay_unmapped_after_start_up),
     ND_CASE(nodal_formats_no_text_for_a_plain_program),
     ND_CASE(the_profiles_code_maps_page_by_page),
 #endif
