@@ -11,7 +11,12 @@
  *     including from == to, for a small, a large and a huge block, growing,
  *     keeping and shrinking: the result is on `to`, contents preserved; a
  *     later plain realloc() keeps it on `to`.
- *  3. nodal_realloc_node(NULL, size, node) behaves like nodal_malloc_node;
+ *  3. A node block grown by tenths from 2 MiB to 48 MiB and shrunk by
+ *     sevenths to 1.5 MiB (realloc resizes such a huge block without a
+ *     copy: grown where it is, or its pages moved, the added ones bound to
+ *     the node and checked): after every step all its pages on the node,
+ *     its contents kept.
+ *  4. nodal_realloc_node(NULL, size, node) behaves like nodal_malloc_node;
  *     a plain malloc() block given to nodal_realloc_node lands on the node;
  *     a plain block given to realloc() stays plain (default policy).
  */
@@ -113,6 +118,49 @@ static void walk_chain(int node, int use_nodal_name)
         snprintf(what, sizeof what, "node-%d block after %s %zu -> %zu B", node, fn, size, ns);
         expect_on(p, ns, node, what);
         size = ns;
+    }
+    free(p);
+}
+
+static void grow_by_tenths(int node)
+{
+    unsigned seed = (unsigned)node * 10 + 7;
+    size_t size = (size_t)2 << 20;
+    unsigned char *p = nodal_malloc_node(size, node);
+    char what[112];
+    if (!p) {
+        pt_fail("nodal_malloc_node(%zu, %d) returned NULL (%s); expected a block", size, node,
+                strerror(errno));
+        return;
+    }
+    fill(p, 0, size, seed);
+    for (int phase = 0; phase < 2; phase++) {
+        for (;;) {
+            size_t ns = phase == 0 ? size + size / 10 : size - size / 7;
+            if (phase == 0 ? ns > ((size_t)48 << 20) : ns < ((size_t)3 << 19))
+                break;
+            unsigned char *q = realloc(p, ns);
+            steps++;
+            if (!q) {
+                pt_fail("realloc(node-%d block of %zu B, %zu) returned NULL (%s); expected a block",
+                        node, size, ns, strerror(errno));
+                free(p);
+                return;
+            }
+            size_t keep = size < ns ? size : ns;
+            if (!kept(q, keep, size, seed))
+                pt_fail("realloc(node-%d block, %zu -> %zu B): the first %zu bytes changed; "
+                        "expected them kept", node, size, ns, keep);
+            p = q;
+            if (ns > size)
+                fill(p, size, ns, seed);
+            else
+                fill(p, 0, ns, seed);
+            snprintf(what, sizeof what, "node-%d block grown or shrunk by tenths, %zu -> %zu B",
+                     node, size, ns);
+            expect_on(p, ns, node, what);
+            size = ns;
+        }
     }
     free(p);
 }
@@ -236,6 +284,7 @@ int main(int argc, char **argv)
     for (int k = 0; k < t->nmem; k++) {
         walk_chain(t->mem[k], 0);
         walk_chain(t->mem[k], 1);
+        grow_by_tenths(t->mem[k]);
     }
     static const size_t moves[][2] = {
         { 100, 100 }, { 100, 3000 }, { 3000, 64 },          /* classes */
