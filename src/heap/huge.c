@@ -47,162 +47,6 @@ static void *nd_huge_setup(nd_segment *s, size_t offset)
     return pg->start;
 }
 
-/* Resizes the mapping of a plain huge segment s to total bytes, in place
-   or by moving it (its pages go along: nothing is faulted in again).
-   Returns the segment (perhaps moved), or NULL if it could not. */
-static nd_segment *nd_huge_remap(nd_segment *s, size_t total)
-{
-    size_t old = s->size;
-    if (total == old)
-        return s;
-    if (total < old) {
-        nd_segmap_huge(s, old, total);
-        nd_os_unmap((uint8_t *)s + total, old - total);
-        nd_gauge_add(returned, old - total);
-    } else if (nd_os_remap_inplace(s, old, total) == 0) {
-        if (!nd_segmap_huge(s, old, total)) {   /* no room for a leaf of the map */
-            nd_os_remap_inplace(s, total, old);
-            return NULL;
-        }
-    } else {
-        /* An aligned place to move to, its windows in the map already.
-           The block's old windows are cleared before it moves: once mremap
-           has released their addresses, another thread may map a segment
-           there and set its bytes, which clearing ours afterwards would
-           wipe (its free would then say "not allocated by nodal"). Nobody
-           else looks this block up meanwhile: its owner is resizing it. */
-        void *to = nd_seg_reserve(total, ND_SEG_SIZE);
-        if (to == NULL)
-            return NULL;
-        nd_segmap_huge(s, old, 0);
-        nd_segment *t = nd_os_remap_to(s, old, total, to);
-        if (t == NULL) {
-            nd_segmap_huge(s, 0, old);   /* its leaves are there: cannot fail */
-            nd_segmap_huge(to, total, 0);
-            nd_os_unmap(to, total);
-            return NULL;
-        }
-#if ND_DEBUG >= 2
-        if (nd_huge_moved_hook != NULL)
-            nd_huge_moved_hook(s, old);
-#endif
-        t->cookie = (uintptr_t)t ^ nd_seg_secret;
-        s = t;
-    }
-    s->size = total;
-    nd_seg_gauge_mapped(s, (long)total - (long)old);
-    if (total > old)
-        nd_gauge_add(committed, total - old);
-    else
-        nd_gauge_sub(committed, old - total);
-    return s;
-}
-
-/* A freed huge mapping of (node, bound) for a block of total bytes. Its
-   pages are in memory already, so it is taken as it is when it is not much
-   larger (the block gets the spare bytes as usable size); a smaller plain
-   one is grown (mremap keeps its pages), a much larger one trimmed.
-   Node-bound mappings are taken only when they hold total bytes already
-   (new bound memory must be placed and checked). NULL if none fits. */
-static nd_segment *nd_huge_reuse(size_t total, int node, bool bound)
-{
-    size_t most = 4 * total + 4 * ND_SEG_SIZE;   /* spare bytes are usable; trimming would lose resident pages */
-    nd_segment *s = nd_node_huge_take(node, bound, total, most);
-    if (s == NULL && !bound) {
-        s = nd_node_huge_take(node, false, 0, total);   /* the largest smaller one: grow it */
-        if (s == NULL)
-            s = nd_node_huge_take(node, false, total, SIZE_MAX);   /* a much larger one: trim it */
-        if (s != NULL) {
-            /* secure=1: the guard page moves to the new end (the old one
-               becomes block, or goes with a trimmed tail). */
-            const size_t g = nd_seg_guard;
-            if (g != 0)
-                nd_os_protect((uint8_t *)s + s->size - g, g, true);
-            nd_segment *t = nd_huge_remap(s, total);
-            if (t == NULL) {
-                nd_seg_unmap_huge(s);
-                return NULL;
-            }
-            s = t;
-            if (g != 0 && nd_os_protect((uint8_t *)s + s->size - g, g, false) != 0) {
-                nd_seg_unmap_huge(s);   /* out of mappings (vm.max_map_count) */
-                return NULL;
-            }
-        }
-    }
-    if (s != NULL)
-        s->fresh = 0;
-    return s;
-}
-
-void *nd_huge_alloc(size_t size, size_t alignment, int node, bool bound, const uint64_t *interleave)
-{
-    if (alignment < ND_HUGE_HEADER_SIZE)
-        alignment = ND_HUGE_HEADER_SIZE;
-    size_t ps = nd_os_page_size();
-    size_t offset = alignment;   /* block offset from the segment start: >= header */
-    size_t map_align = alignment > ND_SEG_SIZE ? alignment : ND_SEG_SIZE;
-    if (offset / ND_SEG_SIZE >= ND_SEGMAP_REACH || size > ((size_t)1 << 46)) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    if (size == 0)
-        size = 1;   /* a block of its own, inside the mapping */
-    size_t total = ((offset + size + ps - 1) & ~(ps - 1)) + nd_seg_guard;   /* secure=1: a guard page last */
-    if (total < size) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    /* A mapping a huge block of this kind left behind, if one fits (every
-       cached one starts 4 MiB-aligned, and the segment map of its first GiB
-       points at its header). */
-    if (interleave == NULL && map_align == ND_SEG_SIZE) {
-        nd_segment *s = nd_huge_reuse(total, node, bound);
-        if (s != NULL)
-            return nd_huge_setup(s, offset);
-    }
-    nd_node_reserve_note(node);
-    uint64_t refused = nd_os_map_refusals();
-    nd_segment *s = nd_seg_reserve(total, map_align);
-    if (s == NULL) {
-        /* Out of address space (or memory): give back every cached segment
-           and mapping, and try once more. */
-        nd_node_release_cached();
-        s = nd_seg_reserve(total, map_align);
-    }
-    /* Refused for lack of address space: the large blocks' free chunks
-       give theirs back too (large.h). */
-    if (s == NULL && nd_large_release_after(refused))
-        s = nd_seg_reserve(total, map_align);
-    if (s == NULL) {
-        errno = ENOMEM;
-        return NULL;
-    }
-    if (nd_seg_adopt_mapping(s, total, node, bound, interleave, total - nd_seg_guard) != 0)
-        return NULL;
-    s->fresh = 1;
-    nd_gauge_add(committed, total);
-    return nd_huge_setup(s, offset);
-}
-
-size_t nd_huge_usable(const nd_segment *s, const void *p)
-{
-    return nd_huge_bytes(s, (size_t)((const uint8_t *)p - (const uint8_t *)s));
-}
-
-void nd_huge_free(nd_segment *s)
-{
-    size_t offset = (size_t)(s->pages[0].start - (uint8_t *)s);
-    size_t bytes = nd_huge_bytes(s, offset);
-    s->pages[0].in_use = 0;
-    nd_gauge_active(-(long)bytes);
-    nd_gauge_sub(huge_count, 1);
-    nd_gauge_sub(huge_bytes, bytes);
-    if (nd_node_huge_keep(s))   /* the next huge block may take it whole */
-        return;
-    nd_seg_unmap_huge(s);
-}
-
 /* The pages [p, p + len) a node-bound huge block gains: bound to its node
    and committed there (populated and verified, as nd_huge_alloc commits a
    new one). 0, or -1 (the caller undoes the growth). */
@@ -348,8 +192,8 @@ moved:
     return t;
 }
 
-/* Resizes the mapping of live huge block s to total bytes (its guard page
-   included) without copying it: shrunk where it is (the tail unmapped;
+/* Resizes the mapping of huge block s (live, or a cached one for reuse)
+   to total bytes (its guard page included) without copying it: shrunk where it is (the tail unmapped;
    secure=1: the new guard page closed first), grown where it is when the
    addresses after it are free, else moved (nd_huge_move). Returns the
    segment (perhaps moved), or NULL with nothing changed. */
@@ -382,6 +226,104 @@ static nd_segment *nd_huge_resize(nd_segment *s, size_t total, size_t align)
     else
         nd_gauge_sub(committed, old - total);
     return s;
+}
+
+/* A freed huge mapping of (node, bound) for a block of total bytes. Its
+   pages are in memory already, so it is taken as it is when it is not much
+   larger (the block gets the spare bytes as usable size); a smaller plain
+   one is grown (mremap keeps its pages), a much larger one trimmed.
+   Node-bound mappings are taken only when they hold total bytes already
+   (new bound memory must be placed and checked). NULL if none fits. */
+static nd_segment *nd_huge_reuse(size_t total, int node, bool bound)
+{
+    size_t most = 4 * total + 4 * ND_SEG_SIZE;   /* spare bytes are usable; trimming would lose resident pages */
+    nd_segment *s = nd_node_huge_take(node, bound, total, most);
+    if (s == NULL && !bound) {
+        s = nd_node_huge_take(node, false, 0, total);   /* the largest smaller one: grow it */
+        if (s == NULL)
+            s = nd_node_huge_take(node, false, total, SIZE_MAX);   /* a much larger one: trim it */
+        if (s != NULL) {
+            /* As realloc resizes a live block (secure=1: the guard page
+               moves to the new end). */
+            nd_segment *t = nd_huge_resize(s, total, ND_SEG_SIZE);
+            if (t == NULL) {
+                nd_seg_unmap_huge(s);
+                return NULL;
+            }
+            s = t;
+        }
+    }
+    if (s != NULL)
+        s->fresh = 0;
+    return s;
+}
+
+void *nd_huge_alloc(size_t size, size_t alignment, int node, bool bound, const uint64_t *interleave)
+{
+    if (alignment < ND_HUGE_HEADER_SIZE)
+        alignment = ND_HUGE_HEADER_SIZE;
+    size_t ps = nd_os_page_size();
+    size_t offset = alignment;   /* block offset from the segment start: >= header */
+    size_t map_align = alignment > ND_SEG_SIZE ? alignment : ND_SEG_SIZE;
+    if (offset / ND_SEG_SIZE >= ND_SEGMAP_REACH || size > ((size_t)1 << 46)) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (size == 0)
+        size = 1;   /* a block of its own, inside the mapping */
+    size_t total = ((offset + size + ps - 1) & ~(ps - 1)) + nd_seg_guard;   /* secure=1: a guard page last */
+    if (total < size) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    /* A mapping a huge block of this kind left behind, if one fits (every
+       cached one starts 4 MiB-aligned, and the segment map of its first GiB
+       points at its header). */
+    if (interleave == NULL && map_align == ND_SEG_SIZE) {
+        nd_segment *s = nd_huge_reuse(total, node, bound);
+        if (s != NULL)
+            return nd_huge_setup(s, offset);
+    }
+    nd_node_reserve_note(node);
+    uint64_t refused = nd_os_map_refusals();
+    nd_segment *s = nd_seg_reserve(total, map_align);
+    if (s == NULL) {
+        /* Out of address space (or memory): give back every cached segment
+           and mapping, and try once more. */
+        nd_node_release_cached();
+        s = nd_seg_reserve(total, map_align);
+    }
+    /* Refused for lack of address space: the large blocks' free chunks
+       give theirs back too (large.h). */
+    if (s == NULL && nd_large_release_after(refused))
+        s = nd_seg_reserve(total, map_align);
+    if (s == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    if (nd_seg_adopt_mapping(s, total, node, bound, interleave, total - nd_seg_guard) != 0)
+        return NULL;
+    s->fresh = 1;
+    nd_gauge_add(committed, total);
+    return nd_huge_setup(s, offset);
+}
+
+size_t nd_huge_usable(const nd_segment *s, const void *p)
+{
+    return nd_huge_bytes(s, (size_t)((const uint8_t *)p - (const uint8_t *)s));
+}
+
+void nd_huge_free(nd_segment *s)
+{
+    size_t offset = (size_t)(s->pages[0].start - (uint8_t *)s);
+    size_t bytes = nd_huge_bytes(s, offset);
+    s->pages[0].in_use = 0;
+    nd_gauge_active(-(long)bytes);
+    nd_gauge_sub(huge_count, 1);
+    nd_gauge_sub(huge_bytes, bytes);
+    if (nd_node_huge_keep(s))   /* the next huge block may take it whole */
+        return;
+    nd_seg_unmap_huge(s);
 }
 
 void *nd_huge_realloc(nd_segment *s, void *p, size_t size)

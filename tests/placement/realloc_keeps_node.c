@@ -79,25 +79,25 @@ static void expect_on(unsigned char *p, size_t size, int node, const char *what)
                 at, node);
 }
 
-static const size_t chain[] = {
+static const size_t classes_to_huge[] = {
     24, 100, 3000, 3001, 40000, 200000, 3 << 20, 10 << 20, 40 << 20,
     9 << 20, 1 << 20, 100000, 5000, 48, 16,
 };
 
-static void walk_chain(int node, int use_nodal_name)
+static void walk_chain(int node, int use_nodal_name, const size_t *chain, size_t n)
 {
     const char *fn = use_nodal_name ? "nodal_realloc" : "realloc";
-    unsigned seed = (unsigned)node * 10 + (unsigned)use_nodal_name;
+    unsigned seed = (unsigned)node * 10 + (unsigned)use_nodal_name + (unsigned)n;
     size_t size = chain[0];
     unsigned char *p = nodal_malloc_node(size, node);
-    char what[96];
+    char what[112];
     if (!p) {
         pt_fail("nodal_malloc_node(%zu, %d) returned NULL (%s); expected a block", size, node,
                 strerror(errno));
         return;
     }
     fill(p, 0, size, seed);
-    for (size_t i = 1; i < sizeof chain / sizeof chain[0]; i++) {
+    for (size_t i = 1; i < n; i++) {
         size_t ns = chain[i];
         unsigned char *q = use_nodal_name ? nodal_realloc(p, ns) : realloc(p, ns);
         steps++;
@@ -122,47 +122,18 @@ static void walk_chain(int node, int use_nodal_name)
     free(p);
 }
 
-static void grow_by_tenths(int node)
+/* 2 MiB grown by tenths to 48 MiB, then shrunk by sevenths to 1.5 MiB. */
+static size_t tenths[96];
+
+static size_t tenths_chain(void)
 {
-    unsigned seed = (unsigned)node * 10 + 7;
-    size_t size = (size_t)2 << 20;
-    unsigned char *p = nodal_malloc_node(size, node);
-    char what[112];
-    if (!p) {
-        pt_fail("nodal_malloc_node(%zu, %d) returned NULL (%s); expected a block", size, node,
-                strerror(errno));
-        return;
-    }
-    fill(p, 0, size, seed);
-    for (int phase = 0; phase < 2; phase++) {
-        for (;;) {
-            size_t ns = phase == 0 ? size + size / 10 : size - size / 7;
-            if (phase == 0 ? ns > ((size_t)48 << 20) : ns < ((size_t)3 << 19))
-                break;
-            unsigned char *q = realloc(p, ns);
-            steps++;
-            if (!q) {
-                pt_fail("realloc(node-%d block of %zu B, %zu) returned NULL (%s); expected a block",
-                        node, size, ns, strerror(errno));
-                free(p);
-                return;
-            }
-            size_t keep = size < ns ? size : ns;
-            if (!kept(q, keep, size, seed))
-                pt_fail("realloc(node-%d block, %zu -> %zu B): the first %zu bytes changed; "
-                        "expected them kept", node, size, ns, keep);
-            p = q;
-            if (ns > size)
-                fill(p, size, ns, seed);
-            else
-                fill(p, 0, ns, seed);
-            snprintf(what, sizeof what, "node-%d block grown or shrunk by tenths, %zu -> %zu B",
-                     node, size, ns);
-            expect_on(p, ns, node, what);
-            size = ns;
-        }
-    }
-    free(p);
+    size_t n = 0, size = (size_t)2 << 20;
+    tenths[n++] = size;
+    while (size + size / 10 <= ((size_t)48 << 20))
+        tenths[n++] = size += size / 10;
+    while (size - size / 7 >= ((size_t)3 << 19))
+        tenths[n++] = size -= size / 7;
+    return n;
 }
 
 static void move_between(int from, int to, size_t size, size_t new_size)
@@ -282,9 +253,10 @@ int main(int argc, char **argv)
         pt_die("cannot pin: %s", strerror(errno));
 
     for (int k = 0; k < t->nmem; k++) {
-        walk_chain(t->mem[k], 0);
-        walk_chain(t->mem[k], 1);
-        grow_by_tenths(t->mem[k]);
+        size_t n = sizeof classes_to_huge / sizeof classes_to_huge[0];
+        walk_chain(t->mem[k], 0, classes_to_huge, n);
+        walk_chain(t->mem[k], 1, classes_to_huge, n);
+        walk_chain(t->mem[k], 0, tenths, tenths_chain());
     }
     static const size_t moves[][2] = {
         { 100, 100 }, { 100, 3000 }, { 3000, 64 },          /* classes */
