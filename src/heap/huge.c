@@ -193,10 +193,11 @@ moved:
 }
 
 /* Resizes the mapping of huge block s (live, or a cached one for reuse)
-   to total bytes (its guard page included) without copying it: shrunk where it is (the tail unmapped;
-   secure=1: the new guard page closed first), grown where it is when the
-   addresses after it are free, else moved (nd_huge_move). Returns the
-   segment (perhaps moved), or NULL with nothing changed. */
+   to total bytes (its guard page included) without copying it: shrunk
+   where it is (the tail unmapped; secure=1: the new guard page closed
+   first), grown where it is when the addresses after it are free, else
+   moved (nd_huge_move). Returns the segment (perhaps moved), or NULL with
+   nothing changed. */
 static nd_segment *nd_huge_resize(nd_segment *s, size_t total, size_t align)
 {
     const size_t g = nd_seg_guard;
