@@ -8,6 +8,12 @@
  *   -m realloc  a block grown by realloc from 8 B to -g bytes (default 64 KiB)
  *               in steps of a quarter plus 8 B, writing its last byte each
  *               time; ns per realloc call
+ *   -m grow     a block grown by realloc from -s bytes (default 1 MiB) to -g
+ *               bytes (here default 64 MiB) in steps of a tenth, writing its
+ *               last byte each time: what a vector or a buffer reading a file
+ *               does with a big block; ns per realloc call. -N node: the
+ *               block from nodal_malloc_node(size, node) (nodal only; looked
+ *               up at run time), which realloc keeps on its node
  *   -m shrink   a block of -g bytes shrunk by realloc down to 16 B in steps
  *               of a fifth, writing its last byte each time; ns per realloc
  *               call
@@ -23,13 +29,15 @@
 #define _GNU_SOURCE
 #include "harness.h"
 
+#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-enum mode { PAIR, BATCH, REALLOC, ALIGNED, EMPTY, SHRINK };
-static const char *mode_names[] = { "pair", "batch", "realloc", "aligned", "empty", "shrink" };
+enum mode { PAIR, BATCH, REALLOC, ALIGNED, EMPTY, SHRINK, GROW };
+static const char *mode_names[] = { "pair", "batch", "realloc", "aligned", "empty", "shrink", "grow" };
+#define MODE_COUNT ((int)(sizeof mode_names / sizeof mode_names[0]))
 
 struct cfg {
     enum mode mode;
@@ -68,14 +76,18 @@ static void empty_pairs(size_t size, long long n)
     }
 }
 
-/* One growth sequence from 8 B to max (grow), or one shrinking sequence
-   from max (its first and last bytes written) to 16 B; returns the number
-   of realloc calls made. */
-static long long resize_once(size_t max, int grow)
+/* One growth sequence from `from` (8 B: -m realloc) to max, by a quarter
+   and 8 B (by a tenth: grow == 2, -m grow), or one shrinking sequence from
+   max (its first and last bytes written) to 16 B; returns the number of
+   realloc calls made. */
+static void *(*node_malloc)(size_t size, int node);   /* -N: nodal_malloc_node */
+static int grow_node;
+
+static long long resize_once(size_t from, size_t max, int grow)
 {
     long long calls = 0;
-    size_t sz = grow ? 8 : max;
-    char *p = malloc(sz);
+    size_t sz = grow ? from : max;
+    char *p = node_malloc != NULL ? node_malloc(sz, grow_node) : malloc(sz);
     if (!p)
         die("malloc(%zu) failed", sz);
     if (!grow) {
@@ -84,7 +96,7 @@ static long long resize_once(size_t max, int grow)
     }
     escape(p);
     while (grow ? sz < max : sz > 16) {
-        sz = grow ? sz + sz / 4 + 8 : sz - sz / 5 - 1;
+        sz = grow == 2 ? sz + sz / 10 + 8 : grow ? sz + sz / 4 + 8 : sz - sz / 5 - 1;
         char *q = realloc(p, sz);
         if (!q)
             die("realloc(%zu) failed", sz);
@@ -163,15 +175,17 @@ static void worker(bench_thread *t)
         break;
     }
     case REALLOC:
+    case GROW:
     case SHRINK: {
-        int grow = c->mode == REALLOC;
+        int grow = c->mode == GROW ? 2 : c->mode == REALLOC;
+        size_t from = c->mode == GROW ? c->size : 8;
         long long calls = 0;
         while (calls < c->warm)
-            calls += resize_once(c->grow_max, grow);
+            calls += resize_once(from, c->grow_max, grow);
         bench_sync(t);
         calls = 0;
         while (calls < c->ops)
-            calls += resize_once(c->grow_max, grow);
+            calls += resize_once(from, c->grow_max, grow);
         t->ops = (uint64_t)calls;
         break;
     }
@@ -180,8 +194,8 @@ static void worker(bench_thread *t)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: micro -m pair|batch|realloc|aligned|empty [-s sizes] [-t threads]\n"
-                    "             [-n ops] [-w warm-up per thread] [-b batch] [-a align] [-g grow max] [-P]\n");
+    fprintf(stderr, "usage: micro -m pair|batch|realloc|grow|shrink|aligned|empty [-s sizes] [-t threads]\n"
+                    "             [-n ops] [-w warm-up per thread] [-b batch] [-a align] [-g grow max] [-N node] [-P]\n");
     exit(2);
 }
 
@@ -190,14 +204,14 @@ int main(int argc, char **argv)
     bench_init(argc, argv);
     struct cfg c = { .mode = PAIR, .align = 64, .grow_max = 64 << 10, .batch = 1000 };
     long long sizes[32] = { 32 };
-    int nsizes = 1, threads = 1;
+    int nsizes = 1, threads = 1, sizes_given = 0, grow_given = 0;
     long long total = 4000000, warm = -1;
     int opt;
-    while ((opt = getopt(argc, argv, "m:s:t:n:w:b:a:g:P")) != -1) {
+    while ((opt = getopt(argc, argv, "m:s:t:n:w:b:a:g:N:P")) != -1) {
         switch (opt) {
         case 'm': {
             int found = 0;
-            for (int i = 0; i < 6; i++)
+            for (int i = 0; i < MODE_COUNT; i++)
                 if (strcmp(optarg, mode_names[i]) == 0) {
                     c.mode = (enum mode)i;
                     found = 1;
@@ -206,18 +220,31 @@ int main(int argc, char **argv)
                 usage();
             break;
         }
-        case 's': nsizes = parse_list(optarg, sizes, 32); break;
+        case 's': nsizes = parse_list(optarg, sizes, 32); sizes_given = 1; break;
         case 't': threads = (int)parse_size(optarg); break;
         case 'n': total = parse_size(optarg); break;
         case 'w': warm = parse_size(optarg); break;
         case 'b': c.batch = (int)parse_size(optarg); break;
         case 'a': c.align = (size_t)parse_size(optarg); break;
-        case 'g': c.grow_max = (size_t)parse_size(optarg); break;
+        case 'g': c.grow_max = (size_t)parse_size(optarg); grow_given = 1; break;
+        case 'N':
+            grow_node = (int)parse_size(optarg);
+            node_malloc = (void *(*)(size_t, int))dlsym(RTLD_DEFAULT, "nodal_malloc_node");
+            if (node_malloc == NULL)
+                die("-N: no nodal_malloc_node (run it with nodal)");
+            break;
         case 'P': bench_pinning = 0; break;
         default: usage();
         }
     }
-    if (threads < 1 || c.batch < 1)
+    if (c.mode == GROW) {
+        if (!sizes_given)
+            sizes[0] = 1 << 20;
+        if (!grow_given)
+            c.grow_max = (size_t)64 << 20;
+        nsizes = 1;
+    }
+    if (threads < 1 || c.batch < 1 || (c.mode == GROW && (sizes[0] < 1 || (size_t)sizes[0] >= c.grow_max)))
         usage();
     c.ops = total / threads;
     if (c.mode == BATCH)
@@ -240,6 +267,10 @@ int main(int argc, char **argv)
                          m, c.size, threads, ns, cpu, cpu * fa, cpu * (1 - fa), r.user_s, r.sys_s);
             break;
         }
+        case GROW:
+            bench_result("micro", "mode=%s from=%zu max=%zu threads=%d ns_realloc=%.2f cpu_ns_realloc=%.2f user_s=%.3f sys_s=%.3f",
+                         m, c.size, c.grow_max, threads, ns, cpu, r.user_s, r.sys_s);
+            break;
         case REALLOC:
         case SHRINK:
             bench_result("micro", "mode=%s max=%zu threads=%d ns_realloc=%.2f cpu_ns_realloc=%.2f user_s=%.3f sys_s=%.3f",
@@ -253,7 +284,7 @@ int main(int argc, char **argv)
             bench_result("micro", "mode=%s size=%zu threads=%d ns_pair=%.2f cpu_ns_pair=%.2f user_s=%.3f sys_s=%.3f",
                          m, c.size, threads, ns, cpu, r.user_s, r.sys_s);
         }
-        if (c.mode == REALLOC)
+        if (c.mode == REALLOC || c.mode == SHRINK)
             break;  /* size does not apply */
     }
     return 0;

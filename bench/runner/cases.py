@@ -31,6 +31,8 @@ GROUPS = {
                     "top for batches of 256 B and more)"),
     "micro-realloc": ("Micro: realloc growth from 8 B to 64 KiB", ["cpu_ns_realloc", "ns_realloc"],
                       "per realloc call"),
+    "micro-grow": ("Micro: realloc growth of a big block from 1 MiB to 64 MiB by tenths", ["cpu_ns_realloc", "ns_realloc"],
+                   "per realloc call (the last byte written at each step)"),
     "micro-aligned": ("Micro: aligned_alloc/free pairs", ["cpu_ns_pair", "ns_pair"], "per pair"),
     "cxxnew-pair": ("C++: tight operator new / sized delete pairs", ["cpu_ns_pair", "ns_pair"],
                     "per ::operator new(size) + ::operator delete(p, size) pair, what `new T` / "
@@ -199,6 +201,7 @@ GROUPS = {
 # the issues' targets for these are ratios to glibc.
 VS_GLIBC = {
     "micro-realloc": ["cpu_ns_realloc"],
+    "micro-grow": ["cpu_ns_realloc"],
     "larson": ["peak_rss_mib"],
     "aslimit": ["blocks"],
     "threadchurn": ["cpu_us_thread", "rss_mib"],
@@ -278,6 +281,9 @@ def full_cases():
     for t in (1, 2, 4, 8, 16):
         cases.append(Case("micro-realloc-t%d" % t, "micro",
                           ["-m", "realloc", "-g", "64k", "-t", str(t), "-n", "2000000"], "micro-realloc"))
+        if t <= 2:   # tcmalloc, mimalloc and jemalloc copy: 0.5-3 ms a call
+            cases.append(Case("micro-grow-t%d" % t, "micro",
+                              ["-m", "grow", "-t", str(t), "-n", "4000"], "micro-grow", timeout=600))
         for align in (64, 4096):
             cases.append(Case("micro-aligned%d-t%d" % (align, t), "micro",
                               ["-m", "aligned", "-a", str(align), "-s", "32,256,4096", "-t", str(t),

@@ -82,6 +82,7 @@
     X(huge_count,          GAUGE,   PROCESS, GAUGE,   COUNT, 1, "huge blocks live") \
     X(huge_bytes,          GAUGE,   PROCESS, GAUGE,   BYTES, 1, "bytes in live huge blocks") \
     X(huge_cached_bytes,   GAUGE,   PROCESS, GAUGE,   BYTES, 1, "freed huge mappings kept for reuse (for purge_delay at most)") \
+    X(huge_resizes,        COUNTER, PROCESS, GAUGE,   COUNT, 1, "huge blocks realloc resized without copying them: grown or shrunk where they were, or their pages moved by the kernel") \
     X(prof_slab_bytes,     GAUGE,   PROCESS, GAUGE,   BYTES, 1, "the heap profile's overhead (prof=1): its sample slabs, an OS page each, whose cells hold sampled blocks of up to 1 KiB; in active and mapped, not in allocated (a live cell counts there, and in its class, as a block of its class)") \
     X(reclaimed_segments,  COUNTER, PROCESS, THREAD,  COUNT, 1, "segments of exited threads taken over by a live thread") \
     X(abandoned_segments,  COUNTER, PROCESS, THREAD,  COUNT, 1, "segments left with live blocks by exiting threads") \

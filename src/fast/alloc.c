@@ -467,7 +467,7 @@ void *nd_realloc(void *p, size_t size)
         usable = nd_huge_usable(s, p);
         if (size <= usable && size > usable / 2)
             return p;
-        if (size > ND_LARGE_MAX && !s->bound) {
+        if (size > ND_LARGE_MAX) {
             if (nd_unlikely(nd_load_relaxed(&s->pages[0].sampled)))
                 nd_prof_forget(p, &s->pages[0]);   /* it may move: no longer sampled */
             void *q = nd_huge_realloc(s, p, size);

@@ -1,14 +1,16 @@
 /*
  * huge.c - huge blocks (see huge.h): mapped on allocation, unmapped on free,
- * moved with mremap when a plain one grows.
+ * resized by realloc where they are or moved with mremap rather than copied.
  */
 #include "huge.h"
 
 #include <errno.h>
 #include <string.h>
 #include "large.h"
+#include "msg.h"
 #include "node.h"
 #include "os.h"
+#include "tier.h"
 
 #if ND_DEBUG >= 2
 void (*nd_huge_moved_hook)(void *old_start, size_t old_size);
@@ -45,46 +47,177 @@ static void *nd_huge_setup(nd_segment *s, size_t offset)
     return pg->start;
 }
 
-/* Resizes the mapping of a plain huge segment s to total bytes, in place
-   or by moving it (its pages go along: nothing is faulted in again).
-   Returns the segment (perhaps moved), or NULL if it could not. */
-static nd_segment *nd_huge_remap(nd_segment *s, size_t total)
+/* The pages [p, p + len) a node-bound huge block gains: bound to its node
+   and committed there (populated and verified, as nd_huge_alloc commits a
+   new one). 0, or -1 (the caller undoes the growth). */
+static int nd_huge_place_added(const nd_segment *s, uint8_t *p, size_t len)
 {
+    if (!s->bound || s->interleaved)
+        return 0;   /* plain or interleaved: the mapping's policy goes with it */
+    if (nd_seg_bind_node(p, len, s->node) != 0)
+        return -1;
+    return nd_seg_commit_bound(p, len, s->node);
+}
+
+/* Grows the mapping of live huge block s from old to total bytes where it
+   is (the addresses after it free): the mapping's last OS page, the guard
+   page under secure=1, is the part of it the kernel extends (in place,
+   that page's mapping (VMA) grows whatever the block's others are), then
+   the old guard page and the added bytes but a new guard page are opened
+   and placed. 0, or -1 with nothing changed. */
+static int nd_huge_grow_inplace(nd_segment *s, size_t old, size_t total)
+{
+    const size_t g = nd_seg_guard;
+    uint8_t *base = (uint8_t *)s;
+    size_t last = g != 0 ? g : nd_os_page_size();
+    if (nd_os_remap_inplace(base + old - last, last, last + total - old) != 0)
+        return -1;
+    if (!nd_segmap_huge(s, old, total))   /* no room for a leaf of the map */
+        goto undo_remap;
+    if (g != 0 && nd_os_protect(base + old - g, total - old, true) != 0)
+        goto undo_map;
+    if (nd_huge_place_added(s, base + old - g, total - old) != 0)
+        goto undo_protect;
+    return 0;
+undo_protect:
+    if (g != 0)
+        nd_os_protect(base + old - g, total - old, false);   /* joins the guard's mapping: no split */
+undo_map:
+    nd_segmap_huge(s, total, old);
+undo_remap:
+    nd_os_remap_inplace(base + old - last, last + total - old, last);
+    return -1;
+}
+
+/* Set once the kernel refused nd_os_remap_keep (before Linux 5.7). */
+static bool nd_huge_no_keep;
+
+/* A block with steps after its move that may fail (a node-bound one's
+   added bytes placed and verified on its node; secure=1's guard page
+   closed, which splits the mapping) moves to `to` (total bytes reserved
+   there, its windows in the map) so that a failure can undo it: its pages
+   move and its old range stays mapped, empty (nd_os_remap_keep), the
+   block grows where it landed into the room after it, then those steps;
+   any failure moves the pages back over the old range. The guard page is
+   cut from the block's own mapping, so a later growth where it is joins
+   the two again: one mapping, whose next move works the same (a guard
+   page mapped apart would not join it, and the block's next move would
+   fail: the kernel moves one mapping at a time). NULL (nothing changed)
+   if it could not. */
+static nd_segment *nd_huge_move_undoable(nd_segment *s, size_t old, size_t total, uint8_t *to)
+{
+    const size_t g = nd_seg_guard;
+    size_t ps = nd_os_page_size(), keep = old - g;   /* the bytes that move: not the guard page */
+    nd_os_unmap(to + keep, total - keep);   /* the room the block grows into */
+    if (nd_os_remap_keep(s, keep, to) == NULL) {
+        if (errno == EINVAL)
+            nd_store_relaxed(&nd_huge_no_keep, true);   /* a kernel before 5.7 */
+        nd_segmap_huge((nd_segment *)to, total, 0);
+        nd_os_unmap(to, keep);
+        return NULL;
+    }
+    if (nd_os_remap_inplace(to + keep - ps, ps, ps + total - keep) != 0)   /* mapped there meanwhile */
+        goto back;
+    if ((g != 0 && nd_os_protect(to + total - g, g, false) != 0) ||
+        nd_huge_place_added(s, to + keep, total - old) != 0) {
+        nd_os_unmap(to + keep, total - keep);
+        goto back;
+    }
+    /* The old range, the block's windows first (as nd_huge_move). */
+    nd_segmap_huge(s, old, 0);
+    nd_os_unmap(s, old);
+    return (nd_segment *)to;
+back:
+    nd_segmap_huge((nd_segment *)to, total, 0);
+    if (nd_os_remap_to(to, keep, keep, s) == NULL)   /* over its own range: never refused */
+        nd_fatal("huge block %p: its pages could not move back from %p", (void *)s, (void *)to);
+    return NULL;
+}
+
+/* Moves live huge block s (old bytes) to a fresh place of total bytes
+   aligned to `align` (a block aligned beyond 4 MiB stays so), its pages
+   moved by the kernel, not copied; a node-bound one, or any under
+   secure=1, by nd_huge_move_undoable. On a kernel before 5.7, where
+   a move cannot be undone, the new place gets its guard page first and a
+   node-bound block's added bytes are placed and verified there before the
+   block moves in front of them, so that a failure leaves it where it was
+   (they then are mappings of their own, and a later move of that block
+   fails: realloc copies it then).
+   NULL with nothing changed if it could not. */
+static nd_segment *nd_huge_move(nd_segment *s, size_t old, size_t total, size_t align)
+{
+    const size_t g = nd_seg_guard;
+    bool place = s->bound && !s->interleaved;
+    uint8_t *to = nd_seg_reserve(total, align);
+    if (to == NULL)
+        return NULL;
+    nd_segment *t;
+    if ((place || g != 0) && !nd_load_relaxed(&nd_huge_no_keep)) {
+        t = nd_huge_move_undoable(s, old, total, to);
+        if (t != NULL || !nd_load_relaxed(&nd_huge_no_keep))
+            goto moved;
+        to = nd_seg_reserve(total, align);   /* the kernel cannot: the other way */
+        if (to == NULL)
+            return NULL;
+    }
+    if ((g != 0 && nd_os_protect(to + total - g, g, false) != 0) ||
+        (place && nd_huge_place_added(s, to + old - g, total - old) != 0)) {
+        nd_segmap_huge((nd_segment *)to, total, 0);
+        nd_os_unmap(to, total);
+        return NULL;
+    }
+    /* The block's old windows are cleared before it moves: once mremap has
+       released their addresses, another thread may map a segment there and
+       set its bytes, which clearing ours afterwards would wipe (its free
+       would then say "not allocated by nodal"). Nobody else looks this
+       block up meanwhile: its owner is resizing it. */
+    nd_segmap_huge(s, old, 0);
+    t = nd_os_remap_to(s, old - g, place ? old - g : total - g, to);
+    if (t == NULL) {
+        nd_segmap_huge(s, 0, old);   /* its leaves are there: cannot fail */
+        nd_segmap_huge((nd_segment *)to, total, 0);
+        nd_os_unmap(to, total);
+        return NULL;
+    }
+    if (g != 0)
+        nd_os_unmap((uint8_t *)s + old - g, g);   /* the old guard page */
+moved:
+    if (t == NULL)
+        return NULL;
+#if ND_DEBUG >= 2
+    if (nd_huge_moved_hook != NULL)
+        nd_huge_moved_hook(s, old);
+#endif
+    t->cookie = (uintptr_t)t ^ nd_seg_secret;
+    return t;
+}
+
+/* Resizes the mapping of huge block s (live, or a cached one for reuse)
+   to total bytes (its guard page included) without copying it: shrunk
+   where it is (the tail unmapped; secure=1: the new guard page closed
+   first), grown where it is when the addresses after it are free, else
+   moved (nd_huge_move). Returns the segment (perhaps moved), or NULL with
+   nothing changed. */
+static nd_segment *nd_huge_resize(nd_segment *s, size_t total, size_t align)
+{
+    const size_t g = nd_seg_guard;
     size_t old = s->size;
     if (total == old)
         return s;
     if (total < old) {
+        /* The new guard page joins the old one's mapping (no split, so no
+           new mapping the kernel could refuse), which then shrinks. */
+        if (g != 0 && nd_os_protect((uint8_t *)s + total - g, old - total, false) != 0)
+            return NULL;
         nd_segmap_huge(s, old, total);
         nd_os_unmap((uint8_t *)s + total, old - total);
         nd_gauge_add(returned, old - total);
-    } else if (nd_os_remap_inplace(s, old, total) == 0) {
-        if (!nd_segmap_huge(s, old, total)) {   /* no room for a leaf of the map */
-            nd_os_remap_inplace(s, total, old);
+    } else if (s->bound && !s->interleaved && nd_tier_over_cap(s->node, total - old) != 0) {
+        return NULL;   /* a capped tier's memory: the copy is refused, and counted, as a new block */
+    } else if (nd_huge_grow_inplace(s, old, total) != 0) {
+        nd_segment *t = nd_huge_move(s, old, total, align);
+        if (t == NULL)
             return NULL;
-        }
-    } else {
-        /* An aligned place to move to, its windows in the map already.
-           The block's old windows are cleared before it moves: once mremap
-           has released their addresses, another thread may map a segment
-           there and set its bytes, which clearing ours afterwards would
-           wipe (its free would then say "not allocated by nodal"). Nobody
-           else looks this block up meanwhile: its owner is resizing it. */
-        void *to = nd_seg_reserve(total, ND_SEG_SIZE);
-        if (to == NULL)
-            return NULL;
-        nd_segmap_huge(s, old, 0);
-        nd_segment *t = nd_os_remap_to(s, old, total, to);
-        if (t == NULL) {
-            nd_segmap_huge(s, 0, old);   /* its leaves are there: cannot fail */
-            nd_segmap_huge(to, total, 0);
-            nd_os_unmap(to, total);
-            return NULL;
-        }
-#if ND_DEBUG >= 2
-        if (nd_huge_moved_hook != NULL)
-            nd_huge_moved_hook(s, old);
-#endif
-        t->cookie = (uintptr_t)t ^ nd_seg_secret;
         s = t;
     }
     s->size = total;
@@ -111,21 +244,14 @@ static nd_segment *nd_huge_reuse(size_t total, int node, bool bound)
         if (s == NULL)
             s = nd_node_huge_take(node, false, total, SIZE_MAX);   /* a much larger one: trim it */
         if (s != NULL) {
-            /* secure=1: the guard page moves to the new end (the old one
-               becomes block, or goes with a trimmed tail). */
-            const size_t g = nd_seg_guard;
-            if (g != 0)
-                nd_os_protect((uint8_t *)s + s->size - g, g, true);
-            nd_segment *t = nd_huge_remap(s, total);
+            /* As realloc resizes a live block (secure=1: the guard page
+               moves to the new end). */
+            nd_segment *t = nd_huge_resize(s, total, ND_SEG_SIZE);
             if (t == NULL) {
                 nd_seg_unmap_huge(s);
                 return NULL;
             }
             s = t;
-            if (g != 0 && nd_os_protect((uint8_t *)s + s->size - g, g, false) != 0) {
-                nd_seg_unmap_huge(s);   /* out of mappings (vm.max_map_count) */
-                return NULL;
-            }
         }
     }
     if (s != NULL)
@@ -203,23 +329,26 @@ void nd_huge_free(nd_segment *s)
 
 void *nd_huge_realloc(nd_segment *s, void *p, size_t size)
 {
-    /* Only plain huge blocks move by remapping; bound ones must be
-       committed and verified, which a copy into a fresh block does. */
     size_t offset = (size_t)((uint8_t *)p - (uint8_t *)s);
-    if (s->bound || s->interleaved || size > ((size_t)1 << 46) || nd_seg_guard != 0)
-        return NULL;   /* (secure=1: the guard page would move) */
+    if (size > ((size_t)1 << 46))
+        return NULL;
     size_t ps = nd_os_page_size();
-    size_t total = (offset + (size == 0 ? 1 : size) + ps - 1) & ~(ps - 1);
+    size_t total = ((offset + (size == 0 ? 1 : size) + ps - 1) & ~(ps - 1)) + nd_seg_guard;
     size_t old_total = s->size;
     /* Growing: an eighth more than asked, so that a block grown a little at
        a time moves (or even calls the kernel) seldom; the pages past the
-       request cost nothing until they are touched. */
+       request cost nothing until they are touched (a node-bound block's
+       are committed on its node as its first ones were). */
     if (total > old_total && total - old_total < old_total / 8)
         total = (old_total + old_total / 8 + ps - 1) & ~(ps - 1);
-    nd_segment *t = nd_huge_remap(s, total);
+    /* The block's alignment is its offset (nd_huge_alloc): a move keeps the
+       mapping aligned to it when it exceeds the 4 MiB every one has. */
+    size_t align = offset > ND_SEG_SIZE ? (offset & -offset) : ND_SEG_SIZE;
+    nd_segment *t = nd_huge_resize(s, total, align);
     if (t == NULL)
         return NULL;
     t->pages[0].start = (uint8_t *)t + offset;
+    nd_gauge_add(huge_resizes, 1);
     long delta = (long)total - (long)old_total;
     nd_gauge_active(delta);
     if (delta > 0)

@@ -12,8 +12,18 @@
  * secure=1: the last OS page of every huge mapping is a guard page
  * (inaccessible; nd_seg_guard bytes), not part of the block: an overflow
  * past the block faults at once. A cached mapping grown or trimmed for
- * reuse gets its guard page at its new end; a live block is not resized
- * in place (realloc copies).
+ * reuse, and a live block realloc resizes, gets its guard page at its new
+ * end.
+ *
+ * realloc resizes a huge block without copying it (nd_huge_realloc):
+ * shrunk where it is (its tail unmapped), grown where it is when the
+ * addresses after it are free, else moved by the kernel (mremap: its
+ * pages go along, their bytes are not copied). Every kind: plain,
+ * interleaved (the mapping's policy goes with it), node-bound (the bytes
+ * it gains bound to its node, populated and verified there as a new
+ * block's are; a move that fails is undone), secure=1 (the guard page
+ * moves to the new end), aligned beyond 4 MiB (a move keeps the
+ * alignment). The statistics count each (huge_resizes).
  *
  * A block aligned beyond 4 MiB starts in a later 4 MiB chunk of its mapping;
  * the segment map says how far back the header is (segment.h).
@@ -33,7 +43,8 @@ void  *nd_huge_alloc(size_t size, size_t alignment, int node, bool bound, const 
 void   nd_huge_free(nd_segment *s) nd_hidden;
 /* Bytes usable from p (the block start) to the end of the mapping. */
 size_t nd_huge_usable(const nd_segment *s, const void *p) nd_hidden;
-/* Resizes a plain huge block in place or by moving its mapping; NULL if it
+/* Resizes huge block p (of s) to size bytes where it is or by moving its
+   mapping, without a copy (above); NULL with the block as it was if it
    cannot (the caller then copies). */
 void  *nd_huge_realloc(nd_segment *s, void *p, size_t size) nd_hidden;
 /* Debug builds (ND_DEBUG >= 2; tests): called when a realloc has moved a

@@ -399,6 +399,19 @@ void *nd_os_remap_to(void *p, size_t old_size, size_t new_size, void *to)
     return q;
 }
 
+void *nd_os_remap_keep(void *p, size_t size, void *to)
+{
+#ifdef MREMAP_DONTUNMAP
+    void *q = mremap(p, size, size, MREMAP_MAYMOVE | MREMAP_FIXED | MREMAP_DONTUNMAP, to);
+    if (q == MAP_FAILED)
+        return NULL;
+    return q;   /* [to, to + size) was mapped (reserved) already, [p, p + size) still is */
+#else
+    (void)p; (void)size; (void)to;
+    return NULL;
+#endif
+}
+
 int nd_os_bind(void *p, size_t size, int mode, const uint64_t *mask)
 {
     /* maxnode counts bits; the kernel ignores the last one (historic off by one). */

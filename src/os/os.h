@@ -88,6 +88,12 @@ int   nd_os_protect(void *p, size_t size, bool access) nd_hidden;
 int   nd_os_remap_inplace(void *p, size_t old_size, size_t new_size) nd_hidden;
 /* Move a mapping to `to` (a range reserved with nd_os_map_aligned). */
 void *nd_os_remap_to(void *p, size_t old_size, size_t new_size, void *to) nd_hidden;
+/* Moves the pages of mapping [p, p+size) to `to` (a range mapped already,
+   replaced), leaving [p, p+size) mapped, empty (Linux 5.7's
+   MREMAP_DONTUNMAP): a move that can be undone (nd_os_remap_to back over
+   it). NULL if the kernel would not (nothing changed but `to`, which may
+   be unmapped then). */
+void *nd_os_remap_keep(void *p, size_t size, void *to) nd_hidden;
 
 /* NUMA: node masks are arrays of ND_MAX_NODES bits. */
 int  nd_os_bind(void *p, size_t size, int mode, const uint64_t *mask) nd_hidden;

@@ -1557,6 +1557,31 @@ static void sc_write_past_reused_huge(long arg)
     write_one_past(p, what);
 }
 
+/* A block realloc resizes from `arg >> 16` MiB to `arg & 0xffff` MiB in
+   steps of a tenth (grown or shrunk where it is, or moved, without a
+   copy), its last byte written at each step; then one byte past it. */
+static void sc_write_past_realloced_huge(long arg)
+{
+    const struct nd_api *A = nd_api();
+    size_t from = (size_t)(arg >> 16) << 20, to = (size_t)(arg & 0xffff) << 20;
+    void *keep = A->malloc(64);
+    unsigned char *p = A->malloc(from);
+    if (!p || !keep)
+        _exit(4);
+    for (size_t sz = from; sz != to;) {
+        sz = to > from ? sz + sz / 10 : sz - sz / 10;
+        if ((to > from && sz > to) || (to < from && sz < to))
+            sz = to;
+        p = A->realloc(p, sz);
+        if (!p)
+            _exit(4);
+        p[sz - 1] = 1;
+    }
+    char what[96];
+    snprintf(what, sizeof what, "%zu-byte block (resized by realloc from %zu bytes)", to, from);
+    write_one_past(p, what);
+}
+
 static void overflow_past_a_huge_block_faults_under_secure_1(void)
 {
     nd_api();
@@ -1569,6 +1594,12 @@ static void overflow_past_a_huge_block_faults_under_secure_1(void)
                  "write_past_reused_huge", 8L << 16 | 12);
     expect_fault("a write past the end of a 6 MiB block in a trimmed 64 MiB mapping", "secure=1",
                  "write_past_reused_huge", 64L << 16 | 6);
+    /* Resized by realloc without a copy (grown where it is or moved,
+       shrunk where it is): the guard page is at the new end. */
+    expect_fault("a write past the end of a block realloc grew from 2 MiB to 40 MiB", "secure=1",
+                 "write_past_realloced_huge", 2L << 16 | 40);
+    expect_fault("a write past the end of a block realloc shrank from 40 MiB to 3 MiB", "secure=1",
+                 "write_past_realloced_huge", 40L << 16 | 3);
 }
 
 /* Blocks of `size` until one ends where the last page of its segment ends;
@@ -1764,6 +1795,7 @@ static const struct scenario scenarios[] = {
     { "write_past_usable", sc_write_past_usable },
     { "write_past_segment_end", sc_write_past_segment_end },
     { "write_past_reused_huge", sc_write_past_reused_huge },
+    { "write_past_realloced_huge", sc_write_past_realloced_huge },
     { "write_past_reused_large", sc_write_past_reused_large },
     { "write_past_large_in_a_longer_run", sc_write_past_large_in_a_longer_run },
     { "write_past_aligned_large", sc_write_past_aligned_large },

@@ -4,6 +4,7 @@
  * NULL behave as glibc's; failures leave the block intact with ENOMEM.
  */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "api.h"
@@ -294,6 +295,109 @@ static void blocks_filled_with_uninitialised_memory_stay_in_use(void)
     }
 }
 
+/* The statistics' count of huge blocks realloc resized without copying. */
+static unsigned long long huge_resizes(void)
+{
+    static char json[4 << 20];
+    nodal_stats_json(json, sizeof json);
+    const char *k = strstr(json, "\"huge_resizes\"");
+    EXPECT(k != NULL, "the statistics to count huge_resizes");
+    k += strlen("\"huge_resizes\"");
+    while (*k == ':' || *k == ' ')
+        k++;
+    return strtoull(k, NULL, 10);
+}
+
+/* One byte per OS page and the last one, tagged with their offset: a block
+   moved, grown or shrunk keeps them (every page touched, cheaply). */
+static void sparse_fill(unsigned char *p, size_t from, size_t to)
+{
+    for (size_t i = from - from % 4096; i < to; i += 4096)
+        if (i >= from)
+            p[i] = (unsigned char)(i >> 12 | 1);
+    p[to - 1] = (unsigned char)to;
+}
+
+static size_t sparse_check(const unsigned char *p, size_t n, size_t old)
+{
+    for (size_t i = 0; i < n; i += 4096)
+        if (p[i] != (unsigned char)(i >> 12 | 1))
+            return i;
+    if (n == old && p[n - 1] != (unsigned char)old)
+        return n - 1;
+    return SIZE_MAX;
+}
+
+/* A huge block of one kind (malloc, an alignment, node-bound) grown by
+   tenths from 2 MiB to 48 MiB, then shrunk by sevenths to 1.5 MiB: at
+   every step its bytes stay, its alignment too, and each realloc that
+   had to resize it (the request beyond the usable size, or at most half
+   of it) did so without a copy (the statistics' huge_resizes counts each;
+   a copy would not). The bytes allocated follow the usable size. */
+static void resize_huge_kind(int kind, size_t align)
+{
+    const struct nd_api *A = nd_api();
+    static const char *names[] = { "malloc", "posix_memalign", "nodal_malloc_node" };
+    size_t before = allocated_now();
+    size_t size = (size_t)2 << 20;
+    unsigned char *p = NULL;
+    int node = -1;
+    if (kind == 0)
+        p = A->malloc(size);
+    else if (kind == 1)
+        EXPECT(A->posix_memalign((void **)&p, align, size) == 0, "posix_memalign(%zu, %zu) to succeed", align, size);
+    else {
+        EXPECT(nodal_node_ids(&node, 1) >= 1, "a node with memory");
+        p = nodal_malloc_node(size, node);
+    }
+    EXPECT(p != NULL, "%s(%zu) to succeed", names[kind], size);
+    sparse_fill(p, 0, size);
+    unsigned long long resizes = huge_resizes(), expected = 0;
+    for (int phase = 0; phase < 2; phase++) {
+        for (;;) {
+            size_t next = phase == 0 ? size + size / 10 : size - size / 7;
+            if (phase == 0 ? next > ((size_t)48 << 20) : next < ((size_t)3 << 19))
+                break;
+            size_t usable = A->usable_size(p);
+            if (!(next <= usable && next > usable / 2))
+                expected++;   /* nodal resizes it (else it stays as it is) */
+            unsigned char *q = A->realloc(p, next);
+            EXPECT(q != NULL, "%s(%p, %zu) of a %s block to succeed", nd_fn("realloc"), (void *)p, next, names[kind]);
+            EXPECT(A->usable_size(q) >= next, "a %s block resized to %zu to have as many usable bytes, got %zu",
+                   names[kind], next, A->usable_size(q));
+            EXPECT(((uintptr_t)q & (align - 1)) == 0, "a %s block aligned to %zu to stay so through %s, got %p",
+                   names[kind], align, nd_fn("realloc"), (void *)q);
+            size_t keep = next < size ? next : size;
+            size_t bad = sparse_check(q, keep, size);
+            EXPECT(bad == SIZE_MAX, "a %s block resized from %zu to %zu bytes (%p -> %p) to keep its bytes, byte %zu differs",
+                   names[kind], size, next, (void *)p, (void *)q, bad);
+            if (kind == 2)
+                EXPECT(nodal_node_of(q) == node, "a node-%d block resized by %s to stay on its node, nodal_node_of says %d",
+                       node, nd_fn("realloc"), nodal_node_of(q));
+            p = q;
+            sparse_fill(p, keep, next);
+            size = next;
+        }
+    }
+    unsigned long long got = huge_resizes() - resizes;
+    EXPECT(got == expected, "the %zu-aligned %s block's %llu resizes by %s to be made without a copy (huge_resizes "
+           "counted %llu)", align, names[kind], expected, nd_fn("realloc"), got);
+    EXPECT(allocated_now() - before == A->usable_size(p), "allocated to grow by the block's usable size, %zu; "
+           "it grew by %zu", A->usable_size(p), allocated_now() - before);
+    A->free(p);
+    EXPECT(allocated_now() == before, "allocated to come back to %zu once the block is freed, got %zu", before,
+           allocated_now());
+}
+
+static void huge_blocks_resize_without_copying_at_every_alignment(void)
+{
+    resize_huge_kind(0, 16);
+    static const size_t aligns[] = { 4096, (size_t)64 << 10, (size_t)4 << 20, (size_t)8 << 20, (size_t)32 << 20 };
+    for (size_t i = 0; i < sizeof aligns / sizeof aligns[0]; i++)
+        resize_huge_kind(1, aligns[i]);
+    resize_huge_kind(2, 16);
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(realloc_preserves_contents_growing_through_every_size),
     ND_CASE(realloc_preserves_contents_shrinking_through_every_size),
@@ -305,5 +409,6 @@ static const struct nd_case cases[] = {
     ND_CASE(reallocarray_overflow_keeps_the_block_and_sets_enomem),
     ND_CASE(reallocarray_resizes_to_count_times_size),
     ND_CASE(blocks_filled_with_uninitialised_memory_stay_in_use),
+    ND_CASE(huge_blocks_resize_without_copying_at_every_alignment),
 };
 ND_MAIN(cases)

@@ -11,7 +11,12 @@
  *     including from == to, for a small, a large and a huge block, growing,
  *     keeping and shrinking: the result is on `to`, contents preserved; a
  *     later plain realloc() keeps it on `to`.
- *  3. nodal_realloc_node(NULL, size, node) behaves like nodal_malloc_node;
+ *  3. A node block grown by tenths from 2 MiB to 48 MiB and shrunk by
+ *     sevenths to 1.5 MiB (realloc resizes such a huge block without a
+ *     copy: grown where it is, or its pages moved, the added ones bound to
+ *     the node and checked): after every step all its pages on the node,
+ *     its contents kept.
+ *  4. nodal_realloc_node(NULL, size, node) behaves like nodal_malloc_node;
  *     a plain malloc() block given to nodal_realloc_node lands on the node;
  *     a plain block given to realloc() stays plain (default policy).
  */
@@ -74,25 +79,25 @@ static void expect_on(unsigned char *p, size_t size, int node, const char *what)
                 at, node);
 }
 
-static const size_t chain[] = {
+static const size_t classes_to_huge[] = {
     24, 100, 3000, 3001, 40000, 200000, 3 << 20, 10 << 20, 40 << 20,
     9 << 20, 1 << 20, 100000, 5000, 48, 16,
 };
 
-static void walk_chain(int node, int use_nodal_name)
+static void walk_chain(int node, int use_nodal_name, const size_t *chain, size_t n)
 {
     const char *fn = use_nodal_name ? "nodal_realloc" : "realloc";
-    unsigned seed = (unsigned)node * 10 + (unsigned)use_nodal_name;
+    unsigned seed = (unsigned)node * 10 + (unsigned)use_nodal_name + (unsigned)n;
     size_t size = chain[0];
     unsigned char *p = nodal_malloc_node(size, node);
-    char what[96];
+    char what[112];
     if (!p) {
         pt_fail("nodal_malloc_node(%zu, %d) returned NULL (%s); expected a block", size, node,
                 strerror(errno));
         return;
     }
     fill(p, 0, size, seed);
-    for (size_t i = 1; i < sizeof chain / sizeof chain[0]; i++) {
+    for (size_t i = 1; i < n; i++) {
         size_t ns = chain[i];
         unsigned char *q = use_nodal_name ? nodal_realloc(p, ns) : realloc(p, ns);
         steps++;
@@ -115,6 +120,20 @@ static void walk_chain(int node, int use_nodal_name)
         size = ns;
     }
     free(p);
+}
+
+/* 2 MiB grown by tenths to 48 MiB, then shrunk by sevenths to 1.5 MiB. */
+static size_t tenths[96];
+
+static size_t tenths_chain(void)
+{
+    size_t n = 0, size = (size_t)2 << 20;
+    tenths[n++] = size;
+    while (size + size / 10 <= ((size_t)48 << 20))
+        tenths[n++] = size += size / 10;
+    while (size - size / 7 >= ((size_t)3 << 19))
+        tenths[n++] = size -= size / 7;
+    return n;
 }
 
 static void move_between(int from, int to, size_t size, size_t new_size)
@@ -234,8 +253,10 @@ int main(int argc, char **argv)
         pt_die("cannot pin: %s", strerror(errno));
 
     for (int k = 0; k < t->nmem; k++) {
-        walk_chain(t->mem[k], 0);
-        walk_chain(t->mem[k], 1);
+        size_t n = sizeof classes_to_huge / sizeof classes_to_huge[0];
+        walk_chain(t->mem[k], 0, classes_to_huge, n);
+        walk_chain(t->mem[k], 1, classes_to_huge, n);
+        walk_chain(t->mem[k], 0, tenths, tenths_chain());
     }
     static const size_t moves[][2] = {
         { 100, 100 }, { 100, 3000 }, { 3000, 64 },          /* classes */
