@@ -326,6 +326,10 @@ nd_hot size_t nd_heap_take_blocks(nd_heap *h, unsigned cls, void **out, size_t n
     while (got < n) {
         nd_page *pg = q->first;
         if (pg == NULL) {
+            /* Other heaps' pages wait with blocks freed by other threads
+               that this heap cannot take (statistics). */
+            if (nd_load_relaxed(&nd_gauge.notified_pages) != 0 && nd_load_relaxed(&h->notified) == NULL)
+                nd_gauge_add(pages_past_notified, 1);
             pg = nd_heap_page_new(h, cls);
             if (pg == NULL)
                 break;
@@ -380,6 +384,9 @@ void nd_heap_free_local(nd_heap *h, nd_page *pg, void *p)
 static void nd_heap_notify(nd_page *pg)
 {
     nd_heap *h = nd_load_acquire(&pg->heap);
+    /* Counted before the push, so that the owner's drain never takes it
+       off the gauge first. */
+    nd_gauge_add_peak(&nd_gauge.notified_pages, &nd_gauge.peak_notified_pages, 1);
     nd_page *top = nd_load_relaxed(&h->notified);
     do {
         pg->xnext = top;
@@ -400,10 +407,21 @@ nd_hot void nd_heap_free_remote_chain(nd_page *pg, nd_block *head, nd_block *tai
         nd_heap_notify(pg);
 }
 
+/* Takes n pages off the notified_pages gauge (statistics), never below 0
+   (a child after fork: nd_heap_fork_child queues pages it does not
+   count). */
+static void nd_heap_notified_gone(size_t n)
+{
+    size_t v = nd_load_relaxed(&nd_gauge.notified_pages);
+    while (!nd_cas_weak_acq_rel(&nd_gauge.notified_pages, &v, v > n ? v - n : 0))
+        ;
+}
+
 nd_hot void nd_heap_drain_notified(nd_heap *h)
 {
     nd_page *list = nd_exchange_acq_rel(&h->notified, (nd_page *)NULL);
-    while (list != NULL) {
+    size_t n = 0;
+    for (; list != NULL; n++) {
         nd_page *pg = list;
         list = pg->xnext;
         pg->xnext = NULL;
@@ -415,6 +433,8 @@ nd_hot void nd_heap_drain_notified(nd_heap *h)
             nd_list_push_front(&h->pages[pg->cls], pg);
         }
     }
+    if (n != 0)
+        nd_heap_notified_gone(n);
 }
 
 /* ---- purging and maintenance ----------------------------------------------- */
@@ -562,6 +582,9 @@ void nd_heap_fork_child(nd_heap *h)
                 break;
             }
         if (!queued) {
+            /* Not counted again: its notifier may have counted it before
+               the fork (nd_heap_notify), and a gauge one too high would
+               stay so; one too low is taken no further than 0. */
             pg->xnext = h->notified;
             h->notified = pg;
         }

@@ -87,7 +87,8 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_heap {
     size_t          purge_pending;
     uint64_t       *carve_rng;          /* secure=1 and 2: the generator carving shuffles with (page.h); else NULL */
     nd_thread_counters stats;
-    nd_aligned(ND_CACHE_LINE) nd_page *notified;   /* pages notified by remote frees (other threads push) */
+    nd_aligned(ND_CACHE_LINE) nd_page *notified;   /* pages notified by remote frees (other threads push;
+                                                      all heaps' together: the notified_pages gauge) */
     /* Last, on a cache line of its own, class 0's first: a thread cache's
        heap follows its bins and their cold parts in its nd_tcache
        (tcache.h), so the counters of the small classes share the

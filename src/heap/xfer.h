@@ -62,14 +62,20 @@
    bound applies. Since the store also takes a heap's own overflows
    (transfer=2), it is where the node's heaps find each other's free
    blocks before they carve, so it holds a few overflows of every heap
-   that shares a class: 512 KiB is 32 blocks of 16 KiB, two bins' worth,
-   where 128 KiB held 8 (rptest -t 8, sizes 8 B-16 KiB: peak RSS 64.1 MiB
-   with 128 KiB, 50.0 with 512, main 74.5; bench/ab.py 3). Every small
-   class full at once would be about 14 MiB per kind (and the medium ones
-   46 MiB), but a class no cache took from for a purge delay is sent back
-   to its pages, and so are the blocks any class held all through one (its
-   low-water mark: nd_tcache_xfer_sweep), and only overflows fill it. The
-   slots take about 320 KiB of metadata per kind (the shards' headers,
+   that shares a class: 2 MiB is 128 blocks of 16 KiB and 2,048 of 1 KiB
+   (the slots' bound), where 512 KiB held 32 and 512 and 128 KiB 8
+   (rptest -t 8, sizes 8 B-16 KiB: peak RSS 64.1 MiB with 128 KiB, 50.0
+   with 512, main 74.5; bench/ab.py 3; then 55-56 MiB with 512 KiB, 47.2
+   with 1 MiB, 37.9 with 2, 34.0 with 4, CPU x0.93 at 2 MiB, and rptest -t
+   2 15.3 -> 12.8; bench/ab.py 7, docs/results.md h50q). The classes up to
+   256 B keep the slots' bound (2,048 blocks): more slots (64 K) let
+   batchq's producers outrun its queue, x1.2-1.4 its CPU in sleeps. Every
+   small class full at once would be about 44 MiB per kind (15 with
+   512 KiB; the medium ones 46 MiB), but a class no cache took from for a
+   purge delay is sent back to its pages, and so are the blocks any class
+   held all through one (its low-water mark: nd_tcache_xfer_sweep), and
+   only overflows fill it. The
+   slots take about 440 KiB of metadata per kind (the shards' headers,
    48 KiB with their start rooms, a page of offsets, and the big slots,
    each shard's rounded up to whole cache lines; a kind's store is made on
    the first overflow of a cache of it that puts blocks in it), resident
@@ -94,7 +100,7 @@
 #define ND_XFER_SLOTS 2048u
 /* Kinds that may have a store: 2 .. 2 + ND_XFER_KINDS (nd_kind_of). */
 #define ND_XFER_KINDS (2 * ND_MAX_NODES)
-#define ND_XFER_BYTES (512 * ND_KiB)
+#define ND_XFER_BYTES (2048 * ND_KiB)
 #define ND_XFER_MEDIUM_BLOCKS 64u
 
 /* Shards per class (a power of two), and the slots of a cache line. */

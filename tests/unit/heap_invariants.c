@@ -1529,6 +1529,79 @@ static void remote_frees_return_to_the_owner(void)
     EXPECT(a != NULL && atol(a + 12) == 0, "no byte to be allocated, stats say %.24s", a ? a : "nothing");
 }
 
+/* ---- notified pages: freed blocks waiting for an owner that does not allocate ---- */
+
+/* A thread that allocated pages of blocks and then waits (as a producer
+   the scheduler has set aside does): another thread frees its blocks, its
+   full pages tell it (notified_pages), and it does not take them back
+   until it runs again. A third heap (here the main thread's) that needs a
+   fresh page meanwhile cannot use those blocks, and the statistics count
+   that page (pages_past_notified). Once the owner runs (its collect), its
+   notified pages leave the gauge, and the peak stays. */
+enum { IDLE_N = 8192, IDLE_SIZE = 96 };
+static void *idle_blocks[IDLE_N];
+static sem_t idle_made, idle_go, idle_done;
+
+static void *idle_owner(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < IDLE_N; i++)
+        idle_blocks[i] = nodal_malloc(IDLE_SIZE);
+    sem_post(&idle_made);
+    sem_wait(&idle_go);
+    nodal_collect(0);   /* runs again: takes its notified pages back */
+    EXPECT(nd_thread_is_valid(), "the owner's heap to be valid after it took its pages back");
+    sem_post(&idle_done);
+    sem_wait(&idle_go);
+    return NULL;
+}
+
+static void pages_waiting_for_an_idle_owner_are_counted_when_another_heap_takes_a_fresh_page(void)
+{
+    sem_init(&idle_made, 0, 0);
+    sem_init(&idle_go, 0, 0);
+    sem_init(&idle_done, 0, 0);
+    size_t waiting0 = nd_load_relaxed(&nd_gauge.notified_pages);
+    size_t past0 = nd_load_relaxed(&nd_gauge.pages_past_notified);
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, idle_owner, NULL) == 0, "pthread_create to work");
+    sem_wait(&idle_made);
+    for (int i = 0; i < IDLE_N; i++) {
+        EXPECT(idle_blocks[i] != NULL, "malloc(%d) to succeed", IDLE_SIZE);
+        nodal_free(idle_blocks[i]);
+    }
+    nodal_collect(0);   /* this thread's cache and the stores: every block home, to the owner's pages */
+    /* 8,192 blocks of 96 B fill a dozen 64 KiB pages, all full but the
+       last: each full one that got blocks back is notified. */
+    size_t waiting = nd_load_relaxed(&nd_gauge.notified_pages);
+    EXPECT(waiting >= waiting0 + 8, "the owner's full pages to wait notified, notified_pages %zu -> %zu", waiting0,
+           waiting);
+    EXPECT(nd_load_relaxed(&nd_gauge.peak_notified_pages) >= waiting, "peak_notified_pages to be %zu at least",
+           waiting);
+    /* This thread needs pages of the class now: fresh ones, counted. */
+    static void *mine[3 * IDLE_N / 8];
+    for (size_t i = 0; i < sizeof mine / sizeof mine[0]; i++)
+        mine[i] = nodal_malloc(IDLE_SIZE);
+    size_t past = nd_load_relaxed(&nd_gauge.pages_past_notified);
+    EXPECT(past > past0, "a fresh page taken while the owner's pages waited to be counted, pages_past_notified %zu -> %zu",
+           past0, past);
+    sem_post(&idle_go);
+    sem_wait(&idle_done);
+    EXPECT(nd_load_relaxed(&nd_gauge.notified_pages) == waiting0,
+           "the owner's pages to leave the gauge once it took them back, notified_pages %zu (before %zu)",
+           (size_t)nd_load_relaxed(&nd_gauge.notified_pages), waiting0);
+    EXPECT(nd_load_relaxed(&nd_gauge.peak_notified_pages) >= waiting, "the peak to stay");
+    char json[1 << 16], want[64];
+    nodal_stats_json(json, sizeof json);
+    snprintf(want, sizeof want, "\"pages_past_notified\":%zu", (size_t)nd_load_relaxed(&nd_gauge.pages_past_notified));
+    EXPECT(strstr(json, want) != NULL, "the JSON report to have %s", want);
+    for (size_t i = 0; i < sizeof mine / sizeof mine[0]; i++)
+        nodal_free(mine[i]);
+    sem_post(&idle_go);
+    pthread_join(t, NULL);
+    EXPECT(nd_thread_is_valid(), "this thread's heap to be valid");
+}
+
 /* Blocks another thread frees wait in its cache and go back to their own
    pages as one chain per page: freed in address order, runs cross page
    boundaries (page 0 of a segment starts after the header) and must still
@@ -2997,6 +3070,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_bin_whose_batches_cycle_through_the_store_grows_past_tcache_bytes),
     ND_CASE(remote_frees_return_to_the_owner),
     ND_CASE(remote_frees_in_chains_go_back_to_their_own_pages),
+    ND_CASE(pages_waiting_for_an_idle_owner_are_counted_when_another_heap_takes_a_fresh_page),
     ND_CASE(blocks_freed_by_another_thread_come_back_in_address_order),
     ND_CASE(a_large_block_fills_an_older_segments_hole_first),
     ND_CASE(a_large_block_reuses_resident_chunks_before_purged_ones),
