@@ -135,9 +135,8 @@ static uint32_t nd_bin_start_capacity(unsigned cls, uint32_t cap_max)
    one; its fills double from there as before (tcache.h).
    A cache the nursery may serve (fill_from_one: a plain cache of a thread
    other than the process's first, secure off) takes one block at its
-   first fill, or the fewest that make whole cache lines (4 of 16, 48, 80
-   and 112 B, 2 of 32, 96, 160 and 224 B), as ND_FIRST_FILL's 4 did: the
-   nursery's blocks are its threads' in the order they asked, and two
+   first fill, or the fewest that make whole pairs of cache lines
+   (nd_bin_pair_blocks), as ND_FIRST_FILL's 4 did: the nursery's blocks are its threads' in the order they asked, and two
    threads' first blocks on one line (1 block of 32 B each) had every free
    of one write the line the other's malloc read (micro -m pair -s 32
    -t 2: x1.07 of the CPU, docs/results.md h50t). Its fills grow by half
@@ -146,12 +145,25 @@ static uint32_t nd_bin_start_capacity(unsigned cls, uint32_t cap_max)
    many again, not up to 4 + 8 (7 requests: 12 blocks, 5 of them ahead;
    now 1 + 2 + 3 + 4, 3). */
 #define ND_FIRST_FILL_BYTES 1024u
+/* The fewest blocks of class c that fill whole pairs of cache lines (the
+   unit the L2's adjacent-line prefetcher fetches): 1 from 128 B blocks
+   up, 2 of 64, 192 and 320 B, 4 of 32, 96, 160 and 224 B, 8 of 16, 48,
+   80 and 112 B: a first fill from the nursery (whose blocks are its
+   threads' in the order they asked) keeps two threads' first blocks off
+   one pair of lines. Whole single lines were not enough: with one 64 B
+   block a thread, micro -m realloc -t 2 took x1.17-1.26 of main
+   1378f24's CPU with the same instructions (callgrind), x0.98 with
+   pairs (lead's fix of h50t, 2026-12-05). */
+#define ND_LINE_PAIR 128u
+static inline size_t nd_bin_pair_blocks(unsigned c)
+{
+    size_t size = nd_bin_counted_size(c), pow2 = size & (0 - size);
+    return ND_LINE_PAIR / (pow2 < ND_LINE_PAIR ? pow2 : ND_LINE_PAIR);
+}
 static uint32_t nd_bin_first_fill(const nd_tcache *tc, unsigned c)
 {
-    if (tc->fill_from_one) {   /* whole cache lines: two threads' first blocks on two lines */
-        size_t size = nd_bin_counted_size(c), pow2 = size & (0 - size);
-        return (uint32_t)(ND_CACHE_LINE / (pow2 < ND_CACHE_LINE ? pow2 : ND_CACHE_LINE));
-    }
+    if (tc->fill_from_one)   /* whole pairs of lines: two threads' first blocks apart */
+        return (uint32_t)nd_bin_pair_blocks(c);
     size_t n = ND_FIRST_FILL_BYTES / nd_bin_counted_size(c);
     return n < 1 ? 1 : n > ND_FIRST_FILL ? ND_FIRST_FILL : (uint32_t)n;
 }

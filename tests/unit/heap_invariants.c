@@ -398,7 +398,7 @@ static void *make_one_request_of_three_sizes(void *arg)
     (void)arg;
     nd_tcache *tc = nd_thread_start();
     EXPECT(tc != NULL, "the thread to start");
-    static const size_t size[3] = {64, 512, 1000};
+    static const size_t size[3] = {128, 512, 1000};   /* (64 B: a pair of lines, 2 blocks) */
     static const ptrdiff_t left[3] = {3, 1, 0};
     for (int i = 0; i < 3; i++) {
         void *p = nodal_malloc(size[i]);
@@ -428,7 +428,7 @@ static void *make_one_request_of_three_sizes_from_one(void *arg)
     nd_tcache *tc = nd_thread_start();
     EXPECT(tc != NULL, "the thread to start");
     EXPECT(tc->fill_from_one, "a thread's plain cache to start its fills at one block");
-    static const size_t size[3] = {64, 512, 1000};
+    static const size_t size[3] = {128, 512, 1000};   /* (64 B: a pair of lines, 2 blocks) */
     for (int i = 0; i < 3; i++) {
         void *p = nodal_malloc(size[i]);
         EXPECT(p != NULL, "malloc(%zu) to succeed", size[i]);
@@ -443,8 +443,8 @@ static void *make_one_request_of_three_sizes_from_one(void *arg)
 
 /* A thread that makes k requests of a class (its bin's first fills, from
    the nursery: 1, 2, 3, 4, 6, 8, 12 blocks, then 16 and 24 from its own
-   pages; a class whose block is not a multiple of a cache line starts at
-   whole lines, 2 or 4 blocks) has taken at most half as many again: at
+   pages; a class whose block is not a multiple of a pair of cache lines
+   starts at whole pairs, 2, 4 or 8 blocks) has taken at most half as many again: at
    most k / 2 wait in its bin (and those 2 or 4), for k = 1, 3, ... 31 (bench/threadcost's threads make 3-12 of
    each class). On main 1378f24 (fills of 4, 8 and 16) 1 request left 3
    blocks in the bin, 5 left 7. */
@@ -460,7 +460,7 @@ static void *make_k_requests_of_each_class(void *arg)
         for (unsigned i = 0; i < n; i++)
             EXPECT((p[k - 1][i] = nodal_malloc(size)) != NULL, "malloc(%zu) to succeed", size);
         const nd_bin *b = &tc->bins[nd_class_of(size)];
-        unsigned pow2 = (unsigned)(size & (0 - size)), line = pow2 < 64 ? 64 / pow2 : 0;   /* (whole lines first) */
+        unsigned pow2 = (unsigned)(size & (0 - size)), line = pow2 < 128 ? 128 / pow2 : 0;   /* (whole pairs of lines first) */
         EXPECT((unsigned)(b->empty - b->cur) <= n / 2 + line, "%u requests of %zu B to leave at most %u blocks in the bin, it holds %td",
                n, size, n / 2 + line, b->empty - b->cur);
     }
