@@ -795,7 +795,15 @@ void nd_os_signal_write(int fd, const void *buf, size_t len)
     errno = saved;
 }
 
-struct nd_code_query { uintptr_t a, lo, hi; bool found, main; };
+/* The object whose code holds address a (dl_iterate_phdr): its
+   executable loads' span [lo, hi), load address and program headers (the
+   loader's, mapped for good). */
+struct nd_code_query {
+    uintptr_t a, lo, hi, base;
+    const ElfW(Phdr) *phdr;
+    int phnum;
+    bool found, main;
+};
 
 static nd_hot int nd_code_range_cb(struct dl_phdr_info *info, size_t size, void *arg)
 {
@@ -816,6 +824,9 @@ static nd_hot int nd_code_range_cb(struct dl_phdr_info *info, size_t size, void 
         return 0;
     q->lo = lo;
     q->hi = hi;
+    q->base = info->dlpi_addr;
+    q->phdr = info->dlpi_phdr;
+    q->phnum = info->dlpi_phnum;
     q->found = true;
     q->main = info->dlpi_name == NULL || info->dlpi_name[0] == '\0';
     return 1;
@@ -833,36 +844,9 @@ nd_hot bool nd_os_code_range(const void *a, uintptr_t *lo, uintptr_t *hi, bool *
     return q.found;
 }
 
-struct nd_trim_query {
-    uintptr_t a;                 /* an address in the object's code */
-    uintptr_t base;              /* the object's load address */
-    const ElfW(Phdr) *phdr;      /* its program headers (the loader's, mapped for good) */
-    int phnum;
-    bool found, main;
-};
-
-static nd_hot int nd_trim_cb(struct dl_phdr_info *info, size_t size, void *arg)
-{
-    (void)size;
-    struct nd_trim_query *q = arg;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        const ElfW(Phdr) *ph = &info->dlpi_phdr[i];
-        uintptr_t b = info->dlpi_addr + ph->p_vaddr;
-        if (ph->p_type == PT_LOAD && (ph->p_flags & PF_X) && q->a >= b && q->a < b + ph->p_memsz) {
-            q->base = info->dlpi_addr;
-            q->phdr = info->dlpi_phdr;
-            q->phnum = info->dlpi_phnum;
-            q->found = true;
-            q->main = info->dlpi_name == NULL || info->dlpi_name[0] == '\0';
-            return 1;
-        }
-    }
-    return 0;
-}
-
 /* The load of q's object that holds address x, of flags `flags` (PF_*),
    into [*b, *e); false when none. */
-static nd_hot bool nd_trim_load(const struct nd_trim_query *q, uintptr_t x, unsigned flags, uintptr_t *b, uintptr_t *e)
+static nd_hot bool nd_trim_load(const struct nd_code_query *q, uintptr_t x, unsigned flags, uintptr_t *b, uintptr_t *e)
 {
     for (int i = 0; i < q->phnum; i++) {
         const ElfW(Phdr) *ph = &q->phdr[i];
@@ -912,9 +896,9 @@ static nd_hot size_t nd_os_trim_range(uintptr_t a, uintptr_t b, int fd)
 
 nd_hot size_t nd_os_code_trim(void)
 {
-    struct nd_trim_query q = { .a = (uintptr_t)nd_os_cold_text };
+    struct nd_code_query q = { .a = (uintptr_t)nd_os_cold_text };
     int saved = errno;
-    dl_iterate_phdr(nd_trim_cb, &q);
+    dl_iterate_phdr(nd_code_range_cb, &q);
     uintptr_t ps = nd_os_pagesize, lo, hi;
     /* In libnodal.so only (a static link puts this file anywhere in the
        program's text), and only where the link put the hot code first. */

@@ -21,8 +21,8 @@
  * stack (docs/how-it-works.md). A plain cache's bin (secure off) of a
  * class of at most ND_NURSERY_CLASS_MAX bytes whose heap has no page of
  * it takes its first fills, while their bound is below ND_FIRST_FILL <<
- * ND_NURSERY_FILLS (16: such a cache's bins start at one block, or 2 or
- * 4 for whole cache lines, and grow by half, 1, 2, 3, 4, 6, 8 and 12
+ * ND_NURSERY_FILLS (16: such a cache's bins start at one block, or 2, 4
+ * or 8 for whole pairs of cache lines, and grow by half, 1, 2, 3, 4, 6, 8 and 12
  * blocks, 36 in all, tcache.c: nd_bin_first_fill, nd_bin_next_fill), from
  * the nursery of its heap's node,
  * unless its thread is the process's first (ND_TID_FIRST: a program that
@@ -56,7 +56,7 @@ nd_tcache *nd_nursery_of(int node) nd_hidden;
    other than the first (no secure state, secure off), a class of at most
    ND_NURSERY_CLASS_MAX bytes its heap has no page of, while the bound is
    below ND_FIRST_FILL << ND_NURSERY_FILLS (the bin's first fills, 30-36
-   blocks: 1, 2, 3, 4, 6, 8, 12, or from 2 or 4, tcache.c). */
+   blocks: 1, 2, 3, 4, 6, 8, 12, or from 2, 4 or 8, tcache.c). */
 static inline bool nd_nursery_serves(const nd_tcache *tc, unsigned cls, uint32_t fill)
 {
     return fill < (ND_FIRST_FILL << ND_NURSERY_FILLS) && nd_class_size[cls] <= ND_NURSERY_CLASS_MAX &&

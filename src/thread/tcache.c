@@ -136,11 +136,12 @@ static uint32_t nd_bin_start_capacity(unsigned cls, uint32_t cap_max)
    A cache the nursery may serve (fill_from_one: a plain cache of a thread
    other than the process's first, secure off) takes one block at its
    first fill, or the fewest that make whole pairs of cache lines
-   (nd_bin_pair_blocks), as ND_FIRST_FILL's 4 did: the nursery's blocks are its threads' in the order they asked, and two
-   threads' first blocks on one line (1 block of 32 B each) had every free
-   of one write the line the other's malloc read (micro -m pair -s 32
-   -t 2: x1.07 of the CPU, docs/results.md h50t). Its fills grow by half
-   from there (nd_bin_next_fill):
+   (nd_bin_pair_blocks), as ND_FIRST_FILL's 4 did: the nursery's blocks
+   are its threads' in the order they asked, and two threads' first
+   blocks on one line (1 block of 32 B each) had every free of one write
+   the line the other's malloc read (micro -m pair -s 32 -t 2: x1.07 of
+   the CPU, docs/results.md h50t). Its fills grow by half from there
+   (nd_bin_next_fill):
    a thread that makes a few requests of a class takes at most half as
    many again, not up to 4 + 8 (7 requests: 12 blocks, 5 of them ahead;
    now 1 + 2 + 3 + 4, 3). */
@@ -169,8 +170,9 @@ static uint32_t nd_bin_first_fill(const nd_tcache *tc, unsigned c)
 }
 /* The bound of a bin's next fill after one of `fill` (tcache.h): twice
    that, but in a cache that fills from one, up to ND_FILL_HALF_END, half
-   as much again: 1, 2, 3, 4, 6, 8, 12 from the nursery (36 blocks,
-   nursery.h), 16 and 24 from the thread's own pages, then 32 and on as
+   as much again: 1, 2, 3, 4, 6, 8, 12 from the nursery (36 blocks; from
+   2, 4 or 8 for the classes below 128 B, nd_bin_pair_blocks; nursery.h),
+   16 and 24 from the thread's own pages, then 32 and on as
    before. What a thread takes ahead of its requests (blocks waiting in
    its bins) is at most half of what it asked for, not all of it. The dry
    rule (nd_tcache_fill) counts the fills of 8 and 16 only, as a doubling
@@ -1634,7 +1636,7 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
         return false;
     /* Its kind's table (tcache.h: nd_bin_layout), and its slots that table's. */
     unsigned layout = nd_tcache_layout_of(tc->heap.shared, tc->heap.bound);
-    if (tc->fill_from_one && (tc->heap.shared || tc->heap.bound || tc->heap.tid == ND_TID_FIRST))
+    if (tc->fill_from_one && !nd_tcache_fills_from_one(tc->heap.tid, tc->heap.bound, tc->heap.shared))
         return false;
     if (tc->layout != layout || tc->slot_bytes != nd_tcache_layout_slots[layout] * sizeof(void *))
         return false;
