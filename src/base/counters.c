@@ -35,6 +35,13 @@ nd_hot void nd_snap_class_add_counters(nd_snap_class *dst, const nd_class_counte
     ND_STATS_TABLE(ND_ADD_SNAP_CLASS_COUNTER)
 }
 
+#define ND_ADD_SNAP_BIN_COUNTER(n, k, sc, so, u, l, m) ND_SEL_BIN(sc, so)(dst->n += nd_load_relaxed(&src->n);)
+__attribute__((no_sanitize("thread")))
+nd_hot void nd_snap_class_add_bin_counters(nd_snap_class *dst, const nd_bin_counters *src)
+{
+    ND_STATS_TABLE(ND_ADD_SNAP_BIN_COUNTER)
+}
+
 #define ND_ADD_SNAP_THREAD_COUNTER(n, k, sc, so, u, l, m) ND_SEL(sc, so)(, dst->n += nd_load_relaxed(&src->n);, , , , , )
 __attribute__((no_sanitize("thread")))
 nd_hot void nd_snap_totals_add_counters(nd_snap_totals *dst, const nd_thread_counters *src)

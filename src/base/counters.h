@@ -26,6 +26,12 @@
  *                    its owner thread only, summed over live and exited
  *                    threads
  *           CLASS    a per-thread, per-class counter (nd_class_counters)
+           BIN      the same, kept in the bin's cold part (nd_bin_counters
+                    in nd_bin_info, tcache.h): the counters a thread's
+                    fills and overflows write, on the cache's first two
+                    OS pages with the rest of what a thread that uses a
+                    few small classes writes, so the other counters'
+                    pages stay untouched (tcache.h: the cache's pages)
  *           GAUGE    a process-wide gauge (nd_gauge), relaxed atomics
  *           (TIER and THREAD: counted per thread and per tier, by the fast
  *           path beside the bins of its caches (nd_tcache.tier_hits) and by the
@@ -105,10 +111,10 @@
     /* ---- per size class ------------------------------------------------------------------------- */ \
     X(requests,            COUNTER, CLASS,   DERIVED, COUNT, 1, "allocation calls served from the class") \
     X(frees,               COUNTER, CLASS,   DERIVED, COUNT, 1, "blocks of the class freed") \
-    X(fills,               COUNTER, CLASS,   CLASS,   COUNT, 1, "refills of a thread cache from pages, or from the transfer store of its kind (xfer_takes)") \
-    X(fill_blocks,         COUNTER, CLASS,   CLASS,   COUNT, 0, "blocks moved from pages into thread caches") \
-    X(flushes,             COUNTER, CLASS,   CLASS,   COUNT, 1, "times a thread cache gave blocks back to their pages, or to the transfer store of its kind (xfer_puts)") \
-    X(flush_blocks,        COUNTER, CLASS,   CLASS,   COUNT, 0, "blocks moved from thread caches back to pages") \
+    X(fills,               COUNTER, CLASS,   BIN,     COUNT, 1, "refills of a thread cache from pages, or from the transfer store of its kind (xfer_takes)") \
+    X(fill_blocks,         COUNTER, CLASS,   BIN,     COUNT, 0, "blocks moved from pages into thread caches") \
+    X(flushes,             COUNTER, CLASS,   BIN,     COUNT, 1, "times a thread cache gave blocks back to their pages, or to the transfer store of its kind (xfer_puts)") \
+    X(flush_blocks,        COUNTER, CLASS,   BIN,     COUNT, 0, "blocks moved from thread caches back to pages") \
     X(full_size_fills,     COUNTER, CLASS,   CLASS,   COUNT, 0, "fills of a cache already at its largest capacity (tcache_count, tcache_bytes): the ones a larger cache would have saved") \
     X(full_size_flushes,   COUNTER, CLASS,   CLASS,   COUNT, 0, "overflows of a cache already at its largest capacity") \
     X(direct_allocs,       COUNTER, CLASS,   CLASS,   COUNT, 0, "blocks taken straight from pages (classes without a thread cache)") \
@@ -117,12 +123,12 @@
     X(sampled_cell_frees,  COUNTER, CLASS,   CLASS,   COUNT, 0, "prof=1: frees of those cells, by any thread; counted in frees") \
     X(remote_frees,        COUNTER, CLASS,   CLASS,   COUNT, 1, "blocks of pages other threads own, given back to their page by the thread that freed them") \
     X(remote_pushes,       COUNTER, CLASS,   CLASS,   COUNT, 0, "of those, the ones sent at once, one atomic each (no cache of their kind, or it had no room); the others went in chains, one atomic per page, from the freeing thread's cache") \
-    X(xfer_puts,           COUNTER, CLASS,   CLASS,   COUNT, 0, "overflows of a thread cache that put blocks in the transfer store of its kind of memory (for other caches of that kind to take) instead of sending them to their pages") \
-    X(xfer_put_blocks,     COUNTER, CLASS,   CLASS,   COUNT, 0, "blocks put in transfer stores (counted in flush_blocks too)") \
-    X(xfer_takes,          COUNTER, CLASS,   CLASS,   COUNT, 0, "refills of a thread cache from the transfer store of its kind (counted in fills too)") \
-    X(xfer_take_blocks,    COUNTER, CLASS,   CLASS,   COUNT, 0, "blocks taken from transfer stores (counted in fill_blocks too)") \
+    X(xfer_puts,           COUNTER, CLASS,   BIN,     COUNT, 0, "overflows of a thread cache that put blocks in the transfer store of its kind of memory (for other caches of that kind to take) instead of sending them to their pages") \
+    X(xfer_put_blocks,     COUNTER, CLASS,   BIN,     COUNT, 0, "blocks put in transfer stores (counted in flush_blocks too)") \
+    X(xfer_takes,          COUNTER, CLASS,   BIN,     COUNT, 0, "refills of a thread cache from the transfer store of its kind (counted in fills too)") \
+    X(xfer_take_blocks,    COUNTER, CLASS,   BIN,     COUNT, 0, "blocks taken from transfer stores (counted in fill_blocks too)") \
     X(xfer_full,           COUNTER, CLASS,   CLASS,   COUNT, 0, "overflows that found the transfer store full or busy (another thread in it): some or all of their blocks went to their pages") \
-    X(xfer_empty,          COUNTER, CLASS,   CLASS,   COUNT, 0, "refills that found the transfer store empty or busy, and went to the pages") \
+    X(xfer_empty,          COUNTER, CLASS,   BIN,     COUNT, 0, "refills that found the transfer store empty or busy, and went to the pages") \
     X(xfer_drained,        COUNTER, CLASS,   CLASS,   COUNT, 0, "blocks sent from transfer stores to their pages: by maintenance, from a store no cache took from for a purge delay, or by nodal_collect") \
     X(cached,              GAUGE,   CLASS,   DERIVED, COUNT, 1, "blocks waiting in thread caches") \
     X(pages,               GAUGE,   CLASS,   GAUGE,   COUNT, 1, "pages in use (64 KiB for classes up to 16 KiB, 512 KiB above)") \
@@ -148,6 +154,7 @@
  * field, or to nothing (derived fields have no storage of their own).
  */
 #define ND_SEL_CLASS_CLASS(a, b, c, d, e, f, g)     a
+#define ND_SEL_CLASS_BIN(a, b, c, d, e, f, g)
 #define ND_SEL_PROCESS_THREAD(a, b, c, d, e, f, g)  b
 #define ND_SEL_PROCESS_GAUGE(a, b, c, d, e, f, g)   c
 #define ND_SEL_CLASS_GAUGE(a, b, c, d, e, f, g)     d
@@ -159,6 +166,21 @@
 #define ND_SEL_NODE_DERIVED(a, b, c, d, e, f, g)
 #define ND_SEL_TIER_DERIVED(a, b, c, d, e, f, g)
 #define ND_SEL(scope, source) ND_SEL_##scope##_##source
+/* ND_SEL_BIN(scope, source)(x): x for a BIN counter only (in none of the
+   selectors above: the cold part of a bin holds it). */
+#define ND_SELB_CLASS_BIN(x) x
+#define ND_SELB_CLASS_CLASS(x)
+#define ND_SELB_PROCESS_THREAD(x)
+#define ND_SELB_PROCESS_GAUGE(x)
+#define ND_SELB_CLASS_GAUGE(x)
+#define ND_SELB_NODE_GAUGE(x)
+#define ND_SELB_TIER_THREAD(x)
+#define ND_SELB_TIER_GAUGE(x)
+#define ND_SELB_PROCESS_DERIVED(x)
+#define ND_SELB_CLASS_DERIVED(x)
+#define ND_SELB_NODE_DERIVED(x)
+#define ND_SELB_TIER_DERIVED(x)
+#define ND_SEL_BIN(scope, source) ND_SELB_##scope##_##source
 
 /* Scope filters for the snapshot: ND_IF_<scope>(process, class, node, tier). */
 #define ND_IF_PROCESS(a, b, c, d) a
@@ -178,6 +200,7 @@
 /* ---- storage the allocator writes ----------------------------------------- */
 
 #define ND_GEN_CLASS_COUNTER(n, k, sc, so, u, l, m)  ND_SEL(sc, so)(uint64_t n;, , , , , , )
+#define ND_GEN_BIN_COUNTER(n, k, sc, so, u, l, m)    ND_SEL_BIN(sc, so)(uint64_t n;)
 #define ND_GEN_THREAD_COUNTER(n, k, sc, so, u, l, m) ND_SEL(sc, so)(, uint64_t n;, , , , , )
 #define ND_GEN_TIER_COUNTER(n, k, sc, so, u, l, m)   ND_SEL(sc, so)(, , , , , uint64_t n[ND_TIER_COUNT];, )
 #define ND_GEN_TIER_NODE_COUNTER(n, k, sc, so, u, l, m) \
@@ -188,6 +211,8 @@
 
 /* Per thread (thread cache), per size class. */
 typedef struct nd_class_counters { ND_STATS_TABLE(ND_GEN_CLASS_COUNTER) } nd_class_counters;
+/* Per thread (thread cache), per size class, in the bin's cold part. */
+typedef struct nd_bin_counters { ND_STATS_TABLE(ND_GEN_BIN_COUNTER) } nd_bin_counters;
 /* Per thread (one per heap of the thread). */
 typedef struct nd_thread_counters { ND_STATS_TABLE(ND_GEN_THREAD_COUNTER) } nd_thread_counters;
 /* Per thread (its record), each field an array indexed by tier: the tier
@@ -240,6 +265,7 @@ void nd_snap_class_add(nd_snap_class *dst, const nd_snap_class *src) nd_hidden;
 void nd_snap_totals_add(nd_snap_totals *dst, const nd_snap_totals *src) nd_hidden;
 /* Copies the per-thread counters of a class into its snapshot (+=). */
 void nd_snap_class_add_counters(nd_snap_class *dst, const nd_class_counters *src) nd_hidden;
+void nd_snap_class_add_bin_counters(nd_snap_class *dst, const nd_bin_counters *src) nd_hidden;
 void nd_snap_totals_add_counters(nd_snap_totals *dst, const nd_thread_counters *src) nd_hidden;
 /* Adds the tier counters of every CPU node into the snapshots
    from[tier][node]. */

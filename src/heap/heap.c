@@ -15,9 +15,10 @@
 #include "os.h"
 #include "topo.h"
 
-nd_hot void nd_heap_init(nd_heap *h, uintptr_t tid, int node, bool bound)
+nd_hot void nd_heap_init(nd_heap *h, uintptr_t tid, int node, bool bound, nd_class_counters *cstats)
 {
     h->tid = tid;
+    h->cstats = cstats;
     h->node = (int16_t)node;
     h->bound = bound;
     h->shared = tid == ND_TID_SHARED || tid == ND_TID_NURSERY;

@@ -64,6 +64,9 @@ typedef ND_LIST(nd_segment) nd_seg_queue;
  *  - bound == 1: every segment is bound to node; bound == 0: plain, made by
  *    a thread running on node.
  *  - purge_pending = bytes of the chunks in the purge_mask of its segments.
+ *  - cstats: ND_CLASS_COUNT per-class counters of its own, for its
+ *    lifetime (its thread cache's, tcache.h: after the struct's first two
+ *    OS pages, which hold the heap's head).
  *  - carve_rng: NULL, or (secure=1 and 2, a thread cache's heap) the rng
  *    of its cache's secure state (checked by nd_secure_is_valid).
  *  - away: its thread was last seen on a CPU of another node than `node`
@@ -86,24 +89,20 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_heap {
     uint64_t        epoch;              /* the heap's own clock: slow-path events */
     size_t          purge_pending;
     uint64_t       *carve_rng;          /* secure=1 and 2: the generator carving shuffles with (page.h); else NULL */
+    nd_class_counters *cstats;          /* its per-class counters: ND_CLASS_COUNT, its thread cache's (tcache.h) */
     nd_thread_counters stats;
     nd_aligned(ND_CACHE_LINE) nd_page *notified;   /* pages notified by remote frees (other threads push;
                                                       all heaps' together: the notified_pages gauge) */
-    /* Last, on a cache line of its own, class 0's first: a thread cache's
-       heap follows its bins and their cold parts in its nd_tcache
-       (tcache.h), so the counters of the small classes share the
-       struct's first two OS pages with them, and those of the classes a
-       thread that uses a few small classes never uses sit on pages it
-       need not touch (tcache.h: the cache's pages). */
-    nd_aligned(ND_CACHE_LINE) nd_class_counters cstats[ND_CLASS_COUNT];
 } nd_heap;
 
 /* The counters of class c in heap h. */
 #define nd_heap_cstats(h, c) (&(h)->cstats[(c)])
 
 /* Sets up h (zeroed memory) for (node, bound), owned by thread `tid` (or
-   ND_TID_SHARED: a shared heap, used under its lock). */
-void nd_heap_init(nd_heap *h, uintptr_t tid, int node, bool bound) nd_hidden;
+   ND_TID_SHARED: a shared heap, used under its lock), counting per class
+   in cstats[ND_CLASS_COUNT] (zeroed; its thread cache's, which keeps them
+   off the pages a thread that uses a few classes writes: tcache.h). */
+void nd_heap_init(nd_heap *h, uintptr_t tid, int node, bool bound, nd_class_counters *cstats) nd_hidden;
 
 /* Fills out[0..n) with blocks of class cls from h's pages (out has room
    for max >= n: blocks other threads gave back may fill it up to max, see

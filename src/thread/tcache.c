@@ -216,10 +216,16 @@ static uint32_t nd_bin_start_room(unsigned cls, uint32_t cap_max)
    area). A bin moves to its start room when its blocks need more
    (nd_bin_move): a busy thread's bins write the first area's page and
    their start rooms' pages. */
-#define ND_BIN_FIRST_ROOM 16u
 static bool nd_bin_has_first(unsigned cls, uint32_t cap_max)
 {
-    return nd_bin_start_room(cls, cap_max) > ND_BIN_FIRST_ROOM;
+    return cls < ND_FIRST_CLASSES && nd_bin_start_room(cls, cap_max) > ND_BIN_FIRST_ROOM;
+}
+_Static_assert(ND_FIRST_CLASSES == 19, "the classes below 1 KiB: those whose start room can exceed ND_BIN_FIRST_ROOM (ND_BIN_START_BYTES / 1 KiB = 8 blocks, twice that)");
+/* Bin c's sentinel in the first area of tc (in the struct:
+   tc->first_slots), or NULL when its layout gives it none there. */
+static inline void **nd_bin_first_sentinel(const nd_tcache *tc, const nd_bin_layout *lay)
+{
+    return lay->first_end != 0 ? (void **)tc->first_slots + lay->first_end : NULL;
 }
 /* The slots a bin has in the middle area (tcache.h), where it goes when it
    grows past its start room and while it holds at most ND_BIN_MID_ROOM
@@ -422,7 +428,9 @@ static uint32_t nd_tcache_area_pad(uint32_t at, const uint32_t *room, const uint
 }
 
 /* The table of one kind of cache (tcache.h: nd_bin_layout): each bin's
-   cap_max, and its rooms in the three areas after the struct. The start
+   cap_max, its room in the first area (in the struct: first_slots, the
+   classes below 1 KiB one after the other) and its rooms in the three
+   areas after the struct. The start
    area first, each bin's starting slots and sentinel one after the other
    (tcache.h: a thread that uses a few classes touches a page or two of
    slots, not a page per class); then the middle area, ND_BIN_MID_ROOM
@@ -432,16 +440,17 @@ static uint32_t nd_tcache_area_pad(uint32_t at, const uint32_t *room, const uint
    one OS page (nd_tcache_area_pad). */
 static nd_hot uint32_t nd_tcache_layout_make(nd_bin_layout *lay, bool bound)
 {
-    uint32_t end = 0, room[ND_CLASS_COUNT], cap[ND_CLASS_COUNT];
+    uint32_t end = 0, first = 0, room[ND_CLASS_COUNT], cap[ND_CLASS_COUNT];
     unsigned n = 0;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         lay[c].cap_max = nd_bin_capacity(c, false, bound);
         lay[c].first_end = 0;
-        if (lay[c].cap_max != 0 && nd_bin_has_first(c, lay[c].cap_max)) {
-            end += ND_BIN_FIRST_ROOM;
-            lay[c].first_end = end++;
+        if (lay[c].cap_max != 0 && nd_bin_has_first(c, lay[c].cap_max)) {   /* (in the struct: first_slots) */
+            first += ND_BIN_FIRST_ROOM;
+            lay[c].first_end = first++;
         }
     }
+    nd_assert(first <= ND_FIRST_AREA_SLOTS);
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         if (lay[c].cap_max != 0) {
             end += nd_bin_start_room(c, lay[c].cap_max);
@@ -508,53 +517,75 @@ nd_hot nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool sha
     /* The slots need no zeroing: only [cur, empty) of a bin is ever read.
        Nor are they touched here: a bin gets its slots (and its sentinel is
        written) when the thread first uses its class (nd_bin_activate).
-       They begin on the OS page after the struct (ND_TC_HEAD_BYTES),
-       whose first two pages hold the bins, their cold parts, the heap's
-       head and the counters of the small classes, and whose third and
-       fourth the other classes' counters and the cold tail: a thread
-       that uses a few small classes writes two pages of the struct and
-       one or two of the start area, and the pages of the other classes'
-       counters, and no other slot, stay untouched (bench/threadcost: 4
-       pages of its cache a thread instead of 5; a cache with slots is a
-       mapping of its own, page-aligned, meta.c). Nor does the allocation
-       pre-touch the struct (a fresh mapping is zero): the loops below
-       store to the bins, their cold parts and the heap's head, the other
-       counters' pages are first written by the slow paths of the classes
-       used (a recycled cache's struct is zeroed whole by meta.c, its slots
-       are not). */
+       The struct's first two OS pages hold the bins, the heap's head, the
+       first area and the cold parts of the classes below 1 KiB; the pages
+       after them the other classes' cold parts, the heap's other
+       counters and the cold tail; the start area begins on the page after
+       the struct (ND_TC_HEAD_BYTES): a thread that uses a few small
+       classes writes the struct's first two pages and no other
+       (bench/threadcost: 2 pages of its cache a thread; a cache with
+       slots is a mapping of its own, page-aligned, meta.c). Nor does the
+       allocation pre-touch the struct (a fresh mapping is zero): the
+       heap's head and the second page are written below, the cold parts
+       at their class's first use (a recycled cache's struct is zeroed
+       whole by meta.c, its slots are not). */
     nd_tcache *tc = nd_meta_alloc_untouched(nd_tcache_bytes(slots * sizeof(void *)), sizeof(nd_tcache));
     if (tc == NULL)
         return NULL;
     tc->layout = (uint8_t)layout;
     tc->fill_from_one = nd_tcache_fills_from_one(tid, bound, shared);
     tc->look_arm = !shared && !bound ? nd_tcache_look_arm : NULL;
-    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
-        nd_bin *b = &tc->bins[c];
-        b->cur = b->empty = b->low = NULL;   /* no slots yet (tcache.h) */
-        b->tick = nd_tcache_arm_max(tc, c);
-        tc->binfo[c].armed = (uint32_t)b->tick;
-        tc->binfo[c].period_left = ND_TICK_PERIOD;
-        tc->binfo[c].cap = 0;
-        tc->binfo[c].low_water = ND_NO_SAMPLE;
-        tc->binfo[c].fill = nd_bin_first_fill(tc, c);
-    }
+    /* The bins are all zero (no slots, tick 0) and so are their cold
+       parts: each is set up when its class is first used
+       (nd_bin_info_init), so the cold parts of the classes a thread never
+       uses, past the struct's second OS page, stay unwritten. */
     tc->slot_bytes = (uint32_t)(slots * sizeof(void *));
-    /* The second page of the struct, where the small classes' counters
-       end, is written now, as meta.c would: counts are a load then a
+    /* The second page of the struct, where the small classes' cold parts
+       are, is written now, as meta.c would: counts are a load then a
        store (counters.h), and a page first loaded maps the shared zero
        page, whose store then costs a copy and a TLB shootdown. The pages
-       of the other classes' counters are left for the thread to write if
-       it uses them. */
-    nd_store_relaxed((char *)nd_heap_cstats(&tc->heap, 0), (char)0);
+       of the other classes' cold parts and counters are left for the
+       thread to write if it uses them. */
+    nd_store_relaxed((char *)&tc->binfo[0].nreq, (char)0);
     tc->prof_slab = NULL;
     tc->prof_slab_busy = 0;
-    nd_heap_init(&tc->heap, tid, node, bound);
+    nd_heap_init(&tc->heap, tid, node, bound, tc->cstats);
     if (!shared)
         nd_add_relaxed(&nd_tcache_count, 1);
     tc->kind = nd_tcache_kind(shared, bound, node);
     if (nd_unlikely(nd_load_relaxed(&nd_tcache_prof_rate) != 0) && !shared)
         nd_tcache_prof_rearm(tc);   /* after the heap: its arming reads bound */
     return tc;
+}
+
+/* Is bin c's cold part set up (nd_bin_info_init)? Until its class is
+   first used it is all zero (its period_left, never 0 once set), and so is
+   its bin's tick. */
+static inline bool nd_bin_info_is_set(const nd_bin_info *bi)
+{
+    return bi->period_left != 0;
+}
+
+/* The first use of bin c's class (a request counted, or a free into its
+   bin, nd_bin_activate): its cold part gets its starting values and its
+   tick `tick` requests of the one it is armed for: 0 from
+   nd_tcache_count_request, whose request is that one (counted, as if
+   the fast path had taken the tick to 0), 1 from a free (the next
+   request takes the tick's slow path, which arms it for its whole
+   period). Requests stay nreq + armed - tick, exactly. */
+static nd_hot nd_noinline void nd_bin_info_init(nd_tcache *tc, unsigned c, int64_t tick)
+{
+    nd_bin_info *bi = &tc->binfo[c];
+    bi->period_left = ND_TICK_PERIOD;
+    bi->low_water = ND_NO_SAMPLE;
+    bi->fill = nd_bin_first_fill(tc, c);
+    nd_store_relaxed(&bi->armed, 1);
+    nd_store_relaxed(&tc->bins[c].tick, tick);
+    /* prof=1: its first sample's gap drawn now, so that this request
+       counts toward it (nd_tcache_prof_arm), as when a cache armed every
+       bin for its first sample when it was made */
+    if (nd_unlikely(nd_load_relaxed(&nd_tcache_prof_rate) != 0) && !tc->heap.shared && tc->prof_left[c] == 0)
+        tc->prof_left[c] = nd_tcache_prof_gap(&tc->prof_rng);
 }
 
 /* Has bin c its slots yet (nd_bin_activate)? */
@@ -575,9 +606,12 @@ static nd_hot void nd_bin_activate(nd_tcache *tc, unsigned c)
     nd_bin_info *bi = &tc->binfo[c];
     const nd_bin_layout *lay = nd_bin_lay(tc, c);
     nd_assert(lay->cap_max != 0 && !nd_bin_is_active(tc, c));
+    if (nd_unlikely(!nd_bin_info_is_set(bi)))   /* its first use a free: armed for one request */
+        nd_bin_info_init(tc, c, 1);
     uint32_t start = nd_bin_start_capacity(c, lay->cap_max);
-    uint32_t room = lay->first_end != 0 ? ND_BIN_FIRST_ROOM : start;   /* (the start room holds at least start) */
-    b->empty = nd_tcache_slots(tc) + (lay->first_end != 0 ? lay->first_end : lay->start_end);
+    void **first = nd_bin_first_sentinel(tc, lay);
+    uint32_t room = first != NULL ? ND_BIN_FIRST_ROOM : start;   /* (the start room holds at least start) */
+    b->empty = first != NULL ? first : nd_tcache_slots(tc) + lay->start_end;
     *b->empty = NULL;
     b->cur = b->empty;
     b->low = b->empty - (start < room ? start : room);
@@ -748,6 +782,8 @@ void nd_tcache_prof_rearm(nd_tcache *tc)
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         nd_bin *b = &tc->bins[c];
         nd_bin_info *bi = &tc->binfo[c];
+        if (!nd_bin_info_is_set(bi))
+            continue;   /* its first request arms it, for its sample too */
         uint32_t done = b->tick < (int64_t)bi->armed ? bi->armed - (uint32_t)b->tick : 0;
         nd_store_relaxed(&bi->nreq, bi->nreq + done);
         bi->period_left = done < bi->period_left ? bi->period_left - done : 1;
@@ -762,8 +798,10 @@ nd_hot unsigned nd_tcache_count_request(nd_tcache *tc, unsigned c)
     if (nd_tcache_count_quick(tc, c))
         return 0;
     nd_bin *b = &tc->bins[c];
-    b->tick = 0;   /* it was 1 (this request its last), or 0: the fast path counted it already */
     nd_bin_info *bi = &tc->binfo[c];
+    if (nd_unlikely(!nd_bin_info_is_set(bi)))   /* the class's first request */
+        nd_bin_info_init(tc, c, 0);
+    b->tick = 0;   /* it was 1 (this request its last), or 0: the fast path counted it already */
     uint32_t done = bi->armed;
     unsigned r = 0;
     nd_store_relaxed(&bi->nreq, bi->nreq + done);
@@ -795,7 +833,7 @@ static inline uint32_t nd_bin_room_here(const nd_tcache *tc, unsigned c)
 {
     const nd_bin_layout *lay = nd_bin_lay(tc, c);
     void *const *slots = nd_tcache_slots(tc), *const *empty = tc->bins[c].empty;
-    if (lay->first_end != 0 && empty == slots + lay->first_end)
+    if (lay->first_end != 0 && empty == nd_bin_first_sentinel(tc, lay))
         return ND_BIN_FIRST_ROOM;
     if (empty == slots + lay->start_end)
         return nd_bin_start_room(c, lay->cap_max);
@@ -836,7 +874,7 @@ static nd_hot nd_noinline void nd_bin_move(nd_tcache *tc, unsigned c, size_t nee
     nd_bin_info *bi = &tc->binfo[c];
     const nd_bin_layout *lay = nd_bin_lay(tc, c);
     void **slots = nd_tcache_slots(tc), **to = slots + lay->slot_end;
-    bool first = lay->first_end != 0 && b->empty == slots + lay->first_end;
+    bool first = lay->first_end != 0 && b->empty == nd_bin_first_sentinel(tc, lay);
     if (first && need <= nd_bin_start_room(c, lay->cap_max))
         to = slots + lay->start_end;
     else if ((first || b->empty == slots + lay->start_end) && lay->mid_end != 0 && bi->cap <= ND_BIN_MID_ROOM)
@@ -1057,7 +1095,7 @@ nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
        store: pointers only, no block touched); else from the heap, into
        the bin's whole room: the remote frees of a page, walked once to be
        counted, come in as many as fit (nd_page_take). */
-    nd_class_counters *cs = nd_heap_cstats(&tc->heap, c);
+    nd_bin_counters *cs = &bi->counts;
     const unsigned cls = nd_bin_class[c];   /* c; under secure=1 the class the bin's blocks have (class.h) */
     size_t got = 0;
     void **at = bin->low;   /* where the blocks came: from the store, the bin's end already */
@@ -1098,7 +1136,7 @@ nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
     nd_count_inc(&cs->fills);
     nd_count_add(&cs->fill_blocks, got);
     if (bi->cap >= nd_bin_cap_max(tc, c) && want == bi->cap / 2)
-        nd_count_inc(&cs->full_size_fills);
+        nd_count_inc(&nd_heap_cstats(&tc->heap, c)->full_size_fills);
     nd_assert2(nd_tcache_is_valid(tc));
     return got != 0;
 }
@@ -1230,7 +1268,7 @@ static void nd_tcache_drop_oldest(nd_tcache *tc, unsigned c, size_t n)
     if (oldest != bin->cur)   /* (none left after a whole bin's overflow) */
         memmove(bin->cur + n, bin->cur, (size_t)(oldest - bin->cur) * sizeof(void *));
     bin->cur += n;
-    nd_class_counters *cs = nd_heap_cstats(&tc->heap, c);
+    nd_bin_counters *cs = &tc->binfo[c].counts;
     nd_count_inc(&cs->flushes);
     nd_count_add(&cs->flush_blocks, n);
     nd_assert2(nd_tcache_is_valid(tc));
@@ -1335,13 +1373,13 @@ static nd_hot size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
     size_t foreign = (size_t)(mid - oldest);
     size_t put = nd_xfer_put(x, check.cls, nd_tcache_xfer_shard(tc), oldest, foreign,
                              own_too ? nd_tcache_check_spilled : NULL, &check);
-    nd_class_counters *cs = nd_heap_cstats(&tc->heap, c);
+    nd_bin_counters *cs = &tc->binfo[c].counts;
     if (put != 0) {
         nd_count_inc(&cs->xfer_puts);
         nd_count_add(&cs->xfer_put_blocks, put);
     }
     if (put < foreign)
-        nd_count_inc(&cs->xfer_full);
+        nd_count_inc(&nd_heap_cstats(&tc->heap, c)->xfer_full);
     if (put < n)
         nd_tcache_send_home(tc, check.cls, oldest + put, bin->empty);
     nd_tcache_drop_oldest(tc, c, n);
@@ -1366,7 +1404,8 @@ static nd_hot void nd_tcache_xfer_empty(nd_tcache *tc, nd_xfer *x, bool idle_onl
             size_t n;
             do {
                 n = nd_xfer_drain(x, c, s, buf, ND_XFER_SWEEP_BATCH, idle_only);
-                nd_count_add(&nd_heap_cstats(&tc->heap, c)->xfer_drained, n);
+                if (n != 0)   /* (the counters of a class no block of which it sends stay unwritten) */
+                    nd_count_add(&nd_heap_cstats(&tc->heap, c)->xfer_drained, n);
                 if (nd_unlikely(nd_opt(ND_OPT_secure) == 1))   /* secure=1: their canaries (nd_tcache_seal) */
                     nd_tcache_check_sealed(buf, n, nd_class_size[c], ND_CORRUPT_FREED);
                 nd_tcache_send_home(tc, c, buf, buf + n);
@@ -1536,7 +1575,8 @@ nd_hot void nd_tcache_gc(nd_tcache *tc, bool force)
             bi->cap = cap;
             nd_bin_set_low(tc, c);
         }
-        bi->low_water = ND_NO_SAMPLE;
+        if (nd_bin_info_is_set(bi))   /* (a class never used: its cold part stays unwritten) */
+            bi->low_water = ND_NO_SAMPLE;
     }
 }
 
@@ -1548,16 +1588,18 @@ nd_hot void nd_tcache_stats_add(const nd_tcache *tc, nd_snap_class *cls, nd_snap
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         const nd_bin *b = &tc->bins[c];
         const nd_class_counters *cs = nd_heap_cstats(&tc->heap, c);
+        const nd_bin_counters *bs = &tc->binfo[c].counts;
         uint64_t requests = nd_bin_requests(tc, c);
         uint64_t cached = (uint64_t)(b->empty - nd_load_relaxed(&b->cur));
-        uint64_t fill_blocks = nd_load_relaxed(&cs->fill_blocks);
-        uint64_t flush_blocks = nd_load_relaxed(&cs->flush_blocks);
+        uint64_t fill_blocks = nd_load_relaxed(&bs->fill_blocks);
+        uint64_t flush_blocks = nd_load_relaxed(&bs->flush_blocks);
         /* Blocks into the cache = fills + frees into it (the owner's, and
            other threads' blocks it keeps); out = requests + flushes; so
            frees into the cache = cached + requests + flushes - fills.
            Classes without a cache count their frees. */
         uint64_t cache_frees = nd_bin_cap_max(tc, c) != 0 ? cached + requests + flush_blocks - fill_blocks : 0;
         nd_snap_class_add_counters(&cls[c], cs);
+        nd_snap_class_add_bin_counters(&cls[c], bs);
         cls[c].requests += requests;
         cls[c].frees += cache_frees + nd_load_relaxed(&cs->slow_frees) +
                         nd_load_relaxed(&cs->remote_pushes);
@@ -1606,10 +1648,14 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
            (nd_bin_start_room, ND_BIN_MID_ROOM, nd_bin_room). */
         const nd_bin_layout *lay = nd_bin_lay(tc, c);
         void *const *slots = nd_tcache_slots(tc);
-        bool in_start = b->empty == slots + lay->start_end || (lay->first_end != 0 && b->empty == slots + lay->first_end);
+        bool in_start = b->empty == slots + lay->start_end || (lay->first_end != 0 && b->empty == nd_bin_first_sentinel(tc, lay));
         bool in_mid = lay->mid_end != 0 && b->empty == slots + lay->mid_end;
         if (nd_bin_is_active(tc, c) ? lay->cap_max == 0 || (b->empty != slots + lay->slot_end && !in_start && !in_mid)
                                     : bi->cap != 0 || b->cur != NULL || b->low != NULL)
+            return false;
+        /* A class never used: its cold part and its tick still zero
+           (nd_bin_info_init), and no slots. */
+        if (!nd_bin_info_is_set(bi) && (b->tick != 0 || nd_bin_is_active(tc, c) || bi->nreq != 0 || bi->armed != 0))
             return false;
         if (nd_bin_is_active(tc, c)) {
             uint32_t room = nd_bin_room_here(tc, c);
@@ -1642,6 +1688,8 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
         return false;
     if (tc->heap.shared || tc->heap.bound ? tc->look_arm != NULL
                                           : tc->look_arm != nd_tcache_look_arm && tc->look_arm != nd_tcache_look_watched)
+        return false;
+    if (tc->heap.cstats != tc->cstats)   /* its heap counts in the cache's array (tcache.h) */
         return false;
     if (tc->prof_slab != NULL && !nd_slab_is_valid(tc->prof_slab))
         return false;

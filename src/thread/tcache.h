@@ -25,10 +25,10 @@
  *   nd_bin_activate in tcache.c), so the slots a thread touches are those
  *   of the classes it uses, and an all-zero cache (thread.c's static
  *   empty and dead ones, in .bss) is one whose every call takes the slow
- *   path. A bin's slots come from four areas after the struct: the first
- *   area, 16 slots and a sentinel for each bin whose start room is larger
- *   (the classes below 1 KiB: 2.5 KiB, one OS page), one bin after the
- *   other, where such a bin starts; the start
+ *   path. A bin's slots come from four areas: the first area, in the
+ *   struct (first_slots), 16 slots and a sentinel for each bin whose start
+ *   room is larger (the classes below 1 KiB: 2.5 KiB), one bin after the
+ *   other, where such a bin starts; and after the struct the start
  *   area, where every bin has twice its starting capacity (4 to 64 slots)
  *   and a sentinel, one bin after the other; the middle area, 256 slots
  *   and a sentinel for each bin whose cap_max is larger, one after the
@@ -40,9 +40,10 @@
  *   holds, its capacity being larger: nd_bin_move), not when its capacity
  *   grows past the room. A thread that makes a few requests of a few
  *   classes (its bins hold at most 16 blocks: their first fills take 1, 2,
- *   3, 4, 6, 8, 12 and 16, tcache.c) touches the first area's page, not a page of
- *   slots per class (16 KiB of them apart for the small classes) nor the
- *   two its start rooms' tops span, and one whose
+ *   3, 4, 6, 8, 12 and 16, tcache.c) touches no slot past the struct's
+ *   first two OS pages, not a page of slots per class (16 KiB of them
+ *   apart for the small classes) nor the two its start rooms' tops span,
+ *   and one whose
  *   busy classes hold 64-256 blocks each touches a page of the middle
  *   area for two of them, not one per class.
  *
@@ -95,7 +96,11 @@
  * store of the kind (xfer.h) as far as it has room, and a flush gives each
  * other block back to its page, those of one page together: the heap's own
  * without an atomic, the others as one chain per page); 0 < tick <= ND_TICK_PERIOD except transiently 0 between a fast
- * path that took it there and the slow path it calls. The tier call's
+ * path that took it there and the slow path it calls, and 0 while its class
+ * was never used: its cold part is then all zero, and its first request
+ * (nd_tcache_count_request) or the first free into it (nd_bin_activate)
+ * sets it up (tcache.c: nd_bin_info_init), so the cold parts of the
+ * classes a thread never uses are never written. The tier call's
  * counts of the blocks its fast path took from the bin are not here but
  * in the cache's cold tail (nd_tcache.tier_hits, at the same stride), so
  * that a thread's bins take 1.5 KiB, not 3.
@@ -157,7 +162,7 @@ typedef struct nd_bin_info {
                             in between (after a fill: the count then plus the
                             blocks it took), or at its last overflow */
     uint32_t armed;      /* the value the tick was last armed with (ND_TICK_PERIOD without profiling) */
-    uint32_t period_left; /* requests to the next maintenance check (ND_TICK_PERIOD apart) */
+    uint32_t period_left; /* requests to the next maintenance check (ND_TICK_PERIOD apart); 0 only while the class was never used (nd_bin_info_init) */
     uint32_t cap;        /* current capacity: empty - low (0 until the bin has slots) */
     uint32_t low_water;  /* fewest blocks seen cached since the last GC pass
                             (sampled at fills and tick roll-overs), or
@@ -183,8 +188,13 @@ typedef struct nd_bin_info {
                             transfer store: the one before sent the whole bin
                             away and the fills since took a bin's worth back
                             (at most 255; tcache.c: ND_EXTRA_CYCLES) */
+    nd_bin_counters counts;   /* the class's counters its fills and overflows
+                            write (counters.h: source BIN); the others are in
+                            the cache's cstats, on pages a thread that uses a
+                            few small classes does not write */
 } nd_bin_info;
-_Static_assert(sizeof(nd_bin_info) == 48, "a bin's cold part: what changes, 48 bytes (tcache.h: the cache's pages)");
+_Static_assert(sizeof(nd_bin_info) == 48 + sizeof(nd_bin_counters), "a bin's cold part: what changes, 48 bytes, and its counters (tcache.h: the cache's pages)");
+_Static_assert(sizeof(nd_bin_counters) == 72, "the counters in a bin's cold part (tcache.h: the cache's pages)");
 
 /*
  * What a bin's cold part would repeat in every cache of one kind: its
@@ -204,7 +214,7 @@ _Static_assert(sizeof(nd_bin_info) == 48, "a bin's cold part: what changes, 48 b
  */
 typedef struct nd_bin_layout {
     uint32_t cap_max;
-    uint32_t first_end;  /* its sentinel slot in the first area, ND_BIN_FIRST_ROOM slots below it, or 0: no room there (a start room of at most that many) */
+    uint32_t first_end;  /* its sentinel slot in the first area (an index into the cache's first_slots), ND_BIN_FIRST_ROOM slots below it, or 0: no room there (a start room of at most that many) */
     uint32_t start_end;  /* its sentinel slot in the start area: nd_bin_start_room slots below it */
     uint32_t mid_end;    /* its sentinel slot in the middle area, ND_BIN_MID_ROOM slots below it, or 0: no room there */
     uint32_t slot_end;   /* its sentinel slot in the large area: nd_bin_room slots below it are its own */
@@ -261,27 +271,40 @@ extern nd_bin_layout nd_tcache_layouts[ND_LAYOUT_COUNT][ND_CLASS_COUNT] nd_hidde
 #define ND_FIRST_FILL 4
 #define ND_NO_SAMPLE UINT32_MAX
 
+/* The first area (tcache.h, below): ND_BIN_FIRST_ROOM slots and a
+   sentinel for each of the classes below 1 KiB (class.h: 8 of 16-128 B,
+   then 4 a doubling; tcache.c: nd_bin_has_first), whose start room is
+   larger; in the struct, on its first two OS pages. */
+#define ND_BIN_FIRST_ROOM   16u
+#define ND_FIRST_CLASSES    19u
+#define ND_FIRST_AREA_SLOTS (ND_FIRST_CLASSES * (ND_BIN_FIRST_ROOM + 1))
+
 /*
  * A thread cache and the heap under it.
- * Layout: what a thread that uses a few small classes writes is together
- * at the struct's start, the rest after it (bench/threadcost: a thread
- * making 64 requests of 16-160 B writes 2 pages of the struct and 2 of
- * the start area, docs/results.md, h49t):
+ * Layout: what a thread that uses a few small classes writes is on the
+ * struct's first two OS pages, the rest after them (bench/threadcost: a
+ * thread making 64 requests of 16-160 B writes those 2 pages of its cache
+ * and no other, docs/results.md, h51t):
  *
  *     0      bins[48], 32 B each (the fast paths')            1.5 KiB
  *     1536   the cache's own fields                            64 B
- *     1600   binfo[48], 48 B each (what changes per class)    2.25 KiB
- *     3904   heap: its head (page queues, statistics)          1.5 KiB
- *     5440        its per-class counters, 152 B each, class 0
- *                 first: those of classes 0-17 (up to 768 B)
- *                 end on the second OS page, the rest on the
- *                 third and fourth, which a thread that uses
- *                 only small classes leaves unwritten              7.1 KiB
- *    12736   tier_hits, prof_left (cold: the tier calls', prof=1's)
- *    16384   the slots (ND_TC_HEAD_BYTES: the struct rounded up to
+ *     1600   heap: its head (page queues, statistics)          1.5 KiB
+ *     3200   first_slots: the first area (16 slots and a
+ *            sentinel for each class below 1 KiB)              2.5 KiB
+ *     5784   binfo[48], 120 B each (what changes per class and
+ *            the counters its fills and overflows write), class
+ *            0 first: those of classes 0-18 end on the second
+ *            OS page, the others' on the third, written only
+ *            when the thread first uses their class
+ *            (nd_bin_info_init, tcache.c)                      5.6 KiB
+ *    11544   cstats[48], the heap's other per-class counters,
+ *            80 B each (remote frees, slow and direct frees,
+ *            ...: counters.h)                                  3.75 KiB
+ *            tier_hits, prof_left (cold: the tier calls', prof=1's)
+ *    20480   the slots (ND_TC_HEAD_BYTES: the struct rounded up to
  *            whole OS pages; a cache with slots is a mapping of its
- *            own, page-aligned, meta.c): the first area, then the
- *            start, middle and large areas
+ *            own, page-aligned, meta.c): the start, middle and large
+ *            areas
  *
  * Invariants: the bins' slot arrays (slot_bytes) follow the struct in the
  * same allocation, from ND_TC_HEAD_BYTES on (nd_tcache_slots), the start
@@ -334,15 +357,18 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_tcache {
     uint64_t     prof_rng;      /* prof=1: the state of the sampling draws */
     struct nd_slab *prof_slab;   /* prof=1: the slab its small samples take cells of (slab.h), or NULL */
     struct nd_secure *secure;   /* secure=1: random bins and quarantine (secure.h) */
-    nd_bin_info  binfo[ND_CLASS_COUNT];
     nd_heap      heap;
+    void        *first_slots[ND_FIRST_AREA_SLOTS];
+    nd_bin_info  binfo[ND_CLASS_COUNT];
+    nd_class_counters cstats[ND_CLASS_COUNT];   /* heap.cstats */
     uint64_t     tier_hits[ND_CLASS_COUNT][ND_BIN_BYTES / sizeof(uint64_t)];
     int64_t      prof_left[ND_CLASS_COUNT];
 } nd_tcache;
 _Static_assert(sizeof(((nd_tcache *)0)->tier_hits[0]) == ND_BIN_BYTES, "a bin's tier counters at the bins' stride");
 _Static_assert(ND_TIER_COUNT <= ND_BIN_BYTES / sizeof(uint64_t), "a counter per tier in a bin's row");
-_Static_assert(__builtin_offsetof(nd_tcache, heap) + __builtin_offsetof(nd_heap, cstats) + 18 * sizeof(nd_class_counters) <= 8192,
-               "the counters of classes 0-17 end on the struct's second OS page (tcache.h)");
+_Static_assert(__builtin_offsetof(nd_tcache, binfo) + ND_FIRST_CLASSES * sizeof(nd_bin_info) <= 8192 &&
+               __builtin_offsetof(nd_tcache, binfo) >= 4096,
+               "the bins, the heap's head, the first area and the cold parts of classes 0-18 on the struct's first two OS pages (tcache.h)");
 
 /* Where a cache's slots begin: the struct rounded up to whole 4 KiB
    pages (the OS page on x86-64; on a kernel of larger pages, inside the

@@ -174,7 +174,7 @@ static void *consume_medium(void *arg)
     unsigned c = *(unsigned *)arg;
     free_blocks(consumed, CONSUME_N);
     nd_tcache *tc = nd_tls_tc;
-    consumer_flushes = (size_t)nd_load_relaxed(&nd_heap_cstats(&tc->heap, c)->flushes);
+    consumer_flushes = (size_t)nd_load_relaxed(&tc->binfo[c].counts.flushes);
     consumer_cap = tc->binfo[c].cap;
     consumer_cap_max = nd_bin_cap_max(tc, c);
     EXPECT(nd_thread_is_valid(), "the consumer's heap to be valid");
