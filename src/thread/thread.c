@@ -26,15 +26,17 @@
 
 /* ---- the static tcaches and records, and TLS ------------------------------ */
 
-/* Their kind is one no page has: every free of a thread without a cache
-   of its own takes the slow path. They are all zero (.bss): their bins
-   have no slots (tcache.h: NULL, NULL, NULL), so a process holds no page
-   of them for reading them (29 KiB of .data did before), only the page
-   of each kind word, which start-up writes (no page exists before, and no
-   thread can be reading the dead one's yet: a store at a thread's end
-   would race with the plain reads of the threads that ended before). */
+/* The cache of a thread without one of its own: one that has not started
+   (nd_thread_empty's) or has exited (nd_thread_dead's: both records' caches
+   are this one; the records' states tell them apart). Its kind is one no
+   page has: every free of such a thread takes the slow path. It is all
+   zero (.bss): its bins have no slots (tcache.h: NULL, NULL, NULL), so a
+   process holds no page of it for reading it (29 KiB of .data did
+   before), only the page of its kind word, which start-up writes (no page
+   exists before, and no thread can be reading it for an exit yet). One
+   cache for both, not one each: the second's kind word was a page of
+   .bss more in every process. */
 static nd_tcache nd_tcache_empty;
-static nd_tcache nd_tcache_dead;
 
 static nd_thread nd_thread_empty = {
     .node_tc = { [0 ... ND_MAX_NODES - 1] = &nd_tcache_empty },
@@ -44,11 +46,11 @@ static nd_thread nd_thread_empty = {
     .tier_tc = { [0 ... ND_TIER_COUNT - 1] = &nd_tcache_empty },
 };
 static nd_thread nd_thread_dead = {
-    .node_tc = { [0 ... ND_MAX_NODES - 1] = &nd_tcache_dead },
-    .plain = &nd_tcache_dead,
+    .node_tc = { [0 ... ND_MAX_NODES - 1] = &nd_tcache_empty },
+    .plain = &nd_tcache_empty,
     .state = ND_THREAD_DEAD,
     .tier_node = -1,
-    .tier_tc = { [0 ... ND_TIER_COUNT - 1] = &nd_tcache_dead },
+    .tier_tc = { [0 ... ND_TIER_COUNT - 1] = &nd_tcache_empty },
 };
 
 __thread nd_tcache *nd_tls_tc = &nd_tcache_empty;
@@ -121,7 +123,6 @@ static void nd_thread_cache_destroy(nd_tcache *tc)
 void nd_thread_process_init(void)
 {
     nd_store_relaxed(&nd_tcache_empty.kind, ND_KIND_NO_PAGE);
-    nd_store_relaxed(&nd_tcache_dead.kind, ND_KIND_NO_PAGE);
     pthread_key_create(&nd_thread_key, nd_thread_done);
 }
 
@@ -397,7 +398,7 @@ nd_hot void nd_thread_done(void *arg)
     /* Its tier calls go to the CPU node they ran on. */
     nd_thread_tier_close(t);
     /* From here on this thread allocates from the shared heaps. */
-    nd_tls_tc = &nd_tcache_dead;
+    nd_tls_tc = &nd_tcache_empty;   /* (nd_thread_dead's: its state, not its cache, says it exited) */
     nd_tls_thread = &nd_thread_dead;
     nd_tls_tid = 0;
     /* secure=1: the blocks the thread kept in quarantine go back now,
