@@ -279,6 +279,16 @@ extern nd_bin_layout nd_tcache_layouts[ND_LAYOUT_COUNT][ND_CLASS_COUNT] nd_hidde
 #define ND_FIRST_CLASSES    19u
 #define ND_FIRST_AREA_SLOTS (ND_FIRST_CLASSES * (ND_BIN_FIRST_ROOM + 1))
 
+/* Where the heap's other per-class counters begin in the struct: on its
+   fourth OS page, which they alone take (48 x 80 B), so that a busy
+   thread whose classes are below 1 KiB (their cold parts on the first
+   two pages) and that counts remote frees writes 3 pages of its struct
+   and not 4 (bench/larson -t 8: after the cold parts, they spanned the
+   third and fourth); the pad is what the other classes' cold parts and
+   prof_left leave of the third. */
+#define ND_TC_CSTATS_AT  (3 * 4096)
+#define ND_TC_CSTATS_PAD 360
+
 /*
  * A thread cache and the heap under it.
  * Layout: what a thread that uses a few small classes writes is on the
@@ -293,14 +303,15 @@ extern nd_bin_layout nd_tcache_layouts[ND_LAYOUT_COUNT][ND_CLASS_COUNT] nd_hidde
  *            sentinel for each class below 1 KiB)              2.5 KiB
  *     5784   binfo[48], 120 B each (what changes per class and
  *            the counters its fills and overflows write), class
- *            0 first: those of classes 0-18 end on the second
+ *            0 first: those of classes 0-19 end on the second
  *            OS page, the others' on the third, written only
  *            when the thread first uses their class
  *            (nd_bin_info_init, tcache.c)                      5.6 KiB
- *    11544   cstats[48], the heap's other per-class counters,
+ *    11544   prof_left (prof=1's), a pad
+ *    12288   cstats[48], the heap's other per-class counters,
  *            80 B each (remote frees, slow and direct frees,
- *            ...: counters.h)                                  3.75 KiB
- *            tier_hits, prof_left (cold: the tier calls', prof=1's)
+ *            ...: counters.h), alone on the fourth OS page     3.75 KiB
+ *    16128   tier_hits (cold: the tier calls')
  *    20480   the slots (ND_TC_HEAD_BYTES: the struct rounded up to
  *            whole OS pages; a cache with slots is a mapping of its
  *            own, page-aligned, meta.c): the start, middle and large
@@ -360,10 +371,14 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_tcache {
     nd_heap      heap;
     void        *first_slots[ND_FIRST_AREA_SLOTS];
     nd_bin_info  binfo[ND_CLASS_COUNT];
-    nd_class_counters cstats[ND_CLASS_COUNT];   /* heap.cstats */
-    uint64_t     tier_hits[ND_CLASS_COUNT][ND_BIN_BYTES / sizeof(uint64_t)];
     int64_t      prof_left[ND_CLASS_COUNT];
+    uint8_t      cstats_pad[ND_TC_CSTATS_PAD];
+    nd_class_counters cstats[ND_CLASS_COUNT];   /* heap.cstats: an OS page of their own */
+    uint64_t     tier_hits[ND_CLASS_COUNT][ND_BIN_BYTES / sizeof(uint64_t)];
 } nd_tcache;
+_Static_assert(__builtin_offsetof(nd_tcache, cstats) == ND_TC_CSTATS_AT &&
+               ND_CLASS_COUNT * sizeof(nd_class_counters) <= 4096,
+               "the heap's other counters on one OS page of their own (tcache.h; ND_TC_CSTATS_PAD: what binfo and prof_left leave of the third)");
 _Static_assert(sizeof(((nd_tcache *)0)->tier_hits[0]) == ND_BIN_BYTES, "a bin's tier counters at the bins' stride");
 _Static_assert(ND_TIER_COUNT <= ND_BIN_BYTES / sizeof(uint64_t), "a counter per tier in a bin's row");
 _Static_assert(__builtin_offsetof(nd_tcache, binfo) + ND_FIRST_CLASSES * sizeof(nd_bin_info) <= 8192 &&
