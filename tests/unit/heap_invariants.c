@@ -309,6 +309,48 @@ static void a_thread_using_a_few_small_classes_writes_a_few_pages_of_its_cache(v
     run_in_a_thread(use_the_classes_up_to_160_bytes);
 }
 
+/* A bin's cold part and tick are set up at its class's first use
+   (tcache.c: nd_bin_info_init), a request or a free: a class a thread
+   never used has both zero; a free into it arms its tick for one request,
+   and its requests are counted exactly from there (nreq + armed - tick),
+   across the roll-overs of its tick. */
+static void *free_first_then_count(void *arg)
+{
+    void *theirs = arg;
+    nd_tcache *tc = nd_thread_start();
+    EXPECT(tc != NULL, "the thread to start");
+    unsigned c = nd_class_of(256);
+    EXPECT(tc->binfo[c].period_left == 0 && tc->binfo[c].armed == 0 && tc->bins[c].tick == 0 &&
+           tc->bins[c].empty == NULL, "a class never used to have its cold part and tick zero (period_left %u, tick %lld)",
+           tc->binfo[c].period_left, (long long)tc->bins[c].tick);
+    nodal_free(theirs);   /* its first use: a free */
+    EXPECT(tc->bins[c].tick == 1 && tc->binfo[c].armed == 1 && tc->binfo[c].period_left == ND_TICK_PERIOD &&
+           tc->bins[c].empty - tc->bins[c].cur == 1,
+           "a free to set the bin up, armed for one request (tick %lld, armed %u)", (long long)tc->bins[c].tick,
+           tc->binfo[c].armed);
+    const uint64_t n = 3 * ND_TICK_PERIOD + 7;
+    for (uint64_t i = 0; i < n; i++)
+        nodal_free(nodal_malloc(250));   /* (the class of 256 B) */
+    uint64_t counted = tc->binfo[c].nreq + tc->binfo[c].armed - (uint64_t)tc->bins[c].tick;
+    EXPECT(counted == n, "%llu requests of the class to be counted, got %llu", (unsigned long long)n,
+           (unsigned long long)counted);
+    unsigned other = nd_class_of(640);
+    EXPECT(tc->binfo[other].period_left == 0 && tc->bins[other].tick == 0,
+           "a class still never used to have its cold part zero (period_left %u)", tc->binfo[other].period_left);
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    return NULL;
+}
+
+static void a_classes_cold_part_is_set_up_at_its_first_use_and_counts_exactly(void)
+{
+    void *p = nodal_malloc(256);
+    EXPECT(p != NULL, "malloc(256) to succeed");
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, free_first_then_count, p) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the thread exited");
+}
+
 /* A bin fills its room from the top (its sentinel) down, so a room whose
    sentinel sits near the start of an OS page has a bin of a few dozen
    blocks write two pages. A plain cache's middle rooms (tcache.c:
@@ -3047,6 +3089,7 @@ static const struct nd_case cases[] = {
     ND_CASE(random_operations_keep_the_heap_valid),
     ND_CASE(a_cache_gives_slots_only_to_the_classes_a_thread_uses),
     ND_CASE(a_thread_using_a_few_small_classes_writes_a_few_pages_of_its_cache),
+    ND_CASE(a_classes_cold_part_is_set_up_at_its_first_use_and_counts_exactly),
     ND_CASE(a_bins_rooms_keep_their_top_slots_on_one_page),
     ND_CASE(a_bin_stays_in_its_start_room_while_its_blocks_fit),
     ND_CASE(a_bins_first_fill_takes_at_most_a_kib_of_blocks_past_256_bytes),
