@@ -343,6 +343,23 @@ nd_hot size_t nd_heap_take_blocks(nd_heap *h, unsigned cls, void **out, size_t n
     return got;
 }
 
+bool nd_heap_would_fault(nd_heap *h, unsigned cls)
+{
+    if (nd_load_relaxed(&h->notified) != NULL)
+        return false;
+    const nd_page *pg = h->pages[cls].first;
+    return pg == NULL || nd_page_would_fault(pg);
+}
+
+void *nd_heap_take_free_aligned(nd_heap *h, unsigned cls, uintptr_t align)
+{
+    const nd_page *pg = h->pages[cls].first;
+    void *p = NULL;
+    if (pg != NULL && pg->free != NULL && ((uintptr_t)pg->free & (align - 1)) == 0)
+        nd_heap_take_free(h, cls, &p, 1);
+    return p;
+}
+
 nd_hot size_t nd_heap_take_free(nd_heap *h, unsigned cls, void **out, size_t n)
 {
     nd_page_queue *q = &h->pages[cls];

@@ -110,6 +110,14 @@ void nd_heap_init(nd_heap *h, uintptr_t tid, int node, bool bound) nd_hidden;
    nd_page_take); returns how many (0 only when memory ran out: errno =
    ENOMEM). */
 size_t nd_heap_take_blocks(nd_heap *h, unsigned cls, void **out, size_t n, size_t max) nd_hidden;
+/* Would h's next block of class cls touch memory none of its pages of
+   the class had: carved past what carving reached (nd_page_would_fault),
+   or a new page? False while remote frees wait to be drained. */
+bool nd_heap_would_fault(nd_heap *h, unsigned cls) nd_hidden;
+/* The first free block of class cls of h's first page of the class (its
+   free list's head) if its address is a multiple of align (a power of
+   two), taken; NULL when there is none or it is not so aligned. */
+void *nd_heap_take_free_aligned(nd_heap *h, unsigned cls, uintptr_t align) nd_hidden;
 /* Fills out[0..n) with blocks of class cls already free in h's pages
    (their free lists, from the queue's first page on), and nothing else: no
    block carved, no page taken; returns how many (maybe 0). */
