@@ -348,7 +348,15 @@ bool nd_heap_would_fault(nd_heap *h, unsigned cls)
     if (nd_load_relaxed(&h->notified) != NULL)
         return false;
     const nd_page *pg = h->pages[cls].first;
-    return pg == NULL || nd_page_would_fault(pg);
+    if (pg != NULL)
+        return nd_page_would_fault(pg);
+    /* A new page: resident memory if one of the segments nd_heap_page_new
+       looks at has a free page with some (nd_heap_pick_segment). */
+    unsigned n = 0;
+    for (const nd_segment *s = h->avail[nd_class_is_small(cls) ? 0 : 1].first; s != NULL && n < 8; s = s->next, n++)
+        if ((nd_heap_whole_pages(s) & nd_heap_resident_pages(s)) != 0)
+            return false;
+    return true;
 }
 
 void *nd_heap_take_free_aligned(nd_heap *h, unsigned cls, uintptr_t align)

@@ -111,8 +111,10 @@ void nd_heap_init(nd_heap *h, uintptr_t tid, int node, bool bound) nd_hidden;
    ENOMEM). */
 size_t nd_heap_take_blocks(nd_heap *h, unsigned cls, void **out, size_t n, size_t max) nd_hidden;
 /* Would h's next block of class cls touch memory none of its pages of
-   the class had: carved past what carving reached (nd_page_would_fault),
-   or a new page? False while remote frees wait to be drained. */
+   the class had: carved past what carving reached in a page that never
+   held blocks before (nd_page_would_fault), or a new page when none of
+   the segments a new page comes from has a free page with memory in it?
+   False while remote frees wait to be drained. */
 bool nd_heap_would_fault(nd_heap *h, unsigned cls) nd_hidden;
 /* The first free block of class cls of h's first page of the class (its
    free list's head) if its address is a multiple of align (a power of

@@ -408,7 +408,7 @@ static inline size_t nd_page_take_list(nd_page *pg, void **out, size_t n)
 
 bool nd_page_would_fault(const nd_page *pg)
 {
-    return pg->free == NULL && (nd_load_relaxed(&pg->xfree) & ~ND_XSTATE_MASK) == 0 &&
+    return !pg->recarved && pg->free == NULL && (nd_load_relaxed(&pg->xfree) & ~ND_XSTATE_MASK) == 0 &&
            pg->capacity < pg->reserved && nd_page_resident_room(pg) == 0;
 }
 

@@ -1009,7 +1009,8 @@ static inline void nd_tcache_prefetch_taken(void *const *v, size_t n)
         __builtin_prefetch((const char *)v[i] + sizeof(void *), 1, 3);
 }
 
-/* Borrowing (docs/results.md, h50s): a medium class's bin that runs dry
+/* Borrowing (docs/results.md, h50s): the bin of a class past 1 KiB
+   (ND_BORROW_CLASS_MIN) that runs dry
    when its pages would have to carve into memory they never had (or take
    a new page) takes a block of one of the ND_BORROW_CLASSES classes above
    it (two doublings: up to 4x its size) instead, already free (in this
@@ -1017,16 +1018,18 @@ static inline void nd_tcache_prefetch_taken(void *const *v, size_t n)
    each (thread, class) carving to its own high of live blocks held 2-3x
    the medium band's high in memory (h49m, h49r; 4 classes took
    shortlived -t 2's medium pages at its peak from 7.0-7.4 MiB to 5.7-6.9,
-   8 to 4.9-5.5). The block stays of its page's class: its free puts it in that
+   8 to 4.9-5.5; the classes of 1-16 KiB too took its small pages from
+   2.3-2.6 MiB to 1.5-1.9). The block stays of its page's class: its free puts it in that
    class's bin, and its request is counted there. Its address must be a
    multiple of the natural alignment of the class asked for (an aligned
    request takes a class for it: class.h). Not under secure=1 (its bins'
    canaries) nor prof=1 (a sample records its class's size). */
 #define ND_BORROW_CLASSES 8
+#define ND_BORROW_CLASS_MIN 20   /* 1,280 B, the first class past 1 KiB (checked at start-up) */
 
-static inline bool nd_tcache_may_borrow(const nd_tcache *tc, unsigned cls)
+static inline bool nd_tcache_may_borrow(const nd_tcache *tc)
 {
-    return !nd_class_is_small(cls) && tc->secure == NULL && nd_load_relaxed(&nd_tcache_prof_rate) == 0;
+    return tc->secure == NULL && nd_load_relaxed(&nd_tcache_prof_rate) == 0;
 }
 
 /* One block of a class above c (<= c + ND_BORROW_CLASSES), from that
@@ -1039,7 +1042,10 @@ static nd_noinline void *nd_tcache_borrow(nd_tcache *tc, unsigned c)
         align = ND_ALIGN_NATURAL;
     for (unsigned up = c + 1; up <= c + ND_BORROW_CLASSES && up < ND_CLASS_COUNT; up++) {
         nd_bin *b = &tc->bins[up];
+        const nd_page *pg = tc->heap.pages[up].first;
         void *p = NULL;
+        if (b->cur == b->empty && (pg == NULL || pg->free == NULL))
+            continue;   /* (the usual case, in two loads or three) */
         if (b->cur != b->empty && ((uintptr_t)*b->cur & (align - 1)) == 0) {
             p = *b->cur++;
             nd_bin_info *bi = &tc->binfo[up];
@@ -1063,8 +1069,9 @@ static nd_noinline void *nd_tcache_borrow(nd_tcache *tc, unsigned c)
 }
 
 /* nd_tcache_fill; lent: where a borrowed block goes (nd_tcache_borrow),
-   the bin left empty, or NULL (no borrowing). */
-static nd_hot bool nd_tcache_fill_at(nd_tcache *tc, unsigned c, void **lent)
+   the bin left empty, or NULL (no borrowing: nd_tcache_fill, whose copy
+   has none of it). */
+static inline __attribute__((always_inline)) bool nd_tcache_fill_at(nd_tcache *tc, unsigned c, void **lent)
 {
     nd_bin *bin = &tc->bins[c];
     nd_assert2(bin->cur == bin->empty && (bin->empty == NULL || *bin->empty == NULL));
@@ -1134,7 +1141,7 @@ static nd_hot bool nd_tcache_fill_at(nd_tcache *tc, unsigned c, void **lent)
         at = bin->low;
         if (nd_nursery_serves(tc, cls, fill))
             got = nd_nursery_take(tc, cls, at, want);
-        if (got == 0 && lent != NULL && nd_tcache_may_borrow(tc, cls) && nd_heap_would_fault(&tc->heap, cls) &&
+        if (got == 0 && lent != NULL && nd_tcache_may_borrow(tc) && nd_heap_would_fault(&tc->heap, cls) &&
             (*lent = nd_tcache_borrow(tc, c)) != NULL) {
             bi->mark = now;
             tc->binfo[c].low_water = 0;   /* it just ran dry */
@@ -1182,6 +1189,19 @@ nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
     return nd_tcache_fill_at(tc, c, NULL);
 }
 
+/* A dry bin of a class that may borrow (nd_tcache_may_borrow): its
+   fill, or a borrowed block; NULL if neither (the request uncounted). */
+static nd_noinline void *nd_tcache_alloc_dry(nd_tcache *tc, unsigned c)
+{
+    nd_assert(nd_class_size[ND_BORROW_CLASS_MIN - 1] == 1024);
+    void *lent = NULL;
+    if (!nd_tcache_fill_at(tc, c, &lent))
+        return nd_tcache_uncount(tc, c);
+    if (lent != NULL)
+        return lent;
+    return *tc->bins[c].cur++;
+}
+
 nd_hot void *nd_tcache_alloc(nd_tcache *tc, unsigned c)
 {
     void *p = NULL;
@@ -1191,16 +1211,15 @@ nd_hot void *nd_tcache_alloc(nd_tcache *tc, unsigned c)
         nd_count_inc(&nd_heap_cstats(&tc->heap, c)->direct_allocs);
     } else {
         nd_bin *b = &tc->bins[c];
-        if (b->cur == b->empty) {
-            void *lent = NULL;
-            if (!nd_tcache_fill_at(tc, c, &lent))
-                return nd_tcache_uncount(tc, c);
-            if (lent != NULL) {
-                nd_block_unmark(lent);
-                return lent;
-            }
-        }
-        p = *b->cur++;
+        if (b->cur != b->empty)
+            p = *b->cur++;
+        else if (c >= ND_BORROW_CLASS_MIN) {
+            if ((p = nd_tcache_alloc_dry(tc, c)) == NULL)
+                return NULL;
+        } else if (nd_tcache_fill(tc, c))
+            p = *b->cur++;
+        else
+            return nd_tcache_uncount(tc, c);
     }
     nd_block_unmark(p);
     return p;
