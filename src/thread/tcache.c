@@ -1023,7 +1023,8 @@ static inline void nd_tcache_prefetch_taken(void *const *v, size_t n)
    class's bin, and its request is counted there. Its address must be a
    multiple of the natural alignment of the class asked for (an aligned
    request takes a class for it: class.h). Not under secure=1 (its bins'
-   canaries) nor prof=1 (a sample records its class's size). */
+   canaries) nor prof=1 (a sample is a block of its class, prof.h, and the
+   profile's shares by site are of usable sizes). */
 #define ND_BORROW_CLASSES 8
 #define ND_BORROW_CLASS_MIN 20   /* 1,280 B, the first class past 1 KiB (checked at start-up) */
 

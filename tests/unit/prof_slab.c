@@ -652,11 +652,14 @@ static void medium_samples_taken_and_freed_by_two_threads_are_all_dropped(void)
 
 /* A workload of medium requests, every one sampled, with at most 12
    blocks of 1-32 KiB live at a time: run once before profiling starts
-   and once after, the second run makes no more than 160 KiB more of the
-   process resident (the profile's own first pages; the blocks are the
-   same classes' blocks as the first run's). On main (3cc3791) the
-   samples were runs of up to four run slabs of 64 KiB and large blocks of
-   their own, all resident besides the classes' pages: 500 KiB and more. */
+   and once after, the second run makes no more than 400 KiB more of the
+   process resident (the profile's own first pages, and the classes' pages
+   the first run did without: it borrowed blocks of the classes above
+   where its own pages would have faulted memory in, tcache.c, which a
+   sampled request never does: 316-344 KiB in all; 160 KiB before that, on
+   main 1378f24). On main (3cc3791) the samples were runs of up to four
+   run slabs of 64 KiB and large blocks of their own, all resident
+   besides the classes' pages: 500 KiB and more. */
 static void medium_samples_take_no_resident_memory_of_their_own(void)
 {
     uint64_t x = 88172645463325252ull;
@@ -681,7 +684,7 @@ static void medium_samples_take_no_resident_memory_of_their_own(void)
             x = 88172645463325252ull;   /* the same requests again */
     }
     EXPECT(nd_prof_samples() >= 19000, "every request to be sampled, %lu", (unsigned long)nd_prof_samples());
-    EXPECT(grown <= 160 * 1024, "the sampled run to make at most 160 KiB more resident, it made %zu KiB",
+    EXPECT(grown <= 400 * 1024, "the sampled run to make at most 400 KiB more resident, it made %zu KiB",
            grown / 1024);
 }
 
