@@ -656,8 +656,8 @@ static void medium_samples_taken_and_freed_by_two_threads_are_all_dropped(void)
    process resident (the profile's own first pages, and the classes' pages
    the first run did without: it borrowed blocks of the classes above
    where its own pages would have faulted memory in, tcache.c, which a
-   sampled request never does: 316-344 KiB in all; 160 KiB before that, on
-   main 1378f24). On main (3cc3791) the samples were runs of up to four
+   sampled request never does: 316-344 KiB in all when the classes past
+   1 KiB borrowed, tried; 160 KiB at most before, on main 1378f24). On main (3cc3791) the samples were runs of up to four
    run slabs of 64 KiB and large blocks of their own, all resident
    besides the classes' pages: 500 KiB and more. */
 static void medium_samples_take_no_resident_memory_of_their_own(void)
