@@ -1010,22 +1010,22 @@ static inline void nd_tcache_prefetch_taken(void *const *v, size_t n)
 }
 
 /* Borrowing (docs/results.md, h50s): the bin of a medium class
-   (ND_BORROW_CLASS_MIN on) that runs dry
-   when its pages would have to carve into memory they never had (or take
-   a new page) takes a block of one of the ND_BORROW_CLASSES classes above
-   it (two doublings: up to 4x its size) instead, already free (in this
-   cache, or on its heap's page of that class) and so already resident:
-   each (thread, class) carving to its own high of live blocks held 2-3x
-   the medium band's high in memory (h49m, h49r; 4 classes took
-   shortlived -t 2's medium pages at its peak from 7.0-7.4 MiB to 5.7-6.9,
-   8 to 4.9-5.5). The small classes past 1 KiB too took its small pages
-   from 2.3-2.6 MiB to 1.5-1.9, but rptest -t 8's peak RSS up 25-40 %
-   (3 runs of 11-21 at load 20-27): left out. The block stays of its page's class: its free puts it in that
-   class's bin, and its request is counted there. Its address must be a
-   multiple of the natural alignment of the class asked for (an aligned
-   request takes a class for it: class.h). Not under secure=1 (its bins'
-   canaries) nor prof=1 (a sample is a block of its class, prof.h, and the
-   profile's shares by site are of usable sizes). */
+   (ND_BORROW_CLASS_MIN on) that runs dry when its pages would have to
+   carve into memory they never had (or take a new page) takes a block of
+   one of the ND_BORROW_CLASSES classes above it (two doublings: up to 4x
+   its size) instead, already free (in this cache, or on its heap's page
+   of that class) and so already resident: each (thread, class) carving
+   to its own high of live blocks held 2-3x the medium band's high in
+   memory (h49m, h49r). shortlived -t 2's medium pages at its peak: 7.0-8.5
+   MiB (5 runs; one 11.1); 4 classes up 5.7-6.9, 8 up 4.9-5.5. The small
+   classes past 1 KiB too took its small pages from 2.3-2.6 MiB to
+   1.5-1.9, but rptest -t 8's peak RSS up 25-40 % (3 runs of 11-21 at load
+   20-27): left out. The block stays of its page's class: its free puts it
+   in that class's bin, and its request is counted there. Its address
+   must be a multiple of the natural alignment of the class asked for (an
+   aligned request takes a class for it: class.h). Not under secure=1 (its
+   bins' canaries) nor prof=1 (a sample is a block of its class, prof.h,
+   and the profile's shares by site are of usable sizes). */
 #define ND_BORROW_CLASSES 8
 #define ND_BORROW_CLASS_MIN 36   /* 20 KiB, the first medium class (checked in debug builds) */
 

@@ -270,8 +270,8 @@ static void node_bound_medium_blocks_freed_elsewhere_stay_with_their_node(void)
    a 5 KiB request (a small class) does not take a free 6 KiB block.
    On main 1378f24 the 24 KiB request carved a page of its own class: a
    thread carved each class to that class's own high (bench/shortlived -t 2:
-   medium pages 7.0-7.4 MiB at the peak for 3 MiB of medium blocks live at
-   most, 5.1-5.9 with borrowing; docs/results.md, h50s). */
+   medium pages 7.0-8.5 MiB at the peak for 3 MiB of medium blocks live at
+   most, 4.9-5.6 with borrowing; docs/results.md, h50s). */
 static void *borrow_in_a_fresh_thread(void *arg)
 {
     (void)arg;
