@@ -22,6 +22,7 @@ nd_hot void nd_heap_init(nd_heap *h, uintptr_t tid, int node, bool bound)
     h->bound = bound;
     h->shared = tid == ND_TID_SHARED || tid == ND_TID_NURSERY;
     h->clock_ms = nd_os_now_ms();
+    h->classes = 0;
 }
 
 /* The kind of memory h's pages are (segment.h). */
@@ -236,6 +237,8 @@ static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)
         nd_add_relaxed(&nd_gauge.pages[cls], 1);
         nd_gauge_active((long)area);
         nd_list_push_front(&h->pages[cls], pg);
+        if (cls >= ND_HEAP_CLASSES_FROM)
+            h->classes |= ND_HEAP_CLASS_BIT(cls);
         return pg;
     }
 }
@@ -557,6 +560,8 @@ nd_hot bool nd_heap_adopt_segment(nd_heap *h, nd_segment *s)
             continue;
         nd_page_set_owner(pg, h, h->tid, nd_heap_kind(h));
         nd_list_push_back(&h->pages[pg->cls], pg);
+        if (pg->cls >= ND_HEAP_CLASSES_FROM)
+            h->classes |= ND_HEAP_CLASS_BIT(pg->cls);
         if (pg->used == 0)
             nd_heap_page_retire(h, pg);
     }
@@ -709,7 +714,8 @@ bool nd_heap_is_valid(const nd_heap *h)
             if (!pg->in_use || pg->cls != c || pg->heap != h || pg->in_full || !nd_page_is_valid(pg) ||
                 pg->key != h->tid ||
                 nd_kind_word_kind(kw) != nd_page_kind_now(nd_heap_kind(h), nd_kind_word_sampled(kw)) ||
-                (!nd_heap_reserve_serves(c) && nd_node_reserve_is(nd_seg_base(pg))))
+                (!nd_heap_reserve_serves(c) && nd_node_reserve_is(nd_seg_base(pg))) ||
+                (c >= ND_HEAP_CLASSES_FROM && !(h->classes & ND_HEAP_CLASS_BIT(c))))
                 return false;
         }
         if (n != h->pages[c].count)
@@ -717,7 +723,8 @@ bool nd_heap_is_valid(const nd_heap *h)
     }
     size_t n = 0;
     for (const nd_page *pg = h->full.first; pg != NULL; pg = pg->next, n++)
-        if (!pg->in_use || pg->heap != h || !pg->in_full)
+        if (!pg->in_use || pg->heap != h || !pg->in_full ||
+            (pg->cls >= ND_HEAP_CLASSES_FROM && !(h->classes & ND_HEAP_CLASS_BIT(pg->cls))))
             return false;
     if (n != h->full.count)
         return false;

@@ -583,6 +583,8 @@ static nd_hot void nd_bin_activate(nd_tcache *tc, unsigned c)
     b->low = b->empty - (start < room ? start : room);
     bi->cap = start;
     tc->cap_bytes += (size_t)start * nd_bin_counted_size(c);
+    if (c >= ND_HEAP_CLASSES_FROM)
+        tc->heap.classes |= ND_HEAP_CLASS_BIT(c);   /* (heap.h: a block of c may be free here now) */
 }
 
 void nd_tcache_lost(const nd_tcache *tc)
@@ -1025,24 +1027,43 @@ static inline void nd_tcache_prefetch_taken(void *const *v, size_t n)
    must be a multiple of the natural alignment of the class asked for (an
    aligned request takes a class for it: class.h). Not under secure=1 (its
    bins' canaries) nor prof=1 (a sample is a block of its class, prof.h,
-   and the profile's shares by site are of usable sizes). */
+   and the profile's shares by site are of usable sizes). What it costs a
+   fill that cannot borrow: one load and a test (nd_tcache_lenders: the
+   heap's classes, heap.h, none of the classes above ever used), or the
+   scan of the classes above that were used (h51s: scanning all 8 cost
+   batchq -w 8 -s 49152 6 % more instructions, micro -m batch -s 65536 +50
+   an op); the borrowed block goes through c's bin (nd_tcache_fill), so
+   nd_tcache_alloc is as it was. */
 #define ND_BORROW_CLASSES 8
 #define ND_BORROW_CLASS_MIN 36   /* 20 KiB, the first medium class (checked in debug builds) */
+_Static_assert(ND_BORROW_CLASS_MIN >= ND_HEAP_CLASSES_FROM, "a heap's classes has a bit for every class that lends");
 
 static inline bool nd_tcache_may_borrow(const nd_tcache *tc)
 {
     return tc->secure == NULL && nd_load_relaxed(&nd_tcache_prof_rate) == 0;
 }
 
-/* One block of a class above c (<= c + ND_BORROW_CLASSES), from that
-   class's bin, else from the heap's first page of that class; the request
-   moves from c's count to that class's. NULL if none. */
+/* The classes above c a block may be borrowed from that may hold a free
+   block (heap.h: classes), as bits from c + 1 on: 0 when none ever did
+   (one load: a dry bin whose classes above were never used, as batchq 48
+   KiB's producers' and micro -m batch -s 65536's, pays no more). */
+static inline uint32_t nd_tcache_lenders(const nd_tcache *tc, unsigned c)
+{
+    return ((uint32_t)tc->heap.classes >> (c + 1 - ND_HEAP_CLASSES_FROM)) & ((1u << ND_BORROW_CLASSES) - 1);
+}
+
+/* One block of a class above c (<= c + ND_BORROW_CLASSES, one of
+   nd_tcache_lenders), from that class's bin, else from the heap's first
+   page of that class; the request moves from c's count to that class's.
+   NULL if none. */
 static nd_noinline void *nd_tcache_borrow(nd_tcache *tc, unsigned c)
 {
+    nd_assert(nd_class_size[ND_BORROW_CLASS_MIN - 1] == ND_SMALL_MAX);
     uintptr_t align = (uintptr_t)nd_class_size[c] & -(uintptr_t)nd_class_size[c];
     if (align > ND_ALIGN_NATURAL)
         align = ND_ALIGN_NATURAL;
-    for (unsigned up = c + 1; up <= c + ND_BORROW_CLASSES && up < ND_CLASS_COUNT; up++) {
+    for (uint32_t m = nd_tcache_lenders(tc, c); m != 0; m &= m - 1) {
+        unsigned up = c + 1 + (unsigned)__builtin_ctz(m);
         nd_bin *b = &tc->bins[up];
         const nd_page *pg = tc->heap.pages[up].first;
         void *p = NULL;
@@ -1070,10 +1091,7 @@ static nd_noinline void *nd_tcache_borrow(nd_tcache *tc, unsigned c)
     return NULL;
 }
 
-/* nd_tcache_fill; lent: where a borrowed block goes (nd_tcache_borrow),
-   the bin left empty, or NULL (no borrowing: nd_tcache_fill, whose copy
-   has none of it). */
-static inline __attribute__((always_inline)) bool nd_tcache_fill_at(nd_tcache *tc, unsigned c, void **lent)
+nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
 {
     nd_bin *bin = &tc->bins[c];
     nd_assert2(bin->cur == bin->empty && (bin->empty == NULL || *bin->empty == NULL));
@@ -1143,12 +1161,19 @@ static inline __attribute__((always_inline)) bool nd_tcache_fill_at(nd_tcache *t
         at = bin->low;
         if (nd_nursery_serves(tc, cls, fill))
             got = nd_nursery_take(tc, cls, at, want);
-        if (got == 0 && lent != NULL && nd_tcache_may_borrow(tc) && nd_heap_would_fault(&tc->heap, cls) &&
-            (*lent = nd_tcache_borrow(tc, c)) != NULL) {
+        void *lent;
+        if (got == 0 && c >= ND_BORROW_CLASS_MIN && nd_tcache_lenders(tc, c) != 0 && nd_tcache_may_borrow(tc) &&
+            nd_heap_would_fault(&tc->heap, cls) && (lent = nd_tcache_borrow(tc, c)) != NULL) {
             bi->mark = now;
             tc->binfo[c].low_water = 0;   /* it just ran dry */
             tc->binfo[c].filled = 1;
             nd_assert2(nd_tcache_is_valid(tc));
+            /* The borrowed block alone in c's bin, for nd_tcache_alloc to
+               take at once: the only moment a bin holds a block of another
+               class (a caller that borrows takes the block it filled, and
+               secure.c's never borrows). */
+            bin->cur = bin->empty - 1;
+            *bin->cur = lent;
             return true;
         }
         if (got == 0) {
@@ -1186,24 +1211,6 @@ void *nd_tcache_uncount(nd_tcache *tc, unsigned c)
     return NULL;
 }
 
-nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
-{
-    return nd_tcache_fill_at(tc, c, NULL);
-}
-
-/* A dry bin of a class that may borrow (nd_tcache_may_borrow): its
-   fill, or a borrowed block; NULL if neither (the request uncounted). */
-static nd_noinline void *nd_tcache_alloc_dry(nd_tcache *tc, unsigned c)
-{
-    nd_assert(nd_class_size[ND_BORROW_CLASS_MIN - 1] == ND_SMALL_MAX);
-    void *lent = NULL;
-    if (!nd_tcache_fill_at(tc, c, &lent))
-        return nd_tcache_uncount(tc, c);
-    if (lent != NULL)
-        return lent;
-    return *tc->bins[c].cur++;
-}
-
 nd_hot void *nd_tcache_alloc(nd_tcache *tc, unsigned c)
 {
     void *p = NULL;
@@ -1213,15 +1220,9 @@ nd_hot void *nd_tcache_alloc(nd_tcache *tc, unsigned c)
         nd_count_inc(&nd_heap_cstats(&tc->heap, c)->direct_allocs);
     } else {
         nd_bin *b = &tc->bins[c];
-        if (b->cur != b->empty)
-            p = *b->cur++;
-        else if (c >= ND_BORROW_CLASS_MIN) {
-            if ((p = nd_tcache_alloc_dry(tc, c)) == NULL)
-                return NULL;
-        } else if (nd_tcache_fill(tc, c))
-            p = *b->cur++;
-        else
+        if (b->cur == b->empty && !nd_tcache_fill(tc, c))
             return nd_tcache_uncount(tc, c);
+        p = *b->cur++;
     }
     nd_block_unmark(p);
     return p;
@@ -1709,7 +1710,8 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
             return false;
         if (nd_bin_is_active(tc, c)) {
             uint32_t room = nd_bin_room_here(tc, c);
-            if ((size_t)(b->empty - b->low) != (bi->cap < room ? bi->cap : room))
+            if ((size_t)(b->empty - b->low) != (bi->cap < room ? bi->cap : room) ||
+                (c >= ND_HEAP_CLASSES_FROM && !(tc->heap.classes & ND_HEAP_CLASS_BIT(c))))   /* (heap.h: classes) */
                 return false;
         }
         if ((lay->mid_end != 0) != (lay->cap_max != 0 && nd_bin_has_mid(c, lay->cap_max)) ||

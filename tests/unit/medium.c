@@ -296,6 +296,8 @@ static void *borrow_in_a_fresh_thread(void *arg)
     EXPECT(nodal_usable_size(q) == (28 << 10), "the borrowed block to keep its usable size, 28 KiB (%zu B)",
            nodal_usable_size(q));
     EXPECT(tc->heap.pages[c24].first == NULL, "no page of 24 KiB to be made for it");
+    EXPECT((tc->heap.classes & ND_HEAP_CLASS_BIT(c28)) && !(tc->heap.classes & ND_HEAP_CLASS_BIT(c40)),
+           "the heap's classes to have 28 KiB's bit, not 40 KiB's (no block of 40 KiB yet: heap.h)");
     memset(q, 2, 28 << 10);
     nodal_free(q);
     nodal_memory_info_get(&after);
