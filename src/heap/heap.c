@@ -23,6 +23,7 @@ nd_hot void nd_heap_init(nd_heap *h, uintptr_t tid, int node, bool bound, nd_cla
     h->bound = bound;
     h->shared = tid == ND_TID_SHARED || tid == ND_TID_NURSERY;
     h->clock_ms = nd_os_now_ms();
+    h->classes = 0;
 }
 
 /* The kind of memory h's pages are (segment.h). */
@@ -237,6 +238,8 @@ static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)
         nd_add_relaxed(&nd_gauge.pages[cls], 1);
         nd_gauge_active((long)area);
         nd_list_push_front(&h->pages[cls], pg);
+        if (cls >= ND_HEAP_CLASSES_FROM)
+            h->classes |= ND_HEAP_CLASS_BIT(cls);
         return pg;
     }
 }
@@ -342,6 +345,31 @@ nd_hot size_t nd_heap_take_blocks(nd_heap *h, unsigned cls, void **out, size_t n
     if (got == 0)
         errno = ENOMEM;
     return got;
+}
+
+bool nd_heap_would_fault(nd_heap *h, unsigned cls)
+{
+    if (nd_load_relaxed(&h->notified) != NULL)
+        return false;
+    const nd_page *pg = h->pages[cls].first;
+    if (pg != NULL)
+        return nd_page_would_fault(pg);
+    /* A new page: resident memory if one of the segments nd_heap_page_new
+       looks at has a free page with some (nd_heap_pick_segment). */
+    unsigned n = 0;
+    for (const nd_segment *s = h->avail[nd_class_is_small(cls) ? 0 : 1].first; s != NULL && n < 8; s = s->next, n++)
+        if ((nd_heap_whole_pages(s) & nd_heap_resident_pages(s)) != 0)
+            return false;
+    return true;
+}
+
+void *nd_heap_take_free_aligned(nd_heap *h, unsigned cls, uintptr_t align)
+{
+    const nd_page *pg = h->pages[cls].first;
+    void *p = NULL;
+    if (pg != NULL && pg->free != NULL && ((uintptr_t)pg->free & (align - 1)) == 0)
+        nd_heap_take_free(h, cls, &p, 1);
+    return p;
 }
 
 nd_hot size_t nd_heap_take_free(nd_heap *h, unsigned cls, void **out, size_t n)
@@ -533,6 +561,8 @@ nd_hot bool nd_heap_adopt_segment(nd_heap *h, nd_segment *s)
             continue;
         nd_page_set_owner(pg, h, h->tid, nd_heap_kind(h));
         nd_list_push_back(&h->pages[pg->cls], pg);
+        if (pg->cls >= ND_HEAP_CLASSES_FROM)
+            h->classes |= ND_HEAP_CLASS_BIT(pg->cls);
         if (pg->used == 0)
             nd_heap_page_retire(h, pg);
     }
@@ -685,7 +715,8 @@ bool nd_heap_is_valid(const nd_heap *h)
             if (!pg->in_use || pg->cls != c || pg->heap != h || pg->in_full || !nd_page_is_valid(pg) ||
                 pg->key != h->tid ||
                 nd_kind_word_kind(kw) != nd_page_kind_now(nd_heap_kind(h), nd_kind_word_sampled(kw)) ||
-                (!nd_heap_reserve_serves(c) && nd_node_reserve_is(nd_seg_base(pg))))
+                (!nd_heap_reserve_serves(c) && nd_node_reserve_is(nd_seg_base(pg))) ||
+                (c >= ND_HEAP_CLASSES_FROM && !(h->classes & ND_HEAP_CLASS_BIT(c))))
                 return false;
         }
         if (n != h->pages[c].count)
@@ -693,7 +724,8 @@ bool nd_heap_is_valid(const nd_heap *h)
     }
     size_t n = 0;
     for (const nd_page *pg = h->full.first; pg != NULL; pg = pg->next, n++)
-        if (!pg->in_use || pg->heap != h || !pg->in_full)
+        if (!pg->in_use || pg->heap != h || !pg->in_full ||
+            (pg->cls >= ND_HEAP_CLASSES_FROM && !(h->classes & ND_HEAP_CLASS_BIT(pg->cls))))
             return false;
     if (n != h->full.count)
         return false;

@@ -71,7 +71,19 @@ typedef ND_LIST(nd_segment) nd_seg_queue;
  *    of its cache's secure state (checked by nd_secure_is_valid).
  *  - away: its thread was last seen on a CPU of another node than `node`
  *    (plain heaps; thread.c sets it); leaving: only inside nd_heap_leave.
+ *  - classes has bit c - ND_HEAP_CLASSES_FROM set for every class c from
+ *    ND_HEAP_CLASSES_FROM on of a page in pages[c] or full (and, a thread
+ *    cache's heap, for every such bin c of its cache that has its slots,
+ *    tcache.c); never cleared: a bit clear means no block of its class
+ *    can be free in the heap or in its cache, so borrowing (tcache.c)
+ *    looks only at the classes set.
  */
+/* The first class a heap's `classes` has a bit for: the last 16 (8 KiB
+   on), the medium classes among them (borrowing's, tcache.c). */
+#define ND_HEAP_CLASSES_FROM (ND_CLASS_COUNT - 16)
+/* Bit of class c (>= ND_HEAP_CLASSES_FROM) in a heap's classes. */
+#define ND_HEAP_CLASS_BIT(c) ((uint16_t)(1u << ((c) - ND_HEAP_CLASSES_FROM)))
+
 typedef struct nd_aligned(ND_CACHE_LINE) nd_heap {
     uintptr_t       tid;
     int16_t         node;
@@ -79,6 +91,7 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_heap {
     uint8_t         shared;
     uint8_t         away;
     uint8_t         leaving;
+    uint16_t        classes;            /* bit c - ND_HEAP_CLASSES_FROM: class c had a page here, or its cache's bin c its slots */
     nd_page_queue   pages[ND_CLASS_COUNT];
     nd_page_queue   full;
     nd_seg_queue    avail[2];
@@ -109,6 +122,16 @@ void nd_heap_init(nd_heap *h, uintptr_t tid, int node, bool bound, nd_class_coun
    nd_page_take); returns how many (0 only when memory ran out: errno =
    ENOMEM). */
 size_t nd_heap_take_blocks(nd_heap *h, unsigned cls, void **out, size_t n, size_t max) nd_hidden;
+/* Would h's next block of class cls touch memory none of its pages of
+   the class had: carved past what carving reached in a page that never
+   held blocks before (nd_page_would_fault), or a new page when none of
+   the segments a new page comes from has a free page with memory in it?
+   False while remote frees wait to be drained. */
+bool nd_heap_would_fault(nd_heap *h, unsigned cls) nd_hidden;
+/* The first free block of class cls of h's first page of the class (its
+   free list's head) if its address is a multiple of align (a power of
+   two), taken; NULL when there is none or it is not so aligned. */
+void *nd_heap_take_free_aligned(nd_heap *h, unsigned cls, uintptr_t align) nd_hidden;
 /* Fills out[0..n) with blocks of class cls already free in h's pages
    (their free lists, from the queue's first page on), and nothing else: no
    block carved, no page taken; returns how many (maybe 0). */

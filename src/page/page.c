@@ -406,6 +406,12 @@ static inline size_t nd_page_take_list(nd_page *pg, void **out, size_t n)
     return got;
 }
 
+bool nd_page_would_fault(const nd_page *pg)
+{
+    return !pg->recarved && pg->free == NULL && (nd_load_relaxed(&pg->xfree) & ~ND_XSTATE_MASK) == 0 &&
+           pg->capacity < pg->reserved && nd_page_resident_room(pg) == 0;
+}
+
 nd_hot size_t nd_page_take_free(nd_page *pg, void **out, size_t n)
 {
     size_t got = pg->free != NULL && n != 0 ? nd_page_take_list(pg, out, n) : 0;

@@ -433,6 +433,13 @@ static inline bool nd_page_is_exhausted(const nd_page *pg)
 {
     return pg->free == NULL && pg->capacity == pg->reserved;
 }
+/* Would pg's next block be carved out of an OS page no block had (memory
+   the page never had)? A page never released since its segment was
+   formatted (recarved 0: a page released before, or of a segment used
+   before, holds freed memory, resident unless purged since), with no
+   block on its free list, none given back by other threads waiting, no
+   room left in the OS pages carved (owner only). */
+bool nd_page_would_fault(const nd_page *pg) nd_hidden;
 /* Gives `count` blocks, linked head..tail, back to pg (owner only). More
    blocks back than out is a double free: abort. */
 void nd_page_give(nd_page *pg, nd_block *head, nd_block *tail, uint32_t count) nd_hidden;

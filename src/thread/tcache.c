@@ -617,6 +617,8 @@ static nd_hot void nd_bin_activate(nd_tcache *tc, unsigned c)
     b->low = b->empty - (start < room ? start : room);
     bi->cap = start;
     tc->cap_bytes += (size_t)start * nd_bin_counted_size(c);
+    if (c >= ND_HEAP_CLASSES_FROM)
+        tc->heap.classes |= ND_HEAP_CLASS_BIT(c);   /* (heap.h: a block of c may be free here now) */
 }
 
 void nd_tcache_lost(const nd_tcache *tc)
@@ -1047,6 +1049,86 @@ static inline void nd_tcache_prefetch_taken(void *const *v, size_t n)
         __builtin_prefetch((const char *)v[i] + sizeof(void *), 1, 3);
 }
 
+/* Borrowing (docs/results.md, h50s): the bin of a medium class
+   (ND_BORROW_CLASS_MIN on) that runs dry when its pages would have to
+   carve into memory they never had (or take a new page) takes a block of
+   one of the ND_BORROW_CLASSES classes above it (two doublings: up to 4x
+   its size) instead, already free (in this cache, or on its heap's page
+   of that class) and so already resident: each (thread, class) carving
+   to its own high of live blocks held 2-3x the medium band's high in
+   memory (h49m, h49r). shortlived -t 2's medium pages at its peak: 7.0-8.5
+   MiB (5 runs; one 11.1); 4 classes up 5.7-6.9, 8 up 4.9-5.5. The small
+   classes past 1 KiB too took its small pages from 2.3-2.6 MiB to
+   1.5-1.9, but rptest -t 8's peak RSS up 25-40 % (3 runs of 11-21 at load
+   20-27): left out. The block stays of its page's class: its free puts it
+   in that class's bin, and its request is counted there. Its address
+   must be a multiple of the natural alignment of the class asked for (an
+   aligned request takes a class for it: class.h). Not under secure=1 (its
+   bins' canaries) nor prof=1 (a sample is a block of its class, prof.h,
+   and the profile's shares by site are of usable sizes). What it costs a
+   fill that cannot borrow: one load and a test (nd_tcache_lenders: the
+   heap's classes, heap.h, none of the classes above ever used), or the
+   scan of the classes above that were used (h51s: scanning all 8 cost
+   batchq -w 8 -s 49152 6 % more instructions, micro -m batch -s 65536 +50
+   an op); the borrowed block goes through c's bin (nd_tcache_fill), so
+   nd_tcache_alloc is as it was. */
+#define ND_BORROW_CLASSES 8
+#define ND_BORROW_CLASS_MIN 36   /* 20 KiB, the first medium class (checked in debug builds) */
+_Static_assert(ND_BORROW_CLASS_MIN >= ND_HEAP_CLASSES_FROM, "a heap's classes has a bit for every class that lends");
+
+static inline bool nd_tcache_may_borrow(const nd_tcache *tc)
+{
+    return tc->secure == NULL && nd_load_relaxed(&nd_tcache_prof_rate) == 0;
+}
+
+/* The classes above c a block may be borrowed from that may hold a free
+   block (heap.h: classes), as bits from c + 1 on: 0 when none ever did
+   (one load: a dry bin whose classes above were never used, as batchq 48
+   KiB's producers' and micro -m batch -s 65536's, pays no more). */
+static inline uint32_t nd_tcache_lenders(const nd_tcache *tc, unsigned c)
+{
+    return ((uint32_t)tc->heap.classes >> (c + 1 - ND_HEAP_CLASSES_FROM)) & ((1u << ND_BORROW_CLASSES) - 1);
+}
+
+/* One block of a class above c (<= c + ND_BORROW_CLASSES, one of
+   nd_tcache_lenders), from that class's bin, else from the heap's first
+   page of that class; the request moves from c's count to that class's.
+   NULL if none. */
+static nd_noinline void *nd_tcache_borrow(nd_tcache *tc, unsigned c)
+{
+    nd_assert(nd_class_size[ND_BORROW_CLASS_MIN - 1] == ND_SMALL_MAX);
+    uintptr_t align = (uintptr_t)nd_class_size[c] & -(uintptr_t)nd_class_size[c];
+    if (align > ND_ALIGN_NATURAL)
+        align = ND_ALIGN_NATURAL;
+    for (uint32_t m = nd_tcache_lenders(tc, c); m != 0; m &= m - 1) {
+        unsigned up = c + 1 + (unsigned)__builtin_ctz(m);
+        nd_bin *b = &tc->bins[up];
+        const nd_page *pg = tc->heap.pages[up].first;
+        void *p = NULL;
+        if (b->cur == b->empty && (pg == NULL || pg->free == NULL))
+            continue;   /* (the usual case, in two loads or three) */
+        if (b->cur != b->empty && ((uintptr_t)*b->cur & (align - 1)) == 0) {
+            p = *b->cur++;
+            nd_bin_info *bi = &tc->binfo[up];
+            uint32_t count = (uint32_t)(b->empty - b->cur);
+            if (bi->low_water != ND_NO_SAMPLE && count < bi->low_water)
+                bi->low_water = count;
+        } else if ((p = nd_heap_take_free_aligned(&tc->heap, up, align)) != NULL) {
+            /* From its page, through the cache as the statistics see it:
+               a block in (a fill's) and out (its request). */
+            nd_count_add(&nd_heap_cstats(&tc->heap, up)->fill_blocks, 1);
+        }
+        if (p == NULL)
+            continue;
+        nd_tcache_uncount(tc, c);
+        if (!nd_tcache_count_quick(tc, up))
+            nd_store_relaxed(&tc->binfo[up].nreq, tc->binfo[up].nreq + 1);
+        nd_gauge_add(borrowed_blocks, 1);
+        return p;
+    }
+    return NULL;
+}
+
 nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
 {
     nd_bin *bin = &tc->bins[c];
@@ -1117,6 +1199,21 @@ nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
         at = bin->low;
         if (nd_nursery_serves(tc, cls, fill))
             got = nd_nursery_take(tc, cls, at, want);
+        void *lent;
+        if (got == 0 && c >= ND_BORROW_CLASS_MIN && nd_tcache_lenders(tc, c) != 0 && nd_tcache_may_borrow(tc) &&
+            nd_heap_would_fault(&tc->heap, cls) && (lent = nd_tcache_borrow(tc, c)) != NULL) {
+            bi->mark = now;
+            tc->binfo[c].low_water = 0;   /* it just ran dry */
+            tc->binfo[c].filled = 1;
+            nd_assert2(nd_tcache_is_valid(tc));
+            /* The borrowed block alone in c's bin, for nd_tcache_alloc to
+               take at once: the only moment a bin holds a block of another
+               class (a caller that borrows takes the block it filled, and
+               secure.c's never borrows). */
+            bin->cur = bin->empty - 1;
+            *bin->cur = lent;
+            return true;
+        }
         if (got == 0) {
             got = nd_heap_take_blocks(&tc->heap, cls, at, want, room);
             if (got != 0 && got < whole)
@@ -1659,7 +1756,8 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
             return false;
         if (nd_bin_is_active(tc, c)) {
             uint32_t room = nd_bin_room_here(tc, c);
-            if ((size_t)(b->empty - b->low) != (bi->cap < room ? bi->cap : room))
+            if ((size_t)(b->empty - b->low) != (bi->cap < room ? bi->cap : room) ||
+                (c >= ND_HEAP_CLASSES_FROM && !(tc->heap.classes & ND_HEAP_CLASS_BIT(c))))   /* (heap.h: classes) */
                 return false;
         }
         if ((lay->mid_end != 0) != (lay->cap_max != 0 && nd_bin_has_mid(c, lay->cap_max)) ||

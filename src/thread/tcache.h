@@ -86,7 +86,8 @@
  * starting capacity), else mid_end (when nonzero), in the middle
  * area, until they needed more than its room there (ND_BIN_MID_ROOM),
  * else slot_end, in the large area (tcache.c: nd_bin_activate,
- * nd_bin_move); empty - low == info.cap, or the room where it is when
+ * nd_bin_move); a bin with slots has its bit in its heap's classes
+ * (heap.h); empty - low == info.cap, or the room where it is when
  * that is less (the bin moves when a free finds cur == low below its
  * capacity); [cur, empty) are free blocks of the bin's class, each
  * carrying the freed-block mark (page.h), from pages of the tcache's kind

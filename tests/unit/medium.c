@@ -258,11 +258,96 @@ static void node_bound_medium_blocks_freed_elsewhere_stay_with_their_node(void)
     nodal_collect(1);
 }
 
+/* Borrowing (tcache.c: nd_tcache_borrow): a medium request whose class's
+   pages would have to carve memory they never had takes a free block of
+   a class up to ND_BORROW_CLASSES above it instead, already resident, if
+   its address suits the natural alignment of the class asked for; the
+   block stays of its page's class (its usable size, and its free goes to
+   that class's bin). A 24 KiB request after a 28 KiB block was freed gets
+   that block, and no page of 24 KiB is made (the statistics count it
+   as a 28 KiB block: its request and its free); a 32 KiB request (aligned to
+   16 KiB by its class) does not take a 40 KiB block 40 KiB into its page;
+   a 5 KiB request (a small class) does not take a free 6 KiB block.
+   On main 1378f24 the 24 KiB request carved a page of its own class: a
+   thread carved each class to that class's own high (bench/shortlived -t 2:
+   medium pages 7.0-8.5 MiB at the peak for 3 MiB of medium blocks live at
+   most, 4.9-5.6 with borrowing; docs/results.md, h50s). */
+static void *borrow_in_a_fresh_thread(void *arg)
+{
+    (void)arg;
+    nodal_free(nodal_malloc(1));   /* the thread's cache */
+    nd_tcache *tc = nd_tls_tc;
+    const unsigned c24 = nd_class_of(24 << 10), c28 = nd_class_of(28 << 10), c32 = nd_class_of(32 << 10),
+                   c40 = nd_class_of(40 << 10);
+    EXPECT(tc->heap.pages[c24].first == NULL && tc->heap.pages[c32].first == NULL,
+           "a fresh thread to have no page of 24 or 32 KiB yet");
+    void *p = nodal_malloc(28 << 10);
+    EXPECT(p != NULL, "malloc(28 KiB) to succeed");
+    memset(p, 1, 28 << 10);
+    nodal_free(p);
+    nodal_memory_info before, during, after;
+    nodal_memory_info_get(&before);
+    void *q = nodal_malloc(24 << 10);
+    nodal_memory_info_get(&during);
+    EXPECT(q == p, "a 24 KiB request to get the free 28 KiB block %p, it got %p", p, q);
+    EXPECT(during.allocated - before.allocated == (28 << 10),
+           "the statistics' allocated to grow by the borrowed block's 28 KiB (it grew by %zd B)",
+           (ssize_t)(during.allocated - before.allocated));
+    EXPECT(nodal_usable_size(q) == (28 << 10), "the borrowed block to keep its usable size, 28 KiB (%zu B)",
+           nodal_usable_size(q));
+    EXPECT(tc->heap.pages[c24].first == NULL, "no page of 24 KiB to be made for it");
+    EXPECT((tc->heap.classes & ND_HEAP_CLASS_BIT(c28)) && !(tc->heap.classes & ND_HEAP_CLASS_BIT(c40)),
+           "the heap's classes to have 28 KiB's bit, not 40 KiB's (no block of 40 KiB yet: heap.h)");
+    memset(q, 2, 28 << 10);
+    nodal_free(q);
+    nodal_memory_info_get(&after);
+    EXPECT(after.allocated == before.allocated, "the statistics' allocated to come back once it is freed (%zu, %zu before)",
+           after.allocated, before.allocated);
+    nd_bin *b = &tc->bins[c28];
+    EXPECT(b->cur != b->empty && *b->cur == q, "the borrowed block freed to wait in the 28 KiB bin");
+    EXPECT(tc->bins[c24].cur == tc->bins[c24].empty, "the 24 KiB bin to hold nothing");
+
+    /* 40 KiB blocks at 0 and 40 KiB into their page: the second, freed,
+       is not a multiple of 16 KiB, so a 32 KiB request does not take it. */
+    void *a = nodal_malloc(40 << 10), *m = nodal_malloc(40 << 10);
+    EXPECT(a != NULL && m != NULL && ((uintptr_t)m & ((16 << 10) - 1)) != 0,
+           "a second 40 KiB block of a page at an address not a multiple of 16 KiB (%p)", m);
+    nodal_free(m);
+    void *r = nodal_malloc(32 << 10);
+    EXPECT(r != NULL && r != m && ((uintptr_t)r & ((16 << 10) - 1)) == 0,
+           "a 32 KiB request to get a block aligned to 16 KiB, not the 40 KiB block %p (it got %p)", m, r);
+    EXPECT(tc->bins[c40].cur != tc->bins[c40].empty && *tc->bins[c40].cur == m,
+           "the 40 KiB block to stay in its bin");
+    nodal_free(r);
+    nodal_free(a);
+
+    const unsigned c5 = nd_class_of(5 << 10);
+    EXPECT(tc->heap.pages[c5].first == NULL, "a fresh thread to have no page of 5 KiB yet");
+    void *s6 = nodal_malloc(6 << 10);
+    EXPECT(s6 != NULL, "malloc(6 KiB) to succeed");
+    nodal_free(s6);
+    void *s5 = nodal_malloc(5 << 10);
+    EXPECT(s5 != s6 && tc->heap.pages[c5].first != NULL,
+           "a 5 KiB request to get a block of its own class's page, not the free 6 KiB block %p", s6);
+    nodal_free(s5);
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold");
+    return NULL;
+}
+
+static void a_medium_request_takes_a_free_block_of_a_class_above_before_carving(void)
+{
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, borrow_in_a_fresh_thread, NULL) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(every_class_up_to_128_kib_is_cached_by_default),
     ND_CASE(a_medium_class_store_holds_64_blocks_at_least),
     ND_CASE(a_medium_batch_freed_by_another_thread_is_reused_by_a_third_through_the_store),
     ND_CASE(a_consumers_medium_bin_grows_and_sends_half_a_bin_per_overflow),
     ND_CASE(node_bound_medium_blocks_freed_elsewhere_stay_with_their_node),
+    ND_CASE(a_medium_request_takes_a_free_block_of_a_class_above_before_carving),
 };
 ND_MAIN(cases)

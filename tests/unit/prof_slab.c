@@ -652,11 +652,15 @@ static void medium_samples_taken_and_freed_by_two_threads_are_all_dropped(void)
 
 /* A workload of medium requests, every one sampled, with at most 12
    blocks of 1-32 KiB live at a time: run once before profiling starts
-   and once after, the second run makes no more than 160 KiB more of the
-   process resident (the profile's own first pages; the blocks are the
-   same classes' blocks as the first run's). On main (3cc3791) the
-   samples were runs of up to four run slabs of 64 KiB and large blocks of
-   their own, all resident besides the classes' pages: 500 KiB and more. */
+   and once after, the second run makes no more than 256 KiB more of the
+   process resident: the profile's own first pages, and the pages of the
+   20-32 KiB classes the first run did without (it borrowed blocks of the
+   classes above where its own pages would have faulted memory in,
+   tcache.c, which no request does under prof=1). 168-196 KiB (4 runs,
+   h51s), 28-48 with borrowing off; 160 KiB was the bound before
+   borrowing. On main (3cc3791) the samples were runs of up to four run
+   slabs of 64 KiB and large blocks of their own, all resident besides
+   the classes' pages: 500 KiB and more. */
 static void medium_samples_take_no_resident_memory_of_their_own(void)
 {
     uint64_t x = 88172645463325252ull;
@@ -681,7 +685,7 @@ static void medium_samples_take_no_resident_memory_of_their_own(void)
             x = 88172645463325252ull;   /* the same requests again */
     }
     EXPECT(nd_prof_samples() >= 19000, "every request to be sampled, %lu", (unsigned long)nd_prof_samples());
-    EXPECT(grown <= 160 * 1024, "the sampled run to make at most 160 KiB more resident, it made %zu KiB",
+    EXPECT(grown <= 256 * 1024, "the sampled run to make at most 256 KiB more resident, it made %zu KiB",
            grown / 1024);
 }
 
