@@ -1116,7 +1116,7 @@ static nd_noinline void *nd_tcache_borrow(nd_tcache *tc, unsigned c)
         } else if ((p = nd_heap_take_free_aligned(&tc->heap, up, align)) != NULL) {
             /* From its page, through the cache as the statistics see it:
                a block in (a fill's) and out (its request). */
-            nd_count_add(&nd_heap_cstats(&tc->heap, up)->fill_blocks, 1);
+            nd_count_add(&tc->binfo[up].counts.fill_blocks, 1);
         }
         if (p == NULL)
             continue;
