@@ -444,6 +444,7 @@ static nd_noinline void *nd_realloc_to_huge(nd_segment *s, nd_page *pg, void *p,
     if (t != NULL && t->kind == ND_SEG_HUGE && t->fresh && !s->bound && nd_load_relaxed(&pg->sampled) == 0 &&
         ((uintptr_t)q & (nd_os_page_size() - 1)) == 0 && nd_large_move(s, pg, p, q)) {
         t->fresh = false;
+        nd_huge_moved_in(t, (size_t)((uint8_t *)q - (uint8_t *)t), usable);
         nd_thread_count_free(false, usable);
         return q;
     }
