@@ -277,6 +277,10 @@ int nd_posix_memalign(void **out, size_t alignment, size_t size)
 
 void *nd_aligned_alloc(size_t alignment, size_t size)
 {
+    /* A power of two from 1 to ND_ALIGN_NATURAL, the alignments size
+       classes serve, in one test of each (0 fails the second). */
+    if (nd_likely((alignment & (alignment - 1)) == 0 && alignment - 1 < ND_ALIGN_NATURAL))
+        return nd_malloc_aligned(alignment, size);
     if (!nd_is_pow2(alignment)) {
         errno = EINVAL;
         return NULL;

@@ -118,7 +118,7 @@ static unsigned nd_huge_pieces(const nd_segment *s, size_t keep, size_t ends[3])
 
 /* Moves the first n pieces (ends) of the pages at `from` over those at
    `to` (both mapped: nd_os_remap_to onto our own range, never refused). */
-static void nd_huge_move_pieces_back(uint8_t *from, uint8_t *to, const size_t *ends, unsigned n)
+static nd_noinline void nd_huge_move_pieces_back(uint8_t *from, uint8_t *to, const size_t *ends, unsigned n)
 {
     size_t a = 0;
     for (unsigned i = 0; i < n; a = ends[i++])
