@@ -2779,6 +2779,27 @@ static void two_blocks_grown_in_turn_grow_in_place_to_twice_their_chunk(void)
     EXPECT(nd_large_is_valid(), "the large pools to be valid once the blocks are freed");
 }
 
+/* A new block of 8 B (tag's pattern) grown by realloc a quarter and 8 B at
+   a time to `top` bytes and freed: the times it moved (copied) from a
+   size of `from` bytes on; -1 if its first malloc failed (reported). */
+static int moves_growing_by_quarters(int tag, size_t from, size_t top)
+{
+    nodal_collect(1);
+    unsigned char *p = tagged_block(nodal_malloc(8), tag);
+    if (p == NULL)
+        return -1;
+    int moves = 0;
+    for (size_t size = 8; size < top;) {
+        size_t next = size + size / 4 + 8;
+        unsigned char *before = p;
+        grow_by_quarters(&p, size, next, tag);
+        moves += size >= from && p != before;
+        size = next;
+    }
+    nodal_free(p);
+    return moves;
+}
+
 /* A block grown by realloc a quarter at a time from 8 B to 120 KiB moves
    once from 10,000 B on: into a run of chunks as soon as its next block
    with its room (half as much again: alloc.c, nd_grown_room) would pass
@@ -2787,21 +2808,8 @@ static void two_blocks_grown_in_turn_grow_in_place_to_twice_their_chunk(void)
    copy of 20 KiB more); until h51r, from 12 KiB on (the room a quarter). */
 static void a_block_grown_by_quarters_moves_once_past_10000_bytes(void)
 {
-    nodal_collect(1);
-    unsigned char *p = tagged_block(nodal_malloc(8), 4);
-    if (p == NULL)
-        return;
-    int moves = 0;
-    size_t size = 8;
-    while (size < ((size_t)120 << 10)) {
-        size_t next = size + size / 4 + 8;
-        unsigned char *before = p;
-        grow_by_quarters(&p, size, next, 4);
-        moves += size >= 10000 && p != before;
-        size = next;
-    }
+    int moves = moves_growing_by_quarters(4, 10000, (size_t)120 << 10);
     EXPECT(moves == 1, "a block grown by quarters from 10,000 B to 120 KiB to move once; it moved %d times", moves);
-    nodal_free(p);
 }
 
 /* A block grown by realloc a quarter and 8 B at a time from 8 B to 64 KiB
@@ -2814,22 +2822,9 @@ static void a_block_grown_by_quarters_moves_once_past_10000_bytes(void)
    26.8 KB. */
 static void a_block_grown_in_small_steps_is_copied_11_times_to_64_kib(void)
 {
-    nodal_collect(1);
-    unsigned char *p = tagged_block(nodal_malloc(8), 5);
-    if (p == NULL)
-        return;
-    int copies = 0;
-    size_t size = 8;
-    while (size < ((size_t)64 << 10)) {
-        size_t next = size + size / 4 + 8;
-        unsigned char *before = p;
-        grow_by_quarters(&p, size, next, 5);
-        copies += p != before;
-        size = next;
-    }
+    int copies = moves_growing_by_quarters(5, 0, (size_t)64 << 10);
     EXPECT(copies == 11, "a block grown by quarters from 8 B to 64 KiB to be copied 11 times; it was copied %d times",
            copies);
-    nodal_free(p);
     unsigned char *d = nodal_malloc(1000);
     EXPECT(d != NULL, "a block of 1,000 bytes");
     unsigned char *e = nodal_realloc(d, 2000);
