@@ -277,6 +277,10 @@ int nd_posix_memalign(void **out, size_t alignment, size_t size)
 
 void *nd_aligned_alloc(size_t alignment, size_t size)
 {
+    /* A power of two from 1 to ND_ALIGN_NATURAL, the alignments size
+       classes serve, in one test of each (0 fails the second). */
+    if (nd_likely((alignment & (alignment - 1)) == 0 && alignment - 1 < ND_ALIGN_NATURAL))
+        return nd_malloc_aligned(alignment, size);
     if (!nd_is_pow2(alignment)) {
         errno = EINVAL;
         return NULL;
@@ -361,11 +365,10 @@ static void *nd_malloc_like(const nd_segment *s, size_t size)
     return nd_malloc_fast(nd_tls_tc, size);
 }
 
-/* The new block of a realloc that grows a block of s to size bytes: a
-   quarter more room than asked (about one class step), so that a block
-   grown a little at a time is copied at every other step rather than at
-   every one (not under secure=2: the canary goes right after what was
-   asked for; secure=1's is at the block's end). Past ND_SMALL_MAX with
+/* The new block of a realloc that grows a block of s to size bytes: more
+   room than asked, so that a block grown a little at a time is not copied
+   at every step (not under secure=2: the canary goes right after what was
+   asked for; secure=1's is at the block's end; nd_grown_room). Past ND_SMALL_MAX with
    that room it is a large block, whatever its size: a block that grows
    once tends to grow again, and a large block grows in place while the
    chunks after it are free (and costs only its touched pages until
@@ -386,14 +389,35 @@ static bool nd_grown_is_large(size_t room, bool live)
            (nd_unlikely(nd_secure_on()) && live && nd_class_size[nd_secure_request_class(nd_tls_tc, room)] > ND_SMALL_MAX);
 }
 
+/* The room of a block of `usable` bytes grown to size (> usable): half
+   as much again when it grows by less than half (a block grown in small
+   steps: a string appended to, a buffer read into a piece at a time),
+   a quarter otherwise (a caller that grows it geometrically itself, by
+   doubling, needs less). Half: a block grown by a quarter and 8 B at a
+   time from 8 B to 64 KiB (34 steps) was copied 15 times (38.9 KB) with a
+   quarter, 11 times (26.8 KB) with half, and a realloc took 0.6x the
+   time: it goes with the bytes copied more than with the copies, whose
+   destinations are blocks no longer in the L1 (bench/micro -m realloc;
+   docs/results.md, h51r). The block keeps the bytes
+   of its class above that (usable size is the class's): at rest, a block
+   grown in small steps holds at most half again what it was last asked
+   for, a quarter before. */
+static size_t nd_grown_room(size_t size, size_t usable)
+{
+    if (size > ND_SMALL_MAX || nd_secure_full())
+        return size;
+    return size - usable < usable / 2 ? size + size / 2 : size + size / 4;
+}
+
 /* The thread's state is read once: a thread with its caches takes a large
    block from the cache of the block's kind (its plain cache, or its cache
    for the node of bound memory, created on first use: that node has
    memory, s is there); any other thread (starting, exiting), or one whose
-   node cache cannot be made, a size class (nd_malloc_like). */
-static void *nd_malloc_grown(const nd_segment *s, size_t size)
+   node cache cannot be made, a size class (nd_malloc_like). usable: the
+   old block's bytes. */
+static void *nd_malloc_grown(const nd_segment *s, size_t size, size_t usable)
 {
-    size_t room = size <= ND_SMALL_MAX && !nd_secure_full() ? size + size / 4 : size;
+    size_t room = nd_grown_room(size, usable);
     if (nd_tls_thread->state == ND_THREAD_LIVE && size <= ND_LARGE_MAX && nd_grown_is_large(room, true)) {
         nd_tcache *tc = s->bound ? nd_thread_node_tcache(s->node) : nd_tls_tc;
         if (tc != NULL)
@@ -415,6 +439,19 @@ static nd_segment *nd_realloc_find(const void *p, nd_page **pgp)
     nd_page *pg;
     if (!nd_page_lookup(p, s, &pg))
         return nd_block_find("realloc", p, pgp);
+    if (s->kind == ND_SEG_LARGE) {
+        /* The descriptor of p's chunk: a large block starts there, in use,
+           neither kept (in_full) nor a slab nor sampled (the checks
+           nd_block_find makes of a large block, but the header's cookie,
+           which free's path leaves to its slow path too). nd_block_find
+           was a ninth of a realloc that grows a block by small steps. */
+        if (nd_load_relaxed(&pg->in_use) && pg->start == (const uint8_t *)p && !nd_load_relaxed(&pg->in_full) &&
+            nd_load_relaxed(&pg->sampled) == 0) {
+            *pgp = pg;
+            return s;
+        }
+        return nd_block_find("realloc", p, pgp);
+    }
     if ((s->kind != ND_SEG_SMALL && s->kind != ND_SEG_MEDIUM) || nd_secure_on() ||
         !nd_page_block_ok_shared(pg, p) || nd_block_is_marked(p))
         return nd_block_find("realloc", p, pgp);
@@ -444,6 +481,7 @@ static nd_noinline void *nd_realloc_to_huge(nd_segment *s, nd_page *pg, void *p,
     if (t != NULL && t->kind == ND_SEG_HUGE && t->fresh && !s->bound && nd_load_relaxed(&pg->sampled) == 0 &&
         ((uintptr_t)q & (nd_os_page_size() - 1)) == 0 && nd_large_move(s, pg, p, q)) {
         t->fresh = false;
+        nd_huge_moved_in(t, (size_t)((uint8_t *)q - (uint8_t *)t), usable);
         nd_thread_count_free(false, usable);
         return q;
     }
@@ -484,12 +522,14 @@ void *nd_realloc(void *p, size_t size)
             if (size <= usable && (size > usable / 2 || usable <= 4 * ND_QUANTUM))
                 return p;
         } else if (size <= usable &&
-                   (size > ND_SMALL_MAX || (nd_unlikely(nd_secure_on()) &&
-                    nd_grown_is_large(size + size / 4, nd_tls_thread->state == ND_THREAD_LIVE))) &&
+                   (size > ND_SMALL_MAX ||
+                    nd_grown_is_large(size + size / 2, nd_tls_thread->state == ND_THREAD_LIVE)) &&
                    nd_large_stays(size, nd_load_relaxed(&pg->reserved))) {
-            /* In place without the pool's lock (large.h); under secure=1
-               also a size nd_malloc_grown gives a large block (not
-               copied into a medium block on its next step). */
+            /* In place without the pool's lock (large.h); also a size a
+               growth in small steps gives a large block (nd_grown_room:
+               from 10,923 B on, or under secure=1 the class its room and
+               canary take), not copied into a size class at its next
+               step and into a large block again at the one after. */
             return p;
         } else if (size > ND_SMALL_MAX && size <= ND_LARGE_MAX && nd_large_resize(s, pg, size, &delta)) {
             nd_thread_count_large_resize(delta);
@@ -514,7 +554,7 @@ void *nd_realloc(void *p, size_t size)
         errno = ENOMEM;
         return NULL;
     }
-    void *q = size > usable ? nd_malloc_grown(s, size) : nd_malloc_like(s, size);
+    void *q = size > usable ? nd_malloc_grown(s, size, usable) : nd_malloc_like(s, size);
     if (q == NULL)
         return NULL;
     memcpy(q, p, usable < size ? usable : size);

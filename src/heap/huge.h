@@ -23,7 +23,11 @@
  * it gains bound to its node, populated and verified there as a new
  * block's are; a move that fails is undone), secure=1 (the guard page
  * moves to the new end), aligned beyond 4 MiB (a move keeps the
- * alignment). The statistics count each (huge_resizes).
+ * alignment). The statistics count each (huge_resizes). A block that was
+ * a large block, whose pages the kernel moved into its mapping (realloc
+ * past 1 MiB: nd_large_move), is then two or three mappings to the
+ * kernel, which moves one at a time: its moves take each (seams,
+ * segment.h), or every later move failed and realloc copied it.
  *
  * A block aligned beyond 4 MiB starts in a later 4 MiB chunk of its mapping;
  * the segment map says how far back the header is (segment.h).
@@ -47,6 +51,11 @@ size_t nd_huge_usable(const nd_segment *s, const void *p) nd_hidden;
    mapping, without a copy (above); NULL with the block as it was if it
    cannot (the caller then copies). */
 void  *nd_huge_realloc(nd_segment *s, void *p, size_t size) nd_hidden;
+/* The pages of a large block moved into huge block s at `offset` (bytes
+   of them; nd_large_move): the kernel holds them as a mapping of their
+   own from now on, which s's seams record (segment.h) so that a later
+   move takes its mapping piece by piece. */
+void   nd_huge_moved_in(nd_segment *s, size_t offset, size_t bytes) nd_hidden;
 /* Debug builds (ND_DEBUG >= 2; tests): called when a realloc has moved a
    huge mapping away from [old_start, old_start + old_size), before the new
    one is in the segment map, so that a test can map something there

@@ -779,6 +779,13 @@ bool nd_seg_is_valid(const nd_segment *s)
                     return false;
         }
     }
+    if ((s->seams[0] | s->seams[1]) != 0) {   /* a huge mapping's, past its header */
+        size_t ps = nd_os_page_size();
+        if ((s->kind != ND_SEG_HUGE && s->kind != ND_SEG_FREE) || s->seams[0] == 0 ||
+            (size_t)s->seams[0] * ps >= s->size || (s->seams[1] != 0 && s->seams[1] <= s->seams[0]) ||
+            (size_t)s->seams[1] * ps >= s->size)
+            return false;
+    }
     if (s->kind == ND_SEG_HUGE || s->kind == ND_SEG_FREE)
         return true;
     if (s->kind != ND_SEG_SMALL && s->kind != ND_SEG_MEDIUM && s->kind != ND_SEG_LARGE)

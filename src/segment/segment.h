@@ -277,6 +277,14 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
  *  - guard_ends bit c (SMALL, MEDIUM, LARGE) <=> the guards bit of the
  *    last OS page of chunk c: where the guard pages a LARGE segment's
  *    blocks left end runs (large.c reads it for every secure=1 block).
+ *  - seams (HUGE, and FREE: a freed huge mapping; 0 in any other): 0, 0
+ *    when the kernel holds the mapping as one (VMA); else OS pages
+ *    [seams[0], seams[1]) are a mapping of their own, the pages a large
+ *    block brought when realloc grew it into this huge block
+ *    (nd_huge_moved_in; seams[1] == 0: to the end), which the kernel never
+ *    joins to the pages around them: 0 < seams[0], seams[0] < seams[1] or
+ *    seams[1] == 0, both within the mapping. A move takes one mapping at
+ *    a time (nd_huge_move_undoable), and the pieces keep their offsets.
  */
 typedef struct nd_segment {
     uintptr_t       cookie;
@@ -297,6 +305,8 @@ typedef struct nd_segment {
     uint8_t         fresh;       /* huge only: never handed out since mapped (all zero) */
     uint8_t         formatted;   /* small, medium, large: formatted before since mapped (its pages'
                                     memory was handed out: nd_page's recarved) */
+    uint16_t        seams[2];    /* huge (and a freed huge mapping): where its mapping is two or
+                                    three to the kernel, in OS pages (invariants) */
     uint64_t        free_mask;
     uint64_t        committed;
     uint64_t        purge_mask;
@@ -342,6 +352,7 @@ _Static_assert(sizeof(nd_page) == 2 * ND_CACHE_LINE, "a page descriptor is two c
 #define ND_PAGE_DESC_SHIFT 7   /* log2(sizeof(nd_page)) */
 _Static_assert(__builtin_offsetof(nd_page, xfree) == ND_CACHE_LINE, "the owner's fields fit line 0");
 _Static_assert(sizeof(nd_segment) <= ND_SEG_HEADER_SIZE, "the segment header must fit");
+_Static_assert(__builtin_offsetof(nd_segment, free_mask) == 48, "seams fill padding: the fields after them stay where they were");
 _Static_assert(__builtin_offsetof(nd_segment, pages) + sizeof(nd_page) <= ND_HUGE_HEADER_SIZE,
                "a huge segment's header holds one page descriptor");
 

@@ -2821,28 +2821,59 @@ static void two_blocks_grown_in_turn_grow_in_place_to_twice_their_chunk(void)
     EXPECT(nd_large_is_valid(), "the large pools to be valid once the blocks are freed");
 }
 
-/* A block grown by realloc a quarter at a time from 8 B to 120 KiB moves
-   once from 12 KiB on: into a run of chunks as soon as its next block
-   with a quarter more room would pass 16 KiB, then in place. On main
-   54e3c03 it moved twice (15,994 -> 19,992 B into a medium class of
-   20 KiB, then to a large block at 25,008 B: one copy of 20 KiB more). */
-static void a_block_grown_by_quarters_moves_once_past_12_kib(void)
+/* A new block of 8 B (tag's pattern) grown by realloc a quarter and 8 B at
+   a time to `top` bytes and freed: the times it moved (copied) from a
+   size of `from` bytes on; -1 if its first malloc failed (reported). */
+static int moves_growing_by_quarters(int tag, size_t from, size_t top)
 {
     nodal_collect(1);
-    unsigned char *p = tagged_block(nodal_malloc(8), 4);
+    unsigned char *p = tagged_block(nodal_malloc(8), tag);
     if (p == NULL)
-        return;
+        return -1;
     int moves = 0;
-    size_t size = 8;
-    while (size < ((size_t)120 << 10)) {
+    for (size_t size = 8; size < top;) {
         size_t next = size + size / 4 + 8;
         unsigned char *before = p;
-        grow_by_quarters(&p, size, next, 4);
-        moves += size >= ((size_t)12 << 10) && p != before;
+        grow_by_quarters(&p, size, next, tag);
+        moves += size >= from && p != before;
         size = next;
     }
-    EXPECT(moves == 1, "a block grown by quarters from 12 KiB to 120 KiB to move once; it moved %d times", moves);
     nodal_free(p);
+    return moves;
+}
+
+/* A block grown by realloc a quarter at a time from 8 B to 120 KiB moves
+   once from 10,000 B on: into a run of chunks as soon as its next block
+   with its room (half as much again: alloc.c, nd_grown_room) would pass
+   16 KiB, then in place. On main 54e3c03 it moved twice (15,994 -> 19,992
+   B into a medium class of 20 KiB, then to a large block at 25,008 B: one
+   copy of 20 KiB more); until h51r, from 12 KiB on (the room a quarter). */
+static void a_block_grown_by_quarters_moves_once_past_10000_bytes(void)
+{
+    int moves = moves_growing_by_quarters(4, 10000, (size_t)120 << 10);
+    EXPECT(moves == 1, "a block grown by quarters from 10,000 B to 120 KiB to move once; it moved %d times", moves);
+}
+
+/* A block grown by realloc a quarter and 8 B at a time from 8 B to 64 KiB
+   (34 steps, bench/micro -m realloc) is copied 11 times: a growth by less
+   than half gets half as much again of room (alloc.c: nd_grown_room), so
+   most steps fit the block the step before took, and from 10,923 B on it
+   is a large block that grows in place. A block grown by doubling gets a
+   quarter (less memory held where the caller grows geometrically
+   itself). On main 882520c it was copied 15 times, 38.9 KB against
+   26.8 KB. */
+static void a_block_grown_in_small_steps_is_copied_11_times_to_64_kib(void)
+{
+    int copies = moves_growing_by_quarters(5, 0, (size_t)64 << 10);
+    EXPECT(copies == 11, "a block grown by quarters from 8 B to 64 KiB to be copied 11 times; it was copied %d times",
+           copies);
+    unsigned char *d = nodal_malloc(1000);
+    EXPECT(d != NULL, "a block of 1,000 bytes");
+    unsigned char *e = nodal_realloc(d, 2000);
+    EXPECT(e != NULL && nodal_usable_size(e) >= 2000 && nodal_usable_size(e) < 3000,
+           "a block of 1,000 bytes doubled by realloc to get a quarter of room (2,560), got %zu",
+           e != NULL ? nodal_usable_size(e) : 0);
+    nodal_free(e);
 }
 
 /* A plain block grown by realloc a quarter at a time past 1 MiB, from a
@@ -3120,7 +3151,8 @@ static const struct nd_case cases[] = {
     ND_CASE(a_large_pool_keeps_its_most_resident_empty_segment),
     ND_CASE(two_blocks_grown_in_turn_grow_in_place_to_twice_their_chunk),
     ND_CASE(a_block_grown_in_one_thread_grows_on_in_another),
-    ND_CASE(a_block_grown_by_quarters_moves_once_past_12_kib),
+    ND_CASE(a_block_grown_by_quarters_moves_once_past_10000_bytes),
+    ND_CASE(a_block_grown_in_small_steps_is_copied_11_times_to_64_kib),
     ND_CASE(a_block_grown_into_a_fresh_huge_mapping_leaves_its_chunks_empty),
     ND_CASE(a_node_bound_block_grown_by_realloc_stays_on_its_node),
 };
