@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """peakmap.py - where a program's resident pages are at its peak, page by page.
 
-    bench/peakmap.py [-r RUNS] [-i MS] [-p OBJ,...] LIB -- PROGRAM ARGS...
+    bench/peakmap.py [-r RUNS] [-i MS] [-l] [-p OBJ,...] LIB -- PROGRAM ARGS...
 
 Runs PROGRAM (LIB LD_PRELOADed: a path, or glibc, tc, mi, je as in ab.py)
 and polls its resident size (/proc/PID/statm) every MS milliseconds
@@ -21,7 +21,11 @@ page_shift, page_count, size: segment.h) is "seg header" (its first
 16 KiB) and "seg blocks" (the rest, by kind), anything else is "nodal
 metadata / other anon" (thread records and caches, transfer stores, the
 segment map's leaves, and the program's own mappings if it makes any).
-With -r RUNS it runs RUNS times and prints each group's median. -p
+With -l it takes no snapshot once the program has printed its first
+result line (bench/'s programs print VmHWM there as peak_rss_kib, and
+flush it): what comes after (the exit, the heap profile's exit dump)
+is not the peak the line gives. With -r RUNS it runs RUNS times and
+prints each group's median. -p
 LIB,libc.so.6,anon lists the last run's resident pages of those objects
 (file offsets; .bss and anonymous pages: offsets in their mapping).
 """
@@ -139,15 +143,30 @@ def snapshot(pid, lib):
     return groups
 
 
-def run_once(lib, argv, interval):
-    env = dict(os.environ)
-    if lib:
-        env["LD_PRELOAD"] = lib
+def run_once(lib, argv, interval, until_result=False, env=None):
+    """One run: (the largest snapshot's total KiB, its groups, the peak
+    in KiB, the program's output). env: the process's environment (else
+    this one's, LD_PRELOAD=lib); until_result: no snapshot once the
+    program printed a result line (-l)."""
+    if env is None:
+        env = dict(os.environ)
+        if lib:
+            env["LD_PRELOAD"] = lib
     p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     best, best_groups, hwm = 0, {}, 0
     statm = "/proc/%d/statm" % p.pid
     status = "/proc/%d/status" % p.pid
+    early = b""
+    if until_result:
+        os.set_blocking(p.stdout.fileno(), False)
     while p.poll() is None:
+        if until_result:
+            try:
+                early += p.stdout.read() or b""
+            except (OSError, TypeError):
+                pass
+            if b"result " in early:
+                break
         try:
             with open(statm) as f:
                 rss = int(f.read().split()[1]) * PAGE // 1024
@@ -177,16 +196,22 @@ def run_once(lib, argv, interval):
                 except ProcessLookupError:
                     pass
         time.sleep(interval)
-    out = p.communicate()[0].decode(errors="replace")
-    for tok in out.split():
-        if tok.startswith("peak_rss_mib="):
-            hwm = max(hwm, int(float(tok.split("=")[1]) * 1024))
-    return best, best_groups, hwm
+    if until_result:
+        os.set_blocking(p.stdout.fileno(), True)
+    out = (early + p.communicate()[0]).decode(errors="replace")
+    kib = [int(t.split("=")[1]) for t in out.split() if t.startswith("peak_rss_kib=")]
+    mib = [int(float(t.split("=")[1]) * 1024) for t in out.split() if t.startswith("peak_rss_mib=")]
+    hwm = max([hwm] + (kib or mib))   # peak_rss_kib where printed (peak_rss_mib's steps are 102 KiB)
+    return best, best_groups, hwm, out
 
 
 def main(argv):
-    runs, interval = 1, 0.0005
-    while argv and argv[0] in ("-r", "-i", "-p"):
+    runs, interval, until_result = 1, 0.0005, False
+    while argv and argv[0] in ("-r", "-i", "-p", "-l"):
+        if argv[0] == "-l":
+            until_result = True
+            argv = argv[1:]
+            continue
         if argv[0] == "-p":
             DUMP.update(argv[1].split(","))
         elif argv[0] == "-r":
@@ -199,7 +224,7 @@ def main(argv):
     lib = ALIASES.get(argv[0], argv[0])
     if lib:
         lib = os.path.abspath(lib)
-    results = [run_once(lib, argv[2:], interval) for _ in range(runs)]
+    results = [run_once(lib, argv[2:], interval, until_result)[:3] for _ in range(runs)]
     if DUMP:
         for g, (where, off) in results[-1][1]["_pages"]:
             print("page %s %s %#x" % (g.replace(" ", "_"), where, off))
