@@ -740,7 +740,7 @@ static void *sampled_requests_of_a_thread(void *arg)
    the end of the text (nd_sample_path, config.h; CMakeLists.txt,
    ND_SOURCES), and the profile maps the code page by page (the test
    above): after samples of two threads, at most 128 KiB of nodal's code
-   is resident (120-124 KiB: the 88 every process runs and 8-9 pages the
+   is resident (116-120 KiB: the 88 every process runs and 7-8 pages the
    samples ran). On main 882520c: 140 KiB (the sample functions of
    tcache.c, thread.c and route.c and large.c's path spread over 8 pages
    of the text between the code every process runs and the profile's
