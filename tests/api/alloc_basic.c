@@ -780,6 +780,37 @@ static void the_code_a_sample_runs_lies_on_few_pages(void)
 #endif
 
 #ifndef ND_TEST_PREFIX_ONLY
+/* With the heap profile on (run with prof=1 only), what the profile adds
+   to nodal's .data and .bss after small samples of two threads is its
+   small tables' page and the first memo entries' (prof.c, nd_prof_small)
+   and the large pool's page of the slabs: nodal's writable data at most
+   88 KiB (88 here, 4 runs). The unwinder's variables are in .data, whose
+   page every process has resident (unwind.c, ND_UW_DATA); on main 882520c
+   they lay on a page of .bss of their own: 92 KiB (3 runs). */
+static void the_profiles_writable_data_stays_small(void)
+{
+#ifdef ND_TEST_SANITIZER
+    SKIP("a sanitizer's runtime has data of its own in the process");
+#endif
+    const char *opts = getenv("NODAL_OPTIONS");
+    if (opts == NULL || strstr(opts, "prof=1") == NULL)
+        SKIP("the heap profile is off (NODAL_OPTIONS=%s)", opts != NULL ? opts : "");
+    const struct nd_api *A = nd_api();
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, sampled_requests_of_a_thread, (void *)A) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+    sampled_requests_of_a_thread((void *)A);
+    Dl_info di;
+    if (!dladdr((const void *)A->malloc, &di) || di.dli_fname == NULL || strstr(di.dli_fname, "libnodal") == NULL)
+        SKIP("nodal is not a shared library here (%s)", di.dli_fname != NULL ? di.dli_fname : "?");
+    long kib = writable_kib_of((const void *)A->malloc);
+    EXPECT(kib > 0, "to find the mappings of %s's object in /proc/self/smaps", nd_fn("malloc"));
+    EXPECT(kib <= 88, "nodal's data and .bss to hold at most 88 KiB after small samples of two threads, got %ld KiB",
+           kib);
+}
+#endif
+
+#ifndef ND_TEST_PREFIX_ONLY
 /* libc's snprintf and vsnprintf, as this program sees them: each call's
    return address is noted (nodal's start-up runs before main, so the
    calls are kept, not checked at once), then libc formats as usual.
@@ -867,6 +898,7 @@ static const struct nd_case cases[] = {
     ND_CASE(nodal_formats_no_text_for_a_plain_program),
     ND_CASE(the_profiles_code_maps_page_by_page),
     ND_CASE(the_code_a_sample_runs_lies_on_few_pages),
+    ND_CASE(the_profiles_writable_data_stays_small),
 #endif
 };
 ND_MAIN(cases)
