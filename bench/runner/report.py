@@ -510,7 +510,8 @@ def _prof_instr(samples, group):
 def _prof_pages(samples, group):
     """{row: (low, high, coverage, median, text)} of the peak RSS rows'
     second measure (profpages.py, pass "prof-pages"): per pair, the default
-    run's peak plus what prof=1 adds outside the program's blocks, over the
+    run's peak plus what prof=1 adds outside the program's blocks and the
+    other objects' pages (profpages.split), over the
     default run's peak; the median of those ratios and its interval, as the
     pairs' (median_interval)."""
     from . import profpages
@@ -633,10 +634,12 @@ def _extra_prof(samples, tables, variants_by_group=None):
            "",
            "Second measure, of the peak RSS rows the pairs leave open: pages (bench/runner/profpages.py: "
            "9 more pairs of runs under bench/peakmap.py without address-space randomisation, each "
-           "run's resident pages at its largest snapshot before its result line): per pair, the default run's peak plus what prof=1 adds "
-           "outside the program's blocks (the small, medium and huge blocks of nodal's segments: "
+           "run's resident pages at its largest snapshot before its result line): per pair, the "
+           "default run's peak plus what prof=1 adds to nodal's file and to the anonymous memory that "
+           "is not the program's blocks (the small, medium and huge blocks of nodal's segments): "
            "nodal's code and data, its bookkeeping, the profile's tables and cell slabs, the "
-           "segments' headers, the stacks), over the default run's peak; the median of these ratios, "
+           "segments' headers, the stacks; over the default run's peak (the other objects' pages left "
+           "out: bench/README.md); the median of these ratios, "
            "its interval as the pairs', against the same %.2f. It takes the program's blocks at the "
            "peak to be the default run's: the profile does not change which blocks a program holds "
            "(the blocks' own ratio per pair, shown, moves by the row's spread around 1): %s." % (
