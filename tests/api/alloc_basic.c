@@ -410,23 +410,30 @@ static void *small_requests_of_a_thread(void *arg)
     return NULL;
 }
 
+/* Requests of a second thread and then of this one, each by `fn` (given
+   nodal's API). Skips unless nodal is libnodal.so here; returns its path,
+   as dladdr gives it. */
+static const char *requests_of_two_threads(void *(*fn)(void *))
+{
+    const struct nd_api *A = nd_api();
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, fn, (void *)A) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+    fn((void *)A);
+    Dl_info di;
+    if (!dladdr((const void *)A->malloc, &di) || di.dli_fname == NULL || strstr(di.dli_fname, "libnodal") == NULL)
+        SKIP("nodal is not a shared library here (%s)", di.dli_fname != NULL ? di.dli_fname : "?");
+    return di.dli_fname;
+}
+
 /* A plain program: no option set (else it skips: they `may` ask for
-   more), requests from a second thread and then this one. Skips unless
-   nodal is libnodal.so here; returns its path, as dladdr gives it. */
+   more), requests from two threads (requests_of_two_threads). */
 static const char *plain_requests_of_two_threads(const char *may)
 {
     const char *opts = getenv("NODAL_OPTIONS");
     if (opts != NULL && opts[0] != '\0')
         SKIP("NODAL_OPTIONS=%s may %s", opts, may);
-    const struct nd_api *A = nd_api();
-    pthread_t t;
-    EXPECT(pthread_create(&t, NULL, small_requests_of_a_thread, (void *)A) == 0, "pthread_create to work");
-    pthread_join(t, NULL);
-    small_requests_of_a_thread((void *)A);
-    Dl_info di;
-    if (!dladdr((const void *)A->malloc, &di) || di.dli_fname == NULL || strstr(di.dli_fname, "libnodal") == NULL)
-        SKIP("nodal is not a shared library here (%s)", di.dli_fname != NULL ? di.dli_fname : "?");
-    return di.dli_fname;
+    return requests_of_two_threads(small_requests_of_a_thread);
 }
 
 #define CODE_MAPS_MAX 256
@@ -733,6 +740,22 @@ static void *sampled_requests_of_a_thread(void *arg)
     return NULL;
 }
 
+/* Small samples of two threads (requests_of_two_threads of
+   sampled_requests_of_a_thread), with the heap profile on: skips when it
+   is off, or under a sanitizer (whose runtime `san` otherwise). */
+static const char *small_samples_of_two_threads(const char *san)
+{
+#ifdef ND_TEST_SANITIZER
+    SKIP("a sanitizer's runtime %s", san);
+#else
+    (void)san;
+#endif
+    const char *opts = getenv("NODAL_OPTIONS");
+    if (opts == NULL || strstr(opts, "prof=1") == NULL)
+        SKIP("the heap profile is off (NODAL_OPTIONS=%s)", opts != NULL ? opts : "");
+    return requests_of_two_threads(sampled_requests_of_a_thread);
+}
+
 /* With the heap profile on (run with prof=1 only), the code a small
    sample runs outside the code every process runs (the tick's roll-over,
    the route of a sampled request, the cell slab and the large block it
@@ -747,22 +770,9 @@ static void *sampled_requests_of_a_thread(void *arg)
    files: 13 pages). */
 static void the_code_a_sample_runs_lies_on_few_pages(void)
 {
-#ifdef ND_TEST_SANITIZER
-    SKIP("a sanitizer's runtime decides which code runs");
-#endif
-    const char *opts = getenv("NODAL_OPTIONS");
-    if (opts == NULL || strstr(opts, "prof=1") == NULL)
-        SKIP("the heap profile is off (NODAL_OPTIONS=%s)", opts != NULL ? opts : "");
-    const struct nd_api *A = nd_api();
-    pthread_t t;
-    EXPECT(pthread_create(&t, NULL, sampled_requests_of_a_thread, (void *)A) == 0, "pthread_create to work");
-    pthread_join(t, NULL);
-    sampled_requests_of_a_thread((void *)A);
-    Dl_info di;
-    if (!dladdr((const void *)A->malloc, &di) || di.dli_fname == NULL || strstr(di.dli_fname, "libnodal") == NULL)
-        SKIP("nodal is not a shared library here (%s)", di.dli_fname != NULL ? di.dli_fname : "?");
+    const char *lib = small_samples_of_two_threads("decides which code runs");
     char obj[PATH_MAX];
-    EXPECT(realpath(di.dli_fname, obj) != NULL, "the path of %s to resolve", di.dli_fname);
+    EXPECT(realpath(lib, obj) != NULL, "the path of %s to resolve", lib);
     static unsigned long map[CODE_MAPS_MAX][2];
     int maps = code_mappings_of(obj, map, CODE_MAPS_MAX);
     long ps = sysconf(_SC_PAGESIZE);
@@ -789,20 +799,8 @@ static void the_code_a_sample_runs_lies_on_few_pages(void)
    they lay on a page of .bss of their own: 92 KiB (3 runs). */
 static void the_profiles_writable_data_stays_small(void)
 {
-#ifdef ND_TEST_SANITIZER
-    SKIP("a sanitizer's runtime has data of its own in the process");
-#endif
-    const char *opts = getenv("NODAL_OPTIONS");
-    if (opts == NULL || strstr(opts, "prof=1") == NULL)
-        SKIP("the heap profile is off (NODAL_OPTIONS=%s)", opts != NULL ? opts : "");
+    small_samples_of_two_threads("has data of its own in the process");
     const struct nd_api *A = nd_api();
-    pthread_t t;
-    EXPECT(pthread_create(&t, NULL, sampled_requests_of_a_thread, (void *)A) == 0, "pthread_create to work");
-    pthread_join(t, NULL);
-    sampled_requests_of_a_thread((void *)A);
-    Dl_info di;
-    if (!dladdr((const void *)A->malloc, &di) || di.dli_fname == NULL || strstr(di.dli_fname, "libnodal") == NULL)
-        SKIP("nodal is not a shared library here (%s)", di.dli_fname != NULL ? di.dli_fname : "?");
     long kib = writable_kib_of((const void *)A->malloc);
     EXPECT(kib > 0, "to find the mappings of %s's object in /proc/self/smaps", nd_fn("malloc"));
     EXPECT(kib <= 88, "nodal's data and .bss to hold at most 88 KiB after small samples of two threads, got %ld KiB",

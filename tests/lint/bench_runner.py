@@ -168,6 +168,14 @@ def _prof_samples(ratios, metric="cpu_ns_op", first_prof_rep=3):
     return samples
 
 
+def _larson_sample(samples, pass_, rep, threads, variant, metric, value):
+    """Appends one sample of larson -t THREADS to samples (a second
+    measure's: pass prof-instr or prof-pages)."""
+    samples.append({"rep": rep, "seq": 1000 + len(samples), "pass": pass_, "case": "larson-t" + threads,
+                    "group": "larson", "variant": variant, "workload": "larson", "params": {"threads": threads},
+                    "metric": metric, "value": float(value), "status": "ok"})
+
+
 def _prof_verdicts(samples):
     variants = [Variant("nodal", peer=False), Variant("nodal prof", peer=False)]
     tables = {}
@@ -202,10 +210,7 @@ def the_profile_table_decides_an_open_cpu_row_by_its_instructions():
     for threads, (off, on) in instr.items():
         for variant, xs in (("nodal", off), ("nodal prof", on)):
             for rep, x in enumerate(xs):
-                samples.append({"rep": rep, "seq": 1000 + len(samples), "pass": "prof-instr",
-                                "case": "larson-t" + threads, "group": "larson", "variant": variant,
-                                "workload": "larson", "params": {"threads": threads}, "metric": "instr_op",
-                                "value": x, "status": "ok"})
+                _larson_sample(samples, "prof-instr", rep, threads, variant, "instr_op", x)
     v = _prof_verdicts(samples)
     expect(v.get(("cpu_ns_op", "threads=8"), ("", "", ""))[0] == "not resolved",
            "the pairs to leave threads=8 open, got %r" % v)
@@ -254,10 +259,7 @@ def the_profile_table_decides_an_open_rss_row_by_its_pages():
             for variant, vals in (("nodal", (f, 4000.0, 5000.0)),
                                   ("nodal prof", (f + extra + (rep % 2) * 4, blocks, 5000.0 + extra))):
                 for metric, x in zip(("prof_fixed_kib", "prof_blocks_kib", "prof_peak_kib"), vals):
-                    samples.append({"rep": rep, "seq": 2000 + len(samples), "pass": "prof-pages",
-                                    "case": "larson-t" + threads, "group": "larson", "variant": variant,
-                                    "workload": "larson", "params": {"threads": threads}, "metric": metric,
-                                    "value": float(x), "status": "ok"})
+                    _larson_sample(samples, "prof-pages", rep, threads, variant, metric, x)
     v = _prof_verdicts(samples)
     expect(v.get(("peak_rss_kib", "threads=2"), ("", "", ""))[0] == "not resolved",
            "the pairs to leave threads=2 open, got %r" % v)
