@@ -18,7 +18,8 @@ thread stacks (an anonymous mapping above a guard page), the main stack;
 [heap] (brk); and the other anonymous memory, for nodal cut by 4 MiB
 window: a window whose first bytes read as a segment header (kind,
 page_shift, page_count, size: segment.h) is "seg header" (its first
-16 KiB) and "seg blocks" (the rest, by kind), anything else is "nodal
+16 KiB) and "seg blocks" (the rest, by kind; of a large segment, the
+heap profile's cell slabs apart: "seg cell slabs", slab.h), anything else is "nodal
 metadata / other anon" (thread records and caches, transfer stores, the
 segment map's leaves, and the program's own mappings if it makes any).
 With -l it takes no snapshot once the program has printed its first
@@ -88,6 +89,25 @@ def seg_kind(mem, base, cache):
     return k
 
 
+def is_cell_slab(mem, p, base):
+    """Is p, a page of a large segment, the heap profile's cell slab (slab.h:
+    a large block of one OS page, at a 64 KiB chunk's start, whose header
+    reads refs, top, ncells, bytes: top in [512, bytes], at most 60 cells,
+    bytes a whole number of OS pages up to 64 KiB, the first cell past the
+    512-byte header), in use or freed (refs 0: a slab the large pool keeps
+    resident for the next one, large.h)? The program's large blocks are its
+    own: a block whose first 18 bytes read so by chance is not looked for."""
+    if (p - base) % (64 << 10):
+        return False
+    try:
+        mem.seek(p)
+        refs, top, ncells, nbytes, off0 = struct.unpack("<IIIIH", mem.read(18))
+    except (OSError, struct.error):
+        return False
+    return (refs <= 64 and 0 < nbytes <= (64 << 10) and nbytes % PAGE == 0 and 512 <= top <= nbytes
+            and ncells <= 60 and (ncells == 0 or 512 <= off0 < top))
+
+
 def snapshot(pid, lib):
     maps = read_maps(pid)
     groups = {}
@@ -136,6 +156,8 @@ def snapshot(pid, lib):
                         add("other anon (nodal metadata, arenas)", 1, [("%x-%x" % (a, b), p - a)] if "anon" in DUMP else ())
                     elif p - base < (16 << 10):
                         add("seg header", 1)
+                    elif k == "large" and is_cell_slab(mem, p, base):
+                        add("seg cell slabs", 1)
                     else:
                         add("seg blocks %s" % k, 1)
             prev = (a, b, perm, name)

@@ -636,7 +636,7 @@ def _extra_prof(samples, tables, variants_by_group=None):
            "9 more pairs of runs under bench/peakmap.py without address-space randomisation, each "
            "run's resident pages at its largest snapshot before its result line): per pair, the "
            "default run's peak plus what prof=1 adds to nodal's file and to the anonymous memory that "
-           "is not the program's blocks (the small, medium and huge blocks of nodal's segments): "
+           "is not the program's blocks (the small, medium, large and huge blocks of nodal's segments): "
            "nodal's code and data, its bookkeeping, the profile's tables and cell slabs, the "
            "segments' headers, the stacks; over the default run's peak (the other objects' pages left "
            "out: bench/README.md); the median of these ratios, "

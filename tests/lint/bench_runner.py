@@ -7,6 +7,7 @@ machine paths or '-dirty' noise.
     bench_runner.py CASE      (the ctest name is unit.bench_runner.CASE)
 """
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -281,12 +282,29 @@ def the_profile_pages_count_the_programs_blocks_apart():
     sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
     from runner import cases, profpages
     groups = {"seg blocks small": 2000, "seg blocks medium": 300, "seg blocks huge": 4096, "seg blocks large": 20,
-              "LIB code": 120, "seg header": 40, "other anon (nodal metadata, arenas)": 200, "thread stacks": 16,
-              "libc.so.6 code": 1048, "ld-linux-x86-64.so.2 code": 148, "_pages": []}
-    expect(profpages.split(groups) == (6396, 396),
-           "the small, medium and huge blocks apart from nodal's file and the other anonymous memory (large "
-           "blocks, the cell slabs, among it; the other objects' pages in neither), got %r"
+              "seg cell slabs": 8, "LIB code": 120, "seg header": 40, "other anon (nodal metadata, arenas)": 200,
+              "thread stacks": 16, "libc.so.6 code": 1048, "ld-linux-x86-64.so.2 code": 148, "_pages": []}
+    expect(profpages.split(groups) == (6416, 384),
+           "the program's blocks (small, medium, large and huge) apart from nodal's file and the other anonymous "
+           "memory (the cell slabs among it; the other objects' pages in neither), got %r"
            % (profpages.split(groups),))
+    import peakmap
+    page = peakmap.PAGE
+    slab = struct.pack("<IIIIH", 2, 1024, 3, page, 512)
+
+    class Mem:
+        def __init__(self, data):
+            self.data, self.at = data, 0
+
+        def seek(self, a):
+            self.at = a
+
+        def read(self, n):
+            return self.data[self.at:self.at + n] if self.at < len(self.data) else b""
+    mem = Mem(bytes(64 << 10) + slab + bytes(page))
+    expect(peakmap.is_cell_slab(mem, 64 << 10, 0) and not peakmap.is_cell_slab(mem, 0, 0) and
+           not peakmap.is_cell_slab(mem, (64 << 10) + page, 0),
+           "peakmap.py to tell a cell slab's header at a chunk's start from other large-block pages")
     for case in cases.full_cases():
         if case.group not in report.PROF_GROUPS or case.driver:
             continue
@@ -294,7 +312,6 @@ def the_profile_pages_count_the_programs_blocks_apart():
             lists = [a for i, a in enumerate(args) if "," in a and args[i - 1] != "-x"]
             expect(not lists and ("-x" not in args or "-M" in args),
                    "one row per run of %s (one size, or -x's row alone): %r" % (case.id, args))
-    import peakmap
     expect("until_result" in peakmap.run_once.__code__.co_varnames,
            "peakmap.py's runs to stop their snapshots at the result line (-l)")
 
