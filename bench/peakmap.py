@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """peakmap.py - where a program's resident pages are at its peak, page by page.
 
-    bench/peakmap.py [-r RUNS] [-i MS] [-p OBJ,...] LIB -- PROGRAM ARGS...
+    bench/peakmap.py [-r RUNS] [-i MS] [-l] [-p OBJ,...] LIB -- PROGRAM ARGS...
 
 Runs PROGRAM (LIB LD_PRELOADed: a path, or glibc, tc, mi, je as in ab.py)
 and polls its resident size (/proc/PID/statm) every MS milliseconds
@@ -18,10 +18,15 @@ thread stacks (an anonymous mapping above a guard page), the main stack;
 [heap] (brk); and the other anonymous memory, for nodal cut by 4 MiB
 window: a window whose first bytes read as a segment header (kind,
 page_shift, page_count, size: segment.h) is "seg header" (its first
-16 KiB) and "seg blocks" (the rest, by kind), anything else is "nodal
+16 KiB) and "seg blocks" (the rest, by kind; of a large segment, the
+heap profile's cell slabs apart: "seg cell slabs", slab.h), anything else is "nodal
 metadata / other anon" (thread records and caches, transfer stores, the
 segment map's leaves, and the program's own mappings if it makes any).
-With -r RUNS it runs RUNS times and prints each group's median. -p
+With -l it takes no snapshot once the program has printed its first
+result line (bench/'s programs print VmHWM there as peak_rss_kib, and
+flush it): what comes after (the exit, the heap profile's exit dump)
+is not the peak the line gives. With -r RUNS it runs RUNS times and
+prints each group's median. -p
 LIB,libc.so.6,anon lists the last run's resident pages of those objects
 (file offsets; .bss and anonymous pages: offsets in their mapping).
 """
@@ -84,6 +89,25 @@ def seg_kind(mem, base, cache):
     return k
 
 
+def is_cell_slab(mem, p, base):
+    """Is p, a page of a large segment, the heap profile's cell slab (slab.h:
+    a large block of one OS page, at a 64 KiB chunk's start, whose header
+    reads refs, top, ncells, bytes: top in [512, bytes], at most 60 cells,
+    bytes a whole number of OS pages up to 64 KiB, the first cell past the
+    512-byte header), in use or freed (refs 0: a slab the large pool keeps
+    resident for the next one, large.h)? The program's large blocks are its
+    own: a block whose first 18 bytes read so by chance is not looked for."""
+    if (p - base) % (64 << 10):
+        return False
+    try:
+        mem.seek(p)
+        refs, top, ncells, nbytes, off0 = struct.unpack("<IIIIH", mem.read(18))
+    except (OSError, struct.error):
+        return False
+    return (refs <= 64 and 0 < nbytes <= (64 << 10) and nbytes % PAGE == 0 and 512 <= top <= nbytes
+            and ncells <= 60 and (ncells == 0 or 512 <= off0 < top))
+
+
 def snapshot(pid, lib):
     maps = read_maps(pid)
     groups = {}
@@ -132,6 +156,8 @@ def snapshot(pid, lib):
                         add("other anon (nodal metadata, arenas)", 1, [("%x-%x" % (a, b), p - a)] if "anon" in DUMP else ())
                     elif p - base < (16 << 10):
                         add("seg header", 1)
+                    elif k == "large" and is_cell_slab(mem, p, base):
+                        add("seg cell slabs", 1)
                     else:
                         add("seg blocks %s" % k, 1)
             prev = (a, b, perm, name)
@@ -139,15 +165,30 @@ def snapshot(pid, lib):
     return groups
 
 
-def run_once(lib, argv, interval):
-    env = dict(os.environ)
-    if lib:
-        env["LD_PRELOAD"] = lib
+def run_once(lib, argv, interval, until_result=False, env=None):
+    """One run: (the largest snapshot's total KiB, its groups, the peak
+    in KiB, the program's output). env: the process's environment (else
+    this one's, LD_PRELOAD=lib); until_result: no snapshot once the
+    program printed a result line (-l)."""
+    if env is None:
+        env = dict(os.environ)
+        if lib:
+            env["LD_PRELOAD"] = lib
     p = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     best, best_groups, hwm = 0, {}, 0
     statm = "/proc/%d/statm" % p.pid
     status = "/proc/%d/status" % p.pid
+    early = b""
+    if until_result:
+        os.set_blocking(p.stdout.fileno(), False)
     while p.poll() is None:
+        if until_result:
+            try:
+                early += p.stdout.read() or b""
+            except (OSError, TypeError):
+                pass
+            if b"result " in early:
+                break
         try:
             with open(statm) as f:
                 rss = int(f.read().split()[1]) * PAGE // 1024
@@ -177,16 +218,22 @@ def run_once(lib, argv, interval):
                 except ProcessLookupError:
                     pass
         time.sleep(interval)
-    out = p.communicate()[0].decode(errors="replace")
-    for tok in out.split():
-        if tok.startswith("peak_rss_mib="):
-            hwm = max(hwm, int(float(tok.split("=")[1]) * 1024))
-    return best, best_groups, hwm
+    if until_result:
+        os.set_blocking(p.stdout.fileno(), True)
+    out = (early + p.communicate()[0]).decode(errors="replace")
+    kib = [int(t.split("=")[1]) for t in out.split() if t.startswith("peak_rss_kib=")]
+    mib = [int(float(t.split("=")[1]) * 1024) for t in out.split() if t.startswith("peak_rss_mib=")]
+    hwm = max([hwm] + (kib or mib))   # peak_rss_kib where printed (peak_rss_mib's steps are 102 KiB)
+    return best, best_groups, hwm, out
 
 
 def main(argv):
-    runs, interval = 1, 0.0005
-    while argv and argv[0] in ("-r", "-i", "-p"):
+    runs, interval, until_result = 1, 0.0005, False
+    while argv and argv[0] in ("-r", "-i", "-p", "-l"):
+        if argv[0] == "-l":
+            until_result = True
+            argv = argv[1:]
+            continue
         if argv[0] == "-p":
             DUMP.update(argv[1].split(","))
         elif argv[0] == "-r":
@@ -199,7 +246,7 @@ def main(argv):
     lib = ALIASES.get(argv[0], argv[0])
     if lib:
         lib = os.path.abspath(lib)
-    results = [run_once(lib, argv[2:], interval) for _ in range(runs)]
+    results = [run_once(lib, argv[2:], interval, until_result)[:3] for _ in range(runs)]
     if DUMP:
         for g, (where, off) in results[-1][1]["_pages"]:
             print("page %s %s %#x" % (g.replace(" ", "_"), where, off))

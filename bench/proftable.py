@@ -3,7 +3,12 @@
 from a run's samples.csv (bench/run.py writes it), with this tree's
 report code: e.g. an older run's samples with the verdicts as they are now.
 
-    bench/proftable.py RESULTS_DIR/samples.csv
+    bench/proftable.py RESULTS_DIR/samples.csv [--pages BENCH_DIR LIB]
+
+--pages: first runs the pages (runner/profpages.py) again, with this tree's
+code, for the cases whose peak RSS rows the run's pairs leave open, its
+programs in BENCH_DIR (e.g. build/bench) under LIB (a libnodal.so) without
+and with prof=1; the run's earlier pages are dropped.
 """
 import csv
 import os
@@ -27,10 +32,42 @@ def read(path):
     return samples
 
 
+class _Variant:
+    """One of the table's two columns: LIB preloaded, prof=1 or not."""
+    def __init__(self, name, lib, opts):
+        self.name, self.args = name, []
+        self.env = {"LD_PRELOAD": os.path.abspath(lib)}
+        if opts:
+            self.env["NODAL_OPTIONS"] = opts
+
+    def environ(self, base):
+        env = {k: v for k, v in base.items() if k not in ("LD_PRELOAD", "NODAL_OPTIONS")}
+        env.update(self.env)
+        return env
+
+
+def pages_again(samples, bench_dir, lib):
+    """samples without their pages, plus pages run now for the cases whose
+    peak RSS rows the pairs leave open."""
+    from runner import cases, profpages
+    samples = [s for s in samples if s.get("pass") != profpages.PASS]
+    still = report.prof_open_cases(samples, rss_only=True)
+    vs = [_Variant(report.PROF_OFF, lib, ""), _Variant(report.PROF_ON, lib, "prof=1")]
+    todo = [(c, vs) for c in cases.full_cases() if c.id in still and c.group in report.PROF_GROUPS]
+    print("pages: %d cases" % len(todo), file=sys.stderr)
+    s, problems = profpages.run(bench_dir, todo, lambda m: print(m, file=sys.stderr))
+    for p in problems:
+        print("problem: %s" % p, file=sys.stderr)
+    return samples + s
+
+
 def main():
-    if len(sys.argv) != 2:
+    args = sys.argv[1:]
+    if len(args) not in (1, 4) or (len(args) == 4 and args[1] != "--pages"):
         sys.exit(__doc__.split("\n\n")[1].strip())
-    samples = read(sys.argv[1])
+    samples = read(args[0])
+    if len(args) == 4:
+        samples = pages_again(samples, args[2], args[3])
     cols = [type("Variant", (), {"name": n})() for n in (report.PROF_OFF, report.PROF_ON)]
     tables = {}
     for group in report.PROF_GROUPS:

@@ -23,7 +23,7 @@ BENCH = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(BENCH)
 sys.path.insert(0, BENCH)
 
-from runner import callgrind, cases, machine, plots, profinstr, report, vm  # noqa: E402
+from runner import callgrind, cases, machine, plots, profinstr, profpages, report, vm  # noqa: E402
 from runner.allocators import Allocators, probe_nodal  # noqa: E402
 from runner.execute import run_job  # noqa: E402
 
@@ -91,6 +91,9 @@ def parse_args():
     ap.add_argument("--no-prof-instr", action="store_true",
                     help="skip the heap profile's table's instruction counts (its CPU rows under "
                          "callgrind at a reduced size, both columns: runner/profinstr.py; a few minutes)")
+    ap.add_argument("--no-prof-pages", action="store_true",
+                    help="skip the heap profile's table's pages (its peak RSS rows the pairs leave open, "
+                         "5 pairs more each under bench/peakmap.py: runner/profpages.py)")
     ap.add_argument("--numa-vm", help="path of the numa-vm tool")
     ap.add_argument("--out", help="results directory (default: bench/results/<UTC date>-<host>)")
     ap.add_argument("--no-plots", action="store_true")
@@ -202,6 +205,16 @@ def main():
             log("[prof=1 instructions: %d rows under callgrind]"
                 % sum(len(profinstr.units(c)) for c, _ in prof_todo))
             s, p = profinstr.run(bindir, prof_todo, log)
+            samples += s
+            problems += p
+        # and its peak RSS rows that the pairs leave open, by the pages outside
+        # the program's blocks, which repeat where the peaks do not
+        if prof_todo and not a.no_prof_pages:
+            still = report.prof_open_cases(samples, rss_only=True)
+            pages_todo = [(c, vs) for c, vs in prof_todo if c.id in still]
+            log("[prof=1 pages: %d rows of %d cases under peakmap.py]"
+                % (sum(len(profpages.units(c)) for c, _ in pages_todo), len(pages_todo)))
+            s, p = profpages.run(bindir, pages_todo, log)
             samples += s
             problems += p
         # more pairs where the table cannot decide yet, until it can or the cap

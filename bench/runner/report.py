@@ -507,6 +507,25 @@ def _prof_instr(samples, group):
     return out
 
 
+def _prof_pages(samples, group):
+    """{row: (low, high, coverage, median, text)} of the peak RSS rows'
+    second measure (profpages.py, pass "prof-pages"): per pair, the default
+    run's peak plus what prof=1 adds outside the program's blocks and the
+    other objects' pages (profpages.split), over the
+    default run's peak; the median of those ratios and its interval, as the
+    pairs' (median_interval)."""
+    from . import profpages
+    out = {}
+    for row, (rs, bs, ds) in profpages.ratios(samples, group).items():
+        low, high, cov = median_interval(rs)
+        bl, bh, _ = median_interval(bs)
+        text = "%.3f [%.3f-%.3f] (%d pairs, %.0f %%; +%.0f KiB, blocks x%.3f [%.3f-%.3f])" % (
+            statistics.median(rs), low, high, len(rs), cov * 100, statistics.median(ds),
+            statistics.median(bs), bl, bh)
+        out[row] = (low, high, cov, statistics.median(rs), text)
+    return out
+
+
 def _prof_rows(samples, tables, variants_by_group=None):
     """The rows of the profile's table: (group, metric, label, pairs,
     median ratio, low, high, coverage, ratio of medians, target, second
@@ -522,6 +541,7 @@ def _prof_rows(samples, tables, variants_by_group=None):
             target = PROF_RSS if "rss" in m else PROF_CPU
             pairs = _prof_pairs(samples, group, m)
             instr = _prof_instr(samples, group) if target == PROF_CPU else {}
+            pages = _prof_pages(samples, group) if target == PROF_RSS else {}
             # the rows' order and labels of the metric's table (peak_rss_kib
             # has none in the report: made here the same way)
             t = tables.get((group, m)) or Table(samples, group, m, (variants_by_group or {}).get(group, []))
@@ -541,6 +561,10 @@ def _prof_rows(samples, tables, variants_by_group=None):
                     lo, hi, n = instr[row]
                     # a range of one estimate a column says nothing of its spread
                     second = ("instructions", "%.3f-%.3f (range, %d+%d)" % (lo, hi, n, n), lo, hi, n >= 2)
+                if row in pages:
+                    lo, hi, pcov, _, text = pages[row]
+                    # as the pairs: a verdict only at the interval's full coverage
+                    second = ("pages", text, lo, hi, pcov >= PROF_LEVEL)
                 rows.append((group, m, label, len(ps), statistics.median(ratios), low, high, cov,
                              of_medians, target, second, row))
     # a verdict of the pairs needs the interval's full coverage (5 pairs
@@ -553,9 +577,10 @@ def _prof_rows(samples, tables, variants_by_group=None):
     return rows, verdicts, seconds, final
 
 
-def prof_open_cases(samples):
+def prof_open_cases(samples, rss_only=False):
     """The cases (ids) one of whose rows of the profile's table is not
-    resolved: run.py's extra pairs go to these alone."""
+    resolved (rss_only: one of whose peak RSS rows): run.py's extra pairs,
+    and the pages of profpages.py, go to these alone."""
     cols = [type("Variant", (), {"name": n})() for n in (PROF_OFF, PROF_ON)]
     tables = {}
     for group in PROF_GROUPS:
@@ -564,7 +589,8 @@ def prof_open_cases(samples):
             if t.rows:
                 tables[(group, metric)] = t
     rows, _, _, final = _prof_rows(samples, tables)
-    open_rows = {(r[0], r[11]) for r, f in zip(rows, final) if f == "not resolved"}
+    open_rows = {(r[0], r[11]) for r, f in zip(rows, final)
+                 if f == "not resolved" and (not rss_only or r[9] == PROF_RSS)}
     return {s["case"] for s in samples
             if (s["group"], param_key(s["params"])) in open_rows and s["variant"] == PROF_ON}
 
@@ -603,9 +629,24 @@ def _extra_prof(samples, tables, variants_by_group=None):
            "against the same %.2f. Instructions, not time: they leave out the cache misses of the "
            "profile's tables and unwinder (on larson -t 2 prof=1 adds about 0.5 %% of instructions "
            "and 3-4 %% of CPU time), so an \"ok (instructions)\" says the profile's work is within the "
-           "target, not its time. %s. The verdict column is the pairs' where they decide, else the "
-           "second measure's, named. CPU rows: %s; peak RSS rows: %s." % (
-               PROF_CPU, counts([x for x in seconds if x]), counts(cpu), counts(rss)),
+           "target, not its time: %s." % (PROF_CPU, counts([x for r, x in zip(rows, seconds)
+                                                              if x and r[9] == PROF_CPU])),
+           "",
+           "Second measure, of the peak RSS rows the pairs leave open: pages (bench/runner/profpages.py: "
+           "9 more pairs of runs under bench/peakmap.py without address-space randomisation, each "
+           "run's resident pages at its largest snapshot before its result line): per pair, the "
+           "default run's peak plus what prof=1 adds to nodal's file and to the anonymous memory that "
+           "is not the program's blocks (the small, medium, large and huge blocks of nodal's segments): "
+           "nodal's code and data, its bookkeeping, the profile's tables and cell slabs, the "
+           "segments' headers, the stacks; over the default run's peak (the other objects' pages left "
+           "out: bench/README.md); the median of these ratios, "
+           "its interval as the pairs', against the same %.2f. It takes the program's blocks at the "
+           "peak to be the default run's: the profile does not change which blocks a program holds "
+           "(the blocks' own ratio per pair, shown, moves by the row's spread around 1): %s." % (
+               PROF_RSS, counts([x for r, x in zip(rows, seconds) if x and r[9] != PROF_CPU])),
+           "",
+           "The verdict column is the pairs' where they decide, else the second measure's, named. "
+           "CPU rows: %s; peak RSS rows: %s." % (counts(cpu), counts(rss)),
            "",
            "| workload | metric | row | pairs | prof=1 / default, median of the pairs | interval "
            "(coverage) | ratio of medians | verdict of the pairs | second measure | verdict |",

@@ -142,6 +142,17 @@ _Static_assert(ND_LOOKUP_MAX % ND_QUANTUM == 0, "lookup table steps by the quant
    mstress, shortlived); a function that none of them runs stays in its
    file's place, and so do large.c's and huge.c's. */
 #define nd_hot         __attribute__((section(".text.hot.nodal")))
+/* A function the heap profile's samples run (prof=1) that lies in a file
+   whose other code they do not run: tcache.c's, thread.c's and route.c's
+   sample functions and large.c's path for a plain large block (a cell
+   slab is one). Its section has a name outside ld's `.text.*`, so the
+   link puts all of them together (an orphan section, one for every file)
+   right after `.text`, whose end is the sample's own files (unwind.c,
+   slab.c, prof.c: ND_SOURCES, CMakeLists.txt): the code a sample runs is
+   one run of pages, about 6, where its functions lay on 12 pages spread
+   over the text (larson -t 2 at its peak: docs/profiling.md, "Cost").
+   Only the placement: the code is the same. */
+#define nd_sample_path __attribute__((section("nodal_sample")))
 #define nd_hidden      __attribute__((visibility("hidden")))
 #define nd_public      __attribute__((visibility("default")))
 #define nd_aligned(n)  __attribute__((aligned(n)))

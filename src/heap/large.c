@@ -21,11 +21,11 @@
 
 /* The code that takes and gives back a large block of the plainest kind
    (the heap profile's cell slabs are such blocks: slab.c) lies together,
-   in a section of its own that the link puts beside large.c's other
-   code: a process whose only large blocks are its slabs runs about 7 KiB
-   of large.c, two or three OS pages of it resident, not four
-   (docs/profiling.md, "Cost"). Only the placement: the code is the same. */
-#define nd_large_path __attribute__((section(".text.nodal_large")))
+   with the rest of the code a sample runs (nd_sample_path, config.h): a
+   process whose only large blocks are its slabs runs about 7 KiB of
+   large.c, on the pages of the sample's code (docs/profiling.md, "Cost").
+   Only the placement: the code is the same. */
+#define nd_large_path nd_sample_path
 
 typedef struct nd_aligned(ND_CACHE_LINE) nd_large_pool {
     ND_LIST(nd_segment) segs;
@@ -869,7 +869,7 @@ nd_large_path size_t nd_large_free(nd_segment *s, nd_page *pg, void *p)
 /* Gives pool's kept blocks back to their segments: all of them (force),
    or when none was taken since the last check, a purge delay ago. Without
    the pool lock. */
-static void nd_large_keep_drain(nd_large_pool *pool, uint64_t now, bool force)
+nd_large_path static void nd_large_keep_drain(nd_large_pool *pool, uint64_t now, bool force)
 {
     if (!force) {
         nd_lock(nd_pool_lock(pool));

@@ -487,7 +487,7 @@ nd_hot uint64_t nd_os_random(void)
     return r;
 }
 
-void nd_os_yield(void) { sched_yield(); }
+nd_sample_path void nd_os_yield(void) { sched_yield(); }
 
 nd_hot long nd_os_read_file(const char *path, char *buf, size_t len)
 {
@@ -549,7 +549,10 @@ nd_hot const char *nd_os_getenv(const char *name) { return getenv(name); }
 
 static int nd_stderr_fd = STDERR_FILENO;
 
-void nd_os_keep_stderr(void)
+/* With the sample's code (nd_sample_path, config.h): the profile's start
+   runs it, and a page of os.c's other code was resident for it alone in
+   every profiled process. */
+nd_sample_path void nd_os_keep_stderr(void)
 {
     int fd = fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 200);
     if (fd >= 0)
@@ -588,7 +591,9 @@ int nd_os_create_file(const char *path)
 /* A raw system call: close() is a cancellation point, and nodal closes
    files inside malloc (the unwinder's, unwind.c) and at exit. errno is
    kept. */
-void nd_os_close(int fd)
+/* (With the sample's code, as nd_os_keep_stderr: the unwinder closes the
+   files it read.) */
+nd_sample_path void nd_os_close(int fd)
 {
     int saved = errno;
     syscall(SYS_close, fd);

@@ -402,9 +402,17 @@ static ssize_t nd_uw_pread(int fd, void *buf, size_t len, uint64_t off)
    have. */
 #define ND_UW_FDS  16
 #define ND_UW_BUSY (-1)
-static int       nd_uw_fds[ND_UW_FDS];         /* atomic */
-static uintptr_t nd_uw_fd_owner[ND_UW_FDS];    /* atomic */
-static int       nd_uw_forking;                /* atomic: between prepare and parent/child */
+/* The unwinder's few variables (these, nd_uw_cache and nd_uw_cache_none,
+   about 0.3 KiB) are in nodal's .data, whose one OS page every process
+   has resident (its relocations write it), not in .bss, where they lay
+   on a page of their own (with the end of the reports' snapshot buffer):
+   one page more in every process that unwinds (batchq -w 2 and larson -t
+   2 with prof=1, bench/peakmap.py). A cache line of their own, not
+   shared with .data's other variables. */
+#define ND_UW_DATA __attribute__((section(".data.nodal_unwind"), aligned(64)))
+ND_UW_DATA static int       nd_uw_fds[ND_UW_FDS];         /* atomic */
+ND_UW_DATA static uintptr_t nd_uw_fd_owner[ND_UW_FDS];    /* atomic */
+ND_UW_DATA static int       nd_uw_forking;                /* atomic: between prepare and parent/child */
 static __thread char nd_uw_self;
 
 /* Opens path for a walk, registered in *slot; -1 when it cannot (no free
@@ -851,10 +859,10 @@ static bool nd_uw_rules_at(nd_uw_walk *w, uintptr_t pc, nd_uw_rules *out)
    a small program's 2 % budget of prof=1), and past the memo of stacks
    (prof.c) a program walks few distinct return addresses. */
 #define ND_UW_CACHE 512
-static uint64_t *nd_uw_cache;
+ND_UW_DATA static uint64_t *nd_uw_cache;
 
 /* Without a cache (no memory for it): one entry, still exact by its key. */
-static uint64_t nd_uw_cache_none;
+ND_UW_DATA static uint64_t nd_uw_cache_none;
 
 static uint64_t *nd_uw_cache_slot(uintptr_t pc)
 {

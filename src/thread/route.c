@@ -98,7 +98,7 @@ void *nd_route_grown(nd_tcache *tc, size_t size)
 
 /* prof=1: sampled block p (large or huge) of `size` bytes requested into
    the heap profile. */
-static void *nd_route_sampled(nd_tcache *tc, void *p, size_t size, size_t usable)
+static nd_sample_path void *nd_route_sampled(nd_tcache *tc, void *p, size_t size, size_t usable)
 {
     if (p != NULL) {
         nd_page *pg;
@@ -133,7 +133,7 @@ nd_inline void *nd_route_big(nd_tcache *tc, size_t size)
    its class's ordinary block, whose page counts it (page.h:
    nd_page_sample_add). Either way every free of it takes the slow path,
    which drops the sample. */
-static nd_noinline void *nd_route_small_sampled(nd_tcache *tc, unsigned c, size_t size)
+static nd_noinline nd_sample_path void *nd_route_small_sampled(nd_tcache *tc, unsigned c, size_t size)
 {
     if (nd_class_size[c] > ND_SLAB_CELL_MAX) {
         void *p = nd_tcache_alloc(tc, c);

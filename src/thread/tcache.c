@@ -671,7 +671,7 @@ static const double nd_ln_tab[16][2] = {
     { 0.50793650793650791, 0.67739882359180614 },
 };
 
-double nd_tcache_ln(double x)
+nd_sample_path double nd_tcache_ln(double x)
 {
     union { double d; uint64_t u; } v = { .d = x };
     int e = (int)((v.u >> 52) & 0x7ff) - 1023;
@@ -682,7 +682,7 @@ double nd_tcache_ln(double x)
     return t[1] + series + e * 0.6931471805599453;
 }
 
-int64_t nd_tcache_prof_gap(uint64_t *rng)
+nd_sample_path int64_t nd_tcache_prof_gap(uint64_t *rng)
 {
     /* xorshift64*: 53 random bits, u in (0, 1]. */
     uint64_t x = *rng ? *rng : nd_os_random() | 1;
@@ -777,7 +777,7 @@ uint64_t nd_tcache_requests(const nd_tcache *tc)
     return n;
 }
 
-void nd_tcache_prof_rearm(nd_tcache *tc)
+nd_sample_path void nd_tcache_prof_rearm(nd_tcache *tc)
 {
     if (tc->look_arm != NULL)
         tc->look_arm = nd_tcache_look_arm;   /* no watch under profiling */
@@ -1239,7 +1239,7 @@ nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
 }
 
 /* A request that failed is not counted (see nd_tcache_count_request). */
-void *nd_tcache_uncount(nd_tcache *tc, unsigned c)
+nd_sample_path void *nd_tcache_uncount(nd_tcache *tc, unsigned c)
 {
     nd_bin *b = &tc->bins[c];
     if (b->tick < (int64_t)tc->binfo[c].armed)

@@ -709,7 +709,7 @@ void nd_thread_count_tier(int t, size_t bytes, int from)
     }
 }
 
-void nd_thread_prof_rearm(void)
+nd_sample_path void nd_thread_prof_rearm(void)
 {
     nd_thread *t = nd_tls_thread;
     if (t->state != ND_THREAD_LIVE)
@@ -772,7 +772,7 @@ nd_hot void nd_thread_count_free(bool huge, size_t bytes)
     }
 }
 
-void nd_thread_count_cell_free(unsigned cls)
+nd_sample_path void nd_thread_count_cell_free(unsigned cls)
 {
     if (nd_tls_thread->state == ND_THREAD_LIVE)
         nd_count_inc(&nd_heap_cstats(&nd_tls_tc->heap, cls)->sampled_cell_frees);

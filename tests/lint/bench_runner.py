@@ -7,6 +7,7 @@ machine paths or '-dirty' noise.
     bench_runner.py CASE      (the ctest name is unit.bench_runner.CASE)
 """
 import os
+import struct
 import subprocess
 import sys
 import tempfile
@@ -168,6 +169,14 @@ def _prof_samples(ratios, metric="cpu_ns_op", first_prof_rep=3):
     return samples
 
 
+def _larson_sample(samples, pass_, rep, threads, variant, metric, value):
+    """Appends one sample of larson -t THREADS to samples (a second
+    measure's: pass prof-instr or prof-pages)."""
+    samples.append({"rep": rep, "seq": 1000 + len(samples), "pass": pass_, "case": "larson-t" + threads,
+                    "group": "larson", "variant": variant, "workload": "larson", "params": {"threads": threads},
+                    "metric": metric, "value": float(value), "status": "ok"})
+
+
 def _prof_verdicts(samples):
     variants = [Variant("nodal", peer=False), Variant("nodal prof", peer=False)]
     tables = {}
@@ -202,10 +211,7 @@ def the_profile_table_decides_an_open_cpu_row_by_its_instructions():
     for threads, (off, on) in instr.items():
         for variant, xs in (("nodal", off), ("nodal prof", on)):
             for rep, x in enumerate(xs):
-                samples.append({"rep": rep, "seq": 1000 + len(samples), "pass": "prof-instr",
-                                "case": "larson-t" + threads, "group": "larson", "variant": variant,
-                                "workload": "larson", "params": {"threads": threads}, "metric": "instr_op",
-                                "value": x, "status": "ok"})
+                _larson_sample(samples, "prof-instr", rep, threads, variant, "instr_op", x)
     v = _prof_verdicts(samples)
     expect(v.get(("cpu_ns_op", "threads=8"), ("", "", ""))[0] == "not resolved",
            "the pairs to leave threads=8 open, got %r" % v)
@@ -239,6 +245,77 @@ def the_profile_instruction_rows_are_one_result_line_each():
         expect("case 'M'" in f.read(), "xthread.c to take -M (its -x row alone), which profinstr.py runs")
 
 
+def the_profile_table_decides_an_open_rss_row_by_its_pages():
+    # peak RSS spread across 1.02 (not resolved by 15 pairs); per pair, the
+    # pages outside the program's blocks (profpages.py's samples): +40 KiB
+    # on 5,000 for threads=2 (x1.008), +150 for threads=4 (x1.03), 3 pairs
+    # for threads=8; the blocks themselves move by the row's spread
+    spread = [0.97, 1.05, 0.99, 1.04, 1.00, 1.03, 0.98, 1.06, 1.01, 0.96, 1.04, 0.99, 1.02, 1.00, 1.05]
+    samples = _prof_samples({"2": spread, "4": spread, "8": spread}, metric="peak_rss_kib")
+    pages = {"2": ([1000, 1004, 996, 1008, 1000], 40), "4": ([1000, 1004, 996, 1008, 1000], 150),
+             "8": ([1000, 1004, 996], 40)}
+    for threads, (fixed, extra) in pages.items():
+        for rep, f in enumerate(fixed):
+            blocks = 4000.0 * spread[rep]
+            for variant, vals in (("nodal", (f, 4000.0, 5000.0)),
+                                  ("nodal prof", (f + extra + (rep % 2) * 4, blocks, 5000.0 + extra))):
+                for metric, x in zip(("prof_fixed_kib", "prof_blocks_kib", "prof_peak_kib"), vals):
+                    _larson_sample(samples, "prof-pages", rep, threads, variant, metric, x)
+    v = _prof_verdicts(samples)
+    expect(v.get(("peak_rss_kib", "threads=2"), ("", "", ""))[0] == "not resolved",
+           "the pairs to leave threads=2 open, got %r" % v)
+    expect(v.get(("peak_rss_kib", "threads=2"), ("", "", ""))[2] == "ok (pages)",
+           "pages tight under 1.02 to decide threads=2, named, got %r" % v)
+    expect(v.get(("peak_rss_kib", "threads=4"), ("", "", ""))[2] == "over (pages)",
+           "pages tight over 1.02 to say over, named, got %r" % v)
+    expect(v.get(("peak_rss_kib", "threads=8"), ("", "", ""))[2] == "not resolved",
+           "3 pairs of pages (under the level's 5) to decide nothing, got %r" % v)
+    expect(all(s["metric"] != "peak_rss_kib" for s in samples if s["pass"] == "prof-pages") and
+           all(len(ps) == 15 for ps in report._prof_pairs(samples, "larson", "peak_rss_kib").values()),
+           "the pages' samples to stay out of the pairs")
+    expect(report.prof_open_cases(samples, rss_only=True) == {"larson-t8"},
+           "the pages of the cases whose peak RSS rows stay open, got %r"
+           % report.prof_open_cases(samples, rss_only=True))
+
+
+def the_profile_pages_count_the_programs_blocks_apart():
+    sys.path.insert(0, os.path.join(HERE, "..", "..", "bench"))
+    from runner import cases, profpages
+    groups = {"seg blocks small": 2000, "seg blocks medium": 300, "seg blocks huge": 4096, "seg blocks large": 20,
+              "seg cell slabs": 8, "LIB code": 120, "seg header": 40, "other anon (nodal metadata, arenas)": 200,
+              "thread stacks": 16, "libc.so.6 code": 1048, "ld-linux-x86-64.so.2 code": 148, "_pages": []}
+    expect(profpages.split(groups) == (6416, 384),
+           "the program's blocks (small, medium, large and huge) apart from nodal's file and the other anonymous "
+           "memory (the cell slabs among it; the other objects' pages in neither), got %r"
+           % (profpages.split(groups),))
+    import peakmap
+    page = peakmap.PAGE
+    slab = struct.pack("<IIIIH", 2, 1024, 3, page, 512)
+
+    class Mem:
+        def __init__(self, data):
+            self.data, self.at = data, 0
+
+        def seek(self, a):
+            self.at = a
+
+        def read(self, n):
+            return self.data[self.at:self.at + n] if self.at < len(self.data) else b""
+    mem = Mem(bytes(64 << 10) + slab + bytes(page))
+    expect(peakmap.is_cell_slab(mem, 64 << 10, 0) and not peakmap.is_cell_slab(mem, 0, 0) and
+           not peakmap.is_cell_slab(mem, (64 << 10) + page, 0),
+           "peakmap.py to tell a cell slab's header at a chunk's start from other large-block pages")
+    for case in cases.full_cases():
+        if case.group not in report.PROF_GROUPS or case.driver:
+            continue
+        for args in profpages.units(case):
+            lists = [a for i, a in enumerate(args) if "," in a and args[i - 1] != "-x"]
+            expect(not lists and ("-x" not in args or "-M" in args),
+                   "one row per run of %s (one size, or -x's row alone): %r" % (case.id, args))
+    expect("until_result" in peakmap.run_once.__code__.co_varnames,
+           "peakmap.py's runs to stop their snapshots at the result line (-l)")
+
+
 CASES = {f.__name__: f for f in (values_spanning_decades_get_a_log_axis,
                                   every_axis_says_which_way_is_better,
                                   library_is_shown_without_machine_paths,
@@ -248,7 +325,9 @@ CASES = {f.__name__: f for f in (values_spanning_decades_get_a_log_axis,
                                   every_run_records_its_sleeps_preemptions_and_faults,
                                   the_profile_table_gives_no_verdict_from_fewer_pairs_than_its_level,
                                   the_profile_table_decides_an_open_cpu_row_by_its_instructions,
-                                  the_profile_instruction_rows_are_one_result_line_each)}
+                                  the_profile_instruction_rows_are_one_result_line_each,
+                                  the_profile_table_decides_an_open_rss_row_by_its_pages,
+                                  the_profile_pages_count_the_programs_blocks_apart)}
 
 if __name__ == "__main__":
     if len(sys.argv) != 2 or sys.argv[1] not in CASES:
