@@ -125,9 +125,12 @@ nd_inline void nd_free_fast(void *p)
     nd_bin *b = (nd_bin *)((char *)tc->bins + pg->bin_off);
     /* Not a block start, a block already marked free (a double free), or a
        full bin: the slow path sorts it out. */
-    void **cur = b->cur, **low = b->low;
+    void **cur = b->cur;
     uintptr_t mark = nd_block_mark_of(p);
-    if (nd_unlikely(!nd_page_block_ok_shared(pg, p) || ((uintptr_t *)p)[1] == mark || cur == low)) {
+    /* b->low read in its compare, not beside cur above: gcc then makes it
+       the compare's memory operand (loaded beside cur, it stayed a load
+       of its own: an instruction). */
+    if (nd_unlikely(!nd_page_block_ok_shared(pg, p) || ((uintptr_t *)p)[1] == mark || cur == b->low)) {
         nd_free_slow(p, s, pg);
         return;
     }
