@@ -413,7 +413,7 @@ static nd_segment *nd_realloc_find(const void *p, nd_page **pgp)
 {
     nd_segment *s = nd_seg_base(p);
     nd_page *pg;
-    if (!nd_page_lookup(p, s, &pg))
+    if (!nd_page_lookup(p, &pg))
         return nd_block_find("realloc", p, pgp);
     if ((s->kind != ND_SEG_SMALL && s->kind != ND_SEG_MEDIUM) || nd_secure_on() ||
         !nd_page_block_ok_shared(pg, p) || nd_block_is_marked(p))

@@ -389,6 +389,10 @@ static inline nd_segment *nd_seg_base(const void *p)
    instruction fewer; the top 4 MiB of the 64-bit space wrap to 0, whose
    slot holds a word no window has: nd_seg_init). */
 static inline uintptr_t nd_segcache_key(uintptr_t a) { return (a + ND_SEG_SIZE) >> ND_SEG_SHIFT; }
+/* The segment whose window's key is `key` (nd_seg_base of any address
+   with that key): one shift of the key the lookup has in a register,
+   where nd_seg_base takes a copy of the address and a mask. */
+static inline nd_segment *nd_segcache_seg(uintptr_t key) { return (nd_segment *)((key << ND_SEG_SHIFT) - ND_SEG_SIZE); }
 
 /* The flag of a MEDIUM segment's nd_segcache word (above): no key has
    bit 63 (keys are below 2^42). */
