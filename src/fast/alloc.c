@@ -437,7 +437,7 @@ static nd_segment *nd_realloc_find(const void *p, nd_page **pgp)
 {
     nd_segment *s = nd_seg_base(p);
     nd_page *pg;
-    if (!nd_page_lookup(p, s, &pg))
+    if (!nd_page_lookup(p, &pg))
         return nd_block_find("realloc", p, pgp);
     if (s->kind == ND_SEG_LARGE) {
         /* The descriptor of p's chunk: a large block starts there, in use,

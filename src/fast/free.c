@@ -124,7 +124,7 @@ void nd_free_special(void *p)
        huge block, or a segment whose slot another window holds. The slow
        path checks it all as it does for the fast path's. */
     if (s == nd_seg_base(p)) {
-        nd_free_slow(p, s, nd_page_of(s, p));
+        nd_free_slow(p, nd_page_of(s, p));
         return;
     }
     if (!nd_seg_cookie_ok(s))
@@ -427,8 +427,9 @@ static nd_noinline void nd_free_checked(void *p, nd_segment *s, nd_page *pg)
     nd_free_own(p, pg);
 }
 
-void nd_free_slow(void *p, nd_segment *s, nd_page *pg)
+void nd_free_slow(void *p, nd_page *pg)
 {
+    nd_segment *s = nd_seg_base(p);
     if (nd_opt(ND_OPT_secure) == 1)
         nd_free_sealed(p, s, pg);
     else

@@ -1,9 +1,13 @@
 /*
  * free.h - the free fast path (static inline) and the free entry points
  * below it (free.c). A free of a small or medium block of the thread's
- * kind of memory is 47 instructions on x86-64 (gcc 12 -O2, its ret
- * included; a medium block's, 4 more: its word's second compare and a jump
- * back), whichever thread's page the block is on: six compares (the
+ * kind of memory is 42 instructions on x86-64 (gcc 12 -O3; its ret and
+ * one nop included, the assembler's padding so that no jump crosses 32
+ * bytes; 46 before h51l folded the page's limit and the bin's low into
+ * their compares, took out two register copies and found the segment
+ * from the nd_segcache key; a medium block's, 4 more: its word's second
+ * compare and a jump back), whichever thread's page the block is on: six
+ * compares (the
  * nd_segcache word, the page's kind of memory against the thread's, the
  * block-start check by one multiply, the freed mark (a keyed folded
  * multiply, page.h), the bin's bottom, the block the bin took last) and
@@ -43,7 +47,9 @@
 #include "tcache.h"
 #include "thread.h"
 
-void nd_free_slow(void *p, nd_segment *s, nd_page *pg) nd_hidden;   /* p first: it stays in its register */
+/* p first: it stays in its register. Its segment it takes from p (the
+   fast path finds pg from the nd_segcache key, without it). */
+void nd_free_slow(void *p, nd_page *pg) nd_hidden;
 /* secure=1: a block of the thread's plain memory (its page's kind is tc's
    without ND_KIND_SEALED), from the fast path's other-kind branch: checked,
    then cached (or routed as the slow path would). */
@@ -59,25 +65,28 @@ _Noreturn void nd_block_misuse(const char *fn, const nd_segment *s, const void *
    malloc_usable_size); misuse (abort) otherwise. */
 nd_segment *nd_block_find(const char *fn, const void *p, nd_page **pgp) nd_hidden;
 
-/* The descriptor of the page or chunk holding p in s (= nd_seg_base(p))
-   from nd_segcache's word alone: false when the word does not name p's
-   window (no segment starts there, NULL included, or a segment without a
-   slot). The word names its window in full (segment.h) and says where
+/* The descriptor of the page or chunk holding p from nd_segcache's word
+   alone: false when the word does not name p's window (no segment starts
+   there, NULL included, or a segment without a slot). The word names its window in full (segment.h) and says where
    the descriptor is: per 64 KiB chunk (small pages, large chunks), or per
    512 KiB page with ND_SEGCACHE_MEDIUM, so the lookup reads no segment
    header (whose desc_shift and desc_mask made the chain of dependent
    loads one longer: Larson -t 1 x0.92). The free fast path's and
    realloc's (alloc.c: nd_realloc_find). */
-static inline __attribute__((always_inline)) bool nd_page_lookup(const void *p, nd_segment *s, nd_page **pgp)
+static inline __attribute__((always_inline)) bool nd_page_lookup(const void *p, nd_page **pgp)
 {
     uintptr_t key = nd_segcache_key((uintptr_t)p);
+    /* The segment is the key shifted back (nd_segcache_seg), once the
+       compare is done with it: one shift. The empty asm keeps gcc from
+       turning it back into a copy of p and a mask (two instructions). */
+    __asm__("" : "+r"(key));
     uint64_t word = nd_load_relaxed(&nd_segcache[key & (ND_SEGCACHE_SLOTS - 1)]);
     if (nd_likely(word == key)) {
-        *pgp = nd_page_of_chunk(s, p);
+        *pgp = nd_page_of_chunk(nd_segcache_seg(key), p);
         return true;
     }
     if (word == (key | ND_SEGCACHE_MEDIUM)) {
-        *pgp = nd_page_of_medium(s, p);
+        *pgp = nd_page_of_medium(nd_segcache_seg(key), p);
         return true;
     }
     return false;
@@ -85,9 +94,8 @@ static inline __attribute__((always_inline)) bool nd_page_lookup(const void *p, 
 
 nd_inline void nd_free_fast(void *p)
 {
-    nd_segment *s = nd_seg_base(p);
     nd_page *pg;
-    if (nd_unlikely(!nd_page_lookup(p, s, &pg))) {
+    if (nd_unlikely(!nd_page_lookup(p, &pg))) {
         nd_free_special(p);
         return;
     }
@@ -112,9 +120,9 @@ nd_inline void nd_free_fast(void *p)
            instruction. */
         if (nd_unlikely(!nd_kind_is_bound(kind))) {
             if ((kind ^ nd_load_relaxed(&tc->kind)) == ND_KIND_SEALED)
-                nd_free_other_kind(p, pg, s, tc);
+                nd_free_other_kind(p, pg, nd_seg_base(p), tc);
             else
-                nd_free_slow(p, s, pg);
+                nd_free_slow(p, pg);
             return;
         }
         tc = nd_tls_thread->node_tc[nd_kind_node(kind)];
@@ -125,10 +133,13 @@ nd_inline void nd_free_fast(void *p)
     nd_bin *b = (nd_bin *)((char *)tc->bins + pg->bin_off);
     /* Not a block start, a block already marked free (a double free), or a
        full bin: the slow path sorts it out. */
-    void **cur = b->cur, **low = b->low;
+    void **cur = b->cur;
     uintptr_t mark = nd_block_mark_of(p);
-    if (nd_unlikely(!nd_page_block_ok_shared(pg, p) || ((uintptr_t *)p)[1] == mark || cur == low)) {
-        nd_free_slow(p, s, pg);
+    /* b->low read in its compare, not beside cur above: gcc then makes it
+       the compare's memory operand (loaded beside cur, it stayed a load
+       of its own: an instruction). */
+    if (nd_unlikely(!nd_page_block_ok_shared(pg, p) || ((uintptr_t *)p)[1] == mark || cur == b->low)) {
+        nd_free_slow(p, pg);
         return;
     }
     /* The block this bin took last (*cur; the NULL below an empty bin's

@@ -270,11 +270,21 @@ nd_inline bool nd_page_block_ok(const nd_page *pg, const void *p)
 
 /* The same for a thread that does not own pg: limit only grows while the
    page is in use, and the carving of a block happened before it was
-   handed out, so before any thread can free it. */
+   handed out, so before any thread can free it. On x86-64 the relaxed
+   load of limit is the compare's memory operand (an aligned 8-byte load
+   is atomic there), which gcc does not fold from an atomic load: one
+   instruction fewer in every free (the free fast path's); TSan builds
+   keep the atomic load, which it checks. */
 nd_inline bool nd_page_block_ok_shared(const nd_page *pg, const void *p)
 {
     uint64_t off = (uint64_t)((uintptr_t)p - (uintptr_t)pg->start);
+#if defined(__x86_64__) && !defined(ND_TSAN)
+    bool below;
+    __asm__("cmpq %[limit], %[x]" : "=@ccb"(below) : [x] "r"(off * pg->mul), [limit] "m"(pg->limit));
+    return below;
+#else
     return off * pg->mul < nd_load_relaxed(&pg->limit);
+#endif
 }
 
 /* The check of a remote list's head (the pointer in pg's xfree word): a

@@ -130,8 +130,22 @@ struct nd_page;
 #define ND_KIND_PROF 0xfeu
 _Static_assert(2u * NODAL_MAX_NODES + 1u < ND_KIND_PROF, "every node's kinds fit a byte below ND_KIND_PROF");
 static inline unsigned nd_kind_of(bool bound, int node) { return 2u + 2u * (unsigned)node + (bound ? 1u : 0u); }
-static inline bool     nd_kind_is_bound(unsigned kind) { return kind & 1u; }
-static inline int      nd_kind_node(unsigned kind) { return (int)((kind - 2u) >> 1); }
+/* Bound kinds are odd. On x86-64 the bit is tested in place (testb): gcc
+   tests it with an AND on a copy of the kind, and made that copy in the
+   free fast path's common part, an instruction in every free. */
+static inline bool     nd_kind_is_bound(unsigned kind)
+{
+#if defined(__x86_64__)
+    bool bound;
+    __asm__("testb $1, %b1" : "=@ccnz"(bound) : "r"(kind));
+    return bound;
+#else
+    return kind & 1u;
+#endif
+}
+/* The node of a kind (2 or more), as an index: (kind >> 1) - 1, whose - 1
+   folds into the indexed load's displacement (node_tc[...] in free.h). */
+static inline size_t   nd_kind_node(unsigned kind) { return (size_t)(kind >> 1) - 1; }
 
 enum { ND_SEG_FREE = 0, ND_SEG_SMALL, ND_SEG_MEDIUM, ND_SEG_LARGE, ND_SEG_HUGE };
 
@@ -386,6 +400,10 @@ static inline nd_segment *nd_seg_base(const void *p)
    instruction fewer; the top 4 MiB of the 64-bit space wrap to 0, whose
    slot holds a word no window has: nd_seg_init). */
 static inline uintptr_t nd_segcache_key(uintptr_t a) { return (a + ND_SEG_SIZE) >> ND_SEG_SHIFT; }
+/* The segment whose window's key is `key` (nd_seg_base of any address
+   with that key): one shift of the key the lookup has in a register,
+   where nd_seg_base takes a copy of the address and a mask. */
+static inline nd_segment *nd_segcache_seg(uintptr_t key) { return (nd_segment *)((key << ND_SEG_SHIFT) - ND_SEG_SIZE); }
 
 /* The flag of a MEDIUM segment's nd_segcache word (above): no key has
    bit 63 (keys are below 2^42). */
