@@ -1240,7 +1240,11 @@ static void with_cpus_shared_a_small_bin_grows_to_16_kib_past_its_caches_share(v
    the process's pool (tcache.c: ND_EXTRA_MULT): once it has, the loops
    take no fill nor overflow at all. Main: the cache stays within
    tcache_total, and each loop fills and overflows a few bins (about 40
-   slow paths a loop). */
+   slow paths a loop). It runs with a purge delay of an hour
+   (tests/unit/CMakeLists.txt): a GC pass of the thread's maintenance in
+   the last 100 loops (under TSan on a loaded machine, 7 runs in 200) cut
+   bins that cycle and the loops filled and overflowed again while they
+   grew back (189 slow paths). */
 enum { CYCLE_N = 16, CYCLE_CLASSES = 9, CYCLE_LOOPS = 300 };
 static const size_t cycle_size[CYCLE_CLASSES] = {4096, 5120, 6144, 7168, 8192, 10240, 12288, 14336, 16384};
 static uint64_t cycle_slow_paths(const nd_tcache *tc)
@@ -1279,6 +1283,9 @@ static void a_cache_whose_bins_cycle_through_the_store_grows_past_tcache_total(v
     size_t out[2];
     if ((size_t)nd_opt(ND_OPT_tcache_total) != 1 << 20 || nd_opt(ND_OPT_transfer) != 2)
         SKIP("made for the defaults tcache_total=1m, transfer=2");
+    EXPECT(nd_opt(ND_OPT_purge_delay) >= 600000,
+           "this case to run with purge_delay=3600000 (no GC pass during the loops), it is %ld ms",
+           nd_opt(ND_OPT_purge_delay));
     pthread_t t;
     nodal_free(nodal_malloc(1));   /* this thread's cache counts too */
     EXPECT(pthread_create(&t, NULL, cycle_loops_larger_than_the_cache, out) == 0, "pthread_create to work");
