@@ -7,9 +7,9 @@
 #              preload, placement (its host form), cpp, install, cross; then any
 #              unlabeled test (no row when there is none)
 #   2. asan    configure + build BUILDDIR-asan with -DNODAL_SANITIZE=address
-#              (tests call nodal_* names, linked against nodal_prefix_san;
-#              the unit tier's programs against the debug core built with
-#              the sanitizer), ctest -L 'unit|api|stress|cpp'
+#              (tests call nodal_* names, linked against nodal_prefix_san),
+#              ctest -L 'api|stress|cpp' (the unit tier, built there with
+#              the sanitizer, is not run: tests/README.md, Sanitizers)
 #   3. tsan    the same in BUILDDIR-tsan with -DNODAL_SANITIZE=thread
 #   4. fuzz    configure + build BUILDDIR-fuzz with clang and -DNODAL_FUZZ=ON
 #              (the core with libFuzzer coverage, ASan and UBSan), ctest -L fuzz:
@@ -141,7 +141,7 @@ san_tier() {
         any_failed=1
         return
     fi
-    tier_t0=$t0 run_ctest "$name" "$dir" -L '^(unit|api|stress|cpp)$'
+    tier_t0=$t0 run_ctest "$name" "$dir" -L '^(api|stress|cpp)$'
 }
 if [ "${ND_SKIP_SAN:-0}" = 1 ]; then
     summary+=("asan|0|0|1|0|left out (ND_SKIP_SAN=1)")
