@@ -8,7 +8,8 @@
 #              unlabeled test (no row when there is none)
 #   2. asan    configure + build BUILDDIR-asan with -DNODAL_SANITIZE=address
 #              (tests call nodal_* names, linked against nodal_prefix_san),
-#              ctest -L 'api|stress|cpp'
+#              ctest -L 'api|stress|cpp' (the unit tier, built there with
+#              the sanitizer, is not run: tests/README.md, Sanitizers)
 #   3. tsan    the same in BUILDDIR-tsan with -DNODAL_SANITIZE=thread
 #   4. fuzz    configure + build BUILDDIR-fuzz with clang and -DNODAL_FUZZ=ON
 #              (the core with libFuzzer coverage, ASan and UBSan), ctest -L fuzz:

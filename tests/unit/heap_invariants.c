@@ -915,7 +915,13 @@ static void a_two_block_bin_moves_both_blocks_in_runs(void)
    bimodal rows of issue 23). Here: the bin grown and settled, then
    flushed down to `keep` blocks (as a GC pass does), then 60 batches,
    of which the last 30 must take no fill and make no flush
-   (tcache.c: nd_tcache_fill's run_fill, nd_tcache_push's spilled_few). */
+   (tcache.c: nd_tcache_fill's run_fill, nd_tcache_push's spilled_few).
+   It runs with a purge delay of an hour (tests/unit/CMakeLists.txt), so
+   that no GC pass of the thread's own maintenance comes during the
+   batches (under TSan on a loaded machine 5 runs in 20 took one, 100 ms
+   after the thread started, and failed: up to 28 fills and 56 flushes in
+   the last 30 batches); the pass a slower machine would make is the
+   flush here. */
 enum { SETTLE_W = 250 };
 static size_t settle_keep;
 static void *batches_settle(void *arg)
@@ -963,6 +969,9 @@ static void *batches_settle(void *arg)
 
 static void batches_that_fit_the_bin_settle_after_a_flush(void)
 {
+    EXPECT(nd_opt(ND_OPT_purge_delay) >= 600000,
+           "this case to run with purge_delay=3600000 (no GC pass during the batches), it is %ld ms",
+           nd_opt(ND_OPT_purge_delay));
     static const size_t keeps[] = { 0, 1, 8, 20, 40, 64, 100, 128, 160, 200, 240, 250 };
     for (size_t k = 0; k < sizeof keeps / sizeof keeps[0]; k++) {
         settle_keep = keeps[k];
@@ -1273,7 +1282,11 @@ static void with_cpus_shared_a_small_bin_grows_to_16_kib_past_its_caches_share(v
    the process's pool (tcache.c: ND_EXTRA_MULT): once it has, the loops
    take no fill nor overflow at all. Main: the cache stays within
    tcache_total, and each loop fills and overflows a few bins (about 40
-   slow paths a loop). */
+   slow paths a loop). It runs with a purge delay of an hour
+   (tests/unit/CMakeLists.txt): a GC pass of the thread's maintenance in
+   the last 100 loops (under TSan on a loaded machine, 7 runs in 200) cut
+   bins that cycle and the loops filled and overflowed again while they
+   grew back (189 slow paths). */
 enum { CYCLE_N = 16, CYCLE_CLASSES = 9, CYCLE_LOOPS = 300 };
 static const size_t cycle_size[CYCLE_CLASSES] = {4096, 5120, 6144, 7168, 8192, 10240, 12288, 14336, 16384};
 static uint64_t cycle_slow_paths(const nd_tcache *tc)
@@ -1312,6 +1325,9 @@ static void a_cache_whose_bins_cycle_through_the_store_grows_past_tcache_total(v
     size_t out[2];
     if ((size_t)nd_opt(ND_OPT_tcache_total) != 1 << 20 || nd_opt(ND_OPT_transfer) != 2)
         SKIP("made for the defaults tcache_total=1m, transfer=2");
+    EXPECT(nd_opt(ND_OPT_purge_delay) >= 600000,
+           "this case to run with purge_delay=3600000 (no GC pass during the loops), it is %ld ms",
+           nd_opt(ND_OPT_purge_delay));
     pthread_t t;
     nodal_free(nodal_malloc(1));   /* this thread's cache counts too */
     EXPECT(pthread_create(&t, NULL, cycle_loops_larger_than_the_cache, out) == 0, "pthread_create to work");
@@ -1919,6 +1935,10 @@ static void *short_segment_work(void *arg)
    in the child. */
 static pid_t fork_limit_child(pthread_attr_t *attr)
 {
+#ifdef ND_TEST_SANITIZER
+    SKIP("a sanitizer maps memory of its own for a thread (and ThreadSanitizer needs more than a 64 KiB "
+         "stack): an address-space limit set to what the process maps now leaves it none");
+#endif
     fflush(NULL);
     pid_t pid = fork();
     EXPECT(pid >= 0, "fork to work");

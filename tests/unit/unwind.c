@@ -151,6 +151,16 @@ static void handler(int sig)
     plain(&sig_walk, 1);
 }
 
+/* backtrace() loads libgcc_s on its first call (the dynamic loader
+   allocates): called once here, outside the handler, it is safe in the
+   handler (and ThreadSanitizer, which reports an allocation in a signal
+   handler, has nothing to report). */
+static void load_backtrace(void)
+{
+    void *bt[4];
+    sink += backtrace(bt, 4);
+}
+
 /* ours[1..] against backtrace's, frame by frame, through the signal frame:
    walk_here's caller, 2 plain, 3 with_alloca, the handler, the signal
    return trampoline, raise's frames, the test's. */
@@ -176,6 +186,7 @@ static void own_unwinder_walks_through_a_signal_frame(void)
 {
     if (!nd_os_unwind_own_ok())
         SKIP("the own unwinder is x86-64 with glibc 2.35 or later only");
+    load_backtrace();
     memset(&sig_walk, 0, sizeof sig_walk);
     signal(SIGUSR1, handler);
     raise_here(SIGUSR1);
@@ -191,6 +202,7 @@ static void own_unwinder_walks_from_a_sigaltstack(void)
 {
     if (!nd_os_unwind_own_ok())
         SKIP("the own unwinder is x86-64 with glibc 2.35 or later only");
+    load_backtrace();
     size_t size = 256 * 1024;
     stack_t ss = { .ss_sp = malloc(size), .ss_size = size, .ss_flags = 0 }, old;
     EXPECT(ss.ss_sp != NULL && sigaltstack(&ss, &old) == 0, "a sigaltstack");
@@ -223,7 +235,7 @@ static void own_unwinder_walks_from_a_sigaltstack(void)
    thread forks: no child may find a descriptor the parent did not have
    before the walks started. */
 
-static volatile int fork_stop;
+static int fork_stop;   /* atomic: the main thread stops the other two */
 static pthread_t fork_walker;
 
 static void fork_handler(int sig)
@@ -236,7 +248,7 @@ static void fork_handler(int sig)
 static void *fork_walker_main(void *arg)
 {
     (void)arg;
-    while (!fork_stop)
+    while (!__atomic_load_n(&fork_stop, __ATOMIC_RELAXED))
         __asm__ volatile(".rept 16384\n\tnop\n\t.endr" ::: "memory");
     return NULL;
 }
@@ -244,7 +256,7 @@ static void *fork_walker_main(void *arg)
 static void *fork_signaller_main(void *arg)
 {
     (void)arg;
-    while (!fork_stop) {
+    while (!__atomic_load_n(&fork_stop, __ATOMIC_RELAXED)) {
         pthread_kill(fork_walker, SIGUSR1);
         usleep(20);
     }
@@ -283,7 +295,7 @@ static void fork_during_walks_leaves_the_child_no_descriptor(void)
         leaked += WEXITSTATUS(status);
         usleep(100);
     }
-    fork_stop = 1;
+    __atomic_store_n(&fork_stop, 1, __ATOMIC_RELAXED);
     pthread_join(signaller, NULL);
     pthread_join(fork_walker, NULL);
     signal(SIGUSR1, SIG_DFL);
@@ -382,6 +394,8 @@ static void a_walk_takes_at_most_3_kib_of_its_threads_stack(void)
         SKIP("the own unwinder is x86-64 with glibc 2.35 or later only");
 #if defined(__SANITIZE_ADDRESS__)
     SKIP("AddressSanitizer's frames (redzones, its fake stack) are not the stack measured here");
+#elif defined(__SANITIZE_THREAD__)
+    SKIP("ThreadSanitizer's runtime needs more than the test's 256 KiB thread stack");
 #endif
     /* A walk here first: the library calls a walk makes are bound then
        (the dynamic loader's lazy binding saves the vector registers on the
