@@ -1121,8 +1121,15 @@ static nd_noinline void *nd_tcache_borrow(nd_tcache *tc, unsigned c)
         if (p == NULL)
             continue;
         nd_tcache_uncount(tc, c);
-        if (!nd_tcache_count_quick(tc, up))
+        if (!nd_tcache_count_quick(tc, up)) {
+            /* A class the thread never requested (its page came with an
+               adopted segment) has its cold part set up first, armed for
+               one request with its tick at 1 (none counted yet), so that
+               this request counts exactly (nreq + armed - tick). */
+            if (nd_unlikely(!nd_bin_info_is_set(&tc->binfo[up])))
+                nd_bin_info_init(tc, up, 1);
             nd_store_relaxed(&tc->binfo[up].nreq, tc->binfo[up].nreq + 1);
+        }
         nd_gauge_add(borrowed_blocks, 1);
         return p;
     }

@@ -15,6 +15,8 @@
 #include "alloc.h"
 #include "check.h"
 #include "class.h"
+#include "free.h"
+#include "heap.h"
 #include "page.h"
 #include "segment.h"
 #include "tcache.h"
@@ -342,6 +344,54 @@ static void a_medium_request_takes_a_free_block_of_a_class_above_before_carving(
     pthread_join(t, NULL);
 }
 
+/* A lender class the thread never requested: its heap holds a page of 28
+   KiB blocks (taken from the heap itself, as a segment adopted from an
+   exited thread brings pages of classes the thread never used), so the
+   heap's classes bit is set while the class's cold part is not set up
+   (tcache.c: nd_bin_info_init). A 24 KiB request that borrows a free
+   block of it counts the request on the lender's class, which sets the
+   cold part up first: the cache invariants hold and the lender's class
+   counts exactly one request. On the merge of h51s with h51t (stop 48)
+   the borrow added to the unset class's nreq (nd_tcache_is_valid false;
+   the fuzz tier's assertion). */
+static void *borrow_from_a_class_never_requested(void *arg)
+{
+    (void)arg;
+    nodal_free(nodal_malloc(1));   /* the thread's cache */
+    nd_tcache *tc = nd_tls_tc;
+    const unsigned c24 = nd_class_of(24 << 10), c28 = nd_class_of(28 << 10);
+    void *two[2] = {NULL, NULL};
+    EXPECT(nd_heap_take_blocks(&tc->heap, c28, two, 2, 2) == 2, "the heap to give two 28 KiB blocks");
+    EXPECT(tc->heap.pages[c24].first == NULL && tc->bins[c28].empty == NULL && tc->binfo[c28].nreq == 0,
+           "a fresh thread with no 24 KiB page and no 28 KiB bin");
+    nd_page *pg = NULL;
+    /* the block at a multiple of 8 KiB (24 KiB's natural alignment) back */
+    unsigned k = ((uintptr_t)two[0] & ((8 << 10) - 1)) == 0 ? 0 : 1;
+    EXPECT(((uintptr_t)two[k] & ((8 << 10) - 1)) == 0, "one of the two blocks at a multiple of 8 KiB");
+    EXPECT(nd_page_lookup(two[k], &pg), "the 28 KiB block's page to be found");
+    nd_block_unmark(two[1 - k]);   /* handed out, as nd_tcache_alloc does */
+    nd_heap_free_local(&tc->heap, pg, two[k]);   /* (still marked free) back on its page, past the bin */
+    void *q = nodal_malloc(24 << 10);
+    EXPECT(q == two[k], "the 24 KiB request to borrow the free 28 KiB block %p (it got %p)", two[k], q);
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold after borrowing from a class never requested");
+    const nd_bin_info *bi = &tc->binfo[c28];
+    EXPECT(bi->nreq + bi->armed - (uint64_t)tc->bins[c28].tick == 1,
+           "the lender's class to count the one request (nreq %llu, armed %u, tick %lld)",
+           (unsigned long long)bi->nreq, (unsigned)bi->armed, (long long)tc->bins[c28].tick);
+    nodal_free(q);
+    nodal_free(two[1 - k]);
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold");
+    return NULL;
+}
+
+static void a_borrow_from_a_class_the_thread_never_requested_sets_its_counts_up(void)
+{
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, borrow_from_a_class_never_requested, NULL) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(every_class_up_to_128_kib_is_cached_by_default),
     ND_CASE(a_medium_class_store_holds_64_blocks_at_least),
@@ -349,5 +399,6 @@ static const struct nd_case cases[] = {
     ND_CASE(a_consumers_medium_bin_grows_and_sends_half_a_bin_per_overflow),
     ND_CASE(node_bound_medium_blocks_freed_elsewhere_stay_with_their_node),
     ND_CASE(a_medium_request_takes_a_free_block_of_a_class_above_before_carving),
+    ND_CASE(a_borrow_from_a_class_the_thread_never_requested_sets_its_counts_up),
 };
 ND_MAIN(cases)
