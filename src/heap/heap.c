@@ -104,21 +104,35 @@ static unsigned nd_heap_pick_page(const nd_segment *s)
     return (unsigned)__builtin_ctzll(at_or_after != 0 ? at_or_after : m);
 }
 
-/* The segment of queue q (segments with a free page) a new page comes
-   from: the first one with a free page whose memory is still resident, so
-   that such a page in a segment further down the queue is used before a
-   page that would be faulted in; else the first one. The first eight
-   segments are looked at, at most (a heap rarely has more with a free
-   page). no_reserve: never the node's reserve (a class it does not serve,
-   below); NULL when the queue has no other segment. whole: only a
-   segment with a free page without holes (a hole that would not map
-   again: nd_heap_page_new), NULL if none. */
-static nd_segment *nd_heap_pick_segment(const nd_seg_queue *q, bool no_reserve, bool whole)
+/* The segments of a queue a new page looks at for a free page whose memory
+   is still resident, at most (a heap rarely has more with a free page). */
+#define ND_HEAP_RESIDENT_SCAN 8
+
+/* The first of the first ND_HEAP_RESIDENT_SCAN segments of queue q with a
+   free page without holes whose memory is still resident (not the node's
+   reserve if no_reserve); NULL if none: a new page would be faulted in. */
+nd_inline nd_segment *nd_heap_resident_segment(const nd_seg_queue *q, bool no_reserve)
 {
     unsigned n = 0;
-    for (nd_segment *s = q->first; s != NULL && n < 8; s = s->next, n++)
+    for (nd_segment *s = q->first; s != NULL && n < ND_HEAP_RESIDENT_SCAN; s = s->next, n++)
         if ((nd_heap_whole_pages(s) & nd_heap_resident_pages(s)) != 0 && !(no_reserve && nd_node_reserve_is(s)))
             return s;
+    return NULL;
+}
+
+/* The segment of queue q (segments with a free page) a new page comes
+   from: the first one with a free page whose memory is still resident
+   (nd_heap_resident_segment), so that such a page in a segment further
+   down the queue is used before a page that would be faulted in; else
+   the first one. no_reserve: never the node's reserve (a class it does
+   not serve, below); NULL when the queue has no other segment. whole:
+   only a segment with a free page without holes (a hole that would not
+   map again: nd_heap_page_new), NULL if none. */
+static nd_segment *nd_heap_pick_segment(const nd_seg_queue *q, bool no_reserve, bool whole)
+{
+    nd_segment *r = nd_heap_resident_segment(q, no_reserve);
+    if (r != NULL)
+        return r;
     if (nd_unlikely(whole)) {
         for (nd_segment *s = q->first; s != NULL; s = s->next)
             if (nd_heap_whole_pages(s) != 0 && !(no_reserve && nd_node_reserve_is(s)))
@@ -161,11 +175,17 @@ size_t nd_heap_release(nd_heap *h)
 #define ND_RESERVE_CLASS_MAX ((size_t)1 << 10)
 
 static inline bool nd_heap_reserve_serves(unsigned cls) { return nd_class_size[cls] <= ND_RESERVE_CLASS_MAX; }
+/* Is a new page of class cls for h never from the node's reserve? (A
+   shared heap's small classes the reserve does not serve.) */
+static inline bool nd_heap_no_reserve(const nd_heap *h, unsigned cls)
+{
+    return h->shared && nd_class_is_small(cls) && !nd_heap_reserve_serves(cls);
+}
 
 static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)
 {
     int k = nd_class_is_small(cls) ? 0 : 1;
-    bool no_reserve = h->shared && k == 0 && !nd_heap_reserve_serves(cls);
+    bool no_reserve = nd_heap_no_reserve(h, cls);
     bool whole = false;   /* a hole would not map again: a page without */
     for (;;) {
         nd_segment *s = nd_heap_pick_segment(&h->avail[k], no_reserve, whole);
@@ -355,12 +375,8 @@ bool nd_heap_would_fault(nd_heap *h, unsigned cls)
     if (pg != NULL)
         return nd_page_would_fault(pg);
     /* A new page: resident memory if one of the segments nd_heap_page_new
-       looks at has a free page with some (nd_heap_pick_segment). */
-    unsigned n = 0;
-    for (const nd_segment *s = h->avail[nd_class_is_small(cls) ? 0 : 1].first; s != NULL && n < 8; s = s->next, n++)
-        if ((nd_heap_whole_pages(s) & nd_heap_resident_pages(s)) != 0)
-            return false;
-    return true;
+       looks at has a free page with some. */
+    return nd_heap_resident_segment(&h->avail[nd_class_is_small(cls) ? 0 : 1], nd_heap_no_reserve(h, cls)) == NULL;
 }
 
 void *nd_heap_take_free_aligned(nd_heap *h, unsigned cls, uintptr_t align)

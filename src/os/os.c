@@ -865,16 +865,14 @@ static nd_hot bool nd_trim_load(const struct nd_code_query *q, uintptr_t x, unsi
     return false;
 }
 
-/* Gives [a, b) of a private file mapping MADV_RANDOM (flags of its own: a
-   mapping apart from its neighbours, which the kernel's fault-around does
-   not cross) and unmaps its pages that are the file's (pagemap bit 61: not
-   a copy the process wrote, such as a debugger's breakpoint, which stays),
-   through fd, /proc/self/pagemap (-1: none unmapped). The number of pages
-   unmapped. */
-static nd_hot size_t nd_os_trim_range(uintptr_t a, uintptr_t b, int fd)
+/* Unmaps the pages of [a, b) of a private file mapping that are the
+   file's (pagemap bits 63 and 61: present, and not a copy the process
+   wrote, such as a debugger's breakpoint, which stays), through fd,
+   /proc/self/pagemap (-1: none). The number of pages unmapped. */
+static nd_hot size_t nd_os_drop_file_pages(uintptr_t a, uintptr_t b, int fd)
 {
     uintptr_t ps = nd_os_pagesize;
-    if (b <= a || madvise((void *)a, b - a, MADV_RANDOM) != 0 || fd < 0)
+    if (b <= a || fd < 0)
         return 0;
     size_t dropped = 0;
     uint64_t ent[64];
@@ -899,6 +897,17 @@ static nd_hot size_t nd_os_trim_range(uintptr_t a, uintptr_t b, int fd)
     return dropped;
 }
 
+/* Gives [a, b) of a private file mapping MADV_RANDOM (flags of its own: a
+   mapping apart from its neighbours, which the kernel's fault-around does
+   not cross) and unmaps its pages that are the file's
+   (nd_os_drop_file_pages). The number of pages unmapped. */
+static nd_hot size_t nd_os_trim_range(uintptr_t a, uintptr_t b, int fd)
+{
+    if (b <= a || madvise((void *)a, b - a, MADV_RANDOM) != 0)
+        return 0;
+    return nd_os_drop_file_pages(a, b, fd);
+}
+
 nd_hot size_t nd_os_code_trim(void)
 {
     struct nd_code_query q = { .a = (uintptr_t)nd_os_cold_text };
@@ -918,12 +927,8 @@ nd_hot size_t nd_os_code_trim(void)
     uintptr_t c = ((uintptr_t)nd_os_cold_text + ps - 1) & ~(ps - 1);
     uintptr_t last = (hi - 1) & ~(ps - 1);
     size_t dropped = nd_os_trim_range(c, last, fd);
-    if (last >= c && fd >= 0) {
-        uint64_t e = 0;
-        if (pread(fd, &e, sizeof e, (off_t)(last / ps * sizeof e)) == sizeof e && (e >> 63) & 1 && (e >> 61) & 1 &&
-            madvise((void *)last, ps, MADV_DONTNEED) == 0)
-            dropped++;
-    }
+    if (last >= c)
+        dropped += nd_os_drop_file_pages(last, last + ps, fd);
     uintptr_t eh = 0, rel_lo = UINTPTR_MAX, rel_hi = 0;
     for (int i = 0; i < q.phnum; i++) {
         if (q.phdr[i].p_type == PT_GNU_EH_FRAME)
