@@ -26,12 +26,12 @@
  *                    its owner thread only, summed over live and exited
  *                    threads
  *           CLASS    a per-thread, per-class counter (nd_class_counters)
-           BIN      the same, kept in the bin's cold part (nd_bin_counters
-                    in nd_bin_info, tcache.h): the counters a thread's
-                    fills and overflows write, on the cache's first two
-                    OS pages with the rest of what a thread that uses a
-                    few small classes writes, so the other counters'
-                    pages stay untouched (tcache.h: the cache's pages)
+ *           BIN      the same, kept in the bin's cold part (nd_bin_counters
+ *                    in nd_bin_info, tcache.h): the counters a thread's
+ *                    fills and overflows write, on the cache's first two
+ *                    OS pages with the rest of what a thread that uses a
+ *                    few small classes writes, so the other counters'
+ *                    pages stay untouched (tcache.h: the cache's pages)
  *           GAUGE    a process-wide gauge (nd_gauge), relaxed atomics
  *           (TIER and THREAD: counted per thread and per tier, by the fast
  *           path beside the bins of its caches (nd_tcache.tier_hits) and by the

@@ -1210,8 +1210,8 @@ nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
         if (got == 0 && c >= ND_BORROW_CLASS_MIN && nd_tcache_lenders(tc, c) != 0 && nd_tcache_may_borrow(tc) &&
             nd_heap_would_fault(&tc->heap, cls) && (lent = nd_tcache_borrow(tc, c)) != NULL) {
             bi->mark = now;
-            tc->binfo[c].low_water = 0;   /* it just ran dry */
-            tc->binfo[c].filled = 1;
+            bi->low_water = 0;   /* it just ran dry */
+            bi->filled = 1;
             nd_assert2(nd_tcache_is_valid(tc));
             /* The borrowed block alone in c's bin, for nd_tcache_alloc to
                take at once: the only moment a bin holds a block of another

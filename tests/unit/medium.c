@@ -337,11 +337,17 @@ static void *borrow_in_a_fresh_thread(void *arg)
     return NULL;
 }
 
-static void a_medium_request_takes_a_free_block_of_a_class_above_before_carving(void)
+/* Runs fn in a thread of its own (a fresh cache and heap) and waits for it. */
+static void in_a_fresh_thread(void *(*fn)(void *))
 {
     pthread_t t;
-    EXPECT(pthread_create(&t, NULL, borrow_in_a_fresh_thread, NULL) == 0, "pthread_create to work");
+    EXPECT(pthread_create(&t, NULL, fn, NULL) == 0, "pthread_create to work");
     pthread_join(t, NULL);
+}
+
+static void a_medium_request_takes_a_free_block_of_a_class_above_before_carving(void)
+{
+    in_a_fresh_thread(borrow_in_a_fresh_thread);
 }
 
 /* A lender class the thread never requested: its heap holds a page of 28
@@ -387,9 +393,7 @@ static void *borrow_from_a_class_never_requested(void *arg)
 
 static void a_borrow_from_a_class_the_thread_never_requested_sets_its_counts_up(void)
 {
-    pthread_t t;
-    EXPECT(pthread_create(&t, NULL, borrow_from_a_class_never_requested, NULL) == 0, "pthread_create to work");
-    pthread_join(t, NULL);
+    in_a_fresh_thread(borrow_from_a_class_never_requested);
 }
 
 static const struct nd_case cases[] = {
