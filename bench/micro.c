@@ -18,6 +18,12 @@
  *               of a fifth, writing its last byte each time; ns per realloc
  *               call
  *   -m aligned  tight pairs of aligned_alloc(-a alignment, size) / free
+ *   -m large    large-block churn across threads: each step mallocs a block
+ *               of a random size from -s (default 128 KiB + 1) to -g
+ *               (default 1 MiB), writes its first and last bytes, swaps it
+ *               into a random one of 8 slots a thread shared by all threads
+ *               and frees the block it took out (often another thread's);
+ *               ns per step (a malloc and a free)
  *   -m empty    the pair loop with no allocation (loop overhead, for the
  *               instruction-count study)
  *
@@ -35,8 +41,8 @@
 #include <string.h>
 #include <unistd.h>
 
-enum mode { PAIR, BATCH, REALLOC, ALIGNED, EMPTY, SHRINK, GROW };
-static const char *mode_names[] = { "pair", "batch", "realloc", "aligned", "empty", "shrink", "grow" };
+enum mode { PAIR, BATCH, REALLOC, ALIGNED, EMPTY, SHRINK, GROW, LARGE };
+static const char *mode_names[] = { "pair", "batch", "realloc", "aligned", "empty", "shrink", "grow", "large" };
 #define MODE_COUNT ((int)(sizeof mode_names / sizeof mode_names[0]))
 
 struct cfg {
@@ -109,6 +115,24 @@ static long long resize_once(size_t from, size_t max, int grow)
     return calls;
 }
 
+/* -m large: the slots every thread swaps its blocks into (8 a thread). */
+static char **large_slots;
+static size_t large_nslots;
+
+static void large_churn(bench_thread *t, size_t lo, size_t hi, long long n)
+{
+    for (long long i = 0; i < n; i++) {
+        size_t sz = lo + (size_t)rng_below(&t->rng, hi - lo + 1);
+        char *p = malloc(sz);
+        if (!p)
+            die("malloc(%zu) failed", sz);
+        p[0] = 1;
+        p[sz - 1] = 2;
+        char *old = __atomic_exchange_n(&large_slots[rng_below(&t->rng, large_nslots)], p, __ATOMIC_ACQ_REL);
+        free(old);
+    }
+}
+
 /*
  * Allocates and frees `rounds` batches. When timed, adds the wall times of the
  * two phases to acc[0] and acc[1], which give the alloc/free split of the CPU
@@ -174,6 +198,12 @@ static void worker(bench_thread *t)
         free(slots);
         break;
     }
+    case LARGE:
+        large_churn(t, c->size, c->grow_max, c->warm);
+        bench_sync(t);
+        large_churn(t, c->size, c->grow_max, c->ops);
+        t->ops = (uint64_t)c->ops;
+        break;
     case REALLOC:
     case GROW:
     case SHRINK: {
@@ -194,7 +224,7 @@ static void worker(bench_thread *t)
 
 static void usage(void)
 {
-    fprintf(stderr, "usage: micro -m pair|batch|realloc|grow|shrink|aligned|empty [-s sizes] [-t threads]\n"
+    fprintf(stderr, "usage: micro -m pair|batch|realloc|grow|shrink|aligned|empty|large [-s sizes] [-t threads]\n"
                     "             [-n ops] [-w warm-up per thread] [-b batch] [-a align] [-g grow max] [-N node] [-P]\n");
     exit(2);
 }
@@ -204,7 +234,7 @@ int main(int argc, char **argv)
     bench_init(argc, argv);
     struct cfg c = { .mode = PAIR, .align = 64, .grow_max = 64 << 10, .batch = 1000 };
     long long sizes[32] = { 32 };
-    int nsizes = 1, threads = 1, sizes_given = 0, grow_given = 0;
+    int nsizes = 1, threads = 1, sizes_given = 0, grow_given = 0, total_given = 0;
     long long total = 4000000, warm = -1;
     int opt;
     while ((opt = getopt(argc, argv, "m:s:t:n:w:b:a:g:N:P")) != -1) {
@@ -222,7 +252,7 @@ int main(int argc, char **argv)
         }
         case 's': nsizes = parse_list(optarg, sizes, 32); sizes_given = 1; break;
         case 't': threads = (int)parse_size(optarg); break;
-        case 'n': total = parse_size(optarg); break;
+        case 'n': total = parse_size(optarg); total_given = 1; break;
         case 'w': warm = parse_size(optarg); break;
         case 'b': c.batch = (int)parse_size(optarg); break;
         case 'a': c.align = (size_t)parse_size(optarg); break;
@@ -244,12 +274,25 @@ int main(int argc, char **argv)
             c.grow_max = (size_t)64 << 20;
         nsizes = 1;
     }
-    if (threads < 1 || c.batch < 1 || (c.mode == GROW && (sizes[0] < 1 || (size_t)sizes[0] >= c.grow_max)))
+    if (c.mode == LARGE) {
+        if (!sizes_given)
+            sizes[0] = (128 << 10) + 1;
+        if (!grow_given)
+            c.grow_max = 1 << 20;
+        if (!total_given)
+            total = 400000;
+        nsizes = 1;
+    }
+    if (threads < 1 || c.batch < 1 || ((c.mode == GROW || c.mode == LARGE) && (sizes[0] < 1 || (size_t)sizes[0] >= c.grow_max)))
         usage();
     c.ops = total / threads;
     if (c.mode == BATCH)
         c.ops = (c.ops / c.batch) * c.batch;
     c.warm = warm >= 0 ? warm : c.ops / 10;
+    if (c.mode == LARGE) {
+        large_nslots = 8 * (size_t)threads;
+        large_slots = calloc(large_nslots, sizeof *large_slots);
+    }
 
     for (int i = 0; i < nsizes; i++) {
         c.size = (size_t)sizes[i];
@@ -276,6 +319,10 @@ int main(int argc, char **argv)
             bench_result("micro", "mode=%s max=%zu threads=%d ns_realloc=%.2f cpu_ns_realloc=%.2f user_s=%.3f sys_s=%.3f",
                          m, c.grow_max, threads, ns, cpu, r.user_s, r.sys_s);
             break;
+        case LARGE:
+            bench_result("micro", "mode=%s from=%zu max=%zu threads=%d ns_pair=%.2f cpu_ns_pair=%.2f user_s=%.3f sys_s=%.3f",
+                         m, c.size, c.grow_max, threads, ns, cpu, r.user_s, r.sys_s);
+            break;
         case ALIGNED:
             bench_result("micro", "mode=%s size=%zu align=%zu threads=%d ns_pair=%.2f cpu_ns_pair=%.2f user_s=%.3f sys_s=%.3f",
                          m, c.size, c.align, threads, ns, cpu, r.user_s, r.sys_s);
@@ -286,6 +333,11 @@ int main(int argc, char **argv)
         }
         if (c.mode == REALLOC || c.mode == SHRINK)
             break;  /* size does not apply */
+    }
+    if (c.mode == LARGE) {
+        for (size_t i = 0; i < large_nslots; i++)
+            free(large_slots[i]);
+        free(large_slots);
     }
     return 0;
 }

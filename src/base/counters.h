@@ -84,6 +84,7 @@
     X(large_frees,         COUNTER, PROCESS, THREAD,  COUNT, 1, "large blocks freed") \
     X(large_bytes_allocated, COUNTER, PROCESS, THREAD, BYTES, 0, "bytes of large blocks allocated (whole OS pages)") \
     X(large_bytes_freed,   COUNTER, PROCESS, THREAD,  BYTES, 0, "bytes of large blocks freed") \
+    X(large_cached_bytes,  GAUGE,   PROCESS, DERIVED, BYTES, 1, "freed large blocks waiting in the CPUs' caches (large.h), whole chunks, for the next large block asked for on their CPU; given back when a purge delay passes without one taken, or at nodal_collect; in active") \
     X(huge_allocs,         COUNTER, PROCESS, THREAD,  COUNT, 1, "huge blocks allocated (a mapping of their own)") \
     X(huge_frees,          COUNTER, PROCESS, THREAD,  COUNT, 1, "huge blocks freed") \
     X(huge_bytes_allocated, COUNTER, PROCESS, THREAD, BYTES, 0, "bytes of huge blocks allocated") \

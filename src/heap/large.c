@@ -27,6 +27,22 @@
    Only the placement: the code is the same. */
 #define nd_large_path nd_sample_path
 
+/* One CPU's cache of freed blocks (large.h), one cache line, no lock
+   (compare-and-swap). slot[i]: 0, or a cached block's address (a chunk's
+   start: 64 KiB aligned) with its chunks (pages[].reserved, 1-63) in its
+   low bits, so that a take chooses a block without reading its
+   descriptor. chunks: the chunks of the blocks in the slots, reserved by a
+   put before it stores its block (at most ND_LARGE_CPU_CHUNKS) and given
+   back by a take after it took one; used: set by a take, cleared by the
+   purge's check (nd_large_keep_drain). */
+typedef struct nd_aligned(ND_CACHE_LINE) nd_large_shard {
+    uintptr_t slot[ND_LARGE_CPU_SLOTS];
+    uint32_t  chunks;
+    uint32_t  used;
+} nd_large_shard;
+
+#define ND_LARGE_SLOT_CHUNKS ((uintptr_t)63)   /* a slot's chunks bits */
+
 typedef struct nd_aligned(ND_CACHE_LINE) nd_large_pool {
     ND_LIST(nd_segment) segs;
     uint32_t  empty;    /* segments with no block */
@@ -35,7 +51,6 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_large_pool {
     /* The kept blocks (large.h), without the lock: slot NULL or a block
        (compare-and-swap both ways); keep_used is set by every take. */
     nd_aligned(ND_CACHE_LINE) void *keep[ND_LARGE_KEEP];
-    void     *grown[ND_LARGE_KEEP];   /* kept grown blocks (large.h) */
     uint32_t  keep_used;
     /* A plain pool that found no room after its release (an
        address-space limit): nd_os_space_returns() + 1 then; 0 otherwise,
@@ -44,6 +59,8 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_large_pool {
        rather than trying every mapping and walking every segment again
        (its request then goes to a mapping of its own, route.c). */
     uint64_t  full_at;
+    /* The CPUs' caches of freed blocks (large.h), a line each. */
+    nd_large_shard cpu[ND_LARGE_CPUS];
 } nd_large_pool;
 
 /* Start-up writes none of them (all zero is an empty pool): a process
@@ -418,6 +435,11 @@ static size_t nd_large_release_pool(nd_large_pool *pool, nd_segment **gone)
 }
 
 static void nd_large_keep_drain(nd_large_pool *pool, uint64_t now, bool force);
+/* Gives the blocks of pool's CPUs' caches back to their segments: of
+   every cache (all), or of those no block was taken from since the last
+   call (their `used` cleared otherwise). Without the pool lock. */
+static void nd_large_cpu_drain(nd_large_pool *pool, bool all);
+static bool nd_large_cpu_holds(const nd_large_pool *pool);
 
 /* The pools that have had a segment (hint set), of every node with memory,
    plain then bound, one per call: start with *i = 0; NULL after the last. */
@@ -520,6 +542,92 @@ static bool nd_large_keep_put(void **keep, nd_page *pg, void *p, bool *twice)
             return true;
     }
     nd_store_relaxed(&pg->in_full, 0);   /* no free slot */
+    return false;
+}
+
+/* May freed block p (bytes usable, reserved chunks) wait in a CPU's cache
+   (large.h)? By default one of up to ND_LARGE_CPU_CHUNKS chunks; under
+   secure=1 a grown block of ND_LARGE_KEEP_GROWN chunks only, its guard
+   page still protected (nd_large_grown_keepable). Its shape only: the
+   caller also tests the address-space limit (nd_large_cpu_on). */
+static bool nd_large_cacheable(size_t usable, unsigned reserved)
+{
+    return nd_seg_guard == 0 ? reserved <= ND_LARGE_CPU_CHUNKS : nd_large_grown_keepable(usable, reserved);
+}
+
+/* Do the CPUs' caches serve a request (grown: nd_large_alloc_grown)?
+   Not once the address space is known to be limited (their blocks then
+   go back to be released, tails and holes: nd_large_release), nor with
+   purge_delay=0 (nothing freed waits: node.c's huge mappings neither);
+   under secure=1 only grown requests, as its kept grown blocks did. */
+static bool nd_large_cpu_on(bool grown)
+{
+    return (nd_seg_guard == 0 || grown) && !nd_os_space_limit_seen() && nd_opt(ND_OPT_purge_delay) != 0;
+}
+
+/* The calling CPU's cache of pool: its rseq area's CPU, one load (any
+   shard before start-up or without one: a hint, never a fault). */
+static nd_large_shard *nd_large_shard_of(nd_large_pool *pool)
+{
+    return &pool->cpu[(unsigned)nd_os_current_cpu_fast() % ND_LARGE_CPUS];
+}
+
+/* Takes the block of shard sh of the fewest chunks from lo to most (the
+   first of `want` chunks: no better one), its slot (address | chunks),
+   its descriptor's in_full cleared; 0 if none. */
+static uintptr_t nd_large_cpu_take(nd_large_shard *sh, unsigned lo, unsigned most, unsigned want)
+{
+    for (;;) {
+        if (nd_load_relaxed(&sh->chunks) == 0)
+            return 0;
+        unsigned best = ND_LARGE_CPU_SLOTS, fewest = most + 1;
+        uintptr_t v = 0;
+        for (unsigned i = 0; i < ND_LARGE_CPU_SLOTS; i++) {
+            uintptr_t w = nd_load_relaxed(&sh->slot[i]);
+            unsigned r = (unsigned)(w & ND_LARGE_SLOT_CHUNKS);
+            if (w != 0 && r >= lo && r < fewest) {
+                best = i;
+                fewest = r;
+                v = w;
+                if (r == want)
+                    break;
+            }
+        }
+        if (best == ND_LARGE_CPU_SLOTS)
+            return 0;
+        if (!__atomic_compare_exchange_n(&sh->slot[best], &v, 0, false, __ATOMIC_ACQUIRE, __ATOMIC_RELAXED))
+            continue;   /* another thread of this CPU took it first: look again */
+        nd_sub_relaxed(&sh->chunks, fewest);
+        if (!nd_load_relaxed(&sh->used))
+            nd_store_relaxed(&sh->used, 1);
+        nd_store_relaxed(&nd_large_kept_desc((void *)(v & ~ND_LARGE_SLOT_CHUNKS))->in_full, 0);
+        return v;
+    }
+}
+
+/* Puts block p (descriptor pg, in use, reserved chunks) in shard sh: true
+   when cached; false when the shard has no room for it (no free slot, or
+   its chunks would pass ND_LARGE_CPU_CHUNKS), *twice when it is kept or
+   cached already (a double free). */
+static bool nd_large_cpu_put(nd_large_shard *sh, nd_page *pg, void *p, unsigned reserved, bool *twice)
+{
+    uint8_t no = 0;
+    *twice = !__atomic_compare_exchange_n(&pg->in_full, &no, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
+    if (*twice)
+        return false;
+    if (nd_load_relaxed(&sh->chunks) + reserved <= ND_LARGE_CPU_CHUNKS) {
+        if (__atomic_add_fetch(&sh->chunks, reserved, __ATOMIC_RELAXED) <= ND_LARGE_CPU_CHUNKS) {
+            uintptr_t v = (uintptr_t)p | reserved;
+            for (unsigned i = 0; i < ND_LARGE_CPU_SLOTS; i++) {
+                uintptr_t none = 0;
+                if (nd_load_relaxed(&sh->slot[i]) == 0 &&
+                    __atomic_compare_exchange_n(&sh->slot[i], &none, v, false, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+                    return true;
+            }
+        }
+        nd_sub_relaxed(&sh->chunks, reserved);
+    }
+    nd_store_relaxed(&pg->in_full, 0);
     return false;
 }
 
@@ -637,22 +745,39 @@ nd_large_path static void *nd_large_alloc_at(int node, bool bound, size_t size, 
             return p;
         }
     }
-    if (grown && k <= ND_LARGE_KEEP_GROWN) {
-        /* A kept grown block (any: one of 2 chunks serves a request of 1,
-           one of 1 grows in place for a request of 2 where it can, and
-           goes back otherwise). */
-        void *p = nd_large_keep_take(pool, pool->grown);
-        if (p != NULL) {
+    if (step == 1 && nd_large_cpu_on(grown)) {
+        /* A block of this CPU's cache (large.h): of k chunks up to a
+           quarter more; for a grown block of up to ND_LARGE_KEEP_GROWN
+           chunks any of them (one of 2 chunks serves a request of 1, one
+           of 1 grows in place for a request of 2 where it can, and goes
+           back otherwise). */
+        bool small = grown && k <= ND_LARGE_KEEP_GROWN;
+        uintptr_t v = nd_large_cpu_take(nd_large_shard_of(pool), small ? 1 : k, small ? ND_LARGE_KEEP_GROWN : k + k / 4,
+                                        small ? ND_LARGE_KEEP_GROWN : k);
+        if (v != 0) {
+            void *p = (void *)(v & ~ND_LARGE_SLOT_CHUNKS);
+            unsigned r = (unsigned)(v & ND_LARGE_SLOT_CHUNKS);
             nd_page *pg = nd_large_kept_desc(p);
             long delta;
-            if (pg->reserved >= k || nd_large_resize(nd_seg_base(p), pg, usable, &delta)) {
+            if (r >= k) {
+                /* Its usable bytes: the request's, or a grown block's whole
+                   run (secure=1: less the guard page, as it was). */
+                size_t was = pg->block_size, now = grown ? ((size_t)r << ND_CHUNK_SHIFT) - nd_seg_guard : usable;
+                if (now != was) {
+                    nd_store_relaxed(&pg->block_size, (uint32_t)now);
+                    nd_gauge_active((long)now - (long)was);
+                }
+                *bytes = now;
+                return p;
+            }
+            if (nd_large_resize(nd_seg_base(p), pg, usable, &delta)) {
                 *bytes = pg->block_size;
                 return p;
             }
             nd_large_free(nd_seg_base(p), pg, p);
         }
     }
-    bool released = false;
+    bool released = false, reclaimed = false;
     nd_lock(nd_pool_lock(pool));
     for (;;) {
         nd_segment *s;
@@ -678,6 +803,18 @@ nd_large_path static void *nd_large_alloc_at(int node, bool bound, size_t size, 
                 for (s = pool->segs.first; s != NULL; s = s->next)
                     if ((i = nd_large_find(s->free_mask & s->committed, k, step)) < 64)
                         break;
+            if (s == NULL && !reclaimed && nd_large_cpu_holds(pool)) {
+                /* No resident run fits: the CPUs' caches give their blocks
+                   back first, so that a cached block never has the pool
+                   fault in memory (or map a segment) that it holds
+                   (shortlived -t 2: 1.8 MiB more at the peak otherwise;
+                   large.h). Once a call. */
+                reclaimed = true;
+                nd_unlock(nd_pool_lock(pool));
+                nd_large_cpu_drain(pool, true);
+                nd_lock(nd_pool_lock(pool));
+                continue;
+            }
             if (s == NULL)
                 for (s = pool->segs.first; s != NULL; s = s->next)
                     if ((i = nd_large_find(s->free_mask, k, step)) < 64)
@@ -851,15 +988,20 @@ nd_large_path size_t nd_large_free(nd_segment *s, nd_page *pg, void *p)
 {
     nd_lock_may_take(ND_LOCK_ID_large_pool);
     size_t bytes = nd_load_relaxed(&pg->block_size);
-    void **keep = NULL;
-    if (nd_large_keepable(bytes))
-        keep = nd_large_pools[s->node][s->bound ? 1 : 0].keep;
-    else if (nd_large_grown_keepable(bytes, nd_load_relaxed(&pg->reserved)))
-        keep = nd_large_pools[s->node][s->bound ? 1 : 0].grown;
-    if (keep != NULL && nd_load_relaxed(&pg->in_use) && pg->start == (uint8_t *)p) {
-        bool twice;
-        if (nd_large_keep_put(keep, pg, p, &twice))
-            return bytes;
+    if (nd_load_relaxed(&pg->in_full))
+        return 0;   /* kept or cached already: a double free */
+    if (nd_load_relaxed(&pg->in_use) && pg->start == (uint8_t *)p) {
+        nd_large_pool *pool = &nd_large_pools[s->node][s->bound ? 1 : 0];
+        unsigned reserved = nd_load_relaxed(&pg->reserved);
+        bool twice = false;
+        if (nd_large_keepable(bytes)) {
+            if (nd_large_keep_put(pool->keep, pg, p, &twice))
+                return bytes;
+        } else if (nd_large_cacheable(bytes, reserved) && !nd_os_space_limit_seen() &&
+                   nd_opt(ND_OPT_purge_delay) != 0) {
+            if (nd_large_cpu_put(nd_large_shard_of(pool), pg, p, reserved, &twice))
+                return bytes;
+        }
         if (twice)
             return 0;
     }
@@ -878,18 +1020,51 @@ nd_large_path static void nd_large_keep_drain(nd_large_pool *pool, uint64_t now,
         if (due)
             pool->keep_check = now;
         nd_unlock(nd_pool_lock(pool));
-        if (!due || __atomic_exchange_n(&pool->keep_used, 0, __ATOMIC_RELAXED))
+        if (!due)
             return;
     }
-    for (unsigned i = 0; i < 2 * ND_LARGE_KEEP; i++) {
-        void **slot = i < ND_LARGE_KEEP ? &pool->keep[i] : &pool->grown[i - ND_LARGE_KEEP];
-        void *p = __atomic_exchange_n(slot, NULL, __ATOMIC_ACQUIRE);
-        if (p == NULL)
+    if (force || !__atomic_exchange_n(&pool->keep_used, 0, __ATOMIC_RELAXED))
+        for (unsigned i = 0; i < ND_LARGE_KEEP; i++) {
+            void *p = __atomic_exchange_n(&pool->keep[i], NULL, __ATOMIC_ACQUIRE);
+            if (p == NULL)
+                continue;
+            nd_page *pg = nd_large_kept_desc(p);
+            nd_store_relaxed(&pg->in_full, 0);
+            nd_large_give_back(nd_seg_base(p), pg, p);
+        }
+    nd_large_cpu_drain(pool, force);
+}
+
+nd_large_path static void nd_large_cpu_drain(nd_large_pool *pool, bool all)
+{
+    /* (A cache that holds nothing and was not used is only read: a line
+       never written stays unwritten.) */
+    for (unsigned c = 0; c < ND_LARGE_CPUS; c++) {
+        nd_large_shard *sh = &pool->cpu[c];
+        if (nd_load_relaxed(&sh->chunks) == 0 && !nd_load_relaxed(&sh->used))
             continue;
-        nd_page *pg = nd_large_kept_desc(p);
-        nd_store_relaxed(&pg->in_full, 0);
-        nd_large_give_back(nd_seg_base(p), pg, p);
+        if (!all && __atomic_exchange_n(&sh->used, 0, __ATOMIC_RELAXED))
+            continue;
+        for (unsigned i = 0; i < ND_LARGE_CPU_SLOTS; i++) {
+            uintptr_t v = __atomic_exchange_n(&sh->slot[i], 0, __ATOMIC_ACQUIRE);
+            if (v == 0)
+                continue;
+            nd_sub_relaxed(&sh->chunks, (uint32_t)(v & ND_LARGE_SLOT_CHUNKS));
+            void *p = (void *)(v & ~ND_LARGE_SLOT_CHUNKS);
+            nd_page *pg = nd_large_kept_desc(p);
+            nd_store_relaxed(&pg->in_full, 0);
+            nd_large_give_back(nd_seg_base(p), pg, p);
+        }
     }
+}
+
+/* Does a CPU's cache of pool hold a block? */
+static bool nd_large_cpu_holds(const nd_large_pool *pool)
+{
+    for (unsigned c = 0; c < ND_LARGE_CPUS; c++)
+        if (nd_load_relaxed(&pool->cpu[c].chunks) != 0)
+            return true;
+    return false;
 }
 
 bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
@@ -974,6 +1149,16 @@ nd_hot void nd_large_maintain(uint64_t now, bool force)
     }
 }
 
+size_t nd_large_cached_bytes(void)
+{
+    size_t chunks = 0;
+    nd_large_pool *pool;
+    for (int i = 0; (pool = nd_large_next_used(&i)) != NULL;)
+        for (unsigned c = 0; c < ND_LARGE_CPUS; c++)
+            chunks += nd_load_relaxed(&pool->cpu[c].chunks);
+    return chunks << ND_CHUNK_SHIFT;
+}
+
 bool nd_large_is_valid(void)
 {
     bool ok = true;
@@ -998,7 +1183,7 @@ bool nd_large_is_valid(void)
                     uint64_t run = nd_mask_range(i, i + pg->reserved - 1u);
                     ok = pg->reserved >= 1 && i + pg->reserved <= 64 && (covered & run) == 0 &&
                          (!nd_load_relaxed(&pg->in_full) || nd_large_keepable(pg->block_size) ||
-                          nd_large_grown_keepable(pg->block_size, pg->reserved)) &&
+                          nd_large_cacheable(pg->block_size, pg->reserved)) &&
                          pg->start == (uint8_t *)s + ((size_t)i << ND_CHUNK_SHIFT) &&
                          nd_chunks_of(pg->block_size + nd_seg_guard) <= pg->reserved &&
                          (nd_seg_guard == 0 || nd_chunks_of(pg->block_size + nd_seg_guard) == pg->reserved);

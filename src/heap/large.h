@@ -99,9 +99,10 @@
  * committed chunks of no block, purged once purge_at has passed. A kept
  * block (below) is a block in use of one OS page, or a grown block of
  * its whole run (secure=1: less its guard page, still protected) of up to
- * ND_LARGE_KEEP_GROWN chunks, whose descriptor has
- * in_full = 1; it is in one slot of its pool's (keep or grown), and every
- * other block has in_full = 0. A segment's tails (segment.h) are chunk 0's, from 16 KiB
+ * ND_LARGE_KEEP_GROWN chunks (secure=1), or (secure=0) a block of up to
+ * ND_LARGE_CPU_CHUNKS chunks, whose descriptor has in_full = 1; it is in
+ * one slot of its pool's (keep, or a CPU's cache), and every other block
+ * has in_full = 0. A segment's tails (segment.h) are chunk 0's, from 16 KiB
  * on at least, and those of blocks' last chunks of plain segments, past
  * the block and its guard page.
  */
@@ -124,19 +125,40 @@
    time). A pool gives its kept blocks back when none was taken during a
    purge delay, and all of them when forced. */
 #define ND_LARGE_KEEP 8
-/* Kept grown blocks: a block realloc grew (nd_large_alloc_grown, its whole
-   run usable) of up to ND_LARGE_KEEP_GROWN chunks, freed, stays in one of
-   its pool's ND_LARGE_KEEP `grown` slots the same way (in use, in_full =
-   1) for the next block realloc grows past ND_SMALL_MAX in any thread:
-   a vector or a string built by realloc in every thread takes neither
-   the pool's lock nor a fresh run (micro -m realloc at 2 threads: 7 lock
-   round trips per growth to 64 KiB before, docs/results.md). A realloc
-   or a free of a kept block is a misuse (in_full: free.c). Under secure=1
-   too (not once an address-space limit is seen): a grown block there is
-   its run less the guard page, which stays protected while it is kept
-   (micro -m realloc at 2 threads: 1.59x the default's time, 3.16x
-   before; branch h47v). */
+/* The CPUs' caches of freed blocks: a freed large block of up to
+   ND_LARGE_CPU_CHUNKS chunks (not one of the kept blocks above) stays as
+   it is, in use for its pool and flagged in its descriptor (in_full = 1),
+   in a slot of its pool's cache for the CPU that freed it (the rseq
+   area's CPU modulo ND_LARGE_CPUS: one cache line of ND_LARGE_CPU_SLOTS
+   slots, compare-and-swap, no lock), while the cache holds at most
+   ND_LARGE_CPU_CHUNKS chunks. The next large block asked for on that CPU
+   takes the cached one of the fewest chunks from its own k to k + k/4
+   (its usable bytes become the request's: at most a quarter more memory
+   than it needs, as the size classes), or for a block realloc grows
+   (nd_large_alloc_grown, its whole run usable) of up to
+   ND_LARGE_KEEP_GROWN chunks any of 1 or 2 chunks (one of 1 grows in
+   place when it can, and goes back otherwise). So threads that allocate
+   and free large blocks, or grow blocks by realloc past ND_SMALL_MAX
+   (a vector, a string), take neither the pool's lock nor its lines, and
+   each CPU reuses the block whose lines are in its own cache: the pool's
+   8 shared slots of kept grown blocks they replace passed blocks between
+   the CPUs (micro -m realloc at 2 threads: x1.44 of glibc, its lock
+   waited for once in 129,414 large blocks: the lines moved; branch
+   h52r). A cache no block was taken from during a purge delay gives its
+   blocks back to their segments (nd_large_maintain), all of them when
+   forced (nodal_collect, the exit's report, a release); a cache belongs
+   to a CPU, not a thread: a thread's exit leaves it to the threads that
+   run there next, and the delay's check. Under secure=1 only grown
+   blocks of ND_LARGE_KEEP_GROWN chunks are cached, for grown requests
+   (their guard page stays protected; a kept block of one chunk there
+   served growths past 60 KiB that mostly copied); once the address
+   space is known to be limited none (tails and holes need the blocks
+   back: nd_large_release drains the caches). A realloc or a free of a
+   cached block is a misuse (in_full: free.c). */
 #define ND_LARGE_KEEP_GROWN 2
+#define ND_LARGE_CPUS       16   /* caches a pool has; CPU c uses cache c % ND_LARGE_CPUS */
+#define ND_LARGE_CPU_SLOTS  6    /* blocks a CPU's cache holds, at most */
+#define ND_LARGE_CPU_CHUNKS 16   /* ... and chunks (1 MiB) */
 /* ... under secure=1: a segment given back loses its guard pages (one
    mprotect) and one taken again gains them block by block (two per
    block), so a pool keeps more of them: 1 MiB-aligned blocks of 512 KiB-
@@ -177,6 +199,9 @@ size_t nd_large_release(void) nd_hidden;
    nd_os_map_refusals() was `refused` (out of address space, not a full
    node), nd_large_release; true if it gave any back (worth one more try). */
 bool   nd_large_release_after(uint64_t refused) nd_hidden;
+/* Bytes of the blocks in the CPUs' caches (whole chunks), read without
+   the caches' atomics' order (a report's). */
+size_t nd_large_cached_bytes(void) nd_hidden;
 /* Purges freed chunks whose delay has passed (all of them when force). */
 void   nd_large_maintain(uint64_t now, bool force) nd_hidden;
 /* Will a block of `size` bytes aligned to `alignment` be a large block? */

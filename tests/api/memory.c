@@ -191,6 +191,137 @@ static void large_blocks_share_segments(void)
     }
 }
 
+/* Pins the calling thread to the first CPU it may run on (*was: its
+   mask before), so that the CPU a block is freed on is the one the next
+   request runs on. */
+static void pin_to_one_cpu(cpu_set_t *was)
+{
+    EXPECT(sched_getaffinity(0, sizeof *was, was) == 0, "sched_getaffinity to work");
+    int cpu = 0;
+    while (cpu < CPU_SETSIZE && !CPU_ISSET(cpu, was))
+        cpu++;
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    EXPECT(sched_setaffinity(0, sizeof one, &one) == 0, "sched_setaffinity to CPU %d to work", cpu);
+}
+
+#define KiB ((size_t)1 << 10)
+#define CHUNK (64 * KiB)
+
+/* A freed large block waits in its CPU's cache (large.h), in use for its
+   pool, and the next large block asked for on that CPU of as many chunks
+   (or up to a quarter fewer) takes it without the pool; a block the
+   cache has no room for (past 16 chunks) goes back to the pool; a block
+   that finds no resident run in the pool makes the caches give theirs
+   back first (nodal_collect(1) purged every free chunk: the cached
+   block's are the only resident ones); nodal_collect(1) gives the cached
+   blocks back. */
+static void a_freed_large_block_waits_in_its_cpus_cache_for_the_next_one(void)
+{
+    cpu_set_t was;
+    pin_to_one_cpu(&was);
+    nodal_collect(1);
+    double active0 = total("active");
+    EXPECT(total("large_cached_bytes") == 0, "no large block cached after nodal_collect(1), %.0f B",
+           total("large_cached_bytes"));
+    char *p = nodal_malloc(300 * KiB);   /* 5 chunks */
+    EXPECT(p != NULL, "nodal_malloc(300 KiB) to succeed");
+    memset(p, 1, 300 * KiB);
+    nodal_free(p);
+    EXPECT(total("large_cached_bytes") == 5 * CHUNK, "the freed 300 KiB block's 5 chunks to be cached, %.0f B",
+           total("large_cached_bytes"));
+    EXPECT(total("active") == active0 + 300 * KiB, "the cached block to stay active: %.0f, %.0f before",
+           total("active"), active0);
+    char *q = nodal_malloc(260 * KiB);   /* 5 chunks too */
+    EXPECT(q == p, "the next 260 KiB block to be the cached one (%p, cached %p)", (void *)q, (void *)p);
+    EXPECT(nodal_malloc_usable_size(q) == 260 * KiB, "its usable size to be the request's, %zu",
+           nodal_malloc_usable_size(q));
+    EXPECT(total("large_cached_bytes") == 0, "the cache to be empty once its block is taken, %.0f B",
+           total("large_cached_bytes"));
+    memset(q, 2, 260 * KiB);
+    char *r = nodal_malloc(600 * KiB);   /* 10 chunks */
+    char *s = nodal_malloc(700 * KiB);   /* 11 chunks */
+    EXPECT(r != NULL && s != NULL, "nodal_malloc(600 and 700 KiB) to succeed");
+    memset(r, 3, 600 * KiB);
+    memset(s, 4, 700 * KiB);
+    nodal_free(q);
+    nodal_free(r);
+    nodal_free(s);
+    EXPECT(total("large_cached_bytes") == 15 * CHUNK,
+           "the first two freed blocks (15 chunks) to be cached, not the third (26 chunks), %.0f B",
+           total("large_cached_bytes"));
+    char *t = nodal_malloc(520 * KiB);   /* 9 chunks: takes the 10-chunk block, not the 5 */
+    EXPECT(t == r, "a 520 KiB block to take the cached 600 KiB one (%p, cached %p)", (void *)t, (void *)r);
+    EXPECT(total("large_cached_bytes") == 5 * CHUNK, "5 chunks to stay cached, %.0f B",
+           total("large_cached_bytes"));
+    nodal_free(t);
+    nodal_collect(1);
+    EXPECT(total("large_cached_bytes") == 0, "nodal_collect(1) to empty the caches, %.0f B",
+           total("large_cached_bytes"));
+    EXPECT(total("active") == active0, "nodal_collect(1) to give the cached blocks back: active %.0f, %.0f before",
+           total("active"), active0);
+    char *u = nodal_malloc(600 * KiB);
+    EXPECT(u != NULL, "nodal_malloc(600 KiB) to succeed");
+    memset(u, 5, 600 * KiB);
+    nodal_free(u);
+    EXPECT(total("large_cached_bytes") == 10 * CHUNK, "the freed 600 KiB block to be cached, %.0f B",
+           total("large_cached_bytes"));
+    char *big = nodal_malloc(1000 * KiB);   /* 16 chunks: no resident run fits */
+    EXPECT(big != NULL, "nodal_malloc(1000 KiB) to succeed");
+    EXPECT(total("large_cached_bytes") == 0, "a block with no resident run to fit to empty the caches, %.0f B",
+           total("large_cached_bytes"));
+    nodal_free(big);
+    nodal_collect(1);
+    EXPECT(total("active") == active0, "nodal_collect(1) to give every block back: active %.0f, %.0f before",
+           total("active"), active0);
+    sched_setaffinity(0, sizeof was, &was);
+}
+
+/* A CPU's cache that no block was taken from during a purge delay gives
+   its blocks back (nodal_collect(0) runs the check: the first finds the
+   cache used since the last, the next one, a delay later, unused). */
+static void a_cpus_cache_of_large_blocks_is_given_back_after_a_purge_delay_unused(void)
+{
+    cpu_set_t was;
+    pin_to_one_cpu(&was);
+    nodal_collect(1);
+    char *p = nodal_malloc(400 * KiB);
+    EXPECT(p != NULL, "nodal_malloc(400 KiB) to succeed");
+    memset(p, 1, 400 * KiB);
+    nodal_free(p);
+    p = nodal_malloc(400 * KiB);   /* taken from the cache: used */
+    nodal_free(p);
+    EXPECT(total("large_cached_bytes") == 7 * CHUNK, "the freed 400 KiB block to be cached, %.0f B",
+           total("large_cached_bytes"));
+    long delay = nodal_option_get("purge_delay");
+    for (int i = 0; i < 3; i++) {
+        usleep((useconds_t)(delay + 20) * 1000);
+        nodal_collect(0);
+    }
+    EXPECT(total("large_cached_bytes") == 0, "the cache to be given back after 3 purge delays unused, %.0f B",
+           total("large_cached_bytes"));
+    sched_setaffinity(0, sizeof was, &was);
+}
+
+/* With purge_delay=0 no freed large block waits in a CPU's cache (run by
+   the case below in a child with that option). */
+static void emit_large_cached_after_free_with_no_delay(void)
+{
+    void *p = nodal_malloc(300 * KiB);
+    EXPECT(p != NULL, "nodal_malloc(300 KiB) to succeed");
+    nodal_free(p);
+    printf("%.0f\n", total("large_cached_bytes"));
+}
+
+static void no_large_block_is_cached_when_purge_delay_is_0(void)
+{
+    static struct nd_child c;
+    nd_run_case("emit_large_cached_after_free_with_no_delay", "purge_delay=0", NULL, 60, &c);
+    EXPECT(c.out[0] != 0 && atof(c.out) == 0, "no freed large block cached with purge_delay=0, large_cached_bytes %s",
+           c.out);
+}
+
 /* A freed large block of one OS page is kept for the next request of one
    OS page (large.h): a larger request does not get its chunk, the next
    one-page request does, and nodal_collect(1) gives it back. */
@@ -1417,6 +1548,10 @@ static const struct nd_case cases[] = {
     ND_CASE(huge_mappings_in_use_stay_past_purge_delay),
     ND_CASE(large_blocks_share_segments),
     ND_CASE(a_freed_one_page_block_is_kept_for_the_next_one),
+    ND_CASE(a_freed_large_block_waits_in_its_cpus_cache_for_the_next_one),
+    ND_CASE(a_cpus_cache_of_large_blocks_is_given_back_after_a_purge_delay_unused),
+    ND_CASE(no_large_block_is_cached_when_purge_delay_is_0),
+    ND_CASE(emit_large_cached_after_free_with_no_delay),
     ND_CASE(realloc_resizes_a_large_block_in_place),
     ND_CASE(realloc_growth_keeps_contents_and_grows_in_place_past_16_kib),
     ND_CASE(a_thread_started_after_another_exited_takes_over_its_caches),
