@@ -546,13 +546,16 @@ static bool nd_large_keep_put(void **keep, nd_page *pg, void *p, bool *twice)
 }
 
 /* May freed block p (bytes usable, reserved chunks) wait in a CPU's cache
-   (large.h)? By default one of up to ND_LARGE_CPU_CHUNKS chunks; under
-   secure=1 a grown block of ND_LARGE_KEEP_GROWN chunks only, its guard
-   page still protected (nd_large_grown_keepable). Its shape only: the
-   caller also tests the address-space limit (nd_large_cpu_on). */
+   (large.h)? By default a block of its whole run (one realloc grew:
+   nd_large_alloc_grown; or asked for in whole chunks) of up to
+   ND_LARGE_CPU_CHUNKS chunks; under secure=1 a grown block of
+   ND_LARGE_KEEP_GROWN chunks only, its guard page still protected
+   (nd_large_grown_keepable). Its shape only: the caller also tests the
+   address-space limit (nd_large_cpu_on). */
 static bool nd_large_cacheable(size_t usable, unsigned reserved)
 {
-    return nd_seg_guard == 0 ? reserved <= ND_LARGE_CPU_CHUNKS : nd_large_grown_keepable(usable, reserved);
+    return nd_seg_guard == 0 ? reserved <= ND_LARGE_CPU_CHUNKS && usable == (size_t)reserved << ND_CHUNK_SHIFT
+                             : nd_large_grown_keepable(usable, reserved);
 }
 
 /* Do the CPUs' caches serve a request (grown: nd_large_alloc_grown)?
@@ -1181,14 +1184,17 @@ bool nd_large_is_valid(void)
                     if (!pg->in_use)
                         continue;
                     uint64_t run = nd_mask_range(i, i + pg->reserved - 1u);
+                    /* (A CPU's cache's take sets a cached block's size
+                       without the lock: within its run, as checked.) */
+                    size_t bs = nd_load_relaxed(&pg->block_size);
                     ok = pg->reserved >= 1 && i + pg->reserved <= 64 && (covered & run) == 0 &&
-                         (!nd_load_relaxed(&pg->in_full) || nd_large_keepable(pg->block_size) ||
-                          nd_large_cacheable(pg->block_size, pg->reserved)) &&
+                         (!nd_load_relaxed(&pg->in_full) || nd_large_keepable(bs) ||
+                          nd_large_cacheable(bs, pg->reserved)) &&
                          pg->start == (uint8_t *)s + ((size_t)i << ND_CHUNK_SHIFT) &&
-                         nd_chunks_of(pg->block_size + nd_seg_guard) <= pg->reserved &&
-                         (nd_seg_guard == 0 || nd_chunks_of(pg->block_size + nd_seg_guard) == pg->reserved);
+                         nd_chunks_of(bs + nd_seg_guard) <= pg->reserved &&
+                         (nd_seg_guard == 0 || nd_chunks_of(bs + nd_seg_guard) == pg->reserved);
                     if (ok && nd_seg_guard != 0) {
-                        size_t a = nd_large_page_of(s, pg->start), g = nd_large_page_of(s, pg->start + pg->block_size);
+                        size_t a = nd_large_page_of(s, pg->start), g = nd_large_page_of(s, pg->start + bs);
                         for (size_t q = a; q < g && ok; q++)
                             ok = !nd_seg_guarded(s, q);
                         ok = ok && nd_seg_guarded(s, g);
@@ -1197,7 +1203,7 @@ bool nd_large_is_valid(void)
                     unsigned last = i + pg->reserved - 1u;
                     if (ok && ((s->tails >> last) & 1))
                         ok = !s->bound && ((size_t)last << ND_CHUNK_SHIFT) + s->tail_from[last] >=
-                                              ((size_t)i << ND_CHUNK_SHIFT) + pg->block_size + nd_seg_guard;
+                                              ((size_t)i << ND_CHUNK_SHIFT) + bs + nd_seg_guard;
                     tailed |= ok ? s->tails & ((uint64_t)1 << last) : 0;
                     covered |= run;
                     blocks++;

@@ -209,14 +209,15 @@ static void pin_to_one_cpu(cpu_set_t *was)
 #define KiB ((size_t)1 << 10)
 #define CHUNK (64 * KiB)
 
-/* A freed large block waits in its CPU's cache (large.h), in use for its
-   pool, and the next large block asked for on that CPU of as many chunks
-   (or up to a quarter fewer) takes it without the pool; a block the
-   cache has no room for (past 16 chunks) goes back to the pool; a block
-   that finds no resident run in the pool makes the caches give theirs
-   back first (nodal_collect(1) purged every free chunk: the cached
-   block's are the only resident ones); nodal_collect(1) gives the cached
-   blocks back. */
+/* A freed large block of whole chunks (one realloc grew, or asked for in
+   whole chunks) waits in its CPU's cache (large.h), in use for its pool,
+   and the next large block asked for on that CPU of as many chunks (or
+   up to a quarter fewer) takes it without the pool; a block of a part of
+   its run, or one the cache has no room for (past 16 chunks), goes back
+   to the pool; a block that finds no resident run in the pool makes the
+   caches give theirs back first (nodal_collect(1) purged every free
+   chunk: the cached block's are the only resident ones);
+   nodal_collect(1) gives the cached blocks back. */
 static void a_freed_large_block_waits_in_its_cpus_cache_for_the_next_one(void)
 {
     cpu_set_t was;
@@ -225,34 +226,37 @@ static void a_freed_large_block_waits_in_its_cpus_cache_for_the_next_one(void)
     double active0 = total("active");
     EXPECT(total("large_cached_bytes") == 0, "no large block cached after nodal_collect(1), %.0f B",
            total("large_cached_bytes"));
-    char *p = nodal_malloc(300 * KiB);   /* 5 chunks */
-    EXPECT(p != NULL, "nodal_malloc(300 KiB) to succeed");
-    memset(p, 1, 300 * KiB);
+    char *p = nodal_malloc(5 * CHUNK);
+    EXPECT(p != NULL, "nodal_malloc(320 KiB) to succeed");
+    memset(p, 1, 5 * CHUNK);
     nodal_free(p);
-    EXPECT(total("large_cached_bytes") == 5 * CHUNK, "the freed 300 KiB block's 5 chunks to be cached, %.0f B",
+    EXPECT(total("large_cached_bytes") == 5 * CHUNK, "the freed 320 KiB block's 5 chunks to be cached, %.0f B",
            total("large_cached_bytes"));
-    EXPECT(total("active") == active0 + 300 * KiB, "the cached block to stay active: %.0f, %.0f before",
+    EXPECT(total("active") == active0 + 5 * CHUNK, "the cached block to stay active: %.0f, %.0f before",
            total("active"), active0);
-    char *q = nodal_malloc(260 * KiB);   /* 5 chunks too */
-    EXPECT(q == p, "the next 260 KiB block to be the cached one (%p, cached %p)", (void *)q, (void *)p);
-    EXPECT(nodal_malloc_usable_size(q) == 260 * KiB, "its usable size to be the request's, %zu",
+    char *q = nodal_malloc(280 * KiB);   /* 5 chunks too */
+    EXPECT(q == p, "the next 280 KiB block to be the cached one (%p, cached %p)", (void *)q, (void *)p);
+    EXPECT(nodal_malloc_usable_size(q) == 280 * KiB, "its usable size to be the request's, %zu",
            nodal_malloc_usable_size(q));
     EXPECT(total("large_cached_bytes") == 0, "the cache to be empty once its block is taken, %.0f B",
            total("large_cached_bytes"));
-    memset(q, 2, 260 * KiB);
-    char *r = nodal_malloc(600 * KiB);   /* 10 chunks */
-    char *s = nodal_malloc(700 * KiB);   /* 11 chunks */
-    EXPECT(r != NULL && s != NULL, "nodal_malloc(600 and 700 KiB) to succeed");
-    memset(r, 3, 600 * KiB);
-    memset(s, 4, 700 * KiB);
+    memset(q, 2, 280 * KiB);
     nodal_free(q);
+    EXPECT(total("large_cached_bytes") == 0, "a block of a part of its run (280 of 320 KiB) not to be cached, %.0f B",
+           total("large_cached_bytes"));
+    char *a = nodal_malloc(5 * CHUNK), *r = nodal_malloc(10 * CHUNK), *s = nodal_malloc(11 * CHUNK);
+    EXPECT(a != NULL && r != NULL && s != NULL, "nodal_malloc(5, 10 and 11 chunks) to succeed");
+    memset(a, 3, 5 * CHUNK);
+    memset(r, 3, 10 * CHUNK);
+    memset(s, 4, 11 * CHUNK);
+    nodal_free(a);
     nodal_free(r);
     nodal_free(s);
     EXPECT(total("large_cached_bytes") == 15 * CHUNK,
            "the first two freed blocks (15 chunks) to be cached, not the third (26 chunks), %.0f B",
            total("large_cached_bytes"));
-    char *t = nodal_malloc(520 * KiB);   /* 9 chunks: takes the 10-chunk block, not the 5 */
-    EXPECT(t == r, "a 520 KiB block to take the cached 600 KiB one (%p, cached %p)", (void *)t, (void *)r);
+    char *t = nodal_malloc(9 * CHUNK - 8 * KiB);   /* 9 chunks: takes the 10-chunk block, not the 5 */
+    EXPECT(t == r, "a block of 9 chunks to take the cached one of 10 (%p, cached %p)", (void *)t, (void *)r);
     EXPECT(total("large_cached_bytes") == 5 * CHUNK, "5 chunks to stay cached, %.0f B",
            total("large_cached_bytes"));
     nodal_free(t);
@@ -261,17 +265,25 @@ static void a_freed_large_block_waits_in_its_cpus_cache_for_the_next_one(void)
            total("large_cached_bytes"));
     EXPECT(total("active") == active0, "nodal_collect(1) to give the cached blocks back: active %.0f, %.0f before",
            total("active"), active0);
-    char *u = nodal_malloc(600 * KiB);
-    EXPECT(u != NULL, "nodal_malloc(600 KiB) to succeed");
-    memset(u, 5, 600 * KiB);
+    char *u = nodal_malloc(10 * CHUNK);
+    EXPECT(u != NULL, "nodal_malloc(640 KiB) to succeed");
+    memset(u, 5, 10 * CHUNK);
     nodal_free(u);
-    EXPECT(total("large_cached_bytes") == 10 * CHUNK, "the freed 600 KiB block to be cached, %.0f B",
+    EXPECT(total("large_cached_bytes") == 10 * CHUNK, "the freed 640 KiB block to be cached, %.0f B",
            total("large_cached_bytes"));
     char *big = nodal_malloc(1000 * KiB);   /* 16 chunks: no resident run fits */
     EXPECT(big != NULL, "nodal_malloc(1000 KiB) to succeed");
     EXPECT(total("large_cached_bytes") == 0, "a block with no resident run to fit to empty the caches, %.0f B",
            total("large_cached_bytes"));
     nodal_free(big);
+    char *g = nodal_malloc(20000);
+    EXPECT(g != NULL, "nodal_malloc(20,000) to succeed");
+    g = nodal_realloc(g, 100000);   /* a grown block: its whole run, 2 chunks */
+    EXPECT(g != NULL && nodal_malloc_usable_size(g) == 2 * CHUNK, "realloc to 100,000 B to give 128 KiB, %zu",
+           g != NULL ? nodal_malloc_usable_size(g) : 0);
+    nodal_free(g);
+    EXPECT(total("large_cached_bytes") == 2 * CHUNK, "the freed grown block to be cached, %.0f B",
+           total("large_cached_bytes"));
     nodal_collect(1);
     EXPECT(total("active") == active0, "nodal_collect(1) to give every block back: active %.0f, %.0f before",
            total("active"), active0);
@@ -286,13 +298,13 @@ static void a_cpus_cache_of_large_blocks_is_given_back_after_a_purge_delay_unuse
     cpu_set_t was;
     pin_to_one_cpu(&was);
     nodal_collect(1);
-    char *p = nodal_malloc(400 * KiB);
-    EXPECT(p != NULL, "nodal_malloc(400 KiB) to succeed");
-    memset(p, 1, 400 * KiB);
+    char *p = nodal_malloc(7 * CHUNK);
+    EXPECT(p != NULL, "nodal_malloc(448 KiB) to succeed");
+    memset(p, 1, 7 * CHUNK);
     nodal_free(p);
-    p = nodal_malloc(400 * KiB);   /* taken from the cache: used */
+    p = nodal_malloc(7 * CHUNK);   /* taken from the cache: used */
     nodal_free(p);
-    EXPECT(total("large_cached_bytes") == 7 * CHUNK, "the freed 400 KiB block to be cached, %.0f B",
+    EXPECT(total("large_cached_bytes") == 7 * CHUNK, "the freed 448 KiB block to be cached, %.0f B",
            total("large_cached_bytes"));
     long delay = nodal_option_get("purge_delay");
     for (int i = 0; i < 3; i++) {
@@ -308,8 +320,8 @@ static void a_cpus_cache_of_large_blocks_is_given_back_after_a_purge_delay_unuse
    the case below in a child with that option). */
 static void emit_large_cached_after_free_with_no_delay(void)
 {
-    void *p = nodal_malloc(300 * KiB);
-    EXPECT(p != NULL, "nodal_malloc(300 KiB) to succeed");
+    void *p = nodal_malloc(5 * CHUNK);
+    EXPECT(p != NULL, "nodal_malloc(320 KiB) to succeed");
     nodal_free(p);
     printf("%.0f\n", total("large_cached_bytes"));
 }
