@@ -486,8 +486,8 @@ static bool nd_large_keepable(size_t usable) { return usable == nd_os_page_size(
 
 /* A grown block's (nd_large_alloc_grown: its whole run usable; secure=1:
    but its last page, the guard, which stays protected while it is kept)
-   of up to ND_LARGE_KEEP_GROWN chunks, kept in pool->grown for the next
-   grown request (large.h). */
+   of up to ND_LARGE_KEEP_GROWN chunks: secure=1's shape of a block a
+   CPU's cache keeps for the next grown request (nd_large_cacheable). */
 static bool nd_large_grown_keepable(size_t usable, unsigned reserved)
 {
     /* secure=1: of ND_LARGE_KEEP_GROWN chunks only. A kept block of one
@@ -526,7 +526,7 @@ static void *nd_large_keep_take(nd_large_pool *pool, void **keep)
 }
 
 /* Keeps block p (descriptor pg, in use) in a free slot of its pool's
-   slots `keep` (pool->keep or pool->grown): true when kept. *twice when
+   slots `keep` (pool->keep): true when kept. *twice when
    it is kept already (a double free). */
 static bool nd_large_keep_put(void **keep, nd_page *pg, void *p, bool *twice)
 {
@@ -698,7 +698,7 @@ nd_large_path void *nd_large_alloc(int node, bool bound, size_t size, size_t ali
 
 /* secure=1 (and no address-space limit seen): a grown block takes its
    whole run less the guard page, as every large block there does, and a
-   kept one (pool->grown) serves it without the pool's lock. */
+   cached one (a CPU's cache, large.h) serves it without the pool's lock. */
 void *nd_large_alloc_grown(int node, bool bound, size_t size, size_t *bytes)
 {
     bool grown = nd_seg_guard == 0 ? nd_large_whole_chunks() : !nd_os_space_limit_seen();

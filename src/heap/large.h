@@ -99,8 +99,8 @@
  * committed chunks of no block, purged once purge_at has passed. A kept
  * block (below) is a block in use of one OS page, or a grown block of
  * its whole run (secure=1: less its guard page, still protected) of up to
- * ND_LARGE_KEEP_GROWN chunks (secure=1), or (secure=0) a block of up to
- * ND_LARGE_CPU_CHUNKS chunks, whose descriptor has in_full = 1; it is in
+ * ND_LARGE_KEEP_GROWN chunks (secure=1), or (secure=0) a block of its
+ * whole run of up to ND_LARGE_CPU_CHUNKS chunks, whose descriptor has in_full = 1; it is in
  * one slot of its pool's (keep, or a CPU's cache), and every other block
  * has in_full = 0. A segment's tails (segment.h) are chunk 0's, from 16 KiB
  * on at least, and those of blocks' last chunks of plain segments, past
@@ -125,9 +125,10 @@
    time). A pool gives its kept blocks back when none was taken during a
    purge delay, and all of them when forced. */
 #define ND_LARGE_KEEP 8
-/* The CPUs' caches of freed blocks: a freed large block of up to
-   ND_LARGE_CPU_CHUNKS chunks (not one of the kept blocks above) stays as
-   it is, in use for its pool and flagged in its descriptor (in_full = 1),
+/* The CPUs' caches of freed blocks: a freed large block of its whole
+   run (one realloc grew, nd_large_alloc_grown; or asked for in whole
+   chunks) of up to ND_LARGE_CPU_CHUNKS chunks stays as it is, in use for
+   its pool and flagged in its descriptor (in_full = 1),
    in a slot of its pool's cache for the CPU that freed it (the rseq
    area's CPU modulo ND_LARGE_CPUS: one cache line of ND_LARGE_CPU_SLOTS
    slots, compare-and-swap, no lock), while the cache holds at most
@@ -144,9 +145,15 @@
    8 shared slots of kept grown blocks they replace passed blocks between
    the CPUs (micro -m realloc at 2 threads: x1.44 of glibc, its lock
    waited for once in 129,414 large blocks: the lines moved; branch
-   h52r). A cache no block was taken from during a purge delay gives its
-   blocks back to their segments (nd_large_maintain), all of them when
-   forced (nodal_collect, the exit's report, a release); a cache belongs
+   h52r). Blocks of a part of their run (random sizes) are not cached:
+   few find a cached block within a quarter of their chunks, and the
+   cache cost them more than the pool's lock (micro -m large -t 2: x1.06
+   of main's time a step). A cache no block was taken from during a purge
+   delay gives its blocks back to their segments (nd_large_maintain), all
+   of them when forced (nodal_collect, the exit's report, a release), and
+   every cache gives its blocks back before the pool faults in chunks for
+   a block that no resident run fits (or maps a segment), so cached
+   blocks never make the pool touch more memory; a cache belongs
    to a CPU, not a thread: a thread's exit leaves it to the threads that
    run there next, and the delay's check. Under secure=1 only grown
    blocks of ND_LARGE_KEEP_GROWN chunks are cached, for grown requests
