@@ -859,7 +859,7 @@ static inline void nd_bin_set_low(nd_tcache *tc, unsigned c)
 }
 
 /* Bin c, whose capacity is past its room where it is, moves to the next
-   area that holds it: from the first area to its start room when that
+   area that holds it: from its first room to its start room when that
    holds the `need` slots its blocks need now, else on as from the start
    area; from the start area to its room in the middle area if it has one
    and its capacity fits there, else to its large area; from the middle

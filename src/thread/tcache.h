@@ -298,11 +298,11 @@ _Static_assert(sizeof(nd_bin_near) == 216, "a near record: a cold part of 112 by
 
 /* Where the heap's other per-class counters begin in the struct: on its
    fourth OS page, which they alone take (48 x 80 B), so that a busy
-   thread whose classes are below 1 KiB (their cold parts on the first
-   two pages) and that counts remote frees writes 3 pages of its struct
-   and not 4 (bench/larson -t 8: after the cold parts, they spanned the
-   third and fourth); the pad is what the other classes' cold parts and
-   prof_left leave of the third. */
+   thread whose classes are below 1 KiB (their cold parts in its near
+   records and on the second page) and that counts remote frees writes 3
+   pages of its struct and not 4 (bench/larson -t 8: after the cold
+   parts, they spanned the third and fourth); the pad is what the other
+   classes' cold parts and prof_left leave of the third. */
 #define ND_TC_CSTATS_AT  (3 * 4096)
 #define ND_TC_CSTATS_PAD 896
 
