@@ -65,8 +65,8 @@ typedef ND_LIST(nd_segment) nd_seg_queue;
  *    a thread running on node.
  *  - purge_pending = bytes of the chunks in the purge_mask of its segments.
  *  - cstats: ND_CLASS_COUNT per-class counters of its own, for its
- *    lifetime (its thread cache's, tcache.h: after the struct's first two
- *    OS pages, which hold the heap's head).
+ *    lifetime (its thread cache's, tcache.h: on the struct's fourth OS
+ *    page).
  *  - carve_rng: NULL, or (secure=1 and 2, a thread cache's heap) the rng
  *    of its cache's secure state (checked by nd_secure_is_valid).
  *  - away: its thread was last seen on a CPU of another node than `node`
@@ -92,21 +92,30 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_heap {
     uint8_t         away;
     uint8_t         leaving;
     uint16_t        classes;            /* bit c - ND_HEAP_CLASSES_FROM: class c had a page here, or its cache's bin c its slots */
+    uint64_t        clock_ms;           /* the clock when maintenance last looked */
+    uint64_t        epoch;              /* the heap's own clock: slow-path events */
+    size_t          purge_pending;
+    uint64_t       *carve_rng;          /* secure=1 and 2: the generator carving shuffles with (page.h); else NULL */
+    nd_class_counters *cstats;          /* its per-class counters: ND_CLASS_COUNT, its thread cache's (tcache.h) */
     nd_page_queue   pages[ND_CLASS_COUNT];
     nd_page_queue   full;
     nd_seg_queue    avail[2];
     nd_seg_queue    used[2];
     nd_segment     *spare[2];
     uint64_t        spare_since[2];     /* ms */
-    uint64_t        clock_ms;           /* the clock when maintenance last looked */
-    uint64_t        epoch;              /* the heap's own clock: slow-path events */
-    size_t          purge_pending;
-    uint64_t       *carve_rng;          /* secure=1 and 2: the generator carving shuffles with (page.h); else NULL */
-    nd_class_counters *cstats;          /* its per-class counters: ND_CLASS_COUNT, its thread cache's (tcache.h) */
     nd_thread_counters stats;
     nd_aligned(ND_CACHE_LINE) nd_page *notified;   /* pages notified by remote frees (other threads push;
                                                       all heaps' together: the notified_pages gauge) */
 } nd_heap;
+/* A heap's first line: what a heap whose thread takes no page of its own
+   (its blocks from its node's nursery, nursery.h) writes, at its start
+   (nd_heap_init) and on its slow paths (its clock, its counters' pointer);
+   its page queues, segment lists and statistics after it are written
+   only once it has pages or segments (tcache.h: a thread cache's first
+   OS page ends with this line). */
+#define ND_HEAP_HOT_BYTES 64
+_Static_assert(__builtin_offsetof(nd_heap, pages) <= ND_HEAP_HOT_BYTES,
+               "a heap's owner, clock and counters' pointer in its first line (tcache.h)");
 
 /* The counters of class c in heap h. */
 #define nd_heap_cstats(h, c) (&(h)->cstats[(c)])

@@ -250,7 +250,7 @@ static void *nd_secure_alloc_sealed(nd_tcache *tc, nd_secure *sc, unsigned c)
         void **v = sc->bin[c];
         if (n == 0) {
             n = (uint32_t)nd_heap_take_blocks(&tc->heap, c, v, sc->cap[c], sc->cap[c]);
-            nd_bin_counters *cs = &tc->binfo[c].counts;
+            nd_bin_counters *cs = &nd_bin_info_of(tc, c)->counts;
             nd_count_inc(&cs->fills);
             nd_count_add(&cs->fill_blocks, n);
             if (n == 0)
@@ -305,7 +305,7 @@ void *nd_secure_alloc(nd_tcache *tc, unsigned c, size_t size)
             for (size_t i = n; i < n + got; i++)
                 *(uintptr_t *)bin[i] = ND_FILL_WORD;   /* their links, checked as they were followed */
             n += (uint32_t)got;
-            nd_bin_counters *cs = &tc->binfo[c].counts;
+            nd_bin_counters *cs = &nd_bin_info_of(tc, c)->counts;
             nd_count_inc(&cs->fills);
             nd_count_add(&cs->fill_blocks, got);
             sc->count[c] = (uint8_t)n;

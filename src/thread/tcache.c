@@ -206,26 +206,29 @@ static uint32_t nd_bin_start_room(unsigned cls, uint32_t cap_max)
     uint32_t n = ND_BIN_START_ROOM * nd_bin_start_capacity(cls, cap_max);
     return n < cap_max ? n : cap_max;
 }
-/* The slots a bin has in the first area (tcache.h), where it starts when
-   its start room is larger: a thread that makes a few requests of a class
-   holds at most 16 of its blocks in its bin (fills of 1-16, tcache.h), and
-   the first rooms of the classes below 1 KiB (19), 17 slots each, are 2.5 KiB
-   together, one OS page, where their start rooms (65 slots each for the
-   classes up to 256 B) spread the top slots a thread touches over two
-   (bench/threadcost: 4 pages of its cache a thread, 3 with the first
-   area). A bin moves to its start room when its blocks need more
-   (nd_bin_move): a busy thread's bins write the first area's page and
-   their start rooms' pages. */
+/* Has a bin a first room (tcache.h: in its near record, when its class
+   has one), where it starts when its start room is larger? A thread that
+   makes a few requests of a class holds at most 8 of its blocks in its
+   bin (fills of 1, 2, 3, 4, 6 and 8, tcache.h), and the near records of
+   the first 12 classes it uses, with their rooms, share the struct's
+   first OS page with the bins, where their start rooms (65 slots each
+   for the classes up to 256 B) spread the top slots a thread touches
+   over two pages more (bench/threadcost: 4 pages of its cache a thread,
+   3 with a first area of 16 slots a class after the struct, 2 with that
+   area in the struct, 1 with the near records). A bin moves to its start
+   room when its blocks need more (nd_bin_move): a busy thread's bins
+   write their start rooms' pages. */
 static bool nd_bin_has_first(unsigned cls, uint32_t cap_max)
 {
     return cls < ND_FIRST_CLASSES && nd_bin_start_room(cls, cap_max) > ND_BIN_FIRST_ROOM;
 }
 _Static_assert(ND_FIRST_CLASSES == 19, "the classes below 1 KiB: those whose start room can exceed ND_BIN_FIRST_ROOM (ND_BIN_START_BYTES / 1 KiB = 8 blocks, twice that)");
-/* Bin c's sentinel in the first area of tc (in the struct:
-   tc->first_slots), or NULL when its layout gives it none there. */
-static inline void **nd_bin_first_sentinel(const nd_tcache *tc, const nd_bin_layout *lay)
+/* Bin c's sentinel in its first room (in its near record), or NULL when
+   its layout gives it none or its class has no near record. */
+static inline void **nd_bin_first_sentinel(const nd_tcache *tc, unsigned c)
 {
-    return lay->first_end != 0 ? (void **)tc->first_slots + lay->first_end : NULL;
+    unsigned k = tc->near_of[c];
+    return nd_bin_lay(tc, c)->has_first && k != 0 ? (void **)&tc->near[k - 1].room[ND_BIN_FIRST_ROOM] : NULL;
 }
 /* The slots a bin has in the middle area (tcache.h), where it goes when it
    grows past its start room and while it holds at most ND_BIN_MID_ROOM
@@ -428,8 +431,8 @@ static uint32_t nd_tcache_area_pad(uint32_t at, const uint32_t *room, const uint
 }
 
 /* The table of one kind of cache (tcache.h: nd_bin_layout): each bin's
-   cap_max, its room in the first area (in the struct: first_slots, the
-   classes below 1 KiB one after the other) and its rooms in the three
+   cap_max, whether it has a first room (in the struct: its near record's,
+   the classes below 1 KiB) and its rooms in the three
    areas after the struct. The start
    area first, each bin's starting slots and sentinel one after the other
    (tcache.h: a thread that uses a few classes touches a page or two of
@@ -440,17 +443,12 @@ static uint32_t nd_tcache_area_pad(uint32_t at, const uint32_t *room, const uint
    one OS page (nd_tcache_area_pad). */
 static nd_hot uint32_t nd_tcache_layout_make(nd_bin_layout *lay, bool bound)
 {
-    uint32_t end = 0, first = 0, room[ND_CLASS_COUNT], cap[ND_CLASS_COUNT];
+    uint32_t end = 0, room[ND_CLASS_COUNT], cap[ND_CLASS_COUNT];
     unsigned n = 0;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         lay[c].cap_max = nd_bin_capacity(c, false, bound);
-        lay[c].first_end = 0;
-        if (lay[c].cap_max != 0 && nd_bin_has_first(c, lay[c].cap_max)) {   /* (in the struct: first_slots) */
-            first += ND_BIN_FIRST_ROOM;
-            lay[c].first_end = first++;
-        }
+        lay[c].has_first = lay[c].cap_max != 0 && nd_bin_has_first(c, lay[c].cap_max);   /* (in its near record) */
     }
-    nd_assert(first <= ND_FIRST_AREA_SLOTS);
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         if (lay[c].cap_max != 0) {
             end += nd_bin_start_room(c, lay[c].cap_max);
@@ -517,18 +515,19 @@ nd_hot nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool sha
     /* The slots need no zeroing: only [cur, empty) of a bin is ever read.
        Nor are they touched here: a bin gets its slots (and its sentinel is
        written) when the thread first uses its class (nd_bin_activate).
-       The struct's first two OS pages hold the bins, the heap's head, the
-       first area and the cold parts of the classes below 1 KiB; the pages
-       after them the other classes' cold parts, the heap's other
-       counters and the cold tail; the start area begins on the page after
-       the struct (ND_TC_HEAD_BYTES): a thread that uses a few small
-       classes writes the struct's first two pages and no other
-       (bench/threadcost: 2 pages of its cache a thread; a cache with
+       The struct's first OS page holds the bins, the cache's fields, the
+       near records (the cold parts and first rooms of the first 12
+       classes the thread uses) and the heap's first line; the pages
+       after it the heap's page queues, the other classes' cold parts,
+       the heap's other counters and the cold tail; the start area begins
+       on the page after the struct (ND_TC_HEAD_BYTES): a thread that uses
+       a few classes writes the struct's first page and no other
+       (bench/threadcost: 1 page of its cache a thread; a cache with
        slots is a mapping of its own, page-aligned, meta.c). Nor does the
        allocation pre-touch the struct (a fresh mapping is zero): the
-       heap's head and the second page are written below, the cold parts
-       at their class's first use (a recycled cache's struct is zeroed
-       whole by meta.c, its slots are not). */
+       heap's first line is written below, the cold parts at their
+       class's first use (a recycled cache's struct is zeroed whole by
+       meta.c, its slots are not). */
     nd_tcache *tc = nd_meta_alloc_untouched(nd_tcache_bytes(slots * sizeof(void *)), sizeof(nd_tcache));
     if (tc == NULL)
         return NULL;
@@ -539,14 +538,13 @@ nd_hot nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool sha
        parts: each is set up when its class is first used
        (nd_bin_info_init), so the cold parts of the classes a thread never
        uses, past the struct's second OS page, stay unwritten. */
-    tc->slot_bytes = (uint32_t)(slots * sizeof(void *));
-    /* The second page of the struct, where the small classes' cold parts
-       are, is written now, as meta.c would: counts are a load then a
-       store (counters.h), and a page first loaded maps the shared zero
+    /* (The struct's first page, where the bins, the near records and the
+       heap's first line are, is written here: counts are a load then a
+       store, counters.h, and a page first loaded maps the shared zero
        page, whose store then costs a copy and a TLB shootdown. The pages
-       of the other classes' cold parts and counters are left for the
-       thread to write if it uses them. */
-    nd_store_relaxed((char *)&tc->binfo[0].nreq, (char)0);
+       of the heap's queues and of the other classes' cold parts and
+       counters are left for the thread to write if it uses them.) */
+    tc->slot_bytes = (uint32_t)(slots * sizeof(void *));
     tc->prof_slab = NULL;
     tc->prof_slab_busy = 0;
     nd_heap_init(&tc->heap, tid, node, bound, tc->cstats);
@@ -575,7 +573,12 @@ static inline bool nd_bin_info_is_set(const nd_bin_info *bi)
    period). Requests stay nreq + armed - tick, exactly. */
 static nd_hot nd_noinline void nd_bin_info_init(nd_tcache *tc, unsigned c, int64_t tick)
 {
-    nd_bin_info *bi = &tc->binfo[c];
+    nd_assert(tc->near_of[c] == 0);
+    if (tc->near_used < ND_NEAR_BINS && tc->layout != ND_LAYOUT_NONE) {   /* one of the first 12 classes a thread's cache uses: its near record */
+        tc->near_used++;
+        nd_store_relaxed(&tc->near_of[c], tc->near_used);
+    }
+    nd_bin_info *bi = nd_bin_info_of(tc, c);
     bi->period_left = ND_TICK_PERIOD;
     bi->low_water = ND_NO_SAMPLE;
     bi->fill = nd_bin_first_fill(tc, c);
@@ -603,13 +606,13 @@ static inline bool nd_bin_is_active(const nd_tcache *tc, unsigned c)
 static nd_hot void nd_bin_activate(nd_tcache *tc, unsigned c)
 {
     nd_bin *b = &tc->bins[c];
-    nd_bin_info *bi = &tc->binfo[c];
     const nd_bin_layout *lay = nd_bin_lay(tc, c);
     nd_assert(lay->cap_max != 0 && !nd_bin_is_active(tc, c));
-    if (nd_unlikely(!nd_bin_info_is_set(bi)))   /* its first use a free: armed for one request */
+    if (nd_unlikely(!nd_bin_info_is_set(nd_bin_info_of(tc, c))))   /* its first use a free: armed for one request */
         nd_bin_info_init(tc, c, 1);
+    nd_bin_info *bi = nd_bin_info_of(tc, c);   /* (after its first use: its near record) */
     uint32_t start = nd_bin_start_capacity(c, lay->cap_max);
-    void **first = nd_bin_first_sentinel(tc, lay);
+    void **first = nd_bin_first_sentinel(tc, c);
     uint32_t room = first != NULL ? ND_BIN_FIRST_ROOM : start;   /* (the start room holds at least start) */
     b->empty = first != NULL ? first : nd_tcache_slots(tc) + lay->start_end;
     *b->empty = NULL;
@@ -727,7 +730,7 @@ static uint32_t nd_tcache_prof_arm(nd_tcache *tc, unsigned c, uint32_t done, boo
    and the maintenance clock's period, come first. */
 static void nd_tcache_arm(nd_tcache *tc, unsigned c, uint32_t next)
 {
-    nd_bin_info *bi = &tc->binfo[c];
+    nd_bin_info *bi = nd_bin_info_of(tc, c);
     uint32_t most = nd_tcache_arm_max(tc, c);
     if (next > most)
         next = most;
@@ -746,7 +749,7 @@ void nd_tcache_watch(nd_tcache *tc, bool on)
         return;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         nd_bin *b = &tc->bins[c];
-        nd_bin_info *bi = &tc->binfo[c];
+        nd_bin_info *bi = nd_bin_info_of(tc, c);
         if (b->tick <= 1)
             continue;   /* its next request looks, and re-arms it */
         uint32_t done = bi->armed - (uint32_t)b->tick;   /* tick <= armed <= period_left */
@@ -765,8 +768,8 @@ void nd_tcache_watch(nd_tcache *tc, bool on)
 __attribute__((no_sanitize("thread")))
 static inline uint64_t nd_bin_requests(const nd_tcache *tc, unsigned c)
 {
-    int64_t armed = nd_load_relaxed(&tc->binfo[c].armed), tick = nd_load_relaxed(&tc->bins[c].tick);
-    return nd_load_relaxed(&tc->binfo[c].nreq) + (uint64_t)(tick < armed ? armed - tick : 0);
+    int64_t armed = nd_load_relaxed(&nd_bin_info_of(tc, c)->armed), tick = nd_load_relaxed(&tc->bins[c].tick);
+    return nd_load_relaxed(&nd_bin_info_of(tc, c)->nreq) + (uint64_t)(tick < armed ? armed - tick : 0);
 }
 
 uint64_t nd_tcache_requests(const nd_tcache *tc)
@@ -783,7 +786,7 @@ nd_sample_path void nd_tcache_prof_rearm(nd_tcache *tc)
         tc->look_arm = nd_tcache_look_arm;   /* no watch under profiling */
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         nd_bin *b = &tc->bins[c];
-        nd_bin_info *bi = &tc->binfo[c];
+        nd_bin_info *bi = nd_bin_info_of(tc, c);
         if (!nd_bin_info_is_set(bi))
             continue;   /* its first request arms it, for its sample too */
         uint32_t done = b->tick < (int64_t)bi->armed ? bi->armed - (uint32_t)b->tick : 0;
@@ -800,9 +803,9 @@ nd_hot unsigned nd_tcache_count_request(nd_tcache *tc, unsigned c)
     if (nd_tcache_count_quick(tc, c))
         return 0;
     nd_bin *b = &tc->bins[c];
-    nd_bin_info *bi = &tc->binfo[c];
-    if (nd_unlikely(!nd_bin_info_is_set(bi)))   /* the class's first request */
+    if (nd_unlikely(!nd_bin_info_is_set(nd_bin_info_of(tc, c))))   /* the class's first request */
         nd_bin_info_init(tc, c, 0);
+    nd_bin_info *bi = nd_bin_info_of(tc, c);   /* (after its first use: its near record) */
     b->tick = 0;   /* it was 1 (this request its last), or 0: the fast path counted it already */
     uint32_t done = bi->armed;
     unsigned r = 0;
@@ -835,7 +838,7 @@ static inline uint32_t nd_bin_room_here(const nd_tcache *tc, unsigned c)
 {
     const nd_bin_layout *lay = nd_bin_lay(tc, c);
     void *const *slots = nd_tcache_slots(tc), *const *empty = tc->bins[c].empty;
-    if (lay->first_end != 0 && empty == nd_bin_first_sentinel(tc, lay))
+    if (lay->has_first && empty == nd_bin_first_sentinel(tc, c))
         return ND_BIN_FIRST_ROOM;
     if (empty == slots + lay->start_end)
         return nd_bin_start_room(c, lay->cap_max);
@@ -851,12 +854,12 @@ static inline uint32_t nd_bin_room_here(const nd_tcache *tc, unsigned c)
 static inline void nd_bin_set_low(nd_tcache *tc, unsigned c)
 {
     nd_bin *b = &tc->bins[c];
-    uint32_t room = nd_bin_room_here(tc, c), cap = tc->binfo[c].cap;
+    uint32_t room = nd_bin_room_here(tc, c), cap = nd_bin_info_of(tc, c)->cap;
     b->low = b->empty - (cap < room ? cap : room);
 }
 
 /* Bin c, whose capacity is past its room where it is, moves to the next
-   area that holds it: from the first area to its start room when that
+   area that holds it: from its first room to its start room when that
    holds the `need` slots its blocks need now, else on as from the start
    area; from the start area to its room in the middle area if it has one
    and its capacity fits there, else to its large area; from the middle
@@ -873,10 +876,10 @@ static inline void nd_bin_set_low(nd_tcache *tc, unsigned c)
 static nd_hot nd_noinline void nd_bin_move(nd_tcache *tc, unsigned c, size_t need)
 {
     nd_bin *b = &tc->bins[c];
-    nd_bin_info *bi = &tc->binfo[c];
+    nd_bin_info *bi = nd_bin_info_of(tc, c);
     const nd_bin_layout *lay = nd_bin_lay(tc, c);
     void **slots = nd_tcache_slots(tc), **to = slots + lay->slot_end;
-    bool first = lay->first_end != 0 && b->empty == nd_bin_first_sentinel(tc, lay);
+    bool first = lay->has_first && b->empty == nd_bin_first_sentinel(tc, c);
     if (first && need <= nd_bin_start_room(c, lay->cap_max))
         to = slots + lay->start_end;
     else if ((first || b->empty == slots + lay->start_end) && lay->mid_end != 0 && bi->cap <= ND_BIN_MID_ROOM)
@@ -897,7 +900,7 @@ static nd_hot nd_noinline void nd_bin_move(nd_tcache *tc, unsigned c, size_t nee
 static nd_hot nd_noinline void nd_tcache_grow_to(nd_tcache *tc, unsigned c, uint32_t cap, size_t more)
 {
     tc->cap_bytes += more;
-    tc->binfo[c].cap = cap;
+    nd_bin_info_of(tc, c)->cap = cap;
     nd_bin_set_low(tc, c);
 }
 
@@ -927,7 +930,7 @@ static nd_hot nd_noinline void nd_tcache_grow_to(nd_tcache *tc, unsigned c, uint
    ~67,000 to 130,000-190,000. */
 static nd_hot nd_noinline bool nd_tcache_grow_past(nd_tcache *tc, unsigned c)
 {
-    nd_bin_info *bi = &tc->binfo[c];
+    nd_bin_info *bi = nd_bin_info_of(tc, c);
     uint32_t room = nd_bin_room(c, nd_bin_cap_max(tc, c)), cap = bi->cap;
     size_t run = (size_t)bi->run_fill + bi->cap;   /* the run it just saw, at most */
     do
@@ -952,7 +955,7 @@ static nd_hot nd_noinline bool nd_tcache_grow_past(nd_tcache *tc, unsigned c)
    refusal costs ~25 instructions here against ~50 as a call. */
 static inline bool nd_tcache_grow(nd_tcache *tc, unsigned c)
 {
-    nd_bin_info *bi = &tc->binfo[c];
+    nd_bin_info *bi = nd_bin_info_of(tc, c);
     if (bi->cap >= nd_bin_cap_max(tc, c))
         return bi->cycles >= ND_EXTRA_CYCLES && nd_tcache_grow_past(tc, c);
     uint32_t cap = bi->cap * 2 < nd_bin_cap_max(tc, c) ? bi->cap * 2 : nd_bin_cap_max(tc, c);
@@ -1109,14 +1112,17 @@ static nd_noinline void *nd_tcache_borrow(nd_tcache *tc, unsigned c)
             continue;   /* (the usual case, in two loads or three) */
         if (b->cur != b->empty && ((uintptr_t)*b->cur & (align - 1)) == 0) {
             p = *b->cur++;
-            nd_bin_info *bi = &tc->binfo[up];
+            nd_bin_info *bi = nd_bin_info_of(tc, up);
             uint32_t count = (uint32_t)(b->empty - b->cur);
             if (bi->low_water != ND_NO_SAMPLE && count < bi->low_water)
                 bi->low_water = count;
         } else if ((p = nd_heap_take_free_aligned(&tc->heap, up, align)) != NULL) {
             /* From its page, through the cache as the statistics see it:
-               a block in (a fill's) and out (its request). */
-            nd_count_add(&tc->binfo[up].counts.fill_blocks, 1);
+               a block in (a fill's) and out (its request), on its cold
+               part set up first (below) */
+            if (nd_unlikely(!nd_bin_info_is_set(nd_bin_info_of(tc, up))))
+                nd_bin_info_init(tc, up, 1);
+            nd_count_add(&nd_bin_info_of(tc, up)->counts.fill_blocks, 1);
         }
         if (p == NULL)
             continue;
@@ -1126,9 +1132,9 @@ static nd_noinline void *nd_tcache_borrow(nd_tcache *tc, unsigned c)
                adopted segment) has its cold part set up first, armed for
                one request with its tick at 1 (none counted yet), so that
                this request counts exactly (nreq + armed - tick). */
-            if (nd_unlikely(!nd_bin_info_is_set(&tc->binfo[up])))
+            if (nd_unlikely(!nd_bin_info_is_set(nd_bin_info_of(tc, up))))
                 nd_bin_info_init(tc, up, 1);
-            nd_store_relaxed(&tc->binfo[up].nreq, tc->binfo[up].nreq + 1);
+            nd_store_relaxed(&nd_bin_info_of(tc, up)->nreq, nd_bin_info_of(tc, up)->nreq + 1);
         }
         nd_gauge_add(borrowed_blocks, 1);
         return p;
@@ -1140,9 +1146,9 @@ nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
 {
     nd_bin *bin = &tc->bins[c];
     nd_assert2(bin->cur == bin->empty && (bin->empty == NULL || *bin->empty == NULL));
-    nd_bin_info *bi = &tc->binfo[c];
     if (nd_unlikely(!nd_bin_is_active(tc, c)))
         nd_bin_activate(tc, c);
+    nd_bin_info *bi = nd_bin_info_of(tc, c);   /* (after its first use: its near record) */
     /* Dry again with no overflow since the last fill: the blocks this
        thread allocates do not come back to it fast enough (it hands them
        to others, or keeps them). Bigger fills, like a cache that did not
@@ -1235,8 +1241,8 @@ nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
     bi->mark = now + got;
     size_t run = (size_t)bi->run_fill + got;
     bi->run_fill = run > UINT32_MAX ? UINT32_MAX : (uint32_t)run;
-    tc->binfo[c].low_water = 0;   /* it just ran dry */
-    tc->binfo[c].filled = 1;
+    nd_bin_info_of(tc, c)->low_water = 0;   /* it just ran dry */
+    nd_bin_info_of(tc, c)->filled = 1;
     nd_count_inc(&cs->fills);
     nd_count_add(&cs->fill_blocks, got);
     if (bi->cap >= nd_bin_cap_max(tc, c) && want == bi->cap / 2)
@@ -1249,10 +1255,10 @@ nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
 nd_sample_path void *nd_tcache_uncount(nd_tcache *tc, unsigned c)
 {
     nd_bin *b = &tc->bins[c];
-    if (b->tick < (int64_t)tc->binfo[c].armed)
+    if (b->tick < (int64_t)nd_bin_info_of(tc, c)->armed)
         nd_store_relaxed(&b->tick, b->tick + 1);
-    else if (tc->binfo[c].nreq > 0)   /* the tick had just rolled over */
-        nd_store_relaxed(&tc->binfo[c].nreq, tc->binfo[c].nreq - 1);
+    else if (nd_bin_info_of(tc, c)->nreq > 0)   /* the tick had just rolled over */
+        nd_store_relaxed(&nd_bin_info_of(tc, c)->nreq, nd_bin_info_of(tc, c)->nreq - 1);
     return NULL;
 }
 
@@ -1372,7 +1378,7 @@ static void nd_tcache_drop_oldest(nd_tcache *tc, unsigned c, size_t n)
     if (oldest != bin->cur)   /* (none left after a whole bin's overflow) */
         memmove(bin->cur + n, bin->cur, (size_t)(oldest - bin->cur) * sizeof(void *));
     bin->cur += n;
-    nd_bin_counters *cs = &tc->binfo[c].counts;
+    nd_bin_counters *cs = &nd_bin_info_of(tc, c)->counts;
     nd_count_inc(&cs->flushes);
     nd_count_add(&cs->flush_blocks, n);
     nd_assert2(nd_tcache_is_valid(tc));
@@ -1477,7 +1483,7 @@ static nd_hot size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
     size_t foreign = (size_t)(mid - oldest);
     size_t put = nd_xfer_put(x, check.cls, nd_tcache_xfer_shard(tc), oldest, foreign,
                              own_too ? nd_tcache_check_spilled : NULL, &check);
-    nd_bin_counters *cs = &tc->binfo[c].counts;
+    nd_bin_counters *cs = &nd_bin_info_of(tc, c)->counts;
     if (put != 0) {
         nd_count_inc(&cs->xfer_puts);
         nd_count_add(&cs->xfer_put_blocks, put);
@@ -1540,7 +1546,7 @@ void nd_tcache_xfer_give_back(nd_tcache *tc)
 nd_hot void nd_tcache_flush_all(nd_tcache *tc)
 {
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
-        nd_tcache_flush(tc, c, tc->binfo[c].cap);
+        nd_tcache_flush(tc, c, nd_bin_info_of(tc, c)->cap);
 }
 
 nd_hot bool nd_tcache_cpus_shared(void)
@@ -1589,10 +1595,11 @@ nd_hot void nd_tcache_hand_over(nd_tcache *tc)
 nd_hot void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)
 {
     nd_bin *b = &tc->bins[c];
-    nd_bin_info *bi = &tc->binfo[c];
+    nd_bin_info *bi = nd_bin_info_of(tc, c);
     if (b->cur == b->low) {
         if (nd_unlikely(!nd_bin_is_active(tc, c))) {
             nd_bin_activate(tc, c);   /* the class's first block here */
+            bi = nd_bin_info_of(tc, c);   /* (its first use: its near record) */
         } else if ((size_t)(b->empty - b->low) < bi->cap) {
             nd_bin_move(tc, c, (size_t)(b->empty - b->low) + 1);   /* full where it is, not to its capacity */
         } else {
@@ -1658,7 +1665,7 @@ nd_hot void nd_tcache_gc(nd_tcache *tc, bool force)
     tc->gc_samples = 0;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         nd_bin *b = &tc->bins[c];
-        nd_bin_info *bi = &tc->binfo[c];
+        nd_bin_info *bi = nd_bin_info_of(tc, c);
         size_t count = (size_t)(b->empty - b->cur);
         size_t unneeded = bi->low_water == ND_NO_SAMPLE ? count : bi->low_water;
         if (unneeded > count)
@@ -1692,7 +1699,7 @@ nd_hot void nd_tcache_stats_add(const nd_tcache *tc, nd_snap_class *cls, nd_snap
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         const nd_bin *b = &tc->bins[c];
         const nd_class_counters *cs = nd_heap_cstats(&tc->heap, c);
-        const nd_bin_counters *bs = &tc->binfo[c].counts;
+        const nd_bin_counters *bs = &nd_bin_info_of(tc, c)->counts;
         uint64_t requests = nd_bin_requests(tc, c);
         uint64_t cached = (uint64_t)(b->empty - nd_load_relaxed(&b->cur));
         uint64_t fill_blocks = nd_load_relaxed(&bs->fill_blocks);
@@ -1732,7 +1739,7 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
 {
     size_t cap_bytes = 0;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
-        cap_bytes += (size_t)tc->binfo[c].cap * nd_bin_counted_size(c);
+        cap_bytes += (size_t)nd_bin_info_of(tc, c)->cap * nd_bin_counted_size(c);
     if (cap_bytes != tc->cap_bytes)
         return false;
     /* What it drew from the pool (ND_EXTRA_MULT) is part of its capacity,
@@ -1741,7 +1748,7 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
         return false;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         const nd_bin *b = &tc->bins[c];
-        const nd_bin_info *bi = &tc->binfo[c];
+        const nd_bin_info *bi = nd_bin_info_of(tc, c);
         if (!(b->low <= b->cur && b->cur <= b->empty) || (b->empty != NULL && *b->empty != NULL) ||
             bi->cap > nd_bin_room(c, nd_bin_cap_max(tc, c)))
             return false;
@@ -1752,7 +1759,7 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
            (nd_bin_start_room, ND_BIN_MID_ROOM, nd_bin_room). */
         const nd_bin_layout *lay = nd_bin_lay(tc, c);
         void *const *slots = nd_tcache_slots(tc);
-        bool in_start = b->empty == slots + lay->start_end || (lay->first_end != 0 && b->empty == nd_bin_first_sentinel(tc, lay));
+        bool in_start = b->empty == slots + lay->start_end || (lay->has_first && b->empty == nd_bin_first_sentinel(tc, c));
         bool in_mid = lay->mid_end != 0 && b->empty == slots + lay->mid_end;
         if (nd_bin_is_active(tc, c) ? lay->cap_max == 0 || (b->empty != slots + lay->slot_end && !in_start && !in_mid)
                                     : bi->cap != 0 || b->cur != NULL || b->low != NULL)
@@ -1768,7 +1775,7 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
                 return false;
         }
         if ((lay->mid_end != 0) != (lay->cap_max != 0 && nd_bin_has_mid(c, lay->cap_max)) ||
-            (lay->first_end != 0) != (lay->cap_max != 0 && nd_bin_has_first(c, lay->cap_max)))
+            (lay->has_first != 0) != (lay->cap_max != 0 && nd_bin_has_first(c, lay->cap_max)))
             return false;
         /* Its large room's top min(cap_max, ND_BIN_MID_ROOM) slots on one
            OS page (nd_tcache_layout_make). */
@@ -1785,6 +1792,31 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
     }
     if (tc->kind != nd_tcache_kind(tc->heap.shared, tc->heap.bound, tc->heap.node))
         return false;
+    /* The near records (tcache.h): the first near_used of them given, one
+       to a class, each to a class set up (nd_bin_info_init), whose binfo
+       is then all zero; the others all zero; none in a shared heap's
+       cache. */
+    if (tc->near_used > ND_NEAR_BINS || (tc->layout == ND_LAYOUT_NONE && tc->near_used != 0))
+        return false;
+    unsigned given = 0;
+    static const nd_bin_info zero_info;
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        unsigned k = tc->near_of[c];
+        if (k == 0)
+            continue;
+        given++;
+        if (k > tc->near_used || !nd_bin_info_is_set(&tc->near[k - 1].info) ||
+            memcmp(&tc->binfo[c], &zero_info, sizeof zero_info) != 0)
+            return false;
+        for (unsigned d = 0; d < c; d++)
+            if (tc->near_of[d] == k)
+                return false;
+    }
+    if (given != tc->near_used)
+        return false;
+    for (unsigned k = tc->near_used; k < ND_NEAR_BINS; k++)
+        if (memcmp(&tc->near[k].info, &zero_info, sizeof zero_info) != 0)
+            return false;
     /* Its kind's table (tcache.h: nd_bin_layout), and its slots that table's. */
     unsigned layout = nd_tcache_layout_of(tc->heap.shared, tc->heap.bound);
     if (tc->fill_from_one && !nd_tcache_fills_from_one(tc->heap.tid, tc->heap.bound, tc->heap.shared))

@@ -25,10 +25,11 @@
  *   nd_bin_activate in tcache.c), so the slots a thread touches are those
  *   of the classes it uses, and an all-zero cache (thread.c's static
  *   empty and dead ones, in .bss) is one whose every call takes the slow
- *   path. A bin's slots come from four areas: the first area, in the
- *   struct (first_slots), 16 slots and a sentinel for each bin whose start
- *   room is larger (the classes below 1 KiB: 2.5 KiB), one bin after the
- *   other, where such a bin starts; and after the struct the start
+ *   path. A bin's slots come from four areas: its first room, in the
+ *   struct, 8 slots and a sentinel in its near record (nd_bin_near: the
+ *   first 12 classes a thread uses have one) when its start room is larger
+ *   (the classes below 1 KiB), where such a bin starts; and after the
+ *   struct the start
  *   area, where every bin has twice its starting capacity (4 to 64 slots)
  *   and a sentinel, one bin after the other; the middle area, 256 slots
  *   and a sentinel for each bin whose cap_max is larger, one after the
@@ -39,9 +40,9 @@
  *   fill larger than the room, a free into a bin holding all the room
  *   holds, its capacity being larger: nd_bin_move), not when its capacity
  *   grows past the room. A thread that makes a few requests of a few
- *   classes (its bins hold at most 16 blocks: their first fills take 1, 2,
+ *   classes (its bins hold at most 8 blocks: their first fills take 1, 2,
  *   3, 4, 6, 8, 12 and 16, tcache.c) touches no slot past the struct's
- *   first two OS pages, not a page of slots per class (16 KiB of them
+ *   first OS page, not a page of slots per class (16 KiB of them
  *   apart for the small classes) nor the two its start rooms' tops span,
  *   and one whose
  *   busy classes hold 64-256 blocks each touches a page of the middle
@@ -79,9 +80,9 @@
  * (nd_bin_room: its layout's cap_max, or more for a small class,
  * tcache.c); either the bin has no slots yet (low == cur == empty == NULL,
  * cap == 0) or its layout's (nd_bin_lay) cap_max != 0, *empty == NULL and
- * empty is one of its own sentinel slots: first_end (when nonzero), in the
- * cache's first area, until its blocks needed more than its room there
- * (ND_BIN_FIRST_ROOM), else start_end, in the cache's start area, until its
+ * empty is one of its own sentinel slots: its first room's (when its
+ * layout has_first and it has a near record), in the struct, until its
+ * blocks needed more than its room there (ND_BIN_FIRST_ROOM), else start_end, in the cache's start area, until its
  * blocks needed more than its room there (nd_bin_start_room: twice its
  * starting capacity), else mid_end (when nonzero), in the middle
  * area, until they needed more than its room there (ND_BIN_MID_ROOM),
@@ -115,6 +116,7 @@ typedef struct nd_bin {
 
 _Static_assert(sizeof(nd_bin) == ND_BIN_BYTES, "a hot bin is half a cache line: class index << 5");
 #define ND_TICK_PERIOD 1024
+_Static_assert(ND_TICK_PERIOD <= UINT16_MAX, "a cold part's armed and period_left in 16 bits (nd_bin_info)");
 _Static_assert(ND_TIER_COUNT <= 4, "a bin's tier counters take as many bytes as the bin (nd_tcache.tier_hits)");
 /* follow_thread (thread.c): on a machine where a thread can move to another
    node, a plain cache's tick is armed with at most the requests of
@@ -162,8 +164,8 @@ typedef struct nd_bin_info {
                             which the bin would be empty again with no free
                             in between (after a fill: the count then plus the
                             blocks it took), or at its last overflow */
-    uint32_t armed;      /* the value the tick was last armed with (ND_TICK_PERIOD without profiling) */
-    uint32_t period_left; /* requests to the next maintenance check (ND_TICK_PERIOD apart); 0 only while the class was never used (nd_bin_info_init) */
+    uint16_t armed;      /* the value the tick was last armed with (ND_TICK_PERIOD without profiling; never more: nd_tcache_arm) */
+    uint16_t period_left; /* requests to the next maintenance check (ND_TICK_PERIOD apart); 0 only while the class was never used (nd_bin_info_init) */
     uint32_t cap;        /* current capacity: empty - low (0 until the bin has slots) */
     uint32_t low_water;  /* fewest blocks seen cached since the last GC pass
                             (sampled at fills and tick roll-overs), or
@@ -181,9 +183,9 @@ typedef struct nd_bin_info {
                             made) took, at most UINT32_MAX */
     uint8_t  last;       /* the bin's last refill or overflow: ND_LAST_FILL,
                             ND_LAST_SPILL, or 0 (none yet) */
-    uint8_t  filled;     /* the bin ran dry since its last flush */
-    uint8_t  spilled_all; /* the bin's last overflow sent all of it away */
-    uint8_t  spilled_few; /* the bin's last overflow sent less than half of it */
+    uint8_t  filled : 1;      /* the bin ran dry since its last flush */
+    uint8_t  spilled_all : 1; /* the bin's last overflow sent all of it away */
+    uint8_t  spilled_few : 1; /* the bin's last overflow sent less than half of it */
     uint8_t  cycles;     /* overflows in a row, each the first after fills,
                             that found the bin cycling whole bins through the
                             transfer store: the one before sent the whole bin
@@ -194,15 +196,15 @@ typedef struct nd_bin_info {
                             the cache's cstats, on pages a thread that uses a
                             few small classes does not write */
 } nd_bin_info;
-_Static_assert(sizeof(nd_bin_info) == 48 + sizeof(nd_bin_counters), "a bin's cold part: what changes, 48 bytes, and its counters (tcache.h: the cache's pages)");
+_Static_assert(sizeof(nd_bin_info) == 40 + sizeof(nd_bin_counters), "a bin's cold part: what changes, 40 bytes, and its counters (tcache.h: the cache's pages)");
 _Static_assert(sizeof(nd_bin_counters) == 72, "the counters in a bin's cold part (tcache.h: the cache's pages)");
 
 /*
  * What a bin's cold part would repeat in every cache of one kind: its
  * largest capacity (cap_max, from the options tcache_count and
  * tcache_bytes; 0: the class has no cache) and where its three rooms end
- * (their sentinels' slot indices: first_end in the first area or 0 when
- * it has none there, start_end in the start area, mid_end in
+ * (has_first: whether it starts in a first room, in its near record when
+ * it has one; their sentinels' slot indices: start_end in the start area, mid_end in
  * the middle area or 0 when it has none there, slot_end in the large
  * area, where its top min(cap_max, ND_BIN_MID_ROOM) slots are on one OS
  * page; tcache.c: nd_tcache_layout_make). One table per kind of cache
@@ -215,7 +217,7 @@ _Static_assert(sizeof(nd_bin_counters) == 72, "the counters in a bin's cold part
  */
 typedef struct nd_bin_layout {
     uint32_t cap_max;
-    uint32_t first_end;  /* its sentinel slot in the first area (an index into the cache's first_slots), ND_BIN_FIRST_ROOM slots below it, or 0: no room there (a start room of at most that many) */
+    uint32_t has_first;  /* 1: it has a first room (ND_BIN_FIRST_ROOM slots and a sentinel) in its near record when it has one (tcache.h: nd_bin_near); 0: none (a start room of at most that many) */
     uint32_t start_end;  /* its sentinel slot in the start area: nd_bin_start_room slots below it */
     uint32_t mid_end;    /* its sentinel slot in the middle area, ND_BIN_MID_ROOM slots below it, or 0: no room there */
     uint32_t slot_end;   /* its sentinel slot in the large area: nd_bin_room slots below it are its own */
@@ -272,43 +274,62 @@ extern nd_bin_layout nd_tcache_layouts[ND_LAYOUT_COUNT][ND_CLASS_COUNT] nd_hidde
 #define ND_FIRST_FILL 4
 #define ND_NO_SAMPLE UINT32_MAX
 
-/* The first area (tcache.h, below): ND_BIN_FIRST_ROOM slots and a
-   sentinel for each of the classes below 1 KiB (class.h: 8 of 16-128 B,
-   then 4 a doubling; tcache.c: nd_bin_has_first), whose start room is
-   larger; in the struct, on its first two OS pages. */
-#define ND_BIN_FIRST_ROOM   16u
+/* The near records (tcache.h, below): the first ND_NEAR_BINS classes a
+   thread uses, in the order it first uses them (nd_bin_info_init), have
+   their cold part there, on the struct's first OS page, and those of the
+   classes below 1 KiB whose start room is larger (class.h: 8 of 16-128 B,
+   then 4 a doubling; tcache.c: nd_bin_has_first) their first room too:
+   ND_BIN_FIRST_ROOM slots and a sentinel, where the bin starts. The other
+   classes' cold parts are binfo[c], on the struct's second and third
+   pages. 11 records of 216 bytes are what the first page has room for
+   after the bins, the cache's fields and the heap's first line (a static
+   assert below): a thread that makes a few requests of 16-160 B and one
+   of 512 B (bench/threadcost) uses 10 or 11 classes. 12 slots: a bin of
+   the classes whose first fill from the nursery is 8 blocks (16, 48, 80
+   and 112 B, tcache.c: nd_bin_pair_blocks) takes 12 at its second. */
+#define ND_BIN_FIRST_ROOM   12u
 #define ND_FIRST_CLASSES    19u
-#define ND_FIRST_AREA_SLOTS (ND_FIRST_CLASSES * (ND_BIN_FIRST_ROOM + 1))
+#define ND_NEAR_BINS        11u
+typedef struct nd_bin_near {
+    nd_bin_info info;
+    void       *room[ND_BIN_FIRST_ROOM + 1];
+} nd_bin_near;
+_Static_assert(sizeof(nd_bin_near) == 216, "a near record: a cold part of 112 bytes and a room of 12 slots and its sentinel (tcache.h: the cache's pages)");
 
 /* Where the heap's other per-class counters begin in the struct: on its
    fourth OS page, which they alone take (48 x 80 B), so that a busy
-   thread whose classes are below 1 KiB (their cold parts on the first
-   two pages) and that counts remote frees writes 3 pages of its struct
-   and not 4 (bench/larson -t 8: after the cold parts, they spanned the
-   third and fourth); the pad is what the other classes' cold parts and
-   prof_left leave of the third. */
+   thread whose classes are below 1 KiB (their cold parts in its near
+   records and on the second page) and that counts remote frees writes 3
+   pages of its struct and not 4 (bench/larson -t 8: after the cold
+   parts, they spanned the third and fourth); the pad is what the other
+   classes' cold parts and prof_left leave of the third. */
 #define ND_TC_CSTATS_AT  (3 * 4096)
-#define ND_TC_CSTATS_PAD 360
+#define ND_TC_CSTATS_PAD 896
 
 /*
  * A thread cache and the heap under it.
- * Layout: what a thread that uses a few small classes writes is on the
- * struct's first two OS pages, the rest after them (bench/threadcost: a
- * thread making 64 requests of 16-160 B writes those 2 pages of its cache
- * and no other, docs/results.md, h51t):
+ * Layout: what a thread that uses a few classes writes is on the struct's
+ * first OS page, the rest after it (bench/threadcost: a thread making 64
+ * requests of 16-160 B and one of 512 B writes that page of its cache and
+ * no other, docs/results.md, h52t):
  *
  *     0      bins[48], 32 B each (the fast paths')            1.5 KiB
- *     1536   the cache's own fields                            64 B
- *     1600   heap: its head (page queues, statistics)          1.5 KiB
- *     3200   first_slots: the first area (16 slots and a
- *            sentinel for each class below 1 KiB)              2.5 KiB
- *     5784   binfo[48], 120 B each (what changes per class and
- *            the counters its fills and overflows write), class
- *            0 first: those of classes 0-19 end on the second
- *            OS page, the others' on the third, written only
- *            when the thread first uses their class
- *            (nd_bin_info_init, tcache.c)                      5.6 KiB
- *    11544   prof_left (prof=1's), a pad
+ *     1536   the cache's own fields, near_of[48]              112 B
+ *     1648   near[12], 192 B each: the cold parts (what
+ *            changes per class and the counters its fills and
+ *            overflows write) of the first 12 classes the
+ *            thread uses, in the order it uses them, and the
+ *            first rooms of those below 1 KiB (8 slots and a
+ *            sentinel)                                         2.25 KiB
+ *     3968   heap: its first line (its owner, clock, counters'
+ *            pointer: heap.h, ND_HEAP_HOT_BYTES) the last of
+ *            the first OS page; its page queues and statistics
+ *            on the second, untouched while it has no page     1.5 KiB
+ *     5568   binfo[48], 120 B each: the cold parts of the
+ *            classes a thread uses past its first 12, class 0
+ *            first, written only when the thread first uses
+ *            their class (nd_bin_info_init, tcache.c)          5.6 KiB
+ *    11328   prof_left (prof=1's), a pad
  *    12288   cstats[48], the heap's other per-class counters,
  *            80 B each (remote frees, slow and direct frees,
  *            ...: counters.h), alone on the fourth OS page     3.75 KiB
@@ -363,14 +384,16 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_tcache {
     uint8_t      layout;        /* its kind's nd_tcache_layouts row: ND_LAYOUT_NONE, _PLAIN or _BOUND */
     uint8_t      prof_slab_busy;   /* prof=1: its thread is cutting a cell (a signal handler's sample is not taken) */
     uint8_t      fill_from_one; /* its bins' first fill takes one block, or a pair of cache lines' worth (a cache the nursery may serve: tcache.c, nd_bin_first_fill) */
+    uint8_t      near_used;     /* near records given to classes so far (at most ND_NEAR_BINS) */
     const uint32_t *look_arm;   /* plain: nd_tcache_look_arm, or nd_tcache_look_watched while watched; NULL for the others */
     size_t       cap_bytes;     /* sum over the bins of cap * class size (bounded by tcache_total, or by its share of it while CPUs are shared, bins of up to ND_BIN_SHARED_FLOOR bytes aside; past either by cap_extra) */
     size_t       cap_extra;     /* bytes of capacity past tcache_total, or past its share of it while CPUs are shared, drawn from the process's pool (tcache.c: ND_EXTRA_MULT) */
     uint64_t     prof_rng;      /* prof=1: the state of the sampling draws */
     struct nd_slab *prof_slab;   /* prof=1: the slab its small samples take cells of (slab.h), or NULL */
     struct nd_secure *secure;   /* secure=1: random bins and quarantine (secure.h) */
+    uint8_t      near_of[ND_CLASS_COUNT];   /* class c's near record + 1, or 0: its cold part is binfo[c] (nd_bin_info_of) */
+    nd_bin_near  near[ND_NEAR_BINS];
     nd_heap      heap;
-    void        *first_slots[ND_FIRST_AREA_SLOTS];
     nd_bin_info  binfo[ND_CLASS_COUNT];
     int64_t      prof_left[ND_CLASS_COUNT];
     uint8_t      cstats_pad[ND_TC_CSTATS_PAD];
@@ -382,9 +405,22 @@ _Static_assert(__builtin_offsetof(nd_tcache, cstats) == ND_TC_CSTATS_AT &&
                "the heap's other counters on one OS page of their own (tcache.h; ND_TC_CSTATS_PAD: what binfo and prof_left leave of the third)");
 _Static_assert(sizeof(((nd_tcache *)0)->tier_hits[0]) == ND_BIN_BYTES, "a bin's tier counters at the bins' stride");
 _Static_assert(ND_TIER_COUNT <= ND_BIN_BYTES / sizeof(uint64_t), "a counter per tier in a bin's row");
-_Static_assert(__builtin_offsetof(nd_tcache, binfo) + ND_FIRST_CLASSES * sizeof(nd_bin_info) <= 8192 &&
-               __builtin_offsetof(nd_tcache, binfo) >= 4096,
-               "the bins, the heap's head, the first area and the cold parts of classes 0-18 on the struct's first two OS pages (tcache.h)");
+_Static_assert(__builtin_offsetof(nd_tcache, heap) + ND_HEAP_HOT_BYTES <= 4096 &&
+               __builtin_offsetof(nd_tcache, heap) + ND_HEAP_HOT_BYTES > 4096 - sizeof(nd_bin_near),
+               "the bins, the cache's fields, the near records and the heap's first line fill the struct's first OS page (tcache.h)");
+_Static_assert(ND_NEAR_BINS < 255 && ND_FIRST_CLASSES <= ND_CLASS_COUNT, "near_of holds a record's index + 1");
+
+/* Class c's cold part in tc: its near record's when it has one, else
+   binfo[c] (tcache.h). Its record is given at the class's first use
+   (nd_bin_info_init), while the cold part is all zero, and never taken
+   back, so a pointer taken after that stays good; one taken before a
+   first use may not be. Other threads (the statistics) read near_of with
+   a relaxed load. */
+static inline nd_bin_info *nd_bin_info_of(const nd_tcache *tc, unsigned c)
+{
+    unsigned k = nd_load_relaxed(&tc->near_of[c]);
+    return k != 0 ? (nd_bin_info *)&tc->near[k - 1].info : (nd_bin_info *)&tc->binfo[c];
+}
 
 /* Where a cache's slots begin: the struct rounded up to whole 4 KiB
    pages (the OS page on x86-64; on a kernel of larger pages, inside the
@@ -477,7 +513,7 @@ static inline bool nd_tcache_tick_out(const nd_tcache *tc, unsigned c)
    maintenance roll-over, nor for a heap-profile sample? */
 static inline bool nd_tcache_look_due(const nd_tcache *tc, unsigned c)
 {
-    const nd_bin_info *bi = &tc->binfo[c];
+    const nd_bin_info *bi = nd_bin_info_of(tc, c);
     return bi->armed < bi->period_left && nd_load_relaxed(&nd_tcache_prof_rate) == 0;
 }
 /* The rest of a request whose tick ran out for a look only (both tests
@@ -488,7 +524,7 @@ static inline bool nd_tcache_look_due(const nd_tcache *tc, unsigned c)
 static inline void *nd_tcache_look_pop(nd_tcache *tc, unsigned c)
 {
     nd_bin *b = &tc->bins[c];
-    nd_bin_info *bi = &tc->binfo[c];
+    nd_bin_info *bi = nd_bin_info_of(tc, c);
     uint32_t done = bi->armed, left = bi->period_left - done;
     uint32_t next = nd_load_relaxed(&tc->look_arm[c]);
     nd_store_relaxed(&bi->nreq, bi->nreq + done);

@@ -37,16 +37,16 @@ static uint32_t budget_of(unsigned c)
 static void expect_armed(nd_tcache *tc, bool budget, const char *what)
 {
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
-        EXPECT(tc->bins[c].tick == 0 && tc->binfo[c].armed == 0,
+        EXPECT(tc->bins[c].tick == 0 && nd_bin_info_of(tc, c)->armed == 0,
                "%s: class %u (%u B) unarmed before its first request, got tick %lld, armed %u", what, c,
-               (unsigned)nd_class_size[c], (long long)tc->bins[c].tick, tc->binfo[c].armed);
+               (unsigned)nd_class_size[c], (long long)tc->bins[c].tick, nd_bin_info_of(tc, c)->armed);
         nd_tcache_count_request(tc, c);
         uint32_t want = budget ? budget_of(c) : ND_TICK_PERIOD;
         if (want > ND_TICK_PERIOD - 1)   /* the period's rest */
             want = ND_TICK_PERIOD - 1;
-        EXPECT(tc->bins[c].tick == (int64_t)want && tc->binfo[c].armed == want && nd_tcache_requests(tc) == c + 1,
+        EXPECT(tc->bins[c].tick == (int64_t)want && nd_bin_info_of(tc, c)->armed == want && nd_tcache_requests(tc) == c + 1,
                "%s: class %u (%u B) armed with %u requests after its first, got tick %lld, armed %u (%llu counted)",
-               what, c, (unsigned)nd_class_size[c], want, (long long)tc->bins[c].tick, tc->binfo[c].armed,
+               what, c, (unsigned)nd_class_size[c], want, (long long)tc->bins[c].tick, nd_bin_info_of(tc, c)->armed,
                (unsigned long long)nd_tcache_requests(tc));
     }
 }
@@ -117,10 +117,10 @@ static void a_budgeted_bin_rolls_over_with_its_budget_and_counts_exactly(void)
     EXPECT(n >= 2, "the last class's budget at least 2 requests, got %u", n);
     for (uint32_t i = 0; i < 3 * n + 2; i++)   /* (the first arms it: tcache.c, nd_bin_info_init) */
         nd_tcache_count_request(tc, c);
-    uint64_t counted = tc->binfo[c].nreq + tc->binfo[c].armed - (uint64_t)tc->bins[c].tick;
+    uint64_t counted = nd_bin_info_of(tc, c)->nreq + nd_bin_info_of(tc, c)->armed - (uint64_t)tc->bins[c].tick;
     EXPECT(counted == 3 * (uint64_t)n + 2, "%u requests counted, got %llu", 3 * n + 2, (unsigned long long)counted);
-    EXPECT(tc->binfo[c].armed == n && tc->bins[c].tick == (int64_t)(n - 1),
-           "the bin re-armed with %u requests and 1 of them taken, got armed %u, tick %lld", n, tc->binfo[c].armed,
+    EXPECT(nd_bin_info_of(tc, c)->armed == n && tc->bins[c].tick == (int64_t)(n - 1),
+           "the bin re-armed with %u requests and 1 of them taken, got armed %u, tick %lld", n, nd_bin_info_of(tc, c)->armed,
            (long long)tc->bins[c].tick);
     nd_tcache_destroy(tc);
 }
@@ -128,7 +128,7 @@ static void a_budgeted_bin_rolls_over_with_its_budget_and_counts_exactly(void)
 /* The requests of class c that tc counted (nreq + armed - tick). */
 static uint64_t counted_of(const nd_tcache *tc, unsigned c)
 {
-    return tc->binfo[c].nreq + tc->binfo[c].armed - (uint64_t)tc->bins[c].tick;
+    return nd_bin_info_of(tc, c)->nreq + nd_bin_info_of(tc, c)->armed - (uint64_t)tc->bins[c].tick;
 }
 
 /* `count` requests of class c as malloc's fast path makes them (a block
@@ -200,9 +200,9 @@ static void a_watched_cache_looks_at_every_request_and_counts_exactly(void)
     EXPECT(counted_of(tc, c) == n + n / 2, "%u requests still counted, got %llu", n + n / 2,
            (unsigned long long)counted_of(tc, c));
     for (unsigned k = 0; k < ND_CLASS_COUNT; k++)   /* (a class not asked for yet: unarmed, its first request arms it) */
-        EXPECT(k == c ? tc->bins[k].tick == 1 && tc->binfo[k].armed == 1 : tc->bins[k].tick == 0 && tc->binfo[k].armed == 0,
+        EXPECT(k == c ? tc->bins[k].tick == 1 && nd_bin_info_of(tc, k)->armed == 1 : tc->bins[k].tick == 0 && nd_bin_info_of(tc, k)->armed == 0,
                "class %u armed for 1 request (unarmed if never asked for), got tick %lld, armed %u",
-               k, (long long)tc->bins[k].tick, tc->binfo[k].armed);
+               k, (long long)tc->bins[k].tick, nd_bin_info_of(tc, k)->armed);
     const uint32_t total = 2 * ND_TICK_PERIOD + 5;
     looks = whole = 0;
     make_requests(tc, c, total, &looks, &whole);
@@ -216,16 +216,16 @@ static void a_watched_cache_looks_at_every_request_and_counts_exactly(void)
     nd_tcache_watch(tc, false);
     EXPECT(!nd_tcache_is_watched(tc) && nd_tcache_is_valid(tc), "the watch off, the cache valid");
     make_requests(tc, c, 1, &looks, &whole);
-    EXPECT(tc->binfo[c].armed == n || tc->binfo[c].armed == tc->binfo[c].period_left,
-           "the next look armed the bin with its budget (%u), or the period's rest, got %u", n, tc->binfo[c].armed);
+    EXPECT(nd_bin_info_of(tc, c)->armed == n || nd_bin_info_of(tc, c)->armed == nd_bin_info_of(tc, c)->period_left,
+           "the next look armed the bin with its budget (%u), or the period's rest, got %u", n, nd_bin_info_of(tc, c)->armed);
     EXPECT(tc->bins[big].tick == 0, "a class not asked for stays unarmed until its first request, got %lld",
            (long long)tc->bins[big].tick);
     unsigned other = nd_class_of(256);
     nd_tcache_watch(tc, true);
     make_requests(tc, other, 1, &looks, &whole);
-    EXPECT(tc->bins[other].tick == 1 && tc->binfo[other].armed == 1,
+    EXPECT(tc->bins[other].tick == 1 && nd_bin_info_of(tc, other)->armed == 1,
            "a watched cache's class first asked for armed for 1 request, got tick %lld, armed %u",
-           (long long)tc->bins[other].tick, tc->binfo[other].armed);
+           (long long)tc->bins[other].tick, nd_bin_info_of(tc, other)->armed);
     nd_tcache_watch(tc, false);
     nd_tcache_destroy(tc);
 }

@@ -205,11 +205,11 @@ static void *use_two_classes(void *arg)
     size_t active = 0;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
         active += tc->bins[c].empty != NULL;
-    EXPECT(tc->bins[mine].empty == NULL && tc->binfo[mine].cap == 0,
-           "a class not used yet to have no slots (cap %u)", tc->binfo[mine].cap);
+    EXPECT(tc->bins[mine].empty == NULL && nd_bin_info_of(tc, mine)->cap == 0,
+           "a class not used yet to have no slots (cap %u)", nd_bin_info_of(tc, mine)->cap);
     void *p = nodal_malloc(64);
-    EXPECT(p != NULL && tc->bins[mine].empty != NULL && tc->binfo[mine].cap > 0,
-           "the first malloc of a class to give its bin slots (cap %u)", tc->binfo[mine].cap);
+    EXPECT(p != NULL && tc->bins[mine].empty != NULL && nd_bin_info_of(tc, mine)->cap > 0,
+           "the first malloc of a class to give its bin slots (cap %u)", nd_bin_info_of(tc, mine)->cap);
     EXPECT(tc->bins[other].empty == NULL, "a class this thread has not used to have none");
     for (int i = 0; i < 2; i++)
         nodal_free(theirs[i]);   /* another thread's blocks: into this thread's cache (it starts at 2) */
@@ -258,21 +258,21 @@ static size_t written_pages(const void *p, size_t len)
 
 /* A new thread that makes a request of each class of 16 to 160 B and one
    of 512 B (as bench/threadcost's threads do: their 64 requests of 16-160
-   B and the array of their pointers) writes 2 pages of its cache: the
-   struct's first 2 (the bins, the heap's head, the first area, a room of
-   16 slots for each class below 1 KiB, and the cold parts of those
-   classes with the counters their fills write, tcache.h). Not the
-   struct's other pages (the cold parts of the classes it never used, the
-   other counters, the tier calls' and prof=1's cold tail), nor any slot
-   after the struct. On main 882520c it wrote 3: the struct's first 2 (the
-   bins, every class's cold part, the heap's head, the counters of the
-   classes used) and the first area, on the page after the struct; on
-   main 55f8196 5, on main 1378f24 4. */
+   B and the array of their pointers) writes 1 page of its cache: the
+   struct's first (the bins, the cache's fields, the near records with the
+   cold parts and first rooms of the 11 classes it used, and the heap's
+   first line, tcache.h). Not the struct's other pages (the heap's page
+   queues, the cold parts of the classes it never used, the other
+   counters, the tier calls' and prof=1's cold tail), nor any slot after
+   the struct. On main 4c6e842 it wrote 2: the struct's first 2 (the bins,
+   the heap's head, a first area of 16 slots a class below 1 KiB, and the
+   cold parts of classes 0-18 by class); on main 882520c 3, on main
+   55f8196 5, on main 1378f24 4. */
 static void *use_the_classes_up_to_160_bytes(void *arg)
 {
     (void)arg;
     nd_tcache *tc = nd_thread_start();
-    EXPECT(tc != NULL, "the thread to start");
+    EXPECT(tc != NULL && tc->fill_from_one, "the thread to start, served by the nursery (not the process's first)");
     void *p[11];
     for (int i = 0; i < 11; i++) {
         size_t size = i < 10 ? 16 * (size_t)(i + 1) : 512;
@@ -281,11 +281,11 @@ static void *use_the_classes_up_to_160_bytes(void *arg)
         memset(p[i], 1, size);
     }
     size_t n = written_pages(tc, ND_TC_HEAD_BYTES + tc->slot_bytes);
-    EXPECT(n <= 2, "a thread using the classes of 16-160 B and 512 B to write at most 2 pages of its cache, it wrote %zu", n);
-    EXPECT(n >= 2, "the count to see the pages the thread wrote (%zu)", n);
-    n = written_pages((char *)tc + 8192, ND_TC_HEAD_BYTES - 8192);
-    EXPECT(n == 0, "the struct's pages past its second (the cold parts and counters of the classes it never used, the "
-           "cold tail) to stay unwritten, %zu were written", n);
+    EXPECT(n <= 1, "a thread using the classes of 16-160 B and 512 B to write at most 1 page of its cache, it wrote %zu", n);
+    EXPECT(n >= 1, "the count to see the page the thread wrote (%zu)", n);
+    n = written_pages((char *)tc + 4096, ND_TC_HEAD_BYTES - 4096);
+    EXPECT(n == 0, "the struct's pages past its first (the heap's page queues, the cold parts and counters of the classes "
+           "it never used, the cold tail) to stay unwritten, %zu were written", n);
     const nd_class_counters *tail = nd_heap_cstats(&tc->heap, ND_CLASS_COUNT - 1);
     n = written_pages(tail, sizeof *tail);
     EXPECT(n == 0, "the page of the counters of the largest classes, which it never used, to stay unwritten (%zu)", n);
@@ -293,6 +293,64 @@ static void *use_the_classes_up_to_160_bytes(void *arg)
     for (int i = 0; i < 11; i++)
         nodal_free(p[i]);
     return NULL;
+}
+
+/* The first ND_NEAR_BINS (11) classes a thread uses, whichever they are,
+   have their cold parts on its cache's first page (tcache.h: near
+   records), in the order it first used them, by request or by free; the
+   classes it uses after them have theirs in binfo, past that page. Each
+   class counts its requests exactly (nreq + armed - tick), wherever its
+   cold part is. On main 4c6e842 the cold part of class c was binfo[c], on
+   the struct's second page for the classes below 1 KiB and its third for
+   the others, whatever the thread used. */
+static void *use_fourteen_classes(void *arg)
+{
+    void *theirs = arg;
+    nd_tcache *tc = nd_thread_start();
+    EXPECT(tc != NULL, "the thread to start");
+    static const size_t sizes[14] = { 4096, 8192, 24, 1000, 300, 16384, 2048, 64, 700, 6000, 200, 3000, 100, 40 };
+    void *p[14][3];
+    nodal_free(theirs);   /* the class of 5 KiB: its first use a free */
+    for (int i = 0; i < 14; i++)
+        for (int j = 0; j < 3; j++)
+            EXPECT((p[i][j] = nodal_malloc(sizes[i])) != NULL, "malloc(%zu) to succeed", sizes[i]);
+    unsigned free_first = nd_class_of(5000);
+    EXPECT(tc->near_of[free_first] == 1, "the class first used by a free to have the first near record (%u)",
+           tc->near_of[free_first]);
+    for (int i = 0; i < 14; i++) {
+        unsigned c = nd_class_of(sizes[i]);
+        const char *bi = (const char *)nd_bin_info_of(tc, c);
+        if (i < (int)ND_NEAR_BINS - 1) {
+            EXPECT(tc->near_of[c] == (unsigned)i + 2 && bi + sizeof(nd_bin_info) <= (const char *)tc + 4096,
+                   "the class of %zu B, the %d-th the thread used, to have its cold part on the cache's first page "
+                   "(near record %u, at byte %td)", sizes[i], i + 2, tc->near_of[c], bi - (const char *)tc);
+        } else {
+            EXPECT(tc->near_of[c] == 0 && bi == (const char *)&tc->binfo[c] && bi >= (const char *)tc + 4096,
+                   "the class of %zu B, used after the first %u, to have its cold part in binfo (near record %u)", sizes[i],
+                   ND_NEAR_BINS, tc->near_of[c]);
+        }
+        const nd_bin_info *info = nd_bin_info_of(tc, c);
+        uint64_t counted = info->nreq + info->armed - (uint64_t)tc->bins[c].tick;
+        EXPECT(counted == 3, "the class of %zu B to have counted its 3 requests, got %llu", sizes[i],
+               (unsigned long long)counted);
+    }
+    EXPECT(tc->near_used == ND_NEAR_BINS, "every near record given (%u)", tc->near_used);
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    for (int i = 0; i < 14; i++)
+        for (int j = 0; j < 3; j++)
+            nodal_free(p[i][j]);
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold after the frees");
+    return NULL;
+}
+
+static void a_threads_first_classes_have_their_cold_parts_on_its_caches_first_page(void)
+{
+    void *p = nodal_malloc(5000);
+    EXPECT(p != NULL, "malloc(5000) to succeed");
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, use_fourteen_classes, p) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the thread exited");
 }
 
 /* Runs fn in a thread of its own, then checks this thread's heaps. */
@@ -306,6 +364,7 @@ static void run_in_a_thread(void *(*fn)(void *))
 
 static void a_thread_using_a_few_small_classes_writes_a_few_pages_of_its_cache(void)
 {
+    nodal_free(nodal_malloc(16));   /* the process's first thread is this one: the next takes its blocks from the nursery */
     run_in_a_thread(use_the_classes_up_to_160_bytes);
 }
 
@@ -320,23 +379,23 @@ static void *free_first_then_count(void *arg)
     nd_tcache *tc = nd_thread_start();
     EXPECT(tc != NULL, "the thread to start");
     unsigned c = nd_class_of(256);
-    EXPECT(tc->binfo[c].period_left == 0 && tc->binfo[c].armed == 0 && tc->bins[c].tick == 0 &&
+    EXPECT(nd_bin_info_of(tc, c)->period_left == 0 && nd_bin_info_of(tc, c)->armed == 0 && tc->bins[c].tick == 0 &&
            tc->bins[c].empty == NULL, "a class never used to have its cold part and tick zero (period_left %u, tick %lld)",
-           tc->binfo[c].period_left, (long long)tc->bins[c].tick);
+           nd_bin_info_of(tc, c)->period_left, (long long)tc->bins[c].tick);
     nodal_free(theirs);   /* its first use: a free */
-    EXPECT(tc->bins[c].tick == 1 && tc->binfo[c].armed == 1 && tc->binfo[c].period_left == ND_TICK_PERIOD &&
+    EXPECT(tc->bins[c].tick == 1 && nd_bin_info_of(tc, c)->armed == 1 && nd_bin_info_of(tc, c)->period_left == ND_TICK_PERIOD &&
            tc->bins[c].empty - tc->bins[c].cur == 1,
            "a free to set the bin up, armed for one request (tick %lld, armed %u)", (long long)tc->bins[c].tick,
-           tc->binfo[c].armed);
+           nd_bin_info_of(tc, c)->armed);
     const uint64_t n = 3 * ND_TICK_PERIOD + 7;
     for (uint64_t i = 0; i < n; i++)
         nodal_free(nodal_malloc(250));   /* (the class of 256 B) */
-    uint64_t counted = tc->binfo[c].nreq + tc->binfo[c].armed - (uint64_t)tc->bins[c].tick;
+    uint64_t counted = nd_bin_info_of(tc, c)->nreq + nd_bin_info_of(tc, c)->armed - (uint64_t)tc->bins[c].tick;
     EXPECT(counted == n, "%llu requests of the class to be counted, got %llu", (unsigned long long)n,
            (unsigned long long)counted);
     unsigned other = nd_class_of(640);
-    EXPECT(tc->binfo[other].period_left == 0 && tc->bins[other].tick == 0,
-           "a class still never used to have its cold part zero (period_left %u)", tc->binfo[other].period_left);
+    EXPECT(nd_bin_info_of(tc, other)->period_left == 0 && tc->bins[other].tick == 0,
+           "a class still never used to have its cold part zero (period_left %u)", nd_bin_info_of(tc, other)->period_left);
     EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
     return NULL;
 }
@@ -384,14 +443,17 @@ static void a_bins_rooms_keep_their_top_slots_on_one_page(void)
 }
 
 /* A bin's capacity doubles as it runs dry (tcache.h), for bigger fills,
-   but its slots stay in the first area, then the start area, until its
-   blocks need more than its room there (nd_bin_move): a thread that makes
-   28 requests of 160 B (fills of 4, 8 and 16 blocks, or from one: 1, 2,
-   4, 8 and 16, the capacity doubled twice, 32 -> 128, past its start
-   room of 64) holds what is left in its first room, and when it frees
-   them keeps them in its start room; 100 blocks held move it to its middle room. On main a59940e the
-   bin moved to its middle room, another page of slots, at its third fill. */
-#define LAZY_BLOCKS 28
+   but its slots stay in its first room (in its near record), then the
+   start area, until its blocks need more than its room there
+   (nd_bin_move): a thread that makes 12 requests of 160 B (fills of 4 and
+   8 blocks, the capacity doubled once, 32 -> 64, past its first room of
+   12) holds what is left in its first room; 28 more (a fill of 16: more
+   than that room) move it to its start room of 64, where it stays while
+   its capacity doubles past it and it holds what it frees; 100 blocks
+   held move it to its middle room. On main a59940e the bin moved to its
+   middle room, another page of slots, at its third fill. */
+#define LAZY_FIRST  12
+#define LAZY_BLOCKS 40
 static void *grow_a_bin_past_its_start_room(void *arg)
 {
     (void)arg;
@@ -399,14 +461,20 @@ static void *grow_a_bin_past_its_start_room(void *arg)
     EXPECT(tc != NULL, "the thread to start");
     unsigned c = nd_class_of(160);
     void *p[100];
-    for (int i = 0; i < LAZY_BLOCKS; i++)
+    for (int i = 0; i < LAZY_FIRST; i++)
         EXPECT((p[i] = nodal_malloc(160)) != NULL, "malloc(160) to succeed");
     const nd_bin *b = &tc->bins[c];
-    const nd_bin_info *bi = &tc->binfo[c];
+    const nd_bin_info *bi = nd_bin_info_of(tc, c);
     void **start = nd_tcache_slots(tc) + nd_bin_lay(tc, c)->start_end;
+    EXPECT(bi->cap > ND_BIN_FIRST_ROOM, "the bin's capacity to have doubled past its first room (cap %u)", bi->cap);
+    EXPECT(nd_bin_lay(tc, c)->has_first && tc->near_of[c] != 0 &&
+           b->empty == (void **)&tc->near[tc->near_of[c] - 1].room[ND_BIN_FIRST_ROOM],
+           "a bin that holds %td blocks after %d requests to be in its first room", b->empty - b->cur, LAZY_FIRST);
+    for (int i = LAZY_FIRST; i < LAZY_BLOCKS; i++)
+        EXPECT((p[i] = nodal_malloc(160)) != NULL, "malloc(160) to succeed");
     EXPECT(bi->cap > 64, "the bin's capacity to have doubled past its start room of 64 (cap %u)", bi->cap);
-    EXPECT(b->empty == (void **)tc->first_slots + nd_bin_lay(tc, c)->first_end,
-           "a bin that holds %td blocks after %d requests to be in its first room", b->empty - b->cur, LAZY_BLOCKS);
+    EXPECT(b->empty == start, "a bin that holds %td blocks after %d requests to be in its start room",
+           b->empty - b->cur, LAZY_BLOCKS);
     for (int i = 0; i < LAZY_BLOCKS; i++)
         nodal_free(p[i]);
     EXPECT(b->empty == start && b->empty - b->cur >= LAZY_BLOCKS,
@@ -560,9 +628,9 @@ static void *cycle_a_hundred_blocks_of_sixteen_classes(void *arg)
     for (int k = 0; k < MID_CLASSES; k++) {
         unsigned c = nd_class_of(64) + (unsigned)k;
         const nd_bin *b = &tc->bins[c];
-        EXPECT(tc->binfo[c].cap > 64 && tc->binfo[c].cap <= 256,
+        EXPECT(nd_bin_info_of(tc, c)->cap > 64 && nd_bin_info_of(tc, c)->cap <= 256,
                "a bin that cycles %d blocks to have grown past its start room, to at most 256 (class %u: cap %u)", MID_BLOCKS, c,
-               tc->binfo[c].cap);
+               nd_bin_info_of(tc, c)->cap);
         EXPECT((uintptr_t)b->empty > start_end, "the bin to have left the start area");
         for (uintptr_t a = (uintptr_t)b->low / ps; a <= (uintptr_t)b->empty / ps; a++) {
             size_t j = 0;
@@ -594,12 +662,12 @@ static void *only_allocate(void *arg)
         out[i] = nodal_malloc(64);
     nd_tcache *tc = nd_tls_tc;
     unsigned c = nd_class_of(64), small = nd_class_of(16);
-    EXPECT(tc->binfo[c].cap <= 16384 / 64, "a 64 B producer's bin to hold at most 16 KiB (cap %u)", tc->binfo[c].cap);
-    EXPECT(tc->binfo[c].cap >= 64, "it to have grown past its start for bigger fills (cap %u)", tc->binfo[c].cap);
+    EXPECT(nd_bin_info_of(tc, c)->cap <= 16384 / 64, "a 64 B producer's bin to hold at most 16 KiB (cap %u)", nd_bin_info_of(tc, c)->cap);
+    EXPECT(nd_bin_info_of(tc, c)->cap >= 64, "it to have grown past its start for bigger fills (cap %u)", nd_bin_info_of(tc, c)->cap);
     for (int i = 0; i < 20000; i++)
         out[20000 + i] = nodal_malloc(16);
-    EXPECT(tc->binfo[small].cap <= 16384 / 16, "a 16 B producer's bin to hold at most 16 KiB (cap %u)",
-           tc->binfo[small].cap);
+    EXPECT(nd_bin_info_of(tc, small)->cap <= 16384 / 16, "a 16 B producer's bin to hold at most 16 KiB (cap %u)",
+           nd_bin_info_of(tc, small)->cap);
     EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
     return NULL;
 }
@@ -637,9 +705,9 @@ static void *free_two_medium_blocks(void *arg)
         tc = nd_tls_tc;
         unsigned c = nd_class_of(medium_sizes[i]);
         size_t held = (size_t)(tc->bins[c].empty - tc->bins[c].cur);
-        EXPECT(held == 1 && tc->binfo[c].cap == 1,
+        EXPECT(held == 1 && nd_bin_info_of(tc, c)->cap == 1,
                "a thread's bin of %zu B to keep one of the two blocks it freed (it holds %zu, capacity %u)",
-               medium_sizes[i], held, tc->binfo[c].cap);
+               medium_sizes[i], held, nd_bin_info_of(tc, c)->cap);
     }
     /* Bursts of 8 blocks of 48 KiB: the bin grows to hold them. */
     unsigned c = nd_class_of(48 << 10);
@@ -650,8 +718,8 @@ static void *free_two_medium_blocks(void *arg)
         for (int i = 0; i < 8; i++)
             nodal_free(burst[i]);
     }
-    EXPECT(tc->binfo[c].cap >= 4, "a bin of 48 KiB blocks in bursts of 8 to have grown to 4 or more (capacity %u)",
-           tc->binfo[c].cap);
+    EXPECT(nd_bin_info_of(tc, c)->cap >= 4, "a bin of 48 KiB blocks in bursts of 8 to have grown to 4 or more (capacity %u)",
+           nd_bin_info_of(tc, c)->cap);
     EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
     return NULL;
 }
@@ -722,7 +790,7 @@ static kib_bin kib_blocks(void **a)
         a[i] = nodal_malloc(1024);
     nd_tcache *tc = nd_tls_tc;
     unsigned c = nd_class_of(1024);
-    return (kib_bin){ tc, &tc->bins[c], &tc->binfo[c] };
+    return (kib_bin){ tc, &tc->bins[c], nd_bin_info_of(tc, c) };
 }
 
 static void *run_of_requests(void *arg)
@@ -873,12 +941,12 @@ static void *pair_runs(void *arg)
         else
             nodal_free(a[i]);
     nd_tcache *tc = nd_tls_tc;
-    nd_bin_info *bi = &tc->binfo[c];
+    nd_bin_info *bi = nd_bin_info_of(tc, c);
     EXPECT(bi->cap == 2, "the 16 KiB bin to hold two blocks under tcache_bytes=32k (cap %u)", bi->cap);
     nd_tcache_flush_all(tc);
     nd_tcache_xfer_sweep(tc, 0, true);   /* the store's blocks back to their pages too */
     const int run = PAIR_RUN - n;
-    const nd_bin_counters *cs = &tc->binfo[c].counts;
+    const nd_bin_counters *cs = &nd_bin_info_of(tc, c)->counts;
     uint64_t fills = nd_load_relaxed(&cs->fills);
     for (int i = 0; i < run; i++)
         a[i] = nodal_malloc(size);
@@ -933,7 +1001,7 @@ static void *batches_settle(void *arg)
         a[i] = nodal_malloc(1024);
     nd_tcache *tc = nd_tls_tc;
     nd_bin *b = &tc->bins[c];
-    nd_bin_info *bi = &tc->binfo[c];
+    nd_bin_info *bi = nd_bin_info_of(tc, c);
     for (int i = 0; i < SETTLE_W; i++)
         nodal_free(a[i]);
     for (int r = 0; r < 40; r++) {
@@ -946,7 +1014,7 @@ static void *batches_settle(void *arg)
     size_t held = (size_t)(b->empty - b->cur);
     if (held > settle_keep)
         nd_tcache_flush(tc, c, held - settle_keep);
-    const nd_bin_counters *cs = &tc->binfo[c].counts;
+    const nd_bin_counters *cs = &nd_bin_info_of(tc, c)->counts;
     uint64_t fills = 0, flushes = 0;
     for (int r = 0; r < 60; r++) {
         if (r == 30) {
@@ -1202,7 +1270,7 @@ static void *runs_of_16k(void *arg)
         for (int i = 0; i < 64; i++)
             nodal_free(p[i]);
     }
-    *cap = nd_tls_tc->binfo[nd_class_of(16384)].cap;
+    *cap = nd_bin_info_of(nd_tls_tc, nd_class_of(16384))->cap;
     EXPECT(nd_tcache_is_valid(nd_tls_tc), "the cache invariants to hold");
     pthread_barrier_wait(&share_barrier);
     return NULL;
@@ -1235,7 +1303,7 @@ static void *short_runs_of_64_bytes(void *arg)
     pthread_barrier_wait(&share_barrier);
     work_through_four_classes(p);
     unsigned c = nd_class_of(64);
-    const nd_bin_counters *cs = &nd_tls_tc->binfo[c].counts;
+    const nd_bin_counters *cs = &nd_bin_info_of(nd_tls_tc, c)->counts;
     uint64_t before = 0;
     for (int run = 0; run < 50; run++) {
         if (run == 40)
@@ -1245,7 +1313,7 @@ static void *short_runs_of_64_bytes(void *arg)
         for (int i = 0; i < 100; i++)
             nodal_free(p[(i * 37) % 100]);
     }
-    out[0] = nd_tls_tc->binfo[c].cap;
+    out[0] = nd_bin_info_of(nd_tls_tc, c)->cap;
     out[1] = (size_t)(cs->fills + cs->flushes - before);
     EXPECT(nd_tcache_is_valid(nd_tls_tc), "the cache invariants to hold");
     pthread_barrier_wait(&share_barrier);
@@ -1293,7 +1361,7 @@ static uint64_t cycle_slow_paths(const nd_tcache *tc)
 {
     uint64_t n = 0;
     for (int k = 0; k < CYCLE_CLASSES; k++) {
-        const nd_bin_counters *cs = &tc->binfo[nd_class_of(cycle_size[k])].counts;
+        const nd_bin_counters *cs = &nd_bin_info_of(tc, nd_class_of(cycle_size[k]))->counts;
         n += cs->fills + cs->flushes;
     }
     return n;
@@ -1514,15 +1582,15 @@ static void *kib_loops_past_tcache_bytes(void *arg)
     uint64_t before = 0;
     for (int loop = 0; loop < KIB_LOOPS; loop++) {
         if (loop == KIB_LOOPS - 100)
-            before = nd_tls_tc->binfo[c].counts.fills + nd_tls_tc->binfo[c].counts.flushes;
+            before = nd_bin_info_of(nd_tls_tc, c)->counts.fills + nd_bin_info_of(nd_tls_tc, c)->counts.flushes;
         for (size_t i = 0; i < n; i++)
             blocks[i] = nodal_malloc(size);
         for (size_t i = 0; i < n; i++)
             nodal_free(blocks[(i * 7919) % n]);
     }
     nd_tcache *tc = nd_tls_tc;
-    out[0] = (size_t)(tc->binfo[c].counts.fills + tc->binfo[c].counts.flushes - before);
-    out[1] = tc->binfo[c].cap;
+    out[0] = (size_t)(nd_bin_info_of(tc, c)->counts.fills + nd_bin_info_of(tc, c)->counts.flushes - before);
+    out[1] = nd_bin_info_of(tc, c)->cap;
     out[2] = nd_bin_cap_max(tc, c);
     EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
     nodal_free(blocks);
@@ -3140,6 +3208,7 @@ static const struct nd_case cases[] = {
     ND_CASE(random_operations_keep_the_heap_valid),
     ND_CASE(a_cache_gives_slots_only_to_the_classes_a_thread_uses),
     ND_CASE(a_thread_using_a_few_small_classes_writes_a_few_pages_of_its_cache),
+    ND_CASE(a_threads_first_classes_have_their_cold_parts_on_its_caches_first_page),
     ND_CASE(a_classes_cold_part_is_set_up_at_its_first_use_and_counts_exactly),
     ND_CASE(a_bins_rooms_keep_their_top_slots_on_one_page),
     ND_CASE(a_bin_stays_in_its_start_room_while_its_blocks_fit),

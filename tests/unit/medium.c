@@ -176,8 +176,8 @@ static void *consume_medium(void *arg)
     unsigned c = *(unsigned *)arg;
     free_blocks(consumed, CONSUME_N);
     nd_tcache *tc = nd_tls_tc;
-    consumer_flushes = (size_t)nd_load_relaxed(&tc->binfo[c].counts.flushes);
-    consumer_cap = tc->binfo[c].cap;
+    consumer_flushes = (size_t)nd_load_relaxed(&nd_bin_info_of(tc, c)->counts.flushes);
+    consumer_cap = nd_bin_info_of(tc, c)->cap;
     consumer_cap_max = nd_bin_cap_max(tc, c);
     EXPECT(nd_thread_is_valid(), "the consumer's heap to be valid");
     return NULL;
@@ -368,7 +368,7 @@ static void *borrow_from_a_class_never_requested(void *arg)
     const unsigned c24 = nd_class_of(24 << 10), c28 = nd_class_of(28 << 10);
     void *two[2] = {NULL, NULL};
     EXPECT(nd_heap_take_blocks(&tc->heap, c28, two, 2, 2) == 2, "the heap to give two 28 KiB blocks");
-    EXPECT(tc->heap.pages[c24].first == NULL && tc->bins[c28].empty == NULL && tc->binfo[c28].nreq == 0,
+    EXPECT(tc->heap.pages[c24].first == NULL && tc->bins[c28].empty == NULL && nd_bin_info_of(tc, c28)->nreq == 0,
            "a fresh thread with no 24 KiB page and no 28 KiB bin");
     nd_page *pg = NULL;
     /* the block at a multiple of 8 KiB (24 KiB's natural alignment) back */
@@ -380,7 +380,7 @@ static void *borrow_from_a_class_never_requested(void *arg)
     void *q = nodal_malloc(24 << 10);
     EXPECT(q == two[k], "the 24 KiB request to borrow the free 28 KiB block %p (it got %p)", two[k], q);
     EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold after borrowing from a class never requested");
-    const nd_bin_info *bi = &tc->binfo[c28];
+    const nd_bin_info *bi = nd_bin_info_of(tc, c28);
     EXPECT(bi->nreq + bi->armed - (uint64_t)tc->bins[c28].tick == 1,
            "the lender's class to count the one request (nreq %llu, armed %u, tick %lld)",
            (unsigned long long)bi->nreq, (unsigned)bi->armed, (long long)tc->bins[c28].tick);
