@@ -56,10 +56,11 @@
  * way (nd_tcache_stats_add).
  *
  * Heap profiling (prof=1, docs/profiling.md) uses the same tick: each bin
- * counts the bytes to its next sample down (the cache's prof_left, drawn from an
- * exponential distribution of mean prof_rate), and the tick is armed with
- * the requests those bytes make (at most ND_TICK_PERIOD), so the request
- * that crosses the sampling point takes the slow path and is sampled. The
+ * counts the requests to its next sample down (its cold part's prof_left:
+ * the bytes to the sample, drawn from an exponential distribution of mean
+ * prof_rate, over the class's size, rounded up), and the tick is armed
+ * with them (at most ND_TICK_PERIOD), so the request that crosses the
+ * sampling point takes the slow path and is sampled. The
  * fast paths do not change; without profiling armed is ND_TICK_PERIOD.
  */
 #ifndef ND_TCACHE_H
@@ -182,13 +183,21 @@ typedef struct nd_bin_info {
     uint8_t  last;       /* the bin's last refill or overflow: ND_LAST_FILL,
                             ND_LAST_SPILL, or 0 (none yet) */
     uint8_t  filled;     /* the bin ran dry since its last flush */
-    uint8_t  spilled_all; /* the bin's last overflow sent all of it away */
-    uint8_t  spilled_few; /* the bin's last overflow sent less than half of it */
+    uint8_t  spilled_all : 1; /* the bin's last overflow sent all of it away */
+    uint8_t  spilled_few : 1; /* the bin's last overflow sent less than half of it */
     uint8_t  cycles;     /* overflows in a row, each the first after fills,
                             that found the bin cycling whole bins through the
                             transfer store: the one before sent the whole bin
                             away and the fills since took a bin's worth back
                             (at most 255; tcache.c: ND_EXTRA_CYCLES) */
+    uint32_t prof_left;  /* prof=1: the class's requests to its next
+                            sample, counting this way (0: none drawn yet;
+                            with ND_PROF_LEFT_REDRAW, a countdown cut short:
+                            at its end a new one is drawn, no sample taken).
+                            Here, on the pages the class's other cold fields
+                            are, not in an array of the cache's own: that
+                            was on the struct's third OS page, which a thread
+                            of a few small classes then wrote only for it */
     nd_bin_counters counts;   /* the class's counters its fills and overflows
                             write (counters.h: source BIN); the others are in
                             the cache's cstats, on pages a thread that uses a
@@ -271,6 +280,12 @@ extern nd_bin_layout nd_tcache_layouts[ND_LAYOUT_COUNT][ND_CLASS_COUNT] nd_hidde
 #define ND_LAST_SPILL 2u
 #define ND_FIRST_FILL 4
 #define ND_NO_SAMPLE UINT32_MAX
+/* prof=1: a bin's prof_left whose countdown was cut at ND_PROF_LEFT_MAX
+   requests, the gap drawn being longer: at its end no sample is taken, a
+   new gap is drawn (the exponential's rest past a point is the same
+   exponential: the draws stay exact), tcache.c. */
+#define ND_PROF_LEFT_REDRAW 0x80000000u
+#define ND_PROF_LEFT_MAX    (ND_PROF_LEFT_REDRAW - 1)
 
 /* The first area (tcache.h, below): ND_BIN_FIRST_ROOM slots and a
    sentinel for each of the classes below 1 KiB (class.h: 8 of 16-128 B,
@@ -286,9 +301,9 @@ extern nd_bin_layout nd_tcache_layouts[ND_LAYOUT_COUNT][ND_CLASS_COUNT] nd_hidde
    two pages) and that counts remote frees writes 3 pages of its struct
    and not 4 (bench/larson -t 8: after the cold parts, they spanned the
    third and fourth); the pad is what the other classes' cold parts and
-   prof_left leave of the third. */
+   a pad leave of the third. */
 #define ND_TC_CSTATS_AT  (3 * 4096)
-#define ND_TC_CSTATS_PAD 360
+#define ND_TC_CSTATS_PAD 744
 
 /*
  * A thread cache and the heap under it.
@@ -308,7 +323,7 @@ extern nd_bin_layout nd_tcache_layouts[ND_LAYOUT_COUNT][ND_CLASS_COUNT] nd_hidde
  *            OS page, the others' on the third, written only
  *            when the thread first uses their class
  *            (nd_bin_info_init, tcache.c)                      5.6 KiB
- *    11544   prof_left (prof=1's), a pad
+ *    11544   a pad
  *    12288   cstats[48], the heap's other per-class counters,
  *            80 B each (remote frees, slow and direct frees,
  *            ...: counters.h), alone on the fourth OS page     3.75 KiB
@@ -352,8 +367,7 @@ extern nd_bin_layout nd_tcache_layouts[ND_LAYOUT_COUNT][ND_CLASS_COUNT] nd_hidde
  * (tier_api.c) took from bin c for tier t (its owner's plain adds, read
  * by reports as whole words; thread.c attributes them to CPU nodes); a
  * row per bin at the bins' stride, so the fast path finds it from the
- * bin's address. prof_left[c]: prof=1, the bytes of class c's requests to
- * its next sample.
+ * bin's address.
  */
 typedef struct nd_aligned(ND_CACHE_LINE) nd_tcache {
     nd_bin       bins[ND_CLASS_COUNT];
@@ -372,14 +386,13 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_tcache {
     nd_heap      heap;
     void        *first_slots[ND_FIRST_AREA_SLOTS];
     nd_bin_info  binfo[ND_CLASS_COUNT];
-    int64_t      prof_left[ND_CLASS_COUNT];
     uint8_t      cstats_pad[ND_TC_CSTATS_PAD];
     nd_class_counters cstats[ND_CLASS_COUNT];   /* heap.cstats: an OS page of their own */
     uint64_t     tier_hits[ND_CLASS_COUNT][ND_BIN_BYTES / sizeof(uint64_t)];
 } nd_tcache;
 _Static_assert(__builtin_offsetof(nd_tcache, cstats) == ND_TC_CSTATS_AT &&
                ND_CLASS_COUNT * sizeof(nd_class_counters) <= 4096,
-               "the heap's other counters on one OS page of their own (tcache.h; ND_TC_CSTATS_PAD: what binfo and prof_left leave of the third)");
+               "the heap's other counters on one OS page of their own (tcache.h; ND_TC_CSTATS_PAD: what binfo leaves of the third)");
 _Static_assert(sizeof(((nd_tcache *)0)->tier_hits[0]) == ND_BIN_BYTES, "a bin's tier counters at the bins' stride");
 _Static_assert(ND_TIER_COUNT <= ND_BIN_BYTES / sizeof(uint64_t), "a counter per tier in a bin's row");
 _Static_assert(__builtin_offsetof(nd_tcache, binfo) + ND_FIRST_CLASSES * sizeof(nd_bin_info) <= 8192 &&
@@ -526,6 +539,8 @@ double nd_tcache_ln(double x) nd_hidden;
 /* prof=1: arms every bin of tc (its owner's thread) for its first sample
    (a cache made before profiling started, or a new one). */
 void    nd_tcache_prof_rearm(nd_tcache *tc) nd_hidden;
+/* prof=1: a new countdown for bin c of tc (its prof_left), in requests. */
+uint32_t nd_tcache_prof_draw(nd_tcache *tc, unsigned c) nd_hidden;
 /* Takes back the count of a request of class c that failed; returns NULL. */
 void *nd_tcache_uncount(nd_tcache *tc, unsigned c) nd_hidden;
 /* Refills bin c, empty, from the heap (its blocks then in [cur, empty));
