@@ -624,6 +624,20 @@ void nd_os_rss(size_t *current, size_t *peak)
     *peak = nd_status_kib(buf, "VmHWM:");
 }
 
+size_t nd_os_resident(const void *p, size_t len)
+{
+    size_t ps = nd_os_page_size(), n = 0;
+    unsigned char v[256];
+    for (size_t off = 0; off < len; off += sizeof v * ps) {
+        size_t chunk = len - off < sizeof v * ps ? len - off : sizeof v * ps;
+        if (mincore((char *)p + off, chunk, v) != 0)
+            return 0;
+        for (size_t i = 0; i < (chunk + ps - 1) / ps; i++)
+            n += v[i] & 1;
+    }
+    return n * ps;
+}
+
 _Noreturn void nd_os_abort(void) { abort(); }
 
 long nd_os_pid(void) { return (long)getpid(); }
