@@ -547,7 +547,6 @@ nd_hot nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool sha
        of the other classes' cold parts and counters are left for the
        thread to write if it uses them. */
     nd_store_relaxed((char *)&tc->binfo[0].nreq, (char)0);
-    tc->prof_slab = NULL;
     tc->prof_slab_busy = 0;
     nd_heap_init(&tc->heap, tid, node, bound, tc->cstats);
     if (!shared)
@@ -631,7 +630,6 @@ void nd_tcache_lost(const nd_tcache *tc)
 
 nd_hot void nd_tcache_destroy(nd_tcache *tc)
 {
-    nd_tcache_slab_drop(tc);
     nd_tcache_lost(tc);
     nd_assert(tc->secure == NULL);   /* secure.c detached it */
     nd_meta_free(tc, nd_tcache_bytes(tc->slot_bytes));
@@ -1809,8 +1807,6 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
                                           : tc->look_arm != nd_tcache_look_arm && tc->look_arm != nd_tcache_look_watched)
         return false;
     if (tc->heap.cstats != tc->cstats)   /* its heap counts in the cache's array (tcache.h) */
-        return false;
-    if (tc->prof_slab != NULL && !nd_slab_is_valid(tc->prof_slab))
         return false;
     return nd_heap_is_valid(&tc->heap);
 }

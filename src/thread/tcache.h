@@ -375,13 +375,12 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_tcache {
     uint32_t     gc_samples;
     uint32_t     kind;          /* nd_kind_of(heap.bound, heap.node) (secure=1: | ND_KIND_SEALED); the free fast path compares pages' kind with it */
     uint8_t      layout;        /* its kind's nd_tcache_layouts row: ND_LAYOUT_NONE, _PLAIN or _BOUND */
-    uint8_t      prof_slab_busy;   /* prof=1: its thread is cutting a cell (a signal handler's sample is not taken) */
+    uint8_t      prof_slab_busy;   /* prof=1: its thread is cutting a cell of its kind's slab (slab.h; a signal handler's sample is not taken) */
     uint8_t      fill_from_one; /* its bins' first fill takes one block, or a pair of cache lines' worth (a cache the nursery may serve: tcache.c, nd_bin_first_fill) */
     const uint32_t *look_arm;   /* plain: nd_tcache_look_arm, or nd_tcache_look_watched while watched; NULL for the others */
     size_t       cap_bytes;     /* sum over the bins of cap * class size (bounded by tcache_total, or by its share of it while CPUs are shared, bins of up to ND_BIN_SHARED_FLOOR bytes aside; past either by cap_extra) */
     size_t       cap_extra;     /* bytes of capacity past tcache_total, or past its share of it while CPUs are shared, drawn from the process's pool (tcache.c: ND_EXTRA_MULT) */
     uint64_t     prof_rng;      /* prof=1: the state of the sampling draws */
-    struct nd_slab *prof_slab;   /* prof=1: the slab its small samples take cells of (slab.h), or NULL */
     struct nd_secure *secure;   /* secure=1: random bins and quarantine (secure.h) */
     nd_heap      heap;
     void        *first_slots[ND_FIRST_AREA_SLOTS];
