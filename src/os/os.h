@@ -144,8 +144,8 @@ void        nd_os_keep_stderr(void) nd_hidden;
 /* Resident set and its peak, from /proc/self/status (bytes; 0 if unknown). */
 void        nd_os_rss(size_t *current, size_t *peak) nd_hidden;
 /* Bytes of the OS pages of [p, p + len) (p page-aligned) resident now
-   (mincore: a page only read, the kernel's zero page, counts too); 0 if
-   unknown. */
+   and written (/proc/self/pagemap: a page only read maps the kernel's
+   zero page, which RSS does not count, nor this); 0 if unknown. */
 size_t      nd_os_resident(const void *p, size_t len) nd_hidden;
 _Noreturn void nd_os_abort(void) nd_hidden;
 long        nd_os_pid(void) nd_hidden;

@@ -1,7 +1,7 @@
 /*
  * slab.c - the heap profile's sample slabs (prof=1; see slab.h): the
- * cell slab of each node and kind of memory, for small samples; cutting, finding and freeing its
- * cells, and its debug check.
+ * cell slab of each node and kind of memory, for small samples; cutting,
+ * finding and freeing its cells, and its debug check.
  */
 #include "slab.h"
 
