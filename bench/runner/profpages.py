@@ -43,15 +43,16 @@ therefore also counts the pages the profile itself has, exactly, at its
 snapshot (metric prof_own_kib; h52p):
 
     own = nodal's file pages (code, read-only data, data, .bss; by file
-          offset) resident in the prof=1 run and in none of the row's
-          default runs
+          offset) resident in the prof=1 run, each for the share of the
+          row's default runs that do not have it (a thread's exit may
+          run code of the sample's section: nd_os_yield, large.c's)
         + the resident bytes of the profile's tables and its unwinder's
           cache (statistic prof_table_bytes at exit: pages stay once
           written, so it bounds the snapshot's)
         + the cell slabs' pages at the snapshot, and the header pages of
           the large segments that hold one (the program's own large
           blocks may share them: counted whole)
-        + the stacks' pages past the highest of the row's default runs
+        + the stacks' pages past the median of the row's default runs
 
     ratio = (peak(default) + own) / peak(default), per pair
 
@@ -187,14 +188,21 @@ def run(bindir, todo, log, seq0=300000):
                         case.id, " ".join(args)[-30:], v.name, fixed, blocks, peak))
             # own (above): each prof=1 run against all of the row's default runs
             offs = [r for r in runs if r[1].name != PROF_ON]
-            off_lib = set().union(*[r[2] for r in offs]) if offs else set()
-            off_stack = max([r[3] for r in offs] or [0])
+            off_lib = {}
+            for r in offs:
+                for pg in r[2]:
+                    off_lib[pg] = off_lib.get(pg, 0) + 1
+            off_stack = statistics.median([r[3] for r in offs] or [0])
             for rep, v, libpages, stack, groups, table, line in runs:
                 if v.name != PROF_ON:
                     continue
-                parts = {"file": len(libpages - off_lib) * pm.PAGE // 1024, "tables": table,
+                # a page the default runs have in some of their snapshots
+                # (a thread's exit path in the sample's section, under load)
+                # counts for the share of them that lack it
+                fresh = sum(1 - off_lib.get(pg, 0) / len(offs) for pg in libpages) if offs else len(libpages)
+                parts = {"file": round(fresh * pm.PAGE / 1024), "tables": table,
                          "slabs": groups.get("seg cell slabs", 0) + groups.get("_slab_seg_header", 0),
-                         "stacks": max(0, stack - off_stack)}
+                         "stacks": max(0, round(stack - off_stack))}
                 seq += 1
                 samples.append({"rep": rep, "seq": seq, "case": case.id, "group": case.group, "variant": v.name,
                                 "workload": line[0], "params": line[1], "metric": "prof_own_kib",
