@@ -25,7 +25,9 @@ segment map's leaves, and the program's own mappings if it makes any).
 With -l it takes no snapshot once the program has printed its first
 result line (bench/'s programs print VmHWM there as peak_rss_kib, and
 flush it): what comes after (the exit, the heap profile's exit dump)
-is not the peak the line gives. With -r RUNS it runs RUNS times and
+is not the peak the line gives; a snapshot taken while the line was
+already in the pipe is dropped (the program printed it, then ran on
+into its exit before the poll read it). With -r RUNS it runs RUNS times and
 prints each group's median. -p
 LIB,libc.so.6,anon lists the last run's resident pages of those objects
 (file offsets; .bss and anonymous pages: offsets in their mapping).
@@ -119,6 +121,7 @@ def snapshot(pid, lib):
             pagelist.append((g, p))
 
     segcache = {}
+    large_heads, slab_segs = {}, set()
     with open("/proc/%d/pagemap" % pid, "rb") as pm, open("/proc/%d/mem" % pid, "rb") as mem:
         prev = None
         for idx, (a, b, perm, name, _off) in enumerate(maps):
@@ -156,12 +159,18 @@ def snapshot(pid, lib):
                         add("other anon (nodal metadata, arenas)", 1, [("%x-%x" % (a, b), p - a)] if "anon" in DUMP else ())
                     elif p - base < (16 << 10):
                         add("seg header", 1)
+                        if k == "large":
+                            large_heads[base] = large_heads.get(base, 0) + 1
                     elif k == "large" and is_cell_slab(mem, p, base):
                         add("seg cell slabs", 1)
+                        slab_segs.add(base)
                     else:
                         add("seg blocks %s" % k, 1)
             prev = (a, b, perm, name)
     groups["_pages"] = pagelist
+    # The header pages of the large segments that hold a cell slab (in
+    # "seg header" too): what the profile's slabs add there at most.
+    groups["_slab_seg_header"] = sum(n for b, n in large_heads.items() if b in slab_segs) * PAGE // 1024
     return groups
 
 
@@ -207,7 +216,16 @@ def run_once(lib, argv, interval, until_result=False, env=None):
                 os.kill(p.pid, signal.SIGSTOP)
                 time.sleep(0.0005)
                 g = snapshot(p.pid, lib)
-                tot = sum(v for k, v in g.items() if k != "_pages")
+                tot = sum(v for k, v in g.items() if not k.startswith("_"))
+                if until_result:
+                    # printed before it stopped: this snapshot may be of
+                    # its exit (the exit statistics, the profile's dump)
+                    try:
+                        early += p.stdout.read() or b""
+                    except (OSError, TypeError):
+                        pass
+                    if b"result " in early:
+                        tot = 0
                 if tot > best:
                     best, best_groups = tot, g
             except (OSError, ProcessLookupError):
@@ -251,7 +269,8 @@ def main(argv):
         for g, (where, off) in results[-1][1]["_pages"]:
             print("page %s %s %#x" % (g.replace(" ", "_"), where, off))
     for r in results:
-        r[1].pop("_pages", None)
+        for k in [k for k in r[1] if k.startswith("_")]:
+            r[1].pop(k)
     keys = sorted({k for _, g, _ in results for k in g}, key=lambda k: -statistics.median(r[1].get(k, 0) for r in results))
     print("%-44s %9s   (median of %d runs; KiB)" % ("group", "KiB", runs))
     for k in keys:

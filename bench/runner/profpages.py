@@ -35,12 +35,42 @@ row's spread, centred on 1). The program's large blocks (mstress: up to
 4 MiB) are blocks; before h51p's last change they were in fixed, where
 their spread (which of them were resident at the snapshot) gave mstress
 -t 2 a median extra of -1.6 MiB.
+
+The pairs' extra moves with nodal's bookkeeping, which follows what the
+program holds at the snapshot (mstress: MiBs; xthread: what its rings
+hold), so some rows stay open however many pairs run. Each prof=1 run
+therefore also counts the pages the profile itself has, exactly, at its
+snapshot (metric prof_own_kib; h52p):
+
+    own = nodal's file pages (code, read-only data, data, .bss; by file
+          offset) resident in the prof=1 run, each for the share of the
+          row's default runs that do not have it (a thread's exit may
+          run code of the sample's section: nd_os_yield, large.c's)
+        + the resident bytes of the profile's tables and its unwinder's
+          cache (statistic prof_table_bytes at exit: pages stay once
+          written, so it bounds the snapshot's)
+        + the cell slabs' pages at the snapshot, and the header pages of
+          the large segments that hold one (the program's own large
+          blocks may share them: counted whole)
+        + the stacks' pages past the median of the row's default runs
+
+    ratio = (peak(default) + own) / peak(default), per pair
+
+It assumes the profile writes no other page of nodal's bookkeeping (the
+thread caches' pages: tests/unit/prof.c,
+a_sampling_thread_writes_no_more_pages_of_its_cache; batchq -w 2's
+anonymous pages by the mmap call that made them, strace -k, the same with
+and without the profile but for its tables and slabs: docs/results.md,
+h52p) and that it does not change which blocks the program holds (the
+blocks' ratio, as above).
 """
 
+import json
 import os
 import shutil
 import statistics
 import sys
+import tempfile
 
 from .execute import parse_results
 
@@ -61,6 +91,7 @@ NO_ASLR = ["setarch", "-R"]
 PASS = "prof-pages"
 # peakmap.py's groups of the program's blocks.
 BLOCK_GROUPS = ("seg blocks small", "seg blocks medium", "seg blocks large", "seg blocks huge")
+STACKS = ("thread stacks", "main stack")
 # The groups counted as what the profile may add: nodal's own file ("LIB
 # ..."), and the anonymous memory that is not the program's blocks.
 FIXED_ANON = ("other anon (nodal metadata, arenas)", "seg header", "seg cell slabs", "thread stacks",
@@ -110,27 +141,41 @@ def run(bindir, todo, log, seq0=300000):
     """todo: [(case, [default variant, prof variant])]. Returns (samples,
     problems): per row, column and pair, metrics prof_fixed_kib,
     prof_blocks_kib and prof_peak_kib, pass "prof-pages"."""
+    from .report import PROF_ON
     pm = _peakmap()
+    pm.DUMP.add("LIB")   # nodal's file pages by offset (own, above)
     pre = NO_ASLR if shutil.which(NO_ASLR[0]) else []
     samples, problems = [], []
     seq = seq0
+    statdir = tempfile.mkdtemp(prefix="profpages.")
+    statf = os.path.join(statdir, "s.json")
     for case, vs in todo:
         for args in units(case):
             path = os.path.join(bindir, case.program)
+            runs = []   # (rep, variant, LIB pages, stacks KiB, groups, tables KiB, result line)
             for rep in range(REPS):
                 for v in vs[rep % 2:] + vs[:rep % 2]:
                     env = v.environ(os.environ)
+                    if v.name == PROF_ON:   # the exit statistics to a file: prof_table_bytes (own, above)
+                        env["NODAL_OPTIONS"] = ",".join(x for x in (env.get("NODAL_OPTIONS", ""), "stats=json",
+                                                                    "stats_file=" + statf) if x)
                     try:
                         _, groups, hwm, out = pm.run_once(env.get("LD_PRELOAD", ""), pre + [path] + args + v.args,
                                                           0.0005, until_result=True, env=env)
                     except Exception as e:      # one row failing must not stop the table
                         problems.append("prof pages %s %s %s: %s" % (case.id, " ".join(args), v.name, e))
                         continue
+                    table = _stat(statf, "prof_table_bytes")
                     lines = list(parse_results(out))
                     if len(lines) != 1 or not groups:
                         problems.append("prof pages %s %s: %d result lines, %d groups" % (
                             case.id, " ".join(args), len(lines), len(groups)))
                         continue
+                    if v.name == PROF_ON and table is None:
+                        problems.append("prof pages %s %s: no prof_table_bytes" % (case.id, " ".join(args)))
+                    libpages = {(g, off) for g, (_, off) in groups.get("_pages", []) if g.startswith("LIB ")}
+                    runs.append((rep, v, libpages, sum(groups.get(g, 0) for g in STACKS), groups,
+                                 (table or 0) // 1024, lines[0]))
                     blocks, fixed = split(groups)
                     peak = lines[0][2].get("peak_rss_kib") or hwm
                     for metric, x in (("prof_fixed_kib", fixed), ("prof_blocks_kib", blocks),
@@ -141,13 +186,57 @@ def run(bindir, todo, log, seq0=300000):
                                         "metric": metric, "value": float(x), "status": "ok", "pass": PASS})
                     log("  %-22s %-30s %-12s fixed %6d KiB, blocks %7d KiB, peak %7d KiB" % (
                         case.id, " ".join(args)[-30:], v.name, fixed, blocks, peak))
+            # own (above): each prof=1 run against all of the row's default runs
+            offs = [r for r in runs if r[1].name != PROF_ON]
+            off_lib = {}
+            for r in offs:
+                for pg in r[2]:
+                    off_lib[pg] = off_lib.get(pg, 0) + 1
+            off_stack = statistics.median([r[3] for r in offs] or [0])
+            for rep, v, libpages, stack, groups, table, line in runs:
+                if v.name != PROF_ON:
+                    continue
+                # a page the default runs have in some of their snapshots
+                # (a thread's exit path in the sample's section, under load)
+                # counts for the share of them that lack it
+                fresh = sum(1 - off_lib.get(pg, 0) / len(offs) for pg in libpages) if offs else len(libpages)
+                parts = {"file": round(fresh * pm.PAGE / 1024), "tables": table,
+                         "slabs": groups.get("seg cell slabs", 0) + groups.get("_slab_seg_header", 0),
+                         "stacks": max(0, round(stack - off_stack))}
+                seq += 1
+                samples.append({"rep": rep, "seq": seq, "case": case.id, "group": case.group, "variant": v.name,
+                                "workload": line[0], "params": line[1], "metric": "prof_own_kib",
+                                "value": float(sum(parts.values())), "status": "ok", "pass": PASS})
+                log("  %-22s %-30s own %4d KiB: %s" % (case.id, " ".join(args)[-30:], sum(parts.values()),
+                                                        ", ".join("%s %d" % kv for kv in parts.items())))
+    shutil.rmtree(statdir, ignore_errors=True)
     return samples, problems
+
+
+def _stat(path, name):
+    """Statistic `name` of the exit report stats=json wrote to path (the
+    file removed after), or None."""
+    try:
+        with open(path) as f:
+            text = f.read()
+        os.unlink(path)
+    except OSError:
+        return None
+    key = '"%s":' % name
+    i = text.find(key)
+    if i < 0:
+        return None
+    num = text[i + len(key):].lstrip()
+    digits = len(num) - len(num.lstrip("0123456789"))
+    return int(num[:digits]) if digits else None
 
 
 def ratios(samples, group):
     """{row: ([(peak(default) + extra) / peak(default) per pair], [blocks
     prof=1 / default per pair], [extra KiB per pair])} of pass prof-pages,
-    pairs by repetition."""
+    pairs by repetition; extra is the prof=1 run's own pages (prof_own_kib)
+    where it was counted, else fixed(prof=1) - fixed(default) (runs of
+    before h52p)."""
     from .report import PROF_OFF, PROF_ON, param_key
     by = {}
     for s in samples:
@@ -163,7 +252,7 @@ def ratios(samples, group):
                 continue
             if off["prof_peak_kib"] <= 0 or off["prof_blocks_kib"] <= 0:
                 continue
-            extra = on["prof_fixed_kib"] - off["prof_fixed_kib"]
+            extra = on["prof_own_kib"] if "prof_own_kib" in on else on["prof_fixed_kib"] - off["prof_fixed_kib"]
             rs.append((off["prof_peak_kib"] + extra) / off["prof_peak_kib"])
             bs.append(on["prof_blocks_kib"] / off["prof_blocks_kib"])
             ds.append(extra)

@@ -20,6 +20,7 @@
 #include "node.h"
 #include "options.h"
 #include "os.h"
+#include "prof.h"
 #include "out.h"
 #include "shared.h"
 #include "thread.h"
@@ -91,6 +92,7 @@ static void nd_snapshot_take(nd_snapshot *s, bool since_reset)
     s->t.peak_mapped = s->t.peak_segment_bytes + s->t.metadata;   /* metadata only grows */
     nd_os_rss(&s->t.rss, &s->t.peak_rss);
     s->t.large_cached_bytes = nd_large_cached_bytes();
+    s->t.prof_table_bytes = nd_prof_table_bytes();
     uint64_t small = 0;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         nd_snap_class *k = &s->cls[c];

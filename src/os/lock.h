@@ -50,6 +50,7 @@
     X(shared_heap,  ND_LOCKS_PER_NODE_KIND, "one shared heap (per node; plain, bound): the heap of threads that have no cache of their own (starting or exiting), and of small requests a thread's own heap had no room for (an address-space limit)") \
     X(nursery,      ND_LOCKS_PER_NODE, "one node's nursery (nursery.h): the shared heap whose pages serve the first few blocks of each small class to threads' plain caches") \
     X(tight,        ND_LOCKS_PER_NODE, "one node's tight slabs (tight.h): the large blocks cut into cells near an address-space limit, their cells in use") \
+    X(prof_slab,    ND_LOCKS_PER_NODE_KIND, "prof=1: the cell slab of one node and kind of memory (plain, bound), shared by the threads whose small samples take its cells (slab.h): cutting a cell, taking a freed one again, a new slab") \
     X(large_pool,   ND_LOCKS_PER_NODE_KIND, "one pool of large-block segments (per node; plain, bound): its segments' chunk masks and block descriptors") \
     X(node,         ND_LOCKS_PER_NODE, "one node's caches of free segments and of freed huge mappings, and its abandoned segments") \
     X(meta,         1,                "the metadata allocator (thread records, thread caches, heaps)")

@@ -624,6 +624,28 @@ void nd_os_rss(size_t *current, size_t *peak)
     *peak = nd_status_kib(buf, "VmHWM:");
 }
 
+size_t nd_os_resident(const void *p, size_t len)
+{
+    uintptr_t ps = nd_os_page_size(), a = (uintptr_t)p, b = a + len;
+    int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return 0;
+    size_t n = 0;
+    uint64_t ent[64];
+    for (uintptr_t q = a; q < b;) {
+        size_t k = (b - q + ps - 1) / ps < 64 ? (b - q + ps - 1) / ps : 64;
+        if (pread(fd, ent, k * sizeof ent[0], (off_t)(q / ps * sizeof ent[0])) != (ssize_t)(k * sizeof ent[0]))
+            break;
+        /* present, and not the shared zero page (neither mapped here
+           alone, bit 56, nor a file's or shared page, bit 61) */
+        for (size_t i = 0; i < k; i++)
+            n += (ent[i] >> 63 & 1) && ((ent[i] >> 56 & 1) || (ent[i] >> 61 & 1));
+        q += k * ps;
+    }
+    syscall(SYS_close, fd);
+    return n * ps;
+}
+
 _Noreturn void nd_os_abort(void) { abort(); }
 
 long nd_os_pid(void) { return (long)getpid(); }

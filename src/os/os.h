@@ -143,6 +143,10 @@ void        nd_os_close(int fd) nd_hidden;
 void        nd_os_keep_stderr(void) nd_hidden;
 /* Resident set and its peak, from /proc/self/status (bytes; 0 if unknown). */
 void        nd_os_rss(size_t *current, size_t *peak) nd_hidden;
+/* Bytes of the OS pages of [p, p + len) (p page-aligned) resident now
+   and written (/proc/self/pagemap: a page only read maps the kernel's
+   zero page, which RSS does not count, nor this); 0 if unknown. */
+size_t      nd_os_resident(const void *p, size_t len) nd_hidden;
 _Noreturn void nd_os_abort(void) nd_hidden;
 long        nd_os_pid(void) nd_hidden;
 /* The program's name as the kernel knows it (/proc/self/comm). */
@@ -190,6 +194,9 @@ int         nd_os_unwind(uintptr_t *ips, uintptr_t *cfas, int max) nd_hidden;
    -1 where it is not built (nd_os_unwind_own_ok false). */
 int         nd_os_unwind_own(uintptr_t *ips, uintptr_t *cfas, int max) nd_noinline nd_hidden;
 bool        nd_os_unwind_own_ok(void) nd_hidden;
+/* The resident bytes of nodal's unwinder's own memory (its cache of
+   frames' rules, mapped at its first walk; 0 before). */
+size_t      nd_os_unwind_resident(void) nd_hidden;
 /* fork(): the prepare handler waits (a bounded time) until no walk is
    opening or closing a file, and until the parent's or the child's handler
    walks open and close none (they read in place, and leave their files to

@@ -882,6 +882,12 @@ static uint64_t *nd_uw_cache_slot(uintptr_t pc)
     return &c[(uint32_t)((pc * 0x9e3779b97f4a7c15ull) >> 54) & (ND_UW_CACHE - 1)];
 }
 
+size_t nd_os_unwind_resident(void)
+{
+    uint64_t *c = __atomic_load_n(&nd_uw_cache, __ATOMIC_ACQUIRE);
+    return c == NULL ? 0 : nd_os_resident(c, ND_UW_CACHE * sizeof *c);
+}
+
 static bool nd_uw_cached(uintptr_t pc, nd_uw_rules *r)
 {
     uint64_t e = __atomic_load_n(nd_uw_cache_slot(pc), __ATOMIC_RELAXED);
@@ -1000,6 +1006,7 @@ int nd_os_unwind_own(uintptr_t *ips, uintptr_t *cfas, int max)
 }
 
 bool nd_os_unwind_own_ok(void) { return false; }
+size_t nd_os_unwind_resident(void) { return 0; }
 
 void nd_os_unwind_fork_prepare(void) {}
 void nd_os_unwind_fork_parent(void) {}

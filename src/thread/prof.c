@@ -159,6 +159,14 @@ static __thread uint64_t nd_prof_big_rng;
 
 nd_hot bool nd_prof_is_on(void) { return nd_load_relaxed(&nd_tcache_prof_rate) != 0; }
 int64_t nd_prof_rate(void) { return nd_load_relaxed(&nd_tcache_prof_rate); }
+size_t nd_prof_table_bytes(void)
+{
+    if (!nd_prof_is_on())
+        return 0;
+    return nd_os_resident(nd_prof_t.site_tab, ND_PROF_SITES * sizeof(nd_prof_site)) +
+           nd_os_resident(nd_prof_t.site_idx1, ND_PROF_IDX1 * sizeof(uint32_t)) +
+           nd_os_resident(nd_prof_t.live_tab, ND_PROF_LIVE * sizeof(nd_prof_slot)) + nd_os_unwind_resident();
+}
 const nd_prof_site *nd_prof_sites(void) { return nd_prof_t.site_tab; }
 int64_t nd_prof_live_bytes(void)
 {

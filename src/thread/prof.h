@@ -151,5 +151,9 @@ uint64_t nd_prof_dropped(void) nd_hidden;
 uint64_t nd_prof_samples(void) nd_hidden;
 uint64_t nd_prof_unwinds(void) nd_hidden;
 int64_t  nd_prof_rate(void) nd_hidden;
+/* The resident (written) bytes of the profile's own tables (the sites, their second
+   index, the live samples) and of the unwinder's memory: 0 while
+   profiling is off (statistics: prof_table_bytes). */
+size_t   nd_prof_table_bytes(void) nd_hidden;
 
 #endif /* ND_PROF_H */

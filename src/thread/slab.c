@@ -1,11 +1,12 @@
 /*
- * slab.c - the heap profile's sample slabs (prof=1; see slab.h): a
- * cache's cell slab for small samples; cutting, finding and freeing its
- * cells, and its debug check.
+ * slab.c - the heap profile's sample slabs (prof=1; see slab.h): the
+ * cell slab of each node and kind of memory, for small samples; cutting,
+ * finding and freeing its cells, and its debug check.
  */
 #include "slab.h"
 
 #include "large.h"
+#include "lock.h"
 #include "os.h"
 #include "page.h"
 #include "tcache.h"
@@ -36,17 +37,23 @@ size_t nd_slab_unref(nd_segment *s, nd_page *pg)
     return bytes;
 }
 
-nd_hot void nd_tcache_slab_drop(nd_tcache *tc)
+/* prof=1: the cell slab of each node and kind of memory (2 * node +
+   bound: plain 0, bound 1), which the samples of every thread whose cache
+   is of that kind take cells of (slab.h), or NULL; under its lock
+   (lock.h: prof_slab). In nodal's .data, whose one OS page every process
+   has resident (as the unwinder's variables, unwind.c), not on a page of
+   .bss of its own. */
+static nd_slab *nd_slab_shared[2 * ND_MAX_NODES] __attribute__((section(".data.nodal_slab"), aligned(64)));
+
+static unsigned nd_slab_key(const nd_tcache *tc) { return 2u * (unsigned)tc->heap.node + (tc->heap.bound != 0); }
+
+nd_slab *nd_slab_current(int node, bool bound)
 {
-    nd_slab *slab = tc->prof_slab;
-    if (slab == NULL)
-        return;
-    tc->prof_slab = NULL;
-    nd_slab_unref(nd_seg_base(slab), nd_slab_page(slab));
+    return nd_load_acquire(&nd_slab_shared[2u * (unsigned)node + bound]);
 }
 
-/* A new cell slab of tc's kind of memory, one OS page (its cache's
-   reference taken), or NULL. */
+/* A new cell slab of tc's kind of memory, one OS page (the reference of
+   its node's and kind's pointer taken), or NULL. */
 static nd_slab *nd_slab_new(nd_tcache *tc)
 {
     size_t bytes;
@@ -64,7 +71,7 @@ static nd_slab *nd_slab_new(nd_tcache *tc)
     return slab;
 }
 
-/* A freed cell of slab (its owner's thread) that a cell of `size` bytes
+/* A freed cell of slab (under its lock) that a cell of `size` bytes
    aligned to `align` fits: the one of the smallest class; NULL if none. */
 static nd_slab_cell *nd_slab_dead_cell(nd_slab *slab, uint32_t size, uint32_t align)
 {
@@ -83,14 +90,16 @@ static nd_slab_cell *nd_slab_dead_cell(nd_slab *slab, uint32_t size, uint32_t al
     return best;
 }
 
-/* The cut itself (nd_sample_slab), with the cache's slab marked busy. */
+/* The cut itself (nd_sample_slab), under the slab's lock, tc's cache
+   marked busy. */
 static void *nd_sample_slab_cut(nd_tcache *tc, unsigned c, nd_slab_cell **cellp)
 {
     uint32_t size = nd_class_size[c], align = size & -size;
+    nd_slab **shared = &nd_slab_shared[nd_slab_key(tc)];
     nd_assert(size <= ND_SLAB_CELL_MAX);
     for (int tries = 0; tries < 2; tries++) {
-        nd_slab *slab = tc->prof_slab;
-        if (slab != NULL && nd_seg_base(slab)->node == tc->heap.node) {
+        nd_slab *slab = *shared;
+        if (slab != NULL) {
             uint32_t off = (slab->top + align - 1) & ~(align - 1), n = slab->ncells;
             if (n < ND_SLAB_CELLS && off + size <= slab->bytes) {
                 nd_slab_cell *cell = &slab->cells[n];
@@ -119,11 +128,14 @@ static void *nd_sample_slab_cut(nd_tcache *tc, unsigned c, nd_slab_cell **cellp)
                 return (char *)slab + cell->off;
             }
         }
-        /* Full (or of the node the heap left): the next one. */
-        nd_tcache_slab_drop(tc);
-        tc->prof_slab = nd_slab_new(tc);
-        if (tc->prof_slab == NULL)
+        /* Full: the next one; the full one goes back to its pool once
+           its last live cell is freed. */
+        nd_slab *next = nd_slab_new(tc);
+        if (next == NULL)
             return NULL;
+        nd_store_release(shared, next);
+        if (slab != NULL)
+            nd_slab_unref(nd_seg_base(slab), nd_slab_page(slab));
     }
     return NULL;
 }
@@ -137,7 +149,14 @@ void *nd_sample_slab(nd_tcache *tc, unsigned c, nd_slab_cell **cellp)
         return NULL;
     tc->prof_slab_busy = 1;
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
+    nd_lock_t *lock = ND_LOCK(prof_slab, nd_slab_key(tc));
+    nd_lock(lock);
     void *p = nd_sample_slab_cut(tc, c, cellp);
+#if ND_DEBUG >= 1
+    nd_slab *slab = nd_slab_shared[nd_slab_key(tc)];
+    nd_assert(slab == NULL || nd_slab_is_valid(slab));
+#endif
+    nd_unlock(lock);
     __atomic_signal_fence(__ATOMIC_SEQ_CST);
     tc->prof_slab_busy = 0;
     return p;
@@ -170,7 +189,7 @@ nd_slab_cell *nd_slab_cell_find(const nd_page *pg, const void *p)
     return lo < n && slab->cells[lo].off == off ? &slab->cells[lo] : NULL;
 }
 
-/* Debug check of a cache's slab (its owner's thread: no cell is added
+/* Debug check of a current slab (under its lock: no cell is added
    meanwhile; frees may take cells, so refs is read first). */
 bool nd_slab_is_valid(nd_slab *slab)
 {

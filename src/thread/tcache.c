@@ -545,7 +545,6 @@ nd_hot nd_tcache *nd_tcache_create(uintptr_t tid, int node, bool bound, bool sha
        of the heap's queues and of the other classes' cold parts and
        counters are left for the thread to write if it uses them.) */
     tc->slot_bytes = (uint32_t)(slots * sizeof(void *));
-    tc->prof_slab = NULL;
     tc->prof_slab_busy = 0;
     nd_heap_init(&tc->heap, tid, node, bound, tc->cstats);
     if (!shared)
@@ -587,8 +586,8 @@ static nd_hot nd_noinline void nd_bin_info_init(nd_tcache *tc, unsigned c, int64
     /* prof=1: its first sample's gap drawn now, so that this request
        counts toward it (nd_tcache_prof_arm), as when a cache armed every
        bin for its first sample when it was made */
-    if (nd_unlikely(nd_load_relaxed(&nd_tcache_prof_rate) != 0) && !tc->heap.shared && tc->prof_left[c] == 0)
-        tc->prof_left[c] = nd_tcache_prof_gap(&tc->prof_rng);
+    if (nd_unlikely(nd_load_relaxed(&nd_tcache_prof_rate) != 0) && !tc->heap.shared && bi->prof_left == 0)
+        bi->prof_left = (uint16_t)nd_tcache_prof_draw(tc, c);
 }
 
 /* Has bin c its slots yet (nd_bin_activate)? */
@@ -634,7 +633,6 @@ void nd_tcache_lost(const nd_tcache *tc)
 
 nd_hot void nd_tcache_destroy(nd_tcache *tc)
 {
-    nd_tcache_slab_drop(tc);
     nd_tcache_lost(tc);
     nd_assert(tc->secure == NULL);   /* secure.c detached it */
     nd_meta_free(tc, nd_tcache_bytes(tc->slot_bytes));
@@ -643,7 +641,7 @@ nd_hot void nd_tcache_destroy(nd_tcache *tc)
 /* ---- the malloc slow path ----------------------------------------------- */
 
 int64_t nd_tcache_prof_rate;
-static uint32_t nd_tcache_prof_arm(nd_tcache *tc, unsigned c, uint32_t done, bool *sample);
+static nd_sample_path nd_noinline uint32_t nd_tcache_prof_arm(nd_tcache *tc, unsigned c, uint32_t done, bool *sample);
 
 /* ln(x) for x > 0 without libm, to within 1e-11 (tests/unit/prof.c checks
    it against libm's): x = m * 2^e with m in [1, 2); c, the middle of m's
@@ -698,31 +696,47 @@ nd_sample_path int64_t nd_tcache_prof_gap(uint64_t *rng)
     return gap < 1 ? 1 : gap > 1e15 ? (int64_t)1e15 : (int64_t)gap;
 }
 
-/* prof=1: takes the bytes of the `done` requests of class c since the tick
-   was armed off the bin's countdown; returns the requests to arm the tick
-   with (the next sample's, at most ND_TICK_PERIOD) and sets *sample when
-   the countdown ran out (this request is sampled). */
-static uint32_t nd_tcache_prof_arm(nd_tcache *tc, unsigned c, uint32_t done, bool *sample)
+/* prof=1: a new countdown for class c: the requests to its next sample,
+   ceil(gap / size) for a gap of bytes drawn from the exponential (the
+   request whose bytes cross the gap is the sample), or ND_PROF_LEFT_MAX
+   of them with ND_PROF_LEFT_REDRAW when the gap is longer (32,767
+   requests: 2 MiB of 64 B, a gap of 4 times the default rate's mean;
+   16 bits, so that the countdown fits in the cold part's 40 bytes),
+   whose end draws again. */
+nd_sample_path nd_noinline uint32_t nd_tcache_prof_draw(nd_tcache *tc, unsigned c)
 {
-    int64_t *prof_left = &tc->prof_left[c];
-    int64_t size = (int64_t)nd_bin_counted_size(c);   /* its requests' (secure=1: bin 0 holds 1,280 B blocks) */
-    if (*prof_left == 0)   /* the first count since profiling started */
-        *prof_left = nd_tcache_prof_gap(&tc->prof_rng);
-    else
-        *prof_left -= (int64_t)done * size;
-    if (*prof_left <= 0) {
-        *sample = true;
-        *prof_left = nd_tcache_prof_gap(&tc->prof_rng);
+    uint64_t size = nd_bin_counted_size(c);   /* its requests' (secure=1: bin 0 holds 1,280 B blocks) */
+    uint64_t n = ((uint64_t)nd_tcache_prof_gap(&tc->prof_rng) + size - 1) / size;
+    return n <= ND_PROF_LEFT_MAX ? (uint32_t)n : ND_PROF_LEFT_MAX | ND_PROF_LEFT_REDRAW;
+}
+
+/* prof=1: takes the `done` requests of class c since the tick was armed
+   off the bin's countdown; returns the requests to arm the tick with (the
+   next sample's, at most ND_TICK_PERIOD) and sets *sample when the
+   countdown ran out (this request is sampled). The same samples as a
+   countdown of the bytes (ceil: the request that takes the bytes to 0 or
+   below), with no division at a re-arm. Out of line, with the sample's
+   code (config.h: nd_sample_path), not in the tick's slow path. */
+static nd_sample_path nd_noinline uint32_t nd_tcache_prof_arm(nd_tcache *tc, unsigned c, uint32_t done, bool *sample)
+{
+    nd_bin_info *bi = nd_bin_info_of(tc, c);
+    uint32_t left = bi->prof_left;
+    if (left == 0) {   /* the first count since profiling started */
+        left = nd_tcache_prof_draw(tc, c);
+    } else {
+        while (done >= (left & ND_PROF_LEFT_MAX)) {
+            done -= left & ND_PROF_LEFT_MAX;
+            if (!(left & ND_PROF_LEFT_REDRAW)) {   /* a sample: the next gap from here */
+                *sample = true;
+                done = 0;
+            }
+            left = nd_tcache_prof_draw(tc, c);
+        }
+        left -= done;
     }
-    /* The requests to the sample, ceil(prof_left / size), at most
-       ND_TICK_PERIOD: that many when the countdown is that far off (most
-       re-arms at the default rate: 512 KiB is 1,024 requests of 512
-       bytes), no division; else a 32-bit one (prof_left < 1,024 times a
-       class of at most 128 KiB), a fraction of the 64-bit one's latency. */
-    if (*prof_left > (int64_t)ND_TICK_PERIOD * size)
-        return ND_TICK_PERIOD;
-    uint32_t left = (uint32_t)*prof_left, sz = (uint32_t)size;
-    return (left + sz - 1) / sz;
+    bi->prof_left = (uint16_t)left;
+    left &= ND_PROF_LEFT_MAX;
+    return left < ND_TICK_PERIOD ? left : ND_TICK_PERIOD;
 }
 
 /* Arms bin c's tick with `next` requests (the next sample's, or
@@ -793,7 +807,7 @@ nd_sample_path void nd_tcache_prof_rearm(nd_tcache *tc)
         nd_store_relaxed(&bi->nreq, bi->nreq + done);
         bi->period_left = done < bi->period_left ? bi->period_left - done : 1;
         bool sample = false;
-        tc->prof_left[c] = 0;
+        bi->prof_left = 0;
         nd_tcache_arm(tc, c, nd_tcache_prof_arm(tc, c, 0, &sample));
     }
 }
@@ -1827,8 +1841,6 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
                                           : tc->look_arm != nd_tcache_look_arm && tc->look_arm != nd_tcache_look_watched)
         return false;
     if (tc->heap.cstats != tc->cstats)   /* its heap counts in the cache's array (tcache.h) */
-        return false;
-    if (tc->prof_slab != NULL && !nd_slab_is_valid(tc->prof_slab))
         return false;
     return nd_heap_is_valid(&tc->heap);
 }

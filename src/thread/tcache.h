@@ -57,10 +57,11 @@
  * way (nd_tcache_stats_add).
  *
  * Heap profiling (prof=1, docs/profiling.md) uses the same tick: each bin
- * counts the bytes to its next sample down (the cache's prof_left, drawn from an
- * exponential distribution of mean prof_rate), and the tick is armed with
- * the requests those bytes make (at most ND_TICK_PERIOD), so the request
- * that crosses the sampling point takes the slow path and is sampled. The
+ * counts the requests to its next sample down (its cold part's prof_left:
+ * the bytes to the sample, drawn from an exponential distribution of mean
+ * prof_rate, over the class's size, rounded up), and the tick is armed
+ * with them (at most ND_TICK_PERIOD), so the request that crosses the
+ * sampling point takes the slow path and is sampled. The
  * fast paths do not change; without profiling armed is ND_TICK_PERIOD.
  */
 #ifndef ND_TCACHE_H
@@ -181,8 +182,8 @@ typedef struct nd_bin_info {
     uint32_t run_fill;   /* when last == ND_LAST_FILL: the blocks the fills
                             since the bin's last overflow (or since it was
                             made) took, at most UINT32_MAX */
-    uint8_t  last;       /* the bin's last refill or overflow: ND_LAST_FILL,
-                            ND_LAST_SPILL, or 0 (none yet) */
+    uint8_t  last : 2;        /* the bin's last refill or overflow: ND_LAST_FILL,
+                                 ND_LAST_SPILL, or 0 (none yet) */
     uint8_t  filled : 1;      /* the bin ran dry since its last flush */
     uint8_t  spilled_all : 1; /* the bin's last overflow sent all of it away */
     uint8_t  spilled_few : 1; /* the bin's last overflow sent less than half of it */
@@ -191,6 +192,15 @@ typedef struct nd_bin_info {
                             transfer store: the one before sent the whole bin
                             away and the fills since took a bin's worth back
                             (at most 255; tcache.c: ND_EXTRA_CYCLES) */
+    uint16_t prof_left;  /* prof=1: the class's requests to its next
+                            sample, counting this way (0: none drawn yet;
+                            with ND_PROF_LEFT_REDRAW, a countdown cut short
+                            at ND_PROF_LEFT_MAX: at its end a new one is
+                            drawn, no sample taken). Here, in the cold part
+                            the class's requests write anyway, not in an
+                            array of the cache's own: that was on the
+                            struct's third OS page, which a thread of a few
+                            small classes then wrote only for it */
     nd_bin_counters counts;   /* the class's counters its fills and overflows
                             write (counters.h: source BIN); the others are in
                             the cache's cstats, on pages a thread that uses a
@@ -273,6 +283,12 @@ extern nd_bin_layout nd_tcache_layouts[ND_LAYOUT_COUNT][ND_CLASS_COUNT] nd_hidde
 #define ND_LAST_SPILL 2u
 #define ND_FIRST_FILL 4
 #define ND_NO_SAMPLE UINT32_MAX
+/* prof=1: a bin's prof_left whose countdown was cut at ND_PROF_LEFT_MAX
+   requests, the gap drawn being longer: at its end no sample is taken, a
+   new gap is drawn (the exponential's rest past a point is the same
+   exponential: the draws stay exact), tcache.c. */
+#define ND_PROF_LEFT_REDRAW 0x8000u
+#define ND_PROF_LEFT_MAX    (ND_PROF_LEFT_REDRAW - 1)
 
 /* The near records (tcache.h, below): the first ND_NEAR_BINS classes a
    thread uses, in the order it first uses them (nd_bin_info_init), have
@@ -302,9 +318,9 @@ _Static_assert(sizeof(nd_bin_near) == 216, "a near record: a cold part of 112 by
    records and on the second page) and that counts remote frees writes 3
    pages of its struct and not 4 (bench/larson -t 8: after the cold
    parts, they spanned the third and fourth); the pad is what the other
-   classes' cold parts and prof_left leave of the third. */
+   classes' cold parts leave of the third. */
 #define ND_TC_CSTATS_AT  (3 * 4096)
-#define ND_TC_CSTATS_PAD 896
+#define ND_TC_CSTATS_PAD 1280
 
 /*
  * A thread cache and the heap under it.
@@ -314,22 +330,22 @@ _Static_assert(sizeof(nd_bin_near) == 216, "a near record: a cold part of 112 by
  * no other, docs/results.md, h52t):
  *
  *     0      bins[48], 32 B each (the fast paths')            1.5 KiB
- *     1536   the cache's own fields, near_of[48]              112 B
- *     1648   near[12], 192 B each: the cold parts (what
+ *     1536   the cache's own fields, near_of[48]              104 B
+ *     1640   near[11], 216 B each: the cold parts (what
  *            changes per class and the counters its fills and
- *            overflows write) of the first 12 classes the
+ *            overflows write) of the first 11 classes the
  *            thread uses, in the order it uses them, and the
- *            first rooms of those below 1 KiB (8 slots and a
- *            sentinel)                                         2.25 KiB
- *     3968   heap: its first line (its owner, clock, counters'
+ *            first rooms of those below 1 KiB (12 slots and
+ *            a sentinel)                                       2.3 KiB
+ *     4032   heap: its first line (its owner, clock, counters'
  *            pointer: heap.h, ND_HEAP_HOT_BYTES) the last of
  *            the first OS page; its page queues and statistics
  *            on the second, untouched while it has no page     1.5 KiB
- *     5568   binfo[48], 120 B each: the cold parts of the
- *            classes a thread uses past its first 12, class 0
+ *     5632   binfo[48], 112 B each: the cold parts of the
+ *            classes a thread uses past its first 11, class 0
  *            first, written only when the thread first uses
- *            their class (nd_bin_info_init, tcache.c)          5.6 KiB
- *    11328   prof_left (prof=1's), a pad
+ *            their class (nd_bin_info_init, tcache.c)          5.25 KiB
+ *    11008   a pad
  *    12288   cstats[48], the heap's other per-class counters,
  *            80 B each (remote frees, slow and direct frees,
  *            ...: counters.h), alone on the fourth OS page     3.75 KiB
@@ -373,8 +389,7 @@ _Static_assert(sizeof(nd_bin_near) == 216, "a near record: a cold part of 112 by
  * (tier_api.c) took from bin c for tier t (its owner's plain adds, read
  * by reports as whole words; thread.c attributes them to CPU nodes); a
  * row per bin at the bins' stride, so the fast path finds it from the
- * bin's address. prof_left[c]: prof=1, the bytes of class c's requests to
- * its next sample.
+ * bin's address.
  */
 typedef struct nd_aligned(ND_CACHE_LINE) nd_tcache {
     nd_bin       bins[ND_CLASS_COUNT];
@@ -382,27 +397,25 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_tcache {
     uint32_t     gc_samples;
     uint32_t     kind;          /* nd_kind_of(heap.bound, heap.node) (secure=1: | ND_KIND_SEALED); the free fast path compares pages' kind with it */
     uint8_t      layout;        /* its kind's nd_tcache_layouts row: ND_LAYOUT_NONE, _PLAIN or _BOUND */
-    uint8_t      prof_slab_busy;   /* prof=1: its thread is cutting a cell (a signal handler's sample is not taken) */
+    uint8_t      prof_slab_busy;   /* prof=1: its thread is cutting a cell of its kind's slab (slab.h; a signal handler's sample is not taken) */
     uint8_t      fill_from_one; /* its bins' first fill takes one block, or a pair of cache lines' worth (a cache the nursery may serve: tcache.c, nd_bin_first_fill) */
     uint8_t      near_used;     /* near records given to classes so far (at most ND_NEAR_BINS) */
     const uint32_t *look_arm;   /* plain: nd_tcache_look_arm, or nd_tcache_look_watched while watched; NULL for the others */
     size_t       cap_bytes;     /* sum over the bins of cap * class size (bounded by tcache_total, or by its share of it while CPUs are shared, bins of up to ND_BIN_SHARED_FLOOR bytes aside; past either by cap_extra) */
     size_t       cap_extra;     /* bytes of capacity past tcache_total, or past its share of it while CPUs are shared, drawn from the process's pool (tcache.c: ND_EXTRA_MULT) */
     uint64_t     prof_rng;      /* prof=1: the state of the sampling draws */
-    struct nd_slab *prof_slab;   /* prof=1: the slab its small samples take cells of (slab.h), or NULL */
     struct nd_secure *secure;   /* secure=1: random bins and quarantine (secure.h) */
     uint8_t      near_of[ND_CLASS_COUNT];   /* class c's near record + 1, or 0: its cold part is binfo[c] (nd_bin_info_of) */
     nd_bin_near  near[ND_NEAR_BINS];
     nd_heap      heap;
     nd_bin_info  binfo[ND_CLASS_COUNT];
-    int64_t      prof_left[ND_CLASS_COUNT];
     uint8_t      cstats_pad[ND_TC_CSTATS_PAD];
     nd_class_counters cstats[ND_CLASS_COUNT];   /* heap.cstats: an OS page of their own */
     uint64_t     tier_hits[ND_CLASS_COUNT][ND_BIN_BYTES / sizeof(uint64_t)];
 } nd_tcache;
 _Static_assert(__builtin_offsetof(nd_tcache, cstats) == ND_TC_CSTATS_AT &&
                ND_CLASS_COUNT * sizeof(nd_class_counters) <= 4096,
-               "the heap's other counters on one OS page of their own (tcache.h; ND_TC_CSTATS_PAD: what binfo and prof_left leave of the third)");
+               "the heap's other counters on one OS page of their own (tcache.h; ND_TC_CSTATS_PAD: what binfo leaves of the third)");
 _Static_assert(sizeof(((nd_tcache *)0)->tier_hits[0]) == ND_BIN_BYTES, "a bin's tier counters at the bins' stride");
 _Static_assert(ND_TIER_COUNT <= ND_BIN_BYTES / sizeof(uint64_t), "a counter per tier in a bin's row");
 _Static_assert(__builtin_offsetof(nd_tcache, heap) + ND_HEAP_HOT_BYTES <= 4096 &&
@@ -562,6 +575,8 @@ double nd_tcache_ln(double x) nd_hidden;
 /* prof=1: arms every bin of tc (its owner's thread) for its first sample
    (a cache made before profiling started, or a new one). */
 void    nd_tcache_prof_rearm(nd_tcache *tc) nd_hidden;
+/* prof=1: a new countdown for bin c of tc (its prof_left), in requests. */
+uint32_t nd_tcache_prof_draw(nd_tcache *tc, unsigned c) nd_hidden;
 /* Takes back the count of a request of class c that failed; returns NULL. */
 void *nd_tcache_uncount(nd_tcache *tc, unsigned c) nd_hidden;
 /* Refills bin c, empty, from the heap (its blocks then in [cur, empty));

@@ -174,7 +174,6 @@ static nd_hot void nd_thread_dismantle(nd_thread *t)
     int n = nd_thread_tcaches(t, tcs);
     for (int i = 0; i < n; i++) {
         nd_thread_cache_flush(tcs[i]);
-        nd_tcache_slab_drop(tcs[i]);   /* prof=1: its slab let go (freed when no cell of it lives) */
         nd_heap_abandon(&tcs[i]->heap);
     }
     nd_lock(nd_threads_lock);

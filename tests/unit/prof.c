@@ -8,16 +8,25 @@
  * slot, and a forgotten one leaves it. And the gaps between samples
  * (src/thread/tcache.c): their logarithm, a table and a series, is libm's
  * to 1e-11, and they are exponential with the rate as their mean. A
- * sample's estimate is 1 / its probability.
+ * sample's estimate is 1 / its probability. A bin's countdown to its
+ * sample is in requests, ceil(gap / size), or cut short and drawn again
+ * for a gap past 2^31 of them; and a thread that requests or frees a few
+ * small classes with the profile on writes no page of its cache past the
+ * second, as without it (the countdowns are in the classes' cold parts).
  */
 #include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <unistd.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include "alloc.h"
 #include "check.h"
 #include "page.h"
 #include "prof.h"
 #include "tcache.h"
+#include "thread.h"
 
 #define FIRST 64u     /* slots of the first table (prof.c) */
 #define WINDOW 8u     /* slots a sample examines in each table but the last */
@@ -197,6 +206,117 @@ static void a_samples_estimate_is_one_over_its_probability(void)
     }
 }
 
+/* A bin's countdown (tcache.c, nd_tcache_prof_draw): the requests to the
+   sample, ceil(gap / size) for the gap the same draw gives, and at a rate
+   whose gaps pass 2^15 requests of the class (a gap of the default rate
+   may: 8,192 requests of 64 B on average), ND_PROF_LEFT_MAX of them
+   marked ND_PROF_LEFT_REDRAW (at their end a new draw, no sample). */
+static void a_bins_countdown_is_the_gap_in_requests_or_cut_and_drawn_again(void)
+{
+    start();
+    nd_tcache *tc = nd_thread_start();
+    EXPECT(tc != NULL, "the thread to start");
+    int64_t rate = nd_load_relaxed(&nd_tcache_prof_rate);
+    unsigned c = 3;
+    uint64_t size = nd_class_size[c];
+    tc->prof_rng = 12345;   /* seeded (0: a draw seeds it from the OS) */
+    for (int i = 0; i < 1000; i++) {
+        uint64_t rng = tc->prof_rng;
+        uint64_t want = ((uint64_t)nd_tcache_prof_gap(&rng) + size - 1) / size;
+        uint32_t got = nd_tcache_prof_draw(tc, c);
+        uint32_t cut_at = ND_PROF_LEFT_MAX | ND_PROF_LEFT_REDRAW;
+        EXPECT((want > ND_PROF_LEFT_MAX ? got == cut_at : got == want) && tc->prof_rng == rng,
+               "draw %d: %llu requests to the sample, not %u", i, (unsigned long long)want, got);
+    }
+    nd_store_relaxed(&nd_tcache_prof_rate, (int64_t)1 << 50);   /* gaps of about 2^46 requests of 16 B */
+    int cut = 0;
+    for (int i = 0; i < 100; i++) {
+        uint64_t rng = tc->prof_rng;
+        uint64_t want = ((uint64_t)nd_tcache_prof_gap(&rng) + size - 1) / size;
+        uint32_t got = nd_tcache_prof_draw(tc, c);
+        if (want > ND_PROF_LEFT_MAX) {
+            cut++;
+            EXPECT(got == (ND_PROF_LEFT_MAX | ND_PROF_LEFT_REDRAW), "a gap of %llu requests cut at 2^15 - 1, marked",
+                   (unsigned long long)want);
+        } else {
+            EXPECT(got == want, "a gap of %llu requests kept", (unsigned long long)want);
+        }
+    }
+    nd_store_relaxed(&nd_tcache_prof_rate, rate);
+    EXPECT(cut >= 90, "most gaps at a rate of 2^50 bytes to be cut (%d of 100)", cut);
+}
+
+/* Pages of [p, p+len) the process has written (/proc/self/pagemap:
+   present and mapped only here, bit 56). */
+static size_t written_pages(const void *p, size_t len)
+{
+    size_t ps = (size_t)sysconf(_SC_PAGESIZE), n = 0;
+    FILE *f = fopen("/proc/self/pagemap", "rb");
+    EXPECT(f != NULL, "/proc/self/pagemap to open");
+    for (uintptr_t a = (uintptr_t)p / ps; a <= ((uintptr_t)p + len - 1) / ps; a++) {
+        uint64_t e = 0;
+        EXPECT(fseek(f, (long)(a * sizeof e), SEEK_SET) == 0 && fread(&e, sizeof e, 1, f) == 1,
+               "pagemap's entry of page %#lx to read", (unsigned long)a);
+        n += (e >> 63 & 1) && (e >> 56 & 1);
+    }
+    fclose(f);
+    return n;
+}
+
+static void *blocks[64];
+
+/* A producer: requests of 16-160 B and 512 B, handed to the consumer. */
+static void *request_a_few_small_classes(void *arg)
+{
+    (void)arg;
+    nd_tcache *tc = nd_thread_start();
+    EXPECT(tc != NULL, "the thread to start");
+    for (int i = 0; i < 64; i++) {
+        size_t size = i % 11 < 10 ? 16 * (size_t)(i % 11 + 1) : 512;
+        blocks[i] = nodal_malloc(size);
+        EXPECT(blocks[i] != NULL, "malloc(%zu) to succeed", size);
+        memset(blocks[i], 1, size);
+    }
+    size_t n = written_pages((char *)tc + 8192, ND_TC_HEAD_BYTES - 8192);
+    EXPECT(n == 0, "a thread requesting a few small classes under prof=1 to write no page of its cache's struct "
+           "past the second, it wrote %zu", n);
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    return NULL;
+}
+
+/* A consumer: frees the producer's blocks (into its own bins, whose
+   classes it never requested). */
+static void *free_a_few_small_classes(void *arg)
+{
+    (void)arg;
+    nd_tcache *tc = nd_thread_start();
+    EXPECT(tc != NULL, "the thread to start");
+    for (int i = 0; i < 64; i++)
+        nodal_free(blocks[i]);
+    size_t n = written_pages((char *)tc + 8192, ND_TC_HEAD_BYTES - 8192);
+    EXPECT(n == 0, "a thread freeing blocks of a few small classes under prof=1 to write no page of its cache's "
+           "struct past the second, it wrote %zu", n);
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    return NULL;
+}
+
+/* With the profile on, a thread that requests a few small classes, and
+   one that only frees them, write the pages of their caches a thread
+   writes without it (tests/unit/heap_invariants.c: the struct's first 2).
+   On main 4c6e842 both wrote the third too: the bins' countdowns to their
+   samples were an array of the cache's own there (batchq -w 2: 20 KiB of
+   its peak, one page a cache). */
+static void a_sampling_thread_writes_no_more_pages_of_its_cache(void)
+{
+    start();
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, request_a_few_small_classes, NULL) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+    EXPECT(pthread_create(&t, NULL, free_a_few_small_classes, NULL) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the threads exited");
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(a_few_live_samples_stay_in_the_first_table),
     ND_CASE(a_sample_examines_eight_slots_of_a_crowded_table),
@@ -204,5 +324,7 @@ static const struct nd_case cases[] = {
     ND_CASE(the_gaps_logarithm_is_libms_within_1e_11),
     ND_CASE(the_gaps_are_exponential_with_the_rate_as_their_mean),
     ND_CASE(a_samples_estimate_is_one_over_its_probability),
+    ND_CASE(a_bins_countdown_is_the_gap_in_requests_or_cut_and_drawn_again),
+    ND_CASE(a_sampling_thread_writes_no_more_pages_of_its_cache),
 };
 ND_MAIN(cases)

@@ -153,9 +153,9 @@ static void *alloc_all(void *arg)
 }
 
 /* Cells freed by another thread drop their samples; every slab but the
-   allocating thread's current one goes back (its descriptor no longer a
-   slab's); the current one goes when the thread exits and its record is
-   taken apart, or stays for the next thread that takes the record. */
+   current one of the allocating thread's node and kind goes back (its
+   descriptor no longer a slab's); the current one stays for the next
+   samples of any thread. */
 static void cells_freed_by_another_thread_drop_samples_and_free_their_slabs(void)
 {
     start();
@@ -170,8 +170,9 @@ static void cells_freed_by_another_thread_drop_samples_and_free_their_slabs(void
     EXPECT(nd_prof_live_bytes() == 0 && !is_sampled(blocks[idx[0]]),
            "no live sample once another thread freed them, %ld bytes", (long)nd_prof_live_bytes());
     nd_tcache *tc = nd_tls_tc;
+    nd_slab *now = nd_slab_current(tc->heap.node, false);
     for (size_t k = 0; k < ns; k++) {
-        bool current = tc->prof_slab != NULL && slabs[k]->start == (uint8_t *)tc->prof_slab;
+        bool current = now != NULL && slabs[k]->start == (uint8_t *)now;
         EXPECT(current || slabs[k]->sampled != ND_PROF_SLAB, "slab %zu of %zu, its cells freed, to be freed", k, ns);
     }
 }
@@ -190,8 +191,8 @@ static void a_slab_outlives_its_thread_until_its_cells_are_freed(void)
     for (int i = 0; i < COUNT; i++)
         nodal_free(blocks[i]);
     EXPECT(nd_prof_live_bytes() == 0, "no live sample left, %ld bytes", (long)nd_prof_live_bytes());
-    /* Left: at most the exited thread's cache's current slab (its record
-       may be pooled for the next thread, cache and all). */
+    /* Left: at most the current slab of the node's plain memory (the
+       next samples', any thread's). */
     size_t left = 0;
     for (size_t k = 0; k < ns; k++)
         left += slabs[k]->sampled == ND_PROF_SLAB && slabs[k]->in_use;
@@ -704,7 +705,7 @@ static void a_slab_takes_its_freed_cells_again(void)
     for (int i = 0; i < 600; i++) {
         nodal_free(live[i % 2]);
         live[i % 2] = nodal_malloc(1000);
-        nd_slab *slab = nd_tls_tc->prof_slab;
+        nd_slab *slab = nd_slab_current(nd_tls_tc->heap.node, false);
         if (first == NULL)
             first = slab;
         else
@@ -854,6 +855,70 @@ static void sampled_cells_count_as_blocks_of_their_class(void)
            before.allocated, after.allocated);
 }
 
+/* The profile's own tables are in the statistics (prof_table_bytes):
+   zero before it starts; once a thread's few thousand requests are
+   sampled (one sample per 256 bytes), the resident pages of its tables
+   of sites and live samples and of the unwinder's cache, whole OS pages,
+   at least the first page of the sites and of the live samples, and a
+   few pages only (their first tables; the sites handed out in order). On
+   main 4c6e842 the statistic did not exist (the tables were in no
+   statistic: bench/runner/profpages.py placed them by hand). */
+static void the_profiles_tables_are_counted_in_prof_table_bytes(void)
+{
+    stats_take();
+    EXPECT(json_field("prof_table_bytes") == 0 && strstr(stats_json, "\"prof_table_bytes\":") != NULL,
+           "prof_table_bytes to be 0 before the profile starts, it is %lu", json_field("prof_table_bytes"));
+    start();
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, alloc_plain_and_bound, NULL) == 0, "a thread");
+    pthread_join(t, NULL);
+    stats_take();
+    unsigned long bytes = json_field("prof_table_bytes"), ps = (unsigned long)nd_os_page_size();
+    EXPECT(bytes % ps == 0 && bytes >= 2 * ps && bytes <= 64 * ps,
+           "the tables' resident bytes to be whole pages, 2 to 64 of them: %lu", bytes);
+    for (int i = 0; i < 2 * STAT_N; i++)
+        nodal_free(stat_blocks[i]);
+    stats_take();
+    EXPECT(json_field("prof_table_bytes") >= bytes, "the tables' pages to stay once written: %lu, was %lu",
+           json_field("prof_table_bytes"), bytes);
+}
+
+/* A thread's requests of 64 B until one of them is a cell (sampled), the
+   cell's slab page in *arg; the blocks stay live. */
+static void *alloc_until_a_cell(void *arg)
+{
+    nd_page **out = arg;
+    *out = NULL;
+    for (int i = 0; i < 1000 && *out == NULL; i++) {
+        void *p = nodal_malloc(64);
+        nd_page *pg = is_sampled(p) ? large_page_of(p) : NULL;
+        if (pg != NULL && pg->sampled == ND_PROF_SLAB)
+            *out = pg;
+    }
+    return NULL;
+}
+
+/* The small samples of two threads (of one node's plain memory) take cells
+   of one slab, not a slab (an OS page) each: the second thread's first
+   cell is in the slab the first thread's cell is in, which has room. On
+   main 4c6e842 each thread cache had a slab of its own (batchq -w 8: 8
+   producers, 8 pages). */
+static void two_threads_small_samples_share_one_slab(void)
+{
+    start();
+    nd_page *a, *b;
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, alloc_until_a_cell, &a) == 0, "a thread");
+    pthread_join(t, NULL);
+    EXPECT(pthread_create(&t, NULL, alloc_until_a_cell, &b) == 0, "a thread");
+    pthread_join(t, NULL);
+    EXPECT(a != NULL && b != NULL, "each thread to have a sampled cell");
+    EXPECT(a == b, "the two threads' cells to be in one slab, they are in %p and %p", (void *)a->start,
+           (void *)b->start);
+    EXPECT(nd_slab_current(nd_tls_tc->heap.node, false) == (nd_slab *)a->start,
+           "that slab to be the node's current one");
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(small_samples_share_a_slab_and_keep_their_class_size),
     ND_CASE(cells_freed_by_another_thread_drop_samples_and_free_their_slabs),
@@ -872,5 +937,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_slab_takes_its_freed_cells_again),
     ND_CASE(a_dump_runs_on_a_16_kib_thread_stack),
     ND_CASE(sampled_cells_count_as_blocks_of_their_class),
+    ND_CASE(the_profiles_tables_are_counted_in_prof_table_bytes),
+    ND_CASE(two_threads_small_samples_share_one_slab),
 };
 ND_MAIN(cases)
