@@ -622,7 +622,7 @@ static void a_producers_bin_grows_to_16_kib_at_most(void)
    its bin runs dry or overflows once in hundreds or thousands of calls;
    at such a fill it halves under 32 blocks, and it grows again only after
    two quick cycles in a row. Its capacity over the walk, on average, must
-   not exceed the 96 the run gave it (64 on h52m). On main 4c6e842 it grew
+   not exceed the 96 the run gave it (68 on h52m). On main 4c6e842 it grew
    on single short cycles to 384 on average (a GC pass would halve it, but
    none comes: purge_delay is an hour here, and a run shorter than the
    default 100 ms sees none either). */
