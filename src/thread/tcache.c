@@ -1156,6 +1156,80 @@ static nd_noinline void *nd_tcache_borrow(nd_tcache *tc, unsigned c)
     return NULL;
 }
 
+/* How fast bin c turns over: the calls that undo its last fill or
+   overflow, since then (since a fill: the frees into the bin, which are
+   the requests since less the blocks the fill took, tcache.h: mark, plus
+   the `held` blocks the bin holds now; since an overflow: the requests).
+   A bin that runs dry again and again (a producer), overflows again and
+   again (a consumer), or goes from one to the other (batches larger than
+   the bin) sees at most about one capacity of them between two misses.
+   A thread whose requests and frees of a class wander around a level
+   (bench/larson: one of 1,000 blocks of 8-1,000 B replaced at random at a
+   time; bench/mstress) misses once in about a quarter of the capacity
+   squared calls, in cycles whose lengths spread widely: a larger bin saves
+   it few misses but holds about half its capacity of blocks, carved for
+   it, all the time. So, for a bin of ND_WANDER_MIN blocks or more (a
+   wandering bin's cycles are then about 8 capacities long or more; a
+   smaller bin misses every few calls whatever the thread does, and the
+   rules below cost bench/shortlived -t 2, whose medium bins of 1-8 blocks
+   they shrank and held back, 4 % more instructions):
+   - a bin grows (nd_tcache_grow, the rules above it) only at the second
+     of two fills or overflows in a row that each came within
+     ND_QUICK_CYCLE capacities of the one before (nd_bin_quick): a single
+     short cycle of a wandering bin is no evidence (bench/larson -t 2, its
+     1,000-block arrays filled in a run of requests first: the bins of
+     448-1,024 B grew to 128-288 blocks, 420-470 KiB held a cache, one
+     doubling at a time on single short cycles);
+   - a fill that comes ND_SLOW_CYCLE capacities or more after the bin's
+     last fill or overflow halves it until it is under ND_WANDER_MIN
+     blocks or at its starting capacity (nd_bin_halve; the bin is empty
+     then, so nothing is flushed; a GC pass, which waits for purge_delay,
+     never comes in a run shorter than that). Halving at such an overflow too, which flushes half the bin,
+     raised larson -t 2's peak RSS 2-5 % (docs/results.md, h52m): the
+     blocks it sent were mostly of the other thread's pages, home to their
+     remote lists, and the thread carved fresh ones. */
+#define ND_QUICK_CYCLE 2u
+#define ND_SLOW_CYCLE  8u
+#define ND_WANDER_MIN  32u
+static inline int64_t nd_bin_since(const nd_tcache *tc, unsigned c, uint64_t now, size_t held)
+{
+    const nd_bin_info *bi = nd_bin_info_of(tc, c);
+    return (int64_t)(now - bi->mark) + (bi->last == ND_LAST_FILL ? (int64_t)held : 0);
+}
+/* Counts this fill or overflow of bin c (holding `held` blocks) in the
+   bin's run of quick ones; true when the bin may grow: it holds fewer than
+   ND_WANDER_MIN blocks, or the run is two or more long. */
+static inline bool nd_bin_quick(nd_tcache *tc, unsigned c, uint64_t now, size_t held)
+{
+    nd_bin_info *bi = nd_bin_info_of(tc, c);
+    bool quick = nd_bin_since(tc, c, now, held) <= (int64_t)ND_QUICK_CYCLE * bi->cap;
+    bi->quick = quick ? (bi->quick + (bi->quick < 3)) & 3u : 0;   /* saturating at 3 (a 2-bit field) */
+    return bi->quick >= 2 || bi->cap < ND_WANDER_MIN;
+}
+/* Is the fill of bin c (empty) ND_SLOW_CYCLE capacities or more after its
+   last fill or overflow? */
+static inline bool nd_bin_fills_slowly(const nd_tcache *tc, unsigned c, uint64_t now)
+{
+    const nd_bin_info *bi = nd_bin_info_of(tc, c);
+    return bi->last != 0 && nd_bin_since(tc, c, now, 0) >= (int64_t)ND_SLOW_CYCLE * bi->cap;
+}
+
+/* Bin c's capacity halved, its blocks past the half flushed (a GC pass's,
+   nd_tcache_gc; a slow fill's, on an empty bin, nd_tcache_fill). */
+static void nd_bin_halve(nd_tcache *tc, unsigned c)
+{
+    nd_bin *b = &tc->bins[c];
+    nd_bin_info *bi = nd_bin_info_of(tc, c);
+    uint32_t cap = bi->cap / 2;
+    size_t now_count = (size_t)(b->empty - b->cur);
+    if (now_count > cap)
+        nd_tcache_flush(tc, c, now_count - cap);
+    tc->cap_bytes -= (size_t)(bi->cap - cap) * nd_bin_counted_size(c);
+    nd_tcache_extra_give(tc, (size_t)(bi->cap - cap) * nd_bin_counted_size(c));
+    bi->cap = cap;
+    nd_bin_set_low(tc, c);
+}
+
 nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
 {
     nd_bin *bin = &tc->bins[c];
@@ -1169,9 +1243,16 @@ nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
        fit its working set, but only up to ND_BIN_DRY_BYTES: a cache that
        never gets its blocks back gains no hits from its size, only fewer
        fills, and every block it holds is memory of its pages kept out. */
-    if (bi->filled && (bi->cap < ND_BIN_DRY_MIN || (size_t)bi->cap * nd_bin_counted_size(c) < ND_BIN_DRY_BYTES) &&
-        (!tc->fill_from_one || (bi->fill > ND_FIRST_FILL && (bi->fill & (bi->fill - 1)) == 0)))   /* (nd_bin_next_fill) */
+    uint64_t now = nd_bin_requests(tc, c);
+    bool quick = nd_bin_quick(tc, c, now, 0);
+    if (bi->cap >= ND_WANDER_MIN && nd_bin_fills_slowly(tc, c, now)) {   /* under ND_WANDER_MIN (nd_bin_since) */
+        while (bi->cap >= ND_WANDER_MIN && bi->cap / 2 >= nd_bin_start_capacity(c, nd_bin_cap_max(tc, c)))
+            nd_bin_halve(tc, c);
+    } else if (quick && bi->filled &&
+               (bi->cap < ND_BIN_DRY_MIN || (size_t)bi->cap * nd_bin_counted_size(c) < ND_BIN_DRY_BYTES) &&
+               (!tc->fill_from_one || (bi->fill > ND_FIRST_FILL && (bi->fill & (bi->fill - 1)) == 0))) {   /* (nd_bin_next_fill) */
         nd_tcache_grow(tc, c);
+    }
     /* Half the capacity; all of it when the bin ran dry twice with few
        frees into it in between (tcache.h: ND_LAST_FILL; frees = requests
        since the last fill less the blocks it took) and the fills since
@@ -1179,7 +1260,6 @@ nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
        the second half only from blocks already free (nd_heap_take_free):
        carving ahead of need (all of it from the heap, tried) raised
        rptest -t 2's peak RSS 4-8 %. */
-    uint64_t now = nd_bin_requests(tc, c);
     size_t want = bi->cap / 2;
     size_t whole = bi->last == ND_LAST_FILL && 4 * (now - bi->mark) < bi->cap && bi->run_fill >= bi->cap ? bi->cap
                                                                                                        : want;
@@ -1618,12 +1698,14 @@ nd_hot void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)
             nd_bin_move(tc, c, (size_t)(b->empty - b->low) + 1);   /* full where it is, not to its capacity */
         } else {
             /* Dry, then full again: the working set does not fit. Grow,
-               within the cache's budget; else half of it leaves, or all of it (below). */
+               within the cache's budget, if it turns over quickly
+               (nd_bin_quick); else half of it leaves, or all of it (below). */
             if (bi->last == ND_LAST_FILL) {   /* the first overflow since fills: a cycle? */
                 bool cycle = bi->spilled_all && bi->run_fill >= bi->cap;
                 bi->cycles = cycle ? (uint8_t)(bi->cycles + (bi->cycles < UINT8_MAX)) : 0;
             }
-            if (bi->filled && nd_tcache_grow(tc, c)) {
+            bool quick = nd_bin_quick(tc, c, nd_bin_requests(tc, c), (size_t)(b->empty - b->cur));
+            if (quick && bi->filled && nd_tcache_grow(tc, c)) {
                 bi->filled = 0;
             } else {
                 if (bi->cap >= nd_bin_cap_max(tc, c))
@@ -1690,16 +1772,8 @@ nd_hot void nd_tcache_gc(nd_tcache *tc, bool force)
             nd_tcache_flush(tc, c, force ? count : unneeded - unneeded / 4);
         /* More than half the capacity unused all along: halve it. */
         if (bi->low_water != ND_NO_SAMPLE && bi->low_water > bi->cap / 2 &&
-            bi->cap / 2 >= nd_bin_start_capacity(c, nd_bin_cap_max(tc, c))) {
-            uint32_t cap = bi->cap / 2;
-            size_t now_count = (size_t)(b->empty - b->cur);
-            if (now_count > cap)
-                nd_tcache_flush(tc, c, now_count - cap);
-            tc->cap_bytes -= (size_t)(bi->cap - cap) * nd_bin_counted_size(c);
-            nd_tcache_extra_give(tc, (size_t)(bi->cap - cap) * nd_bin_counted_size(c));
-            bi->cap = cap;
-            nd_bin_set_low(tc, c);
-        }
+            bi->cap / 2 >= nd_bin_start_capacity(c, nd_bin_cap_max(tc, c)))
+            nd_bin_halve(tc, c);
         if (nd_bin_info_is_set(bi))   /* (a class never used: its cold part stays unwritten) */
             bi->low_water = ND_NO_SAMPLE;
     }

@@ -683,6 +683,59 @@ static void a_producers_bin_grows_to_16_kib_at_most(void)
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the producer's blocks were freed");
 }
 
+/* A bin whose misses are rare does not stay big (tcache.c: nd_bin_since).
+   A thread allocates 300 blocks of 640 B in a row (a producer: its bin
+   grows to 96 for bigger fills), then frees and allocates blocks of that
+   class at random around that level, 400,000 times, as bench/larson does:
+   its bin runs dry or overflows once in hundreds or thousands of calls;
+   at such a fill it halves under 32 blocks, and it grows again only after
+   two quick cycles in a row. Its capacity over the walk, on average, must
+   not exceed the 96 the run gave it (68 on h52m). On main 4c6e842 it grew
+   on single short cycles to 384 on average (a GC pass would halve it, but
+   none comes: purge_delay is an hour here, and a run shorter than the
+   default 100 ms sees none either). */
+enum { WALK_LEVEL = 300, WALK_MAX = 4096, WALK_STEPS = 400000 };
+
+static void *walk_around_a_level(void *arg)
+{
+    (void)arg;
+    static void *held[WALK_MAX];
+    unsigned c = nd_class_of(640);
+    size_t n = 0;
+    for (; n < WALK_LEVEL; n++)
+        held[n] = nodal_malloc(640);
+    nd_tcache *tc = nd_tls_tc;
+    uint32_t grown = nd_bin_info_of(tc, c)->cap;
+    EXPECT(grown >= 48, "a bin of 640 B blocks to grow in a run of 300 requests (capacity %u)", grown);
+    uint64_t x = 0x9e3779b97f4a7c15u;   /* xorshift64: the same walk every run */
+    uint64_t sum = 0;
+    for (int i = 0; i < WALK_STEPS; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        if (((x >> 32) & 1) && n > 0) {
+            size_t k = (size_t)(x % n);
+            nodal_free(held[k]);
+            held[k] = held[--n];
+        } else if (n < WALK_MAX) {
+            held[n++] = nodal_malloc(640);
+        }
+        sum += nd_bin_info_of(tc, c)->cap;
+    }
+    double mean = (double)sum / WALK_STEPS;
+    EXPECT(mean <= grown, "a bin of 640 B blocks whose misses are rare to have had no more capacity over the walk, on "
+           "average, than its run of requests gave it (%u): it had %.1f", grown, mean);
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    while (n > 0)
+        nodal_free(held[--n]);
+    return NULL;
+}
+
+static void a_bin_whose_misses_are_rare_goes_back_to_its_start(void)
+{
+    run_in_a_thread(walk_around_a_level);
+}
+
 /* A bin of a medium class (past ND_SMALL_MAX) starts at one block
    (tcache.c: nd_bin_start_capacity): a thread that frees two blocks of
    such a class (here blocks another thread allocated) keeps one, and the
@@ -3216,6 +3269,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_threads_first_fill_takes_one_block),
     ND_CASE(a_threads_first_requests_of_a_class_take_at_most_half_as_many_blocks_again),
     ND_CASE(a_producers_bin_grows_to_16_kib_at_most),
+    ND_CASE(a_bin_whose_misses_are_rare_goes_back_to_its_start),
     ND_CASE(a_medium_bin_starts_at_one_block),
     ND_CASE(busy_bins_of_a_few_hundred_blocks_share_pages_of_slots),
     ND_CASE(a_bin_in_a_run_of_requests_refills_whole_from_free_blocks_only),
