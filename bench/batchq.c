@@ -41,26 +41,32 @@
  * (beyond_mib): the most RSS - live bytes at a moment the RSS grew. A
  * sampler thread (not one of the team; it never calls malloc, so the
  * allocator never sees it) reads the process's RSS every -i microseconds
- * (default 1000; 0: no sampler), between two readings of the live bytes; a
- * sample that finds the RSS more than 1 MiB above the last such sample is a
- * growth sample (the kernel's count lags by up to its per-CPU batches, and a
- * late fold must not pass for growth once the objects are freed), and
- * beyond_mib is the largest RSS - live of the growth samples. Only those:
- * once the objects are freed every allocator keeps memory for a while, and
- * RSS - live then is only what it has not returned yet. Live bytes are
- * the objects made and not yet freed, each counted as the least memory its
- * writes keep resident: its size, or past two OS pages the two OS pages the
- * program writes (first word, last byte). The larger of the two readings
- * around the RSS is taken, so a free or a malloc between them can only make
- * the difference smaller, never larger. An allocator that reuses every freed
- * block before it takes new memory grows only when its live bytes reach a new
- * high, so its beyond_mib is what the process holds besides the objects
- * (code, libraries, stacks, the queue's ring: rss_start_mib, the RSS when the
- * team was started, is most of it) and the allocator's own metadata and
- * caches; memory an allocator took while freed blocks waited elsewhere counts
- * in full. It does not depend on how far the producers ran ahead. The RSS,
- * the live bytes at that sample and the count of samples are printed on a
- * note line. inflight_mib is the most live bytes at once. Both in MiB.
+ * (default 1000; 0: no sampler). Live bytes are the objects made and not yet
+ * freed, each counted as the least memory its writes keep resident: its
+ * size, or past two OS pages the two OS pages the program writes (first
+ * word, last byte). With each RSS reading the sampler takes the most live
+ * bytes there were since its last sample (the producers raise a window's
+ * high, the sampler reads and resets it after the RSS), and at least those
+ * read just before and after the RSS: on a loaded machine it runs late,
+ * after a burst of the producers that the consumers have freed already, and
+ * the RSS it reads grew for objects that lived in between. So a malloc or a
+ * free around the reading can only make the difference smaller, never
+ * larger: a lower bound, looser the later the sampler runs. A sample that
+ * finds the RSS more than 1 MiB above the last such sample is a growth
+ * sample (the kernel's count lags by up to its per-CPU batches, and a late
+ * fold must not pass for growth once the objects are freed), and beyond_mib
+ * is the largest RSS - live of the growth samples. Only those: once the
+ * objects are freed every allocator keeps memory for a while, and RSS - live
+ * then is only what it has not returned yet. An allocator that reuses every
+ * freed block before it takes new memory grows only when its live bytes
+ * reach a new high, so its beyond_mib is what the process holds besides the
+ * objects (code, libraries, stacks, the queue's ring: rss_start_mib, the RSS
+ * when the team was started, is most of it) and its own metadata and caches;
+ * memory an allocator took while freed blocks waited elsewhere (another
+ * thread's cache, a page whose owner is not running) counts in full, however
+ * far the producers ran ahead. A note line gives the samples, the growth
+ * samples, and the RSS and live bytes at the largest difference.
+ * inflight_mib is the most live bytes at once. Both in MiB.
  */
 #define _GNU_SOURCE
 #include "harness.h"
@@ -119,8 +125,9 @@ static void *pop(struct cfg *c)
 #define ODD_EVERY 8192
 
 /* Objects made and not yet freed and their live bytes (see the top), and
-   the most of each at once: counted once per batch on each side. */
-static long long inflight, inflight_peak, live_bytes, live_peak;
+   the most of each at once: counted once per batch on each side. live_window:
+   the most live bytes since the sampler last looked (it resets it). */
+static long long inflight, inflight_peak, live_bytes, live_peak, live_window;
 static void peak_raise(long long *peak, long long now)
 {
     long long p = __atomic_load_n(peak, __ATOMIC_RELAXED);
@@ -130,7 +137,9 @@ static void peak_raise(long long *peak, long long now)
 static void inflight_add(long long n, long long bytes)
 {
     peak_raise(&inflight_peak, __atomic_add_fetch(&inflight, n, __ATOMIC_RELAXED));
-    peak_raise(&live_peak, __atomic_add_fetch(&live_bytes, bytes, __ATOMIC_RELAXED));
+    long long live = __atomic_add_fetch(&live_bytes, bytes, __ATOMIC_RELAXED);
+    peak_raise(&live_peak, live);
+    peak_raise(&live_window, live);
 }
 
 /* The memory an object of `size` bytes keeps resident at the least: its
@@ -195,10 +204,13 @@ static void *sample_rss(void *arg)
         long long before = __atomic_load_n(&live_bytes, __ATOMIC_RELAXED);
         long rss_kib = bench_rss_now_kib();
         long long after = __atomic_load_n(&live_bytes, __ATOMIC_RELAXED);
+        long long window = __atomic_exchange_n(&live_window, after, __ATOMIC_RELAXED);
         if (rss_kib < 0)
             break;
         long long rss = (long long)rss_kib * 1024;
         long long live = before > after ? before : after;
+        if (window > live)
+            live = window;
         if (smp.samples++ == 0 || rss > smp.high + RSS_STEP) {
             smp.high = rss;
             if (smp.growths++ == 0 || rss - live > smp.rss - smp.live) {
