@@ -123,7 +123,7 @@
  * further ahead of their consumers, and a program's backlog is its own:
  * batchq -w 2 -q 100000 (2 producers, at most 2 owners waiting) peaked at
  * 19.7-21.3 MiB against 11.4 with the bound on notified pages alone, and
- * batchq with its 64-batch queue spent x1.5-1.7 CPU in the queue's sleeps
+ * batchq with its 64-batch queue spent x1.5-2.1 CPU in the queue's sleeps
  * with no bound at all. Classes past 256 B keep their bound: rptest's
  * medium-sized hand-offs gained from the store's bytes, not its depth
  * (h50q).
