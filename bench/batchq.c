@@ -30,12 +30,43 @@
  * objects), CPU ns per object (all threads, queue and wake-ups included),
  * million objects per second, wall seconds, the process's user and system
  * seconds over the timed region, peak RSS, and the most objects in flight
- * at once (made and not yet freed: peak_inflight). With large objects
- * the queue's backlog is most of the peak RSS (-s 49152: up to 8,000
- * objects of which the two OS pages written are resident, 62.5 MiB), and
- * how full the queue gets depends on how fast the producers run against
- * the consumers, so the allocator's own part is peak RSS less what the
- * objects in flight hold (docs/results.md).
+ * at once (made and not yet freed: peak_inflight). With large objects or a
+ * deep queue the backlog is most of the peak RSS (-s 49152: up to 8,000
+ * objects of which the two OS pages written are resident, 62.5 MiB; -q
+ * 100000: up to 4 M objects), and how full the queue gets depends on how
+ * fast the producers run against the consumers, so the peak RSS of two
+ * allocators compares their backlogs as much as themselves.
+ *
+ * What the allocator holds beyond the live objects, measured in the run
+ * (beyond_mib): the most RSS - live bytes at a moment the RSS grew. A
+ * sampler thread (not one of the team; it never calls malloc, so the
+ * allocator never sees it) reads the process's RSS every -i microseconds
+ * (default 1000; 0: no sampler). Live bytes are the objects made and not yet
+ * freed, each counted as the least memory its writes keep resident: its
+ * size, or past two OS pages the two OS pages the program writes (first
+ * word, last byte). With each RSS reading the sampler takes the most live
+ * bytes there were since its last sample (the producers raise a window's
+ * high, the sampler reads and resets it after the RSS), and at least those
+ * read just before and after the RSS: on a loaded machine it runs late,
+ * after a burst of the producers that the consumers have freed already, and
+ * the RSS it reads grew for objects that lived in between. So a malloc or a
+ * free around the reading can only make the difference smaller, never
+ * larger: a lower bound, looser the later the sampler runs. A sample that
+ * finds the RSS more than 1 MiB above the last such sample is a growth
+ * sample (the kernel's count lags by up to its per-CPU batches, and a late
+ * fold must not pass for growth once the objects are freed), and beyond_mib
+ * is the largest RSS - live of the growth samples. Only those: once the
+ * objects are freed every allocator keeps memory for a while, and RSS - live
+ * then is only what it has not returned yet. An allocator that reuses every
+ * freed block before it takes new memory grows only when its live bytes
+ * reach a new high, so its beyond_mib is what the process holds besides the
+ * objects (code, libraries, stacks, the queue's ring: rss_start_mib, the RSS
+ * when the team was started, is most of it) and its own metadata and caches;
+ * memory an allocator took while freed blocks waited elsewhere (another
+ * thread's cache, a page whose owner is not running) counts in full, however
+ * far the producers ran ahead. A note line gives the samples, the growth
+ * samples, and the RSS and live bytes at the largest difference.
+ * inflight_mib is the most live bytes at once. Both in MiB.
  */
 #define _GNU_SOURCE
 #include "harness.h"
@@ -44,6 +75,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 struct cfg {
@@ -92,39 +124,57 @@ static void *pop(struct cfg *c)
 
 #define ODD_EVERY 8192
 
-/* Objects made and not yet freed, and the most of them at once: counted
-   once per batch on each side (two atomics per batch). */
-static long long inflight, inflight_peak;
-static void inflight_add(long long n)
+/* Objects made and not yet freed and their live bytes (see the top), and
+   the most of each at once: counted once per batch on each side. live_window:
+   the most live bytes since the sampler last looked (it resets it). */
+static long long inflight, inflight_peak, live_bytes, live_peak, live_window;
+static void peak_raise(long long *peak, long long now)
 {
-    long long now = __atomic_add_fetch(&inflight, n, __ATOMIC_RELAXED);
-    long long peak = __atomic_load_n(&inflight_peak, __ATOMIC_RELAXED);
-    while (now > peak &&
-           !__atomic_compare_exchange_n(&inflight_peak, &peak, now, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+    long long p = __atomic_load_n(peak, __ATOMIC_RELAXED);
+    while (now > p && !__atomic_compare_exchange_n(peak, &p, now, 1, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
         ;
 }
+static void inflight_add(long long n, long long bytes)
+{
+    peak_raise(&inflight_peak, __atomic_add_fetch(&inflight, n, __ATOMIC_RELAXED));
+    long long live = __atomic_add_fetch(&live_bytes, bytes, __ATOMIC_RELAXED);
+    peak_raise(&live_peak, live);
+    peak_raise(&live_window, live);
+}
 
-/* mallocs n objects, each written at both ends, chained through word 0 */
+/* The memory an object of `size` bytes keeps resident at the least: its
+   bytes, or past two OS pages the two it writes. */
+static long long live_floor(size_t size)
+{
+    return size < 8192 ? (long long)size : 8192;
+}
+
+/* mallocs n objects, each written at both ends, chained through word 0; the
+   head's word 1 carries the batch's live bytes to the consumer */
 static void *make_batch(const struct cfg *c, int n, long long tag)
 {
     static __thread unsigned long made;
     void *chain = NULL;
+    long long bytes = 0;
     for (int i = 0; i < n; i++) {
-        char *p = malloc(c->odd != 0 && ++made % ODD_EVERY == 0 ? c->odd : c->size);
+        size_t size = c->odd != 0 && ++made % ODD_EVERY == 0 ? c->odd : c->size;
+        char *p = malloc(size);
         if (!p)
-            die("malloc(%zu) failed", c->size);
+            die("malloc(%zu) failed", size);
         p[c->size - 1] = (char)tag;
         *(void **)p = chain;
         chain = p;
+        bytes += live_floor(size);
     }
-    inflight_add(n);
+    ((long long *)chain)[1] = bytes;
+    inflight_add(n, bytes);
     return chain;
 }
 
 /* frees a chain; returns the objects freed */
 static long long free_batch(const struct cfg *c, void *chain, long *sum)
 {
-    long long n = 0;
+    long long n = 0, bytes = ((long long *)chain)[1];
     while (chain) {
         void *next = *(void **)chain;
         *sum += ((char *)chain)[c->size - 1];
@@ -132,8 +182,45 @@ static long long free_batch(const struct cfg *c, void *chain, long *sum)
         chain = next;
         n++;
     }
-    inflight_add(-n);
+    inflight_add(-n, -bytes);
     return n;
+}
+
+/* The sampler (see the top): of the samples that found the RSS more than
+   RSS_STEP above the last such sample (high), the largest RSS - live, and
+   the RSS and live bytes at it. */
+#define RSS_STEP (1LL << 20)
+static struct sampler {
+    long interval_us;
+    int stop;                   /* set by main, read by the sampler */
+    long long high, rss, live, samples, growths;
+} smp;
+
+static void *sample_rss(void *arg)
+{
+    (void)arg;
+    struct timespec gap = { smp.interval_us / 1000000, smp.interval_us % 1000000 * 1000 };
+    while (!__atomic_load_n(&smp.stop, __ATOMIC_ACQUIRE)) {
+        long long before = __atomic_load_n(&live_bytes, __ATOMIC_RELAXED);
+        long rss_kib = bench_rss_now_kib();
+        long long after = __atomic_load_n(&live_bytes, __ATOMIC_RELAXED);
+        long long window = __atomic_exchange_n(&live_window, after, __ATOMIC_RELAXED);
+        if (rss_kib < 0)
+            break;
+        long long rss = (long long)rss_kib * 1024;
+        long long live = before > after ? before : after;
+        if (window > live)
+            live = window;
+        if (smp.samples++ == 0 || rss > smp.high + RSS_STEP) {
+            smp.high = rss;
+            if (smp.growths++ == 0 || rss - live > smp.rss - smp.live) {
+                smp.rss = rss;
+                smp.live = live;
+            }
+        }
+        nanosleep(&gap, NULL);
+    }
+    return NULL;
 }
 
 static void worker(bench_thread *t)
@@ -168,7 +255,8 @@ int main(int argc, char **argv)
     struct cfg c = { .producers = 2, .batch = 100, .size = 64, .cap = 64 };
     long long total = 4000000;
     int opt;
-    while ((opt = getopt(argc, argv, "w:n:s:b:q:x:P")) != -1) {
+    smp.interval_us = 1000;
+    while ((opt = getopt(argc, argv, "w:n:s:b:q:x:i:P")) != -1) {
         switch (opt) {
         case 'w': c.producers = (int)parse_size(optarg); break;
         case 'n': total = parse_size(optarg); break;
@@ -176,11 +264,12 @@ int main(int argc, char **argv)
         case 'b': c.batch = (int)parse_size(optarg); break;
         case 'q': c.cap = (size_t)parse_size(optarg); break;
         case 'x': c.odd = (size_t)parse_size(optarg); break;
+        case 'i': smp.interval_us = (long)parse_size(optarg); break;
         case 'P': bench_pinning = 0; break;
         default:
             fprintf(stderr, "usage: batchq [-w producers (= consumers)] [-n objects] [-s object size]\n"
                             "              [-b objects per batch] [-q queue capacity in batches]\n"
-                            "              [-x size of every 8192nd object] [-P]\n");
+                            "              [-x size of every 8192nd object] [-i RSS sampling interval, us] [-P]\n");
             return 2;
         }
     }
@@ -200,15 +289,29 @@ int main(int argc, char **argv)
     int threads = 2 * c.producers;
     bench_reset_peak_rss();
     inflight_peak = 0;
+    double rss_start_mib = bench_rss_now_kib() / 1024.0;
+    pthread_t sampler;
+    if (smp.interval_us > 0 && pthread_create(&sampler, NULL, sample_rss, NULL) != 0)
+        die("pthread_create failed");
     bench_team r;
     bench_team_run(threads, worker, &c, &r);
+    if (smp.interval_us > 0) {
+        __atomic_store_n(&smp.stop, 1, __ATOMIC_RELEASE);
+        pthread_join(sampler, NULL);
+        printf("note: RSS sampled %lld times, %lld growths; at the largest RSS - live: RSS %.1f MiB, "
+               "live %.1f MiB\n", smp.samples, smp.growths, smp.rss / 1048576.0, smp.live / 1048576.0);
+    }
+    char beyond_field[96] = "";
+    if (smp.interval_us > 0 && smp.samples > 0)
+        snprintf(beyond_field, sizeof beyond_field, " beyond_mib=%.1f rss_start_mib=%.1f",
+                 (smp.rss - smp.live) / 1048576.0, rss_start_mib);
     if (r.ops != (uint64_t)(c.batches * c.batch * c.producers))
         die("freed %llu objects of %lld", (unsigned long long)r.ops, c.batches * c.batch * c.producers);
-    bench_result("batchq", "producers=%d batch=%d size=%zu threads=%d ns_obj=%.2f cpu_ns_obj=%.2f mops=%.3f "
-                 "wall_s=%.3f user_s=%.3f sys_s=%.3f peak_rss_mib=%.1f peak_inflight=%lld",
-                 c.producers, c.batch, c.size, threads, bench_ns_per_op(&r, threads), bench_cpu_ns_per_op(&r),
+    bench_result("batchq", "producers=%d batch=%d size=%zu queue=%zu threads=%d ns_obj=%.2f cpu_ns_obj=%.2f mops=%.3f "
+                 "wall_s=%.3f user_s=%.3f sys_s=%.3f peak_rss_mib=%.1f peak_inflight=%lld inflight_mib=%.1f%s",
+                 c.producers, c.batch, c.size, c.cap, threads, bench_ns_per_op(&r, threads), bench_cpu_ns_per_op(&r),
                  (double)r.ops / ((double)r.wall_ns / 1e9) / 1e6, (double)r.wall_ns / 1e9, r.user_s, r.sys_s,
-                 bench_peak_rss_kib() / 1024.0, inflight_peak);
+                 bench_peak_rss_kib() / 1024.0, inflight_peak, live_peak / 1048576.0, beyond_field);
     free(c.ring);
     pthread_cond_destroy(&c.not_full);
     pthread_cond_destroy(&c.not_empty);

@@ -6,6 +6,7 @@
 #include "harness.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
 #include <sched.h>
@@ -346,6 +347,24 @@ static long status_field_kib(const char *name)
 }
 
 long bench_rss_kib(void) { return status_field_kib("VmRSS"); }
+
+long bench_rss_now_kib(void)
+{
+    int fd = open("/proc/self/statm", O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    char buf[128];
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    buf[n] = '\0';
+    /* "size resident shared text lib data dt", in OS pages */
+    char *p = strchr(buf, ' ');
+    if (!p)
+        return -1;
+    return strtol(p + 1, NULL, 10) * (sysconf(_SC_PAGESIZE) / 1024);
+}
 long bench_vm_kib(void) { return status_field_kib("VmSize"); }
 long bench_peak_rss_kib(void) { return status_field_kib("VmHWM"); }
 

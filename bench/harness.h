@@ -138,6 +138,11 @@ long bench_rss_kib(void);
 long bench_peak_rss_kib(void);
 /* Resets VmHWM to the current RSS (/proc/self/clear_refs); 0 on success. */
 int bench_reset_peak_rss(void);
+/* RSS of this process now in KiB, from /proc/self/statm with open/read on
+   the stack: no malloc, so a thread that samples it gets no heap or cache of
+   its own from the allocator measured; -1 if unknown. The kernel's count may
+   lag by its per-CPU batches (tens of OS pages a CPU). */
+long bench_rss_now_kib(void);
 /* VmSize of this process in KiB (address space in use), -1 if unknown. */
 long bench_vm_kib(void);
 /* Writes one byte in every 4 KiB of [p, p + size) and the last byte, so every

@@ -58,8 +58,8 @@ def units(case):
         return out
     if p == "larson":
         return [(a, "-R", 2, 6, int(a[a.index("-r") + 1]) * int(a[a.index("-t") + 1]))]
-    if p == "batchq":
-        return [(a, "-n", 200000, 800000, 1)]
+    if p == "batchq":   # -i 0: no RSS sampler, whose instructions would follow the run's time
+        return [(_with(a, "-i", 0), "-n", 200000, 800000, 1)]
     if p == "reqresp":
         return [(a, "-n", 20000, 80000, 1)]
     if p == "rptest":

@@ -97,6 +97,32 @@ def a_result_lines_measured_fields_are_not_its_identity():
         expect("peak_inflight=" in f.read(), "batchq.c to print peak_inflight= (else this part checks nothing)")
 
 
+def batchqs_rows_show_what_the_allocator_holds_beyond_the_backlog_next_to_peak_rss():
+    # with a queue that never fills, batchq's peak RSS is mostly the
+    # program's backlog, which depends on how fast the producers run (issue
+    # 18, h51q): the program reports beyond_mib (RSS less the live objects'
+    # bytes while the RSS grows) and queue=, and the suite tabulates it for
+    # every allocator on both queues (2026-12-05)
+    from runner.cases import GROUPS, full_cases
+    metrics = GROUPS["batchq"][1]
+    expect("beyond_mib" in metrics and "inflight_mib" in metrics
+           and metrics.index("beyond_mib") == metrics.index("peak_rss_mib") + 1,
+           "the batchq group to tabulate beyond_mib right after peak_rss_mib, and inflight_mib, got %r" % metrics)
+    queues = {tuple(c.args[c.args.index("-q") + 1:c.args.index("-q") + 2]) if "-q" in c.args else ("64",)
+              for c in full_cases() if c.program == "batchq"}
+    expect(("100000",) in queues and ("64",) in queues, "full mode to run batchq with a queue of 64 and of "
+           "100,000 batches, got %r" % queues)
+    line = ("result batchq producers=8 batch=100 size=64 queue=100000 threads=16 ns_obj=20.1 peak_rss_mib=48.0 "
+            "peak_inflight=7700 inflight_mib=0.5 beyond_mib=41.2 rss_start_mib=2.9 peak_rss_kib=49152")
+    (workload, params, metrics), = list(parse_results(line))
+    expect(params.get("queue") == "100000" and "beyond_mib" in metrics and "rss_start_mib" in metrics,
+           "the queue to name the row and beyond_mib, rss_start_mib to be values, got %r / %r" % (params, metrics))
+    with open(os.path.join(HERE, "..", "..", "bench", "batchq.c")) as f:
+        src = f.read()
+    expect("beyond_mib=" in src and "queue=%zu" in src and "bench_rss_now_kib" in src,
+           "batchq.c to print beyond_mib= and queue= from its RSS sampler (else this case checks nothing)")
+
+
 def every_run_records_its_sleeps_preemptions_and_faults():
     # the kernel's share of a hand-off row is the program's sleeps, not the
     # allocator's calls (docs/results.md, h50k): every run keeps its wait4
@@ -341,6 +367,7 @@ CASES = {f.__name__: f for f in (values_spanning_decades_get_a_log_axis,
                                   every_axis_says_which_way_is_better,
                                   library_is_shown_without_machine_paths,
                                   commit_says_whether_the_tree_matched_it,
+                                  batchqs_rows_show_what_the_allocator_holds_beyond_the_backlog_next_to_peak_rss,
                                   a_result_lines_measured_fields_are_not_its_identity,
                                   the_profile_table_gives_a_verdict_only_where_its_interval_clears_the_target,
                                   every_run_records_its_sleeps_preemptions_and_faults,
