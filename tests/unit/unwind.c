@@ -315,6 +315,7 @@ static void fork_during_walks_leaves_the_child_no_descriptor(void)
    kernel has stopped there (a tracer's stop) must not hang the fork. */
 
 static int stall_fd = -1;      /* atomic: the descriptor the stalled walk opened */
+static struct stat stall_file; /* its file */
 static int stall_tid;          /* atomic: its thread */
 static int stall_forking;      /* atomic: the main thread is about to fork */
 static int stall_forked;       /* atomic: fork() has returned in the parent */
@@ -326,6 +327,8 @@ static void stall_hook(int fd)
     if (__atomic_load_n(&stall_fd, __ATOMIC_ACQUIRE) != -1)
         return;   /* only the first open stalls */
     __atomic_store_n(&stall_tid, (int)syscall(SYS_gettid), __ATOMIC_RELAXED);
+    if (fstat(fd, &stall_file) != 0)
+        memset(&stall_file, 0, sizeof stall_file);
     __atomic_store_n(&stall_fd, fd, __ATOMIC_RELEASE);
     while (!__atomic_load_n(&stall_forking, __ATOMIC_ACQUIRE))
         usleep(1000);
@@ -370,8 +373,12 @@ static void a_fork_waits_for_a_walk_stalled_between_its_open_and_its_entry(void)
     int fd = __atomic_load_n(&stall_fd, __ATOMIC_ACQUIRE);
     __atomic_store_n(&stall_forking, 1, __ATOMIC_RELEASE);
     pid_t pid = fork();
-    if (pid == 0)
-        _exit(fcntl(fd, F_GETFD) != -1);
+    if (pid == 0) {
+        /* (the same file, not another one that took the number since: a
+           sanitizer's runtime opens files in a child) */
+        struct stat st;
+        _exit(fstat(fd, &st) == 0 && st.st_dev == stall_file.st_dev && st.st_ino == stall_file.st_ino);
+    }
     __atomic_store_n(&stall_forked, 1, __ATOMIC_RELEASE);
     int status = 0;
     EXPECT(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status), "a child that exits");
