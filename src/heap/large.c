@@ -159,6 +159,10 @@ static void nd_large_give(nd_segment *s, unsigned i, unsigned k, uint64_t now)
    populated and checked, which an inaccessible page would fail.) Under
    the pool lock. */
 
+#if ND_DEBUG >= 2
+void (*nd_large_commit_hook)(void);
+#endif
+
 #define ND_LARGE_SCAN 4   /* segments with a free run of the size looked at for one without system calls */
 
 static size_t nd_large_page_of(const nd_segment *s, const void *p)
@@ -335,6 +339,10 @@ nd_large_path static int nd_large_commit(nd_large_pool *pool, nd_segment *s, con
         return 0;
     }
     nd_unlock(nd_pool_lock(pool));
+#if ND_DEBUG >= 2
+    if (nd_large_commit_hook != NULL)
+        nd_large_commit_hook();
+#endif
     uint64_t m = todo, done = 0;
     int rc = 0;
     while (m != 0) {
@@ -1185,15 +1193,18 @@ bool nd_large_is_valid(void)
                         continue;
                     uint64_t run = nd_mask_range(i, i + pg->reserved - 1u);
                     /* (A CPU's cache's take sets a cached block's size
-                       without the lock: within its run, as checked.) */
+                       without the lock: within its run, as checked.) A
+                       node-bound run being populated (nd_large_commit,
+                       the lock released): its size and guard come after. */
                     size_t bs = nd_load_relaxed(&pg->block_size);
+                    bool filling = s->bound && (run & ~s->committed) != 0;
                     ok = pg->reserved >= 1 && i + pg->reserved <= 64 && (covered & run) == 0 &&
                          (!nd_load_relaxed(&pg->in_full) || nd_large_keepable(bs) ||
                           nd_large_cacheable(bs, pg->reserved)) &&
                          pg->start == (uint8_t *)s + ((size_t)i << ND_CHUNK_SHIFT) &&
                          nd_chunks_of(bs + nd_seg_guard) <= pg->reserved &&
-                         (nd_seg_guard == 0 || nd_chunks_of(bs + nd_seg_guard) == pg->reserved);
-                    if (ok && nd_seg_guard != 0) {
+                         (nd_seg_guard == 0 || filling || nd_chunks_of(bs + nd_seg_guard) == pg->reserved);
+                    if (ok && nd_seg_guard != 0 && !filling) {
                         size_t a = nd_large_page_of(s, pg->start), g = nd_large_page_of(s, pg->start + bs);
                         for (size_t q = a; q < g && ok; q++)
                             ok = !nd_seg_guarded(s, q);

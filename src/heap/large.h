@@ -93,7 +93,10 @@
  * belongs to no block either); used_pages = blocks in the segment;
  * secure=1: each block's block_size bytes and its guard page after them
  * (inaccessible) end in its run's last chunk: the run's last OS page, or
- * (a tight block) an OS page inside that chunk; at
+ * (a tight block) an OS page inside that chunk, but while a block of a
+ * node-bound segment is being populated (its run not all committed:
+ * nd_large_commit releases the lock meanwhile; its guard is set after,
+ * and a grown block's size); at
  * most ND_LARGE_SPARE segments of a pool have no block (under secure=1
  * ND_LARGE_SPARE_GUARDED); purge_mask holds
  * committed chunks of no block, purged once purge_at has passed. A kept
@@ -242,5 +245,9 @@ unsigned nd_large_pick(uint64_t free, uint64_t guarded, unsigned k, unsigned ste
 
 /* Debug check of every pool's invariants; takes the locks. */
 bool   nd_large_is_valid(void) nd_hidden;
+/* Debug builds (ND_DEBUG >= 2; tests): called while a node-bound run is
+   populated with its pool's lock released (nd_large_commit), so that a
+   test can look at the pools meanwhile. Release builds do not define it. */
+extern void (*nd_large_commit_hook)(void) nd_hidden;
 
 #endif /* ND_LARGE_H */

@@ -197,14 +197,21 @@ bool        nd_os_unwind_own_ok(void) nd_hidden;
 /* The resident bytes of nodal's unwinder's own memory (its cache of
    frames' rules, mapped at its first walk; 0 before). */
 size_t      nd_os_unwind_resident(void) nd_hidden;
-/* fork(): the prepare handler waits (a bounded time) until no walk is
-   opening or closing a file, and until the parent's or the child's handler
-   walks open and close none (they read in place, and leave their files to
-   the handlers); the child's closes the files other threads' walks held
-   (unwind.c), which no thread of the child will close. */
+/* fork(): the prepare handler waits until no walk is opening or closing
+   a file (an open or a close is one system call with every signal
+   blocked; a thread the kernel has stopped there is not waited for), and
+   until the parent's or the child's handler walks open and close none
+   (they read in place, and leave their files to the handlers); the
+   child's closes the files other threads' walks held (unwind.c), which no
+   thread of the child will close. */
 void        nd_os_unwind_fork_prepare(void) nd_hidden;
 void        nd_os_unwind_fork_parent(void) nd_hidden;
 void        nd_os_unwind_fork_child(void) nd_hidden;
+/* Debug builds (ND_DEBUG >= 2; tests): called by a walk right after it
+   opened file fd, before its entry holds the number, with every signal
+   blocked, so that a test can stall a walk there while another thread
+   forks. Release builds do not define it. */
+extern void (*nd_os_unwind_opened_hook)(int fd) nd_hidden;
 /* What the dynamic loader knows of code address a: the file of its object
    and where that is loaded, the symbol before a and its address (NULLs
    where unknown). False when a is in no loaded object. */

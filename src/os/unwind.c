@@ -44,6 +44,7 @@
 #include <stdint.h>
 #include <string.h>
 #include <sys/auxv.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/ucontext.h>
@@ -392,18 +393,28 @@ static ssize_t nd_uw_pread(int fd, void *buf, size_t len, uint64_t off)
    An entry is 0 (free), ND_UW_BUSY (a descriptor being opened or closed:
    its number not known), fd + 1 (a walk holds fd) or -(fd + 2) (fd left
    open by a walk that ended during a fork: the fork's handlers close it);
-   its owner is the walking thread (the address of its nd_uw_self). The
-   kernel copies a process's memory and its descriptors at different
-   moments, so no walk opens or closes a file while a fork is under way:
-   fork()'s prepare handler stops them (walks read in place, and leave
-   their files to the handlers) and waits, a bounded time, for the opens
-   and closes already started; the parent's handler closes the files left
-   to it, the child's also those of other threads' walks, which it does not
-   have. */
+   its owner is the walking thread (the address of its nd_uw_self, and its
+   thread id). The kernel copies a process's memory and its descriptors at
+   different moments, so no walk opens or closes a file while a fork is
+   under way: fork()'s prepare handler stops them (walks read in place,
+   and leave their files to the handlers) and waits for the opens and
+   closes already started; the parent's handler closes the files left to
+   it, the child's also those of other threads' walks, which it does not
+   have.
+
+   The wait has no time limit, so that no delay of the walker (a thread
+   that waits for a CPU, on a loaded machine) leaves a child a descriptor
+   whose number no entry holds yet. It cannot hang the fork: an entry is
+   ND_UW_BUSY only across one system call, with every signal blocked, so
+   no handler runs there (one that never returned would stop the walker
+   for good); a thread the kernel has stopped there (a debugger's, 't' or
+   'T' in /proc: a stop of the whole process stops the forking thread too)
+   is not waited for: its descriptor may go to the child, which is better
+   than a fork that never ends. */
 #define ND_UW_FDS  16
 #define ND_UW_BUSY (-1)
 /* The unwinder's few variables (these, nd_uw_cache and nd_uw_cache_none,
-   about 0.3 KiB) are in nodal's .data, whose one OS page every process
+   about 0.4 KiB) are in nodal's .data, whose one OS page every process
    has resident (its relocations write it), not in .bss, where they lay
    on a page of their own (with the end of the reports' snapshot buffer):
    one page more in every process that unwinds (batchq -w 2 and larson -t
@@ -412,8 +423,27 @@ static ssize_t nd_uw_pread(int fd, void *buf, size_t len, uint64_t off)
 #define ND_UW_DATA __attribute__((section(".data.nodal_unwind"), aligned(64)))
 ND_UW_DATA static int       nd_uw_fds[ND_UW_FDS];         /* atomic */
 ND_UW_DATA static uintptr_t nd_uw_fd_owner[ND_UW_FDS];    /* atomic */
+ND_UW_DATA static int       nd_uw_fd_tid[ND_UW_FDS];      /* atomic: the owner's thread id */
 ND_UW_DATA static int       nd_uw_forking;                /* atomic: between prepare and parent/child */
 static __thread char nd_uw_self;
+
+#if ND_DEBUG >= 2
+void (*nd_os_unwind_opened_hook)(int fd);
+#endif
+
+/* Blocks every signal (the kernel's mask: SIGKILL and SIGSTOP stay) for
+   the time an entry is ND_UW_BUSY; *old = the mask before. Raw system
+   calls, as the file calls. */
+static void nd_uw_block_signals(uint64_t *old)
+{
+    uint64_t all = ~(uint64_t)0;
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, &all, old, sizeof all);
+}
+
+static void nd_uw_restore_signals(const uint64_t *old)
+{
+    syscall(SYS_rt_sigprocmask, SIG_SETMASK, old, NULL, sizeof *old);
+}
 
 /* Opens path for a walk, registered in *slot; -1 when it cannot (no free
    entry, a fork under way, no file). */
@@ -421,14 +451,25 @@ static int nd_uw_open_registered(const char *path, int *slot)
 {
     for (int i = 0; i < ND_UW_FDS; i++) {
         int zero = 0;
-        if (__atomic_load_n(&nd_uw_fds[i], __ATOMIC_RELAXED) != 0 ||
-            !__atomic_compare_exchange_n(&nd_uw_fds[i], &zero, ND_UW_BUSY, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+        if (__atomic_load_n(&nd_uw_fds[i], __ATOMIC_RELAXED) != 0)
             continue;
+        uint64_t mask;
+        nd_uw_block_signals(&mask);
+        if (!__atomic_compare_exchange_n(&nd_uw_fds[i], &zero, ND_UW_BUSY, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED)) {
+            nd_uw_restore_signals(&mask);
+            continue;
+        }
         __atomic_store_n(&nd_uw_fd_owner[i], (uintptr_t)&nd_uw_self, __ATOMIC_RELAXED);
+        __atomic_store_n(&nd_uw_fd_tid[i], (int)syscall(SYS_gettid), __ATOMIC_RELAXED);
         /* (seq_cst: the prepare handler's flag and this entry are seen in
            one order, so it waits for this open or this walk sees the flag) */
         int fd = __atomic_load_n(&nd_uw_forking, __ATOMIC_SEQ_CST) ? -1 : nd_uw_open(path);
+#if ND_DEBUG >= 2
+        if (fd >= 0 && nd_os_unwind_opened_hook != NULL)
+            nd_os_unwind_opened_hook(fd);   /* a test's stall between the open and the entry */
+#endif
         __atomic_store_n(&nd_uw_fds[i], fd >= 0 ? fd + 1 : 0, __ATOMIC_RELEASE);
+        nd_uw_restore_signals(&mask);
         *slot = i;
         return fd;
     }
@@ -437,39 +478,78 @@ static int nd_uw_open_registered(const char *path, int *slot)
 
 static void nd_uw_close_registered(int fd, int slot)
 {
+    uint64_t mask;
+    nd_uw_block_signals(&mask);
     __atomic_store_n(&nd_uw_fds[slot], ND_UW_BUSY, __ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&nd_uw_forking, __ATOMIC_SEQ_CST)) {
+    if (__atomic_load_n(&nd_uw_forking, __ATOMIC_SEQ_CST))
         __atomic_store_n(&nd_uw_fds[slot], -(fd + 2), __ATOMIC_RELEASE);   /* the fork's handlers close it */
-        return;
+    else {
+        nd_os_close(fd);
+        __atomic_store_n(&nd_uw_fds[slot], 0, __ATOMIC_RELEASE);
     }
-    nd_os_close(fd);
-    __atomic_store_n(&nd_uw_fds[slot], 0, __ATOMIC_RELEASE);
+    nd_uw_restore_signals(&mask);
 }
+
+/* Is thread tid of this process stopped by the kernel (state 't' or 'T'
+   in /proc/self/task/TID/stat), or its state unreadable? */
+static bool nd_uw_thread_is_stopped(int tid)
+{
+    char path[48] = "/proc/self/task/", digits[12], stat[160];
+    int nd = 0, len = sizeof "/proc/self/task/" - 1;
+    for (unsigned v = (unsigned)tid; nd == 0 || v != 0; v /= 10)
+        digits[nd++] = (char)('0' + v % 10);
+    while (nd > 0)
+        path[len++] = digits[--nd];
+    memcpy(path + len, "/stat", sizeof "/stat");
+    int fd = nd_uw_open(path);
+    if (fd < 0)
+        return true;
+    ssize_t got = nd_uw_pread(fd, stat, sizeof stat - 1, 0);
+    nd_os_close(fd);
+    if (got <= 0)
+        return true;
+    stat[got] = '\0';
+    const char *state = NULL;   /* after the name's last ')' (a name may hold one) */
+    for (const char *c = stat; *c != '\0'; c++)
+        if (*c == ')')
+            state = c;
+    return state == NULL || state[1] != ' ' || state[2] == 't' || state[2] == 'T';
+}
+
+/* How long the prepare handler waits for an open or a close before it
+   looks whether its thread is stopped (then again as long again). */
+#define ND_UW_LOOK_MS 50
 
 nd_hot void nd_os_unwind_fork_prepare(void)
 {
     __atomic_store_n(&nd_uw_forking, 1, __ATOMIC_SEQ_CST);
-    /* An open or a close takes one system call; a thread stopped in
-       between (a signal handler that never returns) is not waited for
-       more than 100 ms. */
-    for (uint64_t until = 0;;) {
-        bool busy = false;
+    uint32_t stopped = 0;   /* the entries of threads found stopped: not waited for */
+    for (uint64_t look = 0;;) {
+        uint32_t busy = 0;
         for (int i = 0; i < ND_UW_FDS; i++)
-            busy |= __atomic_load_n(&nd_uw_fds[i], __ATOMIC_SEQ_CST) == ND_UW_BUSY &&
-                    __atomic_load_n(&nd_uw_fd_owner[i], __ATOMIC_RELAXED) != (uintptr_t)&nd_uw_self;
-        if (!busy)
+            if (__atomic_load_n(&nd_uw_fds[i], __ATOMIC_SEQ_CST) == ND_UW_BUSY &&
+                __atomic_load_n(&nd_uw_fd_owner[i], __ATOMIC_RELAXED) != (uintptr_t)&nd_uw_self)
+                busy |= (uint32_t)1 << i;
+        busy &= ~stopped;
+        if (busy == 0)
             return;
         uint64_t now = nd_os_now_ms();
-        if (until == 0)
-            until = now + 100;
-        else if (now >= until)
-            return;
+        if (look == 0)
+            look = now + ND_UW_LOOK_MS;
+        else if (now >= look) {
+            for (int i = 0; i < ND_UW_FDS; i++)
+                if ((busy >> i & 1) && nd_uw_thread_is_stopped(__atomic_load_n(&nd_uw_fd_tid[i], __ATOMIC_RELAXED)))
+                    stopped |= (uint32_t)1 << i;
+            look = now + ND_UW_LOOK_MS;
+        }
         nd_os_yield();
     }
 }
 
 /* Closes the files left to the fork's handlers, and in the child those of
-   other threads' walks; then walks open and close files again. */
+   other threads' walks (and frees the entries of a stopped thread's open
+   or close, whose thread the child does not have); then walks open and
+   close files again. */
 static nd_hot void nd_uw_fork_done(bool child)
 {
     for (int i = 0; i < ND_UW_FDS; i++) {
@@ -478,7 +558,8 @@ static nd_hot void nd_uw_fork_done(bool child)
         if (v < ND_UW_BUSY || (child && v > 0 && other)) {
             if (__atomic_compare_exchange_n(&nd_uw_fds[i], &v, 0, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
                 nd_os_close(v > 0 ? v - 1 : -v - 2);
-        }
+        } else if (child && v == ND_UW_BUSY && other)
+            __atomic_store_n(&nd_uw_fds[i], 0, __ATOMIC_RELEASE);
     }
     __atomic_store_n(&nd_uw_forking, 0, __ATOMIC_RELEASE);
 }

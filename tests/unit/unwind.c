@@ -7,7 +7,9 @@
  * above the one before it; in a signal handler it goes on through the
  * signal frame into the interrupted code, as backtrace() does, on the
  * thread's stack and on a sigaltstack; a fork() while other threads'
- * walks hold object files open leaves the child none of them; a program
+ * walks hold object files open leaves the child none of them, also when a
+ * walk stalls between its open and its entry, and a walk stopped there does
+ * not hang the fork; a program
  * whose starting name (AT_EXECFN) now leads to another file is still read
  * right; a walk that reads the tables takes at most 3 KiB of its thread's
  * stack, and reads an FDE longer than its frame's buffer.
@@ -19,7 +21,9 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 #include <stdint.h>
@@ -302,6 +306,146 @@ static void fork_during_walks_leaves_the_child_no_descriptor(void)
     EXPECT(leaked == 0, "no child with a descriptor of a walk: %d in %d children", leaked, FORKS);
 }
 
+/* ---- a walk stalled between its open and its entry -----------------------
+   The debug core's hook stalls a walk right after its open, before its
+   entry holds the descriptor's number, while the main thread forks. The
+   fork must wait for the walk however long it stalls (here until the fork
+   has returned, or 300 ms after it began: main 4c6e842's prepare handler
+   gave up after 100 ms and the child kept the descriptor); a walk the
+   kernel has stopped there (a tracer's stop) must not hang the fork. */
+
+static int stall_fd = -1;      /* atomic: the descriptor the stalled walk opened */
+static struct stat stall_file; /* its file */
+static int stall_tid;          /* atomic: its thread */
+static int stall_forking;      /* atomic: the main thread is about to fork */
+static int stall_forked;       /* atomic: fork() has returned in the parent */
+static int stall_timed;        /* the hook stops stalling 300 ms after the fork began */
+static int stall_walker_done;  /* atomic */
+
+static void stall_hook(int fd)
+{
+    if (__atomic_load_n(&stall_fd, __ATOMIC_ACQUIRE) != -1)
+        return;   /* only the first open stalls */
+    __atomic_store_n(&stall_tid, (int)syscall(SYS_gettid), __ATOMIC_RELAXED);
+    if (fstat(fd, &stall_file) != 0)
+        memset(&stall_file, 0, sizeof stall_file);
+    __atomic_store_n(&stall_fd, fd, __ATOMIC_RELEASE);
+    while (!__atomic_load_n(&stall_forking, __ATOMIC_ACQUIRE))
+        usleep(1000);
+    for (int ms = 0; !__atomic_load_n(&stall_forked, __ATOMIC_ACQUIRE) && (!stall_timed || ms < 300); ms++)
+        usleep(1000);
+}
+
+static void *stall_walker_main(void *arg)
+{
+    (void)arg;
+    uintptr_t ips[MAXF], cfas[MAXF];
+    for (int i = 0; i < 100 && __atomic_load_n(&stall_fd, __ATOMIC_ACQUIRE) == -1; i++)
+        sink += nd_os_unwind_own(ips, cfas, MAXF);
+    __atomic_store_n(&stall_walker_done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* Starts a walker thread whose first open stalls in the hook; false (the
+   walker joined) when no walk opened a file. */
+static bool stall_a_walk(pthread_t *walker, bool timed)
+{
+    nd_process_ensure();   /* nodal's fork handlers */
+    stall_timed = timed;
+    nd_os_unwind_opened_hook = stall_hook;
+    EXPECT(pthread_create(walker, NULL, stall_walker_main, NULL) == 0, "a walker thread");
+    while (__atomic_load_n(&stall_fd, __ATOMIC_ACQUIRE) == -1 && !__atomic_load_n(&stall_walker_done, __ATOMIC_ACQUIRE))
+        usleep(1000);
+    if (__atomic_load_n(&stall_fd, __ATOMIC_ACQUIRE) != -1)
+        return true;
+    pthread_join(*walker, NULL);
+    nd_os_unwind_opened_hook = NULL;
+    return false;
+}
+
+static void a_fork_waits_for_a_walk_stalled_between_its_open_and_its_entry(void)
+{
+    if (!nd_os_unwind_own_ok())
+        SKIP("the own unwinder is x86-64 with glibc 2.35 or later only");
+    pthread_t walker;
+    if (!stall_a_walk(&walker, true))
+        SKIP("no walk opened a file (the tables read in place)");
+    int fd = __atomic_load_n(&stall_fd, __ATOMIC_ACQUIRE);
+    __atomic_store_n(&stall_forking, 1, __ATOMIC_RELEASE);
+    pid_t pid = fork();
+    if (pid == 0) {
+        /* (the same file, not another one that took the number since: a
+           sanitizer's runtime opens files in a child) */
+        struct stat st;
+        _exit(fstat(fd, &st) == 0 && st.st_dev == stall_file.st_dev && st.st_ino == stall_file.st_ino);
+    }
+    __atomic_store_n(&stall_forked, 1, __ATOMIC_RELEASE);
+    int status = 0;
+    EXPECT(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status), "a child that exits");
+    pthread_join(walker, NULL);
+    nd_os_unwind_opened_hook = NULL;
+    EXPECT(WEXITSTATUS(status) == 0,
+           "the child not to have descriptor %d, which a walk had opened but not yet entered when the fork began", fd);
+}
+
+static void a_walk_stopped_between_its_open_and_its_entry_does_not_hang_a_fork(void)
+{
+    if (!nd_os_unwind_own_ok())
+        SKIP("the own unwinder is x86-64 with glibc 2.35 or later only");
+    /* A tracer process, forked before the walk stalls: it stops the
+       walker's thread (PTRACE_INTERRUPT) and lets it go on command. */
+    int to_tracer[2], from_tracer[2];
+    EXPECT(pipe(to_tracer) == 0 && pipe(from_tracer) == 0, "two pipes");
+    pid_t tracer = fork();
+    if (tracer == 0) {
+        int tid = 0;
+        char ok = 0, go;
+        if (read(to_tracer[0], &tid, sizeof tid) != sizeof tid)
+            _exit(1);
+        int st;
+        if (ptrace(PTRACE_SEIZE, tid, 0, 0) == 0 && ptrace(PTRACE_INTERRUPT, tid, 0, 0) == 0 &&
+            waitpid(tid, &st, __WALL) == tid)
+            ok = 1;
+        if (write(from_tracer[1], &ok, 1) != 1 || read(to_tracer[0], &go, 1) != 1)
+            _exit(1);
+        if (ok)
+            ptrace(PTRACE_DETACH, tid, 0, 0);
+        _exit(0);
+    }
+    EXPECT(tracer > 0, "a tracer process");
+    pthread_t walker;
+    bool stalled = stall_a_walk(&walker, false);
+    int tid = stalled ? __atomic_load_n(&stall_tid, __ATOMIC_RELAXED) : 0;
+    char ok = 0, go = 1;
+    EXPECT(write(to_tracer[1], &tid, sizeof tid) == sizeof tid && read(from_tracer[0], &ok, 1) == 1, "the tracer's answer");
+    if (!ok) {
+        __atomic_store_n(&stall_forked, 1, __ATOMIC_RELEASE);
+        ssize_t told = write(to_tracer[1], &go, 1);
+        (void)told;
+        waitpid(tracer, NULL, 0);
+        if (stalled)
+            pthread_join(walker, NULL);
+        nd_os_unwind_opened_hook = NULL;
+        SKIP(stalled ? "the tracer cannot stop the walker (ptrace not permitted here)"
+                     : "no walk opened a file (the tables read in place)");
+    }
+    /* The walker is stopped between its open and its entry: the fork must
+       not wait for it (a hang fails by the alarm, or ctest's timeout). */
+    alarm(120);
+    __atomic_store_n(&stall_forking, 1, __ATOMIC_RELEASE);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(0);
+    alarm(0);
+    __atomic_store_n(&stall_forked, 1, __ATOMIC_RELEASE);
+    int status = 0;
+    EXPECT(pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) && WEXITSTATUS(status) == 0,
+           "a fork that returns, and a child that exits, while a walk is stopped in its open");
+    EXPECT(write(to_tracer[1], &go, 1) == 1 && waitpid(tracer, &status, 0) == tracer, "the tracer to let the walker go");
+    pthread_join(walker, NULL);
+    nd_os_unwind_opened_hook = NULL;
+}
+
 /* ---- the program's file by its starting name ------------------------------
    The walk opens the program under the name it was started by (AT_EXECFN)
    when that file is the one mapped. Started as "./unit_unwind" from its
@@ -421,6 +565,8 @@ static const struct nd_case cases[] = {
     ND_CASE(own_unwinder_walks_through_a_signal_frame),
     ND_CASE(own_unwinder_walks_from_a_sigaltstack),
     ND_CASE(fork_during_walks_leaves_the_child_no_descriptor),
+    ND_CASE(a_fork_waits_for_a_walk_stalled_between_its_open_and_its_entry),
+    ND_CASE(a_walk_stopped_between_its_open_and_its_entry_does_not_hang_a_fork),
     ND_CASE(a_program_whose_starting_name_leads_elsewhere_is_still_walked_right),
     ND_CASE(a_walk_takes_at_most_3_kib_of_its_threads_stack),
     ND_CASE(own_unwinder_reads_an_fde_longer_than_its_frames_buffer),
