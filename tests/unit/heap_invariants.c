@@ -1131,17 +1131,17 @@ static void *gc_amid_loops(void *arg)
     nodal_free(nodal_malloc(GC_SIZE));   /* the class's bin set up */
     nd_tcache *tc = nd_tls_tc;
     uint64_t req0 = gc_class_count(c, false), free0 = gc_class_count(c, true);
-    uint64_t fills0 = nd_load_relaxed(&tc->binfo[c].counts.fills);
+    uint64_t fills0 = nd_load_relaxed(&nd_bin_info_of(tc, c)->counts.fills);
     void *held[GC_N];
     uint64_t passes = 0, mallocs = 0, frees = 0, halved = 0;
     for (int loop = 0; loop < GC_LOOPS; loop++) {
         int at_malloc = (loop * 7) % (GC_N + 1), at_free = (loop * 5) % (GC_N + 1);
         for (int i = 0; i < GC_N; i++) {
             if (i == at_malloc && loop % 3 != 2) {
-                uint32_t cap = tc->binfo[c].cap;
+                uint32_t cap = nd_bin_info_of(tc, c)->cap;
                 nd_tcache_gc(tc, false);
                 passes++;
-                halved += tc->binfo[c].cap < cap;
+                halved += nd_bin_info_of(tc, c)->cap < cap;
             }
             held[i] = nodal_malloc(GC_SIZE);
             mallocs++;
@@ -1185,7 +1185,7 @@ static void *gc_amid_loops(void *arg)
     }
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold");
     out[0] = passes;
-    out[1] = nd_load_relaxed(&tc->binfo[c].counts.fills) - fills0;
+    out[1] = nd_load_relaxed(&nd_bin_info_of(tc, c)->counts.fills) - fills0;
     out[2] = halved;
     return NULL;
 }
