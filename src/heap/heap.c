@@ -426,7 +426,6 @@ void nd_heap_free_local(nd_heap *h, nd_page *pg, void *p)
 /* After a push found the page armed (and set BUSY): tell the owner, then
    clear BUSY. The owner cannot go away meanwhile: it waits for BUSY to
    clear first. */
-
 static void nd_heap_notify(nd_page *pg)
 {
     nd_heap *h = nd_load_acquire(&pg->heap);
@@ -434,23 +433,9 @@ static void nd_heap_notify(nd_page *pg)
        off the gauge first. */
     nd_gauge_add_peak(&nd_gauge.notified_pages, &nd_gauge.peak_notified_pages, 1);
     nd_page *top = nd_load_relaxed(&h->notified);
-    /* notified_owners: one more for the push that finds the list empty,
-       counted before it where it can (so that the drain that empties the
-       list counts down after it); a push that raced with another or with
-       a drain corrects the count after. Every push onto an empty list
-       counts one, every drain of a list not empty takes one, so the gauge
-       is exact whenever no push is under way (a moment below 0 reads as a
-       huge count: nd_xfer_deep_open checks). */
-    bool counted = top == NULL;
-    if (counted)
-        nd_gauge_add(notified_owners, 1);
     do {
         pg->xnext = top;
     } while (!nd_cas_weak_acq_rel(&h->notified, &top, pg));
-    if (top == NULL && !counted)
-        nd_gauge_add(notified_owners, 1);
-    else if (top != NULL && counted)
-        nd_gauge_sub(notified_owners, 1);
     nd_page_xdone(pg);
 }
 
@@ -480,8 +465,6 @@ static void nd_heap_notified_gone(size_t n)
 nd_hot void nd_heap_drain_notified(nd_heap *h)
 {
     nd_page *list = nd_exchange_acq_rel(&h->notified, (nd_page *)NULL);
-    if (list != NULL)
-        nd_gauge_sub(notified_owners, 1);
     size_t n = 0;
     for (; list != NULL; n++) {
         nd_page *pg = list;
@@ -648,11 +631,7 @@ void nd_heap_fork_child(nd_heap *h)
         if (!queued) {
             /* Not counted again: its notifier may have counted it before
                the fork (nd_heap_notify), and a gauge one too high would
-               stay so; one too low is taken no further than 0. The list's
-               owner is (notified_owners), when the list was empty: its
-               notifier had not pushed. */
-            if (h->notified == NULL)
-                nd_gauge_add(notified_owners, 1);
+               stay so; one too low is taken no further than 0. */
             pg->xnext = h->notified;
             h->notified = pg;
         }

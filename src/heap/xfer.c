@@ -10,9 +10,6 @@
 #include "meta.h"
 #include "page.h"
 #include "segment.h"
-#include "topo.h"
-
-uint32_t nd_xfer_cpus = UINT32_MAX;
 
 /* The stores, by kind - 2 (2 * node + bound); installed once, never freed. */
 static nd_xfer *nd_xfer_stores[ND_XFER_KINDS];
@@ -38,31 +35,12 @@ static inline uint32_t nd_xfer_big_off(const nd_xfer *x, unsigned c, unsigned s)
     return x->first + x->off[c] + s * (x->slots / ND_XFER_SHARDS);
 }
 
-/* Shard s of class c's slots: its start room, its big slots or its deep
-   slots, where it moved last (xfer.h). Under the shard's claim. */
+/* Shard s of class c's slots: its start room, or its big slots once it
+   moved there (xfer.h). Under the shard's claim. */
 static inline void **nd_xfer_slots(nd_xfer *x, unsigned c, unsigned s)
 {
     nd_xfer_class *xc = &x->cls[c][s];
-    if (xc->big == 2)
-        return nd_load_relaxed(&x->deep[c]) + s * (ND_XFER_DEEP_SLOTS / ND_XFER_SHARDS);
     return xc->big ? &x->p[nd_xfer_big_off(x, c, s)] : xc->start;
-}
-
-/* Class c's deep slots, mapped (untouched) by the first caller; NULL when
-   out of memory. */
-static void **nd_xfer_deep_slots(nd_xfer *x, unsigned c)
-{
-    void **d = nd_load_acquire(&x->deep[c]);
-    if (d != NULL)
-        return d;
-    size_t bytes = (size_t)ND_XFER_DEEP_SLOTS * sizeof(void *);
-    void **fresh = nd_meta_alloc_untouched(bytes, 0);
-    if (fresh == NULL)
-        return NULL;
-    if (__atomic_compare_exchange_n(&x->deep[c], &d, fresh, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
-        return fresh;
-    nd_meta_free(fresh, bytes);   /* another shard's put made them first */
-    return d;
 }
 
 nd_hot nd_xfer *nd_xfer_find(unsigned kind)
@@ -77,12 +55,6 @@ nd_hot nd_xfer *nd_xfer_get(unsigned kind)
     nd_xfer *x = nd_xfer_find(kind);
     if (nd_likely(x != NULL) || kind < 2 || kind - 2 >= ND_XFER_KINDS)
         return x;
-    if (nd_load_relaxed(&nd_xfer_cpus) == UINT32_MAX) {
-        uint32_t cpus = 0;
-        for (int cpu = 0; cpu < nd_topo.cpu_count; cpu++)
-            cpus += nd_topo.cpu_node[cpu] >= 0;
-        nd_store_relaxed(&nd_xfer_cpus, cpus);
-    }
     /* Each shard's part of the big slots is whole OS pages, and the first
        part starts on a page (`first`, the slots skipped to get there), so
        a class whose shard's slots are a page (the classes up to 256 B)
@@ -119,9 +91,8 @@ size_t nd_xfer_cap(const nd_xfer *x, unsigned c)
 size_t nd_xfer_room(const nd_xfer *x, unsigned c)
 {
     size_t room = 0;
-    uint32_t all = nd_xfer_deep_cap(c);
     for (unsigned s = 0; s < ND_XFER_SHARDS; s++) {
-        uint32_t count = nd_load_relaxed(&x->cls[c][s].count), cap = nd_xfer_shard_cap_in(all, s);
+        uint32_t count = nd_load_relaxed(&x->cls[c][s].count), cap = nd_xfer_shard_cap(c, s);
         room += count < cap ? cap - count : 0;
     }
     return room;
@@ -131,36 +102,15 @@ nd_hot size_t nd_xfer_put(nd_xfer *x, unsigned c, unsigned shard, void *const *b
                    const void *arg)
 {
     size_t put = 0;
-    uint32_t all = nd_xfer_deep_cap(c);   /* its cap, or its deep slots while they are open */
     for (unsigned i = 0; i < ND_XFER_SHARDS && put < n; i++) {
         unsigned s = (shard + i) & (ND_XFER_SHARDS - 1);
         nd_xfer_class *xc = &x->cls[c][s];
-        uint32_t cap = nd_xfer_shard_cap_in(all, s);
+        uint32_t cap = nd_xfer_shard_cap(c, s);
         if (nd_load_relaxed(&xc->count) >= cap || !nd_xfer_claim(xc))
             continue;   /* full (a hint), or another thread's */
-        if (xc->count >= cap) {   /* filled since the hint */
-            nd_xfer_release(xc);
-            continue;
-        }
         size_t k = n - put, room = cap - xc->count;
         if (k > room)
             k = room;
-        if (xc->big != 2 && xc->count + k > nd_xfer_shard_cap(c, s)) {
-            /* Past its cap (the deep slots are open): into its deep
-               slots, for good, or only up to its cap without them. */
-            void **deep = nd_xfer_deep_slots(x, c);
-            if (deep == NULL) {
-                k = nd_xfer_shard_cap(c, s) > xc->count ? nd_xfer_shard_cap(c, s) - xc->count : 0;
-            } else {
-                memcpy(deep + s * (ND_XFER_DEEP_SLOTS / ND_XFER_SHARDS), nd_xfer_slots(x, c, s),
-                       xc->count * sizeof(void *));
-                xc->big = 2;
-            }
-            if (k == 0) {
-                nd_xfer_release(xc);
-                continue;
-            }
-        }
         if (check != NULL)
             check(blocks + put, k, arg);
         if (!xc->big && xc->count + k > ND_XFER_START_SLOTS) {
@@ -267,10 +217,8 @@ static bool nd_xfer_shard_is_valid(nd_xfer *x, unsigned c, unsigned s)
 {
     const nd_xfer_class *xc = &x->cls[c][s];
     uint32_t stride = nd_xfer_shard_stride(c);
-    bool ok = xc->count <= (xc->big == 2 ? nd_xfer_shard_cap_in(ND_XFER_DEEP_SLOTS, s) : nd_xfer_shard_cap(c, s)) &&
-              xc->low <= xc->count && xc->big <= 2 &&
-              (xc->big == 2 ? nd_xfer_has_deep(c) && nd_load_relaxed(&x->deep[c]) != NULL
-               : xc->big ? stride != 0 : xc->count <= ND_XFER_START_SLOTS);
+    bool ok = xc->count <= nd_xfer_shard_cap(c, s) && xc->low <= xc->count && xc->big <= 1 &&
+              (xc->big ? stride != 0 : xc->count <= ND_XFER_START_SLOTS);
     void **p = nd_xfer_slots(x, c, s);
     for (uint32_t i = 0; ok && i < xc->count; i++) {
         nd_segment *seg = nd_seg_base(p[i]);

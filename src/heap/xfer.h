@@ -22,9 +22,8 @@
  *
  *   nd_xfer (kind k)
  *     cls[c][s]: claim count taken low big | start[29]     (four lines)
- *     slots of shard s of class c: start[] while big == 0,
- *       p[first + s * slots/4 + off[c] ..] while big == 1,
- *       deep[c][s * ND_XFER_DEEP_SLOTS/4 ..] once big == 2 (deep slots)
+ *     slots of shard s of class c: start[] while big == 0, else
+ *       p[first + s * slots/4 + off[c] ..]
  *     either: [ b0 b1 ... b(count-1) | unused ... ]
  *               ^ oldest in            ^ next put
  *     puts copy at [count]; takes copy the newest ([count-n .. count)).
@@ -56,10 +55,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include "atomic.h"
 #include "class.h"
 #include "config.h"
-#include "counters.h"
 
 /* Blocks one class of one kind holds at most, and the bytes: the smaller
    bound applies. Since the store also takes a heap's own overflows
@@ -101,36 +98,6 @@
    -> 63.7 MiB and CPU x1.17 at -w 8, 19.7 -> 58.3 MiB at -w 2.
    */
 #define ND_XFER_SLOTS 2048u
-/*
- * The deep slots: while pages wait notified for more owner heaps than the
- * process has CPUs (the notified_owners gauge), and for ND_XFER_DEEP_PAGES
- * pages or more (notified_pages), a class up to ND_XFER_DEEP_MAX holds up
- * to ND_XFER_DEEP_SLOTS blocks (16 MiB of 64 B blocks), in slots of its own
- * mapped the first time a put needs them (2 MiB of address space a class
- * and kind, resident as far as they are used; never freed, as the store).
- *
- * Why: blocks a thread frees that another thread allocated go home to
- * their page's remote list when the store is full, and only the page's
- * owner takes them back. An owner the scheduler has set aside (more
- * threads than CPUs) does not, while the owners that run carve fresh pages:
- * the process holds the sum of every owner's pages (docs/results.md, h50q).
- * With more owners waiting than CPUs, some of them cannot be running; then
- * the freed blocks wait in the store, where any heap of the kind takes them
- * before it carves. batchq -w 8 -q 100000 (8 producers, 8 consumers, 2
- * CPUs): what the process holds beyond its live objects 20.6 -> 10.3 MiB
- * (tcmalloc 11.3), CPU x0.91 (bench/ab.py 11, docs/results.md h52q).
- * Why not always: with the store this deep, producers fed pointers run
- * further ahead of their consumers, and a program's backlog is its own:
- * batchq -w 2 -q 100000 (2 producers, at most 2 owners waiting) peaked at
- * 19.7-21.3 MiB against 11.4 with the bound on notified pages alone, and
- * batchq with its 64-batch queue spent x1.5-2.1 CPU in the queue's sleeps
- * with no bound at all. Classes past 256 B keep their bound: rptest's
- * medium-sized hand-offs gained from the store's bytes, not its depth
- * (h50q).
- */
-#define ND_XFER_DEEP_SLOTS 262144u
-#define ND_XFER_DEEP_MAX 256u
-#define ND_XFER_DEEP_PAGES 32u
 /* Kinds that may have a store: 2 .. 2 + ND_XFER_KINDS (nd_kind_of). */
 #define ND_XFER_KINDS (2 * ND_MAX_NODES)
 #define ND_XFER_BYTES (2048 * ND_KiB)
@@ -147,8 +114,7 @@
 #define ND_XFER_START_SLOTS 29u
 
 /* Blocks class c holds at most: min(ND_XFER_SLOTS, ND_XFER_BYTES / its
-   size), ND_XFER_MEDIUM_BLOCKS for a medium class (above ND_SMALL_MAX),
-   while the deep slots are closed (nd_xfer_deep_cap). */
+   size), ND_XFER_MEDIUM_BLOCKS for a medium class (above ND_SMALL_MAX). */
 static inline uint32_t nd_xfer_cap_of(unsigned c)
 {
     if (!nd_class_is_small(c))
@@ -156,33 +122,13 @@ static inline uint32_t nd_xfer_cap_of(unsigned c)
     size_t cap = ND_XFER_BYTES / nd_class_size[c];
     return (uint32_t)(cap < ND_XFER_SLOTS ? cap : ND_XFER_SLOTS);
 }
-/* Does class c have deep slots (see ND_XFER_DEEP_SLOTS)? */
-static inline bool nd_xfer_has_deep(unsigned c) { return nd_class_size[c] <= ND_XFER_DEEP_MAX; }
-/* The process's CPUs, set when the first store is made (UINT32_MAX
-   before: closed). */
-extern uint32_t nd_xfer_cpus nd_hidden;
-/* Are the deep slots open: pages waiting notified for more owner heaps
-   than CPUs, and ND_XFER_DEEP_PAGES of them or more? (Relaxed reads: a
-   hint; a gauge a moment below 0 reads huge and is taken as 0.) */
-static inline bool nd_xfer_deep_open(void)
-{
-    size_t owners = nd_load_relaxed(&nd_gauge.notified_owners);
-    return nd_load_relaxed(&nd_gauge.notified_pages) >= ND_XFER_DEEP_PAGES && owners <= SIZE_MAX / 2 &&
-           owners > nd_load_relaxed(&nd_xfer_cpus);
-}
-/* Blocks class c holds at most now: ND_XFER_DEEP_SLOTS for a class with
-   deep slots while they are open, else its cap. */
-static inline uint32_t nd_xfer_deep_cap(unsigned c)
-{
-    return nd_xfer_has_deep(c) && nd_xfer_deep_open() ? ND_XFER_DEEP_SLOTS : nd_xfer_cap_of(c);
-}
 /* Shard s's share of them: the cap split evenly, one more for the first
-   cap % ND_XFER_SHARDS shards; nd_xfer_shard_cap_in with cap given. */
-static inline uint32_t nd_xfer_shard_cap_in(uint32_t cap, unsigned s)
+   cap % ND_XFER_SHARDS shards. */
+static inline uint32_t nd_xfer_shard_cap(unsigned c, unsigned s)
 {
+    uint32_t cap = nd_xfer_cap_of(c);
     return cap / ND_XFER_SHARDS + (s < cap % ND_XFER_SHARDS);
 }
-static inline uint32_t nd_xfer_shard_cap(unsigned c, unsigned s) { return nd_xfer_shard_cap_in(nd_xfer_cap_of(c), s); }
 /* The big slots each shard of class c has in p[]: its cap rounded up to
    whole cache lines of slots, 0 when its start room holds its cap. */
 static inline uint32_t nd_xfer_shard_stride(unsigned c)
@@ -201,14 +147,11 @@ static inline uint32_t nd_xfer_shard_stride(unsigned c)
  *   big == 0: its blocks are start[0 .. count)
  *   big == 1: its blocks are p[first + off[c] + s * slots / 4 ..][0 .. count)
  *
- * Invariants (while not claimed): count <= its cap (nd_xfer_shard_cap),
- * or its share of ND_XFER_DEEP_SLOTS once big is 2 (a put past its cap
- * while the deep slots were open; they may have closed since);
- * big is 0, 1 or 2, 1 only for a class whose shards have big slots
- * (nd_xfer_shard_stride nonzero), 2 only for a class with deep slots
- * (nd_xfer_has_deep) whose deep slots are mapped (deep[c]); while big is
- * 0, count <= its start room (ND_XFER_START_SLOTS); big never goes back
- * (the shard keeps its slots once their pages are resident). Its blocks, the first
+ * Invariants (while not claimed): count <= its cap (nd_xfer_shard_cap);
+ * big is 0 or 1, and 1 only for a class whose shards have big slots
+ * (nd_xfer_shard_stride nonzero); while big is 0, count <= its start
+ * room (ND_XFER_START_SLOTS); big never goes back to 0 (the shard keeps
+ * its big slots once their pages are resident). Its blocks, the first
  * count of its slots,
  * are free blocks of class c, each a block start of a page in use of
  * class c, in a segment of the store's kind (its bound and node), carrying
@@ -244,9 +187,7 @@ _Static_assert(sizeof(nd_xfer_class) == 4 * ND_CACHE_LINE, "a shard's header and
  * program that hands over a few hundred blocks of several classes, most
  * through one shard, touches fewer pages than with each class's shards
  * together: bench/larson -t 2, 10 pages of slots -> 7-8); swept_ms is when a sweep last looked (relaxed atomics; any
- * thread); deep[c] is NULL or class c's deep slots, installed once by a
- * compare-and-swap, never freed. Only kind, slots and off are written when
- * the store is made.
+ * thread). Only kind, slots and off are written when the store is made.
  */
 typedef struct nd_xfer {
     nd_xfer_class cls[ND_CLASS_COUNT][ND_XFER_SHARDS];
@@ -255,7 +196,6 @@ typedef struct nd_xfer {
     uint32_t      first;      /* the big slots start at p[first], on an OS page */
     uint64_t      swept_ms;
     uint32_t      off[ND_CLASS_COUNT];
-    void        **deep[ND_CLASS_COUNT];   /* class c's deep slots (ND_XFER_DEEP_SLOTS), NULL until a put needs them */
     nd_aligned(ND_CACHE_LINE) void *p[];   /* the shards' big slots, class by class */
 } nd_xfer;
 

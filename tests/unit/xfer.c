@@ -20,7 +20,6 @@
 #include "segment.h"
 #include "tcache.h"
 #include "thread.h"
-#include "topo.h"
 #include "xfer.h"
 
 /* The class of a block of `size` bytes, and the plain kind of this thread. */
@@ -694,94 +693,6 @@ static void under_secure_1_blocks_a_consumer_frees_come_back_through_the_store(v
     EXPECT(nd_thread_is_valid(), "the heap to be valid");
 }
 
-/* More owners than CPUs, each with pages of blocks another thread freed
-   while it waits (set aside by the scheduler): their blocks wait in the
-   store, beyond its 2,048-block bound (xfer.h: the deep slots), and a
-   third thread's fills take them before its heap carves. On main 4c6e842
-   the store held 2,048 and the rest went home to the owners' pages, where
-   only their owners take them back. */
-enum { DEEP_OWNERS_MAX = 64, DEEP_PER_OWNER = 16384, DEEP_SIZE = 64 };
-static void *deep_blocks[DEEP_OWNERS_MAX][DEEP_PER_OWNER];
-static pthread_barrier_t deep_made, deep_freed;
-static void *deep_owner(void *arg)
-{
-    void **mine = arg;
-    for (int i = 0; i < DEEP_PER_OWNER; i++)
-        mine[i] = nodal_malloc(DEEP_SIZE);
-    pthread_barrier_wait(&deep_made);
-    pthread_barrier_wait(&deep_freed);   /* waits, as an owner set aside does: no fill, no maintenance */
-    return NULL;
-}
-static size_t held_by(nd_xfer *x, unsigned c)
-{
-    size_t n = 0;
-    for (unsigned s = 0; s < ND_XFER_SHARDS; s++)
-        n += nd_load_relaxed(&x->cls[c][s].count);
-    return n;
-}
-static const nd_heap *deep_other_heap;
-static size_t deep_foreign;
-static void *deep_third(void *arg)
-{
-    (void)arg;
-    void *got[256];
-    nodal_free(nodal_malloc(DEEP_SIZE));   /* its cache */
-    deep_other_heap = &nd_tls_tc->heap;
-    for (int i = 0; i < 256; i++) {
-        got[i] = nodal_malloc(DEEP_SIZE);
-        const nd_page *pg = nd_page_of(nd_seg_base(got[i]), got[i]);
-        deep_foreign += nd_load_relaxed(&pg->heap) != deep_other_heap;
-    }
-    for (int i = 0; i < 256; i++)
-        nodal_free(got[i]);
-    return NULL;
-}
-static void blocks_of_more_owners_than_cpus_wait_in_the_store_for_any_heap(void)
-{
-    expect_no_sweep_during_the_case();
-    unsigned kind = plain_kind();
-    unsigned c = class_of(DEEP_SIZE);
-    int cpus = 0;
-    for (int cpu = 0; cpu < nd_topo.cpu_count; cpu++)
-        cpus += nd_topo.cpu_node[cpu] >= 0;
-    int owners = cpus + 1;
-    if (owners > DEEP_OWNERS_MAX)
-        SKIP("%d CPUs: more owners than the case has room for", cpus);
-    nodal_collect(1);
-    pthread_t t[DEEP_OWNERS_MAX];
-    EXPECT(pthread_barrier_init(&deep_made, NULL, (unsigned)owners + 1) == 0 &&
-           pthread_barrier_init(&deep_freed, NULL, (unsigned)owners + 1) == 0, "the barriers to work");
-    for (int k = 0; k < owners; k++)
-        EXPECT(pthread_create(&t[k], NULL, deep_owner, deep_blocks[k]) == 0, "pthread_create to work");
-    pthread_barrier_wait(&deep_made);
-    /* This thread frees them all, the owners' blocks in turn, as consumers
-       do: its overflows fill the store, then go home and notify the
-       owners' full pages (16 pages each), and then wait in the store. */
-    for (int i = 0; i < DEEP_PER_OWNER; i++)
-        for (int k = 0; k < owners; k++)
-            nodal_free(deep_blocks[k][i]);
-    nd_tcache_flush_all(nd_tls_tc);
-    nd_xfer *x = nd_xfer_find(kind);
-    size_t held = x != NULL ? held_by(x, c) : 0;
-    EXPECT(held > 4 * ND_XFER_SLOTS,
-           "the store to hold the blocks of %d owners that wait (%d blocks freed), beyond %u: it holds %zu", owners,
-           owners * DEEP_PER_OWNER, ND_XFER_SLOTS, held);
-    EXPECT(nd_xfer_is_valid(x, c), "the store's invariants to hold");
-    pthread_t third;
-    EXPECT(pthread_create(&third, NULL, deep_third, NULL) == 0, "pthread_create to work");
-    pthread_join(third, NULL);
-    EXPECT(deep_foreign == 256, "a third thread's first 256 blocks to be the owners' blocks from the store, %zu were",
-           deep_foreign);
-    pthread_barrier_wait(&deep_freed);
-    for (int k = 0; k < owners; k++)
-        pthread_join(t[k], NULL);
-    pthread_barrier_destroy(&deep_made);
-    pthread_barrier_destroy(&deep_freed);
-    nodal_collect(1);
-    EXPECT(held_by(x, c) == 0, "nodal_collect to empty the store, %zu blocks are left", held_by(x, c));
-    EXPECT(nd_thread_is_valid(), "the heap to be valid");
-}
-
 static const struct nd_case cases[] = {
     ND_CASE(a_new_store_writes_only_its_header),
     ND_CASE(classes_holding_a_few_blocks_keep_them_in_their_shards_headers),
@@ -800,6 +711,5 @@ static const struct nd_case cases[] = {
     ND_CASE(nodal_collect_empties_every_store),
     ND_CASE(a_heaps_own_overflow_is_reused_by_another_heap_before_it_carves),
     ND_CASE(under_secure_1_blocks_a_consumer_frees_come_back_through_the_store),
-    ND_CASE(blocks_of_more_owners_than_cpus_wait_in_the_store_for_any_heap),
 };
 ND_MAIN(cases)
