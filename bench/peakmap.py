@@ -190,13 +190,19 @@ def run_once(lib, argv, interval, until_result=False, env=None):
     early = b""
     if until_result:
         os.set_blocking(p.stdout.fileno(), False)
+
+    def result_printed():
+        """Reads what the program printed so far; has its result line come?"""
+        nonlocal early
+        try:
+            early += p.stdout.read() or b""
+        except (OSError, TypeError):
+            pass
+        return b"result " in early
+
     while p.poll() is None:
         if until_result:
-            try:
-                early += p.stdout.read() or b""
-            except (OSError, TypeError):
-                pass
-            if b"result " in early:
+            if result_printed():
                 break
         try:
             with open(statm) as f:
@@ -217,15 +223,10 @@ def run_once(lib, argv, interval, until_result=False, env=None):
                 time.sleep(0.0005)
                 g = snapshot(p.pid, lib)
                 tot = sum(v for k, v in g.items() if not k.startswith("_"))
-                if until_result:
+                if until_result and result_printed():
                     # printed before it stopped: this snapshot may be of
                     # its exit (the exit statistics, the profile's dump)
-                    try:
-                        early += p.stdout.read() or b""
-                    except (OSError, TypeError):
-                        pass
-                    if b"result " in early:
-                        tot = 0
+                    tot = 0
                 if tot > best:
                     best, best_groups = tot, g
             except (OSError, ProcessLookupError):

@@ -37,6 +37,25 @@ static size_t nd_rss_bytes(void)
     return (size_t)resident * (size_t)sysconf(_SC_PAGESIZE);
 }
 
+/* Pages of [p, p+len) this process has written (/proc/self/pagemap: present
+   and mapped only here, bits 63 and 56; a page only read maps the shared
+   zero page, which is not counted). */
+__attribute__((unused))
+static size_t nd_written_pages(const void *p, size_t len)
+{
+    size_t ps = (size_t)sysconf(_SC_PAGESIZE), n = 0;
+    FILE *f = fopen("/proc/self/pagemap", "rb");
+    EXPECT(f != NULL, "/proc/self/pagemap to open");
+    for (uintptr_t a = (uintptr_t)p / ps; a <= ((uintptr_t)p + len - 1) / ps; a++) {
+        uint64_t e = 0;
+        EXPECT(fseek(f, (long)(a * sizeof e), SEEK_SET) == 0 && fread(&e, sizeof e, 1, f) == 1,
+               "pagemap's entry of page %#lx to read", (unsigned long)a);
+        n += (e >> 63 & 1) && (e >> 56 & 1);
+    }
+    fclose(f);
+    return n;
+}
+
 /* Address space of this process in KiB (VmSize: first field of
    /proc/self/statm), read without allocating; -1 if it cannot be read. */
 __attribute__((unused))

@@ -238,24 +238,6 @@ static void a_cache_gives_slots_only_to_the_classes_a_thread_uses(void)
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the thread exited");
 }
 
-/* Pages of [p, p+len) the process has written (/proc/self/pagemap:
-   present and mapped only here, bit 56; a page only read maps the shared
-   zero page, which is not). */
-static size_t written_pages(const void *p, size_t len)
-{
-    size_t ps = (size_t)sysconf(_SC_PAGESIZE), n = 0;
-    FILE *f = fopen("/proc/self/pagemap", "rb");
-    EXPECT(f != NULL, "/proc/self/pagemap to open");
-    for (uintptr_t a = (uintptr_t)p / ps; a <= ((uintptr_t)p + len - 1) / ps; a++) {
-        uint64_t e = 0;
-        EXPECT(fseek(f, (long)(a * sizeof e), SEEK_SET) == 0 && fread(&e, sizeof e, 1, f) == 1,
-               "pagemap's entry of page %#lx to read", (unsigned long)a);
-        n += (e >> 63 & 1) && (e >> 56 & 1);
-    }
-    fclose(f);
-    return n;
-}
-
 /* A new thread that makes a request of each class of 16 to 160 B and one
    of 512 B (as bench/threadcost's threads do: their 64 requests of 16-160
    B and the array of their pointers) writes 1 page of its cache: the
@@ -280,14 +262,14 @@ static void *use_the_classes_up_to_160_bytes(void *arg)
         EXPECT(p[i] != NULL, "malloc(%zu) to succeed", size);
         memset(p[i], 1, size);
     }
-    size_t n = written_pages(tc, ND_TC_HEAD_BYTES + tc->slot_bytes);
+    size_t n = nd_written_pages(tc, ND_TC_HEAD_BYTES + tc->slot_bytes);
     EXPECT(n <= 1, "a thread using the classes of 16-160 B and 512 B to write at most 1 page of its cache, it wrote %zu", n);
     EXPECT(n >= 1, "the count to see the page the thread wrote (%zu)", n);
-    n = written_pages((char *)tc + 4096, ND_TC_HEAD_BYTES - 4096);
+    n = nd_written_pages((char *)tc + 4096, ND_TC_HEAD_BYTES - 4096);
     EXPECT(n == 0, "the struct's pages past its first (the heap's page queues, the cold parts and counters of the classes "
            "it never used, the cold tail) to stay unwritten, %zu were written", n);
     const nd_class_counters *tail = nd_heap_cstats(&tc->heap, ND_CLASS_COUNT - 1);
-    n = written_pages(tail, sizeof *tail);
+    n = nd_written_pages(tail, sizeof *tail);
     EXPECT(n == 0, "the page of the counters of the largest classes, which it never used, to stay unwritten (%zu)", n);
     EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
     for (int i = 0; i < 11; i++)

@@ -23,6 +23,7 @@
 #include <string.h>
 #include "alloc.h"
 #include "check.h"
+#include "proc.h"
 #include "page.h"
 #include "prof.h"
 #include "tcache.h"
@@ -246,23 +247,6 @@ static void a_bins_countdown_is_the_gap_in_requests_or_cut_and_drawn_again(void)
     EXPECT(cut >= 90, "most gaps at a rate of 2^50 bytes to be cut (%d of 100)", cut);
 }
 
-/* Pages of [p, p+len) the process has written (/proc/self/pagemap:
-   present and mapped only here, bit 56). */
-static size_t written_pages(const void *p, size_t len)
-{
-    size_t ps = (size_t)sysconf(_SC_PAGESIZE), n = 0;
-    FILE *f = fopen("/proc/self/pagemap", "rb");
-    EXPECT(f != NULL, "/proc/self/pagemap to open");
-    for (uintptr_t a = (uintptr_t)p / ps; a <= ((uintptr_t)p + len - 1) / ps; a++) {
-        uint64_t e = 0;
-        EXPECT(fseek(f, (long)(a * sizeof e), SEEK_SET) == 0 && fread(&e, sizeof e, 1, f) == 1,
-               "pagemap's entry of page %#lx to read", (unsigned long)a);
-        n += (e >> 63 & 1) && (e >> 56 & 1);
-    }
-    fclose(f);
-    return n;
-}
-
 static void *blocks[64];
 
 /* A producer: requests of 16-160 B and 512 B, handed to the consumer. */
@@ -277,7 +261,7 @@ static void *request_a_few_small_classes(void *arg)
         EXPECT(blocks[i] != NULL, "malloc(%zu) to succeed", size);
         memset(blocks[i], 1, size);
     }
-    size_t n = written_pages((char *)tc + 8192, ND_TC_HEAD_BYTES - 8192);
+    size_t n = nd_written_pages((char *)tc + 8192, ND_TC_HEAD_BYTES - 8192);
     EXPECT(n == 0, "a thread requesting a few small classes under prof=1 to write no page of its cache's struct "
            "past the second, it wrote %zu", n);
     EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
@@ -293,7 +277,7 @@ static void *free_a_few_small_classes(void *arg)
     EXPECT(tc != NULL, "the thread to start");
     for (int i = 0; i < 64; i++)
         nodal_free(blocks[i]);
-    size_t n = written_pages((char *)tc + 8192, ND_TC_HEAD_BYTES - 8192);
+    size_t n = nd_written_pages((char *)tc + 8192, ND_TC_HEAD_BYTES - 8192);
     EXPECT(n == 0, "a thread freeing blocks of a few small classes under prof=1 to write no page of its cache's "
            "struct past the second, it wrote %zu", n);
     EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
