@@ -325,23 +325,21 @@ static void *use_fourteen_classes(void *arg)
     return NULL;
 }
 
+/* Runs fn(arg) in a thread of its own, then checks this thread's heaps. */
+static void run_in_a_thread_with(void *(*fn)(void *), void *arg)
+{
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, fn, arg) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the thread exited");
+}
+static void run_in_a_thread(void *(*fn)(void *)) { run_in_a_thread_with(fn, NULL); }
+
 static void a_threads_first_classes_have_their_cold_parts_on_its_caches_first_page(void)
 {
     void *p = nodal_malloc(5000);
     EXPECT(p != NULL, "malloc(5000) to succeed");
-    pthread_t t;
-    EXPECT(pthread_create(&t, NULL, use_fourteen_classes, p) == 0, "pthread_create to work");
-    pthread_join(t, NULL);
-    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the thread exited");
-}
-
-/* Runs fn in a thread of its own, then checks this thread's heaps. */
-static void run_in_a_thread(void *(*fn)(void *))
-{
-    pthread_t t;
-    EXPECT(pthread_create(&t, NULL, fn, NULL) == 0, "pthread_create to work");
-    pthread_join(t, NULL);
-    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the thread exited");
+    run_in_a_thread_with(use_fourteen_classes, p);
 }
 
 static void a_thread_using_a_few_small_classes_writes_a_few_pages_of_its_cache(void)
@@ -386,10 +384,7 @@ static void a_classes_cold_part_is_set_up_at_its_first_use_and_counts_exactly(vo
 {
     void *p = nodal_malloc(256);
     EXPECT(p != NULL, "malloc(256) to succeed");
-    pthread_t t;
-    EXPECT(pthread_create(&t, NULL, free_first_then_count, p) == 0, "pthread_create to work");
-    pthread_join(t, NULL);
-    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the thread exited");
+    run_in_a_thread_with(free_first_then_count, p);
 }
 
 /* A bin fills its room from the top (its sentinel) down, so a room whose
