@@ -112,7 +112,6 @@ static void *nd_large_take(nd_large_pool *pool, nd_segment *s, unsigned i, unsig
     uint64_t run = nd_mask_range(i, i + k - 1);
     s->free_mask &= ~run;
     s->purge_mask &= ~run;   /* reused before its purge: keep it */
-    s->purge_young &= ~run;
     if (s->used_pages++ == 0)
         pool->empty--;
     nd_page *pg = &s->pages[i];
@@ -129,12 +128,7 @@ static void *nd_large_take(nd_large_pool *pool, nd_segment *s, unsigned i, unsig
 }
 
 /* Gives chunks [i, i+k) of s back to the segment (a block freed, or a tail
-   cut off); their memory is purged after the delay, at most twice the
-   delay: chunks freed while others wait for purge_at are young
-   (purge_young), due a delay after it (nd_large_maintain), and do not put
-   it off. (A deadline put off at each free never came in a segment whose
-   blocks are freed every few milliseconds: the runs no block fitted stayed
-   resident to the end, bench/shortlived -t 2.) Under the pool lock. */
+   cut off); their memory is purged after the delay. Under the pool lock. */
 static void nd_large_give(nd_segment *s, unsigned i, unsigned k, uint64_t now)
 {
     uint64_t run = nd_mask_range(i, i + k - 1);
@@ -146,11 +140,8 @@ static void nd_large_give(nd_segment *s, unsigned i, unsigned k, uint64_t now)
         nd_seg_purge(s, dirty);
         return;
     }
-    if (s->purge_mask == 0)
-        s->purge_at = now + (uint64_t)nd_opt(ND_OPT_purge_delay);
-    else
-        s->purge_young |= dirty;
     s->purge_mask |= dirty;
+    s->purge_at = now + (uint64_t)nd_opt(ND_OPT_purge_delay);
 }
 
 /* ---- guard pages (secure=1) ------------------------------------------------
@@ -1132,7 +1123,6 @@ bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
         }
         s->free_mask &= ~more;
         s->purge_mask &= ~more;
-        s->purge_young &= ~more;
         pg->reserved = (uint16_t)k2;   /* reserved before a bound commit drops the lock */
         if (nd_large_commit(pool, s, pg->start, need) != 0) {
             pg->reserved = (uint16_t)k;
@@ -1164,15 +1154,8 @@ nd_hot void nd_large_maintain(uint64_t now, bool force)
         nd_large_keep_drain(pool, now, force);
         nd_lock(nd_pool_lock(pool));
         for (nd_segment *s = pool->segs.first; s != NULL; s = s->next)
-            if (s->purge_mask != 0 && (force || now >= s->purge_at)) {
-                /* The chunks due; the young ones then wait a delay more
-                   (nd_large_give). */
-                uint64_t due = force ? s->purge_mask : s->purge_mask & ~s->purge_young;
-                if (due != 0)
-                    nd_seg_purge(s, due);
-                s->purge_young = 0;
-                s->purge_at = now + (uint64_t)nd_opt(ND_OPT_purge_delay);
-            }
+            if (s->purge_mask != 0 && (force || now >= s->purge_at))
+                nd_seg_purge(s, s->purge_mask);
         nd_unlock(nd_pool_lock(pool));
     }
 }

@@ -99,9 +99,7 @@
  * and a grown block's size); at
  * most ND_LARGE_SPARE segments of a pool have no block (under secure=1
  * ND_LARGE_SPARE_GUARDED); purge_mask holds
- * committed chunks of no block, purged once purge_at has passed but for
- * purge_young, the ones freed since purge_at was set, which are due a
- * delay later (segment.h; nd_large_give, nd_large_maintain). A kept
+ * committed chunks of no block, purged once purge_at has passed. A kept
  * block (below) is a block in use of one OS page, or a grown block of
  * its whole run (secure=1: less its guard page, still protected) of up to
  * ND_LARGE_KEEP_GROWN chunks (secure=1), or (secure=0) a block of its

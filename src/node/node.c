@@ -188,7 +188,7 @@ nd_segment *nd_node_reserve_take(int node)
     }
     nd_unlock(nd_node_lock(ns));
     if (s != NULL) {
-        s->purge_mask = s->purge_young = 0;
+        s->purge_mask = 0;
         nd_seg_format(s, ND_SEG_SMALL);
     }
     return s;
@@ -233,7 +233,7 @@ nd_hot nd_segment *nd_node_seg_get(int node, bool bound, int kind)
         if (s == NULL)
             return NULL;
     }
-    s->purge_mask = s->purge_young = 0;
+    s->purge_mask = 0;
     nd_seg_format(s, kind);
     return s;
 }
@@ -249,7 +249,7 @@ nd_hot void nd_node_seg_put(nd_segment *s)
     s->owner = NULL;
     s->kind = ND_SEG_FREE;
     s->cached_at = now;
-    s->purge_mask = s->purge_young = 0;
+    s->purge_mask = 0;
     if (s->size < ND_SEG_SIZE || (s->unmapped | s->tails) != 0) {   /* short: a stopgap; with holes: (segment.h); never cached */
         nd_seg_unmap(s);
         return;

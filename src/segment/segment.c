@@ -256,7 +256,6 @@ nd_hot int nd_seg_commit_slow(nd_segment *s, uint64_t todo)
 static nd_hot void nd_seg_purge_runs(nd_segment *s, uint64_t chunks, bool whole)
 {
     s->purge_mask &= ~chunks;
-    s->purge_young &= ~chunks;
     while (chunks) {
         unsigned a, b;
         nd_mask_first_run(chunks, &a, &b);
@@ -460,7 +459,6 @@ static void nd_seg_run_gone(nd_segment *s, unsigned a, unsigned b, bool returned
         nd_gauge_add(returned, committed);
     s->committed &= ~run;
     s->purge_mask &= ~run;
-    s->purge_young &= ~run;
     nd_store_relaxed(&s->unmapped, s->unmapped | run);   /* read unlocked: nd_seg_maps */
     nd_seg_mark_guards(s, (size_t)a * (ND_CHUNK_SIZE / ps), (size_t)(b + 1) * (ND_CHUNK_SIZE / ps), false);
     nd_seg_gauge_mapped(s, -(long)((size_t)(b - a + 1) << ND_CHUNK_SHIFT));
@@ -608,7 +606,6 @@ void nd_seg_tail_to_hole(nd_segment *s, unsigned c)
     nd_seg_mark_guards(s, c * per, (c + 1) * per, false);
     s->committed &= ~bit;
     s->purge_mask &= ~bit;
-    s->purge_young &= ~bit;
     if (s->kind == ND_SEG_LARGE)   /* a bit per chunk there; a small or medium segment's are pages */
         s->free_mask &= ~bit;
     /* A hole first, then no tail: nd_seg_maps says "not mapped" throughout. */
@@ -763,8 +760,7 @@ bool nd_seg_is_valid(const nd_segment *s)
         return false;
     if (s->bound && (s->node < 0 || s->node >= ND_MAX_NODES))
         return false;
-    if ((s->purge_mask & ~s->committed) != 0 || (s->committed & 1) == 0 || (s->purge_young & ~s->purge_mask) != 0 ||
-        (s->kind != ND_SEG_LARGE && s->purge_young != 0))
+    if ((s->purge_mask & ~s->committed) != 0 || (s->committed & 1) == 0)
         return false;
     bool gaps_allowed = s->kind == ND_SEG_LARGE || s->kind == ND_SEG_SMALL || s->kind == ND_SEG_MEDIUM;
     uint64_t free_chunks = s->kind == ND_SEG_LARGE ? s->free_mask : 0;   /* a small or medium segment's bits are pages */

@@ -254,9 +254,6 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
  *    short segment); the descriptor lookup (desc_mask) is a 4 MiB segment's.
  *  - committed bit j: chunk j may hold resident memory (bound: populated and
  *    verified). purge_mask is a subset of committed and of free pages' chunks.
- *  - purge_young (LARGE; 0 in any other) is a subset of purge_mask: the
- *    chunks freed after purge_at was set, due a purge delay after it
- *    (large.c: nd_large_give).
  *  - the segment map says 1 for seg while mapped.
  *  - where seg holds its nd_segcache slot, the word is
  *    nd_segcache_word(its key, kind): ND_SEGCACHE_MEDIUM set iff MEDIUM
@@ -329,9 +326,8 @@ typedef struct nd_segment {
     uint64_t        purge_mask;
     uint64_t        unmapped;    /* LARGE, SMALL, MEDIUM: chunks given back to the OS (holes), mapped again before reuse */
     uint64_t        tails;       /* LARGE, SMALL, MEDIUM: chunks whose end is given back (below); 0 in any other */
-    uint64_t        purge_at;    /* ms; when purge_mask is due (LARGE: but purge_young) ... */
+    uint64_t        purge_at;    /* ms; when purge_mask is due ... */
     uint64_t        purge_epoch; /* ... and the owner heap's epoch it must have reached */
-    uint64_t        purge_young; /* LARGE: the chunks of purge_mask freed since purge_at was set */
     uint64_t        cached_at;   /* ms; when it entered a node cache */
     struct nd_segment *next, *prev;
     uint64_t        guard_ends;  /* chunks whose last OS page is a guard (a summary of guards) */

@@ -3291,50 +3291,6 @@ static void a_large_block_reuses_resident_chunks_before_purged_ones(void)
     EXPECT(nd_large_is_valid(), "the large pools to be valid once the blocks are freed");
 }
 
-/* A large block's chunks are purged a purge delay after its free, at most
-   two, however soon other blocks of its segment are freed after it
-   (large.c: nd_large_give's young chunks). Four blocks of 3 chunks less
-   8 KiB (no CPU cache keeps them: not their whole run) in one segment,
-   nothing pending; the first freed, then, once the clock has moved on,
-   the third; the pool's maintenance at the first's deadline purges the
-   first's chunks and keeps the third's, which go at the next deadline, a
-   delay later. Run with purge_delay=3600000: only the maintenance the test
-   calls, with the time it gives, is due. On main 39094ac each free put
-   the segment's one deadline off to its own, and the first block's chunks
-   stayed resident: in a segment whose blocks are freed more often than
-   once a purge delay, to the end (bench/shortlived -t 2). */
-static void a_large_blocks_chunks_are_purged_a_delay_after_its_free_whatever_frees_follow(void)
-{
-    const size_t size = 3 * ND_CHUNK_SIZE - 8192;
-    unsigned char *p[4];
-    if (!written_blocks(p, 4, size))
-        return;
-    nd_segment *s = nd_seg_base(p[0]);
-    EXPECT(s->kind == ND_SEG_LARGE && nd_seg_base(p[2]) == s, "the blocks to share one large segment");
-    EXPECT(nd_opt(ND_OPT_purge_delay) >= 600000, "this case to run with NODAL_OPTIONS=purge_delay=3600000, not %ld",
-           nd_opt(ND_OPT_purge_delay));
-    nd_large_maintain(nd_os_now_ms(), true);   /* nothing pending */
-    unsigned a = (unsigned)(((uintptr_t)p[0] - (uintptr_t)s) >> ND_CHUNK_SHIFT);
-    unsigned c = (unsigned)(((uintptr_t)p[2] - (uintptr_t)s) >> ND_CHUNK_SHIFT);
-    uint64_t delay = (uint64_t)nd_opt(ND_OPT_purge_delay);
-    nodal_free(p[0]);
-    uint64_t t0 = nd_os_now_ms();
-    while (nd_os_now_ms() <= t0)
-        ;   /* the third block is freed a millisecond later at least */
-    nodal_free(p[2]);
-    EXPECT((s->committed >> a & 1) == 1 && (s->committed >> c & 1) == 1, "both freed blocks' chunks to wait");
-    nd_large_maintain(t0 + delay, false);
-    EXPECT((s->committed >> a & 1) == 0, "the first block's chunks to be purged at its deadline (%llu ms after "
-           "its free), not put off by the third block's free", (unsigned long long)delay);
-    EXPECT((s->committed >> c & 1) == 1, "the third block's chunks, freed later, to wait for the next deadline");
-    EXPECT(nd_large_is_valid(), "the large pools to be valid");
-    nd_large_maintain(t0 + 2 * delay, false);
-    EXPECT((s->committed >> c & 1) == 0, "the third block's chunks to be purged a delay after the first's");
-    nodal_free(p[1]);
-    nodal_free(p[3]);
-    EXPECT(nd_large_is_valid(), "the large pools to be valid once the blocks are freed");
-}
-
 /* When a large segment empties and its pool has its spare empty segment
    already, the pool gives back the one that holds less memory (large.c:
    nd_large_cleanest_empty): a segment of 7 blocks of 9 chunks, an eighth
@@ -3418,7 +3374,6 @@ static const struct nd_case cases[] = {
     ND_CASE(a_large_block_fills_an_older_segments_hole_first),
     ND_CASE(a_large_block_reuses_resident_chunks_before_purged_ones),
     ND_CASE(a_large_pool_keeps_its_most_resident_empty_segment),
-    ND_CASE(a_large_blocks_chunks_are_purged_a_delay_after_its_free_whatever_frees_follow),
     ND_CASE(two_blocks_grown_in_turn_grow_in_place_to_twice_their_chunk),
     ND_CASE(a_block_grown_in_one_thread_grows_on_in_another),
     ND_CASE(a_block_grown_by_quarters_moves_once_past_10000_bytes),
