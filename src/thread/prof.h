@@ -18,7 +18,8 @@
  * A sampled block is a cell of a sample slab (a request of a class up to
  * 1 KiB: a cell of its thread cache's cell slab, slab.h; the slab's
  * descriptor has sampled == ND_PROF_SLAB and the cell names its slot), an
- * ordinary block of its class (a request of a class above 1 KiB: its page
+ * ordinary block of its class (a request of a class above 1 KiB, or of a
+ * class above that a medium request borrows, tcache.c: its page
  * counts its live samples and carries the kind ND_KIND_PROF meanwhile,
  * its prof_mask has the block's bit; page.h, nd_page_sample_add) or a
  * large or huge block, flagged in its descriptor (nd_page.sampled == 1).

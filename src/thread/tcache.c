@@ -1081,8 +1081,13 @@ static inline void nd_tcache_prefetch_taken(void *const *v, size_t n)
    in that class's bin, and its request is counted there. Its address
    must be a multiple of the natural alignment of the class asked for (an
    aligned request takes a class for it: class.h). Not under secure=1 (its
-   bins' canaries) nor prof=1 (a sample is a block of its class, prof.h,
-   and the profile's shares by site are of usable sizes). What it costs a
+   bins' canaries). Under prof=1 too (h53p: without it mstress -t 2's
+   medium pages at its peak were 1.3-1.8x the default's, its peak RSS
+   x1.10 per pair, the blocks it could not borrow carved anew): the
+   borrowed request counts toward the lender's countdown to its next
+   sample, as its usable bytes are that class's (below: its tick); a
+   sampled request that borrows is a sample of the borrowed block, in its
+   page (route.c: nd_route_small_sampled). What it costs a
    fill that cannot borrow: one load and a test (nd_tcache_lenders: the
    heap's classes, heap.h, none of the classes above ever used), or the
    scan of the classes above that were used (h51s: scanning all 8 cost
@@ -1095,7 +1100,7 @@ _Static_assert(ND_BORROW_CLASS_MIN >= ND_HEAP_CLASSES_FROM, "a heap's classes ha
 
 static inline bool nd_tcache_may_borrow(const nd_tcache *tc)
 {
-    return tc->secure == NULL && nd_load_relaxed(&nd_tcache_prof_rate) == 0;
+    return tc->secure == NULL;
 }
 
 /* The classes above c a block may be borrowed from that may hold a free
