@@ -39,8 +39,8 @@
  *          written) -> the site and stay. A site's state goes 0 -> 2
  *          (ready) before its index entry names it; its counters are
  *          atomic.
- *   live:  open addressing by the block's address, in the first of four
- *          tables of growing size that has room on the block's probe path
+ *   live:  open addressing by the block's address, in the first of six
+ *          tables of growing size (x4) that has room on the block's probe path
  *          within 8 slots (256 in the last table: a crowded table is
  *          passed, not walked); key 0 (empty), 1 (a tombstone), 2 (being
  *          written) or the
@@ -75,11 +75,15 @@
 
 #define ND_PROF_FRAMES 32        /* frames kept of a stack */
 #define ND_PROF_SITES  16384     /* distinct stacks */
-/* Live samples: four hash tables of 64, 2048, 16384 and 65536 slots,
-   filled smallest first, so that a program's few live samples touch a few
-   OS pages of the table (the first table: two), not one each. */
-#define ND_PROF_LIVE_LEVELS 4
-#define ND_PROF_LIVE   (64 + 2048 + 16384 + 65536)
+/* Live samples: six hash tables of 64, 256, 1024, 4096, 16384 and 65536
+   slots (of 64 bytes: the first table one OS page), filled smallest first,
+   each four times the one before, so that the OS pages a program's live
+   samples write grow with their number: a few live samples touch the
+   first page, 200 the first five (with a second table of 2,048 slots, 32
+   pages, which a hundred samples spread over by hash: xthread's 1 KiB
+   rows, 132-140 KiB of table for about 500 samples, h52p). */
+#define ND_PROF_LIVE_LEVELS 6
+#define ND_PROF_LIVE   (64 + 256 + 1024 + 4096 + 16384 + 65536)
 
 typedef struct nd_prof_site {
     uint32_t state;              /* 0 empty, 1 being written, 2 ready */
