@@ -627,8 +627,11 @@ static uint32_t nd_prof_slot_hash(uintptr_t a)
 #define ND_PROF_PROBES_SMALL 8u
 
 /* The live tables, smallest first (prof.h). */
-static const uint32_t nd_prof_level_size[ND_PROF_LIVE_LEVELS] = { 64, 2048, 16384, 65536 };
-static const uint32_t nd_prof_level_base[ND_PROF_LIVE_LEVELS] = { 0, 64, 64 + 2048, 64 + 2048 + 16384 };
+static const uint32_t nd_prof_level_size[ND_PROF_LIVE_LEVELS] = { 64, 256, 1024, 4096, 16384, 65536 };
+static const uint32_t nd_prof_level_base[ND_PROF_LIVE_LEVELS] = { 0, 64, 64 + 256, 64 + 256 + 1024,
+                                                                   64 + 256 + 1024 + 4096,
+                                                                   64 + 256 + 1024 + 4096 + 16384 };
+_Static_assert(64 + 256 + 1024 + 4096 + 16384 + 65536 == ND_PROF_LIVE, "the live tables' sizes add up");
 
 static nd_prof_slot *nd_prof_live_slot(uint32_t level, uint32_t i)
 {

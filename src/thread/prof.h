@@ -18,7 +18,8 @@
  * A sampled block is a cell of a sample slab (a request of a class up to
  * 1 KiB: a cell of its thread cache's cell slab, slab.h; the slab's
  * descriptor has sampled == ND_PROF_SLAB and the cell names its slot), an
- * ordinary block of its class (a request of a class above 1 KiB: its page
+ * ordinary block of its class (a request of a class above 1 KiB, or of a
+ * class above that a medium request borrows, tcache.c: its page
  * counts its live samples and carries the kind ND_KIND_PROF meanwhile,
  * its prof_mask has the block's bit; page.h, nd_page_sample_add) or a
  * large or huge block, flagged in its descriptor (nd_page.sampled == 1).
@@ -38,8 +39,8 @@
  *          written) -> the site and stay. A site's state goes 0 -> 2
  *          (ready) before its index entry names it; its counters are
  *          atomic.
- *   live:  open addressing by the block's address, in the first of four
- *          tables of growing size that has room on the block's probe path
+ *   live:  open addressing by the block's address, in the first of six
+ *          tables of growing size (x4) that has room on the block's probe path
  *          within 8 slots (256 in the last table: a crowded table is
  *          passed, not walked); key 0 (empty), 1 (a tombstone), 2 (being
  *          written) or the
@@ -74,11 +75,15 @@
 
 #define ND_PROF_FRAMES 32        /* frames kept of a stack */
 #define ND_PROF_SITES  16384     /* distinct stacks */
-/* Live samples: four hash tables of 64, 2048, 16384 and 65536 slots,
-   filled smallest first, so that a program's few live samples touch a few
-   OS pages of the table (the first table: two), not one each. */
-#define ND_PROF_LIVE_LEVELS 4
-#define ND_PROF_LIVE   (64 + 2048 + 16384 + 65536)
+/* Live samples: six hash tables of 64, 256, 1024, 4096, 16384 and 65536
+   slots (of 64 bytes: the first table one OS page), filled smallest first,
+   each four times the one before, so that the OS pages a program's live
+   samples write grow with their number: a few live samples touch the
+   first page, 200 the first five (with a second table of 2,048 slots, 32
+   pages, which a hundred samples spread over by hash: xthread's 1 KiB
+   rows, 132-140 KiB of table for about 500 samples, h52p). */
+#define ND_PROF_LIVE_LEVELS 6
+#define ND_PROF_LIVE   (64 + 256 + 1024 + 4096 + 16384 + 65536)
 
 typedef struct nd_prof_site {
     uint32_t state;              /* 0 empty, 1 being written, 2 ready */

@@ -1081,8 +1081,14 @@ static inline void nd_tcache_prefetch_taken(void *const *v, size_t n)
    in that class's bin, and its request is counted there. Its address
    must be a multiple of the natural alignment of the class asked for (an
    aligned request takes a class for it: class.h). Not under secure=1 (its
-   bins' canaries) nor prof=1 (a sample is a block of its class, prof.h,
-   and the profile's shares by site are of usable sizes). What it costs a
+   bins' canaries). Under prof=1 too (h53p: without it mstress -t 2's
+   medium pages at its peak were 1.3-1.8x the default's, its peak RSS
+   x1.10 per pair, the blocks it could not borrow carved anew): the
+   borrowed request counts toward its own class's countdown to its next
+   sample, not the lender's (below), so that the samples stay with the
+   sites of the class asked for; a sampled request that borrows is a
+   sample of the borrowed block, in its page (route.c:
+   nd_route_small_sampled). What it costs a
    fill that cannot borrow: one load and a test (nd_tcache_lenders: the
    heap's classes, heap.h, none of the classes above ever used), or the
    scan of the classes above that were used (h51s: scanning all 8 cost
@@ -1095,7 +1101,7 @@ _Static_assert(ND_BORROW_CLASS_MIN >= ND_HEAP_CLASSES_FROM, "a heap's classes ha
 
 static inline bool nd_tcache_may_borrow(const nd_tcache *tc)
 {
-    return tc->secure == NULL && nd_load_relaxed(&nd_tcache_prof_rate) == 0;
+    return tc->secure == NULL;
 }
 
 /* The classes above c a block may be borrowed from that may hold a free
@@ -1140,8 +1146,21 @@ static nd_noinline void *nd_tcache_borrow(nd_tcache *tc, unsigned c)
         }
         if (p == NULL)
             continue;
+        /* prof=1: the request stays counted toward c's countdown to its
+           next sample, not the lender's: a request the profile sees as
+           one of c's (its size, its site's class), whose block is of
+           another class. The tick that counted it gives it back below
+           (uncount); the countdown keeps it. (When the tick rolled over
+           at this request, nd_tcache_prof_arm took it already; a
+           countdown at 1 keeps its sample on time rather than reach 0.)
+           The lender's request count takes it by nreq then, not by its
+           tick, whose countdown it is not. */
+        bool prof = nd_unlikely(nd_load_relaxed(&nd_tcache_prof_rate) != 0) && !tc->heap.shared;
+        bool by_tick = tc->bins[c].tick < (int64_t)nd_bin_info_of(tc, c)->armed;
         nd_tcache_uncount(tc, c);
-        if (!nd_tcache_count_quick(tc, up)) {
+        if (prof && by_tick && (nd_bin_info_of(tc, c)->prof_left & ND_PROF_LEFT_MAX) > 1)
+            nd_bin_info_of(tc, c)->prof_left--;
+        if (prof || !nd_tcache_count_quick(tc, up)) {
             /* A class the thread never requested (its page came with an
                adopted segment) has its cold part set up first, armed for
                one request with its tick at 1 (none counted yet), so that

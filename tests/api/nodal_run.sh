@@ -1,6 +1,7 @@
 #!/bin/sh
 # nodal_run.sh - nodal-run's contract: flags are checked against the option
-# table before the program starts, with the library's own messages; and
+# table before the program starts, with the library's own messages;
+# --profile and --stats-every report on a running program; and
 # nodal-verify's answer to a mistyped flag.
 #
 #   nodal_run.sh BUILDDIR CASE
@@ -178,6 +179,38 @@ list_options_lists_every_option)
     for name in $("$build/tools/gen-options" md | sed -n 's/^| `\([a-z_]*\)`.*/\1/p'); do
         printf '%s\n' "$out" | grep -q "^$name " || fail "--list-options to list $name"
     done
+    ;;
+profile_and_stats_every_report_a_running_program)
+    # --profile and --stats-every on a program that runs until it has seen
+    # both reports of its own while running (or 40 s): its statistics line
+    # (--stats-every 1) on its standard error, and a numbered profile dump
+    # (prof_interval=1) under the prefix; and nodal-run says where the
+    # profile goes. (Not the exit dump: dash leaves by _exit, which runs no
+    # destructor; preload.heap_profile_* checks that one.) No timing is asserted:
+    # the program waits for the reports, however late the machine's load
+    # makes them. (The program is sh; grep, ls and sleep, which it starts,
+    # get nodal too, and write exit dumps of their own, by their pid.)
+    d=$tmp/prof
+    mkdir "$d"
+    cat >"$tmp/prog.sh" <<EOF
+i=0
+while [ \$i -lt 400 ]; do
+    if grep -q "pid=\$\$ .*requests=" "$tmp/err" && [ -s "$d/p.\$\$.0.heap" ]; then
+        echo \$\$ >"$tmp/pid"
+        exit 0
+    fi
+    sleep 0.1
+    i=\$((i + 1))
+done
+exit 1
+EOF
+    NODAL_PROF_PREFIX="$d/p.%p" NODAL_PROF_INTERVAL=1 nodal_run --profile=4k --stats-every 1 -- sh "$tmp/prog.sh"
+    [ "$rc" -eq 0 ] || fail "the program to see its statistics line and its first interval dump within 40 s (rc $rc; stderr: $(head -c 2000 "$tmp/err"))"
+    pid=$(cat "$tmp/pid")
+    printf '%s\n' "$err" | grep -qF "nodal-run: the heap profile goes to $d/p.$pid.exit.heap" ||
+        fail "nodal-run to say where the profile goes ($d/p.$pid.exit.heap), got: $err"
+    head -n 1 "$d/p.$pid.0.heap" | grep -q '^heap profile:' ||
+        fail "the interval dump in the heap-profile format, got: $(head -n 1 "$d/p.$pid.0.heap")"
     ;;
 *)
     echo "nodal_run.sh: no case $case_name" >&2

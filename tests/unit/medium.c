@@ -5,7 +5,9 @@
  * ND_XFER_MEDIUM_BLOCKS blocks; a batch of medium blocks one thread
  * allocated and another freed is reused by a third thread through the
  * store, not carved again; node-bound medium blocks never reach a plain
- * cache. The core is built with ND_DEBUG=2: every fill, flush, put and
+ * cache; a medium request borrows a free block of a class above with the
+ * heap profile on too, a sampled one that does is a sample of that
+ * block, and an unsampled one counts toward its own class's next sample. The core is built with ND_DEBUG=2: every fill, flush, put and
  * take checks the thread cache's and the store's invariants.
  */
 #include <pthread.h>
@@ -18,6 +20,7 @@
 #include "free.h"
 #include "heap.h"
 #include "page.h"
+#include "prof.h"
 #include "segment.h"
 #include "tcache.h"
 #include "thread.h"
@@ -396,6 +399,131 @@ static void a_borrow_from_a_class_the_thread_never_requested_sets_its_counts_up(
     in_a_fresh_thread(borrow_from_a_class_never_requested);
 }
 
+/* With the heap profile on, a medium request borrows as it does without
+   it (at a rate that samples none of this test's requests). On main
+   39094ac borrowing was off under prof=1: the 24 KiB request carved a
+   page of its own class (mstress -t 2's medium pages at its peak
+   1.3-1.8x the default's, docs/results.md, h53p). */
+static void a_medium_request_borrows_with_the_heap_profile_on(void)
+{
+    EXPECT(nd_prof_start((int64_t)1 << 50), "profiling to start");
+    in_a_fresh_thread(borrow_in_a_fresh_thread);
+}
+
+/* Is p a live sample of the profile? */
+static bool is_live_sample(const void *p)
+{
+    for (size_t i = nd_prof_live_next(0); i < ND_PROF_LIVE; i = nd_prof_live_next(i + 1)) {
+        nd_prof_live v;
+        if (nd_prof_live_copy(i, &v) && v.addr == (uintptr_t)p)
+            return true;
+    }
+    return false;
+}
+
+/* At a rate that samples every request: a 24 KiB request that borrows
+   the free 28 KiB block is a sample of that block, its page counting it
+   (the page's kind ND_KIND_PROF while it lives), and its free drops the
+   sample and gives the page its kind back. */
+static void *sampled_borrow_in_a_fresh_thread(void *arg)
+{
+    (void)arg;
+    nodal_free(nodal_malloc(1));   /* the thread's cache */
+    nd_tcache *tc = nd_tls_tc;
+    const unsigned c24 = nd_class_of(24 << 10);
+    EXPECT(tc->heap.pages[c24].first == NULL, "a fresh thread to have no page of 24 KiB yet");
+    void *p = nodal_malloc(28 << 10);
+    EXPECT(p != NULL && is_live_sample(p), "malloc(28 KiB) to succeed and be sampled");
+    memset(p, 1, 28 << 10);
+    nodal_free(p);
+    EXPECT(!is_live_sample(p), "the freed 28 KiB block's sample to be dropped");
+    size_t borrowed = nd_load_relaxed(&nd_gauge.borrowed_blocks);
+    void *q = nodal_malloc(24 << 10);
+    EXPECT(q == p, "a sampled 24 KiB request to borrow the free 28 KiB block %p, it got %p", p, q);
+    EXPECT(nd_load_relaxed(&nd_gauge.borrowed_blocks) == borrowed + 1, "borrowed_blocks to count it");
+    nd_page *pg = NULL;
+    EXPECT(nd_page_lookup(q, &pg) && is_live_sample(q) && pg->kind == ND_KIND_PROF && pg->sampled == 1,
+           "the borrowed block to be a live sample its page counts (kind %u, sampled %u)", (unsigned)pg->kind,
+           (unsigned)pg->sampled);
+    memset(q, 2, 28 << 10);
+    nodal_free(q);
+    EXPECT(!is_live_sample(q) && pg->sampled == 0 && pg->kind == tc->kind,
+           "its free to drop the sample and give the page its kind back (kind %u, sampled %u)", (unsigned)pg->kind,
+           (unsigned)pg->sampled);
+    EXPECT(nd_prof_live_bytes() == 0, "no live bytes left in the profile (%lld)", (long long)nd_prof_live_bytes());
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold");
+    return NULL;
+}
+
+static void a_sampled_medium_request_that_borrows_is_a_sample_of_the_borrowed_block(void)
+{
+    EXPECT(nd_prof_start(1), "profiling to start");
+    in_a_fresh_thread(sampled_borrow_in_a_fresh_thread);
+}
+
+/* Class c's requests to its next sample, as its countdown and its tick
+   say (prof=1: tcache.h, prof_left), and its requests so far (the
+   statistics: nreq and what the tick counted since it was armed). */
+static long to_sample(const nd_tcache *tc, unsigned c)
+{
+    const nd_bin_info *bi = nd_bin_info_of((nd_tcache *)tc, c);
+    return (long)(bi->prof_left & ND_PROF_LEFT_MAX) - ((long)bi->armed - (long)tc->bins[c].tick);
+}
+static uint64_t requests_of(const nd_tcache *tc, unsigned c)
+{
+    const nd_bin_info *bi = nd_bin_info_of((nd_tcache *)tc, c);
+    return bi->nreq + bi->armed - (uint64_t)tc->bins[c].tick;
+}
+
+/* With the profile on, a 24 KiB request that borrows a free 28 KiB block
+   (its class's tick counting it, not rolling over) counts toward the 24
+   KiB class's countdown to its next sample, not the 28 KiB class's: the
+   samples stay with the sites of the class asked for. The statistics
+   count it as a request of the lender's class, as without the profile.
+   (Before, the lender's tick took it, and with it the lender's
+   countdown.) */
+static void *borrowed_request_counts_toward_its_own_class(void *arg)
+{
+    (void)arg;
+    nodal_free(nodal_malloc(1));   /* the thread's cache */
+    nd_tcache *tc = nd_tls_tc;
+    const unsigned c24 = nd_class_of(24 << 10), c28 = nd_class_of(28 << 10);
+    void *a = nodal_malloc(24 << 10);   /* the 24 KiB class's first request: its countdown drawn */
+    void *p = nodal_malloc(28 << 10);
+    EXPECT(a != NULL && p != NULL, "malloc(24 KiB) and malloc(28 KiB) to succeed");
+    memset(p, 1, 28 << 10);
+    nodal_free(p);   /* into the 28 KiB bin */
+    EXPECT(tc->bins[c24].cur == tc->bins[c24].empty && tc->bins[c24].tick > 1,
+           "an empty 24 KiB bin whose tick counts the next request without rolling over (tick %lld)",
+           (long long)tc->bins[c24].tick);
+    long left24 = to_sample(tc, c24), left28 = to_sample(tc, c28);
+    uint64_t req24 = requests_of(tc, c24), req28 = requests_of(tc, c28);
+    void *q = nodal_malloc(24 << 10);
+    EXPECT(q == p, "the 24 KiB request to borrow the free 28 KiB block %p, it got %p", p, q);
+    EXPECT(to_sample(tc, c24) == left24 - 1,
+           "the 24 KiB class's countdown to count the borrowed request (%ld to its sample, %ld before)",
+           to_sample(tc, c24), left24);
+    EXPECT(to_sample(tc, c28) == left28,
+           "the 28 KiB class's countdown not to count it (%ld to its sample, %ld before)", to_sample(tc, c28),
+           left28);
+    EXPECT(requests_of(tc, c24) == req24 && requests_of(tc, c28) == req28 + 1,
+           "the statistics to count the request in the lender's class (24 KiB: %llu, was %llu; 28 KiB: %llu, was %llu)",
+           (unsigned long long)requests_of(tc, c24), (unsigned long long)req24,
+           (unsigned long long)requests_of(tc, c28), (unsigned long long)req28);
+    nodal_free(q);
+    nodal_free(a);
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold");
+    return NULL;
+}
+
+static void a_borrowed_request_counts_toward_its_own_classs_sample(void)
+{
+    EXPECT(nd_prof_start((int64_t)1 << 50), "profiling to start");
+    in_a_fresh_thread(borrowed_request_counts_toward_its_own_class);
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(every_class_up_to_128_kib_is_cached_by_default),
     ND_CASE(a_medium_class_store_holds_64_blocks_at_least),
@@ -404,5 +532,8 @@ static const struct nd_case cases[] = {
     ND_CASE(node_bound_medium_blocks_freed_elsewhere_stay_with_their_node),
     ND_CASE(a_medium_request_takes_a_free_block_of_a_class_above_before_carving),
     ND_CASE(a_borrow_from_a_class_the_thread_never_requested_sets_its_counts_up),
+    ND_CASE(a_medium_request_borrows_with_the_heap_profile_on),
+    ND_CASE(a_sampled_medium_request_that_borrows_is_a_sample_of_the_borrowed_block),
+    ND_CASE(a_borrowed_request_counts_toward_its_own_classs_sample),
 };
 ND_MAIN(cases)

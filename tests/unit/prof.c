@@ -13,6 +13,8 @@
  * for a gap past 2^31 of them; and a thread that requests or frees a few
  * small classes with the profile on writes no page of its cache past the
  * second, as without it (the countdowns are in the classes' cold parts).
+ * The live table's OS pages written follow the live samples' number (its
+ * tables grow by 4): 200 samples, 5 pages.
  */
 #include <math.h>
 #include <pthread.h>
@@ -301,6 +303,59 @@ static void a_sampling_thread_writes_no_more_pages_of_its_cache(void)
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the threads exited");
 }
 
+/* The OS pages of the live table that pages[0, n)'s slots lie on. */
+static size_t slot_pages(int n)
+{
+    static bool seen[ND_PROF_LIVE * sizeof(nd_prof_slot) / 4096 + 1];
+    memset(seen, 0, sizeof seen);
+    size_t count = 0;
+    for (int i = 0; i < n; i++) {
+        size_t pg = (size_t)pages[i].prof_slot * sizeof(nd_prof_slot) / 4096;
+        count += !seen[pg];
+        seen[pg] = true;
+    }
+    return count;
+}
+
+static uintptr_t stride_addr_of(int i) { return (uintptr_t)0x7f1234560000ull + (uintptr_t)i * 1024; }
+
+/* 200 live samples of blocks at addresses a(0..199): the OS pages of the
+   live table their slots lie on, at most 8 of them. */
+static void expect_200_samples_on_few_pages(uintptr_t (*a)(int), const char *what)
+{
+    start();
+    const int n = 200;
+    for (int i = 0; i < n; i++) {
+        nd_prof_record((void *)a(i), &pages[i], 1024, 1024, 0, false);
+        nd_prof_live v;
+        EXPECT(pages[i].sampled == 1 && nd_prof_live_copy(pages[i].prof_slot, &v) && v.addr == a(i),
+               "sample %d to be recorded in its slot", i);
+    }
+    size_t written = slot_pages(n);
+    EXPECT(written <= 8, "%d live samples (%s) to lie on at most 8 OS pages of the live table, they lie on %zu", n,
+           what, written);
+    for (int i = 0; i < n; i++)
+        nd_prof_forget((void *)a(i), &pages[i]);
+    EXPECT(nd_prof_live_bytes() == 0, "the live estimate to be 0 once every sample is forgotten, it is %lld",
+           (long long)nd_prof_live_bytes());
+}
+
+/* 200 live samples write 5 OS pages of the table (the first table's and
+   the second's 4), whether their blocks are pages in a scrambled order or
+   1 KiB blocks at a steady stride (a producer's ring of 1 KiB blocks):
+   the tables grow by 4, so the pages written follow the samples. On main
+   39094ac the second table had 2,048 slots, 32 OS pages, and 200 samples
+   wrote 32 and 33 pages (xthread -s 1024: 132-140 KiB of table for
+   about 500 samples, h52p). */
+static void the_live_tables_pages_written_follow_the_samples(void)
+{
+    expect_200_samples_on_few_pages(addr_of, "OS pages in a scrambled order");
+}
+static void the_live_tables_pages_written_follow_the_samples_of_1_kib_blocks(void)
+{
+    expect_200_samples_on_few_pages(stride_addr_of, "1 KiB blocks at a stride");
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(a_few_live_samples_stay_in_the_first_table),
     ND_CASE(a_sample_examines_eight_slots_of_a_crowded_table),
@@ -310,5 +365,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_samples_estimate_is_one_over_its_probability),
     ND_CASE(a_bins_countdown_is_the_gap_in_requests_or_cut_and_drawn_again),
     ND_CASE(a_sampling_thread_writes_no_more_pages_of_its_cache),
+    ND_CASE(the_live_tables_pages_written_follow_the_samples),
+    ND_CASE(the_live_tables_pages_written_follow_the_samples_of_1_kib_blocks),
 };
 ND_MAIN(cases)
