@@ -9,10 +9,17 @@
  *   safety               fork (the child allocates and exits), thread churn,
  *                        and a signal whose handler allocates arriving
  *                        while the threads allocate: must end, no deadlock.
+ *   growth DIR           (prof_growth set, prefix DIR/p.%p) grows its live
+ *                        bytes by 4 MiB, waits for the helper thread's
+ *                        numbered dump 0 marked "(growth)", frees and takes
+ *                        the same bytes again (no growth), then grows by
+ *                        4 MiB more and waits for dump 1 "(growth)"; waits
+ *                        at most 40 s for each (no time is asserted).
  */
 #include <nodal.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -139,12 +146,63 @@ static int safety(void)
     return 0;
 }
 
+/* Waits for DIR/p.PID.N.txt and checks its first line names the growth. */
+static int wait_for_growth_dump(const char *dir, int n)
+{
+    char path[4096], line[512];
+    snprintf(path, sizeof path, "%s/p.%d.%d.txt", dir, (int)getpid(), n);
+    for (int i = 0; i < 400; i++) {
+        FILE *f = fopen(path, "r");
+        if (f != NULL) {
+            bool whole = fgets(line, sizeof line, f) != NULL && strchr(line, '\n') != NULL;
+            fclose(f);
+            if (whole) {
+                if (strstr(line, "(growth)") != NULL)
+                    return 0;
+                fprintf(stderr, "prof_sites growth: %s is not a growth dump: %s", path, line);
+                return 1;
+            }
+        }
+        usleep(100 * 1000);
+    }
+    fprintf(stderr, "prof_sites growth: no %s within 40 s\n", path);
+    return 1;
+}
+
+enum { GROW_BLOCKS = 4096, GROW_SIZE = 1024 };   /* 4 MiB a step */
+
+static int growth(const char *dir)
+{
+    static void *a[GROW_BLOCKS], *b[GROW_BLOCKS];
+    for (int i = 0; i < GROW_BLOCKS; i++)
+        a[i] = site_a(GROW_SIZE);
+    if (wait_for_growth_dump(dir, 0) != 0)
+        return 1;
+    /* The same live bytes again: no growth since dump 0. */
+    for (int i = 0; i < GROW_BLOCKS; i++) {
+        free(a[i]);
+        a[i] = site_a(GROW_SIZE);
+    }
+    for (int i = 0; i < GROW_BLOCKS; i++)
+        b[i] = site_b(GROW_SIZE);
+    if (wait_for_growth_dump(dir, 1) != 0)
+        return 1;
+    for (int i = 0; i < GROW_BLOCKS; i++) {
+        free(a[i]);
+        free(b[i]);
+    }
+    puts("growth: done");
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
     if (argc >= 3 && strcmp(argv[1], "sites") == 0)
         return sites(argc, argv);
     if (argc >= 2 && strcmp(argv[1], "safety") == 0)
         return safety();
-    fprintf(stderr, "usage: prof_sites sites DUMP [NODE_A NODE_B] | safety\n");
+    if (argc >= 3 && strcmp(argv[1], "growth") == 0)
+        return growth(argv[2]);
+    fprintf(stderr, "usage: prof_sites sites DUMP [NODE_A NODE_B] | safety | growth DIR\n");
     return 2;
 }

@@ -7,7 +7,8 @@
 # whose handler allocates neither deadlock nor lose the dumps (nodal_profile_dump,
 # the signal's dump, the exit files of parent and child). On x86-64 most
 # stacks come from the memo of stacks, not the unwinder, and the unwinder
-# is nodal's own (no libgcc_s) unless prof_libgcc=1.
+# is nodal's own (no libgcc_s) unless prof_libgcc=1. prof_growth's dumps
+# follow the live estimate's growth.
 set -u
 lib=$1 prog=$2
 node_a=${3:-} node_b=${4:-}
@@ -100,5 +101,16 @@ n_exit=$(ls p.*.exit.heap 2>/dev/null | wc -l)
 ls p.*.0.heap >/dev/null 2>&1 || fail "nodal_profile_dump(NULL) wrote no p.PID.0.heap"
 ls p.*.1.heap >/dev/null 2>&1 || fail "the signal (prof_signal=12) wrote no p.PID.1.heap"
 echo "safety: fork, thread churn, signals in malloc: done; dumps: $(ls p.* | wc -l) files"
+
+# prof_growth: a dump each time the live estimate grew by 1 MiB since the
+# last dump; the program grows by 4 MiB, takes the same bytes again, then
+# grows by 4 MiB more, and waits for dumps 0 and 1, each marked "(growth)".
+rm -f p.*
+NODAL_PROF=1 NODAL_PROF_RATE=4k NODAL_PROF_GROWTH=1m NODAL_PROF_PREFIX="$dir/p.%p" LD_PRELOAD=$lib \
+    timeout 120 "$prog" growth "$dir" >out 2>err || fail "prof_sites growth failed (status $?): $(tail -5 err)"
+grep -q 'growth: done' out || fail "growth did not finish"
+n_growth=$(cat p.*.[0-9]*.txt 2>/dev/null | grep -c '^nodal heap profile (growth)')
+[ "$n_growth" -ge 2 ] || fail "want two growth dumps, found $n_growth"
+echo "prof_growth: $n_growth growth dumps"
 [ -z "${pprof_missing:-}" ] || exit 77
 exit 0
