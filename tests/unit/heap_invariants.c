@@ -662,6 +662,78 @@ static void a_threads_nursery_fills_take_whole_pairs_of_lines_and_no_more(void)
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the threads exited");
 }
 
+/* A thread's record (thread.h) is four cache lines: its array of node
+   caches (ND_MAX_NODES pointers) is the one all records share, never
+   written, until the thread makes its first node cache, then an array of
+   its own that the node fast paths read (nd_tls_node_tc). 32 threads that
+   make a few small requests and wait: their records, side by side in the
+   metadata allocator's chunk (written at each thread's start), lie on at
+   most 4 OS pages (2 and a few records elsewhere: the allocator reuses
+   freed objects of the size first); one that then asks for memory of
+   node 0 gets an array of its own, whose entry the fast path finds. On
+   main 39094ac a record was 768 bytes (the array inside it, every entry
+   written when the thread started): the 32 records lay on 8 pages. */
+#define REC_THREADS 32
+static sem_t rec_ready, rec_go;
+static void *records[REC_THREADS];
+static void *make_a_few_requests_and_wait(void *arg)
+{
+    void **slot = arg;
+    void *p[8];
+    for (int i = 0; i < 8; i++)
+        EXPECT((p[i] = nodal_malloc(16 + 16 * (size_t)i)) != NULL, "malloc to succeed");
+    *slot = nd_tls_thread;
+    sem_post(&rec_ready);
+    sem_wait(&rec_go);
+    for (int i = 0; i < 8; i++)
+        nodal_free(p[i]);
+    return NULL;
+}
+static int records_by_address(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+    return x < y ? -1 : x > y;
+}
+static void a_threads_record_holds_no_node_caches_until_it_makes_one(void)
+{
+    nodal_free(nodal_malloc(16));
+    pthread_t id[REC_THREADS];
+    sem_init(&rec_ready, 0, 0);
+    sem_init(&rec_go, 0, 0);
+    for (int i = 0; i < REC_THREADS; i++) {
+        EXPECT(pthread_create(&id[i], NULL, make_a_few_requests_and_wait, &records[i]) == 0, "pthread_create to work");
+        sem_wait(&rec_ready);
+    }
+    qsort(records, REC_THREADS, sizeof records[0], records_by_address);
+    for (int i = 0; i < REC_THREADS; i++)
+        EXPECT(((nd_thread *)records[i])->state == ND_THREAD_LIVE, "the threads' records to be live");
+    uintptr_t pages[2 * REC_THREADS];   /* the OS pages the records lie on, each written at its thread's start */
+    size_t n = 0;
+    for (int i = 0; i < REC_THREADS; i++) {
+        EXPECT(nd_written_pages(records[i], sizeof(nd_thread)) >= 1, "a live thread's record to be written");
+        for (uintptr_t a = (uintptr_t)records[i] / 4096; a <= ((uintptr_t)records[i] + sizeof(nd_thread) - 1) / 4096; a++)
+            if (n == 0 || pages[n - 1] != a)
+                pages[n++] = a;
+    }
+    EXPECT(n <= 4, "%d threads' records to lie on at most 4 OS pages, they lie on %zu", REC_THREADS, n);
+    for (int i = 0; i < REC_THREADS; i++)
+        sem_post(&rec_go);
+    for (int i = 0; i < REC_THREADS; i++)
+        pthread_join(id[i], NULL);
+    /* This thread's record: no array of its own until its first node cache. */
+    nd_thread *t = nd_tls_thread;
+    nd_tcache **shared = t->node_tc;
+    EXPECT(nd_tls_node_tc == shared, "the node fast paths to read the record's array");
+    void *q = nodal_malloc_node(64, 0);
+    EXPECT(q != NULL, "nodal_malloc_node(64, 0) to succeed");
+    EXPECT(t->node_tc != shared && nd_tls_node_tc == t->node_tc && t->node_tc[0] != shared[0] &&
+           t->node_tc[0]->heap.bound && t->node_tc[0]->heap.node == 0,
+           "the first node cache to give the record an array of its own, which the fast paths read");
+    EXPECT(shared[0] == shared[ND_MAX_NODES - 1], "the shared array to stay as it was");
+    nodal_free(q);
+    EXPECT(nd_thread_is_valid(), "the thread's invariants to hold");
+}
+
 /* A thread whose busy classes each cycle a hundred blocks (a working set
    past the bin's start room, not past 256 blocks) keeps their bins in the
    cache's middle area, two to an OS page, not each at the top of its own
@@ -3442,6 +3514,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_threads_first_fill_takes_one_block),
     ND_CASE(a_threads_first_requests_of_a_class_take_at_most_half_as_many_blocks_again),
     ND_CASE(a_threads_nursery_fills_take_whole_pairs_of_lines_and_no_more),
+    ND_CASE(a_threads_record_holds_no_node_caches_until_it_makes_one),
     ND_CASE(a_producers_bin_grows_to_16_kib_at_most),
     ND_CASE(a_bin_whose_misses_are_rare_goes_back_to_its_start),
     ND_CASE(a_medium_bin_starts_at_one_block),
