@@ -108,7 +108,7 @@ nd_inline void *nd_malloc_node_fast(size_t size, int node)
 {
     if (nd_unlikely((unsigned)node >= ND_MAX_NODES))
         return nd_malloc_node_slow(size, node);
-    nd_tcache *tc = nd_tls_thread->node_tc[node];
+    nd_tcache *tc = nd_tls_node_tc[node];
     size_t c;
     if (nd_unlikely(!nd_class_fast(size, &c)))
         return nd_malloc_node_slow(size, node);

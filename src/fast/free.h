@@ -125,7 +125,7 @@ nd_inline void nd_free_fast(void *p)
                 nd_free_slow(p, pg);
             return;
         }
-        tc = nd_tls_thread->node_tc[nd_kind_node(kind)];
+        tc = nd_tls_node_tc[nd_kind_node(kind)];
     }
     /* The page's bin offset (its class's bin: class index << 5 under the
        default; secure=1 takes this path only for node-bound caches, whose

@@ -21,9 +21,11 @@
  * stack (docs/how-it-works.md). A plain cache's bin (secure off) of a
  * class of at most ND_NURSERY_CLASS_MAX bytes whose heap has no page of
  * it takes its first fills, while their bound is below ND_FIRST_FILL <<
- * ND_NURSERY_FILLS (16: such a cache's bins start at one block, or 2, 4
- * or 8 for whole pairs of cache lines, and grow by half, 1, 2, 3, 4, 6, 8 and 12
- * blocks, 36 in all, tcache.c: nd_bin_first_fill, nd_bin_next_fill), from
+ * ND_NURSERY_FILLS (16: such a cache's bins start at one block and grow
+ * by half, 1, 2, 3, 4, 6, 8 and 12 blocks, 36 in all, each fill rounded to
+ * whole pairs of cache lines, 2, 4 or 8 blocks of the classes below
+ * 128 B, whose next bounds it may cover: tcache.c, nd_bin_first_fill,
+ * nd_bin_next_fill, nd_bin_nursery_take), from
  * the nursery of its heap's node,
  * unless its thread is the process's first (ND_TID_FIRST: a program that
  * never starts a thread maps no nursery, and the first thread's pages
@@ -55,8 +57,9 @@ nd_tcache *nd_nursery_of(int node) nd_hidden;
    take its blocks from its node's nursery? A plain cache of a thread
    other than the first (no secure state, secure off), a class of at most
    ND_NURSERY_CLASS_MAX bytes its heap has no page of, while the bound is
-   below ND_FIRST_FILL << ND_NURSERY_FILLS (the bin's first fills, 30-36
-   blocks: 1, 2, 3, 4, 6, 8, 12, or from 2, 4 or 8, tcache.c). */
+   below ND_FIRST_FILL << ND_NURSERY_FILLS (the bin's first fills, 36-40
+   blocks: 1, 2, 3, 4, 6, 8, 12 in whole pairs of cache lines, tcache.c:
+   nd_bin_nursery_take). */
 static inline bool nd_nursery_serves(const nd_tcache *tc, unsigned cls, uint32_t fill)
 {
     return fill < (ND_FIRST_FILL << ND_NURSERY_FILLS) && nd_class_size[cls] <= ND_NURSERY_CLASS_MAX &&

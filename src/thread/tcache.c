@@ -135,23 +135,22 @@ static uint32_t nd_bin_start_capacity(unsigned cls, uint32_t cap_max)
    one; its fills double from there as before (tcache.h).
    A cache the nursery may serve (fill_from_one: a plain cache of a thread
    other than the process's first, secure off) takes one block at its
-   first fill, or the fewest that make whole pairs of cache lines
-   (nd_bin_pair_blocks), as ND_FIRST_FILL's 4 did: the nursery's blocks
-   are its threads' in the order they asked, and two threads' first
-   blocks on one line (1 block of 32 B each) had every free of one write
-   the line the other's malloc read (micro -m pair -s 32 -t 2: x1.07 of
-   the CPU, docs/results.md h50t). Its fills grow by half from there
-   (nd_bin_next_fill):
+   first fill, and its fills grow by half from there (nd_bin_next_fill):
    a thread that makes a few requests of a class takes at most half as
    many again, not up to 4 + 8 (7 requests: 12 blocks, 5 of them ahead;
-   now 1 + 2 + 3 + 4, 3). */
+   now 1 + 2 + 3 + 4, 3). From the nursery each fill is whole pairs of
+   cache lines (nd_bin_nursery_take): the nursery's blocks are its
+   threads' in the order they asked, and two threads' first blocks on
+   one line (1 block of 32 B each) had every free of one write the line
+   the other's malloc read (micro -m pair -s 32 -t 2: x1.07 of the CPU,
+   docs/results.md h50t). */
 #define ND_FIRST_FILL_BYTES 1024u
 /* The fewest blocks of class c that fill whole pairs of cache lines (the
    unit the L2's adjacent-line prefetcher fetches): 1 from 128 B blocks
    up, 2 of 64, 192 and 320 B, 4 of 32, 96, 160 and 224 B, 8 of 16, 48,
-   80 and 112 B: a first fill from the nursery (whose blocks are its
-   threads' in the order they asked) keeps two threads' first blocks off
-   one pair of lines. Whole single lines were not enough: with one 64 B
+   80 and 112 B: fills from the nursery (whose blocks are its threads'
+   in the order they asked) of whole pairs keep two threads' blocks off
+   one pair of lines (nd_bin_nursery_take). Whole single lines were not enough: with one 64 B
    block a thread, micro -m realloc -t 2 took x1.17-1.26 of main
    1378f24's CPU with the same instructions (callgrind), x0.98 with
    pairs (lead's fix of h50t, 2026-12-05). */
@@ -163,15 +162,16 @@ static inline size_t nd_bin_pair_blocks(unsigned c)
 }
 static uint32_t nd_bin_first_fill(const nd_tcache *tc, unsigned c)
 {
-    if (tc->fill_from_one)   /* whole pairs of lines: two threads' first blocks apart */
-        return (uint32_t)nd_bin_pair_blocks(c);
+    if (tc->fill_from_one)   /* from the nursery in whole pairs of lines: nd_bin_nursery_take */
+        return 1;
     size_t n = ND_FIRST_FILL_BYTES / nd_bin_counted_size(c);
     return n < 1 ? 1 : n > ND_FIRST_FILL ? ND_FIRST_FILL : (uint32_t)n;
 }
 /* The bound of a bin's next fill after one of `fill` (tcache.h): twice
    that, but in a cache that fills from one, up to ND_FILL_HALF_END, half
-   as much again: 1, 2, 3, 4, 6, 8, 12 from the nursery (36 blocks; from
-   2, 4 or 8 for the classes below 128 B, nd_bin_pair_blocks; nursery.h),
+   as much again: 1, 2, 3, 4, 6, 8, 12 from the nursery (36 blocks, in
+   whole pairs of cache lines for the classes below 128 B: 8, 8, 8, 16
+   blocks of 16, 48, 80 and 112 B, nd_bin_nursery_take; nursery.h),
    16 and 24 from the thread's own pages, then 32 and on as
    before. What a thread takes ahead of its requests (blocks waiting in
    its bins) is at most half of what it asked for, not all of it. The dry
@@ -183,6 +183,43 @@ static inline uint32_t nd_bin_next_fill(const nd_tcache *tc, uint32_t fill)
     if (!tc->fill_from_one || fill >= ND_FILL_HALF_END)
         return fill * 2;
     return fill == 1 ? 2 : (fill & (fill - 1)) != 0 ? fill + fill / 3 : fill + fill / 2;
+}
+/* The blocks a from-one bin's fills of bounds 1, 2, 3, ... up to `fill`
+   take together (1, 3, 6, 10, 16, 24, 36: nd_bin_next_fill). */
+static uint32_t nd_bin_fills_through(const nd_tcache *tc, uint32_t fill)
+{
+    uint32_t f = 1, sum = 1;
+    while (f < fill) {
+        f = nd_bin_next_fill(tc, f);
+        sum += f;
+    }
+    return sum;
+}
+/* A from-one bin's fill from the nursery: its blocks are its threads' in
+   the order they asked, so each take is whole pairs of cache lines
+   (nd_bin_pair_blocks(c) blocks: two threads' blocks never share a pair)
+   and brings what the bin's fills took from there to the first whole
+   pair at or past the sequence's total (nd_bin_fills_through). A bound
+   whose total the fills before it reached already is skipped (*fill
+   moves on to the first that is not: 8 blocks of 48 B stand for the
+   fills of 1, 2 and 3 and 2 of the 4). So a thread of k requests of a
+   class holds at most about k/2 blocks it did not ask for, as with fills
+   of one block (1, 2, 3, 4, 6, 8, 12), plus less than a pair of lines:
+   8, 8, 8, 16 blocks of 16, 48, 80 and 112 B where a first fill of a
+   pair and growth by half from there took 8 and 12 (a thread of 9
+   requests of 48 B kept 11 blocks it did not ask for), and whose takes
+   past the first broke the pairs for the threads after it (12 blocks of
+   48 B are 4.5 pairs). */
+static uint32_t nd_bin_nursery_take(const nd_tcache *tc, unsigned c, uint32_t *fill)
+{
+    const uint32_t p = (uint32_t)nd_bin_pair_blocks(c);
+    for (;;) {
+        uint32_t to = nd_bin_fills_through(tc, *fill), from = to - *fill;
+        uint32_t n = (to + p - 1) / p * p - (from + p - 1) / p * p;
+        if (n != 0)
+            return n;
+        *fill = nd_bin_next_fill(tc, *fill);
+    }
 }
 /* Does a new cache with these parameters start its bins' fills at one
    block (fill_from_one)? The caches nd_nursery_serves may serve. */
@@ -1279,6 +1316,7 @@ nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
        the second half only from blocks already free (nd_heap_take_free):
        carving ahead of need (all of it from the heap, tried) raised
        rptest -t 2's peak RSS 4-8 %. */
+    const unsigned cls = nd_bin_class[c];   /* c; under secure=1 the class the bin's blocks have (class.h) */
     size_t want = bi->cap / 2;
     size_t whole = bi->last == ND_LAST_FILL && 4 * (now - bi->mark) < bi->cap && bi->run_fill >= bi->cap ? bi->cap
                                                                                                        : want;
@@ -1292,6 +1330,15 @@ nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
     if (want == 0)
         want = 1;
     uint32_t fill = bi->fill;
+    /* (a from-one cache's bound below ND_FIRST_FILL << ND_NURSERY_FILLS
+       takes whole pairs; a skipped bound moves fill on) */
+    if (tc->fill_from_one && nd_nursery_serves(tc, cls, fill)) {
+        uint32_t f = fill, n = nd_bin_nursery_take(tc, c, &f);
+        if (n <= bi->cap) {
+            fill = f;
+            want = whole = n;
+        }
+    }
     if (bi->fill < nd_bin_cap_max(tc, c) || bi->fill < bi->cap)   /* (past cap_max: nd_tcache_grow_past) */
         bi->fill = nd_bin_next_fill(tc, fill);
     /* The slots the fill may use: the bin's where it is, [low, empty);
@@ -1304,7 +1351,6 @@ nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
        the bin's whole room: the remote frees of a page, walked once to be
        counted, come in as many as fit (nd_page_take). */
     nd_bin_counters *cs = &bi->counts;
-    const unsigned cls = nd_bin_class[c];   /* c; under secure=1 the class the bin's blocks have (class.h) */
     size_t got = 0;
     void **at = bin->low;   /* where the blocks came: from the store, the bin's end already */
     nd_xfer *x = nd_tcache_xfer(tc, false);

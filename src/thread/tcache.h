@@ -177,7 +177,9 @@ typedef struct nd_bin_info {
     uint32_t fill;       /* blocks the next fill takes at most: ND_FIRST_FILL
                             at first (fewer past 256 B: ND_FIRST_FILL_BYTES
                             worth; 1 in a cache that fills from one, growing
-                            by half up to 32: tcache.c, nd_bin_next_fill),
+                            by half up to 32: tcache.c, nd_bin_next_fill;
+                            from the nursery in whole pairs of cache lines,
+                            which may skip a bound: nd_bin_nursery_take),
                             doubling at each fill, so a thread
                             that makes a few requests of a class does not
                             take (and at its exit give back) a full
@@ -308,9 +310,10 @@ extern nd_bin_layout nd_tcache_layouts[ND_LAYOUT_COUNT][ND_CLASS_COUNT] nd_hidde
    pages. 11 records of 216 bytes are what the first page has room for
    after the bins, the cache's fields and the heap's first line (a static
    assert below): a thread that makes a few requests of 16-160 B and one
-   of 512 B (bench/threadcost) uses 10 or 11 classes. 12 slots: a bin of
-   the classes whose first fill from the nursery is 8 blocks (16, 48, 80
-   and 112 B, tcache.c: nd_bin_pair_blocks) takes 12 at its second. */
+   of 512 B (bench/threadcost) uses 10 or 11 classes. 12 slots: a bin's
+   fills from the nursery take at most 12 blocks up to their total of 24
+   (tcache.c: nd_bin_nursery_take; 8, 8, 8 blocks of 16, 48, 80 and 112 B,
+   4, 4, 4, 4, 8 of 32, 96, 160 and 224 B). */
 #define ND_BIN_FIRST_ROOM   12u
 #define ND_FIRST_CLASSES    19u
 #define ND_NEAR_BINS        11u

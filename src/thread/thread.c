@@ -38,15 +38,19 @@
    .bss more in every process. */
 static nd_tcache nd_tcache_empty;
 
+/* The node caches of a record that has none (nd_thread.node_tc): never
+   written, shared by every such record. */
+static nd_tcache *nd_thread_no_node_tc[ND_MAX_NODES] = { [0 ... ND_MAX_NODES - 1] = &nd_tcache_empty };
+
 static nd_thread nd_thread_empty = {
-    .node_tc = { [0 ... ND_MAX_NODES - 1] = &nd_tcache_empty },
+    .node_tc = nd_thread_no_node_tc,
     .plain = &nd_tcache_empty,
     .state = ND_THREAD_NEW,
     .tier_node = -1,
     .tier_tc = { [0 ... ND_TIER_COUNT - 1] = &nd_tcache_empty },
 };
 static nd_thread nd_thread_dead = {
-    .node_tc = { [0 ... ND_MAX_NODES - 1] = &nd_tcache_empty },
+    .node_tc = nd_thread_no_node_tc,
     .plain = &nd_tcache_empty,
     .state = ND_THREAD_DEAD,
     .tier_node = -1,
@@ -55,6 +59,7 @@ static nd_thread nd_thread_dead = {
 
 __thread nd_tcache *nd_tls_tc = &nd_tcache_empty;
 __thread nd_thread *nd_tls_thread = &nd_thread_empty;
+__thread nd_tcache **nd_tls_node_tc = nd_thread_no_node_tc;
 __thread uintptr_t  nd_tls_tid;
 static __thread uint8_t nd_tls_starting;
 
@@ -184,6 +189,8 @@ static nd_hot void nd_thread_dismantle(nd_thread *t)
     nd_unlock(nd_threads_lock);
     for (int i = 0; i < n; i++)
         nd_thread_cache_destroy(tcs[i]);
+    if (t->node_tc != nd_thread_no_node_tc)
+        nd_meta_free(t->node_tc, ND_MAX_NODES * sizeof *t->node_tc);
     nd_meta_free(t, sizeof(nd_thread));
 }
 
@@ -267,6 +274,7 @@ nd_hot nd_tcache *nd_thread_start(void)
             nd_tcache_watch(tc, false);
         nd_tls_tc = tc;
         nd_tls_thread = t;
+        nd_tls_node_tc = t->node_tc;
         pthread_setspecific(nd_thread_key, t);
         nd_tls_starting = 0;
         nd_thread_upkeep();
@@ -283,8 +291,7 @@ nd_hot nd_tcache *nd_thread_start(void)
         nd_tls_starting = 0;
         return NULL;
     }
-    for (int n = 0; n < ND_MAX_NODES; n++)
-        t->node_tc[n] = &nd_tcache_empty;
+    t->node_tc = nd_thread_no_node_tc;
     t->tier_cpu = 0;
     t->tier_node = -1;
     for (int k = 0; k < ND_TIER_COUNT; k++)
@@ -302,6 +309,7 @@ nd_hot nd_tcache *nd_thread_start(void)
     nd_unlock(nd_threads_lock);
     nd_tls_tc = tc;
     nd_tls_thread = t;
+    nd_tls_node_tc = t->node_tc;
     /* May allocate (for high key numbers): the thread is already in place. */
     pthread_setspecific(nd_thread_key, t);
     nd_tls_starting = 0;
@@ -318,6 +326,16 @@ nd_tcache *nd_thread_node_tcache(int node)
     nd_tcache *tc = t->node_tc[node];
     if (tc != &nd_tcache_empty)
         return tc;
+    if (t->node_tc == nd_thread_no_node_tc) {   /* its first node cache: an array of its own */
+        nd_tcache **own = nd_meta_alloc(ND_MAX_NODES * sizeof *own);
+        if (own == NULL) {
+            errno = ENOMEM;
+            return NULL;
+        }
+        memcpy(own, nd_thread_no_node_tc, sizeof nd_thread_no_node_tc);
+        nd_store_release(&t->node_tc, own);   /* reports read it (nd_thread_tcaches) */
+        nd_tls_node_tc = own;
+    }
     tc = nd_thread_cache_new(node, true);
     if (tc == NULL) {
         errno = ENOMEM;
@@ -370,8 +388,9 @@ static int nd_thread_tcaches(const nd_thread *t, nd_tcache **out)
 {
     int n = 0;
     out[n++] = t->plain;
+    nd_tcache **node_tc = nd_load_acquire(&t->node_tc);   /* another thread's, in reports */
     for (int i = 0; i < nd_topo.mem_count; i++) {
-        nd_tcache *tc = nd_load_acquire(&t->node_tc[nd_topo.mem_ids[i]]);   /* another thread's, in reports */
+        nd_tcache *tc = nd_load_acquire(&node_tc[nd_topo.mem_ids[i]]);
         if (tc != &nd_tcache_empty)
             out[n++] = tc;
     }
@@ -399,6 +418,7 @@ nd_hot void nd_thread_done(void *arg)
     /* From here on this thread allocates from the shared heaps. */
     nd_tls_tc = &nd_tcache_empty;   /* (nd_thread_dead's: its state, not its cache, says it exited) */
     nd_tls_thread = &nd_thread_dead;
+    nd_tls_node_tc = nd_thread_dead.node_tc;
     nd_tls_tid = 0;
     /* secure=1: the blocks the thread kept in quarantine go back now,
        checked, rather than wait unaudited for the next thread. */
@@ -838,6 +858,12 @@ bool nd_thread_is_valid(void)
     int n = nd_thread_tcaches(t, tcs);
     for (int i = 0; i < n; i++)
         if (!nd_tcache_is_valid(tcs[i]) || !nd_secure_is_valid(tcs[i]))
+            return false;
+    if (nd_tls_node_tc != t->node_tc)
+        return false;
+    for (int k = 0; k < ND_MAX_NODES; k++)   /* the shared array never written; the own one only by node caches */
+        if (t->node_tc[k] != &nd_tcache_empty &&
+            (t->node_tc == nd_thread_no_node_tc || !t->node_tc[k]->heap.bound || t->node_tc[k]->heap.node != k))
             return false;
     if (t->tier_cpu < 0 || t->tier_cpu >= ND_MAX_CPUS || t->tier_node < -1 || t->tier_node >= ND_MAX_NODES)
         return false;

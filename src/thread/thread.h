@@ -30,7 +30,12 @@ enum { ND_THREAD_NEW = 0, ND_THREAD_LIVE, ND_THREAD_DEAD, ND_THREAD_POOLED };
  * pool_next, pooled_at set, no thread using it: its caches keep their
  * blocks for the next thread); plain == the plain tcache (nd_tls_tc while it lives); node_tc[n] ==
  * the tcache for memory bound to node n, or the static empty tcache (every
- * fast path misses) when there is none; every tcache's heap has the
+ * fast path misses) when there is none; node_tc is nd_thread_no_node_tc
+ * (thread.c: ND_MAX_NODES pointers to the static empty tcache, shared by
+ * every record, never written) until the thread makes its first node
+ * cache, then an array of the record's own (meta, the same size), kept
+ * and freed with the record; nd_tls_node_tc == nd_tls_thread->node_tc
+ * (the node fast paths' view, one load as the record's was); every tcache's heap has the
  * record's id (a thread that takes a pooled record takes its id too);
  * seen_node is the node with memory that serves the CPU the thread ran on
  * at its last look (follow_thread): plain's heap is of that node unless the
@@ -55,7 +60,10 @@ enum { ND_THREAD_NEW = 0, ND_THREAD_LIVE, ND_THREAD_DEAD, ND_THREAD_POOLED };
  * empty one (a period may be open with empty caches: no rseq area).
  */
 typedef struct nd_aligned(ND_CACHE_LINE) nd_thread {
-    nd_tcache        *node_tc[ND_MAX_NODES];
+    nd_tcache       **node_tc;          /* [ND_MAX_NODES]: the shared empty array, or the record's own
+                                           (made at the first node cache): a record of 256 bytes, not
+                                           768, so the records of threads that never make one (most)
+                                           take a third of the pages */
     nd_tcache        *plain;
     uint8_t           state;
     uint32_t          gc_countdown;     /* slow-path events until the next maintenance check */
@@ -73,6 +81,7 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_thread {
     struct nd_thread *next, *prev;      /* list of records (live and pooled) */
     struct nd_thread *pool_next;        /* POOLED: its node's pool, newest first */
 } nd_thread;
+_Static_assert(sizeof(nd_thread) <= 256, "a thread's record: four cache lines, its node caches' array apart");
 
 /* The fast paths' view of the calling thread: its plain tcache and its
    record. Before a thread's first call they are static empty ones (every
@@ -80,6 +89,9 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_thread {
    exit, static dead ones. */
 extern __thread nd_tcache *nd_tls_tc nd_hidden;
 extern __thread nd_thread *nd_tls_thread nd_hidden;
+/* nd_tls_thread->node_tc, for the node fast paths (alloc.h, free.h): a
+   TLS load and an indexed one, as through the record. */
+extern __thread nd_tcache **nd_tls_node_tc nd_hidden;
 extern __thread uintptr_t  nd_tls_tid nd_hidden;
 
 /* The calling thread's id: a TLS word (0 before start and after exit); an

@@ -570,6 +570,170 @@ static void a_threads_first_fill_takes_one_block(void)
     run_in_a_thread(make_one_request_of_three_sizes_from_one);
 }
 
+/* A thread's fills from its node's nursery (a thread other than the
+   process's first, classes below 1 KiB: tcache.c, nd_bin_nursery_take)
+   take whole pairs of cache lines each (2, 4 or 8 blocks of the classes
+   whose block is not a multiple of 128 B), so two threads' blocks never
+   share a pair however many fills each made, and they bring the bin's
+   blocks to the first whole pair at or past the totals of fills of 1, 2,
+   3, 4, 6, 8 and 12 (1, 3, 6, 10, 16, 24, 36): k requests take that many
+   blocks, no more. Threads started one after another, each kept alive
+   with its k blocks of one class (1-30 requests of 16-224 B), from the
+   nursery's pages in the order they asked. On main 39094ac the fills
+   were a pair, then half as many again (8, 12 blocks of 48 B): 9
+   requests of 48 B took 20 blocks (the formula: 16) and the fill of 12,
+   4.5 pairs, left the next thread's first blocks on the pair its last
+   ones ended in. */
+#define PAIR_SIZES 10
+#define PAIR_KS    8
+#define PAIR_MAXK  30
+struct pair_thread {
+    size_t size;
+    unsigned k;
+    void *held[PAIR_MAXK + 16];   /* its k blocks, then the blocks waiting in its bin */
+    unsigned n;
+    int from_nursery;
+    sem_t done, go;
+};
+static void *take_k_blocks_and_wait(void *arg)
+{
+    struct pair_thread *t = arg;
+    nd_tcache *tc = nd_thread_start();
+    EXPECT(tc != NULL && tc->fill_from_one, "a thread's plain cache to fill from one block");
+    unsigned c = nd_class_of(t->size);
+    for (unsigned i = 0; i < t->k; i++)
+        EXPECT((t->held[i] = nodal_malloc(t->size)) != NULL, "malloc(%zu) to succeed", t->size);
+    t->from_nursery = tc->heap.pages[c].first == NULL;
+    const nd_bin *b = &tc->bins[c];
+    t->n = t->k;
+    for (void **q = b->cur; q < b->empty && t->n < PAIR_MAXK + 16; q++)
+        t->held[t->n++] = *q;
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    sem_post(&t->done);
+    sem_wait(&t->go);
+    for (unsigned i = 0; i < t->k; i++)
+        nodal_free(t->held[i]);
+    return NULL;
+}
+static void a_threads_nursery_fills_take_whole_pairs_of_lines_and_no_more(void)
+{
+    nodal_free(nodal_malloc(16));   /* the process's first thread is this one: the next take the nursery's blocks */
+    static const size_t sizes[PAIR_SIZES] = { 16, 32, 48, 64, 80, 96, 112, 128, 160, 224 };
+    static const unsigned ks[PAIR_KS] = { 1, 3, 7, 9, 13, 17, 25, 30 };
+    static const unsigned totals[] = { 1, 3, 6, 10, 16, 24, 36 };
+    static struct pair_thread th[PAIR_SIZES * PAIR_KS];
+    static pthread_t id[PAIR_SIZES * PAIR_KS];
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 256 << 10);
+    for (int i = 0; i < PAIR_SIZES * PAIR_KS; i++) {
+        struct pair_thread *t = &th[i];
+        t->size = sizes[i / PAIR_KS];
+        t->k = ks[i % PAIR_KS];
+        sem_init(&t->done, 0, 0);
+        sem_init(&t->go, 0, 0);
+        EXPECT(pthread_create(&id[i], &attr, take_k_blocks_and_wait, t) == 0, "pthread_create to work");
+        sem_wait(&t->done);   /* one after another: the nursery's blocks in this order */
+    }
+    for (int i = 0; i < PAIR_SIZES * PAIR_KS; i++) {
+        const struct pair_thread *t = &th[i];
+        EXPECT(t->from_nursery, "the thread of %u requests of %zu B to be served by the nursery", t->k, t->size);
+        size_t pow2 = t->size & (0 - t->size), p = pow2 < 128 ? 128 / pow2 : 1, want = 0;
+        for (size_t j = 0; j < sizeof totals / sizeof totals[0] && want < t->k; j++)
+            want = (totals[j] + p - 1) / p * p;
+        EXPECT(t->n == want, "%u requests of %zu B to take %zu blocks (whole pairs of lines, the fills' totals), "
+               "they took %u", t->k, t->size, want, t->n);
+        for (int j = 0; j < i; j++) {   /* no pair of lines holds two threads' blocks */
+            const struct pair_thread *u = &th[j];
+            for (unsigned a = 0; a < t->n; a++)
+                for (unsigned b = 0; b < u->n; b++) {
+                    uintptr_t x = (uintptr_t)t->held[a], y = (uintptr_t)u->held[b];
+                    EXPECT(x / 128 != (y + u->size - 1) / 128 && y / 128 != (x + t->size - 1) / 128,
+                           "the blocks of two threads (%u of %zu B, %u of %zu B) to share no pair of cache lines: "
+                           "%#lx and %#lx do", t->k, t->size, u->k, u->size, (unsigned long)x, (unsigned long)y);
+                }
+        }
+    }
+    for (int i = 0; i < PAIR_SIZES * PAIR_KS; i++)
+        sem_post(&th[i].go);
+    for (int i = 0; i < PAIR_SIZES * PAIR_KS; i++)
+        pthread_join(id[i], NULL);
+    pthread_attr_destroy(&attr);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the threads exited");
+}
+
+/* A thread's record (thread.h) is four cache lines: its array of node
+   caches (ND_MAX_NODES pointers) is the one all records share, never
+   written, until the thread makes its first node cache, then an array of
+   its own that the node fast paths read (nd_tls_node_tc). 32 threads that
+   make a few small requests and wait: their records, side by side in the
+   metadata allocator's chunk (written at each thread's start), lie on at
+   most 4 OS pages (2 and a few records elsewhere: the allocator reuses
+   freed objects of the size first); one that then asks for memory of
+   node 0 gets an array of its own, whose entry the fast path finds. On
+   main 39094ac a record was 768 bytes (the array inside it, every entry
+   written when the thread started): the 32 records lay on 8 pages. */
+#define REC_THREADS 32
+static sem_t rec_ready, rec_go;
+static void *records[REC_THREADS];
+static void *make_a_few_requests_and_wait(void *arg)
+{
+    void **slot = arg;
+    void *p[8];
+    for (int i = 0; i < 8; i++)
+        EXPECT((p[i] = nodal_malloc(16 + 16 * (size_t)i)) != NULL, "malloc to succeed");
+    *slot = nd_tls_thread;
+    sem_post(&rec_ready);
+    sem_wait(&rec_go);
+    for (int i = 0; i < 8; i++)
+        nodal_free(p[i]);
+    return NULL;
+}
+static int records_by_address(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)*(void *const *)a, y = (uintptr_t)*(void *const *)b;
+    return x < y ? -1 : x > y;
+}
+static void a_threads_record_holds_no_node_caches_until_it_makes_one(void)
+{
+    nodal_free(nodal_malloc(16));
+    pthread_t id[REC_THREADS];
+    sem_init(&rec_ready, 0, 0);
+    sem_init(&rec_go, 0, 0);
+    for (int i = 0; i < REC_THREADS; i++) {
+        EXPECT(pthread_create(&id[i], NULL, make_a_few_requests_and_wait, &records[i]) == 0, "pthread_create to work");
+        sem_wait(&rec_ready);
+    }
+    qsort(records, REC_THREADS, sizeof records[0], records_by_address);
+    for (int i = 0; i < REC_THREADS; i++)
+        EXPECT(((nd_thread *)records[i])->state == ND_THREAD_LIVE, "the threads' records to be live");
+    uintptr_t pages[2 * REC_THREADS];   /* the OS pages the records lie on, each written at its thread's start */
+    size_t n = 0;
+    for (int i = 0; i < REC_THREADS; i++) {
+        EXPECT(nd_written_pages(records[i], sizeof(nd_thread)) >= 1, "a live thread's record to be written");
+        for (uintptr_t a = (uintptr_t)records[i] / 4096; a <= ((uintptr_t)records[i] + sizeof(nd_thread) - 1) / 4096; a++)
+            if (n == 0 || pages[n - 1] != a)
+                pages[n++] = a;
+    }
+    EXPECT(n <= 4, "%d threads' records to lie on at most 4 OS pages, they lie on %zu", REC_THREADS, n);
+    for (int i = 0; i < REC_THREADS; i++)
+        sem_post(&rec_go);
+    for (int i = 0; i < REC_THREADS; i++)
+        pthread_join(id[i], NULL);
+    /* This thread's record: no array of its own until its first node cache. */
+    nd_thread *t = nd_tls_thread;
+    nd_tcache **shared = t->node_tc;
+    EXPECT(nd_tls_node_tc == shared, "the node fast paths to read the record's array");
+    void *q = nodal_malloc_node(64, 0);
+    EXPECT(q != NULL, "nodal_malloc_node(64, 0) to succeed");
+    EXPECT(t->node_tc != shared && nd_tls_node_tc == t->node_tc && t->node_tc[0] != shared[0] &&
+           t->node_tc[0]->heap.bound && t->node_tc[0]->heap.node == 0,
+           "the first node cache to give the record an array of its own, which the fast paths read");
+    EXPECT(shared[0] == shared[ND_MAX_NODES - 1], "the shared array to stay as it was");
+    nodal_free(q);
+    EXPECT(nd_thread_is_valid(), "the thread's invariants to hold");
+}
+
 /* A thread whose busy classes each cycle a hundred blocks (a working set
    past the bin's start room, not past 256 blocks) keeps their bins in the
    cache's middle area, two to an OS page, not each at the top of its own
@@ -3349,6 +3513,8 @@ static const struct nd_case cases[] = {
     ND_CASE(a_bins_first_fill_takes_at_most_a_kib_of_blocks_past_256_bytes),
     ND_CASE(a_threads_first_fill_takes_one_block),
     ND_CASE(a_threads_first_requests_of_a_class_take_at_most_half_as_many_blocks_again),
+    ND_CASE(a_threads_nursery_fills_take_whole_pairs_of_lines_and_no_more),
+    ND_CASE(a_threads_record_holds_no_node_caches_until_it_makes_one),
     ND_CASE(a_producers_bin_grows_to_16_kib_at_most),
     ND_CASE(a_bin_whose_misses_are_rare_goes_back_to_its_start),
     ND_CASE(a_medium_bin_starts_at_one_block),
