@@ -1528,6 +1528,39 @@ static nd_hot void nd_tcache_check_spilled(void *const *v, size_t n, const void 
                             "a block waiting in a thread cache was modified");
 }
 
+/* Of the medium blocks [from, end) of an overflow that the transfer store
+   had no room for, those of another heap's page whose remote list already
+   holds blocks (its owner has not taken back the frees waiting there: a
+   thread the scheduler set aside, or one that now gets its blocks from the
+   store and not from that page) go to the class's deep room
+   (nd_xfer_put_deep, xfer.h), for the next fill of any cache of the kind;
+   sent home they would wait on that page for its owner alone, and the
+   threads that run would carve fresh pages meanwhile (bench/batchq -w 8 -s
+   49152: docs/results.md, h53b). The heap's own blocks, and those of a
+   page whose owner keeps up, go home as before: a thread that frees a
+   burst of its own blocks and goes quiet does not leave them in the store
+   (xfer.h). Reorders [from, end): those put first. Returns how many went
+   in. A block here is out of its page (counted among its used blocks), so
+   the page and its descriptor stay (the same as nd_tcache_page_of's read). */
+static nd_hot nd_noinline size_t nd_tcache_spill_deep(nd_tcache *tc, nd_xfer *x, const nd_spill_check *check,
+                                                      void **from, void **end, bool unchecked)
+{
+    const nd_heap *h = &tc->heap;
+    void **mid = from;
+    for (void **it = from; it < end; it++) {
+        void *p = *it;
+        const nd_page *pg = nd_tcache_page_of(p, check->cls);
+        if (nd_load_relaxed(&pg->heap) == h || (nd_load_relaxed(&pg->xfree) & ~ND_XSTATE_MASK) == 0)
+            continue;
+        *it = *mid;
+        *mid++ = p;
+    }
+    if (mid == from)
+        return 0;
+    return nd_xfer_put_deep(x, check->cls, nd_tcache_xfer_shard(tc), from, (size_t)(mid - from),
+                            unchecked ? nd_tcache_check_spilled : NULL, check);
+}
+
 /* A full bin's overflow: its n oldest blocks leave it. As many as the
    transfer store of the cache's kind has room for go there as pointers
    (xfer.h), for the next fill of a cache of that kind: with transfer=2
@@ -1577,6 +1610,8 @@ static nd_hot size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
     size_t foreign = (size_t)(mid - oldest);
     size_t put = nd_xfer_put(x, check.cls, nd_tcache_xfer_shard(tc), oldest, foreign,
                              own_too ? nd_tcache_check_spilled : NULL, &check);
+    if (put < foreign && !nd_class_is_small(check.cls))
+        put += nd_tcache_spill_deep(tc, x, &check, oldest + put, mid, own_too);
     nd_bin_counters *cs = &nd_bin_info_of(tc, c)->counts;
     if (put != 0) {
         nd_count_inc(&cs->xfer_puts);

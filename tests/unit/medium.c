@@ -159,6 +159,86 @@ static void a_medium_batch_freed_by_another_thread_is_reused_by_a_third_through_
     nodal_collect(1);
 }
 
+/* Blocks of an idle owner's pages go to the store's deep room
+   (tcache.c: nd_tcache_spill_deep): the main thread allocates WAIT_N
+   blocks of 48 KiB (its pages all handed out, parked on its full queue)
+   and waits; a consumer frees them all; a third thread then asks for as
+   many. The consumer's overflows of a page whose remote list already
+   holds blocks go to the store past its 64 blocks, so the third thread's
+   requests are mostly the owner's blocks, not pages carved for it. On
+   main 39094ac (64 blocks a class, the rest home to the owner's remote
+   lists, where only the owner takes them) the third thread got 69 of 512,
+   421 with the deep room
+   (checked by building this case against main's src/). A thread's own
+   burst stays out of the deep room: after it frees WAIT_N blocks it
+   allocated itself, the store holds its cap at most. */
+enum { WAIT_N = 512 };
+static size_t store_count(const nd_xfer *x, unsigned c)
+{
+    size_t n = 0;
+    for (unsigned s = 0; s < ND_XFER_SHARDS; s++)
+        n += nd_load_relaxed(&x->cls[c][s].count);
+    return n;
+}
+static void *waiting[WAIT_N];
+static void *consume_waiting(void *arg)
+{
+    (void)arg;
+    nodal_free(nodal_malloc(1));   /* a cache of its own */
+    free_blocks(waiting, WAIT_N);
+    EXPECT(nd_thread_is_valid(), "the consumer's heap to be valid");
+    return NULL;
+}
+static void *reuse_waiting(void *arg)
+{
+    size_t *from_owner = arg;
+    nodal_free(nodal_malloc(1));
+    static void *got[WAIT_N];
+    for (int i = 0; i < WAIT_N; i++) {
+        got[i] = nodal_malloc(BATCH_SIZE);
+        EXPECT(got[i] != NULL, "malloc(%d) to succeed", BATCH_SIZE);
+        const nd_page *pg = nd_page_of(nd_seg_base(got[i]), got[i]);
+        *from_owner += nd_load_relaxed(&pg->heap) != &nd_tls_tc->heap;
+    }
+    EXPECT(nd_thread_is_valid(), "the reusing thread's heap to be valid");
+    free_blocks(got, WAIT_N);
+    return NULL;
+}
+static void blocks_an_idle_owner_waits_for_go_to_the_store_for_any_thread(void)
+{
+    nodal_free(nodal_malloc(1));
+    nodal_collect(1);   /* no store holds blocks of the class */
+    unsigned c = nd_class_of(BATCH_SIZE);
+    for (int i = 0; i < WAIT_N; i++) {
+        waiting[i] = nodal_malloc(BATCH_SIZE);
+        EXPECT(waiting[i] != NULL, "malloc(%d) to succeed", BATCH_SIZE);
+        memset(waiting[i], 0x5a, 64);
+    }
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, consume_waiting, NULL) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+    nd_xfer *x = nd_xfer_find(nd_tls_tc->kind);
+    EXPECT(x != NULL && nd_xfer_is_valid(x, c), "the store's invariants to hold with its deep room in use");
+    size_t held = store_count(x, c);
+    size_t from_owner = 0;
+    EXPECT(pthread_create(&t, NULL, reuse_waiting, &from_owner) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+    EXPECT(from_owner >= WAIT_N / 2,
+           "at least %d of the third thread's %d blocks of 48 KiB to be the waiting owner's, %zu were (the store "
+           "held %zu after the consumer)", WAIT_N / 2, WAIT_N, from_owner, held);
+    nodal_collect(1);
+
+    /* The owner's own burst: freed by itself, home or within the cap. */
+    for (int i = 0; i < WAIT_N; i++)
+        waiting[i] = nodal_malloc(BATCH_SIZE);
+    free_blocks(waiting, WAIT_N);
+    size_t in_store = store_count(x, c);
+    EXPECT(in_store <= nd_xfer_cap(x, c), "a thread's own %d freed blocks to leave at most %zu in the store, %zu are",
+           WAIT_N, nd_xfer_cap(x, c), in_store);
+    EXPECT(nd_thread_is_valid(), "the heap to be valid");
+    nodal_collect(1);
+}
+
 /* A thread that only frees a medium class (a consumer of blocks another
    thread allocates) grows its bin as a producer's grows, to
    ND_BIN_DRY_MIN blocks or its cap_max, whichever is less: its overflows
@@ -400,6 +480,7 @@ static const struct nd_case cases[] = {
     ND_CASE(every_class_up_to_128_kib_is_cached_by_default),
     ND_CASE(a_medium_class_store_holds_64_blocks_at_least),
     ND_CASE(a_medium_batch_freed_by_another_thread_is_reused_by_a_third_through_the_store),
+    ND_CASE(blocks_an_idle_owner_waits_for_go_to_the_store_for_any_thread),
     ND_CASE(a_consumers_medium_bin_grows_and_sends_half_a_bin_per_overflow),
     ND_CASE(node_bound_medium_blocks_freed_elsewhere_stay_with_their_node),
     ND_CASE(a_medium_request_takes_a_free_block_of_a_class_above_before_carving),
