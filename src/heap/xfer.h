@@ -90,12 +90,19 @@
    with 2 MiB, 50.6 with 8 MiB; bench/ab.py 7). Counted in blocks, as the
    hand-offs are, not in bytes: 8 MiB of 20 KiB blocks (409) held more than
    the consumers' overflows needed and raised batchq -w 2 -s 20000's peak
-   RSS by 14 % (33.8 to 38.5 MiB). 768 slots per kind.
+   RSS by 14 % (33.8 to 38.5 MiB).
    8,192 blocks per medium class (tried, not kept: docs/results.md,
    "Medium blocks handed off in bursts") took the blocks carved beyond the
    most in flight from 3,500-11,600 to 110-2,300, but the faster hand-off
    let batchq's producers fill its queue: on a quiet machine peak RSS 42.5
    -> 63.7 MiB and CPU x1.17 at -w 8, 19.7 -> 58.3 MiB at -w 2.
+   Past its 64, a medium class takes only the blocks that would otherwise
+   wait for an owner that is not coming back for them (another heap's page
+   whose remote list already holds blocks, while more heaps wait with
+   notified pages than there are CPUs) into its deep room, up to
+   ND_XFER_MEDIUM_DEEP blocks (tcache.c, nd_tcache_spill_deep; batchq -w 8
+   -s 49152: docs/results.md, h53b): 12,288 slots per kind for the medium
+   classes, resident as far as used.
    */
 #define ND_XFER_SLOTS 2048u
 /* Kinds that may have a store: 2 .. 2 + ND_XFER_KINDS (nd_kind_of). */
