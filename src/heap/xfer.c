@@ -99,8 +99,8 @@ size_t nd_xfer_room(const nd_xfer *x, unsigned c)
 }
 
 /* nd_xfer_put up to the shards' caps, or (deep) their deep caps. */
-static nd_hot inline size_t nd_xfer_put_to(nd_xfer *x, unsigned c, unsigned shard, void *const *blocks, size_t n,
-                                           nd_xfer_check_fn *check, const void *arg, bool deep)
+static inline size_t nd_xfer_put_to(nd_xfer *x, unsigned c, unsigned shard, void *const *blocks, size_t n,
+                                     nd_xfer_check_fn *check, const void *arg, bool deep)
 {
     size_t put = 0;
     for (unsigned i = 0; i < ND_XFER_SHARDS && put < n; i++) {
@@ -134,8 +134,10 @@ nd_hot size_t nd_xfer_put(nd_xfer *x, unsigned c, unsigned shard, void *const *b
     return nd_xfer_put_to(x, c, shard, blocks, n, check, arg, false);
 }
 
-nd_hot size_t nd_xfer_put_deep(nd_xfer *x, unsigned c, unsigned shard, void *const *blocks, size_t n,
-                               nd_xfer_check_fn *check, const void *arg)
+/* (Not nd_hot: only programs that hand medium blocks over while more
+   owners wait than there are CPUs run it.) */
+size_t nd_xfer_put_deep(nd_xfer *x, unsigned c, unsigned shard, void *const *blocks, size_t n, nd_xfer_check_fn *check,
+                        const void *arg)
 {
     return nd_xfer_put_to(x, c, shard, blocks, n, check, arg, true);
 }

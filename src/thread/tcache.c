@@ -1559,9 +1559,11 @@ static inline bool nd_tcache_owners_away(void)
    burst of its own blocks and goes quiet does not leave them in the store
    (xfer.h). Reorders [from, end): those put first. Returns how many went
    in. A block here is out of its page (counted among its used blocks), so
-   the page and its descriptor stay (the same as nd_tcache_page_of's read). */
-static nd_hot nd_noinline size_t nd_tcache_spill_deep(nd_tcache *tc, nd_xfer *x, const nd_spill_check *check,
-                                                      void **from, void **end, bool unchecked)
+   the page and its descriptor stay (the same as nd_tcache_page_of's read).
+   Not nd_hot: only programs that hand medium blocks over while more owners
+   wait than there are CPUs run it. */
+static nd_noinline size_t nd_tcache_spill_deep(nd_tcache *tc, nd_xfer *x, const nd_spill_check *check,
+                                               void **from, void **end, bool unchecked)
 {
     const nd_heap *h = &tc->heap;
     void **mid = from;
