@@ -1550,11 +1550,10 @@ static inline bool nd_tcache_owners_away(void)
    remote list already holds blocks (its owner has not taken back the
    frees waiting there: a thread the scheduler set aside, or one that now
    gets its blocks from the store and not from that page) go to the
-   class's deep room
-   (nd_xfer_put_deep, xfer.h), for the next fill of any cache of the kind;
-   sent home they would wait on that page for its owner alone, and the
-   threads that run would carve fresh pages meanwhile (bench/batchq -w 8 -s
-   49152: docs/results.md, h53b). The heap's own blocks, and those of a
+   class's deep room (nd_xfer_put_deep, xfer.h), for the next fill of any
+   cache of the kind; sent home they would wait on that page for its owner
+   alone, and the threads that run would carve fresh pages meanwhile
+   (bench/batchq -w 8 -s 49152: docs/results.md, h53b). The heap's own blocks, and those of a
    page whose owner keeps up, go home as before: a thread that frees a
    burst of its own blocks and goes quiet does not leave them in the store
    (xfer.h). Reorders [from, end): those put first. Returns how many went
