@@ -79,6 +79,7 @@
     X(remote_frees,        COUNTER, PROCESS, DERIVED, COUNT, 2, "small and medium blocks given back to a page another thread owns by the thread that freed them (a block the freeing thread reused first is not counted)") \
     X(notified_pages,      GAUGE,   PROCESS, GAUGE,   COUNT, 0, "pages whose first remote free since they filled told their owner heap and that wait for it to take them back (at its next fill or maintenance)") \
     X(peak_notified_pages, PEAK,    PROCESS, GAUGE,   COUNT, 1, "the highest notified_pages seen: many say that blocks other threads freed wait in the pages of threads that did not allocate meanwhile (descheduled or idle), where only their owner reuses them") \
+    X(notified_owners,     GAUGE,   PROCESS, GAUGE,   COUNT, 0, "heaps with notified pages waiting for them (notified_pages counted by owner); more of them than the process has CPUs open the transfer store's deep room for medium blocks") \
     X(pages_past_notified, COUNTER, PROCESS, GAUGE,   COUNT, 1, "fresh pages a heap took while pages of other heaps waited notified (notified_pages above 0): memory taken while freed blocks waited that only their page's owner can reuse") \
     X(large_allocs,        COUNTER, PROCESS, THREAD,  COUNT, 1, "large blocks allocated (above 128 KiB, up to a segment)") \
     X(large_frees,         COUNTER, PROCESS, THREAD,  COUNT, 1, "large blocks freed") \

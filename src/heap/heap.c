@@ -436,6 +436,17 @@ static void nd_heap_notify(nd_page *pg)
     do {
         pg->xnext = top;
     } while (!nd_cas_weak_acq_rel(&h->notified, &top, pg));
+    /* notified_owners: one more for the push onto an empty list, counted
+       after it; the drain that empties the list takes one (nd_heap_drain_
+       notified). So the gauge is exact whenever no push is between its
+       compare-and-swap and this count, and otherwise low, never high: a
+       drain that comes first takes it a moment below 0, which reads as a
+       huge count (tcache.c, nd_tcache_owners_away: the deep room shut);
+       counted before the push, two threads' pushes onto one empty list
+       read as two owners for a moment, and batchq -w 2 -s 20000's two
+       producers opened the deep room meant for more owners than CPUs. */
+    if (top == NULL)
+        nd_gauge_add(notified_owners, 1);
     nd_page_xdone(pg);
 }
 
@@ -465,6 +476,8 @@ static void nd_heap_notified_gone(size_t n)
 nd_hot void nd_heap_drain_notified(nd_heap *h)
 {
     nd_page *list = nd_exchange_acq_rel(&h->notified, (nd_page *)NULL);
+    if (list != NULL)
+        nd_gauge_sub(notified_owners, 1);
     size_t n = 0;
     for (; list != NULL; n++) {
         nd_page *pg = list;
@@ -631,7 +644,11 @@ void nd_heap_fork_child(nd_heap *h)
         if (!queued) {
             /* Not counted again: its notifier may have counted it before
                the fork (nd_heap_notify), and a gauge one too high would
-               stay so; one too low is taken no further than 0. */
+               stay so; one too low is taken no further than 0. The list's
+               owner is (notified_owners), when the list was empty: its
+               notifier had not pushed. */
+            if (h->notified == NULL)
+                nd_gauge_add(notified_owners, 1);
             pg->xnext = h->notified;
             h->notified = pg;
         }

@@ -98,14 +98,15 @@ size_t nd_xfer_room(const nd_xfer *x, unsigned c)
     return room;
 }
 
-nd_hot size_t nd_xfer_put(nd_xfer *x, unsigned c, unsigned shard, void *const *blocks, size_t n, nd_xfer_check_fn *check,
-                   const void *arg)
+/* nd_xfer_put up to the shards' caps, or (deep) their deep caps. */
+static inline size_t nd_xfer_put_to(nd_xfer *x, unsigned c, unsigned shard, void *const *blocks, size_t n,
+                                     nd_xfer_check_fn *check, const void *arg, bool deep)
 {
     size_t put = 0;
     for (unsigned i = 0; i < ND_XFER_SHARDS && put < n; i++) {
         unsigned s = (shard + i) & (ND_XFER_SHARDS - 1);
         nd_xfer_class *xc = &x->cls[c][s];
-        uint32_t cap = nd_xfer_shard_cap(c, s);
+        uint32_t cap = deep ? nd_xfer_shard_deep_cap(c, s) : nd_xfer_shard_cap(c, s);
         if (nd_load_relaxed(&xc->count) >= cap || !nd_xfer_claim(xc))
             continue;   /* full (a hint), or another thread's */
         size_t k = n - put, room = cap - xc->count;
@@ -125,6 +126,20 @@ nd_hot size_t nd_xfer_put(nd_xfer *x, unsigned c, unsigned shard, void *const *b
         put += k;
     }
     return put;
+}
+
+nd_hot size_t nd_xfer_put(nd_xfer *x, unsigned c, unsigned shard, void *const *blocks, size_t n, nd_xfer_check_fn *check,
+                          const void *arg)
+{
+    return nd_xfer_put_to(x, c, shard, blocks, n, check, arg, false);
+}
+
+/* (Not nd_hot: only programs that hand medium blocks over while more
+   owners wait than there are CPUs run it.) */
+size_t nd_xfer_put_deep(nd_xfer *x, unsigned c, unsigned shard, void *const *blocks, size_t n, nd_xfer_check_fn *check,
+                        const void *arg)
+{
+    return nd_xfer_put_to(x, c, shard, blocks, n, check, arg, true);
 }
 
 nd_hot size_t nd_xfer_take(nd_xfer *x, unsigned c, unsigned shard, void **end, size_t max)
@@ -217,7 +232,7 @@ static bool nd_xfer_shard_is_valid(nd_xfer *x, unsigned c, unsigned s)
 {
     const nd_xfer_class *xc = &x->cls[c][s];
     uint32_t stride = nd_xfer_shard_stride(c);
-    bool ok = xc->count <= nd_xfer_shard_cap(c, s) && xc->low <= xc->count && xc->big <= 1 &&
+    bool ok = xc->count <= nd_xfer_shard_deep_cap(c, s) && xc->low <= xc->count && xc->big <= 1 &&
               (xc->big ? stride != 0 : xc->count <= ND_XFER_START_SLOTS);
     void **p = nd_xfer_slots(x, c, s);
     for (uint32_t i = 0; ok && i < xc->count; i++) {

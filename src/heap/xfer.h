@@ -90,18 +90,30 @@
    with 2 MiB, 50.6 with 8 MiB; bench/ab.py 7). Counted in blocks, as the
    hand-offs are, not in bytes: 8 MiB of 20 KiB blocks (409) held more than
    the consumers' overflows needed and raised batchq -w 2 -s 20000's peak
-   RSS by 14 % (33.8 to 38.5 MiB). 768 slots per kind.
+   RSS by 14 % (33.8 to 38.5 MiB).
    8,192 blocks per medium class (tried, not kept: docs/results.md,
    "Medium blocks handed off in bursts") took the blocks carved beyond the
    most in flight from 3,500-11,600 to 110-2,300, but the faster hand-off
    let batchq's producers fill its queue: on a quiet machine peak RSS 42.5
    -> 63.7 MiB and CPU x1.17 at -w 8, 19.7 -> 58.3 MiB at -w 2.
+   Past its 64, a medium class takes only the blocks that would otherwise
+   wait for an owner that is not coming back for them (another heap's page
+   whose remote list already holds blocks, while more heaps wait with
+   notified pages than there are CPUs) into its deep room, up to
+   ND_XFER_MEDIUM_DEEP blocks (tcache.c, nd_tcache_spill_deep; batchq -w 8
+   -s 49152: docs/results.md, h53b): 12,288 slots per kind for the medium
+   classes, resident as far as used.
    */
 #define ND_XFER_SLOTS 2048u
 /* Kinds that may have a store: 2 .. 2 + ND_XFER_KINDS (nd_kind_of). */
 #define ND_XFER_KINDS (2 * ND_MAX_NODES)
 #define ND_XFER_BYTES (2048 * ND_KiB)
 #define ND_XFER_MEDIUM_BLOCKS 64u
+/* A medium class's deep room: the blocks it holds at most, counting those
+   only nd_xfer_put_deep puts (tcache.c: blocks whose page's owner has not
+   taken back the remote frees already waiting on that page, which would
+   otherwise wait there for it alone; docs/how-it-works.md). */
+#define ND_XFER_MEDIUM_DEEP 1024u
 
 /* Shards per class (a power of two), and the slots of a cache line. */
 #define ND_XFER_SHARDS 4u
@@ -122,6 +134,12 @@ static inline uint32_t nd_xfer_cap_of(unsigned c)
     size_t cap = ND_XFER_BYTES / nd_class_size[c];
     return (uint32_t)(cap < ND_XFER_SLOTS ? cap : ND_XFER_SLOTS);
 }
+/* Blocks class c holds at most with its deep room (nd_xfer_put_deep):
+   ND_XFER_MEDIUM_DEEP for a medium class, else its cap. */
+static inline uint32_t nd_xfer_deep_cap_of(unsigned c)
+{
+    return nd_class_is_small(c) ? nd_xfer_cap_of(c) : ND_XFER_MEDIUM_DEEP;
+}
 /* Shard s's share of them: the cap split evenly, one more for the first
    cap % ND_XFER_SHARDS shards. */
 static inline uint32_t nd_xfer_shard_cap(unsigned c, unsigned s)
@@ -129,11 +147,17 @@ static inline uint32_t nd_xfer_shard_cap(unsigned c, unsigned s)
     uint32_t cap = nd_xfer_cap_of(c);
     return cap / ND_XFER_SHARDS + (s < cap % ND_XFER_SHARDS);
 }
-/* The big slots each shard of class c has in p[]: its cap rounded up to
-   whole cache lines of slots, 0 when its start room holds its cap. */
+/* The same with the deep room. */
+static inline uint32_t nd_xfer_shard_deep_cap(unsigned c, unsigned s)
+{
+    uint32_t cap = nd_xfer_deep_cap_of(c);
+    return cap / ND_XFER_SHARDS + (s < cap % ND_XFER_SHARDS);
+}
+/* The big slots each shard of class c has in p[]: its deep cap rounded up
+   to whole cache lines of slots, 0 when its start room holds it. */
 static inline uint32_t nd_xfer_shard_stride(unsigned c)
 {
-    uint32_t cap = nd_xfer_shard_cap(c, 0);
+    uint32_t cap = nd_xfer_shard_deep_cap(c, 0);
     if (cap <= ND_XFER_START_SLOTS)
         return 0;
     return (cap + (uint32_t)ND_XFER_LINE_SLOTS - 1) & ~((uint32_t)ND_XFER_LINE_SLOTS - 1);
@@ -147,7 +171,9 @@ static inline uint32_t nd_xfer_shard_stride(unsigned c)
  *   big == 0: its blocks are start[0 .. count)
  *   big == 1: its blocks are p[first + off[c] + s * slots / 4 ..][0 .. count)
  *
- * Invariants (while not claimed): count <= its cap (nd_xfer_shard_cap);
+ * Invariants (while not claimed): count <= its deep cap
+ * (nd_xfer_shard_deep_cap: its cap, nd_xfer_shard_cap, but for a medium
+ * class);
  * big is 0 or 1, and 1 only for a class whose shards have big slots
  * (nd_xfer_shard_stride nonzero); while big is 0, count <= its start
  * room (ND_XFER_START_SLOTS); big never goes back to 0 (the shard keeps
@@ -222,6 +248,10 @@ typedef void nd_xfer_check_fn(void *const *blocks, size_t k, const void *arg);
    held by another thread: it never waits). */
 size_t   nd_xfer_put(nd_xfer *x, unsigned c, unsigned shard, void *const *blocks, size_t n, nd_xfer_check_fn *check,
                      const void *arg) nd_hidden;
+/* The same up to the shards' deep caps (nd_xfer_shard_deep_cap: a medium
+   class's deep room; for a small class, nd_xfer_put). */
+size_t   nd_xfer_put_deep(nd_xfer *x, unsigned c, unsigned shard, void *const *blocks, size_t n,
+                          nd_xfer_check_fn *check, const void *arg) nd_hidden;
 /* Copies up to max blocks of class c, each shard's newest first, starting
    at shard `shard` and going on to the next ones while fewer than max
    came, into the max slots that END at `end`: the n it returns are

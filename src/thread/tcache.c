@@ -1593,6 +1593,58 @@ static nd_hot void nd_tcache_check_spilled(void *const *v, size_t n, const void 
                             "a block waiting in a thread cache was modified");
 }
 
+/* Are more heaps waiting with notified pages (notified_owners) than the
+   process has CPUs? Then some of those owners cannot be running, and
+   the frees waiting on their pages wait for as long as the scheduler
+   keeps them aside. With as many owners as CPUs or fewer, each can be
+   running and comes back for its frees soon: the deep room stays shut
+   (bench/batchq -w 2 -s 20000, two producers on 2 CPUs: with it open
+   their objects in flight went 26.6 -> 32.8 MiB, peak RSS x1.17; two
+   producers fed each other's blocks outran their consumers, as xfer.h's
+   8,192 blocks did). A moment below 0 (a drain before its push's count,
+   heap.c) reads as a huge count: shut. */
+static inline bool nd_tcache_owners_away(void)
+{
+    size_t owners = nd_load_relaxed(&nd_gauge.notified_owners), cpus = nd_load_relaxed(&nd_tcache_cpus);
+    return cpus != 0 && owners > cpus && owners <= (size_t)UINT32_MAX;
+}
+
+/* Of the medium blocks [from, end) of an overflow that the transfer store
+   had no room for, while more owners wait with notified pages than there
+   are CPUs (nd_tcache_owners_away), those of another heap's page whose
+   remote list already holds blocks (its owner has not taken back the
+   frees waiting there: a thread the scheduler set aside, or one that now
+   gets its blocks from the store and not from that page) go to the
+   class's deep room (nd_xfer_put_deep, xfer.h), for the next fill of any
+   cache of the kind; sent home they would wait on that page for its owner
+   alone, and the threads that run would carve fresh pages meanwhile
+   (bench/batchq -w 8 -s 49152: docs/results.md, h53b). The heap's own blocks, and those of a
+   page whose owner keeps up, go home as before: a thread that frees a
+   burst of its own blocks and goes quiet does not leave them in the store
+   (xfer.h). Reorders [from, end): those put first. Returns how many went
+   in. A block here is out of its page (counted among its used blocks), so
+   the page and its descriptor stay (the same as nd_tcache_page_of's read).
+   Not nd_hot: only programs that hand medium blocks over while more owners
+   wait than there are CPUs run it. */
+static nd_noinline size_t nd_tcache_spill_deep(nd_tcache *tc, nd_xfer *x, const nd_spill_check *check,
+                                               void **from, void **end, bool unchecked)
+{
+    const nd_heap *h = &tc->heap;
+    void **mid = from;
+    for (void **it = from; it < end; it++) {
+        void *p = *it;
+        const nd_page *pg = nd_tcache_page_of(p, check->cls);
+        if (nd_load_relaxed(&pg->heap) == h || (nd_load_relaxed(&pg->xfree) & ~ND_XSTATE_MASK) == 0)
+            continue;
+        *it = *mid;
+        *mid++ = p;
+    }
+    if (mid == from)
+        return 0;
+    return nd_xfer_put_deep(x, check->cls, nd_tcache_xfer_shard(tc), from, (size_t)(mid - from),
+                            unchecked ? nd_tcache_check_spilled : NULL, check);
+}
+
 /* A full bin's overflow: its n oldest blocks leave it. As many as the
    transfer store of the cache's kind has room for go there as pointers
    (xfer.h), for the next fill of a cache of that kind: with transfer=2
@@ -1642,6 +1694,8 @@ static nd_hot size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
     size_t foreign = (size_t)(mid - oldest);
     size_t put = nd_xfer_put(x, check.cls, nd_tcache_xfer_shard(tc), oldest, foreign,
                              own_too ? nd_tcache_check_spilled : NULL, &check);
+    if (put < foreign && !nd_class_is_small(check.cls) && nd_tcache_owners_away())
+        put += nd_tcache_spill_deep(tc, x, &check, oldest + put, mid, own_too);
     nd_bin_counters *cs = &nd_bin_info_of(tc, c)->counts;
     if (put != 0) {
         nd_count_inc(&cs->xfer_puts);

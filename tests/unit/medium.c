@@ -11,6 +11,7 @@
  * take checks the thread cache's and the store's invariants.
  */
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 #include "segment.h"
 #include "tcache.h"
 #include "thread.h"
+#include "topo.h"
 #include "xfer.h"
 
 static void free_blocks(void **blocks, int n)
@@ -158,6 +160,139 @@ static void a_medium_batch_freed_by_another_thread_is_reused_by_a_third_through_
     EXPECT(r.from_batch >= BATCH_N - 10 && r.from_producer >= r.from_batch,
            "at least %d of the third thread's %d blocks of 48 KiB to be the batch's, through the store: %zu were "
            "(%zu of the producer's pages)", BATCH_N - 10, BATCH_N, r.from_batch, r.from_producer);
+    EXPECT(nd_thread_is_valid(), "the heap to be valid");
+    nodal_collect(1);
+}
+
+/* Blocks of idle owners' pages go to the store's deep room (tcache.c:
+   nd_tcache_spill_deep) while more owners wait with notified pages than
+   there are CPUs: CPUs + 1 owner threads each allocate OWNER_N blocks of
+   48 KiB (their pages all handed out, parked on their full queues) and
+   wait; this thread frees all their blocks, one of each owner in turn; a
+   fresh thread then asks for as many. The overflows of pages whose remote
+   list already holds blocks go to the store past its 64 blocks, so the
+   fresh thread's requests are mostly the owners' blocks, not pages carved
+   for it: 339 of 3 x 128 on 2 CPUs, where main 39094ac (64 blocks a
+   class, the rest home to the owners' remote lists, where only their
+   owner takes them) gave 64 (checked by building this case against
+   main's src/). With as many owners as CPUs the deep room stays shut; and
+   a thread's own burst stays out of it: after it frees blocks it
+   allocated itself, the store holds its cap at most. */
+enum { OWNER_N = 128 };
+static size_t store_count(const nd_xfer *x, unsigned c)
+{
+    size_t n = 0;
+    for (unsigned s = 0; s < ND_XFER_SHARDS; s++)
+        n += nd_load_relaxed(&x->cls[c][s].count);
+    return n;
+}
+static pthread_barrier_t owners_ready, owners_done;
+static void **owned;   /* owner i's blocks at [i * OWNER_N ..) */
+static void *owner_allocates_and_waits(void *arg)
+{
+    void **mine = owned + (size_t)(uintptr_t)arg * OWNER_N;
+    for (int i = 0; i < OWNER_N; i++) {
+        mine[i] = nodal_malloc(BATCH_SIZE);
+        EXPECT(mine[i] != NULL, "malloc(%d) to succeed", BATCH_SIZE);
+        memset(mine[i], 0x5a, 64);
+    }
+    pthread_barrier_wait(&owners_ready);
+    pthread_barrier_wait(&owners_done);   /* idle while the others free and reuse */
+    return NULL;
+}
+struct reuse_owned {
+    size_t n, from_others;
+};
+static void *reuse_owned_blocks(void *arg)
+{
+    struct reuse_owned *r = arg;
+    nodal_free(nodal_malloc(1));
+    void **got = calloc(r->n, sizeof(void *));
+    EXPECT(got != NULL, "calloc to succeed");
+    for (size_t i = 0; i < r->n; i++) {
+        got[i] = nodal_malloc(BATCH_SIZE);
+        EXPECT(got[i] != NULL, "malloc(%d) to succeed", BATCH_SIZE);
+        const nd_page *pg = nd_page_of(nd_seg_base(got[i]), got[i]);
+        r->from_others += nd_load_relaxed(&pg->heap) != &nd_tls_tc->heap;
+    }
+    EXPECT(nd_thread_is_valid(), "the reusing thread's heap to be valid");
+    free_blocks(got, (int)r->n);
+    free(got);
+    return NULL;
+}
+/* `owners` threads allocate OWNER_N blocks each and wait; this thread
+   frees them all, one of each owner in turn; a fresh thread asks for as
+   many. What the store held after the frees, and how many of the fresh
+   thread's blocks were the owners'. */
+static void idle_owners_blocks_freed_then_reused(size_t owners, size_t *held, size_t *from_others, size_t *waiting)
+{
+    size_t n = owners * OWNER_N;
+    owned = calloc(n, sizeof(void *));
+    pthread_t *t = calloc(owners, sizeof(pthread_t));
+    EXPECT(owned != NULL && t != NULL, "calloc to succeed");
+    pthread_barrier_init(&owners_ready, NULL, (unsigned)owners + 1);
+    pthread_barrier_init(&owners_done, NULL, (unsigned)owners + 1);
+    for (size_t i = 0; i < owners; i++)
+        EXPECT(pthread_create(&t[i], NULL, owner_allocates_and_waits, (void *)(uintptr_t)i) == 0,
+               "pthread_create to work");
+    pthread_barrier_wait(&owners_ready);
+    for (size_t k = 0; k < OWNER_N; k++)   /* one block of each owner in turn */
+        for (size_t i = 0; i < owners; i++)
+            nodal_free(owned[i * OWNER_N + k]);
+    unsigned c = nd_class_of(BATCH_SIZE);
+    nd_xfer *x = nd_xfer_find(nd_tls_tc->kind);
+    EXPECT(x != NULL && nd_xfer_is_valid(x, c), "the store's invariants to hold after the frees");
+    *held = store_count(x, c);
+    *waiting = nd_load_relaxed(&nd_gauge.notified_owners);
+    struct reuse_owned r = { .n = n };
+    pthread_t u;
+    EXPECT(pthread_create(&u, NULL, reuse_owned_blocks, &r) == 0, "pthread_create to work");
+    pthread_join(u, NULL);
+    *from_others = r.from_others;
+    pthread_barrier_wait(&owners_done);
+    for (size_t i = 0; i < owners; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&owners_ready);
+    pthread_barrier_destroy(&owners_done);
+    free(owned);
+    free(t);
+    nodal_collect(1);
+}
+static void blocks_of_more_idle_owners_than_cpus_go_to_the_store_for_any_thread(void)
+{
+    nodal_free(nodal_malloc(1));
+    nodal_collect(1);   /* no store holds blocks of the class */
+    unsigned cpus = 0;
+    for (int cpu = 0; cpu < nd_topo.cpu_count; cpu++)
+        cpus += nd_topo.cpu_node[cpu] >= 0;
+    EXPECT(cpus > 0, "the topology to know its CPUs");
+    unsigned c = nd_class_of(BATCH_SIZE);
+    size_t cap = nd_xfer_cap(nd_xfer_get(nd_tls_tc->kind), c);
+    size_t held, from_others, waiting;
+    /* As many owners as CPUs: each could be running, the deep room stays
+       shut (the store holds its cap at most). */
+    idle_owners_blocks_freed_then_reused(cpus, &held, &from_others, &waiting);
+    EXPECT(held <= cap, "with %u owners (%u CPUs) the store to hold its %zu blocks at most, it held %zu", cpus, cpus,
+           cap, held);
+    /* One more than the CPUs: the deep room takes their blocks. */
+    size_t owners = (size_t)cpus + 1, n = owners * OWNER_N;
+    idle_owners_blocks_freed_then_reused(owners, &held, &from_others, &waiting);
+    EXPECT(from_others >= n / 2,
+           "at least %zu of the fresh thread's %zu blocks of 48 KiB to be the %zu idle owners' (%u CPUs), %zu were "
+           "(the store held %zu after the frees, %zu owners waited notified)", n / 2, n, owners, cpus, from_others,
+           held, waiting);
+
+    /* This thread's own burst: freed by itself, home or within the cap. */
+    void **own = calloc(n, sizeof(void *));
+    EXPECT(own != NULL, "calloc to succeed");
+    for (size_t i = 0; i < n; i++)
+        own[i] = nodal_malloc(BATCH_SIZE);
+    free_blocks(own, (int)n);
+    free(own);
+    nd_xfer *x = nd_xfer_find(nd_tls_tc->kind);
+    size_t in_store = store_count(x, c);
+    EXPECT(in_store <= cap, "a thread's own %zu freed blocks to leave at most %zu in the store, %zu are", n, cap,
+           in_store);
     EXPECT(nd_thread_is_valid(), "the heap to be valid");
     nodal_collect(1);
 }
@@ -528,6 +663,7 @@ static const struct nd_case cases[] = {
     ND_CASE(every_class_up_to_128_kib_is_cached_by_default),
     ND_CASE(a_medium_class_store_holds_64_blocks_at_least),
     ND_CASE(a_medium_batch_freed_by_another_thread_is_reused_by_a_third_through_the_store),
+    ND_CASE(blocks_of_more_idle_owners_than_cpus_go_to_the_store_for_any_thread),
     ND_CASE(a_consumers_medium_bin_grows_and_sends_half_a_bin_per_overflow),
     ND_CASE(node_bound_medium_blocks_freed_elsewhere_stay_with_their_node),
     ND_CASE(a_medium_request_takes_a_free_block_of_a_class_above_before_carving),
