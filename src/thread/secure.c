@@ -250,7 +250,10 @@ static void *nd_secure_alloc_sealed(nd_tcache *tc, nd_secure *sc, unsigned c)
         void **v = sc->bin[c];
         if (n == 0) {
             n = (uint32_t)nd_heap_take_blocks(&tc->heap, c, v, sc->cap[c], sc->cap[c]);
-            nd_bin_counters *cs = &nd_bin_info_of(tc, c)->counts;
+            /* Counted where the request was (route.c), whose cold part that
+               count set up: class c's may not be (a node-bound cache has
+               no bins, and past ND_LOOKUP_MAX its request is bin c - 1's). */
+            nd_bin_counters *cs = &nd_bin_info_of(tc, counted)->counts;
             nd_count_inc(&cs->fills);
             nd_count_add(&cs->fill_blocks, n);
             if (n == 0)

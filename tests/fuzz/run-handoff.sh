@@ -15,7 +15,8 @@
 # fuzzer's failure line) and a summary with the failing seeds and the
 # command that reruns each. Logs of failing runs are kept in
 # OUT/fail-RUN-SEED-SET.log (default OUT: /tmp/nodal-handoff); a run that
-# outlives its time by 120 s is killed and counts as a failure (a hang).
+# outlives its time by 120 s is killed and counts as a failure (a hang),
+# its log ending with its threads' states and stacks (overrun, below).
 #
 # Exit: 0 no run failed; 1 some run failed; 2 usage; 77 no fuzzer built.
 set -u
@@ -55,6 +56,30 @@ std=$build/tests/fuzz_handoff
 prefix=$build/tests/fuzz_handoff_prefix
 mkdir -p "$out" || exit 2
 
+# overrun PID SECONDS LOG: once PID has run SECONDS, appends to LOG what
+# each of its threads is doing (state, CPU ticks, kernel wait channel; every
+# thread's stack through gdb where gdb is installed and may attach), so that
+# a hang leaves its stacks, then kills it (SIGKILL: exit 137).
+overrun() {
+    end=$(($(date +%s) + $2))   # by the clock: on a loaded machine a sleep 1 takes longer
+    while [ "$(date +%s)" -lt "$end" ]; do
+        sleep 1
+        kill -0 "$1" 2>/dev/null || return 0
+    done
+    {
+        echo "run-handoff: still running after $2 s: its threads (state, utime, stime in ticks, wchan)"
+        for t in /proc/"$1"/task/*; do
+            echo "  ${t##*/}: $(cut -d' ' -f3,14,15 "$t/stat" 2>/dev/null) $(cat "$t/wchan" 2>/dev/null)"
+        done
+        if command -v gdb >/dev/null 2>&1; then
+            timeout 120 gdb -p "$1" -batch -ex 'thread apply all bt' 2>&1
+        else
+            echo "run-handoff: no gdb: no stacks"
+        fi
+    } >>"$3"
+    kill -KILL "$1" 2>/dev/null
+}
+
 # The option sets, in turn: NAME=NODAL_OPTIONS (prefix: the prefix build).
 sets="default= check2=check=2 secure=secure=1 churn=purge_delay=0,tcache_count=16,cache_segments=0 prefix="
 
@@ -84,10 +109,16 @@ while :; do
         log=$out/run.log
         t0=$(date +%s)
         # shellcheck disable=SC2086
-        NODAL_OPTIONS=$opts timeout -s KILL $((run_s + 120)) "$prog" --variant=$variant \
+        NODAL_OPTIONS=$opts "$prog" --variant=$variant \
             --seconds="$run_s" --threads="$threads" --hogs="$hogs" --seed="$seed" "$case_name" \
-            >"$log" 2>&1
+            >"$log" 2>&1 &
+        pid=$!
+        overrun "$pid" $((run_s + 120)) "$log" &
+        dog=$!
+        wait "$pid"
         rc=$?
+        kill "$dog" 2>/dev/null
+        wait "$dog" 2>/dev/null
         secs=$(($(date +%s) - t0))
         rerun="NODAL_OPTIONS=$opts $prog --variant=$variant --seconds=$run_s --threads=$threads --seed=$seed $case_name"
         if [ "$rc" -eq 0 ]; then

@@ -3486,6 +3486,48 @@ static void a_large_pool_keeps_its_most_resident_empty_segment(void)
     EXPECT(nd_large_is_valid(), "the large pools to be valid once the blocks are freed");
 }
 
+/* ---- secure=1: a node-bound cache's fills counted on the request's class --
+   Under secure=1 a node-bound cache has no bins, and past ND_LOOKUP_MAX a
+   request is counted on its bin's class, the one below its block's
+   (class.h: nd_class_bin). Its block comes from the secure bins of the
+   block's class, whose fills were counted on the block's class, never
+   requested, its cold part not set; when a request of that class came
+   later, its cold part went to a near record and the counts stayed in
+   binfo[] (nd_tcache_is_valid false: the hand-off fuzzer, secure=1, in a
+   debug build, within its first 150 steps on every run). The fills are
+   counted where the request was. */
+static void *secure_bound_fills_in_a_fresh_thread(void *arg)
+{
+    (void)arg;
+    nodal_free(nodal_malloc(1));   /* the thread's plain cache */
+    int node = nd_topo.mem_ids[0];
+    size_t first = 2000;
+    unsigned c = nd_class_of(first + sizeof(uint64_t));   /* its block's class (the canary word) */
+    unsigned counted = nd_class_bin[c];
+    EXPECT(counted < ND_CLASS_COUNT && counted != c && nd_class_bin[c + 1] == c,
+           "under secure=1, class %u's blocks in bin %u, the next class's in bin %u (class.h)", c, counted, c);
+    void *p = nodal_malloc_node(first, node);
+    nd_tcache *tc = nd_thread_node_tcache(node);
+    EXPECT(p != NULL && tc != NULL && nd_bin_cap_max(tc, counted) == 0, "a block from a node-bound cache with no bins");
+    void *q = nodal_malloc_node(nd_class_size[c], node);   /* counted on class c: its first use */
+    EXPECT(q != NULL, "a second block");
+    EXPECT(nd_tcache_is_valid(tc), "the node-bound cache's invariants to hold once class %u is first requested", c);
+    EXPECT(nd_bin_info_of(tc, counted)->counts.fills == 1,
+           "the first block's fill counted on its request's class %u (got %llu fills)", counted,
+           (unsigned long long)nd_bin_info_of(tc, counted)->counts.fills);
+    nodal_free(p);
+    nodal_free(q);
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    return NULL;
+}
+
+static void under_secure_1_a_node_bound_caches_fills_count_on_the_requests_class(void)
+{
+    if (!nd_secure_on() || nd_secure_full())
+        SKIP("run with NODAL_OPTIONS=secure=1 (ctest sets it)");
+    run_in_a_thread(secure_bound_fills_in_a_fresh_thread);
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(a_heap_that_leaves_its_node_keeps_every_block_usable),
     ND_CASE(a_heap_that_leaves_its_node_leaves_no_memory_in_its_free_pages),
@@ -3546,5 +3588,6 @@ static const struct nd_case cases[] = {
     ND_CASE(a_block_grown_in_small_steps_is_copied_11_times_to_64_kib),
     ND_CASE(a_block_grown_into_a_fresh_huge_mapping_leaves_its_chunks_empty),
     ND_CASE(a_node_bound_block_grown_by_realloc_stays_on_its_node),
+    ND_CASE(under_secure_1_a_node_bound_caches_fills_count_on_the_requests_class),
 };
 ND_MAIN(cases)
