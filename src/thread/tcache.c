@@ -1004,12 +1004,24 @@ static nd_hot nd_noinline bool nd_tcache_grow_past(nd_tcache *tc, unsigned c)
    in its two callers: a cache at its share calls it at every fill of a
    bin that runs dry (rptest -t 2: ~130,000 times, all refused), and the
    refusal costs ~25 instructions here against ~50 as a call. */
+/* The rules of a wandering bin (nd_bin_since, below): how soon a cycle
+   is quick, how late a fill is slow (both in capacities of calls), and
+   the capacity they apply from, which a bin below it grows to and not
+   past (so a bin that starts at 9-25 blocks, the classes of 320 B-1 KiB,
+   comes under them at 32 blocks, not at 36-50). */
+#define ND_QUICK_CYCLE 1u
+#define ND_QUICK_RUN   3u
+#define ND_SLOW_CYCLE  8u
+#define ND_WANDER_MIN  32u
+_Static_assert(ND_QUICK_RUN <= 3, "a bin's run of quick cycles saturates at 3 (nd_bin_info.quick: 2 bits)");
 static inline bool nd_tcache_grow(nd_tcache *tc, unsigned c)
 {
     nd_bin_info *bi = nd_bin_info_of(tc, c);
     if (bi->cap >= nd_bin_cap_max(tc, c))
         return bi->cycles >= ND_EXTRA_CYCLES && nd_tcache_grow_past(tc, c);
     uint32_t cap = bi->cap * 2 < nd_bin_cap_max(tc, c) ? bi->cap * 2 : nd_bin_cap_max(tc, c);
+    if (bi->cap < ND_WANDER_MIN && cap > ND_WANDER_MIN)   /* (the wandering rules' threshold: nd_bin_since) */
+        cap = ND_WANDER_MIN;
     size_t more = (size_t)(cap - bi->cap) * nd_bin_counted_size(c);
     size_t share = nd_tcache_total_share();
     if (tc->cap_bytes + more > share) {
@@ -1229,13 +1241,25 @@ static nd_noinline void *nd_tcache_borrow(nd_tcache *tc, unsigned c)
    smaller bin misses every few calls whatever the thread does, and the
    rules below cost bench/shortlived -t 2, whose medium bins of 1-8 blocks
    they shrank and held back, 4 % more instructions):
-   - a bin grows (nd_tcache_grow, the rules above it) only at the second
-     of two fills or overflows in a row that each came within
-     ND_QUICK_CYCLE capacities of the one before (nd_bin_quick): a single
+   - a bin grows (nd_tcache_grow, the rules above it) only at the third
+     (ND_QUICK_RUN) of fills or overflows in a row that each came within
+     ND_QUICK_CYCLE capacity of the one before (nd_bin_quick): a single
      short cycle of a wandering bin is no evidence (bench/larson -t 2, its
      1,000-block arrays filled in a run of requests first: the bins of
      448-1,024 B grew to 128-288 blocks, 420-470 KiB held a cache, one
-     doubling at a time on single short cycles);
+     doubling at a time on single short cycles). The calls counted are
+     those that undo the last miss, so a producer's or a consumer's cycle
+     counts none and one of batches larger than the bin at most one
+     capacity (the frees since a fill: the bin went from what the fill
+     left to full), while a wandering bin, which a fill leaves half full,
+     counts about half its calls: a cycle within one capacity needs a
+     walk of half the bin's capacity in about twice its capacity of calls
+     (two standard deviations at 32 blocks, one in about 10 cycles), one
+     within two capacities (as on main 61f716f, a run of two) in four (one
+     and a half, one in about 3), which held a bin of 96 B blocks walking
+     at random at 79 blocks on average (the test
+     a_bin_that_wanders_holds_about_32_blocks; 33 now), and Larson -t 2's
+     bins of 16-256 B at 64-128;
    - a fill that comes ND_SLOW_CYCLE capacities or more after the bin's
      last fill or overflow halves it until it is under ND_WANDER_MIN
      blocks or at its starting capacity (nd_bin_halve; the bin is empty
@@ -1244,9 +1268,6 @@ static nd_noinline void *nd_tcache_borrow(nd_tcache *tc, unsigned c)
      raised larson -t 2's peak RSS 2-5 % (docs/results.md, h52m): the
      blocks it sent were mostly of the other thread's pages, home to their
      remote lists, and the thread carved fresh ones. */
-#define ND_QUICK_CYCLE 2u
-#define ND_SLOW_CYCLE  8u
-#define ND_WANDER_MIN  32u
 static inline int64_t nd_bin_since(const nd_tcache *tc, unsigned c, uint64_t now, size_t held)
 {
     const nd_bin_info *bi = nd_bin_info_of(tc, c);
@@ -1254,13 +1275,13 @@ static inline int64_t nd_bin_since(const nd_tcache *tc, unsigned c, uint64_t now
 }
 /* Counts this fill or overflow of bin c (holding `held` blocks) in the
    bin's run of quick ones; true when the bin may grow: it holds fewer than
-   ND_WANDER_MIN blocks, or the run is two or more long. */
+   ND_WANDER_MIN blocks, or the run is ND_QUICK_RUN or more long. */
 static inline bool nd_bin_quick(nd_tcache *tc, unsigned c, uint64_t now, size_t held)
 {
     nd_bin_info *bi = nd_bin_info_of(tc, c);
     bool quick = nd_bin_since(tc, c, now, held) <= (int64_t)ND_QUICK_CYCLE * bi->cap;
     bi->quick = quick ? (bi->quick + (bi->quick < 3)) & 3u : 0;   /* saturating at 3 (a 2-bit field) */
-    return bi->quick >= 2 || bi->cap < ND_WANDER_MIN;
+    return bi->quick >= ND_QUICK_RUN || bi->cap < ND_WANDER_MIN;
 }
 /* Is the fill of bin c (empty) ND_SLOW_CYCLE capacities or more after its
    last fill or overflow? */

@@ -148,9 +148,10 @@ _Static_assert(ND_TIER_COUNT <= 4, "a bin's tier counters take as many bytes as 
 
 /*
  * Cold part of a bin (slow paths only). The capacity adapts (from 32
- * blocks on, growing only at the second of two fills or overflows in a row
+ * blocks on, growing only at the third of fills or overflows in a row
  * that each came soon after the one before, and halved under 32 at a fill
- * long after the last one: tcache.c, nd_bin_since): a bin that
+ * long after the last one; a bin under 32 grows to 32, not past it:
+ * tcache.c, nd_bin_since): a bin that
  * overflows after having run dry since its last flush (its working set does
  * not fit: fill, flush, fill, ...) doubles its capacity, up to cap_max (from
  * the options tcache_count and tcache_bytes; a bin of a small class whose
@@ -194,9 +195,9 @@ typedef struct nd_bin_info {
     uint8_t  spilled_few : 1; /* the bin's last overflow sent less than half of it */
     uint8_t  quick : 2;       /* the bin's last fills and overflows in a row
                                  that each came within ND_QUICK_CYCLE
-                                 capacities of the one before (tcache.c:
-                                 nd_bin_since), at most 3: it grows only
-                                 from 2 */
+                                 capacity of the one before (tcache.c:
+                                 nd_bin_since), at most 3: from 32 blocks
+                                 it grows only at ND_QUICK_RUN (3) */
     uint8_t  cycles;     /* overflows in a row, each the first after fills,
                             that found the bin cycling whole bins through the
                             transfer store: the one before sent the whole bin

@@ -877,6 +877,62 @@ static void a_bin_whose_misses_are_rare_goes_back_to_its_start(void)
     run_in_a_thread(walk_around_a_level);
 }
 
+/* A bin whose requests and frees wander (bench/larson's replacements:
+   one block of a random size freed, one allocated, over and over) settles
+   at about ND_WANDER_MIN (32) blocks, whatever its class's starting
+   capacity (tcache.c: nd_tcache_grow, nd_bin_quick). Two classes at once,
+   each a random walk of frees and requests from an empty bin, 200,000
+   steps each: 96 B (its bin starts at 32) and 640 B (it starts at 12,
+   doubles to 24, then to 32, not 48). Each bin's capacity over the walk,
+   on average, must be at most 40 blocks: 36.6 and 32.3 on h54m. On main
+   61f716f 79.2 and 67.3 (purge_delay is an hour, so no GC pass comes in
+   either): two cycles in a row each within two capacities of calls
+   doubled a bin, which a walk has often, and a 640 B bin grew 24 -> 48
+   under the threshold of those rules. */
+enum { WANDER_MAX = 4096, WANDER_STEPS = 400000, WANDER_MEAN_MAX = 40 };
+
+static void *wander_two_classes(void *arg)
+{
+    (void)arg;
+    static const size_t sizes[2] = { 96, 640 };
+    static void *held[2][WANDER_MAX];
+    size_t n[2] = { 0, 0 };
+    nodal_free(nodal_malloc(16));   /* the thread's cache */
+    nd_tcache *tc = nd_tls_tc;
+    uint64_t x = 0x2545f4914f6cdd1du;   /* xorshift64: the same walk every run */
+    uint64_t sum[2] = { 0, 0 };
+    for (int i = 0; i < WANDER_STEPS; i++) {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        int k = (int)((x >> 40) & 1);
+        if (((x >> 32) & 1) && n[k] > 0) {
+            size_t j = (size_t)(x % n[k]);
+            nodal_free(held[k][j]);
+            held[k][j] = held[k][--n[k]];
+        } else if (n[k] < WANDER_MAX) {
+            held[k][n[k]++] = nodal_malloc(sizes[k]);
+        }
+        for (int m = 0; m < 2; m++)
+            sum[m] += nd_bin_info_of(tc, nd_class_of(sizes[m]))->cap;
+    }
+    for (int k = 0; k < 2; k++) {
+        double mean = (double)sum[k] / WANDER_STEPS;
+        EXPECT(mean <= WANDER_MEAN_MAX, "a bin of %zu B blocks whose requests and frees wander to hold at most %d blocks "
+               "on average over the walk: it had %.1f", sizes[k], WANDER_MEAN_MAX, mean);
+    }
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    for (int k = 0; k < 2; k++)
+        while (n[k] > 0)
+            nodal_free(held[k][--n[k]]);
+    return NULL;
+}
+
+static void a_bin_that_wanders_holds_about_32_blocks(void)
+{
+    run_in_a_thread(wander_two_classes);
+}
+
 /* A bin of a medium class (past ND_SMALL_MAX) starts at one block
    (tcache.c: nd_bin_start_capacity): a thread that frees two blocks of
    such a class (here blocks another thread allocated) keeps one, and the
@@ -3559,6 +3615,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_threads_record_holds_no_node_caches_until_it_makes_one),
     ND_CASE(a_producers_bin_grows_to_16_kib_at_most),
     ND_CASE(a_bin_whose_misses_are_rare_goes_back_to_its_start),
+    ND_CASE(a_bin_that_wanders_holds_about_32_blocks),
     ND_CASE(a_medium_bin_starts_at_one_block),
     ND_CASE(busy_bins_of_a_few_hundred_blocks_share_pages_of_slots),
     ND_CASE(a_bin_in_a_run_of_requests_refills_whole_from_free_blocks_only),
