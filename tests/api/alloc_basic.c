@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #include "api.h"
 #include "check.h"
@@ -552,7 +553,8 @@ static void the_code_a_plain_program_does_not_run_stays_unmapped(void)
    nd_heap_free_remote), and a thread that moves from CPU to CPU (on a
    machine where a thread can change nodes, the slow paths' look at its
    node: thread.c, nd_thread_look_node; on one node the look never comes,
-   and with one CPU in the affinity mask the thread does not move). */
+   and with one CPU in the affinity mask the thread does not move); and a
+   fork (its handlers: init.c, unwind.c). */
 static void *a_bin_that_grows_then_fills_slowly(void *arg)
 {
     const struct nd_api *A = arg;
@@ -641,6 +643,12 @@ static void the_code_a_long_running_small_block_program_runs_is_in_the_first_map
     pthread_join(t, NULL);
     EXPECT(pthread_create(&t, NULL, requests_on_two_cpus, (void *)A) == 0, "pthread_create to work");
     pthread_join(t, NULL);
+    pid_t child = fork();   /* nodal's fork handlers run in this process */
+    EXPECT(child >= 0, "fork to work");
+    if (child == 0)
+        _exit(0);
+    int status = 0;
+    EXPECT(waitpid(child, &status, 0) == child && WIFEXITED(status), "the child to exit");
     char obj[PATH_MAX];
     EXPECT(realpath(lib, obj) != NULL, "the path of %s to resolve", lib);
     int maps = code_mappings_of(obj, map, CODE_MAPS_MAX);
