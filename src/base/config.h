@@ -139,8 +139,11 @@ _Static_assert(ND_LOOKUP_MAX % ND_QUANTUM == 0, "lookup table steps by the quant
    (it is unmapped after it). Only the placement (a section, not GCC's hot
    attribute): the code is the same. The list comes from callgrind runs of
    bench/'s small-block programs (batchq, larson, rptest, threadcost,
-   mstress, shortlived); a function that none of them runs stays in its
-   file's place, and so do large.c's and huge.c's. */
+   mstress, shortlived; since stop 51 also xthread and threadchurn, and
+   what runs only once a program has run a while: a slow fill's halving
+   of a bin, a free of another thread's block by a thread that has not
+   allocated, the look at a moved thread's node); a function that none of
+   them runs stays in its file's place, and so do large.c's and huge.c's. */
 #define nd_hot         __attribute__((section(".text.hot.nodal")))
 /* A function the heap profile's samples run (prof=1) that lies in a file
    whose other code they do not run: tcache.c's, thread.c's and route.c's

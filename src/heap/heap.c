@@ -450,7 +450,7 @@ static void nd_heap_notify(nd_page *pg)
     nd_page_xdone(pg);
 }
 
-void nd_heap_free_remote(nd_page *pg, void *p)
+nd_hot void nd_heap_free_remote(nd_page *pg, void *p)
 {
     /* nd_page_xpush marks p and links it. */
     if (nd_page_xpush(pg, p) == ND_XSTATE_NOTIFY)

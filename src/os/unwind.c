@@ -520,17 +520,25 @@ static bool nd_uw_thread_is_stopped(int tid)
    looks whether its thread is stopped (then again as long again). */
 #define ND_UW_LOOK_MS 50
 
-nd_hot void nd_os_unwind_fork_prepare(void)
+/* The entries of other threads' opens and closes in progress, as a mask. */
+nd_inline uint32_t nd_uw_busy_fds(void)
 {
-    __atomic_store_n(&nd_uw_forking, 1, __ATOMIC_SEQ_CST);
+    uint32_t busy = 0;
+    for (int i = 0; i < ND_UW_FDS; i++)
+        if (__atomic_load_n(&nd_uw_fds[i], __ATOMIC_SEQ_CST) == ND_UW_BUSY &&
+            __atomic_load_n(&nd_uw_fd_owner[i], __ATOMIC_RELAXED) != (uintptr_t)&nd_uw_self)
+            busy |= (uint32_t)1 << i;
+    return busy;
+}
+
+/* The prepare handler's wait while some are (only with prof=1, whose
+   walks open and close files): in the cold part of the text, off the
+   code every forking process maps (config.h: nd_hot). */
+static nd_noinline void nd_uw_fork_wait(void)
+{
     uint32_t stopped = 0;   /* the entries of threads found stopped: not waited for */
     for (uint64_t look = 0;;) {
-        uint32_t busy = 0;
-        for (int i = 0; i < ND_UW_FDS; i++)
-            if (__atomic_load_n(&nd_uw_fds[i], __ATOMIC_SEQ_CST) == ND_UW_BUSY &&
-                __atomic_load_n(&nd_uw_fd_owner[i], __ATOMIC_RELAXED) != (uintptr_t)&nd_uw_self)
-                busy |= (uint32_t)1 << i;
-        busy &= ~stopped;
+        uint32_t busy = nd_uw_busy_fds() & ~stopped;
         if (busy == 0)
             return;
         uint64_t now = nd_os_now_ms();
@@ -544,6 +552,13 @@ nd_hot void nd_os_unwind_fork_prepare(void)
         }
         nd_os_yield();
     }
+}
+
+nd_hot void nd_os_unwind_fork_prepare(void)
+{
+    __atomic_store_n(&nd_uw_forking, 1, __ATOMIC_SEQ_CST);
+    if (nd_uw_busy_fds() != 0)
+        nd_uw_fork_wait();
 }
 
 /* Closes the files left to the fork's handlers, and in the child those of

@@ -140,7 +140,7 @@ nd_hot void nd_page_release(nd_page *pg)
 
 /* ---- remote frees -------------------------------------------------------- */
 
-uintptr_t nd_page_xpush(nd_page *pg, nd_block *b)
+nd_hot uintptr_t nd_page_xpush(nd_page *pg, nd_block *b)
 {
     nd_block_mark(b);
     return nd_page_xpush_chain(pg, b, b);

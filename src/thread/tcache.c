@@ -1293,7 +1293,7 @@ static inline bool nd_bin_fills_slowly(const nd_tcache *tc, unsigned c, uint64_t
 
 /* Bin c's capacity halved, its blocks past the half flushed (a GC pass's,
    nd_tcache_gc; a slow fill's, on an empty bin, nd_tcache_fill). */
-static void nd_bin_halve(nd_tcache *tc, unsigned c)
+static nd_hot void nd_bin_halve(nd_tcache *tc, unsigned c)
 {
     nd_bin *b = &tc->bins[c];
     nd_bin_info *bi = nd_bin_info_of(tc, c);

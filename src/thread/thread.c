@@ -586,7 +586,7 @@ static nd_noinline void nd_thread_moved(nd_thread *t, int node)
     nd_assert2(nd_tcache_is_valid(tc));
 }
 
-bool nd_thread_look_node(int cpu)
+nd_hot bool nd_thread_look_node(int cpu)
 {
     nd_thread *t = nd_tls_thread;
     int node = cpu >= 0 ? nd_topo_cpu_node(cpu) : nd_topo_current_node();   /* the CPU read, not a later one */
@@ -761,7 +761,7 @@ void nd_thread_collect(bool purge_all)
 
 /* ---- statistics ----------------------------------------------------------------- */
 
-void nd_thread_count_remote_free(unsigned cls, bool pushed)
+nd_hot void nd_thread_count_remote_free(unsigned cls, bool pushed)
 {
     if (cls >= ND_CLASS_COUNT)
         return;

@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -17,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/wait.h>
 
 #include "api.h"
 #include "check.h"
@@ -543,6 +545,125 @@ static void the_code_a_plain_program_does_not_run_stays_unmapped(void)
            "requests from two threads, got %ld KiB", (first_b - first_a) / 1024, obj, rest * ps / 1024);
 }
 
+/* What a small-block program that runs a while does besides its first
+   requests, each in a thread of its own: a bin that grew to hundreds of
+   blocks and then fills slowly (halved at its next fill: tcache.c,
+   nd_bin_halve), frees of blocks another thread allocated by a thread
+   that allocates nothing (pushed one by one onto their pages: heap.c,
+   nd_heap_free_remote), and a thread that moves from CPU to CPU (on a
+   machine where a thread can change nodes, the slow paths' look at its
+   node: thread.c, nd_thread_look_node; on one node the look never comes,
+   and with one CPU in the affinity mask the thread does not move); and a
+   fork (its handlers: init.c, unwind.c). */
+static void *a_bin_that_grows_then_fills_slowly(void *arg)
+{
+    const struct nd_api *A = arg;
+    static void *p[4096];
+    for (int round = 0; round < 8; round++) {   /* the bin of 48 B grows to about 1,000 blocks */
+        for (int i = 0; i < 1024; i++) {
+            p[i] = A->malloc(48);
+            EXPECT(p[i] != NULL, "%s(48) to return a block", nd_fn("malloc"));
+        }
+        for (int i = 0; i < 1024; i++)
+            A->free(p[i]);
+    }
+    for (int i = 0; i < 200000; i++) {   /* many requests, all served by the bin */
+        void *q = A->malloc(48);
+        EXPECT(q != NULL, "%s(48) to return a block", nd_fn("malloc"));
+        A->free(q);
+    }
+    for (int i = 0; i < 4096; i++) {   /* more than it holds: it runs dry, a slow fill */
+        p[i] = A->malloc(48);
+        EXPECT(p[i] != NULL, "%s(48) to return a block", nd_fn("malloc"));
+    }
+    for (int i = 0; i < 4096; i++)
+        A->free(p[i]);
+    return NULL;
+}
+
+static void *blocks_to_free[256];
+
+static void *frees_of_blocks_another_thread_allocated(void *arg)
+{
+    const struct nd_api *A = arg;
+    for (int i = 0; i < 256; i++)
+        A->free(blocks_to_free[i]);
+    return NULL;
+}
+
+static void *requests_on_two_cpus(void *arg)
+{
+    const struct nd_api *A = arg;
+    cpu_set_t all, one;
+    if (sched_getaffinity(0, sizeof all, &all) != 0 || CPU_COUNT(&all) < 2)
+        return NULL;
+    for (int round = 0; round < 8; round++) {
+        for (int cpu = 0, seen = 0; cpu < CPU_SETSIZE && seen < 2; cpu++) {
+            if (!CPU_ISSET(cpu, &all))
+                continue;
+            seen++;
+            CPU_ZERO(&one);
+            CPU_SET(cpu, &one);
+            if (sched_setaffinity(0, sizeof one, &one) != 0)
+                return NULL;
+            for (int i = 0; i < 5000; i++) {   /* past a tick of every class it uses */
+                void *p = A->malloc(16 + 16 * (size_t)(i % 4));
+                EXPECT(p != NULL, "%s to return a block", nd_fn("malloc"));
+                A->free(p);
+            }
+        }
+    }
+    return NULL;
+}
+
+/* The code a plain program runs is all in the first mapping of nodal's
+   code (the test above) also when the program runs a while: a bin that
+   grew and then fills slowly, frees of another thread's blocks by a thread
+   that allocates nothing, a thread moving between CPUs. On main 61f716f
+   their functions (nd_bin_halve, nd_heap_free_remote, nd_page_xpush,
+   nd_thread_count_remote_free, nd_thread_look_node) were not nd_hot: the
+   halving and the frees each mapped a 64 KiB run of the rest here (64-112
+   KiB in all), as in bench/larson -t 2, rptest -t 2 and threadchurn. */
+static void the_code_a_long_running_small_block_program_runs_is_in_the_first_mapping(void)
+{
+#ifdef ND_TEST_SANITIZER
+    SKIP("a sanitizer's runtime decides which code runs");
+#endif
+    static unsigned long map[CODE_MAPS_MAX][2];
+    const char *lib = plain_requests_of_two_threads("ask for code that is not a plain program's");
+    const struct nd_api *A = nd_api();
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, a_bin_that_grows_then_fills_slowly, (void *)A) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+    for (int i = 0; i < 256; i++) {
+        blocks_to_free[i] = A->malloc(16 + 16 * (size_t)(i % 8));
+        EXPECT(blocks_to_free[i] != NULL, "%s to return a block", nd_fn("malloc"));
+    }
+    EXPECT(pthread_create(&t, NULL, frees_of_blocks_another_thread_allocated, (void *)A) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+    EXPECT(pthread_create(&t, NULL, requests_on_two_cpus, (void *)A) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+    pid_t child = fork();   /* nodal's fork handlers run in this process */
+    EXPECT(child >= 0, "fork to work");
+    if (child == 0)
+        _exit(0);
+    int status = 0;
+    EXPECT(waitpid(child, &status, 0) == child && WIFEXITED(status), "the child to exit");
+    char obj[PATH_MAX];
+    EXPECT(realpath(lib, obj) != NULL, "the path of %s to resolve", lib);
+    int maps = code_mappings_of(obj, map, CODE_MAPS_MAX);
+    long ps = sysconf(_SC_PAGESIZE);
+    int pm = open("/proc/self/pagemap", O_RDONLY);
+    EXPECT(pm >= 0, "/proc/self/pagemap to be readable");
+    long rest = 0;
+    for (int i = 1; i < maps; i++)
+        rest += resident_pages(pm, map[i][0], map[i][1], ps);
+    close(pm);
+    EXPECT(rest == 0, "no page of nodal's code past the first %lu KiB (%s) to be mapped in a program whose bins halve, "
+           "whose threads free others' blocks and move between CPUs, got %ld KiB", (map[0][1] - map[0][0]) / 1024, obj,
+           rest * ps / 1024);
+}
+
 /* Of the loaded object that holds address `in`: its .eh_frame_hdr and the
    end of the load that holds it (PT_GNU_EH_FRAME), and its relocations
    (DT_RELA, DT_RELASZ); 0 where it has none. */
@@ -891,6 +1012,7 @@ static const struct nd_case cases[] = {
     ND_CASE(the_writable_data_of_nodal_stays_small),
     ND_CASE(the_last_page_of_nodals_code_stays_unmapped_in_a_plain_program),
     ND_CASE(the_code_a_plain_program_does_not_run_stays_unmapped),
+    ND_CASE(the_code_a_long_running_small_block_program_runs_is_in_the_first_mapping),
     ND_CASE(the_unwind_tables_stay_unmapped_in_a_plain_program),
     ND_CASE(the_relocations_stay_unmapped_after_start_up),
     ND_CASE(nodal_formats_no_text_for_a_plain_program),
