@@ -3530,6 +3530,53 @@ static void a_cached_segments_unused_chunks_are_purged_at_the_caches_deadline(vo
     EXPECT(nd_large_is_valid(), "the large pools to be valid once the blocks are freed");
 }
 
+/* The same for a heap (node.h): a thread's first medium block takes a
+   segment the large pool left dirty in the node's cache; nodal_collect(1)
+   in that thread purges its chunks but its page's (heap.c counts them in
+   purge_pending). On main 61f716f the heap kept the whole segment
+   resident: the collect purges only what its pages freed. */
+static void *a_medium_block_in_a_cached_segment(void *arg)
+{
+    (void)arg;
+    unsigned char *q = nodal_malloc(20000);
+    EXPECT(q != NULL, "a medium block");
+    if (q == NULL)
+        return NULL;
+    memset(q, 1, 20000);
+    nd_segment *s = nd_seg_base(q);
+    size_t area;
+    unsigned i = (unsigned)(((uintptr_t)q - (uintptr_t)s) >> ND_MEDIUM_PAGE_SHIFT);
+    uint64_t page = nd_seg_chunks(s, nd_seg_page_area(s, i, &area), ND_MEDIUM_PAGE_SIZE);
+    uint64_t rest = s->committed & ~page & ~(uint64_t)1;
+    EXPECT(s->kind == ND_SEG_MEDIUM && nd_popcount64(rest) >= 40,
+           "the block's segment (%p) to come dirty from the node's cache: %d resident chunks besides its page's",
+           (void *)s, nd_popcount64(rest));
+    EXPECT(s->purge_mask == rest, "those chunks waiting for their purge (purge_mask %#llx, resident %#llx)",
+           (unsigned long long)s->purge_mask, (unsigned long long)rest);
+    nodal_collect(1);
+    EXPECT((s->committed & ~page & ~(uint64_t)1) == 0,
+           "nodal_collect(1) to purge the segment's chunks but its page's (committed %#llx, page %#llx)",
+           (unsigned long long)s->committed, (unsigned long long)page);
+    EXPECT(nd_heap_is_valid(&nd_tls_tc->heap), "the heap to be valid");
+    nodal_free(q);
+    return NULL;
+}
+
+static void a_heap_purges_the_unused_chunks_of_a_segment_it_took_dirty(void)
+{
+    if (nd_opt(ND_OPT_purge_delay) <= 0)
+        SKIP("needs purge_delay > 0 (a dirty node cache)");
+    const size_t size = 9 * ND_CHUNK_SIZE - 8192;
+    unsigned char *p[14];
+    if (!written_blocks(p, 14, size))
+        return;
+    for (int i = 7; i < 14; i++)
+        nodal_free(p[i]);
+    for (int i = 0; i < 7; i++)
+        nodal_free(p[i]);   /* a segment to the node's cache, resident */
+    run_in_a_thread(a_medium_block_in_a_cached_segment);
+}
+
 /* ---- secure=1: a node-bound cache's fills counted on the request's class --
    Under secure=1 a node-bound cache has no bins, and past ND_LOOKUP_MAX a
    request is counted on its bin's class, the one below its block's
@@ -3627,6 +3674,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_large_block_reuses_resident_chunks_before_purged_ones),
     ND_CASE(a_large_pool_keeps_its_most_resident_empty_segment),
     ND_CASE(a_cached_segments_unused_chunks_are_purged_at_the_caches_deadline),
+    ND_CASE(a_heap_purges_the_unused_chunks_of_a_segment_it_took_dirty),
     ND_CASE(two_blocks_grown_in_turn_grow_in_place_to_twice_their_chunk),
     ND_CASE(a_block_grown_in_one_thread_grows_on_in_another),
     ND_CASE(a_block_grown_by_quarters_moves_once_past_10000_bytes),
