@@ -3546,7 +3546,8 @@ static void *a_medium_block_in_a_cached_segment(void *arg)
     nd_segment *s = nd_seg_base(q);
     size_t area;
     unsigned i = (unsigned)(((uintptr_t)q - (uintptr_t)s) >> ND_MEDIUM_PAGE_SHIFT);
-    uint64_t page = nd_seg_chunks(s, nd_seg_page_area(s, i, &area), ND_MEDIUM_PAGE_SIZE);
+    uint8_t *start = nd_seg_page_area(s, i, &area);   /* page 0's starts past the header */
+    uint64_t page = nd_seg_chunks(s, start, area);
     uint64_t rest = s->committed & ~page & ~(uint64_t)1;
     EXPECT(s->kind == ND_SEG_MEDIUM && nd_popcount64(rest) >= 40,
            "the block's segment (%p) to come dirty from the node's cache: %d resident chunks besides its page's",
