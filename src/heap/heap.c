@@ -216,6 +216,10 @@ static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)
             }
             if (nd_heap_checks_moved(h))
                 nd_seg_purge_elsewhere(s, true);
+            /* A cached segment's resident chunks wait for their purge
+               (node.h), as the heap's own freed pages do. */
+            s->purge_epoch = h->epoch;
+            h->purge_pending += (size_t)nd_popcount64(s->purge_mask) << ND_CHUNK_SHIFT;
             s->owner = h;
             nd_list_push_front(&h->avail[k], s);
         }

@@ -213,6 +213,7 @@ nd_hot nd_segment *nd_node_seg_get(int node, bool bound, int kind)
             nd_node_cache_take(k, s);
         nd_unlock(nd_node_lock(ns));
     }
+    bool cached = s != NULL;
     if (s == NULL) {
         nd_node_reserve_note(node);
         s = nd_seg_map(node, bound, ND_SEG_SIZE);
@@ -233,7 +234,13 @@ nd_hot nd_segment *nd_node_seg_get(int node, bool bound, int kind)
         if (s == NULL)
             return NULL;
     }
-    s->purge_mask = 0;
+    /* A cached segment's resident memory keeps its deadline: the chunks
+       the taker does not use again are due when the cache would have
+       purged them (node.h), not resident for as long as the segment has
+       a page or a block in use. */
+    s->purge_mask = cached ? s->committed & ~(uint64_t)1 : 0;   /* chunk 0: the header's */
+    if (cached)
+        s->purge_at = s->cached_at + (uint64_t)nd_opt(ND_OPT_purge_delay);
     nd_seg_format(s, kind);
     return s;
 }

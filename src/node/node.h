@@ -17,7 +17,12 @@
 
 /* A free segment for (node, bound): from the cache or fresh from the OS;
    formatted for `kind` (SMALL/MEDIUM/LARGE). When no 4 MiB mapping can be
-   made, a SMALL or MEDIUM one may be short (segment.h). NULL with errno =
+   made, a SMALL or MEDIUM one may be short (segment.h). A cached one
+   still holding memory (dirty) comes with its resident chunks but the
+   header's in purge_mask, due at purge_at = when the cache would have
+   purged them (cached_at + purge_delay): the taker reuses them first
+   (resident memory first: heap.c, large.c) and its maintenance purges the
+   rest at that deadline (a fresh one: purge_mask 0). NULL with errno =
    ENOMEM. */
 nd_segment *nd_node_seg_get(int node, bool bound, int kind) nd_hidden;
 /* Takes back a segment with no page in use (cached, purged later, or

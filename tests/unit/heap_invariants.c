@@ -3542,6 +3542,98 @@ static void a_large_pool_keeps_its_most_resident_empty_segment(void)
     EXPECT(nd_large_is_valid(), "the large pools to be valid once the blocks are freed");
 }
 
+/* A segment the pool takes dirty from its node's cache keeps its memory's
+   deadline (node.h): the chunks no block uses again are purged when the
+   cache would have purged them. Two segments of 7 blocks of 9 chunks
+   (less 8 KiB: not a whole run, so no CPU's cache keeps them), all
+   written; the second's freed (the pool's spare), then the first's (to
+   the node's cache, resident); 8 blocks again: the spare takes 7, the
+   eighth a cached segment. At its deadline the pool's maintenance purges
+   that segment's chunks but the block's. On main 61f716f they stayed
+   resident (purge_mask 0) for as long as the segment held a block. */
+static void a_cached_segments_unused_chunks_are_purged_at_the_caches_deadline(void)
+{
+    if (nd_opt(ND_OPT_purge_delay) <= 0)
+        SKIP("needs purge_delay > 0 (a dirty node cache)");
+    const size_t size = 9 * ND_CHUNK_SIZE - 8192;
+    unsigned char *p[14];
+    if (!written_blocks(p, 14, size))
+        return;
+    nd_segment *first = nd_seg_base(p[0]), *second = nd_seg_base(p[7]);
+    for (int i = 1; i < 14; i++)
+        EXPECT(nd_seg_base(p[i]) == (i < 7 ? first : second), "blocks 0-6 in one segment, 7-13 in another (block %d)", i);
+    for (int i = 7; i < 14; i++)
+        nodal_free(p[i]);
+    for (int i = 0; i < 7; i++)
+        nodal_free(p[i]);
+    if (!written_blocks(p, 8, size))
+        return;
+    nd_segment *s = nd_seg_base(p[7]);
+    unsigned at = (unsigned)(((uintptr_t)p[7] - (uintptr_t)s) >> ND_CHUNK_SHIFT);
+    uint64_t block = nd_mask_range(at, at + 8);
+    uint64_t rest = s->committed & ~block & ~(uint64_t)1;
+    EXPECT(nd_popcount64(rest) >= 54, "the eighth block's segment (%p) to come dirty from the node's cache: "
+           "%d resident chunks besides the block's and the header", (void *)s, nd_popcount64(rest));
+    EXPECT(s->purge_mask == rest, "its resident chunks but the block's waiting for their purge (purge_mask %#llx, "
+           "resident %#llx)", (unsigned long long)s->purge_mask, (unsigned long long)rest);
+    nd_large_maintain(s->purge_at, false);
+    EXPECT((s->committed & ~block & ~(uint64_t)1) == 0 && (s->committed & block) == block,
+           "at the cache's deadline the chunks no block uses purged, the block's resident (committed %#llx)",
+           (unsigned long long)s->committed);
+    EXPECT(nd_large_is_valid(), "the large pools to be valid");
+    for (int i = 0; i < 8; i++)
+        nodal_free(p[i]);
+    EXPECT(nd_large_is_valid(), "the large pools to be valid once the blocks are freed");
+}
+
+/* The same for a heap (node.h): a thread's first medium block takes a
+   segment the large pool left dirty in the node's cache; nodal_collect(1)
+   in that thread purges its chunks but its page's (heap.c counts them in
+   purge_pending). On main 61f716f the heap kept the whole segment
+   resident: the collect purges only what its pages freed. */
+static void *a_medium_block_in_a_cached_segment(void *arg)
+{
+    (void)arg;
+    unsigned char *q = nodal_malloc(20000);
+    EXPECT(q != NULL, "a medium block");
+    if (q == NULL)
+        return NULL;
+    memset(q, 1, 20000);
+    nd_segment *s = nd_seg_base(q);
+    size_t area;
+    unsigned i = (unsigned)(((uintptr_t)q - (uintptr_t)s) >> ND_MEDIUM_PAGE_SHIFT);
+    uint8_t *start = nd_seg_page_area(s, i, &area);   /* page 0's starts past the header */
+    uint64_t page = nd_seg_chunks(s, start, area);
+    uint64_t rest = s->committed & ~page & ~(uint64_t)1;
+    EXPECT(s->kind == ND_SEG_MEDIUM && nd_popcount64(rest) >= 40,
+           "the block's segment (%p) to come dirty from the node's cache: %d resident chunks besides its page's",
+           (void *)s, nd_popcount64(rest));
+    EXPECT(s->purge_mask == rest, "those chunks waiting for their purge (purge_mask %#llx, resident %#llx)",
+           (unsigned long long)s->purge_mask, (unsigned long long)rest);
+    nodal_collect(1);
+    EXPECT((s->committed & ~page & ~(uint64_t)1) == 0,
+           "nodal_collect(1) to purge the segment's chunks but its page's (committed %#llx, page %#llx)",
+           (unsigned long long)s->committed, (unsigned long long)page);
+    EXPECT(nd_heap_is_valid(&nd_tls_tc->heap), "the heap to be valid");
+    nodal_free(q);
+    return NULL;
+}
+
+static void a_heap_purges_the_unused_chunks_of_a_segment_it_took_dirty(void)
+{
+    if (nd_opt(ND_OPT_purge_delay) <= 0)
+        SKIP("needs purge_delay > 0 (a dirty node cache)");
+    const size_t size = 9 * ND_CHUNK_SIZE - 8192;
+    unsigned char *p[14];
+    if (!written_blocks(p, 14, size))
+        return;
+    for (int i = 7; i < 14; i++)
+        nodal_free(p[i]);
+    for (int i = 0; i < 7; i++)
+        nodal_free(p[i]);   /* a segment to the node's cache, resident */
+    run_in_a_thread(a_medium_block_in_a_cached_segment);
+}
+
 /* ---- secure=1: a node-bound cache's fills counted on the request's class --
    Under secure=1 a node-bound cache has no bins, and past ND_LOOKUP_MAX a
    request is counted on its bin's class, the one below its block's
@@ -3639,6 +3731,8 @@ static const struct nd_case cases[] = {
     ND_CASE(a_large_block_fills_an_older_segments_hole_first),
     ND_CASE(a_large_block_reuses_resident_chunks_before_purged_ones),
     ND_CASE(a_large_pool_keeps_its_most_resident_empty_segment),
+    ND_CASE(a_cached_segments_unused_chunks_are_purged_at_the_caches_deadline),
+    ND_CASE(a_heap_purges_the_unused_chunks_of_a_segment_it_took_dirty),
     ND_CASE(two_blocks_grown_in_turn_grow_in_place_to_twice_their_chunk),
     ND_CASE(a_block_grown_in_one_thread_grows_on_in_another),
     ND_CASE(a_block_grown_by_quarters_moves_once_past_10000_bytes),
