@@ -135,8 +135,8 @@ static void fork_while_other_threads_allocate_gives_a_working_child(void)
     long child_threads = nd_opt_long("child-threads", 1);
     /* A child needs a few tenths of a second of CPU (0.11 s on average
        here, 0.15 s under TSan), but on a loaded machine it may wait far
-       longer than that for a CPU: under TSan at load 20-25 and nice 5-10,
-       children runnable all along took 25-34 s (docs/results.md, h54f),
+       longer than that for a CPU: under TSan at load 20-38 and nice 5-10,
+       children runnable all along took 20-118 s (docs/results.md, h54f),
        which the 30 s alarm before took for a hang. It is stuck if it
        sleeps 30 s without using any CPU (a lock no thread will release),
        or has used 60 s (a spin), or is still there after 600 s. */
