@@ -18,6 +18,7 @@
 #include "options.h"
 #include "os.h"
 #include "page.h"
+#include "prof.h"
 #include "secure.h"
 #include "segment.h"
 #include "shared.h"
@@ -58,6 +59,8 @@ static nd_hot void nd_fork_child(void)
     nd_thread_fork_child();
     nd_shared_fork_child();
     nd_xfer_fork_child();   /* claims of threads the child does not have */
+    if (nd_prof_is_on())    /* (its code is mapped only then) */
+        nd_prof_fork_child();   /* the heap profile's sites they were adding */
     nd_locks_release_all();
     nd_os_unwind_fork_child();
 }

@@ -142,6 +142,35 @@ static size_t nd_prof_next_used(const uint64_t *used, size_t i, size_t count, si
     return count;
 }
 
+/* A forked child: an index entry that a thread of the parent was writing
+   when the process was copied (nd_prof_site_of, from its claim, WRITING,
+   to its site's number) is written by no thread of the child, and a
+   search of the child that met it would yield for ever. It becomes an
+   entry of no site (NONE), which searches pass; the site it may have
+   claimed stays unwritten (state 0), which the dumps skip. The child's
+   one thread, with every lock held, and prof=1 only (init.c). */
+void nd_prof_fork_child(void)
+{
+    for (uint32_t level = 0; level < 2; level++) {
+        uint32_t size = level == 0 ? ND_PROF_IDX0 : ND_PROF_IDX1;
+        uint32_t *tab = level == 0 ? nd_prof_t.site_idx0 : nd_prof_t.site_idx1;
+        for (uint32_t i = 0; tab != NULL && i < size; i++)
+            if (nd_load_relaxed(&tab[i]) == ND_PROF_IDX_WRITING)
+                nd_store_relaxed(&tab[i], ND_PROF_IDX_NONE);
+    }
+}
+
+#if ND_DEBUG
+/* Tests: every empty entry of the first index table as a thread that a
+   fork cut off while it added a site leaves it (WRITING). */
+void nd_prof_test_writers_cut_off(void)
+{
+    for (uint32_t i = 0; i < ND_PROF_IDX0; i++)
+        if (nd_load_relaxed(&nd_prof_t.site_idx0[i]) == 0)
+            nd_store_relaxed(&nd_prof_t.site_idx0[i], ND_PROF_IDX_WRITING);
+}
+#endif
+
 size_t nd_prof_site_next(size_t i)
 {
     uint32_t n = nd_load_acquire(&nd_prof_t.nsites);

@@ -148,6 +148,12 @@ bool     nd_prof_live_copy(size_t i, nd_prof_live *out) nd_hidden;
 /* The first site / live slot >= i that may be in use (on a page of its
    table ever written; the reports read no other), or the table's size. */
 size_t   nd_prof_site_next(size_t i) nd_hidden;
+/* fork(): in the child, the index entries left half-written by threads
+   it does not have are given up (init.c's child handler). */
+void     nd_prof_fork_child(void) nd_hidden;
+/* Tests (built with ND_DEBUG only: the unit tier's core): every empty
+   entry of the first index table as a fork leaves a writer's. */
+void     nd_prof_test_writers_cut_off(void) nd_hidden;
 size_t   nd_prof_live_next(size_t i) nd_hidden;
 int64_t  nd_prof_live_bytes(void) nd_hidden;
 uint64_t nd_prof_dropped(void) nd_hidden;

@@ -5,9 +5,12 @@
 #ifndef ND_TEST_PROC_H
 #define ND_TEST_PROC_H
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -300,6 +303,215 @@ static int nd_count_lines_with(const char *text, const char *needle)
         line = end + 1;
     }
     return n;
+}
+
+/* ---- children that may hang ------------------------------------------------
+ *
+ * A test whose child could be left stuck (a lock a fork copied held, a
+ * state a thread the child does not have left half-written) waits for it
+ * with nd_wait_watched: no wall-clock limit alone decides, since a child
+ * that is starved on a loaded machine is slow, not stuck. What the child
+ * says of itself does: its threads' states and its CPU time, from /proc.
+ * A child that is stuck leaves its threads' states, wait channels, kernel
+ * stacks and, where gdb is installed, their stacks on stderr before it is
+ * killed, so the one run in a thousand that hangs tells why.
+ */
+struct nd_watch {
+    unsigned quiet_s;   /* stuck: no thread runnable and no CPU used for this long */
+    unsigned cpu_s;     /* stuck: this much CPU used (a spin or a livelock) */
+    unsigned wall_s;    /* stuck: alive this long, whatever it does */
+};
+
+/* For the child, first thing: it dies with its parent (no orphan is left
+   if the test is killed), and any process may attach to it (gdb, from
+   nd_dump_threads, where Yama restricts ptrace to descendants). */
+__attribute__((unused))
+static void nd_child_watched(void)
+{
+    prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+#ifdef PR_SET_PTRACER
+    prctl(PR_SET_PTRACER, (unsigned long)-1 /* PR_SET_PTRACER_ANY */, 0, 0, 0);
+#endif
+}
+
+static double nd_watch_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Reads a small /proc file into buf (NUL-terminated, newlines kept); ""
+   if it cannot be read. */
+static void nd_proc_read(const char *path, char *buf, size_t len)
+{
+    buf[0] = '\0';
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return;
+    ssize_t n = read(fd, buf, len - 1);
+    close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+}
+
+/* One thread's (or the process's) state letter and CPU ticks (utime +
+   stime) from its stat file; false if it is gone. */
+static bool nd_proc_stat(const char *path, char *state, unsigned long long *ticks)
+{
+    char buf[1024];
+    nd_proc_read(path, buf, sizeof buf);
+    const char *p = strrchr(buf, ')');   /* the name may hold spaces */
+    unsigned long long ut = 0, st = 0;
+    if (p == NULL || sscanf(p + 2, "%c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu",
+                            state, &ut, &st) != 3)
+        return false;
+    *ticks = ut + st;
+    return true;
+}
+
+/* Whether any thread of pid is running or runnable (R) or in an
+   uninterruptible wait (D: a fault, I/O): busy, if slowly. */
+static bool nd_proc_any_busy(pid_t pid)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    if (d == NULL)
+        return false;
+    bool busy = false;
+    struct dirent *e;
+    while (!busy && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char stat_path[320], state = '?';
+        unsigned long long ticks;
+        snprintf(stat_path, sizeof stat_path, "/proc/%d/task/%s/stat", (int)pid, e->d_name);
+        busy = nd_proc_stat(stat_path, &state, &ticks) && (state == 'R' || state == 'D');
+    }
+    closedir(d);
+    return busy;
+}
+
+/* What each thread of pid is doing, on stderr: state, CPU ticks, the
+   kernel's wait channel and stack (root only), then every thread's stack
+   through gdb (bounded by timeout(1); skipped without gdb). */
+__attribute__((unused))
+static void nd_dump_threads(pid_t pid, const char *why)
+{
+    fprintf(stderr, "---- pid %d: %s; its threads (state, utime + stime in ticks, wait channel, "
+            "kernel stack):\n", (int)pid, why);
+    char path[320], buf[4096];
+    snprintf(path, sizeof path, "/proc/%d/task", (int)pid);
+    DIR *d = opendir(path);
+    struct dirent *e;
+    while (d != NULL && (e = readdir(d)) != NULL) {
+        if (e->d_name[0] == '.')
+            continue;
+        char state = '?';
+        unsigned long long ticks = 0;
+        snprintf(path, sizeof path, "/proc/%d/task/%s/stat", (int)pid, e->d_name);
+        nd_proc_stat(path, &state, &ticks);
+        char wchan[128];
+        snprintf(path, sizeof path, "/proc/%d/task/%s/wchan", (int)pid, e->d_name);
+        nd_proc_read(path, wchan, sizeof wchan);
+        fprintf(stderr, "  thread %s: %c %llu %s\n", e->d_name, state, ticks, wchan[0] ? wchan : "-");
+        snprintf(path, sizeof path, "/proc/%d/task/%s/stack", (int)pid, e->d_name);
+        nd_proc_read(path, buf, sizeof buf);
+        for (char *line = buf; *line;) {
+            char *end = strchr(line, '\n');
+            if (end)
+                *end = '\0';
+            fprintf(stderr, "    kernel: %s\n", line);
+            if (!end)
+                break;
+            line = end + 1;
+        }
+    }
+    if (d != NULL)
+        closedir(d);
+    char pid_s[24];
+    snprintf(pid_s, sizeof pid_s, "%d", (int)pid);
+    char *argv[] = { "timeout", "-k", "5", "120", "gdb", "-nx", "-batch", "-p", pid_s,
+                     "-ex", "thread apply all bt", NULL };
+    pid_t gdb;
+    int st = 0;
+    fflush(stdout);
+    fflush(stderr);
+    /* fork and exec, not posix_spawn: TSan's posix_spawn (GCC 12) left
+       gdb's stdout where it was. The child only moves a descriptor. */
+    gdb = fork();
+    if (gdb == 0) {
+        dup2(2, 1);   /* gdb's output to stderr too */
+        execvp(argv[0], argv);
+        _exit(127);
+    }
+    if (gdb < 0) {
+        fprintf(stderr, "  (fork for gdb failed: no stacks)\n");
+        return;
+    }
+    while (waitpid(gdb, &st, 0) < 0 && errno == EINTR)
+        ;
+    if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
+        fprintf(stderr, "  (no gdb or no timeout(1): no stacks of the threads)\n");
+    fprintf(stderr, "---- end of pid %d\n", (int)pid);
+}
+
+/*
+ * Waits for child pid and returns its wait status; it is stuck when, by
+ * the watch w, it has slept without using CPU for quiet_s, or used cpu_s
+ * of CPU, or lived wall_s. A stuck child is shown (nd_dump_threads, with
+ * `what` naming it) and killed, *stuck set (may be NULL). A child that is
+ * runnable but not running (a loaded machine) keeps its time.
+ */
+__attribute__((unused))
+static int nd_wait_watched(pid_t pid, const struct nd_watch *w, const char *what, bool *stuck)
+{
+    double start = nd_watch_now(), progress = start;
+    unsigned long long last_ticks = 0;
+    long hz = sysconf(_SC_CLK_TCK);
+    char stat_path[64];
+    snprintf(stat_path, sizeof stat_path, "/proc/%d/stat", (int)pid);
+    if (stuck)
+        *stuck = false;
+    for (;;) {
+        int st = 0;
+        pid_t r = waitpid(pid, &st, WNOHANG);
+        if (r == pid)
+            return st;
+        if (r < 0 && errno != EINTR)
+            FAIL("waitpid(%d) to work (errno %d)", (int)pid, errno);
+        struct timespec nap = { 0, 50 * 1000 * 1000 };
+        nanosleep(&nap, NULL);
+        double now = nd_watch_now();
+        char state = '?';
+        unsigned long long ticks = 0;
+        if (!nd_proc_stat(stat_path, &state, &ticks) || state == 'Z')
+            continue;             /* it has exited: reaped on the next turn */
+        if (ticks != last_ticks || nd_proc_any_busy(pid)) {
+            last_ticks = ticks;
+            progress = now;
+        }
+        const char *why = NULL;
+        char msg[160];
+        if (now - progress >= (double)w->quiet_s)
+            why = "no thread runnable and no CPU used";
+        else if (hz > 0 && ticks >= (unsigned long long)w->cpu_s * (unsigned long long)hz)
+            why = "CPU time used up";
+        else if (now - start >= (double)w->wall_s)
+            why = "wall time used up";
+        if (why == NULL)
+            continue;
+        snprintf(msg, sizeof msg, "%s stuck after %.0f s (%s; %.1f s of CPU; %.0f s since it "
+                 "last ran)", what, now - start, why, hz > 0 ? (double)ticks / (double)hz : 0.0,
+                 now - progress);
+        nd_dump_threads(pid, msg);
+        kill(pid, SIGKILL);
+        while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+            ;
+        if (stuck)
+            *stuck = true;
+        return st;
+    }
 }
 
 #endif /* ND_TEST_PROC_H */

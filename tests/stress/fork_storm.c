@@ -36,7 +36,8 @@
  * /proc (a child that is visibly running, state R or D, gets more time,
  * up to ten deadlines in all: a loaded machine is not a hang; so does one
  * that has just exited, state Z, whose pipe's end the parent reads next);
- * the child is killed.
+ * its threads' states and stacks go to stderr (proc.h, nd_dump_threads)
+ * and the child is killed.
  *
  * Knobs: --forks=N (1000), --deadline-ms=N (1000), --exit-report=0|1 (1;
  * 0 in the sanitizer builds: their exit handlers are theirs to get right),
@@ -550,7 +551,7 @@ static void child_main(long f, int fd, int exit_report)
 {
     static char json[1 << 20];
     static const char *const opts[] = { NULL, "json", "brief" };
-    prctl(PR_SET_PDEATHSIG, SIGKILL);   /* not a moment longer than the parent */
+    nd_child_watched();   /* not a moment longer than the parent; gdb may attach */
     signal(SIGABRT, SIG_DFL);            /* the parent reports the child's death */
     signal(SIGSEGV, SIG_DFL);
     signal(SIGBUS, SIG_DFL);
@@ -679,13 +680,16 @@ static double wait_child(pid_t pid, int fd, long f, long forks, long deadline_ms
                 deadline += (double)deadline_ms / 4;     /* it exited as the deadline passed: */
                 continue;                                /* its pipe's end is next */
             }
+            char why[96];
+            snprintf(why, sizeof why, "the child of fork %ld, stuck in %s", f, step_name[last]);
+            nd_dump_threads(pid, why);
             kill(pid, SIGKILL);
             while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
                 ;
             FAIL("the child of fork %ld (of %ld) to exit within %ld ms; after %.0f ms it was "
                  "still in %s (its last marker), state %c, waiting in %s (killed it; a lock "
-                 "held across fork?)", f, forks, deadline_ms, now_ms() - t0, step_name[last],
-                 state, wchan[0] ? wchan : "-");
+                 "held across fork? its threads' stacks are above)", f, forks, deadline_ms,
+                 now_ms() - t0, step_name[last], state, wchan[0] ? wchan : "-");
         }
         struct pollfd pfd = { fd, POLLIN, 0 };
         int rc = poll(&pfd, 1, left < 1 ? 1 : (int)left);

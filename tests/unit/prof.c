@@ -14,7 +14,9 @@
  * small classes with the profile on writes no page of its cache past the
  * second, as without it (the countdowns are in the classes' cold parts).
  * The live table's OS pages written follow the live samples' number (its
- * tables grow by 4): 200 samples, 5 pages.
+ * tables grow by 4): 200 samples, 5 pages. A forked child adds sites past
+ * the index entries its parent's threads were writing (init.c's child
+ * handler, nd_prof_fork_child).
  */
 #include <math.h>
 #include <pthread.h>
@@ -356,6 +358,41 @@ static void the_live_tables_pages_written_follow_the_samples_of_1_kib_blocks(voi
     expect_200_samples_on_few_pages(stride_addr_of, "1 KiB blocks at a stride");
 }
 
+/* The child: a sample whose stack is new (this call site), so its site is
+   added to the index. */
+static void child_adds_a_site(void *arg)
+{
+    (void)arg;
+    static nd_page pg;
+    nd_prof_record((void *)addr_of(SAMPLES - 1), &pg, 64, 4096, 0, false);
+    nd_prof_live v;
+    if (pg.sampled != 1 || !nd_prof_live_copy(pg.prof_slot, &v)) {
+        fprintf(stderr, "the child's sample was not recorded\n");
+        _exit(3);
+    }
+    if (v.site >= ND_PROF_SITES || nd_load_acquire(&nd_prof_sites()[v.site].state) != 2) {
+        fprintf(stderr, "the child's sample has no site (site %u)\n", v.site);
+        _exit(4);
+    }
+}
+
+/* A thread of the parent that a fork cuts off while it adds a site leaves
+   its index entry "being written", for ever in the child: a search of the
+   child that meets it must pass it, not wait for a writer the child does
+   not have (every empty entry of the first table so, here). */
+static void a_forked_childs_new_site_passes_entries_its_parents_threads_left_half_written(void)
+{
+    start();
+    record(0);
+    nd_prof_test_writers_cut_off();
+    struct nd_child c;
+    nd_run_forked(child_adds_a_site, NULL, 60, &c);
+    EXPECT(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
+           "the child to add a site past the entries half written when it was forked; it %s "
+           "(SIGALRM: it waited 60 s for their writers); stderr: %s",
+           nd_describe_status(c.status), c.err);
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(a_few_live_samples_stay_in_the_first_table),
     ND_CASE(a_sample_examines_eight_slots_of_a_crowded_table),
@@ -367,5 +404,6 @@ static const struct nd_case cases[] = {
     ND_CASE(a_sampling_thread_writes_no_more_pages_of_its_cache),
     ND_CASE(the_live_tables_pages_written_follow_the_samples),
     ND_CASE(the_live_tables_pages_written_follow_the_samples_of_1_kib_blocks),
+    ND_CASE(a_forked_childs_new_site_passes_entries_its_parents_threads_left_half_written),
 };
 ND_MAIN(cases)
