@@ -514,6 +514,18 @@ static long resident_pages(int pagemap, unsigned long a, unsigned long b, long p
     return n;
 }
 
+/* The resident pages of mappings [from, to) of map (code_mappings_of). */
+static long mappings_resident_pages(unsigned long map[][2], int from, int to)
+{
+    long ps = sysconf(_SC_PAGESIZE), n = 0;
+    int pm = open("/proc/self/pagemap", O_RDONLY);
+    EXPECT(pm >= 0, "/proc/self/pagemap to be readable");
+    for (int i = from; i < to; i++)
+        n += resident_pages(pm, map[i][0], map[i][1], ps);
+    close(pm);
+    return n;
+}
+
 /* nodal's start-up makes the code a plain program does not run (from
    os.c's own code on: the reports, the profile, secure=1, the node and
    tier calls, large and huge blocks; CMakeLists.txt, ND_SOURCES) a
@@ -531,13 +543,8 @@ static void the_code_a_plain_program_does_not_run_stays_unmapped(void)
     const char *obj;
     int maps = plain_programs_code_mappings("ask for code that is not a plain program's", &obj, map);
     long ps = sysconf(_SC_PAGESIZE);
-    int pm = open("/proc/self/pagemap", O_RDONLY);
-    EXPECT(pm >= 0, "/proc/self/pagemap to be readable");
     unsigned long first_a = map[0][0], first_b = map[0][1];
-    long first = resident_pages(pm, first_a, first_b, ps), rest = 0;
-    for (int i = 1; i < maps; i++)
-        rest += resident_pages(pm, map[i][0], map[i][1], ps);
-    close(pm);
+    long first = mappings_resident_pages(map, 0, 1), rest = mappings_resident_pages(map, 1, maps);
     EXPECT((first_b - first_a) / 1024 <= 128, "the first mapping of nodal's code (%s), the code a plain program runs, "
            "to be at most 128 KiB, got %lu KiB (%d mapping(s) of code, %ld KiB resident)", obj,
            (first_b - first_a) / 1024, maps, (first + rest) * ps / 1024);
@@ -653,12 +660,7 @@ static void the_code_a_long_running_small_block_program_runs_is_in_the_first_map
     EXPECT(realpath(lib, obj) != NULL, "the path of %s to resolve", lib);
     int maps = code_mappings_of(obj, map, CODE_MAPS_MAX);
     long ps = sysconf(_SC_PAGESIZE);
-    int pm = open("/proc/self/pagemap", O_RDONLY);
-    EXPECT(pm >= 0, "/proc/self/pagemap to be readable");
-    long rest = 0;
-    for (int i = 1; i < maps; i++)
-        rest += resident_pages(pm, map[i][0], map[i][1], ps);
-    close(pm);
+    long rest = mappings_resident_pages(map, 1, maps);
     EXPECT(rest == 0, "no page of nodal's code past the first %lu KiB (%s) to be mapped in a program whose bins halve, "
            "whose threads free others' blocks and move between CPUs, got %ld KiB", (map[0][1] - map[0][0]) / 1024, obj,
            rest * ps / 1024);
@@ -897,12 +899,7 @@ static void the_code_a_sample_runs_lies_on_few_pages(void)
     static unsigned long map[CODE_MAPS_MAX][2];
     int maps = code_mappings_of(obj, map, CODE_MAPS_MAX);
     long ps = sysconf(_SC_PAGESIZE);
-    int pm = open("/proc/self/pagemap", O_RDONLY);
-    EXPECT(pm >= 0, "/proc/self/pagemap to be readable");
-    long all = 0;
-    for (int i = 0; i < maps; i++)
-        all += resident_pages(pm, map[i][0], map[i][1], ps);
-    close(pm);
+    long all = mappings_resident_pages(map, 0, maps);
     EXPECT(maps > 1, "nodal's code (%s) to be more than one mapping with the profile on", obj);
     EXPECT(all * ps <= 128 * 1024, "at most 128 KiB of nodal's code (%s) to be resident after small samples of two "
            "threads (the code every process runs, 88 KiB, and the samples' own), got %ld KiB (%d mappings)", obj,

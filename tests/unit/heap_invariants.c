@@ -3551,14 +3551,15 @@ static void a_large_pool_keeps_its_most_resident_empty_segment(void)
    eighth a cached segment. At its deadline the pool's maintenance purges
    that segment's chunks but the block's. On main 61f716f they stayed
    resident (purge_mask 0) for as long as the segment held a block. */
-static void a_cached_segments_unused_chunks_are_purged_at_the_caches_deadline(void)
+/* Two large segments of 7 written blocks of `size` each, freed second
+   first: the second stays as the pool's spare, the first goes to the
+   node's cache with its memory resident. False (after a failed EXPECT)
+   when the blocks could not be made. */
+static bool a_dirty_segment_in_the_nodes_cache(size_t size)
 {
-    if (nd_opt(ND_OPT_purge_delay) <= 0)
-        SKIP("needs purge_delay > 0 (a dirty node cache)");
-    const size_t size = 9 * ND_CHUNK_SIZE - 8192;
     unsigned char *p[14];
     if (!written_blocks(p, 14, size))
-        return;
+        return false;
     nd_segment *first = nd_seg_base(p[0]), *second = nd_seg_base(p[7]);
     for (int i = 1; i < 14; i++)
         EXPECT(nd_seg_base(p[i]) == (i < 7 ? first : second), "blocks 0-6 in one segment, 7-13 in another (block %d)", i);
@@ -3566,7 +3567,16 @@ static void a_cached_segments_unused_chunks_are_purged_at_the_caches_deadline(vo
         nodal_free(p[i]);
     for (int i = 0; i < 7; i++)
         nodal_free(p[i]);
-    if (!written_blocks(p, 8, size))
+    return true;
+}
+
+static void a_cached_segments_unused_chunks_are_purged_at_the_caches_deadline(void)
+{
+    if (nd_opt(ND_OPT_purge_delay) <= 0)
+        SKIP("needs purge_delay > 0 (a dirty node cache)");
+    const size_t size = 9 * ND_CHUNK_SIZE - 8192;
+    unsigned char *p[8];
+    if (!a_dirty_segment_in_the_nodes_cache(size) || !written_blocks(p, 8, size))
         return;
     nd_segment *s = nd_seg_base(p[7]);
     unsigned at = (unsigned)(((uintptr_t)p[7] - (uintptr_t)s) >> ND_CHUNK_SHIFT);
@@ -3623,15 +3633,8 @@ static void a_heap_purges_the_unused_chunks_of_a_segment_it_took_dirty(void)
 {
     if (nd_opt(ND_OPT_purge_delay) <= 0)
         SKIP("needs purge_delay > 0 (a dirty node cache)");
-    const size_t size = 9 * ND_CHUNK_SIZE - 8192;
-    unsigned char *p[14];
-    if (!written_blocks(p, 14, size))
-        return;
-    for (int i = 7; i < 14; i++)
-        nodal_free(p[i]);
-    for (int i = 0; i < 7; i++)
-        nodal_free(p[i]);   /* a segment to the node's cache, resident */
-    run_in_a_thread(a_medium_block_in_a_cached_segment);
+    if (a_dirty_segment_in_the_nodes_cache(9 * ND_CHUNK_SIZE - 8192))
+        run_in_a_thread(a_medium_block_in_a_cached_segment);
 }
 
 /* ---- secure=1: a node-bound cache's fills counted on the request's class --
