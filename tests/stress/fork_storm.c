@@ -636,26 +636,13 @@ static void child_main(long f, int fd, int exit_report)
 /* The state letter of a process and where it waits, from /proc. */
 static void proc_state(pid_t pid, char *state, char *wchan, size_t wchan_len)
 {
-    char path[64], buf[512];
-    *state = '?';
-    snprintf(wchan, wchan_len, "?");
+    char path[64];
+    unsigned long long ticks;
     snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    FILE *f = fopen(path, "r");
-    if (f) {
-        size_t n = fread(buf, 1, sizeof buf - 1, f);
-        buf[n] = '\0';
-        const char *close_paren = strrchr(buf, ')');
-        if (close_paren && close_paren[1] == ' ')
-            *state = close_paren[2];
-        fclose(f);
-    }
+    if (!nd_proc_stat(path, state, &ticks))   /* proc.h */
+        *state = '?';
     snprintf(path, sizeof path, "/proc/%d/wchan", (int)pid);
-    f = fopen(path, "r");
-    if (f) {
-        size_t n = fread(wchan, 1, wchan_len - 1, f);
-        wchan[n] = '\0';
-        fclose(f);
-    }
+    nd_proc_read(path, wchan, wchan_len);
 }
 
 /* Time the children spent in each step (from its marker to the next). */
