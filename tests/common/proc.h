@@ -457,20 +457,74 @@ static void nd_dump_threads(pid_t pid, const char *why)
 }
 
 /*
- * Waits for child pid and returns its wait status; it is stuck when, by
- * the watch w, it has slept without using CPU for quiet_s, or used cpu_s
- * of CPU, or lived wall_s. A stuck child is shown (nd_dump_threads, with
- * `what` naming it) and killed, *stuck set (may be NULL). A child that is
- * runnable but not running (a loaded machine) keeps its time.
+ * One watch of a child, for a parent that waits in its own loop (a pipe to
+ * read, say): nd_watch_begin when it forks, then nd_watch_check now and
+ * then (every 50-250 ms). A child is stuck when, by the watch w, it has
+ * slept without using CPU for quiet_s, or used cpu_s of CPU, or lived
+ * wall_s; one that is runnable but not running (a loaded machine), in an
+ * uninterruptible wait, or that used any CPU since the last check keeps
+ * its time.
+ */
+struct nd_watching {
+    pid_t pid;
+    double start, progress;            /* nd_watch_now() at the fork, at its last sign of life */
+    unsigned long long last_ticks;     /* its CPU (utime + stime) at the last check */
+    long hz;
+    char stat_path[64];
+};
+
+__attribute__((unused))
+static void nd_watch_begin(struct nd_watching *s, pid_t pid)
+{
+    s->pid = pid;
+    s->start = s->progress = nd_watch_now();
+    s->last_ticks = 0;
+    s->hz = sysconf(_SC_CLK_TCK);
+    snprintf(s->stat_path, sizeof s->stat_path, "/proc/%d/stat", (int)pid);
+}
+
+/* NULL while the child is alive and not stuck, or has exited (a zombie:
+   the caller reaps it); else the reason, with the figures in msg (len
+   bytes), after its threads have been shown (nd_dump_threads, `what`
+   naming it). The caller kills it. */
+__attribute__((unused))
+static const char *nd_watch_check(struct nd_watching *s, const struct nd_watch *w, const char *what,
+                                  char *msg, size_t len)
+{
+    double now = nd_watch_now();
+    char state = '?';
+    unsigned long long ticks = 0;
+    if (!nd_proc_stat(s->stat_path, &state, &ticks) || state == 'Z' || state == 'X')
+        return NULL;
+    if (ticks != s->last_ticks || nd_proc_any_busy(s->pid)) {
+        s->last_ticks = ticks;
+        s->progress = now;
+    }
+    const char *why = NULL;
+    if (now - s->progress >= (double)w->quiet_s)
+        why = "no thread runnable and no CPU used";
+    else if (s->hz > 0 && ticks >= (unsigned long long)w->cpu_s * (unsigned long long)s->hz)
+        why = "CPU time used up";
+    else if (now - s->start >= (double)w->wall_s)
+        why = "wall time used up";
+    if (why == NULL)
+        return NULL;
+    snprintf(msg, len, "%s stuck after %.0f s (%s; %.1f s of CPU; %.0f s since it last ran)", what,
+             now - s->start, why, s->hz > 0 ? (double)ticks / (double)s->hz : 0.0, now - s->progress);
+    nd_dump_threads(s->pid, msg);
+    return why;
+}
+
+/*
+ * Waits for child pid and returns its wait status, watching it by w
+ * (nd_watch_check): a stuck child is shown and killed, *stuck set (may be
+ * NULL).
  */
 __attribute__((unused))
 static int nd_wait_watched(pid_t pid, const struct nd_watch *w, const char *what, bool *stuck)
 {
-    double start = nd_watch_now(), progress = start;
-    unsigned long long last_ticks = 0;
-    long hz = sysconf(_SC_CLK_TCK);
-    char stat_path[64];
-    snprintf(stat_path, sizeof stat_path, "/proc/%d/stat", (int)pid);
+    struct nd_watching s;
+    nd_watch_begin(&s, pid);
     if (stuck)
         *stuck = false;
     for (;;) {
@@ -482,29 +536,9 @@ static int nd_wait_watched(pid_t pid, const struct nd_watch *w, const char *what
             FAIL("waitpid(%d) to work (errno %d)", (int)pid, errno);
         struct timespec nap = { 0, 50 * 1000 * 1000 };
         nanosleep(&nap, NULL);
-        double now = nd_watch_now();
-        char state = '?';
-        unsigned long long ticks = 0;
-        if (!nd_proc_stat(stat_path, &state, &ticks) || state == 'Z')
-            continue;             /* it has exited: reaped on the next turn */
-        if (ticks != last_ticks || nd_proc_any_busy(pid)) {
-            last_ticks = ticks;
-            progress = now;
-        }
-        const char *why = NULL;
-        char msg[160];
-        if (now - progress >= (double)w->quiet_s)
-            why = "no thread runnable and no CPU used";
-        else if (hz > 0 && ticks >= (unsigned long long)w->cpu_s * (unsigned long long)hz)
-            why = "CPU time used up";
-        else if (now - start >= (double)w->wall_s)
-            why = "wall time used up";
-        if (why == NULL)
+        char msg[200];
+        if (nd_watch_check(&s, w, what, msg, sizeof msg) == NULL)
             continue;
-        snprintf(msg, sizeof msg, "%s stuck after %.0f s (%s; %.1f s of CPU; %.0f s since it "
-                 "last ran)", what, now - start, why, hz > 0 ? (double)ticks / (double)hz : 0.0,
-                 now - progress);
-        nd_dump_threads(pid, msg);
         kill(pid, SIGKILL);
         while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
             ;
