@@ -3179,6 +3179,39 @@ static void a_fresh_segments_format_leaves_its_descriptors_unwritten(void)
     nd_seg_unmap(s);
 }
 
+/* The page a heap takes first in a segment (heap.c: at or after its page
+   colour, nd_heap_colour) has its descriptor on the header's first OS
+   page, which the segment's fields make resident anyway: a thread that
+   uses a few pages of a segment writes one OS page of its header, not
+   two. The colours still differ from window to window (5 pages apart,
+   among ND_SEG_FIRST_DESCS). On main 4b802c7 the colour was any of the 64
+   pages, (window x 5) mod 64: about half of the segments (35 of 64
+   colours) wrote a second OS page of header for their first pages'
+   descriptors; with its formula here, 16 fresh segments fail this test
+   unless every one of them drew a colour below 29. */
+static void a_segments_first_pages_have_their_descriptors_on_its_first_header_page(void)
+{
+    if (sysconf(_SC_PAGESIZE) != 4096)
+        SKIP("OS pages of %ld bytes", sysconf(_SC_PAGESIZE));
+    enum { SEGS = 16 };
+    nd_segment *seg[SEGS];
+    uint64_t seen = 0;
+    for (int i = 0; i < SEGS; i++) {
+        seg[i] = nd_seg_map(0, false, ND_SEG_SIZE);
+        EXPECT(seg[i] != NULL, "a fresh segment to map (errno %d)", errno);
+        nd_seg_format(seg[i], ND_SEG_SMALL);
+        unsigned c = nd_heap_colour(seg[i]);
+        uintptr_t end = (uintptr_t)&seg[i]->pages[c + 1] - (uintptr_t)seg[i];
+        EXPECT(c < seg[i]->page_count && end <= 4096, "the page colour of the segment at %p (%u) to name a page whose "
+               "descriptor ends within the header's first 4 KiB, it ends at byte %zu", (void *)seg[i], c, (size_t)end);
+        seen |= (uint64_t)1 << c;
+    }
+    EXPECT(__builtin_popcountll(seen) >= 8, "16 segments' colours to take 8 values or more, they took %d",
+           __builtin_popcountll(seen));
+    for (int i = 0; i < SEGS; i++)
+        nd_seg_unmap(seg[i]);
+}
+
 /* The free fast path finds a block's page descriptor from the block's
    nd_segcache word (segment.h): per 64 KiB chunk, or per 512 KiB page when
    the word carries ND_SEGCACHE_MEDIUM; it never reads the segment
@@ -3753,6 +3786,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_new_leaf_is_published_once_by_racing_threads),
     ND_CASE(segments_without_a_slot_free_through_the_segment_map),
     ND_CASE(a_fresh_segments_format_leaves_its_descriptors_unwritten),
+    ND_CASE(a_segments_first_pages_have_their_descriptors_on_its_first_header_page),
     ND_CASE(the_free_fast_path_finds_a_page_without_the_segment_header),
     ND_CASE(fork_cutting_off_a_remote_free_leaves_a_working_child),
     ND_CASE(random_operations_keep_the_heap_valid),
