@@ -930,22 +930,6 @@ static nd_hot size_t nd_os_trim_range(uintptr_t a, uintptr_t b, int fd)
     return nd_os_drop_file_pages(a, b, fd);
 }
 
-/* Makes each page of [a, b) (whole pages of a private file mapping, the
-   mapping before a of other permissions, the one from b on given
-   MADV_RANDOM) a mapping of its own: every other page, from b's down,
-   gets MADV_RANDOM, so no page has its neighbours' flags (the kernel
-   merges neighbours only when they match). Then a fault there maps that
-   page alone, not the 64 KiB around it (fault-around); readahead is not
-   lost, the file is cached. Unmaps the pages in it that are the file's
-   (nd_os_drop_file_pages); the number of pages unmapped. */
-static nd_hot size_t nd_os_trim_by_page(uintptr_t a, uintptr_t b, int fd)
-{
-    uintptr_t ps = nd_os_pagesize;
-    for (uintptr_t p = b; p >= a + 2 * ps; p -= 2 * ps)
-        (void)madvise((void *)(p - 2 * ps), ps, MADV_RANDOM);
-    return nd_os_drop_file_pages(a, b, fd);
-}
-
 nd_hot size_t nd_os_code_trim(void)
 {
     struct nd_code_query q = { .a = (uintptr_t)nd_os_cold_text };
@@ -1004,16 +988,21 @@ nd_hot size_t nd_os_code_trim(void)
        exception from operator new, the heap profile). */
     uintptr_t b, e;
     if (eh != 0 && nd_trim_load(&q, eh, PF_R, &b, &e)) {
-        uintptr_t eh_page = (eh + ps - 1) & ~(ps - 1);
-        dropped += nd_os_trim_range(eh_page, (e + ps - 1) & ~(ps - 1), fd);
-        /* The read-only data before them (.rodata, 28 KiB: the size-class
-           tables the slow paths read, the messages, the option and
-           statistics names start-up and the reports read): a mapping a
-           page, so that a program's reads keep the pages they read (the
+        uintptr_t p = (eh + ps - 1) & ~(ps - 1), ro = (b + ps - 1) & ~(ps - 1);
+        (void)madvise((void *)p, ((e + ps - 1) & ~(ps - 1)) - p, MADV_RANDOM);
+        /* And the read-only data before them (.rodata, 28 KiB: the
+           size-class tables the slow paths read, the messages, the option
+           and statistics names start-up and the reports read): a mapping
+           a page, every other one MADV_RANDOM from the unwind tables' down
+           (no page has its neighbours' flags, which the kernel merges),
+           so that a program's reads keep the pages they read (the
            size-class tables' one or two) and not the whole of it, which
            fault-around mapped at the first read (docs/how-it-works.md,
-           "What every process holds"). */
-        dropped += nd_os_trim_by_page((b + ps - 1) & ~(ps - 1), eh_page, fd);
+           "What every process holds"). Their pages start-up mapped are
+           unmapped with the tables'. */
+        for (; p >= ro + 2 * ps; p -= 2 * ps)
+            (void)madvise((void *)(p - 2 * ps), ps, MADV_RANDOM);
+        dropped += nd_os_drop_file_pages(ro, (e + ps - 1) & ~(ps - 1), fd);
     }
     /* The relocations' whole pages (to the load's last page when they end
        it). */

@@ -924,47 +924,31 @@ static inline void nd_bin_set_low(nd_tcache *tc, unsigned c)
    a page of slots more, for blocks that fit its start room
    (bench/threadcost: a thread's 160-byte bin). need is at most its
    capacity: the room it moves to holds it. */
-/* Does the room where active bin d is now (its slots and sentinel; none
-   in the struct: a first room) share a byte with [a, e)? */
-static bool nd_bin_room_meets(const nd_tcache *tc, unsigned d, uintptr_t a, uintptr_t e)
-{
-    void **empty = tc->bins[d].empty;
-    if (empty == NULL || (nd_bin_lay(tc, d)->has_first && empty == nd_bin_first_sentinel(tc, d)))
-        return false;
-    uintptr_t lo = (uintptr_t)(empty - nd_bin_room_here(tc, d)), hi = (uintptr_t)(empty + 1);
-    return lo < e && a < hi;
-}
-
 /* Bin c left its room [lo, hi) (its slots and its sentinel) in the start
-   or middle area: each OS page of it that no active bin's room (c's new
-   one included) shares gives its memory back (nd_os_purge). A slot is
-   read only in [cur, empty] of the bin whose room holds it, after the bin
-   wrote it, so such a page is written again, zero-filled, only when a
-   bin's room there is used. The busy bins of a long-running thread leave
-   their start and middle rooms one by one (bench/batchq's consumers: the
-   64 B bin's pages in both areas, 12 KiB a thread; rptest -t 2: up to
-   ~100 KiB a busy thread, docs/results.md, h54r), at a system call each
-   time a page empties, at most twice a class in a thread's life. */
-static nd_noinline void nd_bin_room_release(const nd_tcache *tc, void **lo, void **hi)
+   or middle area: each OS page of it that no active bin's [low, empty]
+   shares, c's new one included, gives its memory back (nd_os_purge); in
+   a cache that is a mapping of its own (page-aligned: meta.c; one from
+   the metadata chunk shares its edges with other objects, and keeps its
+   pages). A slot is read only in [cur, empty] of the bin whose room holds
+   it (low <= cur), after the bin wrote it, so a page given back is
+   written again, zero-filled, only when a bin's blocks need it. The busy
+   bins of a long-running thread leave their start and middle rooms one
+   by one (bench/batchq's consumers: the 64 B bin's pages in both areas,
+   12 KiB a thread), at a system call each time a page empties, at most
+   twice a class in a thread's life. */
+static nd_hot nd_noinline void nd_bin_room_release(const nd_tcache *tc, void **lo, void **hi)
 {
     uintptr_t ps = nd_os_page_size();
-    uintptr_t slots = (uintptr_t)nd_tcache_slots(tc), end = slots + tc->slot_bytes;
-    uintptr_t a = (uintptr_t)lo & ~(ps - 1), e = ((uintptr_t)hi + ps - 1) & ~(ps - 1);
-    /* Only whole pages of the slots (a cache from the metadata chunk
-       shares its first and last page with other objects). */
-    a = a < slots ? (slots + ps - 1) & ~(ps - 1) : a;
-    e = e > end ? end & ~(ps - 1) : e;
-    uintptr_t run = 0;   /* start of a run of pages to give back (0: none) */
-    for (uintptr_t p = a; p <= e; p += ps) {
-        bool keep = p == e;   /* (past the last page: the last run ends) */
-        for (unsigned d = 0; d < ND_CLASS_COUNT && !keep; d++)
-            keep = nd_bin_room_meets(tc, d, p, p + ps);
-        if (!keep && run == 0) {
-            run = p;
-        } else if (keep && run != 0) {
-            (void)nd_os_purge((void *)run, p - run);
-            run = 0;
+    if (((uintptr_t)tc & (ps - 1)) != 0)
+        return;
+    for (uintptr_t p = (uintptr_t)lo & ~(ps - 1); p < (uintptr_t)hi; p += ps) {   /* (at most 3 pages: 257 slots) */
+        bool keep = false;
+        for (unsigned d = 0; d < ND_CLASS_COUNT && !keep; d++) {
+            const nd_bin *o = &tc->bins[d];
+            keep = o->empty != NULL && (uintptr_t)o->low < p + ps && p < (uintptr_t)(o->empty + 1);
         }
+        if (!keep)
+            (void)nd_os_purge((void *)p, ps);
     }
 }
 
@@ -975,7 +959,7 @@ static nd_hot nd_noinline void nd_bin_move(nd_tcache *tc, unsigned c, size_t nee
     const nd_bin_layout *lay = nd_bin_lay(tc, c);
     void **slots = nd_tcache_slots(tc), **to = slots + lay->slot_end;
     bool first = lay->has_first && b->empty == nd_bin_first_sentinel(tc, c);
-    void **was = b->empty, **was_lo = first ? NULL : b->empty - nd_bin_room_here(tc, c);
+    void **was = b->empty, **was_low = b->low;   /* (its room's bottom: a bin moves when full where it is) */
     if (first && need <= nd_bin_start_room(c, lay->cap_max))
         to = slots + lay->start_end;
     else if ((first || b->empty == slots + lay->start_end) && lay->mid_end != 0 && bi->cap <= ND_BIN_MID_ROOM)
@@ -988,8 +972,8 @@ static nd_hot nd_noinline void nd_bin_move(nd_tcache *tc, unsigned c, size_t nee
     b->cur = to - n;
     nd_bin_set_low(tc, c);
     nd_assert((size_t)(b->empty - b->low) >= need);
-    if (was_lo != NULL)
-        nd_bin_room_release(tc, was_lo, was + 1);
+    if (!first)
+        nd_bin_room_release(tc, was_low, was + 1);
 }
 
 /* nd_tcache_grow's growth, once allowed: bin c to capacity cap, more
