@@ -91,11 +91,13 @@ static inline uint64_t nd_heap_whole_pages(const nd_segment *s)
    first pages sit at the same offsets, 4 MiB apart, and a thread that
    works in several segments at once (one per node it targets, say) finds
    their pages, and their descriptors, competing for the same sets of the
-   TLB and caches. Pages with holes (nd_heap_release) come last: they
-   are mapped again before use. */
+   TLB and caches. The colours are the pages whose descriptors share the
+   header's first 4 KiB with its fields (nd_heap_colour), so a segment a
+   thread uses a few pages of writes one OS page of header. Pages with
+   holes (nd_heap_release) come last: they are mapped again before use. */
 static unsigned nd_heap_pick_page(const nd_segment *s)
 {
-    unsigned colour = (unsigned)(((uintptr_t)s >> ND_SEG_SHIFT) * 5u) & (s->page_count - 1u);
+    unsigned colour = nd_heap_colour(s);
     uint64_t whole = nd_heap_whole_pages(s), resident = whole & nd_heap_resident_pages(s);
     uint64_t m = resident != 0 ? resident : whole;
     if (m == 0)

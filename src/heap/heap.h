@@ -117,6 +117,22 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_heap {
 _Static_assert(__builtin_offsetof(nd_heap, pages) <= ND_HEAP_HOT_BYTES,
                "a heap's owner, clock and counters' pointer in its first line (tcache.h)");
 
+/* The page colour of segment s: the free page a new page of a class
+   looks for first is the first at or after it (heap.c), a page index that
+   differs from one 4 MiB window to the next (5 apart) among the pages
+   whose descriptors are on the header's first 4 KiB (ND_SEG_FIRST_DESCS,
+   29 of 64): 64 KiB apart over 1.8 MiB, which spreads segments' first
+   pages over the TLB's and caches' sets as the 64 did, and keeps their
+   descriptors on the OS page of header every segment writes (its
+   fields). Until h55m the colour took any of the 64 pages: half of the
+   segments wrote a second OS page of header for their first pages'
+   descriptors (bench/batchq -w 2, larson -t 2: 4-8 KiB a segment). */
+static inline unsigned nd_heap_colour(const nd_segment *s)
+{
+    unsigned n = s->page_count < ND_SEG_FIRST_DESCS ? s->page_count : (unsigned)ND_SEG_FIRST_DESCS;
+    return (unsigned)((((uintptr_t)s >> ND_SEG_SHIFT) * 5u) % n);
+}
+
 /* The counters of class c in heap h. */
 #define nd_heap_cstats(h, c) (&(h)->cstats[(c)])
 

@@ -987,8 +987,23 @@ nd_hot size_t nd_os_code_trim(void)
     /* The unwind tables, which only an unwind through nodal reads (a C++
        exception from operator new, the heap profile). */
     uintptr_t b, e;
-    if (eh != 0 && nd_trim_load(&q, eh, PF_R, &b, &e))
-        dropped += nd_os_trim_range((eh + ps - 1) & ~(ps - 1), (e + ps - 1) & ~(ps - 1), fd);
+    if (eh != 0 && nd_trim_load(&q, eh, PF_R, &b, &e)) {
+        uintptr_t p = (eh + ps - 1) & ~(ps - 1), ro = (b + ps - 1) & ~(ps - 1);
+        (void)madvise((void *)p, ((e + ps - 1) & ~(ps - 1)) - p, MADV_RANDOM);
+        /* And the read-only data before them (.rodata, 28 KiB: the
+           size-class tables the slow paths read, the messages, the option
+           and statistics names start-up and the reports read): a mapping
+           a page, every other one MADV_RANDOM from the unwind tables' down
+           (no page has its neighbours' flags, which the kernel merges),
+           so that a program's reads keep the pages they read (the
+           size-class tables' one or two) and not the whole of it, which
+           fault-around mapped at the first read (docs/how-it-works.md,
+           "What every process holds"). Their pages start-up mapped are
+           unmapped with the tables'. */
+        for (; p >= ro + 2 * ps; p -= 2 * ps)
+            (void)madvise((void *)(p - 2 * ps), ps, MADV_RANDOM);
+        dropped += nd_os_drop_file_pages(ro, (e + ps - 1) & ~(ps - 1), fd);
+    }
     /* The relocations' whole pages (to the load's last page when they end
        it). */
     if (rel_hi != 0 && nd_trim_load(&q, rel_lo, PF_R, &b, &e)) {

@@ -223,7 +223,8 @@ bool        nd_os_symbol(const void *a, const char **file, const void **base,
 bool        nd_os_code_range(const void *a, uintptr_t *lo, uintptr_t *hi, bool *main) nd_hidden;
 /* Start-up, in libnodal.so: the code a plain program does not run (all
    of the text from os.c's own code on, but its last page) and the unwind
-   tables become mappings of their own, so that the kernel's fault-around
+   tables become mappings of their own, and the read-only data before them
+   a mapping a page, so that the kernel's fault-around
    (which maps a file's cached pages in aligned runs of 64 KiB around a
    fault, clipped to the mapping) maps none of them around the code the
    program runs; their pages already mapped are unmapped (they are the

@@ -339,6 +339,12 @@ typedef struct nd_segment {
     uint16_t        tail_from[ND_SEG_CHUNKS];
 } nd_segment;
 
+/* The page descriptors on a segment header's first 4 KiB, with its
+   fields: the pages a heap takes first in a segment are among them
+   (heap.c: its page colour), so a segment a thread uses a few pages of
+   writes one OS page of its header, not two (docs/how-it-works.md). */
+#define ND_SEG_FIRST_DESCS ((4096 - __builtin_offsetof(nd_segment, pages)) / sizeof(nd_page))
+
 /* The position in s of the page (or chunk) whose descriptor is pg. */
 static inline unsigned nd_seg_page_index(const nd_segment *s, const struct nd_page *pg)
 {
@@ -366,6 +372,8 @@ _Static_assert(sizeof(nd_page) == 2 * ND_CACHE_LINE, "a page descriptor is two c
 #define ND_PAGE_DESC_SHIFT 7   /* log2(sizeof(nd_page)) */
 _Static_assert(__builtin_offsetof(nd_page, xfree) == ND_CACHE_LINE, "the owner's fields fit line 0");
 _Static_assert(sizeof(nd_segment) <= ND_SEG_HEADER_SIZE, "the segment header must fit");
+_Static_assert(ND_SEG_FIRST_DESCS >= 16 && ND_SEG_FIRST_DESCS < ND_SEG_MAX_PAGES,
+               "a header's first 4 KiB hold 16 descriptors or more: the page colours (heap.c)");
 _Static_assert(__builtin_offsetof(nd_segment, free_mask) == 48, "seams fill padding: the fields after them stay where they were");
 _Static_assert(__builtin_offsetof(nd_segment, pages) + sizeof(nd_page) <= ND_HUGE_HEADER_SIZE,
                "a huge segment's header holds one page descriptor");

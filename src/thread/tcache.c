@@ -924,6 +924,34 @@ static inline void nd_bin_set_low(nd_tcache *tc, unsigned c)
    a page of slots more, for blocks that fit its start room
    (bench/threadcost: a thread's 160-byte bin). need is at most its
    capacity: the room it moves to holds it. */
+/* Bin c left its room [lo, hi) (its slots and its sentinel) in the start
+   or middle area: each OS page of it that no active bin's [low, empty]
+   shares, c's new one included, gives its memory back (nd_os_purge); in
+   a cache that is a mapping of its own (page-aligned: meta.c; one from
+   the metadata chunk shares its edges with other objects, and keeps its
+   pages). A slot is read only in [cur, empty] of the bin whose room holds
+   it (low <= cur), after the bin wrote it, so a page given back is
+   written again, zero-filled, only when a bin's blocks need it. The busy
+   bins of a long-running thread leave their start and middle rooms one
+   by one (bench/batchq's consumers: the 64 B bin's pages in both areas,
+   12 KiB a thread), at a system call each time a page empties, at most
+   twice a class in a thread's life. */
+static nd_hot nd_noinline void nd_bin_room_release(const nd_tcache *tc, void **lo, void **hi)
+{
+    uintptr_t ps = nd_os_page_size();
+    if (((uintptr_t)tc & (ps - 1)) != 0)
+        return;
+    for (uintptr_t p = (uintptr_t)lo & ~(ps - 1); p < (uintptr_t)hi; p += ps) {   /* (at most 3 pages: 257 slots) */
+        bool keep = false;
+        for (unsigned d = 0; d < ND_CLASS_COUNT && !keep; d++) {
+            const nd_bin *o = &tc->bins[d];
+            keep = o->empty != NULL && (uintptr_t)o->low < p + ps && p < (uintptr_t)(o->empty + 1);
+        }
+        if (!keep)
+            (void)nd_os_purge((void *)p, ps);
+    }
+}
+
 static nd_hot nd_noinline void nd_bin_move(nd_tcache *tc, unsigned c, size_t need)
 {
     nd_bin *b = &tc->bins[c];
@@ -931,6 +959,7 @@ static nd_hot nd_noinline void nd_bin_move(nd_tcache *tc, unsigned c, size_t nee
     const nd_bin_layout *lay = nd_bin_lay(tc, c);
     void **slots = nd_tcache_slots(tc), **to = slots + lay->slot_end;
     bool first = lay->has_first && b->empty == nd_bin_first_sentinel(tc, c);
+    void **was = b->empty, **was_low = b->low;   /* (its room's bottom: a bin moves when full where it is) */
     if (first && need <= nd_bin_start_room(c, lay->cap_max))
         to = slots + lay->start_end;
     else if ((first || b->empty == slots + lay->start_end) && lay->mid_end != 0 && bi->cap <= ND_BIN_MID_ROOM)
@@ -943,6 +972,8 @@ static nd_hot nd_noinline void nd_bin_move(nd_tcache *tc, unsigned c, size_t nee
     b->cur = to - n;
     nd_bin_set_low(tc, c);
     nd_assert((size_t)(b->empty - b->low) >= need);
+    if (!first)
+        nd_bin_room_release(tc, was_low, was + 1);
 }
 
 /* nd_tcache_grow's growth, once allowed: bin c to capacity cap, more

@@ -39,7 +39,10 @@
  *   when its blocks need more slots than its room in the one it is in (a
  *   fill larger than the room, a free into a bin holding all the room
  *   holds, its capacity being larger: nd_bin_move), not when its capacity
- *   grows past the room. A thread that makes a few requests of a few
+ *   grows past the room; the OS pages of the room it left that no other
+ *   bin's room shares are given back then (tcache.c: nd_bin_room_release),
+ *   so a busy bin keeps the pages of the room it is in, not of every room
+ *   it passed through. A thread that makes a few requests of a few
  *   classes (its bins hold at most 8 blocks: their first fills take 1, 2,
  *   3, 4, 6, 8, 12 and 16, tcache.c) touches no slot past the struct's
  *   first OS page, not a page of slots per class (16 KiB of them

@@ -474,6 +474,65 @@ static void a_bin_stays_in_its_start_room_while_its_blocks_fit(void)
     run_in_a_thread(grow_a_bin_past_its_start_room);
 }
 
+/* Is the OS page that holds p resident (mincore)? */
+static bool page_is_resident(const void *p)
+{
+    uintptr_t ps = (uintptr_t)sysconf(_SC_PAGESIZE);
+    unsigned char v = 0;
+    EXPECT(mincore((void *)((uintptr_t)p & ~(ps - 1)), ps, &v) == 0, "mincore to work");
+    return (v & 1) != 0;
+}
+
+/* A bin that moves on (nd_bin_move: its start room, then its middle room,
+   then its large room) gives back the OS pages of the room it left that
+   no other bin's room shares (tcache.c, nd_bin_room_release): a thread
+   whose one class (64 B) grows to hundreds of blocks keeps the pages of
+   its large room only, not its start room's page and its middle room's
+   two as well. On main 4b802c7 all three stayed resident (bench/batchq's
+   consumers: 12 KiB a thread, docs/results.md, h55m). */
+static void *move_one_bin_through_its_rooms(void *arg)
+{
+    (void)arg;
+    nd_tcache *tc = nd_thread_start();
+    EXPECT(tc != NULL, "the thread to start");
+    unsigned c = nd_class_of(64);
+    static void *p[1024];
+    for (int round = 0; round < 8; round++) {   /* the bin grows to about 1,000 blocks */
+        for (int i = 0; i < 1024; i++)
+            EXPECT((p[i] = nodal_malloc(64)) != NULL, "malloc(64) to succeed");
+        for (int i = 0; i < 1024; i++)
+            nodal_free(p[i]);
+    }
+    const nd_bin *b = &tc->bins[c];
+    const nd_bin_layout *lay = nd_bin_lay(tc, c);
+    void **slots = nd_tcache_slots(tc);
+    EXPECT(lay->mid_end != 0 && b->empty == slots + lay->slot_end,
+           "the bin of 64 B to have moved to its large room (it holds %td blocks)", b->empty - b->cur);
+    for (unsigned d = 0; d < ND_CLASS_COUNT; d++) {
+        const void *e = tc->bins[d].empty;
+        EXPECT(d == c || e == NULL || ((const char *)e >= (const char *)tc && (const char *)e < (const char *)slots),
+               "no other bin of the thread to have slots past the struct (class %u)", d);
+    }
+    uintptr_t ps = (uintptr_t)sysconf(_SC_PAGESIZE);
+    uintptr_t used_lo = (uintptr_t)b->cur & ~(ps - 1), used_hi = (uintptr_t)b->empty | (ps - 1);
+    const void *left[] = { slots + lay->start_end, slots + lay->mid_end - 256, slots + lay->mid_end };
+    for (unsigned i = 0; i < 3; i++) {
+        uintptr_t q = (uintptr_t)left[i];
+        if (q >= used_lo && q <= used_hi)
+            continue;   /* (a page its large room's blocks use too) */
+        EXPECT(!page_is_resident(left[i]), "the page of slot %td of the cache (%s) to hold no memory once the bin "
+               "moved on", (void *const *)left[i] - slots, i == 0 ? "its start room's sentinel" : i == 1 ?
+               "its middle room's bottom" : "its middle room's sentinel");
+    }
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    return NULL;
+}
+
+static void a_bin_that_moved_on_gives_back_the_pages_of_its_old_rooms(void)
+{
+    run_in_a_thread(move_one_bin_through_its_rooms);
+}
+
 /* A bin's first fill takes ND_FIRST_FILL (4) blocks, or 1 KiB worth of
    them when that is fewer (tcache.c: ND_FIRST_FILL_BYTES): the process's
    first thread's (its own pages; the others' fills start at one block,
@@ -3120,6 +3179,39 @@ static void a_fresh_segments_format_leaves_its_descriptors_unwritten(void)
     nd_seg_unmap(s);
 }
 
+/* The page a heap takes first in a segment (heap.c: at or after its page
+   colour, nd_heap_colour) has its descriptor on the header's first OS
+   page, which the segment's fields make resident anyway: a thread that
+   uses a few pages of a segment writes one OS page of its header, not
+   two. The colours still differ from window to window (5 pages apart,
+   among ND_SEG_FIRST_DESCS). On main 4b802c7 the colour was any of the 64
+   pages, (window x 5) mod 64: about half of the segments (35 of 64
+   colours) wrote a second OS page of header for their first pages'
+   descriptors; with its formula here, 16 fresh segments fail this test
+   unless every one of them drew a colour below 29. */
+static void a_segments_first_pages_have_their_descriptors_on_its_first_header_page(void)
+{
+    if (sysconf(_SC_PAGESIZE) != 4096)
+        SKIP("OS pages of %ld bytes", sysconf(_SC_PAGESIZE));
+    enum { SEGS = 16 };
+    nd_segment *seg[SEGS];
+    uint64_t seen = 0;
+    for (int i = 0; i < SEGS; i++) {
+        seg[i] = nd_seg_map(0, false, ND_SEG_SIZE);
+        EXPECT(seg[i] != NULL, "a fresh segment to map (errno %d)", errno);
+        nd_seg_format(seg[i], ND_SEG_SMALL);
+        unsigned c = nd_heap_colour(seg[i]);
+        uintptr_t end = (uintptr_t)&seg[i]->pages[c + 1] - (uintptr_t)seg[i];
+        EXPECT(c < seg[i]->page_count && end <= 4096, "the page colour of the segment at %p (%u) to name a page whose "
+               "descriptor ends within the header's first 4 KiB, it ends at byte %zu", (void *)seg[i], c, (size_t)end);
+        seen |= (uint64_t)1 << c;
+    }
+    EXPECT(__builtin_popcountll(seen) >= 8, "16 segments' colours to take 8 values or more, they took %d",
+           __builtin_popcountll(seen));
+    for (int i = 0; i < SEGS; i++)
+        nd_seg_unmap(seg[i]);
+}
+
 /* The free fast path finds a block's page descriptor from the block's
    nd_segcache word (segment.h): per 64 KiB chunk, or per 512 KiB page when
    the word carries ND_SEGCACHE_MEDIUM; it never reads the segment
@@ -3694,6 +3786,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_new_leaf_is_published_once_by_racing_threads),
     ND_CASE(segments_without_a_slot_free_through_the_segment_map),
     ND_CASE(a_fresh_segments_format_leaves_its_descriptors_unwritten),
+    ND_CASE(a_segments_first_pages_have_their_descriptors_on_its_first_header_page),
     ND_CASE(the_free_fast_path_finds_a_page_without_the_segment_header),
     ND_CASE(fork_cutting_off_a_remote_free_leaves_a_working_child),
     ND_CASE(random_operations_keep_the_heap_valid),
@@ -3703,6 +3796,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_classes_cold_part_is_set_up_at_its_first_use_and_counts_exactly),
     ND_CASE(a_bins_rooms_keep_their_top_slots_on_one_page),
     ND_CASE(a_bin_stays_in_its_start_room_while_its_blocks_fit),
+    ND_CASE(a_bin_that_moved_on_gives_back_the_pages_of_its_old_rooms),
     ND_CASE(a_bins_first_fill_takes_at_most_a_kib_of_blocks_past_256_bytes),
     ND_CASE(a_threads_first_fill_takes_one_block),
     ND_CASE(a_threads_first_requests_of_a_class_take_at_most_half_as_many_blocks_again),
