@@ -74,7 +74,17 @@
 #define ND_SMALL_MAX        (16 * ND_KiB)    /* classes <= this live on small pages */
 #define ND_MEDIUM_MAX       (128 * ND_KiB)   /* largest size class */
 #define ND_LOOKUP_MAX       1024             /* sizes <= this use a table */
-#define ND_LARGE_MAX        (ND_MiB - 4 * ND_KiB)   /* large blocks share segments; from 1 MiB on, huge */
+/* Large blocks (runs of 64 KiB chunks in shared segments: large.h) up to
+   and with 1 MiB, 16 chunks; past it, huge (a mapping each). It was 1 MiB
+   - 4 KiB, so that a block of 1 MiB - 4 KiB and its 4 KiB header made an
+   exact 1 MiB mapping; but a block of exactly 1 MiB, a common buffer size,
+   then took a mapping of its own, which freed waits in the huge cache for
+   a block of about 1 MiB and serves no other size: bench/shortlived -t 2
+   held 2-4 MiB there at its peak beside its large pool's holes (branch
+   h55g). In the pool its chunks serve every large size once freed; three
+   fit a segment, and under an address-space limit the free chunks beside
+   them are unmapped (nd_large_release). */
+#define ND_LARGE_MAX        ND_MiB
 #define ND_ALIGN_NATURAL    ND_SEG_HEADER_SIZE /* every page start is aligned to this */
 
 /* ---- nodes and the segment map ----------------------------------------- */

@@ -1,6 +1,9 @@
 /*
- * large.h - large blocks: above the largest size class (128 KiB) and below
- * ND_LARGE_MAX (1 MiB), many to a segment. A LARGE segment is cut into 64
+ * large.h - large blocks: above the largest size class (128 KiB) and up to
+ * ND_LARGE_MAX (1 MiB, 16 chunks: so a block of exactly 1 MiB, a common
+ * buffer size, takes the pool's chunks, which any large block takes again
+ * once it is freed, not a mapping of its own that only a block of about
+ * 1 MiB reuses: config.h), many to a segment. A LARGE segment is cut into 64
  * chunks of 64 KiB; chunk 0 holds the header, and a large block takes a run
  * of whole chunks (it touches only the OS pages of its size). The
  * segments of each kind of memory (plain memory of a node, memory bound to

@@ -290,6 +290,45 @@ static void a_freed_large_block_waits_in_its_cpus_cache_for_the_next_one(void)
     sched_setaffinity(0, sizeof was, &was);
 }
 
+/* A block of 1 MiB is a large block: a run of 16 chunks of the pool, whose
+   memory, freed, serves the next large blocks of any size. (It was a
+   mapping of its own, 1 MiB + 4 KiB, which a freed one kept in the huge
+   cache for the next block of about 1 MiB only: bench/shortlived -t 2,
+   whose blocks reach 1 MiB, held 2-4 MiB there at its peak.) secure=0: a
+   block of 512 KiB takes a resident run first, and after nodal_collect(1)
+   the freed block's chunks are the only resident free ones (a CPU's cache
+   gives it back first; secure=1 picks a run by its guard pages). */
+static void a_freed_1_mib_block_serves_the_next_smaller_large_blocks(void)
+{
+    cpu_set_t was;
+    pin_to_one_cpu(&was);
+    nodal_collect(1);
+    double huge0 = total("huge_count"), large0 = total("large_allocs");
+    char *p = nodal_malloc(MiB);
+    EXPECT(p != NULL, "nodal_malloc(1 MiB) to succeed");
+    EXPECT(total("large_allocs") == large0 + 1 && total("huge_count") == huge0,
+           "a 1 MiB block to be a large block (large_allocs %.0f -> %.0f, huge blocks live %.0f -> %.0f)", large0,
+           total("large_allocs"), huge0, total("huge_count"));
+    memset(p, 1, MiB);
+    double cached0 = total("huge_cached_bytes");
+    nodal_free(p);
+    EXPECT(total("huge_cached_bytes") == cached0, "the freed 1 MiB block not to wait in the huge cache (%.0f -> %.0f B)",
+           cached0, total("huge_cached_bytes"));
+    char *a = nodal_malloc(512 * KiB), *b = nodal_malloc(512 * KiB);
+    EXPECT(a != NULL && b != NULL, "two nodal_malloc(512 KiB) to succeed");
+    if (nodal_option_get("secure") == 0) {
+        EXPECT((a == p && b == p + 512 * KiB) || (b == p && a == p + 512 * KiB),
+               "the two 512 KiB blocks to take the freed 1 MiB block's chunks (%p), got %p and %p", (void *)p,
+               (void *)a, (void *)b);
+    }
+    memset(a, 2, 512 * KiB);
+    memset(b, 3, 512 * KiB);
+    nodal_free(a);
+    nodal_free(b);
+    nodal_collect(1);
+    sched_setaffinity(0, sizeof was, &was);
+}
+
 /* A CPU's cache that no block was taken from during a purge delay gives
    its blocks back (nodal_collect(0) runs the check: the first finds the
    cache used since the last, the next one, a delay later, unused). */
@@ -1561,6 +1600,7 @@ static const struct nd_case cases[] = {
     ND_CASE(large_blocks_share_segments),
     ND_CASE(a_freed_one_page_block_is_kept_for_the_next_one),
     ND_CASE(a_freed_large_block_waits_in_its_cpus_cache_for_the_next_one),
+    ND_CASE(a_freed_1_mib_block_serves_the_next_smaller_large_blocks),
     ND_CASE(a_cpus_cache_of_large_blocks_is_given_back_after_a_purge_delay_unused),
     ND_CASE(no_large_block_is_cached_when_purge_delay_is_0),
     ND_CASE(emit_large_cached_after_free_with_no_delay),
