@@ -163,9 +163,8 @@ static inline __attribute__((always_inline)) void *nd_malloc_aligned_big(size_t 
 {
     if (nd_unlikely(nd_secure_on()))
         return nd_malloc_aligned_big_secure(alignment, size);
-    if (nd_likely(size <= ND_MEDIUM_MAX)) {   /* nd_class_aligned's class, one load; always one (class.h) */
-        size_t c = (&nd_class_aligned_bin[0][0] - ND_ALIGN_ROW0 * ND_ALIGN_BIN_ROW)
-                   [(size_t)(unsigned)__builtin_ctzl(alignment) * ND_ALIGN_BIN_ROW + nd_class_of(size)];
+    if (nd_likely(size <= ND_MEDIUM_MAX)) {   /* nd_class_aligned's class: the size rounded up, one load (class.h) */
+        size_t c = nd_class_aligned_past_lookup(size, alignment);
         nd_tcache *tc = nd_tls_tc;
         ND_BIN_POP_OR(tc, c * ND_BIN_BYTES, nd_malloc_aligned_slow(alignment, size));
     }

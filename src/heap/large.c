@@ -951,8 +951,10 @@ nd_large_path static void nd_large_block_gone(nd_large_pool *pool, nd_segment *s
 }
 
 /* Gives block p back to its segment (nd_large_free without the kept
-   blocks). */
-static size_t nd_large_give_back(nd_segment *s, nd_page *pg, void *p)
+   blocks). With the sample's code (nd_large_path): a heap profile's cell
+   slab is a large block, and this was the one page of large.c's own place
+   its samples ran. */
+nd_large_path static size_t nd_large_give_back(nd_segment *s, nd_page *pg, void *p)
 {
     nd_large_pool *pool = &nd_large_pools[s->node][s->bound ? 1 : 0];
     nd_lock(nd_pool_lock(pool));

@@ -57,8 +57,8 @@ static size_t nd_os_pagesize = 4096;   /* the OS page size (a nodal page is ND_S
 static int nd_have_populate = 1;   /* cleared when the kernel lacks MADV_POPULATE_WRITE */
 
 intptr_t nd_os_rseq_cpu_off;
-/* Set once a limit was seen (relaxed): nd_os_space_limit_seen. */
-static bool nd_os_limit_seen;
+/* Set once a limit was seen (relaxed): nd_os_space_limit_seen (os.h). */
+bool nd_os_limit_seen;
 
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 35)) && \
     (defined(__x86_64__) || defined(__aarch64__))
@@ -100,8 +100,6 @@ nd_hot bool nd_os_space_limited(void)
         nd_store_relaxed(&nd_os_limit_seen, true);
     return limited;
 }
-
-bool nd_os_space_limit_seen(void) { return nd_load_relaxed(&nd_os_limit_seen); }
 
 /* The address space in use against the limit (nd_os_space_tight), all
    relaxed atomics: a stale value makes the switch a little early or late,

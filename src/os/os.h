@@ -51,8 +51,11 @@ uint64_t nd_os_map_refusals(void) nd_hidden;
 bool  nd_os_space_limited(void) nd_hidden;
 /* Whether nd_os_space_limited ever said so (it is asked once at start,
    nd_os_init), or the kernel refused a mapping for lack of room (one
-   load, no system call). */
-bool  nd_os_space_limit_seen(void) nd_hidden;
+   load, no system call). Inline: as a function it was the only code in
+   os.c's cold part that a program's large blocks (a heap profile's cell
+   slabs among them) ran after start-up, one more resident page of code. */
+extern bool nd_os_limit_seen nd_hidden;   /* set once (relaxed), by os.c only */
+static inline bool nd_os_space_limit_seen(void) { return __atomic_load_n(&nd_os_limit_seen, __ATOMIC_RELAXED); }
 /* Whether the process's address space has reached ND_OS_TIGHT_SIXTEENTHS
    sixteenths of its limit (RLIMIT_AS), false again below half that: a
    mark past which requests take the blocks that waste the least of it

@@ -31,7 +31,26 @@ const uint8_t nd_class_lookup[ND_LOOKUP_MAX / ND_QUANTUM + 1] = { ND_LOOKUP(ND_A
 /* Not const: secure=1 pads it once at process start (nd_class_pad_requests). */
 uint16_t nd_class_bin_offset[ND_LOOKUP_MAX / ND_BIN_STEP + 1] = { 0, ND_LOOKUP_TAIL(ND_AS_OFFSET2) };
 
+/* Past ND_LOOKUP_MAX: the class of sizes (i-1)*256+1 .. i*256, from the
+   bit length of i*256 - 1 as nd_class_of computed it before (folded by the
+   compiler: a constant). Entries 0-4 only complete the table (entry 0
+   would be the class of 0 - 1). */
+#define ND_BIG_CLASS_OF(x) (4u * (63u - (unsigned)__builtin_clzll(x)) - 20u + \
+                            (unsigned)(((x) >> (61u - (unsigned)__builtin_clzll(x))) & 3u))
+#define ND_BIG1(i) (uint8_t)((i) == 0 ? 0 : ND_BIG_CLASS_OF((unsigned long long)(i) * ND_BIG_STEP - 1)),
+#define ND_BIG2(i) ND_BIG1(i) ND_BIG1((i) + 1)
+#define ND_BIG4(i) ND_BIG2(i) ND_BIG2((i) + 2)
+#define ND_BIG8(i) ND_BIG4(i) ND_BIG4((i) + 4)
+#define ND_BIG16(i) ND_BIG8(i) ND_BIG8((i) + 8)
+#define ND_BIG32(i) ND_BIG16(i) ND_BIG16((i) + 16)
+#define ND_BIG64(i) ND_BIG32(i) ND_BIG32((i) + 32)
+#define ND_BIG128(i) ND_BIG64(i) ND_BIG64((i) + 64)
+#define ND_BIG256(i) ND_BIG128(i) ND_BIG128((i) + 128)
+#define ND_BIG512(i) ND_BIG256(i) ND_BIG256((i) + 256)
+const uint8_t nd_class_big[ND_MEDIUM_MAX / ND_BIG_STEP + 1] = { ND_BIG512(0) ND_BIG1(512) };
+
 _Static_assert(sizeof nd_class_lookup == 65, "one entry per 16 bytes up to 1 KiB");
+_Static_assert(sizeof nd_class_big == 513, "one entry per 256 bytes up to 128 KiB");
 _Static_assert(sizeof nd_class_bin_offset == 2 * 129, "one bin offset per 8 bytes up to 1 KiB");
 _Static_assert(ND_MEDIUM_MAX == 131072, "the last class is ND_MEDIUM_MAX");
 
@@ -93,8 +112,7 @@ void nd_class_pad_requests(size_t pad)
 
 void nd_class_aligned_init(size_t pad)
 {
-    if (pad == 0)
-        nd_class_aligned_bins_fill();   /* (secure=1: nd_class_pad_requests filled them) */
+    /* (nd_class_aligned_bin: secure=1's alone, nd_class_pad_requests filled it) */
     for (unsigned k = 0; k < ND_ALIGN_ROWS; k++) {
         size_t a = (size_t)1 << (k + ND_ALIGN_ROW0);
         for (size_t i = 0; i < ND_ALIGN_ROW_LEN; i++) {

@@ -43,16 +43,15 @@ extern uint8_t nd_class_bin[ND_CLASS_COUNT] nd_hidden;
    gives the bin of a request of `pad` bytes more, and the bins past
    ND_LOOKUP_MAX hold the next class. */
 void nd_class_pad_requests(size_t pad) nd_hidden;
-/* Filled by nd_class_pad_requests under secure=1, else by
-   nd_class_aligned_init (the identities' bins): the bin that serves an
-   aligned request of alignment 2^(k + ND_ALIGN_ROW0) (32 bytes to
-   ND_ALIGN_NATURAL) whose padded size is of class c, in row k, column c:
-   the first class from c on whose size is a multiple of the alignment,
+/* secure=1's aligned requests past ND_ALIGN_FAST_MAX, filled by
+   nd_class_pad_requests (zeros otherwise: the default path rounds the
+   size up instead, nd_class_aligned_past_lookup below): the bin that
+   serves an aligned request of alignment 2^(k + ND_ALIGN_ROW0) (32 bytes
+   to ND_ALIGN_NATURAL) whose padded size is of class c, in row k, column
+   c: the first class from c on whose size is a multiple of the alignment,
    the one after it if that has no bin (class.h above), then its bin;
-   ND_CLASS_COUNT if none (by default: the class nd_class_aligned gives
-   for c's size, never none: the last class, 128 KiB, is a multiple of
-   every alignment of a row, and the default aligned path relies on it). One load where nd_class_aligned walks the classes (4 KiB
-   aligned to 4 KiB, padded: 5, 6, 7 then 8 KiB). */
+   ND_CLASS_COUNT if none. One load where nd_class_aligned walks the
+   classes (4 KiB aligned to 4 KiB, padded: 5, 6, 7 then 8 KiB). */
 #define ND_ALIGN_ROW0 5
 #define ND_ALIGN_ROWS 10
 _Static_assert(ND_ALIGN_NATURAL == (size_t)1 << (ND_ALIGN_ROW0 + ND_ALIGN_ROWS - 1),
@@ -83,14 +82,22 @@ extern uint8_t nd_class_aligned_off[ND_ALIGN_ROWS][ND_ALIGN_ROW_LEN] nd_hidden;
 void nd_class_aligned_init(size_t pad) nd_hidden;
 extern const uint32_t nd_class_size[ND_CLASS_COUNT] nd_hidden;
 
+/* The class of a request past ND_LOOKUP_MAX (to ND_MEDIUM_MAX), per
+   ND_BIG_STEP bytes: every class from 1 KiB on is a multiple of 256, so
+   the sizes of one entry past 1 KiB, (i-1)*256+1 .. i*256, share a class
+   (entry 4, 1 KiB, is right for 897-1,024 B, not for 769-896). One load where
+   the class's bit length took ten instructions (a 4 KiB malloc, an
+   aligned request past 1 KiB); tcmalloc's class index also steps by 128
+   bytes past 1 KiB. */
+#define ND_BIG_STEP 256
+extern const uint8_t nd_class_big[ND_MEDIUM_MAX / ND_BIG_STEP + 1] nd_hidden;
+
 /* The class of a request of `size` bytes (size <= ND_MEDIUM_MAX). */
 static inline unsigned nd_class_of(size_t size)
 {
     if (size <= ND_LOOKUP_MAX)
         return nd_class_lookup[(size + ND_QUANTUM - 1) / ND_QUANTUM];
-    size_t x = size - 1;
-    unsigned b = 63u - (unsigned)__builtin_clzll(x);
-    return 4u * b - 20u + (unsigned)((x >> (b - 2)) & 3u);
+    return nd_class_big[(size + ND_BIG_STEP - 1) / ND_BIG_STEP];
 }
 
 /* The byte offset of the bin a thread cache serves `size` from (class *
@@ -119,6 +126,21 @@ static inline unsigned nd_class_aligned(size_t size, size_t alignment)
     while (c < ND_CLASS_COUNT && (nd_class_size[c] & (alignment - 1)) != 0)
         c++;
     return c;
+}
+
+/* nd_class_aligned(size, alignment) for a size past ND_ALIGN_FAST_MAX (to
+   ND_MEDIUM_MAX) at an alignment from 32 bytes to ND_ALIGN_NATURAL: the
+   class of the size rounded up to the alignment. That class's size is a
+   multiple of the alignment (a multiple of it up to 4 x the alignment is
+   a class; past that, classes step by a quarter of a power of two, itself
+   a multiple), and no smaller class of that kind holds the size; the
+   rounded size is at least 1 KiB (nd_class_big's range: 1,017 B at 32 is
+   1,024) and at most ND_MEDIUM_MAX (a multiple of every such alignment).
+   Checked against nd_class_aligned for every size and alignment
+   (tests/unit/size_classes.c). */
+static inline __attribute__((always_inline)) unsigned nd_class_aligned_past_lookup(size_t size, size_t alignment)
+{
+    return nd_class_big[(((size + alignment - 1) & (0 - alignment)) + ND_BIG_STEP - 1) / ND_BIG_STEP];
 }
 
 /* The smallest request that nd_class_aligned maps to class c, less `pad`

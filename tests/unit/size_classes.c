@@ -99,16 +99,17 @@ static void check_aligned_offsets(size_t pad)
     }
 }
 
-/* By default (no padding) the same holds for nd_class_aligned_bin, which
-   serves the larger aligned requests, up to the last class; every entry
-   names a bin (the fast path does not check). */
+/* By default (no padding) the same holds for the larger aligned requests,
+   up to the last class, whose class is that of their size rounded up to
+   the alignment (nd_class_aligned_past_lookup: a class past 1 KiB from
+   nd_class_big); every request has one (the fast path does not check). */
 static void aligned_offsets_take_the_smallest_aligned_class(void)
 {
     check_aligned_offsets(0);
     for (unsigned k = 0; k < ND_ALIGN_ROWS; k++) {
         size_t a = (size_t)1 << (k + ND_ALIGN_ROW0);
-        for (size_t n = 1; n <= ND_MEDIUM_MAX; n++) {
-            unsigned want = smallest_aligned_bin(n, 0, a), got = nd_class_aligned_bin[k][nd_class_of(n)];
+        for (size_t n = ND_ALIGN_FAST_MAX + 1; n <= ND_MEDIUM_MAX; n++) {
+            unsigned want = smallest_aligned_bin(n, 0, a), got = nd_class_aligned_past_lookup(n, a);
             EXPECT(want < ND_CLASS_COUNT && got == want, "a request of %zu B aligned to %zu to take bin %u, got %u",
                    n, a, want, got);
         }
