@@ -10,7 +10,7 @@
  *   | header    | page 0 (rest of    | page 1             | ... |   small: 64 pages of 64 KiB
  *   | 16 KiB    |  the first page)   |                    |     |   medium: 8 pages of 512 KiB
  *   +-----------+--------------------+--------------------+-----+   large: runs of 64 KiB chunks
- *   huge blocks (1 MiB and up) get a mapping of their own, sized to fit and
+ *   huge blocks (past 1 MiB) get a mapping of their own, sized to fit and
  *   4 MiB-aligned; a freed one is kept a while for the next (huge.h).
  */
 #ifndef ND_CONFIG_H
