@@ -137,18 +137,24 @@ done
 run_ctest "host/unlabeled" "$build" -LE '^(lint|unit|api|stress|preload|placement|cpp|install|cross|fuzz)$'
 
 # ---- 2, 3. sanitizer builds ----------------------------------------------
-san_tier() {
-    local name=$1 kind=$2 dir=$3 t0=$(date +%s)
-    local log=$logs/$name-build.log
+# build_tier NAME DIR TARGET T0 [CMAKE ARGS...] : configures DIR (no
+# benchmarks) and builds TARGET, its log in $logs/NAME-build.log; on a
+# failure the row says so and it returns 1.
+build_tier() {
+    local name=$1 dir=$2 target=$3 t0=$4 log=$logs/$1-build.log
+    shift 4
     echo "== $name: configure and build $dir (log: $log)"
-    if ! { cmake -S "$src" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNODAL_SANITIZE="$kind" \
-                 -DNODAL_BENCH=OFF \
-           && cmake --build "$dir" -j "$jobs" --target nd_san_tests; } >"$log" 2>&1; then
+    if ! { cmake -S "$src" -B "$dir" -DNODAL_BENCH=OFF "$@" \
+           && cmake --build "$dir" -j "$jobs" --target "$target"; } >"$log" 2>&1; then
         tail -20 "$log" | sed 's/^/   /'
         summary+=("$name|0|1|0|$(($(date +%s) - t0))|configure or build failed, see $log")
         any_failed=1
-        return
+        return 1
     fi
+}
+san_tier() {
+    local name=$1 kind=$2 dir=$3 t0=$(date +%s)
+    build_tier "$name" "$dir" nd_san_tests "$t0" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNODAL_SANITIZE="$kind" || return
     tier_t0=$t0 run_ctest "$name" "$dir" -L '^(api|stress|cpp)$'
 }
 if [ "${ND_SKIP_SAN:-0}" = 1 ]; then
@@ -164,16 +170,8 @@ fi
 # The library with ND_DEBUG=2 (-DNODAL_DEBUG=ON): a broken invariant aborts
 # where it breaks. Only the programs these labels run are built.
 debug_tier() {
-    local t0=$(date +%s) log=$logs/debug-build.log
-    echo "== debug: configure and build $debug_dir (log: $log)"
-    if ! { cmake -S "$src" -B "$debug_dir" -DCMAKE_BUILD_TYPE=Release -DNODAL_DEBUG=ON \
-                 -DNODAL_BENCH=OFF \
-           && cmake --build "$debug_dir" -j "$jobs" --target nd_debug_tests; } >"$log" 2>&1; then
-        tail -20 "$log" | sed 's/^/   /'
-        summary+=("debug|0|1|0|$(($(date +%s) - t0))|configure or build failed, see $log")
-        any_failed=1
-        return
-    fi
+    local t0=$(date +%s)
+    build_tier debug "$debug_dir" nd_debug_tests "$t0" -DCMAKE_BUILD_TYPE=Release -DNODAL_DEBUG=ON || return
     # Not rss_peak.c's cases: a 512 MiB peak under every invariant check
     # takes minutes (more than their 900 s on a loaded machine), and
     # resident memory is not what the checks add.
@@ -188,7 +186,7 @@ fi
 
 # ---- 5. the fuzz build: libFuzzer runs ---------------------------------------
 fuzz_tier() {
-    local t0=$(date +%s) log=$logs/fuzz-build.log cc=${ND_FUZZ_CC:-}
+    local t0=$(date +%s) cc=${ND_FUZZ_CC:-}
     if [ -z "$cc" ]; then
         cc=$(command -v clang-14 || command -v clang || true)
     fi
@@ -200,16 +198,10 @@ fuzz_tier() {
     fi
     rm -f "$probe"
     local cxx=${cc/clang/clang++}
-    echo "== fuzz: configure and build $fuzz_dir with $cc (log: $log)"
-    if ! { cmake -S "$src" -B "$fuzz_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DNODAL_FUZZ=ON \
-                 -DNODAL_BENCH=OFF -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
-                 -DND_FUZZ_SECONDS="${ND_FUZZ_SECONDS:-30}" \
-           && cmake --build "$fuzz_dir" -j "$jobs" --target nd_fuzz_tests; } >"$log" 2>&1; then
-        tail -20 "$log" | sed 's/^/   /'
-        summary+=("fuzz|0|1|0|$(($(date +%s) - t0))|configure or build failed, see $log")
-        any_failed=1
-        return
-    fi
+    echo "== fuzz: compilers $cc, $cxx"
+    build_tier fuzz "$fuzz_dir" nd_fuzz_tests "$t0" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+        -DNODAL_FUZZ=ON -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
+        -DND_FUZZ_SECONDS="${ND_FUZZ_SECONDS:-30}" || return
     run_ctest "fuzz" "$fuzz_dir" -L '^fuzz$'
 }
 if [ "${ND_SKIP_FUZZ:-0}" = 1 ]; then

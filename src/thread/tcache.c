@@ -909,21 +909,6 @@ static inline void nd_bin_set_low(nd_tcache *tc, unsigned c)
     b->low = b->empty - (cap < room ? cap : room);
 }
 
-/* Bin c, whose capacity is past its room where it is, moves to the next
-   area that holds it: from its first room to its start room when that
-   holds the `need` slots its blocks need now, else on as from the start
-   area; from the start area to its room in the middle area if it has one
-   and its capacity fits there, else to its large area; from the middle
-   area to its large area. Its cached blocks (the oldest deepest) go with
-   it. Never back: it stays where it is when the GC shrinks it. Called
-   when its blocks need the slots (a fill larger than its room here, a
-   free into a bin holding all it can here), not when its capacity grows:
-   a bin's capacity doubles as it runs dry (tcache.h), for bigger fills,
-   and a class a thread makes a few requests of (fills of 4, 8 and 16
-   blocks) had its capacity doubled twice and moved to the middle area,
-   a page of slots more, for blocks that fit its start room
-   (bench/threadcost: a thread's 160-byte bin). need is at most its
-   capacity: the room it moves to holds it. */
 /* Bin c left its room [lo, hi) (its slots and its sentinel) in the start
    or middle area: each OS page of it that no active bin's [low, empty]
    shares, c's new one included, gives its memory back (nd_os_purge); in
@@ -952,6 +937,22 @@ static nd_hot nd_noinline void nd_bin_room_release(const nd_tcache *tc, void **l
     }
 }
 
+/* Bin c, whose capacity is past its room where it is, moves to the next
+   area that holds it: from its first room to its start room when that
+   holds the `need` slots its blocks need now, else on as from the start
+   area; from the start area to its room in the middle area if it has one
+   and its capacity fits there, else to its large area; from the middle
+   area to its large area. Its cached blocks (the oldest deepest) go with
+   it. Never back: it stays where it is when the GC shrinks it. Called
+   when its blocks need the slots (a fill larger than its room here, a
+   free into a bin holding all it can here), not when its capacity grows:
+   a bin's capacity doubles as it runs dry (tcache.h), for bigger fills,
+   and a class a thread makes a few requests of (fills of 4, 8 and 16
+   blocks) had its capacity doubled twice and moved to the middle area,
+   a page of slots more, for blocks that fit its start room
+   (bench/threadcost: a thread's 160-byte bin). need is at most its
+   capacity: the room it moves to holds it. The room it left gives its
+   pages back (nd_bin_room_release). */
 static nd_hot nd_noinline void nd_bin_move(nd_tcache *tc, unsigned c, size_t need)
 {
     nd_bin *b = &tc->bins[c];

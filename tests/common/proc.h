@@ -334,6 +334,21 @@ static void nd_child_watched(void)
 #endif
 }
 
+/* fork() for a child the parent will watch: stdout and stderr flushed
+   first (nothing buffered printed twice), the child set up by
+   nd_child_watched; the pid, 0 in the child. */
+__attribute__((unused))
+static pid_t nd_fork_watched(void)
+{
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    EXPECT(pid >= 0, "fork to work (errno %d)", errno);
+    if (pid == 0)
+        nd_child_watched();
+    return pid;
+}
+
 static double nd_watch_now(void)
 {
     struct timespec ts;

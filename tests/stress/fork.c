@@ -165,12 +165,8 @@ static void fork_while_other_threads_allocate_gives_a_working_child(void)
             void *p = A->malloc(64 + (size_t)f);
             A->free(p);
         }
-        fflush(stdout);
-        fflush(stderr);
-        pid_t pid = fork();
-        EXPECT(pid >= 0, "fork to work (errno %d)", errno);
+        pid_t pid = nd_fork_watched();
         if (pid == 0) {
-            nd_child_watched();
             alarm(watch.wall_s + 60);   /* the parent's watch comes first */
             child_main(child_threads);
         }
@@ -213,12 +209,8 @@ static void a_stuck_child_is_shown_and_killed_a_busy_one_is_left_to_finish(void)
     log_fd = mkstemp(log_path);
     EXPECT(log_fd >= 0, "mkstemp to work (errno %d)", errno);
     unlink(log_path);
-    fflush(stdout);
-    fflush(stderr);
-    pid_t pid = fork();
-    EXPECT(pid >= 0, "fork to work (errno %d)", errno);
+    pid_t pid = nd_fork_watched();
     if (pid == 0) {
-        nd_child_watched();
         close(pfd[1]);
         char c;
         (void)!read(pfd[0], &c, 1);   /* never answered: the parent holds the write end */
@@ -255,10 +247,8 @@ static void a_stuck_child_is_shown_and_killed_a_busy_one_is_left_to_finish(void)
                "gdb's stack of the blocked child to show its read(); got: %s", dump);
 
     /* Busy for 2 s of its own CPU, with a quiet time of 1 s: never quiet. */
-    pid = fork();
-    EXPECT(pid >= 0, "fork to work (errno %d)", errno);
+    pid = nd_fork_watched();
     if (pid == 0) {
-        nd_child_watched();
         for (;;) {
             struct rusage ru;
             getrusage(RUSAGE_SELF, &ru);
