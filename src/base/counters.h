@@ -94,6 +94,8 @@
     X(huge_bytes,          GAUGE,   PROCESS, GAUGE,   BYTES, 1, "bytes in live huge blocks") \
     X(huge_cached_bytes,   GAUGE,   PROCESS, GAUGE,   BYTES, 1, "freed huge mappings kept for reuse (for purge_delay at most)") \
     X(huge_resizes,        COUNTER, PROCESS, GAUGE,   COUNT, 1, "huge blocks realloc resized without copying them: grown or shrunk where they were, or their pages moved by the kernel") \
+    X(huge_from_large,     COUNTER, PROCESS, GAUGE,   COUNT, 1, "large blocks realloc grew past 1 MiB that became huge blocks where they were, their segment (which held no other block) their mapping: no byte copied, no page moved") \
+    X(segments_from_huge,  COUNTER, PROCESS, GAUGE,   COUNT, 1, "cached huge mappings of 4 MiB that had been segments (huge_from_large) taken back as segments by a node with no cached segment to give") \
     X(prof_slab_bytes,     GAUGE,   PROCESS, GAUGE,   BYTES, 1, "the heap profile's overhead (prof=1): its sample slabs, an OS page each, whose cells hold sampled blocks of up to 1 KiB; in active and mapped, not in allocated (a live cell counts there, and in its class, as a block of its class)") \
     X(prof_table_bytes,    GAUGE,   PROCESS, DERIVED, BYTES, 1, "the heap profile's tables (prof=1): the resident bytes of its tables of call stacks and live samples and of its unwinder's cache, mapped at its start (not in mapped; its small tables are in nodal's own data); a page once written stays, so the value at exit bounds the one at any time before (pages only read, the kernel's zero page, not counted)") \
     X(reclaimed_segments,  COUNTER, PROCESS, THREAD,  COUNT, 1, "segments of exited threads taken over by a live thread") \

@@ -9,6 +9,7 @@
 #include "large.h"
 #include "msg.h"
 #include "node.h"
+#include "options.h"
 #include "os.h"
 #include "tier.h"
 
@@ -358,6 +359,13 @@ void *nd_huge_alloc(size_t size, size_t alignment, int node, bool bound, const u
     return nd_huge_setup(s, offset);
 }
 
+void *nd_huge_from_large(nd_segment *s, size_t offset)
+{
+    nd_seg_to_huge(s, offset);
+    nd_gauge_add(huge_from_large, 1);
+    return nd_huge_setup(s, offset);
+}
+
 size_t nd_huge_usable(const nd_segment *s, const void *p)
 {
     return nd_huge_bytes(s, (size_t)((const uint8_t *)p - (const uint8_t *)s));
@@ -371,9 +379,37 @@ void nd_huge_free(nd_segment *s)
     nd_gauge_active(-(long)bytes);
     nd_gauge_sub(huge_count, 1);
     nd_gauge_sub(huge_bytes, bytes);
+    /* A block made of a segment that grew past it: the segment and the
+       rest cached apart, the segment for its node to give as one again
+       (node.c), the rest for the next such block to grow into
+       (nd_huge_join_next) or any huge block to take. */
+    if (s->formatted && s->size > ND_SEG_SIZE && (s->seams[0] | s->seams[1]) == 0 && nd_seg_guard == 0 &&
+        !s->interleaved && nd_opt(ND_OPT_purge_delay) > 0) {
+        nd_segment *rest = nd_seg_split_huge(s, ND_SEG_SIZE);
+        if (!nd_node_huge_keep(rest))
+            nd_seg_unmap_huge(rest);
+    }
     if (nd_node_huge_keep(s))   /* the next huge block may take it whole */
         return;
     nd_seg_unmap_huge(s);
+}
+
+/* Live plain huge block s grows to total bytes into the freed mapping
+   that starts where its own ends (the rest of the mapping of a block
+   made of a segment, which nd_huge_free cached apart; of at most about
+   four times what it needs, as nd_huge_reuse takes one): no system call,
+   its pages resident. true if it did (s->size then at least total). */
+static bool nd_huge_join_next(nd_segment *s, size_t total)
+{
+    if (s->bound || s->interleaved || nd_seg_guard != 0 || (s->seams[0] | s->seams[1]) != 0 ||
+        s->size % ND_SEG_SIZE != 0)
+        return false;
+    size_t need = total - s->size;
+    nd_segment *t = nd_node_huge_take_at(s->node, false, (uint8_t *)s + s->size, need, 4 * need + 4 * ND_SEG_SIZE);
+    if (t == NULL)
+        return false;
+    nd_seg_join_huge(s, t);
+    return true;
 }
 
 void *nd_huge_realloc(nd_segment *s, void *p, size_t size)
@@ -393,8 +429,10 @@ void *nd_huge_realloc(nd_segment *s, void *p, size_t size)
     /* The block's alignment is its offset (nd_huge_alloc): a move keeps the
        mapping aligned to it when it exceeds the 4 MiB every one has. */
     size_t align = offset > ND_SEG_SIZE ? (offset & -offset) : ND_SEG_SIZE;
-    nd_segment *t = nd_huge_resize(s, total, align);
-    if (t == NULL)
+    nd_segment *t = s;
+    if (total > old_total && nd_huge_join_next(s, total))
+        total = s->size;   /* all of it: its pages are there */
+    else if ((t = nd_huge_resize(s, total, align)) == NULL)
         return NULL;
     t->pages[0].start = (uint8_t *)t + offset;
     nd_gauge_add(huge_resizes, 1);

@@ -27,7 +27,12 @@
  * a large block, whose pages the kernel moved into its mapping (realloc
  * past 1 MiB: nd_large_move), is then two or three mappings to the
  * kernel, which moves one at a time: its moves take each (seams,
- * segment.h), or every later move failed and realloc copied it.
+ * segment.h), or every later move failed and realloc copied it. A large
+ * block alone in its segment becomes a huge block where it is instead,
+ * the segment its mapping (nd_huge_from_large); freed past 4 MiB, such a
+ * mapping is cached in two, the segment (which its node's large pool
+ * takes back: node.h, nd_node_seg_get_large) and the rest, into which the
+ * next such block grows where it is (nd_huge_join_next).
  *
  * A block aligned beyond 4 MiB starts in a later 4 MiB chunk of its mapping;
  * the segment map says how far back the header is (segment.h).
@@ -56,6 +61,16 @@ void  *nd_huge_realloc(nd_segment *s, void *p, size_t size) nd_hidden;
    own from now on, which s's seams record (segment.h) so that a later
    move takes its mapping piece by piece. */
 void   nd_huge_moved_in(nd_segment *s, size_t offset, size_t bytes) nd_hidden;
+/* The segment of a large block that realloc grows past ND_LARGE_MAX, taken
+   off its pool (large.c: nd_large_leave), becomes the mapping of a huge
+   block where the large block was (segment.h: nd_seg_to_huge): the same
+   address and bytes, nothing copied nor moved, its usable size the rest
+   of the 4 MiB (a block at chunk 1: 4 MiB less 64 KiB); past that it
+   grows as a huge block does (nd_huge_realloc). Freed, its mapping is a
+   huge mapping of 4 MiB, which the node's cache gives back as a segment
+   when it has no segment of its own to give (node.h: nd_node_seg_get_large).
+   Returns the block (at s + offset). */
+void  *nd_huge_from_large(nd_segment *s, size_t offset) nd_hidden;
 /* Debug builds (ND_DEBUG >= 2; tests): called when a realloc has moved a
    huge mapping away from [old_start, old_start + old_size), before the new
    one is in the segment map, so that a test can map something there
@@ -63,6 +78,11 @@ void   nd_huge_moved_in(nd_segment *s, size_t offset, size_t bytes) nd_hidden;
 extern void (*nd_huge_moved_hook)(void *old_start, size_t old_size) nd_hidden;
 
 /* Is this huge block zero-filled fresh memory (calloc may skip the memset)? */
+/* Is huge block s's mapping a segment it was made of, still 4 MiB
+   (nd_huge_from_large)? realloc keeps it whole while the block stays past
+   ND_LARGE_MAX (its pages past the block are the room it was made with,
+   and freed whole, it can serve as a segment again). */
+static inline bool nd_huge_was_segment(const nd_segment *s) { return s->formatted && s->size == ND_SEG_SIZE; }
 static inline bool nd_huge_is_fresh(const nd_segment *s) { return s->kind == ND_SEG_HUGE && s->fresh; }
 
 #endif /* ND_HUGE_H */

@@ -844,7 +844,7 @@ nd_large_path static void *nd_large_alloc_at(int node, bool bound, size_t size, 
         if (s == NULL) {
             nd_unlock(nd_pool_lock(pool));
             uint64_t refused = nd_os_map_refusals();
-            s = nd_node_seg_get(node, bound, ND_SEG_LARGE);
+            s = nd_node_seg_get_large(node, bound);
             if (s == NULL) {
                 if (errno != ENOMEM)
                     return NULL;
@@ -994,6 +994,28 @@ bool nd_large_move(nd_segment *s, nd_page *pg, void *p, void *to)
        chunks then, untouched); a hole otherwise (large.h). */
     nd_seg_remap_chunks(s, nd_mask_range(i, i + k - 1u));
     nd_large_block_gone(pool, s, bytes);
+    return true;
+}
+
+bool nd_large_leave(nd_segment *s, nd_page *pg, void *p)
+{
+    nd_lock_may_take(ND_LOCK_ID_large_pool);
+    nd_large_pool *pool = &nd_large_pools[s->node][s->bound ? 1 : 0];
+    nd_lock(nd_pool_lock(pool));
+    if (!pg->in_use || pg->start != (uint8_t *)p || nd_load_relaxed(&pg->in_full) || s->used_pages != 1 ||
+        s->bound || s->interleaved || nd_seg_guard != 0 || nd_load_relaxed(&pg->sampled) != 0 ||
+        s->size != ND_SEG_SIZE || (s->unmapped | s->tails) != 0) {
+        nd_unlock(nd_pool_lock(pool));
+        return false;
+    }
+    size_t bytes = pg->block_size;
+    nd_list_remove(&pool->segs, s);
+    nd_sub_relaxed(&pool->hint, 1);
+    s->used_pages = 0;
+    nd_store_relaxed(&pg->in_use, 0);
+    pg->key = ND_KEY_NONE;
+    nd_unlock(nd_pool_lock(pool));
+    nd_gauge_active(-(long)bytes);
     return true;
 }
 

@@ -203,6 +203,15 @@ bool   nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta) nd_
    or if the kernel would not move them (the caller copies). True: p is
    freed (not counted: the caller counts it). */
 bool   nd_large_move(nd_segment *s, nd_page *pg, void *p, void *to) nd_hidden;
+/* Block p (descriptor pg of s), which realloc grows past ND_LARGE_MAX,
+   leaves its pool with its segment when it is the segment's only block
+   (no other in use, kept or cached), plain, not sampled (prof=1), under
+   no guard pages (secure=1) and with no hole or tail: the segment is
+   taken off its pool's list for the caller to make a huge mapping of
+   (huge.c: nd_huge_from_large), the block counted gone from the large
+   blocks (active bytes; the caller counts its free). false with nothing
+   changed otherwise (the caller moves or copies it). */
+bool   nd_large_leave(nd_segment *s, nd_page *pg, void *p) nd_hidden;
 /* Out of address space: every pool's free chunks are unmapped (holes),
    the unused ends of its segments' headers and blocks (tails), and its
    empty segments unmapped whole. The bytes given back. Takes the pools'

@@ -359,6 +359,71 @@ nd_hot nd_segment *nd_node_huge_take(int node, bool bound, size_t need, size_t m
     return best;
 }
 
+/* nd_node_seg_get_large's look in the huge cache (the first fit of 4 MiB
+   that was a segment), out of the samples' path. */
+static nd_noinline nd_segment *nd_node_seg_from_huge(int node, bool bound)
+{
+    nd_node_state *ns = &nd_nodes[node];
+    nd_kind_state *k = nd_node_kind(node, bound);
+    nd_segment *s;
+    nd_lock(nd_node_lock(ns));
+    for (s = k->huge.first; s != NULL; s = s->next)
+        if (s->size == ND_SEG_SIZE && s->formatted && (s->seams[0] | s->seams[1]) == 0)
+            break;
+    if (s != NULL) {
+        nd_list_remove(&k->huge, s);
+        k->huge_bytes -= s->size;
+        nd_sub_relaxed(&k->huge_hint, 1);
+        nd_gauge_sub(huge_cached_bytes, s->size);
+    }
+    nd_unlock(nd_node_lock(ns));
+    if (s == NULL)
+        return nd_node_seg_get(node, bound, ND_SEG_LARGE);
+    /* As nd_node_seg_get gives a cached segment: committed whole (as the
+       huge cache counted it), due when the huge cache would have given it
+       back. */
+    s->committed = ~(uint64_t)0;
+    s->purge_mask = s->committed & ~(uint64_t)1;
+    s->purge_at = s->cached_at + (uint64_t)nd_opt(ND_OPT_purge_delay);
+    s->next = s->prev = NULL;
+    nd_gauge_add(segments_from_huge, 1);
+    nd_seg_format(s, ND_SEG_LARGE);
+    return s;
+}
+
+nd_sample_path nd_segment *nd_node_seg_get_large(int node, bool bound)
+{
+    nd_lock_may_take(ND_LOCK_ID_node);
+    nd_kind_state *k = nd_node_kind(node, bound);
+    if (nd_load_relaxed(&k->cache_hint) != 0 || nd_load_relaxed(&k->huge_hint) == 0 || nd_seg_guard != 0)
+        return nd_node_seg_get(node, bound, ND_SEG_LARGE);
+    return nd_node_seg_from_huge(node, bound);
+}
+
+nd_segment *nd_node_huge_take_at(int node, bool bound, const void *at, size_t need, size_t most)
+{
+    nd_lock_may_take(ND_LOCK_ID_node);
+    nd_node_state *ns = &nd_nodes[node];
+    nd_kind_state *k = nd_node_kind(node, bound);
+    if (nd_load_relaxed(&k->huge_hint) == 0)
+        return NULL;
+    nd_lock(nd_node_lock(ns));
+    nd_segment *s;
+    for (s = k->huge.first; s != NULL; s = s->next)
+        if ((const void *)s == at)
+            break;
+    if (s != NULL && (s->size < need || s->size > most))
+        s = NULL;
+    if (s != NULL) {
+        nd_list_remove(&k->huge, s);
+        k->huge_bytes -= s->size;
+        nd_sub_relaxed(&k->huge_hint, 1);
+        nd_gauge_sub(huge_cached_bytes, s->size);
+    }
+    nd_unlock(nd_node_lock(ns));
+    return s;
+}
+
 nd_hot bool nd_node_huge_keep(nd_segment *s)
 {
     nd_lock_may_take(ND_LOCK_ID_node);

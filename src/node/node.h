@@ -25,6 +25,16 @@
    rest at that deadline (a fresh one: purge_mask 0). NULL with errno =
    ENOMEM. */
 nd_segment *nd_node_seg_get(int node, bool bound, int kind) nd_hidden;
+/* nd_node_seg_get for a large pool: when the node has no cached segment,
+   a cached huge mapping that was a segment (a large block realloc made a
+   huge block where it was: huge.h, nd_huge_from_large), still 4 MiB and
+   one mapping to the kernel, serves as one again, its memory resident (a
+   fresh segment's would fault in: bench/micro -m realloc -g 2m, where
+   each growth past 1 MiB takes its segment from its pool and the pool
+   takes it back here); formatted LARGE, committed whole, its purge due
+   when the huge cache's unmapping would have been. Not under secure=1
+   (a huge mapping's guard page is not where a segment's is). */
+nd_segment *nd_node_seg_get_large(int node, bool bound) nd_hidden;
 /* Takes back a segment with no page in use (cached, purged later, or
    unmapped; a short one is unmapped). */
 void nd_node_seg_put(nd_segment *s) nd_hidden;
@@ -54,6 +64,11 @@ bool        nd_node_abandoned_claim(nd_segment *s) nd_hidden;
    cache's bounds; false if it may not be cached (the caller unmaps it). */
 nd_segment *nd_node_huge_take(int node, bool bound, size_t need, size_t most) nd_hidden;
 bool        nd_node_huge_keep(nd_segment *s) nd_hidden;
+/* The cached huge mapping of (node, bound) that starts at `at`, of
+   need..most bytes, taken off the cache; NULL if there is none (huge.c: a
+   huge block grows into the rest of its own mapping, cached apart when it
+   was freed: nd_huge_free). */
+nd_segment *nd_node_huge_take_at(int node, bool bound, const void *at, size_t need, size_t most) nd_hidden;
 
 /* Purges every cached segment of (node, kind) that still has memory in it,
    now: a thread that moved off the node leaves nothing resident behind. */

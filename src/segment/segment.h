@@ -556,6 +556,32 @@ int  nd_seg_adopt_mapping(nd_segment *s, size_t size, int node, bool bound, cons
 /* Unmaps a huge segment's whole mapping (s->size bytes; its block already
    gone from the block gauges), fixing the segment map and the gauges. */
 void nd_seg_unmap_huge(nd_segment *s) nd_hidden;
+/* A LARGE segment of 4 MiB (no hole, tail or guard page; plain: a
+   node-bound one's committed chunks are populated and verified ones)
+   whose only block, at chunk `offset` (a multiple of 64 KiB), becomes a huge block
+   where it is (huge.c: nd_huge_from_large): its nd_segcache word
+   released (a huge block's free takes the segment map), committed whole
+   (and so counted), no purge due (the chunks before the block too: the
+   block holds their memory for its life), no page descriptor in use (the
+   caller sets the huge one up). Its segment map byte, mapping, cookie and mapped gauges
+   stay: a segment's are a 4 MiB huge mapping's. */
+void nd_seg_to_huge(nd_segment *s, size_t offset) nd_hidden;
+/* A huge mapping s (freed, one mapping to the kernel: no seams; plain
+   or bound, not interleaved, no guard page) cut in two at `at` (a
+   multiple of 4 MiB inside it): s keeps [0, at), and the rest becomes a
+   mapping of its own with a header written at s + at (kind FREE, s's
+   node and kind of memory, committed whole), each with its windows in
+   the segment map and counted in the segments gauge; the mapped and
+   committed gauges count the same bytes. Returns the rest (huge.c: a
+   huge block that was a segment, freed: the segment and the rest are
+   cached apart, nd_huge_free). */
+nd_segment *nd_seg_split_huge(nd_segment *s, size_t at) nd_hidden;
+/* The reverse: live huge block s takes t, the freed huge mapping that
+   starts where s ends (taken off its cache; same node and kind, no
+   seams), into its own mapping: s->size grows by t's, the segment map
+   points t's windows at s, t's header is no longer one (no system call:
+   the pages are mapped already). */
+void nd_seg_join_huge(nd_segment *s, nd_segment *t) nd_hidden;
 /* Lays out pages for `kind` (SMALL, MEDIUM or LARGE); all pages free. */
 /* Sets page_shift and page_count, and the descriptor lookup they imply. */
 void nd_seg_set_geometry(nd_segment *s, unsigned page_shift, unsigned page_count) nd_hidden;

@@ -791,6 +791,19 @@ nd_hot void nd_thread_count_free(bool huge, size_t bytes)
     }
 }
 
+void nd_thread_count_huge_alloc(size_t bytes)
+{
+    bool live = nd_tls_thread->state == ND_THREAD_LIVE;
+    nd_thread_counters *s = live ? &nd_tls_tc->heap.stats : &nd_orphan;
+    if (live) {
+        nd_count_inc(&s->huge_allocs);
+        nd_count_add(&s->huge_bytes_allocated, bytes);
+    } else {
+        nd_add_relaxed(&s->huge_allocs, 1);
+        nd_add_relaxed(&s->huge_bytes_allocated, bytes);
+    }
+}
+
 nd_sample_path void nd_thread_count_cell_free(unsigned cls)
 {
     if (nd_tls_thread->state == ND_THREAD_LIVE)

@@ -175,6 +175,9 @@ void  nd_thread_collect(bool purge_all) nd_hidden;
 void nd_thread_count_remote_free(unsigned cls, bool pushed) nd_hidden;
 /* A large (huge = false) or huge block of `bytes` freed. */
 void nd_thread_count_free(bool huge, size_t bytes) nd_hidden;
+/* A huge block made of a large block where it was (realloc: alloc.c),
+   counted as a huge block allocated of `bytes`. */
+void nd_thread_count_huge_alloc(size_t bytes) nd_hidden;
 /* prof=1: a sampled cell of class cls freed (slab.h): a free of its class. */
 void nd_thread_count_cell_free(unsigned cls) nd_hidden;
 void nd_thread_count_large_resize(long delta) nd_hidden;

@@ -921,12 +921,15 @@ static const char *small_samples_of_two_threads(const char *san)
    is, the stack's unwind and the live table; its free) lies together at
    the end of the text (nd_sample_path, config.h; CMakeLists.txt,
    ND_SOURCES), and the profile maps the code page by page (the test
-   above): after samples of two threads, at most 128 KiB of nodal's code
+   above): after samples of two threads, at most 132 KiB of nodal's code
    is resident (116-120 KiB: the 88 every process runs and 7-8 pages the
-   samples ran). On main 882520c: 140 KiB (the sample functions of
-   tcache.c, thread.c and route.c and large.c's path spread over 8 pages
-   of the text between the code every process runs and the profile's
-   files: 13 pages). */
+   samples ran; main 4b802c7 128 KiB, 24 pages of the first mapping, one
+   of large.c's, 7 of the profile's files and the sample section, which
+   span 8 once the text before them grows by 2.8 KiB, branch h55r: the
+   bound is one page over it). On main 882520c: 140 KiB (the sample
+   functions of tcache.c, thread.c and route.c and large.c's path spread
+   over 8 pages of the text between the code every process runs and the
+   profile's files: 13 pages). */
 static void the_code_a_sample_runs_lies_on_few_pages(void)
 {
     const char *lib = small_samples_of_two_threads("decides which code runs");
@@ -937,7 +940,7 @@ static void the_code_a_sample_runs_lies_on_few_pages(void)
     long ps = sysconf(_SC_PAGESIZE);
     long all = mappings_resident_pages(map, 0, maps);
     EXPECT(maps > 1, "nodal's code (%s) to be more than one mapping with the profile on", obj);
-    EXPECT(all * ps <= 128 * 1024, "at most 128 KiB of nodal's code (%s) to be resident after small samples of two "
+    EXPECT(all * ps <= 132 * 1024, "at most 132 KiB of nodal's code (%s) to be resident after small samples of two "
            "threads (the code every process runs, 88 KiB, and the samples' own), got %ld KiB (%d mappings)", obj,
            all * ps / 1024, maps);
 }

@@ -16,6 +16,13 @@
  *     copy: grown where it is, or its pages moved, the added ones bound to
  *     the node and checked): after every step all its pages on the node,
  *     its contents kept.
+ *  5. For every node with CPUs, a thread pinned there grows a block by
+ *     quarters from 8 B to 8 MiB, twice, plain and node-bound: past 1 MiB
+ *     a plain block alone in its segment becomes a huge block where it is
+ *     (the segment its mapping), the second time in the segment the pool
+ *     took back from the huge cache, grown past 4 MiB into the rest of the
+ *     mapping the first block left; every page of it on the thread's node
+ *     (the bound one: on its node, by its policy).
  *  4. nodal_realloc_node(NULL, size, node) behaves like nodal_malloc_node;
  *     a plain malloc() block given to nodal_realloc_node lands on the node;
  *     a plain block given to realloc() stays plain (default policy).
@@ -241,6 +248,46 @@ static void odd_inputs(void)
     free(p);
 }
 
+/* Part 5: one block grown by quarters from 8 B to 8 MiB (plain, or bound
+   to `node`), every byte written, twice; after each round every page on
+   `node`. */
+static void grow_by_quarters_on(int node, int bound)
+{
+    char what[160];
+    for (int round = 0; round < 2; round++) {
+        size_t size = 8;
+        unsigned char *p = bound ? nodal_malloc_node(size, node) : malloc(size);
+        if (p == NULL) {
+            pt_fail("a block of 8 B (%s, node %d) returned NULL", bound ? "bound" : "plain", node);
+            return;
+        }
+        fill(p, 0, size, 9);
+        while (size < ((size_t)8 << 20)) {
+            size_t next = size + size / 4 + 8;
+            unsigned char *q = realloc(p, next);
+            if (q == NULL) {
+                pt_fail("realloc(%s block, %zu -> %zu B) returned NULL", bound ? "bound" : "plain", size, next);
+                break;
+            }
+            if (!kept(q, size, size, 9))
+                pt_fail("realloc(%s block, %zu -> %zu B) lost its bytes", bound ? "bound" : "plain", size, next);
+            p = q;
+            fill(p, size, next, 9);
+            size = next;
+            steps++;
+        }
+        snprintf(what, sizeof what, "%s block grown by quarters to %zu B on node %d, round %d",
+                 bound ? "bound" : "plain", size, node, round);
+        if (bound)
+            expect_on(p, size, node, what);
+        else {
+            pt_batch_add(batch, p, size, node, what, steps);
+            pt_batch_flush(batch);
+        }
+        free(p);
+    }
+}
+
 int main(int argc, char **argv)
 {
     argc = pt_begin(argc, argv, "realloc_keeps_node",
@@ -269,6 +316,15 @@ int main(int argc, char **argv)
             for (size_t m = 0; m < sizeof moves / sizeof moves[0]; m++)
                 move_between(t->mem[a], t->mem[b], moves[m][0], moves[m][1]);
     odd_inputs();
+    for (int k = 0; k < t->ncpunode; k++) {
+        int node = -1, cpu = pt_spread_cpu(k, &node), has_memory = 0;
+        for (int m = 0; m < t->nmem; m++)
+            has_memory |= t->mem[m] == node;
+        if (!has_memory || pt_pin(cpu) != 0)
+            continue;
+        grow_by_quarters_on(node, 0);
+        grow_by_quarters_on(node, 1);
+    }
     pt_info("%d node(s): %lu reallocations checked, %zu OS pages asked, %zu misplaced", t->nmem,
             steps, pt_batch_pages(batch), pt_batch_bad_pages(batch));
     pt_batch_free(batch);

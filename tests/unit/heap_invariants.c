@@ -3411,14 +3411,18 @@ static void a_block_grown_in_small_steps_is_copied_11_times_to_64_kib(void)
 }
 
 /* A plain block grown by realloc a quarter at a time past 1 MiB, from a
-   run of chunks into a fresh huge mapping: the kernel moves its pages
-   there (no copy), so its contents are kept and its run's first chunk is
-   free and holds no resident page at once; it grows on to 3 MiB (the
-   huge block remapped) intact, and the pools stay valid. On main 54e3c03
-   it was copied, its chunks left committed for a purge delay. */
+   run of chunks of a segment that holds another block (a neighbour of
+   256 KiB) into a fresh huge mapping: the kernel moves its pages there
+   (no copy), so its contents are kept and its run's first chunk is free
+   and holds no resident page at once; it grows on to 3 MiB (the huge
+   block remapped) intact, and the pools stay valid. On main 54e3c03 it
+   was copied, its chunks left committed for a purge delay. (Alone in its
+   segment, the segment becomes its mapping: the case below.) */
 static void a_block_grown_into_a_fresh_huge_mapping_leaves_its_chunks_empty(void)
 {
     nodal_collect(1);
+    unsigned char *neighbour = nodal_malloc((size_t)256 << 10);
+    EXPECT(neighbour != NULL, "a neighbour block of 256 KiB");
     unsigned char *p = tagged_block(nodal_malloc(8), 7), *large = NULL;
     size_t size = 8;
     while (p != NULL && size < ((size_t)3 << 20)) {
@@ -3430,6 +3434,8 @@ static void a_block_grown_into_a_fresh_huge_mapping_leaves_its_chunks_empty(void
             large = p;
         } else if (s != NULL && s->kind == ND_SEG_HUGE && large != NULL) {
             nd_segment *ls = nd_seg_base(large);
+            EXPECT(ls == nd_seg_base(neighbour), "the grown block (%p) in its neighbour's segment (%p)",
+                   (void *)large, (void *)neighbour);
             uint64_t first = (uint64_t)1 << (((uintptr_t)large - (uintptr_t)ls) >> ND_CHUNK_SHIFT);
             EXPECT((ls->committed & first) == 0 && (ls->free_mask & first) != 0,
                    "the chunks of a block grown from %p into a huge block at %zu bytes to be free and uncommitted "
@@ -3441,6 +3447,161 @@ static void a_block_grown_into_a_fresh_huge_mapping_leaves_its_chunks_empty(void
     }
     EXPECT(p != NULL && nd_seg_of(p)->kind == ND_SEG_HUGE, "the block grown to %zu bytes to be a huge block", size);
     nodal_free(p);
+    nodal_free(neighbour);
+    EXPECT(nd_large_is_valid(), "the large pools to be valid");
+}
+
+/* The number of huge mappings a node's huge cache holds of (node, plain)
+   that start at `at`, read under the node's checker's terms (tests only:
+   the cache's list, node.c, is not public; nd_node_huge_take_at then
+   nd_node_huge_keep puts it back in front). */
+static bool huge_cache_holds(int node, const void *at)
+{
+    nd_segment *s = nd_node_huge_take_at(node, false, at, 0, SIZE_MAX);
+    if (s != NULL)
+        EXPECT(nd_node_huge_keep(s), "the cached mapping at %p to go back to its cache", at);
+    return s != NULL;
+}
+
+/* A plain block grown by realloc a quarter at a time from 8 B past 1 MiB,
+   alone in its segment: the segment becomes its huge mapping where it is
+   (huge.h: nd_huge_from_large), so it does not move at 1 MiB nor up to
+   4 MiB, its bytes kept, the segment valid as a huge one (its map, its
+   nd_segcache word given up: a free of it takes the huge path), the large
+   pools valid without it. Freed at 8 MiB, its mapping is cached in two:
+   the first 4 MiB, which the large pool takes back as a segment for the
+   next large block, and the rest at 4 MiB past it, which the next block
+   grown there past 4 MiB joins in place: the second round does not move
+   at all from 20 KiB on. The statistics count each (huge_from_large,
+   segments_from_huge). On main 4b802c7 the block moved at 1 MiB (copied
+   into a huge block) and at least once more by 8 MiB, each round. */
+static void a_block_grown_alone_past_1_mib_stays_where_it_is(void)
+{
+    nodal_collect(1);
+    size_t from0 = nd_load_relaxed(&nd_gauge.huge_from_large), back0 = nd_load_relaxed(&nd_gauge.segments_from_huge);
+    const size_t top = (size_t)8 << 20;
+    for (int round = 0; round < 2; round++) {
+        unsigned char *p = tagged_block(nodal_malloc(8), 9 + round), *large = NULL;
+        if (p == NULL)
+            return;
+        int moves_large = 0, moves_huge = 0;
+        size_t size = 8;
+        while (size < top) {
+            size_t next = size + size / 4 + 8;
+            unsigned char *before = p;
+            grow_by_quarters(&p, size, next, 9 + round);
+            nd_segment *s = nd_seg_of(p);
+            if (size > ((size_t)20 << 10) && p != before)
+                *(next <= ((size_t)4 << 20) - ND_CHUNK_SIZE ? &moves_large : &moves_huge) += 1;
+            if (s != NULL && s->kind == ND_SEG_LARGE) {
+                large = p;
+            } else if (s != NULL && s->kind == ND_SEG_HUGE && large != NULL) {
+                EXPECT(p == large, "round %d: the block at %p to stay there past 1 MiB (%zu B), found at %p", round,
+                       (void *)large, next, (void *)p);
+                EXPECT(nd_seg_is_valid(s) && s->size >= ((size_t)4 << 20) && !nd_segcache_is_start((uintptr_t)p) &&
+                           nd_huge_usable(s, p) >= next,
+                       "round %d: its segment %p to be a valid huge mapping of 4 MiB or more (%zu), out of "
+                       "nd_segcache, its block of %zu B usable", round, (void *)s, s->size, nd_huge_usable(s, p));
+                EXPECT(nd_large_is_valid(), "round %d: the large pools to be valid without it", round);
+                large = NULL;
+            }
+            size = next;
+        }
+        EXPECT(moves_large == 0, "round %d: the block grown from 20 KiB to 4 MiB not to move; it moved %d times", round,
+               moves_large);
+        if (round == 1)
+            EXPECT(moves_huge == 0, "round 1: the block grown from 4 MiB to 8 MiB into the rest of the mapping the "
+                   "first one left not to move; it moved %d times", moves_huge);
+        nd_segment *s = nd_seg_of(p);
+        int node = s->node;
+        uint8_t *rest = (uint8_t *)s + ((size_t)4 << 20);
+        bool whole = s->size > ((size_t)4 << 20);
+        nodal_free(p);
+        if (whole)
+            EXPECT(huge_cache_holds(node, rest), "round %d: the rest of the freed mapping (%p) to be cached apart",
+                   round, (void *)rest);
+        EXPECT(nd_large_is_valid() && nd_node_is_valid(node), "round %d: the pools and node caches to be valid", round);
+    }
+    EXPECT(nd_load_relaxed(&nd_gauge.huge_from_large) - from0 == 2,
+           "huge_from_large to count the 2 blocks that became huge where they were, got %zu",
+           nd_load_relaxed(&nd_gauge.huge_from_large) - from0);
+    EXPECT(nd_load_relaxed(&nd_gauge.segments_from_huge) - back0 >= 1,
+           "segments_from_huge to count the segment the pool took back from the huge cache, got %zu",
+           nd_load_relaxed(&nd_gauge.segments_from_huge) - back0);
+}
+
+/* Under an address-space limit that leaves 1 MiB, a block grown alone
+   past 1 MiB (a huge block in its segment) that realloc cannot grow to
+   64 MiB (no room to grow its mapping where it is, to move it, nor to map
+   another block) gets NULL with errno ENOMEM, its bytes intact; it is
+   freed as a huge block, and the pools stay valid. The child's exit
+   status says which step failed. */
+static void a_block_made_huge_in_its_segment_that_cannot_grow_stays_intact(void)
+{
+    pthread_attr_t attr;
+    pid_t pid = fork_limit_child(&attr);
+    if (pid == 0) {
+        nodal_collect(1);
+        unsigned char *p = nodal_malloc(8);
+        if (p == NULL)
+            _exit(5);
+        for (size_t size = 8; size < ((size_t)2 << 20);) {
+            size_t next = size + size / 4 + 8;
+            unsigned char *q = nodal_realloc(p, next);
+            if (q == NULL)
+                _exit(5);
+            for (size_t j = size; j < next; j++)
+                q[j] = (unsigned char)(j * 7 + 13);
+            p = q;
+            size = next;
+        }
+        nd_segment *s = nd_seg_of(p);
+        if (s == NULL || s->kind != ND_SEG_HUGE || !s->formatted)
+            _exit(6);
+        limit_address_space_to_now_plus((rlim_t)1 << 20);
+        errno = 0;
+        unsigned char *q = nodal_realloc(p, (size_t)64 << 20);
+        if (q != NULL || errno != ENOMEM)
+            _exit(7);
+        for (size_t j = 8; j < ((size_t)2 << 20) - ((size_t)1 << 18); j += 61)
+            if (p[j] != (unsigned char)(j * 7 + 13))
+                _exit(8);
+        nodal_free(p);
+        _exit(nd_large_is_valid() ? 0 : 9);
+    }
+    int st = wait_for_child(pid);
+    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) != 4, "the child to set its limit (status %#x)", st);
+    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) != 5 && WEXITSTATUS(st) != 6,
+           "the child's block grown to 2 MiB to be a huge block in its segment (status %#x)", st);
+    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) != 7, "realloc to 64 MiB under the limit to give NULL and ENOMEM");
+    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) != 8, "the block's bytes to be intact after the failed realloc");
+    EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child to free it and keep its pools valid (status %#x)", st);
+}
+
+/* A block grown alone past 1 MiB is a huge block of its segment's 4 MiB:
+   realloc shrinking it to 1.5 MiB keeps it where it is (its mapping whole,
+   to serve as a segment again), and to 512 KiB copies it into a large
+   block, its bytes kept; the pools stay valid. */
+static void a_block_made_huge_in_its_segment_shrinks_as_a_huge_block(void)
+{
+    nodal_collect(1);
+    unsigned char *p = tagged_block(nodal_malloc(8), 11);
+    if (p == NULL)
+        return;
+    size_t size = (size_t)1200 << 10;
+    grow_by_quarters(&p, 8, size, 11);
+    nd_segment *s = nd_seg_of(p);
+    EXPECT(s != NULL && s->kind == ND_SEG_HUGE && s->formatted && s->size == ((size_t)4 << 20),
+           "a block grown to %zu B alone in its segment to be a huge block of its 4 MiB", size);
+    unsigned char *q = nodal_realloc(p, (size_t)1500 << 10);
+    EXPECT(q == p, "realloc to 1.5 MiB to keep it in place");
+    if (q == NULL)
+        return;
+    q = nodal_realloc(p = q, (size_t)512 << 10);
+    EXPECT(q != NULL && nd_seg_of(q)->kind == ND_SEG_LARGE, "realloc to 512 KiB to make it a large block");
+    for (size_t j = 0; q != NULL && j < ((size_t)512 << 10); j += 61)
+        EXPECT(q[j] == (unsigned char)(j * 7 + 11), "byte %zu kept", j);
+    nodal_free(q != NULL ? q : p);
     EXPECT(nd_large_is_valid(), "the large pools to be valid");
 }
 
@@ -3835,6 +3996,9 @@ static const struct nd_case cases[] = {
     ND_CASE(a_block_grown_by_quarters_moves_once_past_10000_bytes),
     ND_CASE(a_block_grown_in_small_steps_is_copied_11_times_to_64_kib),
     ND_CASE(a_block_grown_into_a_fresh_huge_mapping_leaves_its_chunks_empty),
+    ND_CASE(a_block_grown_alone_past_1_mib_stays_where_it_is),
+    ND_CASE(a_block_made_huge_in_its_segment_shrinks_as_a_huge_block),
+    ND_CASE(a_block_made_huge_in_its_segment_that_cannot_grow_stays_intact),
     ND_CASE(a_node_bound_block_grown_by_realloc_stays_on_its_node),
     ND_CASE(under_secure_1_a_node_bound_caches_fills_count_on_the_requests_class),
 };
