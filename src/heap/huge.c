@@ -396,18 +396,37 @@ void nd_huge_free(nd_segment *s)
 
 /* Live plain huge block s grows to total bytes into the freed mapping
    that starts where its own ends (the rest of the mapping of a block
-   made of a segment, which nd_huge_free cached apart; of at most about
-   four times what it needs, as nd_huge_reuse takes one): no system call,
-   its pages resident. true if it did (s->size then at least total). */
+   made of a segment, which nd_huge_free cached apart): no system call,
+   its pages resident. A rest much larger than the growth (more than about
+   four times what it needs, as nd_huge_reuse takes one) gives only its
+   first 4 MiB multiples that hold it, the others cached again where they
+   are (nd_seg_split_huge) for the block's next growths: a block that
+   grows again and again as the one before it did grows through the
+   whole rest, joined a piece at a time, where mremap would have found
+   the rest in its way and moved the block (bench/micro -m grow: 4 failed
+   mremaps a sequence, each a move of the whole block; h55r). true if it
+   did (s->size then at least total). */
 static bool nd_huge_join_next(nd_segment *s, size_t total)
 {
     if (s->bound || s->interleaved || nd_seg_guard != 0 || (s->seams[0] | s->seams[1]) != 0 ||
         s->size % ND_SEG_SIZE != 0)
         return false;
     size_t need = total - s->size;
-    nd_segment *t = nd_node_huge_take_at(s->node, false, (uint8_t *)s + s->size, need, 4 * need + 4 * ND_SEG_SIZE);
+    nd_segment *t = nd_node_huge_take_at(s->node, false, (uint8_t *)s + s->size, need, SIZE_MAX);
     if (t == NULL)
         return false;
+    if (t->interleaved || (t->seams[0] | t->seams[1]) != 0) {
+        /* Several mappings to the kernel: joined, the block could not move
+           as one. Back where it was. */
+        if (!nd_node_huge_keep(t))
+            nd_seg_unmap_huge(t);
+        return false;
+    }
+    if (t->size - need > 3 * need + 4 * ND_SEG_SIZE) {
+        nd_segment *r = nd_seg_split_huge(t, (need + ND_SEG_SIZE - 1) & ~(ND_SEG_SIZE - 1));
+        if (!nd_node_huge_keep(r))
+            nd_seg_unmap_huge(r);
+    }
     nd_seg_join_huge(s, t);
     return true;
 }

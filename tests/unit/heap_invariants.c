@@ -3578,6 +3578,67 @@ static void a_block_made_huge_in_its_segment_that_cannot_grow_stays_intact(void)
     EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child to free it and keep its pools valid (status %#x)", st);
 }
 
+/* Grows block *pp (tag: its byte pattern, as grow_by_quarters) from
+   `from` to `to` bytes a tenth at a time (bench/micro -m grow); the moves. */
+static int grow_by_tenths(unsigned char **pp, size_t from, size_t to, int tag)
+{
+    int moves = 0;
+    size_t size = from;
+    while (size < to) {
+        size_t next = size + size / 10 + 8;
+        if (next > to)
+            next = to;
+        unsigned char *q = nodal_realloc(*pp, next);
+        EXPECT(q != NULL, "realloc(p, %zu) to succeed", next);
+        if (q == NULL)
+            return moves;
+        for (size_t j = 0; j < size; j += 4093)
+            EXPECT(q[j] == (unsigned char)(j * 7 + tag), "byte %zu kept when growing to %zu bytes", j, next);
+        for (size_t j = size; j < next; j++)
+            q[j] = (unsigned char)(j * 7 + tag);
+        moves += q != *pp;
+        *pp = q;
+        size = next;
+    }
+    return moves;
+}
+
+/* A block grown alone past 1 MiB, then by tenths to 64 MiB, twice: the
+   second block, made huge in the segment the large pool took back from
+   the first one's mapping, grows through the rest of that mapping (cached
+   apart when the first was freed, 60 MiB) where it is, joined a piece at
+   a time (nd_huge_join_next: a rest much larger than the growth gives its
+   first 4 MiB multiples, the others stay cached where they are): it never
+   moves, its bytes kept; the pools and node caches stay valid. On h55r's
+   branch (c464b25) a rest larger than four times the growth was not
+   joined, so the block found it in the way of mremap and moved past
+   4 MiB, 3 to 4 times a round; on main f8e5289 it moved at 1 MiB (into
+   a huge block) and past. (purge_delay=3600000: the rest stays cached
+   between the rounds however long they take.) */
+static void a_block_grown_alone_to_64_mib_again_grows_through_the_rest_in_place(void)
+{
+    nodal_collect(1);
+    const size_t top = (size_t)64 << 20;
+    for (int round = 0; round < 2; round++) {
+        unsigned char *p = tagged_block(nodal_malloc(8), 21 + round);
+        if (p == NULL)
+            return;
+        grow_by_quarters(&p, 8, (size_t)1 << 20, 21 + round);
+        unsigned char *at1 = p;
+        int moves = grow_by_tenths(&p, (size_t)1 << 20, top, 21 + round);
+        nd_segment *s = nd_seg_of(p);
+        EXPECT(s != NULL && s->kind == ND_SEG_HUGE && nd_seg_is_valid(s) && nd_huge_usable(s, p) >= top,
+               "round %d: a valid huge block of 64 MiB", round);
+        if (round == 1)
+            EXPECT(moves == 0 && p == at1, "round 1: the block grown from 1 MiB to 64 MiB (at %p) not to move; it "
+                   "moved %d times, to %p", (void *)at1, moves, (void *)p);
+        int node = s->node;
+        nodal_free(p);
+        EXPECT(nd_large_is_valid() && nd_node_is_valid(node), "round %d: the pools and node caches to be valid",
+               round);
+    }
+}
+
 /* A block grown alone past 1 MiB is a huge block of its segment's 4 MiB:
    realloc shrinking it to 1.5 MiB keeps it where it is (its mapping whole,
    to serve as a segment again), and to 512 KiB copies it into a large
@@ -3999,6 +4060,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_block_grown_alone_past_1_mib_stays_where_it_is),
     ND_CASE(a_block_made_huge_in_its_segment_shrinks_as_a_huge_block),
     ND_CASE(a_block_made_huge_in_its_segment_that_cannot_grow_stays_intact),
+    ND_CASE(a_block_grown_alone_to_64_mib_again_grows_through_the_rest_in_place),
     ND_CASE(a_node_bound_block_grown_by_realloc_stays_on_its_node),
     ND_CASE(under_secure_1_a_node_bound_caches_fills_count_on_the_requests_class),
 };
