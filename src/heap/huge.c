@@ -175,6 +175,31 @@ back:
     return NULL;
 }
 
+/* A fresh place for huge block s that grows from old to total bytes and
+   must move: total bytes reserved (aligned to align), and free address
+   space after them for its next growths where it lands, as much again as
+   three times total (at most 1 GiB): reserved with it, then given back.
+   Reserved alone, a moved block lands where the kernel hands out address
+   space, right below the mappings already there, and its next growth finds
+   them in its way and moves it again (bench/micro -m grow, a block grown
+   by tenths from 1 MiB to 64 MiB: a move at 2.5 times its size each). The
+   space stays free while nodal maps below it (os.c's hint) and nothing
+   else maps there. A block that shrinks, or with no address space for the
+   room (RLIMIT_AS), gets total bytes alone. NULL if not even those. */
+static uint8_t *nd_huge_reserve_room(size_t old, size_t total, size_t align)
+{
+    if (total > old && total <= ((size_t)1 << 40)) {
+        size_t room = total <= ((size_t)1 << 30) / 3 ? 3 * total : (size_t)1 << 30;
+        uint8_t *to = nd_seg_reserve(total + room, align);
+        if (to != NULL) {
+            nd_segmap_huge((nd_segment *)to, total + room, total);
+            nd_os_unmap(to + total, room);
+            return to;
+        }
+    }
+    return nd_seg_reserve(total, align);
+}
+
 /* Moves live huge block s (old bytes) to a fresh place of total bytes
    aligned to `align` (a block aligned beyond 4 MiB stays so), its pages
    moved by the kernel, not copied; a node-bound one, or any under
@@ -193,7 +218,7 @@ static nd_segment *nd_huge_move(nd_segment *s, size_t old, size_t total, size_t 
 {
     const size_t g = nd_seg_guard;
     bool place = s->bound && !s->interleaved;
-    uint8_t *to = nd_seg_reserve(total, align);
+    uint8_t *to = nd_huge_reserve_room(old, total, align);
     if (to == NULL)
         return NULL;
     nd_segment *t;

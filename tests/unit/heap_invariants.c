@@ -3639,6 +3639,49 @@ static void a_block_grown_alone_to_64_mib_again_grows_through_the_rest_in_place(
     }
 }
 
+/* A huge block whose mapping cannot grow where it is (the next addresses
+   taken: a mapping of the test's own) moves once, and lands with room:
+   grown on by quarters to 2.5 times the size it moved at, it stays where
+   it landed (huge.c: nd_huge_reserve_room), its bytes kept. On main
+   f8e5289 it landed in a place of exactly its size (the kernel's top
+   down, right below the mappings there: at most the 4 MiB its alignment's
+   trim left free after it) and moved again at its next growths. */
+static void a_huge_block_moved_to_grow_lands_with_room_to_grow_on(void)
+{
+    nodal_collect(1);
+    const int tag = 31;
+    size_t size = (size_t)8 << 20;
+    unsigned char *p = nodal_malloc(size);
+    EXPECT(p != NULL, "a block of 8 MiB");
+    if (p == NULL)
+        return;
+    for (size_t j = 0; j < size; j++)
+        p[j] = (unsigned char)(j * 7 + tag);
+    nd_segment *s = nd_seg_of(p);
+    EXPECT(s != NULL && s->kind == ND_SEG_HUGE, "a huge block of 8 MiB");
+    uint8_t *end = (uint8_t *)s + s->size;
+    void *wall = mmap(end, 65536, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (wall != MAP_FAILED && wall != end) {
+        munmap(wall, 65536);   /* an old kernel took it as a hint */
+        wall = MAP_FAILED;
+    }
+    size_t usable = nd_huge_usable(s, p);
+    unsigned char *q = nodal_realloc(p, usable + ((size_t)1 << 20));
+    EXPECT(q != NULL && q != p, "realloc past the mapping's end (%p, taken) to move the block", (void *)end);
+    if (q == NULL)
+        return;
+    for (size_t j = usable; j < usable + ((size_t)1 << 20); j++)
+        q[j] = (unsigned char)(j * 7 + tag);
+    size = usable + ((size_t)1 << 20);
+    int moves = grow_by_quarters(&q, size, size * 5 / 2, tag);
+    EXPECT(moves == 0, "the moved block grown from %zu B to %zu B to stay where it landed; it moved %d times", size,
+           size * 5 / 2, moves);
+    nodal_free(q);
+    if (wall != MAP_FAILED)
+        munmap(wall, 65536);
+    EXPECT(nd_large_is_valid(), "the large pools to be valid");
+}
+
 /* A block grown alone past 1 MiB is a huge block of its segment's 4 MiB:
    realloc shrinking it to 1.5 MiB keeps it where it is (its mapping whole,
    to serve as a segment again), and to 512 KiB copies it into a large
@@ -4061,6 +4104,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_block_made_huge_in_its_segment_shrinks_as_a_huge_block),
     ND_CASE(a_block_made_huge_in_its_segment_that_cannot_grow_stays_intact),
     ND_CASE(a_block_grown_alone_to_64_mib_again_grows_through_the_rest_in_place),
+    ND_CASE(a_huge_block_moved_to_grow_lands_with_room_to_grow_on),
     ND_CASE(a_node_bound_block_grown_by_realloc_stays_on_its_node),
     ND_CASE(under_secure_1_a_node_bound_caches_fills_count_on_the_requests_class),
 };
