@@ -3682,6 +3682,36 @@ static void a_huge_block_moved_to_grow_lands_with_room_to_grow_on(void)
     EXPECT(nd_large_is_valid(), "the large pools to be valid");
 }
 
+/* A block alone in its segment that realloc grows at once past what the
+   segment holds (1 MiB to 6 MiB) does not become a huge block there: its
+   mapping would have to grow past the segment's neighbours at once. It
+   takes the path of a block that shares its segment (a huge mapping of
+   its own, mapped where it has room), its segment stays in its pool, and
+   huge_from_large does not count it; its bytes are kept. On h55r's branch
+   (c464b25) the segment left its pool and was moved at once. (Main
+   f8e5289 has no such path: it passes there.) */
+static void a_block_alone_grown_past_its_segment_at_once_leaves_it_in_the_pool(void)
+{
+    nodal_collect(1);
+    const int tag = 41;
+    unsigned char *p = tagged_block(nodal_malloc(8), tag);
+    if (p == NULL)
+        return;
+    grow_by_quarters(&p, 8, (size_t)1 << 20, tag);
+    nd_segment *ls = nd_seg_of(p);
+    EXPECT(ls != NULL && ls->kind == ND_SEG_LARGE, "a large block of 1 MiB");
+    size_t from0 = nd_load_relaxed(&nd_gauge.huge_from_large);
+    unsigned char *q = nodal_realloc(p, (size_t)6 << 20);
+    EXPECT(q != NULL && q != p && nd_seg_of(q)->kind == ND_SEG_HUGE, "realloc to 6 MiB to give a huge block");
+    EXPECT(nd_load_relaxed(&nd_gauge.huge_from_large) == from0, "huge_from_large not to count it");
+    EXPECT(nd_seg_of(p) == ls && ls->kind == ND_SEG_LARGE && nd_seg_is_valid(ls),
+           "its segment %p to stay a valid large segment", (void *)ls);
+    for (size_t j = 0; q != NULL && j < ((size_t)1 << 20); j += 61)
+        EXPECT(q[j] == (unsigned char)(j * 7 + tag), "byte %zu kept", j);
+    nodal_free(q != NULL ? q : p);
+    EXPECT(nd_large_is_valid(), "the large pools to be valid");
+}
+
 /* A block grown alone past 1 MiB is a huge block of its segment's 4 MiB:
    realloc shrinking it to 1.5 MiB keeps it where it is (its mapping whole,
    to serve as a segment again), and to 512 KiB copies it into a large
@@ -4105,6 +4135,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_block_made_huge_in_its_segment_that_cannot_grow_stays_intact),
     ND_CASE(a_block_grown_alone_to_64_mib_again_grows_through_the_rest_in_place),
     ND_CASE(a_huge_block_moved_to_grow_lands_with_room_to_grow_on),
+    ND_CASE(a_block_alone_grown_past_its_segment_at_once_leaves_it_in_the_pool),
     ND_CASE(a_node_bound_block_grown_by_realloc_stays_on_its_node),
     ND_CASE(under_secure_1_a_node_bound_caches_fills_count_on_the_requests_class),
 };
