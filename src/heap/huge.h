@@ -32,7 +32,9 @@
  * the segment its mapping (nd_huge_from_large); freed past 4 MiB, such a
  * mapping is cached in two, the segment (which its node's large pool
  * takes back: node.h, nd_node_seg_get_large) and the rest, into which the
- * next such block grows where it is (nd_huge_join_next).
+ * next such block grows where it is (nd_huge_join_next, a piece at a time
+ * from a rest much larger than a growth). A block that cannot grow where
+ * it is moves to a place with room after it (nd_huge_reserve_room).
  *
  * A block aligned beyond 4 MiB starts in a later 4 MiB chunk of its mapping;
  * the segment map says how far back the header is (segment.h).
