@@ -201,7 +201,8 @@ static uint8_t *nd_huge_reserve_room(size_t old, size_t total, size_t align)
 }
 
 /* Moves live huge block s (old bytes) to a fresh place of total bytes
-   aligned to `align` (a block aligned beyond 4 MiB stays so), its pages
+   aligned to `align` (a block aligned beyond 4 MiB stays so; growing, with
+   room after it: nd_huge_reserve_room), its pages
    moved by the kernel, not copied; a node-bound one, or any under
    secure=1, by nd_huge_move_undoable. On a kernel before 5.7, where
    a move cannot be undone, the new place gets its guard page first and a
