@@ -14,6 +14,14 @@
  * half of the blocks under 16 B, a mean of about 40 B. -n steps in all
  * (default 5,000,000), split over the threads.
  *
+ * -o ORDER changes the order of one step's calls, to tell an allocator's
+ * own cost from what its free does to the program's next malloc (the same
+ * calls and blocks; docs/results.md, h56a): `free` (the default: free the
+ * block, then allocate its replacement), `malloc` (allocate the
+ * replacement, fill it, then free the old block) or `previous` (allocate
+ * and fill the replacement, then free the block the previous step took
+ * out: a free whose pointer was loaded a step earlier).
+ *
  * Reported: core-normalised wall ns and CPU ns per step (free + malloc +
  * fill), wall seconds, the process's user and system seconds over the timed
  * region, and peak RSS.
@@ -26,9 +34,12 @@
 #include <string.h>
 #include <unistd.h>
 
+enum order { ORDER_FREE, ORDER_MALLOC, ORDER_PREVIOUS };
+
 struct cfg {
     long long steps;            /* per thread */
     int slots;
+    enum order order;
 };
 
 struct slot {
@@ -64,16 +75,32 @@ static void worker(bench_thread *t)
     struct slot *slot = malloc(sizeof *slot * (size_t)c->slots);
     for (int k = 0; k < c->slots; k++)
         fill(&slot[k], &t->rng);
+    unsigned char *prev = NULL;   /* -o previous: the block the last step took out */
     bench_sync(t);
     for (long long i = 0; i < c->steps; i++) {
         struct slot *s = &slot[rng_below(&t->rng, (uint64_t)c->slots)];
         unsigned char want = (unsigned char)(s->size & 0xff);
         if (s->p[0] != want || s->p[s->size - 1] != want)
             die("block %p of %u B was overwritten", (void *)s->p, s->size);
-        free(s->p);
-        fill(s, &t->rng);
+        unsigned char *old = s->p;
+        switch (c->order) {
+        case ORDER_FREE:
+            free(old);
+            fill(s, &t->rng);
+            break;
+        case ORDER_MALLOC:
+            fill(s, &t->rng);
+            free(old);
+            break;
+        case ORDER_PREVIOUS:
+            fill(s, &t->rng);
+            free(prev);
+            prev = old;
+            break;
+        }
     }
     bench_stop(t);
+    free(prev);
     t->ops = (uint64_t)c->steps;
     for (int k = 0; k < c->slots; k++)
         free(slot[k].p);
@@ -83,17 +110,27 @@ static void worker(bench_thread *t)
 int main(int argc, char **argv)
 {
     bench_init(argc, argv);
-    struct cfg c = { .slots = 65536 };
+    struct cfg c = { .slots = 65536, .order = ORDER_FREE };
     long long total = 5000000;
     int threads = 1, opt;
-    while ((opt = getopt(argc, argv, "t:n:k:P")) != -1) {
+    while ((opt = getopt(argc, argv, "t:n:k:o:P")) != -1) {
         switch (opt) {
         case 't': threads = (int)parse_size(optarg); break;
         case 'n': total = parse_size(optarg); break;
         case 'k': c.slots = (int)parse_size(optarg); break;
+        case 'o':
+            if (strcmp(optarg, "free") == 0)
+                c.order = ORDER_FREE;
+            else if (strcmp(optarg, "malloc") == 0)
+                c.order = ORDER_MALLOC;
+            else if (strcmp(optarg, "previous") == 0)
+                c.order = ORDER_PREVIOUS;
+            else
+                die("-o takes free, malloc or previous");
+            break;
         case 'P': bench_pinning = 0; break;
         default:
-            fprintf(stderr, "usage: alloctest [-t threads] [-n steps] [-k slots per thread] [-P]\n");
+            fprintf(stderr, "usage: alloctest [-t threads] [-n steps] [-k slots per thread] [-o free|malloc|previous] [-P]\n");
             return 2;
         }
     }
@@ -103,9 +140,10 @@ int main(int argc, char **argv)
     bench_reset_peak_rss();
     bench_team r;
     bench_team_run(threads, worker, &c, &r);
-    bench_result("alloctest", "threads=%d slots=%d ns_step=%.2f cpu_ns_step=%.2f wall_s=%.3f user_s=%.3f sys_s=%.3f "
+    bench_result("alloctest", "threads=%d slots=%d order=%s ns_step=%.2f cpu_ns_step=%.2f wall_s=%.3f user_s=%.3f sys_s=%.3f "
                  "peak_rss_mib=%.1f",
-                 threads, c.slots, bench_ns_per_op(&r, threads), bench_cpu_ns_per_op(&r), (double)r.wall_ns / 1e9,
+                 threads, c.slots, c.order == ORDER_FREE ? "free" : c.order == ORDER_MALLOC ? "malloc" : "previous",
+                 bench_ns_per_op(&r, threads), bench_cpu_ns_per_op(&r), (double)r.wall_ns / 1e9,
                  r.user_s, r.sys_s, bench_peak_rss_kib() / 1024.0);
     return 0;
 }
