@@ -5,8 +5,9 @@
  * ND_XFER_MEDIUM_BLOCKS blocks; a batch of medium blocks one thread
  * allocated and another freed is reused by a third thread through the
  * store, not carved again; node-bound medium blocks never reach a plain
- * cache; a medium request borrows a free block of a class above with the
- * heap profile on too, a sampled one that does is a sample of that
+ * cache; a medium request borrows a free block of a class above, from the
+ * transfer store too (when all of that class's blocks suit its alignment),
+ * and with the heap profile on too, a sampled one that does is a sample of that
  * block, and an unsampled one counts toward its own class's next sample. The core is built with ND_DEBUG=2: every fill, flush, put and
  * take checks the thread cache's and the store's invariants.
  */
