@@ -877,9 +877,12 @@ bool nd_seg_is_valid(const nd_segment *s)
     for (unsigned i = 0; i < s->page_count; i++) {
         const nd_page *pg = &s->pages[i];
         bool is_free = (s->free_mask >> i) & 1;
-        /* No block reaches the guard page (a large block: its usable bytes). */
+        /* No block reaches the guard page (a large block: its usable bytes,
+           which a CPU's cache of kept blocks rewrites without the pool's
+           lock when it hands the block out again: large.c, relaxed). */
         if (nd_load_relaxed(&pg->in_use) &&
-            pg->start + (s->kind == ND_SEG_LARGE ? pg->block_size : (size_t)pg->reserved * pg->block_size) > guard)
+            pg->start + (s->kind == ND_SEG_LARGE ? nd_load_relaxed(&pg->block_size)
+                                                 : (size_t)pg->reserved * pg->block_size) > guard)
             return false;
         if (s->kind == ND_SEG_LARGE) {   /* a block covers a run; its first chunk's descriptor is in use */
             if (is_free && nd_load_relaxed(&pg->in_use))
