@@ -210,7 +210,9 @@ typedef struct nd_bin_info {
                             sample, counting this way (0: none drawn yet;
                             with ND_PROF_LEFT_REDRAW, a countdown cut short
                             at ND_PROF_LEFT_MAX: at its end a new one is
-                            drawn, no sample taken). Here, in the cold part
+                            drawn, no sample taken); once drawn, never
+                            below armed (the tick runs out at the sample
+                            or before it). Here, in the cold part
                             the class's requests write anyway, not in an
                             array of the cache's own: that was on the
                             struct's third OS page, which a thread of a few

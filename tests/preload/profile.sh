@@ -30,11 +30,45 @@ share() {
 a=$(share site_a) b=$(share site_b) c=$(share site_c) leak=$(share site_leak)
 echo "shares: site_a=$a site_b=$b site_c=$c site_leak=$leak (want 60/30/10 of the sites' bytes, leak ~2.4)"
 for x in "$a" "$b" "$c"; do [ -n "$x" ] || fail "a site is missing from dump.txt: $(head -30 dump.txt)"; done
-awk -v a="$a" -v b="$b" -v c="$c" -v l="${leak:-0}" 'BEGIN {
-    t = a + b + c; if (t == 0) exit 1
-    ea = 100*a/t - 60; eb = 100*b/t - 30; ec = 100*c/t - 10
-    if (ea < -5 || ea > 5 || eb < -5 || eb > 5 || ec < -5 || ec > 5) exit 1 }' ||
-    fail "shares off by more than 5 points: a=$a b=$b c=$c"
+
+# The estimate is unbiased: over 16 runs (this one and 15 more), the
+# sites' live bytes estimated add up to their shares within 5 standard
+# deviations, and their sum to the bytes they hold (41,376,000 a run) within
+# 5. Each request is sampled with p = 1 - exp(-its class's size / 32 KiB),
+# its estimate size / p (sd of the sum: sqrt(sum of size^2 (1 - p) / p),
+# 0.98 MB a run, 2.4 %; 0.59 % over 16; the shares' 1.16 / 1.09 / 0.71
+# points a run, 0.29 / 0.27 / 0.18 over 16): the bounds are 1.5, 1.4 and
+# 0.9 points and 3 %. Site_a 7 % short (main f8e5289: a borrow moved
+# samples, docs/results.md, h56p) is 4.2 % off the sum (7 sd: it fails 98
+# times in 100) and 1.75 points off its share. A single run's 5-point
+# bound was 2 sd from main's mean: it failed 1 run in 10-16, and passed
+# most biased runs.
+site_bytes() {   # site_bytes FILE SITE: its live_bytes
+    awk -v f="$2" '/^#[0-9]+ live_bytes=/ { line = $0; k = 0; next }
+                   /^        / { k++; if (k <= 3 && line != "" && $1 ~ ("^" f "\\+")) { print line; line = "" } }' "$1" |
+        sed -n 's/.* live_bytes=\([0-9]*\) .*/\1/p' | head -1
+}
+pool=""
+for run in $(seq 16); do
+    if [ "$run" -eq 1 ]; then
+        f=dump.txt
+    else
+        NODAL_PROF=1 NODAL_PROF_RATE=32k NODAL_PROF_PREFIX="$dir/m.%p" LD_PRELOAD=$lib \
+            "$prog" sites "$dir/more" $node_a $node_b 2>"$dir/more.err" || fail "prof_sites sites (run $run) failed: $(cat "$dir/more.err")"
+        f=more.txt
+    fi
+    ra=$(site_bytes $f site_a) rb=$(site_bytes $f site_b) rc=$(site_bytes $f site_c)
+    [ -n "$ra" ] && [ -n "$rb" ] && [ -n "$rc" ] || fail "run $run: a site is missing from its dump: $(head -30 $f)"
+    pool="$pool $ra $rb $rc"
+done
+echo "$pool" | awk '{ for (i = 1; i <= NF; i += 3) { a += $i; b += $(i + 1); c += $(i + 2); n++ }
+    t = a + b + c; want = n * 41376000
+    ea = 100*a/t - 60; eb = 100*b/t - 30; ec = 100*c/t - 10; et = 100*(t - want)/want
+    printf "%d runs: shares site_a=%.2f site_b=%.2f site_c=%.2f (want 60/30/10 within 1.5/1.4/0.9), sum %.2f %% off (within 3)\n",
+           n, 100*a/t, 100*b/t, 100*c/t, et
+    exit !(ea >= -1.5 && ea <= 1.5 && eb >= -1.4 && eb <= 1.4 && ec >= -0.9 && ec <= 0.9 && et >= -3 && et <= 3) }' >pool.out ||
+    fail "biased over 16 runs: $(cat pool.out)"
+cat pool.out
 
 # x86-64: the memo of stacks recognises most stacks (prof.c): the sites
 # repeat, so the unwinder walks few of them. The header counts both.
