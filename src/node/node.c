@@ -332,6 +332,15 @@ nd_hot bool nd_node_abandoned_claim(nd_segment *s)
 
 /* ---- freed huge mappings ------------------------------------------------ */
 
+/* Takes cached mapping s out of kind k's huge cache (the node's lock held). */
+static void nd_node_huge_unlink(nd_kind_state *k, nd_segment *s)
+{
+    nd_list_remove(&k->huge, s);
+    k->huge_bytes -= s->size;
+    nd_sub_relaxed(&k->huge_hint, 1);
+    nd_gauge_sub(huge_cached_bytes, s->size);
+}
+
 nd_hot nd_segment *nd_node_huge_take(int node, bool bound, size_t need, size_t most)
 {
     nd_lock_may_take(ND_LOCK_ID_node);
@@ -349,12 +358,8 @@ nd_hot nd_segment *nd_node_huge_take(int node, bool bound, size_t need, size_t m
         if (s->size >= need && s->size <= most &&
             (best == NULL || (need == 0 ? s->size > best->size : s->size < best->size)))
             best = s;
-    if (best != NULL) {
-        nd_list_remove(&k->huge, best);
-        k->huge_bytes -= best->size;
-        nd_sub_relaxed(&k->huge_hint, 1);
-        nd_gauge_sub(huge_cached_bytes, best->size);
-    }
+    if (best != NULL)
+        nd_node_huge_unlink(k, best);
     nd_unlock(nd_node_lock(ns));
     return best;
 }
@@ -370,12 +375,8 @@ static nd_noinline nd_segment *nd_node_seg_from_huge(int node, bool bound)
     for (s = k->huge.first; s != NULL; s = s->next)
         if (s->size == ND_SEG_SIZE && s->formatted && (s->seams[0] | s->seams[1]) == 0)
             break;
-    if (s != NULL) {
-        nd_list_remove(&k->huge, s);
-        k->huge_bytes -= s->size;
-        nd_sub_relaxed(&k->huge_hint, 1);
-        nd_gauge_sub(huge_cached_bytes, s->size);
-    }
+    if (s != NULL)
+        nd_node_huge_unlink(k, s);
     nd_unlock(nd_node_lock(ns));
     if (s == NULL)
         return nd_node_seg_get(node, bound, ND_SEG_LARGE);
@@ -414,12 +415,8 @@ nd_segment *nd_node_huge_take_at(int node, bool bound, const void *at, size_t ne
             break;
     if (s != NULL && (s->size < need || s->size > most))
         s = NULL;
-    if (s != NULL) {
-        nd_list_remove(&k->huge, s);
-        k->huge_bytes -= s->size;
-        nd_sub_relaxed(&k->huge_hint, 1);
-        nd_gauge_sub(huge_cached_bytes, s->size);
-    }
+    if (s != NULL)
+        nd_node_huge_unlink(k, s);
     nd_unlock(nd_node_lock(ns));
     return s;
 }
@@ -443,10 +440,7 @@ nd_hot bool nd_node_huge_keep(nd_segment *s)
     nd_gauge_add(huge_cached_bytes, s->size);
     while ((k->huge.count > ND_HUGE_CACHE_COUNT || k->huge_bytes > ND_HUGE_CACHE_BYTES) && nv < ND_HUGE_CACHE_COUNT) {
         nd_segment *v = k->huge.last;   /* the oldest */
-        nd_list_remove(&k->huge, v);
-        k->huge_bytes -= v->size;
-        nd_sub_relaxed(&k->huge_hint, 1);
-        nd_gauge_sub(huge_cached_bytes, v->size);
+        nd_node_huge_unlink(k, v);
         victims[nv++] = v;
     }
     nd_unlock(nd_node_lock(ns));
@@ -474,10 +468,7 @@ static void nd_node_sweep_huge(int node, bool bound, uint64_t now, bool force)
         nd_segment *old = k->huge.last;
         if (old != NULL && k->huge_bytes > keep && (force || old->cached_at + delay <= now)) {
             v = old;
-            nd_list_remove(&k->huge, v);
-            k->huge_bytes -= v->size;
-            nd_sub_relaxed(&k->huge_hint, 1);
-            nd_gauge_sub(huge_cached_bytes, v->size);
+            nd_node_huge_unlink(k, v);
         }
         nd_unlock(nd_node_lock(ns));
         if (v == NULL)

@@ -3287,30 +3287,38 @@ static void the_free_fast_path_finds_a_page_without_the_segment_header(void)
 
 /* ---- blocks grown by realloc (large.h: nd_large_alloc_grown) ------------ */
 
-/* Grows block *pp (tag: its byte pattern) from `from` to `to` bytes, a
-   quarter at a time, writing every new byte and checking every 61st old
-   one; the moves past 20 KiB (where a grown block is a run of chunks). */
-static int grow_by_quarters(unsigned char **pp, size_t from, size_t to, int tag)
+/* Grows block *pp (tag: its byte pattern) from `from` to `to` bytes by
+   1/step of its size (and 8 bytes) at a time, writing every new byte and
+   checking every `every`th old one; the moves of a block past `past`
+   bytes. */
+static int grow_in_steps(unsigned char **pp, size_t from, size_t to, int tag, size_t step, size_t every, size_t past)
 {
     int moves = 0;
     size_t size = from;
     while (size < to) {
-        size_t next = size + size / 4 + 8;
+        size_t next = size + size / step + 8;
         if (next > to)
             next = to;
         unsigned char *q = nodal_realloc(*pp, next);
         EXPECT(q != NULL, "realloc(p, %zu) to succeed", next);
         if (q == NULL)
             return moves;
-        for (size_t j = 0; j < size; j += 61)
+        for (size_t j = 0; j < size; j += every)
             EXPECT(q[j] == (unsigned char)(j * 7 + tag), "byte %zu kept when growing to %zu bytes", j, next);
         for (size_t j = size; j < next; j++)
             q[j] = (unsigned char)(j * 7 + tag);
-        moves += size > ((size_t)20 << 10) && q != *pp;
+        moves += size > past && q != *pp;
         *pp = q;
         size = next;
     }
     return moves;
+}
+
+/* A quarter at a time, every 61st old byte checked; the moves past 20 KiB
+   (where a grown block is a run of chunks). */
+static int grow_by_quarters(unsigned char **pp, size_t from, size_t to, int tag)
+{
+    return grow_in_steps(pp, from, to, tag, 4, 61, (size_t)20 << 10);
 }
 
 /* p, a new block of 8 bytes (NULL: a failed malloc, reported), its bytes
@@ -3578,29 +3586,11 @@ static void a_block_made_huge_in_its_segment_that_cannot_grow_stays_intact(void)
     EXPECT(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the child to free it and keep its pools valid (status %#x)", st);
 }
 
-/* Grows block *pp (tag: its byte pattern, as grow_by_quarters) from
-   `from` to `to` bytes a tenth at a time (bench/micro -m grow); the moves. */
+/* A tenth at a time (bench/micro -m grow), every 4,093rd old byte
+   checked; every move. */
 static int grow_by_tenths(unsigned char **pp, size_t from, size_t to, int tag)
 {
-    int moves = 0;
-    size_t size = from;
-    while (size < to) {
-        size_t next = size + size / 10 + 8;
-        if (next > to)
-            next = to;
-        unsigned char *q = nodal_realloc(*pp, next);
-        EXPECT(q != NULL, "realloc(p, %zu) to succeed", next);
-        if (q == NULL)
-            return moves;
-        for (size_t j = 0; j < size; j += 4093)
-            EXPECT(q[j] == (unsigned char)(j * 7 + tag), "byte %zu kept when growing to %zu bytes", j, next);
-        for (size_t j = size; j < next; j++)
-            q[j] = (unsigned char)(j * 7 + tag);
-        moves += q != *pp;
-        *pp = q;
-        size = next;
-    }
-    return moves;
+    return grow_in_steps(pp, from, to, tag, 10, 4093, 0);
 }
 
 /* A block grown alone past 1 MiB, then by tenths to 64 MiB, twice: the
