@@ -1155,14 +1155,7 @@ static inline void nd_tcache_prefetch_taken(void *const *v, size_t n)
    of that class) and so already resident: each (thread, class) carving
    to its own high of live blocks held 2-3x the medium band's high in
    memory (h49m, h49r). shortlived -t 2's medium pages at its peak: 7.0-8.5
-   MiB (5 runs; one 11.1); 4 classes up 5.7-6.9, 8 up 4.9-5.5. A lender's
-   free blocks are also looked for in the transfer store of the kind
-   (h56s): a medium bin holds a block or two and its overflows go to the
-   store, so that is where nearly all of a medium class's free blocks
-   wait (shortlived -t 2 at its peak: every block its medium pages had
-   carved handed out, 0.8-1.3 MiB of them in bins, 1.0-2.1 live, 2.2-3.0
-   in the store); with the store lending, its medium pages at the peak
-   4.9-5.6 -> 4.1-4.4 MiB (docs/results.md, h56s). The small
+   MiB (5 runs; one 11.1); 4 classes up 5.7-6.9, 8 up 4.9-5.5. The small
    classes past 1 KiB too took its small pages from 2.3-2.6 MiB to
    1.5-1.9, but rptest -t 8's peak RSS up 25-40 % (3 runs of 11-21 at load
    20-27): left out. The block stays of its page's class: its free puts it
@@ -1216,24 +1209,9 @@ static nd_noinline void *nd_tcache_borrow(nd_tcache *tc, unsigned c)
         nd_bin *b = &tc->bins[up];
         const nd_page *pg = tc->heap.pages[up].first;
         void *p = NULL;
-        if (b->cur == b->empty && (pg == NULL || pg->free == NULL)) {
-            /* Neither: the class's transfer store, where the overflows of
-               every cache of the kind go (a medium bin holds a block or
-               two: a class's free blocks are there, not in a bin or a
-               page), a block of it taken only when all of that class's
-               blocks have the alignment c needs (so none goes back) */
-            uintptr_t up_align = (uintptr_t)nd_class_size[up] & -(uintptr_t)nd_class_size[up];
-            nd_xfer *x = nd_tcache_xfer(tc, false);
-            void *one[1];
-            if (x == NULL || (up_align < align && up_align < ND_ALIGN_NATURAL) ||
-                nd_xfer_take(x, up, nd_tcache_xfer_shard(tc), one + 1, 1) == 0)
-                continue;   /* (the usual case, in two loads or three, and the store's look) */
-            p = one[0];
-            if (nd_unlikely(!nd_bin_info_is_set(nd_bin_info_of(tc, up))))
-                nd_bin_info_init(tc, up, 1);
-            nd_count_add(&nd_bin_info_of(tc, up)->counts.fill_blocks, 1);   /* (as from its page, below) */
-            nd_count_add(&nd_bin_info_of(tc, up)->counts.xfer_take_blocks, 1);
-        } else if (b->cur != b->empty && ((uintptr_t)*b->cur & (align - 1)) == 0) {
+        if (b->cur == b->empty && (pg == NULL || pg->free == NULL))
+            continue;   /* (the usual case, in two loads or three) */
+        if (b->cur != b->empty && ((uintptr_t)*b->cur & (align - 1)) == 0) {
             p = *b->cur++;
             nd_bin_info *bi = nd_bin_info_of(tc, up);
             uint32_t count = (uint32_t)(b->empty - b->cur);

@@ -5,9 +5,8 @@
  * ND_XFER_MEDIUM_BLOCKS blocks; a batch of medium blocks one thread
  * allocated and another freed is reused by a third thread through the
  * store, not carved again; node-bound medium blocks never reach a plain
- * cache; a medium request borrows a free block of a class above, from the
- * transfer store too (when all of that class's blocks suit its alignment),
- * and with the heap profile on too, a sampled one that does is a sample of that
+ * cache; a medium request borrows a free block of a class above with the
+ * heap profile on too, a sampled one that does is a sample of that
  * block, and an unsampled one counts toward its own class's next sample. The core is built with ND_DEBUG=2: every fill, flush, put and
  * take checks the thread cache's and the store's invariants.
  */
@@ -535,78 +534,6 @@ static void a_borrow_from_a_class_the_thread_never_requested_sets_its_counts_up(
     in_a_fresh_thread(borrow_from_a_class_never_requested);
 }
 
-/* A lender's free blocks in the transfer store (tcache.c: nd_tcache_borrow):
-   a medium bin holds a block or two, so the overflows of the medium
-   classes, and with them their free blocks, wait in the store of their
-   kind (xfer.h), where a request of a class below may borrow one, if
-   every block of that class has the alignment it needs. A 24 KiB request
-   (aligned to 8 KiB by its class) whose class has no page takes the 32
-   KiB block of the store (32 KiB blocks are all at multiples of 16 KiB),
-   no page of 24 KiB made; in another thread it does not take a 28 KiB
-   block of the store (28 KiB blocks are at multiples of 4 KiB only). On
-   main f8e5289 borrowing looked in the lender's bin and its page, not in
-   the store: the 24 KiB request carved a page of its own (bench/shortlived
-   -t 2: medium segments at the peak 5.4-5.8 MiB with a medium bin's
-   blocks and all of a class's other free blocks in the store, 3.9-4.2
-   with the store lending; docs/results.md, h56s). */
-static void *borrow_from_the_store(void *arg)
-{
-    const bool aligned = arg != NULL;   /* the lender: 32 KiB (aligned), 28 KiB (not always) */
-    nodal_free(nodal_malloc(1));   /* the thread's cache */
-    nd_tcache *tc = nd_tls_tc;
-    const unsigned c24 = nd_class_of(24 << 10), up = nd_class_of(aligned ? 32 << 10 : 28 << 10);
-    void *blk = NULL;
-    EXPECT(nd_heap_take_blocks(&tc->heap, up, &blk, 1, 1) == 1, "the heap to give a block of the lender's class");
-    EXPECT(tc->heap.pages[c24].first == NULL && tc->bins[up].cur == tc->bins[up].empty &&
-               tc->heap.pages[up].first != NULL && tc->heap.pages[up].first->free == NULL,
-           "a fresh thread with no 24 KiB page, and no free block of the lender's class in its bin or page");
-    nd_xfer *x = nd_xfer_get(tc->kind);
-    EXPECT(x != NULL && store_count(x, up) == 0, "the lender's store to be empty");
-    EXPECT(nd_xfer_put(x, up, 0, &blk, 1, NULL, NULL) == 1, "the store to take the (still marked free) block");
-    void *q = nodal_malloc(24 << 10);
-    EXPECT(q != NULL, "malloc(24 KiB) to succeed");
-    if (aligned) {
-        EXPECT(q == blk, "the 24 KiB request to borrow the 32 KiB block %p of the store (it got %p)", blk, q);
-        EXPECT(nodal_usable_size(q) == (32 << 10), "the borrowed block to keep its usable size, 32 KiB (%zu B)",
-               nodal_usable_size(q));
-        EXPECT(tc->heap.pages[c24].first == NULL, "no page of 24 KiB to be made for it");
-        EXPECT(store_count(x, up) == 0, "the store to have given its block");
-        memset(q, 3, 24 << 10);
-        nodal_free(q);
-        EXPECT(tc->bins[up].cur != tc->bins[up].empty && *tc->bins[up].cur == q,
-               "the borrowed block freed to wait in the 32 KiB bin");
-    } else {
-        EXPECT(q != blk && ((uintptr_t)q & ((8 << 10) - 1)) == 0,
-               "the 24 KiB request to get a block at a multiple of 8 KiB, not the 28 KiB block %p (it got %p)", blk, q);
-        EXPECT(store_count(x, up) == 1, "the 28 KiB block to stay in the store");
-        nodal_free(q);
-        void *back = NULL;
-        EXPECT(nd_xfer_take(x, up, 0, &back + 1, 1) == 1 && back == blk, "the store to give the 28 KiB block back");
-        nd_block_unmark(back);   /* handed out, as nd_tcache_alloc does */
-        nodal_free(back);
-    }
-    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
-    EXPECT(nd_thread_is_valid(), "the heap invariants to hold");
-    return NULL;
-}
-
-static void *borrow_from_the_store_aligned(void *arg)
-{
-    (void)arg;
-    return borrow_from_the_store((void *)1);
-}
-static void *borrow_from_the_store_unaligned(void *arg)
-{
-    (void)arg;
-    return borrow_from_the_store(NULL);
-}
-
-static void a_medium_request_borrows_a_block_of_a_class_above_from_the_transfer_store(void)
-{
-    in_a_fresh_thread(borrow_from_the_store_aligned);
-    in_a_fresh_thread(borrow_from_the_store_unaligned);
-}
-
 /* With the heap profile on, a medium request borrows as it does without
    it (at a rate that samples none of this test's requests). On main
    39094ac borrowing was off under prof=1: the 24 KiB request carved a
@@ -808,7 +735,6 @@ static const struct nd_case cases[] = {
     ND_CASE(node_bound_medium_blocks_freed_elsewhere_stay_with_their_node),
     ND_CASE(a_medium_request_takes_a_free_block_of_a_class_above_before_carving),
     ND_CASE(a_borrow_from_a_class_the_thread_never_requested_sets_its_counts_up),
-    ND_CASE(a_medium_request_borrows_a_block_of_a_class_above_from_the_transfer_store),
     ND_CASE(a_medium_request_borrows_with_the_heap_profile_on),
     ND_CASE(a_sampled_medium_request_that_borrows_is_a_sample_of_the_borrowed_block),
     ND_CASE(a_borrowed_request_counts_toward_its_own_classs_sample),
