@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 enum order { ORDER_FREE, ORDER_MALLOC, ORDER_PREVIOUS };
+static const char *const order_names[] = { "free", "malloc", "previous" };   /* -o, by enum order */
 
 struct cfg {
     long long steps;            /* per thread */
@@ -118,16 +119,15 @@ int main(int argc, char **argv)
         case 't': threads = (int)parse_size(optarg); break;
         case 'n': total = parse_size(optarg); break;
         case 'k': c.slots = (int)parse_size(optarg); break;
-        case 'o':
-            if (strcmp(optarg, "free") == 0)
-                c.order = ORDER_FREE;
-            else if (strcmp(optarg, "malloc") == 0)
-                c.order = ORDER_MALLOC;
-            else if (strcmp(optarg, "previous") == 0)
-                c.order = ORDER_PREVIOUS;
-            else
+        case 'o': {
+            unsigned k = 0;
+            while (k < sizeof order_names / sizeof *order_names && strcmp(optarg, order_names[k]) != 0)
+                k++;
+            if (k == sizeof order_names / sizeof *order_names)
                 die("-o takes free, malloc or previous");
+            c.order = (enum order)k;
             break;
+        }
         case 'P': bench_pinning = 0; break;
         default:
             fprintf(stderr, "usage: alloctest [-t threads] [-n steps] [-k slots per thread] [-o free|malloc|previous] [-P]\n");
@@ -142,7 +142,7 @@ int main(int argc, char **argv)
     bench_team_run(threads, worker, &c, &r);
     bench_result("alloctest", "threads=%d slots=%d order=%s ns_step=%.2f cpu_ns_step=%.2f wall_s=%.3f user_s=%.3f sys_s=%.3f "
                  "peak_rss_mib=%.1f",
-                 threads, c.slots, c.order == ORDER_FREE ? "free" : c.order == ORDER_MALLOC ? "malloc" : "previous",
+                 threads, c.slots, order_names[c.order],
                  bench_ns_per_op(&r, threads), bench_cpu_ns_per_op(&r), (double)r.wall_ns / 1e9,
                  r.user_s, r.sys_s, bench_peak_rss_kib() / 1024.0);
     return 0;

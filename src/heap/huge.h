@@ -79,12 +79,12 @@ void  *nd_huge_from_large(nd_segment *s, size_t offset) nd_hidden;
    meanwhile. Release builds do not define it. */
 extern void (*nd_huge_moved_hook)(void *old_start, size_t old_size) nd_hidden;
 
-/* Is this huge block zero-filled fresh memory (calloc may skip the memset)? */
 /* Is huge block s's mapping a segment it was made of, still 4 MiB
    (nd_huge_from_large)? realloc keeps it whole while the block stays past
    ND_LARGE_MAX (its pages past the block are the room it was made with,
    and freed whole, it can serve as a segment again). */
 static inline bool nd_huge_was_segment(const nd_segment *s) { return s->formatted && s->size == ND_SEG_SIZE; }
+/* Is this huge block zero-filled fresh memory (calloc may skip the memset)? */
 static inline bool nd_huge_is_fresh(const nd_segment *s) { return s->kind == ND_SEG_HUGE && s->fresh; }
 
 #endif /* ND_HUGE_H */

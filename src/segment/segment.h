@@ -582,9 +582,9 @@ nd_segment *nd_seg_split_huge(nd_segment *s, size_t at) nd_hidden;
    points t's windows at s, t's header is no longer one (no system call:
    the pages are mapped already). */
 void nd_seg_join_huge(nd_segment *s, nd_segment *t) nd_hidden;
-/* Lays out pages for `kind` (SMALL, MEDIUM or LARGE); all pages free. */
 /* Sets page_shift and page_count, and the descriptor lookup they imply. */
 void nd_seg_set_geometry(nd_segment *s, unsigned page_shift, unsigned page_count) nd_hidden;
+/* Lays out pages for `kind` (SMALL, MEDIUM or LARGE); all pages free. */
 void nd_seg_format(nd_segment *s, int kind) nd_hidden;
 /* Makes [p, p+len) of s usable: bound segments populate and verify chunks not
    yet committed. 0, or -1 with errno = ENOMEM when strict placement failed. */

@@ -776,12 +776,17 @@ nd_hot void nd_thread_count_remote_free(unsigned cls, bool pushed)
     }
 }
 
-nd_hot void nd_thread_count_free(bool huge, size_t bytes)
+/* The calling thread's counters (its own, written by it alone: *live), or
+   the orphans' (shared: atomic) once it is exiting. */
+static inline nd_thread_counters *nd_thread_counters_here(bool *live)
 {
-    bool live = nd_tls_thread->state == ND_THREAD_LIVE;
-    nd_thread_counters *s = live ? &nd_tls_tc->heap.stats : &nd_orphan;
-    uint64_t *count = huge ? &s->huge_frees : &s->large_frees;
-    uint64_t *sum = huge ? &s->huge_bytes_freed : &s->large_bytes_freed;
+    *live = nd_tls_thread->state == ND_THREAD_LIVE;
+    return *live ? &nd_tls_tc->heap.stats : &nd_orphan;
+}
+
+/* One block of `bytes` into a count and its sum (nd_thread_counters_here). */
+static inline void nd_thread_count_block(bool live, uint64_t *count, uint64_t *sum, size_t bytes)
+{
     if (live) {
         nd_count_inc(count);
         nd_count_add(sum, bytes);
@@ -791,17 +796,19 @@ nd_hot void nd_thread_count_free(bool huge, size_t bytes)
     }
 }
 
+nd_hot void nd_thread_count_free(bool huge, size_t bytes)
+{
+    bool live;
+    nd_thread_counters *s = nd_thread_counters_here(&live);
+    nd_thread_count_block(live, huge ? &s->huge_frees : &s->large_frees,
+                          huge ? &s->huge_bytes_freed : &s->large_bytes_freed, bytes);
+}
+
 void nd_thread_count_huge_alloc(size_t bytes)
 {
-    bool live = nd_tls_thread->state == ND_THREAD_LIVE;
-    nd_thread_counters *s = live ? &nd_tls_tc->heap.stats : &nd_orphan;
-    if (live) {
-        nd_count_inc(&s->huge_allocs);
-        nd_count_add(&s->huge_bytes_allocated, bytes);
-    } else {
-        nd_add_relaxed(&s->huge_allocs, 1);
-        nd_add_relaxed(&s->huge_bytes_allocated, bytes);
-    }
+    bool live;
+    nd_thread_counters *s = nd_thread_counters_here(&live);
+    nd_thread_count_block(live, &s->huge_allocs, &s->huge_bytes_allocated, bytes);
 }
 
 nd_sample_path void nd_thread_count_cell_free(unsigned cls)
