@@ -22,6 +22,13 @@
  * and fill the replacement, then free the block the previous step took
  * out: a free whose pointer was loaded a step earlier).
  *
+ * -w WORK adds WORK (0, 16, 32, 48 or 64) instructions of the program's own
+ * to each step: register-only adds in four independent chains, no loads or
+ * stores, independent of the blocks. They tell whether a step's time goes
+ * with the instructions it runs (what a faster allocator saves a program
+ * that waits on its own misses), as a model of an allocator whose calls
+ * take WORK more instructions (docs/results.md, h57a).
+ *
  * Reported: core-normalised wall ns and CPU ns per step (free + malloc +
  * fill), wall seconds, the process's user and system seconds over the timed
  * region, and peak RSS.
@@ -41,6 +48,7 @@ struct cfg {
     long long steps;            /* per thread */
     int slots;
     enum order order;
+    int work;                   /* -w: the program's own instructions added to a step */
 };
 
 struct slot {
@@ -70,14 +78,23 @@ static void fill(struct slot *s, uint64_t *rng)
     memset(s->p, (int)(sz & 0xff), sz);
 }
 
-static void worker(bench_thread *t)
+/* REPS x 4 adds of 1 in four registers (four chains of REPS each): -w. */
+#define WORK_ADDS(seed, reps)                                                  \
+    do {                                                                       \
+        unsigned long w0_ = (seed), w1_ = w0_, w2_ = w0_, w3_ = w0_;           \
+        __asm__ volatile(".rept " #reps "\n\t"                                 \
+                         "lea 1(%0),%0\n\tlea 1(%1),%1\n\t"                  \
+                         "lea 1(%2),%2\n\tlea 1(%3),%3\n\t"                  \
+                         ".endr"                                               \
+                         : "+r"(w0_), "+r"(w1_), "+r"(w2_), "+r"(w3_));        \
+    } while (0)
+
+/* The timed steps; work is a constant in each call (worker's switch), so
+   the loop holds exactly its adds. */
+static inline __attribute__((always_inline)) void run_steps(bench_thread *t, const struct cfg *c,
+                                                            struct slot *slot, unsigned char **prevp, int work)
 {
-    const struct cfg *c = t->arg;
-    struct slot *slot = malloc(sizeof *slot * (size_t)c->slots);
-    for (int k = 0; k < c->slots; k++)
-        fill(&slot[k], &t->rng);
-    unsigned char *prev = NULL;   /* -o previous: the block the last step took out */
-    bench_sync(t);
+    unsigned char *prev = *prevp;   /* -o previous: the block the last step took out */
     for (long long i = 0; i < c->steps; i++) {
         struct slot *s = &slot[rng_below(&t->rng, (uint64_t)c->slots)];
         unsigned char want = (unsigned char)(s->size & 0xff);
@@ -99,6 +116,32 @@ static void worker(bench_thread *t)
             prev = old;
             break;
         }
+        if (work == 16)
+            WORK_ADDS((unsigned long)i, 4);
+        else if (work == 32)
+            WORK_ADDS((unsigned long)i, 8);
+        else if (work == 48)
+            WORK_ADDS((unsigned long)i, 12);
+        else if (work == 64)
+            WORK_ADDS((unsigned long)i, 16);
+    }
+    *prevp = prev;
+}
+
+static void worker(bench_thread *t)
+{
+    const struct cfg *c = t->arg;
+    struct slot *slot = malloc(sizeof *slot * (size_t)c->slots);
+    for (int k = 0; k < c->slots; k++)
+        fill(&slot[k], &t->rng);
+    unsigned char *prev = NULL;
+    bench_sync(t);
+    switch (c->work) {
+    case 0:  run_steps(t, c, slot, &prev, 0); break;
+    case 16: run_steps(t, c, slot, &prev, 16); break;
+    case 32: run_steps(t, c, slot, &prev, 32); break;
+    case 48: run_steps(t, c, slot, &prev, 48); break;
+    default: run_steps(t, c, slot, &prev, 64); break;
     }
     bench_stop(t);
     free(prev);
@@ -114,7 +157,7 @@ int main(int argc, char **argv)
     struct cfg c = { .slots = 65536, .order = ORDER_FREE };
     long long total = 5000000;
     int threads = 1, opt;
-    while ((opt = getopt(argc, argv, "t:n:k:o:P")) != -1) {
+    while ((opt = getopt(argc, argv, "t:n:k:o:w:P")) != -1) {
         switch (opt) {
         case 't': threads = (int)parse_size(optarg); break;
         case 'n': total = parse_size(optarg); break;
@@ -128,9 +171,14 @@ int main(int argc, char **argv)
             c.order = (enum order)k;
             break;
         }
+        case 'w':
+            c.work = (int)parse_size(optarg);
+            if (c.work % 16 != 0 || c.work < 0 || c.work > 64)
+                die("-w takes 0, 16, 32, 48 or 64");
+            break;
         case 'P': bench_pinning = 0; break;
         default:
-            fprintf(stderr, "usage: alloctest [-t threads] [-n steps] [-k slots per thread] [-o free|malloc|previous] [-P]\n");
+            fprintf(stderr, "usage: alloctest [-t threads] [-n steps] [-k slots per thread] [-o free|malloc|previous] [-w 0|16|32|48|64] [-P]\n");
             return 2;
         }
     }
@@ -140,9 +188,9 @@ int main(int argc, char **argv)
     bench_reset_peak_rss();
     bench_team r;
     bench_team_run(threads, worker, &c, &r);
-    bench_result("alloctest", "threads=%d slots=%d order=%s ns_step=%.2f cpu_ns_step=%.2f wall_s=%.3f user_s=%.3f sys_s=%.3f "
+    bench_result("alloctest", "threads=%d slots=%d order=%s work=%d ns_step=%.2f cpu_ns_step=%.2f wall_s=%.3f user_s=%.3f sys_s=%.3f "
                  "peak_rss_mib=%.1f",
-                 threads, c.slots, order_names[c.order],
+                 threads, c.slots, order_names[c.order], c.work,
                  bench_ns_per_op(&r, threads), bench_cpu_ns_per_op(&r), (double)r.wall_ns / 1e9,
                  r.user_s, r.sys_s, bench_peak_rss_kib() / 1024.0);
     return 0;
