@@ -79,13 +79,17 @@ static void fill(struct slot *s, uint64_t *rng)
 }
 
 /* REPS x 4 adds of 1 in four registers (four chains of REPS each): -w. */
+#if defined(__x86_64__)
+#define WORK_ADD4 "lea 1(%0),%0\n\tlea 1(%1),%1\n\tlea 1(%2),%2\n\tlea 1(%3),%3\n\t"
+#elif defined(__aarch64__)
+#define WORK_ADD4 "add %0,%0,#1\n\tadd %1,%1,#1\n\tadd %2,%2,#1\n\tadd %3,%3,#1\n\t"
+#else
+#error "alloctest -w: an add instruction for this architecture"
+#endif
 #define WORK_ADDS(seed, reps)                                                  \
     do {                                                                       \
         unsigned long w0_ = (seed), w1_ = w0_, w2_ = w0_, w3_ = w0_;           \
-        __asm__ volatile(".rept " #reps "\n\t"                                 \
-                         "lea 1(%0),%0\n\tlea 1(%1),%1\n\t"                  \
-                         "lea 1(%2),%2\n\tlea 1(%3),%3\n\t"                  \
-                         ".endr"                                               \
+        __asm__ volatile(".rept " #reps "\n\t" WORK_ADD4 ".endr"             \
                          : "+r"(w0_), "+r"(w1_), "+r"(w2_), "+r"(w3_));        \
     } while (0)
 
