@@ -21,8 +21,13 @@
  *      `refill_pct` is the share of those that succeeded (freed address
  *      space being reused).
  * The counts live in a shared mapping made before the fork, so they are
- * reported even when the allocator kills the child (an abort on failure):
- * the run then exits 1 after printing them.
+ * reported even when the allocator kills the child (an abort on failure,
+ * a fault in a thread's set-up that gets no memory): the result line then
+ * has what the phases before the one it died in measured, and only that
+ * (blocks, fill_pct and vm_start_mib once step 2 ended; small_ok_pct,
+ * idle_ok_pct, new_ok_pct, refill_pct once their part ended), a `note:`
+ * line names the signal and the part, and the run exits 1 after printing
+ * them (bench/runner keeps such a run's results and lists the failure).
  *
  * Reported: blocks, small_ok_pct, refill_pct, fill_pct = blocks * size /
  * (limit - address space in use before step 2), vm_start_mib, the address
@@ -47,7 +52,15 @@
 struct counts {
     long blocks, small_ok, idle_ok, new_ok, refilled, refill_tried;
     long vm_start_kib, vm_before_kib;
-    int phase;      /* last phase reached */
+    int phase;      /* the part under way: PHASE_* */
+};
+
+/* The parts of a child's run, in order: the one under way when it died
+   names it, and the metrics of the parts before it are the ones reported. */
+enum { PHASE_START = 1, PHASE_FILL, PHASE_SMALL, PHASE_IDLE, PHASE_NEW, PHASE_REFILL, PHASE_DONE };
+static const char *const phase_names[] = {
+    "", "start", "fill (step 2)", "small requests (step 3)", "the idle thread's small requests (step 3)",
+    "a new thread's small requests (step 3)", "refill (step 4)", "done",
 };
 
 struct smalls_job {
@@ -74,6 +87,7 @@ static void *smalls_run(void *arg)
 
 static void child(struct counts *out, size_t size, long long limit, size_t small, long nsmall)
 {
+    out->phase = PHASE_START;
     out->vm_start_kib = bench_vm_kib();
     /* The idle thread: started before the limit, waits without allocating. */
     static sem_t go;
@@ -102,7 +116,7 @@ static void child(struct counts *out, size_t size, long long limit, size_t small
     if (!big || !smalls)
         _exit(4);
     out->vm_before_kib = bench_vm_kib();
-    out->phase = 2;
+    out->phase = PHASE_FILL;
     long n = 0;
     while (n < cap) {
         char *p = malloc(size);
@@ -112,7 +126,7 @@ static void child(struct counts *out, size_t size, long long limit, size_t small
         big[n++] = p;
         out->blocks = n;
     }
-    out->phase = 3;
+    out->phase = PHASE_SMALL;
     for (long i = 0; i < nsmall; i++) {
         smalls[i] = malloc(small);
         if (smalls[i]) {
@@ -120,13 +134,15 @@ static void child(struct counts *out, size_t size, long long limit, size_t small
             out->small_ok++;
         }
     }
+    out->phase = PHASE_IDLE;
     sem_post(&go);
     pthread_join(idle_t, NULL);
+    out->phase = PHASE_NEW;
     if (pthread_create(&late_t, &attr, smalls_run, &late) == 0)
         pthread_join(late_t, NULL);
     else
         out->new_ok = -nsmall;   /* reported as -100: no thread */
-    out->phase = 4;
+    out->phase = PHASE_REFILL;
     for (long i = 0; i < n; i += 2) {
         free(big[i]);
         big[i] = NULL;
@@ -139,7 +155,7 @@ static void child(struct counts *out, size_t size, long long limit, size_t small
             out->refilled++;
         }
     }
-    out->phase = 5;
+    out->phase = PHASE_DONE;
     _exit(0);
 }
 
@@ -208,22 +224,39 @@ int main(int argc, char **argv)
         int st = 0;
         if (waitpid(pid, &st, 0) != pid)
             die("waitpid failed");
+        int reached = c->phase;   /* the part under way when it ended */
         if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
             failed = 1;
+            const char *part = reached >= PHASE_START && reached <= PHASE_DONE ? phase_names[reached] : "?";
             if (WIFSIGNALED(st))
-                printf("note: size %zu: the child was killed by signal %d (%s) in phase %d\n", size,
-                       WTERMSIG(st), strsignal(WTERMSIG(st)), c->phase);
+                printf("note: size %zu: the child was killed by signal %d (%s) in %s\n", size,
+                       WTERMSIG(st), strsignal(WTERMSIG(st)), part);
             else
-                printf("note: size %zu: the child exited %d in phase %d\n", size, WEXITSTATUS(st), c->phase);
+                printf("note: size %zu: the child exited %d in %s\n", size, WEXITSTATUS(st), part);
+        } else {
+            reached = PHASE_DONE;
         }
+        /* Only what the parts before `reached` measured. */
+        char line[512];
+        int len = 0;
         double room = (double)limit - (double)c->vm_before_kib * 1024.0;
-        bench_result("aslimit", "size=%zuKiB limit=%lldMiB blocks=%ld small_ok_pct=%.1f idle_ok_pct=%.1f new_ok_pct=%.1f "
-                     "refill_pct=%.1f fill_pct=%.1f vm_start_mib=%.1f bytes=%zu",
-                     size >> 10, limit >> 20, c->blocks, 100.0 * (double)c->small_ok / (double)nsmall,
-                     100.0 * (double)c->idle_ok / (double)nsmall, 100.0 * (double)c->new_ok / (double)nsmall,
-                     c->refill_tried ? 100.0 * (double)c->refilled / (double)c->refill_tried : 0.0,
-                     room > 0 ? 100.0 * (double)c->blocks * (double)size / room : 0.0,
-                     (double)c->vm_start_kib / 1024.0, size);
+#define ASLIMIT_PUT(...) \
+        (len += snprintf(line + len, sizeof line - (size_t)len, __VA_ARGS__))
+        if (reached > PHASE_FILL)
+            ASLIMIT_PUT(" blocks=%ld fill_pct=%.1f vm_start_mib=%.1f", c->blocks,
+                        room > 0 ? 100.0 * (double)c->blocks * (double)size / room : 0.0,
+                        (double)c->vm_start_kib / 1024.0);
+        if (reached > PHASE_SMALL)
+            ASLIMIT_PUT(" small_ok_pct=%.1f", 100.0 * (double)c->small_ok / (double)nsmall);
+        if (reached > PHASE_IDLE)
+            ASLIMIT_PUT(" idle_ok_pct=%.1f", 100.0 * (double)c->idle_ok / (double)nsmall);
+        if (reached > PHASE_NEW)
+            ASLIMIT_PUT(" new_ok_pct=%.1f", 100.0 * (double)c->new_ok / (double)nsmall);
+        if (reached > PHASE_REFILL)
+            ASLIMIT_PUT(" refill_pct=%.1f",
+                        c->refill_tried ? 100.0 * (double)c->refilled / (double)c->refill_tried : 0.0);
+#undef ASLIMIT_PUT
+        bench_result("aslimit", "size=%zuKiB limit=%lldMiB bytes=%zu%s", size >> 10, limit >> 20, size, line);
     }
     return failed;
 }

@@ -174,7 +174,7 @@ def main():
                     rows, out, err = run_job(bindir, case, v, rep, seq, log)
                     samples += rows
                     raw.append("### %s / %s / rep %d\n%s%s" % (case.id, v.name, rep, out, err))
-                    st = rows[0]["status"]
+                    st = rows[0].get("failure") or rows[0]["status"]
                     if st not in ("ok", "skipped"):
                         problems.append("%s / %s rep %d: %s" % (case.id, v.name, rep, st))
 

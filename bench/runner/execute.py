@@ -135,8 +135,19 @@ def run_job(bindir, case, variant, rep, seq, log, pass_="main"):
         status = STATUS_SKIP
     base = {"rep": rep, "seq": seq, "case": case.id, "group": case.group,
             "variant": variant.name, "program": case.program, "load1": load, "pass": pass_}
+    failure = None
+    if case.partial and status.startswith("failed") and any(True for _ in parse_results(out)):
+        # its results count; the failure is still listed (run.py), with the
+        # program's last note (aslimit: the signal and the part it died in)
+        notes = [ln for ln in out.splitlines() if ln.startswith("note: ")]
+        failure = status + (": " + notes[-1][6:] if notes else "") + "; the results before it are kept"
+        status = STATUS_OK
     rows = samples_from(out, status, usage, base)
-    note = "" if status == STATUS_OK else "  <- " + status + (
-        ": " + err.strip().splitlines()[-1] if err.strip() else "")
+    if failure is not None:
+        for r in rows:
+            r["failure"] = failure
+    shown = failure or (None if status == STATUS_OK else status)
+    note = "" if shown is None else "  <- " + shown + (
+        ": " + err.strip().splitlines()[-1] if err.strip() and failure is None else "")
     log("  %-22s %-20s %6.2fs%s" % (case.id, variant.name, wall, note))
     return rows, out, err

@@ -15,7 +15,7 @@ import statistics
 from .cases import GROUPS, VS_GLIBC
 
 # Metrics where more is better (throughputs, counts and shares of successes).
-HIGHER_IS_BETTER = {"mops", "blocks", "small_ok_pct", "refill_pct", "fill_pct", "local_pct"}
+HIGHER_IS_BETTER = {"mops", "blocks", "small_ok_pct", "idle_ok_pct", "new_ok_pct", "refill_pct", "fill_pct", "local_pct"}
 
 # Per-process figures every sample carries (from wait4, see execute.py), as
 # metrics a group may list: one value per run, the row is the case.
@@ -699,7 +699,7 @@ def markdown(samples, variants_by_group, meta, problems):
     out += _extra_secure(tables)
     out += _extra_prof(samples, tables, variants_by_group)
     if problems:
-        out += ["", "## Runs that did not produce results", ""]
+        out += ["", "## Runs that failed (a few keep the results they printed first: said so)", ""]
         out += ["- %s" % p for p in problems]
     return "\n".join(out) + "\n"
 
