@@ -85,7 +85,9 @@ def seg_kind(mem, base, cache):
         kind, shift, _bound, _ab, _node, count, size = struct.unpack("<8xBBBBhHQ", h[:24])
         if kind in KINDS and shift in (16, 19, 22) and 0 < count <= 64 and 0 < size and size % (64 << 10) == 0:
             k = KINDS[kind]
-    except OSError:
+    except (OSError, struct.error):
+        # the process runs on while it is read: a segment unmapped since its
+        # line in maps reads short (xthread -p 2, 2026-12-06's full run)
         pass
     cache[base] = k
     return k
