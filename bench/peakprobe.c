@@ -23,6 +23,12 @@
  *     peakprobe rss_kib=... small=... medium=... large=... huge=...
  *       huge_cached=... free_seg=... other_anon=... files=... (KiB; the
  *       number of windows in parentheses) allocated_kib=... huge_cached_kib=...
+ * A second line, peakprobe_first, gives the same for the first sampled high
+ * within PEAKPROBE_NEAR_KIB (default 256) of the last one, with its time
+ * (ms since the library was loaded) and the last high's: a resident set
+ * that stops growing early gets its last few OS pages at the program's
+ * end, when its blocks are freed and its segments emptied (allocated_kib
+ * near 0), which is not what was resident when it got there.
  * The gauges are read just before the walk, so a block freed meanwhile
  * can put them apart from the windows. The sampled peak is a little under
  * the kernel's (VmHWM): a high that
@@ -41,6 +47,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -65,6 +72,18 @@ static int started;
 static long best_rss;
 static struct tally best;
 static long best_allocated = -1, best_huge_cached = -1;
+/* Every new high's sample, in order, for the report of the first one
+   within PEAKPROBE_NEAR_KIB of the last (the moment the peak was reached:
+   a program whose resident set stops growing early sets its last highs
+   with a few OS pages at its end, when what it held has been freed). */
+#define HISTORY 4096
+struct sample_at {
+    long rss, allocated, ms;
+    struct tally t;
+};
+static struct sample_at history[HISTORY];
+static int history_count;
+static struct timespec t0;
 static unsigned char vec[WINDOW / 4096 * 64];   /* mincore's answer for up to 256 MiB at once */
 static char json[1 << 20];
 
@@ -106,9 +125,17 @@ static long resident_kib(uintptr_t start, size_t len)
    how far the thing it starts reaches (a huge mapping: its size). */
 static int classify(uintptr_t at, uintptr_t end, size_t *span)
 {
-    uint8_t kind = *(volatile uint8_t *)(at + KIND_OFFSET);
-    size_t size = *(volatile size_t *)(at + SIZE_OFFSET);
+    /* Read through the kernel (process_vm_readv): the mapping may be gone
+       since /proc/self/maps was read (a thread's stack, a huge block
+       freed), and a read of it would kill the program. */
+    unsigned char head[SIZE_OFFSET + sizeof(size_t)];
+    struct iovec local = { head, sizeof head }, remote = { (void *)at, sizeof head };
     *span = WINDOW;
+    if (process_vm_readv(getpid(), &local, 1, &remote, 1, 0) != (ssize_t)sizeof head)
+        return C_OTHER;
+    uint8_t kind = head[KIND_OFFSET];
+    size_t size;
+    memcpy(&size, head + SIZE_OFFSET, sizeof size);
     if (kind >= SEG_SMALL && kind <= SEG_LARGE && size > 0 && size <= WINDOW)
         return kind == SEG_SMALL ? C_SMALL : kind == SEG_MEDIUM ? C_MEDIUM : C_LARGE;
     if ((kind == SEG_HUGE || kind == SEG_FREE) && size >= ((size_t)1 << 20) && size != WINDOW &&
@@ -189,6 +216,15 @@ static void *sample(void *arg)
                 best = t;
                 best_allocated = info_get != NULL ? (long)(mi.allocated / 1024) : -1;
                 best_huge_cached = stats_json != NULL ? json_field("huge_cached_bytes") : -1;
+                if (history_count < HISTORY) {
+                    struct timespec ts_now;
+                    clock_gettime(CLOCK_MONOTONIC, &ts_now);
+                    struct sample_at *h = &history[history_count++];
+                    h->rss = now;
+                    h->allocated = best_allocated;
+                    h->ms = (ts_now.tv_sec - t0.tv_sec) * 1000 + (ts_now.tv_nsec - t0.tv_nsec) / 1000000;
+                    h->t = t;
+                }
             }
         }
         nanosleep(&ts, NULL);
@@ -198,6 +234,7 @@ static void *sample(void *arg)
 
 __attribute__((constructor)) static void probe_start(void)
 {
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     info_get = (int (*)(probe_meminfo *))dlsym(RTLD_DEFAULT, "nodal_memory_info_get");
     stats_json = (size_t (*)(char *, size_t))dlsym(RTLD_DEFAULT, "nodal_stats_json");
     started = pthread_create(&sampler, NULL, sample, NULL) == 0;
@@ -217,6 +254,19 @@ __attribute__((destructor)) static void probe_report(void)
     for (int c = 0; c < C_COUNT; c++)
         fprintf(out, " %s=%ld(%ld)", class_names[c], best.kib[c], best.windows[c]);
     fprintf(out, " allocated_kib=%ld huge_cached_kib=%ld\n", best_allocated, best_huge_cached);
+    const char *near_s = getenv("PEAKPROBE_NEAR_KIB");
+    long near = near_s != NULL ? atol(near_s) : 256;
+    for (int i = 0; i < history_count; i++) {
+        const struct sample_at *h = &history[i];
+        if (h->rss + near < best_rss)
+            continue;
+        fprintf(out, "peakprobe_first rss_kib=%ld at_ms=%ld last_ms=%ld", h->rss, h->ms,
+                history_count > 0 ? history[history_count - 1].ms : 0);
+        for (int c = 0; c < C_COUNT; c++)
+            fprintf(out, " %s=%ld(%ld)", class_names[c], h->t.kib[c], h->t.windows[c]);
+        fprintf(out, " allocated_kib=%ld\n", h->allocated);
+        break;
+    }
     if (out != stderr)
         fclose(out);
 }

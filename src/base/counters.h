@@ -98,6 +98,10 @@
     X(segments_from_huge,  COUNTER, PROCESS, GAUGE,   COUNT, 1, "cached huge mappings of 4 MiB that had been segments (huge_from_large) taken back as segments by a node with no cached segment to give") \
     X(prof_slab_bytes,     GAUGE,   PROCESS, GAUGE,   BYTES, 1, "the heap profile's overhead (prof=1): its sample slabs, an OS page each, whose cells hold sampled blocks of up to 1 KiB; in active and mapped, not in allocated (a live cell counts there, and in its class, as a block of its class)") \
     X(prof_table_bytes,    GAUGE,   PROCESS, DERIVED, BYTES, 1, "the heap profile's tables (prof=1): the resident bytes of its tables of call stacks and live samples and of its unwinder's cache, mapped at its start (not in mapped; its small tables are in nodal's own data); a page once written stays, so the value at exit bounds the one at any time before (pages only read, the kernel's zero page, not counted)") \
+    X(segments_cached,     COUNTER, PROCESS, GAUGE,   COUNT, 0, "segments with no page or block in use that a heap or a large pool gave to its node's cache of free segments (node.h), kept mapped for reuse") \
+    X(segments_reused_dirty, COUNTER, PROCESS, GAUGE, COUNT, 0, "cached segments taken again (by a heap or a large pool) with memory still resident in them: what they held serves again without page faults") \
+    X(segments_reused_clean, COUNTER, PROCESS, GAUGE, COUNT, 0, "cached segments taken again after their memory was purged in the cache: what their taker uses is faulted in again") \
+    X(segments_cache_purged, COUNTER, PROCESS, GAUGE, COUNT, 0, "cached segments whose memory the node's cache purged: on arrival past its dirty ones' bound, by the sweep once purge_delay passed, or at once (a thread that moved, nodal_collect)") \
     X(reclaimed_segments,  COUNTER, PROCESS, THREAD,  COUNT, 1, "segments of exited threads taken over by a live thread") \
     X(abandoned_segments,  COUNTER, PROCESS, THREAD,  COUNT, 1, "segments left with live blocks by exiting threads") \
     X(thread_moves,        COUNTER, PROCESS, THREAD,  COUNT, 1, "moves of a thread to a CPU of another node, seen on its slow paths (follow_thread)") \

@@ -214,6 +214,12 @@ nd_hot nd_segment *nd_node_seg_get(int node, bool bound, int kind)
         nd_unlock(nd_node_lock(ns));
     }
     bool cached = s != NULL;
+    if (cached) {
+        if (nd_node_seg_is_dirty(s))
+            nd_gauge_add(segments_reused_dirty, 1);
+        else
+            nd_gauge_add(segments_reused_clean, 1);
+    }
     if (s == NULL) {
         nd_node_reserve_note(node);
         s = nd_seg_map(node, bound, ND_SEG_SIZE);
@@ -264,8 +270,11 @@ nd_hot void nd_node_seg_put(nd_segment *s)
 
     bool keep_dirty = nd_node_seg_is_dirty(s) && nd_opt(ND_OPT_purge_delay) > 0 &&
                       nd_load_relaxed(&k->dirty_hint) < ND_CACHE_DIRTY_MAX;
-    if (!keep_dirty && nd_node_seg_is_dirty(s))
+    nd_gauge_add(segments_cached, 1);
+    if (!keep_dirty && nd_node_seg_is_dirty(s)) {
         nd_seg_purge(s, s->committed);
+        nd_gauge_add(segments_cache_purged, 1);
+    }
 
     nd_segment *victim = NULL;
     nd_lock(nd_node_lock(ns));
@@ -528,6 +537,7 @@ static nd_hot void nd_node_sweep(int node, bool bound, uint64_t now, bool force,
     nd_unlock(nd_node_lock(ns));
     if (nv == 0)
         return;
+    nd_gauge_add(segments_cache_purged, nv);
     for (size_t i = 0; i < nv; i++)
         if (whole)
             nd_seg_purge_free(v[i], true);

@@ -4014,6 +4014,63 @@ static void a_heap_purges_the_unused_chunks_of_a_segment_it_took_dirty(void)
         run_in_a_thread(a_medium_block_in_a_cached_segment);
 }
 
+/* The node's cache of free segments counts what it does (counters.h):
+   a segment given to it (segments_cached), taken again with its memory
+   (segments_reused_dirty) or after it was purged (segments_reused_clean),
+   purged in the cache (segments_cache_purged). A segment of two written
+   chunks goes in, comes back first (dirty ones first), goes in again, is
+   purged by a sweep of every cached segment, and comes back clean. On
+   main 5f90bfb the fields do not exist. */
+static uint64_t node_counter(const size_t *field) { return nd_load_relaxed(field); }
+
+static void the_node_cache_counts_segments_cached_reused_dirty_or_clean_and_purged(void)
+{
+    if (nd_opt(ND_OPT_purge_delay) <= 0)
+        SKIP("needs purge_delay > 0 (a dirty node cache)");
+    int node = nd_topo.mem_ids[0];
+    nd_node_maintain(ND_SWEEP_ALL);   /* no dirty segment cached before this one */
+    uint64_t cached0 = node_counter(&nd_gauge.segments_cached);
+    uint64_t dirty0 = node_counter(&nd_gauge.segments_reused_dirty);
+    uint64_t clean0 = node_counter(&nd_gauge.segments_reused_clean);
+    uint64_t purged0 = node_counter(&nd_gauge.segments_cache_purged);
+    nd_segment *s = nd_node_seg_get(node, false, ND_SEG_LARGE);
+    EXPECT(s != NULL, "a segment from node %d", node);
+    if (s == NULL)
+        return;
+    uint8_t *two = (uint8_t *)s + 2 * ND_CHUNK_SIZE;
+    EXPECT(nd_seg_commit(s, two, 2 * ND_CHUNK_SIZE) == 0, "two chunks of it committed");
+    memset(two, 0x5a, 2 * ND_CHUNK_SIZE);
+    nd_node_seg_put(s);
+    EXPECT(node_counter(&nd_gauge.segments_cached) - cached0 == 1, "one segment cached, counted %llu",
+           (unsigned long long)(node_counter(&nd_gauge.segments_cached) - cached0));
+    nd_segment *t = nd_node_seg_get(node, false, ND_SEG_LARGE);
+    EXPECT(t == s, "the dirty segment (%p) taken again first, got %p", (void *)s, (void *)t);
+    EXPECT(node_counter(&nd_gauge.segments_reused_dirty) - dirty0 == 1 &&
+               node_counter(&nd_gauge.segments_reused_clean) == clean0,
+           "it counted as taken dirty (dirty %llu, clean %llu)",
+           (unsigned long long)(node_counter(&nd_gauge.segments_reused_dirty) - dirty0),
+           (unsigned long long)(node_counter(&nd_gauge.segments_reused_clean) - clean0));
+    if (t == NULL)
+        return;
+    nd_node_seg_put(t);
+    nd_node_maintain(ND_SWEEP_ALL);
+    EXPECT(node_counter(&nd_gauge.segments_cache_purged) - purged0 == 1,
+           "the sweep of every cached segment to purge the one dirty segment, counted %llu",
+           (unsigned long long)(node_counter(&nd_gauge.segments_cache_purged) - purged0));
+    t = nd_node_seg_get(node, false, ND_SEG_LARGE);
+    EXPECT(t != NULL && (t->committed & ~(uint64_t)1) == 0, "a cached segment with nothing committed but its header");
+    EXPECT(node_counter(&nd_gauge.segments_reused_clean) - clean0 == 1 &&
+               node_counter(&nd_gauge.segments_reused_dirty) - dirty0 == 1,
+           "it counted as taken clean (dirty %llu, clean %llu)",
+           (unsigned long long)(node_counter(&nd_gauge.segments_reused_dirty) - dirty0),
+           (unsigned long long)(node_counter(&nd_gauge.segments_reused_clean) - clean0));
+    if (t != NULL)
+        nd_node_seg_put(t);
+    EXPECT(node_counter(&nd_gauge.segments_cached) - cached0 == 3, "three segments cached in all, counted %llu",
+           (unsigned long long)(node_counter(&nd_gauge.segments_cached) - cached0));
+    EXPECT(nd_node_is_valid(node), "node %d's caches to be valid", node);
+}
+
 /* ---- secure=1: a node-bound cache's fills counted on the request's class --
    Under secure=1 a node-bound cache has no bins, and past ND_LOOKUP_MAX a
    request is counted on its bin's class, the one below its block's
@@ -4115,6 +4172,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_large_pool_keeps_its_most_resident_empty_segment),
     ND_CASE(a_cached_segments_unused_chunks_are_purged_at_the_caches_deadline),
     ND_CASE(a_heap_purges_the_unused_chunks_of_a_segment_it_took_dirty),
+    ND_CASE(the_node_cache_counts_segments_cached_reused_dirty_or_clean_and_purged),
     ND_CASE(two_blocks_grown_in_turn_grow_in_place_to_twice_their_chunk),
     ND_CASE(a_block_grown_in_one_thread_grows_on_in_another),
     ND_CASE(a_block_grown_by_quarters_moves_once_past_10000_bytes),
