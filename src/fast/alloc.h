@@ -1,11 +1,11 @@
 /*
  * alloc.h - the malloc fast paths (static inline): plain and node-targeted
- * malloc. A plain malloc of up to 1 KiB is 16 instructions and a ret on
+ * malloc. A plain malloc of up to 1 KiB is 17 instructions and a ret on
  * x86-64 (gcc 12 -O2; the slow paths are tail jumps; 18 before h58a
- * addressed the bin as the cache's bins plus the class's offset and
- * stepped cur in memory, tcache.h): the TLS word, the class table, the
- * bin's cur, empty and tick (two compares, one decrement), then three
- * stores: the bin's cur, its tick and the block's freed mark (cleared). Anything else (first call in a
+ * addressed the bin as the cache's bins plus the class's offset, tcache.h):
+ * the TLS word, the class table, the bin's cur, empty and tick (two
+ * compares, one decrement), then three stores: the bin's cur, its tick and
+ * the block's freed mark (cleared). Anything else (first call in a
  * thread, empty cache, a request count that ran out, sizes above the
  * classes) folds into an unlikely branch that jumps to a slow path in
  * alloc.c with the same arguments: nd_malloc_tick when only the tick ran
@@ -90,7 +90,7 @@ void  *nd_calloc_node(size_t count, size_t size, int node) nd_hidden;
             return (slow);                                                     \
         if (nd_unlikely(nd_bin_tick_out(bins_, off_)))                         \
             return (ran_out);                                                  \
-        nd_bin_cur_move(bins_, off_, 1);                                       \
+        nd_bin_cur_set(bins_, off_, cur_ + 1);                                 \
         nd_bin *b_ = ND_BIN_AT(bins_, off_);                                   \
         (void)b_;                                                              \
         then;                                                                  \

@@ -125,9 +125,12 @@ _Static_assert(sizeof(nd_bin) == ND_BIN_BYTES, "a hot bin is half a cache line: 
  * cache's array) at the bin's byte offset `off`. On x86-64 each is one
  * instruction whose address is bins + off + the word's offset (a base and
  * an index register): gcc made the bin's address first, an lea in every
- * malloc and an add in every free; and the pop's and the push's step of
- * cur is one add to the word in memory (gcc computed the new cur in
- * another register to store it: one instruction more in each). The asms'
+ * malloc and an add in every free; and the push's step of cur is one add
+ * to the word in memory (gcc computed the new cur in another register to
+ * store it: one instruction more in every free). The pop stores the new
+ * cur from a register (nd_bin_cur_set): its step as an add to memory, one
+ * instruction fewer again, made micro -m pair 3-5 % slower at its fastest
+ * runs under chrt (docs/results.md, h58a; the free's did not). The asms'
  * memory operand is the whole array (by the register that holds bins: no
  * other). Elsewhere plain C, and in TSan builds (which check the plain
  * accesses; a bin is its thread's own).
@@ -171,7 +174,17 @@ static inline __attribute__((always_inline)) bool nd_bin_tick_out(nd_bin *bins, 
     return --ND_BIN_AT(bins, off)->tick == 0;
 #endif
 }
-/* cur moved by n slots (1: a pop, -1: a push). */
+/* cur set to `to` (a pop's: the slot above the block it takes). */
+static inline __attribute__((always_inline)) void nd_bin_cur_set(nd_bin *bins, size_t off, void **to)
+{
+#if defined(__x86_64__) && !defined(ND_TSAN)
+    __asm__("movq %[v], %c[f](%[b],%[o])" : "+m"(ND_BINS_MEM(bins))
+            : [v] "r"(to), [b] "r"(bins), [o] "r"(off), [f] "i"(offsetof(nd_bin, cur)));
+#else
+    ND_BIN_AT(bins, off)->cur = to;
+#endif
+}
+/* cur moved by n slots in memory (-1: a push). */
 static inline __attribute__((always_inline)) void nd_bin_cur_move(nd_bin *bins, size_t off, long n)
 {
 #if defined(__x86_64__) && !defined(ND_TSAN)

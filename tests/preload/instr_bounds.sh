@@ -6,24 +6,24 @@
 # above what the library takes (docs/hardening.md, tenth and eleventh
 # steps, issue 23's twelfth, h51l's shorter free fast path, and h58a's:
 # the nd_segcache word as its compare's operand, the bin addressed as the
-# cache's bins plus its offset, cur stepped in memory), under what it took
+# cache's bins plus its offset, free's step of cur in memory), under what it took
 # before the step that set it:
-#   malloc/free, default            <= 66   (64.3; before: 70.3; 74.4
+#   malloc/free, default            <= 66   (65.3; before: 70.3; 74.4
 #                                            before h51l: the page's
 #                                            limit and the bin's low
 #                                            loaded apart from their
 #                                            compares, two register copies,
 #                                            the segment by copy and mask)
-#   malloc/free, secure=1           <= 85   (83.4; before: 86.4; 89.4
+#   malloc/free, secure=1           <= 85   (84.4; before: 86.4; 89.4
 #                                            before h51l; 95.3 before
 #                                            issue 23's twelfth step; 101.3
 #                                            before the eleventh, 109.3
 #                                            before the tenth)
-#   new/sized delete, default       <= 71   (69.3; before: 74.4; 78.3
+#   new/sized delete, default       <= 71   (70.3; before: 74.4; 78.3
 #                                            before h51l; 88.4 with the
 #                                            derived deletes in the cold
 #                                            section, with a stack frame)
-#   new/sized delete, secure=1      <= 89   (87.4; before: 90.4; 94.5
+#   new/sized delete, secure=1      <= 89   (88.4; before: 90.4; 94.5
 #                                            before h51l; 99.3 before
 #                                            issue 23's twelfth step, 105.4
 #                                            before the eleventh, 122.4
