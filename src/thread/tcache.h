@@ -129,7 +129,7 @@ _Static_assert(sizeof(nd_bin) == ND_BIN_BYTES, "a hot bin is half a cache line: 
  * to the word in memory (gcc computed the new cur in another register to
  * store it: one instruction more in every free). The pop stores the new
  * cur from a register (nd_bin_cur_set): its step as an add to memory, one
- * instruction fewer again, made micro -m pair 3-5 % slower at its fastest
+ * instruction fewer again, made micro -m pair 5-10 % slower at its fastest
  * runs under chrt (docs/results.md, h58a; the free's did not). The asms'
  * memory operand is the whole array (by the register that holds bins: no
  * other). Elsewhere plain C, and in TSan builds (which check the plain
