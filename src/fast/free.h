@@ -1,12 +1,15 @@
 /*
  * free.h - the free fast path (static inline) and the free entry points
  * below it (free.c). A free of a small or medium block of the thread's
- * kind of memory is 42 instructions on x86-64 (gcc 12 -O3; its ret and
- * one nop included, the assembler's padding so that no jump crosses 32
- * bytes; 46 before h51l folded the page's limit and the bin's low into
- * their compares, took out two register copies and found the segment
- * from the nd_segcache key; a medium block's, 4 more: its word's second
- * compare and a jump back), whichever thread's page the block is on: six
+ * kind of memory is 38 instructions on x86-64 (gcc 12 -O3; its ret
+ * included, and no nop of the assembler's padding so that no jump crosses
+ * 32 bytes where the code falls now; 42 before h58a took the nd_segcache
+ * word as its compare's operand, addressed the bin as the cache's bins
+ * plus the page's bin_off and stepped cur in memory; 46 before h51l folded
+ * the page's limit and the bin's low into their compares, took out two
+ * register copies and found the segment from the nd_segcache key; a
+ * medium block's, 5 more: its word read again, its second compare and a
+ * jump back), whichever thread's page the block is on: six
  * compares (the
  * nd_segcache word, the page's kind of memory against the thread's, the
  * block-start check by one multiply, the freed mark (a keyed folded
@@ -80,11 +83,37 @@ static inline __attribute__((always_inline)) bool nd_page_lookup(const void *p, 
        compare is done with it: one shift. The empty asm keeps gcc from
        turning it back into a copy of p and a mask (two instructions). */
     __asm__("" : "+r"(key));
-    uint64_t word = nd_load_relaxed(&nd_segcache[key & (ND_SEGCACHE_SLOTS - 1)]);
-    if (nd_likely(word == key)) {
+    /* On x86-64 the first compare takes the word as its memory operand (an
+       aligned 8-byte load is atomic there; gcc does not fold an atomic
+       load into a compare, and kept the word in a register for the
+       second): one instruction fewer in every free. A medium block's
+       lookup reads the word again, a relaxed load of its own: either read
+       is a word the slot held, and a block's word stays while the block is
+       live. TSan builds keep the atomic loads, which it checks. */
+#if defined(__x86_64__) && !defined(ND_TSAN)
+    /* Base and index in registers of their own, both reads' address mode
+       (given as the slot's memory operand, gcc made the slot's address with
+       an lea for the two); the whole table is the asm's memory input (by
+       its symbol: no register). */
+    uintptr_t slots = (uintptr_t)nd_segcache, i = key & (ND_SEGCACHE_SLOTS - 1);
+    const uint64_t (*table)[ND_SEGCACHE_SLOTS] = &nd_segcache;
+    bool hit;
+    __asm__("cmpq (%[b],%[i],8), %[key]" : "=@ccz"(hit)
+            : [key] "r"(key), [b] "r"(slots), [i] "r"(i), "m"(*table));
+    if (nd_likely(hit)) {
         *pgp = nd_page_of_chunk(nd_segcache_seg(key), p);
         return true;
     }
+    uint64_t word;
+    __asm__("movq (%[b],%[i],8), %[w]" : [w] "=r"(word) : [b] "r"(slots), [i] "r"(i), "m"(*table));
+#else
+    const uint64_t *slot = &nd_segcache[key & (ND_SEGCACHE_SLOTS - 1)];
+    if (nd_likely(nd_load_relaxed(slot) == key)) {
+        *pgp = nd_page_of_chunk(nd_segcache_seg(key), p);
+        return true;
+    }
+    uint64_t word = nd_load_relaxed(slot);
+#endif
     if (word == (key | ND_SEGCACHE_MEDIUM)) {
         *pgp = nd_page_of_medium(nd_segcache_seg(key), p);
         return true;
@@ -129,16 +158,17 @@ nd_inline void nd_free_fast(void *p)
     }
     /* The page's bin offset (its class's bin: class index << 5 under the
        default; secure=1 takes this path only for node-bound caches, whose
-       bins have no slots then, tcache.c), one shift fewer than the class's. */
-    nd_bin *b = (nd_bin *)((char *)tc->bins + pg->bin_off);
+       bins have no slots then, tcache.c), one shift fewer than the class's;
+       the bin's words are read and written at bins + off (tcache.h). */
+    nd_bin *bins = tc->bins;
+    size_t off = pg->bin_off;
     /* Not a block start, a block already marked free (a double free), or a
        full bin: the slow path sorts it out. */
-    void **cur = b->cur;
+    void **cur = nd_bin_cur(bins, off);
     uintptr_t mark = nd_block_mark_of(p);
-    /* b->low read in its compare, not beside cur above: gcc then makes it
-       the compare's memory operand (loaded beside cur, it stayed a load
-       of its own: an instruction). */
-    if (nd_unlikely(!nd_page_block_ok_shared(pg, p) || ((uintptr_t *)p)[1] == mark || cur == b->low)) {
+    /* The bin's low read in its compare (the compare's memory operand). */
+    if (nd_unlikely(!nd_page_block_ok_shared(pg, p) || ((uintptr_t *)p)[1] == mark
+                    || nd_bin_cur_is(bins, off, offsetof(nd_bin, low), cur))) {
         nd_free_slow(p, pg);
         return;
     }
@@ -147,8 +177,8 @@ nd_inline void nd_free_fast(void *p)
        erased in between by a write after free into its second word. */
     if (nd_unlikely(*cur == p))
         nd_free_twice_in_a_row(p);
-    *--cur = p;
-    b->cur = cur;
+    cur[-1] = p;
+    nd_bin_cur_move(bins, off, -1);
     ((uintptr_t *)p)[1] = mark;   /* nd_block_mark(p) */
 }
 
