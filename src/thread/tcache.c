@@ -365,7 +365,7 @@ static size_t nd_tcache_total_share(void)
    ND_BIN_SHARED_FLOOR, 247,000 fills, CPU x0.94-0.97, while Larson -t
    8's bins, in a random walk, do not cycle and draw nothing. Only past
    tcache_bytes (nd_tcache_grow_past) is a bin still held while CPUs are
-   shared. */
+   shared, unless it holds its own heap's blocks (nd_bin_holds_own). */
 #define ND_EXTRA_CYCLES 4u
 static size_t nd_tcache_extra;
 
@@ -858,6 +858,7 @@ nd_hot unsigned nd_tcache_count_request(nd_tcache *tc, unsigned c)
         nd_bin_info_init(tc, c, 0);
     nd_bin_info *bi = nd_bin_info_of(tc, c);   /* (after its first use: its near record) */
     b->tick = 0;   /* it was 1 (this request its last), or 0: the fast path counted it already */
+    bi->inherited = 0;   /* this thread uses it (nd_tcache_reclaim) */
     uint32_t done = bi->armed;
     unsigned r = 0;
     nd_store_relaxed(&bi->nreq, bi->nreq + done);
@@ -984,12 +985,36 @@ static nd_hot nd_noinline void nd_tcache_grow_to(nd_tcache *tc, unsigned c, uint
 {
     tc->cap_bytes += more;
     nd_bin_info_of(tc, c)->cap = cap;
+    nd_bin_info_of(tc, c)->inherited = 0;
     nd_bin_set_low(tc, c);
+}
+
+static bool nd_tcache_reclaim(nd_tcache *tc, unsigned keep);
+
+/* Does full bin c (an overflow's) hold its own heap's blocks: of
+   ND_OWN_SAMPLES blocks spread over it, is every one of its cache's
+   heap's pages? The blocks of a thread that reuses its own batches (its
+   mallocs, then its frees) are; those of threads that hand blocks to one
+   another (bench/rptest, larson, mstress) are mixed. */
+#define ND_OWN_SAMPLES 16u
+static bool nd_bin_holds_own(const nd_tcache *tc, unsigned c)
+{
+    void *const *cur = tc->bins[c].cur;
+    size_t n = (size_t)(tc->bins[c].empty - cur);
+    if (n < ND_OWN_SAMPLES || n < nd_bin_info_of(tc, c)->cap)
+        return false;
+    for (size_t k = 0; k < ND_OWN_SAMPLES; k++) {
+        void *p = cur[k * n / ND_OWN_SAMPLES];
+        if (nd_load_relaxed(&nd_page_of(nd_seg_base(p), p)->heap) != &tc->heap)
+            return false;
+    }
+    return true;
 }
 
 /* Past cap_max (tcache_bytes worth): a bin of a small class at it whose
    batches cycle whole bins through the transfer store (ND_EXTRA_CYCLES),
-   while the process's caches share no CPU, doubles into its room
+   while the process's caches share no CPU or the bin holds its own
+   heap's blocks (below), doubles into its room
    (nd_bin_room) until it holds the run it just saw (the fills since its
    last overflow and the bin it had: a bin grown one doubling, to 512
    blocks, for runs of 640 no longer sent them away whole, so no longer
@@ -1010,7 +1035,23 @@ static nd_hot nd_noinline void nd_tcache_grow_to(nd_tcache *tc, unsigned c, uint
    many busy classes (rptest -t 2: bins of 6-16 KiB grown 2-4x past it,
    16 -> 64 blocks of 16 KiB) drew the pool those classes' bins grow into
    past tcache_total (tcache.c: ND_EXTRA_MULT), and its fills went from
-   ~67,000 to 130,000-190,000. */
+   ~67,000 to 130,000-190,000.
+   While CPUs are shared, only a bin that holds its own heap's blocks
+   (nd_bin_holds_own, a sample of the full bin): a thread that reuses its
+   own batches keeps its blocks resident in its pages whether its bin
+   holds them or its pages do (they go back to the store, where only a
+   thread that takes them from there reuses them, or home), while the
+   bins of threads that hand blocks to one another hold blocks other
+   threads' pages wait for (bins past tcache_bytes for every cycling bin
+   while CPUs are shared, h49c: mstress -t 8's peak RSS 36.7 -> 42.0 MiB,
+   rptest -t 8's +4 MiB). Its growth still comes from its even part of the
+   pool (nd_tcache_extra_draw): micro -m batch -s 1024 -t 4 on 2 CPUs (5
+   caches with the main thread's, CPUs shared) held each worker's bin at
+   256 blocks, 18-21 ns a pair, and grows it to 1,024 now (part: 819 KiB),
+   5-6 ns; at -t 8 (part: 455 KiB) the bin stays at 256 (docs/results.md,
+   h58b). And a cache whose other bins hold more than cap_max worth gives
+   back, first, the capacity of those its thread took with a pooled record
+   and has not used (nd_tcache_reclaim). */
 static nd_hot nd_noinline bool nd_tcache_grow_past(nd_tcache *tc, unsigned c)
 {
     nd_bin_info *bi = nd_bin_info_of(tc, c);
@@ -1020,9 +1061,16 @@ static nd_hot nd_noinline bool nd_tcache_grow_past(nd_tcache *tc, unsigned c)
         cap = cap * 2 < room ? cap * 2 : room;
     while (cap < run && cap < room);
     size_t size = nd_bin_counted_size(c), others = tc->cap_bytes - (size_t)bi->cap * size;
-    if (cap <= bi->cap || bi->last != ND_LAST_FILL || bi->run_fill > room || others > (size_t)nd_bin_cap_max(tc, c) * size ||
-        nd_tcache_total_share() < (size_t)nd_opt(ND_OPT_tcache_total))
+    if (cap <= bi->cap || bi->last != ND_LAST_FILL || bi->run_fill > room ||
+        (nd_tcache_total_share() < (size_t)nd_opt(ND_OPT_tcache_total) && !nd_bin_holds_own(tc, c)))
         return false;
+    if (others > (size_t)nd_bin_cap_max(tc, c) * size) {   /* a former thread's bins first (nd_tcache_reclaim) */
+        if (!tc->inherited || !nd_tcache_reclaim(tc, c))
+            return false;
+        others = tc->cap_bytes - (size_t)bi->cap * size;
+        if (others > (size_t)nd_bin_cap_max(tc, c) * size)
+            return false;
+    }
     size_t more = (size_t)(cap - bi->cap) * size;
     if (!nd_tcache_extra_draw(tc, more))
         return false;
@@ -1069,8 +1117,11 @@ static inline bool nd_tcache_grow(nd_tcache *tc, unsigned c)
                    tc->cap_bytes + more <= (2 * share < total ? 2 * share : total);
         if (!at_floor && !run &&   /* the pool is drawn from last: only a growth nothing else allows */
             (bi->last != ND_LAST_FILL || bi->cycles < ND_EXTRA_CYCLES || !nd_class_is_small(nd_bin_class[c]) ||
-             !nd_tcache_extra_draw(tc, more)))
-            return false;
+             !nd_tcache_extra_draw(tc, more))) {
+            /* a former thread's bins give their capacity back first (nd_tcache_reclaim) */
+            if (!tc->inherited || !nd_tcache_reclaim(tc, c) || tc->cap_bytes + more > share)
+                return false;
+        }
     }
     nd_tcache_grow_to(tc, c, cap, more);
     return true;
@@ -1348,6 +1399,55 @@ static nd_hot void nd_bin_halve(nd_tcache *tc, unsigned c)
     nd_tcache_extra_give(tc, (size_t)(bi->cap - cap) * nd_bin_counted_size(c));
     bi->cap = cap;
     nd_bin_set_low(tc, c);
+}
+
+/* A growth of bin `keep` that tc's budget refuses (nd_tcache_grow,
+   nd_tcache_grow_past): its inherited bins (tcache.h: nd_bin_info.inherited,
+   the capacities a former thread of the record grew them to, which this
+   one has not used) halve down to their start capacity, their blocks
+   past it flushed; true if the cache's capacities shrank. A thread that
+   takes a pooled record takes its caches as they were, bins grown for
+   the former thread's classes and full of its blocks; while the bins
+   held their capacities the new thread's own classes found the budget
+   spent: bench/micro -m batch -s 256,1024 -t 2 (a new team of threads
+   for each size, on the former team's records) held the bin of 1 KiB at
+   tcache_bytes, the 256 B bin's 1,024 blocks counted as the cache's other
+   bins (nd_tcache_grow_past), and each batch of 1,000 went out through
+   the transfer store and back: 10-15 ns a pair against 5 for -s 1024
+   alone (docs/results.md, h58b). Once for each record taken: the bins'
+   marks are cleared here or as the thread uses them. */
+static nd_noinline bool nd_tcache_reclaim(nd_tcache *tc, unsigned keep)
+{
+    size_t was = tc->cap_bytes;
+    tc->inherited = 0;
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        if (!nd_bin_is_active(tc, c))
+            continue;
+        nd_bin_info *bi = nd_bin_info_of(tc, c);
+        if (!bi->inherited)
+            continue;
+        bi->inherited = 0;
+        if (c == keep)
+            continue;
+        uint32_t start = nd_bin_start_capacity(c, nd_bin_cap_max(tc, c));
+        while (bi->cap / 2 >= start)
+            nd_bin_halve(tc, c);
+    }
+    nd_assert2(nd_tcache_is_valid(tc));
+    return tc->cap_bytes < was;
+}
+
+void nd_tcache_inherit(nd_tcache *tc)
+{
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        if (!nd_bin_is_active(tc, c))
+            continue;
+        nd_bin_info *bi = nd_bin_info_of(tc, c);
+        if (bi->cap > nd_bin_start_capacity(c, nd_bin_cap_max(tc, c))) {
+            bi->inherited = 1;
+            tc->inherited = 1;
+        }
+    }
 }
 
 nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
