@@ -989,7 +989,7 @@ static nd_hot nd_noinline void nd_tcache_grow_to(nd_tcache *tc, unsigned c, uint
     nd_bin_set_low(tc, c);
 }
 
-static bool nd_tcache_reclaim(nd_tcache *tc, unsigned keep);
+static nd_hot bool nd_tcache_reclaim(nd_tcache *tc, unsigned keep);
 
 /* Does full bin c (an overflow's) hold its own heap's blocks: of
    ND_OWN_SAMPLES blocks spread over it, is every one of its cache's
@@ -997,7 +997,7 @@ static bool nd_tcache_reclaim(nd_tcache *tc, unsigned keep);
    mallocs, then its frees) are; those of threads that hand blocks to one
    another (bench/rptest, larson, mstress) are mixed. */
 #define ND_OWN_SAMPLES 16u
-static bool nd_bin_holds_own(const nd_tcache *tc, unsigned c)
+static nd_hot bool nd_bin_holds_own(const nd_tcache *tc, unsigned c)
 {
     void *const *cur = tc->bins[c].cur;
     size_t n = (size_t)(tc->bins[c].empty - cur);
@@ -1416,7 +1416,7 @@ static nd_hot void nd_bin_halve(nd_tcache *tc, unsigned c)
    the transfer store and back: 10-15 ns a pair against 5 for -s 1024
    alone (docs/results.md, h58b). Once for each record taken: the bins'
    marks are cleared here or as the thread uses them. */
-static nd_noinline bool nd_tcache_reclaim(nd_tcache *tc, unsigned keep)
+static nd_hot nd_noinline bool nd_tcache_reclaim(nd_tcache *tc, unsigned keep)
 {
     size_t was = tc->cap_bytes;
     tc->inherited = 0;
@@ -1437,7 +1437,7 @@ static nd_noinline bool nd_tcache_reclaim(nd_tcache *tc, unsigned keep)
     return tc->cap_bytes < was;
 }
 
-void nd_tcache_inherit(nd_tcache *tc)
+nd_hot void nd_tcache_inherit(nd_tcache *tc)
 {
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         if (!nd_bin_is_active(tc, c))
