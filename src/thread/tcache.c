@@ -387,11 +387,20 @@ static size_t nd_tcache_extra;
    MiB on average; h49c): the caches that drew two parts, the first to
    cycle, held them whether their threads ran or waited, and the others
    drew little. */
-static nd_hot nd_noinline bool nd_tcache_extra_draw(nd_tcache *tc, size_t more)
+/* Would tc's part of the pool take `more` bytes (nd_tcache_extra_draw's
+   bounds, nothing drawn)? */
+static nd_hot bool nd_tcache_extra_fits(const nd_tcache *tc, size_t more)
 {
     size_t bound = ND_EXTRA_MULT * (size_t)nd_opt(ND_OPT_tcache_total);
     size_t each = 2 * (size_t)nd_load_relaxed(&nd_tcache_cpus), n = nd_load_relaxed(&nd_tcache_count);
-    if (tc->cap_extra + more > (each != 0 && n > each ? bound / n : bound))
+    return tc->cap_extra + more <= (each != 0 && n > each ? bound / n : bound) &&
+           nd_load_relaxed(&nd_tcache_extra) + more <= bound;
+}
+
+static nd_hot nd_noinline bool nd_tcache_extra_draw(nd_tcache *tc, size_t more)
+{
+    size_t bound = ND_EXTRA_MULT * (size_t)nd_opt(ND_OPT_tcache_total);
+    if (!nd_tcache_extra_fits(tc, more))
         return false;
     size_t cur = nd_load_relaxed(&nd_tcache_extra);
     do {
@@ -1064,14 +1073,14 @@ static nd_hot nd_noinline bool nd_tcache_grow_past(nd_tcache *tc, unsigned c)
     if (cap <= bi->cap || bi->last != ND_LAST_FILL || bi->run_fill > room ||
         (nd_tcache_total_share() < (size_t)nd_opt(ND_OPT_tcache_total) && !nd_bin_holds_own(tc, c)))
         return false;
-    if (others > (size_t)nd_bin_cap_max(tc, c) * size) {   /* a former thread's bins first (nd_tcache_reclaim) */
-        if (!tc->inherited || !nd_tcache_reclaim(tc, c))
+    size_t more = (size_t)(cap - bi->cap) * size;
+    if (others > (size_t)nd_bin_cap_max(tc, c) * size) {   /* a former thread's bins first, if the pool has the growth (nd_tcache_reclaim) */
+        if (!tc->inherited || !nd_tcache_extra_fits(tc, more) || !nd_tcache_reclaim(tc, c))
             return false;
         others = tc->cap_bytes - (size_t)bi->cap * size;
         if (others > (size_t)nd_bin_cap_max(tc, c) * size)
             return false;
     }
-    size_t more = (size_t)(cap - bi->cap) * size;
     if (!nd_tcache_extra_draw(tc, more))
         return false;
     nd_tcache_grow_to(tc, c, cap, more);
@@ -1117,11 +1126,8 @@ static inline bool nd_tcache_grow(nd_tcache *tc, unsigned c)
                    tc->cap_bytes + more <= (2 * share < total ? 2 * share : total);
         if (!at_floor && !run &&   /* the pool is drawn from last: only a growth nothing else allows */
             (bi->last != ND_LAST_FILL || bi->cycles < ND_EXTRA_CYCLES || !nd_class_is_small(nd_bin_class[c]) ||
-             !nd_tcache_extra_draw(tc, more))) {
-            /* a former thread's bins give their capacity back first (nd_tcache_reclaim) */
-            if (!tc->inherited || !nd_tcache_reclaim(tc, c) || tc->cap_bytes + more > share)
-                return false;
-        }
+             !nd_tcache_extra_draw(tc, more)))
+            return false;
     }
     nd_tcache_grow_to(tc, c, cap, more);
     return true;
@@ -1401,8 +1407,8 @@ static nd_hot void nd_bin_halve(nd_tcache *tc, unsigned c)
     nd_bin_set_low(tc, c);
 }
 
-/* A growth of bin `keep` that tc's budget refuses (nd_tcache_grow,
-   nd_tcache_grow_past): its inherited bins (tcache.h: nd_bin_info.inherited,
+/* A growth of bin `keep` past tcache_bytes that tc's other bins refuse
+   (nd_tcache_grow_past), the pool having it: its inherited bins (tcache.h: nd_bin_info.inherited,
    the capacities a former thread of the record grew them to, which this
    one has not used) halve down to their start capacity, their blocks
    past it flushed; true if the cache's capacities shrank. A thread that
@@ -1415,7 +1421,13 @@ static nd_hot void nd_bin_halve(nd_tcache *tc, unsigned c)
    bins (nd_tcache_grow_past), and each batch of 1,000 went out through
    the transfer store and back: 10-15 ns a pair against 5 for -s 1024
    alone (docs/results.md, h58b). Once for each record taken: the bins'
-   marks are cleared here or as the thread uses them. */
+   marks are cleared here or as the thread uses them. Not for a growth
+   within tcache_bytes that the cache's share refuses (nd_tcache_grow):
+   with 16 threads on 2 CPUs (micro -m batch -s 64,256,1024,4096 -t 16),
+   the bins of 4 KiB then grew into what the inherited ones gave back,
+   fills 107,000 -> 22,000, and the row went from 82 to 545 ns a pair
+   (peak RSS +6 MiB, system time x4): the blocks of threads that wait for
+   a CPU wait with them while the others carve pages. */
 static nd_hot nd_noinline bool nd_tcache_reclaim(nd_tcache *tc, unsigned keep)
 {
     size_t was = tc->cap_bytes;

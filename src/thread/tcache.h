@@ -205,8 +205,9 @@ typedef struct nd_bin_info {
                                  thread's of the record (thread.c: a pooled
                                  record taken), not used by this one yet (no
                                  request counted, no growth since): given
-                                 back when another bin of the cache needs
-                                 the budget (tcache.c: nd_tcache_reclaim) */
+                                 back when another bin of the cache would
+                                 grow past tcache_bytes (tcache.c:
+                                 nd_tcache_reclaim) */
     uint8_t  cycles;     /* overflows in a row, each the first after fills,
                             that found the bin cycling whole bins through the
                             transfer store: the one before sent the whole bin
@@ -645,9 +646,9 @@ bool  nd_tcache_cpus_shared(void) nd_hidden;
 void  nd_tcache_hand_over(nd_tcache *tc) nd_hidden;
 /* tc's record was pooled and a new thread takes it: the capacities its
    bins grew to past their start are the former thread's, marked
-   inherited until this thread uses the bin; another bin's growth that the
-   cache's budget refuses takes them back first (tcache.c:
-   nd_tcache_reclaim). */
+   inherited until this thread uses the bin; a bin that would grow past
+   tcache_bytes, which the cache's other bins refuse, takes them back
+   first (tcache.c: nd_tcache_reclaim). */
 void  nd_tcache_inherit(nd_tcache *tc) nd_hidden;
 /* GC pass: blocks the bins did not need since the last pass go back, and
    bins that kept more than half their capacity unused shrink; force: all. */
