@@ -1431,7 +1431,6 @@ static nd_hot void nd_bin_halve(nd_tcache *tc, unsigned c)
 static nd_hot nd_noinline bool nd_tcache_reclaim(nd_tcache *tc, unsigned keep)
 {
     size_t was = tc->cap_bytes;
-    tc->inherited = 0;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         if (!nd_bin_is_active(tc, c))
             continue;
@@ -1445,6 +1444,7 @@ static nd_hot nd_noinline bool nd_tcache_reclaim(nd_tcache *tc, unsigned keep)
         while (bi->cap / 2 >= start)
             nd_bin_halve(tc, c);
     }
+    tc->inherited = 0;   /* (after the bins: nd_bin_halve checks the cache) */
     nd_assert2(nd_tcache_is_valid(tc));
     return tc->cap_bytes < was;
 }
@@ -2165,6 +2165,8 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
            the tick counted, takes it from both: nd_tcache_borrow). */
         if (nd_load_relaxed(&nd_tcache_prof_rate) != 0 && !tc->heap.shared && bi->prof_left != 0 &&
             bi->armed > (bi->prof_left & ND_PROF_LEFT_MAX))
+            return false;
+        if (bi->inherited && (!nd_bin_is_active(tc, c) || !tc->inherited))   /* (tcache.h: nd_tcache_reclaim) */
             return false;
         if (nd_bin_is_active(tc, c)) {
             uint32_t room = nd_bin_room_here(tc, c);

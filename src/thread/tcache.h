@@ -392,7 +392,9 @@ _Static_assert(sizeof(nd_bin_near) == 216, "a near record: a cold part of 112 by
  * memory of the heap's node and use that kind's transfer store); cap_bytes == the sum of the bins' cap * class size: a bin
  * grows only while that stays within the option tcache_total, so a thread
  * cache holds at most about that many bytes however many classes it uses
- * (its bins' starting capacities aside).
+ * (its bins' starting capacities aside). A bin marked inherited has its
+ * slots, and its cache is marked inherited too (tcache.c:
+ * nd_tcache_reclaim clears them all).
  * fill_from_one is set only in a plain cache (not shared, not bound) of
  * a thread other than the process's first (ND_TID_FIRST), made with
  * secure off: the caches the nursery may serve (tcache.c).
