@@ -369,6 +369,16 @@ static size_t nd_tcache_total_share(void)
 #define ND_EXTRA_CYCLES 4u
 static size_t nd_tcache_extra;
 
+/* Would tc's part of the pool take `more` bytes (nd_tcache_extra_draw's
+   bounds, nothing drawn)? */
+static nd_hot bool nd_tcache_extra_fits(const nd_tcache *tc, size_t more)
+{
+    size_t bound = ND_EXTRA_MULT * (size_t)nd_opt(ND_OPT_tcache_total);
+    size_t each = 2 * (size_t)nd_load_relaxed(&nd_tcache_cpus), n = nd_load_relaxed(&nd_tcache_count);
+    return tc->cap_extra + more <= (each != 0 && n > each ? bound / n : bound) &&
+           nd_load_relaxed(&nd_tcache_extra) + more <= bound;
+}
+
 /* Draws what tc's growth by `more` bytes takes past tcache_total (or its
    share) from the pool; false (nothing drawn) when the cache would pass
    ND_EXTRA_MULT x tcache_total, or, while CPUs are shared, its even part
@@ -387,16 +397,6 @@ static size_t nd_tcache_extra;
    MiB on average; h49c): the caches that drew two parts, the first to
    cycle, held them whether their threads ran or waited, and the others
    drew little. */
-/* Would tc's part of the pool take `more` bytes (nd_tcache_extra_draw's
-   bounds, nothing drawn)? */
-static nd_hot bool nd_tcache_extra_fits(const nd_tcache *tc, size_t more)
-{
-    size_t bound = ND_EXTRA_MULT * (size_t)nd_opt(ND_OPT_tcache_total);
-    size_t each = 2 * (size_t)nd_load_relaxed(&nd_tcache_cpus), n = nd_load_relaxed(&nd_tcache_count);
-    return tc->cap_extra + more <= (each != 0 && n > each ? bound / n : bound) &&
-           nd_load_relaxed(&nd_tcache_extra) + more <= bound;
-}
-
 static nd_hot nd_noinline bool nd_tcache_extra_draw(nd_tcache *tc, size_t more)
 {
     size_t bound = ND_EXTRA_MULT * (size_t)nd_opt(ND_OPT_tcache_total);
