@@ -365,9 +365,19 @@ static size_t nd_tcache_total_share(void)
    ND_BIN_SHARED_FLOOR, 247,000 fills, CPU x0.94-0.97, while Larson -t
    8's bins, in a random walk, do not cycle and draw nothing. Only past
    tcache_bytes (nd_tcache_grow_past) is a bin still held while CPUs are
-   shared. */
+   shared, unless it holds its own heap's blocks (nd_bin_holds_own). */
 #define ND_EXTRA_CYCLES 4u
 static size_t nd_tcache_extra;
+
+/* Would tc's part of the pool take `more` bytes (nd_tcache_extra_draw's
+   bounds, nothing drawn)? */
+static nd_hot bool nd_tcache_extra_fits(const nd_tcache *tc, size_t more)
+{
+    size_t bound = ND_EXTRA_MULT * (size_t)nd_opt(ND_OPT_tcache_total);
+    size_t each = 2 * (size_t)nd_load_relaxed(&nd_tcache_cpus), n = nd_load_relaxed(&nd_tcache_count);
+    return tc->cap_extra + more <= (each != 0 && n > each ? bound / n : bound) &&
+           nd_load_relaxed(&nd_tcache_extra) + more <= bound;
+}
 
 /* Draws what tc's growth by `more` bytes takes past tcache_total (or its
    share) from the pool; false (nothing drawn) when the cache would pass
@@ -390,8 +400,7 @@ static size_t nd_tcache_extra;
 static nd_hot nd_noinline bool nd_tcache_extra_draw(nd_tcache *tc, size_t more)
 {
     size_t bound = ND_EXTRA_MULT * (size_t)nd_opt(ND_OPT_tcache_total);
-    size_t each = 2 * (size_t)nd_load_relaxed(&nd_tcache_cpus), n = nd_load_relaxed(&nd_tcache_count);
-    if (tc->cap_extra + more > (each != 0 && n > each ? bound / n : bound))
+    if (!nd_tcache_extra_fits(tc, more))
         return false;
     size_t cur = nd_load_relaxed(&nd_tcache_extra);
     do {
@@ -858,6 +867,7 @@ nd_hot unsigned nd_tcache_count_request(nd_tcache *tc, unsigned c)
         nd_bin_info_init(tc, c, 0);
     nd_bin_info *bi = nd_bin_info_of(tc, c);   /* (after its first use: its near record) */
     b->tick = 0;   /* it was 1 (this request its last), or 0: the fast path counted it already */
+    bi->inherited = 0;   /* this thread uses it (nd_tcache_reclaim) */
     uint32_t done = bi->armed;
     unsigned r = 0;
     nd_store_relaxed(&bi->nreq, bi->nreq + done);
@@ -984,12 +994,36 @@ static nd_hot nd_noinline void nd_tcache_grow_to(nd_tcache *tc, unsigned c, uint
 {
     tc->cap_bytes += more;
     nd_bin_info_of(tc, c)->cap = cap;
+    nd_bin_info_of(tc, c)->inherited = 0;
     nd_bin_set_low(tc, c);
+}
+
+static nd_hot bool nd_tcache_reclaim(nd_tcache *tc, unsigned keep);
+
+/* Does full bin c (an overflow's) hold its own heap's blocks: of
+   ND_OWN_SAMPLES blocks spread over it, is every one of its cache's
+   heap's pages? The blocks of a thread that reuses its own batches (its
+   mallocs, then its frees) are; those of threads that hand blocks to one
+   another (bench/rptest, larson, mstress) are mixed. */
+#define ND_OWN_SAMPLES 16u
+static nd_hot bool nd_bin_holds_own(const nd_tcache *tc, unsigned c)
+{
+    void *const *cur = tc->bins[c].cur;
+    size_t n = (size_t)(tc->bins[c].empty - cur);
+    if (n < ND_OWN_SAMPLES || n < nd_bin_info_of(tc, c)->cap)
+        return false;
+    for (size_t k = 0; k < ND_OWN_SAMPLES; k++) {
+        void *p = cur[k * n / ND_OWN_SAMPLES];
+        if (nd_load_relaxed(&nd_page_of(nd_seg_base(p), p)->heap) != &tc->heap)
+            return false;
+    }
+    return true;
 }
 
 /* Past cap_max (tcache_bytes worth): a bin of a small class at it whose
    batches cycle whole bins through the transfer store (ND_EXTRA_CYCLES),
-   while the process's caches share no CPU, doubles into its room
+   while the process's caches share no CPU or the bin holds its own
+   heap's blocks (below), doubles into its room
    (nd_bin_room) until it holds the run it just saw (the fills since its
    last overflow and the bin it had: a bin grown one doubling, to 512
    blocks, for runs of 640 no longer sent them away whole, so no longer
@@ -1010,7 +1044,23 @@ static nd_hot nd_noinline void nd_tcache_grow_to(nd_tcache *tc, unsigned c, uint
    many busy classes (rptest -t 2: bins of 6-16 KiB grown 2-4x past it,
    16 -> 64 blocks of 16 KiB) drew the pool those classes' bins grow into
    past tcache_total (tcache.c: ND_EXTRA_MULT), and its fills went from
-   ~67,000 to 130,000-190,000. */
+   ~67,000 to 130,000-190,000.
+   While CPUs are shared, only a bin that holds its own heap's blocks
+   (nd_bin_holds_own, a sample of the full bin): a thread that reuses its
+   own batches keeps its blocks resident in its pages whether its bin
+   holds them or its pages do (they go back to the store, where only a
+   thread that takes them from there reuses them, or home), while the
+   bins of threads that hand blocks to one another hold blocks other
+   threads' pages wait for (bins past tcache_bytes for every cycling bin
+   while CPUs are shared, h49c: mstress -t 8's peak RSS 36.7 -> 42.0 MiB,
+   rptest -t 8's +4 MiB). Its growth still comes from its even part of the
+   pool (nd_tcache_extra_draw): micro -m batch -s 1024 -t 4 on 2 CPUs (5
+   caches with the main thread's, CPUs shared) held each worker's bin at
+   256 blocks, 18-21 ns a pair, and grows it to 1,024 now (part: 819 KiB),
+   5-6 ns; at -t 8 (part: 455 KiB) the bin stays at 256 (docs/results.md,
+   h58b). And a cache whose other bins hold more than cap_max worth gives
+   back, first, the capacity of those its thread took with a pooled record
+   and has not used (nd_tcache_reclaim). */
 static nd_hot nd_noinline bool nd_tcache_grow_past(nd_tcache *tc, unsigned c)
 {
     nd_bin_info *bi = nd_bin_info_of(tc, c);
@@ -1020,10 +1070,17 @@ static nd_hot nd_noinline bool nd_tcache_grow_past(nd_tcache *tc, unsigned c)
         cap = cap * 2 < room ? cap * 2 : room;
     while (cap < run && cap < room);
     size_t size = nd_bin_counted_size(c), others = tc->cap_bytes - (size_t)bi->cap * size;
-    if (cap <= bi->cap || bi->last != ND_LAST_FILL || bi->run_fill > room || others > (size_t)nd_bin_cap_max(tc, c) * size ||
-        nd_tcache_total_share() < (size_t)nd_opt(ND_OPT_tcache_total))
+    if (cap <= bi->cap || bi->last != ND_LAST_FILL || bi->run_fill > room ||
+        (nd_tcache_total_share() < (size_t)nd_opt(ND_OPT_tcache_total) && !nd_bin_holds_own(tc, c)))
         return false;
     size_t more = (size_t)(cap - bi->cap) * size;
+    if (others > (size_t)nd_bin_cap_max(tc, c) * size) {   /* a former thread's bins first, if the pool has the growth (nd_tcache_reclaim) */
+        if (!tc->inherited || !nd_tcache_extra_fits(tc, more) || !nd_tcache_reclaim(tc, c))
+            return false;
+        others = tc->cap_bytes - (size_t)bi->cap * size;
+        if (others > (size_t)nd_bin_cap_max(tc, c) * size)
+            return false;
+    }
     if (!nd_tcache_extra_draw(tc, more))
         return false;
     nd_tcache_grow_to(tc, c, cap, more);
@@ -1348,6 +1405,69 @@ static nd_hot void nd_bin_halve(nd_tcache *tc, unsigned c)
     nd_tcache_extra_give(tc, (size_t)(bi->cap - cap) * nd_bin_counted_size(c));
     bi->cap = cap;
     nd_bin_set_low(tc, c);
+}
+
+/* A growth of bin `keep` past tcache_bytes that tc's other bins refuse
+   (nd_tcache_grow_past), the pool having it: its inherited bins (tcache.h: nd_bin_info.inherited,
+   the capacities a former thread of the record grew them to, which this
+   one has not used) halve down to their start capacity, their blocks
+   past it flushed; true if the cache's capacities shrank. A thread that
+   takes a pooled record takes its caches as they were, bins grown for
+   the former thread's classes and full of its blocks; while the bins
+   held their capacities the new thread's own classes found the budget
+   spent: bench/micro -m batch -s 256,1024 -t 2 (a new team of threads
+   for each size, on the former team's records) held the bin of 1 KiB at
+   tcache_bytes, the 256 B bin's 1,024 blocks counted as the cache's other
+   bins (nd_tcache_grow_past), and each batch of 1,000 went out through
+   the transfer store and back: 10-15 ns a pair against 5 for -s 1024
+   alone (docs/results.md, h58b). Once for each record taken: the bins'
+   marks are cleared here or as the thread uses them. Not for a growth
+   within tcache_bytes that the cache's share refuses (nd_tcache_grow):
+   with 16 threads on 2 CPUs (micro -m batch -s 64,256,1024,4096 -t 16),
+   the bins of 4 KiB then grew into what the inherited ones gave back,
+   fills 107,000 -> 22,000, and the row went from 82 to 545 ns a pair
+   (peak RSS +6 MiB, system time x4): the blocks of threads that wait for
+   a CPU wait with them while the others carve pages. */
+static nd_hot nd_noinline bool nd_tcache_reclaim(nd_tcache *tc, unsigned keep)
+{
+    size_t was = tc->cap_bytes;
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        if (!nd_bin_is_active(tc, c))
+            continue;
+        nd_bin_info *bi = nd_bin_info_of(tc, c);
+        if (!bi->inherited)
+            continue;
+        bi->inherited = 0;
+        if (c == keep)
+            continue;
+        uint32_t start = nd_bin_start_capacity(c, nd_bin_cap_max(tc, c));
+        while (bi->cap / 2 >= start)
+            nd_bin_halve(tc, c);
+    }
+    tc->inherited = 0;   /* (after the bins: nd_bin_halve checks the cache) */
+    nd_assert2(nd_tcache_is_valid(tc));
+    return tc->cap_bytes < was;
+}
+
+/* A bin grown past tcache_bytes (nd_tcache_grow_past) was so for the
+   former thread's batches: it goes back to cap_max at once, its draw to
+   the pool (nd_bin_halve). Kept inherited, the bins of 1 KiB that micro -m
+   batch -s 64,256,1024,4096 -t 4's third team grew to 1,024 blocks held
+   the fourth team's caches past their share, and its bins of 4 KiB at 4
+   blocks (ND_BIN_SHARED_FLOOR): 56 ns a pair against 46 on main. */
+nd_hot void nd_tcache_inherit(nd_tcache *tc)
+{
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        if (!nd_bin_is_active(tc, c))
+            continue;
+        nd_bin_info *bi = nd_bin_info_of(tc, c);
+        while (bi->cap > nd_bin_cap_max(tc, c))
+            nd_bin_halve(tc, c);
+        if (bi->cap > nd_bin_start_capacity(c, nd_bin_cap_max(tc, c))) {
+            bi->inherited = 1;
+            tc->inherited = 1;
+        }
+    }
 }
 
 nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
@@ -2045,6 +2165,8 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
            the tick counted, takes it from both: nd_tcache_borrow). */
         if (nd_load_relaxed(&nd_tcache_prof_rate) != 0 && !tc->heap.shared && bi->prof_left != 0 &&
             bi->armed > (bi->prof_left & ND_PROF_LEFT_MAX))
+            return false;
+        if (bi->inherited && (!nd_bin_is_active(tc, c) || !tc->inherited))   /* (tcache.h: nd_tcache_reclaim) */
             return false;
         if (nd_bin_is_active(tc, c)) {
             uint32_t room = nd_bin_room_here(tc, c);

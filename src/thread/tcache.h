@@ -277,6 +277,13 @@ typedef struct nd_bin_info {
                                  capacity of the one before (tcache.c:
                                  nd_bin_since), at most 3: from 32 blocks
                                  it grows only at ND_QUICK_RUN (3) */
+    uint8_t  inherited : 1;   /* the capacity past its start is a former
+                                 thread's of the record (thread.c: a pooled
+                                 record taken), not used by this one yet (no
+                                 request counted, no growth since): given
+                                 back when another bin of the cache would
+                                 grow past tcache_bytes (tcache.c:
+                                 nd_tcache_reclaim) */
     uint8_t  cycles;     /* overflows in a row, each the first after fills,
                             that found the bin cycling whole bins through the
                             transfer store: the one before sent the whole bin
@@ -461,7 +468,9 @@ _Static_assert(sizeof(nd_bin_near) == 216, "a near record: a cold part of 112 by
  * memory of the heap's node and use that kind's transfer store); cap_bytes == the sum of the bins' cap * class size: a bin
  * grows only while that stays within the option tcache_total, so a thread
  * cache holds at most about that many bytes however many classes it uses
- * (its bins' starting capacities aside).
+ * (its bins' starting capacities aside). A bin marked inherited has its
+ * slots, and its cache is marked inherited too (tcache.c:
+ * nd_tcache_reclaim clears them all).
  * fill_from_one is set only in a plain cache (not shared, not bound) of
  * a thread other than the process's first (ND_TID_FIRST), made with
  * secure off: the caches the nursery may serve (tcache.c).
@@ -492,7 +501,8 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_tcache {
     uint8_t      layout;        /* its kind's nd_tcache_layouts row: ND_LAYOUT_NONE, _PLAIN or _BOUND */
     uint8_t      prof_slab_busy;   /* prof=1: its thread is cutting a cell of its kind's slab (slab.h; a signal handler's sample is not taken) */
     uint8_t      fill_from_one; /* its bins' first fill takes one block, or a pair of cache lines' worth (a cache the nursery may serve: tcache.c, nd_bin_first_fill) */
-    uint8_t      near_used;     /* near records given to classes so far (at most ND_NEAR_BINS) */
+    uint8_t      near_used : 7; /* near records given to classes so far (at most ND_NEAR_BINS) */
+    uint8_t      inherited : 1; /* a bin of it may be inherited (nd_bin_info.inherited) */
     const uint32_t *look_arm;   /* plain: nd_tcache_look_arm, or nd_tcache_look_watched while watched; NULL for the others */
     size_t       cap_bytes;     /* sum over the bins of cap * class size (bounded by tcache_total, or by its share of it while CPUs are shared, bins of up to ND_BIN_SHARED_FLOOR bytes aside; past either by cap_extra) */
     size_t       cap_extra;     /* bytes of capacity past tcache_total, or past its share of it while CPUs are shared, drawn from the process's pool (tcache.c: ND_EXTRA_MULT) */
@@ -514,7 +524,7 @@ _Static_assert(ND_TIER_COUNT <= ND_BIN_BYTES / sizeof(uint64_t), "a counter per 
 _Static_assert(__builtin_offsetof(nd_tcache, heap) + ND_HEAP_HOT_BYTES <= 4096 &&
                __builtin_offsetof(nd_tcache, heap) + ND_HEAP_HOT_BYTES > 4096 - sizeof(nd_bin_near),
                "the bins, the cache's fields, the near records and the heap's first line fill the struct's first OS page (tcache.h)");
-_Static_assert(ND_NEAR_BINS < 255 && ND_FIRST_CLASSES <= ND_CLASS_COUNT, "near_of holds a record's index + 1");
+_Static_assert(ND_NEAR_BINS < 127 && ND_FIRST_CLASSES <= ND_CLASS_COUNT, "near_of holds a record's index + 1");
 
 /* Class c's cold part in tc: its near record's when it has one, else
    binfo[c] (tcache.h). Its record is given at the class's first use
@@ -712,6 +722,12 @@ bool  nd_tcache_cpus_shared(void) nd_hidden;
    the threads that run reuse its blocks instead of carving pages while
    the record waits. */
 void  nd_tcache_hand_over(nd_tcache *tc) nd_hidden;
+/* tc's record was pooled and a new thread takes it: the capacities its
+   bins grew to past their start are the former thread's, marked
+   inherited until this thread uses the bin; a bin that would grow past
+   tcache_bytes, which the cache's other bins refuse, takes them back
+   first (tcache.c: nd_tcache_reclaim). */
+void  nd_tcache_inherit(nd_tcache *tc) nd_hidden;
 /* GC pass: blocks the bins did not need since the last pass go back, and
    bins that kept more than half their capacity unused shrink; force: all. */
 void  nd_tcache_gc(nd_tcache *tc, bool force) nd_hidden;

@@ -272,6 +272,10 @@ nd_hot nd_tcache *nd_thread_start(void)
            at each start postponed that for as long as the chain lasted). */
         if (nd_tcache_is_watched(tc))   /* the last thread's moves, not this one's */
             nd_tcache_watch(tc, false);
+        nd_tcache *tcs[ND_MAX_NODES + 1];
+        int ntc = nd_thread_tcaches(t, tcs);
+        for (int i = 0; i < ntc; i++)   /* the capacities its bins grew to are the last thread's (nd_tcache_inherit) */
+            nd_tcache_inherit(tcs[i]);
         nd_tls_tc = tc;
         nd_tls_thread = t;
         nd_tls_node_tc = t->node_tc;

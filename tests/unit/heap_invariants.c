@@ -1867,6 +1867,146 @@ static void with_cpus_shared_a_cache_whose_bins_cycle_draws_from_the_pool(void)
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the threads exited");
 }
 
+/* While CPUs are shared, a bin whose batches of its own blocks cycle
+   through the store grows past tcache_bytes (tcache.c:
+   nd_tcache_grow_past, nd_bin_holds_own), from its even part of the pool:
+   2 x CPUs threads alive and idle, and this thread, whose cache makes
+   CPUs shared (2 x CPUs + 1 caches), loops over batches of 500 blocks of
+   1 KiB, its own; its bin grows to 512 blocks (256 KiB more, within the
+   even part, 4 MiB / (2 x CPUs + 1), up to 7 CPUs) and its last 10
+   batches take no fill nor overflow. Main 5f90bfb: no bin past
+   tcache_bytes while CPUs are shared, the bin stays at 256 blocks and each
+   batch fills and overflows. It runs with a purge delay of an hour
+   (tests/unit/CMakeLists.txt). */
+enum { OWN_N = 500, OWN_LOOPS = 60 };
+static pthread_barrier_t own_barrier;
+static void *idle_alive(void *arg)
+{
+    (void)arg;
+    nodal_free(nodal_malloc(1));   /* its cache */
+    pthread_barrier_wait(&own_barrier);   /* every cache made */
+    pthread_barrier_wait(&own_barrier);   /* the loops done */
+    return NULL;
+}
+
+static void an_own_batches_bin_grows_past_tcache_bytes_while_cpus_are_shared(void)
+{
+    size_t cpus;
+    (void)share_of_each(&cpus);
+    if (nd_opt(ND_OPT_tcache_bytes) != 256 << 10 || nd_opt(ND_OPT_tcache_total) != 1 << 20 ||
+        nd_opt(ND_OPT_transfer) != 2 || nd_opt(ND_OPT_tcache_count) < 1024 || nd_secure_on())
+        SKIP("made for the defaults tcache_bytes=256k, tcache_total=1m, transfer=2");
+    if (cpus == 0 || cpus > 7)
+        SKIP("%zu CPUs: an even part of the pool under 256 KiB", cpus);
+    EXPECT(nd_opt(ND_OPT_purge_delay) >= 600000,
+           "this case to run with purge_delay=3600000 (no GC pass during the loops), it is %ld ms",
+           nd_opt(ND_OPT_purge_delay));
+    int n = (int)(2 * cpus);
+    pthread_t t[14];
+    nodal_free(nodal_malloc(1024));   /* this thread's cache */
+    pthread_barrier_init(&own_barrier, NULL, (unsigned)n + 1);
+    for (int i = 0; i < n; i++)
+        EXPECT(pthread_create(&t[i], NULL, idle_alive, NULL) == 0, "pthread_create to work");
+    pthread_barrier_wait(&own_barrier);
+    EXPECT(nd_tcache_cpus_shared(), "%d threads and this one to share %zu CPUs", n, cpus);
+    static void *p[OWN_N];
+    nd_tcache *tc = nd_tls_tc;
+    unsigned c = nd_class_of(1024);
+    uint64_t before = 0;
+    for (int loop = 0; loop < OWN_LOOPS; loop++) {
+        if (loop == OWN_LOOPS - 10)
+            before = nd_bin_info_of(tc, c)->counts.fills + nd_bin_info_of(tc, c)->counts.flushes;
+        for (int i = 0; i < OWN_N; i++)
+            p[i] = nodal_malloc(1024);
+        for (int i = 0; i < OWN_N; i++)
+            nodal_free(p[i]);
+    }
+    size_t cap = nd_bin_info_of(tc, c)->cap;
+    uint64_t slow = nd_bin_info_of(tc, c)->counts.fills + nd_bin_info_of(tc, c)->counts.flushes - before;
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    pthread_barrier_wait(&own_barrier);
+    for (int i = 0; i < n; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&own_barrier);
+    EXPECT(cap >= OWN_N, "the 1 KiB bin, in batches of %d of its own blocks, to grow past tcache_bytes (256 blocks) "
+           "while CPUs are shared; its capacity is %zu", OWN_N, cap);
+    EXPECT(slow == 0, "the last 10 batches to take no fill nor overflow, %llu", (unsigned long long)slow);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the threads exited");
+}
+
+/* A thread that takes a pooled record takes the capacities its former
+   thread grew its bins to; a bin of its own whose batches cycle through
+   the store grows past tcache_bytes all the same, the inherited bins
+   giving their capacity back (tcache.c: nd_tcache_reclaim): the first
+   thread loops over batches of 1,000 blocks of 128 B and of 256 B (bins
+   of 1,024 blocks, 384 KiB, more than tcache_bytes) and exits; the next,
+   on its record, loops over batches of 1,000 blocks of 1 KiB, which go
+   past tcache_bytes (256 blocks) once they cycle, and the last 10 take no
+   fill nor overflow. Main 5f90bfb: the inherited bins counted as the
+   cache's other bins (tcache.c: nd_tcache_grow_past) and the 1 KiB bin
+   stayed at 256 blocks, each batch 3-4 fills and as many overflows. It
+   runs with a purge delay of an hour (tests/unit/CMakeLists.txt): no GC
+   pass shrinks the first thread's bins in between. */
+enum { HEIR_N = 1000, HEIR_LOOPS = 60 };
+static uintptr_t heir_tid;
+static void *former_thread(void *arg)
+{
+    (void)arg;
+    static __thread void *p[HEIR_N];
+    for (int loop = 0; loop < 20; loop++)
+        for (size_t size = 128; size <= 256; size *= 2) {
+            for (int i = 0; i < HEIR_N; i++)
+                p[i] = nodal_malloc(size);
+            for (int i = 0; i < HEIR_N; i++)
+                nodal_free(p[i]);
+        }
+    heir_tid = nd_tls_tc->heap.tid;
+    return NULL;
+}
+static void *heir_thread(void *arg)
+{
+    size_t *out = arg;
+    static __thread void *p[HEIR_N];
+    nodal_free(nodal_malloc(1024));   /* this thread's cache: the record it took, or a new one */
+    nd_tcache *tc = nd_tls_tc;
+    unsigned c = nd_class_of(1024);
+    out[2] = tc->heap.tid == heir_tid;
+    uint64_t before = 0;
+    for (int loop = 0; loop < HEIR_LOOPS; loop++) {
+        if (loop == HEIR_LOOPS - 10)
+            before = nd_bin_info_of(tc, c)->counts.fills + nd_bin_info_of(tc, c)->counts.flushes;
+        for (int i = 0; i < HEIR_N; i++)
+            p[i] = nodal_malloc(1024);
+        for (int i = 0; i < HEIR_N; i++)
+            nodal_free(p[i]);
+    }
+    out[0] = nd_bin_info_of(tc, c)->cap;
+    out[1] = (size_t)(nd_bin_info_of(tc, c)->counts.fills + nd_bin_info_of(tc, c)->counts.flushes - before);
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    return NULL;
+}
+
+static void a_thread_on_a_pooled_record_grows_its_own_bin_past_the_inherited_ones(void)
+{
+    size_t out[3] = {0};
+    if (nd_opt(ND_OPT_tcache_bytes) != 256 << 10 || nd_opt(ND_OPT_tcache_total) != 1 << 20 ||
+        nd_opt(ND_OPT_transfer) != 2 || nd_opt(ND_OPT_tcache_count) < 1024 || nd_secure_on())
+        SKIP("made for the defaults tcache_bytes=256k, tcache_total=1m, transfer=2");
+    EXPECT(nd_opt(ND_OPT_purge_delay) >= 600000,
+           "this case to run with purge_delay=3600000 (no GC pass between the threads), it is %ld ms",
+           nd_opt(ND_OPT_purge_delay));
+    in_a_new_thread(former_thread);
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, heir_thread, out) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+    if (!out[2])
+        SKIP("the second thread did not take the first one's record (another node's pool?)");
+    EXPECT(out[0] >= HEIR_N, "the 1 KiB bin, in batches of %d, to grow past tcache_bytes (256 blocks) beside the "
+           "inherited bins of 128 B and 256 B; its capacity is %zu", HEIR_N, out[0]);
+    EXPECT(out[1] == 0, "the last 10 batches of 1 KiB to take no fill nor overflow, %zu", out[1]);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the threads exited");
+}
+
 /* The blocks waiting in every record's caches (live, pooled, exited
    threads'), class c. */
 static uint64_t cached_in_records(unsigned c)
@@ -4161,6 +4301,8 @@ static const struct nd_case cases[] = {
     ND_CASE(with_cpus_shared_a_small_bin_grows_to_16_kib_past_its_caches_share),
     ND_CASE(a_cache_whose_bins_cycle_through_the_store_grows_past_tcache_total),
     ND_CASE(with_cpus_shared_a_cache_whose_bins_cycle_draws_from_the_pool),
+    ND_CASE(a_thread_on_a_pooled_record_grows_its_own_bin_past_the_inherited_ones),
+    ND_CASE(an_own_batches_bin_grows_past_tcache_bytes_while_cpus_are_shared),
     ND_CASE(with_cpus_shared_an_exiting_threads_cache_hands_its_blocks_to_the_store),
     ND_CASE(a_bin_whose_batches_cycle_through_the_store_grows_past_tcache_bytes),
     ND_CASE(remote_frees_return_to_the_owner),
