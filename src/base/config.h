@@ -75,6 +75,7 @@
 #define ND_MEDIUM_MAX       (128 * ND_KiB)   /* largest size class */
 #define ND_LOOKUP_MAX       1024             /* sizes <= this use a table */
 #define ND_LARGE_MAX        (ND_MiB - 4 * ND_KiB)   /* large blocks share segments; from 1 MiB on, huge */
+#define ND_LARGE_SHARDS     4                /* shards of each large pool (large.h), each with its lock (lock.h) */
 #define ND_ALIGN_NATURAL    ND_SEG_HEADER_SIZE /* every page start is aligned to this */
 
 /* ---- nodes and the segment map ----------------------------------------- */
