@@ -68,7 +68,7 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_large_pool {
        compare-and-swap, taken whole by nd_large_drain under the lock). */
     nd_aligned(ND_CACHE_LINE) nd_page *pending;
     /* The CPUs' caches of freed blocks (large.h), a line each. */
-    nd_large_cpucache cpu[ND_LARGE_CPUS];
+    nd_large_cpucache cpu[ND_LARGE_SHARD_CPUS];
 } nd_large_pool;
 
 /* A shard's lock taken, and the blocks freed meanwhile by threads that
@@ -108,6 +108,19 @@ static inline void nd_large_lock(nd_large_pool *pool)
     nd_lock_brief(nd_pool_lock(pool), ND_LARGE_LOCK_TRIES);
     if (nd_load_relaxed(&pool->pending) != NULL)
         nd_large_drain(pool);
+}
+
+/* Shard sh's index in its pool. */
+static inline unsigned nd_large_shard_index(const nd_large_pool *pool);
+/* Do other shards of pool's (node, kind) hold segments (their hints, read
+   without their locks)? */
+static bool nd_large_others_used(const nd_large_pool *pool)
+{
+    const nd_large_pool *first = pool - nd_large_shard_index(pool);
+    for (unsigned i = 0; i < ND_LARGE_SHARDS; i++)
+        if (first + i != pool && nd_load_relaxed(&first[i].hint) != 0)
+            return true;
+    return false;
 }
 
 /* Shard sh's index in its pool. */
@@ -162,7 +175,7 @@ static unsigned nd_large_find(uint64_t free, unsigned k, unsigned step)
 
 /* Makes chunks `run` of s a block of `need` bytes starting at chunk i.
    Under the pool lock. */
-static void *nd_large_take(nd_large_pool *pool, nd_segment *s, unsigned i, unsigned k, size_t need)
+nd_inline void *nd_large_take(nd_large_pool *pool, nd_segment *s, unsigned i, unsigned k, size_t need)
 {
     uint64_t run = nd_mask_range(i, i + k - 1);
     s->free_mask &= ~run;
@@ -636,7 +649,7 @@ static bool nd_large_cpu_on(bool grown)
    shard before start-up or without one: a hint, never a fault). */
 static nd_large_cpucache *nd_large_cache_of(nd_large_pool *pool)
 {
-    return &pool->cpu[(unsigned)nd_os_current_cpu_fast() % ND_LARGE_CPUS];
+    return &pool->cpu[(unsigned)nd_os_current_cpu_fast() / ND_LARGE_SHARDS % ND_LARGE_SHARD_CPUS];
 }
 
 /* Takes the block of shard sh of the fewest chunks from lo to most (the
@@ -767,7 +780,7 @@ static void *nd_large_alloc_at(int node, bool bound, size_t size, size_t alignme
    free goes there. Default mode only (secure=1's guard pages choose runs
    by their own rule). Without any shard's lock; takes the others' one at
    a time. */
-nd_large_path static void *nd_large_borrow(nd_large_pool *pool, unsigned k, unsigned step, size_t usable)
+static void *nd_large_borrow(nd_large_pool *pool, unsigned k, unsigned step, size_t usable)
 {
     if (ND_LARGE_SHARDS == 1 || nd_seg_guard != 0)
         return NULL;
@@ -918,7 +931,7 @@ nd_large_path static void *nd_large_alloc_at(int node, bool bound, size_t size, 
                 nd_large_lock(pool);
                 continue;
             }
-            if (s == NULL && !borrowed) {
+            if (s == NULL && !borrowed && nd_large_others_used(pool)) {
                 /* Nor in this shard after that: another shard's resident
                    run before this one faults in memory (nd_large_borrow).
                    Once a call. */
@@ -1038,7 +1051,7 @@ static nd_noinline void nd_large_give_tailed(nd_segment *s, unsigned i, unsigned
    together: nd_large_others_empty), the segment to give back to its node
    (s, or a spare of this shard that holds less memory), taken out of the
    shard; NULL otherwise. Under the pool lock. */
-static nd_segment *nd_large_block_gone_locked(nd_large_pool *pool, nd_segment *s)
+nd_inline nd_segment *nd_large_block_gone_locked(nd_large_pool *pool, nd_segment *s)
 {
     nd_segment *release = NULL;
     if (--s->used_pages == 0) {
@@ -1069,7 +1082,7 @@ nd_large_path static void nd_large_block_gone(nd_large_pool *pool, nd_segment *s
 
 /* Clears the descriptor of block pg of s (in use) and gives its chunks
    back; its bytes. Under the pool lock. */
-static size_t nd_large_unblock(nd_segment *s, nd_page *pg, uint64_t now)
+nd_inline size_t nd_large_unblock(nd_segment *s, nd_page *pg, uint64_t now)
 {
     size_t bytes = pg->block_size;
     unsigned i = nd_seg_page_index(s, pg), k = pg->reserved;
@@ -1083,7 +1096,7 @@ static size_t nd_large_unblock(nd_segment *s, nd_page *pg, uint64_t now)
     return bytes;
 }
 
-nd_large_path static void nd_large_drain(nd_large_pool *pool)
+static void nd_large_drain(nd_large_pool *pool)
 {
     nd_page *pg = __atomic_exchange_n(&pool->pending, NULL, __ATOMIC_ACQUIRE);
     if (pg == NULL)
@@ -1106,24 +1119,36 @@ nd_large_path static void nd_large_drain(nd_large_pool *pool)
     nd_gauge_active(-(long)bytes);
 }
 
-nd_large_path static void nd_large_unlock(nd_large_pool *pool)
+/* The rest of nd_large_unlock, the lock released: the segments `gone`
+   given back to their node, and the blocks freed while this thread held
+   the lock given back (their freer saw the lock held, and may have tried
+   again before this thread let go; else they wait for the shard's next
+   lock). */
+static nd_noinline void nd_large_unlocked(nd_large_pool *pool, nd_segment *gone)
 {
     for (;;) {
-        nd_segment *gone = pool->gone;
-        pool->gone = NULL;
-        nd_unlock(nd_pool_lock(pool));
         while (gone != NULL) {
             nd_segment *s = gone;
             gone = s->next;
             nd_large_seg_release(s);
         }
-        /* A block freed while this thread held the lock: given back now
-           (its freer saw the lock held, and may have tried again before
-           this thread let go); else it waits for the shard's next lock. */
         if (nd_load_relaxed(&pool->pending) == NULL || !nd_trylock(nd_pool_lock(pool)))
             return;
         nd_large_drain(pool);
+        gone = pool->gone;
+        pool->gone = NULL;
+        nd_unlock(nd_pool_lock(pool));
     }
+}
+
+nd_large_path static void nd_large_unlock(nd_large_pool *pool)
+{
+    nd_segment *gone = pool->gone;
+    if (nd_unlikely(gone != NULL))
+        pool->gone = NULL;
+    nd_unlock(nd_pool_lock(pool));
+    if (nd_unlikely(gone != NULL || nd_load_relaxed(&pool->pending) != NULL))
+        nd_large_unlocked(pool, gone);
 }
 
 /* Block p (descriptor pg of s, shard pool) is freed while another thread
@@ -1147,7 +1172,7 @@ static size_t nd_large_defer(nd_large_pool *pool, nd_page *pg, void *p, bool ret
     /* Once more (retry: a free of this CPU's shard): the holder may have
        let go meanwhile (and looked at the stack before this push). */
     if (retry && nd_trylock(nd_pool_lock(pool))) {
-        nd_large_drain(pool);
+        nd_large_drain(pool);   /* (this block at least) */
         nd_large_unlock(pool);
     }
     return bytes;
@@ -1170,7 +1195,8 @@ static size_t nd_large_give_back(nd_segment *s, nd_page *pg, void *p, bool remot
             return nd_large_defer(pool, pg, p, false);
         if (!nd_trylock(nd_pool_lock(pool)))
             return nd_large_defer(pool, pg, p, true);
-        nd_large_drain(pool);
+        if (nd_load_relaxed(&pool->pending) != NULL)
+            nd_large_drain(pool);
     }
     if (!pg->in_use || pg->start != (uint8_t *)p || nd_load_relaxed(&pg->in_full)) {
         nd_large_unlock(pool);
@@ -1261,7 +1287,7 @@ nd_large_path static void nd_large_cpu_drain(nd_large_pool *pool, bool all)
 {
     /* (A cache that holds nothing and was not used is only read: a line
        never written stays unwritten.) */
-    for (unsigned c = 0; c < ND_LARGE_CPUS; c++) {
+    for (unsigned c = 0; c < ND_LARGE_SHARD_CPUS; c++) {
         nd_large_cpucache *sh = &pool->cpu[c];
         if (nd_load_relaxed(&sh->chunks) == 0 && !nd_load_relaxed(&sh->used))
             continue;
@@ -1283,7 +1309,7 @@ nd_large_path static void nd_large_cpu_drain(nd_large_pool *pool, bool all)
 /* Does a CPU's cache of pool hold a block? */
 static bool nd_large_cpu_holds(const nd_large_pool *pool)
 {
-    for (unsigned c = 0; c < ND_LARGE_CPUS; c++)
+    for (unsigned c = 0; c < ND_LARGE_SHARD_CPUS; c++)
         if (nd_load_relaxed(&pool->cpu[c].chunks) != 0)
             return true;
     return false;
@@ -1376,7 +1402,7 @@ size_t nd_large_cached_bytes(void)
     size_t chunks = 0;
     nd_large_pool *pool;
     for (int i = 0; (pool = nd_large_next_used(&i)) != NULL;)
-        for (unsigned c = 0; c < ND_LARGE_CPUS; c++)
+        for (unsigned c = 0; c < ND_LARGE_SHARD_CPUS; c++)
             chunks += nd_load_relaxed(&pool->cpu[c].chunks);
     return chunks << ND_CHUNK_SHIFT;
 }

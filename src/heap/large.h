@@ -195,6 +195,10 @@
    cached block is a misuse (in_full: free.c). */
 #define ND_LARGE_KEEP_GROWN 2
 #define ND_LARGE_CPUS       16   /* caches a pool has; CPU c uses cache c % ND_LARGE_CPUS */
+/* ... ND_LARGE_SHARD_CPUS in each of its shards: CPU c's is cache
+   c / ND_LARGE_SHARDS % ND_LARGE_SHARD_CPUS of shard c % ND_LARGE_SHARDS
+   (its own shard's, where its requests look) */
+#define ND_LARGE_SHARD_CPUS (ND_LARGE_CPUS / ND_LARGE_SHARDS)
 #define ND_LARGE_CPU_SLOTS  6    /* blocks a CPU's cache holds, at most */
 #define ND_LARGE_CPU_CHUNKS 16   /* ... and chunks (1 MiB) */
 /* ... under secure=1: a segment given back loses its guard pages (one
