@@ -12,7 +12,8 @@
  * waiting for the lock of the block's shard (a free while another thread
  * holds it is deferred, nd_large_defer, and given back by the lock's next
  * taker), and threads on CPUs of different shards take their blocks from
- * different shards.
+ * different shards; a block that leaves its pool to become huge leaves
+ * its own shard.
  */
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -297,11 +298,57 @@ static void threads_on_cpus_of_two_shards_take_blocks_from_two_shards(void)
     EXPECT(nd_large_is_valid(), "the large pools valid");
 }
 
+/* On a CPU of a shard other than the first (CPU modulo ND_LARGE_SHARDS),
+   a block alone in its segment that realloc grows past 1 MiB becomes a
+   huge block where it is (huge.h: nd_huge_from_large), its segment taken
+   off the list of its own shard under that shard's lock (nd_large_leave):
+   the pools stay valid, the segment in no shard's list. When the leave
+   took the first shard's lock and list (as merged from h53l onto main
+   b76e3b4 before this fix), the first shard's list lost a segment it
+   never held and the block's shard kept a huge segment: the checker
+   fails. */
+static void a_block_of_another_shard_grown_past_1_mib_leaves_its_own_shard(void)
+{
+    cpu_set_t was;
+    EXPECT(sched_getaffinity(0, sizeof was, &was) == 0, "the thread's CPUs");
+    int c = -1;
+    for (int i = 0; i < CPU_SETSIZE && c < 0; i++)
+        if (CPU_ISSET(i, &was) && i % ND_LARGE_SHARDS != 0)
+            c = i;
+    if (c < 0)
+        SKIP("needs a CPU of a shard other than the first (CPU modulo %d)", ND_LARGE_SHARDS);
+    if (!run_on(c))
+        SKIP("cannot run on CPU %d", c);
+    if (nd_os_current_cpu_fast() != c)
+        SKIP("no restartable-sequences CPU number (shard 0's blocks only)");
+    size_t from0 = nd_load_relaxed(&nd_gauge.huge_from_large);
+    size_t size = (size_t)600 << 10;
+    unsigned char *p = nodal_malloc(size);
+    EXPECT(p != NULL, "a large block of %zu bytes", size);
+    nd_segment *s = nd_seg_of(p);
+    EXPECT(s != NULL && s->kind == ND_SEG_LARGE && s->shard == (unsigned)c % ND_LARGE_SHARDS && s->used_pages == 1,
+           "the block alone in a large segment of shard %d (CPU %d)", c % ND_LARGE_SHARDS, c);
+    memset(p, 0x5a, size);
+    size_t big = (size_t)2 << 20;
+    unsigned char *q = nodal_realloc(p, big);
+    sched_setaffinity(0, sizeof was, &was);
+    EXPECT(q != NULL, "the block grown to %zu bytes", big);
+    EXPECT(q == p && nd_load_relaxed(&nd_gauge.huge_from_large) - from0 == 1,
+           "the block grown where it was into a huge block (at %p, found at %p; huge_from_large +%zu)", (void *)p,
+           (void *)q, nd_load_relaxed(&nd_gauge.huge_from_large) - from0);
+    EXPECT(q[0] == 0x5a && q[size - 1] == 0x5a, "its bytes kept");
+    EXPECT(nd_large_is_valid(), "the large pools valid without its segment (every shard's list and count)");
+    nodal_free(q);
+    nodal_collect(1);
+    EXPECT(nd_large_is_valid(), "the large pools valid after its free");
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(secure_runs_need_the_fewest_mprotect_calls_and_start_lowest),
     ND_CASE(secure_aligned_blocks_keep_their_guards_and_the_pools_valid),
     ND_CASE(a_bound_block_being_populated_leaves_the_pools_valid),
     ND_CASE(a_large_free_does_not_wait_for_its_shards_lock),
     ND_CASE(threads_on_cpus_of_two_shards_take_blocks_from_two_shards),
+    ND_CASE(a_block_of_another_shard_grown_past_1_mib_leaves_its_own_shard),
 };
 ND_MAIN(cases)
