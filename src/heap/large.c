@@ -180,7 +180,9 @@ nd_inline void *nd_large_take(nd_large_pool *pool, nd_segment *s, unsigned i, un
     uint64_t run = nd_mask_range(i, i + k - 1);
     s->free_mask &= ~run;
     s->purge_mask &= ~run;   /* reused before its purge: keep it */
-    if (s->used_pages++ == 0)
+    uint32_t used = nd_load_relaxed(&s->used_pages);
+    nd_store_relaxed(&s->used_pages, used + 1);
+    if (used == 0)
         nd_sub_relaxed(&pool->empty, 1);
     nd_page *pg = &s->pages[i];
     pg->start = (uint8_t *)s + ((size_t)i << ND_CHUNK_SHIFT);
@@ -1005,7 +1007,8 @@ nd_large_path static void *nd_large_alloc_at(int node, bool bound, size_t size, 
             nd_store_relaxed(&pg->in_use, 0);
             pg->key = ND_KEY_NONE;
             nd_large_give(s, i, k, nd_os_now_ms());
-            if (--s->used_pages == 0)
+            nd_store_relaxed(&s->used_pages, s->used_pages - 1);
+            if (s->used_pages == 0)
                 nd_add_relaxed(&pool->empty, 1);
             nd_large_unlock(pool);
             errno = ENOMEM;
@@ -1054,7 +1057,8 @@ static nd_noinline void nd_large_give_tailed(nd_segment *s, unsigned i, unsigned
 nd_inline nd_segment *nd_large_block_gone_locked(nd_large_pool *pool, nd_segment *s)
 {
     nd_segment *release = NULL;
-    if (--s->used_pages == 0) {
+    nd_store_relaxed(&s->used_pages, s->used_pages - 1);
+    if (s->used_pages == 0) {
         if (pool->empty + nd_large_others_empty(pool) < nd_large_spare()) {
             nd_add_relaxed(&pool->empty, 1);
         } else {
@@ -1096,7 +1100,7 @@ nd_inline size_t nd_large_unblock(nd_segment *s, nd_page *pg, uint64_t now)
     return bytes;
 }
 
-static void nd_large_drain(nd_large_pool *pool)
+nd_large_path static void nd_large_drain(nd_large_pool *pool)
 {
     nd_page *pg = __atomic_exchange_n(&pool->pending, NULL, __ATOMIC_ACQUIRE);
     if (pg == NULL)
@@ -1151,13 +1155,13 @@ nd_large_path static void nd_large_unlock(nd_large_pool *pool)
         nd_large_unlocked(pool, gone);
 }
 
-/* Block p (descriptor pg of s, shard pool) is freed while another thread
-   holds the shard's lock: it goes on the shard's pending stack, flagged
-   (in_full, so that a second free is seen), for the lock's holder or its
-   next taker to give back (nd_large_drain), and the freeing thread does
-   not wait. Its bytes; 0 if p is not the start of a block in use, or is
-   flagged already (a double free). Without the lock. */
-static size_t nd_large_defer(nd_large_pool *pool, nd_page *pg, void *p, bool retry)
+/* Block p (descriptor pg of s, shard pool) is freed without the shard's
+   lock: it goes on the shard's stack of deferred frees, flagged (in_full,
+   so that a second free is seen), for the lock's holder as it lets go or
+   its next taker to give back (nd_large_drain), and the freeing thread
+   does not wait. Its bytes; 0 if p is not the start of a block in use, or
+   is flagged already (a double free). Without the lock. */
+nd_large_path static size_t nd_large_defer(nd_large_pool *pool, nd_page *pg, void *p, bool retry)
 {
     if (!nd_load_relaxed(&pg->in_use) || pg->start != (uint8_t *)p)
         return 0;
@@ -1169,8 +1173,9 @@ static size_t nd_large_defer(nd_large_pool *pool, nd_page *pg, void *p, bool ret
     do
         pg->xnext = top;
     while (!__atomic_compare_exchange_n(&pool->pending, &top, pg, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
-    /* Once more (retry: a free of this CPU's shard): the holder may have
-       let go meanwhile (and looked at the stack before this push). */
+    /* Once more (retry: a free of this CPU's shard that found its lock
+       held): the holder may have let go meanwhile (and looked at the
+       stack before this push). */
     if (retry && nd_trylock(nd_pool_lock(pool))) {
         nd_large_drain(pool);   /* (this block at least) */
         nd_large_unlock(pool);
@@ -1179,19 +1184,33 @@ static size_t nd_large_defer(nd_large_pool *pool, nd_page *pg, void *p, bool ret
 }
 
 /* Gives block p back to its segment (nd_large_free without the kept
-   blocks); deferred (nd_large_defer) when the shard's lock is held, and
-   (remote) when the shard is another CPU's: a thread frees another
-   shard's blocks without taking its lock, so the shard's lock is taken by
-   the threads of its CPUs (and the rare borrower), who give them back at
-   their next request. Not remote: a drain of the caches, which waits for
-   the lock and leaves nothing behind (nodal_collect, a release). */
-nd_large_path static size_t nd_large_give_back(nd_segment *s, nd_page *pg, void *p, bool remote)
+   blocks). home: the calling CPU's shard of p's (node, kind) for a free
+   (nd_large_free); NULL for a drain of the caches, which waits for the
+   lock and leaves nothing behind (nodal_collect, a release). A free is
+   deferred (nd_large_defer), the freeing thread taking no lock:
+   - a block of another CPU's shard: a shard's lock is taken by the
+     threads of its own CPUs (and the rare borrower), who give it back at
+     their next request;
+   - a block of its own CPU's shard when its stack holds nothing and the
+     block is not the last of its segment (used_pages, read without the
+     lock: a hint that can only be high while this block is in use): the
+     thread's next large request, which takes the lock anyway, gives it
+     back first, so a thread that allocates and frees takes one lock a
+     malloc and a free, not two; no segment waits on the stack to be
+     emptied, and a burst of frees defers every second block at most
+     (the next free finds the stack in use, takes the lock and gives both
+     back);
+   - any block whose shard's lock is held.
+   Otherwise it is given back under the lock, taken by trylock. */
+nd_large_path static size_t nd_large_give_back(nd_segment *s, nd_page *pg, void *p, nd_large_pool *home)
 {
     nd_large_pool *pool = nd_large_pool_of(s);
-    if (!remote) {
+    if (home == NULL) {
         nd_large_lock(pool);
     } else {
-        if (pool != nd_large_home(s->node, s->bound))
+        if (pool != home)
+            return nd_large_defer(pool, pg, p, false);
+        if (nd_load_relaxed(&pool->pending) == NULL && nd_load_relaxed(&s->used_pages) > 1)
             return nd_large_defer(pool, pg, p, false);
         if (!nd_trylock(nd_pool_lock(pool)))
             return nd_large_defer(pool, pg, p, true);
@@ -1243,7 +1262,7 @@ bool nd_large_leave(nd_segment *s, nd_page *pg, void *p)
     size_t bytes = pg->block_size;
     nd_list_remove(&pool->segs, s);
     nd_sub_relaxed(&pool->hint, 1);
-    s->used_pages = 0;
+    nd_store_relaxed(&s->used_pages, 0);
     nd_store_relaxed(&pg->in_use, 0);
     pg->key = ND_KEY_NONE;
     nd_large_unlock(pool);
@@ -1256,12 +1275,12 @@ nd_large_path size_t nd_large_free(nd_segment *s, nd_page *pg, void *p)
     nd_lock_may_take(ND_LOCK_ID_large_pool);
     size_t bytes = nd_load_relaxed(&pg->block_size);
     if (nd_load_relaxed(&pg->in_full))
-        return 0;   /* kept or cached already: a double free */
+        return 0;   /* kept, cached or deferred already: a double free */
+    nd_large_pool *pool = nd_large_home(s->node, s->bound);
     if (nd_load_relaxed(&pg->in_use) && pg->start == (uint8_t *)p) {
         /* Kept and cached where this CPU's next request looks: its own
            shard's slots, whichever shard the block's segment is in (a
            drain gives it back to that one: nd_large_give_back). */
-        nd_large_pool *pool = nd_large_home(s->node, s->bound);
         unsigned reserved = nd_load_relaxed(&pg->reserved);
         bool twice = false;
         if (nd_large_keepable(bytes)) {
@@ -1275,7 +1294,7 @@ nd_large_path size_t nd_large_free(nd_segment *s, nd_page *pg, void *p)
         if (twice)
             return 0;
     }
-    return nd_large_give_back(s, pg, p, true);
+    return nd_large_give_back(s, pg, p, pool);
 }
 
 /* Gives pool's kept blocks back to their segments: all of them (force),
@@ -1300,7 +1319,7 @@ nd_large_path static void nd_large_keep_drain(nd_large_pool *pool, uint64_t now,
                 continue;
             nd_page *pg = nd_large_kept_desc(p);
             nd_store_relaxed(&pg->in_full, 0);
-            nd_large_give_back(nd_seg_base(p), pg, p, false);
+            nd_large_give_back(nd_seg_base(p), pg, p, NULL);
         }
     nd_large_cpu_drain(pool, force);
 }
@@ -1323,7 +1342,7 @@ nd_large_path static void nd_large_cpu_drain(nd_large_pool *pool, bool all)
             void *p = (void *)(v & ~ND_LARGE_SLOT_CHUNKS);
             nd_page *pg = nd_large_kept_desc(p);
             nd_store_relaxed(&pg->in_full, 0);
-            nd_large_give_back(nd_seg_base(p), pg, p, false);
+            nd_large_give_back(nd_seg_base(p), pg, p, NULL);
         }
     }
 }

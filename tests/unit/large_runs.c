@@ -343,6 +343,55 @@ static void a_block_of_another_shard_grown_past_1_mib_leaves_its_own_shard(void)
     EXPECT(nd_large_is_valid(), "the large pools valid after its free");
 }
 
+/* A thread's free of a block of its own CPU's shard, when the shard's
+   stack of deferred frees is empty and the block is not its segment's
+   last, takes no lock: the block is deferred (still active, flagged
+   in_full) until the shard's next lock. The next free, finding the stack
+   in use, takes the lock and gives both back; the free of a segment's
+   last block gives it back at once (no segment waits on the stack to be
+   emptied). On main b76e3b4, and with h53l's trylock at every free of its
+   own shard, the first free gave its block back at once: the first check
+   fails. */
+static void a_free_of_its_own_shards_block_waits_for_the_shards_next_lock(void)
+{
+    cpu_set_t was;
+    EXPECT(sched_getaffinity(0, sizeof was, &was) == 0, "the thread's CPUs");
+    int c = -1;
+    for (int i = 0; i < CPU_SETSIZE && c < 0; i++)
+        if (CPU_ISSET(i, &was))
+            c = i;
+    if (c < 0 || !run_on(c))
+        SKIP("cannot run on one CPU");
+    if (nd_os_current_cpu_fast() != c)
+        SKIP("no restartable-sequences CPU number");
+    size_t size = (size_t)300 << 10;   /* 5 chunks, not of its whole run: no CPU's cache takes it */
+    void *p[3];
+    for (int i = 0; i < 3; i++) {
+        p[i] = nodal_malloc(size);
+        EXPECT(p[i] != NULL, "a large block of %zu bytes", size);
+    }
+    nd_segment *s = nd_seg_base(p[0]);
+    EXPECT(nd_seg_base(p[1]) == s && nd_seg_base(p[2]) == s && s->used_pages == 3,
+           "the three blocks alone in one segment (%u blocks)", s->used_pages);
+    size_t bytes = nodal_malloc_usable_size(p[0]);
+    size_t a0 = nd_load_relaxed(&nd_gauge.active);
+    nodal_free(p[0]);
+    size_t a1 = nd_load_relaxed(&nd_gauge.active);
+    nodal_free(p[1]);
+    size_t a2 = nd_load_relaxed(&nd_gauge.active);
+    unsigned used = s->used_pages;
+    nodal_free(p[2]);
+    size_t a3 = nd_load_relaxed(&nd_gauge.active);
+    sched_setaffinity(0, sizeof was, &was);
+    EXPECT(a1 == a0, "the first free deferred (active %zu, was %zu)", a1, a0);
+    EXPECT(a2 + 2 * bytes == a0 && used == 1, "the second free to give both back (active %zu, was %zu, %zu bytes "
+           "each; %u blocks left)", a2, a0, bytes, used);
+    EXPECT(a3 + bytes == a2, "the last block's free to give it back at once (active %zu, was %zu)", a3, a2);
+    EXPECT(nd_large_is_valid(), "the large pools valid");
+    nodal_collect(1);
+    EXPECT(nd_large_is_valid(), "the large pools valid after nodal_collect");
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(secure_runs_need_the_fewest_mprotect_calls_and_start_lowest),
     ND_CASE(secure_aligned_blocks_keep_their_guards_and_the_pools_valid),
@@ -350,5 +399,6 @@ static const struct nd_case cases[] = {
     ND_CASE(a_large_free_does_not_wait_for_its_shards_lock),
     ND_CASE(threads_on_cpus_of_two_shards_take_blocks_from_two_shards),
     ND_CASE(a_block_of_another_shard_grown_past_1_mib_leaves_its_own_shard),
+    ND_CASE(a_free_of_its_own_shards_block_waits_for_the_shards_next_lock),
 };
 ND_MAIN(cases)
