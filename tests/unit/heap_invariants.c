@@ -3431,8 +3431,8 @@ static void a_block_grown_in_small_steps_is_copied_11_times_to_64_kib(void)
 /* Keeps the calling thread (and the threads it starts) on the CPU it is
    on: the large pools are in shards by CPU (large.h), so a case that
    expects a thread's large blocks to share a segment must not move to
-   another CPU's shard halfway (ctest under load moves threads: two cases
-   below failed so, branch h57l). */
+   another CPU's shard halfway (ctest under load moves threads: three
+   cases below failed so, branch h57l). */
 static void stay_on_this_cpu(void)
 {
     int c = sched_getcpu();
@@ -3834,6 +3834,7 @@ static void a_large_block_fills_an_older_segments_hole_first(void)
     enum { N = 30, PER_SEG = 21 };
     const size_t size = 3 * ND_CHUNK_SIZE;
     static unsigned char *p[N];
+    stay_on_this_cpu();   /* one shard's segments */
     for (int i = 0; i < N; i++) {
         p[i] = nodal_malloc(size);
         EXPECT(p[i] != NULL, "malloc(%zu) number %d to succeed", size, i);
@@ -3863,9 +3864,12 @@ static void a_large_block_fills_an_older_segments_hole_first(void)
     EXPECT(nd_large_is_valid(), "the large pools to be valid once the blocks are freed");
 }
 
-/* n blocks of size, each written whole, into p[]; false if one failed. */
+/* n blocks of size, each written whole, into p[]; false if one failed.
+   The thread stays on its CPU from here on: the cases that use it expect
+   large blocks of one shard's segments (stay_on_this_cpu). */
 static bool written_blocks(unsigned char **p, int n, size_t size)
 {
+    stay_on_this_cpu();
     for (int i = 0; i < n; i++) {
         p[i] = nodal_malloc(size);
         EXPECT(p[i] != NULL, "malloc(%zu) number %d to succeed", size, i);
