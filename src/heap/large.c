@@ -63,6 +63,11 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_large_pool {
        segment too many), linked through next: given back to their node
        by the unlock, without the lock (under the lock). */
     nd_segment *gone;
+    /* A segment of this shard emptied while the pool's spare was another
+       shard's (nd_large_block_gone_locked): 1 + its resident chunks then,
+       for the unlock to give back the least resident empty segment of
+       the pool (nd_large_trim); 0 otherwise (under the lock). */
+    uint8_t   trim;
     /* Blocks freed while another thread held the lock (nd_large_defer):
        their descriptors, a stack linked through xnext (pushed with
        compare-and-swap, taken whole by nd_large_drain under the lock). */
@@ -518,6 +523,8 @@ static void nd_large_keep_drain(nd_large_pool *pool, uint64_t now, bool force);
    call (their `used` cleared otherwise). Without the pool lock. */
 static void nd_large_cpu_drain(nd_large_pool *pool, bool all);
 static bool nd_large_cpu_holds(const nd_large_pool *pool);
+static bool nd_large_caches_hold(const nd_large_pool *pool);
+static void nd_large_caches_drain(nd_large_pool *pool);
 
 /* The pools that have had a segment (hint set), of every node with memory,
    plain then bound, one per call: start with *i = 0; NULL after the last. */
@@ -770,19 +777,23 @@ static void nd_large_seg_release(nd_segment *release)
 
 static void *nd_large_alloc_at(int node, bool bound, size_t size, size_t alignment, bool grown, size_t *bytes);
 
-/* A block of k chunks (at a multiple of step) of `usable` bytes from a
-   resident run (all its chunks committed) of another shard of pool's
-   (node, kind), the first shard in order after pool's that has one; NULL
-   if none has. What a shard does when none of its own resident runs fits
-   (and its CPUs' caches gave theirs back), before it faults in chunks or
-   maps a segment: the shards together touch no more memory than one pool
-   did (the freed blocks of a thread whose shard is another are reused
-   first; micro -m large -t 2: a peak of 33 MiB against one pool's 23
-   without this). The block belongs to that shard (its segment's), and its
-   free goes there. Default mode only (secure=1's guard pages choose runs
-   by their own rule). Without any shard's lock; takes the others' one at
-   a time. */
-static void *nd_large_borrow(nd_large_pool *pool, unsigned k, unsigned step, size_t usable)
+/* A run of k chunks (at a multiple of step) in a segment of another shard
+   of pool's (node, kind), the first shard in order after pool's that has
+   one: resident (all its chunks committed) or, when !resident, any free
+   run; that shard, its lock held, *seg and *at the run; NULL if none has.
+   What a shard does when none of its own runs fits, before it faults in
+   chunks (resident: its CPUs' caches gave theirs back) or maps a segment
+   (any: its own free runs too): the shards together touch no more memory
+   and hold no more segments than one pool did (the freed blocks of a
+   thread whose shard is another are reused first; micro -m large -t 2: a
+   peak of 33 MiB against one pool's 23 without the resident pass; with
+   only that pass, shortlived -t 2 held a third large segment, 4 MiB
+   resident at its peak, where one pool held two: branch h58l). The block
+   belongs to that shard (its segment's), and its free goes there. Default
+   mode only (secure=1's guard pages choose runs by their own rule).
+   Without any shard's lock; takes the others' one at a time. */
+static nd_large_pool *nd_large_borrow(nd_large_pool *pool, unsigned k, unsigned step, bool resident,
+                                      nd_segment **seg, unsigned *at)
 {
     if (ND_LARGE_SHARDS == 1 || nd_seg_guard != 0)
         return NULL;
@@ -793,12 +804,11 @@ static void *nd_large_borrow(nd_large_pool *pool, unsigned k, unsigned step, siz
             continue;
         nd_large_lock(o);
         for (nd_segment *s = o->segs.first; s != NULL; s = s->next) {
-            unsigned i = nd_large_find(s->free_mask & s->committed, k, step);
+            unsigned i = nd_large_find(resident ? s->free_mask & s->committed : s->free_mask, k, step);
             if (i < 64) {
-                void *p = nd_large_take(o, s, i, k, usable);
-                nd_large_unlock(o);   /* resident: nothing to commit, no guard page */
-                nd_gauge_active((long)usable);
-                return p;
+                *seg = s;
+                *at = i;
+                return o;
             }
         }
         nd_large_unlock(o);
@@ -895,7 +905,7 @@ nd_large_path static void *nd_large_alloc_at(int node, bool bound, size_t size, 
             nd_large_free(nd_seg_base(p), pg, p);
         }
     }
-    bool released = false, reclaimed = false, borrowed = false;
+    bool released = false, reclaimed = false, borrowed = false, lent = false;
     nd_large_lock(pool);
     for (;;) {
         nd_segment *s;
@@ -921,36 +931,46 @@ nd_large_path static void *nd_large_alloc_at(int node, bool bound, size_t size, 
                 for (s = pool->segs.first; s != NULL; s = s->next)
                     if ((i = nd_large_find(s->free_mask & s->committed, k, step)) < 64)
                         break;
-            if (s == NULL && !reclaimed && nd_large_cpu_holds(pool)) {
-                /* No resident run fits: the CPUs' caches give their blocks
-                   back first, so that a cached block never has the pool
-                   fault in memory (or map a segment) that it holds
+            if (s == NULL && !reclaimed && nd_large_caches_hold(pool)) {
+                /* No resident run fits: the CPUs' caches (of every shard:
+                   one pool's were all its CPUs') give their blocks back
+                   first, so that a cached block never has the pool fault
+                   in memory (or map a segment) that it holds
                    (shortlived -t 2: 1.8 MiB more at the peak otherwise;
                    large.h). Once a call. */
                 reclaimed = true;
                 nd_large_unlock(pool);
-                nd_large_cpu_drain(pool, true);
+                nd_large_caches_drain(pool);
                 nd_large_lock(pool);
                 continue;
             }
-            if (s == NULL && !borrowed && nd_large_others_used(pool)) {
-                /* Nor in this shard after that: another shard's resident
-                   run before this one faults in memory (nd_large_borrow).
-                   Once a call. */
-                borrowed = true;
-                nd_large_unlock(pool);
-                void *p = nd_large_borrow(pool, k, step, usable);
-                if (p != NULL) {
-                    *bytes = usable;
-                    return p;
-                }
-                nd_large_lock(pool);
-                continue;
-            }
-            if (s == NULL)
+            /* Nor in this shard after that: another shard's resident run
+               before this one faults in memory; and when this shard has no
+               free run that fits, another shard's free run before it maps
+               a segment (nd_large_borrow), but for its first segment: a
+               shard that took none of its own would have its CPUs'
+               blocks all in the other shards' segments, their frees
+               under those shards' locks (micro -m large -t 2's gain).
+               Each once a call; the block is then taken under the
+               lender's lock (pool, below). */
+            bool lend = false;
+            if (s == NULL && !borrowed && nd_large_others_used(pool))
+                lend = borrowed = true;
+            if (s == NULL && !lend)
                 for (s = pool->segs.first; s != NULL; s = s->next)
                     if ((i = nd_large_find(s->free_mask, k, step)) < 64)
                         break;
+            if (s == NULL && !lend && !lent && pool->segs.count != 0 && nd_large_others_used(pool))
+                lend = lent = true;
+            if (lend) {
+                nd_large_unlock(pool);
+                nd_large_pool *o = nd_large_borrow(pool, k, step, !lent, &s, &i);
+                if (o == NULL) {
+                    nd_large_lock(pool);
+                    continue;
+                }
+                pool = o;   /* its lock held, s its segment */
+            }
         }
         if (s == NULL)
             s = nd_large_regain(pool, k, step, &i);
@@ -1059,8 +1079,18 @@ nd_inline nd_segment *nd_large_block_gone_locked(nd_large_pool *pool, nd_segment
     nd_segment *release = NULL;
     nd_store_relaxed(&s->used_pages, s->used_pages - 1);
     if (s->used_pages == 0) {
-        if (pool->empty + nd_large_others_empty(pool) < nd_large_spare()) {
+        unsigned others = nd_large_others_empty(pool);
+        if (pool->empty + others < nd_large_spare()) {
             nd_add_relaxed(&pool->empty, 1);
+        } else if (pool->empty == 0 && others != 0) {
+            /* The spare is another shard's: s stays, and the unlock gives
+               back the least resident of the two (nd_large_trim), as one
+               pool gave back its cleanest empty segment. Giving s back
+               at once sent its memory to the node's cache while the
+               other shard's spare, purged or never written, was faulted
+               in for the next blocks (shortlived -t 2; branch h58l). */
+            nd_add_relaxed(&pool->empty, 1);
+            pool->trim = (uint8_t)(1 + nd_popcount64(s->committed & ~(uint64_t)1));
         } else {
             /* One empty segment too many: the least resident of them goes
                (s, or a spare that holds less memory than s: s stays in
@@ -1128,8 +1158,11 @@ nd_large_path static void nd_large_drain(nd_large_pool *pool)
    the lock given back (their freer saw the lock held, and may have tried
    again before this thread let go; else they wait for the shard's next
    lock). */
-static nd_noinline void nd_large_unlocked(nd_large_pool *pool, nd_segment *gone)
+static void nd_large_trim(nd_large_pool *pool, unsigned resident);
+static nd_noinline void nd_large_unlocked(nd_large_pool *pool, nd_segment *gone, unsigned trim)
 {
+    if (trim != 0)
+        nd_large_trim(pool, trim - 1u);
     for (;;) {
         while (gone != NULL) {
             nd_segment *s = gone;
@@ -1141,18 +1174,69 @@ static nd_noinline void nd_large_unlocked(nd_large_pool *pool, nd_segment *gone)
         nd_large_drain(pool);
         gone = pool->gone;
         pool->gone = NULL;
+        trim = pool->trim;
+        pool->trim = 0;
         nd_unlock(nd_pool_lock(pool));
+        if (trim != 0)
+            nd_large_trim(pool, trim - 1u);
     }
 }
 
 nd_large_path static void nd_large_unlock(nd_large_pool *pool)
 {
     nd_segment *gone = pool->gone;
-    if (nd_unlikely(gone != NULL))
+    unsigned trim = pool->trim;
+    if (nd_unlikely(gone != NULL || trim != 0)) {
         pool->gone = NULL;
+        pool->trim = 0;
+    }
     nd_unlock(nd_pool_lock(pool));
-    if (nd_unlikely(gone != NULL || nd_load_relaxed(&pool->pending) != NULL))
-        nd_large_unlocked(pool, gone);
+    if (nd_unlikely(gone != NULL || trim != 0 || nd_load_relaxed(&pool->pending) != NULL))
+        nd_large_unlocked(pool, gone, trim);
+}
+
+/* Takes the least resident empty segment of shard o out of it, when the
+   shards of its pool hold more empty segments than its spares, and
+   gives it back to its node: if it holds no more resident chunks than
+   `most` (most = 64: any); false when it gave none back. Without any
+   shard's lock; takes o's. */
+static bool nd_large_trim_one(nd_large_pool *o, unsigned most)
+{
+    if (nd_load_relaxed(&o->empty) == 0)
+        return false;
+    nd_segment *release = NULL;
+    nd_large_lock(o);
+    if (o->empty != 0 && o->empty + nd_large_others_empty(o) > nd_large_spare()) {
+        nd_segment *e = nd_large_cleanest_empty(o, NULL);
+        if ((unsigned)nd_popcount64(e->committed & ~(uint64_t)1) <= most) {
+            release = e;
+            nd_list_remove(&o->segs, e);
+            nd_sub_relaxed(&o->hint, 1);
+            nd_sub_relaxed(&o->empty, 1);
+        }
+    }
+    nd_large_unlock(o);
+    if (release != NULL)
+        nd_large_seg_release(release);
+    return release != NULL;
+}
+
+/* A segment of pool's shard emptied with `resident` resident chunks while
+   another shard held the pool's spare (nd_large_block_gone_locked): the
+   other shards' empty segments that hold no more memory go back to their
+   node first, one at most; the least resident of pool's own otherwise
+   (s, unless a block took it meanwhile). So the pool gives back its least
+   resident empty segment whichever shard holds it, and a segment just
+   emptied with its blocks' memory in it stays for the next blocks of any
+   shard (nd_large_borrow). Without any shard's lock; takes them one at a
+   time. */
+static nd_noinline void nd_large_trim(nd_large_pool *pool, unsigned resident)
+{
+    nd_large_pool *first = pool - nd_large_shard_index(pool);
+    for (unsigned j = 1; j < ND_LARGE_SHARDS; j++)
+        if (nd_large_trim_one(first + (nd_large_shard_index(pool) + j) % ND_LARGE_SHARDS, resident))
+            return;
+    nd_large_trim_one(pool, 64);
 }
 
 /* Block p (descriptor pg of s, shard pool) is freed without the shard's
@@ -1354,6 +1438,25 @@ static bool nd_large_cpu_holds(const nd_large_pool *pool)
         if (nd_load_relaxed(&pool->cpu[c].chunks) != 0)
             return true;
     return false;
+}
+
+/* Does a CPU's cache of any shard of pool's (node, kind) hold a block? */
+static bool nd_large_caches_hold(const nd_large_pool *pool)
+{
+    const nd_large_pool *first = pool - nd_large_shard_index(pool);
+    for (unsigned i = 0; i < ND_LARGE_SHARDS; i++)
+        if (nd_large_cpu_holds(first + i))
+            return true;
+    return false;
+}
+
+/* The CPUs' caches of every shard of pool's (node, kind) give their
+   blocks back (each to its segment's shard). Without any shard's lock. */
+static void nd_large_caches_drain(nd_large_pool *pool)
+{
+    nd_large_pool *first = pool - nd_large_shard_index(pool);
+    for (unsigned i = 0; i < ND_LARGE_SHARDS; i++)
+        nd_large_cpu_drain(first + i, true);
 }
 
 bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)

@@ -392,6 +392,121 @@ static void a_free_of_its_own_shards_block_waits_for_the_shards_next_lock(void)
     EXPECT(nd_large_is_valid(), "the large pools valid after nodal_collect");
 }
 
+/* Two CPUs of different shards (CPU modulo ND_LARGE_SHARDS), the first
+   the calling thread may run on: false (the case skips) when there are
+   none, or the thread cannot run on them, or has no rseq CPU number. */
+static bool two_shards(cpu_set_t *was, int *a, int *b)
+{
+    if (ND_LARGE_SHARDS == 1 || sched_getaffinity(0, sizeof *was, was) != 0)
+        return false;
+    *a = *b = -1;
+    for (int c = 0; c < CPU_SETSIZE && *b < 0; c++)
+        if (CPU_ISSET(c, was)) {
+            if (*a < 0)
+                *a = c;
+            else if (c % ND_LARGE_SHARDS != *a % ND_LARGE_SHARDS)
+                *b = c;
+        }
+    return *b >= 0 && run_on(*a) && nd_os_current_cpu_fast() == *a;
+}
+
+/* Bytes of a block of k chunks that no CPU's cache keeps (not its whole
+   run: large.h). */
+static size_t chunks_less_a_page(unsigned k) { return ((size_t)k << ND_CHUNK_SHIFT) - 4096; }
+
+/* A shard with no free run that fits takes another shard's free run, not
+   resident (purged by nodal_collect), before it maps a second segment:
+   the shards together hold no more segments than one pool
+   (nd_large_borrow). Shard a's segment is full; shard b's full but for 3
+   chunks, which the purge leaves without memory; on CPU a a block of 3
+   chunks lands in those 3. On branch h57l (e24c3bd: another shard's
+   resident runs only) it got a new segment; one pool (main 5f90bfb) put
+   it there too. */
+static void a_shard_with_no_room_takes_another_shards_free_run_before_a_new_segment(void)
+{
+    cpu_set_t was;
+    int a, b;
+    if (!two_shards(&was, &a, &b)) {
+        sched_setaffinity(0, sizeof was, &was);
+        SKIP("needs two CPUs of different shards (CPU modulo %d) and their rseq CPU number", ND_LARGE_SHARDS);
+    }
+    void *x[10];
+    for (int i = 0; i < 9; i++) {
+        if (i == 0 || i == 5)
+            EXPECT(run_on(i == 0 ? a : b), "the thread on CPU %d", i == 0 ? a : b);
+        x[i] = nodal_malloc(chunks_less_a_page(i == 4 ? 3 : 15));
+        EXPECT(x[i] != NULL && nd_seg_base(x[i]) == nd_seg_base(x[i < 5 ? 0 : 5]), "block %d in its shard's segment", i);
+    }
+    nd_segment *sa = nd_seg_base(x[0]), *s = nd_seg_base(x[5]);
+    EXPECT(sa != s && sa->free_mask == 0 && sa->shard == (unsigned)a % ND_LARGE_SHARDS, "shard %d's segment full",
+           a % ND_LARGE_SHARDS);
+    EXPECT(s->shard == (unsigned)b % ND_LARGE_SHARDS && nd_popcount64(s->free_mask) == 3,
+           "shard %d's segment with 3 free chunks (%d)", b % ND_LARGE_SHARDS, nd_popcount64(s->free_mask));
+    nodal_collect(1);
+    EXPECT((s->free_mask & s->committed) == 0, "its free chunks purged (not resident)");
+    EXPECT(run_on(a), "the thread on CPU %d", a);
+    x[9] = nodal_malloc(chunks_less_a_page(3));
+    sched_setaffinity(0, sizeof was, &was);
+    EXPECT(x[9] != NULL, "a block of 3 chunks on CPU %d", a);
+    EXPECT(nd_seg_base(x[9]) == s, "the block of shard %d's CPU in the free run of shard %d's segment %p, not in a "
+           "new segment (%p, shard %u)", a % ND_LARGE_SHARDS, b % ND_LARGE_SHARDS, (void *)s,
+           (void *)nd_seg_base(x[9]), nd_seg_base(x[9])->shard);
+    EXPECT(nd_large_is_valid(), "the large pools valid");
+    for (int i = 0; i < 10; i++)
+        nodal_free(x[i]);
+    nodal_collect(1);
+    EXPECT(nd_large_is_valid(), "the large pools valid after the frees");
+}
+
+/* A segment that empties while another shard holds the pool's spare
+   empty segment: the pool keeps the one that holds more memory and gives
+   back the other, as one pool gave back its least resident empty
+   segment (nd_large_trim). Shard b's spare is purged (nodal_collect);
+   shard a's segment empties with its block's memory resident: it stays
+   a large segment of shard a. On branch h57l (e24c3bd) it went to the
+   node's cache at once, its memory with it, and the purged spare
+   stayed for the next blocks to fault in. */
+static void a_segment_emptied_while_another_shard_holds_the_spare_stays_if_it_holds_more(void)
+{
+    cpu_set_t was;
+    int a, b;
+    if (!two_shards(&was, &a, &b)) {
+        sched_setaffinity(0, sizeof was, &was);
+        SKIP("needs two CPUs of different shards (CPU modulo %d) and their rseq CPU number", ND_LARGE_SHARDS);
+    }
+    /* Shard b's segment, full, so that shard a maps one of its own. */
+    EXPECT(run_on(b), "the thread on CPU %d", b);
+    void *x[5];
+    for (int i = 0; i < 5; i++) {
+        x[i] = nodal_malloc(chunks_less_a_page(i < 4 ? 15 : 3));
+        EXPECT(x[i] != NULL && nd_seg_base(x[i]) == nd_seg_base(x[0]), "block %d in one segment", i);
+    }
+    nd_segment *e = nd_seg_base(x[0]);
+    EXPECT(e->free_mask == 0, "shard %d's segment full", b % ND_LARGE_SHARDS);
+    EXPECT(run_on(a), "the thread on CPU %d", a);
+    unsigned char *y = nodal_malloc(chunks_less_a_page(5));
+    EXPECT(y != NULL, "a block of 5 chunks");
+    memset(y, 1, chunks_less_a_page(5));
+    nd_segment *s = nd_seg_base(y);
+    EXPECT(s != e && s->shard == (unsigned)a % ND_LARGE_SHARDS, "the block in a segment of shard %d",
+           a % ND_LARGE_SHARDS);
+    /* Shard b's segment emptied: the pool's spare, purged. */
+    EXPECT(run_on(b), "the thread on CPU %d", b);
+    for (int i = 0; i < 5; i++)
+        nodal_free(x[i]);
+    nodal_collect(1);
+    EXPECT(e->kind == ND_SEG_LARGE && e->used_pages == 0 && (e->committed & ~(uint64_t)1) == 0,
+           "shard %d's segment empty and purged, the pool's spare", b % ND_LARGE_SHARDS);
+    /* Shard a's segment empties, its block's 5 chunks resident. */
+    EXPECT(run_on(a), "the thread on CPU %d", a);
+    nodal_free(y);
+    sched_setaffinity(0, sizeof was, &was);
+    EXPECT(s->kind == ND_SEG_LARGE && s->used_pages == 0 && s->shard == (unsigned)a % ND_LARGE_SHARDS,
+           "the segment just emptied, its memory resident, kept by shard %d (kind %d)", a % ND_LARGE_SHARDS,
+           (int)s->kind);
+    EXPECT(nd_large_is_valid(), "the large pools valid, one empty segment over their shards");
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(secure_runs_need_the_fewest_mprotect_calls_and_start_lowest),
     ND_CASE(secure_aligned_blocks_keep_their_guards_and_the_pools_valid),
@@ -400,5 +515,7 @@ static const struct nd_case cases[] = {
     ND_CASE(threads_on_cpus_of_two_shards_take_blocks_from_two_shards),
     ND_CASE(a_block_of_another_shard_grown_past_1_mib_leaves_its_own_shard),
     ND_CASE(a_free_of_its_own_shards_block_waits_for_the_shards_next_lock),
+    ND_CASE(a_shard_with_no_room_takes_another_shards_free_run_before_a_new_segment),
+    ND_CASE(a_segment_emptied_while_another_shard_holds_the_spare_stays_if_it_holds_more),
 };
 ND_MAIN(cases)
