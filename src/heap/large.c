@@ -64,9 +64,10 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_large_pool {
        by the unlock, without the lock (under the lock). */
     nd_segment *gone;
     /* A segment of this shard emptied while the pool's spare was another
-       shard's (nd_large_block_gone_locked): 1 + its resident chunks then,
-       for the unlock to give back the least resident empty segment of
-       the pool (nd_large_trim); 0 otherwise (under the lock). */
+       shard's (nd_large_emptied): 1 + its resident chunks then, for the
+       next give-back of an emptied segment or maintenance to give back the
+       least resident empty segment of the pool (nd_large_trim); 0
+       otherwise (under the lock). */
     uint8_t   trim;
     /* Blocks freed while another thread held the lock (nd_large_defer):
        their descriptors, a stack linked through xnext (pushed with
@@ -792,8 +793,8 @@ static void *nd_large_alloc_at(int node, bool bound, size_t size, size_t alignme
    belongs to that shard (its segment's), and its free goes there. Default
    mode only (secure=1's guard pages choose runs by their own rule).
    Without any shard's lock; takes the others' one at a time. */
-static nd_large_pool *nd_large_borrow(nd_large_pool *pool, unsigned k, unsigned step, bool resident,
-                                      nd_segment **seg, unsigned *at)
+nd_large_path static nd_noinline nd_large_pool *nd_large_borrow(nd_large_pool *pool, unsigned k, unsigned step,
+                                                                bool resident, nd_segment **seg, unsigned *at)
 {
     if (ND_LARGE_SHARDS == 1 || nd_seg_guard != 0)
         return NULL;
@@ -1074,44 +1075,55 @@ static nd_noinline void nd_large_give_tailed(nd_segment *s, unsigned i, unsigned
    together: nd_large_others_empty), the segment to give back to its node
    (s, or a spare of this shard that holds less memory), taken out of the
    shard; NULL otherwise. Under the pool lock. */
-nd_inline nd_segment *nd_large_block_gone_locked(nd_large_pool *pool, nd_segment *s)
+nd_large_path static nd_noinline nd_segment *nd_large_emptied(nd_large_pool *pool, nd_segment *s)
 {
     nd_segment *release = NULL;
-    nd_store_relaxed(&s->used_pages, s->used_pages - 1);
-    if (s->used_pages == 0) {
-        unsigned others = nd_large_others_empty(pool);
-        if (pool->empty + others < nd_large_spare()) {
-            nd_add_relaxed(&pool->empty, 1);
-        } else if (pool->empty == 0 && others != 0) {
-            /* The spare is another shard's: s stays, and the unlock gives
-               back the least resident of the two (nd_large_trim), as one
-               pool gave back its cleanest empty segment. Giving s back
-               at once sent its memory to the node's cache while the
-               other shard's spare, purged or never written, was faulted
-               in for the next blocks (shortlived -t 2; branch h58l). */
-            nd_add_relaxed(&pool->empty, 1);
-            pool->trim = (uint8_t)(1 + nd_popcount64(s->committed & ~(uint64_t)1));
-        } else {
-            /* One empty segment too many: the least resident of them goes
-               (s, or a spare that holds less memory than s: s stays in
-               its place, the spare's successor). */
-            release = nd_large_cleanest_empty(pool, s);
-            nd_list_remove(&pool->segs, release);
-            nd_sub_relaxed(&pool->hint, 1);
-        }
+    unsigned others = nd_large_others_empty(pool);
+    if (pool->empty + others < nd_large_spare()) {
+        nd_add_relaxed(&pool->empty, 1);
+    } else if (pool->empty == 0 && others != 0) {
+        /* The spare is another shard's: s stays, and the shard's next
+           give-back of an emptied segment (nd_large_block_gone) or
+           maintenance gives back the least resident of the two
+           (nd_large_trim), as one pool gave back its cleanest empty
+           segment. Giving s back at once sent its memory to the node's
+           cache while the other shard's spare, purged or never written,
+           was faulted in for the next blocks (shortlived -t 2; branch
+           h58l). */
+        nd_add_relaxed(&pool->empty, 1);
+        pool->trim = (uint8_t)(1 + nd_popcount64(s->committed & ~(uint64_t)1));
+    } else {
+        /* One empty segment too many: the least resident of them goes
+           (s, or a spare that holds less memory than s: s stays in
+           its place, the spare's successor). */
+        release = nd_large_cleanest_empty(pool, s);
+        nd_list_remove(&pool->segs, release);
+        nd_sub_relaxed(&pool->hint, 1);
     }
     return release;
 }
 
+nd_inline nd_segment *nd_large_block_gone_locked(nd_large_pool *pool, nd_segment *s)
+{
+    nd_store_relaxed(&s->used_pages, s->used_pages - 1);
+    return s->used_pages == 0 ? nd_large_emptied(pool, s) : NULL;
+}
+
 /* nd_large_block_gone_locked, then the lock released (nd_large_unlock),
    the active bytes counted and the segment given back. */
+static void nd_large_trim(nd_large_pool *pool, unsigned resident);
 nd_large_path static void nd_large_block_gone(nd_large_pool *pool, nd_segment *s, size_t bytes)
 {
     nd_segment *release = nd_large_block_gone_locked(pool, s);
+    unsigned trim = pool->trim;
+    if (nd_unlikely(trim != 0))
+        pool->trim = 0;
     nd_large_unlock(pool);
     nd_gauge_active(-(long)bytes);
     if (release != NULL)
         nd_large_seg_release(release);
+    if (nd_unlikely(trim != 0))
+        nd_large_trim(pool, trim - 1u);
 }
 
 /* Clears the descriptor of block pg of s (in use) and gives its chunks
@@ -1158,11 +1170,8 @@ nd_large_path static void nd_large_drain(nd_large_pool *pool)
    the lock given back (their freer saw the lock held, and may have tried
    again before this thread let go; else they wait for the shard's next
    lock). */
-static void nd_large_trim(nd_large_pool *pool, unsigned resident);
-static nd_noinline void nd_large_unlocked(nd_large_pool *pool, nd_segment *gone, unsigned trim)
+static nd_noinline void nd_large_unlocked(nd_large_pool *pool, nd_segment *gone)
 {
-    if (trim != 0)
-        nd_large_trim(pool, trim - 1u);
     for (;;) {
         while (gone != NULL) {
             nd_segment *s = gone;
@@ -1174,25 +1183,18 @@ static nd_noinline void nd_large_unlocked(nd_large_pool *pool, nd_segment *gone,
         nd_large_drain(pool);
         gone = pool->gone;
         pool->gone = NULL;
-        trim = pool->trim;
-        pool->trim = 0;
         nd_unlock(nd_pool_lock(pool));
-        if (trim != 0)
-            nd_large_trim(pool, trim - 1u);
     }
 }
 
 nd_large_path static void nd_large_unlock(nd_large_pool *pool)
 {
     nd_segment *gone = pool->gone;
-    unsigned trim = pool->trim;
-    if (nd_unlikely(gone != NULL || trim != 0)) {
+    if (nd_unlikely(gone != NULL))
         pool->gone = NULL;
-        pool->trim = 0;
-    }
     nd_unlock(nd_pool_lock(pool));
-    if (nd_unlikely(gone != NULL || trim != 0 || nd_load_relaxed(&pool->pending) != NULL))
-        nd_large_unlocked(pool, gone, trim);
+    if (nd_unlikely(gone != NULL || nd_load_relaxed(&pool->pending) != NULL))
+        nd_large_unlocked(pool, gone);
 }
 
 /* Takes the least resident empty segment of shard o out of it, when the
@@ -1222,7 +1224,7 @@ static bool nd_large_trim_one(nd_large_pool *o, unsigned most)
 }
 
 /* A segment of pool's shard emptied with `resident` resident chunks while
-   another shard held the pool's spare (nd_large_block_gone_locked): the
+   another shard held the pool's spare (nd_large_emptied): the
    other shards' empty segments that hold no more memory go back to their
    node first, one at most; the least resident of pool's own otherwise
    (s, unless a block took it meanwhile). So the pool gives back its least
@@ -1441,7 +1443,7 @@ static bool nd_large_cpu_holds(const nd_large_pool *pool)
 }
 
 /* Does a CPU's cache of any shard of pool's (node, kind) hold a block? */
-static bool nd_large_caches_hold(const nd_large_pool *pool)
+nd_large_path static nd_noinline bool nd_large_caches_hold(const nd_large_pool *pool)
 {
     const nd_large_pool *first = pool - nd_large_shard_index(pool);
     for (unsigned i = 0; i < ND_LARGE_SHARDS; i++)
@@ -1452,7 +1454,7 @@ static bool nd_large_caches_hold(const nd_large_pool *pool)
 
 /* The CPUs' caches of every shard of pool's (node, kind) give their
    blocks back (each to its segment's shard). Without any shard's lock. */
-static void nd_large_caches_drain(nd_large_pool *pool)
+static nd_noinline void nd_large_caches_drain(nd_large_pool *pool)
 {
     nd_large_pool *first = pool - nd_large_shard_index(pool);
     for (unsigned i = 0; i < ND_LARGE_SHARDS; i++)
@@ -1537,7 +1539,11 @@ nd_hot void nd_large_maintain(uint64_t now, bool force)
         for (nd_segment *s = pool->segs.first; s != NULL; s = s->next)
             if (s->purge_mask != 0 && (force || now >= s->purge_at))
                 nd_seg_purge(s, s->purge_mask);
+        unsigned trim = pool->trim;   /* left by a drain's give-back (nd_large_emptied) */
+        pool->trim = 0;
         nd_large_unlock(pool);
+        if (trim != 0)
+            nd_large_trim(pool, trim - 1u);
     }
 }
 

@@ -30,8 +30,11 @@
  * again a few times before its taker waits (nd_lock_brief). The shards
  * touch no more memory than one pool: a shard with no resident run that
  * fits takes one of another shard's (nd_large_borrow, large.c) before it
- * faults in chunks or maps a segment, and the pool keeps ND_LARGE_SPARE
- * empty segments over all its shards.
+ * faults in chunks, and a shard with no free run that fits takes any of
+ * another shard's before it maps a segment past its first; a miss drains
+ * the CPUs' caches of every shard; and the pool keeps ND_LARGE_SPARE
+ * empty segments over all its shards, giving back the least resident
+ * empty segment whichever shard holds it (nd_large_trim, large.c).
  * A block takes the first free run that fits (lowest chunk first) in the
  * oldest segment of the pool that has one: a new segment goes to the end
  * of the pool's list, so the holes frees leave in older, fuller segments
@@ -125,7 +128,10 @@
  * and a grown block's size); at
  * most ND_LARGE_SPARE segments of a shard have no block (under secure=1
  * ND_LARGE_SPARE_GUARDED; and of all its pool's shards together but for
- * two shards' races, whose counts are read without each other's locks);
+ * two shards' races, whose counts are read without each other's locks,
+ * and a segment emptied while another shard held the spare, until that
+ * shard's next give-back of an emptied segment, or maintenance, gives
+ * back one of them: nd_large_trim);
  * purge_mask holds
  * committed chunks of no block, purged once purge_at has passed. A kept
  * block (below) is a block in use of one OS page, or a grown block of
