@@ -25,6 +25,8 @@ int main(int argc, char **argv)
             snprintf(count, sizeof count, "one per node with memory");
         else if (row->count == ND_LOCKS_PER_NODE_KIND)
             snprintf(count, sizeof count, "two per node with memory");
+        else if (row->count == ND_LOCKS_PER_NODE_KIND_SHARD)
+            snprintf(count, sizeof count, "%d per node with memory", 2 * ND_LARGE_SHARDS);
         else
             snprintf(count, sizeof count, "%u", row->count);
         printf("| %u | `%s` | %s | %s |\n", r, row->name, count, row->protects);

@@ -85,6 +85,7 @@
    fit a segment, and under an address-space limit the free chunks beside
    them are unmapped (nd_large_release). */
 #define ND_LARGE_MAX        ND_MiB
+#define ND_LARGE_SHARDS     4                /* shards of each large pool (large.h), each with its lock (lock.h) */
 #define ND_ALIGN_NATURAL    ND_SEG_HEADER_SIZE /* every page start is aligned to this */
 
 /* ---- nodes and the segment map ----------------------------------------- */

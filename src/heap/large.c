@@ -35,11 +35,11 @@
    put before it stores its block (at most ND_LARGE_CPU_CHUNKS) and given
    back by a take after it took one; used: set by a take, cleared by the
    purge's check (nd_large_keep_drain). */
-typedef struct nd_aligned(ND_CACHE_LINE) nd_large_shard {
+typedef struct nd_aligned(ND_CACHE_LINE) nd_large_cpucache {
     uintptr_t slot[ND_LARGE_CPU_SLOTS];
     uint32_t  chunks;
     uint32_t  used;
-} nd_large_shard;
+} nd_large_cpucache;
 
 #define ND_LARGE_SLOT_CHUNKS ((uintptr_t)63)   /* a slot's chunks bits */
 
@@ -59,18 +59,92 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_large_pool {
        rather than trying every mapping and walking every segment again
        (its request then goes to a mapping of its own, route.c). */
     uint64_t  full_at;
+    /* Segments a drain of `pending` took out of the shard (one empty
+       segment too many), linked through next: given back to their node
+       by the unlock, without the lock (under the lock). */
+    nd_segment *gone;
+    /* A segment of this shard emptied while the pool's spare was another
+       shard's (nd_large_emptied): 1 + its resident chunks then, for the
+       next give-back of an emptied segment or maintenance to give back the
+       least resident empty segment of the pool (nd_large_trim); 0
+       otherwise (under the lock). */
+    uint8_t   trim;
+    /* Blocks freed while another thread held the lock (nd_large_defer):
+       their descriptors, a stack linked through xnext (pushed with
+       compare-and-swap, taken whole by nd_large_drain under the lock). */
+    nd_aligned(ND_CACHE_LINE) nd_page *pending;
     /* The CPUs' caches of freed blocks (large.h), a line each. */
-    nd_large_shard cpu[ND_LARGE_CPUS];
+    nd_large_cpucache cpu[ND_LARGE_SHARD_CPUS];
 } nd_large_pool;
 
-/* Start-up writes none of them (all zero is an empty pool): a process
-   holds pages only of the pools it uses, not 24 KiB for every node id. */
-static nd_large_pool nd_large_pools[ND_MAX_NODES][2];
+/* A shard's lock taken, and the blocks freed meanwhile by threads that
+   found it held given back first (nd_large_drain); released, with the
+   segments those left empty given back to their node, and the blocks
+   freed while it was held (nd_large_unlock). */
+static void nd_large_drain(nd_large_pool *pool);
+static void nd_large_unlock(nd_large_pool *pool);
+#define ND_LARGE_LOCK_TRIES 16   /* a held shard's lock tried again before waiting (nd_lock_brief) */
 
-/* A pool's lock: ND_LOCK(large_pool, 2 * node + bound). */
+/* Start-up writes none of them (all zero is an empty pool): a process
+   holds pages only of the pools it uses, not 24 KiB for every node id.
+   [node][bound][shard] (large.h: the shards of a pool). */
+static nd_large_pool nd_large_pools[ND_MAX_NODES][2][ND_LARGE_SHARDS];
+
+/* A shard's lock: ND_LOCK(large_pool, (2 * node + bound) * ND_LARGE_SHARDS + shard). */
 static inline nd_lock_t *nd_pool_lock(const nd_large_pool *pool)
 {
-    return ND_LOCK(large_pool, pool - &nd_large_pools[0][0]);
+    return ND_LOCK(large_pool, pool - &nd_large_pools[0][0][0]);
+}
+
+/* The shard segment s belongs to (its `shard`, set when its shard took it). */
+static inline nd_large_pool *nd_large_pool_of(const nd_segment *s)
+{
+    return &nd_large_pools[s->node][s->bound ? 1 : 0][s->shard];
+}
+
+/* The calling CPU's shard of (node, bound)'s pool: its rseq area's CPU, one
+   load (shard 0 before start-up or without one: a choice, never a fault). */
+static inline nd_large_pool *nd_large_home(int node, bool bound)
+{
+    return &nd_large_pools[node][bound ? 1 : 0][(unsigned)nd_os_current_cpu_fast() % ND_LARGE_SHARDS];
+}
+
+static inline void nd_large_lock(nd_large_pool *pool)
+{
+    nd_lock_brief(nd_pool_lock(pool), ND_LARGE_LOCK_TRIES);
+    if (nd_load_relaxed(&pool->pending) != NULL)
+        nd_large_drain(pool);
+}
+
+/* Shard sh's index in its pool. */
+static inline unsigned nd_large_shard_index(const nd_large_pool *pool);
+/* Do other shards of pool's (node, kind) hold segments (their hints, read
+   without their locks)? */
+static bool nd_large_others_used(const nd_large_pool *pool)
+{
+    const nd_large_pool *first = pool - nd_large_shard_index(pool);
+    for (unsigned i = 0; i < ND_LARGE_SHARDS; i++)
+        if (first + i != pool && nd_load_relaxed(&first[i].hint) != 0)
+            return true;
+    return false;
+}
+
+/* Shard sh's index in its pool. */
+static inline unsigned nd_large_shard_index(const nd_large_pool *pool)
+{
+    return (unsigned)(pool - &nd_large_pools[0][0][0]) % ND_LARGE_SHARDS;
+}
+
+/* Empty segments the other shards of pool's (node, kind) hold, read
+   without their locks (a hint: each is written under its own). */
+static unsigned nd_large_others_empty(const nd_large_pool *pool)
+{
+    const nd_large_pool *first = pool - nd_large_shard_index(pool);
+    unsigned n = 0;
+    for (unsigned i = 0; i < ND_LARGE_SHARDS; i++)
+        if (first + i != pool)
+            n += nd_load_relaxed(&first[i].empty);
+    return n;
 }
 
 static size_t nd_round_os(size_t n)
@@ -107,13 +181,15 @@ static unsigned nd_large_find(uint64_t free, unsigned k, unsigned step)
 
 /* Makes chunks `run` of s a block of `need` bytes starting at chunk i.
    Under the pool lock. */
-static void *nd_large_take(nd_large_pool *pool, nd_segment *s, unsigned i, unsigned k, size_t need)
+nd_inline void *nd_large_take(nd_large_pool *pool, nd_segment *s, unsigned i, unsigned k, size_t need)
 {
     uint64_t run = nd_mask_range(i, i + k - 1);
     s->free_mask &= ~run;
     s->purge_mask &= ~run;   /* reused before its purge: keep it */
-    if (s->used_pages++ == 0)
-        pool->empty--;
+    uint32_t used = nd_load_relaxed(&s->used_pages);
+    nd_store_relaxed(&s->used_pages, used + 1);
+    if (used == 0)
+        nd_sub_relaxed(&pool->empty, 1);
     nd_page *pg = &s->pages[i];
     pg->start = (uint8_t *)s + ((size_t)i << ND_CHUNK_SHIFT);
     pg->block_size = (uint32_t)need;
@@ -429,7 +505,7 @@ static size_t nd_large_release_pool(nd_large_pool *pool, nd_segment **gone)
         if (s->used_pages == 0) {
             nd_list_remove(&pool->segs, s);
             nd_sub_relaxed(&pool->hint, 1);
-            pool->empty--;
+            nd_sub_relaxed(&pool->empty, 1);
             freed += nd_seg_mapped_bytes(s);
             s->next = *gone;
             *gone = s;
@@ -448,13 +524,16 @@ static void nd_large_keep_drain(nd_large_pool *pool, uint64_t now, bool force);
    call (their `used` cleared otherwise). Without the pool lock. */
 static void nd_large_cpu_drain(nd_large_pool *pool, bool all);
 static bool nd_large_cpu_holds(const nd_large_pool *pool);
+static bool nd_large_caches_hold(const nd_large_pool *pool);
+static void nd_large_caches_drain(nd_large_pool *pool);
 
 /* The pools that have had a segment (hint set), of every node with memory,
    plain then bound, one per call: start with *i = 0; NULL after the last. */
 static nd_large_pool *nd_large_next_used(int *i)
 {
-    while (*i < 2 * nd_topo.mem_count) {
-        nd_large_pool *pool = &nd_large_pools[nd_topo.mem_ids[*i / 2]][*i % 2];
+    while (*i < 2 * nd_topo.mem_count * ND_LARGE_SHARDS) {
+        int j = *i / ND_LARGE_SHARDS;
+        nd_large_pool *pool = &nd_large_pools[nd_topo.mem_ids[j / 2]][j % 2][*i % ND_LARGE_SHARDS];
         (*i)++;
         if (nd_load_relaxed(&pool->hint) != 0)
             return pool;
@@ -471,9 +550,9 @@ size_t nd_large_release(void)
     for (int i = 0; (pool = nd_large_next_used(&i)) != NULL;) {
         nd_large_keep_drain(pool, 0, true);   /* kept blocks are free chunks too */
         nd_segment *gone = NULL;
-        nd_lock(nd_pool_lock(pool));
+        nd_large_lock(pool);
         freed += nd_large_release_pool(pool, &gone);
-        nd_unlock(nd_pool_lock(pool));
+        nd_large_unlock(pool);
         while (gone != NULL) {
             nd_segment *s = gone;
             gone = s->next;
@@ -578,15 +657,15 @@ static bool nd_large_cpu_on(bool grown)
 
 /* The calling CPU's cache of pool: its rseq area's CPU, one load (any
    shard before start-up or without one: a hint, never a fault). */
-static nd_large_shard *nd_large_shard_of(nd_large_pool *pool)
+static nd_large_cpucache *nd_large_cache_of(nd_large_pool *pool)
 {
-    return &pool->cpu[(unsigned)nd_os_current_cpu_fast() % ND_LARGE_CPUS];
+    return &pool->cpu[(unsigned)nd_os_current_cpu_fast() / ND_LARGE_SHARDS % ND_LARGE_SHARD_CPUS];
 }
 
 /* Takes the block of shard sh of the fewest chunks from lo to most (the
    first of `want` chunks: no better one), its slot (address | chunks),
    its descriptor's in_full cleared; 0 if none. */
-static uintptr_t nd_large_cpu_take(nd_large_shard *sh, unsigned lo, unsigned most, unsigned want)
+static uintptr_t nd_large_cpu_take(nd_large_cpucache *sh, unsigned lo, unsigned most, unsigned want)
 {
     for (;;) {
         if (nd_load_relaxed(&sh->chunks) == 0)
@@ -620,7 +699,7 @@ static uintptr_t nd_large_cpu_take(nd_large_shard *sh, unsigned lo, unsigned mos
    when cached; false when the shard has no room for it (no free slot, or
    its chunks would pass ND_LARGE_CPU_CHUNKS), *twice when it is kept or
    cached already (a double free). */
-static bool nd_large_cpu_put(nd_large_shard *sh, nd_page *pg, void *p, unsigned reserved, bool *twice)
+static bool nd_large_cpu_put(nd_large_cpucache *sh, nd_page *pg, void *p, unsigned reserved, bool *twice)
 {
     uint8_t no = 0;
     *twice = !__atomic_compare_exchange_n(&pg->in_full, &no, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
@@ -699,6 +778,45 @@ static void nd_large_seg_release(nd_segment *release)
 
 static void *nd_large_alloc_at(int node, bool bound, size_t size, size_t alignment, bool grown, size_t *bytes);
 
+/* A run of k chunks (at a multiple of step) in a segment of another shard
+   of pool's (node, kind), the first shard in order after pool's that has
+   one: resident (all its chunks committed) or, when !resident, any free
+   run; that shard, its lock held, *seg and *at the run; NULL if none has.
+   What a shard does when none of its own runs fits, before it faults in
+   chunks (resident: its CPUs' caches gave theirs back) or maps a segment
+   (any: its own free runs too): the shards together touch no more memory
+   and hold no more segments than one pool did (the freed blocks of a
+   thread whose shard is another are reused first; micro -m large -t 2: a
+   peak of 33 MiB against one pool's 23 without the resident pass; with
+   only that pass, shortlived -t 2 held a third large segment, 4 MiB
+   resident at its peak, where one pool held two: branch h58l). The block
+   belongs to that shard (its segment's), and its free goes there. Default
+   mode only (secure=1's guard pages choose runs by their own rule).
+   Without any shard's lock; takes the others' one at a time. */
+nd_large_path static nd_noinline nd_large_pool *nd_large_borrow(nd_large_pool *pool, unsigned k, unsigned step,
+                                                                bool resident, nd_segment **seg, unsigned *at)
+{
+    if (ND_LARGE_SHARDS == 1 || nd_seg_guard != 0)
+        return NULL;
+    nd_large_pool *first = pool - nd_large_shard_index(pool);
+    for (unsigned j = 1; j < ND_LARGE_SHARDS; j++) {
+        nd_large_pool *o = first + (nd_large_shard_index(pool) + j) % ND_LARGE_SHARDS;
+        if (nd_load_relaxed(&o->hint) == 0)
+            continue;
+        nd_large_lock(o);
+        for (nd_segment *s = o->segs.first; s != NULL; s = s->next) {
+            unsigned i = nd_large_find(resident ? s->free_mask & s->committed : s->free_mask, k, step);
+            if (i < 64) {
+                *seg = s;
+                *at = i;
+                return o;
+            }
+        }
+        nd_large_unlock(o);
+    }
+    return NULL;
+}
+
 nd_large_path void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t *bytes)
 {
     return nd_large_alloc_at(node, bound, size, alignment, false, bytes);
@@ -748,7 +866,7 @@ nd_large_path static void *nd_large_alloc_at(int node, bool bound, size_t size, 
         errno = ENOMEM;
         return NULL;
     }
-    nd_large_pool *pool = &nd_large_pools[node][bound ? 1 : 0];
+    nd_large_pool *pool = nd_large_home(node, bound);
     if (nd_large_keepable(usable) && step == 1) {
         void *p = nd_large_keep_take(pool, pool->keep);
         if (p != NULL) {
@@ -763,7 +881,7 @@ nd_large_path static void *nd_large_alloc_at(int node, bool bound, size_t size, 
            of 1 grows in place for a request of 2 where it can, and goes
            back otherwise). */
         bool small = grown && k <= ND_LARGE_KEEP_GROWN;
-        uintptr_t v = nd_large_cpu_take(nd_large_shard_of(pool), small ? 1 : k, small ? ND_LARGE_KEEP_GROWN : k + k / 4,
+        uintptr_t v = nd_large_cpu_take(nd_large_cache_of(pool), small ? 1 : k, small ? ND_LARGE_KEEP_GROWN : k + k / 4,
                                         small ? ND_LARGE_KEEP_GROWN : k);
         if (v != 0) {
             void *p = (void *)(v & ~ND_LARGE_SLOT_CHUNKS);
@@ -788,8 +906,8 @@ nd_large_path static void *nd_large_alloc_at(int node, bool bound, size_t size, 
             nd_large_free(nd_seg_base(p), pg, p);
         }
     }
-    bool released = false, reclaimed = false;
-    nd_lock(nd_pool_lock(pool));
+    bool released = false, reclaimed = false, borrowed = false, lent = false;
+    nd_large_lock(pool);
     for (;;) {
         nd_segment *s;
         unsigned i = 64;
@@ -814,35 +932,59 @@ nd_large_path static void *nd_large_alloc_at(int node, bool bound, size_t size, 
                 for (s = pool->segs.first; s != NULL; s = s->next)
                     if ((i = nd_large_find(s->free_mask & s->committed, k, step)) < 64)
                         break;
-            if (s == NULL && !reclaimed && nd_large_cpu_holds(pool)) {
-                /* No resident run fits: the CPUs' caches give their blocks
-                   back first, so that a cached block never has the pool
-                   fault in memory (or map a segment) that it holds
+            if (s == NULL && !reclaimed && nd_large_caches_hold(pool)) {
+                /* No resident run fits: the CPUs' caches (of every shard:
+                   one pool's were all its CPUs') give their blocks back
+                   first, so that a cached block never has the pool fault
+                   in memory (or map a segment) that it holds
                    (shortlived -t 2: 1.8 MiB more at the peak otherwise;
                    large.h). Once a call. */
                 reclaimed = true;
-                nd_unlock(nd_pool_lock(pool));
-                nd_large_cpu_drain(pool, true);
-                nd_lock(nd_pool_lock(pool));
+                nd_large_unlock(pool);
+                nd_large_caches_drain(pool);
+                nd_large_lock(pool);
                 continue;
             }
-            if (s == NULL)
+            /* Nor in this shard after that: another shard's resident run
+               before this one faults in memory; and when this shard has no
+               free run that fits, another shard's free run before it maps
+               a segment (nd_large_borrow), but for its first segment: a
+               shard that took none of its own would have its CPUs'
+               blocks all in the other shards' segments, their frees
+               under those shards' locks (micro -m large -t 2's gain).
+               Each once a call; the block is then taken under the
+               lender's lock (pool, below). */
+            bool lend = false;
+            if (s == NULL && !borrowed && nd_large_others_used(pool))
+                lend = borrowed = true;
+            if (s == NULL && !lend)
                 for (s = pool->segs.first; s != NULL; s = s->next)
                     if ((i = nd_large_find(s->free_mask, k, step)) < 64)
                         break;
+            if (s == NULL && !lend && !lent && pool->segs.count != 0 && nd_large_others_used(pool))
+                lend = lent = true;
+            if (lend) {
+                nd_large_unlock(pool);
+                nd_large_pool *o = nd_large_borrow(pool, k, step, !lent, &s, &i);
+                if (o == NULL) {
+                    nd_large_lock(pool);
+                    continue;
+                }
+                pool = o;   /* its lock held, s its segment */
+            }
         }
         if (s == NULL)
             s = nd_large_regain(pool, k, step, &i);
         if (s == NULL && nd_unlikely(pool->full_at != 0)) {
             if (pool->full_at == nd_os_space_returns() + 1) {
-                nd_unlock(nd_pool_lock(pool));
+                nd_large_unlock(pool);
                 errno = ENOMEM;
                 return NULL;
             }
             pool->full_at = 0;
         }
         if (s == NULL) {
-            nd_unlock(nd_pool_lock(pool));
+            nd_large_unlock(pool);
             uint64_t refused = nd_os_map_refusals();
             s = nd_node_seg_get_large(node, bound);
             if (s == NULL) {
@@ -850,9 +992,9 @@ nd_large_path static void *nd_large_alloc_at(int node, bool bound, size_t size, 
                     return NULL;
                 if (released) {
                     if (!bound) {
-                        nd_lock(nd_pool_lock(pool));
+                        nd_large_lock(pool);
                         pool->full_at = nd_os_space_returns() + 1;
-                        nd_unlock(nd_pool_lock(pool));
+                        nd_large_unlock(pool);
                     }
                     errno = ENOMEM;
                     return NULL;
@@ -862,20 +1004,21 @@ nd_large_path static void *nd_large_alloc_at(int node, bool bound, size_t size, 
                    k chunks, or a new segment, may map now. */
                 released = true;
                 bool freed = nd_large_release_after(refused);
-                nd_lock(nd_pool_lock(pool));
+                nd_large_lock(pool);
                 if (freed)
                     continue;
                 if (!bound)
                     pool->full_at = nd_os_space_returns() + 1;
-                nd_unlock(nd_pool_lock(pool));
+                nd_large_unlock(pool);
                 errno = ENOMEM;
                 return NULL;
             }
             s->free_mask &= ~(uint64_t)1;   /* chunk 0: the header */
-            nd_lock(nd_pool_lock(pool));
+            nd_large_lock(pool);
             nd_list_push_back(&pool->segs, s);   /* last: the older ones' holes first (large.h) */
+            s->shard = (uint8_t)nd_large_shard_index(pool);
             nd_add_relaxed(&pool->hint, 1);
-            pool->empty++;
+            nd_add_relaxed(&pool->empty, 1);
             continue;
         }
         void *p = nd_large_take(pool, s, i, k, usable);
@@ -885,9 +1028,10 @@ nd_large_path static void *nd_large_alloc_at(int node, bool bound, size_t size, 
             nd_store_relaxed(&pg->in_use, 0);
             pg->key = ND_KEY_NONE;
             nd_large_give(s, i, k, nd_os_now_ms());
-            if (--s->used_pages == 0)
-                pool->empty++;
-            nd_unlock(nd_pool_lock(pool));
+            nd_store_relaxed(&s->used_pages, s->used_pages - 1);
+            if (s->used_pages == 0)
+                nd_add_relaxed(&pool->empty, 1);
+            nd_large_unlock(pool);
             errno = ENOMEM;
             return NULL;
         }
@@ -899,9 +1043,9 @@ nd_large_path static void *nd_large_alloc_at(int node, bool bound, size_t size, 
         if (extra != NULL) {
             nd_list_remove(&pool->segs, extra);
             nd_sub_relaxed(&pool->hint, 1);
-            pool->empty--;
+            nd_sub_relaxed(&pool->empty, 1);
         }
-        nd_unlock(nd_pool_lock(pool));
+        nd_large_unlock(pool);
         if (extra != NULL)
             nd_large_seg_release(extra);
         nd_gauge_active((long)usable);
@@ -925,52 +1069,245 @@ static nd_noinline void nd_large_give_tailed(nd_segment *s, unsigned i, unsigned
         nd_large_give(s, i, k - 1u, nd_os_now_ms());
 }
 
-/* A block of `bytes` of s is gone (freed, or moved: nd_large_move), its
-   descriptor cleared and its chunks given back: one block fewer in s, and
-   s goes back to its node when it was the last and the pool has its spare
-   empty segments. Under the pool lock, which it releases. */
-nd_large_path static void nd_large_block_gone(nd_large_pool *pool, nd_segment *s, size_t bytes)
+/* A block of s is gone (freed, or moved: nd_large_move), its descriptor
+   cleared and its chunks given back: one block fewer in s; when it was the
+   last and the pool has its spare empty segments (all its shards
+   together: nd_large_others_empty), the segment to give back to its node
+   (s, or a spare of this shard that holds less memory), taken out of the
+   shard; NULL otherwise. Under the pool lock. */
+nd_large_path static nd_noinline nd_segment *nd_large_emptied(nd_large_pool *pool, nd_segment *s)
 {
     nd_segment *release = NULL;
-    if (--s->used_pages == 0) {
-        if (pool->empty < nd_large_spare()) {
-            pool->empty++;
-        } else {
-            /* One empty segment too many: the least resident of them goes
-               (s, or a spare that holds less memory than s: s stays in
-               its place, the spare's successor). */
-            release = nd_large_cleanest_empty(pool, s);
-            nd_list_remove(&pool->segs, release);
-            nd_sub_relaxed(&pool->hint, 1);
-        }
+    unsigned others = nd_large_others_empty(pool);
+    if (pool->empty + others < nd_large_spare()) {
+        nd_add_relaxed(&pool->empty, 1);
+    } else if (pool->empty == 0 && others != 0) {
+        /* The spare is another shard's: s stays, and the shard's next
+           give-back of an emptied segment (nd_large_block_gone) or
+           maintenance gives back the least resident of the two
+           (nd_large_trim), as one pool gave back its cleanest empty
+           segment. Giving s back at once sent its memory to the node's
+           cache while the other shard's spare, purged or never written,
+           was faulted in for the next blocks (shortlived -t 2; branch
+           h58l). */
+        nd_add_relaxed(&pool->empty, 1);
+        pool->trim = (uint8_t)(1 + nd_popcount64(s->committed & ~(uint64_t)1));
+    } else {
+        /* One empty segment too many: the least resident of them goes
+           (s, or a spare that holds less memory than s: s stays in
+           its place, the spare's successor). */
+        release = nd_large_cleanest_empty(pool, s);
+        nd_list_remove(&pool->segs, release);
+        nd_sub_relaxed(&pool->hint, 1);
     }
-    nd_unlock(nd_pool_lock(pool));
+    return release;
+}
+
+nd_inline nd_segment *nd_large_block_gone_locked(nd_large_pool *pool, nd_segment *s)
+{
+    nd_store_relaxed(&s->used_pages, s->used_pages - 1);
+    return s->used_pages == 0 ? nd_large_emptied(pool, s) : NULL;
+}
+
+/* nd_large_block_gone_locked, then the lock released (nd_large_unlock),
+   the active bytes counted and the segment given back. */
+static void nd_large_trim(nd_large_pool *pool, unsigned resident);
+nd_large_path static void nd_large_block_gone(nd_large_pool *pool, nd_segment *s, size_t bytes)
+{
+    nd_segment *release = nd_large_block_gone_locked(pool, s);
+    unsigned trim = pool->trim;
+    if (nd_unlikely(trim != 0))
+        pool->trim = 0;
+    nd_large_unlock(pool);
     nd_gauge_active(-(long)bytes);
     if (release != NULL)
         nd_large_seg_release(release);
+    if (nd_unlikely(trim != 0))
+        nd_large_trim(pool, trim - 1u);
 }
 
-/* Gives block p back to its segment (nd_large_free without the kept
-   blocks). With the sample's code (nd_large_path): a heap profile's cell
-   slab is a large block, and this was the one page of large.c's own place
-   its samples ran. */
-nd_large_path static size_t nd_large_give_back(nd_segment *s, nd_page *pg, void *p)
+/* Clears the descriptor of block pg of s (in use) and gives its chunks
+   back; its bytes. Under the pool lock. */
+nd_inline size_t nd_large_unblock(nd_segment *s, nd_page *pg, uint64_t now)
 {
-    nd_large_pool *pool = &nd_large_pools[s->node][s->bound ? 1 : 0];
-    nd_lock(nd_pool_lock(pool));
-    if (!pg->in_use || pg->start != (uint8_t *)p) {
-        nd_unlock(nd_pool_lock(pool));
-        return 0;
-    }
     size_t bytes = pg->block_size;
     unsigned i = nd_seg_page_index(s, pg), k = pg->reserved;
-    nd_large_unguard_freed(s, p, bytes);   /* before the chunks can be reused */
+    nd_large_unguard_freed(s, pg->start, bytes);   /* before the chunks can be reused */
     nd_store_relaxed(&pg->in_use, 0);
     pg->key = ND_KEY_NONE;
     if (nd_unlikely(s->tails != 0) && ((s->tails >> (i + k - 1u)) & 1))
         nd_large_give_tailed(s, i, k);
     else
-        nd_large_give(s, i, k, nd_os_now_ms());
+        nd_large_give(s, i, k, now);
+    return bytes;
+}
+
+nd_large_path static void nd_large_drain(nd_large_pool *pool)
+{
+    nd_page *pg = __atomic_exchange_n(&pool->pending, NULL, __ATOMIC_ACQUIRE);
+    if (pg == NULL)
+        return;
+    uint64_t now = nd_os_now_ms();
+    size_t bytes = 0;
+    while (pg != NULL) {
+        nd_page *next = pg->xnext;
+        pg->xnext = NULL;
+        nd_segment *s = nd_seg_base(pg);
+        nd_store_relaxed(&pg->in_full, 0);
+        bytes += nd_large_unblock(s, pg, now);
+        nd_segment *release = nd_large_block_gone_locked(pool, s);
+        if (release != NULL) {
+            release->next = pool->gone;
+            pool->gone = release;
+        }
+        pg = next;
+    }
+    nd_gauge_active(-(long)bytes);
+}
+
+/* The rest of nd_large_unlock, the lock released: the segments `gone`
+   given back to their node, and the blocks freed while this thread held
+   the lock given back (their freer saw the lock held, and may have tried
+   again before this thread let go; else they wait for the shard's next
+   lock). */
+static nd_noinline void nd_large_unlocked(nd_large_pool *pool, nd_segment *gone)
+{
+    for (;;) {
+        while (gone != NULL) {
+            nd_segment *s = gone;
+            gone = s->next;
+            nd_large_seg_release(s);
+        }
+        if (nd_load_relaxed(&pool->pending) == NULL || !nd_trylock(nd_pool_lock(pool)))
+            return;
+        nd_large_drain(pool);
+        gone = pool->gone;
+        pool->gone = NULL;
+        nd_unlock(nd_pool_lock(pool));
+    }
+}
+
+nd_large_path static void nd_large_unlock(nd_large_pool *pool)
+{
+    nd_segment *gone = pool->gone;
+    if (nd_unlikely(gone != NULL))
+        pool->gone = NULL;
+    nd_unlock(nd_pool_lock(pool));
+    if (nd_unlikely(gone != NULL || nd_load_relaxed(&pool->pending) != NULL))
+        nd_large_unlocked(pool, gone);
+}
+
+/* Takes the least resident empty segment of shard o out of it, when the
+   shards of its pool hold more empty segments than its spares, and
+   gives it back to its node: if it holds no more resident chunks than
+   `most` (most = 64: any); false when it gave none back. Without any
+   shard's lock; takes o's. */
+static bool nd_large_trim_one(nd_large_pool *o, unsigned most)
+{
+    if (nd_load_relaxed(&o->empty) == 0)
+        return false;
+    nd_segment *release = NULL;
+    nd_large_lock(o);
+    if (o->empty != 0 && o->empty + nd_large_others_empty(o) > nd_large_spare()) {
+        nd_segment *e = nd_large_cleanest_empty(o, NULL);
+        if ((unsigned)nd_popcount64(e->committed & ~(uint64_t)1) <= most) {
+            release = e;
+            nd_list_remove(&o->segs, e);
+            nd_sub_relaxed(&o->hint, 1);
+            nd_sub_relaxed(&o->empty, 1);
+        }
+    }
+    nd_large_unlock(o);
+    if (release != NULL)
+        nd_large_seg_release(release);
+    return release != NULL;
+}
+
+/* A segment of pool's shard emptied with `resident` resident chunks while
+   another shard held the pool's spare (nd_large_emptied): the
+   other shards' empty segments that hold no more memory go back to their
+   node first, one at most; the least resident of pool's own otherwise
+   (s, unless a block took it meanwhile). So the pool gives back its least
+   resident empty segment whichever shard holds it, and a segment just
+   emptied with its blocks' memory in it stays for the next blocks of any
+   shard (nd_large_borrow). Without any shard's lock; takes them one at a
+   time. */
+static nd_noinline void nd_large_trim(nd_large_pool *pool, unsigned resident)
+{
+    nd_large_pool *first = pool - nd_large_shard_index(pool);
+    for (unsigned j = 1; j < ND_LARGE_SHARDS; j++)
+        if (nd_large_trim_one(first + (nd_large_shard_index(pool) + j) % ND_LARGE_SHARDS, resident))
+            return;
+    nd_large_trim_one(pool, 64);
+}
+
+/* Block p (descriptor pg of s, shard pool) is freed without the shard's
+   lock: it goes on the shard's stack of deferred frees, flagged (in_full,
+   so that a second free is seen), for the lock's holder as it lets go or
+   its next taker to give back (nd_large_drain), and the freeing thread
+   does not wait. Its bytes; 0 if p is not the start of a block in use, or
+   is flagged already (a double free). Without the lock. */
+nd_large_path static size_t nd_large_defer(nd_large_pool *pool, nd_page *pg, void *p, bool retry)
+{
+    if (!nd_load_relaxed(&pg->in_use) || pg->start != (uint8_t *)p)
+        return 0;
+    uint8_t no = 0;
+    if (!__atomic_compare_exchange_n(&pg->in_full, &no, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+        return 0;
+    size_t bytes = nd_load_relaxed(&pg->block_size);
+    nd_page *top = nd_load_relaxed(&pool->pending);
+    do
+        pg->xnext = top;
+    while (!__atomic_compare_exchange_n(&pool->pending, &top, pg, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+    /* Once more (retry: a free of this CPU's shard that found its lock
+       held): the holder may have let go meanwhile (and looked at the
+       stack before this push). */
+    if (retry && nd_trylock(nd_pool_lock(pool))) {
+        nd_large_drain(pool);   /* (this block at least) */
+        nd_large_unlock(pool);
+    }
+    return bytes;
+}
+
+/* Gives block p back to its segment (nd_large_free without the kept
+   blocks). home: the calling CPU's shard of p's (node, kind) for a free
+   (nd_large_free); NULL for a drain of the caches, which waits for the
+   lock and leaves nothing behind (nodal_collect, a release). A free is
+   deferred (nd_large_defer), the freeing thread taking no lock:
+   - a block of another CPU's shard: a shard's lock is taken by the
+     threads of its own CPUs (and the rare borrower), who give it back at
+     their next request;
+   - a block of its own CPU's shard when its stack holds nothing and the
+     block is not the last of its segment (used_pages, read without the
+     lock: a hint that can only be high while this block is in use): the
+     thread's next large request, which takes the lock anyway, gives it
+     back first, so a thread that allocates and frees takes one lock a
+     malloc and a free, not two; no segment waits on the stack to be
+     emptied, and a burst of frees defers every second block at most
+     (the next free finds the stack in use, takes the lock and gives both
+     back);
+   - any block whose shard's lock is held.
+   Otherwise it is given back under the lock, taken by trylock. */
+nd_large_path static size_t nd_large_give_back(nd_segment *s, nd_page *pg, void *p, nd_large_pool *home)
+{
+    nd_large_pool *pool = nd_large_pool_of(s);
+    if (home == NULL) {
+        nd_large_lock(pool);
+    } else {
+        if (pool != home)
+            return nd_large_defer(pool, pg, p, false);
+        if (nd_load_relaxed(&pool->pending) == NULL && nd_load_relaxed(&s->used_pages) > 1)
+            return nd_large_defer(pool, pg, p, false);
+        if (!nd_trylock(nd_pool_lock(pool)))
+            return nd_large_defer(pool, pg, p, true);
+        if (nd_load_relaxed(&pool->pending) != NULL)
+            nd_large_drain(pool);
+    }
+    if (!pg->in_use || pg->start != (uint8_t *)p || nd_load_relaxed(&pg->in_full)) {
+        nd_large_unlock(pool);
+        return 0;
+    }
+    size_t bytes = nd_large_unblock(s, pg, nd_os_now_ms());
     nd_large_block_gone(pool, s, bytes);
     return bytes;
 }
@@ -978,14 +1315,14 @@ nd_large_path static size_t nd_large_give_back(nd_segment *s, nd_page *pg, void 
 bool nd_large_move(nd_segment *s, nd_page *pg, void *p, void *to)
 {
     nd_lock_may_take(ND_LOCK_ID_large_pool);
-    nd_large_pool *pool = &nd_large_pools[s->node][s->bound ? 1 : 0];
-    nd_lock(nd_pool_lock(pool));
+    nd_large_pool *pool = nd_large_pool_of(s);
+    nd_large_lock(pool);
     unsigned i = nd_seg_page_index(s, pg), k = pg->reserved;
     size_t bytes = pg->block_size;
     if (!pg->in_use || pg->start != (uint8_t *)p || nd_load_relaxed(&pg->in_full) || s->bound ||
         nd_seg_guard != 0 || bytes != (size_t)k << ND_CHUNK_SHIFT ||
         ((s->unmapped | s->tails) & nd_mask_range(i, i + k - 1u)) != 0 || !nd_seg_move_run(s, i, i + k - 1u, to)) {
-        nd_unlock(nd_pool_lock(pool));
+        nd_large_unlock(pool);
         return false;
     }
     nd_store_relaxed(&pg->in_use, 0);
@@ -1000,21 +1337,21 @@ bool nd_large_move(nd_segment *s, nd_page *pg, void *p, void *to)
 bool nd_large_leave(nd_segment *s, nd_page *pg, void *p)
 {
     nd_lock_may_take(ND_LOCK_ID_large_pool);
-    nd_large_pool *pool = &nd_large_pools[s->node][s->bound ? 1 : 0];
-    nd_lock(nd_pool_lock(pool));
+    nd_large_pool *pool = nd_large_pool_of(s);   /* its segment's shard */
+    nd_large_lock(pool);
     if (!pg->in_use || pg->start != (uint8_t *)p || nd_load_relaxed(&pg->in_full) || s->used_pages != 1 ||
         s->bound || s->interleaved || nd_seg_guard != 0 || nd_load_relaxed(&pg->sampled) != 0 ||
         s->size != ND_SEG_SIZE || (s->unmapped | s->tails) != 0) {
-        nd_unlock(nd_pool_lock(pool));
+        nd_large_unlock(pool);
         return false;
     }
     size_t bytes = pg->block_size;
     nd_list_remove(&pool->segs, s);
     nd_sub_relaxed(&pool->hint, 1);
-    s->used_pages = 0;
+    nd_store_relaxed(&s->used_pages, 0);
     nd_store_relaxed(&pg->in_use, 0);
     pg->key = ND_KEY_NONE;
-    nd_unlock(nd_pool_lock(pool));
+    nd_large_unlock(pool);
     nd_gauge_active(-(long)bytes);
     return true;
 }
@@ -1024,9 +1361,12 @@ nd_large_path size_t nd_large_free(nd_segment *s, nd_page *pg, void *p)
     nd_lock_may_take(ND_LOCK_ID_large_pool);
     size_t bytes = nd_load_relaxed(&pg->block_size);
     if (nd_load_relaxed(&pg->in_full))
-        return 0;   /* kept or cached already: a double free */
+        return 0;   /* kept, cached or deferred already: a double free */
+    nd_large_pool *pool = nd_large_home(s->node, s->bound);
     if (nd_load_relaxed(&pg->in_use) && pg->start == (uint8_t *)p) {
-        nd_large_pool *pool = &nd_large_pools[s->node][s->bound ? 1 : 0];
+        /* Kept and cached where this CPU's next request looks: its own
+           shard's slots, whichever shard the block's segment is in (a
+           drain gives it back to that one: nd_large_give_back). */
         unsigned reserved = nd_load_relaxed(&pg->reserved);
         bool twice = false;
         if (nd_large_keepable(bytes)) {
@@ -1034,13 +1374,13 @@ nd_large_path size_t nd_large_free(nd_segment *s, nd_page *pg, void *p)
                 return bytes;
         } else if (nd_large_cacheable(bytes, reserved) && !nd_os_space_limit_seen() &&
                    nd_opt(ND_OPT_purge_delay) != 0) {
-            if (nd_large_cpu_put(nd_large_shard_of(pool), pg, p, reserved, &twice))
+            if (nd_large_cpu_put(nd_large_cache_of(pool), pg, p, reserved, &twice))
                 return bytes;
         }
         if (twice)
             return 0;
     }
-    return nd_large_give_back(s, pg, p);
+    return nd_large_give_back(s, pg, p, pool);
 }
 
 /* Gives pool's kept blocks back to their segments: all of them (force),
@@ -1049,12 +1389,12 @@ nd_large_path size_t nd_large_free(nd_segment *s, nd_page *pg, void *p)
 nd_large_path static void nd_large_keep_drain(nd_large_pool *pool, uint64_t now, bool force)
 {
     if (!force) {
-        nd_lock(nd_pool_lock(pool));
+        nd_large_lock(pool);
         uint64_t delay = (uint64_t)nd_opt(ND_OPT_purge_delay);
         bool due = now >= pool->keep_check + delay;
         if (due)
             pool->keep_check = now;
-        nd_unlock(nd_pool_lock(pool));
+        nd_large_unlock(pool);
         if (!due)
             return;
     }
@@ -1065,7 +1405,7 @@ nd_large_path static void nd_large_keep_drain(nd_large_pool *pool, uint64_t now,
                 continue;
             nd_page *pg = nd_large_kept_desc(p);
             nd_store_relaxed(&pg->in_full, 0);
-            nd_large_give_back(nd_seg_base(p), pg, p);
+            nd_large_give_back(nd_seg_base(p), pg, p, NULL);
         }
     nd_large_cpu_drain(pool, force);
 }
@@ -1074,8 +1414,8 @@ nd_large_path static void nd_large_cpu_drain(nd_large_pool *pool, bool all)
 {
     /* (A cache that holds nothing and was not used is only read: a line
        never written stays unwritten.) */
-    for (unsigned c = 0; c < ND_LARGE_CPUS; c++) {
-        nd_large_shard *sh = &pool->cpu[c];
+    for (unsigned c = 0; c < ND_LARGE_SHARD_CPUS; c++) {
+        nd_large_cpucache *sh = &pool->cpu[c];
         if (nd_load_relaxed(&sh->chunks) == 0 && !nd_load_relaxed(&sh->used))
             continue;
         if (!all && __atomic_exchange_n(&sh->used, 0, __ATOMIC_RELAXED))
@@ -1088,7 +1428,7 @@ nd_large_path static void nd_large_cpu_drain(nd_large_pool *pool, bool all)
             void *p = (void *)(v & ~ND_LARGE_SLOT_CHUNKS);
             nd_page *pg = nd_large_kept_desc(p);
             nd_store_relaxed(&pg->in_full, 0);
-            nd_large_give_back(nd_seg_base(p), pg, p);
+            nd_large_give_back(nd_seg_base(p), pg, p, NULL);
         }
     }
 }
@@ -1096,10 +1436,29 @@ nd_large_path static void nd_large_cpu_drain(nd_large_pool *pool, bool all)
 /* Does a CPU's cache of pool hold a block? */
 static bool nd_large_cpu_holds(const nd_large_pool *pool)
 {
-    for (unsigned c = 0; c < ND_LARGE_CPUS; c++)
+    for (unsigned c = 0; c < ND_LARGE_SHARD_CPUS; c++)
         if (nd_load_relaxed(&pool->cpu[c].chunks) != 0)
             return true;
     return false;
+}
+
+/* Does a CPU's cache of any shard of pool's (node, kind) hold a block? */
+nd_large_path static nd_noinline bool nd_large_caches_hold(const nd_large_pool *pool)
+{
+    const nd_large_pool *first = pool - nd_large_shard_index(pool);
+    for (unsigned i = 0; i < ND_LARGE_SHARDS; i++)
+        if (nd_large_cpu_holds(first + i))
+            return true;
+    return false;
+}
+
+/* The CPUs' caches of every shard of pool's (node, kind) give their
+   blocks back (each to its segment's shard). Without any shard's lock. */
+static nd_noinline void nd_large_caches_drain(nd_large_pool *pool)
+{
+    nd_large_pool *first = pool - nd_large_shard_index(pool);
+    for (unsigned i = 0; i < ND_LARGE_SHARDS; i++)
+        nd_large_cpu_drain(first + i, true);
 }
 
 bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
@@ -1107,8 +1466,8 @@ bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
     nd_lock_may_take(ND_LOCK_ID_large_pool);
     size_t need = nd_round_os(size == 0 ? 1 : size);
     unsigned k2 = nd_chunks_of(need + nd_seg_guard);
-    nd_large_pool *pool = &nd_large_pools[s->node][s->bound ? 1 : 0];
-    nd_lock(nd_pool_lock(pool));
+    nd_large_pool *pool = nd_large_pool_of(s);
+    nd_large_lock(pool);
     if (nd_seg_guard != 0) {
         /* secure=1: in place while the run stays (its usable bytes are the
            run's) and the size needs at least half of its chunks (a block may
@@ -1117,13 +1476,13 @@ bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
            a copy into a run that has one): realloc copies. */
         bool whole = pg->block_size + nd_seg_guard == (size_t)pg->reserved << ND_CHUNK_SHIFT;
         bool same = pg->in_use && (whole ? k2 <= pg->reserved && 2 * k2 >= pg->reserved : need <= pg->block_size);
-        nd_unlock(nd_pool_lock(pool));
+        nd_large_unlock(pool);
         *delta = 0;
         return same;
     }
     unsigned i = nd_seg_page_index(s, pg), k = pg->reserved;
     if (!pg->in_use || i + k2 > 64) {
-        nd_unlock(nd_pool_lock(pool));
+        nd_large_unlock(pool);
         return false;
     }
     unsigned last = i + k - 1u;
@@ -1135,14 +1494,14 @@ bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
             pg->reserved = (uint16_t)--k;
         } else if ((k2 > k || need > ((size_t)k - 1u) * ND_CHUNK_SIZE + s->tail_from[last]) &&
                    !nd_seg_remap_tail(s, last)) {
-            nd_unlock(nd_pool_lock(pool));
+            nd_large_unlock(pool);
             return false;
         }
     }
     if (k2 > k) {
         uint64_t more = nd_mask_range(i + k, i + k2 - 1);
         if ((s->free_mask & more) != more) {
-            nd_unlock(nd_pool_lock(pool));
+            nd_large_unlock(pool);
             return false;
         }
         s->free_mask &= ~more;
@@ -1151,7 +1510,7 @@ bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
         if (nd_large_commit(pool, s, pg->start, need) != 0) {
             pg->reserved = (uint16_t)k;
             nd_large_give(s, i + k, k2 - k, nd_os_now_ms());
-            nd_unlock(nd_pool_lock(pool));
+            nd_large_unlock(pool);
             return false;
         }
     } else if (k2 < k) {
@@ -1164,7 +1523,7 @@ bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
         need = (size_t)k2 << ND_CHUNK_SHIFT;
     *delta = (long)need - (long)pg->block_size;
     nd_store_relaxed(&pg->block_size, (uint32_t)need);
-    nd_unlock(nd_pool_lock(pool));
+    nd_large_unlock(pool);
     nd_gauge_active(*delta);
     return true;
 }
@@ -1176,11 +1535,15 @@ nd_hot void nd_large_maintain(uint64_t now, bool force)
     nd_large_pool *pool;
     for (int i = 0; (pool = nd_large_next_used(&i)) != NULL;) {
         nd_large_keep_drain(pool, now, force);
-        nd_lock(nd_pool_lock(pool));
+        nd_large_lock(pool);
         for (nd_segment *s = pool->segs.first; s != NULL; s = s->next)
             if (s->purge_mask != 0 && (force || now >= s->purge_at))
                 nd_seg_purge(s, s->purge_mask);
-        nd_unlock(nd_pool_lock(pool));
+        unsigned trim = pool->trim;   /* left by a drain's give-back (nd_large_emptied) */
+        pool->trim = 0;
+        nd_large_unlock(pool);
+        if (trim != 0)
+            nd_large_trim(pool, trim - 1u);
     }
 }
 
@@ -1189,9 +1552,25 @@ size_t nd_large_cached_bytes(void)
     size_t chunks = 0;
     nd_large_pool *pool;
     for (int i = 0; (pool = nd_large_next_used(&i)) != NULL;)
-        for (unsigned c = 0; c < ND_LARGE_CPUS; c++)
+        for (unsigned c = 0; c < ND_LARGE_SHARD_CPUS; c++)
             chunks += nd_load_relaxed(&pool->cpu[c].chunks);
     return chunks << ND_CHUNK_SHIFT;
+}
+
+/* Is pg on pool's stack of deferred frees (nd_large_defer)? Under the
+   pool lock (nothing is taken off the stack meanwhile; pushes only put
+   blocks before the head read here). */
+static bool nd_large_is_pending(const nd_large_pool *pool, const nd_page *pg)
+{
+    for (const nd_page *q = nd_load_acquire(&pool->pending); q != NULL; q = q->xnext)
+        if (q == pg)
+            return true;
+    return false;
+}
+
+nd_lock_t *nd_large_lock_of(const void *p)
+{
+    return nd_pool_lock(nd_large_pool_of(nd_seg_base(p)));
 }
 
 bool nd_large_is_valid(void)
@@ -1199,14 +1578,17 @@ bool nd_large_is_valid(void)
     bool ok = true;
     for (int n = 0; n < nd_topo.mem_count && ok; n++) {
         int node = nd_topo.mem_ids[n];
-        for (int b = 0; b < 2 && ok; b++) {
-            nd_large_pool *pool = &nd_large_pools[node][b];
+        for (int j = 0; j < 2 * ND_LARGE_SHARDS && ok; j++) {
+            int b = j / ND_LARGE_SHARDS;
+            unsigned sh = (unsigned)j % ND_LARGE_SHARDS;
+            nd_large_pool *pool = &nd_large_pools[node][b][sh];
             nd_lock(nd_pool_lock(pool));
             ok = b == 0 || pool->full_at == 0;   /* a bound pool never fails fast */
             uint32_t empty = 0;
             size_t count = 0;
             for (nd_segment *s = pool->segs.first; s != NULL && ok; s = s->next, count++) {
-                ok = s->kind == ND_SEG_LARGE && s->node == node && s->bound == b && (s->free_mask & 1) == 0 &&
+                ok = s->kind == ND_SEG_LARGE && s->node == node && s->bound == b && s->shard == sh &&
+                     (s->free_mask & 1) == 0 &&
                      s->page_count == 64 && s->size == ND_SEG_SIZE && (s->unmapped & 1) == 0 &&
                      (s->purge_mask & ~s->free_mask) == 0 && nd_seg_is_valid(s);
                 uint64_t covered = 1, tailed = 1;   /* chunk 0 may have a tail */
@@ -1224,7 +1606,7 @@ bool nd_large_is_valid(void)
                     bool filling = s->bound && (run & ~s->committed) != 0;
                     ok = pg->reserved >= 1 && i + pg->reserved <= 64 && (covered & run) == 0 &&
                          (!nd_load_relaxed(&pg->in_full) || nd_large_keepable(bs) ||
-                          nd_large_cacheable(bs, pg->reserved)) &&
+                          nd_large_cacheable(bs, pg->reserved) || nd_large_is_pending(pool, pg)) &&
                          pg->start == (uint8_t *)s + ((size_t)i << ND_CHUNK_SHIFT) &&
                          nd_chunks_of(bs + nd_seg_guard) <= pg->reserved &&
                          (nd_seg_guard == 0 || filling || nd_chunks_of(bs + nd_seg_guard) == pg->reserved);

@@ -7,9 +7,34 @@
  * chunks of 64 KiB; chunk 0 holds the header, and a large block takes a run
  * of whole chunks (it touches only the OS pages of its size). The
  * segments of each kind of memory (plain memory of a node, memory bound to
- * a node) form a pool shared by every thread, under the pool's lock: any
- * thread allocates from it and any thread frees into it, so a block freed
- * by another thread is reusable at once and no memory waits for an owner.
+ * a node) form a pool shared by every thread, in ND_LARGE_SHARDS shards
+ * (config.h), each with its own segments and lock: a thread's request goes
+ * to the shard of its CPU (the rseq area's CPU modulo ND_LARGE_SHARDS), and
+ * a free to the shard of the block's segment (its `shard`). A free takes
+ * the lock only of its own CPU's shard, and only when it is free and
+ * needed: a block of another CPU's shard, one freed while its shard's lock
+ * is held, or one of its own shard's whose stack is empty and whose
+ * segment holds other blocks, goes on that shard's stack of deferred frees
+ * (in use, flagged in_full, lock-free), which the lock's holder gives back
+ * as it lets go (nd_large_unlock) and every later taker as it takes it (the
+ * shard's next request on its CPU, a borrower, maintenance,
+ * nodal_collect). So a thread that allocates and frees large blocks takes
+ * one lock for a malloc and a free (main b76e3b4 two; h53l's shards a
+ * trylock at every free: +72 instructions a step of 1,050 in micro -m
+ * large -t 1; branch h57l), and a segment its last block leaves is given
+ * back at once, not left on a stack (large.c: nd_large_give_back). The threads
+ * of two CPUs that allocate and free large blocks take two locks, and
+ * neither waits for the other's (micro -m large -t 2 with both threads
+ * running: 2.0 us a step with one pool, its lock waited for 120,000 times
+ * in 438,000 blocks; branch h53l). A shard's lock, found held, is tried
+ * again a few times before its taker waits (nd_lock_brief). The shards
+ * touch no more memory than one pool: a shard with no resident run that
+ * fits takes one of another shard's (nd_large_borrow, large.c) before it
+ * faults in chunks, and a shard with no free run that fits takes any of
+ * another shard's before it maps a segment past its first; a miss drains
+ * the CPUs' caches of every shard; and the pool keeps ND_LARGE_SPARE
+ * empty segments over all its shards, giving back the least resident
+ * empty segment whichever shard holds it (nd_large_trim, large.c).
  * A block takes the first free run that fits (lowest chunk first) in the
  * oldest segment of the pool that has one: a new segment goes to the end
  * of the pool's list, so the holes frees leave in older, fuller segments
@@ -90,8 +115,9 @@
  * segment and tried every mapping size again (100,000 B blocks taking
  * large blocks under 700 MiB: 1.55 s, now 0.32 s).
  *
- * Invariants (under the pool lock): a pool's segments are kind LARGE, of
- * the pool's node and kind; free_mask bit i set <=> chunk i belongs to no
+ * Invariants (under the shard's lock; "pool" below is one shard): a
+ * shard's segments are kind LARGE, of the pool's node and kind, and their
+ * `shard` is the shard's index; free_mask bit i set <=> chunk i belongs to no
  * block (bit 0, the header, never; nor a hole, an unmapped chunk, which
  * belongs to no block either); used_pages = blocks in the segment;
  * secure=1: each block's block_size bytes and its guard page after them
@@ -100,15 +126,22 @@
  * node-bound segment is being populated (its run not all committed:
  * nd_large_commit releases the lock meanwhile; its guard is set after,
  * and a grown block's size); at
- * most ND_LARGE_SPARE segments of a pool have no block (under secure=1
- * ND_LARGE_SPARE_GUARDED); purge_mask holds
+ * most ND_LARGE_SPARE segments of a shard have no block (under secure=1
+ * ND_LARGE_SPARE_GUARDED; and of all its pool's shards together but for
+ * two shards' races, whose counts are read without each other's locks,
+ * and a segment emptied while another shard held the spare, until that
+ * shard's next give-back of an emptied segment, or maintenance, gives
+ * back one of them: nd_large_trim);
+ * purge_mask holds
  * committed chunks of no block, purged once purge_at has passed. A kept
  * block (below) is a block in use of one OS page, or a grown block of
  * its whole run (secure=1: less its guard page, still protected) of up to
  * ND_LARGE_KEEP_GROWN chunks (secure=1), or (secure=0) a block of its
  * whole run of up to ND_LARGE_CPU_CHUNKS chunks, whose descriptor has in_full = 1; it is in
- * one slot of its pool's (keep, or a CPU's cache), and every other block
- * has in_full = 0. A segment's tails (segment.h) are chunk 0's, from 16 KiB
+ * one slot of a shard of its pool (keep, or a CPU's cache: the shard of the
+ * CPU that freed it, whichever holds its segment); a deferred free (any
+ * shape) has in_full = 1 too and is on its own shard's stack of deferred
+ * frees (linked through xnext); every other block has in_full = 0. A segment's tails (segment.h) are chunk 0's, from 16 KiB
  * on at least, and those of blocks' last chunks of plain segments, past
  * the block and its guard page.
  */
@@ -120,7 +153,14 @@
 #include <stdint.h>
 #include "segment.h"
 
-#define ND_LARGE_SPARE 1   /* empty segments a pool keeps */
+#define ND_LARGE_SPARE 1   /* empty segments a pool keeps (all its shards together) */
+/* The shards of a pool: ND_LARGE_SHARDS pools of their own (segments,
+   lock, kept blocks, CPUs' caches) for one (node, kind), a thread's
+   request going to the shard of its CPU (the rseq area's CPU modulo
+   ND_LARGE_SHARDS), and a free to the shard of its block's segment (the
+   segment's `shard`). See large.c: nd_large_borrow for how a shard that
+   would fault in memory takes another shard's resident run first.
+   ND_LARGE_SHARDS itself is in config.h (the lock table counts them). */
 /* Kept blocks: a freed block of one OS page (plain segments, secure=0),
    as the heap profile makes of each sampled small request (prof.h), stays
    as it is in one of a pool's ND_LARGE_KEEP slots, in use for the pool and
@@ -170,6 +210,10 @@
    cached block is a misuse (in_full: free.c). */
 #define ND_LARGE_KEEP_GROWN 2
 #define ND_LARGE_CPUS       16   /* caches a pool has; CPU c uses cache c % ND_LARGE_CPUS */
+/* ... ND_LARGE_SHARD_CPUS in each of its shards: CPU c's is cache
+   c / ND_LARGE_SHARDS % ND_LARGE_SHARD_CPUS of shard c % ND_LARGE_SHARDS
+   (its own shard's, where its requests look) */
+#define ND_LARGE_SHARD_CPUS (ND_LARGE_CPUS / ND_LARGE_SHARDS)
 #define ND_LARGE_CPU_SLOTS  6    /* blocks a CPU's cache holds, at most */
 #define ND_LARGE_CPU_CHUNKS 16   /* ... and chunks (1 MiB) */
 /* ... under secure=1: a segment given back loses its guard pages (one
@@ -255,6 +299,10 @@ static inline bool nd_large_stays(size_t size, unsigned reserved)
 unsigned nd_large_pick(uint64_t free, uint64_t guarded, unsigned k, unsigned step, unsigned *at,
                        unsigned *len) nd_hidden;
 
+/* The lock of the shard that holds large block p (tests: a free while it
+   is held must not wait: every free is deferred, nd_large_defer). */
+struct nd_lock_t;
+struct nd_lock_t *nd_large_lock_of(const void *p) nd_hidden;
 /* Debug check of every pool's invariants; takes the locks. */
 bool   nd_large_is_valid(void) nd_hidden;
 /* Debug builds (ND_DEBUG >= 2; tests): called while a node-bound run is

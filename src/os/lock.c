@@ -14,10 +14,10 @@
 #include "counters.h"
 #include "os.h"
 
-/* Aligned to 1 KiB: a node's entry (14 locks, 896 bytes) never straddles
-   two OS pages. */
-_Static_assert(ND_LOCK_SLOTS * sizeof(nd_lock_t) <= 1024, "a node's locks fit in 1 KiB");
-nd_aligned(1024) nd_lock_t nd_locks[ND_MAX_NODES][ND_LOCK_SLOTS] = {
+/* Aligned to 2 KiB: a node's entry (20 locks, 1,280 bytes; the large
+   pools' shards 8 of them) never straddles two OS pages. */
+_Static_assert(ND_LOCK_SLOTS * sizeof(nd_lock_t) <= 2048, "a node's locks fit in 2 KiB");
+nd_aligned(2048) nd_lock_t nd_locks[ND_MAX_NODES][ND_LOCK_SLOTS] = {
     [0 ... ND_MAX_NODES - 1] = { [0 ... ND_LOCK_SLOTS - 1] = { PTHREAD_MUTEX_INITIALIZER } }
 };
 
@@ -136,6 +136,26 @@ nd_hot void nd_lock(nd_lock_t *l)
     pthread_mutex_lock(&l->mu);
 }
 
+/* nd_lock for a lock held for a few hundred instructions at a time (lock.h):
+   found held, it is tried again up to `tries` times, a pause between, before
+   the thread waits in the kernel (a futex wait and its wake cost more than
+   such a hold: a large pool's shard, docs/results.md h53l). Bounded: a
+   holder that was preempted costs its waiter `tries` pauses, then a wait. */
+nd_hot void nd_lock_brief(nd_lock_t *l, unsigned tries)
+{
+    nd_witness_acquire(l);
+    if (nd_likely(pthread_mutex_trylock(&l->mu) == 0))
+        return;
+    nd_gauge_add(lock_waits, 1);
+    for (unsigned n = 0; n < tries; n++) {
+        for (unsigned i = 0; i < 4; i++)
+            nd_cpu_relax();
+        if (pthread_mutex_trylock(&l->mu) == 0)
+            return;
+    }
+    pthread_mutex_lock(&l->mu);
+}
+
 nd_hot bool nd_trylock(nd_lock_t *l)
 {
     if (pthread_mutex_trylock(&l->mu) != 0)
@@ -165,7 +185,7 @@ static bool nd_lock_instance_used(unsigned r, unsigned i)
     unsigned count = nd_lock_table[r].count;
     if (count == 1)
         return true;
-    unsigned node = count == ND_LOCKS_PER_NODE ? i : i / 2;
+    unsigned node = i / (count / ND_MAX_NODES);   /* per node, per node and kind, per ... and shard */
     return (nd_lock_nodes[node / 64] >> (node % 64)) & 1;
 }
 

@@ -23,11 +23,14 @@
  *     where the lock happens not to be taken.
  *
  *   X(name, count, protects)     count: 1, ND_LOCKS_PER_NODE (instance =
- *                                node id) or ND_LOCKS_PER_NODE_KIND (2 * node
- *                                id + kind: plain, bound)
+ *                                node id), ND_LOCKS_PER_NODE_KIND (2 * node
+ *                                id + kind: plain, bound) or
+ *                                ND_LOCKS_PER_NODE_KIND_SHARD ((2 * node id
+ *                                + kind) * ND_LARGE_SHARDS + shard)
  *
- * Locks are real mutexes (futexes): nothing spins without bound, and no
- * fast path takes any of them.
+ * Locks are real mutexes (futexes): nothing spins without bound (a lock
+ * held briefly may be tried a few times before its taker waits:
+ * nd_lock_brief), and no fast path takes any of them.
  */
 #ifndef ND_LOCK_H
 #define ND_LOCK_H
@@ -39,6 +42,7 @@
 
 #define ND_LOCKS_PER_NODE      ND_MAX_NODES
 #define ND_LOCKS_PER_NODE_KIND (2 * ND_MAX_NODES)
+#define ND_LOCKS_PER_NODE_KIND_SHARD (2 * ND_LARGE_SHARDS * ND_MAX_NODES)
 
 #define ND_LOCKS(X) \
     X(init,         1,                "start-up: options, topology and secrets are read once, by one thread") \
@@ -51,7 +55,7 @@
     X(nursery,      ND_LOCKS_PER_NODE, "one node's nursery (nursery.h): the shared heap whose pages serve the first few blocks of each small class to threads' plain caches") \
     X(tight,        ND_LOCKS_PER_NODE, "one node's tight slabs (tight.h): the large blocks cut into cells near an address-space limit, their cells in use") \
     X(prof_slab,    ND_LOCKS_PER_NODE_KIND, "prof=1: the cell slab of one node and kind of memory (plain, bound), shared by the threads whose small samples take its cells (slab.h): cutting a cell, taking a freed one again, a new slab") \
-    X(large_pool,   ND_LOCKS_PER_NODE_KIND, "one pool of large-block segments (per node; plain, bound): its segments' chunk masks and block descriptors") \
+    X(large_pool,   ND_LOCKS_PER_NODE_KIND_SHARD, "one shard of a pool of large-block segments (per node; plain, bound; ND_LARGE_SHARDS shards): its segments' chunk masks and block descriptors") \
     X(node,         ND_LOCKS_PER_NODE, "one node's caches of free segments and of freed huge mappings, and its abandoned segments") \
     X(meta,         1,                "the metadata allocator (thread records, thread caches, heaps)")
 
@@ -68,11 +72,11 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_lock_t {
 } nd_lock_t;
 
 /* Where the locks are: node by node, not row by row. nd_locks[n] holds
-   node n's instances of the per-node rows (one or two each: the row's
-   count / ND_MAX_NODES), and, in nd_locks[0] only, the one instance of
+   node n's instances of the per-node rows (one, two or 2 x ND_LARGE_SHARDS
+   each: the row's count / ND_MAX_NODES), and, in nd_locks[0] only, the one instance of
    each other row; slot ND_LOCK_OFF_name is the row's first there.
    Instance i of a row is at nd_locks[i / per][off + i % per]. So the
-   locks a process on one node takes are in 14 cache lines of one OS page
+   locks a process on one node takes are in 20 cache lines of one OS page
    (row by row, each row's node-0 instance sat 4 or 8 KiB from the
    next, a page of .bss each: docs/results.md, h48m); the slots of
    the one-instance rows in the other nodes' entries are never used. */
@@ -110,6 +114,9 @@ static inline nd_lock_t *nd_lock_instance(const nd_lock_row *row, unsigned i)
 
 void nd_lock(nd_lock_t *l) nd_hidden;
 bool nd_trylock(nd_lock_t *l) nd_hidden;
+/* nd_lock that, finding the lock held, tries again `tries` times (pauses
+   between) before it waits: for locks held briefly (lock.c). */
+void nd_lock_brief(nd_lock_t *l, unsigned tries) nd_hidden;
 void nd_unlock(nd_lock_t *l) nd_hidden;
 
 /* fork(): every lock of the table, in its order (prepare), and back

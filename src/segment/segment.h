@@ -321,6 +321,7 @@ typedef struct nd_segment {
                                     memory was handed out: nd_page's recarved) */
     uint16_t        seams[2];    /* huge (and a freed huge mapping): where its mapping is two or
                                     three to the kernel, in OS pages (invariants) */
+    uint8_t         shard;       /* large only: the shard of its pool that holds it (large.h) */
     uint64_t        free_mask;
     uint64_t        committed;
     uint64_t        purge_mask;

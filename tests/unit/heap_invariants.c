@@ -5,7 +5,9 @@
  * and flushes check it too), blocks must come back intact, and remote frees
  * must return to their owner's pages.
  */
+#define _GNU_SOURCE
 #include <errno.h>
+#include <sched.h>
 #include <pthread.h>
 #include <semaphore.h>
 #include <signal.h>
@@ -3566,8 +3568,25 @@ static void a_block_grown_in_small_steps_is_copied_11_times_to_64_kib(void)
    block remapped) intact, and the pools stay valid. On main 54e3c03 it
    was copied, its chunks left committed for a purge delay. (Alone in its
    segment, the segment becomes its mapping: the case below.) */
+/* Keeps the calling thread (and the threads it starts) on the CPU it is
+   on: the large pools are in shards by CPU (large.h), so a case that
+   expects a thread's large blocks to share a segment must not move to
+   another CPU's shard halfway (ctest under load moves threads: three
+   cases below failed so, branch h57l). */
+static void stay_on_this_cpu(void)
+{
+    int c = sched_getcpu();
+    if (c < 0)
+        return;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(c, &set);
+    (void)sched_setaffinity(0, sizeof set, &set);
+}
+
 static void a_block_grown_into_a_fresh_huge_mapping_leaves_its_chunks_empty(void)
 {
+    stay_on_this_cpu();
     nodal_collect(1);
     unsigned char *neighbour = nodal_malloc((size_t)256 << 10);
     EXPECT(neighbour != NULL, "a neighbour block of 256 KiB");
@@ -3955,6 +3974,7 @@ static void a_large_block_fills_an_older_segments_hole_first(void)
     enum { N = 30, PER_SEG = 21 };
     const size_t size = 3 * ND_CHUNK_SIZE;
     static unsigned char *p[N];
+    stay_on_this_cpu();   /* one shard's segments */
     for (int i = 0; i < N; i++) {
         p[i] = nodal_malloc(size);
         EXPECT(p[i] != NULL, "malloc(%zu) number %d to succeed", size, i);
@@ -3984,9 +4004,12 @@ static void a_large_block_fills_an_older_segments_hole_first(void)
     EXPECT(nd_large_is_valid(), "the large pools to be valid once the blocks are freed");
 }
 
-/* n blocks of size, each written whole, into p[]; false if one failed. */
+/* n blocks of size, each written whole, into p[]; false if one failed.
+   The thread stays on its CPU from here on: the cases that use it expect
+   large blocks of one shard's segments (stay_on_this_cpu). */
 static bool written_blocks(unsigned char **p, int n, size_t size)
 {
+    stay_on_this_cpu();
     for (int i = 0; i < n; i++) {
         p[i] = nodal_malloc(size);
         EXPECT(p[i] != NULL, "malloc(%zu) number %d to succeed", size, i);
@@ -4074,6 +4097,7 @@ static void a_large_pool_keeps_its_most_resident_empty_segment(void)
    when the blocks could not be made. */
 static bool a_dirty_segment_in_the_nodes_cache(size_t size)
 {
+    stay_on_this_cpu();   /* one shard's segments */
     unsigned char *p[14];
     if (!written_blocks(p, 14, size))
         return false;

@@ -7,13 +7,26 @@
  * against the debug core: the pools' invariants (nd_large_is_valid,
  * guard_ends included: segment.h) hold after every call, and every
  * block's next OS page is its guard.
+ *
+ * The shards of a pool (large.h): a thread frees a large block without
+ * waiting for the lock of the block's shard (a free while another thread
+ * holds it is deferred, nd_large_defer, and given back by the lock's next
+ * taker), and threads on CPUs of different shards take their blocks from
+ * different shards; a block that leaves its pool to become huge leaves
+ * its own shard.
  */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 #include <stdlib.h>
 #include <string.h>
 #include "check.h"
+#include "counters.h"
 #include "large.h"
+#include "lock.h"
 #include "nodal.h"
 #include "os.h"
 #include "segment.h"
@@ -179,9 +192,330 @@ static void a_bound_block_being_populated_leaves_the_pools_valid(void)
     EXPECT(nd_large_is_valid(), "the large pools valid after");
 }
 
+/* The freeing thread, and the test's hand-over with it (a pthread mutex
+   and condition: nothing of nodal's). */
+static pthread_mutex_t hand_mu = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t  hand_cv = PTHREAD_COND_INITIALIZER;
+static int   hand_go, hand_done;
+static void *hand_block;
+
+static void *free_when_told(void *arg)
+{
+    (void)arg;
+    pthread_mutex_lock(&hand_mu);
+    while (!hand_go)
+        pthread_cond_wait(&hand_cv, &hand_mu);
+    pthread_mutex_unlock(&hand_mu);
+    nodal_free(hand_block);
+    pthread_mutex_lock(&hand_mu);
+    hand_done = 1;
+    pthread_cond_broadcast(&hand_cv);
+    pthread_mutex_unlock(&hand_mu);
+    return NULL;
+}
+
+/* A thread frees a large block while the test holds the lock of the
+   block's shard: the free returns without the lock (on main 39094ac it
+   waited for it: this case then fails after its 60 s, the thread released
+   only then), the block still counts as active until the shard's next
+   lock, and nodal_collect gives it back. The wait is the failure's only:
+   a free that does not need the lock returns whatever the timing. */
+static void a_large_free_does_not_wait_for_its_shards_lock(void)
+{
+    size_t size = (size_t)300 << 10;   /* 5 chunks, not of its whole run: no CPU's cache takes it */
+    hand_block = nodal_malloc(size);
+    EXPECT(hand_block != NULL, "a large block of %zu bytes", size);
+    size_t bytes = nodal_malloc_usable_size(hand_block);
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, free_when_told, NULL) == 0, "a thread");
+    nd_lock_t *l = nd_large_lock_of(hand_block);
+    nd_lock(l);
+    size_t before = nd_load_relaxed(&nd_gauge.active);
+    pthread_mutex_lock(&hand_mu);
+    hand_go = 1;
+    pthread_cond_broadcast(&hand_cv);
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += 60;
+    while (!hand_done && pthread_cond_timedwait(&hand_cv, &hand_mu, &until) == 0)
+        ;
+    int done = hand_done;
+    pthread_mutex_unlock(&hand_mu);
+    size_t held = nd_load_relaxed(&nd_gauge.active);
+    nd_unlock(l);
+    pthread_join(t, NULL);
+    EXPECT(done, "the free of a block of %zu bytes returned while its shard's lock was held", bytes);
+    EXPECT(held == before, "the deferred block still active while the lock is held: %zu, was %zu", held, before);
+    EXPECT(nd_large_is_valid(), "the large pools valid with a deferred free");
+    nodal_collect(1);
+    size_t after = nd_load_relaxed(&nd_gauge.active);
+    EXPECT(after + bytes <= before, "the deferred block given back by nodal_collect: active %zu, was %zu (%zu bytes)",
+           after, before, bytes);
+    EXPECT(nd_large_is_valid(), "the large pools valid after");
+}
+
+/* Runs the calling thread on CPU c only; false when it may not. */
+static bool run_on(int c)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(c, &set);
+    return sched_setaffinity(0, sizeof set, &set) == 0 && sched_getcpu() == c;
+}
+
+/* On two CPUs of different shards (CPU modulo ND_LARGE_SHARDS), the same
+   thread's large blocks come from two shards, each with its own lock (on
+   main 39094ac: one pool, one lock). */
+static void threads_on_cpus_of_two_shards_take_blocks_from_two_shards(void)
+{
+    cpu_set_t was;
+    EXPECT(sched_getaffinity(0, sizeof was, &was) == 0, "the thread's CPUs");
+    int a = -1, b = -1;
+    for (int c = 0; c < CPU_SETSIZE && b < 0; c++)
+        if (CPU_ISSET(c, &was)) {
+            if (a < 0)
+                a = c;
+            else if (ND_LARGE_SHARDS == 1 || c % ND_LARGE_SHARDS != a % ND_LARGE_SHARDS)
+                b = c;   /* (one shard: any other CPU, whose blocks then share its lock) */
+        }
+    if (b < 0)
+        SKIP("needs two CPUs of different shards (CPU modulo %d)", ND_LARGE_SHARDS);
+    if (!run_on(a))
+        SKIP("cannot run on CPU %d", a);
+    if (nd_os_current_cpu_fast() != a)
+        SKIP("no restartable-sequences CPU number (shard 0's blocks only)");
+    void *p = nodal_malloc((size_t)300 << 10);
+    if (!run_on(b))
+        SKIP("cannot run on CPU %d", b);
+    void *q = nodal_malloc((size_t)300 << 10);
+    sched_setaffinity(0, sizeof was, &was);
+    EXPECT(p != NULL && q != NULL, "two large blocks");
+    EXPECT(nd_large_lock_of(p) != nd_large_lock_of(q),
+           "blocks asked for on CPU %d and on CPU %d come from shards of their own locks", a, b);
+    nodal_free(p);
+    nodal_free(q);
+    nodal_collect(1);
+    EXPECT(nd_large_is_valid(), "the large pools valid");
+}
+
+/* On a CPU of a shard other than the first (CPU modulo ND_LARGE_SHARDS),
+   a block alone in its segment that realloc grows past 1 MiB becomes a
+   huge block where it is (huge.h: nd_huge_from_large), its segment taken
+   off the list of its own shard under that shard's lock (nd_large_leave):
+   the pools stay valid, the segment in no shard's list. When the leave
+   took the first shard's lock and list (as merged from h53l onto main
+   b76e3b4 before this fix), the first shard's list lost a segment it
+   never held and the block's shard kept a huge segment: the checker
+   fails. */
+static void a_block_of_another_shard_grown_past_1_mib_leaves_its_own_shard(void)
+{
+    cpu_set_t was;
+    EXPECT(sched_getaffinity(0, sizeof was, &was) == 0, "the thread's CPUs");
+    int c = -1;
+    for (int i = 0; i < CPU_SETSIZE && c < 0; i++)
+        if (CPU_ISSET(i, &was) && i % ND_LARGE_SHARDS != 0)
+            c = i;
+    if (c < 0)
+        SKIP("needs a CPU of a shard other than the first (CPU modulo %d)", ND_LARGE_SHARDS);
+    if (!run_on(c))
+        SKIP("cannot run on CPU %d", c);
+    if (nd_os_current_cpu_fast() != c)
+        SKIP("no restartable-sequences CPU number (shard 0's blocks only)");
+    size_t from0 = nd_load_relaxed(&nd_gauge.huge_from_large);
+    size_t size = (size_t)600 << 10;
+    unsigned char *p = nodal_malloc(size);
+    EXPECT(p != NULL, "a large block of %zu bytes", size);
+    nd_segment *s = nd_seg_of(p);
+    EXPECT(s != NULL && s->kind == ND_SEG_LARGE && s->shard == (unsigned)c % ND_LARGE_SHARDS && s->used_pages == 1,
+           "the block alone in a large segment of shard %d (CPU %d)", c % ND_LARGE_SHARDS, c);
+    memset(p, 0x5a, size);
+    size_t big = (size_t)2 << 20;
+    unsigned char *q = nodal_realloc(p, big);
+    sched_setaffinity(0, sizeof was, &was);
+    EXPECT(q != NULL, "the block grown to %zu bytes", big);
+    EXPECT(q == p && nd_load_relaxed(&nd_gauge.huge_from_large) - from0 == 1,
+           "the block grown where it was into a huge block (at %p, found at %p; huge_from_large +%zu)", (void *)p,
+           (void *)q, nd_load_relaxed(&nd_gauge.huge_from_large) - from0);
+    EXPECT(q[0] == 0x5a && q[size - 1] == 0x5a, "its bytes kept");
+    EXPECT(nd_large_is_valid(), "the large pools valid without its segment (every shard's list and count)");
+    nodal_free(q);
+    nodal_collect(1);
+    EXPECT(nd_large_is_valid(), "the large pools valid after its free");
+}
+
+/* A thread's free of a block of its own CPU's shard, when the shard's
+   stack of deferred frees is empty and the block is not its segment's
+   last, takes no lock: the block is deferred (still active, flagged
+   in_full) until the shard's next lock. The next free, finding the stack
+   in use, takes the lock and gives both back; the free of a segment's
+   last block gives it back at once (no segment waits on the stack to be
+   emptied). On main b76e3b4, and with h53l's trylock at every free of its
+   own shard, the first free gave its block back at once: the first check
+   fails. */
+static void a_free_of_its_own_shards_block_waits_for_the_shards_next_lock(void)
+{
+    cpu_set_t was;
+    EXPECT(sched_getaffinity(0, sizeof was, &was) == 0, "the thread's CPUs");
+    int c = -1;
+    for (int i = 0; i < CPU_SETSIZE && c < 0; i++)
+        if (CPU_ISSET(i, &was))
+            c = i;
+    if (c < 0 || !run_on(c))
+        SKIP("cannot run on one CPU");
+    if (nd_os_current_cpu_fast() != c)
+        SKIP("no restartable-sequences CPU number");
+    size_t size = (size_t)300 << 10;   /* 5 chunks, not of its whole run: no CPU's cache takes it */
+    void *p[3];
+    for (int i = 0; i < 3; i++) {
+        p[i] = nodal_malloc(size);
+        EXPECT(p[i] != NULL, "a large block of %zu bytes", size);
+    }
+    nd_segment *s = nd_seg_base(p[0]);
+    EXPECT(nd_seg_base(p[1]) == s && nd_seg_base(p[2]) == s && s->used_pages == 3,
+           "the three blocks alone in one segment (%u blocks)", s->used_pages);
+    size_t bytes = nodal_malloc_usable_size(p[0]);
+    size_t a0 = nd_load_relaxed(&nd_gauge.active);
+    nodal_free(p[0]);
+    size_t a1 = nd_load_relaxed(&nd_gauge.active);
+    nodal_free(p[1]);
+    size_t a2 = nd_load_relaxed(&nd_gauge.active);
+    unsigned used = s->used_pages;
+    nodal_free(p[2]);
+    size_t a3 = nd_load_relaxed(&nd_gauge.active);
+    sched_setaffinity(0, sizeof was, &was);
+    EXPECT(a1 == a0, "the first free deferred (active %zu, was %zu)", a1, a0);
+    EXPECT(a2 + 2 * bytes == a0 && used == 1, "the second free to give both back (active %zu, was %zu, %zu bytes "
+           "each; %u blocks left)", a2, a0, bytes, used);
+    EXPECT(a3 + bytes == a2, "the last block's free to give it back at once (active %zu, was %zu)", a3, a2);
+    EXPECT(nd_large_is_valid(), "the large pools valid");
+    nodal_collect(1);
+    EXPECT(nd_large_is_valid(), "the large pools valid after nodal_collect");
+}
+
+/* Two CPUs of different shards (CPU modulo ND_LARGE_SHARDS), the first
+   the calling thread may run on: false (the case skips) when there are
+   none, or the thread cannot run on them, or has no rseq CPU number. */
+static bool two_shards(cpu_set_t *was, int *a, int *b)
+{
+    if (ND_LARGE_SHARDS == 1 || sched_getaffinity(0, sizeof *was, was) != 0)
+        return false;
+    *a = *b = -1;
+    for (int c = 0; c < CPU_SETSIZE && *b < 0; c++)
+        if (CPU_ISSET(c, was)) {
+            if (*a < 0)
+                *a = c;
+            else if (c % ND_LARGE_SHARDS != *a % ND_LARGE_SHARDS)
+                *b = c;
+        }
+    return *b >= 0 && run_on(*a) && nd_os_current_cpu_fast() == *a;
+}
+
+/* Bytes of a block of k chunks that no CPU's cache keeps (not its whole
+   run: large.h). */
+static size_t chunks_less_a_page(unsigned k) { return ((size_t)k << ND_CHUNK_SHIFT) - 4096; }
+
+/* A shard with no free run that fits takes another shard's free run, not
+   resident (purged by nodal_collect), before it maps a second segment:
+   the shards together hold no more segments than one pool
+   (nd_large_borrow). Shard a's segment is full; shard b's full but for 3
+   chunks, which the purge leaves without memory; on CPU a a block of 3
+   chunks lands in those 3. On branch h57l (e24c3bd: another shard's
+   resident runs only) it got a new segment; one pool (main 5f90bfb) put
+   it there too. */
+static void a_shard_with_no_room_takes_another_shards_free_run_before_a_new_segment(void)
+{
+    cpu_set_t was;
+    int a, b;
+    if (!two_shards(&was, &a, &b)) {
+        sched_setaffinity(0, sizeof was, &was);
+        SKIP("needs two CPUs of different shards (CPU modulo %d) and their rseq CPU number", ND_LARGE_SHARDS);
+    }
+    void *x[10];
+    for (int i = 0; i < 9; i++) {
+        if (i == 0 || i == 5)
+            EXPECT(run_on(i == 0 ? a : b), "the thread on CPU %d", i == 0 ? a : b);
+        x[i] = nodal_malloc(chunks_less_a_page(i == 4 ? 3 : 15));
+        EXPECT(x[i] != NULL && nd_seg_base(x[i]) == nd_seg_base(x[i < 5 ? 0 : 5]), "block %d in its shard's segment", i);
+    }
+    nd_segment *sa = nd_seg_base(x[0]), *s = nd_seg_base(x[5]);
+    EXPECT(sa != s && sa->free_mask == 0 && sa->shard == (unsigned)a % ND_LARGE_SHARDS, "shard %d's segment full",
+           a % ND_LARGE_SHARDS);
+    EXPECT(s->shard == (unsigned)b % ND_LARGE_SHARDS && nd_popcount64(s->free_mask) == 3,
+           "shard %d's segment with 3 free chunks (%d)", b % ND_LARGE_SHARDS, nd_popcount64(s->free_mask));
+    nodal_collect(1);
+    EXPECT((s->free_mask & s->committed) == 0, "its free chunks purged (not resident)");
+    EXPECT(run_on(a), "the thread on CPU %d", a);
+    x[9] = nodal_malloc(chunks_less_a_page(3));
+    sched_setaffinity(0, sizeof was, &was);
+    EXPECT(x[9] != NULL, "a block of 3 chunks on CPU %d", a);
+    EXPECT(nd_seg_base(x[9]) == s, "the block of shard %d's CPU in the free run of shard %d's segment %p, not in a "
+           "new segment (%p, shard %u)", a % ND_LARGE_SHARDS, b % ND_LARGE_SHARDS, (void *)s,
+           (void *)nd_seg_base(x[9]), nd_seg_base(x[9])->shard);
+    EXPECT(nd_large_is_valid(), "the large pools valid");
+    for (int i = 0; i < 10; i++)
+        nodal_free(x[i]);
+    nodal_collect(1);
+    EXPECT(nd_large_is_valid(), "the large pools valid after the frees");
+}
+
+/* A segment that empties while another shard holds the pool's spare
+   empty segment: the pool keeps the one that holds more memory and gives
+   back the other, as one pool gave back its least resident empty
+   segment (nd_large_trim). Shard b's spare is purged (nodal_collect);
+   shard a's segment empties with its block's memory resident: it stays
+   a large segment of shard a. On branch h57l (e24c3bd) it went to the
+   node's cache at once, its memory with it, and the purged spare
+   stayed for the next blocks to fault in. */
+static void a_segment_emptied_while_another_shard_holds_the_spare_stays_if_it_holds_more(void)
+{
+    cpu_set_t was;
+    int a, b;
+    if (!two_shards(&was, &a, &b)) {
+        sched_setaffinity(0, sizeof was, &was);
+        SKIP("needs two CPUs of different shards (CPU modulo %d) and their rseq CPU number", ND_LARGE_SHARDS);
+    }
+    /* Shard b's segment, full, so that shard a maps one of its own. */
+    EXPECT(run_on(b), "the thread on CPU %d", b);
+    void *x[5];
+    for (int i = 0; i < 5; i++) {
+        x[i] = nodal_malloc(chunks_less_a_page(i < 4 ? 15 : 3));
+        EXPECT(x[i] != NULL && nd_seg_base(x[i]) == nd_seg_base(x[0]), "block %d in one segment", i);
+    }
+    nd_segment *e = nd_seg_base(x[0]);
+    EXPECT(e->free_mask == 0, "shard %d's segment full", b % ND_LARGE_SHARDS);
+    EXPECT(run_on(a), "the thread on CPU %d", a);
+    unsigned char *y = nodal_malloc(chunks_less_a_page(5));
+    EXPECT(y != NULL, "a block of 5 chunks");
+    memset(y, 1, chunks_less_a_page(5));
+    nd_segment *s = nd_seg_base(y);
+    EXPECT(s != e && s->shard == (unsigned)a % ND_LARGE_SHARDS, "the block in a segment of shard %d",
+           a % ND_LARGE_SHARDS);
+    /* Shard b's segment emptied: the pool's spare, purged. */
+    EXPECT(run_on(b), "the thread on CPU %d", b);
+    for (int i = 0; i < 5; i++)
+        nodal_free(x[i]);
+    nodal_collect(1);
+    EXPECT(e->kind == ND_SEG_LARGE && e->used_pages == 0 && (e->committed & ~(uint64_t)1) == 0,
+           "shard %d's segment empty and purged, the pool's spare", b % ND_LARGE_SHARDS);
+    /* Shard a's segment empties, its block's 5 chunks resident. */
+    EXPECT(run_on(a), "the thread on CPU %d", a);
+    nodal_free(y);
+    sched_setaffinity(0, sizeof was, &was);
+    EXPECT(s->kind == ND_SEG_LARGE && s->used_pages == 0 && s->shard == (unsigned)a % ND_LARGE_SHARDS,
+           "the segment just emptied, its memory resident, kept by shard %d (kind %d)", a % ND_LARGE_SHARDS,
+           (int)s->kind);
+    EXPECT(nd_large_is_valid(), "the large pools valid, one empty segment over their shards");
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(secure_runs_need_the_fewest_mprotect_calls_and_start_lowest),
     ND_CASE(secure_aligned_blocks_keep_their_guards_and_the_pools_valid),
     ND_CASE(a_bound_block_being_populated_leaves_the_pools_valid),
+    ND_CASE(a_large_free_does_not_wait_for_its_shards_lock),
+    ND_CASE(threads_on_cpus_of_two_shards_take_blocks_from_two_shards),
+    ND_CASE(a_block_of_another_shard_grown_past_1_mib_leaves_its_own_shard),
+    ND_CASE(a_free_of_its_own_shards_block_waits_for_the_shards_next_lock),
+    ND_CASE(a_shard_with_no_room_takes_another_shards_free_run_before_a_new_segment),
+    ND_CASE(a_segment_emptied_while_another_shard_holds_the_spare_stays_if_it_holds_more),
 };
 ND_MAIN(cases)
