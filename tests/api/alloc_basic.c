@@ -929,7 +929,13 @@ static const char *small_samples_of_two_threads(const char *san)
    bound is one page over it). On main 882520c: 140 KiB (the sample
    functions of tcache.c, thread.c and route.c and large.c's path spread
    over 8 pages of the text between the code every process runs and the
-   profile's files: 13 pages). */
+   profile's files: 13 pages). Raised to 136 KiB at stop 55: the code
+   every process runs grew by a page (h58b's pooled-record functions in
+   the hot text: 26 pages resident here, 25 before) and the sample section
+   by 4 KiB (h58l: the large pool's shards borrow each other's runs and
+   give back the least resident empty segment, code a sample's slab runs:
+   8 pages with the profile's files, 7 before): 34 pages, 136 KiB, the
+   bound at it; a sample's code still lies on 8 pages at the end. */
 static void the_code_a_sample_runs_lies_on_few_pages(void)
 {
     const char *lib = small_samples_of_two_threads("decides which code runs");
@@ -940,7 +946,7 @@ static void the_code_a_sample_runs_lies_on_few_pages(void)
     long ps = sysconf(_SC_PAGESIZE);
     long all = mappings_resident_pages(map, 0, maps);
     EXPECT(maps > 1, "nodal's code (%s) to be more than one mapping with the profile on", obj);
-    EXPECT(all * ps <= 132 * 1024, "at most 132 KiB of nodal's code (%s) to be resident after small samples of two "
+    EXPECT(all * ps <= 136 * 1024, "at most 136 KiB of nodal's code (%s) to be resident after small samples of two "
            "threads (the code every process runs, 88 KiB, and the samples' own), got %ld KiB (%d mappings)", obj,
            all * ps / 1024, maps);
 }
