@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """ab.py - a quick side-by-side of allocators on one program, interleaved.
 
-    bench/ab.py [--field F]... [--ratio A/B]... REPS NAME=LIB[:OPTIONS] ... -- PROGRAM ARGS...
+    bench/ab.py [--field F]... [--ratio A/B]... [--line K=V]... REPS NAME=LIB[:OPTIONS] ... -- PROGRAM ARGS...
 
 Runs PROGRAM REPS times under each allocator, rotating the order every
 repetition (so a burst of load on a shared machine hits every allocator),
@@ -25,6 +25,11 @@ ratios (each repetition runs every allocator once, back to back).
 config A's value over config B's within each repetition (their median and
 quartiles): e.g. the heap profile's cost in two libraries, each against its
 own default, in one interleaved run (on/off and main_on/main_off).
+
+--line K=V (before the configs; repeatable) reads the --field values only
+from the output lines that have every K=V given, as words: one row of a
+program that prints several (`--line size=1024` for micro's 1 KiB row of
+`-s 8,...,4096`). Without it a field's first occurrence in the output counts.
 
 Example (nodal's build against tcmalloc and glibc on Larson at 8 threads):
     bench/ab.py 5 nodal=build/libnodal.so tc=tc glibc=glibc -- \\
@@ -79,8 +84,13 @@ def main(argv):
         usage()
     sep = argv.index("--")
     fields, pairs = [], []
-    while len(argv) > 2 and argv[1] in ("--field", "--ratio"):
-        if argv[1] == "--field":
+    lines = []
+    while len(argv) > 2 and argv[1] in ("--field", "--ratio", "--line"):
+        if argv[1] == "--line":
+            if "=" not in argv[2]:
+                sys.exit("ab.py: --line wants K=V")
+            lines.append(argv[2])
+        elif argv[1] == "--field":
             fields.append(argv[2])
         else:
             a, _, b = argv[2].partition("/")
@@ -119,8 +129,10 @@ def main(argv):
             proc.returncode = os.waitstatus_to_exitcode(status)
             if proc.returncode != 0:
                 sys.exit("ab.py: %s under %s exited with %d:\n%s" % (cmd[0], name, proc.returncode, text))
+            picked = text if not lines else "\n".join(
+                ln for ln in text.splitlines() if all(kv in ln.split() for kv in lines))
             for f in fields:
-                v = re.search(r"\b%s=([0-9.]+)" % re.escape(f), text)
+                v = re.search(r"\b%s=([0-9.]+)" % re.escape(f), picked)
                 own[(name, f)].append(float(v.group(1)) if v else float("nan"))
             m = re.search(r"peak_rss_mib=([0-9.]+)", text)
             rss = float(m.group(1)) if m else ru.ru_maxrss / 1024.0
