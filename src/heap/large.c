@@ -73,6 +73,12 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_large_pool {
        their descriptors, a stack linked through xnext (pushed with
        compare-and-swap, taken whole by nd_large_drain under the lock). */
     nd_aligned(ND_CACHE_LINE) nd_page *pending;
+    /* Debug builds (ND_DEBUG >= 2) only: deferrals under way, each from
+       before it marks its block (in_full) until the block is on `pending`
+       (sequentially consistent both ways): a block marked and not yet on
+       the stack is valid while it is nonzero (nd_large_is_valid, which
+       holds the lock that a deferral does not take). 0 in other builds. */
+    uint32_t  deferring;
     /* The CPUs' caches of freed blocks (large.h), a line each. */
     nd_large_cpucache cpu[ND_LARGE_SHARD_CPUS];
 } nd_large_pool;
@@ -1251,14 +1257,21 @@ nd_large_path static size_t nd_large_defer(nd_large_pool *pool, nd_page *pg, voi
 {
     if (!nd_load_relaxed(&pg->in_use) || pg->start != (uint8_t *)p)
         return 0;
+    if (ND_DEBUG >= 2)
+        __atomic_add_fetch(&pool->deferring, 1, __ATOMIC_SEQ_CST);
     uint8_t no = 0;
-    if (!__atomic_compare_exchange_n(&pg->in_full, &no, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
+    if (!__atomic_compare_exchange_n(&pg->in_full, &no, 1, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED)) {
+        if (ND_DEBUG >= 2)
+            __atomic_sub_fetch(&pool->deferring, 1, __ATOMIC_SEQ_CST);
         return 0;
+    }
     size_t bytes = nd_load_relaxed(&pg->block_size);
     nd_page *top = nd_load_relaxed(&pool->pending);
     do
         pg->xnext = top;
     while (!__atomic_compare_exchange_n(&pool->pending, &top, pg, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED));
+    if (ND_DEBUG >= 2)
+        __atomic_sub_fetch(&pool->deferring, 1, __ATOMIC_SEQ_CST);
     /* Once more (retry: a free of this CPU's shard that found its lock
        held): the holder may have let go meanwhile (and looked at the
        stack before this push). */
@@ -1606,7 +1619,8 @@ bool nd_large_is_valid(void)
                     bool filling = s->bound && (run & ~s->committed) != 0;
                     ok = pg->reserved >= 1 && i + pg->reserved <= 64 && (covered & run) == 0 &&
                          (!nd_load_relaxed(&pg->in_full) || nd_large_keepable(bs) ||
-                          nd_large_cacheable(bs, pg->reserved) || nd_large_is_pending(pool, pg)) &&
+                          nd_large_cacheable(bs, pg->reserved) || nd_large_is_pending(pool, pg) ||
+                          __atomic_load_n(&pool->deferring, __ATOMIC_SEQ_CST) != 0) &&
                          pg->start == (uint8_t *)s + ((size_t)i << ND_CHUNK_SHIFT) &&
                          nd_chunks_of(bs + nd_seg_guard) <= pg->reserved &&
                          (nd_seg_guard == 0 || filling || nd_chunks_of(bs + nd_seg_guard) == pg->reserved);
