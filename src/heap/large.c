@@ -123,7 +123,11 @@ static inline void nd_large_lock(nd_large_pool *pool)
 }
 
 /* Shard sh's index in its pool. */
-static inline unsigned nd_large_shard_index(const nd_large_pool *pool);
+static inline unsigned nd_large_shard_index(const nd_large_pool *pool)
+{
+    return (unsigned)(pool - &nd_large_pools[0][0][0]) % ND_LARGE_SHARDS;
+}
+
 /* Do other shards of pool's (node, kind) hold segments (their hints, read
    without their locks)? */
 static bool nd_large_others_used(const nd_large_pool *pool)
@@ -133,12 +137,6 @@ static bool nd_large_others_used(const nd_large_pool *pool)
         if (first + i != pool && nd_load_relaxed(&first[i].hint) != 0)
             return true;
     return false;
-}
-
-/* Shard sh's index in its pool. */
-static inline unsigned nd_large_shard_index(const nd_large_pool *pool)
-{
-    return (unsigned)(pool - &nd_large_pools[0][0][0]) % ND_LARGE_SHARDS;
 }
 
 /* Empty segments the other shards of pool's (node, kind) hold, read
@@ -151,6 +149,15 @@ static unsigned nd_large_others_empty(const nd_large_pool *pool)
         if (first + i != pool)
             n += nd_load_relaxed(&first[i].empty);
     return n;
+}
+
+/* Takes empty segment s out of shard pool (for its node, or an
+   address-space release). Under the lock. */
+static inline void nd_large_seg_out(nd_large_pool *pool, nd_segment *s)
+{
+    nd_list_remove(&pool->segs, s);
+    nd_sub_relaxed(&pool->hint, 1);
+    nd_sub_relaxed(&pool->empty, 1);
 }
 
 static size_t nd_round_os(size_t n)
@@ -509,9 +516,7 @@ static size_t nd_large_release_pool(nd_large_pool *pool, nd_segment **gone)
     for (nd_segment *s = pool->segs.first; s != NULL; s = next) {
         next = s->next;
         if (s->used_pages == 0) {
-            nd_list_remove(&pool->segs, s);
-            nd_sub_relaxed(&pool->hint, 1);
-            nd_sub_relaxed(&pool->empty, 1);
+            nd_large_seg_out(pool, s);
             freed += nd_seg_mapped_bytes(s);
             s->next = *gone;
             *gone = s;
@@ -1046,11 +1051,8 @@ nd_large_path static void *nd_large_alloc_at(int node, bool bound, size_t size, 
            the pool keeps its spares, and gives back its least resident
            empty segment past them (nd_large_cleanest_empty). */
         nd_segment *extra = pool->empty > nd_large_spare() ? nd_large_cleanest_empty(pool, NULL) : NULL;
-        if (extra != NULL) {
-            nd_list_remove(&pool->segs, extra);
-            nd_sub_relaxed(&pool->hint, 1);
-            nd_sub_relaxed(&pool->empty, 1);
-        }
+        if (extra != NULL)
+            nd_large_seg_out(pool, extra);
         nd_large_unlock(pool);
         if (extra != NULL)
             nd_large_seg_release(extra);
@@ -1218,9 +1220,7 @@ static bool nd_large_trim_one(nd_large_pool *o, unsigned most)
         nd_segment *e = nd_large_cleanest_empty(o, NULL);
         if ((unsigned)nd_popcount64(e->committed & ~(uint64_t)1) <= most) {
             release = e;
-            nd_list_remove(&o->segs, e);
-            nd_sub_relaxed(&o->hint, 1);
-            nd_sub_relaxed(&o->empty, 1);
+            nd_large_seg_out(o, e);
         }
     }
     nd_large_unlock(o);
