@@ -60,8 +60,10 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_large_pool {
        (its request then goes to a mapping of its own, route.c). */
     uint64_t  full_at;
     /* Segments a drain of `pending` took out of the shard (one empty
-       segment too many), linked through next: given back to their node
-       by the unlock, without the lock (under the lock). */
+       segment too many), and segments a request brought that a run
+       found after all made unneeded (nd_large_recheck: never in a
+       shard), linked through next, none with a block: given back to
+       their node by the unlock, without the lock (under the lock). */
     nd_segment *gone;
     /* A segment of this shard emptied while the pool's spare was another
        shard's (nd_large_emptied): 1 + its resident chunks then, for the
@@ -250,6 +252,7 @@ static void nd_large_give(nd_segment *s, unsigned i, unsigned k, uint64_t now)
 
 #if ND_DEBUG >= 2
 void (*nd_large_commit_hook)(void);
+void (*nd_large_grow_hook)(nd_segment *fresh);
 #endif
 
 #define ND_LARGE_SCAN 4   /* segments with a free run of the size looked at for one without system calls */
@@ -828,6 +831,38 @@ nd_large_path static nd_noinline nd_large_pool *nd_large_borrow(nd_large_pool *p
     return NULL;
 }
 
+/* A segment was brought for a block of k chunks (at a multiple of step)
+   with shard pool's lock released, and the lock is held again: does a
+   run fit now, one that a block freed meanwhile left or in a segment
+   another thread brought meanwhile? pool (its lock held, *seg = NULL)
+   when one of its own segments has a free run that fits (the search of
+   nd_large_alloc_at, still under the lock, finds it); another shard of
+   its (node, kind) with its lock held (pool's released) and *seg, *at
+   its free run (nd_large_borrow: default mode, and not for a shard's
+   first segment, as there); NULL with pool's lock held when none fits.
+   Two threads that found no room at once, on CPUs of two shards, each
+   brought a segment where one served both. Only after a segment was
+   brought: the growth path's, not the path of every block. */
+nd_large_path static nd_noinline nd_large_pool *nd_large_recheck(nd_large_pool *pool, unsigned k, unsigned step,
+                                                                 nd_segment **seg, unsigned *at)
+{
+    *seg = NULL;
+    if (nd_seg_guard != 0) {
+        unsigned i, len = k;
+        return nd_large_find_guarded(pool, k, step, &i, &len) != NULL ? pool : NULL;
+    }
+    for (nd_segment *s = pool->segs.first; s != NULL; s = s->next)
+        if (nd_large_find(s->free_mask, k, step) < 64)
+            return pool;
+    if (pool->segs.count == 0 || !nd_large_others_used(pool))
+        return NULL;
+    nd_large_unlock(pool);
+    nd_large_pool *o = nd_large_borrow(pool, k, step, false, seg, at);
+    if (o == NULL)
+        nd_large_lock(pool);
+    return o;
+}
+
 nd_large_path void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t *bytes)
 {
     return nd_large_alloc_at(node, bound, size, alignment, false, bytes);
@@ -840,6 +875,38 @@ void *nd_large_alloc_grown(int node, bool bound, size_t size, size_t *bytes)
 {
     bool grown = nd_seg_guard == 0 ? nd_large_whole_chunks() : !nd_os_space_limit_seen();
     return nd_large_alloc_at(node, bound, size, 0, grown, bytes);
+}
+
+/* Segment s was brought (without the lock) for a block of k chunks (at
+   a multiple of step) that no run of shard pool fitted, the growth path
+   of nd_large_alloc_at, out of line: pool's lock is taken again, and
+   while s was brought another thread may have freed a block or brought a
+   segment of its own. When a run fits now (nd_large_recheck), s goes back
+   to its node unused, given back by the unlock of the shard whose lock
+   is held, and the run serves the request; else s joins pool. Returns the
+   shard whose lock is held: with *seg, *at the run (another shard's) to
+   take, or with *seg = NULL for the caller to search pool again (s in it,
+   or a run of pool's own that fits). */
+nd_large_path static nd_noinline nd_large_pool *nd_large_add(nd_large_pool *pool, nd_segment *s, unsigned k,
+                                                             unsigned step, nd_segment **seg, unsigned *at)
+{
+    s->free_mask &= ~(uint64_t)1;   /* chunk 0: the header */
+#if ND_DEBUG >= 2
+    if (nd_large_grow_hook != NULL)
+        nd_large_grow_hook(s);
+#endif
+    nd_large_lock(pool);
+    nd_large_pool *o = nd_large_recheck(pool, k, step, seg, at);
+    if (o != NULL) {
+        s->next = o->gone;
+        o->gone = s;
+        return o;
+    }
+    nd_list_push_back(&pool->segs, s);   /* last: the older ones' holes first (large.h) */
+    s->shard = (uint8_t)nd_large_shard_index(pool);
+    nd_add_relaxed(&pool->hint, 1);
+    nd_add_relaxed(&pool->empty, 1);
+    return pool;
 }
 
 /* nd_large_alloc; grown: a block realloc grows (nd_large_whole_chunks
@@ -1024,13 +1091,9 @@ nd_large_path static void *nd_large_alloc_at(int node, bool bound, size_t size, 
                 errno = ENOMEM;
                 return NULL;
             }
-            s->free_mask &= ~(uint64_t)1;   /* chunk 0: the header */
-            nd_large_lock(pool);
-            nd_list_push_back(&pool->segs, s);   /* last: the older ones' holes first (large.h) */
-            s->shard = (uint8_t)nd_large_shard_index(pool);
-            nd_add_relaxed(&pool->hint, 1);
-            nd_add_relaxed(&pool->empty, 1);
-            continue;
+            pool = nd_large_add(pool, s, k, step, &s, &i);   /* its lock held */
+            if (s == NULL)
+                continue;
         }
         void *p = nd_large_take(pool, s, i, k, usable);
         if (nd_large_commit(pool, s, p, need) != 0) {
@@ -1647,6 +1710,10 @@ bool nd_large_is_valid(void)
             }
             ok = ok && empty == pool->empty && empty <= nd_large_spare() && count == pool->segs.count &&
                  count == nd_load_relaxed(&pool->hint);
+            /* The segments the unlock gives back: large, of this (node,
+               kind), without a block. */
+            for (nd_segment *s = pool->gone; s != NULL && ok; s = s->next)
+                ok = s->kind == ND_SEG_LARGE && s->node == node && s->bound == b && s->used_pages == 0;
             nd_unlock(nd_pool_lock(pool));
         }
     }

@@ -31,7 +31,10 @@
  * touch no more memory than one pool: a shard with no resident run that
  * fits takes one of another shard's (nd_large_borrow, large.c) before it
  * faults in chunks, and a shard with no free run that fits takes any of
- * another shard's before it maps a segment past its first; a miss drains
+ * another shard's before it maps a segment past its first (and looks
+ * again once it brought one: a run a block freed meanwhile left, or one in
+ * a segment another shard brought meanwhile, serves the request, and the
+ * new segment goes back to its node unused, nd_large_recheck); a miss drains
  * the CPUs' caches of every shard; and the pool keeps ND_LARGE_SPARE
  * empty segments over all its shards, giving back the least resident
  * empty segment whichever shard holds it (nd_large_trim, large.c).
@@ -309,5 +312,10 @@ bool   nd_large_is_valid(void) nd_hidden;
    populated with its pool's lock released (nd_large_commit), so that a
    test can look at the pools meanwhile. Release builds do not define it. */
 extern void (*nd_large_commit_hook)(void) nd_hidden;
+/* Debug builds (ND_DEBUG >= 2; tests): called when a pool has brought
+   segment `fresh` for a block, before it takes its shard's lock again
+   (large.c: nd_large_recheck), so that a test can free or allocate
+   meanwhile. Release builds do not define it. */
+extern void (*nd_large_grow_hook)(nd_segment *fresh) nd_hidden;
 
 #endif /* ND_LARGE_H */

@@ -28,6 +28,7 @@
 #include "large.h"
 #include "lock.h"
 #include "nodal.h"
+#include "node.h"
 #include "os.h"
 #include "segment.h"
 #include "topo.h"
@@ -507,6 +508,81 @@ static void a_segment_emptied_while_another_shard_holds_the_spare_stays_if_it_ho
     EXPECT(nd_large_is_valid(), "the large pools valid, one empty segment over their shards");
 }
 
+/* The race of two threads that find no room at once on CPUs of two
+   shards, played by one thread: on CPU a, whose shard's segment is full,
+   a block of 3 chunks has its shard bring a segment; meanwhile (the
+   grow hook, the shard's lock released) a block asked for on CPU b has
+   shard b map a segment of its own, 5 of its chunks taken. The block of
+   CPU a then takes a free run of that segment (nd_large_recheck), and
+   the segment its shard brought goes back to its node's cache unused.
+   On main 35b5b2d the block went into the segment its shard brought: two
+   segments for 8 chunks of blocks. */
+static cpu_set_t grow_was;
+static int grow_a, grow_b, grow_calls;
+static void *grow_other;
+static nd_segment *grow_fresh;
+
+static void bring_another_shards_segment(nd_segment *fresh)
+{
+    nd_large_grow_hook = NULL;   /* the block below brings one too */
+    grow_calls++;
+    grow_fresh = fresh;
+    if (run_on(grow_b))
+        grow_other = nodal_malloc(chunks_less_a_page(5));
+    run_on(grow_a);
+}
+
+static void a_segment_another_shard_brought_meanwhile_serves_a_request_and_the_new_one_goes_back(void)
+{
+    int a, b;
+    if (!two_shards(&grow_was, &a, &b)) {
+        sched_setaffinity(0, sizeof grow_was, &grow_was);
+        SKIP("needs two CPUs of different shards (CPU modulo %d) and their rseq CPU number", ND_LARGE_SHARDS);
+    }
+    grow_a = a;
+    grow_b = b;
+    /* Shard a's segment, full. */
+    void *x[5];
+    for (int i = 0; i < 5; i++) {
+        x[i] = nodal_malloc(chunks_less_a_page(i < 4 ? 15 : 3));
+        EXPECT(x[i] != NULL && nd_seg_base(x[i]) == nd_seg_base(x[0]), "block %d in one segment", i);
+    }
+    nd_segment *sa = nd_seg_base(x[0]);
+    EXPECT(sa->free_mask == 0 && sa->shard == (unsigned)a % ND_LARGE_SHARDS, "shard %d's segment full",
+           a % ND_LARGE_SHARDS);
+    nd_node_counts c0, c1;
+    nd_node_counts_get(sa->node, false, &c0);
+    size_t cached0 = nd_load_relaxed(&nd_gauge.segments_cached);
+    nd_large_grow_hook = bring_another_shards_segment;
+    void *y = nodal_malloc(chunks_less_a_page(3));
+    nd_large_grow_hook = NULL;
+    int cpu = sched_getcpu();
+    nd_node_counts_get(sa->node, false, &c1);
+    size_t cached1 = nd_load_relaxed(&nd_gauge.segments_cached);
+    sched_setaffinity(0, sizeof grow_was, &grow_was);
+    EXPECT(grow_calls == 1 && grow_fresh != NULL, "shard %d brought a segment (%d times)", a % ND_LARGE_SHARDS,
+           grow_calls);
+    EXPECT(cpu == a, "the thread back on CPU %d (on %d)", a, cpu);
+    EXPECT(grow_other != NULL, "a block of 5 chunks on CPU %d meanwhile", b);
+    nd_segment *sb = nd_seg_base(grow_other);
+    EXPECT(sb != sa && sb != grow_fresh && sb->shard == (unsigned)b % ND_LARGE_SHARDS,
+           "that block in a segment of shard %d's own (%p, shard %u)", b % ND_LARGE_SHARDS, (void *)sb, sb->shard);
+    EXPECT(y != NULL, "a block of 3 chunks on CPU %d", a);
+    EXPECT(nd_seg_base(y) == sb, "the block of CPU %d in the free run of the segment shard %d brought meanwhile "
+           "(%p), not in the one its own shard brought (%p): found in %p", a, b % ND_LARGE_SHARDS, (void *)sb,
+           (void *)grow_fresh, (void *)nd_seg_base(y));
+    EXPECT(cached1 == cached0 + 1 && c1.cached == c0.cached + 1,
+           "the segment shard %d brought given back to its node's cache unused (segments_cached +%zu, cached %zu "
+           "-> %zu)", a % ND_LARGE_SHARDS, cached1 - cached0, c0.cached, c1.cached);
+    EXPECT(nd_large_is_valid(), "the large pools valid");
+    for (int i = 0; i < 5; i++)
+        nodal_free(x[i]);
+    nodal_free(grow_other);
+    nodal_free(y);
+    nodal_collect(1);
+    EXPECT(nd_large_is_valid(), "the large pools valid after the frees");
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(secure_runs_need_the_fewest_mprotect_calls_and_start_lowest),
     ND_CASE(secure_aligned_blocks_keep_their_guards_and_the_pools_valid),
@@ -517,5 +593,6 @@ static const struct nd_case cases[] = {
     ND_CASE(a_free_of_its_own_shards_block_waits_for_the_shards_next_lock),
     ND_CASE(a_shard_with_no_room_takes_another_shards_free_run_before_a_new_segment),
     ND_CASE(a_segment_emptied_while_another_shard_holds_the_spare_stays_if_it_holds_more),
+    ND_CASE(a_segment_another_shard_brought_meanwhile_serves_a_request_and_the_new_one_goes_back),
 };
 ND_MAIN(cases)
