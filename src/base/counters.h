@@ -129,8 +129,8 @@
     X(full_size_flushes,   COUNTER, CLASS,   CLASS,   COUNT, 0, "overflows of a cache already at its largest capacity") \
     X(direct_allocs,       COUNTER, CLASS,   CLASS,   COUNT, 0, "blocks taken straight from pages (classes without a thread cache)") \
     X(slow_frees,          COUNTER, CLASS,   CLASS,   COUNT, 0, "frees by the owner that reached a page through the slow path (no cache, or checks on)") \
-    X(sampled_cells,       COUNTER, CLASS,   CLASS,   COUNT, 0, "prof=1: sampled requests of the class served by a cell of a sample slab (prof_slab_bytes), not by its pages; counted in requests") \
-    X(sampled_cell_frees,  COUNTER, CLASS,   CLASS,   COUNT, 0, "prof=1: frees of those cells, by any thread; counted in frees") \
+    X(sampled_cells,       COUNTER, CLASS,   GAUGE,   COUNT, 0, "prof=1: sampled requests of the class served by a cell of a sample slab (prof_slab_bytes), not by its pages; counted in requests") \
+    X(sampled_cell_frees,  COUNTER, CLASS,   GAUGE,   COUNT, 0, "prof=1: frees of those cells, by any thread; counted in frees") \
     X(remote_frees,        COUNTER, CLASS,   CLASS,   COUNT, 1, "blocks of pages other threads own, given back to their page by the thread that freed them") \
     X(remote_pushes,       COUNTER, CLASS,   CLASS,   COUNT, 0, "of those, the ones sent at once, one atomic each (no cache of their kind, or it had no room); the others went in chains, one atomic per page, from the freeing thread's cache") \
     X(xfer_puts,           COUNTER, CLASS,   BIN,     COUNT, 0, "overflows of a thread cache that put blocks in the transfer store of its kind of memory (for other caches of that kind to take) instead of sending them to their pages") \

@@ -152,7 +152,11 @@ static nd_noinline nd_sample_path void *nd_route_small_sampled(nd_tcache *tc, un
     if (p == NULL)   /* out of memory, or a signal handler inside the cut: the block of its class, unsampled */
         return nd_tcache_alloc(tc, c);
     nd_tcache_uncount(tc, c);   /* (its bin's count: blocks its cache gave) */
-    nd_count_inc(&nd_heap_cstats(&tc->heap, cell->cls)->sampled_cells);   /* (a freed cell taken again may be of a larger class) */
+    /* (A freed cell taken again may be of a larger class.) The process's
+       count, not the thread's: a sample is rare, and its cache's per-class
+       counters lie on an OS page of their own (tcache.h) that a thread of
+       a few classes does not write otherwise. */
+    nd_add_relaxed(&nd_gauge.sampled_cells[cell->cls], 1);
     cell->slot = nd_prof_put(p, size, nd_class_size[c], tc->heap.node, tc->heap.bound);
     return p;
 }

@@ -413,7 +413,7 @@ typedef struct nd_bin_near {
 _Static_assert(sizeof(nd_bin_near) == 216, "a near record: a cold part of 112 bytes and a room of 12 slots and its sentinel (tcache.h: the cache's pages)");
 
 /* Where the heap's other per-class counters begin in the struct: on its
-   fourth OS page, which they alone take (48 x 80 B), so that a busy
+   fourth OS page, which they alone take (48 x 64 B), so that a busy
    thread whose classes are below 1 KiB (their cold parts in its near
    records and on the second page) and that counts remote frees writes 3
    pages of its struct and not 4 (bench/larson -t 8: after the cold
@@ -447,9 +447,10 @@ _Static_assert(sizeof(nd_bin_near) == 216, "a near record: a cold part of 112 by
  *            their class (nd_bin_info_init, tcache.c)          5.25 KiB
  *    11008   a pad
  *    12288   cstats[48], the heap's other per-class counters,
- *            80 B each (remote frees, slow and direct frees,
- *            ...: counters.h), alone on the fourth OS page     3.75 KiB
- *    16128   tier_hits (cold: the tier calls')
+ *            64 B each (remote frees, slow and direct frees,
+ *            ...: counters.h; a sample's counts are the
+ *            process's, route.c), alone on the fourth OS page  3 KiB
+ *    15360   tier_hits (cold: the tier calls')
  *    20480   the slots (ND_TC_HEAD_BYTES: the struct rounded up to
  *            whole OS pages; a cache with slots is a mapping of its
  *            own, page-aligned, meta.c): the start, middle and large

@@ -815,14 +815,6 @@ void nd_thread_count_huge_alloc(size_t bytes)
     nd_thread_count_block(live, &s->huge_allocs, &s->huge_bytes_allocated, bytes);
 }
 
-nd_sample_path void nd_thread_count_cell_free(unsigned cls)
-{
-    if (nd_tls_thread->state == ND_THREAD_LIVE)
-        nd_count_inc(&nd_heap_cstats(&nd_tls_tc->heap, cls)->sampled_cell_frees);
-    else
-        nd_add_relaxed(&nd_orphan_cls[cls].sampled_cell_frees, 1);
-}
-
 void nd_thread_count_large_resize(long delta)
 {
     bool live = nd_tls_thread->state == ND_THREAD_LIVE;

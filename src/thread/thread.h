@@ -178,8 +178,6 @@ void nd_thread_count_free(bool huge, size_t bytes) nd_hidden;
 /* A huge block made of a large block where it was (realloc: alloc.c),
    counted as a huge block allocated of `bytes`. */
 void nd_thread_count_huge_alloc(size_t bytes) nd_hidden;
-/* prof=1: a sampled cell of class cls freed (slab.h): a free of its class. */
-void nd_thread_count_cell_free(unsigned cls) nd_hidden;
 void nd_thread_count_large_resize(long delta) nd_hidden;
 /* Sums over the records of live, pooled and exited threads into
    cls[ND_CLASS_COUNT], tot and the tier counts tier_from[tier][CPU node]
