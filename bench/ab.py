@@ -11,9 +11,12 @@ system time and peak RSS with their ranges, and of minor page faults and
 context switches (voluntary+involuntary: the child's ru_nvcsw, ru_nivcsw). LIB is a shared library to
 LD_PRELOAD (several: separated by commas), or one of the aliases glibc (no preload), tc, mi, je (Debian
 12's tcmalloc minimal, mimalloc, jemalloc); OPTIONS, after a colon, go into
-NODAL_OPTIONS. Peak RSS is the program's own `peak_rss_mib=` line (every
-program in bench/ prints one), else the kernel's maximum for the run
-(which counts the forked Python before the exec: only a floor).
+NODAL_OPTIONS. Peak RSS is the program's own `peak_rss_mib=` field where it
+prints one (most of bench/'s workloads: their peak as they define it, often
+of their timed part), else the largest `peak_rss_kib=` (VmHWM, which every
+result line of bench/'s programs ends with: micro, nodepair, threadcost,
+alignloop, ... print no peak_rss_mib), else the kernel's maximum for the
+run (which counts the forked Python before the exec: only a floor).
 
 --field NAME (before the configs; repeatable) also reports the program's own
 NAME=VALUE output (e.g. cpu_ns_op: the CPU time of its timed part, without
@@ -135,7 +138,8 @@ def main(argv):
                 v = re.search(r"\b%s=([0-9.]+)" % re.escape(f), picked)
                 own[(name, f)].append(float(v.group(1)) if v else float("nan"))
             m = re.search(r"peak_rss_mib=([0-9.]+)", text)
-            rss = float(m.group(1)) if m else ru.ru_maxrss / 1024.0
+            kib = [float(x) for x in re.findall(r"\bpeak_rss_kib=([0-9]+)", text)]
+            rss = float(m.group(1)) if m else max(kib) / 1024.0 if kib else ru.ru_maxrss / 1024.0
             user, sys_t, faults = ru.ru_utime, ru.ru_stime, ru.ru_minflt
             runs[name].append((user + sys_t, sys_t, faults, rss, ru.ru_nvcsw, ru.ru_nivcsw))
     base = None
