@@ -389,19 +389,10 @@ static nd_noinline nd_segment *nd_node_seg_from_huge(int node, bool bound)
     nd_unlock(nd_node_lock(ns));
     if (s == NULL)
         return nd_node_seg_get(node, bound, ND_SEG_LARGE);
-    /* Its committed chunks: a huge mapping counts committed whole
-       (segment.h: nd_seg_to_huge), but the chunks a large segment's purge
-       gave back before it became one, and those its block never wrote,
-       hold no memory. A plain one's are the chunks the kernel holds
-       memory of, the others no longer counted (marked committed whole,
-       the large pool took them for resident before chunks that were,
-       the statistics counted them, and their purge was a system call for
-       nothing); a node-bound one's all (populated and checked when it was
-       made). Due when the huge cache would have given it back, as
-       nd_node_seg_get gives a cached segment. */
-    uint64_t held = s->bound ? ~(uint64_t)0 : nd_os_resident_units(s, ND_CHUNK_SIZE, 64) | 1;   /* chunk 0: the header */
-    nd_gauge_sub(committed, (size_t)(64 - nd_popcount64(held)) << ND_CHUNK_SHIFT);
-    s->committed = held;
+    /* As nd_node_seg_get gives a cached segment: committed whole (as the
+       huge cache counted it), due when the huge cache would have given it
+       back. */
+    s->committed = ~(uint64_t)0;
     s->purge_mask = s->committed & ~(uint64_t)1;
     s->purge_at = s->cached_at + (uint64_t)nd_opt(ND_OPT_purge_delay);
     s->next = s->prev = NULL;

@@ -644,32 +644,6 @@ size_t nd_os_resident(const void *p, size_t len)
     return n * ps;
 }
 
-uint64_t nd_os_resident_units(const void *p, size_t unit, unsigned n)
-{
-    uint64_t all = n >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << n) - 1, held = 0;
-    uintptr_t ps = nd_os_page_size(), per = unit / ps;
-    int fd = open("/proc/self/pagemap", O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || per == 0)
-        return all;
-    uint64_t ent[64];
-    for (unsigned u = 0; u < n && u < 64; u++) {
-        uintptr_t q = (uintptr_t)p + (uintptr_t)u * unit;
-        for (uintptr_t i = 0; i < per && !(held >> u & 1);) {
-            size_t k = per - i < 64 ? per - i : 64;
-            if (pread(fd, ent, k * sizeof ent[0], (off_t)((q / ps + i) * sizeof ent[0])) != (ssize_t)(k * sizeof ent[0])) {
-                syscall(SYS_close, fd);
-                return all;
-            }
-            for (size_t j = 0; j < k; j++)   /* as nd_os_resident counts a page */
-                if ((ent[j] >> 63 & 1) && ((ent[j] >> 56 & 1) || (ent[j] >> 61 & 1)))
-                    held |= (uint64_t)1 << u;
-            i += k;
-        }
-    }
-    syscall(SYS_close, fd);
-    return held;
-}
-
 _Noreturn void nd_os_abort(void) { abort(); }
 
 long nd_os_pid(void) { return (long)getpid(); }

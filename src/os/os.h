@@ -150,10 +150,6 @@ void        nd_os_rss(size_t *current, size_t *peak) nd_hidden;
    and written (/proc/self/pagemap: a page only read maps the kernel's
    zero page, which RSS does not count, nor this); 0 if unknown. */
 size_t      nd_os_resident(const void *p, size_t len) nd_hidden;
-/* The same, by unit: bit i set when [p + i * unit, p + (i + 1) * unit)
-   holds at least one such page (n <= 64 units; p and unit page-aligned);
-   all n bits set when it cannot be known (no pagemap). */
-uint64_t    nd_os_resident_units(const void *p, size_t unit, unsigned n) nd_hidden;
 _Noreturn void nd_os_abort(void) nd_hidden;
 long        nd_os_pid(void) nd_hidden;
 /* The program's name as the kernel knows it (/proc/self/comm). */
