@@ -2063,8 +2063,10 @@ nd_hot void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)
                 bi->cycles = cycle ? bi->cycles + (bi->cycles < ND_CYCLES_MAX) : 0;
                 if (!cycle)
                     bi->took_foreign = bi->own_route = 0;
-                else if (!bi->own_route && bi->took_foreign && bi->cycles >= ND_OWN_CYCLES && nd_bin_holds_own(tc, c))
+                else if (!bi->own_route && bi->took_foreign && bi->cycles >= ND_OWN_CYCLES && nd_bin_holds_own(tc, c)) {
                     bi->own_route = 1;   /* (ND_OWN_CYCLES) */
+                    nd_gauge_add(own_routes, 1);
+                }
             }
             bool quick = nd_bin_quick(tc, c, nd_bin_requests(tc, c), (size_t)(b->empty - b->cur));
             if (quick && bi->filled && nd_tcache_grow(tc, c)) {
