@@ -292,7 +292,9 @@ typedef struct nd_bin_info {
                                  tcache.c: ND_EXTRA_CYCLES, ND_OWN_CYCLES) */
     uint8_t  took_foreign : 1; /* a fill of the bin's cycles (cycles != 0)
                                  took a block of another heap's page from the
-                                 transfer store; 0 while cycles is 0 */
+                                 transfer store (of the first and last it
+                                 took: tcache.c, nd_tcache_took_foreign); 0
+                                 while cycles is 0 */
     uint8_t  own_route : 1;   /* the bin cycles its own heap's batches:
                                  its overflows send its heap's blocks home
                                  (not to the store) and its fills skip the
