@@ -81,6 +81,7 @@
     X(peak_notified_pages, PEAK,    PROCESS, GAUGE,   COUNT, 1, "the highest notified_pages seen: many say that blocks other threads freed wait in the pages of threads that did not allocate meanwhile (descheduled or idle), where only their owner reuses them") \
     X(notified_owners,     GAUGE,   PROCESS, GAUGE,   COUNT, 0, "heaps with notified pages waiting for them (notified_pages counted by owner); more of them than the process has CPUs open the transfer store's deep room for medium blocks") \
     X(pages_past_notified, COUNTER, PROCESS, GAUGE,   COUNT, 1, "fresh pages a heap took while pages of other heaps waited notified (notified_pages above 0): memory taken while freed blocks waited that only their page's owner can reuse") \
+    X(own_routes,          COUNTER, PROCESS, GAUGE,   COUNT, 1, "thread-cache bins that took their own route: a bin cycling whole batches of its own heap's blocks, whose fills had taken other heaps' blocks from the transfer store, sends its overflows home and fills from its heap until its cycles end (docs/how-it-works.md)") \
     X(large_allocs,        COUNTER, PROCESS, THREAD,  COUNT, 1, "large blocks allocated (above 128 KiB, up to 1 MiB)") \
     X(large_frees,         COUNTER, PROCESS, THREAD,  COUNT, 1, "large blocks freed") \
     X(large_bytes_allocated, COUNTER, PROCESS, THREAD, BYTES, 0, "bytes of large blocks allocated (whole OS pages)") \

@@ -367,6 +367,36 @@ static size_t nd_tcache_total_share(void)
    tcache_bytes (nd_tcache_grow_past) is a bin still held while CPUs are
    shared, unless it holds its own heap's blocks (nd_bin_holds_own). */
 #define ND_EXTRA_CYCLES 4u
+/* The most cycles a bin counts (nd_bin_info.cycles: 6 bits). */
+#define ND_CYCLES_MAX 63u
+_Static_assert(ND_EXTRA_CYCLES <= ND_CYCLES_MAX, "a bin's cycles reach ND_EXTRA_CYCLES");
+
+/* A bin's own route (nd_bin_info.own_route, issue 18): a thread whose
+   loops allocate a batch, then free it, and whose bin's batches do not
+   fit, sends the excess through the transfer store each loop, out as
+   overflows and back as fills. Alone it takes back its own blocks; beside
+   other such threads their overflows and fills meet in the store's
+   shards: thread A's overflow goes in, thread B's fill takes it, B frees
+   A's blocks into its bin and its next overflow puts them back, or sends
+   them to A's pages as remote frees when the store is full, and A carves
+   or takes B's blocks in turn. Every block then lives on pages another
+   core wrote last (micro -m batch -s 4096, batches of 1,000 blocks: 20.6
+   ns a pair at 1 thread, 44-62 ns at 2-8 on main 35b5b2d; 563,000 of 1.1
+   M blocks through the store, 9,000-12,000 remote frees at -t 4). So a
+   bin that has cycled ND_OWN_CYCLES times in a row (cycles), one of whose
+   cycles' fills took a block of another heap's page from the store
+   (took_foreign: a thread alone never does), and whose full bin at an
+   overflow holds only its own heap's blocks (nd_bin_holds_own: the
+   blocks a thread hands to others, or frees for others, as rptest, larson
+   and mstress do, are mixed, and those bins stay on the store) takes its
+   own route: its overflows send its heap's blocks home to its pages (the
+   store still takes other heaps' blocks, as with transfer=1), and its
+   fills take from its heap, not from the store, until its cycles end (an
+   overflow after fills that was not a cycle clears it). All on the slow
+   paths: its fills and overflows; what the store still holds of the bin's
+   blocks goes home at the next sweep. */
+#define ND_OWN_CYCLES 4u
+_Static_assert(ND_OWN_CYCLES <= ND_CYCLES_MAX, "a bin's cycles reach ND_OWN_CYCLES");
 static size_t nd_tcache_extra;
 
 /* Would tc's part of the pool take `more` bytes (nd_tcache_extra_draw's
@@ -1204,6 +1234,21 @@ static inline void nd_tcache_prefetch_taken(void *const *v, size_t n)
         __builtin_prefetch((const char *)v[i] + sizeof(void *), 1, 3);
 }
 
+/* Is the first or the last of the n blocks a fill took from the store,
+   v[0 .. n), of another heap's page? A take copies the newest blocks of
+   the cache's own shard to the end, then those of the next shards below
+   them (xfer.h): the first block is the one most likely another heap's,
+   the last the newest of its own shard. (A bin's cycles, ND_OWN_CYCLES:
+   whether its fills take other heaps' blocks, not how many; two pages'
+   descriptors, not every block's: micro -m batch -s 4096 -t 1, whose
+   takes never find one, +0.4 instructions a pair with two, +0.8 with
+   five, callgrind.) */
+static nd_hot bool nd_tcache_took_foreign(const nd_tcache *tc, void *const *v, size_t n)
+{
+    return nd_load_relaxed(&nd_page_of(nd_seg_base(v[0]), v[0])->heap) != &tc->heap ||
+           nd_load_relaxed(&nd_page_of(nd_seg_base(v[n - 1]), v[n - 1])->heap) != &tc->heap;
+}
+
 /* Borrowing (docs/results.md, h50s): the bin of a medium class
    (ND_BORROW_CLASS_MIN on) that runs dry when its pages would have to
    carve into memory they never had (or take a new page) takes a block of
@@ -1499,11 +1544,16 @@ nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
        its last overflow took a whole bin's worth already (run_fill), but
        the second half only from blocks already free (nd_heap_take_free):
        carving ahead of need (all of it from the heap, tried) raised
-       rptest -t 2's peak RSS 4-8 %. */
+       rptest -t 2's peak RSS 4-8 %. A bin on its own route (ND_OWN_CYCLES)
+       takes a whole fill from its heap, carving too: its cycles take a
+       whole bin's worth each time, and its overflows send its blocks home,
+       where the pages they empty do not keep them on free lists. */
     const unsigned cls = nd_bin_class[c];   /* c; under secure=1 the class the bin's blocks have (class.h) */
     size_t want = bi->cap / 2;
     size_t whole = bi->last == ND_LAST_FILL && 4 * (now - bi->mark) < bi->cap && bi->run_fill >= bi->cap ? bi->cap
                                                                                                        : want;
+    if (bi->own_route)
+        want = whole;
     if (bi->last != ND_LAST_FILL)
         bi->run_fill = 0;
     bi->last = ND_LAST_FILL;
@@ -1531,13 +1581,14 @@ nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
         nd_bin_move(tc, c, whole > want ? whole : want);
     const size_t room = (size_t)(bin->empty - bin->low);
     /* First the blocks other caches of the kind handed over (the transfer
-       store: pointers only, no block touched); else from the heap, into
-       the bin's whole room: the remote frees of a page, walked once to be
-       counted, come in as many as fit (nd_page_take). */
+       store: pointers only, no block touched), but for a bin on its own
+       route (ND_OWN_CYCLES); else from the heap, into the bin's whole
+       room: the remote frees of a page, walked once to be counted, come in
+       as many as fit (nd_page_take). */
     nd_bin_counters *cs = &bi->counts;
     size_t got = 0;
     void **at = bin->low;   /* where the blocks came: from the store, the bin's end already */
-    nd_xfer *x = nd_tcache_xfer(tc, false);
+    nd_xfer *x = bi->own_route ? NULL : nd_tcache_xfer(tc, false);
     if (x != NULL) {
         got = nd_xfer_take(x, cls, nd_tcache_xfer_shard(tc), bin->empty, whole > want ? whole : want);
         at = bin->empty - got;
@@ -1545,6 +1596,8 @@ nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
             nd_count_inc(&cs->xfer_takes);
             nd_count_add(&cs->xfer_take_blocks, got);
             nd_tcache_prefetch_taken(at, got);
+            if (bi->cycles != 0 && !bi->took_foreign)   /* (ND_OWN_CYCLES) */
+                bi->took_foreign = nd_tcache_took_foreign(tc, at, got);
             if (nd_unlikely(tc->secure != NULL))   /* secure=1: mark and canary checked */
                 nd_tcache_check_sealed(at, got, nd_class_size[cls], ND_CORRUPT_REUSE);
         } else {
@@ -1838,8 +1891,10 @@ static nd_noinline size_t nd_tcache_spill_deep(nd_tcache *tc, nd_xfer *x, const 
    hot. The rest go to their pages as a flush sends them (and checked
    there): the heap's own without an atomic. One put, no separate look at
    the store's room: it takes what fits (its shards in turn), checking
-   only those (nd_tcache_check_spilled), and says how many. */
-static nd_hot size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
+   only those (nd_tcache_check_spilled), and says how many. own_home: the
+   heap's own blocks go home whatever transfer is (a bin on its own route,
+   ND_OWN_CYCLES). */
+static nd_hot size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n, bool own_home)
 {
     nd_bin *bin = &tc->bins[c];
     size_t count = (size_t)(bin->empty - bin->cur);
@@ -1848,7 +1903,7 @@ static nd_hot size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
     nd_xfer *x = nd_tcache_xfer(tc, false);
     /* transfer=2: the heap's own blocks go to the store too, so that the
        node's other heaps reuse them before they carve (xfer.h). */
-    const bool own_too = nd_opt(ND_OPT_transfer) >= 2;
+    const bool own_too = nd_opt(ND_OPT_transfer) >= 2 && !own_home;
     if (nd_unlikely(x == NULL) && nd_tcache_bin_kind(tc) >= 2 && nd_opt(ND_OPT_transfer) &&
         (own_too || nd_tcache_has_foreign(tc, bin->empty - n, bin->empty)))
         x = nd_tcache_xfer(tc, true);   /* the kind's first hand-off: its store */
@@ -1861,9 +1916,9 @@ static nd_hot size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n)
     const nd_spill_check check = {nd_bin_class[c], tc->secure != NULL ? nd_class_size[nd_bin_class[c]] : 0};
     void **oldest = bin->empty - n, **mid = bin->empty;
     if (!own_too) {
-        /* transfer=1: only other heaps' pages' blocks, to the front (and
-           checked here): the heap's own go home without an atomic, to
-           pages whose lines this thread has. */
+        /* transfer=1, or a bin on its own route: only other heaps' pages'
+           blocks, to the front (and checked here): the heap's own go home
+           without an atomic, to pages whose lines this thread has. */
         const nd_heap *h = &tc->heap;
         mid = oldest;
         for (void **it = oldest; it < bin->empty; it++) {
@@ -1984,7 +2039,7 @@ nd_hot void nd_tcache_hand_over(nd_tcache *tc)
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
         size_t n = (size_t)(tc->bins[c].empty - tc->bins[c].cur);
         if (n != 0 && n * nd_bin_counted_size(c) >= ND_HAND_OVER_MIN)
-            nd_tcache_spill(tc, c, n);
+            nd_tcache_spill(tc, c, n, false);
     }
     nd_assert2(nd_tcache_is_valid(tc));
 }
@@ -2005,7 +2060,13 @@ nd_hot void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)
                (nd_bin_quick); else half of it leaves, or all of it (below). */
             if (bi->last == ND_LAST_FILL) {   /* the first overflow since fills: a cycle? */
                 bool cycle = bi->spilled_all && bi->run_fill >= bi->cap;
-                bi->cycles = cycle ? (uint8_t)(bi->cycles + (bi->cycles < UINT8_MAX)) : 0;
+                bi->cycles = cycle ? bi->cycles + (bi->cycles < ND_CYCLES_MAX) : 0;
+                if (!cycle)
+                    bi->took_foreign = bi->own_route = 0;
+                else if (!bi->own_route && bi->took_foreign && bi->cycles >= ND_OWN_CYCLES && nd_bin_holds_own(tc, c)) {
+                    bi->own_route = 1;   /* (ND_OWN_CYCLES) */
+                    nd_gauge_add(own_routes, 1);
+                }
             }
             bool quick = nd_bin_quick(tc, c, nd_bin_requests(tc, c), (size_t)(b->empty - b->cur));
             if (quick && bi->filled && nd_tcache_grow(tc, c)) {
@@ -2027,7 +2088,7 @@ nd_hot void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)
                                : (bi->cap + 1) / 2;
                 bi->spilled_all = run;
                 bi->spilled_few = n < (bi->cap + 1) / 2;
-                size_t put = nd_tcache_spill(tc, c, n);
+                size_t put = nd_tcache_spill(tc, c, n, bi->own_route);
                 bi->last = ND_LAST_SPILL;
                 bi->mark = now;
                 /* A bin whose overflows feed the transfer store (a
@@ -2167,6 +2228,11 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
             bi->armed > (bi->prof_left & ND_PROF_LEFT_MAX))
             return false;
         if (bi->inherited && (!nd_bin_is_active(tc, c) || !tc->inherited))   /* (tcache.h: nd_tcache_reclaim) */
+            return false;
+        /* Its own route only after ND_OWN_CYCLES cycles, one of whose fills
+           took another heap's block; neither outlives its cycles. */
+        if ((bi->took_foreign && bi->cycles == 0) ||
+            (bi->own_route && (!bi->took_foreign || bi->cycles < ND_OWN_CYCLES)))
             return false;
         if (nd_bin_is_active(tc, c)) {
             uint32_t room = nd_bin_room_here(tc, c);

@@ -284,11 +284,23 @@ typedef struct nd_bin_info {
                                  back when another bin of the cache would
                                  grow past tcache_bytes (tcache.c:
                                  nd_tcache_reclaim) */
-    uint8_t  cycles;     /* overflows in a row, each the first after fills,
-                            that found the bin cycling whole bins through the
-                            transfer store: the one before sent the whole bin
-                            away and the fills since took a bin's worth back
-                            (at most 255; tcache.c: ND_EXTRA_CYCLES) */
+    uint8_t  cycles : 6;      /* overflows in a row, each the first after
+                                 fills, that found the bin cycling whole
+                                 bins: the one before sent the whole bin
+                                 away and the fills since took a bin's
+                                 worth back (at most ND_CYCLES_MAX;
+                                 tcache.c: ND_EXTRA_CYCLES, ND_OWN_CYCLES) */
+    uint8_t  took_foreign : 1; /* a fill of the bin's cycles (cycles != 0)
+                                 took a block of another heap's page from the
+                                 transfer store (of the first and last it
+                                 took: tcache.c, nd_tcache_took_foreign); 0
+                                 while cycles is 0 */
+    uint8_t  own_route : 1;   /* the bin cycles its own heap's batches:
+                                 its overflows send its heap's blocks home
+                                 (not to the store) and its fills skip the
+                                 store, until its cycles end (tcache.c:
+                                 ND_OWN_CYCLES); set only with took_foreign
+                                 and cycles >= ND_OWN_CYCLES */
     uint16_t prof_left;  /* prof=1: the class's requests to its next
                             sample, counting this way (0: none drawn yet;
                             with ND_PROF_LEFT_REDRAW, a countdown cut short

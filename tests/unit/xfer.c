@@ -693,6 +693,100 @@ static void under_secure_1_blocks_a_consumer_frees_come_back_through_the_store(v
     EXPECT(nd_thread_is_valid(), "the heap to be valid");
 }
 
+/* A thread that allocates a batch of blocks and then frees it, a batch
+   larger than its bin, cycles whole bins through the store (its overflows
+   put its blocks in, its fills take them back). Alone it takes back its
+   own blocks, and keeps that route. Once one of its cycles' fills took
+   another heap's block from the store (threads cycling beside it: their
+   overflows and its fills meet there, and blocks move between heaps),
+   its bin, full of its own heap's blocks, takes its own route (tcache.c:
+   ND_OWN_CYCLES): its overflows send its blocks home to its pages and
+   its fills take from its heap, so it neither puts its blocks where other
+   threads take them nor takes theirs. Here: this thread cycles alone and
+   uses the store; another thread's overflow then leaves blocks of its
+   heap in the store, this thread's fills take some, and from then on its
+   rounds put nothing in the store and take nothing from it, and every
+   block of a round is of its own pages. (On main every round kept going
+   through the store: its last rounds put and took hundreds of blocks.) */
+enum { CYCLE_N = 1000, CYCLE_SIZE = 4096, CYCLE_ROUNDS = 12 };
+static void *cycle_blocks[CYCLE_N];
+static void cycle_round(void)
+{
+    for (int i = 0; i < CYCLE_N; i++) {
+        cycle_blocks[i] = nodal_malloc(CYCLE_SIZE);
+        EXPECT(cycle_blocks[i] != NULL, "malloc(%d) to succeed", CYCLE_SIZE);
+    }
+    for (int i = 0; i < CYCLE_N; i++)
+        nodal_free(cycle_blocks[i]);
+}
+static void *seed_store(void *arg)
+{
+    (void)arg;
+    cycle_round();   /* its overflows fill the emptied store with its heap's blocks */
+    return NULL;
+}
+/* Blocks this thread's bin of class c put in and took from the store
+   since the last call (its cold part's counters). */
+static void cycle_counts(unsigned c, uint64_t *put, uint64_t *took)
+{
+    static uint64_t last_put, last_took;
+    const nd_bin_info *bi = nd_bin_info_of(nd_tls_tc, c);
+    *put = bi->counts.xfer_put_blocks - last_put;
+    *took = bi->counts.xfer_take_blocks - last_took;
+    last_put = bi->counts.xfer_put_blocks;
+    last_took = bi->counts.xfer_take_blocks;
+}
+static void a_bin_cycling_its_own_batches_sends_them_home_once_it_took_anothers(void)
+{
+    expect_no_sweep_during_the_case();
+    unsigned kind = plain_kind();
+    unsigned c = class_of(CYCLE_SIZE);
+    nodal_collect(1);
+    uint64_t put, took;
+    /* Alone: its whole-bin cycles go through the store (its own blocks). */
+    for (int r = 0; r < CYCLE_ROUNDS; r++)
+        cycle_round();
+    cycle_counts(c, &put, &took);
+    const nd_bin_info *bi = nd_bin_info_of(nd_tls_tc, c);
+    EXPECT(bi->cycles >= 4 && put >= (uint64_t)CYCLE_ROUNDS * 64 && took >= (uint64_t)CYCLE_ROUNDS * 64,
+           "a thread cycling alone to keep its blocks going through the store: %d cycles, %llu put, %llu taken in "
+           "%d rounds", bi->cycles, (unsigned long long)put, (unsigned long long)took, CYCLE_ROUNDS);
+    /* Another heap's blocks in the emptied store, for this thread's fills. */
+    nd_xfer *x = nd_xfer_find(kind);
+    EXPECT(x != NULL, "the store of kind %u to be made", kind);
+    static void *mine[ND_XFER_SLOTS];
+    free_marked(mine, drain_all(x, c, mine, ND_XFER_SLOTS));
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, seed_store, NULL) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+    EXPECT(nd_xfer_room(x, c) < nd_xfer_cap(x, c), "the other thread to have left blocks in the store");
+    for (int r = 0; r < CYCLE_ROUNDS; r++)
+        cycle_round();
+    cycle_counts(c, &put, &took);
+    EXPECT(took > 0, "this thread's fills to have taken the other heap's blocks from the store");
+    /* From here on its own route. */
+    for (int r = 0; r < CYCLE_ROUNDS; r++)
+        cycle_round();
+    cycle_counts(c, &put, &took);
+    EXPECT(put == 0 && took == 0,
+           "a bin cycling its own batches, once it took another heap's, to send them home and fill from its heap: "
+           "%llu blocks put in the store and %llu taken in %d rounds (%d cycles)",
+           (unsigned long long)put, (unsigned long long)took, CYCLE_ROUNDS, bi->cycles);
+    const nd_heap *h = &nd_tls_tc->heap;
+    size_t foreign = 0;
+    for (int i = 0; i < CYCLE_N; i++) {
+        cycle_blocks[i] = nodal_malloc(CYCLE_SIZE);
+        foreign += nd_load_relaxed(&nd_page_of(nd_seg_base(cycle_blocks[i]), cycle_blocks[i])->heap) != h;
+    }
+    EXPECT(foreign == 0, "every block of a round to be of this thread's pages, %zu of %d are another heap's",
+           foreign, CYCLE_N);
+    for (int i = 0; i < CYCLE_N; i++)
+        nodal_free(cycle_blocks[i]);
+    EXPECT(nd_thread_is_valid(), "the heap to be valid");
+    nodal_collect(1);
+    EXPECT(nd_xfer_room(x, c) == nd_xfer_cap(x, c), "nodal_collect to empty the store");
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(a_new_store_writes_only_its_header),
     ND_CASE(classes_holding_a_few_blocks_keep_them_in_their_shards_headers),
@@ -711,5 +805,6 @@ static const struct nd_case cases[] = {
     ND_CASE(nodal_collect_empties_every_store),
     ND_CASE(a_heaps_own_overflow_is_reused_by_another_heap_before_it_carves),
     ND_CASE(under_secure_1_blocks_a_consumer_frees_come_back_through_the_store),
+    ND_CASE(a_bin_cycling_its_own_batches_sends_them_home_once_it_took_anothers),
 };
 ND_MAIN(cases)
