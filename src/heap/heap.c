@@ -184,13 +184,12 @@ static nd_segment *nd_heap_pick_segment(const nd_seg_queue *q, bool no_reserve, 
 }
 
 static void nd_heap_kept_give_one(nd_heap *h, int k);
-static void nd_heap_kept_age(nd_heap *h, uint64_t now, bool all);
 
 /* Only h's own segments: another thread's heap changes only under that
    thread (or its shared heap's lock). */
 size_t nd_heap_release(nd_heap *h)
 {
-    nd_heap_kept_age(h, 0, true);   /* kept pages first: their memory is given back too */
+    nd_heap_retire_kept(h);   /* kept pages first: their memory is given back too */
     size_t freed = 0;
     for (int k = 0; k < 2; k++) {
         nd_seg_queue *lists[2] = { &h->avail[k], &h->used[k] };
@@ -677,6 +676,11 @@ static nd_hot void nd_heap_release_kept(nd_heap *h, uint64_t now, bool all)
             nd_heap_seg_release(h, s);
         }
     }
+}
+
+void nd_heap_retire_kept(nd_heap *h)
+{
+    nd_heap_kept_age(h, 0, true);
 }
 
 nd_hot void nd_heap_maintain(nd_heap *h, uint64_t now, bool force)

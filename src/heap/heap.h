@@ -212,6 +212,9 @@ void   nd_heap_collect(nd_heap *h, uint64_t now, bool purge_all) nd_hidden;
    for reuse given back to the node (which purges them after the delay);
    its partly used pages stay. */
 void   nd_heap_trim(nd_heap *h) nd_hidden;
+/* Retires every kept page of h (above): back to its segment, as an empty
+   page goes, its memory purged after the delay. */
+void   nd_heap_retire_kept(nd_heap *h) nd_hidden;
 /* Purges retired pages of h's segments: those past their delay, or all. */
 void   nd_heap_purge(nd_heap *h, uint64_t now, bool all) nd_hidden;
 
