@@ -79,8 +79,9 @@ typedef ND_LIST(nd_segment) nd_seg_queue;
  *    that a heap that cycles whole pages of a class does not give each one
  *    back to its segment and set it up again every round (bench/micro -m
  *    batch -s 4096: 62 of its 63 pages). They are the last pages of
- *    pages[c] (a suffix, the last kept first: the queue's other pages are
- *    taken first, then they are, before any new page); kept_classes has bit c
+ *    pages[c] (a suffix, in the order they were kept: the queue's other
+ *    pages are taken first, then they are, the last kept first, before
+ *    any new page); kept_classes has bit c
  *    exactly when pages[c] has one; kept_bytes is the page size (64 or
  *    512 KiB) of each, at most ND_HEAP_KEPT_MAX. None in a shared heap,
  *    with purge_delay=0, in a segment with holes or tails, while leaving.
