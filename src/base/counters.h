@@ -61,7 +61,7 @@
     X(requests,            COUNTER, PROCESS, DERIVED, COUNT, 2, "allocation calls that returned a block (malloc, calloc, realloc to a new block, aligned and node-targeted calls)") \
     X(frees,               COUNTER, PROCESS, DERIVED, COUNT, 2, "blocks freed (free, realloc from an old block, free_sized, ...)") \
     X(allocated,           GAUGE,   PROCESS, DERIVED, BYTES, 2, "bytes in live blocks: their size classes, and large and huge blocks as mapped") \
-    X(active,              GAUGE,   PROCESS, GAUGE,   BYTES, 2, "bytes of pages holding at least one block (or waiting in a thread cache), and of large and huge blocks; address space, so parts never touched count too and it can exceed rss") \
+    X(active,              GAUGE,   PROCESS, GAUGE,   BYTES, 2, "bytes of pages holding at least one block (or waiting in a thread cache, or kept set up for their class by their heap), and of large and huge blocks; address space, so parts never touched count too and it can exceed rss") \
     X(peak_active,         PEAK,    PROCESS, GAUGE,   BYTES, 1, "the highest active seen") \
     X(mapped,              GAUGE,   PROCESS, DERIVED, BYTES, 2, "address space nodal holds: segments, huge blocks and metadata") \
     X(peak_mapped,         PEAK,    PROCESS, DERIVED, BYTES, 1, "the highest mapped seen") \
@@ -142,7 +142,7 @@
     X(xfer_empty,          COUNTER, CLASS,   BIN,     COUNT, 0, "refills that found the transfer store empty or busy, and went to the pages") \
     X(xfer_drained,        COUNTER, CLASS,   CLASS,   COUNT, 0, "blocks sent from transfer stores to their pages: by maintenance, from a store no cache took from for a purge delay, or by nodal_collect") \
     X(cached,              GAUGE,   CLASS,   DERIVED, COUNT, 1, "blocks waiting in thread caches") \
-    X(pages,               GAUGE,   CLASS,   GAUGE,   COUNT, 1, "pages in use (64 KiB for classes up to 16 KiB, 512 KiB above)") \
+    X(pages,               GAUGE,   CLASS,   GAUGE,   COUNT, 1, "pages in use (64 KiB for classes up to 16 KiB, 512 KiB above), kept ones included (emptied, kept set up for their class by their heap)") \
     X(bytes_in_use,        GAUGE,   CLASS,   DERIVED, BYTES, 1, "bytes in live blocks of the class") \
     X(utilization,         GAUGE,   CLASS,   DERIVED, RATIO, 1, "share of the pages' space in live or cached blocks (low: many pages held for few blocks)") \
     /* ---- per node ------------------------------------------------------------------------------- */ \

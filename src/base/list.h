@@ -65,6 +65,22 @@
         l_->count--;                                                           \
     } while (0)
 
+/* Inserts e into list l just before `at`, an element of l. */
+#define nd_list_insert_before(l, at, e)                                        \
+    do {                                                                       \
+        __typeof__(l) l_ = (l);                                                \
+        __typeof__(e) at_ = (at);                                              \
+        __typeof__(e) e_ = (e);                                                \
+        e_->next = at_;                                                        \
+        e_->prev = at_->prev;                                                  \
+        if (at_->prev)                                                         \
+            at_->prev->next = e_;                                              \
+        else                                                                   \
+            l_->first = e_;                                                    \
+        at_->prev = e_;                                                        \
+        l_->count++;                                                           \
+    } while (0)
+
 /* Moves e from list `from` to the front of list `to`. */
 #define nd_list_move_front(from, to, e)                                        \
     do {                                                                       \

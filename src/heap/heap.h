@@ -30,6 +30,9 @@
    done this much work since (epochs), so that a thread that gets little CPU
    time (many threads on few cores) does not purge what it is about to reuse. */
 #define ND_PURGE_MIN_EPOCHS 4
+/* The most bytes of emptied pages a heap keeps set up for their classes
+   (its kept pages, below): 64 small pages, or 8 medium ones. */
+#define ND_HEAP_KEPT_MAX (4 * ND_MiB)
 
 /* Thread ids: multiples of ND_TID_STEP, never reused; below 4 steps they
    are reserved. */
@@ -71,6 +74,26 @@ typedef ND_LIST(nd_segment) nd_seg_queue;
  *    of its cache's secure state (checked by nd_secure_is_valid).
  *  - away: its thread was last seen on a CPU of another node than `node`
  *    (plain heaps; thread.c sets it); leaving: only inside nd_heap_leave.
+ *  - kept pages: a page of pages[c] with kept == 1 was emptied (no block
+ *    out) and stays set up for class c (segment.h: nothing carved), so
+ *    that a heap that cycles whole pages of a class does not give each one
+ *    back to its segment and set it up again every round (bench/micro -m
+ *    batch -s 4096 -t 1, on main: 7,286 pages set up in 620 rounds of
+ *    1,000 blocks, the rest of each round's blocks waiting in the thread
+ *    cache and the transfer store; 71 with kept pages). They are the last pages of
+ *    pages[c] (a suffix, in the order they were kept: the queue's other
+ *    pages are taken first, then they are, the last kept first, before
+ *    any new page); kept_classes has bit c
+ *    exactly when pages[c] has one; kept_bytes is the page size (64 or
+ *    512 KiB) of each, at most ND_HEAP_KEPT_MAX. None in a shared heap,
+ *    with purge_delay=0, in a segment with holes or tails, while leaving.
+ *    A heap gives them back to their segments (retires them) as it would
+ *    an empty page: all of them when it is trimmed, collected, abandoned,
+ *    leaves its node or runs out of address space; at maintenance those
+ *    kept longer than the purge delay (and ND_PURGE_MIN_EPOCHS), whose
+ *    segment's free pages are then due at once; and one, at the back of
+ *    a queue of its kind, whenever a class without pages needs a new one
+ *    (the memory serves that class instead).
  *  - classes has bit c - ND_HEAP_CLASSES_FROM set for every class c from
  *    ND_HEAP_CLASSES_FROM on of a page in pages[c] or full (and, a thread
  *    cache's heap, for every such bin c of its cache that has its slots,
@@ -103,6 +126,8 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_heap {
     nd_seg_queue    used[2];
     nd_segment     *spare[2];
     uint64_t        spare_since[2];     /* ms */
+    size_t          kept_bytes;         /* its kept pages' bytes (above) */
+    uint64_t        kept_classes;       /* bit c: pages[c] holds kept pages */
     nd_thread_counters stats;
     nd_aligned(ND_CACHE_LINE) nd_page *notified;   /* pages notified by remote frees (other threads push;
                                                       all heaps' together: the notified_pages gauge) */
@@ -190,6 +215,9 @@ void   nd_heap_collect(nd_heap *h, uint64_t now, bool purge_all) nd_hidden;
    for reuse given back to the node (which purges them after the delay);
    its partly used pages stay. */
 void   nd_heap_trim(nd_heap *h) nd_hidden;
+/* Retires every kept page of h (above): back to its segment, as an empty
+   page goes, its memory purged after the delay. */
+void   nd_heap_retire_kept(nd_heap *h) nd_hidden;
 /* Purges retired pages of h's segments: those past their delay, or all. */
 void   nd_heap_purge(nd_heap *h, uint64_t now, bool all) nd_hidden;
 

@@ -136,6 +136,17 @@ nd_hot void nd_page_release(nd_page *pg)
     nd_store_relaxed(&pg->limit, (uint64_t)0);
     pg->in_full = 0;
     pg->recarved = 1;
+    nd_assert(!pg->kept);   /* its heap took it off its kept pages first */
+}
+
+nd_hot void nd_page_keep(nd_page *pg)
+{
+    nd_assert(pg->used == 0 && pg->in_use && !pg->in_full &&
+              (nd_load_relaxed(&pg->xfree) & ~ND_XSTATE_MASK) == 0 && nd_load_relaxed(&pg->prof_mask) == 0);
+    pg->free = NULL;
+    pg->capacity = 0;
+    nd_store_relaxed(&pg->limit, (uint64_t)0);   /* read by remote frees: none is legitimate now */
+    pg->recarved = 1;
 }
 
 /* ---- remote frees -------------------------------------------------------- */
@@ -596,7 +607,9 @@ bool nd_page_is_valid(const nd_page *pg)
     if (pg->reserved < 64 && (nd_load_relaxed(&pg->prof_mask) >> pg->reserved) != 0)
         return false;
     if (!pg->in_use)
-        return (pg->key == ND_KEY_NONE || pg->key == 0) && pg->used == 0 && pg->kind == ND_KIND_NONE;
+        return (pg->key == ND_KEY_NONE || pg->key == 0) && pg->used == 0 && pg->kind == ND_KIND_NONE && !pg->kept;
+    if (pg->kept && (pg->used != 0 || pg->capacity != 0 || pg->free != NULL || !pg->recarved))
+        return false;
     if (pg->capacity > pg->reserved || pg->used > pg->capacity)
         return false;
     if (pg->cls < ND_CLASS_COUNT && pg->block_size != nd_class_size[pg->cls])

@@ -400,6 +400,13 @@ void nd_page_orphan(nd_page *pg) nd_hidden;
 /* The page leaves use (no block out): waits out a notifier in flight, then
    clears its state. */
 void nd_page_release(nd_page *pg) nd_hidden;
+/* The page, no block out, stays in use, its owner's, for its class, and
+   starts over as it was before its first carve: no block carved, none
+   free, none a thread may free (limit 0), its memory freed memory
+   (recarved: carved in address order under secure=1, as a released
+   page's would be). Its remote-free word is left as it is: no block is
+   on it, and a notifier may still be clearing BUSY (page.h). Owner only. */
+void nd_page_keep(nd_page *pg) nd_hidden;
 
 /* A random 64-bit word from generator state *s (wyrand: a Weyl sequence
    through a 128-bit multiply). Not for cryptography: it only has to make

@@ -194,7 +194,11 @@ enum { ND_SEG_FREE = 0, ND_SEG_SMALL, ND_SEG_MEDIUM, ND_SEG_LARGE, ND_SEG_HUGE }
  *  - recarved == 1 once the page has been released since its segment was
  *    formatted (nd_page_release sets it), or when its segment was
  *    formatted before since it was mapped (nd_seg_format: a segment taken
- *    back from a node's cache).
+ *    back from a node's cache), or kept (nd_page_keep).
+ *  - kept == 1 only while in use, with no block out or carved (used ==
+ *    capacity == 0, free == NULL, recarved == 1): emptied, and kept set up
+ *    for its class by its heap (heap.h); kept_at and kept_epoch are read
+ *    only while kept. 0 while not in use.
  */
 typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
     /* line 0: owner side */
@@ -236,7 +240,10 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
     struct nd_page *next, *prev;
     uint8_t         recarved;    /* the page was released before, since its segment was formatted:
                                     its blocks are freed memory (secure=1: carved in address order, page.h) */
+    uint8_t         kept;        /* emptied and kept set up for its class by its heap (heap.h) */
+    uint32_t        kept_epoch;  /* kept: its heap's epoch (low 32 bits) when it was kept */
     uint64_t        prof_mask;   /* small and medium pages (prof=1): bit i, block i holds a live sample (atomic) */
+    uint64_t        kept_at;     /* kept: its heap's clock (ms) when it was kept */
 } nd_page;
 
 /*

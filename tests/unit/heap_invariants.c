@@ -1480,11 +1480,13 @@ static void *reuse_resident_pages(void *arg)
         nodal_free(a[i]);
     nd_tcache_flush_all(tc);
     nd_tcache_xfer_sweep(tc, 0, true);   /* and the transfer store: with transfer=2 own blocks wait there too */
+    nd_heap_retire_kept(h);      /* emptied pages kept for their class go back to the segment (heap.h) */
     nd_heap_purge(h, 0, true);   /* a's pages: free, their memory returned */
     for (int i = 0; i < N; i++)
         nodal_free(b[i]);
     nd_tcache_flush_all(tc);     /* b's pages: free, their memory still there */
     nd_tcache_xfer_sweep(tc, 0, true);
+    nd_heap_retire_kept(h);
     nd_segment *s = nd_seg_base(b[0]);
     EXPECT(s->owner == h, "the pages to be in this thread's segment");
     uint64_t resident_free = 0;
@@ -1558,10 +1560,12 @@ static void *reuse_resident_pages_of_any_segment(void *arg)
     int keep_first = free_all_but_one_in(a, n, first);
     nd_tcache_flush_all(tc);
     nd_tcache_xfer_sweep(tc, 0, true);   /* with transfer=2 own blocks may wait in the store */
+    nd_heap_retire_kept(h);   /* emptied pages kept for their class go back to their segment (heap.h) */
     nd_heap_purge(h, 0, true);
     int keep_second = free_all_but_one_in(a, n, second);
     nd_tcache_flush_all(tc);
     nd_tcache_xfer_sweep(tc, 0, true);
+    nd_heap_retire_kept(h);
     uint64_t first_resident = 0, second_resident = 0;
     for (unsigned i = 1; i < 64; i++) {
         if (((first->free_mask >> i) & 1) && ((first->committed >> i) & 1))
@@ -1591,6 +1595,228 @@ static void *reuse_resident_pages_of_any_segment(void *arg)
 static void a_new_page_reuses_resident_memory_of_any_segment_first(void)
 {
     in_a_new_thread(reuse_resident_pages_of_any_segment);
+}
+
+/* ---- kept pages (heap.h) ---------------------------------------------------- */
+
+/* Batches of 900 blocks of 4 KiB: 57 pages, and the few more a bin's
+   fills carve past them, within the 4 MiB a heap keeps (ND_HEAP_KEPT_MAX;
+   bench/micro's batches of 1,000 span 65 with those). */
+enum { KEEP_N = 900, KEEP_SIZE = 4096, KEEP_MAX_PAGES = 80 };
+
+static bool page_in(const nd_page *pg, nd_page *const *set, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (set[k] == pg)
+            return true;
+    return false;
+}
+
+/* Takes n blocks of KEEP_SIZE into a[] and notes the pages they are in
+   (pages[0..*np), each once); false if a block is in none of the pages
+   of `only` (when only != NULL). */
+static bool take_batch(void **a, int n, nd_page **pages, int *np, nd_page *const *only, int nonly)
+{
+    bool all_in = true;
+    for (int i = 0; i < n; i++) {
+        a[i] = nodal_malloc(KEEP_SIZE);
+        EXPECT(a[i] != NULL, "malloc(%d) to succeed", KEEP_SIZE);
+        memset(a[i], 0x5a, 64);
+        nd_page *pg = nd_page_of(nd_seg_base(a[i]), a[i]);
+        if (!page_in(pg, pages, *np) && *np < KEEP_MAX_PAGES)
+            pages[(*np)++] = pg;
+        if (only != NULL)
+            all_in &= page_in(pg, only, nonly);
+    }
+    return all_in;
+}
+
+/* Frees a[from..n) and sends every block home to its page (the thread
+   cache and the transfer stores emptied). */
+static void free_batch(void **a, int from, int n)
+{
+    for (int i = from; i < n; i++)
+        nodal_free(a[i]);
+    nd_tcache *tc = nd_tls_tc;
+    nd_tcache_flush_all(tc);
+    nd_tcache_xfer_sweep(tc, 0, true);
+}
+
+/* How many of pages[0..n) are still set up for class cls in heap h (in
+   use, its, of the class, their segment's page not free). */
+static int pages_still_set_up(nd_page *const *pages, int n, const nd_heap *h, unsigned cls)
+{
+    int up = 0;
+    for (int i = 0; i < n; i++) {
+        nd_segment *s = nd_seg_base(pages[i]);
+        unsigned at = nd_seg_page_index(s, pages[i]);
+        up += pages[i]->in_use && pages[i]->heap == h && pages[i]->cls == cls && !((s->free_mask >> at) & 1);
+    }
+    return up;
+}
+
+/* A heap that cycles whole pages of a class (bench/micro -m batch -s
+   4096: blocks of 4 KiB, all freed, again and again) keeps each page it
+   empties set up for the class, and takes those again before any new
+   page: after every round's frees the class's pages are those of the
+   first round, every one still set up, and every later round's blocks
+   are in them (until h60r, all but the last page of the class went back
+   to their segment at every round, and were set up again at the next). */
+static void *cycle_whole_pages(void *arg)
+{
+    (void)arg;
+    static void *a[KEEP_N];
+    static nd_page *first[KEEP_MAX_PAGES], *set[KEEP_MAX_PAGES], *later[KEEP_MAX_PAGES];
+    int nfirst = 0, nset = 0;
+    unsigned cls = nd_class_of(KEEP_SIZE);
+    take_batch(a, KEEP_N, first, &nfirst, NULL, 0);
+    nd_heap *h = &nd_tls_tc->heap;   /* (the thread's cache: set up by its first malloc) */
+    EXPECT(nfirst >= 50 && nfirst < KEEP_MAX_PAGES, "the batch to span about 57 pages, got %d", nfirst);
+    free_batch(a, 0, KEEP_N);
+    for (nd_page *pg = h->pages[cls].first; pg != NULL && nset < KEEP_MAX_PAGES; pg = pg->next)
+        set[nset++] = pg;
+    EXPECT(nset >= nfirst && pages_still_set_up(first, nfirst, h, cls) == nfirst,
+           "every page emptied to stay set up for its class: %d of %d did (%d pages of the class)",
+           pages_still_set_up(first, nfirst, h, cls), nfirst, nset);
+    EXPECT(h->kept_bytes >= (size_t)(nset - 1) * ND_SMALL_PAGE_SIZE && h->kept_bytes <= ND_HEAP_KEPT_MAX,
+           "the heap to count its kept pages (%zu bytes for %d pages)", h->kept_bytes, nset);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold with pages kept");
+    for (int round = 1; round <= 4; round++) {
+        int nlater = 0;
+        bool in_set = take_batch(a, KEEP_N, later, &nlater, set, nset);
+        EXPECT(in_set, "round %d: every block to come from the pages of the first round (no page set up again)",
+               round);
+        EXPECT(nd_thread_is_valid(), "round %d: the heap invariants to hold", round);
+        free_batch(a, 0, KEEP_N);
+        EXPECT(pages_still_set_up(set, nset, h, cls) == nset && h->pages[cls].count == (size_t)nset,
+               "round %d: every page emptied to stay set up for its class: %d of %d did (%zu pages of the class)",
+               round, pages_still_set_up(set, nset, h, cls), nset, h->pages[cls].count);
+    }
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the rounds");
+    return NULL;
+}
+
+static void a_heap_cycling_whole_pages_of_a_class_sets_each_page_up_once(void)
+{
+    in_a_new_thread(cycle_whole_pages);
+}
+
+/* Kept pages stay no longer than an empty page's memory would: a heap's
+   maintenance retires those kept for the purge delay (and a few of its
+   epochs), and their memory goes back to the OS at that same pass, not a
+   delay later (one purge of their segment's free pages). One block of the
+   batch stays, so that the segment stays the heap's. */
+static void *age_kept_pages(void *arg)
+{
+    (void)arg;
+    enum { N = 400 };
+    static void *a[N];
+    static nd_page *pages[KEEP_MAX_PAGES];
+    int n = 0;
+    unsigned cls = nd_class_of(KEEP_SIZE);
+    take_batch(a, N, pages, &n, NULL, 0);
+    nd_heap *h = &nd_tls_tc->heap;
+    free_batch(a, 1, N);
+    EXPECT(h->kept_bytes != 0, "the emptied pages to be kept");
+    uint64_t now = nd_os_now_ms();
+    nd_heap_maintain(h, now, false);
+    EXPECT(h->kept_bytes != 0, "kept pages not to be retired before the purge delay");
+    for (int i = 0; i < ND_PURGE_MIN_EPOCHS; i++)
+        nd_heap_tick(h);
+    nd_heap_maintain(h, now + (uint64_t)nd_opt(ND_OPT_purge_delay) + 1000, false);
+    EXPECT(h->kept_bytes == 0 && h->kept_classes == 0, "every kept page to be retired past the purge delay (%zu bytes "
+           "kept)", h->kept_bytes);
+    int up = pages_still_set_up(pages, n, h, cls);
+    EXPECT(up <= 1, "the emptied pages to be free again (the one with a block excepted), %d of %d set up", up, n);
+    size_t resident = 0;
+    int checked = 0;
+    for (int i = 0; i < n; i++) {
+        nd_segment *s = nd_seg_base(pages[i]);
+        if (pages[i]->in_use || s->owner != h)
+            continue;   /* (a segment left with no page in use went to the node's cache: its rules) */
+        size_t area;
+        uint8_t *start = nd_seg_page_area(s, nd_seg_page_index(s, pages[i]), &area);
+        resident += resident_pages(start, area);
+        checked++;
+    }
+    EXPECT(checked >= n / 2, "most pages to stay in the heap's segment (%d of %d)", checked, n);
+    EXPECT(resident == 0, "the retired pages' memory to be purged at the same pass: %zu OS pages resident", resident);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold");
+    nodal_free(a[0]);
+    return NULL;
+}
+
+static void kept_pages_past_the_purge_delay_are_retired_and_purged_at_one_pass(void)
+{
+    in_a_new_thread(age_kept_pages);
+}
+
+/* A kept page's memory serves every class: a class with no page of its
+   own that needs a new one first retires a kept page of its kind, whose
+   memory (resident) the new page takes. */
+static void *another_class_takes_a_kept_page(void *arg)
+{
+    (void)arg;
+    static void *a[KEEP_N];
+    static nd_page *pages[KEEP_MAX_PAGES];
+    int n = 0;
+    take_batch(a, KEEP_N, pages, &n, NULL, 0);
+    nd_heap *h = &nd_tls_tc->heap;
+    free_batch(a, 0, KEEP_N);
+    size_t kept = h->kept_bytes;
+    EXPECT(kept != 0, "the emptied pages to be kept");
+    void *b = nodal_malloc(3000);   /* above the nurseries' classes: a page of the heap's own */
+    EXPECT(b != NULL, "malloc(3000) to succeed");
+    nd_page *pg = nd_page_of(nd_seg_base(b), b);
+    EXPECT(page_in(pg, pages, n), "the new page to be one of the kept pages' memory");
+    EXPECT(h->kept_bytes == kept - ND_SMALL_PAGE_SIZE, "one kept page to be retired for it (%zu -> %zu bytes)", kept,
+           h->kept_bytes);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold");
+    nodal_free(b);
+    return NULL;
+}
+
+static void a_new_page_of_another_class_takes_a_kept_pages_memory(void)
+{
+    in_a_new_thread(another_class_takes_a_kept_page);
+}
+
+/* A heap that leaves its node (its thread moved) gives its kept pages back
+   and purges them, as it does its empty pages: none stays set up, none
+   holds memory. */
+static void *leave_with_kept_pages(void *arg)
+{
+    (void)arg;
+    static void *a[KEEP_N];
+    static nd_page *pages[KEEP_MAX_PAGES];
+    int n = 0;
+    take_batch(a, KEEP_N, pages, &n, NULL, 0);
+    nd_tcache *tc = nd_tls_tc;
+    nd_heap *h = &tc->heap;
+    free_batch(a, 1, KEEP_N);   /* a[0] stays: its segment is abandoned, not cached */
+    EXPECT(h->kept_bytes != 0, "the emptied pages to be kept");
+    nd_heap_leave(h, h->node);
+    EXPECT(h->kept_bytes == 0 && h->kept_classes == 0, "no page to stay kept after the leave");
+    size_t resident = 0;
+    int up = 0;
+    for (int i = 0; i < n; i++) {
+        size_t area;
+        nd_segment *s = nd_seg_base(pages[i]);
+        uint8_t *start = nd_seg_page_area(s, nd_seg_page_index(s, pages[i]), &area);
+        up += pages[i]->in_use;
+        if (!pages[i]->in_use)
+            resident += resident_pages(start, area);
+    }
+    EXPECT(up <= 1, "the kept pages to be given back, %d of %d still in use", up, n);
+    EXPECT(resident == 0, "the pages given back to hold no memory: %zu OS pages resident", resident);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after leaving");
+    nodal_free(a[0]);
+    return NULL;
+}
+
+static void a_heap_that_leaves_its_node_gives_back_and_purges_its_kept_pages(void)
+{
+    in_a_new_thread(leave_with_kept_pages);
 }
 
 /* Threads beyond two per CPU share the CPUs' thread-cache budget
@@ -4320,6 +4546,10 @@ static const struct nd_case cases[] = {
     ND_CASE(a_two_block_bin_moves_both_blocks_in_runs),
     ND_CASE(a_new_page_reuses_resident_memory_first),
     ND_CASE(a_new_page_reuses_resident_memory_of_any_segment_first),
+    ND_CASE(a_heap_cycling_whole_pages_of_a_class_sets_each_page_up_once),
+    ND_CASE(kept_pages_past_the_purge_delay_are_retired_and_purged_at_one_pass),
+    ND_CASE(a_new_page_of_another_class_takes_a_kept_pages_memory),
+    ND_CASE(a_heap_that_leaves_its_node_gives_back_and_purges_its_kept_pages),
     ND_CASE(threads_beyond_the_cpus_share_the_cache_budget),
     ND_CASE(a_bin_in_runs_of_many_bins_grows_past_its_caches_share),
     ND_CASE(with_cpus_shared_a_small_bin_grows_to_16_kib_past_its_caches_share),
