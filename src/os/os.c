@@ -354,22 +354,32 @@ nd_hot void nd_os_purges_add(nd_os_purges *b, void *p, size_t size)
     b->n++;
 }
 
-/* The ranges r[i..n) of a batch in process_madvise calls: the index of the
-   first range not purged (n when all were). A call purges a prefix of the
-   bytes it is given (it returns their count; it stops at a range it cannot
-   advise, failing if that is the first): the next call starts past them. */
+/* The ranges r[0..n) of a batch in process_madvise calls: the index of
+   the first range not purged (n when all were), from which the caller
+   goes on with one madvise a range (the kernel refused the call). A call
+   purges a prefix of the bytes it is given and returns their count; it
+   stops at a range it cannot advise (not mapped: ENOMEM), failing if
+   that is the first: that range alone goes to madvise, which purges what
+   of it is mapped, and the next call starts past it. */
 static size_t nd_os_purges_vector(struct iovec *r, size_t n)
 {
     size_t i = 0;
     while (i < n) {
         nd_gauge_add(os_purge_calls, 1);
         long done = syscall(SYS_process_madvise, ND_PIDFD_SELF_PROCESS, r + i, n - i, MADV_DONTNEED, 0u);
-        if (done <= 0) {
-            if (done < 0 && nd_load_relaxed(&nd_os_pm_state) == 0 && errno != ENOMEM && errno != EFAULT &&
-                errno != EINTR && errno != EAGAIN)
-                nd_store_relaxed(&nd_os_pm_state, -1);   /* refused (no PIDFD_SELF, advice, syscall): never again */
-            break;   /* the rest one madvise each: the range that failed alone fails */
+        if (done < 0) {
+            if (nd_load_relaxed(&nd_os_pm_state) == 0 && errno != ENOMEM && errno != EFAULT && errno != EAGAIN &&
+                errno != EINTR) {
+                nd_store_relaxed(&nd_os_pm_state, -1);   /* no PIDFD_SELF, no such advice, no such call: never again */
+                break;
+            }
+            nd_gauge_add(os_purge_calls, 1);
+            (void)madvise(r[i].iov_base, r[i].iov_len, MADV_DONTNEED);
+            i++;
+            continue;
         }
+        if (done == 0)
+            break;   /* (no progress: the rest one at a time) */
         if (nd_load_relaxed(&nd_os_pm_state) == 0)
             nd_store_relaxed(&nd_os_pm_state, 1);
         for (size_t left = (size_t)done; i < n && left != 0;) {

@@ -265,6 +265,7 @@ nd_hot nd_tcache *nd_thread_start(void)
         t->gc_countdown = ND_GC_EVENTS;
         t->seen_node = (int16_t)node;
         t->look_cpu = -1;
+        t->trim_at = 0;   /* this thread's first malloc_trim collects */
         /* maintain_at stays the record's: its heaps and caches are
            maintained every purge delay whoever runs them, so a chain of
            threads each shorter than the delay still purges the pages they
@@ -308,6 +309,7 @@ nd_hot nd_tcache *nd_thread_start(void)
     t->seen_node = (int16_t)node;
     t->look_cpu = -1;
     t->maintain_at = tc->heap.clock_ms + (uint64_t)nd_opt(ND_OPT_purge_delay);
+    t->trim_at = 0;
     nd_lock(nd_threads_lock);
     nd_list_push_front(&nd_threads, t);
     nd_unlock(nd_threads_lock);
@@ -761,6 +763,34 @@ void nd_thread_collect(bool purge_all)
     nd_large_maintain(now, purge_all);
     nd_thread_pool_age(now, purge_all);
     nd_nursery_maintain(now, purge_all);   /* after the records taken apart gave their blocks back */
+}
+
+/* What a collect would give back of the calling thread's: its caches'
+   blocks and its heaps' free pages waiting for their purge. */
+static size_t nd_thread_trim_worth(const nd_thread *t)
+{
+    nd_tcache *tcs[ND_MAX_NODES + 1];
+    int n = nd_thread_tcaches(t, tcs);
+    size_t bytes = 0;
+    for (int i = 0; i < n; i++)
+        bytes += tcs[i]->heap.purge_pending + nd_tcache_held_bytes(tcs[i]);
+    return bytes;
+}
+
+int nd_thread_trim(void)
+{
+    nd_thread *t = nd_tls_thread;
+    if (t->state == ND_THREAD_LIVE) {
+        uint64_t now = nd_os_now_ms();
+        if (t->trim_at != 0 && now < t->trim_at + (uint64_t)nd_opt(ND_OPT_purge_delay) &&
+            nd_thread_trim_worth(t) < ND_TRIM_WORTH)
+            return 0;
+        t->trim_at = now != 0 ? now : 1;
+    }
+    size_t before = nd_load_relaxed(&nd_gauge.returned);
+    nd_thread_collect(true);
+    nd_node_maintain(ND_SWEEP_ALL);
+    return nd_load_relaxed(&nd_gauge.returned) != before;
 }
 
 /* ---- statistics ----------------------------------------------------------------- */

@@ -75,6 +75,7 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_thread {
     nd_tier_counters  tier_stats;       /* the tier calls' slow-path counts (owner only; counters.h) */
     nd_tier_counters  tier_open;        /* the totals when the period opened */
     uint64_t          maintain_at;      /* ms */
+    uint64_t          trim_at;          /* ms: this thread's last malloc_trim that collected, 0 none (nd_thread_trim) */
     uint64_t          watch_until;      /* ms: plain's watch (follow_thread, tcache.h: ND_WATCH_MS) lasts at least until then */
     uint64_t          watch_from;       /* plain's requests (nd_tcache_requests) at the move: the watch lasts ND_WATCH_REQUESTS more */
     uint64_t          pooled_at;        /* ms; POOLED only */
@@ -168,6 +169,20 @@ void  nd_thread_prof_rearm(void) nd_hidden;
    segments, pooled thread records (those past their wait, or all), then
    the nurseries (nursery.h; at once with purge_all). */
 void  nd_thread_collect(bool purge_all) nd_hidden;
+/* malloc_trim: nodal_collect(1) (the calling thread's caches and heaps,
+   the large pools, the nurseries, the node caches, everything purged) if
+   it is the thread's first call, or purge_delay has passed since its
+   last call that collected, or its caches and heaps hold
+   ND_TRIM_WORTH bytes or more to give back (their cached blocks, their
+   free pages waiting for their purge); else nothing (no system call).
+   1 if memory was given back to the OS meanwhile, else 0 (glibc's). */
+int   nd_thread_trim(void) nd_hidden;
+/* A collect for less than this is not worth its system calls and the page
+   faults that take the memory back: 1 MiB, 256 OS pages, 16 chunks.
+   stress-ng's malloc stressor, which calls malloc_trim every 8 requests
+   of up to 64 KiB, collected at nearly every call with it 0 (most of the
+   1,000 single-range purges of a run of 200,000 requests). */
+#define ND_TRIM_WORTH ((size_t)1 << 20)
 
 /* Statistics counted on behalf of the calling thread (or of threads
    without a heap, atomically). */
