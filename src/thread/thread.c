@@ -265,7 +265,6 @@ nd_hot nd_tcache *nd_thread_start(void)
         t->gc_countdown = ND_GC_EVENTS;
         t->seen_node = (int16_t)node;
         t->look_cpu = -1;
-        t->trim_at = 0;   /* this thread's first malloc_trim collects */
         /* maintain_at stays the record's: its heaps and caches are
            maintained every purge delay whoever runs them, so a chain of
            threads each shorter than the delay still purges the pages they
@@ -309,7 +308,6 @@ nd_hot nd_tcache *nd_thread_start(void)
     t->seen_node = (int16_t)node;
     t->look_cpu = -1;
     t->maintain_at = tc->heap.clock_ms + (uint64_t)nd_opt(ND_OPT_purge_delay);
-    t->trim_at = 0;
     nd_lock(nd_threads_lock);
     nd_list_push_front(&nd_threads, t);
     nd_unlock(nd_threads_lock);
@@ -777,16 +775,20 @@ static size_t nd_thread_trim_worth(const nd_thread *t)
     return bytes;
 }
 
+/* ms: the calling thread's last malloc_trim that collected, 0 none. Its
+   own, not its record's: a thread's first call collects, whether or not
+   it has started (a record of an exited thread it takes does not carry
+   that thread's calls). */
+static __thread uint64_t nd_tls_trim_at;
+
 int nd_thread_trim(void)
 {
     nd_thread *t = nd_tls_thread;
-    if (t->state == ND_THREAD_LIVE) {
-        uint64_t now = nd_os_now_ms();
-        if (t->trim_at != 0 && now < t->trim_at + (uint64_t)nd_opt(ND_OPT_purge_delay) &&
-            nd_thread_trim_worth(t) < ND_TRIM_WORTH)
-            return 0;
-        t->trim_at = now != 0 ? now : 1;
-    }
+    uint64_t now = nd_os_now_ms();
+    if (nd_tls_trim_at != 0 && now < nd_tls_trim_at + (uint64_t)nd_opt(ND_OPT_purge_delay) &&
+        (t->state != ND_THREAD_LIVE || nd_thread_trim_worth(t) < ND_TRIM_WORTH))
+        return 0;
+    nd_tls_trim_at = now != 0 ? now : 1;
     size_t before = nd_load_relaxed(&nd_gauge.returned);
     nd_thread_collect(true);
     nd_node_maintain(ND_SWEEP_ALL);

@@ -75,7 +75,6 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_thread {
     nd_tier_counters  tier_stats;       /* the tier calls' slow-path counts (owner only; counters.h) */
     nd_tier_counters  tier_open;        /* the totals when the period opened */
     uint64_t          maintain_at;      /* ms */
-    uint64_t          trim_at;          /* ms: this thread's last malloc_trim that collected, 0 none (nd_thread_trim) */
     uint64_t          watch_until;      /* ms: plain's watch (follow_thread, tcache.h: ND_WATCH_MS) lasts at least until then */
     uint64_t          watch_from;       /* plain's requests (nd_tcache_requests) at the move: the watch lasts ND_WATCH_REQUESTS more */
     uint64_t          pooled_at;        /* ms; POOLED only */
