@@ -333,11 +333,6 @@ nd_hot int nd_os_purge(void *p, size_t size)
    the kernel refused it (relaxed: a race only tries it once more). */
 static int nd_os_pm_state;
 
-bool nd_os_purges_batched(void)
-{
-    return nd_load_relaxed(&nd_os_pm_state) > 0;
-}
-
 nd_hot void nd_os_purges_add(nd_os_purges *b, void *p, size_t size)
 {
     if (b->n != 0) {

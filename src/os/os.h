@@ -106,9 +106,6 @@ typedef struct nd_os_purges {
 static inline void nd_os_purges_init(nd_os_purges *b) { b->n = 0; }
 void  nd_os_purges_add(nd_os_purges *b, void *p, size_t size) nd_hidden;
 void  nd_os_purges_flush(nd_os_purges *b) nd_hidden;
-/* Whether a batch goes out in one system call (false until a flush of
-   several ranges found the kernel accepts it, and once it refused). */
-bool  nd_os_purges_batched(void) nd_hidden;
 int   nd_os_populate(void *p, size_t size) nd_hidden;
 int   nd_os_advise_hugepage(void *p, size_t size) nd_hidden;
 /* Makes [p, p+size) (whole OS pages) inaccessible (guard page: any access
