@@ -95,9 +95,10 @@ int   nd_os_purge(void *p, size_t size) nd_hidden;
    nor its memory change hands (os.h's users: heap.c's purge pass, node.c's
    sweep; a segment's runs, segment.c). ND_OS_PURGE_BATCH ranges (2 KiB of
    stack) hold a segment's runs (32 at most) and the runs of most heap
-   purge passes (a pass past ND_PURGE_PENDING_MAX, 32 MiB, held up to 512
-   of 64 KiB in stress-ng's malloc stressor: 64 filled a batch in 21 of 52
-   passes); a full batch is flushed and filled again. */
+   purge passes (a pass past ND_PURGE_PENDING_MAX, 32 MiB, can hold 512
+   runs of 64 KiB: in stress-ng's malloc stressor a batch of 64 filled up
+   21 times a run of 200,000 requests); a full batch is flushed and
+   filled again. */
 #define ND_OS_PURGE_BATCH 128
 typedef struct nd_os_purges {
     unsigned     n;

@@ -250,9 +250,10 @@ nd_hot int nd_seg_commit_slow(nd_segment *s, uint64_t todo)
 }
 
 /* Purges the runs of `chunks` (never the header: chunk 0 stays committed)
-   and clears their committed bits, the runs added to the batch. The returned gauge counts the bytes
-   purged, or (whole: chunks that were not committed among them) the
-   chunks that were committed: the rest held no memory nodal counted. */
+   and clears their committed bits: the runs go to the batch, purged when
+   its caller flushes it. The returned gauge counts the bytes purged, or
+   (whole: chunks that were not committed among them) the chunks that
+   were committed: the rest held no memory nodal counted. */
 static nd_hot void nd_seg_purge_runs(nd_segment *s, uint64_t chunks, bool whole, nd_os_purges *batch)
 {
     s->purge_mask &= ~chunks;
