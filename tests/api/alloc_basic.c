@@ -449,8 +449,10 @@ static void malloc_trim_makes_no_system_call_with_little_to_give(void)
    call that collected: 7 MiB of 1 KiB blocks written and freed, then
    malloc_trim: it returns 1, and the process's anonymous resident memory
    is 5 MiB lower at least (the thread cache and the transfer store hold
-   at most 2.25 MiB of them before the call; a gate on the pages' pending
-   purges alone left all 7 MiB resident). */
+   at most 2.25 MiB of them before the call). It guards the rule's third
+   part (thread.c: ND_TRIM_WORTH): the call comes within purge_delay of
+   one that collected, so a rule of time alone would leave them resident
+   (main 35b5b2d, which collects at every call, passes). */
 static long trim_anon_kib(void)
 {
     char buf[128];
