@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include "alloc.h"
 #include "free.h"
+#include "init.h"
 
 /* Our own declarations: the libc headers' differ in attributes, and some of
    these names (free_sized) are not in them yet. */
@@ -72,11 +73,13 @@ nd_public void *__libc_pvalloc(size_t size) { return nd_pvalloc(size); }
 nd_public int __posix_memalign(void **out, size_t alignment, size_t size) { return nd_posix_memalign(out, alignment, size); }
 
 /* glibc extensions. */
+/* Collects (nodal_collect(1)) only when it is worth its system calls
+   (nd_thread_trim); 1 if memory went back to the OS, as glibc's. */
 nd_public int malloc_trim(size_t pad)
 {
     (void)pad;
-    nodal_collect(1);
-    return 1;
+    nd_process_ensure();
+    return nd_thread_trim();
 }
 
 nd_public int mallopt(int param, int value)

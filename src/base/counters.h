@@ -118,6 +118,7 @@
     X(os_maps,             COUNTER, PROCESS, GAUGE,   COUNT, 0, "mappings made (mmap)") \
     X(os_unmaps,           COUNTER, PROCESS, GAUGE,   COUNT, 0, "mappings removed (munmap)") \
     X(os_purges,           COUNTER, PROCESS, GAUGE,   COUNT, 0, "ranges returned to the OS while staying mapped (madvise)") \
+    X(os_purge_calls,      COUNTER, PROCESS, GAUGE,   COUNT, 0, "system calls that purged those ranges: one madvise per range, or one process_madvise for a batch of them (a heap's purge pass, a node cache's sweep; Linux 6.14+)") \
     X(os_commits,          COUNTER, PROCESS, GAUGE,   COUNT, 0, "ranges of node-targeted memory populated and checked with the kernel") \
     /* ---- per size class ------------------------------------------------------------------------- */ \
     X(requests,            COUNTER, CLASS,   DERIVED, COUNT, 1, "allocation calls served from the class") \

@@ -646,9 +646,14 @@ nd_hot void nd_heap_drain_notified(nd_heap *h)
 
 /* ---- purging and maintenance ----------------------------------------------- */
 
+/* One pass over h's segments: the due purges of all of them go to the
+   kernel in one batch (os.h), flushed before this returns; nothing here
+   hands a page out or lets a segment leave h meanwhile. */
 nd_hot void nd_heap_purge(nd_heap *h, uint64_t now, bool all)
 {
     size_t left = 0;
+    nd_os_purges batch;
+    nd_os_purges_init(&batch);
     for (int k = 0; k < 2; k++) {
         nd_seg_queue *lists[2] = { &h->avail[k], &h->used[k] };
         for (int l = 0; l < 2; l++)
@@ -656,11 +661,12 @@ nd_hot void nd_heap_purge(nd_heap *h, uint64_t now, bool all)
                 if (s->purge_mask == 0)
                     continue;
                 if (all || (now >= s->purge_at && h->epoch >= s->purge_epoch + ND_PURGE_MIN_EPOCHS))
-                    nd_seg_purge(s, s->purge_mask);
+                    nd_seg_purge_into(s, s->purge_mask, &batch);
                 else
                     left += (size_t)nd_popcount64(s->purge_mask) << ND_CHUNK_SHIFT;
             }
     }
+    nd_os_purges_flush(&batch);
     h->purge_pending = left;
     nd_assert2(nd_heap_is_valid(h));
 }

@@ -17,6 +17,7 @@
 #include "list.h"
 #include "lock.h"
 #include "options.h"
+#include "os.h"
 #include "topo.h"
 
 #define ND_CACHE_DIRTY_MAX 4
@@ -538,11 +539,16 @@ static nd_hot void nd_node_sweep(int node, bool bound, uint64_t now, bool force,
     if (nv == 0)
         return;
     nd_gauge_add(segments_cache_purged, nv);
+    /* Off the cache, so no one else sees them: purged in one batch (os.h),
+       flushed before they go back. */
+    nd_os_purges batch;
+    nd_os_purges_init(&batch);
     for (size_t i = 0; i < nv; i++)
         if (whole)
-            nd_seg_purge_free(v[i], true);
+            nd_seg_purge_free_into(v[i], true, &batch);
         else
-            nd_seg_purge(v[i], v[i]->committed);
+            nd_seg_purge_into(v[i], v[i]->committed, &batch);
+    nd_os_purges_flush(&batch);
     nd_lock(nd_node_lock(ns));
     for (size_t i = 0; i < nv; i++)
         nd_node_cache_add(k, v[i], false);   /* clean now: to the back */

@@ -316,9 +316,96 @@ nd_hot int nd_os_purge(void *p, size_t size)
 {
     int saved = errno;
     nd_gauge_add(os_purges, 1);
+    nd_gauge_add(os_purge_calls, 1);
     int rc = madvise(p, size, MADV_DONTNEED);
     errno = saved;
     return rc;
+}
+
+/* The calling process as a pidfd (linux/pidfd.h, Linux 6.14+), which
+   needs no descriptor of its own: an open one would be a malloc's file
+   that a program closing its descriptors could close or reuse. */
+#define ND_PIDFD_SELF_PROCESS (-10001)
+#ifndef SYS_process_madvise
+#define SYS_process_madvise 440   /* the same number on every architecture (5.10+) */
+#endif
+/* process_madvise on the process itself: 0 not tried yet, 1 it purged, -1
+   the kernel refused it (relaxed: a race only tries it once more). */
+static int nd_os_pm_state;
+
+nd_hot void nd_os_purges_add(nd_os_purges *b, void *p, size_t size)
+{
+    if (b->n != 0) {
+        struct iovec *last = &b->r[b->n - 1];
+        if ((char *)last->iov_base + last->iov_len == (char *)p) {   /* runs that meet (one segment's end, the next's start) */
+            last->iov_len += size;
+            return;
+        }
+        if (b->n == ND_OS_PURGE_BATCH)
+            nd_os_purges_flush(b);
+    }
+    b->r[b->n].iov_base = p;
+    b->r[b->n].iov_len = size;
+    b->n++;
+}
+
+/* The ranges r[0..n) of a batch in process_madvise calls: the index of
+   the first range not purged (n when all were), from which the caller
+   goes on with one madvise a range (the kernel refused the call). A call
+   purges a prefix of the bytes it is given and returns their count; it
+   stops at a range it cannot advise (not mapped: ENOMEM), failing if
+   that is the first: that range alone goes to madvise, which purges what
+   of it is mapped, and the next call starts past it. */
+static size_t nd_os_purges_vector(struct iovec *r, size_t n)
+{
+    size_t i = 0;
+    while (i < n) {
+        nd_gauge_add(os_purge_calls, 1);
+        long done = syscall(SYS_process_madvise, ND_PIDFD_SELF_PROCESS, r + i, n - i, MADV_DONTNEED, 0u);
+        if (done < 0) {
+            if (nd_load_relaxed(&nd_os_pm_state) == 0 && errno != ENOMEM && errno != EFAULT && errno != EAGAIN &&
+                errno != EINTR) {
+                nd_store_relaxed(&nd_os_pm_state, -1);   /* no PIDFD_SELF, no such advice, no such call: never again */
+                break;
+            }
+            nd_gauge_add(os_purge_calls, 1);
+            (void)madvise(r[i].iov_base, r[i].iov_len, MADV_DONTNEED);
+            i++;
+            continue;
+        }
+        if (done == 0)
+            break;   /* (no progress: the rest one at a time) */
+        if (nd_load_relaxed(&nd_os_pm_state) == 0)
+            nd_store_relaxed(&nd_os_pm_state, 1);
+        for (size_t left = (size_t)done; i < n && left != 0;) {
+            if (left >= r[i].iov_len) {
+                left -= r[i].iov_len;
+                i++;
+            } else {
+                r[i].iov_base = (char *)r[i].iov_base + left;
+                r[i].iov_len -= left;
+                left = 0;
+            }
+        }
+    }
+    return i;
+}
+
+nd_hot void nd_os_purges_flush(nd_os_purges *b)
+{
+    size_t n = b->n, i = 0;
+    if (n == 0)
+        return;
+    b->n = 0;
+    int saved = errno;
+    nd_gauge_add(os_purges, n);
+    if (n > 1 && nd_load_relaxed(&nd_os_pm_state) >= 0)   /* one range: madvise, the same call */
+        i = nd_os_purges_vector(b->r, n);
+    for (; i < n; i++) {
+        nd_gauge_add(os_purge_calls, 1);
+        (void)madvise(b->r[i].iov_base, b->r[i].iov_len, MADV_DONTNEED);
+    }
+    errno = saved;
 }
 
 int nd_os_populate(void *p, size_t size)

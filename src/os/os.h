@@ -25,6 +25,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <pthread.h>
+#include <sys/uio.h>
 #include "config.h"
 
 /* Kernel NUMA policy modes (linux/mempolicy.h), without needing the header. */
@@ -82,6 +83,30 @@ bool  nd_os_space_maps_fit(size_t bytes) nd_hidden;
 uint64_t nd_os_space_returns(void) nd_hidden;
 void  nd_os_unmap(void *p, size_t size) nd_hidden;
 int   nd_os_purge(void *p, size_t size) nd_hidden;
+/* A batch of ranges to purge, given back together: one process_madvise(2)
+   of MADV_DONTNEED on the process itself (the pidfd PIDFD_SELF_PROCESS,
+   Linux 6.14+: advice other than the cold/pageout kinds only since 6.13
+   for the calling process), or, once the kernel refused that (EBADF,
+   EINVAL, ENOSYS, EPERM, ...: older kernels, seccomp; remembered for the
+   process), one madvise per range. A range is purged by the flush, not by
+   the add (nd_os_purges_add flushes only a full batch), so a caller
+   creates, fills and flushes a batch in one function, during which no
+   range in it can be handed out again (it would be zeroed by the flush)
+   nor its memory change hands (os.h's users: heap.c's purge pass, node.c's
+   sweep; a segment's runs, segment.c). ND_OS_PURGE_BATCH ranges (2 KiB of
+   stack) hold a segment's runs (32 at most) and the runs of most heap
+   purge passes (a pass past ND_PURGE_PENDING_MAX, 32 MiB, can hold 512
+   runs of 64 KiB: in stress-ng's malloc stressor a batch of 64 filled up
+   21 times a run of 200,000 requests); a full batch is flushed and
+   filled again. */
+#define ND_OS_PURGE_BATCH 128
+typedef struct nd_os_purges {
+    unsigned     n;
+    struct iovec r[ND_OS_PURGE_BATCH];
+} nd_os_purges;
+static inline void nd_os_purges_init(nd_os_purges *b) { b->n = 0; }
+void  nd_os_purges_add(nd_os_purges *b, void *p, size_t size) nd_hidden;
+void  nd_os_purges_flush(nd_os_purges *b) nd_hidden;
 int   nd_os_populate(void *p, size_t size) nd_hidden;
 int   nd_os_advise_hugepage(void *p, size_t size) nd_hidden;
 /* Makes [p, p+size) (whole OS pages) inaccessible (guard page: any access

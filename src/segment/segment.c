@@ -250,10 +250,11 @@ nd_hot int nd_seg_commit_slow(nd_segment *s, uint64_t todo)
 }
 
 /* Purges the runs of `chunks` (never the header: chunk 0 stays committed)
-   and clears their committed bits. The returned gauge counts the bytes
-   purged, or (whole: chunks that were not committed among them) the
-   chunks that were committed: the rest held no memory nodal counted. */
-static nd_hot void nd_seg_purge_runs(nd_segment *s, uint64_t chunks, bool whole)
+   and clears their committed bits: the runs go to the batch, purged when
+   its caller flushes it. The returned gauge counts the bytes purged, or
+   (whole: chunks that were not committed among them) the chunks that
+   were committed: the rest held no memory nodal counted. */
+static nd_hot void nd_seg_purge_runs(nd_segment *s, uint64_t chunks, bool whole, nd_os_purges *batch)
 {
     s->purge_mask &= ~chunks;
     while (chunks) {
@@ -263,7 +264,7 @@ static nd_hot void nd_seg_purge_runs(nd_segment *s, uint64_t chunks, bool whole)
         uint8_t *end = (uint8_t *)s + ((size_t)(b + 1) << ND_CHUNK_SHIFT);
         uint64_t run = nd_mask_range(a, b) & ~(uint64_t)1;
         size_t was = (size_t)nd_popcount64(run & s->committed) << ND_CHUNK_SHIFT;
-        nd_os_purge(start, (size_t)(end - start));
+        nd_os_purges_add(batch, start, (size_t)(end - start));
         nd_gauge_add(returned, whole ? was : (size_t)(end - start));
         nd_gauge_sub(committed, was);   /* committed counts whole chunks */
         s->committed &= ~run;
@@ -271,9 +272,18 @@ static nd_hot void nd_seg_purge_runs(nd_segment *s, uint64_t chunks, bool whole)
     }
 }
 
+/* A segment's runs (32 at most) go to the kernel in one call (os.h). */
 nd_hot void nd_seg_purge(nd_segment *s, uint64_t mask)
 {
-    nd_seg_purge_runs(s, mask & s->committed, false);
+    nd_os_purges batch;
+    nd_os_purges_init(&batch);
+    nd_seg_purge_runs(s, mask & s->committed, false, &batch);
+    nd_os_purges_flush(&batch);
+}
+
+nd_hot void nd_seg_purge_into(nd_segment *s, uint64_t mask, nd_os_purges *b)
+{
+    nd_seg_purge_runs(s, mask & s->committed, false, b);
 }
 
 /* The chunks of s's free pages (all: of the whole segment). */
@@ -292,7 +302,15 @@ static uint64_t nd_seg_free_chunks(nd_segment *s, bool all)
 
 void nd_seg_purge_free(nd_segment *s, bool all)
 {
-    nd_seg_purge_runs(s, nd_seg_free_chunks(s, all), true);
+    nd_os_purges batch;
+    nd_os_purges_init(&batch);
+    nd_seg_purge_runs(s, nd_seg_free_chunks(s, all), true, &batch);
+    nd_os_purges_flush(&batch);
+}
+
+void nd_seg_purge_free_into(nd_segment *s, bool all, nd_os_purges *b)
+{
+    nd_seg_purge_runs(s, nd_seg_free_chunks(s, all), true, b);
 }
 
 void nd_seg_purge_elsewhere(nd_segment *s, bool all)
@@ -317,8 +335,12 @@ void nd_seg_purge_elsewhere(nd_segment *s, bool all)
     for (uint64_t m = mask; m != 0; m &= m - 1, j += 2)   /* not resident: a negative status */
         if ((status[j] >= 0 && status[j] != s->node) || (status[j + 1] >= 0 && status[j + 1] != s->node))
             moved |= m & -m;
-    if (moved != 0)
-        nd_seg_purge_runs(s, moved, true);
+    if (moved != 0) {
+        nd_os_purges batch;
+        nd_os_purges_init(&batch);
+        nd_seg_purge_runs(s, moved, true, &batch);
+        nd_os_purges_flush(&batch);
+    }
 }
 
 /* A new mapping [p, p+size) for node-bound memory: bound to node (before

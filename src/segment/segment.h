@@ -597,8 +597,14 @@ void nd_seg_format(nd_segment *s, int kind) nd_hidden;
 /* Makes [p, p+len) of s usable: bound segments populate and verify chunks not
    yet committed. 0, or -1 with errno = ENOMEM when strict placement failed. */
 int  nd_seg_commit_slow(nd_segment *s, uint64_t todo) nd_hidden;
-/* Purges the chunks in mask (never the header); clears their committed bits. */
+/* Purges the chunks in mask (never the header), in one system call where
+   the kernel takes a batch (os.h); clears their committed bits. */
 void nd_seg_purge(nd_segment *s, uint64_t mask) nd_hidden;
+/* The same, its runs added to batch b (os.h: nd_os_purges), purged when
+   the caller flushes it: s's bits and the gauges say purged already, so s
+   must stay where it is, none of those chunks handed out, until then. */
+struct nd_os_purges;
+void nd_seg_purge_into(nd_segment *s, uint64_t mask, struct nd_os_purges *b) nd_hidden;
 /* Purges the whole range of s's free pages (all: of every page, the
    header excepted), not only their committed chunks: where transparent
    huge pages are on, the kernel faults in a whole 2 MiB around the first
@@ -607,6 +613,8 @@ void nd_seg_purge(nd_segment *s, uint64_t mask) nd_hidden;
    CPU that touched it or the one the kernel's NUMA balancing migrated
    that huge page to. Purged, they fault in again where they are used. */
 void nd_seg_purge_free(nd_segment *s, bool all) nd_hidden;
+/* nd_seg_purge_free(s, all) into batch b (as nd_seg_purge_into). */
+void nd_seg_purge_free_into(nd_segment *s, bool all, struct nd_os_purges *b) nd_hidden;
 /* The same for those of the chunks nd_seg_purge_free would purge whose
    memory the kernel has on another node than s's (one move_pages query,
    two OS pages a chunk): a segment taken from its node's cache or

@@ -2143,6 +2143,16 @@ nd_hot void nd_tcache_gc(nd_tcache *tc, bool force)
     }
 }
 
+size_t nd_tcache_held_bytes(const nd_tcache *tc)
+{
+    size_t bytes = 0;
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {
+        const nd_bin *b = &tc->bins[c];
+        bytes += (size_t)(b->empty - b->cur) * nd_bin_counted_size(c);
+    }
+    return bytes;
+}
+
 /* ---- statistics -------------------------------------------------------------- */
 
 __attribute__((no_sanitize("thread")))

@@ -722,6 +722,9 @@ void  nd_tcache_xfer_sweep(nd_tcache *tc, uint64_t now, bool all) nd_hidden;
 void  nd_tcache_xfer_give_back(nd_tcache *tc) nd_hidden;
 /* Every cached block back to its pages. */
 void  nd_tcache_flush_all(nd_tcache *tc) nd_hidden;
+/* The bytes of the blocks tc's bins hold (the sizes their capacities are
+   counted in): what a flush would give back to their pages. */
+size_t nd_tcache_held_bytes(const nd_tcache *tc) nd_hidden;
 /* Are CPUs shared: more than two thread caches per CPU (those of live
    and pooled threads)? Then each cache grows only to its share of the
    budget (tcache.c: nd_tcache_total_share). */

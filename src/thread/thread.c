@@ -763,6 +763,38 @@ void nd_thread_collect(bool purge_all)
     nd_nursery_maintain(now, purge_all);   /* after the records taken apart gave their blocks back */
 }
 
+/* What a collect would give back of the calling thread's: its caches'
+   blocks and its heaps' free pages waiting for their purge. */
+static size_t nd_thread_trim_worth(const nd_thread *t)
+{
+    nd_tcache *tcs[ND_MAX_NODES + 1];
+    int n = nd_thread_tcaches(t, tcs);
+    size_t bytes = 0;
+    for (int i = 0; i < n; i++)
+        bytes += tcs[i]->heap.purge_pending + nd_tcache_held_bytes(tcs[i]);
+    return bytes;
+}
+
+/* ms: the calling thread's last malloc_trim that collected, 0 none. Its
+   own, not its record's: a thread's first call collects, whether or not
+   it has started (a record of an exited thread it takes does not carry
+   that thread's calls). */
+static __thread uint64_t nd_tls_trim_at;
+
+int nd_thread_trim(void)
+{
+    nd_thread *t = nd_tls_thread;
+    uint64_t now = nd_os_now_ms();
+    if (nd_tls_trim_at != 0 && now < nd_tls_trim_at + (uint64_t)nd_opt(ND_OPT_purge_delay) &&
+        (t->state != ND_THREAD_LIVE || nd_thread_trim_worth(t) < ND_TRIM_WORTH))
+        return 0;
+    nd_tls_trim_at = now != 0 ? now : 1;
+    size_t before = nd_load_relaxed(&nd_gauge.returned);
+    nd_thread_collect(true);
+    nd_node_maintain(ND_SWEEP_ALL);
+    return nd_load_relaxed(&nd_gauge.returned) != before;
+}
+
 /* ---- statistics ----------------------------------------------------------------- */
 
 nd_hot void nd_thread_count_remote_free(unsigned cls, bool pushed)

@@ -168,6 +168,23 @@ void  nd_thread_prof_rearm(void) nd_hidden;
    segments, pooled thread records (those past their wait, or all), then
    the nurseries (nursery.h; at once with purge_all). */
 void  nd_thread_collect(bool purge_all) nd_hidden;
+/* malloc_trim: nodal_collect(1) (the calling thread's caches and heaps,
+   the large pools, the nurseries, the node caches, everything purged) if
+   it is the thread's first call, or purge_delay has passed since its
+   last call that collected, or its caches and heaps hold
+   ND_TRIM_WORTH bytes or more to give back (their cached blocks, their
+   free pages waiting for their purge); else nothing (no system call).
+   1 if memory was given back to the OS meanwhile, else 0 (glibc's). */
+int   nd_thread_trim(void) nd_hidden;
+/* A collect for less than this is not worth its system calls and the page
+   faults that take the memory back: 2 MiB, twice a thread cache's budget
+   (tcache_total), so that a cache's blocks alone, its normal state, never
+   make a call worth it: it takes a megabyte of free pages too.
+   stress-ng --malloc 1 --malloc-ops 200000, which calls malloc_trim every
+   8 requests of up to 64 KiB (25,000 calls): system calls that purge
+   (strace -c, 3 runs) with 1 MiB 231-355, with 2 MiB 107-119, with 4 MiB
+   105-124; a full collect at every call (main 35b5b2d), 3,708. */
+#define ND_TRIM_WORTH ((size_t)2 << 20)
 
 /* Statistics counted on behalf of the calling thread (or of threads
    without a heap, atomically). */

@@ -20,8 +20,13 @@
 #include <unistd.h>
 #include <sys/wait.h>
 
+#include <malloc.h>
+#include <time.h>
+
 #include "api.h"
 #include "check.h"
+#include "json.h"
+#include "nodal.h"
 #include "pattern.h"
 #include "sizes.h"
 
@@ -367,6 +372,122 @@ static long writable_kib_of(const void *sym)
     }
     fclose(f);
     return kib;
+}
+
+/* ---- malloc_trim ---------------------------------------------------------- */
+
+#define TRIM_JSON_CAP ((size_t)4 << 20)
+#define TRIM_POOL_CAP 200000
+static char trim_json[TRIM_JSON_CAP];
+static struct nd_json trim_pool[TRIM_POOL_CAP];
+
+/* A number of the statistics' totals, now. */
+static double trim_total(const char *key)
+{
+    size_t n = nodal_stats_json(trim_json, TRIM_JSON_CAP);
+    EXPECT(n > 0 && n < TRIM_JSON_CAP, "the statistics JSON to fit in %zu bytes", TRIM_JSON_CAP);
+    struct nd_json_parser p;
+    const struct nd_json *root = nd_json_parse(&p, trim_json, n, trim_pool, TRIM_POOL_CAP);
+    EXPECT(root != NULL, "the statistics JSON to parse: %s", p.error);
+    const struct nd_json *t = nd_json_get(root, "totals");
+    const struct nd_json *v = t ? nd_json_get(t, key) : NULL;
+    EXPECT(v != NULL && v->type == ND_JSON_NUMBER, "the totals to have a number \"%s\"", key);
+    return v->number;
+}
+
+static double trim_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* The system calls nodal makes to give memory back or take address space. */
+static double trim_calls(void)
+{
+    return trim_total("os_purge_calls") + trim_total("os_unmaps") + trim_total("os_maps");
+}
+
+/* malloc_trim right after one that collected, with 64 KiB freed since (a
+   page of 4 KiB blocks, all in the thread's cache), is not worth a pass
+   of system calls (thread.c: ND_TRIM_WORTH): it makes none and returns 0,
+   nothing given back (main 35b5b2d: a full collect every call, which
+   purged that page, and 1 always). An attempt counts only if the two
+   calls came within half a purge delay (after one, the next call collects
+   whatever it has); a slow machine gets ten. */
+static void malloc_trim_makes_no_system_call_with_little_to_give(void)
+{
+    const struct nd_api *A = nd_api();
+    double delay = (double)nodal_option_get("purge_delay");
+    EXPECT(delay > 0, "a purge delay (%.0f ms)", delay);
+    for (int attempt = 0; attempt < 10; attempt++) {
+        if (attempt > 0)
+            usleep((useconds_t)(delay * 1000) + 1000);   /* the next call collects */
+        malloc_trim(0);
+        double t0 = trim_now_ms();
+        void *p[16];
+        for (int i = 0; i < 16; i++) {
+            p[i] = A->malloc(4000);
+            EXPECT(p[i] != NULL, "%s(4000) to succeed", nd_fn("malloc"));
+            memset(p[i], i, 4000);
+        }
+        for (int i = 0; i < 16; i++)
+            A->free(p[i]);
+        double calls = trim_calls();
+        int r = malloc_trim(0);
+        double made = trim_calls() - calls;
+        if (trim_now_ms() - t0 >= delay / 2)
+            continue;
+        EXPECT(made == 0 && r == 0, "malloc_trim with 64 KiB freed since the last one to make no system call and "
+               "return 0: %.0f calls, returned %d", made, r);
+        return;
+    }
+    SKIP("no two calls of malloc_trim came within half a purge delay (%.0f ms) in ten attempts", delay / 2);
+}
+
+/* Blocks freed are given back by malloc_trim at once, even right after a
+   call that collected: 7 MiB of 1 KiB blocks written and freed, then
+   malloc_trim: it returns 1, and the process's anonymous resident memory
+   is 5 MiB lower at least (the thread cache and the transfer store hold
+   at most 2.25 MiB of them before the call). It guards the rule's third
+   part (thread.c: ND_TRIM_WORTH): the call comes within purge_delay of
+   one that collected, so a rule of time alone would leave them resident
+   (main 35b5b2d, which collects at every call, passes). */
+static long trim_anon_kib(void)
+{
+    char buf[128];
+    int fd = open("/proc/self/statm", O_RDONLY);
+    EXPECT(fd >= 0, "/proc/self/statm to be readable (errno %d)", errno);
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    EXPECT(n > 0, "/proc/self/statm to have content");
+    buf[n] = '\0';
+    unsigned long size, resident, shared;
+    EXPECT(sscanf(buf, "%lu %lu %lu", &size, &resident, &shared) == 3, "statm to start with three numbers: %s", buf);
+    return (long)((resident - shared) * (unsigned long)sysconf(_SC_PAGESIZE) / 1024);
+}
+
+static void malloc_trim_gives_back_a_few_mib_freed(void)
+{
+#ifdef ND_TEST_SANITIZER
+    SKIP("a sanitizer's allocator and shadow memory decide what is resident");
+#endif
+    const struct nd_api *A = nd_api();
+    enum { N = 7 << 10 };
+    static void *p[N];
+    malloc_trim(0);   /* collects: this thread's first call */
+    for (int i = 0; i < N; i++) {
+        p[i] = A->malloc(1024);
+        EXPECT(p[i] != NULL, "%s(1024) to succeed", nd_fn("malloc"));
+        memset(p[i], 0x5a, 1024);
+    }
+    long held = trim_anon_kib();
+    for (int i = 0; i < N; i++)
+        A->free(p[i]);
+    int r = malloc_trim(0);
+    long left = trim_anon_kib();
+    EXPECT(r == 1 && held - left >= 5 << 10, "malloc_trim after 7 MiB of 1 KiB blocks were freed to return 1 and "
+           "give 5 MiB back at least: returned %d, anonymous resident %ld -> %ld KiB", r, held, left);
 }
 
 /* What every process holds of nodal's own data from start-up: the tables
@@ -1052,6 +1173,8 @@ static const struct nd_case cases[] = {
 #ifndef ND_TEST_PREFIX_ONLY
     ND_CASE(std_and_prefix_names_share_one_heap),
     ND_CASE(the_writable_data_of_nodal_stays_small),
+    ND_CASE(malloc_trim_makes_no_system_call_with_little_to_give),
+    ND_CASE(malloc_trim_gives_back_a_few_mib_freed),
     ND_CASE(the_last_page_of_nodals_code_stays_unmapped_in_a_plain_program),
     ND_CASE(the_code_a_plain_program_does_not_run_stays_unmapped),
     ND_CASE(the_code_a_long_running_small_block_program_runs_is_in_the_first_mapping),

@@ -13,6 +13,8 @@
 #include <signal.h>
 #include <stdio.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
 #include <sys/resource.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -1817,6 +1819,118 @@ static void *leave_with_kept_pages(void *arg)
 static void a_heap_that_leaves_its_node_gives_back_and_purges_its_kept_pages(void)
 {
     in_a_new_thread(leave_with_kept_pages);
+}
+
+#define PURGE_BATCHES_REFUSED \
+    "the kernel refuses process_madvise(MADV_DONTNEED) on the process itself (before Linux 6.14, or a " \
+    "seccomp filter): every purged range is one madvise there (nd_os_purges_flush's fallback)"
+
+/* Does the kernel take process_madvise(MADV_DONTNEED) on the process
+   itself (the pidfd PIDFD_SELF_PROCESS, -10001)? Asked here, not of
+   nodal, so that a nodal that never tries it fails rather than skips. */
+static bool kernel_purges_batches(void)
+{
+    size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+    char *m = mmap(NULL, 2 * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    EXPECT(m != MAP_FAILED, "a mapping of 2 pages");
+    m[0] = m[ps] = 1;
+    struct iovec v[2] = { { m, ps }, { m + ps, ps } };
+    long done = syscall(SYS_process_madvise, -10001, v, 2, MADV_DONTNEED, 0u);
+    bool ok = done == (long)(2 * ps) && m[0] == 0 && m[ps] == 0;
+    munmap(m, 2 * ps);
+    return ok;
+}
+
+/* A heap's purge pass gives the free pages of all its segments back in
+   one system call (os.h: nd_os_purges): blocks of 1000 B over two
+   segments, the blocks of every other page of both freed, then one
+   nd_heap_purge: the runs of both segments (one page each, 30 or more of
+   them) go in one process_madvise where the kernel takes it. */
+static void *purge_two_segments(void *arg)
+{
+    (void)arg;
+    enum { MAX = 12000 };
+    static void *a[MAX];
+    int n = 0;
+    nd_segment *first = NULL, *second = NULL;
+    size_t in_second = 0;
+    while (n < MAX && in_second < 16 * 65) {   /* 16 pages of the second segment */
+        a[n] = nodal_malloc(1000);
+        EXPECT(a[n] != NULL, "malloc(1000) to succeed");
+        nd_segment *s = nd_seg_base(a[n]);
+        if (first == NULL)
+            first = s;
+        else if (s != first && second == NULL)
+            second = s;
+        in_second += s == second;
+        n++;
+    }
+    EXPECT(second != NULL, "the blocks to fill a segment and go on into a second");
+    nd_tcache *tc = nd_tls_tc;
+    nd_heap *h = &tc->heap;
+    for (int i = 0; i < n; i++) {
+        nd_segment *s = nd_seg_base(a[i]);
+        if (nd_seg_page_index(s, nd_page_of(s, a[i])) % 2 == 1) {
+            nodal_free(a[i]);
+            a[i] = NULL;
+        }
+    }
+    nd_tcache_flush_all(tc);
+    nd_tcache_xfer_sweep(tc, 0, true);   /* with transfer=2 own blocks may wait in the store */
+    EXPECT(nd_popcount64(first->purge_mask) >= 8 && nd_popcount64(second->purge_mask) >= 4,
+           "the free pages of both segments to wait for their purge (%d and %d chunks)",
+           nd_popcount64(first->purge_mask), nd_popcount64(second->purge_mask));
+    uint64_t calls = nd_load_relaxed(&nd_gauge.os_purge_calls), ranges = nd_load_relaxed(&nd_gauge.os_purges);
+    nd_heap_purge(h, 0, true);
+    calls = nd_load_relaxed(&nd_gauge.os_purge_calls) - calls;
+    ranges = nd_load_relaxed(&nd_gauge.os_purges) - ranges;
+    EXPECT(first->purge_mask == 0 && second->purge_mask == 0, "the pass to purge both segments");
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold");
+    for (int i = 0; i < n; i++)
+        nodal_free(a[i]);
+    if (!kernel_purges_batches())
+        SKIP(PURGE_BATCHES_REFUSED);
+    EXPECT(ranges >= 12 && calls == 1, "one system call for the pass's %llu ranges, %llu were made",
+           (unsigned long long)ranges, (unsigned long long)calls);
+    return NULL;
+}
+
+static void a_heaps_purge_of_several_segments_is_one_system_call(void)
+{
+    in_a_new_thread(purge_two_segments);
+}
+
+/* Whatever the kernel does with a batch (os.h: nd_os_purges), every range
+   of it is purged: 300 ranges (more than a batch holds, so adds flush
+   full batches and go on) and, among them, one the process does not have
+   mapped (process_madvise stops there and returns what it advised before
+   it, which the flush takes up after it). Each range's page reads zero
+   afterwards, the others keep their contents. */
+static void a_batch_purges_every_range_past_a_full_batch_and_an_unmapped_one(void)
+{
+    enum { N = 300, HOLE = 150 };
+    size_t ps = (size_t)sysconf(_SC_PAGESIZE);
+    unsigned char *m = mmap(NULL, 2 * N * ps, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    EXPECT(m != MAP_FAILED, "a mapping of %zu pages", (size_t)2 * N);
+    memset(m, 0xa5, 2 * N * ps);
+    EXPECT(munmap(m + 2 * HOLE * ps, ps) == 0, "a page of it unmapped");
+    uint64_t calls = nd_load_relaxed(&nd_gauge.os_purge_calls);
+    nd_os_purges b;
+    nd_os_purges_init(&b);
+    for (int i = 0; i < N; i++)   /* every other page: ranges that do not meet */
+        nd_os_purges_add(&b, m + 2 * (size_t)i * ps, ps);
+    nd_os_purges_flush(&b);
+    calls = nd_load_relaxed(&nd_gauge.os_purge_calls) - calls;
+    for (int i = 0; i < N; i++) {
+        if (i == HOLE)
+            continue;
+        EXPECT(m[2 * (size_t)i * ps] == 0 && m[2 * (size_t)i * ps + ps - 1] == 0, "range %d of %d to be purged", i, N);
+        EXPECT(m[(2 * (size_t)i + 1) * ps] == 0xa5, "the page after range %d to keep its contents", i);
+    }
+    EXPECT(b.n == 0, "the flush to leave the batch empty");
+    if (kernel_purges_batches())   /* 3 batches; the second's call stops at the hole, which goes alone, then the rest */
+        EXPECT(calls <= 6, "a few system calls for %d ranges, %llu were made", N, (unsigned long long)calls);
+    munmap(m, 2 * N * ps);
 }
 
 /* Threads beyond two per CPU share the CPUs' thread-cache budget
@@ -4550,6 +4664,8 @@ static const struct nd_case cases[] = {
     ND_CASE(kept_pages_past_the_purge_delay_are_retired_and_purged_at_one_pass),
     ND_CASE(a_new_page_of_another_class_takes_a_kept_pages_memory),
     ND_CASE(a_heap_that_leaves_its_node_gives_back_and_purges_its_kept_pages),
+    ND_CASE(a_heaps_purge_of_several_segments_is_one_system_call),
+    ND_CASE(a_batch_purges_every_range_past_a_full_batch_and_an_unmapped_one),
     ND_CASE(threads_beyond_the_cpus_share_the_cache_budget),
     ND_CASE(a_bin_in_runs_of_many_bins_grows_past_its_caches_share),
     ND_CASE(with_cpus_shared_a_small_bin_grows_to_16_kib_past_its_caches_share),
