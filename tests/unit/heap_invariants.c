@@ -1877,6 +1877,7 @@ static void *purge_two_segments(void *arg)
     }
     nd_tcache_flush_all(tc);
     nd_tcache_xfer_sweep(tc, 0, true);   /* with transfer=2 own blocks may wait in the store */
+    nd_heap_retire_kept(h);   /* emptied pages kept for their class go back to their segment (heap.h) */
     EXPECT(nd_popcount64(first->purge_mask) >= 8 && nd_popcount64(second->purge_mask) >= 4,
            "the free pages of both segments to wait for their purge (%d and %d chunks)",
            nd_popcount64(first->purge_mask), nd_popcount64(second->purge_mask));
