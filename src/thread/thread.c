@@ -764,14 +764,15 @@ void nd_thread_collect(bool purge_all)
 }
 
 /* What a collect would give back of the calling thread's: its caches'
-   blocks and its heaps' free pages waiting for their purge. */
+   blocks, its heaps' free pages waiting for their purge and the pages
+   they keep set up (heap.h: kept pages, retired by a collect). */
 static size_t nd_thread_trim_worth(const nd_thread *t)
 {
     nd_tcache *tcs[ND_MAX_NODES + 1];
     int n = nd_thread_tcaches(t, tcs);
     size_t bytes = 0;
     for (int i = 0; i < n; i++)
-        bytes += tcs[i]->heap.purge_pending + nd_tcache_held_bytes(tcs[i]);
+        bytes += tcs[i]->heap.purge_pending + tcs[i]->heap.kept_bytes + nd_tcache_held_bytes(tcs[i]);
     return bytes;
 }
 

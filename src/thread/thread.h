@@ -173,7 +173,7 @@ void  nd_thread_collect(bool purge_all) nd_hidden;
    it is the thread's first call, or purge_delay has passed since its
    last call that collected, or its caches and heaps hold
    ND_TRIM_WORTH bytes or more to give back (their cached blocks, their
-   free pages waiting for their purge); else nothing (no system call).
+   free pages waiting for their purge, their kept pages); else nothing (no system call).
    1 if memory was given back to the OS meanwhile, else 0 (glibc's). */
 int   nd_thread_trim(void) nd_hidden;
 /* A collect for less than this is not worth its system calls and the page
