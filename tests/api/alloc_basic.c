@@ -1056,7 +1056,12 @@ static const char *small_samples_of_two_threads(const char *san)
    by 4 KiB (h58l: the large pool's shards borrow each other's runs and
    give back the least resident empty segment, code a sample's slab runs:
    8 pages with the profile's files, 7 before): 34 pages, 136 KiB, the
-   bound at it; a sample's code still lies on 8 pages at the end. */
+   bound at it; a sample's code still lies on 8 pages at the end. Raised
+   to 140 KiB at stop 57: the code every process runs grew by a page
+   again (27 pages of the first mapping resident, 26 before: h60r's kept
+   pages in the page retire and take, h60b's own route in the fills and
+   overflows, h60p's purge batch in the heap's pass), the sample section
+   still 8 pages: 35 pages, 140 KiB, the bound at it. */
 static void the_code_a_sample_runs_lies_on_few_pages(void)
 {
     const char *lib = small_samples_of_two_threads("decides which code runs");
@@ -1067,7 +1072,7 @@ static void the_code_a_sample_runs_lies_on_few_pages(void)
     long ps = sysconf(_SC_PAGESIZE);
     long all = mappings_resident_pages(map, 0, maps);
     EXPECT(maps > 1, "nodal's code (%s) to be more than one mapping with the profile on", obj);
-    EXPECT(all * ps <= 136 * 1024, "at most 136 KiB of nodal's code (%s) to be resident after small samples of two "
+    EXPECT(all * ps <= 140 * 1024, "at most 140 KiB of nodal's code (%s) to be resident after small samples of two "
            "threads (the code every process runs, 88 KiB, and the samples' own), got %ld KiB (%d mappings)", obj,
            all * ps / 1024, maps);
 }
