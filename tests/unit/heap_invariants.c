@@ -2139,6 +2139,13 @@ static void with_cpus_shared_an_exiting_threads_cache_hands_its_blocks_to_the_st
         nd_opt(ND_OPT_check) >= 2)
         SKIP("no CPU shared by %d threads on %zu CPUs, or not transfer=2 with caches of every class up to a "
              "tcache_total of 1 MiB and pooled records", SHARE_THREADS, cpus);
+    /* Nothing here may depend on how long the case takes (on 2 loaded
+       CPUs, seconds): with the default purge_delay of 100 ms a pooled
+       record is taken apart after 1 s (thread.c: ND_POOL_WAIT), caches
+       and its bins' blocks and all, and a sweep every 100 ms sends a store
+       class no cache took from back to its pages, whole (xfer.h). */
+    EXPECT(nd_opt(ND_OPT_purge_delay) >= 10000, "this case to run with NODAL_OPTIONS=purge_delay=10000 (ctest sets "
+           "it), purge_delay is %ld", (long)nd_opt(ND_OPT_purge_delay));
     nodal_free(nodal_malloc(1));   /* this thread's cache counts too */
     pthread_t t;
     pthread_barrier_init(&share_barrier, NULL, 1);
