@@ -13,7 +13,9 @@
 #   main   default numa-vm topology: nodes 0,1 with 2 CPUs and 512 MiB each,
 #          nodes 2,3 memory-only with 512 MiB; transparent huge pages
 #          "always" and automatic NUMA balancing on, as the kernel defaults
-#          are (nodal's guarantees must hold there);
+#          are (nodal's guarantees must hold there), but off while a
+#          program checks where plain pages sit after their first touch
+#          (the plan's balancing column, below);
 #   small  the same with node 3 at 96 MiB, for filling a node;
 #   hmat   numa-vm --hmat: 6 nodes, the firmware gives latency and bandwidth
 #          (nodes 2, 3 high-bandwidth and 96 MiB, 4, 5 large and slow), for
