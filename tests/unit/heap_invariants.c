@@ -2168,7 +2168,7 @@ static void with_cpus_shared_an_exiting_threads_cache_hands_its_blocks_to_the_st
        preempted inside a shard on the 2 loaded CPUs made another's
        overflow find every shard it tried busy and send the rest of its
        blocks home (counted in xfer_full). Measured on main under
-       stress-ng --cpu 2 (load 20+): 7 of 950 runs left 608-988 blocks in
+       stress-ng --cpu 2 (load 20+): 7 of 1,100 runs left 608-988 blocks in
        the store; the 3 whose counters were printed had 3-5 overflows
        that found it busy, and in 5 none was drained nor taken. */
     nd_snap_class k1 = class_in_records(c);
