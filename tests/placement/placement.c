@@ -144,6 +144,16 @@ int pt_begin(int argc, char **argv, const char *name, const char *property)
                         got == -1 && errno == ENOENT ? " (unknown option)" : "");
             else
                 pt_info("running with nodal option %s = %ld", opt, got);
+        } else if (!strcmp(argv[i], "--expect-balancing") && i + 1 < argc) {
+            int want = atoi(argv[++i]) != 0, got = pt_numa_balancing();
+            if (got < 0)
+                pt_fail("expected the kernel's NUMA balancing %s for this run; "
+                        "/proc/sys/kernel/numa_balancing cannot be read", want ? "on" : "off");
+            else if ((got != 0) != want)
+                pt_fail("expected the kernel's NUMA balancing %s for this run (the VM plan's balancing "
+                        "column), /proc/sys/kernel/numa_balancing is %d", want ? "on" : "off", got);
+            else
+                pt_info("running with kernel.numa_balancing = %d", got);
         } else {
             argv[keep++] = argv[i];
         }
@@ -161,6 +171,18 @@ int pt_begin(int argc, char **argv, const char *name, const char *property)
     pt_info("nodes: %s", line);
     argv[keep] = NULL;
     return keep;
+}
+
+int pt_numa_balancing(void)
+{
+    FILE *f = fopen("/proc/sys/kernel/numa_balancing", "r");
+    int v = -1;
+    if (f != NULL) {
+        if (fscanf(f, "%d", &v) != 1)
+            v = -1;
+        fclose(f);
+    }
+    return v;
 }
 
 void pt_no_args(int argc, char **argv)

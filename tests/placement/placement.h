@@ -167,11 +167,17 @@ char *pt_stats_json(void);
  * options and the topology. Common options:
  *   --expect-option NAME=VALUE   fail unless nodal_option_get(NAME) == VALUE
  *                                (a run meant for an option really used it)
+ *   --expect-balancing 0|1       fail unless the kernel's automatic NUMA
+ *                                balancing is off (0) / on (1) in this run
+ *                                (run-vm.sh's balancing column took)
  *   -v                           more output
  * Arguments it does not know are left for the test: it moves them to
  * argv[1..] and returns their count + 1, the test's new argc.
  */
 int pt_begin(int argc, char **argv, const char *name, const char *property);
+/* /proc/sys/kernel/numa_balancing (0 off, 1 on, 2 memory tiering), -1 if
+   it cannot be read (a kernel without NUMA balancing). */
+int pt_numa_balancing(void);
 /* For tests without arguments of their own: dies on any left over. */
 void pt_no_args(int argc, char **argv);
 extern int pt_verbose;
