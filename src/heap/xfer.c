@@ -8,6 +8,7 @@
 #include <string.h>
 #include "atomic.h"
 #include "meta.h"
+#include "os.h"
 #include "page.h"
 #include "segment.h"
 
@@ -70,6 +71,10 @@ nd_hot nd_xfer *nd_xfer_get(unsigned kind)
         return NULL;
     fresh->kind = kind;
     fresh->slots = slots;
+    /* The sweep period starts now: a first sweep due from time 0 would
+       send the first blocks put in back to their pages at the next
+       maintenance, however briefly they sat (xfer.h, swept_ms). */
+    fresh->swept_ms = nd_os_now_ms();
     fresh->first = (uint32_t)(((4096 - ((uintptr_t)fresh->p & 4095)) & 4095) / sizeof(void *));
     for (unsigned c = 0, off = 0; c < ND_CLASS_COUNT; c++) {
         fresh->off[c] = off;

@@ -212,8 +212,12 @@ _Static_assert(sizeof(nd_xfer_class) == 4 * ND_CACHE_LINE, "a shard's header and
  * the first blocks of one shard of neighbouring classes share pages: a
  * program that hands over a few hundred blocks of several classes, most
  * through one shard, touches fewer pages than with each class's shards
- * together: bench/larson -t 2, 10 pages of slots -> 7-8); swept_ms is when a sweep last looked (relaxed atomics; any
- * thread). Only kind, slots and off are written when the store is made.
+ * together: bench/larson -t 2, 10 pages of slots -> 7-8); swept_ms is when
+ * the store was made, then when a sweep last claimed it (relaxed atomics;
+ * any thread; it only grows), so the first sweep comes a whole period
+ * after the store's first blocks could go in, as every later one a
+ * period after the one before. Only kind, slots, first, off and swept_ms
+ * are written when the store is made.
  */
 typedef struct nd_xfer {
     nd_xfer_class cls[ND_CLASS_COUNT][ND_XFER_SHARDS];

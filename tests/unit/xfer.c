@@ -497,6 +497,41 @@ static void a_sweep_gives_back_what_sat_untaken_through_a_period(void)
     free_marked(blocks, 16);
 }
 
+/* A store's first sweep comes a purge delay after the store was made, as
+   every later one a delay after the one before: blocks put in a fresh
+   store stay until they have sat through a period, and then go back to
+   their pages. On main the store's last sweep was at time 0, so the
+   first maintenance after the store was made sent them home at once. A
+   store no earlier case made: node-bound memory of this thread's node
+   (each case runs in a process of its own). */
+static void a_fresh_stores_first_sweep_waits_a_period(void)
+{
+    int node = nd_tls_tc->heap.node;
+    unsigned kind = nd_kind_of(true, node), c = class_of(256);
+    EXPECT(nd_xfer_find(kind) == NULL, "no store of kind %u yet", kind);
+    void *blocks[16];
+    for (int i = 0; i < 16; i++) {
+        blocks[i] = nodal_malloc_node(256, node);
+        EXPECT(blocks[i] != NULL && nd_seg_base(blocks[i])->bound, "nodal_malloc_node(256, %d) to give bound memory", node);
+        nd_block_mark(blocks[i]);
+    }
+    uint64_t made = nd_os_now_ms();
+    nd_xfer *x = nd_xfer_get(kind);
+    EXPECT(x != NULL, "the store of kind %u to be made", kind);
+    EXPECT(nd_xfer_put(x, c, 0, blocks, 16, NULL, NULL) == 16, "the put to take 16 blocks");
+    long delay = nd_opt(ND_OPT_purge_delay);
+    EXPECT(delay > 0, "this case to run with a purge delay, it is %ld ms", delay);
+    nd_tcache_xfer_sweep(nd_tls_tc, made, false);   /* maintenance right after the store was made */
+    EXPECT(nd_xfer_room(x, c) == nd_xfer_cap(x, c) - 16,
+           "the first sweep, right after the store was made, to keep the 16 blocks put in it: %zu of %zu slots free",
+           nd_xfer_room(x, c), nd_xfer_cap(x, c));
+    EXPECT(nd_xfer_is_valid(x, c), "the store's invariants to hold");
+    nd_tcache_xfer_sweep(nd_tls_tc, nd_os_now_ms() + (uint64_t)delay, false);
+    EXPECT(nd_xfer_room(x, c) == nd_xfer_cap(x, c), "a sweep a period later to send the 16 untaken blocks home, %zu left",
+           nd_xfer_cap(x, c) - nd_xfer_room(x, c));
+    EXPECT(nd_thread_is_valid(), "the heap to be valid");
+}
+
 /* A producer allocates, a consumer frees: the consumer's overflows put the
    blocks in the store and the producer's fills take them, so the blocks
    the producer gets back are the very ones it handed over. */
@@ -801,6 +836,7 @@ static const struct nd_case cases[] = {
     ND_CASE(the_invariant_check_looks_at_every_shard),
     ND_CASE(a_sweep_drains_an_idle_store_and_keeps_a_used_one),
     ND_CASE(a_sweep_gives_back_what_sat_untaken_through_a_period),
+    ND_CASE(a_fresh_stores_first_sweep_waits_a_period),
     ND_CASE(blocks_a_consumer_frees_come_back_to_the_producer_through_the_store),
     ND_CASE(nodal_collect_empties_every_store),
     ND_CASE(a_heaps_own_overflow_is_reused_by_another_heap_before_it_carves),
