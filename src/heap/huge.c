@@ -32,7 +32,10 @@ static void *nd_huge_setup(nd_segment *s, size_t offset)
     s->kind = ND_SEG_HUGE;
     s->free_mask = 0;
     s->used_pages = 1;
-    s->committed = ~(uint64_t)0;
+    /* The chunks the block covers may be written (segment.h: a huge
+       mapping's committed); those before it keep what they had. */
+    if (offset < ND_SEG_SIZE)
+        s->committed |= nd_mask_range((unsigned)(offset >> ND_CHUNK_SHIFT), 63);
     nd_page *pg = &s->pages[0];
     memset(pg, 0, sizeof *pg);
     pg->key = ND_KEY_NONE;
@@ -381,6 +384,7 @@ void *nd_huge_alloc(size_t size, size_t alignment, int node, bool bound, const u
     if (nd_seg_adopt_mapping(s, total, node, bound, interleave, total - nd_seg_guard) != 0)
         return NULL;
     s->fresh = 1;
+    s->committed = ~(uint64_t)0;
     nd_gauge_add(committed, total);
     return nd_huge_setup(s, offset);
 }

@@ -390,10 +390,11 @@ static nd_noinline nd_segment *nd_node_seg_from_huge(int node, bool bound)
     nd_unlock(nd_node_lock(ns));
     if (s == NULL)
         return nd_node_seg_get(node, bound, ND_SEG_LARGE);
-    /* As nd_node_seg_get gives a cached segment: committed whole (as the
-       huge cache counted it), due when the huge cache would have given it
-       back. */
-    s->committed = ~(uint64_t)0;
+    /* As nd_node_seg_get gives a cached segment: its committed chunks
+       those that may hold memory (segment.h: a huge mapping's committed;
+       the huge cache counted it whole, the others are counted no more),
+       due when the huge cache would have given it back. */
+    nd_gauge_sub(committed, (size_t)(64 - nd_popcount64(s->committed)) << ND_CHUNK_SHIFT);
     s->purge_mask = s->committed & ~(uint64_t)1;
     s->purge_at = s->cached_at + (uint64_t)nd_opt(ND_OPT_purge_delay);
     s->next = s->prev = NULL;

@@ -735,9 +735,10 @@ void nd_seg_to_huge(nd_segment *s, size_t offset)
        (bench/micro -m realloc -g 2m: 10 % of its time in madvise). The
        block holds them for its life, at most 4 MiB less itself. */
     nd_segcache_release(s);   /* its free takes the path of a huge block */
-    /* A huge mapping counts committed whole. */
+    /* A huge mapping counts committed whole; its committed mask keeps the
+       chunks that may hold memory (segment.h), these and the block's
+       (nd_huge_setup), for the large pool's taking it back (node.c). */
     nd_gauge_add(committed, s->size - ((size_t)nd_popcount64(s->committed) << ND_CHUNK_SHIFT));
-    s->committed = ~(uint64_t)0;
     s->purge_mask = 0;
     s->free_mask = 0;
     s->owner = NULL;
@@ -846,6 +847,12 @@ bool nd_seg_is_valid(const nd_segment *s)
         return false;
     if ((s->purge_mask & ~s->committed) != 0 || (s->committed & 1) == 0)
         return false;
+    if (s->kind == ND_SEG_HUGE) {   /* committed: all chunks but in one made of a segment; the block's */
+        size_t offset = (size_t)(s->pages[0].start - (const uint8_t *)s);
+        uint64_t block = offset < ND_SEG_SIZE ? nd_mask_range((unsigned)(offset >> ND_CHUNK_SHIFT), 63) : 0;
+        if ((!s->formatted && s->committed != ~(uint64_t)0) || (s->committed & block) != block)
+            return false;
+    }
     bool gaps_allowed = s->kind == ND_SEG_LARGE || s->kind == ND_SEG_SMALL || s->kind == ND_SEG_MEDIUM;
     uint64_t free_chunks = s->kind == ND_SEG_LARGE ? s->free_mask : 0;   /* a small or medium segment's bits are pages */
     if (s->unmapped != 0 && (!gaps_allowed || (s->unmapped & (s->committed | free_chunks | 1)) != 0))

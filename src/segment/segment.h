@@ -261,6 +261,13 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
  *    short segment); the descriptor lookup (desc_mask) is a 4 MiB segment's.
  *  - committed bit j: chunk j may hold resident memory (bound: populated and
  *    verified). purge_mask is a subset of committed and of free pages' chunks.
+ *    HUGE (and FREE: a freed huge mapping): the committed gauge counts the
+ *    mapping whole, whatever the bits; bit j, chunk j of its first 4 MiB
+ *    may hold memory: all of them but in a mapping made of a large segment
+ *    (nd_seg_to_huge), where they are the segment's committed ones and the
+ *    chunks any huge block of it covered (from its start to the mapping's
+ *    end: huge.c, nd_huge_setup), so that the large pool taking it back
+ *    (node.c) counts and takes for resident only those.
  *  - the segment map says 1 for seg while mapped.
  *  - where seg holds its nd_segcache slot, the word is
  *    nd_segcache_word(its key, kind): ND_SEGCACHE_MEDIUM set iff MEDIUM

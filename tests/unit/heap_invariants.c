@@ -4111,6 +4111,62 @@ static void a_block_grown_alone_past_1_mib_stays_where_it_is(void)
            nd_load_relaxed(&nd_gauge.segments_from_huge) - back0);
 }
 
+/* A large segment whose free chunks were purged (nodal_collect) becomes
+   the mapping of a huge block where it is (its one block, at chunk 32,
+   grown past 1 MiB: huge.h, nd_huge_from_large), which counts committed
+   whole; once the block is freed, the large pool takes the mapping back
+   from the huge cache as a segment (node.c: nd_node_seg_from_huge). Its
+   committed chunks are then the header's, those the segment had committed
+   and those the huge block covered (32-63), not the 31 the purge gave back,
+   and the committed statistic no longer counts those; the pool's next
+   block takes resident chunks. No system call finds them (segment.h: a
+   huge mapping's committed). On main f163d2f every chunk was marked
+   committed: the statistic kept counting the purged ones, and the next
+   block went to chunk 1, faulting purged chunks in while resident ones
+   waited. */
+static void a_segment_taken_back_from_the_huge_cache_has_only_its_written_chunks_committed(void)
+{
+    stay_on_this_cpu();
+    nodal_collect(1);
+    size_t one = ((size_t)16 << ND_CHUNK_SHIFT) - 4096, two = ((size_t)15 << ND_CHUNK_SHIFT) - 4096;
+    unsigned char *x = nodal_malloc(one), *y = nodal_malloc(two), *p = nodal_malloc((size_t)300 << 10);
+    EXPECT(x != NULL && y != NULL && p != NULL, "three large blocks");
+    nd_segment *s = nd_seg_base(p);
+    EXPECT(nd_seg_base(x) == s && nd_seg_base(y) == s && s->kind == ND_SEG_LARGE && p == (unsigned char *)s + (32u << ND_CHUNK_SHIFT),
+           "the blocks in one large segment, the third at chunk 32 (at %p, segment %p)", (void *)p, (void *)s);
+    memset(x, 1, one);
+    memset(y, 1, two);
+    nodal_free(x);
+    nodal_free(y);
+    nodal_collect(1);
+    EXPECT((s->committed & nd_mask_range(1, 31)) == 0, "chunks 1-31 purged (committed %#llx)",
+           (unsigned long long)s->committed);
+    size_t big = (size_t)3 << 19;   /* 1.5 MiB: chunks 32-55 */
+    unsigned char *q = nodal_realloc(p, big);
+    EXPECT(q == p && nd_seg_of(q) != NULL && nd_seg_of(q)->kind == ND_SEG_HUGE,
+           "the block grown to %zu B a huge block where it was (at %p, found at %p)", big, (void *)p, (void *)q);
+    memset(q, 2, big);
+    size_t back0 = nd_load_relaxed(&nd_gauge.segments_from_huge);
+    nodal_free(q);
+    EXPECT(huge_cache_holds(s->node, s), "the freed mapping %p in its node's huge cache", (void *)s);
+    size_t committed0 = nd_load_relaxed(&nd_gauge.committed);
+    unsigned char *r = nodal_malloc((size_t)300 << 10);
+    size_t committed1 = nd_load_relaxed(&nd_gauge.committed);
+    EXPECT(r != NULL && nd_seg_base(r) == s && nd_load_relaxed(&nd_gauge.segments_from_huge) == back0 + 1,
+           "the next large block in the mapping taken back as a segment (%p, segment %p; segments_from_huge +%zu)",
+           (void *)r, (void *)s, nd_load_relaxed(&nd_gauge.segments_from_huge) - back0);
+    EXPECT((s->committed & nd_mask_range(1, 31)) == 0 && (s->committed & nd_mask_range(32, 55)) == nd_mask_range(32, 55),
+           "its committed chunks the header's and the block's 32-55, not the purged 1-31 (committed %#llx)",
+           (unsigned long long)s->committed);
+    EXPECT(committed0 >= committed1 + ((size_t)31 << ND_CHUNK_SHIFT),
+           "the committed statistic to drop by the purged chunks at least (%zu KiB), it went from %zu to %zu KiB",
+           (size_t)31 << (ND_CHUNK_SHIFT - 10), committed0 >> 10, committed1 >> 10);
+    size_t at = (size_t)(r - (unsigned char *)s) >> ND_CHUNK_SHIFT;
+    EXPECT(at >= 32 && at + 5 <= 56, "the block in resident chunks (32-55), at chunk %zu", at);
+    nodal_free(r);
+    EXPECT(nd_large_is_valid() && nd_node_is_valid(s->node), "the pools and node caches to be valid");
+}
+
 /* Under an address-space limit that leaves 1 MiB, a block grown alone
    past 1 MiB (a huge block in its segment) that realloc cannot grow to
    64 MiB (no room to grow its mapping where it is, to move it, nor to map
@@ -4765,6 +4821,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_block_grown_in_small_steps_is_copied_11_times_to_64_kib),
     ND_CASE(a_block_grown_into_a_fresh_huge_mapping_leaves_its_chunks_empty),
     ND_CASE(a_block_grown_alone_past_1_mib_stays_where_it_is),
+    ND_CASE(a_segment_taken_back_from_the_huge_cache_has_only_its_written_chunks_committed),
     ND_CASE(a_block_made_huge_in_its_segment_shrinks_as_a_huge_block),
     ND_CASE(a_block_made_huge_in_its_segment_that_cannot_grow_stays_intact),
     ND_CASE(a_block_grown_alone_to_64_mib_again_grows_through_the_rest_in_place),
