@@ -29,6 +29,7 @@
 #include "nodal.h"
 #include "pattern.h"
 #include "sizes.h"
+#include "stats_total.h"
 
 #define TOP ((size_t)64 << 20)   /* largest size the ladders go to */
 /* Largest size for the calloc cases, which write or read every page (page
@@ -376,25 +377,6 @@ static long writable_kib_of(const void *sym)
 
 /* ---- malloc_trim ---------------------------------------------------------- */
 
-#define TRIM_JSON_CAP ((size_t)4 << 20)
-#define TRIM_POOL_CAP 200000
-static char trim_json[TRIM_JSON_CAP];
-static struct nd_json trim_pool[TRIM_POOL_CAP];
-
-/* A number of the statistics' totals, now. */
-static double trim_total(const char *key)
-{
-    size_t n = nodal_stats_json(trim_json, TRIM_JSON_CAP);
-    EXPECT(n > 0 && n < TRIM_JSON_CAP, "the statistics JSON to fit in %zu bytes", TRIM_JSON_CAP);
-    struct nd_json_parser p;
-    const struct nd_json *root = nd_json_parse(&p, trim_json, n, trim_pool, TRIM_POOL_CAP);
-    EXPECT(root != NULL, "the statistics JSON to parse: %s", p.error);
-    const struct nd_json *t = nd_json_get(root, "totals");
-    const struct nd_json *v = t ? nd_json_get(t, key) : NULL;
-    EXPECT(v != NULL && v->type == ND_JSON_NUMBER, "the totals to have a number \"%s\"", key);
-    return v->number;
-}
-
 static double trim_now_ms(void)
 {
     struct timespec ts;
@@ -405,7 +387,7 @@ static double trim_now_ms(void)
 /* The system calls nodal makes to give memory back or take address space. */
 static double trim_calls(void)
 {
-    return trim_total("os_purge_calls") + trim_total("os_unmaps") + trim_total("os_maps");
+    return nd_test_total("os_purge_calls") + nd_test_total("os_unmaps") + nd_test_total("os_maps");
 }
 
 /* malloc_trim right after one that collected, with 64 KiB freed since (a

@@ -30,25 +30,7 @@
 #include "json.h"
 #include "nodal.h"
 #include "proc.h"
-
-#define JSON_CAP ((size_t)4 << 20)
-#define POOL_CAP 200000
-static char json_buf[JSON_CAP];
-static struct nd_json pool[POOL_CAP];
-
-/* A field of the statistics' totals, now. */
-static double total(const char *key)
-{
-    size_t n = nodal_stats_json(json_buf, JSON_CAP);
-    EXPECT(n > 0 && n < JSON_CAP, "the statistics JSON to fit in %zu bytes", JSON_CAP);
-    struct nd_json_parser p;
-    const struct nd_json *root = nd_json_parse(&p, json_buf, n, pool, POOL_CAP);
-    EXPECT(root != NULL, "the statistics JSON to parse: %s", p.error);
-    const struct nd_json *t = nd_json_get(root, "totals");
-    const struct nd_json *v = t ? nd_json_get(t, key) : NULL;
-    EXPECT(v != NULL && v->type == ND_JSON_NUMBER, "the totals to have a number \"%s\"", key);
-    return v->number;
-}
+#include "stats_total.h"
 
 #define MiB ((size_t)1 << 20)
 
@@ -58,7 +40,7 @@ static double total(const char *key)
 static void huge_blocks_in_a_loop_reuse_their_mapping(void)
 {
     nodal_collect(1);
-    double maps0 = total("os_maps");
+    double maps0 = nd_test_total("os_maps");
     uint64_t x = 12345;
     for (int i = 0; i < 200; i++) {
         x = x * 6364136223846793005ull + 1442695040888963407ull;
@@ -68,7 +50,7 @@ static void huge_blocks_in_a_loop_reuse_their_mapping(void)
         p[0] = p[size - 1] = (unsigned char)i;
         nodal_free(p);
     }
-    double maps = total("os_maps") - maps0;
+    double maps = nd_test_total("os_maps") - maps0;
     EXPECT(maps <= 20, "200 huge blocks in a loop to take at most 20 new mappings, took %.0f", maps);
 }
 
@@ -109,14 +91,14 @@ static void freed_huge_mappings_are_bounded_and_drained(void)
     }
     for (int i = 0; i < N; i++)
         nodal_free(b[i]);
-    double cached = total("huge_cached_bytes");
+    double cached = nd_test_total("huge_cached_bytes");
     EXPECT(cached > 0, "freed huge mappings to be kept for reuse, huge_cached_bytes is 0");
     EXPECT(cached <= 128.0 * MiB, "at most 128 MiB of freed huge mappings kept, got %.1f MiB", cached / MiB);
     long delay = nodal_option_get("purge_delay");
     long wait = (2 * DEMAND_DELAYS + 1) * delay + 50;
     usleep((useconds_t)wait * 1000);
     nodal_collect(0);
-    cached = total("huge_cached_bytes");
+    cached = nd_test_total("huge_cached_bytes");
     EXPECT(cached == 0, "the freed huge mappings to be unmapped %ld ms after the frees, %.1f MiB kept",
            wait, cached / MiB);
 }
@@ -135,7 +117,7 @@ static void huge_mappings_in_use_stay_past_purge_delay(void)
     EXPECT(a != NULL && b != NULL, "two nodal_malloc(20 MiB) to succeed");
     nodal_free(a);
     nodal_free(b);
-    double unmaps = total("os_unmaps");
+    double unmaps = nd_test_total("os_unmaps");
     long delay = nodal_option_get("purge_delay");
     for (long t = 0; t < 3 * delay; t += 10) {
         void *p = nodal_malloc(20 * MiB);
@@ -144,11 +126,11 @@ static void huge_mappings_in_use_stay_past_purge_delay(void)
         usleep(10 * 1000);
         nodal_collect(0);   /* what is due goes now */
     }
-    double cached = total("huge_cached_bytes");
+    double cached = nd_test_total("huge_cached_bytes");
     EXPECT(cached >= 40.0 * MiB, "both freed 20 MiB mappings to stay while such blocks are asked for, %.1f MiB kept",
            cached / MiB);
-    EXPECT(total("os_unmaps") == unmaps, "no mapping to be unmapped meanwhile (os_unmaps %.0f -> %.0f)", unmaps,
-           total("os_unmaps"));
+    EXPECT(nd_test_total("os_unmaps") == unmaps, "no mapping to be unmapped meanwhile (os_unmaps %.0f -> %.0f)", unmaps,
+           nd_test_total("os_unmaps"));
     nodal_collect(1);
 }
 
@@ -159,7 +141,7 @@ static void emit_cached_after_free_with_no_delay(void)
     void *p = nodal_malloc(20 * MiB);
     EXPECT(p != NULL, "nodal_malloc(20 MiB) to succeed");
     nodal_free(p);
-    printf("%.0f\n", total("huge_cached_bytes"));
+    printf("%.0f\n", nd_test_total("huge_cached_bytes"));
 }
 
 static void no_huge_mapping_is_kept_when_purge_delay_is_0(void)
@@ -183,13 +165,13 @@ static void large_blocks_share_segments(void)
     cpu_set_t was;
     pin_to_one_cpu(&was);
     nodal_collect(1);
-    double seg0 = total("segments");
+    double seg0 = nd_test_total("segments");
     for (int i = 0; i < N; i++) {
         b[i] = nodal_malloc(200 << 10);
         EXPECT(b[i] != NULL, "nodal_malloc(200 KiB) to succeed");
         memset(b[i], i, 200 << 10);
     }
-    double segs = total("segments") - seg0;
+    double segs = nd_test_total("segments") - seg0;
     EXPECT(segs <= 2, "20 blocks of 200 KiB to take at most 2 new segments, took %.0f", segs);
     for (int i = 0; i < N; i++) {
         for (size_t j = 0; j < (200 << 10); j += 4096)
@@ -231,27 +213,27 @@ static void a_freed_large_block_waits_in_its_cpus_cache_for_the_next_one(void)
     cpu_set_t was;
     pin_to_one_cpu(&was);
     nodal_collect(1);
-    double active0 = total("active");
-    EXPECT(total("large_cached_bytes") == 0, "no large block cached after nodal_collect(1), %.0f B",
-           total("large_cached_bytes"));
+    double active0 = nd_test_total("active");
+    EXPECT(nd_test_total("large_cached_bytes") == 0, "no large block cached after nodal_collect(1), %.0f B",
+           nd_test_total("large_cached_bytes"));
     char *p = nodal_malloc(5 * CHUNK);
     EXPECT(p != NULL, "nodal_malloc(320 KiB) to succeed");
     memset(p, 1, 5 * CHUNK);
     nodal_free(p);
-    EXPECT(total("large_cached_bytes") == 5 * CHUNK, "the freed 320 KiB block's 5 chunks to be cached, %.0f B",
-           total("large_cached_bytes"));
-    EXPECT(total("active") == active0 + 5 * CHUNK, "the cached block to stay active: %.0f, %.0f before",
-           total("active"), active0);
+    EXPECT(nd_test_total("large_cached_bytes") == 5 * CHUNK, "the freed 320 KiB block's 5 chunks to be cached, %.0f B",
+           nd_test_total("large_cached_bytes"));
+    EXPECT(nd_test_total("active") == active0 + 5 * CHUNK, "the cached block to stay active: %.0f, %.0f before",
+           nd_test_total("active"), active0);
     char *q = nodal_malloc(280 * KiB);   /* 5 chunks too */
     EXPECT(q == p, "the next 280 KiB block to be the cached one (%p, cached %p)", (void *)q, (void *)p);
     EXPECT(nodal_malloc_usable_size(q) == 280 * KiB, "its usable size to be the request's, %zu",
            nodal_malloc_usable_size(q));
-    EXPECT(total("large_cached_bytes") == 0, "the cache to be empty once its block is taken, %.0f B",
-           total("large_cached_bytes"));
+    EXPECT(nd_test_total("large_cached_bytes") == 0, "the cache to be empty once its block is taken, %.0f B",
+           nd_test_total("large_cached_bytes"));
     memset(q, 2, 280 * KiB);
     nodal_free(q);
-    EXPECT(total("large_cached_bytes") == 0, "a block of a part of its run (280 of 320 KiB) not to be cached, %.0f B",
-           total("large_cached_bytes"));
+    EXPECT(nd_test_total("large_cached_bytes") == 0, "a block of a part of its run (280 of 320 KiB) not to be cached, %.0f B",
+           nd_test_total("large_cached_bytes"));
     char *a = nodal_malloc(5 * CHUNK), *r = nodal_malloc(10 * CHUNK), *s = nodal_malloc(11 * CHUNK);
     EXPECT(a != NULL && r != NULL && s != NULL, "nodal_malloc(5, 10 and 11 chunks) to succeed");
     memset(a, 3, 5 * CHUNK);
@@ -260,29 +242,29 @@ static void a_freed_large_block_waits_in_its_cpus_cache_for_the_next_one(void)
     nodal_free(a);
     nodal_free(r);
     nodal_free(s);
-    EXPECT(total("large_cached_bytes") == 15 * CHUNK,
+    EXPECT(nd_test_total("large_cached_bytes") == 15 * CHUNK,
            "the first two freed blocks (15 chunks) to be cached, not the third (26 chunks), %.0f B",
-           total("large_cached_bytes"));
+           nd_test_total("large_cached_bytes"));
     char *t = nodal_malloc(9 * CHUNK - 8 * KiB);   /* 9 chunks: takes the 10-chunk block, not the 5 */
     EXPECT(t == r, "a block of 9 chunks to take the cached one of 10 (%p, cached %p)", (void *)t, (void *)r);
-    EXPECT(total("large_cached_bytes") == 5 * CHUNK, "5 chunks to stay cached, %.0f B",
-           total("large_cached_bytes"));
+    EXPECT(nd_test_total("large_cached_bytes") == 5 * CHUNK, "5 chunks to stay cached, %.0f B",
+           nd_test_total("large_cached_bytes"));
     nodal_free(t);
     nodal_collect(1);
-    EXPECT(total("large_cached_bytes") == 0, "nodal_collect(1) to empty the caches, %.0f B",
-           total("large_cached_bytes"));
-    EXPECT(total("active") == active0, "nodal_collect(1) to give the cached blocks back: active %.0f, %.0f before",
-           total("active"), active0);
+    EXPECT(nd_test_total("large_cached_bytes") == 0, "nodal_collect(1) to empty the caches, %.0f B",
+           nd_test_total("large_cached_bytes"));
+    EXPECT(nd_test_total("active") == active0, "nodal_collect(1) to give the cached blocks back: active %.0f, %.0f before",
+           nd_test_total("active"), active0);
     char *u = nodal_malloc(10 * CHUNK);
     EXPECT(u != NULL, "nodal_malloc(640 KiB) to succeed");
     memset(u, 5, 10 * CHUNK);
     nodal_free(u);
-    EXPECT(total("large_cached_bytes") == 10 * CHUNK, "the freed 640 KiB block to be cached, %.0f B",
-           total("large_cached_bytes"));
+    EXPECT(nd_test_total("large_cached_bytes") == 10 * CHUNK, "the freed 640 KiB block to be cached, %.0f B",
+           nd_test_total("large_cached_bytes"));
     char *big = nodal_malloc(1000 * KiB);   /* 16 chunks: no resident run fits */
     EXPECT(big != NULL, "nodal_malloc(1000 KiB) to succeed");
-    EXPECT(total("large_cached_bytes") == 0, "a block with no resident run to fit to empty the caches, %.0f B",
-           total("large_cached_bytes"));
+    EXPECT(nd_test_total("large_cached_bytes") == 0, "a block with no resident run to fit to empty the caches, %.0f B",
+           nd_test_total("large_cached_bytes"));
     nodal_free(big);
     char *g = nodal_malloc(20000);
     EXPECT(g != NULL, "nodal_malloc(20,000) to succeed");
@@ -290,11 +272,11 @@ static void a_freed_large_block_waits_in_its_cpus_cache_for_the_next_one(void)
     EXPECT(g != NULL && nodal_malloc_usable_size(g) == 2 * CHUNK, "realloc to 100,000 B to give 128 KiB, %zu",
            g != NULL ? nodal_malloc_usable_size(g) : 0);
     nodal_free(g);
-    EXPECT(total("large_cached_bytes") == 2 * CHUNK, "the freed grown block to be cached, %.0f B",
-           total("large_cached_bytes"));
+    EXPECT(nd_test_total("large_cached_bytes") == 2 * CHUNK, "the freed grown block to be cached, %.0f B",
+           nd_test_total("large_cached_bytes"));
     nodal_collect(1);
-    EXPECT(total("active") == active0, "nodal_collect(1) to give every block back: active %.0f, %.0f before",
-           total("active"), active0);
+    EXPECT(nd_test_total("active") == active0, "nodal_collect(1) to give every block back: active %.0f, %.0f before",
+           nd_test_total("active"), active0);
     sched_setaffinity(0, sizeof was, &was);
 }
 
@@ -311,17 +293,17 @@ static void a_freed_1_mib_block_serves_the_next_smaller_large_blocks(void)
     cpu_set_t was;
     pin_to_one_cpu(&was);
     nodal_collect(1);
-    double huge0 = total("huge_count"), large0 = total("large_allocs");
+    double huge0 = nd_test_total("huge_count"), large0 = nd_test_total("large_allocs");
     char *p = nodal_malloc(MiB);
     EXPECT(p != NULL, "nodal_malloc(1 MiB) to succeed");
-    EXPECT(total("large_allocs") == large0 + 1 && total("huge_count") == huge0,
+    EXPECT(nd_test_total("large_allocs") == large0 + 1 && nd_test_total("huge_count") == huge0,
            "a 1 MiB block to be a large block (large_allocs %.0f -> %.0f, huge blocks live %.0f -> %.0f)", large0,
-           total("large_allocs"), huge0, total("huge_count"));
+           nd_test_total("large_allocs"), huge0, nd_test_total("huge_count"));
     memset(p, 1, MiB);
-    double cached0 = total("huge_cached_bytes");
+    double cached0 = nd_test_total("huge_cached_bytes");
     nodal_free(p);
-    EXPECT(total("huge_cached_bytes") == cached0, "the freed 1 MiB block not to wait in the huge cache (%.0f -> %.0f B)",
-           cached0, total("huge_cached_bytes"));
+    EXPECT(nd_test_total("huge_cached_bytes") == cached0, "the freed 1 MiB block not to wait in the huge cache (%.0f -> %.0f B)",
+           cached0, nd_test_total("huge_cached_bytes"));
     char *a = nodal_malloc(512 * KiB), *b = nodal_malloc(512 * KiB);
     EXPECT(a != NULL && b != NULL, "two nodal_malloc(512 KiB) to succeed");
     if (nodal_option_get("secure") == 0) {
@@ -351,15 +333,15 @@ static void a_cpus_cache_of_large_blocks_is_given_back_after_a_purge_delay_unuse
     nodal_free(p);
     p = nodal_malloc(7 * CHUNK);   /* taken from the cache: used */
     nodal_free(p);
-    EXPECT(total("large_cached_bytes") == 7 * CHUNK, "the freed 448 KiB block to be cached, %.0f B",
-           total("large_cached_bytes"));
+    EXPECT(nd_test_total("large_cached_bytes") == 7 * CHUNK, "the freed 448 KiB block to be cached, %.0f B",
+           nd_test_total("large_cached_bytes"));
     long delay = nodal_option_get("purge_delay");
     for (int i = 0; i < 3; i++) {
         usleep((useconds_t)(delay + 20) * 1000);
         nodal_collect(0);
     }
-    EXPECT(total("large_cached_bytes") == 0, "the cache to be given back after 3 purge delays unused, %.0f B",
-           total("large_cached_bytes"));
+    EXPECT(nd_test_total("large_cached_bytes") == 0, "the cache to be given back after 3 purge delays unused, %.0f B",
+           nd_test_total("large_cached_bytes"));
     sched_setaffinity(0, sizeof was, &was);
 }
 
@@ -370,7 +352,7 @@ static void emit_large_cached_after_free_with_no_delay(void)
     void *p = nodal_malloc(5 * CHUNK);
     EXPECT(p != NULL, "nodal_malloc(320 KiB) to succeed");
     nodal_free(p);
-    printf("%.0f\n", total("large_cached_bytes"));
+    printf("%.0f\n", nd_test_total("large_cached_bytes"));
 }
 
 static void no_large_block_is_cached_when_purge_delay_is_0(void)
@@ -387,7 +369,7 @@ static void no_large_block_is_cached_when_purge_delay_is_0(void)
 static void a_freed_one_page_block_is_kept_for_the_next_one(void)
 {
     nodal_collect(1);
-    double active0 = total("active");
+    double active0 = nd_test_total("active");
     void *p = nodal_aligned_alloc(32768, 4096);   /* above 16 KiB alignment: a large block */
     EXPECT(p != NULL, "nodal_aligned_alloc(32 KiB, 4 KiB) to succeed");
     memset(p, 1, 4096);
@@ -400,8 +382,8 @@ static void a_freed_one_page_block_is_kept_for_the_next_one(void)
     nodal_free(q);
     nodal_free(r);
     nodal_collect(1);
-    EXPECT(total("active") == active0, "nodal_collect(1) to give the kept block back: active %.0f, %.0f before",
-           total("active"), active0);
+    EXPECT(nd_test_total("active") == active0, "nodal_collect(1) to give the kept block back: active %.0f, %.0f before",
+           nd_test_total("active"), active0);
 }
 
 /* realloc grows a large block in place while the chunks after it are free,
@@ -493,16 +475,16 @@ static void *run_on_cpu0(void)
 static void a_thread_started_after_another_exited_takes_over_its_caches(void)
 {
     nodal_collect(1);   /* no pooled record from earlier tests */
-    EXPECT(total("pooled_threads") == 0, "no pooled thread record after nodal_collect(1), got %g",
-           total("pooled_threads"));
+    EXPECT(nd_test_total("pooled_threads") == 0, "no pooled thread record after nodal_collect(1), got %g",
+           nd_test_total("pooled_threads"));
     void *first = run_on_cpu0();
-    EXPECT(total("pooled_threads") == 1, "one pooled thread record after a thread exited, got %g",
-           total("pooled_threads"));
+    EXPECT(nd_test_total("pooled_threads") == 1, "one pooled thread record after a thread exited, got %g",
+           nd_test_total("pooled_threads"));
     void *second = run_on_cpu0();
     EXPECT(second == first, "the next thread's first 48-byte block to be the one the exited thread "
            "freed (%p), got %p", first, second);
-    EXPECT(total("pooled_threads") == 1, "still one pooled record (taken and given back), got %g",
-           total("pooled_threads"));
+    EXPECT(nd_test_total("pooled_threads") == 1, "still one pooled record (taken and given back), got %g",
+           nd_test_total("pooled_threads"));
 }
 
 /* A pooled record waits ten purge delays (1 s by default) for a thread to
@@ -512,17 +494,17 @@ static void a_pooled_thread_record_is_taken_apart_after_ten_purge_delays(void)
 {
     nodal_collect(1);
     run_on_cpu0();
-    EXPECT(total("pooled_threads") == 1, "one pooled thread record after a thread exited, got %g",
-           total("pooled_threads"));
+    EXPECT(nd_test_total("pooled_threads") == 1, "one pooled thread record after a thread exited, got %g",
+           nd_test_total("pooled_threads"));
     nodal_collect(0);
-    EXPECT(total("pooled_threads") == 1, "a record pooled just now to stay pooled through "
-           "nodal_collect(0), got %g", total("pooled_threads"));
+    EXPECT(nd_test_total("pooled_threads") == 1, "a record pooled just now to stay pooled through "
+           "nodal_collect(0), got %g", nd_test_total("pooled_threads"));
     long delay = nodal_option_get("purge_delay");
     EXPECT(delay > 0, "purge_delay to be positive (the default), got %ld", delay);
     usleep((useconds_t)(10 * delay + 200) * 1000);
     nodal_collect(0);
-    EXPECT(total("pooled_threads") == 0, "the record to be taken apart %ld ms after its thread "
-           "exited, %g still pooled", 10 * delay + 200, total("pooled_threads"));
+    EXPECT(nd_test_total("pooled_threads") == 0, "the record to be taken apart %ld ms after its thread "
+           "exited, %g still pooled", 10 * delay + 200, nd_test_total("pooled_threads"));
 }
 
 /* Fills 2 MiB of 1 KiB blocks and frees all but the first, then exits:
@@ -579,7 +561,7 @@ static void a_chain_of_short_threads_purges_what_its_record_freed(void)
     pthread_t t;
     EXPECT(pthread_create(&t, NULL, fill_free_and_exit, &kept) == 0, "pthread_create to work");
     pthread_join(t, NULL);
-    double returned0 = total("returned");
+    double returned0 = nd_test_total("returned");
     long delay = nodal_option_get("purge_delay");
     EXPECT(delay > 0, "purge_delay to be positive (the default), got %ld", delay);
     long each = delay / 5 > 1 ? delay / 5 : 1;
@@ -587,9 +569,9 @@ static void a_chain_of_short_threads_purges_what_its_record_freed(void)
         EXPECT(pthread_create(&t, NULL, churn_for, (void *)(intptr_t)each) == 0, "pthread_create to work");
         pthread_join(t, NULL);
     }
-    double returned = total("returned") - returned0;
-    EXPECT(total("pooled_threads") == 1, "the chain to run on one pooled record, %g pooled",
-           total("pooled_threads"));
+    double returned = nd_test_total("returned") - returned0;
+    EXPECT(nd_test_total("pooled_threads") == 1, "the chain to run on one pooled record, %g pooled",
+           nd_test_total("pooled_threads"));
     EXPECT(returned >= 1.0 * (double)MiB, "at least 1 MiB of the 2 MiB freed to go back to the OS within "
            "four purge delays of threads %ld ms long each, %.0f KiB did", each, returned / 1024);
     nodal_free(kept);
@@ -708,14 +690,14 @@ static void the_nursery_keeps_no_page_once_its_threads_gave_their_blocks_back(vo
 {
     void *mine = nodal_malloc(64);   /* the first thread: its pages are its own */
     nodal_collect(1);
-    double active0 = total("active");
+    double active0 = nd_test_total("active");
     pthread_t t[TC_THREADS];
     for (int i = 0; i < TC_THREADS; i++)
         EXPECT(pthread_create(&t[i], NULL, few_requests_of_six_classes, NULL) == 0, "pthread_create to work");
     for (int i = 0; i < TC_THREADS; i++)
         pthread_join(t[i], NULL);
     nodal_collect(1);
-    double active = total("active");
+    double active = nd_test_total("active");
     nodal_free(mine);
     EXPECT(active <= active0, "active to come back to its %.0f KiB once %d threads that took 12 blocks of each "
            "of six classes gave them back and exited (nodal_collect(1)), it is %.0f KiB", active0 / 1024,
