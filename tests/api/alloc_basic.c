@@ -28,6 +28,7 @@
 #include "json.h"
 #include "nodal.h"
 #include "pattern.h"
+#include "proc.h"
 #include "sizes.h"
 #include "stats_total.h"
 
@@ -435,20 +436,6 @@ static void malloc_trim_makes_no_system_call_with_little_to_give(void)
    part (thread.c: ND_TRIM_WORTH): the call comes within purge_delay of
    one that collected, so a rule of time alone would leave them resident
    (main 35b5b2d, which collects at every call, passes). */
-static long trim_anon_kib(void)
-{
-    char buf[128];
-    int fd = open("/proc/self/statm", O_RDONLY);
-    EXPECT(fd >= 0, "/proc/self/statm to be readable (errno %d)", errno);
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    EXPECT(n > 0, "/proc/self/statm to have content");
-    buf[n] = '\0';
-    unsigned long size, resident, shared;
-    EXPECT(sscanf(buf, "%lu %lu %lu", &size, &resident, &shared) == 3, "statm to start with three numbers: %s", buf);
-    return (long)((resident - shared) * (unsigned long)sysconf(_SC_PAGESIZE) / 1024);
-}
-
 static void malloc_trim_gives_back_a_few_mib_freed(void)
 {
 #ifdef ND_TEST_SANITIZER
@@ -463,11 +450,11 @@ static void malloc_trim_gives_back_a_few_mib_freed(void)
         EXPECT(p[i] != NULL, "%s(1024) to succeed", nd_fn("malloc"));
         memset(p[i], 0x5a, 1024);
     }
-    long held = trim_anon_kib();
+    long held = nd_anon_rss_kib();
     for (int i = 0; i < N; i++)
         A->free(p[i]);
     int r = malloc_trim(0);
-    long left = trim_anon_kib();
+    long left = nd_anon_rss_kib();
     EXPECT(r == 1 && held - left >= 5 << 10, "malloc_trim after 7 MiB of 1 KiB blocks were freed to return 1 and "
            "give 5 MiB back at least: returned %d, anonymous resident %ld -> %ld KiB", r, held, left);
 }

@@ -583,23 +583,6 @@ static void a_chain_of_short_threads_purges_what_its_record_freed(void)
 #define TC_REQUESTS 64
 static pthread_barrier_t tc_held, tc_done;
 
-/* Anonymous resident memory of this process in KiB (statm: resident less
-   shared, the file pages: the code a new thread runs first is not its
-   cost), read without allocating. */
-static long anon_rss_kib(void)
-{
-    char buf[128];
-    int fd = open("/proc/self/statm", O_RDONLY);
-    EXPECT(fd >= 0, "/proc/self/statm to be readable (errno %d)", errno);
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    EXPECT(n > 0, "/proc/self/statm to have content");
-    buf[n] = '\0';
-    unsigned long size, resident, shared;
-    EXPECT(sscanf(buf, "%lu %lu %lu", &size, &resident, &shared) == 3, "statm to start with three numbers: %s", buf);
-    return (long)((resident - shared) * (unsigned long)sysconf(_SC_PAGESIZE) / 1024);
-}
-
 /* TC_REQUESTS blocks of 16-160 bytes, each written, held until the main
    thread has measured. */
 static void *small_requests_and_wait(void *arg)
@@ -645,12 +628,12 @@ static void sixteen_threads_with_a_few_small_requests_each_cost_little_memory(vo
     pthread_join(t[0], NULL);
     pthread_barrier_init(&tc_held, NULL, TC_THREADS + 1);
     pthread_barrier_init(&tc_done, NULL, TC_THREADS + 1);
-    long before = anon_rss_kib();
+    long before = nd_anon_rss_kib();
     for (int i = 0; i < TC_THREADS; i++)
         EXPECT(pthread_create(&t[i], NULL, small_requests_and_wait, (void *)(uintptr_t)(i + 1)) == 0,
                "pthread_create to work");
     pthread_barrier_wait(&tc_held);
-    long after = anon_rss_kib();
+    long after = nd_anon_rss_kib();
     pthread_barrier_wait(&tc_done);
     for (int i = 0; i < TC_THREADS; i++)
         pthread_join(t[i], NULL);

@@ -6,10 +6,12 @@
 #define ND_TEST_PROC_H
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/types.h>
@@ -19,6 +21,23 @@
 #include "check.h"
 
 #define ND_MiB ((size_t)1 << 20)
+
+/* Anonymous resident memory of this process in KiB (statm: resident less
+   shared, the file pages), read without allocating. */
+__attribute__((unused))
+static long nd_anon_rss_kib(void)
+{
+    char buf[128];
+    int fd = open("/proc/self/statm", O_RDONLY);
+    EXPECT(fd >= 0, "/proc/self/statm to be readable (errno %d)", errno);
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    EXPECT(n > 0, "/proc/self/statm to have content");
+    buf[n] = '\0';
+    unsigned long size, resident, shared;
+    EXPECT(sscanf(buf, "%lu %lu %lu", &size, &resident, &shared) == 3, "statm to start with three numbers: %s", buf);
+    return (long)((resident - shared) * (unsigned long)sysconf(_SC_PAGESIZE) / 1024);
+}
 
 /* Resident set of this process in bytes (second field of /proc/self/statm),
    read without allocating. */

@@ -2350,21 +2350,6 @@ static void a_thread_on_a_pooled_record_grows_its_own_bin_past_the_inherited_one
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the threads exited");
 }
 
-/* The blocks waiting in every record's caches (live, pooled, exited
-   threads'), class c. */
-static uint64_t cached_in_records(unsigned c)
-{
-    static nd_snap_class cls[ND_CLASS_COUNT];
-    static nd_snap_totals tot;
-    static nd_snap_tier tier_from[ND_TIER_COUNT][ND_MAX_NODES];
-    size_t threads = 0, pooled = 0;
-    memset(cls, 0, sizeof cls);
-    memset(&tot, 0, sizeof tot);
-    memset(tier_from, 0, sizeof tier_from);
-    nd_thread_stats_sum(cls, &tot, tier_from, &threads, &pooled);
-    return cls[c].cached;
-}
-
 /* Class c's counters summed over every record (live, pooled, exited
    threads'). */
 static nd_snap_class class_in_records(unsigned c)
@@ -2378,6 +2363,13 @@ static nd_snap_class class_in_records(unsigned c)
     memset(tier_from, 0, sizeof tier_from);
     nd_thread_stats_sum(cls, &tot, tier_from, &threads, &pooled);
     return cls[c];
+}
+
+/* The blocks waiting in every record's caches (live, pooled, exited
+   threads'), class c. */
+static uint64_t cached_in_records(unsigned c)
+{
+    return class_in_records(c).cached;
 }
 
 /* The blocks class c's transfer store of the plain kind of this thread's
