@@ -296,7 +296,7 @@ static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)
         /* Chunks that were waiting for their purge are in use again. */
         uint64_t spared = s->purge_mask & nd_seg_chunks(s, start, area);
         if (spared != 0) {
-            s->purge_mask &= ~spared;
+            nd_seg_purge_drop(s, spared);
             size_t bytes = (size_t)nd_popcount64(spared) << ND_CHUNK_SHIFT;
             h->purge_pending = h->purge_pending > bytes ? h->purge_pending - bytes : 0;
         }
@@ -370,12 +370,16 @@ static nd_hot void nd_heap_page_retire_as(nd_heap *h, nd_page *pg, bool due)
     if (nd_opt(ND_OPT_purge_delay) == 0) {
         nd_seg_purge(s, chunks);
     } else if (chunks != 0) {
-        /* The segment's free pages wait until it has been quiet for the
-           delay (the clock as of the last maintenance check: close enough). */
-        s->purge_at = h->clock_ms + (nd_unlikely(due) ? 0 : (uint64_t)nd_opt(ND_OPT_purge_delay));
-        s->purge_epoch = nd_unlikely(due) && h->epoch >= ND_PURGE_MIN_EPOCHS ? h->epoch - ND_PURGE_MIN_EPOCHS : h->epoch;
-        uint64_t fresh = chunks & ~s->purge_mask;
-        s->purge_mask |= chunks;
+        /* The page's chunks wait for the delay (the clock as of the last
+           maintenance check: close enough), with the segment's others or
+           after them (segment.h: purge_young); the heap's epochs count from
+           the first. Due: with the others, all of them due at once. */
+        bool first = s->purge_mask == 0;
+        uint64_t fresh = nd_seg_purge_wait(s, chunks, h->clock_ms + (nd_unlikely(due) ? 0 : (uint64_t)nd_opt(ND_OPT_purge_delay)));
+        if (nd_unlikely(due))
+            s->purge_epoch = h->epoch >= ND_PURGE_MIN_EPOCHS ? h->epoch - ND_PURGE_MIN_EPOCHS : h->epoch;
+        else if (first)
+            s->purge_epoch = h->epoch;
         h->purge_pending += (size_t)nd_popcount64(fresh) << ND_CHUNK_SHIFT;
         if (h->purge_pending > ND_PURGE_PENDING_MAX)
             nd_heap_purge(h, 0, true);
@@ -660,10 +664,19 @@ nd_hot void nd_heap_purge(nd_heap *h, uint64_t now, bool all)
             for (nd_segment *s = lists[l]->first; s; s = s->next) {
                 if (s->purge_mask == 0)
                     continue;
-                if (all || (now >= s->purge_at && h->epoch >= s->purge_epoch + ND_PURGE_MIN_EPOCHS))
+                if (all) {
                     nd_seg_purge_into(s, s->purge_mask, &batch);
-                else
+                } else if (now >= s->purge_at && h->epoch >= s->purge_epoch + ND_PURGE_MIN_EPOCHS) {
+                    /* The chunks waiting since the deadline was set; the
+                       young ones wait a delay (and the epochs) from now. */
+                    uint64_t due = nd_seg_purge_due(s, now + (uint64_t)nd_opt(ND_OPT_purge_delay));
+                    if (due != s->purge_mask)
+                        s->purge_epoch = h->epoch;
+                    nd_seg_purge_into(s, due, &batch);
                     left += (size_t)nd_popcount64(s->purge_mask) << ND_CHUNK_SHIFT;
+                } else {
+                    left += (size_t)nd_popcount64(s->purge_mask) << ND_CHUNK_SHIFT;
+                }
             }
     }
     nd_os_purges_flush(&batch);

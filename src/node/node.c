@@ -189,7 +189,7 @@ nd_segment *nd_node_reserve_take(int node)
     }
     nd_unlock(nd_node_lock(ns));
     if (s != NULL) {
-        s->purge_mask = 0;
+        s->purge_mask = s->purge_young = 0;
         nd_seg_format(s, ND_SEG_SMALL);
     }
     return s;
@@ -246,6 +246,7 @@ nd_hot nd_segment *nd_node_seg_get(int node, bool bound, int kind)
        purged them (node.h), not resident for as long as the segment has
        a page or a block in use. */
     s->purge_mask = cached ? s->committed & ~(uint64_t)1 : 0;   /* chunk 0: the header's */
+    s->purge_young = 0;
     if (cached)
         s->purge_at = s->cached_at + (uint64_t)nd_opt(ND_OPT_purge_delay);
     nd_seg_format(s, kind);
@@ -263,7 +264,7 @@ nd_hot void nd_node_seg_put(nd_segment *s)
     s->owner = NULL;
     s->kind = ND_SEG_FREE;
     s->cached_at = now;
-    s->purge_mask = 0;
+    s->purge_mask = s->purge_young = 0;
     if (s->size < ND_SEG_SIZE || (s->unmapped | s->tails) != 0) {   /* short: a stopgap; with holes: (segment.h); never cached */
         nd_seg_unmap(s);
         return;
@@ -396,6 +397,7 @@ static nd_noinline nd_segment *nd_node_seg_from_huge(int node, bool bound)
        due when the huge cache would have given it back. */
     nd_gauge_sub(committed, (size_t)(64 - nd_popcount64(s->committed)) << ND_CHUNK_SHIFT);
     s->purge_mask = s->committed & ~(uint64_t)1;
+    s->purge_young = 0;
     s->purge_at = s->cached_at + (uint64_t)nd_opt(ND_OPT_purge_delay);
     s->next = s->prev = NULL;
     nd_gauge_add(segments_from_huge, 1);

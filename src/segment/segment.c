@@ -256,7 +256,7 @@ nd_hot int nd_seg_commit_slow(nd_segment *s, uint64_t todo)
    were committed: the rest held no memory nodal counted. */
 static nd_hot void nd_seg_purge_runs(nd_segment *s, uint64_t chunks, bool whole, nd_os_purges *batch)
 {
-    s->purge_mask &= ~chunks;
+    nd_seg_purge_drop(s, chunks);
     while (chunks) {
         unsigned a, b;
         nd_mask_first_run(chunks, &a, &b);
@@ -480,7 +480,7 @@ static void nd_seg_run_gone(nd_segment *s, unsigned a, unsigned b, bool returned
     if (returned)
         nd_gauge_add(returned, committed);
     s->committed &= ~run;
-    s->purge_mask &= ~run;
+    nd_seg_purge_drop(s, run);
     nd_store_relaxed(&s->unmapped, s->unmapped | run);   /* read unlocked: nd_seg_maps */
     nd_seg_mark_guards(s, (size_t)a * (ND_CHUNK_SIZE / ps), (size_t)(b + 1) * (ND_CHUNK_SIZE / ps), false);
     nd_seg_gauge_mapped(s, -(long)((size_t)(b - a + 1) << ND_CHUNK_SHIFT));
@@ -627,7 +627,7 @@ void nd_seg_tail_to_hole(nd_segment *s, unsigned c)
     uint64_t bit = (uint64_t)1 << c;
     nd_seg_mark_guards(s, c * per, (c + 1) * per, false);
     s->committed &= ~bit;
-    s->purge_mask &= ~bit;
+    nd_seg_purge_drop(s, bit);
     if (s->kind == ND_SEG_LARGE)   /* a bit per chunk there; a small or medium segment's are pages */
         s->free_mask &= ~bit;
     /* A hole first, then no tail: nd_seg_maps says "not mapped" throughout. */
@@ -740,6 +740,7 @@ void nd_seg_to_huge(nd_segment *s, size_t offset)
        (nd_huge_setup), for the large pool's taking it back (node.c). */
     nd_gauge_add(committed, s->size - ((size_t)nd_popcount64(s->committed) << ND_CHUNK_SHIFT));
     s->purge_mask = 0;
+    s->purge_young = 0;
     s->free_mask = 0;
     s->owner = NULL;
     s->abandoned = 0;
@@ -845,7 +846,7 @@ bool nd_seg_is_valid(const nd_segment *s)
         return false;
     if (s->bound && (s->node < 0 || s->node >= ND_MAX_NODES))
         return false;
-    if ((s->purge_mask & ~s->committed) != 0 || (s->committed & 1) == 0)
+    if ((s->purge_mask & ~s->committed) != 0 || (s->committed & 1) == 0 || (s->purge_young & ~s->purge_mask) != 0)
         return false;
     if (s->kind == ND_SEG_HUGE) {   /* committed: all chunks but in one made of a segment; the block's */
         size_t offset = (size_t)(s->pages[0].start - (const uint8_t *)s);

@@ -261,6 +261,17 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
  *    short segment); the descriptor lookup (desc_mask) is a 4 MiB segment's.
  *  - committed bit j: chunk j may hold resident memory (bound: populated and
  *    verified). purge_mask is a subset of committed and of free pages' chunks.
+ *  - purge_young is a subset of purge_mask (0 in a large, cached or huge segment):
+ *    the chunks that began to wait after purge_at was set for the others
+ *    (nd_seg_purge_wait). At purge_at the others are due (nd_seg_purge_due)
+ *    and the young ones start a wait of their own: a segment whose pages
+ *    keep being freed still gives back the chunks freed first, each chunk
+ *    a purge delay after its free at the soonest, two (and a maintenance
+ *    period) at the latest, where one deadline for the whole segment,
+ *    pushed back at every free, gave back nothing while frees went on.
+ *    Heaps' segments only: a large pool's keep one deadline, put off by
+ *    every give (large.h; docs/results.md: two generations there traded
+ *    faults for no steady RSS gain).
  *    HUGE (and FREE: a freed huge mapping): the committed gauge counts the
  *    mapping whole, whatever the bits; bit j, chunk j of its first 4 MiB
  *    may hold memory: all of them but in a mapping made of a large segment
@@ -347,6 +358,7 @@ typedef struct nd_segment {
     struct nd_segment *next, *prev;
     uint64_t        guard_ends;  /* chunks whose last OS page is a guard (a summary of guards) */
     uint64_t        guards[ND_SEG_GUARD_WORDS];   /* inaccessible OS pages (secure=1) */
+    uint64_t        purge_young; /* of purge_mask, the chunks waiting for a later deadline (above) */
     nd_page         pages[ND_SEG_MAX_PAGES];
     /* LARGE, SMALL, MEDIUM: chunks whose end is unmapped from byte tail_from[c] of
        chunk c (tails, above); read unlocked by nd_seg_maps. Past a huge
@@ -604,6 +616,43 @@ void nd_seg_format(nd_segment *s, int kind) nd_hidden;
 /* Makes [p, p+len) of s usable: bound segments populate and verify chunks not
    yet committed. 0, or -1 with errno = ENOMEM when strict placement failed. */
 int  nd_seg_commit_slow(nd_segment *s, uint64_t todo) nd_hidden;
+/* Chunks `chunks` of s (committed, of no page or block in use) wait for
+   their purge, not before `due` (invariants: purge_young): with those
+   waiting already (their deadline then `due` if sooner) when none waits
+   or `due` is no later than theirs, else as young ones, due a wait after
+   those. Returns the chunks that were not waiting before. */
+static inline uint64_t nd_seg_purge_wait(nd_segment *s, uint64_t chunks, uint64_t due)
+{
+    uint64_t fresh = chunks & ~s->purge_mask;
+    if (s->purge_mask == 0 || due <= s->purge_at) {
+        s->purge_young &= ~chunks;
+        s->purge_at = due;
+    } else {
+        s->purge_young |= fresh;
+    }
+    s->purge_mask |= chunks;
+    return fresh;
+}
+
+/* At or past s's deadline (purge_at): the chunks due (the waiting ones
+   but the young); the young become the waiting ones, due at `next`. */
+static inline uint64_t nd_seg_purge_due(nd_segment *s, uint64_t next)
+{
+    uint64_t young = s->purge_young;
+    s->purge_young = 0;
+    if (young != 0)
+        s->purge_at = next;
+    return s->purge_mask & ~young;
+}
+
+/* Chunks `chunks` of s wait for their purge no more (used again, or
+   gone): off purge_mask and purge_young. */
+static inline void nd_seg_purge_drop(nd_segment *s, uint64_t chunks)
+{
+    s->purge_mask &= ~chunks;
+    s->purge_young &= ~chunks;
+}
+
 /* Purges the chunks in mask (never the header), in one system call where
    the kernel takes a batch (os.h); clears their committed bits. */
 void nd_seg_purge(nd_segment *s, uint64_t mask) nd_hidden;

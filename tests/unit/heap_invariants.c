@@ -1753,6 +1753,94 @@ static void kept_pages_past_the_purge_delay_are_retired_and_purged_at_one_pass(v
     in_a_new_thread(age_kept_pages);
 }
 
+/* Resident OS pages of the pages of s whose bits are set in m and that
+   are free in s. */
+static size_t free_pages_resident(nd_segment *s, uint64_t m)
+{
+    size_t resident = 0;
+    for (m &= s->free_mask; m != 0; m &= m - 1) {
+        size_t area;
+        uint8_t *start = nd_seg_page_area(s, (unsigned)__builtin_ctzll(m), &area);
+        resident += resident_pages(start, area);
+    }
+    return resident;
+}
+
+/* A segment whose pages keep being freed still gives back the pages freed
+   first: each page's chunks wait a purge delay from their own free, not
+   from the segment's latest (segment.h: purge_young), and two at most.
+   The heap's clock is the test's: a batch's pages freed at t0, then pages
+   set up and freed in the same segment every half delay until t0 + 3
+   delays. At t0 + delay the batch's pages (those no step set up again)
+   are purged, not the pages freed at that moment; two delays after the
+   last free every page freed is. Until then every free put the whole
+   segment's deadline off by a delay: nothing was purged while the frees
+   went on (api.memory.a_chain_of_short_threads_purges_what_its_record_freed
+   failed 1 run in 40-80 so on main 872dfa1). */
+static void *purge_amid_steady_frees(void *arg)
+{
+    (void)arg;
+    enum { N = 400, M = 40, STEPS = 6 };
+    static void *a[N], *b[M];
+    static nd_page *pages[KEEP_MAX_PAGES];
+    int n = 0;
+    take_batch(a, N, pages, &n, NULL, 0);
+    nd_heap *h = &nd_tls_tc->heap;
+    nd_segment *s = nd_seg_base(a[0]);   /* a[0] stays: the segment stays the heap's */
+    uint64_t delay = (uint64_t)nd_opt(ND_OPT_purge_delay), t0 = nd_os_now_ms(), t = t0;
+    free_batch(a, 1, N);
+    h->clock_ms = t0;
+    nd_heap_retire_kept(h);   /* the emptied pages back to their segment at t0, waiting for their purge */
+    uint64_t batch = 0, stepped = 0;
+    for (int i = 0; i < n; i++)
+        if (nd_seg_base(pages[i]) == s)
+            batch |= (uint64_t)1 << nd_seg_page_index(s, pages[i]);
+    size_t first = free_pages_resident(s, batch);
+    EXPECT(first >= 16, "the batch's freed pages to be resident before their purge (%zu OS pages)", first);
+    for (int step = 1; step <= STEPS; step++) {
+        t = t0 + (uint64_t)step * delay / 2;
+        uint64_t before = ~s->free_mask;
+        int nb = 0;
+        take_batch(b, M, pages, &nb, NULL, 0);   /* past the free slots of a[0]'s page: new pages */
+        uint64_t set_up = ~s->free_mask & ~before;   /* (a bin's fill may carve pages no block returned lies in) */
+        EXPECT(set_up != 0, "the step's blocks to set up pages in the batch's segment (step %d)", step);
+        batch &= ~set_up;   /* freed at t, not t0 */
+        stepped |= set_up;
+        free_batch(b, 0, M);
+        h->clock_ms = t;
+        nd_heap_retire_kept(h);   /* their pages back to the segment at t */
+        for (int i = 0; i < ND_PURGE_MIN_EPOCHS; i++)
+            nd_heap_tick(h);
+        nd_heap_purge(h, t, false);
+        EXPECT(nd_seg_is_valid(s), "the segment to stay valid (step %d)", step);
+        if (step == 1)
+            EXPECT(free_pages_resident(s, batch) != 0,
+                   "nothing to be purged half a delay after the free (%zu of %zu OS pages resident)",
+                   free_pages_resident(s, batch), first);
+        if (step == 2) {
+            EXPECT(batch != 0 && free_pages_resident(s, batch) == 0,
+                   "the batch's pages (those no step set up again: %d) to be purged a delay after their free while "
+                   "the segment's pages keep being freed: %zu of %zu OS pages resident", nd_popcount64(batch),
+                   free_pages_resident(s, batch), first);
+            EXPECT(free_pages_resident(s, set_up) != 0, "the pages freed at that moment not to be purged with them");
+        }
+    }
+    for (int i = 0; i < ND_PURGE_MIN_EPOCHS; i++)
+        nd_heap_tick(h);
+    nd_heap_purge(h, t + delay, false);
+    nd_heap_purge(h, t + 2 * delay, false);
+    EXPECT(free_pages_resident(s, batch | stepped) == 0, "every page freed to be purged two delays after the last "
+           "free: %zu OS pages resident", free_pages_resident(s, batch | stepped));
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold");
+    nodal_free(a[0]);
+    return NULL;
+}
+
+static void a_segment_whose_pages_keep_being_freed_purges_those_freed_a_delay_ago(void)
+{
+    in_a_new_thread(purge_amid_steady_frees);
+}
+
 /* A kept page's memory serves every class: a class with no page of its
    own that needs a new one first retires a kept page of its kind, whose
    memory (resident) the new page takes. */
@@ -4784,6 +4872,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_new_page_reuses_resident_memory_of_any_segment_first),
     ND_CASE(a_heap_cycling_whole_pages_of_a_class_sets_each_page_up_once),
     ND_CASE(kept_pages_past_the_purge_delay_are_retired_and_purged_at_one_pass),
+    ND_CASE(a_segment_whose_pages_keep_being_freed_purges_those_freed_a_delay_ago),
     ND_CASE(a_new_page_of_another_class_takes_a_kept_pages_memory),
     ND_CASE(a_heap_that_leaves_its_node_gives_back_and_purges_its_kept_pages),
     ND_CASE(a_heaps_purge_of_several_segments_is_one_system_call),
