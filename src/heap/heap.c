@@ -852,6 +852,9 @@ nd_hot void nd_heap_abandon(nd_heap *h)
     nd_heap_retire_empty_pages(h);   /* kept pages too */
     nd_assert(h->kept_bytes == 0 && h->kept_classes == 0);
     nd_heap_release_kept(h, 0, true);
+    /* The free pages' memory goes back now: an abandoned segment's purges
+       wait for no one (they waited until a heap adopted it, maybe never). */
+    nd_heap_purge(h, 0, true);
     for (int k = 0; k < 2; k++) {
         nd_seg_queue *lists[2] = { &h->avail[k], &h->used[k] };
         for (int l = 0; l < 2; l++) {
@@ -871,6 +874,23 @@ nd_hot void nd_heap_abandon(nd_heap *h)
         nd_list_init(&h->pages[c]);
     h->spare[0] = h->spare[1] = NULL;
     h->purge_pending = 0;
+}
+
+size_t nd_heap_sweep_abandoned(nd_heap *h, size_t max)
+{
+    nd_assert(h->shared && h->avail[0].first == NULL && h->used[0].first == NULL && h->avail[1].first == NULL &&
+              h->used[1].first == NULL);
+    size_t n = 0;
+    nd_segment *s;
+    while (n < max && (s = nd_node_abandoned_pop(h->node, h->bound)) != NULL) {
+        n++;
+        nd_heap_adopt_segment(h, s);   /* gives back its empty pages, and itself if none is left in use */
+    }
+    if (n != 0) {
+        nd_assert2(nd_heap_is_valid(h));
+        nd_heap_abandon(h);   /* the rest purged and abandoned again */
+    }
+    return n;
 }
 
 size_t nd_heap_leave(nd_heap *h, int node)

@@ -235,6 +235,16 @@ bool   nd_heap_adopt_segment(nd_heap *h, nd_segment *s) nd_hidden;
    released, the rest of its segments abandoned to their node. The thread
    cache must have been flushed first. */
 void   nd_heap_abandon(nd_heap *h) nd_hidden;
+/* Takes up to `max` segments of the abandoned list of h's node and kind
+   back for a moment into h, a shared heap with no segment (a cache made
+   for this: no kept pages, no spares): the pages whose blocks all came
+   back since their thread exited are given back, the segments left with
+   no page in use go to the node's cache, the free memory of the others
+   is purged and they are abandoned again. For a forced collect
+   (nodal_collect(1), malloc_trim): a node's memory that threads freed
+   but never allocate stays abandoned otherwise (no heap of its node and
+   kind adopts it). The number of segments taken. */
+size_t nd_heap_sweep_abandoned(nd_heap *h, size_t max) nd_hidden;
 /* The thread of plain heap h moved to a CPU of node `node`: everything h
    holds is handed back to its old node (empty pages and segments returned
    to the OS first, then kept in the node's cache, whose segments are all

@@ -306,6 +306,11 @@ nd_hot void nd_node_abandon(nd_segment *s)
     nd_assert2(nd_node_is_valid(node));
 }
 
+size_t nd_node_abandoned_count(int node, bool bound)
+{
+    return nd_load_relaxed(&nd_node_kind(node, bound)->abandoned_hint);
+}
+
 nd_hot nd_segment *nd_node_abandoned_pop(int node, bool bound)
 {
     nd_lock_may_take(ND_LOCK_ID_node);

@@ -53,6 +53,9 @@ bool        nd_node_reserve_is(const nd_segment *s) nd_hidden;
 /* Abandoned segments (pages still holding blocks, no owner). */
 void        nd_node_abandon(nd_segment *s) nd_hidden;
 nd_segment *nd_node_abandoned_pop(int node, bool bound) nd_hidden;
+/* How many segments the abandoned list of (node, bound) holds (read
+   without the lock: a moment's count). */
+size_t      nd_node_abandoned_count(int node, bool bound) nd_hidden;
 /* Takes s off its abandoned list if it is still there and the lock is free. */
 bool        nd_node_abandoned_claim(nd_segment *s) nd_hidden;
 

@@ -743,6 +743,20 @@ nd_sample_path void nd_thread_prof_rearm(void)
         nd_tcache_prof_rearm(tcs[i]);
 }
 
+/* The abandoned segments of (node, bound), as many as there are now,
+   swept by a cache made for it (heap.h: nd_heap_sweep_abandoned). */
+static void nd_thread_sweep_abandoned(int node, bool bound)
+{
+    size_t n = nd_node_abandoned_count(node, bound);
+    if (n == 0)
+        return;
+    nd_tcache *tc = nd_tcache_create(ND_TID_SHARED, node, bound, true);
+    if (tc == NULL)
+        return;   /* no memory for it: they wait for a heap of theirs */
+    nd_heap_sweep_abandoned(&tc->heap, n);
+    nd_tcache_destroy(tc);
+}
+
 void nd_thread_collect(bool purge_all)
 {
     nd_thread *t = nd_tls_thread;
@@ -761,6 +775,14 @@ void nd_thread_collect(bool purge_all)
     nd_large_maintain(now, purge_all);
     nd_thread_pool_age(now, purge_all);
     nd_nursery_maintain(now, purge_all);   /* after the records taken apart gave their blocks back */
+    /* Forced: the segments exited threads abandoned give back what no
+       block holds any more, whether or not a thread of their node and
+       kind will ever adopt them (heap.h). After the records taken apart
+       abandoned theirs. */
+    if (purge_all)
+        for (int i = 0; i < nd_topo.mem_count; i++)
+            for (int bound = 0; bound < 2; bound++)
+                nd_thread_sweep_abandoned(nd_topo.mem_ids[i], bound);
 }
 
 /* What a collect would give back of the calling thread's: its caches'

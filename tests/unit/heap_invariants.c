@@ -1841,6 +1841,57 @@ static void a_segment_whose_pages_keep_being_freed_purges_those_freed_a_delay_ag
     in_a_new_thread(purge_amid_steady_frees);
 }
 
+/* ---- abandoned segments swept by a forced collect (heap.h) ---- */
+
+enum { SWEEP_N = 512, SWEEP_SIZE = 1024 };
+static void *sweep_blocks[SWEEP_N];
+
+/* Blocks of node 0's bound memory, written, left to the main thread. */
+static void *bound_blocks_and_exit(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < SWEEP_N; i++) {
+        sweep_blocks[i] = nodal_malloc_node(SWEEP_SIZE, 0);
+        EXPECT(sweep_blocks[i] != NULL, "nodal_malloc_node(%d, 0) to succeed", SWEEP_SIZE);
+        memset(sweep_blocks[i], 7, SWEEP_SIZE);
+    }
+    return NULL;
+}
+
+/* Blocks a thread allocated on a node (bound memory) and another thread
+   freed after the first exited and its record was taken apart: their
+   segments stay abandoned, as the freeing thread has no heap of that
+   kind to adopt them; a forced collect takes them back for a moment, so
+   their pages, every block back, are given back and purged (heap.h:
+   nd_heap_sweep_abandoned) and none stays abandoned. On main 872dfa1
+   they stayed abandoned, set up and resident, for as long as no thread
+   allocated that node's bound memory (the VM's
+   thread_churn_keeps_rss_bounded: 2-8 MiB of pages set up and 12-37 MiB
+   committed after each round's nodal_collect(1), its resident set
+   swinging by 27 MiB from round to round). */
+static void a_forced_collect_gives_back_the_pages_of_abandoned_segments_no_heap_adopts(void)
+{
+    nodal_collect(1);
+    EXPECT(nd_node_abandoned_count(0, true) == 0, "no bound segment of node 0 to be abandoned at the start");
+    in_a_new_thread(bound_blocks_and_exit);
+    nodal_collect(1);   /* the pooled record taken apart: its segments abandoned, their blocks out */
+    size_t abandoned = nd_node_abandoned_count(0, true);
+    EXPECT(abandoned >= 1, "the exited thread's bound segments to be abandoned while their blocks are out");
+    long active = (long)nd_load_relaxed(&nd_gauge.active), committed = (long)nd_load_relaxed(&nd_gauge.committed);
+    for (int i = 0; i < SWEEP_N; i++)
+        nodal_free(sweep_blocks[i]);   /* into the abandoned pages (remote frees) */
+    nodal_collect(1);
+    EXPECT(nd_node_abandoned_count(0, true) == 0, "no segment to stay abandoned once all its blocks came back and a "
+           "forced collect ran (%zu stayed of %zu)", nd_node_abandoned_count(0, true), abandoned);
+    long given = active - (long)nd_load_relaxed(&nd_gauge.active);
+    long purged = committed - (long)nd_load_relaxed(&nd_gauge.committed);
+    EXPECT(given >= (long)SWEEP_N * SWEEP_SIZE, "the blocks' pages (%d KiB of blocks) to be given back, %ld KiB were",
+           SWEEP_N * SWEEP_SIZE / 1024, given / 1024);
+    EXPECT(purged >= (long)SWEEP_N * SWEEP_SIZE, "their memory (%d KiB of blocks) to be purged, %ld KiB was",
+           SWEEP_N * SWEEP_SIZE / 1024, purged / 1024);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold");
+}
+
 /* A kept page's memory serves every class: a class with no page of its
    own that needs a new one first retires a kept page of its kind, whose
    memory (resident) the new page takes. */
@@ -4873,6 +4924,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_heap_cycling_whole_pages_of_a_class_sets_each_page_up_once),
     ND_CASE(kept_pages_past_the_purge_delay_are_retired_and_purged_at_one_pass),
     ND_CASE(a_segment_whose_pages_keep_being_freed_purges_those_freed_a_delay_ago),
+    ND_CASE(a_forced_collect_gives_back_the_pages_of_abandoned_segments_no_heap_adopts),
     ND_CASE(a_new_page_of_another_class_takes_a_kept_pages_memory),
     ND_CASE(a_heap_that_leaves_its_node_gives_back_and_purges_its_kept_pages),
     ND_CASE(a_heaps_purge_of_several_segments_is_one_system_call),
