@@ -423,6 +423,33 @@ int nd_os_populate(void *p, size_t size)
     return 0;
 }
 
+/* -1 not read yet, else whether the mode is "always". */
+static int nd_os_thp_mode = -1;
+
+nd_hot bool nd_os_thp_always(void)
+{
+    int mode = nd_load_relaxed(&nd_os_thp_mode);
+    if (nd_unlikely(mode < 0)) {
+        char buf[128];
+        int saved = errno;
+        mode = nd_os_read_file("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof buf) > 0 &&
+               strstr(buf, "[always]") != NULL;
+        errno = saved;
+        nd_store_relaxed(&nd_os_thp_mode, mode);
+    }
+    return mode != 0;
+}
+
+nd_hot int nd_os_advise_nohugepage(void *p, size_t size)
+{
+#ifdef MADV_NOHUGEPAGE
+    return madvise(p, size, MADV_NOHUGEPAGE);
+#else
+    (void)p; (void)size;
+    return -1;
+#endif
+}
+
 int nd_os_advise_hugepage(void *p, size_t size)
 {
 #ifdef MADV_HUGEPAGE
@@ -1013,6 +1040,26 @@ static nd_hot size_t nd_os_trim_range(uintptr_t a, uintptr_t b, int fd)
     if (b <= a || madvise((void *)a, b - a, MADV_RANDOM) != 0)
         return 0;
     return nd_os_drop_file_pages(a, b, fd);
+}
+
+nd_hot void nd_os_data_thp_opt_out(void)
+{
+    if (!nd_os_thp_always())
+        return;
+    struct nd_code_query q = { .a = (uintptr_t)nd_os_cold_text };
+    int saved = errno;
+    dl_iterate_phdr(nd_code_range_cb, &q);
+    uintptr_t ps = nd_os_pagesize, x = (uintptr_t)&nd_os_thp_mode;
+    for (int i = 0; q.found && !q.main && i < q.phnum; i++) {
+        const ElfW(Phdr) *ph = &q.phdr[i];
+        uintptr_t lb = q.base + ph->p_vaddr;
+        if (ph->p_type != PT_LOAD || !(ph->p_flags & PF_W) || x < lb || x >= lb + ph->p_memsz)
+            continue;
+        uintptr_t a = (lb + ph->p_filesz + ps - 1) & ~(ps - 1), b = (lb + ph->p_memsz + ps - 1) & ~(ps - 1);
+        if (b > a)
+            (void)nd_os_advise_nohugepage((void *)a, b - a);
+    }
+    errno = saved;
 }
 
 nd_hot size_t nd_os_code_trim(void)

@@ -109,6 +109,11 @@ void  nd_os_purges_add(nd_os_purges *b, void *p, size_t size) nd_hidden;
 void  nd_os_purges_flush(nd_os_purges *b) nd_hidden;
 int   nd_os_populate(void *p, size_t size) nd_hidden;
 int   nd_os_advise_hugepage(void *p, size_t size) nd_hidden;
+int   nd_os_advise_nohugepage(void *p, size_t size) nd_hidden;   /* MADV_NOHUGEPAGE: 0, or -1 */
+/* Whether the kernel backs anonymous memory with transparent huge pages
+   unasked (/sys/kernel/mm/transparent_hugepage/enabled is "always"): read
+   at the first call. */
+bool  nd_os_thp_always(void) nd_hidden;
 /* Makes [p, p+size) (whole OS pages) inaccessible (guard page: any access
    faults) or, access = true, readable and writable again. 0 or -1. */
 int   nd_os_protect(void *p, size_t size, bool access) nd_hidden;
@@ -259,6 +264,13 @@ bool        nd_os_code_range(const void *a, uintptr_t *lo, uintptr_t *hi, bool *
    file's: a page the process wrote, a debugger's breakpoint, stays). The
    number of pages unmapped; 0 for a static link. os.c. */
 size_t      nd_os_code_trim(void) nd_hidden;
+/* libnodal.so's .bss (its zero-filled writable data, an anonymous mapping)
+   opts out of transparent huge pages where the kernel gives them unasked
+   (nd_os_thp_always): 1.4 MiB written a page here and there, which the
+   kernel merged with a neighbouring mapping into 2 MiB pages (2 MiB of
+   "data" resident after one malloc). Not in a static link (the program's
+   .bss is not nodal's to advise). */
+void        nd_os_data_thp_opt_out(void) nd_hidden;
 /* Makes each page of that object's code that the process has not run yet
    fault in alone (not with the 64 KiB around it: os.c); the number of
    pages given MADV_RANDOM to that end. Nothing for the program itself. */

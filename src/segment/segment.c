@@ -393,12 +393,19 @@ nd_hot int nd_seg_adopt_mapping(nd_segment *s, size_t size, int node, bool bound
     return 0;
 }
 
+nd_hot void nd_seg_thp_opt_out(void *p, size_t size)
+{
+    if (!nd_opt(ND_OPT_huge_pages) && nd_os_thp_always())
+        (void)nd_os_advise_nohugepage(p, size);   /* refused (no THP in this kernel): nothing to opt out of */
+}
+
 nd_hot nd_segment *nd_seg_map(int node, bool bound, size_t size)
 {
     nd_assert(size >= ND_CHUNK_SIZE && size <= ND_SEG_SIZE && (size & (ND_CHUNK_SIZE - 1)) == 0);
     nd_segment *s = nd_seg_reserve(size, ND_SEG_SIZE);
     if (s == NULL)
         return NULL;
+    nd_seg_thp_opt_out(s, size);   /* before anything touches it */
     if (nd_seg_adopt_mapping(s, size, node, bound, NULL, ND_CHUNK_SIZE) != 0)
         return NULL;
     nd_segcache_claim(s, ND_SEG_FREE);
@@ -535,6 +542,7 @@ static uint64_t nd_seg_remap_runs(nd_segment *s, uint64_t chunks)
         size_t len = (size_t)(b - a + 1) << ND_CHUNK_SHIFT;
         if (nd_os_map_at((uintptr_t)start, len) == NULL)
             continue;
+        nd_seg_thp_opt_out(start, len);   /* a new mapping: the segment's advice is gone there */
         bool last = (size_t)(b + 1) << ND_CHUNK_SHIFT == s->size;
         if ((s->bound && nd_seg_bind_node(start, len, s->node) != 0) ||
             (last && nd_seg_guard != 0 && nd_os_protect(start + len - nd_seg_guard, nd_seg_guard, false) != 0)) {

@@ -653,6 +653,20 @@ static inline void nd_seg_purge_drop(nd_segment *s, uint64_t chunks)
     s->purge_young &= ~chunks;
 }
 
+/* The segments (small, medium and large: up to 4 MiB) opt out of
+   transparent huge pages where the kernel gives them unasked (mode
+   "always") and huge_pages does not ask for them (MADV_NOHUGEPAGE, on
+   [p, p+size) before anything touches it): nodal commits, purges and
+   places memory by 64 KiB chunks, and a 2 MiB page the kernel faults in
+   around a chunk holds memory nodal neither counts (committed) nor gives
+   back, on the node of the thread that touched it first. Under "always"
+   that memory tripled the resident set a forced collect leaves
+   (tests/placement/thread_churn_keeps_rss_bounded on the host: 24-30
+   MiB against 4 with "madvise") and took peak RSS past every peer's
+   (docs/results.md). Huge blocks (their own mappings) keep the kernel's
+   choice. */
+void nd_seg_thp_opt_out(void *p, size_t size) nd_hidden;
+
 /* Purges the chunks in mask (never the header), in one system call where
    the kernel takes a batch (os.h); clears their committed bits. */
 void nd_seg_purge(nd_segment *s, uint64_t mask) nd_hidden;

@@ -21,6 +21,15 @@ static struct { size_t size; nd_meta_free_obj *head; } nd_meta_lists[ND_META_CLA
 static char  *nd_meta_bump, *nd_meta_end;
 static size_t nd_meta_total;
 
+/* A new mapping of metadata opts out of transparent huge pages where the
+   kernel gives them unasked (segment.h: nd_seg_thp_opt_out): a thread's
+   cache writes a page or two of its own, not 2 MiB around them. */
+static void nd_meta_thp_opt_out(void *p, size_t size)
+{
+    if (p != NULL && nd_os_thp_always())
+        (void)nd_os_advise_nohugepage(p, size);
+}
+
 static size_t nd_meta_round(size_t size) { return (size + ND_CACHE_LINE - 1) & ~(size_t)(ND_CACHE_LINE - 1); }
 
 nd_hot void *nd_meta_alloc(size_t size)
@@ -48,6 +57,7 @@ static nd_hot void *nd_meta_take(size_t size, size_t zero, bool touch)
         if (size > ND_META_CHUNK / 4) {
             /* Big objects get their own mapping (never returned). */
             p = nd_os_map_aligned((size + 4095) & ~(size_t)4095, ND_CACHE_LINE);
+            nd_meta_thp_opt_out(p, (size + 4095) & ~(size_t)4095);
             if (p != NULL)
                 nd_add_relaxed(&nd_meta_total, (size + 4095) & ~(size_t)4095);
         } else {
@@ -60,6 +70,7 @@ static nd_hot void *nd_meta_take(size_t size, size_t zero, bool touch)
                     if (want < least)
                         want = least;
                     char *chunk = nd_os_map_aligned(want, ND_CACHE_LINE);
+                    nd_meta_thp_opt_out(chunk, want);
                     if (chunk != NULL) {
                         nd_meta_bump = chunk;
                         nd_meta_end = chunk + want;

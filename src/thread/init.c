@@ -100,6 +100,7 @@ nd_hot void nd_process_init(void)
            the code and tables of the file a plain program does not run
            become mappings of their own and are unmapped (os.c). */
         nd_os_code_trim();
+        nd_os_data_thp_opt_out();
     }
 }
 

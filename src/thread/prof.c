@@ -225,6 +225,16 @@ bool nd_prof_start(int64_t rate)
     nd_prof_t.site_tab = nd_os_map_aligned(site_bytes, nd_os_page_size());
     nd_prof_t.live_tab = nd_os_map_aligned(live_bytes, nd_os_page_size());
     nd_prof_t.site_idx1 = nd_os_map_aligned(idx_bytes, nd_os_page_size());
+    /* Sparse tables: written a page here and there, never 2 MiB around
+       them (segment.h: nd_seg_thp_opt_out). */
+    if (nd_os_thp_always()) {
+        if (nd_prof_t.site_tab != NULL)
+            (void)nd_os_advise_nohugepage(nd_prof_t.site_tab, site_bytes);
+        if (nd_prof_t.live_tab != NULL)
+            (void)nd_os_advise_nohugepage(nd_prof_t.live_tab, live_bytes);
+        if (nd_prof_t.site_idx1 != NULL)
+            (void)nd_os_advise_nohugepage(nd_prof_t.site_idx1, idx_bytes);
+    }
     if (nd_prof_t.site_tab == NULL || nd_prof_t.live_tab == NULL || nd_prof_t.site_idx1 == NULL) {
         nd_warn("prof: cannot map the profile's tables; profiling is off");
         return false;
