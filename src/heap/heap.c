@@ -668,8 +668,8 @@ nd_hot void nd_heap_purge(nd_heap *h, uint64_t now, bool all)
                     nd_seg_purge_into(s, s->purge_mask, &batch);
                 } else if (now >= s->purge_at && h->epoch >= s->purge_epoch + ND_PURGE_MIN_EPOCHS) {
                     /* The chunks waiting since the deadline was set; the
-                       young ones wait a delay (and the epochs) from now. */
-                    uint64_t due = nd_seg_purge_due(s, now + (uint64_t)nd_opt(ND_OPT_purge_delay));
+                       young ones wait for theirs (and the epochs from now). */
+                    uint64_t due = nd_seg_purge_due(s, now);
                     if (due != s->purge_mask)
                         s->purge_epoch = h->epoch;
                     nd_seg_purge_into(s, due, &batch);

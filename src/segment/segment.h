@@ -263,12 +263,16 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
  *    verified). purge_mask is a subset of committed and of free pages' chunks.
  *  - purge_young is a subset of purge_mask (0 in a large, cached or huge segment):
  *    the chunks that began to wait after purge_at was set for the others
- *    (nd_seg_purge_wait). At purge_at the others are due (nd_seg_purge_due)
- *    and the young ones start a wait of their own: a segment whose pages
+ *    (nd_seg_purge_wait), due at purge_young_at, the latest of their own
+ *    deadlines (meaningful while purge_young != 0). At purge_at the others
+ *    are due (nd_seg_purge_due) and the young ones become the waiting ones,
+ *    due at purge_young_at (at once if it has passed): a segment whose pages
  *    keep being freed still gives back the chunks freed first, each chunk
  *    a purge delay after its free at the soonest, two (and a maintenance
  *    period) at the latest, where one deadline for the whole segment,
- *    pushed back at every free, gave back nothing while frees went on.
+ *    pushed back at every free, gave back nothing while frees went on; a
+ *    segment that goes quiet gives back everything a delay after its last
+ *    free, as before.
  *    Heaps' segments only: a large pool's keep one deadline, put off by
  *    every give (large.h; docs/results.md: two generations there traded
  *    faults for no steady RSS gain).
@@ -358,7 +362,8 @@ typedef struct nd_segment {
     struct nd_segment *next, *prev;
     uint64_t        guard_ends;  /* chunks whose last OS page is a guard (a summary of guards) */
     uint64_t        guards[ND_SEG_GUARD_WORDS];   /* inaccessible OS pages (secure=1) */
-    uint64_t        purge_young; /* of purge_mask, the chunks waiting for a later deadline (above) */
+    uint64_t        purge_young; /* of purge_mask, the chunks waiting for a later deadline (above) ... */
+    uint64_t        purge_young_at; /* ... ms: when the last of them is due (its free and the delay) */
     nd_page         pages[ND_SEG_MAX_PAGES];
     /* LARGE, SMALL, MEDIUM: chunks whose end is unmapped from byte tail_from[c] of
        chunk c (tails, above); read unlocked by nd_seg_maps. Past a huge
@@ -627,21 +632,25 @@ static inline uint64_t nd_seg_purge_wait(nd_segment *s, uint64_t chunks, uint64_
     if (s->purge_mask == 0 || due <= s->purge_at) {
         s->purge_young &= ~chunks;
         s->purge_at = due;
-    } else {
+    } else if (fresh != 0) {
+        if (s->purge_young == 0 || due > s->purge_young_at)
+            s->purge_young_at = due;
         s->purge_young |= fresh;
     }
     s->purge_mask |= chunks;
     return fresh;
 }
 
-/* At or past s's deadline (purge_at): the chunks due (the waiting ones
-   but the young); the young become the waiting ones, due at `next`. */
-static inline uint64_t nd_seg_purge_due(nd_segment *s, uint64_t next)
+/* At `now`, at or past s's deadline (purge_at): the chunks due, the
+   waiting ones but the young; those become the waiting ones, due at
+   their own deadline (with the others if it has passed too). */
+static inline uint64_t nd_seg_purge_due(nd_segment *s, uint64_t now)
 {
     uint64_t young = s->purge_young;
     s->purge_young = 0;
-    if (young != 0)
-        s->purge_at = next;
+    if (young == 0 || s->purge_young_at <= now)
+        return s->purge_mask;
+    s->purge_at = s->purge_young_at;
     return s->purge_mask & ~young;
 }
 

@@ -1030,7 +1030,12 @@ static const char *small_samples_of_two_threads(const char *san)
    again (27 pages of the first mapping resident, 26 before: h60r's kept
    pages in the page retire and take, h60b's own route in the fills and
    overflows, h60p's purge batch in the heap's pass), the sample section
-   still 8 pages: 35 pages, 140 KiB, the bound at it. */
+   still 8 pages: 35 pages, 140 KiB, the bound at it. Raised to 144 KiB at
+   stop 58: the code every process runs grew by a page again (28 pages of
+   the first mapping: the opt-out of transparent huge pages at start-up
+   and at each new segment, os.c and segment.c; the freed pages' own purge
+   deadlines in the page retire and the heap's purge pass, heap.c), the
+   sample section still 8 pages: 36 pages, 144 KiB, the bound at it. */
 static void the_code_a_sample_runs_lies_on_few_pages(void)
 {
     const char *lib = small_samples_of_two_threads("decides which code runs");
@@ -1041,7 +1046,7 @@ static void the_code_a_sample_runs_lies_on_few_pages(void)
     long ps = sysconf(_SC_PAGESIZE);
     long all = mappings_resident_pages(map, 0, maps);
     EXPECT(maps > 1, "nodal's code (%s) to be more than one mapping with the profile on", obj);
-    EXPECT(all * ps <= 140 * 1024, "at most 140 KiB of nodal's code (%s) to be resident after small samples of two "
+    EXPECT(all * ps <= 144 * 1024, "at most 144 KiB of nodal's code (%s) to be resident after small samples of two "
            "threads (the code every process runs, 88 KiB, and the samples' own), got %ld KiB (%d mappings)", obj,
            all * ps / 1024, maps);
 }
