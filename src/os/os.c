@@ -349,6 +349,11 @@ nd_hot void nd_os_purges_add(nd_os_purges *b, void *p, size_t size)
     b->n++;
 }
 
+void nd_os_purges_one_by_one(void)
+{
+    nd_store_relaxed(&nd_os_pm_state, -1);
+}
+
 /* The ranges r[0..n) of a batch in process_madvise calls: the index of
    the first range not purged (n when all were), from which the caller
    goes on with one madvise a range (the kernel refused the call). A call

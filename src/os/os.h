@@ -107,6 +107,10 @@ typedef struct nd_os_purges {
 static inline void nd_os_purges_init(nd_os_purges *b) { b->n = 0; }
 void  nd_os_purges_add(nd_os_purges *b, void *p, size_t size) nd_hidden;
 void  nd_os_purges_flush(nd_os_purges *b) nd_hidden;
+/* From now on every purge is one madvise a range, never process_madvise
+   (the option purge_batch=0: a seccomp allow-list that kills on a system
+   call it does not list). */
+void nd_os_purges_one_by_one(void) nd_hidden;
 int   nd_os_populate(void *p, size_t size) nd_hidden;
 int   nd_os_advise_hugepage(void *p, size_t size) nd_hidden;
 int   nd_os_advise_nohugepage(void *p, size_t size) nd_hidden;   /* MADV_NOHUGEPAGE: 0, or -1 */

@@ -72,6 +72,8 @@ nd_hot void nd_process_init(void)
         nd_process_state = 1;
         nd_os_init();
         nd_options_init();
+        if (!nd_opt(ND_OPT_purge_batch))
+            nd_os_purges_one_by_one();
         nd_topo_init();
         nd_tier_init();
         uint64_t nodes[(ND_MAX_NODES + 63) / 64] = { 0 };

@@ -12,7 +12,11 @@
 #include <semaphore.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/resource.h>
@@ -2138,6 +2142,53 @@ static void a_batch_purges_every_range_past_a_full_batch_and_an_unmapped_one(voi
     if (kernel_purges_batches())   /* 3 batches; the second's call stops at the hole, which goes alone, then the rest */
         EXPECT(calls <= 6, "a few system calls for %d ranges, %llu were made", N, (unsigned long long)calls);
     munmap(m, 2 * N * ps);
+}
+
+/* Under purge_batch=0 (run so: CMakeLists.txt) nodal never calls
+   process_madvise: a child whose seccomp filter kills the process on that
+   call frees every other page of a run of pages and collects (a pass
+   whose purges are many ranges that do not meet), and lives, each range
+   one madvise. With the default a kernel that takes the call (Linux 6.14
+   and later) sees it there, and such a filter (a service's
+   SystemCallFilter= that does not list it) kills the process. */
+static void under_purge_batch_0_a_filter_that_kills_on_process_madvise_does_no_harm(void)
+{
+    EXPECT(nd_opt(ND_OPT_purge_batch) == 0, "the case to run with purge_batch=0 (NODAL_OPTIONS)");
+    pid_t pid = fork();
+    EXPECT(pid >= 0, "fork to work");
+    if (pid == 0) {
+        struct sock_filter f[] = {
+            BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+            BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_process_madvise, 0, 1),
+            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS),
+            BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+        };
+        struct sock_fprog prog = { (unsigned short)(sizeof f / sizeof f[0]), f };
+        if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 || prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0)
+            _exit(77);
+        enum { N = 64 * 40 };
+        static void *a[N];
+        for (int i = 0; i < N; i++) {
+            a[i] = nodal_malloc(1000);
+            if (a[i] == NULL)
+                _exit(3);
+            memset(a[i], 1, 1000);
+        }
+        for (int i = 0; i < N; i++)   /* the blocks of every other 64 KiB page */
+            if ((((uintptr_t)a[i] >> 16) & 1) == 0)
+                nodal_free(a[i]), a[i] = NULL;
+        uint64_t calls = nd_load_relaxed(&nd_gauge.os_purge_calls), purges = nd_load_relaxed(&nd_gauge.os_purges);
+        nodal_collect(1);
+        calls = nd_load_relaxed(&nd_gauge.os_purge_calls) - calls;
+        purges = nd_load_relaxed(&nd_gauge.os_purges) - purges;
+        _exit(purges >= 4 && calls == purges ? 0 : 4);   /* ranges that do not meet, one call each */
+    }
+    int status = 0;
+    EXPECT(waitpid(pid, &status, 0) == pid, "waitpid to work");
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+        SKIP("no seccomp filter here");
+    EXPECT(WIFEXITED(status) && WEXITSTATUS(status) == 0, "the child to live through its purges, one madvise a range: %s %d",
+           WIFSIGNALED(status) ? "killed by signal" : "exit status", WIFSIGNALED(status) ? WTERMSIG(status) : WEXITSTATUS(status));
 }
 
 /* Threads beyond two per CPU share the CPUs' thread-cache budget
@@ -4998,6 +5049,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_heap_that_leaves_its_node_gives_back_and_purges_its_kept_pages),
     ND_CASE(a_heaps_purge_of_several_segments_is_one_system_call),
     ND_CASE(a_batch_purges_every_range_past_a_full_batch_and_an_unmapped_one),
+    ND_CASE(under_purge_batch_0_a_filter_that_kills_on_process_madvise_does_no_harm),
     ND_CASE(threads_beyond_the_cpus_share_the_cache_budget),
     ND_CASE(a_bin_in_runs_of_many_bins_grows_past_its_caches_share),
     ND_CASE(with_cpus_shared_a_small_bin_grows_to_16_kib_past_its_caches_share),
