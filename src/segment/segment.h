@@ -624,8 +624,9 @@ int  nd_seg_commit_slow(nd_segment *s, uint64_t todo) nd_hidden;
 /* Chunks `chunks` of s (committed, of no page or block in use) wait for
    their purge, not before `due` (invariants: purge_young): with those
    waiting already (their deadline then `due` if sooner) when none waits
-   or `due` is no later than theirs, else as young ones, due a wait after
-   those. Returns the chunks that were not waiting before. */
+   or `due` is no later than theirs, else as young ones (purge_young_at
+   the latest of their deadlines). Returns the chunks that were not
+   waiting before. */
 static inline uint64_t nd_seg_purge_wait(nd_segment *s, uint64_t chunks, uint64_t due)
 {
     uint64_t fresh = chunks & ~s->purge_mask;
