@@ -140,6 +140,15 @@ static size_t resident_pages(const void *p, size_t len)
     return in;
 }
 
+/* Resident OS pages of page pg's area in its segment. */
+static size_t page_resident(const nd_page *pg)
+{
+    nd_segment *s = nd_seg_base(pg);
+    size_t area;
+    uint8_t *start = nd_seg_page_area(s, nd_seg_page_index(s, pg), &area);
+    return resident_pages(start, area);
+}
+
 /* A free page of s whose chunks nodal never committed, or -1. */
 static int uncommitted_free_page(nd_segment *s, uint8_t **start, size_t *area)
 {
@@ -1737,12 +1746,9 @@ static void *age_kept_pages(void *arg)
     size_t resident = 0;
     int checked = 0;
     for (int i = 0; i < n; i++) {
-        nd_segment *s = nd_seg_base(pages[i]);
-        if (pages[i]->in_use || s->owner != h)
+        if (pages[i]->in_use || nd_seg_base(pages[i])->owner != h)
             continue;   /* (a segment left with no page in use went to the node's cache: its rules) */
-        size_t area;
-        uint8_t *start = nd_seg_page_area(s, nd_seg_page_index(s, pages[i]), &area);
-        resident += resident_pages(start, area);
+        resident += page_resident(pages[i]);
         checked++;
     }
     EXPECT(checked >= n / 2, "most pages to stay in the heap's segment (%d of %d)", checked, n);
@@ -1762,11 +1768,8 @@ static void kept_pages_past_the_purge_delay_are_retired_and_purged_at_one_pass(v
 static size_t free_pages_resident(nd_segment *s, uint64_t m)
 {
     size_t resident = 0;
-    for (m &= s->free_mask; m != 0; m &= m - 1) {
-        size_t area;
-        uint8_t *start = nd_seg_page_area(s, (unsigned)__builtin_ctzll(m), &area);
-        resident += resident_pages(start, area);
-    }
+    for (m &= s->free_mask; m != 0; m &= m - 1)
+        resident += page_resident(&s->pages[__builtin_ctzll(m)]);
     return resident;
 }
 
@@ -2012,12 +2015,9 @@ static void *leave_with_kept_pages(void *arg)
     size_t resident = 0;
     int up = 0;
     for (int i = 0; i < n; i++) {
-        size_t area;
-        nd_segment *s = nd_seg_base(pages[i]);
-        uint8_t *start = nd_seg_page_area(s, nd_seg_page_index(s, pages[i]), &area);
         up += pages[i]->in_use;
         if (!pages[i]->in_use)
-            resident += resident_pages(start, area);
+            resident += page_resident(pages[i]);
     }
     EXPECT(up <= 1, "the kept pages to be given back, %d of %d still in use", up, n);
     EXPECT(resident == 0, "the pages given back to hold no memory: %zu OS pages resident", resident);
