@@ -11,6 +11,7 @@
 # group (the C++ personality pointer DW.ref.__gxx_personality_v0) stay as they
 # are: the linker merges groups of one name across objects, and a local
 # signature would let it drop this object's copy while its code still uses it.
+# Last, the object's .bss is renamed nodal_bss (below).
 cmake_minimum_required(VERSION 3.20)
 foreach(v ARCHIVE WORK LD OBJCOPY READELF AR RANLIB)
   if(NOT ${v})
@@ -52,6 +53,19 @@ file(WRITE ${WORK}/hidden.txt "${hidden}")
 execute_process(COMMAND ${OBJCOPY} --localize-symbols=${WORK}/hidden.txt ${obj} RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)
   message(FATAL_ERROR "localize-archive.cmake: ${OBJCOPY} failed on ${obj}")
+endif()
+# The object's .bss (all of the core's zero-filled data, one section after
+# ld -r) becomes nodal_bss: a name the linker of a static program gives
+# bounds to (__start_nodal_bss, __stop_nodal_bss), so that nodal can opt its
+# own data out of transparent huge pages there as libnodal.so does
+# (src/os/os.c: nd_os_static_data_thp_opt_out), and not the program's.
+execute_process(COMMAND ${READELF} -SW ${obj} OUTPUT_VARIABLE sections RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0 OR NOT sections MATCHES "\\] \\.bss +NOBITS")
+  message(FATAL_ERROR "localize-archive.cmake: no .bss section of its own in ${obj}")
+endif()
+execute_process(COMMAND ${OBJCOPY} --rename-section .bss=nodal_bss ${obj} RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "localize-archive.cmake: ${OBJCOPY} could not rename .bss in ${obj}")
 endif()
 file(REMOVE ${ARCHIVE})
 execute_process(COMMAND ${AR} qc ${ARCHIVE} ${obj} RESULT_VARIABLE rc)

@@ -431,15 +431,23 @@ int nd_os_populate(void *p, size_t size)
 /* -1 not read yet, else whether the mode is "always". */
 static int nd_os_thp_mode = -1;
 
+/* Is the kernel's THP mode "always"? Read from sysfs, nothing written but
+   the stack. */
+static nd_hot int nd_os_thp_read(void)
+{
+    char buf[128];
+    int saved = errno;
+    int mode = nd_os_read_file("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof buf) > 0 &&
+               strstr(buf, "[always]") != NULL;
+    errno = saved;
+    return mode;
+}
+
 nd_hot bool nd_os_thp_always(void)
 {
     int mode = nd_load_relaxed(&nd_os_thp_mode);
     if (nd_unlikely(mode < 0)) {
-        char buf[128];
-        int saved = errno;
-        mode = nd_os_read_file("/sys/kernel/mm/transparent_hugepage/enabled", buf, sizeof buf) > 0 &&
-               strstr(buf, "[always]") != NULL;
-        errno = saved;
+        mode = nd_os_thp_read();
         nd_store_relaxed(&nd_os_thp_mode, mode);
     }
     return mode != 0;
@@ -1045,6 +1053,30 @@ static nd_hot size_t nd_os_trim_range(uintptr_t a, uintptr_t b, int fd)
     if (b <= a || madvise((void *)a, b - a, MADV_RANDOM) != 0)
         return 0;
     return nd_os_drop_file_pages(a, b, fd);
+}
+
+/* The bounds of libnodal.a's .bss in a static program: the archive is one
+   object whose .bss is a section named nodal_bss
+   (cmake/localize-archive.cmake), to which the linker gives these symbols;
+   libnodal.so and the build's own archives have no such section (NULL).
+   Hidden: resolved within the link, never by the dynamic loader. */
+extern char __start_nodal_bss[] __attribute__((weak, visibility("hidden")));
+extern char __stop_nodal_bss[] __attribute__((weak, visibility("hidden")));
+
+nd_hot void nd_os_static_data_thp_opt_out(void)
+{
+    uintptr_t a = (uintptr_t)__start_nodal_bss, b = (uintptr_t)__stop_nodal_bss;
+    if (a == 0 || b <= a || nd_load_relaxed(&nd_os_thp_mode) >= 0)   /* not a static link, or done */
+        return;
+    int mode = nd_os_thp_read();
+    if (mode) {
+        int saved = errno;
+        long page = sysconf(_SC_PAGESIZE);   /* (before nd_os_init: nd_os_pagesize is not set yet) */
+        uintptr_t ps = page > 0 ? (uintptr_t)page : 4096;
+        (void)nd_os_advise_nohugepage((void *)(a & ~(ps - 1)), ((b + ps - 1) & ~(ps - 1)) - (a & ~(ps - 1)));
+        errno = saved;
+    }
+    nd_store_relaxed(&nd_os_thp_mode, mode);   /* (in nodal_bss: written after the advice) */
 }
 
 nd_hot void nd_os_data_thp_opt_out(void)

@@ -273,8 +273,15 @@ size_t      nd_os_code_trim(void) nd_hidden;
    (nd_os_thp_always): 1.4 MiB written a page here and there, which the
    kernel merged with a neighbouring mapping into 2 MiB pages (2 MiB of
    "data" resident after one malloc). Not in a static link (the program's
-   .bss is not nodal's to advise). */
+   .bss is not nodal's to advise): there, nd_os_static_data_thp_opt_out. */
 void        nd_os_data_thp_opt_out(void) nd_hidden;
+/* The same in a static program: libnodal.a's .bss, a section of its own
+   there (nodal_bss: cmake/localize-archive.cmake), not the program's. The
+   first thing start-up does, before any of nodal's zero-filled data is
+   written (a write is what makes the kernel give a 2 MiB page; the advice
+   does not split one given already). Nothing elsewhere, nor where the mode
+   is not "always" (no system call then but the read of the mode). */
+void        nd_os_static_data_thp_opt_out(void) nd_hidden;
 /* Makes each page of that object's code that the process has not run yet
    fault in alone (not with the 64 KiB around it: os.c); the number of
    pages given MADV_RANDOM to that end. Nothing for the program itself. */

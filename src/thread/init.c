@@ -67,6 +67,7 @@ static nd_hot void nd_fork_child(void)
 
 nd_hot void nd_process_init(void)
 {
+    nd_os_static_data_thp_opt_out();   /* before the lock's write: the first of nodal's .bss */
     nd_lock(ND_LOCK(init, 0));
     if (nd_process_state == 0) {
         nd_process_state = 1;
