@@ -214,7 +214,8 @@ int nodal_profile_dump(const char *path);
  * frees empty pages and purges every cache nodal holds. force != 0 also
  * purges memory whose delay has not yet expired, and gives back the pages
  * of exited threads whose blocks have all been freed since (whichever
- * node and kind of memory they are).
+ * node and kind of memory they are; without a call, nodal gives those back
+ * on its own every eight purge delays, while any thread allocates or frees).
  */
 void nodal_collect(int force);
 

@@ -241,9 +241,11 @@ void   nd_heap_abandon(nd_heap *h) nd_hidden;
    back since their thread exited are given back, the segments left with
    no page in use go to the node's cache, the free memory of the others
    is purged and they are abandoned again. For a forced collect
-   (nodal_collect(1), malloc_trim): a node's memory that threads freed
-   but never allocate stays abandoned otherwise (no heap of its node and
-   kind adopts it). The number of segments taken. */
+   (nodal_collect(1), malloc_trim) and, every few purge delays, one
+   thread's maintenance (thread.c: ND_SWEEP_ABANDONED_DELAYS): a node's
+   memory that threads freed but never allocate stays abandoned otherwise
+   (no heap of its node and kind adopts it). The number of segments
+   taken. */
 size_t nd_heap_sweep_abandoned(nd_heap *h, size_t max) nd_hidden;
 /* The thread of plain heap h moved to a CPU of node `node`: everything h
    holds is handed back to its old node (empty pages and segments returned

@@ -306,7 +306,7 @@ nd_hot void nd_node_abandon(nd_segment *s)
     nd_assert2(nd_node_is_valid(node));
 }
 
-size_t nd_node_abandoned_count(int node, bool bound)
+nd_hot size_t nd_node_abandoned_count(int node, bool bound)
 {
     return nd_load_relaxed(&nd_node_kind(node, bound)->abandoned_hint);
 }

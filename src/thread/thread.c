@@ -233,6 +233,36 @@ static nd_hot void nd_thread_pool_age(uint64_t now, bool all)
    at a time, at most twice per purge delay. */
 static uint64_t nd_upkeep_at;
 
+static void nd_thread_sweep_abandoned(int node, bool bound);
+
+/* Abandoned segments of a kind no live heap adopts (a heap adopts a few
+   of its own kind at each maintenance: heap.c, nd_heap_reclaim) keep the
+   pages their blocks left after the abandon (remote frees into them) set
+   up and resident: node-bound memory whose threads exited, freed by
+   threads that never use that node's bound memory (a memory-only node's
+   above all). A forced collect sweeps them (nd_thread_collect); so does
+   one thread's maintenance every ND_SWEEP_ABANDONED_DELAYS purge delays,
+   for programs that never call one. Every kind: a sweep takes a segment
+   from the list, gives back its empty pages and purges its free ones, and
+   abandons it again while a block is out. */
+#define ND_SWEEP_ABANDONED_DELAYS 8
+static uint64_t nd_sweep_abandoned_at;
+
+static nd_hot void nd_thread_sweep_abandoned_due(uint64_t now)
+{
+    uint64_t at = nd_load_relaxed(&nd_sweep_abandoned_at);
+    if (now < at)
+        return;
+    long delay = nd_opt(ND_OPT_purge_delay);
+    uint64_t next = now + (uint64_t)(delay > 0 ? delay : 1) * ND_SWEEP_ABANDONED_DELAYS;
+    if (!nd_cas_strong_acq_rel(&nd_sweep_abandoned_at, &at, next))
+        return;   /* another thread sweeps */
+    for (int i = 0; i < nd_topo.mem_count; i++)
+        for (int bound = 0; bound < 2; bound++)
+            if (nd_node_abandoned_count(nd_topo.mem_ids[i], bound) != 0)   /* (the sweep's code is cold) */
+                nd_thread_sweep_abandoned(nd_topo.mem_ids[i], bound);
+}
+
 static nd_hot void nd_thread_upkeep(void)
 {
     uint64_t now = nd_os_now_ms();
@@ -246,6 +276,7 @@ static nd_hot void nd_thread_upkeep(void)
     nd_thread_pool_age(now, false);
     nd_large_maintain(now, false);
     nd_node_maintain(ND_SWEEP_PERIODIC);
+    nd_thread_sweep_abandoned_due(now);
 }
 
 nd_hot nd_tcache *nd_thread_start(void)
@@ -506,7 +537,8 @@ void nd_thread_fork_child(void)
 /* The calling thread's periodic maintenance: thread-cache GC, the idle
    classes of the transfer stores (all of them when forced), and
    for each of its heaps notified pages, adoption, purging, kept segments;
-   then the node caches. */
+   then the node caches, and when due the abandoned segments no heap
+   adopts (nd_thread_sweep_abandoned_due). */
 static nd_hot void nd_thread_maintain(nd_thread *t, bool force)
 {
     uint64_t now = nd_os_now_ms();
@@ -537,6 +569,7 @@ static nd_hot void nd_thread_maintain(nd_thread *t, bool force)
     nd_assert2(nd_tight_is_valid());
     nd_thread_pool_age(now, force);
     nd_node_maintain(force ? ND_SWEEP_ALL : ND_SWEEP_PERIODIC);
+    nd_thread_sweep_abandoned_due(now);
 }
 
 /* The one trigger of a thread's maintenance, for both of its clocks: its

@@ -1966,6 +1966,49 @@ static void a_forced_collect_gives_back_the_pages_of_abandoned_segments_no_heap_
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold");
 }
 
+/* The same without a forced collect, run with reclaim_on_free=0
+   (CMakeLists.txt) so that no free adopts the segments either (with the
+   default, the first free into one adopts it into the freeing thread's
+   cache of its kind, route.c; segments whose blocks all came back before
+   their thread exited, or that no free reaches, wait as these do): the
+   freeing thread's maintenance (its requests' ticks) sweeps the abandoned
+   lists every ND_SWEEP_ABANDONED_DELAYS purge delays (thread.c), so the
+   pages come back within about that long of the last free, in a program
+   that never calls nodal_collect(1) or malloc_trim. Before, they stayed
+   abandoned, set up and resident, for as long as no thread of that node's
+   bound memory came. */
+static void abandoned_segments_no_heap_adopts_give_back_their_pages_unasked(void)
+{
+    EXPECT(nd_opt(ND_OPT_reclaim_on_free) == 0, "the case to run with reclaim_on_free=0 (NODAL_OPTIONS)");
+    nodal_collect(1);
+    EXPECT(nd_node_abandoned_count(0, true) == 0, "no bound segment of node 0 to be abandoned at the start");
+    in_a_new_thread(bound_blocks_and_exit);
+    nodal_collect(1);   /* the pooled record taken apart: its segments abandoned, their blocks out */
+    size_t abandoned = nd_node_abandoned_count(0, true);
+    EXPECT(abandoned >= 1, "the exited thread's bound segments to be abandoned while their blocks are out");
+    for (int i = 0; i < 4096; i++)
+        nodal_free(nodal_malloc(64));   /* the page the requests below take, set up before the count */
+    long active = (long)nd_load_relaxed(&nd_gauge.active);
+    for (int i = 0; i < SWEEP_N; i++)
+        nodal_free(sweep_blocks[i]);   /* into the abandoned pages (remote frees) */
+    /* Plain requests for up to 12 sweep periods (the thread's maintenance
+       runs on its requests' ticks, once a purge delay at most). */
+    long delay = nd_opt(ND_OPT_purge_delay) > 0 ? nd_opt(ND_OPT_purge_delay) : 1;
+    uint64_t until = nd_os_now_ms() + (uint64_t)(12 * 8 * delay);
+    while (nd_node_abandoned_count(0, true) != 0 && nd_os_now_ms() < until) {
+        for (int i = 0; i < 4096; i++)
+            nodal_free(nodal_malloc(64));
+        usleep(1000);
+    }
+    EXPECT(nd_node_abandoned_count(0, true) == 0, "no segment to stay abandoned once all its blocks came back, within "
+           "12 sweep periods of %ld ms and no forced collect (%zu stayed of %zu)", 8 * delay,
+           nd_node_abandoned_count(0, true), abandoned);
+    long given = active - (long)nd_load_relaxed(&nd_gauge.active);
+    EXPECT(given >= (long)SWEEP_N * SWEEP_SIZE, "the blocks' pages (%d KiB of blocks) to be given back, %ld KiB were",
+           SWEEP_N * SWEEP_SIZE / 1024, given / 1024);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold");
+}
+
 /* A kept page's memory serves every class: a class with no page of its
    own that needs a new one first retires a kept page of its kind, whose
    memory (resident) the new page takes. */
@@ -5043,6 +5086,7 @@ static const struct nd_case cases[] = {
     ND_CASE(kept_pages_past_the_purge_delay_are_retired_and_purged_at_one_pass),
     ND_CASE(a_segment_whose_pages_keep_being_freed_purges_those_freed_a_delay_ago),
     ND_CASE(a_forced_collect_gives_back_the_pages_of_abandoned_segments_no_heap_adopts),
+    ND_CASE(abandoned_segments_no_heap_adopts_give_back_their_pages_unasked),
     ND_CASE(segments_opt_out_of_huge_pages_the_kernel_gives_unasked),
     ND_CASE(under_huge_pages_1_plain_segments_keep_the_kernels_huge_pages),
     ND_CASE(a_new_page_of_another_class_takes_a_kept_pages_memory),
