@@ -233,8 +233,6 @@ static nd_hot void nd_thread_pool_age(uint64_t now, bool all)
    at a time, at most twice per purge delay. */
 static uint64_t nd_upkeep_at;
 
-static void nd_thread_sweep_abandoned(int node, bool bound);
-
 /* Abandoned segments of a kind no live heap adopts (a heap adopts a few
    of its own kind at each maintenance: heap.c, nd_heap_reclaim) keep the
    pages their blocks left after the abandon (remote frees into them) set
@@ -244,9 +242,33 @@ static void nd_thread_sweep_abandoned(int node, bool bound);
    one thread's maintenance every ND_SWEEP_ABANDONED_DELAYS purge delays,
    for programs that never call one. Every kind: a sweep takes a segment
    from the list, gives back its empty pages and purges its free ones, and
-   abandons it again while a block is out. */
-#define ND_SWEEP_ABANDONED_DELAYS 8
+   abandons it again while a block is out (thread.h:
+   ND_SWEEP_ABANDONED_DELAYS). */
 static uint64_t nd_sweep_abandoned_at;
+
+/* The n abandoned segments of (node, bound) swept by a cache made for it
+   (heap.h: nd_heap_sweep_abandoned). Cold: only a program whose threads
+   left segments behind runs it. */
+static void nd_thread_sweep_abandoned(int node, bool bound, size_t n)
+{
+    nd_tcache *tc = nd_tcache_create(ND_TID_SHARED, node, bound, true);
+    if (tc == NULL)
+        return;   /* no memory for it: they wait for a heap of theirs */
+    nd_heap_sweep_abandoned(&tc->heap, n);
+    nd_tcache_destroy(tc);
+}
+
+/* Every node's and kind's abandoned list, as many segments as each holds
+   now (its count read here, not in the cold sweep). */
+static nd_hot void nd_thread_sweep_every_abandoned(void)
+{
+    for (int i = 0; i < nd_topo.mem_count; i++)
+        for (int bound = 0; bound < 2; bound++) {
+            size_t n = nd_node_abandoned_count(nd_topo.mem_ids[i], bound);
+            if (n != 0)
+                nd_thread_sweep_abandoned(nd_topo.mem_ids[i], bound, n);
+        }
+}
 
 static nd_hot void nd_thread_sweep_abandoned_due(uint64_t now)
 {
@@ -255,12 +277,8 @@ static nd_hot void nd_thread_sweep_abandoned_due(uint64_t now)
         return;
     long delay = nd_opt(ND_OPT_purge_delay);
     uint64_t next = now + (uint64_t)(delay > 0 ? delay : 1) * ND_SWEEP_ABANDONED_DELAYS;
-    if (!nd_cas_strong_acq_rel(&nd_sweep_abandoned_at, &at, next))
-        return;   /* another thread sweeps */
-    for (int i = 0; i < nd_topo.mem_count; i++)
-        for (int bound = 0; bound < 2; bound++)
-            if (nd_node_abandoned_count(nd_topo.mem_ids[i], bound) != 0)   /* (the sweep's code is cold) */
-                nd_thread_sweep_abandoned(nd_topo.mem_ids[i], bound);
+    if (nd_cas_strong_acq_rel(&nd_sweep_abandoned_at, &at, next))   /* else another thread sweeps */
+        nd_thread_sweep_every_abandoned();
 }
 
 static nd_hot void nd_thread_upkeep(void)
@@ -776,20 +794,6 @@ nd_sample_path void nd_thread_prof_rearm(void)
         nd_tcache_prof_rearm(tcs[i]);
 }
 
-/* The abandoned segments of (node, bound), as many as there are now,
-   swept by a cache made for it (heap.h: nd_heap_sweep_abandoned). */
-static void nd_thread_sweep_abandoned(int node, bool bound)
-{
-    size_t n = nd_node_abandoned_count(node, bound);
-    if (n == 0)
-        return;
-    nd_tcache *tc = nd_tcache_create(ND_TID_SHARED, node, bound, true);
-    if (tc == NULL)
-        return;   /* no memory for it: they wait for a heap of theirs */
-    nd_heap_sweep_abandoned(&tc->heap, n);
-    nd_tcache_destroy(tc);
-}
-
 void nd_thread_collect(bool purge_all)
 {
     nd_thread *t = nd_tls_thread;
@@ -813,9 +817,7 @@ void nd_thread_collect(bool purge_all)
        kind will ever adopt them (heap.h). After the records taken apart
        abandoned theirs. */
     if (purge_all)
-        for (int i = 0; i < nd_topo.mem_count; i++)
-            for (int bound = 0; bound < 2; bound++)
-                nd_thread_sweep_abandoned(nd_topo.mem_ids[i], bound);
+        nd_thread_sweep_every_abandoned();
 }
 
 /* What a collect would give back of the calling thread's: its caches'

@@ -185,6 +185,10 @@ int   nd_thread_trim(void) nd_hidden;
    (strace -c, 3 runs) with 1 MiB 231-355, with 2 MiB 107-119, with 4 MiB
    105-124; a full collect at every call (main 35b5b2d), 3,708. */
 #define ND_TRIM_WORTH ((size_t)2 << 20)
+/* Purge delays between two sweeps of the abandoned segments no heap
+   adopts, by one thread's maintenance (thread.c:
+   nd_thread_sweep_abandoned_due). */
+#define ND_SWEEP_ABANDONED_DELAYS 8
 
 /* Statistics counted on behalf of the calling thread (or of threads
    without a heap, atomically). */
