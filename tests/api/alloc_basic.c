@@ -382,37 +382,6 @@ static long writable_kib_of(const void *sym)
 extern char __start_nodal_bss[] __attribute__((weak));
 extern char __stop_nodal_bss[] __attribute__((weak));
 
-/* Does the mapping holding address a carry VmFlag `flag` (/proc/self/smaps)?
-   -1: no mapping holds it. */
-static int mapping_at_has_vmflag(uintptr_t a, const char *flag)
-{
-    FILE *f = fopen("/proc/self/smaps", "r");
-    if (f == NULL)
-        return -1;
-    char line[PATH_MAX + 128];
-    int found = -1;
-    bool here = false;
-    while (fgets(line, sizeof line, f)) {
-        unsigned long lo, hi;
-        char perm[8];
-        /* A mapping's line starts with its address (lower-case hex); its
-           fields' with a capital (Rss:, VmFlags:). */
-        if ((line[0] < 'A' || line[0] > 'Z') && sscanf(line, "%lx-%lx %7s", &lo, &hi, perm) == 3) {
-            here = a >= lo && a < hi;
-            continue;
-        }
-        if (here && strncmp(line, "VmFlags:", 8) == 0) {
-            char want[8];
-            snprintf(want, sizeof want, " %s", flag);
-            line[strcspn(line, "\n")] = ' ';
-            found = strstr(line + 8, want) != NULL && strstr(line + 8, want)[strlen(want)] == ' ';
-            break;
-        }
-    }
-    fclose(f);
-    return found;
-}
-
 /* Where the kernel gives transparent huge pages unasked (mode "always"),
    nodal's zero-filled data opts out of them (MADV_NOHUGEPAGE: VmFlags
    "nh") in a static program too, from start-up on, and only its own: 1.4
@@ -476,7 +445,7 @@ static void nodals_zero_filled_data_opts_out_of_huge_pages_the_kernel_gives_unas
         if (lo == 0)
             SKIP("libnodal.so's .bss has no mapping of its own here (it fits its data's last page)");
     }
-    int first = mapping_at_has_vmflag(lo, "nh"), last = mapping_at_has_vmflag(hi - 1, "nh");
+    int first = nd_vmflag_at(lo, "nh"), last = nd_vmflag_at(hi - 1, "nh");
     EXPECT(first >= 0 && last >= 0, "mappings to hold nodal's .bss [%#lx, %#lx)", (unsigned long)lo, (unsigned long)hi);
     EXPECT(first == always && last == always, "nodal's .bss (%s) %s MADV_NOHUGEPAGE under THP mode %.*s: first page %s, "
            "last %s", __start_nodal_bss != NULL ? "static" : "libnodal.so", always ? "to have" : "not to have",

@@ -11,7 +11,9 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
+#include <string.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/types.h>
@@ -76,6 +78,37 @@ static size_t nd_written_pages(const void *p, size_t len)
     }
     fclose(f);
     return n;
+}
+
+/* Does the mapping that holds address a carry VmFlag `flag` (a word of
+   its VmFlags line in /proc/self/smaps, such as "nh")? 1 or 0; -1 when
+   no mapping holds a. */
+__attribute__((unused))
+static int nd_vmflag_at(uintptr_t a, const char *flag)
+{
+    FILE *f = fopen("/proc/self/smaps", "r");
+    EXPECT(f != NULL, "/proc/self/smaps to be readable");
+    static char line[4096];
+    int found = -1;
+    bool here = false;
+    while (fgets(line, sizeof line, f) != NULL) {
+        unsigned long lo, hi;
+        /* A mapping's line starts with its address (lower-case hex); its
+           fields' with a capital (Rss:, VmFlags:). */
+        if ((line[0] < 'A' || line[0] > 'Z') && sscanf(line, "%lx-%lx ", &lo, &hi) == 2) {
+            here = a >= lo && a < hi;
+            continue;
+        }
+        if (here && strncmp(line, "VmFlags:", 8) == 0) {
+            char want[8];
+            snprintf(want, sizeof want, " %s ", flag);
+            line[strcspn(line, "\n")] = ' ';   /* the last flag ends in a space too */
+            found = strstr(line + 8, want) != NULL;
+            break;
+        }
+    }
+    fclose(f);
+    return found;
 }
 
 /* Address space of this process in KiB (VmSize: first field of

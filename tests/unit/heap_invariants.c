@@ -1850,31 +1850,6 @@ static void a_segment_whose_pages_keep_being_freed_purges_those_freed_a_delay_ag
 
 /* ---- transparent huge pages (segment.h: nd_seg_thp_opt_out) ---- */
 
-/* Whether the mapping that holds p has `flag` among its VmFlags
-   (/proc/self/smaps); false if no mapping holds it. */
-static bool mapping_has_vmflag(const void *p, const char *flag)
-{
-    FILE *f = fopen("/proc/self/smaps", "r");
-    EXPECT(f != NULL, "/proc/self/smaps to be readable");
-    static char line[1024];
-    bool in = false, has = false;
-    while (fgets(line, sizeof line, f) != NULL) {
-        unsigned long a, b;
-        if (sscanf(line, "%lx-%lx ", &a, &b) == 2 && strchr(line, ':') != NULL && line[0] != 'V') {
-            in = (uintptr_t)p >= a && (uintptr_t)p < b;
-            continue;
-        }
-        if (in && strncmp(line, "VmFlags:", 8) == 0) {
-            char want[8];
-            snprintf(want, sizeof want, " %s", flag);
-            has = strstr(line, want) != NULL;
-            break;
-        }
-    }
-    fclose(f);
-    return has;
-}
-
 /* Where the kernel backs memory with huge pages unasked (mode "always"),
    nodal's segments (a small block's, a large block's) and its metadata
    (the thread's cache) opt out (MADV_NOHUGEPAGE: VmFlags "nh"), unless
@@ -1897,12 +1872,12 @@ static void segments_opt_out_of_huge_pages_the_kernel_gives_unasked(void)
     bool opt_out = always && !nd_opt(ND_OPT_huge_pages);
     void *small = nodal_malloc(64), *large = nodal_malloc(200 << 10);
     EXPECT(small != NULL && large != NULL, "the blocks to be allocated");
-    EXPECT(mapping_has_vmflag(small, "nh") == opt_out, "a small block's segment %s MADV_NOHUGEPAGE (THP %s, "
+    EXPECT((nd_vmflag_at((uintptr_t)small, "nh") == 1) == opt_out, "a small block's segment %s MADV_NOHUGEPAGE (THP %s, "
            "huge_pages=%ld)", opt_out ? "to have" : "not to have", always ? "always" : "not always",
            nd_opt(ND_OPT_huge_pages));
-    EXPECT(mapping_has_vmflag(large, "nh") == opt_out, "a large block's segment %s MADV_NOHUGEPAGE",
+    EXPECT((nd_vmflag_at((uintptr_t)large, "nh") == 1) == opt_out, "a large block's segment %s MADV_NOHUGEPAGE",
            opt_out ? "to have" : "not to have");
-    EXPECT(mapping_has_vmflag(nd_tls_tc, "nh") == always, "the thread's cache (metadata) %s MADV_NOHUGEPAGE",
+    EXPECT((nd_vmflag_at((uintptr_t)nd_tls_tc, "nh") == 1) == always, "the thread's cache (metadata) %s MADV_NOHUGEPAGE",
            always ? "to have" : "not to have");
     nodal_free(small);
     nodal_free(large);
@@ -1932,6 +1907,20 @@ static void *bound_blocks_and_exit(void *arg)
     return NULL;
 }
 
+/* A thread's blocks of node 0's bound memory (sweep_blocks), out while
+   its segments are abandoned: the thread exited and its pooled record was
+   taken apart (a forced collect). The number of segments abandoned. */
+static size_t bound_blocks_of_an_abandoned_record(void)
+{
+    nodal_collect(1);
+    EXPECT(nd_node_abandoned_count(0, true) == 0, "no bound segment of node 0 to be abandoned at the start");
+    in_a_new_thread(bound_blocks_and_exit);
+    nodal_collect(1);   /* the pooled record taken apart: its segments abandoned, their blocks out */
+    size_t abandoned = nd_node_abandoned_count(0, true);
+    EXPECT(abandoned >= 1, "the exited thread's bound segments to be abandoned while their blocks are out");
+    return abandoned;
+}
+
 /* Blocks a thread allocated on a node (bound memory) and another thread
    freed after the first exited and its record was taken apart: their
    segments stay abandoned, as the freeing thread has no heap of that
@@ -1945,12 +1934,7 @@ static void *bound_blocks_and_exit(void *arg)
    swinging by 27 MiB from round to round). */
 static void a_forced_collect_gives_back_the_pages_of_abandoned_segments_no_heap_adopts(void)
 {
-    nodal_collect(1);
-    EXPECT(nd_node_abandoned_count(0, true) == 0, "no bound segment of node 0 to be abandoned at the start");
-    in_a_new_thread(bound_blocks_and_exit);
-    nodal_collect(1);   /* the pooled record taken apart: its segments abandoned, their blocks out */
-    size_t abandoned = nd_node_abandoned_count(0, true);
-    EXPECT(abandoned >= 1, "the exited thread's bound segments to be abandoned while their blocks are out");
+    size_t abandoned = bound_blocks_of_an_abandoned_record();
     long active = (long)nd_load_relaxed(&nd_gauge.active), committed = (long)nd_load_relaxed(&nd_gauge.committed);
     for (int i = 0; i < SWEEP_N; i++)
         nodal_free(sweep_blocks[i]);   /* into the abandoned pages (remote frees) */
@@ -1964,6 +1948,14 @@ static void a_forced_collect_gives_back_the_pages_of_abandoned_segments_no_heap_
     EXPECT(purged >= (long)SWEEP_N * SWEEP_SIZE, "their memory (%d KiB of blocks) to be purged, %ld KiB was",
            SWEEP_N * SWEEP_SIZE / 1024, purged / 1024);
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold");
+}
+
+/* 4,096 requests of 64 B, each freed at once: the calling thread's
+   maintenance runs on their ticks. */
+static void plain_requests(void)
+{
+    for (int i = 0; i < 4096; i++)
+        nodal_free(nodal_malloc(64));
 }
 
 /* The same without a forced collect, run with reclaim_on_free=0
@@ -1980,28 +1972,21 @@ static void a_forced_collect_gives_back_the_pages_of_abandoned_segments_no_heap_
 static void abandoned_segments_no_heap_adopts_give_back_their_pages_unasked(void)
 {
     EXPECT(nd_opt(ND_OPT_reclaim_on_free) == 0, "the case to run with reclaim_on_free=0 (NODAL_OPTIONS)");
-    nodal_collect(1);
-    EXPECT(nd_node_abandoned_count(0, true) == 0, "no bound segment of node 0 to be abandoned at the start");
-    in_a_new_thread(bound_blocks_and_exit);
-    nodal_collect(1);   /* the pooled record taken apart: its segments abandoned, their blocks out */
-    size_t abandoned = nd_node_abandoned_count(0, true);
-    EXPECT(abandoned >= 1, "the exited thread's bound segments to be abandoned while their blocks are out");
-    for (int i = 0; i < 4096; i++)
-        nodal_free(nodal_malloc(64));   /* the page the requests below take, set up before the count */
+    size_t abandoned = bound_blocks_of_an_abandoned_record();
+    plain_requests();   /* the page the requests below take, set up before the count */
     long active = (long)nd_load_relaxed(&nd_gauge.active);
     for (int i = 0; i < SWEEP_N; i++)
         nodal_free(sweep_blocks[i]);   /* into the abandoned pages (remote frees) */
     /* Plain requests for up to 12 sweep periods (the thread's maintenance
        runs on its requests' ticks, once a purge delay at most). */
-    long delay = nd_opt(ND_OPT_purge_delay) > 0 ? nd_opt(ND_OPT_purge_delay) : 1;
-    uint64_t until = nd_os_now_ms() + (uint64_t)(12 * 8 * delay);
+    long period = (nd_opt(ND_OPT_purge_delay) > 0 ? nd_opt(ND_OPT_purge_delay) : 1) * ND_SWEEP_ABANDONED_DELAYS;
+    uint64_t until = nd_os_now_ms() + (uint64_t)(12 * period);
     while (nd_node_abandoned_count(0, true) != 0 && nd_os_now_ms() < until) {
-        for (int i = 0; i < 4096; i++)
-            nodal_free(nodal_malloc(64));
+        plain_requests();
         usleep(1000);
     }
     EXPECT(nd_node_abandoned_count(0, true) == 0, "no segment to stay abandoned once all its blocks came back, within "
-           "12 sweep periods of %ld ms and no forced collect (%zu stayed of %zu)", 8 * delay,
+           "12 sweep periods of %ld ms and no forced collect (%zu stayed of %zu)", period,
            nd_node_abandoned_count(0, true), abandoned);
     long given = active - (long)nd_load_relaxed(&nd_gauge.active);
     EXPECT(given >= (long)SWEEP_N * SWEEP_SIZE, "the blocks' pages (%d KiB of blocks) to be given back, %ld KiB were",
