@@ -212,7 +212,9 @@ int nodal_profile_dump(const char *path);
 /*
  * Returns free memory to the OS now: flushes the calling thread's caches,
  * frees empty pages and purges every cache nodal holds. force != 0 also
- * purges memory whose delay has not yet expired, and gives back the pages
+ * purges memory whose delay has not yet expired (the free blocks of 8 KiB
+ * and more in the calling thread's pages that still hold blocks in use
+ * included: all but their first OS page), and gives back the pages
  * of exited threads whose blocks have all been freed since (whichever
  * node and kind of memory they are; without a call, nodal gives those back
  * on its own every eight purge delays, while any thread allocates or frees).

@@ -64,6 +64,7 @@ static void nd_heap_unkeep(nd_heap *h, nd_page *pg)
     if (pg->next == NULL && (pg->prev == NULL || !pg->prev->kept))
         h->kept_classes &= ~((uint64_t)1 << cls);
     pg->kept = 0;
+    pg->free_seen = pg->free_purged = 0;   /* (kept_at's place: segment.h) */
     h->kept_bytes -= nd_heap_page_size(cls);
 }
 
@@ -650,6 +651,68 @@ nd_hot void nd_heap_drain_notified(nd_heap *h)
 
 /* ---- purging and maintenance ----------------------------------------------- */
 
+/* The first class whose blocks can give back an OS page while their page
+   stays in use (nd_heap_purge_free_blocks): two OS pages and more. */
+static unsigned nd_heap_first_purged_class(uintptr_t ps)
+{
+    unsigned c = 0;
+    while (c < ND_CLASS_COUNT && nd_class_size[c] < 2 * ps)
+        c++;
+    return c;
+}
+
+/* The free blocks of h's pages in use (heap.h: free blocks given back):
+   each block on a page's free list now that was on it at the last pass
+   too, and has not left it since (free_seen), gives back its whole OS
+   pages past its first 16 bytes (its link and mark stay), once
+   (free_purged); with `all` (a forced collect), or purge_delay 0, every
+   block on a free list. Into batch b. Only classes whose blocks span an
+   OS page past the one their start is on, in pages of at most 32 blocks;
+   plain memory only (a page of node-bound memory faulted in again would
+   not be placed and checked: segment.h, committed), and not under
+   secure=1 or 2 (the canary at a block's end, the fill) or check=2 (its
+   fill of freed blocks). One batch (os.h), flushed before this returns. */
+static void nd_heap_purge_free_blocks(nd_heap *h, bool all)
+{
+    if (h->bound || nd_opt(ND_OPT_secure) != 0 || nd_opt(ND_OPT_check) >= 2)
+        return;
+    nd_os_purges batch;
+    nd_os_purges_init(&batch);
+    const uintptr_t ps = (uintptr_t)nd_os_page_size();
+    all |= nd_opt(ND_OPT_purge_delay) == 0;
+    size_t blocks = 0, bytes = 0;
+    for (unsigned c = nd_heap_first_purged_class(ps); c < ND_CLASS_COUNT; c++) {
+        for (nd_page *pg = h->pages[c].first; pg != NULL && !pg->kept; pg = pg->next) {
+            if (pg->free == NULL || pg->reserved > 32)
+                continue;
+            uint32_t on_list = 0;
+            for (nd_block *x = pg->free; x != NULL;) {
+                on_list |= (uint32_t)1 << nd_page_block_index(pg, x);
+                if (!nd_link_get(pg, x, &x))
+                    break;   /* (overwritten: the next take reports it) */
+            }
+            uint32_t due = on_list & ~pg->free_purged & (all ? UINT32_MAX : pg->free_seen);
+            pg->free_seen = on_list;
+            pg->free_purged = (pg->free_purged & on_list) | due;
+            for (; due != 0; due &= due - 1) {
+                uintptr_t start = (uintptr_t)pg->start + (uintptr_t)__builtin_ctz(due) * pg->block_size;
+                uintptr_t lo = (start + 2 * sizeof(uintptr_t) + ps - 1) & ~(ps - 1);
+                uintptr_t hi = (start + pg->block_size) & ~(ps - 1);
+                if (hi <= lo)
+                    continue;
+                nd_os_purges_add(&batch, (void *)lo, hi - lo);
+                blocks++;
+                bytes += hi - lo;
+            }
+        }
+    }
+    nd_os_purges_flush(&batch);
+    if (blocks != 0) {
+        nd_gauge_add(free_blocks_purged, blocks);
+        nd_gauge_add(returned, bytes);
+    }
+}
+
 /* One pass over h's segments: the due purges of all of them go to the
    kernel in one batch (os.h), flushed before this returns; nothing here
    hands a page out or lets a segment leave h meanwhile. */
@@ -715,6 +778,7 @@ nd_hot void nd_heap_maintain(nd_heap *h, uint64_t now, bool force)
         ;
     if (h->kept_classes != 0)
         nd_heap_kept_age(h, now, force);
+    nd_heap_purge_free_blocks(h, force);
     nd_heap_purge(h, now, force);
     nd_heap_release_kept(h, now, force);
 }
@@ -852,8 +916,10 @@ nd_hot void nd_heap_abandon(nd_heap *h)
     nd_heap_retire_empty_pages(h);   /* kept pages too */
     nd_assert(h->kept_bytes == 0 && h->kept_classes == 0);
     nd_heap_release_kept(h, 0, true);
-    /* The free pages' memory goes back now: an abandoned segment's purges
-       wait for no one (they waited until a heap adopted it, maybe never). */
+    /* The free pages' memory goes back now, and the free blocks' of pages
+       in use: an abandoned segment's purges wait for no one (they waited
+       until a heap adopted it, maybe never). */
+    nd_heap_purge_free_blocks(h, true);
     nd_heap_purge(h, 0, true);
     for (int k = 0; k < 2; k++) {
         nd_seg_queue *lists[2] = { &h->avail[k], &h->used[k] };

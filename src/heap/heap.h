@@ -204,8 +204,11 @@ void   nd_heap_drain_notified(nd_heap *h) nd_hidden;
 
 /* Counts slow-path work (the heap's epoch). */
 static inline void nd_heap_tick(nd_heap *h) { h->epoch++; }
-/* Maintenance: notified pages, adoption of abandoned segments, purging,
-   giving back segments kept for reuse (all of them when force). */
+/* Maintenance: notified pages, adoption of abandoned segments, purging
+   (the free pages past their delay, and the free blocks of pages in use
+   that sat on their page's free list since the last pass: heap.c,
+   nd_heap_purge_free_blocks), giving back segments kept for reuse (all
+   of them when force). */
 void   nd_heap_maintain(nd_heap *h, uint64_t now, bool force) nd_hidden;
 /* nodal_collect: remote frees taken back, empty pages retired, everything
    kept for reuse given back. */
@@ -213,7 +216,7 @@ void   nd_heap_collect(nd_heap *h, uint64_t now, bool purge_all) nd_hidden;
 /* A heap whose thread exited and whose record waits for the next thread
    (thread.c): remote frees taken back, empty pages retired, segments kept
    for reuse given back to the node (which purges them after the delay);
-   its partly used pages stay. */
+   its partly used pages stay (their free blocks purged as any heap's). */
 void   nd_heap_trim(nd_heap *h) nd_hidden;
 /* Retires every kept page of h (above): back to its segment, as an empty
    page goes, its memory purged after the delay. */

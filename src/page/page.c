@@ -83,6 +83,7 @@ nd_hot void nd_page_init(nd_page *pg, unsigned cls, uint8_t *start, size_t area,
     nd_store_relaxed(&pg->xfree, (uintptr_t)0);
     nd_store_relaxed(&pg->in_use, 1);
     nd_store_relaxed(&pg->prof_mask, (uint64_t)0);
+    pg->free_seen = pg->free_purged = 0;
     nd_store_release(&pg->heap, owner);
     nd_store_release(&pg->key, key);
     nd_store_release(&pg->kind_word, nd_kind_word(kind, 0));   /* no sample in a fresh page */
@@ -147,6 +148,7 @@ nd_hot void nd_page_keep(nd_page *pg)
     pg->capacity = 0;
     nd_store_relaxed(&pg->limit, (uint64_t)0);   /* read by remote frees: none is legitimate now */
     pg->recarved = 1;
+    pg->free_seen = pg->free_purged = 0;   /* (its heap writes kept_at in their place next) */
 }
 
 /* ---- remote frees -------------------------------------------------------- */
@@ -394,6 +396,20 @@ static size_t nd_page_resident_room(const nd_page *pg)
     return (size_t)((end - next) / pg->block_size);
 }
 
+/* Blocks out[0 .. n), just taken off pg's free list, lose their bits in
+   free_seen and free_purged (segment.h): in use again, a purged one's
+   pages fault in as the program writes them. */
+static nd_noinline void nd_page_unseen(nd_page *pg, void *const *out, size_t n)
+{
+    uint32_t gone = 0;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = nd_page_block_index(pg, out[i]);
+        gone |= k < 32 ? (uint32_t)1 << k : 0;
+    }
+    pg->free_seen &= ~gone;
+    pg->free_purged &= ~gone;
+}
+
 /* The first blocks of pg's free list (not empty), up to n > 0 of them,
    into out; returns how many (not counted in used). Each was checked when
    the link to it was followed (or set). The list is walked with the
@@ -414,6 +430,8 @@ static inline size_t nd_page_take_list(nd_page *pg, void **out, size_t n)
         b = next;
     } while (b != NULL && got < n);
     pg->free = b;
+    if (nd_unlikely((pg->free_seen | pg->free_purged) != 0))
+        nd_page_unseen(pg, out, got);
     return got;
 }
 
@@ -620,11 +638,20 @@ bool nd_page_is_valid(const nd_page *pg)
     if (pg->cls < ND_CLASS_COUNT && pg->bin_off != nd_page_bin_off(pg->cls))
         return false;
     size_t free_len = 0;
+    uint64_t on_list = 0;
     for (nd_block *b = pg->free; b != NULL;) {
-        if (!nd_page_is_block_start(pg, b) || !nd_block_is_marked(b) || ++free_len > pg->capacity ||
-            !nd_link_get(pg, b, &b))
+        if (!nd_page_is_block_start(pg, b) || !nd_block_is_marked(b) || ++free_len > pg->capacity)
+            return false;
+        size_t k = nd_page_block_index(pg, b);
+        on_list |= k < 64 ? (uint64_t)1 << k : 0;
+        if (!nd_link_get(pg, b, &b))
             return false;
     }
+    /* free_seen and free_purged: blocks on the list only, of a page of at
+       most 32 blocks (not kept: kept_at is in their place then). */
+    if (!pg->kept && pg->cls < ND_CLASS_COUNT && (((uint64_t)(pg->free_seen | pg->free_purged) & ~on_list) != 0 ||
+                      (pg->reserved > 32 && (pg->free_seen | pg->free_purged) != 0)))
+        return false;
     /* Blocks out of the page may still sit on xfree, so <= rather than ==. */
     return pg->used + free_len <= pg->capacity;
 }

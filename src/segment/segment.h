@@ -199,6 +199,14 @@ enum { ND_SEG_FREE = 0, ND_SEG_SMALL, ND_SEG_MEDIUM, ND_SEG_LARGE, ND_SEG_HUGE }
  *    capacity == 0, free == NULL, recarved == 1): emptied, and kept set up
  *    for its class by its heap (heap.h); kept_at and kept_epoch are read
  *    only while kept. 0 while not in use.
+ *  - free_seen and free_purged (in kept_at's place: read only while in use
+ *    and not kept; 0 when the page is set up, kept or taken back from its
+ *    kept pages): bits of blocks on the page's free list only (a block
+ *    taken off it loses both: nd_page_take_list), and only of a page of
+ *    at most 32 blocks. free_purged: the block's whole OS pages past its
+ *    first 16 bytes were given back (MADV_DONTNEED) since it was freed,
+ *    the page staying in use (heap.c: nd_heap_purge_free_blocks);
+ *    free_seen: the block was on the list at its heap's last such pass.
  */
 typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
     /* line 0: owner side */
@@ -243,7 +251,13 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
     uint8_t         kept;        /* emptied and kept set up for its class by its heap (heap.h) */
     uint32_t        kept_epoch;  /* kept: its heap's epoch (low 32 bits) when it was kept */
     uint64_t        prof_mask;   /* small and medium pages (prof=1): bit i, block i holds a live sample (atomic) */
-    uint64_t        kept_at;     /* kept: its heap's clock (ms) when it was kept */
+    union {
+        uint64_t    kept_at;     /* kept: its heap's clock (ms) when it was kept */
+        struct {                 /* not kept: its free blocks' purges (heap.c: nd_heap_purge_free_blocks) */
+            uint32_t free_seen;   /* bit i: block i was on the free list at the last pass and has not left it */
+            uint32_t free_purged; /* bit i: block i's OS pages past its first were given back since its free */
+        };
+    };
 } nd_page;
 
 /*

@@ -1848,6 +1848,172 @@ static void a_segment_whose_pages_keep_being_freed_purges_those_freed_a_delay_ag
     in_a_new_thread(purge_amid_steady_frees);
 }
 
+/* ---- free blocks of pages in use given back (heap.c: nd_heap_purge_free_blocks) ---- */
+
+/* FB_N blocks of FB_SIZE bytes (the 112 KiB class: four to a medium page),
+   each filled with its index + 1; then three of every four freed, so that
+   most pages keep a block in use and hold free ones too. */
+enum { FB_N = 64, FB_SIZE = 100000 };
+static unsigned char *fb_live[FB_N], *fb_freed[FB_N];
+
+static void fb_fill_and_free(void)
+{
+    for (int i = 0; i < FB_N; i++) {
+        fb_live[i] = nodal_malloc(FB_SIZE);
+        EXPECT(fb_live[i] != NULL, "block %d to be allocated", i);
+        memset(fb_live[i], i + 1, FB_SIZE);
+        fb_freed[i] = NULL;
+    }
+    for (int i = 0; i < FB_N; i++)
+        if (i % 4 != 0) {
+            fb_freed[i] = fb_live[i];
+            fb_live[i] = NULL;
+            nodal_free(fb_freed[i]);
+        }
+}
+
+/* The OS pages of freed block i past the one its start is on, resident;
+   *pages (if not NULL): how many such OS pages it has. */
+static size_t fb_tail_resident(int i, size_t *pages)
+{
+    uintptr_t ps = (uintptr_t)sysconf(_SC_PAGESIZE), b = (uintptr_t)fb_freed[i];
+    uintptr_t lo = (b + 2 * sizeof(uintptr_t) + ps - 1) & ~(ps - 1), hi = (b + FB_SIZE) & ~(ps - 1);
+    if (pages != NULL)
+        *pages = (size_t)(hi - lo) / ps;
+    return resident_pages((void *)lo, hi - lo);
+}
+
+/* The freed blocks whose page is still in use, their tails' resident OS
+   pages (*resident) and all their tails' OS pages (*all). */
+static int fb_freed_in_pages_in_use(size_t *resident, size_t *all)
+{
+    int n = 0;
+    *resident = *all = 0;
+    for (int i = 0; i < FB_N; i++) {
+        if (fb_freed[i] == NULL)
+            continue;
+        const nd_page *pg = nd_page_of(nd_seg_base(fb_freed[i]), fb_freed[i]);
+        if (!pg->in_use || pg->used == 0 || pg->kept)
+            continue;
+        size_t pages;
+        *resident += fb_tail_resident(i, &pages);
+        *all += pages;
+        n++;
+    }
+    return n;
+}
+
+/* The live blocks still hold their bytes, and the freed ones their first
+   16 bytes' mark (the page's free list runs through them). */
+static void fb_check_contents(const char *when)
+{
+    int bad = 0;
+    for (int i = 0; i < FB_N; i++) {
+        if (fb_live[i] != NULL)
+            for (size_t j = 0; j < FB_SIZE; j++)
+                bad += fb_live[i][j] != (unsigned char)(i + 1);
+        if (fb_freed[i] != NULL)
+            bad += !nd_block_is_marked(fb_freed[i]);
+    }
+    EXPECT(bad == 0, "every live block's bytes and every freed block's mark to be intact %s (%d wrong)", when, bad);
+}
+
+/* The freed blocks allocated again: each writable whole, its page valid. */
+static void fb_take_again_and_free(void)
+{
+    static unsigned char *again[FB_N];
+    for (int i = 0; i < FB_N; i++) {
+        again[i] = nodal_malloc(FB_SIZE);
+        EXPECT(again[i] != NULL, "block %d to be allocated again", i);
+        memset(again[i], 0x77, FB_SIZE);
+    }
+    int bad = 0;
+    for (int i = 0; i < FB_N; i++)
+        for (size_t j = 0; j < FB_SIZE; j += 512)
+            bad += again[i][j] != 0x77;
+    EXPECT(bad == 0, "the blocks taken again to hold what was written to them (%d wrong)", bad);
+    for (int i = 0; i < FB_N; i++)
+        fb_freed[i] = NULL;   /* (in use again, some of them among `again`) */
+    fb_check_contents("once the freed blocks are in use again");
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold with the purged blocks in use again");
+    for (int i = 0; i < FB_N; i++) {
+        nodal_free(again[i]);
+        nodal_free(fb_live[i]);
+        fb_live[i] = fb_freed[i] = NULL;
+    }
+}
+
+/* Three of every four 100,000-byte blocks freed, each page keeping one in
+   use: the free ones sent home to their pages (the cache's bins flushed,
+   the transfer store's blocks sent back), the heap's first maintenance
+   pass after that gives nothing back (they were freed since the last
+   one), the next gives back every OS page of theirs past their first
+   (their mark and link stay), once; the live blocks keep their bytes and
+   the heap stays valid, before and after the freed blocks are taken again.
+   On main 1103851 every page of those blocks stayed resident for as long
+   as their pages had a block in use (bench: 60 of 80 MiB kept). */
+static void *free_blocks_given_back_after_two_passes(void *arg)
+{
+    (void)arg;
+    fb_fill_and_free();
+    nd_tcache *tc = nd_tls_tc;   /* (the thread's own since its first malloc) */
+    nd_heap *h = &tc->heap;
+    nd_tcache_gc(tc, true);
+    nd_tcache_xfer_sweep(tc, 0, true);
+    size_t resident, all;
+    int n = fb_freed_in_pages_in_use(&resident, &all);
+    EXPECT(n >= FB_N / 2, "most freed blocks to lie in pages still in use (%d of %d)", n, FB_N * 3 / 4);
+    EXPECT(resident == all && all != 0, "the freed blocks to be resident before any pass (%zu of %zu OS pages)",
+           resident, all);
+    uint64_t purged = nd_load_relaxed(&nd_gauge.free_blocks_purged), t = h->clock_ms + 1000;
+    uint64_t delay = (uint64_t)nd_opt(ND_OPT_purge_delay);
+    nd_heap_maintain(h, t, false);
+    fb_freed_in_pages_in_use(&resident, &all);
+    EXPECT(resident == all, "the first pass after their free to give back none of their pages (%zu of %zu resident)",
+           resident, all);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the first pass");
+    nd_heap_maintain(h, t + delay, false);
+    fb_freed_in_pages_in_use(&resident, &all);
+    EXPECT(resident == 0, "the second pass to give back every OS page of theirs past the first (%zu of %zu resident)",
+           resident, all);
+    uint64_t now_purged = nd_load_relaxed(&nd_gauge.free_blocks_purged);
+    EXPECT(now_purged - purged >= (uint64_t)n, "the statistic to count them (%llu, %d blocks)",
+           (unsigned long long)(now_purged - purged), n);
+    nd_heap_maintain(h, t + 2 * delay, false);
+    EXPECT(nd_load_relaxed(&nd_gauge.free_blocks_purged) == now_purged, "a block to be given back once (%llu more)",
+           (unsigned long long)(nd_load_relaxed(&nd_gauge.free_blocks_purged) - now_purged));
+    fb_check_contents("after the passes");
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the passes");
+    fb_take_again_and_free();
+    return NULL;
+}
+
+static void free_blocks_of_pages_in_use_give_their_memory_back_after_a_delay(void)
+{
+    in_a_new_thread(free_blocks_given_back_after_two_passes);
+}
+
+/* The same blocks, then a forced collect (nodal_collect(1), as malloc_trim
+   does): their pages past the first go back at once. */
+static void *free_blocks_given_back_by_a_forced_collect(void *arg)
+{
+    (void)arg;
+    fb_fill_and_free();
+    nodal_collect(1);
+    size_t resident, all;
+    int n = fb_freed_in_pages_in_use(&resident, &all);
+    EXPECT(n >= FB_N / 2 && resident == 0, "a forced collect to give back the freed blocks' OS pages past their first "
+           "(%d blocks in pages in use: %zu of %zu OS pages resident)", n, resident, all);
+    fb_check_contents("after the collect");
+    fb_take_again_and_free();
+    return NULL;
+}
+
+static void free_blocks_of_pages_in_use_give_their_memory_back_at_a_forced_collect(void)
+{
+    in_a_new_thread(free_blocks_given_back_by_a_forced_collect);
+}
+
 /* ---- transparent huge pages (segment.h: nd_seg_thp_opt_out) ---- */
 
 /* Where the kernel backs memory with huge pages unasked (mode "always"),
@@ -5070,6 +5236,8 @@ static const struct nd_case cases[] = {
     ND_CASE(a_heap_cycling_whole_pages_of_a_class_sets_each_page_up_once),
     ND_CASE(kept_pages_past_the_purge_delay_are_retired_and_purged_at_one_pass),
     ND_CASE(a_segment_whose_pages_keep_being_freed_purges_those_freed_a_delay_ago),
+    ND_CASE(free_blocks_of_pages_in_use_give_their_memory_back_after_a_delay),
+    ND_CASE(free_blocks_of_pages_in_use_give_their_memory_back_at_a_forced_collect),
     ND_CASE(a_forced_collect_gives_back_the_pages_of_abandoned_segments_no_heap_adopts),
     ND_CASE(abandoned_segments_no_heap_adopts_give_back_their_pages_unasked),
     ND_CASE(segments_opt_out_of_huge_pages_the_kernel_gives_unasked),
