@@ -135,6 +135,13 @@ GROUPS = {
                 "in use at start (program, libraries, the allocator's reservations). An allocator "
                 "missing from a table's columns had its child killed before that part (the runs that "
                 "failed, at the end, say where)"),
+    "holes": ("Memory freed around survivors: 1,000 blocks of 8-128 KiB, three of four freed",
+              ["rss_idle_mib", "rss_trim_mib", "rss_freed_mib", "live_mib", "idle_cpu_s", "reuse_cpu_s"],
+              "rss_idle_mib = RSS after the frees and 400 ms of small requests (a program that goes "
+              "on working; the row's figure: lower is better, live_mib is the floor); rss_trim_mib = "
+              "after malloc_trim(0); rss_freed_mib = right after the frees; idle_cpu_s = CPU seconds "
+              "of those 400 ms; reuse_cpu_s = CPU seconds (system time included: the faults) of "
+              "allocating and writing the freed sizes again"),
     "threadchurn": ("Thread churn: 20,000 short threads, each allocating a little",
                     ["cpu_us_thread", "us_thread", "sys_s", "rss_mib", "peak_rss_mib"],
                     "per thread (create, 64 mallocs, 56 frees, 8 blocks left to the next wave, exit, "
@@ -218,6 +225,7 @@ VS_GLIBC = {
     "larson": ["peak_rss_mib"],
     "aslimit": ["blocks"],
     "threadchurn": ["cpu_us_thread", "rss_mib"],
+    "holes": ["rss_idle_mib", "rss_trim_mib"],
     "redis": ["peak_rss_mib", "cpu_s"],
     "sqlite": ["cpu_s"],
     "stressng": ["cpu_s"],
@@ -263,6 +271,7 @@ def quick_cases():
              "alignloop"),
         Case("aslimit", "aslimit", ["-s", "1m", "-v", "200m"], "aslimit", partial=True),
         Case("threadchurn", "threadchurn", ["-c", "8", "-n", "20000"], "threadchurn"),
+        Case("holes", "holes", [], "holes"),
         Case("reqresp-t2", "reqresp", ["-t", "2", "-n", "200000"], "reqresp"),
         Case("reqresp-t8", "reqresp", ["-t", "8", "-n", "200000"], "reqresp"),
         Case("larson-t2", "larson", ["-t", "2", "-r", "50000", "-R", "20"], "larson"),
@@ -337,6 +346,7 @@ def full_cases():
         Case("aslimit", "aslimit", ["-s", "256k,1m,4m", "-v", "200m"], "aslimit", partial=True),
         Case("threadchurn-c8", "threadchurn", ["-c", "8", "-n", "20000"], "threadchurn"),
         Case("threadchurn-c1", "threadchurn", ["-c", "1", "-n", "20000"], "threadchurn"),
+        Case("holes", "holes", [], "holes"),
         Case("reqresp-t2", "reqresp", ["-t", "2", "-n", "400000"], "reqresp"),
         Case("reqresp-t8", "reqresp", ["-t", "8", "-n", "400000"], "reqresp"),
         Case("redis", "apps/redis.py", ["-n", "20000"], "redis", timeout=900, driver=True),
