@@ -65,6 +65,7 @@ static void nd_heap_unkeep(nd_heap *h, nd_page *pg)
         h->kept_classes &= ~((uint64_t)1 << cls);
     pg->kept = 0;
     pg->free_seen = pg->free_purged = 0;   /* (kept_at's place: segment.h) */
+    pg->free_pushed = 0;   /* (its list is empty) */
     h->kept_bytes -= nd_heap_page_size(cls);
 }
 
@@ -685,11 +686,19 @@ static void nd_heap_purge_free_blocks(nd_heap *h, bool all)
         for (nd_page *pg = h->pages[c].first; pg != NULL && !pg->kept; pg = pg->next) {
             if (pg->free == NULL || pg->reserved > 32)
                 continue;
-            uint32_t on_list = 0;
-            for (nd_block *x = pg->free; x != NULL;) {
-                on_list |= (uint32_t)1 << nd_page_block_index(pg, x);
-                if (!nd_link_get(pg, x, &x))
-                    break;   /* (overwritten: the next take reports it) */
+            /* The list's blocks: free_seen's unless some went on it since
+               the last pass (free_pushed), so a page whose list only
+               shrank, or stayed as it was, is not walked (a heap whose
+               free blocks sit still costs a test a page). */
+            uint32_t on_list = pg->free_seen;
+            if (pg->free_pushed) {
+                bool whole = true;
+                on_list = 0;
+                for (nd_block *x = pg->free; x != NULL && whole;) {
+                    on_list |= (uint32_t)1 << nd_page_block_index(pg, x);
+                    whole = nd_link_get(pg, x, &x);   /* (overwritten: the next take reports it) */
+                }
+                pg->free_pushed = !whole;
             }
             uint32_t due = on_list & ~pg->free_purged & (all ? UINT32_MAX : pg->free_seen);
             pg->free_seen = on_list;

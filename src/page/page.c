@@ -84,6 +84,7 @@ nd_hot void nd_page_init(nd_page *pg, unsigned cls, uint8_t *start, size_t area,
     nd_store_relaxed(&pg->in_use, 1);
     nd_store_relaxed(&pg->prof_mask, (uint64_t)0);
     pg->free_seen = pg->free_purged = 0;
+    pg->free_pushed = 0;
     nd_store_release(&pg->heap, owner);
     nd_store_release(&pg->key, key);
     nd_store_release(&pg->kind_word, nd_kind_word(kind, 0));   /* no sample in a fresh page */
@@ -149,6 +150,7 @@ nd_hot void nd_page_keep(nd_page *pg)
     nd_store_relaxed(&pg->limit, (uint64_t)0);   /* read by remote frees: none is legitimate now */
     pg->recarved = 1;
     pg->free_seen = pg->free_purged = 0;   /* (its heap writes kept_at in their place next) */
+    pg->free_pushed = 0;
 }
 
 /* ---- remote frees -------------------------------------------------------- */
@@ -330,6 +332,7 @@ static nd_hot size_t nd_page_collect_into(nd_page *pg, void **out, size_t n)
     if (last != NULL) {
         nd_link_set(pg, last, pg->free);
         pg->free = rest;
+        pg->free_pushed = 1;
     }
     return got;
 }
@@ -567,6 +570,7 @@ nd_hot void nd_page_give(nd_page *pg, nd_block *head, nd_block *tail, uint32_t c
         nd_misuse("free", "double free or corruption (more blocks back than out)", head);
     nd_link_set(pg, tail, pg->free);
     pg->free = head;
+    pg->free_pushed = 1;
     pg->used = (uint16_t)(pg->used - count);
 }
 
@@ -649,6 +653,8 @@ bool nd_page_is_valid(const nd_page *pg)
     }
     /* free_seen and free_purged: blocks on the list only, of a page of at
        most 32 blocks (not kept: kept_at is in their place then). */
+    if (!pg->kept && pg->cls < ND_CLASS_COUNT && pg->reserved <= 32 && !pg->free_pushed && on_list != pg->free_seen)
+        return false;
     if (!pg->kept && pg->cls < ND_CLASS_COUNT && (((uint64_t)(pg->free_seen | pg->free_purged) & ~on_list) != 0 ||
                       (pg->reserved > 32 && (pg->free_seen | pg->free_purged) != 0)))
         return false;

@@ -207,6 +207,9 @@ enum { ND_SEG_FREE = 0, ND_SEG_SMALL, ND_SEG_MEDIUM, ND_SEG_LARGE, ND_SEG_HUGE }
  *    first 16 bytes were given back (MADV_DONTNEED) since it was freed,
  *    the page staying in use (heap.c: nd_heap_purge_free_blocks);
  *    free_seen: the block was on the list at its heap's last such pass.
+ *    free_pushed == 0 (not kept, at most 32 blocks): the free list holds
+ *    exactly the blocks of free_seen (none went on it since that pass;
+ *    those taken off lost their bit), so the pass need not walk it.
  */
 typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
     /* line 0: owner side */
@@ -241,6 +244,8 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
                                     bin past 1 KiB holds the next class's blocks, class.h), or
                                     ND_BIN_OFF_NONE when no bin holds them: the last bin's, which has no
                                     slots then (read by secure=1's checked free) */
+    uint8_t         free_pushed; /* a block went on the free list since the heap's last pass over it
+                                    (heap.c: nd_heap_purge_free_blocks); 0: the list is free_seen's blocks */
     /* line 1: shared side */
     nd_aligned(ND_CACHE_LINE) uintptr_t xfree;
     struct nd_page *xnext;

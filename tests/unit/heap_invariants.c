@@ -1982,6 +1982,11 @@ static void *free_blocks_given_back_after_two_passes(void *arg)
     nd_heap_maintain(h, t + 2 * delay, false);
     EXPECT(nd_load_relaxed(&nd_gauge.free_blocks_purged) == now_purged, "a block to be given back once (%llu more)",
            (unsigned long long)(nd_load_relaxed(&nd_gauge.free_blocks_purged) - now_purged));
+    int walked = 0;
+    for (int i = 0; i < FB_N; i++)
+        if (fb_freed[i] != NULL)
+            walked += nd_page_of(nd_seg_base(fb_freed[i]), fb_freed[i])->free_pushed;
+    EXPECT(walked == 0, "the pages whose lists did not grow since a pass not to be walked again (%d are)", walked);
     fb_check_contents("after the passes");
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the passes");
     fb_take_again_and_free();
