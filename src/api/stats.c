@@ -255,12 +255,19 @@ static int nd_print_hints(nd_out *o, const nd_snapshot *s, const char *indent)
                             "raise tcache_max (now %ld) to at least %u",
                          nd_class_size[c], (unsigned long long)k->direct_allocs,
                          nd_opt(ND_OPT_tcache_max), nd_class_size[c]);
-        if (k->pages >= 16 && k->utilization < 0.25)
+        if (k->pages >= 16 && k->utilization < 0.25) {
+            /* Blocks of two OS pages and more give back their memory but
+               the first page while their page stays (heap.c:
+               nd_heap_purge_free_blocks); smaller ones keep it until their
+               page empties. */
+            bool purged = nd_class_size[c] >= 2 * nd_os_page_size();
             nd_hint(o, &n, indent, "class %u B: %llu pages hold blocks at %.1f%% use: memory freed in a scattered "
-                            "pattern stays in pages until they empty; nodal_collect(1) or a shorter purge_delay "
-                            "(now %ld ms) returns empty ones sooner",
+                            "pattern stays in pages until they empty%s; nodal_collect(1) or a shorter purge_delay "
+                            "(now %ld ms) returns it sooner",
                          nd_class_size[c], (unsigned long long)k->pages, 100.0 * k->utilization,
+                         purged ? " (a free block's OS pages past its first go back after a purge delay or two)" : "",
                          nd_opt(ND_OPT_purge_delay));
+        }
     }
     if (s->t.node_fallback_pages > 0)
         nd_hint(o, &n, indent, "%llu OS pages of node-targeted memory are on another node than asked (a node was "
