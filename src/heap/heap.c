@@ -695,8 +695,9 @@ static void nd_heap_purge_free_blocks(nd_heap *h, bool all)
                 bool whole = true;
                 on_list = 0;
                 for (nd_block *x = pg->free; x != NULL && whole;) {
-                    on_list |= (uint32_t)1 << nd_page_block_index(pg, x);
-                    whole = nd_link_get(pg, x, &x);   /* (overwritten: the next take reports it) */
+                    size_t k = nd_page_block_index(pg, x);
+                    on_list |= k < 32 ? (uint32_t)1 << k : 0;
+                    whole = k < 32 && nd_link_get(pg, x, &x);   /* (overwritten: the next take reports it) */
                 }
                 pg->free_pushed = !whole;
             }
