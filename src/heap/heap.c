@@ -662,12 +662,13 @@ static unsigned nd_heap_first_purged_class(uintptr_t ps)
     return c;
 }
 
-/* The free blocks of h's pages in use (heap.h: free blocks given back):
-   each block on a page's free list now that was on it at the last pass
-   too, and has not left it since (free_seen), gives back its whole OS
-   pages past its first 16 bytes (its link and mark stay), once
-   (free_purged); with `all` (a forced collect), or purge_delay 0, every
-   block on a free list. Into batch b. Only classes whose blocks span an
+/* The free blocks of h's pages in use (segment.h: free_seen,
+   free_purged, free_pushed): each block on a page's free list now that
+   was on it at the last pass too, and has not left it since (free_seen),
+   gives back its whole OS pages past its first 16 bytes (its link and
+   mark stay), once (free_purged); with `all` (a forced collect, an
+   abandon), or purge_delay 0, every block on a free list. Only classes
+   whose blocks span an
    OS page past the one their start is on, in pages of at most 32 blocks;
    plain memory only (a page of node-bound memory faulted in again would
    not be placed and checked: segment.h, committed), and not under

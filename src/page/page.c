@@ -652,12 +652,14 @@ bool nd_page_is_valid(const nd_page *pg)
             return false;
     }
     /* free_seen and free_purged: blocks on the list only, of a page of at
-       most 32 blocks (not kept: kept_at is in their place then). */
-    if (!pg->kept && pg->cls < ND_CLASS_COUNT && pg->reserved <= 32 && !pg->free_pushed && on_list != pg->free_seen)
-        return false;
-    if (!pg->kept && pg->cls < ND_CLASS_COUNT && (((uint64_t)(pg->free_seen | pg->free_purged) & ~on_list) != 0 ||
-                      (pg->reserved > 32 && (pg->free_seen | pg->free_purged) != 0)))
-        return false;
+       most 32 blocks, the list exactly free_seen's while free_pushed is 0
+       (not kept: kept_at is in their place then). */
+    if (!pg->kept && pg->cls < ND_CLASS_COUNT) {
+        uint64_t marked = (uint64_t)(pg->free_seen | pg->free_purged);
+        if ((marked & ~on_list) != 0 || (pg->reserved > 32 && marked != 0) ||
+            (pg->reserved <= 32 && !pg->free_pushed && on_list != pg->free_seen))
+            return false;
+    }
     /* Blocks out of the page may still sit on xfree, so <= rather than ==. */
     return pg->used + free_len <= pg->capacity;
 }
