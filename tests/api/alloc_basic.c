@@ -1188,6 +1188,7 @@ static void the_code_a_sample_runs_lies_on_few_pages(void)
    they lay on a page of .bss of their own: 92 KiB (3 runs). */
 static void the_profiles_writable_data_stays_small(void)
 {
+    ND_SKIP_UNLESS_READS_MAP_THE_ZERO_PAGE();
     small_samples_of_two_threads("has data of its own in the process");
     const struct nd_api *A = nd_api();
     long kib = writable_kib_of((const void *)A->malloc);

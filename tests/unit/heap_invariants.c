@@ -361,6 +361,7 @@ static void a_threads_first_classes_have_their_cold_parts_on_its_caches_first_pa
 
 static void a_thread_using_a_few_small_classes_writes_a_few_pages_of_its_cache(void)
 {
+    ND_SKIP_UNLESS_READS_MAP_THE_ZERO_PAGE();
     nodal_free(nodal_malloc(16));   /* the process's first thread is this one: the next takes its blocks from the nursery */
     run_in_a_thread(use_the_classes_up_to_160_bytes);
 }
@@ -4156,6 +4157,7 @@ static void a_fresh_segments_format_leaves_its_descriptors_unwritten(void)
 {
     if (sysconf(_SC_PAGESIZE) != 4096)
         SKIP("OS pages of %ld bytes", sysconf(_SC_PAGESIZE));
+    ND_SKIP_UNLESS_READS_MAP_THE_ZERO_PAGE();
     nd_segment *s = nd_seg_map(0, false, ND_SEG_SIZE);
     EXPECT(s != NULL, "a fresh segment to map (errno %d)", errno);
     int before = header_pages_written(s, 1);

@@ -298,6 +298,7 @@ static void *free_a_few_small_classes(void *arg)
    its peak, one page a cache). */
 static void a_sampling_thread_writes_no_more_pages_of_its_cache(void)
 {
+    ND_SKIP_UNLESS_READS_MAP_THE_ZERO_PAGE();
     start();
     pthread_t t;
     EXPECT(pthread_create(&t, NULL, request_a_few_small_classes, NULL) == 0, "pthread_create to work");
@@ -319,6 +320,7 @@ static void a_sampling_thread_writes_no_more_pages_of_its_cache(void)
    was sampled (one run's written word: class 8's sampled_cells, 1). */
 static void threads_whose_requests_are_sampled_write_no_more_pages_of_their_caches(void)
 {
+    ND_SKIP_UNLESS_READS_MAP_THE_ZERO_PAGE();
     EXPECT(nd_prof_start(1), "profiling to start");
     uint64_t before = nd_prof_samples();
     pthread_t t;
