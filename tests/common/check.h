@@ -228,7 +228,7 @@ static int nd_run_all(const char *prog, const struct nd_case *cases, size_t n)
 __attribute__((unused))
 static int nd_main(int argc, char **argv, const struct nd_case *cases, size_t n)
 {
-    const char *names[64];
+    const char *names[1024];
     int nnames = 0, list = 0, check_list = 0;
     setvbuf(stdout, NULL, _IOLBF, 0);
     for (int i = 1; i < argc; i++) {
@@ -252,8 +252,11 @@ static int nd_main(int argc, char **argv, const struct nd_case *cases, size_t n)
         } else if (strncmp(a, "--", 2) == 0) {
             fprintf(stderr, "%s: unknown option %s\n", argv[0], a);
             return 2;
-        } else if (nnames < 64) {
+        } else if (nnames < (int)(sizeof names / sizeof names[0])) {
             names[nnames++] = a;
+        } else {
+            fprintf(stderr, "%s: more than %zu case names\n", argv[0], sizeof names / sizeof names[0]);
+            return 2;
         }
     }
     if (list) {
@@ -275,7 +278,7 @@ static int nd_main(int argc, char **argv, const struct nd_case *cases, size_t n)
                 found |= strcmp(names[j], cases[i].name) == 0;
             if (!found) {
                 fprintf(stderr, "FAIL: case %s of %s is not registered with ctest "
-                        "(add it to tests/CMakeLists.txt)\n", cases[i].name, argv[0]);
+                        "(add it to its tier's CMakeLists.txt under tests/)\n", cases[i].name, argv[0]);
                 bad = 1;
             }
         }
