@@ -281,16 +281,27 @@ static bool nd_bin_has_mid(unsigned cls, uint32_t cap_max)
     return cap_max > ND_BIN_MID_ROOM && nd_bin_start_room(cls, cap_max) < ND_BIN_MID_ROOM;
 }
 /* The slots a bin has in the large area: cap_max, and for a bin of a small
-   class ND_EXTRA_MULT times that (at most tcache_count), the room a bin
-   whose batches cycle through the transfer store may grow into past
-   tcache_bytes, drawing from the process's pool (nd_tcache_grow_past).
-   Address space only: a bin touches the slots it holds blocks in. */
+   class ND_EXTRA_MULT times that or the process pool's worth of its
+   blocks (ND_EXTRA_MULT x tcache_total), whichever is more (at most
+   tcache_count), the room a bin whose batches cycle through the transfer
+   store may grow into past tcache_bytes, drawing from the pool
+   (nd_tcache_grow_past). The pool's worth: with 4 x cap_max, batches of
+   1,000 blocks of 4 KiB (micro -m batch -s 4096) fitted no room (256
+   blocks), and each batch moved ~940 of its blocks out through the store
+   and the pages and back: 161 instructions a pair against tcmalloc's 83
+   (its thread cache held the batch), x1.17-1.19 of its CPU; in a room of
+   1,024 they take no slow path, 74 instructions a pair, x1.06-1.09
+   (docs/results.md, stop 61). Address space only: a bin touches the slots
+   it holds blocks in (the classes of 640 B-16 KiB have 410-1,536 slots
+   more each than with 4 x cap_max: 120 KiB more address space a cache). */
 #define ND_EXTRA_MULT 4u
 static uint32_t nd_bin_room(unsigned bin, uint32_t cap_max)
 {
     if (cap_max == 0 || !nd_class_is_small(nd_bin_class[bin]))
         return cap_max;
     size_t room = (size_t)ND_EXTRA_MULT * cap_max, count = (size_t)nd_opt(ND_OPT_tcache_count);
+    size_t pool = ND_EXTRA_MULT * (size_t)nd_opt(ND_OPT_tcache_total) / nd_bin_counted_size(bin);
+    room = room > pool ? room : pool;
     room = room < count ? room : count;
     return room > cap_max ? (uint32_t)room : cap_max;
 }
@@ -1067,7 +1078,8 @@ static nd_hot bool nd_bin_holds_own(const nd_tcache *tc, unsigned c)
    the overflow before) fit that room: a bin whose runs stay larger keeps
    cycling after it grew, its runs' blocks still going through pages, and
    a bigger bin saved it instructions but not time (micro -m batch -s 4096,
-   runs of ~960 fills against a room of 256: x1.06-1.07 of the CPU).
+   runs of ~960 fills against a room of 256 then: x1.06-1.07 of the CPU;
+   its room is 1,024 blocks now, nd_bin_room).
    And only while the cache's other bins hold at most cap_max worth
    (tcache_bytes): tcache_bytes shares tcache_total among a thread's
    classes, and yields only when there is little to share. A cache of

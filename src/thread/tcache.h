@@ -33,8 +33,9 @@
  *   area, where every bin has twice its starting capacity (4 to 64 slots)
  *   and a sentinel, one bin after the other; the middle area, 256 slots
  *   and a sentinel for each bin whose cap_max is larger, one after the
- *   other; and the large area, cap_max slots (4x that for a small class,
- *   at most tcache_count: tcache.c, nd_bin_room) and a sentinel per bin. A
+ *   other; and the large area, cap_max slots (for a small class 4x that
+ *   or the process pool's worth of its blocks, whichever is more, at most
+ *   tcache_count: tcache.c, nd_bin_room) and a sentinel per bin. A
  *   bin moves (its blocks copied) to the next area that has room for it
  *   when its blocks need more slots than its room in the one it is in (a
  *   fill larger than the room, a free into a bin holding all the room

@@ -2983,11 +2983,15 @@ static void with_cpus_shared_an_exiting_threads_cache_hands_its_blocks_to_the_st
    of one small class (640 blocks of 1 KiB by default) fits in no bin of
    tcache_bytes (256 blocks): each loop moves ~400 blocks out through the
    transfer store and back. While no CPU is shared, such a bin grows past
-   tcache_bytes into its room (tcache.c: nd_bin_room, ND_EXTRA_MULT x
-   cap_max), drawing from the process's pool, and its loops then take no
-   fill nor overflow. Main: the bin stays at 256 blocks, 4-5 slow paths a
-   loop. Loops of ~1,000 blocks of 4 KiB, larger than their bin's room
-   (256), leave it at cap_max. */
+   tcache_bytes into its room (tcache.c: nd_bin_room, the pool's worth of
+   its blocks or ND_EXTRA_MULT x cap_max, whichever is more), drawing from
+   the process's pool, and its loops then take no fill nor overflow. Main:
+   the bin stays at 256 blocks, 4-5 slow paths a loop. So do loops of
+   1,000 blocks of 4 KiB (the pool's 4 MiB: a room of 1,024; it was 256,
+   4 x cap_max, and each loop moved ~940 blocks through the store and the
+   pages). Loops of 1,000 blocks of 16 KiB, larger than their bin's room
+   (256), keep it within that room: it may grow at a fill whose run so
+   far fits (nd_tcache_fill), never past the room. */
 enum { KIB_LOOPS = 300 };
 static void *kib_loops_past_tcache_bytes(void *arg)
 {
@@ -3035,8 +3039,13 @@ static void a_bin_whose_batches_cycle_through_the_store_grows_past_tcache_bytes(
     EXPECT(out[0] < 10, "loops of 640 blocks of 1 KiB to take no fill or overflow once the bin grew, %zu in the "
            "last 100 loops", out[0]);
     kib_loops(4096, 1000, out);
-    EXPECT(out[1] <= out[2], "a bin of 4 KiB in loops of 1,000 blocks, more than its room, to stay at tcache_bytes "
-           "(%zu blocks), its capacity is %zu", out[2], out[1]);
+    EXPECT(out[1] >= 1000, "a bin of 4 KiB in loops of 1,000 blocks to grow past tcache_bytes (%zu blocks) to hold "
+           "them, its capacity is %zu", out[2], out[1]);
+    EXPECT(out[0] < 10, "loops of 1,000 blocks of 4 KiB to take no fill or overflow once the bin grew, %zu in the "
+           "last 100 loops", out[0]);
+    kib_loops(16384, 1000, out);
+    EXPECT(out[1] <= 256, "a bin of 16 KiB in loops of 1,000 blocks (16 MiB, more than the pool) to stay within its "
+           "room, the pool's worth (256 blocks), its capacity is %zu (tcache_bytes: %zu)", out[1], out[2]);
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the threads exited");
 }
 

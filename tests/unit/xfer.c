@@ -743,7 +743,7 @@ static void under_secure_1_blocks_a_consumer_frees_come_back_through_the_store(v
    rounds put nothing in the store and take nothing from it, and every
    block of a round is of its own pages. (On main every round kept going
    through the store: its last rounds put and took hundreds of blocks.) */
-enum { CYCLE_N = 1000, CYCLE_SIZE = 4096, CYCLE_ROUNDS = 12 };
+enum { CYCLE_N = 2500, CYCLE_SIZE = 4096, CYCLE_ROUNDS = 12 };
 static void *cycle_blocks[CYCLE_N];
 static void cycle_round(void)
 {
