@@ -662,6 +662,15 @@ static unsigned nd_heap_first_purged_class(uintptr_t ps)
     return c;
 }
 
+/* [lo, hi) of the block at `start` of `size` bytes that a purge gives back:
+   its whole OS pages past its first 16 bytes (its link and its mark stay);
+   empty (hi <= lo) when it spans none. */
+static inline void nd_heap_block_purge_range(uintptr_t start, size_t size, uintptr_t ps, uintptr_t *lo, uintptr_t *hi)
+{
+    *lo = (start + 2 * sizeof(uintptr_t) + ps - 1) & ~(ps - 1);
+    *hi = (start + size) & ~(ps - 1);
+}
+
 /* The free blocks of h's pages in use (segment.h: free_seen,
    free_purged, free_pushed): each block on a page's free list now that
    was on it at the last pass too, and has not left it since (free_seen),
@@ -706,9 +715,8 @@ static void nd_heap_purge_free_blocks(nd_heap *h, bool all)
             pg->free_seen = on_list;
             pg->free_purged = (pg->free_purged & on_list) | due;
             for (; due != 0; due &= due - 1) {
-                uintptr_t start = (uintptr_t)pg->start + (uintptr_t)__builtin_ctz(due) * pg->block_size;
-                uintptr_t lo = (start + 2 * sizeof(uintptr_t) + ps - 1) & ~(ps - 1);
-                uintptr_t hi = (start + pg->block_size) & ~(ps - 1);
+                uintptr_t start = (uintptr_t)pg->start + (uintptr_t)__builtin_ctz(due) * pg->block_size, lo, hi;
+                nd_heap_block_purge_range(start, pg->block_size, ps, &lo, &hi);
                 if (hi <= lo)
                     continue;
                 nd_os_purges_add(&batch, (void *)lo, hi - lo);
@@ -720,6 +728,33 @@ static void nd_heap_purge_free_blocks(nd_heap *h, bool all)
     nd_os_purges_flush(&batch);
     if (blocks != 0) {
         nd_gauge_add(free_blocks_purged, blocks);
+        nd_gauge_add(returned, bytes);
+    }
+}
+
+/* Not for node-bound memory, nor under secure=1 or 2, nor check=2: as
+   nd_heap_purge_free_blocks. */
+void nd_heap_purge_idle_blocks(void *const *blocks, size_t n, unsigned cls, bool bound)
+{
+    const uintptr_t ps = (uintptr_t)nd_os_page_size();
+    if (n == 0 || bound || cls >= ND_CLASS_COUNT || cls < nd_heap_first_purged_class(ps) ||
+        nd_opt(ND_OPT_secure) != 0 || nd_opt(ND_OPT_check) >= 2)
+        return;
+    nd_os_purges batch;
+    nd_os_purges_init(&batch);
+    size_t purged = 0, bytes = 0;
+    for (size_t i = 0; i < n; i++) {
+        uintptr_t lo, hi;
+        nd_heap_block_purge_range((uintptr_t)blocks[i], nd_class_size[cls], ps, &lo, &hi);
+        if (hi <= lo)
+            continue;
+        nd_os_purges_add(&batch, (void *)lo, hi - lo);
+        purged++;
+        bytes += hi - lo;
+    }
+    nd_os_purges_flush(&batch);
+    if (purged != 0) {
+        nd_gauge_add(idle_blocks_purged, purged);
         nd_gauge_add(returned, bytes);
     }
 }

@@ -199,6 +199,14 @@ void   nd_heap_free_remote(nd_page *pg, void *p) nd_hidden;
 /* The same for a chain of marked blocks of pg, linked head..tail (a
    thread cache giving back blocks of other heaps' pages). */
 void   nd_heap_free_remote_chain(nd_page *pg, nd_block *head, nd_block *tail) nd_hidden;
+/* Blocks of class cls, of `bound` memory or plain, that sat untaken in a
+   transfer store through a purge delay, on their way home (tcache.c: the
+   store's sweep and a forced collect): each gives back its whole OS pages
+   past its first 16 bytes, as the free-block pass does for the blocks on
+   a page's free list (heap.c: nd_heap_purge_free_blocks; the same
+   classes, memory and modes). Those sent to the remote list of a page
+   whose thread no longer runs kept their memory until it ran again. */
+void   nd_heap_purge_idle_blocks(void *const *blocks, size_t n, unsigned cls, bool bound) nd_hidden;
 /* Moves pages notified by remote frees back to their queues. */
 void   nd_heap_drain_notified(nd_heap *h) nd_hidden;
 

@@ -1979,8 +1979,16 @@ static nd_hot size_t nd_tcache_spill(nd_tcache *tc, unsigned c, size_t n, bool o
    (idle_only, a sweep) those that sat untaken since the last sweep: the
    classes no cache took from, whole, and of the others as many as they
    never went below (nd_xfer_drain), shard by shard. A shard another
-   thread has claimed is skipped. */
-static nd_hot void nd_tcache_xfer_empty(nd_tcache *tc, nd_xfer *x, bool idle_only)
+   thread has claimed is skipped. With `purge` (a sweep's, a forced
+   collect's), each block of 8 KiB and more gives back its OS pages past
+   its first on the way (nd_heap_purge_idle_blocks): it sat untaken a
+   purge delay or more, and the page it goes to may be a thread's that no
+   longer runs, whose passes would purge it only when it ran again (a
+   worker that freed 80 MiB of 100,000-byte blocks and waited kept 21 MiB
+   a second later, 15 now: the 64 blocks the store held went home to its
+   pages' remote lists with their memory; the rest is its own pages',
+   which only its passes purge; docs/results.md, stop 61). */
+static nd_hot void nd_tcache_xfer_empty(nd_tcache *tc, nd_xfer *x, bool idle_only, bool purge)
 {
     void *buf[ND_XFER_SWEEP_BATCH];
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
@@ -1992,6 +2000,8 @@ static nd_hot void nd_tcache_xfer_empty(nd_tcache *tc, nd_xfer *x, bool idle_onl
                     nd_count_add(&nd_heap_cstats(&tc->heap, c)->xfer_drained, n);
                 if (nd_unlikely(nd_opt(ND_OPT_secure) == 1))   /* secure=1: their canaries (nd_tcache_seal) */
                     nd_tcache_check_sealed(buf, n, nd_class_size[c], ND_CORRUPT_FREED);
+                if (purge)
+                    nd_heap_purge_idle_blocks(buf, n, c, nd_kind_is_bound(x->kind));
                 nd_tcache_send_home(tc, c, buf, buf + n);
             } while (n == ND_XFER_SWEEP_BATCH);
         }
@@ -2004,7 +2014,7 @@ nd_hot void nd_tcache_xfer_sweep(nd_tcache *tc, uint64_t now, bool all)
         nd_xfer *x = nd_xfer_find(kind);
         if (x == NULL || (!all && !nd_xfer_sweep_claim(x, now, delay > 0 ? (uint64_t)delay : 1)))
             continue;
-        nd_tcache_xfer_empty(tc, x, !all);
+        nd_tcache_xfer_empty(tc, x, !all, true);
     }
     nd_assert2(nd_tcache_is_valid(tc));
 }
@@ -2013,7 +2023,7 @@ void nd_tcache_xfer_give_back(nd_tcache *tc)
 {
     nd_xfer *x = nd_tcache_xfer(tc, false);
     if (x != NULL)
-        nd_tcache_xfer_empty(tc, x, false);
+        nd_tcache_xfer_empty(tc, x, false, false);
     nd_assert2(nd_tcache_is_valid(tc));
 }
 

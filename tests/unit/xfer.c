@@ -532,6 +532,80 @@ static void a_fresh_stores_first_sweep_waits_a_period(void)
     EXPECT(nd_thread_is_valid(), "the heap to be valid");
 }
 
+/* Blocks of 8 KiB and more that sat untaken in the store through a purge
+   delay give back their OS pages past their first on the way home (the
+   sweep's, and a forced collect's: tcache.c, nd_tcache_xfer_empty; heap.c,
+   nd_heap_purge_idle_blocks): the page they go to may be a thread's that
+   no longer runs, and its passes would purge them only when it ran again.
+   Each keeps its first OS page (its link and mark) and its first bytes,
+   and is taken again writable. On main a sweep sent them home resident
+   (all 16 x 7 OS pages of 32 KiB blocks past their first). */
+enum { IDLE_N = 16, IDLE_SIZE = 32768 };
+static size_t idle_resident(void *const *blocks)
+{
+    size_t ps = (size_t)sysconf(_SC_PAGESIZE), r = 0;
+    for (int i = 0; i < IDLE_N; i++) {
+        uintptr_t a = ((uintptr_t)blocks[i] + 16 + ps - 1) & ~(uintptr_t)(ps - 1);
+        r += resident_pages((void *)a, (char *)blocks[i] + IDLE_SIZE);
+    }
+    return r;
+}
+static void idle_blocks_into_the_store(nd_xfer *x, unsigned c, void **blocks)
+{
+    for (int i = 0; i < IDLE_N; i++) {
+        blocks[i] = nodal_malloc(IDLE_SIZE);
+        EXPECT(blocks[i] != NULL, "malloc(%d) to succeed", IDLE_SIZE);
+        memset(blocks[i], 0x5a, IDLE_SIZE);
+        nd_block_mark(blocks[i]);
+    }
+    EXPECT(nd_xfer_put(x, c, 0, blocks, IDLE_N, NULL, NULL) == IDLE_N, "the put to take %d blocks", IDLE_N);
+    EXPECT(idle_resident(blocks) > 0, "the blocks' pages to be resident in the store");
+}
+static void blocks_that_sat_in_the_store_give_back_their_memory_on_their_way_home(void)
+{
+    if (sysconf(_SC_PAGESIZE) != 4096)
+        SKIP("OS pages of %ld bytes", sysconf(_SC_PAGESIZE));
+    unsigned c = class_of(IDLE_SIZE);
+    void *out[ND_XFER_SLOTS], *blocks[IDLE_N];
+    nd_xfer *x = plain_store_emptied(c, out);
+    long delay = nd_opt(ND_OPT_purge_delay);
+    EXPECT(delay > 0, "this case to run with a purge delay, it is %ld ms", delay);
+    /* The sweep: a period after the blocks went in, no take meanwhile. */
+    idle_blocks_into_the_store(x, c, blocks);
+    uint64_t purged = nd_load_relaxed(&nd_gauge.idle_blocks_purged);
+    uint64_t t = nd_os_now_ms() + (uint64_t)delay;
+    for (int k = 0; k < 3 && nd_xfer_room(x, c) != nd_xfer_cap(x, c); k++)
+        nd_tcache_xfer_sweep(nd_tls_tc, t + (uint64_t)k * (uint64_t)delay, false);
+    EXPECT(nd_xfer_room(x, c) == nd_xfer_cap(x, c), "the sweeps to send the untaken blocks home");
+    EXPECT(nd_load_relaxed(&nd_gauge.idle_blocks_purged) - purged == IDLE_N, "the %d blocks to be given back, %llu were",
+           IDLE_N, (unsigned long long)(nd_load_relaxed(&nd_gauge.idle_blocks_purged) - purged));
+    size_t r = idle_resident(blocks);
+    EXPECT(r == 0, "no OS page of the blocks past their first to stay resident, %zu did", r);
+    /* A forced collect's (nodal_collect(1), malloc_trim). */
+    void *again[IDLE_N];
+    for (int i = 0; i < IDLE_N; i++) {
+        again[i] = nodal_malloc(IDLE_SIZE);
+        EXPECT(again[i] != NULL, "malloc(%d) to succeed again", IDLE_SIZE);
+        memset(again[i], 0x33, IDLE_SIZE);   /* writable: taken again, faulted in */
+        nd_block_mark(again[i]);
+    }
+    EXPECT(nd_xfer_put(x, c, 0, again, IDLE_N, NULL, NULL) == IDLE_N, "the put to take %d blocks", IDLE_N);
+    purged = nd_load_relaxed(&nd_gauge.idle_blocks_purged);
+    nd_tcache_xfer_sweep(nd_tls_tc, nd_os_now_ms(), true);
+    EXPECT(nd_load_relaxed(&nd_gauge.idle_blocks_purged) - purged == IDLE_N, "a forced collect to give back the %d "
+           "blocks, %llu were", IDLE_N, (unsigned long long)(nd_load_relaxed(&nd_gauge.idle_blocks_purged) - purged));
+    r = idle_resident(again);
+    EXPECT(r == 0, "no OS page of the blocks past their first to stay resident after a forced collect, %zu did", r);
+    for (int i = 0; i < IDLE_N; i++) {
+        blocks[i] = nodal_malloc(IDLE_SIZE);
+        EXPECT(blocks[i] != NULL, "malloc(%d) to succeed once more", IDLE_SIZE);
+        memset(blocks[i], 0x11, IDLE_SIZE);
+    }
+    for (int i = 0; i < IDLE_N; i++)
+        nodal_free(blocks[i]);
+    EXPECT(nd_xfer_is_valid(x, c) && nd_thread_is_valid(), "the store and the heap to be valid");
+}
+
 /* A producer allocates, a consumer frees: the consumer's overflows put the
    blocks in the store and the producer's fills take them, so the blocks
    the producer gets back are the very ones it handed over. */
@@ -842,5 +916,6 @@ static const struct nd_case cases[] = {
     ND_CASE(a_heaps_own_overflow_is_reused_by_another_heap_before_it_carves),
     ND_CASE(under_secure_1_blocks_a_consumer_frees_come_back_through_the_store),
     ND_CASE(a_bin_cycling_its_own_batches_sends_them_home_once_it_took_anothers),
+    ND_CASE(blocks_that_sat_in_the_store_give_back_their_memory_on_their_way_home),
 };
 ND_MAIN(cases)
