@@ -142,6 +142,12 @@ GROUPS = {
               "after malloc_trim(0); rss_freed_mib = right after the frees; idle_cpu_s = CPU seconds "
               "of those 400 ms; reuse_cpu_s = CPU seconds (system time included: the faults) of "
               "allocating and writing the freed sizes again"),
+    "idlewait": ("A worker that frees and then waits: 800 blocks of 100,000 B written and freed",
+                 ["rss_waiting_mib", "rss_exit_mib", "rss_freed_mib", "live_mib"],
+                 "rss_waiting_mib = RSS a second after a worker thread freed its blocks and began to "
+                 "wait on a condition variable, while the main thread goes on with small requests (the "
+                 "row's figure: lower is better, live_mib is the floor); rss_exit_mib = 300 ms after "
+                 "the worker exited; rss_freed_mib = right after the frees"),
     "threadchurn": ("Thread churn: 20,000 short threads, each allocating a little",
                     ["cpu_us_thread", "us_thread", "sys_s", "rss_mib", "peak_rss_mib"],
                     "per thread (create, 64 mallocs, 56 frees, 8 blocks left to the next wave, exit, "
@@ -226,6 +232,7 @@ VS_GLIBC = {
     "aslimit": ["blocks"],
     "threadchurn": ["cpu_us_thread", "rss_mib"],
     "holes": ["rss_idle_mib", "rss_trim_mib"],
+    "idlewait": ["rss_waiting_mib", "rss_exit_mib"],
     "redis": ["peak_rss_mib", "cpu_s"],
     "sqlite": ["cpu_s"],
     "stressng": ["cpu_s"],
@@ -272,6 +279,7 @@ def quick_cases():
         Case("aslimit", "aslimit", ["-s", "1m", "-v", "200m"], "aslimit", partial=True),
         Case("threadchurn", "threadchurn", ["-c", "8", "-n", "20000"], "threadchurn"),
         Case("holes", "holes", [], "holes"),
+        Case("idlewait", "idlewait", [], "idlewait"),
         Case("reqresp-t2", "reqresp", ["-t", "2", "-n", "200000"], "reqresp"),
         Case("reqresp-t8", "reqresp", ["-t", "8", "-n", "200000"], "reqresp"),
         Case("larson-t2", "larson", ["-t", "2", "-r", "50000", "-R", "20"], "larson"),
@@ -347,6 +355,8 @@ def full_cases():
         Case("threadchurn-c8", "threadchurn", ["-c", "8", "-n", "20000"], "threadchurn"),
         Case("threadchurn-c1", "threadchurn", ["-c", "1", "-n", "20000"], "threadchurn"),
         Case("holes", "holes", [], "holes"),
+        Case("idlewait", "idlewait", [], "idlewait"),
+        Case("idlewait-k4", "idlewait", ["-k", "4"], "idlewait"),
         Case("reqresp-t2", "reqresp", ["-t", "2", "-n", "400000"], "reqresp"),
         Case("reqresp-t8", "reqresp", ["-t", "8", "-n", "400000"], "reqresp"),
         Case("redis", "apps/redis.py", ["-n", "20000"], "redis", timeout=900, driver=True),
