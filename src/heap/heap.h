@@ -224,8 +224,11 @@ void   nd_heap_collect(nd_heap *h, uint64_t now, bool purge_all) nd_hidden;
 /* A heap whose thread exited and whose record waits for the next thread
    (thread.c): remote frees taken back, empty pages retired, segments kept
    for reuse given back to the node (which purges them after the delay);
-   its partly used pages stay (their free blocks' memory goes back at the
-   next thread's passes, or when the record is taken apart: abandon). */
+   its partly used pages stay, and their free blocks with them for the next
+   thread (their memory goes back at its passes, or when the record is
+   taken apart: abandon), up to ND_HEAP_KEPT_MAX of them: past it, the free
+   blocks of 8 KiB and more give back their memory now, as at a forced
+   collect (heap.c: nd_heap_free_block_bytes). */
 void   nd_heap_trim(nd_heap *h) nd_hidden;
 /* Retires every kept page of h (above): back to its segment, as an empty
    page goes, its memory purged after the delay. */
