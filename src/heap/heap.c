@@ -683,7 +683,7 @@ static inline void nd_heap_block_purge_range(uintptr_t start, size_t size, uintp
    not be placed and checked: segment.h, committed), and not under
    secure=1 or 2 (the canary at a block's end, the fill) or check=2 (its
    fill of freed blocks). One batch (os.h), flushed before this returns. */
-static void nd_heap_purge_free_blocks(nd_heap *h, bool all)
+static nd_hot void nd_heap_purge_free_blocks(nd_heap *h, bool all)
 {
     if (h->bound || nd_opt(ND_OPT_secure) != 0 || nd_opt(ND_OPT_check) >= 2)
         return;
@@ -734,7 +734,7 @@ static void nd_heap_purge_free_blocks(nd_heap *h, bool all)
 
 /* Not for node-bound memory, nor under secure=1 or 2, nor check=2: as
    nd_heap_purge_free_blocks. */
-void nd_heap_purge_idle_blocks(void *const *blocks, size_t n, unsigned cls, bool bound)
+nd_hot void nd_heap_purge_idle_blocks(void *const *blocks, size_t n, unsigned cls, bool bound)
 {
     const uintptr_t ps = (uintptr_t)nd_os_page_size();
     if (n == 0 || bound || cls >= ND_CLASS_COUNT || cls < nd_heap_first_purged_class(ps) ||
@@ -853,7 +853,7 @@ static void nd_heap_retire_empty_pages(nd_heap *h)
    and their free blocks, took x1.04-1.07 of the CPU and 450-600 more
    faults; with this one its records never pass it (docs/results.md,
    stop 61). */
-static size_t nd_heap_free_block_bytes(const nd_heap *h)
+static nd_hot size_t nd_heap_free_block_bytes(const nd_heap *h)
 {
     size_t bytes = 0;
     for (unsigned c = nd_heap_first_purged_class((uintptr_t)nd_os_page_size()); c < ND_CLASS_COUNT; c++)

@@ -1803,7 +1803,7 @@ static void nd_tcache_drop_oldest(nd_tcache *tc, unsigned c, size_t n)
 }
 
 /* Sends the blocks [from, end) of class cls back to their pages. */
-static void nd_tcache_send_home(nd_tcache *tc, unsigned cls, void **from, void **end)
+static nd_hot void nd_tcache_send_home(nd_tcache *tc, unsigned cls, void **from, void **end)
 {
     size_t scan = 4 * (size_t)(end - from);   /* the own pages' gathers: a few passes over the blocks */
     for (void **it = from; it < end;)
