@@ -662,13 +662,28 @@ static unsigned nd_heap_first_purged_class(uintptr_t ps)
     return c;
 }
 
-/* [lo, hi) of the block at `start` of `size` bytes that a purge gives back:
-   its whole OS pages past its first 16 bytes (its link and its mark stay);
-   empty (hi <= lo) when it spans none. */
-static inline void nd_heap_block_purge_range(uintptr_t start, size_t size, uintptr_t ps, uintptr_t *lo, uintptr_t *hi)
+/* Do free blocks of `bound` memory give back their OS pages while their
+   page stays in use (the free-block pass, a store's idle blocks)? Plain
+   memory only (a page of node-bound memory faulted in again would not be
+   placed and checked: segment.h, committed), and not under secure=1 or 2
+   (the canary at a block's end, the fill) or check=2 (its fill of freed
+   blocks). */
+static inline bool nd_heap_purges_blocks(bool bound)
 {
-    *lo = (start + 2 * sizeof(uintptr_t) + ps - 1) & ~(ps - 1);
-    *hi = (start + size) & ~(ps - 1);
+    return !bound && nd_opt(ND_OPT_secure) == 0 && nd_opt(ND_OPT_check) < 2;
+}
+
+/* Adds to `batch` the whole OS pages of the free block at `start` of
+   `size` bytes past its first 16 bytes (its link and its mark stay), their
+   bytes to *bytes; false when it spans none. */
+static inline bool nd_heap_purge_block(nd_os_purges *batch, uintptr_t start, size_t size, uintptr_t ps, size_t *bytes)
+{
+    uintptr_t lo = (start + 2 * sizeof(uintptr_t) + ps - 1) & ~(ps - 1), hi = (start + size) & ~(ps - 1);
+    if (hi <= lo)
+        return false;
+    nd_os_purges_add(batch, (void *)lo, hi - lo);
+    *bytes += hi - lo;
+    return true;
 }
 
 /* The free blocks of h's pages in use (segment.h: free_seen,
@@ -679,13 +694,11 @@ static inline void nd_heap_block_purge_range(uintptr_t start, size_t size, uintp
    abandon), or purge_delay 0, every block on a free list. Only classes
    whose blocks span an
    OS page past the one their start is on, in pages of at most 32 blocks;
-   plain memory only (a page of node-bound memory faulted in again would
-   not be placed and checked: segment.h, committed), and not under
-   secure=1 or 2 (the canary at a block's end, the fill) or check=2 (its
-   fill of freed blocks). One batch (os.h), flushed before this returns. */
+   only where nd_heap_purges_blocks. One batch (os.h), flushed before this
+   returns. */
 static nd_hot void nd_heap_purge_free_blocks(nd_heap *h, bool all)
 {
-    if (h->bound || nd_opt(ND_OPT_secure) != 0 || nd_opt(ND_OPT_check) >= 2)
+    if (!nd_heap_purges_blocks(h->bound))
         return;
     nd_os_purges batch;
     nd_os_purges_init(&batch);
@@ -715,13 +728,8 @@ static nd_hot void nd_heap_purge_free_blocks(nd_heap *h, bool all)
             pg->free_seen = on_list;
             pg->free_purged = (pg->free_purged & on_list) | due;
             for (; due != 0; due &= due - 1) {
-                uintptr_t start = (uintptr_t)pg->start + (uintptr_t)__builtin_ctz(due) * pg->block_size, lo, hi;
-                nd_heap_block_purge_range(start, pg->block_size, ps, &lo, &hi);
-                if (hi <= lo)
-                    continue;
-                nd_os_purges_add(&batch, (void *)lo, hi - lo);
-                blocks++;
-                bytes += hi - lo;
+                uintptr_t start = (uintptr_t)pg->start + (uintptr_t)__builtin_ctz(due) * pg->block_size;
+                blocks += nd_heap_purge_block(&batch, start, pg->block_size, ps, &bytes);
             }
         }
     }
@@ -732,26 +740,16 @@ static nd_hot void nd_heap_purge_free_blocks(nd_heap *h, bool all)
     }
 }
 
-/* Not for node-bound memory, nor under secure=1 or 2, nor check=2: as
-   nd_heap_purge_free_blocks. */
 nd_hot void nd_heap_purge_idle_blocks(void *const *blocks, size_t n, unsigned cls, bool bound)
 {
     const uintptr_t ps = (uintptr_t)nd_os_page_size();
-    if (n == 0 || bound || cls >= ND_CLASS_COUNT || cls < nd_heap_first_purged_class(ps) ||
-        nd_opt(ND_OPT_secure) != 0 || nd_opt(ND_OPT_check) >= 2)
+    if (n == 0 || cls >= ND_CLASS_COUNT || cls < nd_heap_first_purged_class(ps) || !nd_heap_purges_blocks(bound))
         return;
     nd_os_purges batch;
     nd_os_purges_init(&batch);
     size_t purged = 0, bytes = 0;
-    for (size_t i = 0; i < n; i++) {
-        uintptr_t lo, hi;
-        nd_heap_block_purge_range((uintptr_t)blocks[i], nd_class_size[cls], ps, &lo, &hi);
-        if (hi <= lo)
-            continue;
-        nd_os_purges_add(&batch, (void *)lo, hi - lo);
-        purged++;
-        bytes += hi - lo;
-    }
+    for (size_t i = 0; i < n; i++)
+        purged += nd_heap_purge_block(&batch, (uintptr_t)blocks[i], nd_class_size[cls], ps, &bytes);
     nd_os_purges_flush(&batch);
     if (purged != 0) {
         nd_gauge_add(idle_blocks_purged, purged);
@@ -842,8 +840,8 @@ static void nd_heap_retire_empty_pages(nd_heap *h)
     }
 }
 
-/* The bytes of the free blocks on the free lists of h's pages in use of
-   the classes the free-block pass reaches (nd_heap_purge_free_blocks):
+/* The bytes of the free blocks on the free lists of h's pages in use
+   that the free-block pass reaches (nd_heap_purge_free_blocks):
    capacity - used of each (segment.h). A record pooled with more than
    ND_HEAP_KEPT_MAX of them (nd_heap_trim) gives their memory back at
    once: a worker of bench/idlewait that freed 600 of its 800 blocks of
@@ -858,7 +856,8 @@ static nd_hot size_t nd_heap_free_block_bytes(const nd_heap *h)
     size_t bytes = 0;
     for (unsigned c = nd_heap_first_purged_class((uintptr_t)nd_os_page_size()); c < ND_CLASS_COUNT; c++)
         for (const nd_page *pg = h->pages[c].first; pg != NULL && !pg->kept; pg = pg->next)
-            bytes += (size_t)(pg->capacity - pg->used) * pg->block_size;
+            if (pg->reserved <= 32)   /* (the pages the pass walks) */
+                bytes += (size_t)(pg->capacity - pg->used) * pg->block_size;
     return bytes;
 }
 

@@ -289,9 +289,9 @@ static bool nd_bin_has_mid(unsigned cls, uint32_t cap_max)
    1,000 blocks of 4 KiB (micro -m batch -s 4096) fitted no room (256
    blocks), and each batch moved ~940 of its blocks out through the store
    and the pages and back: 161 instructions a pair against tcmalloc's 83
-   (its thread cache held the batch), x1.17-1.19 of its CPU; in a room of
-   1,024 they take no slow path, 74 instructions a pair, x1.06-1.09
-   (docs/results.md, stop 61). Address space only: a bin touches the slots
+   (its thread cache held the batch); in a room of 1,024 they take no slow
+   path, 74 instructions a pair, and the pairs' CPU went from 18.7 to 16.8
+   ns (docs/results.md, stop 61). Address space only: a bin touches the slots
    it holds blocks in (the classes of 640 B-16 KiB have 410-1,536 slots
    more each than with 4 x cap_max: 120 KiB more address space a cache). */
 #define ND_EXTRA_MULT 4u

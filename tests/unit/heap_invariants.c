@@ -3129,6 +3129,8 @@ static void a_bin_whose_batches_cycle_through_the_store_grows_past_tcache_bytes(
     kib_loops(16384, 1000, out);
     EXPECT(out[1] <= 256, "a bin of 16 KiB in loops of 1,000 blocks (16 MiB, more than the pool) to stay within its "
            "room, the pool's worth (256 blocks), its capacity is %zu (tcache_bytes: %zu)", out[1], out[2]);
+    EXPECT(out[0] >= 100, "loops of 1,000 blocks of 16 KiB, past the pool, still to take fills and overflows: %zu in "
+           "the last 100 loops", out[0]);
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the threads exited");
 }
 
