@@ -23,6 +23,9 @@
  *     peakprobe rss_kib=... small=... medium=... large=... huge=...
  *       huge_cached=... free_seg=... other_anon=... files=... (KiB; the
  *       number of windows in parentheses) allocated_kib=... huge_cached_kib=...
+ * PEAKPROBE_JSON names a file for nodal_stats_json's answer at the high
+ * whose allocated bytes were the most (where the overheads are measured
+ * against the blocks the program holds).
  * A second line, peakprobe_first, gives the same for the first sampled high
  * within PEAKPROBE_NEAR_KIB (default 256) of the last one, with its time
  * (ms since the library was loaded) and the last high's: a resident set
@@ -86,6 +89,8 @@ static int history_count;
 static struct timespec t0;
 static unsigned char vec[WINDOW / 4096 * 64];   /* mincore's answer for up to 256 MiB at once */
 static char json[1 << 20];
+static char best_json[1 << 20];   /* the statistics at the high with the most allocated (PEAKPROBE_JSON) */
+static long best_json_allocated = -1;
 
 typedef struct { size_t allocated, active, mapped, committed, returned, peak_active, peak_mapped, segments,
                  rss_current, rss_peak; } probe_meminfo;   /* include/nodal.h: nodal_memory_info */
@@ -216,6 +221,10 @@ static void *sample(void *arg)
                 best = t;
                 best_allocated = info_get != NULL ? (long)(mi.allocated / 1024) : -1;
                 best_huge_cached = stats_json != NULL ? json_field("huge_cached_bytes") : -1;
+                if (stats_json != NULL && best_allocated > best_json_allocated) {
+                    memcpy(best_json, json, sizeof json);
+                    best_json_allocated = best_allocated;
+                }
                 if (history_count < HISTORY) {
                     struct timespec ts_now;
                     clock_gettime(CLOCK_MONOTONIC, &ts_now);
@@ -254,6 +263,12 @@ __attribute__((destructor)) static void probe_report(void)
     for (int c = 0; c < C_COUNT; c++)
         fprintf(out, " %s=%ld(%ld)", class_names[c], best.kib[c], best.windows[c]);
     fprintf(out, " allocated_kib=%ld huge_cached_kib=%ld\n", best_allocated, best_huge_cached);
+    const char *json_path = getenv("PEAKPROBE_JSON");
+    FILE *jf = json_path != NULL && best_json[0] != 0 ? fopen(json_path, "w") : NULL;
+    if (jf != NULL) {
+        fputs(best_json, jf);
+        fclose(jf);
+    }
     const char *near_s = getenv("PEAKPROBE_NEAR_KIB");
     long near = near_s != NULL ? atol(near_s) : 256;
     for (int i = 0; i < history_count; i++) {
