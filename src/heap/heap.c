@@ -226,6 +226,36 @@ static inline bool nd_heap_no_reserve(const nd_heap *h, unsigned cls)
 }
 
 
+/* h's bound on its pending purges (heap.h: ND_PURGE_PENDING_MAX). */
+static inline size_t nd_heap_pending_max(const nd_heap *h)
+{
+    return h->pending_max > ND_PURGE_PENDING_MAX ? h->pending_max : ND_PURGE_PENDING_MAX;
+}
+
+/* A new page of h faults in `fresh` chunks (not committed) while memory
+   its last purge past the bound gave back was not faulted in again yet,
+   within a purge delay of it: that purge gave back memory the heap needed,
+   so the bound is raised by as much (heap.h), and the next round of the
+   same size keeps its pages for their delay. */
+static void nd_heap_regret(nd_heap *h, uint64_t fresh)
+{
+    if (fresh == 0)
+        return;
+    if (h->clock_ms > h->purged_at + (uint64_t)nd_opt(ND_OPT_purge_delay)) {
+        h->purged_back = 0;   /* too late: not the same round */
+        return;
+    }
+    size_t bytes = (size_t)nd_popcount64(fresh) << ND_CHUNK_SHIFT;
+    if (bytes > h->purged_back)
+        bytes = h->purged_back;
+    h->purged_back -= bytes;
+    size_t max = nd_heap_pending_max(h);
+    bool first = h->pending_max <= ND_PURGE_PENDING_MAX;
+    h->pending_max = max + bytes < ND_PURGE_PENDING_TOP ? max + bytes : ND_PURGE_PENDING_TOP;
+    if (first)
+        nd_gauge_add(purge_bounds_raised, 1);
+}
+
 static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)
 {
     int k = nd_class_is_small(cls) ? 0 : 1;
@@ -282,6 +312,8 @@ static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)
         /* Memory faulted in before, handed out while the thread runs on
            another node (heap.h: away): counted. */
         uint64_t reused = nd_unlikely(h->away) ? s->committed & nd_seg_chunks(s, start, area) : 0;
+        if (nd_unlikely(h->purged_back != 0))
+            nd_heap_regret(h, nd_seg_chunks(s, start, area) & ~s->committed);
         if (nd_seg_commit(s, start, area) != 0) {
             /* The node is full (strict placement). Leave the page free. */
             if (s->used_pages == 0 && !nd_node_reserve_is(s)) {
@@ -383,8 +415,13 @@ static nd_hot void nd_heap_page_retire_as(nd_heap *h, nd_page *pg, bool due)
         else if (first)
             s->purge_epoch = h->epoch;
         h->purge_pending += (size_t)nd_popcount64(fresh) << ND_CHUNK_SHIFT;
-        if (h->purge_pending > ND_PURGE_PENDING_MAX)
+        if (h->purge_pending > h->pending_high)
+            h->pending_high = h->purge_pending;
+        if (h->purge_pending > nd_heap_pending_max(h)) {
+            h->purged_back = h->purge_pending;
+            h->purged_at = h->clock_ms;
             nd_heap_purge(h, 0, true);
+        }
     }
 }
 
@@ -811,9 +848,23 @@ void nd_heap_retire_kept(nd_heap *h)
     nd_heap_kept_age(h, 0, true);
 }
 
+/* At each maintenance pass: a raised bound on h's pending purges whose
+   pending stayed under half of it since the last pass comes down halfway,
+   not below twice that high (nor ND_PURGE_PENDING_MAX): heap.h. */
+static void nd_heap_pending_max_age(nd_heap *h)
+{
+    size_t max = h->pending_max;
+    if (max > ND_PURGE_PENDING_MAX && h->pending_high < max / 2) {
+        size_t to = 2 * h->pending_high > max / 2 ? 2 * h->pending_high : max / 2;
+        h->pending_max = to > ND_PURGE_PENDING_MAX ? to : 0;
+    }
+    h->pending_high = h->purge_pending;
+}
+
 nd_hot void nd_heap_maintain(nd_heap *h, uint64_t now, bool force)
 {
     h->clock_ms = now;
+    nd_heap_pending_max_age(h);
     if (nd_load_relaxed(&h->notified) != NULL)
         nd_heap_drain_notified(h);
     /* Segments left by exited threads: adopt a few, so their free memory
@@ -1114,5 +1165,7 @@ bool nd_heap_is_valid(const nd_heap *h)
             for (const nd_segment *s = lists[l]->first; s; s = s->next)
                 pending += (size_t)nd_popcount64(s->purge_mask) << ND_CHUNK_SHIFT;
     }
+    if (h->pending_max != 0 && (h->pending_max <= ND_PURGE_PENDING_MAX || h->pending_max > ND_PURGE_PENDING_TOP))
+        return false;
     return pending == h->purge_pending;
 }

@@ -25,7 +25,20 @@
 #include "page.h"
 #include "segment.h"
 
-#define ND_PURGE_PENDING_MAX (32 * ND_MiB)  /* beyond this, purge without waiting */
+/* A heap's pending purges (purge_pending: its freed pages' memory waiting
+   for the delay) past its bound are purged at once, all of them, without
+   waiting: the bound is ND_PURGE_PENDING_MAX, raised (its pending_max) by
+   what such a purge gave back that the heap faulted in again within about
+   a purge delay, up to ND_PURGE_PENDING_TOP. A fixed bound purged the
+   memory of a program that frees and takes again more than it at every
+   round: batches of 1,000 blocks of 48 KiB-128 KiB (bench/micro -m batch
+   -s 65536: 5,900 ns a pair, 167,000 faults, against mimalloc's 37 ns;
+   docs/results.md, stop 62). The raised bound comes down, halfway to
+   twice the highest pending seen, at each maintenance pass whose pending
+   stayed under half of it (nd_heap_maintain). The memory a raised bound
+   keeps is still purged after the delay, as all pending memory is. */
+#define ND_PURGE_PENDING_MAX (32 * ND_MiB)
+#define ND_PURGE_PENDING_TOP (1024 * ND_MiB)
 /* Memory a heap freed is purged once purge_delay has passed AND the heap has
    done this much work since (epochs), so that a thread that gets little CPU
    time (many threads on few cores) does not purge what it is about to reuse. */
@@ -94,6 +107,8 @@ typedef ND_LIST(nd_segment) nd_seg_queue;
  *    segment's free pages are then due at once; and one, at the back of
  *    a queue of its kind, whenever a class without pages needs a new one
  *    (the memory serves that class instead).
+ *  - pending_max is 0 (the bound on purge_pending is ND_PURGE_PENDING_MAX)
+ *    or above ND_PURGE_PENDING_MAX and at most ND_PURGE_PENDING_TOP.
  *  - classes has bit c - ND_HEAP_CLASSES_FROM set for every class c from
  *    ND_HEAP_CLASSES_FROM on of a page in pages[c] or full (and, a thread
  *    cache's heap, for every such bin c of its cache that has its slots,
@@ -128,6 +143,10 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_heap {
     uint64_t        spare_since[2];     /* ms */
     size_t          kept_bytes;         /* its kept pages' bytes (above) */
     uint64_t        kept_classes;       /* bit c: pages[c] holds kept pages */
+    size_t          pending_max;        /* its bound on purge_pending, 0 for ND_PURGE_PENDING_MAX (above) */
+    size_t          pending_high;       /* the most purge_pending since the last maintenance pass */
+    size_t          purged_back;        /* bytes the last purge past the bound gave back not faulted in again */
+    uint64_t        purged_at;          /* the clock (clock_ms) at that purge */
     nd_thread_counters stats;
     nd_aligned(ND_CACHE_LINE) nd_page *notified;   /* pages notified by remote frees (other threads push;
                                                       all heaps' together: the notified_pages gauge) */

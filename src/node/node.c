@@ -7,7 +7,20 @@
  * keep their memory (they serve the next request without page faults);
  * those are purged once purge_delay has passed. Every other segment is
  * purged on arrival. At most cache_segments are kept mapped; the rest are
- * unmapped.
+ * unmapped. Both bounds rise with demand: a segment purged on arrival (or
+ * unmapped) that the cache would have served within a purge delay (a
+ * request found only clean segments, or none, while that many were
+ * dropped in the last delay) raises the bound by one, up to
+ * ND_CACHE_DIRTY_TOP (ND_CACHE_COUNT_TOP), so that a program that frees
+ * and takes again more segments than the bounds in rounds shorter than a
+ * purge delay keeps them for their delay rather than purge (or unmap) and
+ * fault in (or map) them at every round: batches of 1,000 blocks of 128
+ * KiB (bench/micro -m batch -s 131072) took 7,000 ns a pair, 1 MiB 63,000
+ * against mimalloc's 57 and 301 (docs/results.md, stop 62). A raised
+ * bound comes down, by half at most and not below twice the most
+ * segments (dirty ones) the cache held since, at each sweep whose highs
+ * stayed under half of it (nd_node_bounds_age). Dirty segments are still
+ * purged once their delay has passed, however many there are.
  */
 #include "node.h"
 
@@ -21,6 +34,8 @@
 #include "topo.h"
 
 #define ND_CACHE_DIRTY_MAX 4
+#define ND_CACHE_DIRTY_TOP 1024    /* 4 GiB of memory */
+#define ND_CACHE_COUNT_TOP 1024    /* 4 GiB of address space */
 #define ND_HUGE_CACHE_COUNT 8
 #define ND_HUGE_CACHE_BYTES ((size_t)128 << 20)
 
@@ -42,6 +57,13 @@ typedef ND_LIST(nd_segment) nd_seg_list;
  *  - cache_hint, dirty_hint, abandoned_hint and huge_hint equal
  *    cache.count, cache_dirty, abandoned.count and huge.count; they are
  *    also read without the lock (as hints), so they change with atomics.
+ *  - dirty_max, count_max: the bounds (above), 0 for their base
+ *    (ND_CACHE_DIRTY_MAX, cache_segments), else above it and at most
+ *    ND_CACHE_DIRTY_TOP, ND_CACHE_COUNT_TOP; read without the lock
+ *    (relaxed atomics), written under it. dropped_dirty, dropped_mapped:
+ *    segments purged on arrival, unmapped, since dropped_at (ms) and not
+ *    made up for by a raise yet; dirty_high, count_high: the most
+ *    cache_dirty, cache.count since the last sweep.
  */
 typedef struct nd_kind_state {
     nd_seg_list cache;
@@ -51,6 +73,10 @@ typedef struct nd_kind_state {
     size_t      huge_bytes;
     uint64_t    huge_asked_at; /* ms: the last huge block of this kind asked of the cache */
     size_t      cache_hint, dirty_hint, abandoned_hint, huge_hint;
+    size_t      dirty_max, count_max;
+    size_t      dropped_dirty, dropped_mapped;
+    uint64_t    dropped_at;
+    size_t      dirty_high, count_high;
 } nd_kind_state;
 
 /*
@@ -112,7 +138,78 @@ static void nd_node_cache_add(nd_kind_state *k, nd_segment *s, bool front)
     if (nd_node_seg_is_dirty(s)) {
         k->cache_dirty++;
         nd_add_relaxed(&k->dirty_hint, 1);
+        if (k->cache_dirty > k->dirty_high)
+            k->dirty_high = k->cache_dirty;
     }
+    if (k->cache.count > k->count_high)
+        k->count_high = k->cache.count;
+}
+
+/* The bounds of a (node, kind)'s cache: its dirty segments, all its
+   segments (node.c, above). */
+static size_t nd_node_dirty_max(const nd_kind_state *k)
+{
+    size_t m = nd_load_relaxed(&k->dirty_max);
+    return m > ND_CACHE_DIRTY_MAX ? m : ND_CACHE_DIRTY_MAX;
+}
+
+static size_t nd_node_count_max(const nd_kind_state *k)
+{
+    size_t base = (size_t)nd_opt(ND_OPT_cache_segments), m = nd_load_relaxed(&k->count_max);
+    return m > base ? m : base;
+}
+
+/* Under the node lock: a request at `now` found no dirty segment (clean:
+   a clean one, else none at all). Each segment the bounds dropped within
+   the last purge delay that would have served it raises its bound by one
+   (above). */
+static void nd_node_cache_missed(nd_kind_state *k, uint64_t now, bool clean)
+{
+    if ((k->dropped_dirty | k->dropped_mapped) == 0)
+        return;
+    if (now > k->dropped_at + (uint64_t)nd_opt(ND_OPT_purge_delay)) {
+        k->dropped_dirty = k->dropped_mapped = 0;
+        return;
+    }
+    bool raised = false;
+    if (k->dropped_dirty != 0) {
+        size_t m = nd_node_dirty_max(k);
+        if (m < ND_CACHE_DIRTY_TOP) {
+            raised |= m == ND_CACHE_DIRTY_MAX;
+            nd_store_relaxed(&k->dirty_max, m + 1);
+        }
+        k->dropped_dirty--;
+    }
+    if (!clean && k->dropped_mapped != 0) {
+        size_t m = nd_node_count_max(k);
+        if (m < ND_CACHE_COUNT_TOP) {
+            raised |= m == (size_t)nd_opt(ND_OPT_cache_segments);
+            nd_store_relaxed(&k->count_max, m + 1);
+        }
+        k->dropped_mapped--;
+    }
+    if (raised)
+        nd_gauge_add(purge_bounds_raised, 1);
+}
+
+/* Under the node lock, at each sweep: a raised bound whose cache stayed
+   under half of it since the last sweep comes down, by half at most, not
+   below twice that high (nor its base). */
+static void nd_node_bounds_age(nd_kind_state *k)
+{
+    size_t m = k->dirty_max;
+    if (m > ND_CACHE_DIRTY_MAX && k->dirty_high < m / 2) {
+        size_t to = 2 * k->dirty_high > m / 2 ? 2 * k->dirty_high : m / 2;
+        nd_store_relaxed(&k->dirty_max, to > ND_CACHE_DIRTY_MAX ? to : 0);
+    }
+    m = k->count_max;
+    size_t base = (size_t)nd_opt(ND_OPT_cache_segments);
+    if (m > base && k->count_high < m / 2) {
+        size_t to = 2 * k->count_high > m / 2 ? 2 * k->count_high : m / 2;
+        nd_store_relaxed(&k->count_max, to > base ? to : 0);
+    }
+    k->dirty_high = k->cache_dirty;
+    k->count_high = k->cache.count;
 }
 
 static void nd_node_cache_take(nd_kind_state *k, nd_segment *s)
@@ -207,11 +304,14 @@ nd_hot nd_segment *nd_node_seg_get(int node, bool bound, int kind)
     nd_node_state *ns = &nd_nodes[node];
     nd_kind_state *k = nd_node_kind(node, bound);
     nd_segment *s = NULL;
-    if (nd_load_relaxed(&k->cache_hint) != 0) {
+    if (nd_load_relaxed(&k->cache_hint) != 0 || nd_load_relaxed(&k->dropped_at) != 0) {
+        uint64_t now = nd_os_now_ms();
         nd_lock(nd_node_lock(ns));
         s = k->cache.first;
         if (s != NULL)
             nd_node_cache_take(k, s);
+        if (s == NULL || !nd_node_seg_is_dirty(s))
+            nd_node_cache_missed(k, now, s != NULL);
         nd_unlock(nd_node_lock(ns));
     }
     bool cached = s != NULL;
@@ -270,20 +370,29 @@ nd_hot void nd_node_seg_put(nd_segment *s)
         return;
     }
 
-    bool keep_dirty = nd_node_seg_is_dirty(s) && nd_opt(ND_OPT_purge_delay) > 0 &&
-                      nd_load_relaxed(&k->dirty_hint) < ND_CACHE_DIRTY_MAX;
+    bool dirty = nd_node_seg_is_dirty(s);
+    bool keep_dirty = dirty && nd_opt(ND_OPT_purge_delay) > 0 &&
+                      nd_load_relaxed(&k->dirty_hint) < nd_node_dirty_max(k);
     nd_gauge_add(segments_cached, 1);
-    if (!keep_dirty && nd_node_seg_is_dirty(s)) {
+    if (!keep_dirty && dirty) {
         nd_seg_purge(s, s->committed);
         nd_gauge_add(segments_cache_purged, 1);
     }
 
     nd_segment *victim = NULL;
     nd_lock(nd_node_lock(ns));
+    if (dirty && !keep_dirty && nd_opt(ND_OPT_purge_delay) > 0) {
+        k->dropped_dirty++;
+        nd_store_relaxed(&k->dropped_at, now);
+    }
     nd_node_cache_add(k, s, nd_node_seg_is_dirty(s));   /* dirty ones first */
-    if (k->cache.count > (size_t)nd_opt(ND_OPT_cache_segments)) {
+    if (k->cache.count > nd_node_count_max(k)) {
         victim = k->cache.last;
         nd_node_cache_take(k, victim);
+        if (nd_opt(ND_OPT_purge_delay) > 0) {
+            k->dropped_mapped++;
+            nd_store_relaxed(&k->dropped_at, now);
+        }
     }
     nd_unlock(nd_node_lock(ns));
     if (victim != NULL)
@@ -518,17 +627,31 @@ void nd_node_release_cached(void)
     }
 }
 
+static bool nd_node_sweep_round(nd_node_state *ns, nd_kind_state *k, uint64_t now, bool force, bool whole);
+
 /* Purges the dirty cached segments of one (node, kind) whose delay is over
    (all of them if force): their committed chunks, or (whole) everything
    but their headers, also what the kernel faulted in around those chunks
    as transparent huge pages (segment.h: nd_seg_purge_free). */
 static nd_hot void nd_node_sweep(int node, bool bound, uint64_t now, bool force, bool whole)
 {
-    enum { MAXV = ND_CACHE_DIRTY_MAX + 2 };
     nd_node_state *ns = &nd_nodes[node];
     nd_kind_state *k = nd_node_kind(node, bound);
-    if (nd_load_relaxed(&k->dirty_hint) == 0)
-        return;
+    if ((nd_load_relaxed(&k->dirty_max) | nd_load_relaxed(&k->count_max)) != 0) {
+        nd_lock(nd_node_lock(ns));
+        nd_node_bounds_age(k);
+        nd_unlock(nd_node_lock(ns));
+    }
+    /* A raised bound holds more dirty segments than a round takes. */
+    while (nd_load_relaxed(&k->dirty_hint) != 0 && nd_node_sweep_round(ns, k, now, force, whole))
+        ;
+}
+
+/* One round of nd_node_sweep: up to MAXV due segments purged; true when
+   it found MAXV (there may be more). */
+static nd_hot bool nd_node_sweep_round(nd_node_state *ns, nd_kind_state *k, uint64_t now, bool force, bool whole)
+{
+    enum { MAXV = ND_CACHE_DIRTY_MAX + 2 };
     nd_segment *v[MAXV];
     size_t nv = 0;
     uint64_t delay = (uint64_t)nd_opt(ND_OPT_purge_delay);
@@ -545,7 +668,7 @@ static nd_hot void nd_node_sweep(int node, bool bound, uint64_t now, bool force,
     }
     nd_unlock(nd_node_lock(ns));
     if (nv == 0)
-        return;
+        return false;
     nd_gauge_add(segments_cache_purged, nv);
     /* Off the cache, so no one else sees them: purged in one batch (os.h),
        flushed before they go back. */
@@ -561,6 +684,7 @@ static nd_hot void nd_node_sweep(int node, bool bound, uint64_t now, bool force,
     for (size_t i = 0; i < nv; i++)
         nd_node_cache_add(k, v[i], false);   /* clean now: to the back */
     nd_unlock(nd_node_lock(ns));
+    return nv == MAXV;
 }
 
 void nd_node_purge_cached(int node, bool bound)
@@ -623,6 +747,10 @@ bool nd_node_is_valid(int node)
         }
         ok = ok && n == k->cache.count && dirty == k->cache_dirty &&
              nd_load_relaxed(&k->cache_hint) == n && nd_load_relaxed(&k->dirty_hint) == dirty;
+        size_t dmax = nd_load_relaxed(&k->dirty_max), cmax = nd_load_relaxed(&k->count_max);
+        ok = ok && (dmax == 0 || (dmax > ND_CACHE_DIRTY_MAX && dmax <= ND_CACHE_DIRTY_TOP)) &&
+             (cmax == 0 || (cmax > (size_t)nd_opt(ND_OPT_cache_segments) && cmax <= ND_CACHE_COUNT_TOP)) &&
+             k->dirty_high >= dirty && k->count_high >= n;
         n = 0;
         for (nd_segment *s = k->abandoned.first; s != NULL && ok; s = s->next, n++)
             ok = s->abandoned && s->owner == NULL && s->node == node && s->bound == b;
