@@ -12,6 +12,7 @@
 #include <errno.h>
 #include "list.h"
 #include "lock.h"
+#include "meta.h"
 #include "msg.h"
 #include "node.h"
 #include "options.h"
@@ -71,6 +72,9 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_large_pool {
        least resident empty segment of the pool (nd_large_trim); 0
        otherwise (under the lock). */
     uint8_t   trim;
+    /* Its fit hints (nd_large_fit, below), NULL until it first holds more
+       than ND_LARGE_FIT_FROM segments (under the lock). */
+    struct nd_large_fit *fit;
     /* Blocks freed while another thread held the lock (nd_large_defer):
        their descriptors, a stack linked through xnext (pushed with
        compare-and-swap, taken whole by nd_large_drain under the lock). */
@@ -97,6 +101,28 @@ static void nd_large_unlock(nd_large_pool *pool);
    holds pages only of the pools it uses, not 24 KiB for every node id.
    [node][bound][shard] (large.h: the shards of a pool). */
 static nd_large_pool nd_large_pools[ND_MAX_NODES][2][ND_LARGE_SHARDS];
+
+/* A pool's fit hints (under its lock): fit_from[k] is the segment of its
+   segs a search for a free run of k chunks starts at, every segment
+   before it having none (NULL: from the first; ND_LARGE_FIT_PAST: no
+   segment has one); fit_seq[k] is its pool_seq (0 from the first,
+   UINT64_MAX past the last). next_seq numbers the segments as they join
+   segs (pool_seq, rising). A pool of many segments that cannot take a
+   request (334 of three 1 MiB blocks each: bench/micro -m batch -s 1m)
+   walked all of them, 4 MiB apart, at every request: 3,300 ns a pair
+   against mimalloc's 278 (docs/results.md, stop 62). Made (metadata) the
+   first time its pool holds more than ND_LARGE_FIT_FROM segments: in the
+   pool they took its size past 512 bytes (a pool's lock and shard are
+   found from its index: 1,019 -> 1,073 instructions a step of
+   bench/micro -m large), and a table for every pool 528 KiB of nodal's
+   image. */
+typedef struct nd_large_fit {
+    nd_segment *fit_from[64];
+    uint64_t  fit_seq[64];
+    uint64_t  next_seq;
+} nd_large_fit;
+
+static inline nd_large_fit *nd_large_fit_of(const nd_large_pool *pool) { return pool->fit; }
 
 /* A shard's lock: ND_LOCK(large_pool, (2 * node + bound) * ND_LARGE_SHARDS + shard). */
 static inline nd_lock_t *nd_pool_lock(const nd_large_pool *pool)
@@ -153,10 +179,145 @@ static unsigned nd_large_others_empty(const nd_large_pool *pool)
     return n;
 }
 
+#define ND_LARGE_FIT_PAST ((nd_segment *)1)
+/* The hints are kept and used only while a pool holds more segments than
+   this (a walk of as many is short): a pool of a few segments pays
+   nothing for them (bench/micro -m large: 1,019 instructions a step
+   either way, 1,274 with hints kept at every free). Reset when the pool
+   grows past it. */
+#define ND_LARGE_FIT_FROM 16
+
+static inline bool nd_large_fit_on(const nd_large_pool *pool)
+{
+    return pool->segs.count > ND_LARGE_FIT_FROM && pool->fit != NULL;
+}
+/* Pools past ND_LARGE_FIT_FROM segments, all nodes and kinds: while there
+   are none a free keeps no hint (one relaxed load). */
+static size_t nd_large_fit_pools;
+
+/* The segment of pool a search for a free run of k chunks starts at (the
+   fit hints, above); NULL when none may have one. Under the lock. */
+static nd_noinline nd_segment *nd_large_fit_start_past(const nd_large_pool *pool, unsigned k)
+{
+    nd_segment *s = k < 64 && nd_large_fit_on(pool) ? pool->fit->fit_from[k] : NULL;
+    return s == NULL ? pool->segs.first : s == ND_LARGE_FIT_PAST ? NULL : s;
+}
+
+/* A search of every segment from nd_large_fit_start for a free run of k
+   chunks (step 1, the free chunks alone) found it in s, or none (NULL). */
+static nd_noinline void nd_large_fit_found_past(nd_large_pool *pool, unsigned k, nd_segment *s)
+{
+    if (k >= 64 || !nd_large_fit_on(pool))
+        return;
+    pool->fit->fit_from[k] = s != NULL ? s : ND_LARGE_FIT_PAST;
+    pool->fit->fit_seq[k] = s != NULL ? s->pool_seq : UINT64_MAX;
+}
+
+/* (Out of line: a pool that never held more than ND_LARGE_FIT_FROM
+   segments has no hints, and its code, a heap profile's slab's, stays on
+   the sample section's pages: tests/api/alloc_basic.c.) */
+static inline nd_segment *nd_large_fit_start(const nd_large_pool *pool, unsigned k)
+{
+    return nd_likely(pool->fit == NULL) ? pool->segs.first : nd_large_fit_start_past(pool, k);
+}
+
+static inline void nd_large_fit_found(nd_large_pool *pool, unsigned k, nd_segment *s)
+{
+    if (nd_unlikely(pool->fit != NULL))
+        nd_large_fit_found_past(pool, k, s);
+}
+
+/* Chunks of s became free: the hints of runs of up to `longest` chunks
+   that start past s start at s again. */
+static void nd_large_fit_room(nd_large_pool *pool, const nd_segment *s, unsigned longest)
+{
+    uint64_t seq = s->pool_seq;
+    for (unsigned k = 1; k <= longest && k < 64; k++)
+        if (nd_large_fit_of(pool)->fit_seq[k] > seq) {
+            nd_large_fit_of(pool)->fit_seq[k] = seq;
+            nd_large_fit_of(pool)->fit_from[k] = (nd_segment *)s;
+        }
+}
+
+/* The free run of mask `free` around chunks lo..hi (free): its length. */
+static unsigned nd_large_run_around(uint64_t free, unsigned lo, unsigned hi)
+{
+    uint64_t taken = ~free;
+    uint64_t up = hi < 63 ? taken >> (hi + 1) : 0;
+    unsigned end = up != 0 ? hi + (unsigned)__builtin_ctzll(up) : 63;
+    uint64_t down = lo > 0 ? taken << (64 - lo) : 0;
+    unsigned start = down != 0 ? lo - (unsigned)__builtin_clzll(down) : 0;
+    return end - start + 1;
+}
+
+/* Chunks i..i+k-1 of s became free (nd_large_give) while some pool keeps
+   hints. */
+static nd_noinline void nd_large_fit_give(const nd_segment *s, unsigned i, unsigned k)
+{
+    nd_large_pool *pool = nd_large_pool_of(s);
+    if (nd_large_fit_on(pool))
+        nd_large_fit_room(pool, s, nd_large_run_around(s->free_mask, i, i + k - 1));
+}
+
+/* s joins the end of pool's list: the hints past the last start at it. */
+static nd_noinline void nd_large_fit_appended_past(nd_large_pool *pool, nd_segment *s)
+{
+    bool fresh = pool->segs.count == ND_LARGE_FIT_FROM + 1;   /* past the bound now: from the first */
+    if (fresh && pool->fit == NULL)
+        pool->fit = nd_meta_alloc(sizeof(nd_large_fit));   /* NULL: no hints, walks from the first */
+    if (pool->fit == NULL || !nd_large_fit_on(pool))
+        return;
+    if (fresh) {   /* the hints start now: every segment numbered in its order */
+        for (nd_segment *t = pool->segs.first; t != NULL; t = t->next)
+            t->pool_seq = ++pool->fit->next_seq;
+    } else {
+        s->pool_seq = ++pool->fit->next_seq;
+    }
+    if (fresh)
+        nd_add_relaxed(&nd_large_fit_pools, 1);
+    for (unsigned k = 1; k < 64; k++)
+        if (fresh) {
+            nd_large_fit_of(pool)->fit_from[k] = NULL;
+            nd_large_fit_of(pool)->fit_seq[k] = 0;
+        } else if (nd_large_fit_of(pool)->fit_from[k] == ND_LARGE_FIT_PAST) {
+            nd_large_fit_of(pool)->fit_from[k] = s;
+            nd_large_fit_of(pool)->fit_seq[k] = s->pool_seq;
+        }
+}
+
+/* s leaves pool's list: the hints at it move to the segment after it. */
+static nd_noinline void nd_large_fit_removed_past(nd_large_pool *pool, const nd_segment *s)
+{
+    if (!nd_large_fit_on(pool))
+        return;
+    if (pool->segs.count == ND_LARGE_FIT_FROM + 1)   /* at the bound after this */
+        nd_sub_relaxed(&nd_large_fit_pools, 1);
+    for (unsigned k = 1; k < 64; k++)
+        if (nd_large_fit_of(pool)->fit_from[k] == s) {
+            nd_large_fit_of(pool)->fit_from[k] = s->next != NULL ? s->next : ND_LARGE_FIT_PAST;
+            nd_large_fit_of(pool)->fit_seq[k] = s->next != NULL ? s->next->pool_seq : UINT64_MAX;
+        }
+}
+
+/* (The hints' work only for a pool past ND_LARGE_FIT_FROM segments: out
+   of the code a pool of a few segments runs, as a heap profile's slab.) */
+static inline void nd_large_fit_appended(nd_large_pool *pool, nd_segment *s)
+{
+    if (nd_unlikely(pool->segs.count > ND_LARGE_FIT_FROM))
+        nd_large_fit_appended_past(pool, s);
+}
+
+static inline void nd_large_fit_removed(nd_large_pool *pool, const nd_segment *s)
+{
+    if (nd_unlikely(nd_large_fit_on(pool)))
+        nd_large_fit_removed_past(pool, s);
+}
+
 /* Takes empty segment s out of shard pool (for its node, or an
    address-space release). Under the lock. */
 static inline void nd_large_seg_out(nd_large_pool *pool, nd_segment *s)
 {
+    nd_large_fit_removed(pool, s);
     nd_list_remove(&pool->segs, s);
     nd_sub_relaxed(&pool->hint, 1);
     nd_sub_relaxed(&pool->empty, 1);
@@ -224,6 +385,8 @@ static void nd_large_give(nd_segment *s, unsigned i, unsigned k, uint64_t now)
 {
     uint64_t run = nd_mask_range(i, i + k - 1);
     s->free_mask |= run;
+    if (nd_unlikely(nd_load_relaxed(&nd_large_fit_pools) != 0))
+        nd_large_fit_give(s, i, k);
     uint64_t dirty = run & s->committed;
     if (dirty == 0)
         return;
@@ -470,7 +633,10 @@ static nd_segment *nd_large_regain(nd_large_pool *pool, unsigned k, unsigned ste
         if (i >= 64)
             continue;
         uint64_t holes = nd_mask_range(i, i + k - 1) & s->unmapped;
-        if (nd_seg_remap_chunks(s, holes) == holes) {
+        uint64_t remapped = nd_seg_remap_chunks(s, holes);
+        if (remapped != 0 && nd_large_fit_on(pool))
+            nd_large_fit_room(pool, s, 63);
+        if (remapped == holes) {
             *at = i;
             return s;
         }
@@ -760,14 +926,22 @@ static unsigned nd_large_room(unsigned k)
    one it gives back is purged at once or after the delay (node.c), so a
    spare left untouched (a segment a racing thread brought, or one purged
    already) goes, not the segment that was just emptied with its blocks'
-   memory still in it. Under the pool lock. */
+   memory still in it. Under the pool lock. The walk ends once it has
+   seen the pool's pool->empty empty segments: it went through all of a
+   pool's segments at every segment emptied, 37 % of the instructions of
+   bench/micro -m batch -s 1m with 334 segments (docs/results.md, stop
+   62). */
 static nd_segment *nd_large_cleanest_empty(nd_large_pool *pool, nd_segment *s)
 {
     nd_segment *best = s;
     int least = s != NULL ? nd_popcount64(s->committed & ~(uint64_t)1) : 65;
-    for (nd_segment *t = pool->segs.first; t != NULL && least > 0; t = t->next) {
+    uint32_t left = pool->empty;
+    for (nd_segment *t = pool->segs.first; t != NULL && least > 0 && left > 0; t = t->next) {
+        if (t == s || t->used_pages != 0)
+            continue;
+        left--;
         int n = nd_popcount64(t->committed & ~(uint64_t)1);
-        if (t != s && t->used_pages == 0 && n < least) {
+        if (n < least) {
             best = t;
             least = n;
         }
@@ -818,14 +992,18 @@ nd_large_path static nd_noinline nd_large_pool *nd_large_borrow(nd_large_pool *p
         if (nd_load_relaxed(&o->hint) == 0)
             continue;
         nd_large_lock(o);
-        for (nd_segment *s = o->segs.first; s != NULL; s = s->next) {
+        for (nd_segment *s = nd_large_fit_start(o, k); s != NULL; s = s->next) {
             unsigned i = nd_large_find(resident ? s->free_mask & s->committed : s->free_mask, k, step);
             if (i < 64) {
+                if (!resident && step == 1)
+                    nd_large_fit_found(o, k, s);
                 *seg = s;
                 *at = i;
                 return o;
             }
         }
+        if (!resident && step == 1)
+            nd_large_fit_found(o, k, NULL);
         nd_large_unlock(o);
     }
     return NULL;
@@ -851,9 +1029,14 @@ nd_large_path static nd_noinline nd_large_pool *nd_large_recheck(nd_large_pool *
         unsigned i, len = k;
         return nd_large_find_guarded(pool, k, step, &i, &len) != NULL ? pool : NULL;
     }
-    for (nd_segment *s = pool->segs.first; s != NULL; s = s->next)
-        if (nd_large_find(s->free_mask, k, step) < 64)
+    for (nd_segment *s = nd_large_fit_start(pool, k); s != NULL; s = s->next)
+        if (nd_large_find(s->free_mask, k, step) < 64) {
+            if (step == 1)
+                nd_large_fit_found(pool, k, s);
             return pool;
+        }
+    if (step == 1)
+        nd_large_fit_found(pool, k, NULL);
     if (pool->segs.count == 0 || !nd_large_others_used(pool))
         return NULL;
     nd_large_unlock(pool);
@@ -903,6 +1086,7 @@ nd_large_path static nd_noinline nd_large_pool *nd_large_add(nd_large_pool *pool
         return o;
     }
     nd_list_push_back(&pool->segs, s);   /* last: the older ones' holes first (large.h) */
+    nd_large_fit_appended(pool, s);
     s->shard = (uint8_t)nd_large_shard_index(pool);
     nd_add_relaxed(&pool->hint, 1);
     nd_add_relaxed(&pool->empty, 1);
@@ -999,15 +1183,17 @@ nd_large_path static void *nd_large_alloc_at(int node, bool bound, size_t size, 
             }
         } else {
             s = NULL;
+            /* (Each walk starts where a free run of its length may be:
+               the fit hints, above.) */
             if (room != 0)
-                for (s = pool->segs.first; s != NULL; s = s->next)
+                for (s = nd_large_fit_start(pool, room); s != NULL; s = s->next)
                     if ((i = nd_large_find(s->free_mask, room, room)) < 64)
                         break;
             /* A run whose chunks are all resident (committed: written
                since their last purge) first, in any segment; only then the
                first run that fits (large.h). */
             if (s == NULL)
-                for (s = pool->segs.first; s != NULL; s = s->next)
+                for (s = nd_large_fit_start(pool, k); s != NULL; s = s->next)
                     if ((i = nd_large_find(s->free_mask & s->committed, k, step)) < 64)
                         break;
             if (s == NULL && !reclaimed && nd_large_caches_hold(pool)) {
@@ -1035,10 +1221,13 @@ nd_large_path static void *nd_large_alloc_at(int node, bool bound, size_t size, 
             bool lend = false;
             if (s == NULL && !borrowed && nd_large_others_used(pool))
                 lend = borrowed = true;
-            if (s == NULL && !lend)
-                for (s = pool->segs.first; s != NULL; s = s->next)
+            if (s == NULL && !lend) {
+                for (s = nd_large_fit_start(pool, k); s != NULL; s = s->next)
                     if ((i = nd_large_find(s->free_mask, k, step)) < 64)
                         break;
+                if (step == 1)
+                    nd_large_fit_found(pool, k, s);
+            }
             if (s == NULL && !lend && !lent && pool->segs.count != 0 && nd_large_others_used(pool))
                 lend = lent = true;
             if (lend) {
@@ -1168,6 +1357,7 @@ nd_large_path static nd_noinline nd_segment *nd_large_emptied(nd_large_pool *poo
            (s, or a spare that holds less memory than s: s stays in
            its place, the spare's successor). */
         release = nd_large_cleanest_empty(pool, s);
+        nd_large_fit_removed(pool, release);
         nd_list_remove(&pool->segs, release);
         nd_sub_relaxed(&pool->hint, 1);
     }
@@ -1405,7 +1595,8 @@ bool nd_large_move(nd_segment *s, nd_page *pg, void *p, void *to)
     pg->key = ND_KEY_NONE;
     /* Mapped again at once where nothing took the hole's place (free
        chunks then, untouched); a hole otherwise (large.h). */
-    nd_seg_remap_chunks(s, nd_mask_range(i, i + k - 1u));
+    if (nd_seg_remap_chunks(s, nd_mask_range(i, i + k - 1u)) != 0 && nd_large_fit_on(pool))
+        nd_large_fit_room(pool, s, 63);
     nd_large_block_gone(pool, s, bytes);
     return true;
 }
@@ -1422,6 +1613,7 @@ bool nd_large_leave(nd_segment *s, nd_page *pg, void *p)
         return false;
     }
     size_t bytes = pg->block_size;
+    nd_large_fit_removed(pool, s);
     nd_list_remove(&pool->segs, s);
     nd_sub_relaxed(&pool->hint, 1);
     nd_store_relaxed(&s->used_pages, 0);
@@ -1649,6 +1841,41 @@ nd_lock_t *nd_large_lock_of(const void *p)
     return nd_pool_lock(nd_large_pool_of(nd_seg_base(p)));
 }
 
+/* The fit hints of pool (nd_large_fit), while kept: its segments' pool_seq
+   rise along its list; each hint is NULL, ND_LARGE_FIT_PAST or one of its
+   segments, with that segment's pool_seq (0, UINT64_MAX), and no segment
+   before it (none at all for ND_LARGE_FIT_PAST) has a free run of its
+   length. Under the lock. */
+static bool nd_large_fit_is_valid(const nd_large_pool *pool)
+{
+    if (!nd_large_fit_on(pool))
+        return true;
+    const nd_large_fit *f = pool->fit;
+    uint64_t last = 0;
+    for (const nd_segment *s = pool->segs.first; s != NULL; s = s->next) {
+        if (s->pool_seq <= last || s->pool_seq > f->next_seq)
+            return false;
+        last = s->pool_seq;
+    }
+    for (unsigned k = 1; k < 64; k++) {
+        const nd_segment *h = f->fit_from[k];
+        if (h == NULL) {
+            if (f->fit_seq[k] != 0)
+                return false;
+            continue;
+        }
+        if (f->fit_seq[k] != (h == ND_LARGE_FIT_PAST ? UINT64_MAX : h->pool_seq))
+            return false;
+        const nd_segment *s = pool->segs.first;
+        for (; s != NULL && s != h; s = s->next)
+            if (nd_large_find(s->free_mask, k, 1) < 64)
+                return false;
+        if (s != h && h != ND_LARGE_FIT_PAST)
+            return false;   /* not one of its segments */
+    }
+    return true;
+}
+
 bool nd_large_is_valid(void)
 {
     bool ok = true;
@@ -1710,6 +1937,7 @@ bool nd_large_is_valid(void)
             }
             ok = ok && empty == pool->empty && empty <= nd_large_spare() && count == pool->segs.count &&
                  count == nd_load_relaxed(&pool->hint);
+            ok = ok && nd_large_fit_is_valid(pool);
             /* The segments the unlock gives back: large, of this (node,
                kind), without a block. */
             for (nd_segment *s = pool->gone; s != NULL && ok; s = s->next)

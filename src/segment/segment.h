@@ -388,6 +388,7 @@ typedef struct nd_segment {
        chunk c (tails, above); read unlocked by nd_seg_maps. Past a huge
        segment's header: read only where a tails bit is set. */
     uint16_t        tail_from[ND_SEG_CHUNKS];
+    uint64_t        pool_seq;    /* large only: its place in its shard's list (large.c: the fit hints), rising */
 } nd_segment;
 
 /* The page descriptors on a segment header's first 4 KiB, with its

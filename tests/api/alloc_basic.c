@@ -1161,7 +1161,12 @@ static const char *small_samples_of_two_threads(const char *san)
    the first mapping: the opt-out of transparent huge pages at start-up
    and at each new segment, os.c and segment.c; the freed pages' own purge
    deadlines in the page retire and the heap's purge pass, heap.c), the
-   sample section still 8 pages: 36 pages, 144 KiB, the bound at it. */
+   sample section still 8 pages: 36 pages, 144 KiB, the bound at it.
+   Raised to 148 KiB at stop 62: the sample section ended on the last
+   byte of its fourth page (0x3ebf bytes from 0x47140), and the large
+   pool's fit hints (large.c: the walks of a pool of many segments start
+   where a run may fit; their work out of line, for pools past 16
+   segments) took it 0.9 KiB past it: 37 pages, the bound at it. */
 static void the_code_a_sample_runs_lies_on_few_pages(void)
 {
     const char *lib = small_samples_of_two_threads("decides which code runs");
@@ -1172,7 +1177,7 @@ static void the_code_a_sample_runs_lies_on_few_pages(void)
     long ps = sysconf(_SC_PAGESIZE);
     long all = mappings_resident_pages(map, 0, maps);
     EXPECT(maps > 1, "nodal's code (%s) to be more than one mapping with the profile on", obj);
-    EXPECT(all * ps <= 144 * 1024, "at most 144 KiB of nodal's code (%s) to be resident after small samples of two "
+    EXPECT(all * ps <= 148 * 1024, "at most 148 KiB of nodal's code (%s) to be resident after small samples of two "
            "threads (the code every process runs, 88 KiB, and the samples' own), got %ld KiB (%d mappings)", obj,
            all * ps / 1024, maps);
 }

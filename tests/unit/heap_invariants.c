@@ -2174,7 +2174,50 @@ static void *rounds_past_the_bounds(void *arg)
            (unsigned long long)calls[0], (unsigned long long)calls[1], (unsigned long long)calls[2]);
     EXPECT(nd_load_relaxed(&nd_gauge.purge_bounds_raised) - raised >= 2, "purge_bounds_raised to count the heap's and "
            "the cache's raised bounds (%llu)", (unsigned long long)(nd_load_relaxed(&nd_gauge.purge_bounds_raised) - raised));
+    EXPECT(nd_large_is_valid(), "the large pools' invariants (their fit hints among them) to hold");
     return NULL;
+}
+
+/* A pool of many segments (100, three 1 MiB blocks each) starts its walks
+   where a run may fit (large.c: the fit hints): a block freed in an old
+   segment is found again, whatever request came since. Every third block
+   freed, then as many taken again: they fill those holes, no segment is
+   mapped, and the hints stay true (nd_large_is_valid walks them). */
+static void *holes_in_a_big_pool(void *arg)
+{
+    (void)arg;
+    enum { N = 300 };
+    static void *a[N];
+    for (int i = 0; i < N; i++) {
+        a[i] = nodal_malloc(1 << 20);
+        EXPECT(a[i] != NULL, "block %d to be allocated", i);
+    }
+    void *probe = nodal_malloc(1 << 20);   /* a walk past the last segment: hints past the end */
+    nodal_free(probe);
+    for (int i = 0; i < N; i += 3) {
+        nodal_free(a[i]);
+        a[i] = NULL;
+    }
+    EXPECT(nd_large_is_valid(), "the fit hints to hold after the frees");
+    uint64_t maps = nd_load_relaxed(&nd_gauge.os_maps) + nd_load_relaxed(&nd_gauge.segments_cached);
+    for (int i = 0; i < N; i += 3) {
+        a[i] = nodal_malloc(1 << 20);
+        EXPECT(a[i] != NULL, "block %d to be allocated again", i);
+    }
+    EXPECT(nd_load_relaxed(&nd_gauge.os_maps) + nd_load_relaxed(&nd_gauge.segments_cached) == maps,
+           "the blocks taken again to fill the holes the frees left, no segment brought");
+    EXPECT(nd_large_is_valid(), "the fit hints to hold after the blocks were taken again");
+    for (int i = 0; i < N; i++)
+        nodal_free(a[i]);
+    EXPECT(nd_large_is_valid(), "the large pools' invariants to hold at the end");
+    return NULL;
+}
+
+static void a_big_large_pool_finds_the_holes_of_its_old_segments(void)
+{
+    if (nd_opt(ND_OPT_secure) != 0)
+        SKIP("default mode: secure=1 chooses runs by its guard pages");
+    in_a_new_thread(holes_in_a_big_pool);
 }
 
 static void rounds_past_the_purge_bounds_keep_their_memory_after_the_first(void)
@@ -5451,6 +5494,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_record_pooled_with_much_free_memory_in_its_pages_gives_it_back),
     ND_CASE(rounds_past_the_purge_bounds_keep_their_memory_after_the_first),
     ND_CASE(memory_freed_once_past_the_purge_bound_is_still_given_back_at_once),
+    ND_CASE(a_big_large_pool_finds_the_holes_of_its_old_segments),
     ND_CASE(a_forced_collect_gives_back_the_pages_of_abandoned_segments_no_heap_adopts),
     ND_CASE(abandoned_segments_no_heap_adopts_give_back_their_pages_unasked),
     ND_CASE(segments_opt_out_of_huge_pages_the_kernel_gives_unasked),
