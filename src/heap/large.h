@@ -39,7 +39,10 @@
  * empty segments over all its shards, giving back the least resident
  * empty segment whichever shard holds it (nd_large_trim, large.c).
  * A block takes the first free run that fits (lowest chunk first) in the
- * oldest segment of the pool that has one: a new segment goes to the end
+ * oldest segment of the pool that has one (a pool of more than 16
+ * segments starts each walk for a run of k chunks at the first segment
+ * that may have one: large.c, the fit hints; it walked all of them at
+ * every request, 4 MiB apart): a new segment goes to the end
  * of the pool's list, so the holes frees leave in older, fuller segments
  * are filled before the newest is cut into, and the newest, emptiest one
  * can go back empty. (New segments first, as before, spread the blocks of
