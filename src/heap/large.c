@@ -626,6 +626,8 @@ nd_large_path static int nd_large_commit(nd_large_pool *pool, nd_segment *s, con
    lock. */
 static nd_segment *nd_large_regain(nd_large_pool *pool, unsigned k, unsigned step, unsigned *at)
 {
+    if (nd_likely(nd_load_relaxed(&nd_seg_holes_made) == 0))
+        return NULL;   /* no segment has a hole */
     for (nd_segment *s = pool->segs.first; s != NULL; s = s->next) {
         if (s->unmapped == 0)
             continue;

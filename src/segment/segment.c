@@ -22,6 +22,9 @@
 #include "tier.h"
 #include "topo.h"
 
+/* Set once any segment had a hole (segment.h: nd_seg_holes_made). */
+uint8_t nd_seg_holes_made;
+
 uint8_t  *nd_segmap_top[ND_SEGMAP_TOP];
 uint64_t  nd_segcache[ND_SEGCACHE_SLOTS];
 uintptr_t nd_seg_secret;
@@ -488,6 +491,7 @@ static void nd_seg_run_gone(nd_segment *s, unsigned a, unsigned b, bool returned
         nd_gauge_add(returned, committed);
     s->committed &= ~run;
     nd_seg_purge_drop(s, run);
+    nd_store_relaxed(&nd_seg_holes_made, 1);
     nd_store_relaxed(&s->unmapped, s->unmapped | run);   /* read unlocked: nd_seg_maps */
     nd_seg_mark_guards(s, (size_t)a * (ND_CHUNK_SIZE / ps), (size_t)(b + 1) * (ND_CHUNK_SIZE / ps), false);
     nd_seg_gauge_mapped(s, -(long)((size_t)(b - a + 1) << ND_CHUNK_SHIFT));
@@ -639,6 +643,7 @@ void nd_seg_tail_to_hole(nd_segment *s, unsigned c)
     if (s->kind == ND_SEG_LARGE)   /* a bit per chunk there; a small or medium segment's are pages */
         s->free_mask &= ~bit;
     /* A hole first, then no tail: nd_seg_maps says "not mapped" throughout. */
+    nd_store_relaxed(&nd_seg_holes_made, 1);
     nd_store_relaxed(&s->unmapped, s->unmapped | bit);
     nd_store_relaxed(&s->tails, s->tails & ~bit);
     nd_gauge_sub(committed, from);

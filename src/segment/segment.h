@@ -561,6 +561,11 @@ bool nd_seg_move_run(nd_segment *s, unsigned a, unsigned b, void *to) nd_hidden;
    would not map stays a hole: no room, errno ENOMEM, or another mapping
    there now). */
 uint64_t nd_seg_remap_chunks(nd_segment *s, uint64_t chunks) nd_hidden;
+/* Nonzero once any segment had a chunk unmapped (a hole: an address-space
+   release, or pages moved away); read with relaxed atomics. Until then no
+   walk for holes to map again finds one (large.c: nd_large_regain walked
+   every segment each time a pool brought one). */
+extern uint8_t nd_seg_holes_made nd_hidden;
 /* Unmaps the end of chunk c of LARGE segment s from byte `from` of the
    chunk (a multiple of the OS page, 0 < from < 64 KiB), which nothing
    uses: chunk 0 past the header, or a block's last chunk past the block
