@@ -32,6 +32,11 @@ GROUPS = {
                     "per pair; the alloc/free split divides the CPU time by the measured phase times; "
                     "sys_s = the process's system seconds over the row (glibc trims and refaults its heap "
                     "top for batches of 256 B and more)"),
+    "micro-batch-big": ("Micro: batches of 1,000 medium and large blocks (64 KiB, 256 KiB, 1 MiB) then 1,000 frees",
+                        ["cpu_ns_pair", "cpu_ns_alloc", "cpu_ns_free", "ns_pair", "sys_s"],
+                        "per pair; a round frees 62-1,000 MiB of address space (one OS page of each block "
+                        "written), which an allocator that gives it back at once maps or faults in again at "
+                        "the next round (docs/results.md, stop 62)"),
     "micro-realloc": ("Micro: realloc growth from 8 B to 64 KiB", ["cpu_ns_realloc", "ns_realloc"],
                       "per realloc call"),
     "micro-grow": ("Micro: realloc growth of a big block from 1 MiB to 64 MiB by tenths", ["cpu_ns_realloc", "ns_realloc"],
@@ -302,6 +307,12 @@ def full_cases():
                               ["-m", mode, "-s", _csv(sizes), "-t", str(t),
                                "-n", "10000000" if mode == "pair" else "1000000"],
                               "micro-" + mode, timeout=900))
+    # batches of medium and large blocks (stop 62: rounds past the bounds
+    # that give memory back at once, and a large pool of hundreds of segments)
+    for t in (1, 2):
+        cases.append(Case("micro-batchbig-t%d" % t, "micro",
+                          ["-m", "batch", "-s", "65536,262144,1048576", "-t", str(t), "-n", "100000"],
+                          "micro-batch-big", timeout=900))
     for mode in ("pair", "batch"):
         for t in (1, 2, 4, 8, 16):
             cases.append(Case("cxxnew-%s-t%d" % (mode, t), "cxxnew",

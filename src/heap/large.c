@@ -993,7 +993,22 @@ nd_large_path static nd_noinline nd_large_pool *nd_large_borrow(nd_large_pool *p
         nd_large_pool *o = first + (nd_large_shard_index(pool) + j) % ND_LARGE_SHARDS;
         if (nd_load_relaxed(&o->hint) == 0)
             continue;
-        nd_large_lock(o);
+        /* For any free run (its memory faulted in either way), a shard
+           whose lock is held is busy with its own blocks (its thread's
+           batch, or another borrower): passed over, not waited for (two
+           threads cycling batches of 256 KiB blocks, one a CPU, waited
+           for each other's shard 29,000 times in 200 rounds:
+           docs/results.md, stop 62). For a resident run it is waited
+           for: that run saves faults and memory (micro -m large -t 2's
+           peak 25.4 MiB, 29.2 passing over busy shards there too). */
+        if (resident) {
+            nd_large_lock(o);
+        } else {
+            if (!nd_trylock(nd_pool_lock(o)))
+                continue;
+            if (nd_load_relaxed(&o->pending) != NULL)
+                nd_large_drain(o);
+        }
         for (nd_segment *s = nd_large_fit_start(o, k); s != NULL; s = s->next) {
             unsigned i = nd_large_find(resident ? s->free_mask & s->committed : s->free_mask, k, step);
             if (i < 64) {
