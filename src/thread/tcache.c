@@ -1042,19 +1042,24 @@ static nd_hot nd_noinline void nd_tcache_grow_to(nd_tcache *tc, unsigned c, uint
 static nd_hot bool nd_tcache_reclaim(nd_tcache *tc, unsigned keep);
 
 /* Does full bin c (an overflow's) hold its own heap's blocks: of
-   ND_OWN_SAMPLES blocks spread over it, is every one of its cache's
-   heap's pages? The blocks of a thread that reuses its own batches (its
-   mallocs, then its frees) are; those of threads that hand blocks to one
-   another (bench/rptest, larson, mstress) are mixed. */
+   ND_OWN_SAMPLES blocks spread over it (all of them in a smaller bin), is
+   every one of its cache's heap's pages? The blocks of a thread that
+   reuses its own batches (its mallocs, then its frees) are; those of
+   threads that hand blocks to one another (bench/rptest, larson, mstress)
+   are mixed. A bin of fewer than ND_OWN_SAMPLES blocks (a medium class's:
+   1-4 blocks of 64 KiB) counted as mixed, so two threads cycling batches
+   of medium blocks kept trading them through the store (micro -m batch -s
+   65536 -t 2: 388 -> 247 ns a pair; docs/results.md, stop 62). */
 #define ND_OWN_SAMPLES 16u
 static nd_hot bool nd_bin_holds_own(const nd_tcache *tc, unsigned c)
 {
     void *const *cur = tc->bins[c].cur;
     size_t n = (size_t)(tc->bins[c].empty - cur);
-    if (n < ND_OWN_SAMPLES || n < nd_bin_info_of(tc, c)->cap)
+    if (n == 0 || n < nd_bin_info_of(tc, c)->cap)
         return false;
-    for (size_t k = 0; k < ND_OWN_SAMPLES; k++) {
-        void *p = cur[k * n / ND_OWN_SAMPLES];
+    size_t samples = n < ND_OWN_SAMPLES ? n : ND_OWN_SAMPLES;
+    for (size_t k = 0; k < samples; k++) {
+        void *p = cur[k * n / samples];
         if (nd_load_relaxed(&nd_page_of(nd_seg_base(p), p)->heap) != &tc->heap)
             return false;
     }
