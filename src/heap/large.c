@@ -116,9 +116,13 @@ static nd_large_pool nd_large_pools[ND_MAX_NODES][2][ND_LARGE_SHARDS];
    found from its index: 1,019 -> 1,073 instructions a step of
    bench/micro -m large), and a table for every pool 528 KiB of nodal's
    image. */
+/* Hints are kept for runs of up to ND_LARGE_FIT_KS - 1 chunks: a large
+   block takes at most 17 (1 MiB and a guard page), a grown one's room 32;
+   longer runs (aligned requests) walk from the first. */
+#define ND_LARGE_FIT_KS 33u
 typedef struct nd_large_fit {
-    nd_segment *fit_from[64];
-    uint64_t  fit_seq[64];
+    nd_segment *fit_from[ND_LARGE_FIT_KS];
+    uint64_t  fit_seq[ND_LARGE_FIT_KS];
     uint64_t  next_seq;
 } nd_large_fit;
 
@@ -199,7 +203,7 @@ static size_t nd_large_fit_pools;
    fit hints, above); NULL when none may have one. Under the lock. */
 static nd_noinline nd_segment *nd_large_fit_start_past(const nd_large_pool *pool, unsigned k)
 {
-    nd_segment *s = k < 64 && nd_large_fit_on(pool) ? pool->fit->fit_from[k] : NULL;
+    nd_segment *s = k < ND_LARGE_FIT_KS && nd_large_fit_on(pool) ? pool->fit->fit_from[k] : NULL;
     return s == NULL ? pool->segs.first : s == ND_LARGE_FIT_PAST ? NULL : s;
 }
 
@@ -207,7 +211,7 @@ static nd_noinline nd_segment *nd_large_fit_start_past(const nd_large_pool *pool
    chunks (step 1, the free chunks alone) found it in s, or none (NULL). */
 static nd_noinline void nd_large_fit_found_past(nd_large_pool *pool, unsigned k, nd_segment *s)
 {
-    if (k >= 64 || !nd_large_fit_on(pool))
+    if (k >= ND_LARGE_FIT_KS || !nd_large_fit_on(pool))
         return;
     pool->fit->fit_from[k] = s != NULL ? s : ND_LARGE_FIT_PAST;
     pool->fit->fit_seq[k] = s != NULL ? s->pool_seq : UINT64_MAX;
@@ -232,7 +236,7 @@ static inline void nd_large_fit_found(nd_large_pool *pool, unsigned k, nd_segmen
 static void nd_large_fit_room(nd_large_pool *pool, const nd_segment *s, unsigned longest)
 {
     uint64_t seq = s->pool_seq;
-    for (unsigned k = 1; k <= longest && k < 64; k++)
+    for (unsigned k = 1; k <= longest && k < ND_LARGE_FIT_KS; k++)
         if (nd_large_fit_of(pool)->fit_seq[k] > seq) {
             nd_large_fit_of(pool)->fit_seq[k] = seq;
             nd_large_fit_of(pool)->fit_from[k] = (nd_segment *)s;
@@ -275,7 +279,7 @@ static nd_noinline void nd_large_fit_appended_past(nd_large_pool *pool, nd_segme
     }
     if (fresh)
         nd_add_relaxed(&nd_large_fit_pools, 1);
-    for (unsigned k = 1; k < 64; k++)
+    for (unsigned k = 1; k < ND_LARGE_FIT_KS; k++)
         if (fresh) {
             nd_large_fit_of(pool)->fit_from[k] = NULL;
             nd_large_fit_of(pool)->fit_seq[k] = 0;
@@ -292,7 +296,7 @@ static nd_noinline void nd_large_fit_removed_past(nd_large_pool *pool, const nd_
         return;
     if (pool->segs.count == ND_LARGE_FIT_FROM + 1)   /* at the bound after this */
         nd_sub_relaxed(&nd_large_fit_pools, 1);
-    for (unsigned k = 1; k < 64; k++)
+    for (unsigned k = 1; k < ND_LARGE_FIT_KS; k++)
         if (nd_large_fit_of(pool)->fit_from[k] == s) {
             nd_large_fit_of(pool)->fit_from[k] = s->next != NULL ? s->next : ND_LARGE_FIT_PAST;
             nd_large_fit_of(pool)->fit_seq[k] = s->next != NULL ? s->next->pool_seq : UINT64_MAX;
@@ -1874,7 +1878,7 @@ static bool nd_large_fit_is_valid(const nd_large_pool *pool)
             return false;
         last = s->pool_seq;
     }
-    for (unsigned k = 1; k < 64; k++) {
+    for (unsigned k = 1; k < ND_LARGE_FIT_KS; k++) {
         const nd_segment *h = f->fit_from[k];
         if (h == NULL) {
             if (f->fit_seq[k] != 0)
