@@ -190,6 +190,26 @@ static inline unsigned nd_popcount64(uint64_t x)
     return (unsigned)((x * 0x0101010101010101ull) >> 56);
 }
 
+/* Bounds that rise with demand (heap.h: a heap's pending purges; node.c:
+   a node cache's dirty and mapped segments): each is kept as `raised`, 0
+   at its base, else above it. nd_bound_of: the bound in force.
+   nd_bound_aged: `raised` after a window (a maintenance pass, a sweep)
+   whose high was `high`: as it was while the high reached half of the
+   bound, else down by half at most and not below twice the high, 0 once
+   that is the base or less. */
+static inline size_t nd_bound_of(size_t raised, size_t base)
+{
+    return raised > base ? raised : base;
+}
+
+static inline size_t nd_bound_aged(size_t raised, size_t base, size_t high)
+{
+    if (raised <= base || high >= raised / 2)
+        return raised;
+    size_t to = 2 * high > raised / 2 ? 2 * high : raised / 2;
+    return to > base ? to : 0;
+}
+
 /* Bits first..last (inclusive, 0 <= first <= last <= 63) of a 64-bit mask. */
 static inline uint64_t nd_mask_range(unsigned first, unsigned last)
 {

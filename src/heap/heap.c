@@ -229,7 +229,7 @@ static inline bool nd_heap_no_reserve(const nd_heap *h, unsigned cls)
 /* h's bound on its pending purges (heap.h: ND_PURGE_PENDING_MAX). */
 static inline size_t nd_heap_pending_max(const nd_heap *h)
 {
-    return h->pending_max > ND_PURGE_PENDING_MAX ? h->pending_max : ND_PURGE_PENDING_MAX;
+    return nd_bound_of(h->pending_max, ND_PURGE_PENDING_MAX);
 }
 
 /* A new page of h faults in `fresh` chunks (not committed) while memory
@@ -250,7 +250,7 @@ static void nd_heap_regret(nd_heap *h, uint64_t fresh)
         bytes = h->purged_back;
     h->purged_back -= bytes;
     size_t max = nd_heap_pending_max(h);
-    bool first = h->pending_max <= ND_PURGE_PENDING_MAX;
+    bool first = h->pending_max == 0;
     h->pending_max = max + bytes < ND_PURGE_PENDING_TOP ? max + bytes : ND_PURGE_PENDING_TOP;
     if (first)
         nd_gauge_add(purge_bounds_raised, 1);
@@ -849,15 +849,11 @@ void nd_heap_retire_kept(nd_heap *h)
 }
 
 /* At each maintenance pass: a raised bound on h's pending purges whose
-   pending stayed under half of it since the last pass comes down halfway,
-   not below twice that high (nor ND_PURGE_PENDING_MAX): heap.h. */
+   pending stayed under half of it since the last pass comes down
+   (nd_bound_aged: by half at most, not below twice that high): heap.h. */
 static void nd_heap_pending_max_age(nd_heap *h)
 {
-    size_t max = h->pending_max;
-    if (max > ND_PURGE_PENDING_MAX && h->pending_high < max / 2) {
-        size_t to = 2 * h->pending_high > max / 2 ? 2 * h->pending_high : max / 2;
-        h->pending_max = to > ND_PURGE_PENDING_MAX ? to : 0;
-    }
+    h->pending_max = nd_bound_aged(h->pending_max, ND_PURGE_PENDING_MAX, h->pending_high);
     h->pending_high = h->purge_pending;
 }
 

@@ -33,9 +33,9 @@
    memory of a program that frees and takes again more than it at every
    round: batches of 1,000 blocks of 48 KiB-128 KiB (bench/micro -m batch
    -s 65536: 5,900 ns a pair, 167,000 faults, against mimalloc's 37 ns;
-   docs/results.md, stop 62). The raised bound comes down, halfway to
-   twice the highest pending seen, at each maintenance pass whose pending
-   stayed under half of it (nd_heap_maintain). The memory a raised bound
+   docs/results.md, stop 62). The raised bound comes down, by half at
+   most and not below twice the highest pending seen, at each maintenance
+   pass whose pending stayed under half of it (config.h: nd_bound_aged). The memory a raised bound
    keeps is still purged after the delay, as all pending memory is. */
 #define ND_PURGE_PENDING_MAX (32 * ND_MiB)
 #define ND_PURGE_PENDING_TOP (1024 * ND_MiB)

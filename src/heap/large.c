@@ -10,6 +10,7 @@
 #include "large.h"
 
 #include <errno.h>
+#include <string.h>
 #include "list.h"
 #include "lock.h"
 #include "meta.h"
@@ -126,8 +127,6 @@ typedef struct nd_large_fit {
     uint64_t  next_seq;
 } nd_large_fit;
 
-static inline nd_large_fit *nd_large_fit_of(const nd_large_pool *pool) { return pool->fit; }
-
 /* A shard's lock: ND_LOCK(large_pool, (2 * node + bound) * ND_LARGE_SHARDS + shard). */
 static inline nd_lock_t *nd_pool_lock(const nd_large_pool *pool)
 {
@@ -152,6 +151,17 @@ static inline void nd_large_lock(nd_large_pool *pool)
     nd_lock_brief(nd_pool_lock(pool), ND_LARGE_LOCK_TRIES);
     if (nd_load_relaxed(&pool->pending) != NULL)
         nd_large_drain(pool);
+}
+
+/* nd_large_lock when the shard's lock is free at once; false (not taken)
+   when it is held. */
+static inline bool nd_large_trylock(nd_large_pool *pool)
+{
+    if (!nd_trylock(nd_pool_lock(pool)))
+        return false;
+    if (nd_load_relaxed(&pool->pending) != NULL)
+        nd_large_drain(pool);
+    return true;
 }
 
 /* Shard sh's index in its pool. */
@@ -237,9 +247,9 @@ static void nd_large_fit_room(nd_large_pool *pool, const nd_segment *s, unsigned
 {
     uint64_t seq = s->pool_seq;
     for (unsigned k = 1; k <= longest && k < ND_LARGE_FIT_KS; k++)
-        if (nd_large_fit_of(pool)->fit_seq[k] > seq) {
-            nd_large_fit_of(pool)->fit_seq[k] = seq;
-            nd_large_fit_of(pool)->fit_from[k] = (nd_segment *)s;
+        if (pool->fit->fit_seq[k] > seq) {
+            pool->fit->fit_seq[k] = seq;
+            pool->fit->fit_from[k] = (nd_segment *)s;
         }
 }
 
@@ -271,21 +281,22 @@ static nd_noinline void nd_large_fit_appended_past(nd_large_pool *pool, nd_segme
         pool->fit = nd_meta_alloc(sizeof(nd_large_fit));   /* NULL: no hints, walks from the first */
     if (pool->fit == NULL || !nd_large_fit_on(pool))
         return;
-    if (fresh) {   /* the hints start now: every segment numbered in its order */
+    nd_large_fit *f = pool->fit;
+    if (fresh) {
+        /* The hints start now: every segment numbered in its order, every
+           walk from the first. */
         for (nd_segment *t = pool->segs.first; t != NULL; t = t->next)
-            t->pool_seq = ++pool->fit->next_seq;
-    } else {
-        s->pool_seq = ++pool->fit->next_seq;
-    }
-    if (fresh)
+            t->pool_seq = ++f->next_seq;
+        memset(f->fit_from, 0, sizeof f->fit_from);
+        memset(f->fit_seq, 0, sizeof f->fit_seq);
         nd_add_relaxed(&nd_large_fit_pools, 1);
+        return;
+    }
+    s->pool_seq = ++f->next_seq;
     for (unsigned k = 1; k < ND_LARGE_FIT_KS; k++)
-        if (fresh) {
-            nd_large_fit_of(pool)->fit_from[k] = NULL;
-            nd_large_fit_of(pool)->fit_seq[k] = 0;
-        } else if (nd_large_fit_of(pool)->fit_from[k] == ND_LARGE_FIT_PAST) {
-            nd_large_fit_of(pool)->fit_from[k] = s;
-            nd_large_fit_of(pool)->fit_seq[k] = s->pool_seq;
+        if (f->fit_from[k] == ND_LARGE_FIT_PAST) {
+            f->fit_from[k] = s;
+            f->fit_seq[k] = s->pool_seq;
         }
 }
 
@@ -297,9 +308,9 @@ static nd_noinline void nd_large_fit_removed_past(nd_large_pool *pool, const nd_
     if (pool->segs.count == ND_LARGE_FIT_FROM + 1)   /* at the bound after this */
         nd_sub_relaxed(&nd_large_fit_pools, 1);
     for (unsigned k = 1; k < ND_LARGE_FIT_KS; k++)
-        if (nd_large_fit_of(pool)->fit_from[k] == s) {
-            nd_large_fit_of(pool)->fit_from[k] = s->next != NULL ? s->next : ND_LARGE_FIT_PAST;
-            nd_large_fit_of(pool)->fit_seq[k] = s->next != NULL ? s->next->pool_seq : UINT64_MAX;
+        if (pool->fit->fit_from[k] == s) {
+            pool->fit->fit_from[k] = s->next != NULL ? s->next : ND_LARGE_FIT_PAST;
+            pool->fit->fit_seq[k] = s->next != NULL ? s->next->pool_seq : UINT64_MAX;
         }
 }
 
@@ -1005,14 +1016,10 @@ nd_large_path static nd_noinline nd_large_pool *nd_large_borrow(nd_large_pool *p
            docs/results.md, stop 62). For a resident run it is waited
            for: that run saves faults and memory (micro -m large -t 2's
            peak 25.4 MiB, 29.2 passing over busy shards there too). */
-        if (resident) {
+        if (resident)
             nd_large_lock(o);
-        } else {
-            if (!nd_trylock(nd_pool_lock(o)))
-                continue;
-            if (nd_load_relaxed(&o->pending) != NULL)
-                nd_large_drain(o);
-        }
+        else if (!nd_large_trylock(o))
+            continue;
         for (nd_segment *s = nd_large_fit_start(o, k); s != NULL; s = s->next) {
             unsigned i = nd_large_find(resident ? s->free_mask & s->committed : s->free_mask, k, step);
             if (i < 64) {

@@ -61,8 +61,9 @@ typedef ND_LIST(nd_segment) nd_seg_list;
  *    (ND_CACHE_DIRTY_MAX, cache_segments), else above it and at most
  *    ND_CACHE_DIRTY_TOP, ND_CACHE_COUNT_TOP; read without the lock
  *    (relaxed atomics), written under it. dropped_dirty, dropped_mapped:
- *    segments purged on arrival, unmapped, since dropped_at (ms) and not
- *    made up for by a raise yet; dirty_high, count_high: the most
+ *    segments purged on arrival, unmapped, since dropped_at (ms; set to 0
+ *    by a request that finds both spent or the window past) and not made
+ *    up for by a raise yet; dirty_high, count_high: the most
  *    cache_dirty, cache.count since the last sweep.
  */
 typedef struct nd_kind_state {
@@ -149,14 +150,12 @@ static void nd_node_cache_add(nd_kind_state *k, nd_segment *s, bool front)
    segments (node.c, above). */
 static size_t nd_node_dirty_max(const nd_kind_state *k)
 {
-    size_t m = nd_load_relaxed(&k->dirty_max);
-    return m > ND_CACHE_DIRTY_MAX ? m : ND_CACHE_DIRTY_MAX;
+    return nd_bound_of(nd_load_relaxed(&k->dirty_max), ND_CACHE_DIRTY_MAX);
 }
 
 static size_t nd_node_count_max(const nd_kind_state *k)
 {
-    size_t base = (size_t)nd_opt(ND_OPT_cache_segments), m = nd_load_relaxed(&k->count_max);
-    return m > base ? m : base;
+    return nd_bound_of(nd_load_relaxed(&k->count_max), (size_t)nd_opt(ND_OPT_cache_segments));
 }
 
 /* Under the node lock: a request at `now` found no dirty segment (clean:
@@ -165,10 +164,11 @@ static size_t nd_node_count_max(const nd_kind_state *k)
    (above). */
 static void nd_node_cache_missed(nd_kind_state *k, uint64_t now, bool clean)
 {
-    if ((k->dropped_dirty | k->dropped_mapped) == 0)
-        return;
-    if (now > k->dropped_at + (uint64_t)nd_opt(ND_OPT_purge_delay)) {
+    if ((k->dropped_dirty | k->dropped_mapped) == 0 || now > k->dropped_at + (uint64_t)nd_opt(ND_OPT_purge_delay)) {
+        /* Nothing dropped, or too late: not the same round. A request
+           finding the cache empty then takes no lock (nd_node_seg_get). */
         k->dropped_dirty = k->dropped_mapped = 0;
+        nd_store_relaxed(&k->dropped_at, 0);
         return;
     }
     bool raised = false;
@@ -193,21 +193,12 @@ static void nd_node_cache_missed(nd_kind_state *k, uint64_t now, bool clean)
 }
 
 /* Under the node lock, at each sweep: a raised bound whose cache stayed
-   under half of it since the last sweep comes down, by half at most, not
-   below twice that high (nor its base). */
+   under half of it since the last sweep comes down (config.h:
+   nd_bound_aged). */
 static void nd_node_bounds_age(nd_kind_state *k)
 {
-    size_t m = k->dirty_max;
-    if (m > ND_CACHE_DIRTY_MAX && k->dirty_high < m / 2) {
-        size_t to = 2 * k->dirty_high > m / 2 ? 2 * k->dirty_high : m / 2;
-        nd_store_relaxed(&k->dirty_max, to > ND_CACHE_DIRTY_MAX ? to : 0);
-    }
-    m = k->count_max;
-    size_t base = (size_t)nd_opt(ND_OPT_cache_segments);
-    if (m > base && k->count_high < m / 2) {
-        size_t to = 2 * k->count_high > m / 2 ? 2 * k->count_high : m / 2;
-        nd_store_relaxed(&k->count_max, to > base ? to : 0);
-    }
+    nd_store_relaxed(&k->dirty_max, nd_bound_aged(k->dirty_max, ND_CACHE_DIRTY_MAX, k->dirty_high));
+    nd_store_relaxed(&k->count_max, nd_bound_aged(k->count_max, (size_t)nd_opt(ND_OPT_cache_segments), k->count_high));
     k->dirty_high = k->cache_dirty;
     k->count_high = k->cache.count;
 }
