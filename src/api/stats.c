@@ -84,6 +84,15 @@ static void nd_snapshot_take(nd_snapshot *s, bool since_reset)
     nd_thread_stats_sum(s->cls, &s->t, s->tier_from, &threads, &pooled);
     nd_shared_stats_add(s->cls, &s->t);
     ND_STATS_TABLE(ND_READ_GAUGE)
+    /* The pages threads' heaps set up and retired and have not added to
+       the gauges yet (heap.h: gauge_pages). */
+    long active = 0, pages[ND_CLASS_COUNT] = { 0 };
+    nd_thread_gauges_add(&active, pages);
+    s->t.active += (uint64_t)active;
+    if (s->t.peak_active < s->t.active)
+        s->t.peak_active = s->t.active;
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
+        s->cls[c].pages += (uint64_t)pages[c];
     /* Derived fields, from all-time counters. */
     s->t.threads = threads;
     s->t.pooled_threads = pooled;

@@ -69,6 +69,43 @@ static void nd_heap_unkeep(nd_heap *h, nd_page *pg)
     h->kept_bytes -= nd_heap_page_size(cls);
 }
 
+/* ---- the gauges of pages in use (heap.h: gauge_pages) ---------------------- */
+
+nd_hot nd_noinline void nd_heap_gauge_flush(nd_heap *h)
+{
+    for (uint64_t m = h->gauge_classes; m != 0; m &= m - 1) {
+        unsigned c = (unsigned)__builtin_ctzll(m);
+        if (h->gauge_pages[c] != 0)
+            nd_add_relaxed(&nd_gauge.pages[c], (size_t)(long)h->gauge_pages[c]);   /* (a fall: modulo 2^64) */
+        h->gauge_pages[c] = 0;
+    }
+    if (h->gauge_active != 0)
+        nd_gauge_active(h->gauge_active);
+    h->gauge_active = 0;
+    h->gauge_classes = 0;
+    h->gauge_events = 0;
+}
+
+/* A page of class cls set up (pages 1) or retired (-1), of `bytes`
+   (negative when retired): into the gauges at h's ND_HEAP_GAUGE_EVENTS-th
+   such event, or at once in a shared heap. */
+static inline void nd_heap_gauge_page(nd_heap *h, unsigned cls, long bytes, int pages)
+{
+    h->gauge_active += bytes;
+    h->gauge_pages[cls] = (int16_t)(h->gauge_pages[cls] + pages);
+    h->gauge_classes |= (uint64_t)1 << cls;
+    if (nd_unlikely(++h->gauge_events >= ND_HEAP_GAUGE_EVENTS || h->shared))
+        nd_heap_gauge_flush(h);
+}
+
+__attribute__((no_sanitize("thread")))
+void nd_heap_gauge_pending(const nd_heap *h, long *active, long *pages)
+{
+    *active += nd_load_relaxed(&h->gauge_active);
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
+        pages[c] += nd_load_relaxed(&h->gauge_pages[c]);
+}
+
 /* ---- segments and pages -------------------------------------------------- */
 
 /* Can h's memory have been moved by the kernel to another node than its
@@ -340,8 +377,7 @@ static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)
         if (nd_unlikely(reused != 0))
             nd_count_inc(&h->stats.remote_pages);
         nd_page_init(pg, cls, start, area, h, h->tid, nd_heap_kind(h));
-        nd_add_relaxed(&nd_gauge.pages[cls], 1);
-        nd_gauge_active((long)area);
+        nd_heap_gauge_page(h, cls, (long)area, 1);
         nd_list_push_front(&h->pages[cls], pg);
         if (cls >= ND_HEAP_CLASSES_FROM)
             h->classes |= ND_HEAP_CLASS_BIT(cls);
@@ -382,8 +418,7 @@ static nd_hot void nd_heap_page_retire_as(nd_heap *h, nd_page *pg, bool due)
     size_t area;
     unsigned i = nd_seg_page_index(s, pg);
     uint8_t *start = nd_seg_page_area(s, i, &area);
-    nd_sub_relaxed(&nd_gauge.pages[cls], 1);
-    nd_gauge_active(-(long)area);
+    nd_heap_gauge_page(h, cls, -(long)area, -1);
     int k = nd_heap_kind_of(s);
     if (s->free_mask == 0)
         nd_list_move_front(&h->used[k], &h->avail[k], s);
@@ -872,6 +907,8 @@ nd_hot void nd_heap_maintain(nd_heap *h, uint64_t now, bool force)
     nd_heap_purge_free_blocks(h, force);
     nd_heap_purge(h, now, force);
     nd_heap_release_kept(h, now, force);
+    if (h->gauge_events != 0)
+        nd_heap_gauge_flush(h);
 }
 
 /* Takes remote frees back and retires every page left with no block out. */
@@ -915,6 +952,7 @@ nd_hot void nd_heap_trim(nd_heap *h)
     nd_heap_release_kept(h, 0, true);
     if (nd_heap_free_block_bytes(h) > ND_HEAP_KEPT_MAX)
         nd_heap_purge_free_blocks(h, true);
+    nd_heap_gauge_flush(h);
 }
 
 nd_hot void nd_heap_collect(nd_heap *h, uint64_t now, bool purge_all)
@@ -1054,6 +1092,7 @@ nd_hot void nd_heap_abandon(nd_heap *h)
         nd_list_init(&h->pages[c]);
     h->spare[0] = h->spare[1] = NULL;
     h->purge_pending = 0;
+    nd_heap_gauge_flush(h);   /* its pages stay in use, abandoned: counted */
 }
 
 size_t nd_heap_sweep_abandoned(nd_heap *h, size_t max)
@@ -1118,6 +1157,14 @@ static bool nd_heap_seg_queue_is_valid(const nd_heap *h, const nd_seg_queue *q, 
 
 bool nd_heap_is_valid(const nd_heap *h)
 {
+    /* The gauges held back (heap.h: gauge_pages). */
+    if (h->gauge_events >= ND_HEAP_GAUGE_EVENTS ||
+        (h->shared && (h->gauge_events | h->gauge_classes) != 0) || (h->gauge_events == 0 && h->gauge_active != 0))
+        return false;
+    for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
+        if ((h->gauge_pages[c] != 0 && !(h->gauge_classes & ((uint64_t)1 << c))) ||
+            h->gauge_pages[c] > (int)h->gauge_events || -h->gauge_pages[c] > (int)h->gauge_events)
+            return false;
     size_t kept = 0;
     uint64_t kept_classes = 0;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {

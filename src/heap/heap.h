@@ -46,6 +46,14 @@
 /* The most bytes of emptied pages a heap keeps set up for their classes
    (its kept pages, below): 64 small pages, or 8 medium ones. */
 #define ND_HEAP_KEPT_MAX (4 * ND_MiB)
+/* The page set-ups and retirements a heap counts before it adds them to
+   the process's gauges of pages and active bytes (heap.h: gauge_pages).
+   They were added at each, two read-modify-writes on lines every thread
+   shares: two threads each cycling batches of 1,000 blocks of 16 KiB
+   (bench/micro -m batch -s 16384 -t 2, 250 pages set up and retired a
+   round) took 42 ns a pair against 30 without them (docs/results.md,
+   stop 63). */
+#define ND_HEAP_GAUGE_EVENTS 32
 
 /* Thread ids: multiples of ND_TID_STEP, never reused; below 4 steps they
    are reserved. */
@@ -107,6 +115,16 @@ typedef ND_LIST(nd_segment) nd_seg_queue;
  *    segment's free pages are then due at once; and one, at the back of
  *    a queue of its kind, whenever a class without pages needs a new one
  *    (the memory serves that class instead).
+ *  - gauge_active, gauge_pages[c]: the bytes and pages of class c this
+ *    heap set up less those it retired since it last added them to the
+ *    process's gauges (active, pages[c]: counters.h), which it does at
+ *    its ND_HEAP_GAUGE_EVENTS-th set-up or retirement, at each maintenance
+ *    pass, trim and abandonment (nd_heap_gauge_flush); gauge_events counts
+ *    those since, below ND_HEAP_GAUGE_EVENTS; gauge_classes has bit c set
+ *    for each c with gauge_pages[c] != 0 (and maybe others). All 0 in a
+ *    shared heap, which writes the gauges at once (under its lock). A
+ *    report adds what the heaps of live and pooled threads hold
+ *    (nd_thread_gauges_add), so it reads the gauges whole.
  *  - pending_max is 0 (the bound on purge_pending is ND_PURGE_PENDING_MAX)
  *    or above ND_PURGE_PENDING_MAX and at most ND_PURGE_PENDING_TOP.
  *  - classes has bit c - ND_HEAP_CLASSES_FROM set for every class c from
@@ -147,6 +165,10 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_heap {
     size_t          pending_high;       /* the most purge_pending since the last maintenance pass */
     size_t          purged_back;        /* bytes the last purge past the bound gave back not faulted in again */
     uint64_t        purged_at;          /* the clock (clock_ms) at that purge */
+    long            gauge_active;       /* page bytes set up less retired, not yet in the active gauge (above) */
+    uint64_t        gauge_classes;      /* bit c: gauge_pages[c] may be other than 0 */
+    uint32_t        gauge_events;       /* set-ups and retirements since the gauges were last written */
+    int16_t         gauge_pages[ND_CLASS_COUNT];   /* pages set up less retired, not yet in the pages gauge */
     nd_thread_counters stats;
     nd_aligned(ND_CACHE_LINE) nd_page *notified;   /* pages notified by remote frees (other threads push;
                                                       all heaps' together: the notified_pages gauge) */
@@ -249,6 +271,12 @@ void   nd_heap_collect(nd_heap *h, uint64_t now, bool purge_all) nd_hidden;
    blocks of 8 KiB and more give back their memory now, as at a forced
    collect (heap.c: nd_heap_free_block_bytes). */
 void   nd_heap_trim(nd_heap *h) nd_hidden;
+/* Adds what h's pages set up and retired since the last call to the
+   process's gauges (above: gauge_pages; owner only). */
+void   nd_heap_gauge_flush(nd_heap *h) nd_hidden;
+/* Adds to *active and pages[c] what h holds back from the gauges (a
+   report's read of another thread's heap: racy whole words). */
+void   nd_heap_gauge_pending(const nd_heap *h, long *active, long *pages) nd_hidden;
 /* Retires every kept page of h (above): back to its segment, as an empty
    page goes, its memory purged after the delay. */
 void   nd_heap_retire_kept(nd_heap *h) nd_hidden;

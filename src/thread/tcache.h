@@ -433,7 +433,7 @@ _Static_assert(sizeof(nd_bin_near) == 216, "a near record: a cold part of 112 by
    parts, they spanned the third and fourth); the pad is what the other
    classes' cold parts leave of the third. */
 #define ND_TC_CSTATS_AT  (3 * 4096)
-#define ND_TC_CSTATS_PAD 1280
+#define ND_TC_CSTATS_PAD 1152
 
 /*
  * A thread cache and the heap under it.

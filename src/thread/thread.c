@@ -955,6 +955,18 @@ void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, nd_snap_tier (
     *pooled = npooled;
 }
 
+void nd_thread_gauges_add(long *active, long *pages)
+{
+    nd_lock(nd_threads_lock);
+    for (nd_thread *t = nd_threads.first; t; t = t->next) {
+        nd_tcache *tcs[ND_MAX_NODES + 1];
+        int n = nd_thread_tcaches(t, tcs);
+        for (int i = 0; i < n; i++)
+            nd_heap_gauge_pending(&tcs[i]->heap, active, pages);
+    }
+    nd_unlock(nd_threads_lock);
+}
+
 bool nd_thread_is_valid(void)
 {
     nd_thread *t = nd_tls_thread;

@@ -206,6 +206,9 @@ void nd_thread_count_large_resize(long delta) nd_hidden;
    records. */
 void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, nd_snap_tier (*tier_from)[ND_MAX_NODES],
                          size_t *threads, size_t *pooled) nd_hidden;
+/* Adds to *active and pages[c] the page gauges the heaps of live and
+   pooled threads hold back (heap.h: gauge_pages), for a report. */
+void nd_thread_gauges_add(long *active, long *pages) nd_hidden;
 
 /* fork(), in the child, every lock held: only the forking thread survives
    (the others' counters are folded). */

@@ -31,6 +31,7 @@
 #include "node.h"
 #include "page.h"
 #include "check.h"
+#include "stats_total.h"
 #include "proc.h"
 #include "thread.h"
 #include "segment.h"
@@ -2467,6 +2468,85 @@ static void *another_class_takes_a_kept_page(void *arg)
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold");
     nodal_free(b);
     return NULL;
+}
+
+/* The pages a heap sets up and retires reach the process's gauges (pages
+   of a class, active bytes) at its ND_HEAP_GAUGE_EVENTS-th set-up or
+   retirement, or at its maintenance, not at each (heap.h: gauge_pages),
+   and a report counts those a thread's heap holds back: another thread's
+   report while the heap holds them, and after its thread exited. */
+static struct {
+    pthread_barrier_t held, seen;
+    unsigned cls;
+    long held_pages, held_active;
+} gauge_hold;
+
+static void *hold_back_page_gauges(void *arg)
+{
+    (void)arg;
+    enum { MAX = 512 };
+    static void *blocks[MAX];
+    nodal_free(nodal_malloc(16));   /* the thread's record and cache */
+    nd_heap *h = &nd_tls_tc->heap;
+    unsigned cls = gauge_hold.cls;
+    nd_heap_gauge_flush(h);   /* (what its start set up) */
+    size_t pages0 = nd_load_relaxed(&nd_gauge.pages[cls]), active0 = nd_load_relaxed(&nd_gauge.active);
+    int n = 0;
+    /* Blocks one at a time, until three pages of the class are set up. */
+    while (h->gauge_pages[cls] < 3 && n < MAX)
+        EXPECT(nd_heap_take_blocks(h, cls, &blocks[n++], 1, 1) == 1, "a block of the class");
+    EXPECT(h->gauge_pages[cls] == 3 && h->gauge_events == 3, "three set-ups held back, %d pages in %u events",
+           h->gauge_pages[cls], h->gauge_events);
+    EXPECT(nd_load_relaxed(&nd_gauge.pages[cls]) == pages0 && nd_load_relaxed(&nd_gauge.active) == active0,
+           "the gauges not written at each set-up (pages %zu, %zu before)", nd_load_relaxed(&nd_gauge.pages[cls]),
+           pages0);
+    gauge_hold.held_pages = h->gauge_pages[cls];
+    gauge_hold.held_active = h->gauge_active;
+    pthread_barrier_wait(&gauge_hold.held);   /* the main thread reports */
+    pthread_barrier_wait(&gauge_hold.seen);
+    /* On to the ND_HEAP_GAUGE_EVENTS-th set-up: then all of them are in. */
+    while (h->gauge_events != 0 && n < MAX)
+        EXPECT(nd_heap_take_blocks(h, cls, &blocks[n++], 1, 1) == 1, "a block of the class");
+    EXPECT(nd_load_relaxed(&nd_gauge.pages[cls]) == pages0 + ND_HEAP_GAUGE_EVENTS,
+           "the %d-th set-up to add the %d pages to the gauge, %zu (%zu before)", ND_HEAP_GAUGE_EVENTS,
+           ND_HEAP_GAUGE_EVENTS, nd_load_relaxed(&nd_gauge.pages[cls]), pages0);
+    /* One more, held back; then maintenance adds it. */
+    size_t before = nd_load_relaxed(&nd_gauge.pages[cls]);
+    while (h->gauge_events == 0 && n < MAX)
+        EXPECT(nd_heap_take_blocks(h, cls, &blocks[n++], 1, 1) == 1, "a block of the class");
+    EXPECT(nd_load_relaxed(&nd_gauge.pages[cls]) == before, "the next set-up held back");
+    nd_heap_maintain(h, h->clock_ms, false);
+    EXPECT(h->gauge_events == 0 && nd_load_relaxed(&nd_gauge.pages[cls]) == before + 1,
+           "maintenance to add what the heap held back (%u events left)", h->gauge_events);
+    for (int i = 0; i < n; i++) {
+        nd_block_unmark(blocks[i]);   /* handed out, as nd_tcache_alloc does */
+        nodal_free(blocks[i]);
+    }
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold");
+    return NULL;
+}
+
+static void reports_count_the_page_gauges_a_heap_holds_back(void)
+{
+    gauge_hold.cls = nd_class_of(16384);
+    pthread_barrier_init(&gauge_hold.held, NULL, 2);
+    pthread_barrier_init(&gauge_hold.seen, NULL, 2);
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, hold_back_page_gauges, NULL) == 0, "pthread_create to work");
+    pthread_barrier_wait(&gauge_hold.held);
+    nd_heap_gauge_flush(&nd_tls_tc->heap);   /* this thread's own, out of the sum */
+    double active = nd_test_total("active"), peak = nd_test_total("peak_active");
+    size_t gauge = nd_load_relaxed(&nd_gauge.active);
+    EXPECT(active == (double)gauge + (double)gauge_hold.held_active,
+           "the report's active to count the %ld bytes another thread's heap holds back: %.0f, gauge %zu",
+           gauge_hold.held_active, active, gauge);
+    EXPECT(peak >= active, "peak_active (%.0f) at least active (%.0f)", peak, active);
+    pthread_barrier_wait(&gauge_hold.seen);
+    pthread_join(t, NULL);
+    nodal_collect(1);
+    EXPECT(nd_test_total("active") == (double)nd_load_relaxed(&nd_gauge.active),
+           "once the thread exited, the report's active to be the gauge's");
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold");
 }
 
 static void a_new_page_of_another_class_takes_a_kept_pages_memory(void)
@@ -5543,6 +5623,7 @@ static const struct nd_case cases[] = {
     ND_CASE(abandoned_segments_no_heap_adopts_give_back_their_pages_unasked),
     ND_CASE(segments_opt_out_of_huge_pages_the_kernel_gives_unasked),
     ND_CASE(under_huge_pages_1_plain_segments_keep_the_kernels_huge_pages),
+    ND_CASE(reports_count_the_page_gauges_a_heap_holds_back),
     ND_CASE(a_new_page_of_another_class_takes_a_kept_pages_memory),
     ND_CASE(a_heap_that_leaves_its_node_gives_back_and_purges_its_kept_pages),
     ND_CASE(a_heaps_purge_of_several_segments_is_one_system_call),
