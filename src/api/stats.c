@@ -86,7 +86,7 @@ static void nd_snapshot_take(nd_snapshot *s, bool since_reset)
     ND_STATS_TABLE(ND_READ_GAUGE)
     /* The pages threads' heaps set up and retired and have not added to
        the gauges yet (heap.h: gauge_pages). */
-    long active = 0, pages[ND_CLASS_COUNT] = { 0 };
+    long active = nd_large_gauge_pending(), pages[ND_CLASS_COUNT] = { 0 };
     nd_thread_gauges_add(&active, pages);
     s->t.active += (uint64_t)active;
     if (s->t.peak_active < s->t.active)

@@ -210,6 +210,17 @@ static inline size_t nd_bound_aged(size_t raised, size_t base, size_t high)
     return to > base ? to : 0;
 }
 
+/* The changes a heap (its pages set up and retired: heap.h, gauge_pages)
+   or a large pool's shard (its blocks given out and taken back: large.c,
+   gauge_active) holds back from the process's gauges of pages in use and
+   active bytes before it adds them, which it also does at maintenance.
+   They were added at each, read-modify-writes of lines every thread
+   shares: two threads each cycling batches of 1,000 blocks of 16 KiB
+   (bench/micro -m batch -s 16384 -t 2: 250 pages set up and retired a
+   round) took 42 ns a pair against 31 (docs/results.md, stop 63).
+   Reports add what is held back, so they read the gauges whole. */
+#define ND_GAUGE_EVENTS 32
+
 /* Bits first..last (inclusive, 0 <= first <= last <= 63) of a 64-bit mask. */
 static inline uint64_t nd_mask_range(unsigned first, unsigned last)
 {

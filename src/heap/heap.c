@@ -87,14 +87,14 @@ nd_hot nd_noinline void nd_heap_gauge_flush(nd_heap *h)
 }
 
 /* A page of class cls set up (pages 1) or retired (-1), of `bytes`
-   (negative when retired): into the gauges at h's ND_HEAP_GAUGE_EVENTS-th
+   (negative when retired): into the gauges at h's ND_GAUGE_EVENTS-th
    such event, or at once in a shared heap. */
 static inline void nd_heap_gauge_page(nd_heap *h, unsigned cls, long bytes, int pages)
 {
     h->gauge_active += bytes;
     h->gauge_pages[cls] = (int16_t)(h->gauge_pages[cls] + pages);
     h->gauge_classes |= (uint64_t)1 << cls;
-    if (nd_unlikely(++h->gauge_events >= ND_HEAP_GAUGE_EVENTS || h->shared))
+    if (nd_unlikely(++h->gauge_events >= ND_GAUGE_EVENTS || h->shared))
         nd_heap_gauge_flush(h);
 }
 
@@ -1158,7 +1158,7 @@ static bool nd_heap_seg_queue_is_valid(const nd_heap *h, const nd_seg_queue *q, 
 bool nd_heap_is_valid(const nd_heap *h)
 {
     /* The gauges held back (heap.h: gauge_pages). */
-    if (h->gauge_events >= ND_HEAP_GAUGE_EVENTS ||
+    if (h->gauge_events >= ND_GAUGE_EVENTS ||
         (h->shared && (h->gauge_events | h->gauge_classes) != 0) || (h->gauge_events == 0 && h->gauge_active != 0))
         return false;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)

@@ -46,14 +46,6 @@
 /* The most bytes of emptied pages a heap keeps set up for their classes
    (its kept pages, below): 64 small pages, or 8 medium ones. */
 #define ND_HEAP_KEPT_MAX (4 * ND_MiB)
-/* The page set-ups and retirements a heap counts before it adds them to
-   the process's gauges of pages and active bytes (heap.h: gauge_pages).
-   They were added at each, two read-modify-writes on lines every thread
-   shares: two threads each cycling batches of 1,000 blocks of 16 KiB
-   (bench/micro -m batch -s 16384 -t 2, 250 pages set up and retired a
-   round) took 42 ns a pair against 30 without them (docs/results.md,
-   stop 63). */
-#define ND_HEAP_GAUGE_EVENTS 32
 
 /* Thread ids: multiples of ND_TID_STEP, never reused; below 4 steps they
    are reserved. */
@@ -118,9 +110,9 @@ typedef ND_LIST(nd_segment) nd_seg_queue;
  *  - gauge_active, gauge_pages[c]: the bytes and pages of class c this
  *    heap set up less those it retired since it last added them to the
  *    process's gauges (active, pages[c]: counters.h), which it does at
- *    its ND_HEAP_GAUGE_EVENTS-th set-up or retirement, at each maintenance
+ *    its ND_GAUGE_EVENTS-th set-up or retirement, at each maintenance
  *    pass, trim and abandonment (nd_heap_gauge_flush); gauge_events counts
- *    those since, below ND_HEAP_GAUGE_EVENTS; gauge_classes has bit c set
+ *    those since, below ND_GAUGE_EVENTS; gauge_classes has bit c set
  *    for each c with gauge_pages[c] != 0 (and maybe others). All 0 in a
  *    shared heap, which writes the gauges at once (under its lock). A
  *    report adds what the heaps of live and pooled threads hold

@@ -274,6 +274,9 @@ bool   nd_large_release_after(uint64_t refused) nd_hidden;
 /* Bytes of the blocks in the CPUs' caches (whole chunks), read without
    the caches' atomics' order (a report's). */
 size_t nd_large_cached_bytes(void) nd_hidden;
+/* What the large pools and their CPUs' caches hold back of the active
+   gauge (large.c: gauge_active; a report adds it). */
+long   nd_large_gauge_pending(void) nd_hidden;
 /* Purges freed chunks whose delay has passed (all of them when force). */
 void   nd_large_maintain(uint64_t now, bool force) nd_hidden;
 /* Will a block of `size` bytes aligned to `alignment` be a large block? */

@@ -1166,7 +1166,12 @@ static const char *small_samples_of_two_threads(const char *san)
    byte of its fourth page (0x3ebf bytes from 0x47140), and the large
    pool's fit hints (large.c: the walks of a pool of many segments start
    where a run may fit; their work out of line, for pools past 16
-   segments) took it 0.9 KiB past it: 37 pages, the bound at it. */
+   segments) took it 0.9 KiB past it: 37 pages, the bound at it. Raised to
+   152 KiB at stop 63: the text before the sample's own files (unwind.c
+   on, which start on a page of their own) passed a page boundary by 369
+   bytes (0x43171) with the gauges held back and their sums for reports
+   (heap.c, large.c, thread.c: about 0.9 KiB), which put those files and
+   the sample section a page later: 38 pages, the bound at it. */
 static void the_code_a_sample_runs_lies_on_few_pages(void)
 {
     const char *lib = small_samples_of_two_threads("decides which code runs");
@@ -1177,7 +1182,7 @@ static void the_code_a_sample_runs_lies_on_few_pages(void)
     long ps = sysconf(_SC_PAGESIZE);
     long all = mappings_resident_pages(map, 0, maps);
     EXPECT(maps > 1, "nodal's code (%s) to be more than one mapping with the profile on", obj);
-    EXPECT(all * ps <= 148 * 1024, "at most 148 KiB of nodal's code (%s) to be resident after small samples of two "
+    EXPECT(all * ps <= 152 * 1024, "at most 152 KiB of nodal's code (%s) to be resident after small samples of two "
            "threads (the code every process runs, 88 KiB, and the samples' own), got %ld KiB (%d mappings)", obj,
            all * ps / 1024, maps);
 }
