@@ -32,7 +32,7 @@ GROUPS = {
                     "per pair; the alloc/free split divides the CPU time by the measured phase times; "
                     "sys_s = the process's system seconds over the row (glibc trims and refaults its heap "
                     "top for batches of 256 B and more)"),
-    "micro-batch-big": ("Micro: batches of 1,000 medium and large blocks (64 KiB, 256 KiB, 1 MiB) then 1,000 frees",
+    "micro-batch-big": ("Micro: batches of 1,000 blocks of 8 KiB-1 MiB (8, 16, 64, 256 KiB, 1 MiB) then 1,000 frees",
                         ["cpu_ns_pair", "cpu_ns_alloc", "cpu_ns_free", "ns_pair", "sys_s"],
                         "per pair; a round frees 62-1,000 MiB of address space (one OS page of each block "
                         "written), which an allocator that gives it back at once maps or faults in again at "
@@ -308,10 +308,11 @@ def full_cases():
                                "-n", "10000000" if mode == "pair" else "1000000"],
                               "micro-" + mode, timeout=900))
     # batches of medium and large blocks (stop 62: rounds past the bounds
-    # that give memory back at once, and a large pool of hundreds of segments)
+    # that give memory back at once, and a large pool of hundreds of segments;
+    # stop 63: 8 and 16 KiB, pages of 4-8 blocks set up and retired each round)
     for t in (1, 2):
         cases.append(Case("micro-batchbig-t%d" % t, "micro",
-                          ["-m", "batch", "-s", "65536,262144,1048576", "-t", str(t), "-n", "100000"],
+                          ["-m", "batch", "-s", "8192,16384,65536,262144,1048576", "-t", str(t), "-n", "100000"],
                           "micro-batch-big", timeout=900))
     for mode in ("pair", "batch"):
         for t in (1, 2, 4, 8, 16):

@@ -62,7 +62,7 @@
     X(frees,               COUNTER, PROCESS, DERIVED, COUNT, 2, "blocks freed (free, realloc from an old block, free_sized, ...)") \
     X(allocated,           GAUGE,   PROCESS, DERIVED, BYTES, 2, "bytes in live blocks: their size classes, and large and huge blocks as mapped") \
     X(active,              GAUGE,   PROCESS, GAUGE,   BYTES, 2, "bytes of pages holding at least one block (or waiting in a thread cache, or kept set up for their class by their heap), and of large and huge blocks; address space, so parts never touched count too and it can exceed rss") \
-    X(peak_active,         PEAK,    PROCESS, GAUGE,   BYTES, 1, "the highest active seen") \
+    X(peak_active,         PEAK,    PROCESS, GAUGE,   BYTES, 1, "the highest active seen (heaps and large pools add their changes to it 32 at a time: a high that lasted fewer of them is under it)") \
     X(mapped,              GAUGE,   PROCESS, DERIVED, BYTES, 2, "address space nodal holds: segments, huge blocks and metadata") \
     X(peak_mapped,         PEAK,    PROCESS, DERIVED, BYTES, 1, "the highest mapped seen") \
     X(segment_bytes,       GAUGE,   PROCESS, GAUGE,   BYTES, 0, "address space of segments and huge blocks (mapped without metadata)") \
