@@ -37,6 +37,7 @@ static void *nd_huge_setup(nd_segment *s, size_t offset)
     if (offset < ND_SEG_SIZE)
         s->committed |= nd_mask_range((unsigned)(offset >> ND_CHUNK_SHIFT), 63);
     nd_page *pg = &s->pages[0];
+    s->desc_dirty = ~(uint64_t)0;   /* (a mapping that was a segment may be one again: node.c) */
     memset(pg, 0, sizeof *pg);
     pg->key = ND_KEY_NONE;
     pg->in_use = 1;

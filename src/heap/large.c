@@ -416,6 +416,7 @@ nd_inline void *nd_large_take(nd_large_pool *pool, nd_segment *s, unsigned i, un
     if (used == 0)
         nd_sub_relaxed(&pool->empty, 1);
     nd_page *pg = &s->pages[i];
+    nd_seg_desc_touch(s, pg);
     pg->start = (uint8_t *)s + ((size_t)i << ND_CHUNK_SHIFT);
     pg->block_size = (uint32_t)need;
     pg->reserved = (uint16_t)k;

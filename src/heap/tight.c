@@ -74,6 +74,7 @@ static void nd_tight_tag(void *base, uint8_t sampled)
     nd_page *pg = nd_page_of(s, base);
     unsigned first = nd_seg_page_index(s, pg);
     for (unsigned i = first; i < first + pg->reserved; i++) {
+        nd_seg_desc_touch(s, &s->pages[i]);
         s->pages[i].prof_slot = first;
         nd_store_release(&s->pages[i].sampled, sampled);
     }

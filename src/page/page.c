@@ -68,6 +68,7 @@ nd_hot void nd_page_init(nd_page *pg, unsigned cls, uint8_t *start, size_t area,
                   struct nd_heap *owner, uintptr_t key, unsigned kind)
 {
     uint32_t bsize = nd_class_size[cls];
+    nd_seg_desc_touch(nd_seg_base(pg), pg);
     pg->block_size = bsize;
     pg->reserved = (uint16_t)(area / bsize);
     pg->capacity = 0;

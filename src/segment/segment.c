@@ -835,16 +835,37 @@ nd_hot void nd_seg_format(nd_segment *s, int kind)
        a few pages). A segment formatted before (taken back from a node's
        cache) has its old pages' descriptors: all are written. */
     if (s->formatted) {
-        memset(s->pages, 0, sizeof(nd_page) * lookup);
-        for (unsigned i = 0; i < lookup; i++) {
-            s->pages[i].key = ND_KEY_NONE;
-            s->pages[i].recarved = 1;   /* freed memory: carved in address order (page.h) */
+        /* Only those set up since the last format (desc_dirty). */
+        uint64_t reach = lookup >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << lookup) - 1;
+        nd_assert2(nd_seg_descs_clean(s, ~s->desc_dirty & reach));
+        for (uint64_t m = s->desc_dirty & reach; m != 0; m &= m - 1) {
+            nd_page *pg = &s->pages[__builtin_ctzll(m)];
+            memset(pg, 0, sizeof *pg);
+            pg->key = ND_KEY_NONE;
+            pg->recarved = 1;   /* freed memory: carved in address order (page.h) */
         }
+        s->desc_dirty &= ~reach;
+    } else {
+        s->desc_dirty = ~(uint64_t)0;   /* all zero, key 0 and recarved 0: set up at the next format */
     }
     s->formatted = 1;
     /* The slot's word says the kind, for the free fast path's lookup
        (segment.h); its slot taken when it was mapped, one free now is. */
     nd_segcache_claim(s, kind);
+}
+
+bool nd_seg_descs_clean(const nd_segment *s, uint64_t which)
+{
+    for (uint64_t m = which; m != 0; m &= m - 1) {
+        const nd_page *pg = &s->pages[__builtin_ctzll(m)];
+        nd_page clean;
+        memset(&clean, 0, sizeof clean);
+        clean.key = ND_KEY_NONE;
+        clean.recarved = 1;
+        if (memcmp(pg, &clean, sizeof clean) != 0)
+            return false;
+    }
+    return true;
 }
 
 bool nd_seg_is_valid(const nd_segment *s)

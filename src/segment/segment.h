@@ -339,6 +339,16 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
  *  - guard_ends bit c (SMALL, MEDIUM, LARGE) <=> the guards bit of the
  *    last OS page of chunk c: where the guard pages a LARGE segment's
  *    blocks left end runs (large.c reads it for every secure=1 block).
+ *  - desc_dirty bit i clear (a segment formatted before: `formatted`) =>
+ *    descriptor pages[i] is as a format leaves it, all zero but key
+ *    ND_KEY_NONE and recarved 1 (nd_seg_desc_clean): every descriptor set
+ *    up since the last format (a page: nd_page_init; a large block or a
+ *    tight cell's slab: large.c, tight.c; a huge block: huge.c, all bits)
+ *    has its bit set first (nd_seg_desc_touch), and a format resets only
+ *    those (a segment's 64 descriptors, 8 KiB, reset at every trip through
+ *    a node's cache: 474 instructions a pair of micro -m batch -s 1m,
+ *    docs/results.md, stop 63). Set in whole at a segment's first format,
+ *    whose descriptors are all zero.
  *  - seams (HUGE, and FREE: a freed huge mapping; 0 in any other): 0, 0
  *    when the kernel holds the mapping as one (VMA); else OS pages
  *    [seams[0], seams[1]) are a mapping of their own, the pages a large
@@ -383,6 +393,7 @@ typedef struct nd_segment {
     uint64_t        guards[ND_SEG_GUARD_WORDS];   /* inaccessible OS pages (secure=1) */
     uint64_t        purge_young; /* of purge_mask, the chunks waiting for a later deadline (above) ... */
     uint64_t        purge_young_at; /* ... ms: when the last of them is due (its free and the delay) */
+    uint64_t        desc_dirty;  /* descriptors that may not be as nd_seg_format leaves them (invariants) */
     nd_page         pages[ND_SEG_MAX_PAGES];
     /* LARGE, SMALL, MEDIUM: chunks whose end is unmapped from byte tail_from[c] of
        chunk c (tails, above); read unlocked by nd_seg_maps. Past a huge
@@ -401,6 +412,13 @@ typedef struct nd_segment {
 static inline unsigned nd_seg_page_index(const nd_segment *s, const struct nd_page *pg)
 {
     return (unsigned)(pg - s->pages);
+}
+
+/* Descriptor pg of s is set up (or written) from now on: a format resets
+   it (desc_dirty, invariants). */
+static inline void nd_seg_desc_touch(nd_segment *s, const struct nd_page *pg)
+{
+    s->desc_dirty |= (uint64_t)1 << (nd_seg_page_index(s, pg) & 63);
 }
 
 /* Whether address p of segment s's windows (nd_seg_of) is memory of s:
@@ -794,5 +812,8 @@ int  nd_seg_commit_bound(uint8_t *p, size_t len, int node) nd_hidden;
    itself can tell (cookie, masks, counts, the segment map); true when they
    hold. Cost: O(pages). */
 bool nd_seg_is_valid(const nd_segment *s) nd_hidden;
+/* Are the descriptors of s in mask `which` as a format leaves them
+   (desc_dirty, invariants)? */
+bool nd_seg_descs_clean(const nd_segment *s, uint64_t which) nd_hidden;
 
 #endif /* ND_SEGMENT_H */
