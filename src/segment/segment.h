@@ -341,7 +341,7 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_page {
  *    blocks left end runs (large.c reads it for every secure=1 block).
  *  - desc_dirty bit i clear (a segment formatted before: `formatted`) =>
  *    descriptor pages[i] is as a format leaves it, all zero but key
- *    ND_KEY_NONE and recarved 1 (nd_seg_desc_clean): every descriptor set
+ *    ND_KEY_NONE and recarved 1 (nd_seg_descs_clean): every descriptor set
  *    up since the last format (a page: nd_page_init; a large block or a
  *    tight cell's slab: large.c, tight.c; a huge block: huge.c, all bits)
  *    has its bit set first (nd_seg_desc_touch), and a format resets only
