@@ -34,9 +34,10 @@ GROUPS = {
                     "top for batches of 256 B and more)"),
     "micro-batch-big": ("Micro: batches of 1,000 blocks of 8 KiB-1 MiB (8, 16, 64, 256 KiB, 1 MiB) then 1,000 frees",
                         ["cpu_ns_pair", "cpu_ns_alloc", "cpu_ns_free", "ns_pair", "sys_s"],
-                        "per pair; a round frees 62-1,000 MiB of address space (one OS page of each block "
+                        "per pair; a round frees 8-1,000 MiB of address space (one OS page of each block "
                         "written), which an allocator that gives it back at once maps or faults in again at "
-                        "the next round (docs/results.md, stop 62)"),
+                        "the next round; blocks of 8-16 KiB fill pages of 4-8 blocks, set up and retired each round "
+                        "(docs/results.md, stops 62 and 63)"),
     "micro-realloc": ("Micro: realloc growth from 8 B to 64 KiB", ["cpu_ns_realloc", "ns_realloc"],
                       "per realloc call"),
     "micro-grow": ("Micro: realloc growth of a big block from 1 MiB to 64 MiB by tenths", ["cpu_ns_realloc", "ns_realloc"],
