@@ -81,13 +81,12 @@ static void nd_snapshot_take(nd_snapshot *s, bool since_reset)
 {
     memset(s, 0, sizeof *s);
     size_t threads = 0, pooled = 0;
-    nd_thread_stats_sum(s->cls, &s->t, s->tier_from, &threads, &pooled);
+    /* With what the threads' heaps hold back from the gauges of pages in
+       use (heap.h: gauge_pages), and the large pools from `active`. */
+    long active = nd_large_gauge_pending(), pages[ND_CLASS_COUNT] = { 0 };
+    nd_thread_stats_sum(s->cls, &s->t, s->tier_from, &threads, &pooled, &active, pages);
     nd_shared_stats_add(s->cls, &s->t);
     ND_STATS_TABLE(ND_READ_GAUGE)
-    /* The pages threads' heaps set up and retired and have not added to
-       the gauges yet (heap.h: gauge_pages). */
-    long active = nd_large_gauge_pending(), pages[ND_CLASS_COUNT] = { 0 };
-    nd_thread_gauges_add(&active, pages);
     s->t.active += (uint64_t)active;
     if (s->t.peak_active < s->t.active)
         s->t.peak_active = s->t.active;

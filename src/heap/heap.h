@@ -116,7 +116,7 @@ typedef ND_LIST(nd_segment) nd_seg_queue;
  *    for each c with gauge_pages[c] != 0 (and maybe others). All 0 in a
  *    shared heap, which writes the gauges at once (under its lock). A
  *    report adds what the heaps of live and pooled threads hold
- *    (nd_thread_gauges_add), so it reads the gauges whole.
+ *    (nd_thread_stats_sum), so it reads the gauges whole.
  *  - pending_max is 0 (the bound on purge_pending is ND_PURGE_PENDING_MAX)
  *    or above ND_PURGE_PENDING_MAX and at most ND_PURGE_PENDING_TOP.
  *  - classes has bit c - ND_HEAP_CLASSES_FROM set for every class c from

@@ -2017,6 +2017,7 @@ bool nd_large_is_valid(void)
                      (s->tails & ~tailed) == 0 && ((s->tails & 1) == 0 || s->tail_from[0] >= ND_SEG_HEADER_SIZE);
                 empty += s->used_pages == 0;
             }
+            ok = ok && pool->gauge_events < ND_GAUGE_EVENTS && (pool->gauge_events != 0 || pool->gauge_active == 0);
             ok = ok && empty == pool->empty && empty <= nd_large_spare() && count == pool->segs.count &&
                  count == nd_load_relaxed(&pool->hint);
             ok = ok && nd_large_fit_is_valid(pool);

@@ -856,15 +856,13 @@ nd_hot void nd_seg_format(nd_segment *s, int kind)
 
 bool nd_seg_descs_clean(const nd_segment *s, uint64_t which)
 {
-    for (uint64_t m = which; m != 0; m &= m - 1) {
-        const nd_page *pg = &s->pages[__builtin_ctzll(m)];
-        nd_page clean;
-        memset(&clean, 0, sizeof clean);
-        clean.key = ND_KEY_NONE;
-        clean.recarved = 1;
-        if (memcmp(pg, &clean, sizeof clean) != 0)
+    nd_page clean;
+    memset(&clean, 0, sizeof clean);
+    clean.key = ND_KEY_NONE;
+    clean.recarved = 1;
+    for (uint64_t m = which; m != 0; m &= m - 1)
+        if (memcmp(&s->pages[__builtin_ctzll(m)], &clean, sizeof clean) != 0)
             return false;
-    }
     return true;
 }
 

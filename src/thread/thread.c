@@ -922,7 +922,7 @@ void nd_thread_count_large_resize(long delta)
                        tier_from[k_][node].n += ND_TIER_GROWTH(k_, n);, )
 
 void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, nd_snap_tier (*tier_from)[ND_MAX_NODES],
-                         size_t *threads, size_t *pooled)
+                         size_t *threads, size_t *pooled, long *held_active, long *held_pages)
 {
     size_t nthreads = 0, npooled = 0;
     nd_lock(nd_threads_lock);
@@ -939,8 +939,11 @@ void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, nd_snap_tier (
         npooled += t->state == ND_THREAD_POOLED;
         nd_tcache *tcs[ND_MAX_NODES + 1];
         int n = nd_thread_tcaches(t, tcs);
-        for (int i = 0; i < n; i++)
+        for (int i = 0; i < n; i++) {
             nd_tcache_stats_add(tcs[i], cls, tot);
+            if (held_active != NULL)
+                nd_heap_gauge_pending(&tcs[i]->heap, held_active, held_pages);
+        }
         int node = nd_load_relaxed(&t->tier_node);
         if (node >= 0) {
             nd_tier_counters now, was;
@@ -953,18 +956,6 @@ void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, nd_snap_tier (
     nd_unlock(nd_threads_lock);
     *threads = nthreads;
     *pooled = npooled;
-}
-
-void nd_thread_gauges_add(long *active, long *pages)
-{
-    nd_lock(nd_threads_lock);
-    for (nd_thread *t = nd_threads.first; t; t = t->next) {
-        nd_tcache *tcs[ND_MAX_NODES + 1];
-        int n = nd_thread_tcaches(t, tcs);
-        for (int i = 0; i < n; i++)
-            nd_heap_gauge_pending(&tcs[i]->heap, active, pages);
-    }
-    nd_unlock(nd_threads_lock);
 }
 
 bool nd_thread_is_valid(void)

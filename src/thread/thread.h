@@ -203,12 +203,11 @@ void nd_thread_count_large_resize(long delta) nd_hidden;
 /* Sums over the records of live, pooled and exited threads into
    cls[ND_CLASS_COUNT], tot and the tier counts tier_from[tier][CPU node]
    (the shared heaps: shared.h); *threads = live threads, *pooled = pooled
-   records. */
+   records; held_active != NULL: adds to *held_active and held_pages[c]
+   what the heaps of live and pooled threads hold back from the gauges of
+   pages in use (heap.h: gauge_pages), which a report adds to them. */
 void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, nd_snap_tier (*tier_from)[ND_MAX_NODES],
-                         size_t *threads, size_t *pooled) nd_hidden;
-/* Adds to *active and pages[c] the page gauges the heaps of live and
-   pooled threads hold back (heap.h: gauge_pages), for a report. */
-void nd_thread_gauges_add(long *active, long *pages) nd_hidden;
+                         size_t *threads, size_t *pooled, long *held_active, long *held_pages) nd_hidden;
 
 /* fork(), in the child, every lock held: only the forking thread survives
    (the others' counters are folded). */

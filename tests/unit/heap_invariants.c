@@ -1395,7 +1395,7 @@ static uint64_t gc_class_count(unsigned c, bool frees)
     memset(cls, 0, sizeof cls);
     memset(&tot, 0, sizeof tot);
     memset(tier_from, 0, sizeof tier_from);
-    nd_thread_stats_sum(cls, &tot, tier_from, &threads, &pooled);
+    nd_thread_stats_sum(cls, &tot, tier_from, &threads, &pooled, NULL, NULL);
     return frees ? cls[c].frees : cls[c].requests;
 }
 
@@ -3176,7 +3176,7 @@ static nd_snap_class class_in_records(unsigned c)
     memset(cls, 0, sizeof cls);
     memset(&tot, 0, sizeof tot);
     memset(tier_from, 0, sizeof tier_from);
-    nd_thread_stats_sum(cls, &tot, tier_from, &threads, &pooled);
+    nd_thread_stats_sum(cls, &tot, tier_from, &threads, &pooled, NULL, NULL);
     return cls[c];
 }
 
