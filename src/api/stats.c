@@ -87,7 +87,12 @@ static void nd_snapshot_take(nd_snapshot *s, bool since_reset)
     nd_thread_stats_sum(s->cls, &s->t, s->tier_from, &threads, &pooled, &active, pages);
     nd_shared_stats_add(s->cls, &s->t);
     ND_STATS_TABLE(ND_READ_GAUGE)
+    /* A signed count (config.h: ND_GAUGE_HELD), read while other threads
+       move it: below 0 only when little is in use and a thread's spill
+       was half seen. */
     s->t.active += (uint64_t)active;
+    if ((int64_t)s->t.active < 0)
+        s->t.active = 0;
     if (s->t.peak_active < s->t.active)
         s->t.peak_active = s->t.active;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)

@@ -9,7 +9,7 @@ nd_gauges nd_gauge;
 nd_hot void nd_gauge_add_peak(size_t *gauge, size_t *peak, long delta)
 {
     size_t now = __atomic_add_fetch(gauge, (size_t)delta, __ATOMIC_RELAXED);
-    if (delta <= 0)
+    if (delta <= 0 || (long)now < 0)
         return;
     size_t old = nd_load_relaxed(peak);
     while (now > old && !nd_cas_weak_acq_rel(peak, &old, now))

@@ -62,7 +62,7 @@
     X(frees,               COUNTER, PROCESS, DERIVED, COUNT, 2, "blocks freed (free, realloc from an old block, free_sized, ...)") \
     X(allocated,           GAUGE,   PROCESS, DERIVED, BYTES, 2, "bytes in live blocks: their size classes, and large and huge blocks as mapped") \
     X(active,              GAUGE,   PROCESS, GAUGE,   BYTES, 2, "bytes of pages holding at least one block (or waiting in a thread cache, or kept set up for their class by their heap), and of large and huge blocks; address space, so parts never touched count too and it can exceed rss") \
-    X(peak_active,         PEAK,    PROCESS, GAUGE,   BYTES, 1, "the highest active seen (heaps and large pools add their changes to it 32 at a time: a high that lasted fewer of them is under it)") \
+    X(peak_active,         PEAK,    PROCESS, GAUGE,   BYTES, 1, "the highest active seen (heaps and large pools hold back up to 2 MiB each of their changes: never over the most in use, under it by less than 2 MiB a thread and large shard)") \
     X(mapped,              GAUGE,   PROCESS, DERIVED, BYTES, 2, "address space nodal holds: segments, huge blocks and metadata") \
     X(peak_mapped,         PEAK,    PROCESS, DERIVED, BYTES, 1, "the highest mapped seen") \
     X(segment_bytes,       GAUGE,   PROCESS, GAUGE,   BYTES, 0, "address space of segments and huge blocks (mapped without metadata)") \
@@ -258,10 +258,18 @@ extern nd_gauges nd_gauge nd_hidden;
 /* Process-wide gauges: relaxed atomic adds (slow paths only). */
 #define nd_gauge_add(field, v) nd_add_relaxed(&nd_gauge.field, (size_t)(v))
 #define nd_gauge_sub(field, v) nd_sub_relaxed(&nd_gauge.field, (size_t)(v))
-/* Adds delta to a gauge and raises its peak. */
+/* Adds delta to a gauge and raises its peak (not to a value that reads
+   below 0 as a signed count: the active gauge's, config.h). */
 void nd_gauge_add_peak(size_t *gauge, size_t *peak, long delta) nd_hidden;
-/* Bytes of in-use pages, large and huge blocks (and their peak). */
+/* Bytes of in-use pages, large and huge blocks (and their peak), less
+   what heaps and large pools hold back (config.h: ND_GAUGE_HELD). */
 static inline void nd_gauge_active(long delta) { nd_gauge_add_peak(&nd_gauge.active, &nd_gauge.peak_active, delta); }
+/* The active gauge as it reads now: a signed count, 0 when below. */
+static inline size_t nd_gauge_active_now(void)
+{
+    long v = (long)nd_load_relaxed(&nd_gauge.active);
+    return v > 0 ? (size_t)v : 0;
+}
 
 /* ---- the snapshot a report is made from ------------------------------------ */
 

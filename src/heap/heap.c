@@ -71,7 +71,9 @@ static void nd_heap_unkeep(nd_heap *h, nd_page *pg)
 
 /* ---- the gauges of pages in use (heap.h: gauge_pages) ---------------------- */
 
-nd_hot nd_noinline void nd_heap_gauge_flush(nd_heap *h)
+/* Adds what h holds back to the gauges: its pages, and of its bytes all
+   but `keep`. */
+static nd_hot nd_noinline void nd_heap_gauge_spill(nd_heap *h, long keep)
 {
     for (uint64_t m = h->gauge_classes; m != 0; m &= m - 1) {
         unsigned c = (unsigned)__builtin_ctzll(m);
@@ -79,23 +81,27 @@ nd_hot nd_noinline void nd_heap_gauge_flush(nd_heap *h)
             nd_add_relaxed(&nd_gauge.pages[c], (size_t)(long)h->gauge_pages[c]);   /* (a fall: modulo 2^64) */
         h->gauge_pages[c] = 0;
     }
-    if (h->gauge_active != 0)
-        nd_gauge_active(h->gauge_active);
-    h->gauge_active = 0;
+    if (h->gauge_active != keep)
+        nd_gauge_active(h->gauge_active - keep);
+    h->gauge_active = keep;
     h->gauge_classes = 0;
     h->gauge_events = 0;
 }
 
+void nd_heap_gauge_flush(nd_heap *h) { nd_heap_gauge_spill(h, 0); }
+
 /* A page of class cls set up (pages 1) or retired (-1), of `bytes`
-   (negative when retired): into the gauges at h's ND_GAUGE_EVENTS-th
-   such event, or at once in a shared heap. */
+   (negative when retired): its bytes held back within the band of
+   config.h (ND_GAUGE_HELD), its page until h's ND_GAUGE_EVENTS-th such
+   event; into the gauges at once in a shared heap. */
 static inline void nd_heap_gauge_page(nd_heap *h, unsigned cls, long bytes, int pages)
 {
     h->gauge_active += bytes;
     h->gauge_pages[cls] = (int16_t)(h->gauge_pages[cls] + pages);
     h->gauge_classes |= (uint64_t)1 << cls;
-    if (nd_unlikely(++h->gauge_events >= ND_GAUGE_EVENTS || h->shared))
-        nd_heap_gauge_flush(h);
+    if (nd_unlikely(++h->gauge_events >= ND_GAUGE_EVENTS || (unsigned long)h->gauge_active >= 2 * ND_GAUGE_HELD ||
+                    h->shared))
+        nd_heap_gauge_spill(h, h->shared ? 0 : nd_gauge_held(h->gauge_active));
 }
 
 __attribute__((no_sanitize("thread")))
@@ -907,7 +913,7 @@ nd_hot void nd_heap_maintain(nd_heap *h, uint64_t now, bool force)
     nd_heap_purge_free_blocks(h, force);
     nd_heap_purge(h, now, force);
     nd_heap_release_kept(h, now, force);
-    if (h->gauge_events != 0)
+    if ((h->gauge_events | (unsigned long)h->gauge_active) != 0)
         nd_heap_gauge_flush(h);
 }
 
@@ -1158,8 +1164,8 @@ static bool nd_heap_seg_queue_is_valid(const nd_heap *h, const nd_seg_queue *q, 
 bool nd_heap_is_valid(const nd_heap *h)
 {
     /* The gauges held back (heap.h: gauge_pages). */
-    if (h->gauge_events >= ND_GAUGE_EVENTS ||
-        (h->shared && (h->gauge_events | h->gauge_classes) != 0) || (h->gauge_events == 0 && h->gauge_active != 0))
+    if (h->gauge_events >= ND_GAUGE_EVENTS || h->gauge_active < 0 || h->gauge_active >= 2 * ND_GAUGE_HELD ||
+        (h->shared && (h->gauge_events | h->gauge_classes | (unsigned long)h->gauge_active) != 0))
         return false;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)
         if ((h->gauge_pages[c] != 0 && !(h->gauge_classes & ((uint64_t)1 << c))) ||

@@ -108,13 +108,16 @@ typedef ND_LIST(nd_segment) nd_seg_queue;
  *    a queue of its kind, whenever a class without pages needs a new one
  *    (the memory serves that class instead).
  *  - gauge_active, gauge_pages[c]: the bytes and pages of class c this
- *    heap set up less those it retired since it last added them to the
- *    process's gauges (active, pages[c]: counters.h), which it does at
- *    its ND_GAUGE_EVENTS-th set-up or retirement, at each maintenance
- *    pass, trim and abandonment (nd_heap_gauge_flush); gauge_events counts
- *    those since, below ND_GAUGE_EVENTS; gauge_classes has bit c set
- *    for each c with gauge_pages[c] != 0 (and maybe others). All 0 in a
- *    shared heap, which writes the gauges at once (under its lock). A
+ *    heap set up less those it retired and has not added to the
+ *    process's gauges (active, pages[c]: counters.h). gauge_active is in
+ *    [0, 2 * ND_GAUGE_HELD): a set-up past it adds all but ND_GAUGE_HELD,
+ *    a retirement below 0 all of it (config.h: the gauge never over what
+ *    is in use). The pages go at the ND_GAUGE_EVENTS-th set-up or
+ *    retirement since they last went; all of it at each maintenance
+ *    pass, trim and abandonment (nd_heap_gauge_flush). gauge_events
+ *    counts those since, below ND_GAUGE_EVENTS; gauge_classes has bit c
+ *    set for each c with gauge_pages[c] != 0 (and maybe others). All 0 in
+ *    a shared heap, which writes the gauges at once (under its lock). A
  *    report adds what the heaps of live and pooled threads hold
  *    (nd_thread_stats_sum), so it reads the gauges whole.
  *  - pending_max is 0 (the bound on purge_pending is ND_PURGE_PENDING_MAX)
@@ -263,7 +266,7 @@ void   nd_heap_collect(nd_heap *h, uint64_t now, bool purge_all) nd_hidden;
    blocks of 8 KiB and more give back their memory now, as at a forced
    collect (heap.c: nd_heap_free_block_bytes). */
 void   nd_heap_trim(nd_heap *h) nd_hidden;
-/* Adds what h's pages set up and retired since the last call to the
+/* Adds all that h holds back of its pages set up and retired to the
    process's gauges (above: gauge_pages; owner only). */
 void   nd_heap_gauge_flush(nd_heap *h) nd_hidden;
 /* Adds to *active and pages[c] what h holds back from the gauges (a

@@ -42,9 +42,11 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_large_cpucache {
     uint32_t  chunks;
     uint32_t  used;
     /* What the active gauge would have gained from the blocks this cache
-       gave out at another size than they were cached with (atomic adds),
-       added to it by maintenance (nd_large_gauge_flush) and counted by
-       reports meanwhile (nd_large_gauge_pending). */
+       gave out at a larger size than they were cached with (atomic adds;
+       a smaller size goes to the gauge at once, which is never over what
+       is in use: config.h, ND_GAUGE_HELD), added to it by maintenance
+       (nd_large_gauge_flush) and counted by reports meanwhile
+       (nd_large_gauge_pending). */
     long      gauge;
 } nd_large_cpucache;
 _Static_assert(sizeof(nd_large_cpucache) == ND_CACHE_LINE, "a CPU's cache of freed blocks: one cache line");
@@ -55,13 +57,12 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_large_pool {
     ND_LIST(nd_segment) segs;
     uint32_t  empty;    /* segments with no block */
     /* The active gauge's change by the blocks the shard gave out and took
-       back (under the lock): added to the gauge at the
-       ND_GAUGE_EVENTS-th change since the last time and by
-       maintenance, not at each (a line every thread writes: two threads
-       each taking and freeing large blocks, bench/micro -m large -t 2,
-       772 against 698 ns a step without it; docs/results.md, stop 63),
-       and counted by reports meanwhile (nd_large_gauge_pending). */
-    uint32_t  gauge_events;
+       back and has not added to it (under the lock): in [0, 2 *
+       ND_GAUGE_HELD), the band of config.h, and all of it at maintenance;
+       not each (a line every thread writes: two threads each taking and
+       freeing large blocks, bench/micro -m large -t 2, 772 against 698 ns
+       a step without it; docs/results.md, stop 63). Reports count it
+       meanwhile (nd_large_gauge_pending). */
     long      gauge_active;
     size_t    hint;     /* segs.count, also read without the lock (atomics) */
     uint64_t  keep_check;   /* when the kept blocks were last checked for use (under the lock) */
@@ -154,23 +155,25 @@ static inline nd_large_pool *nd_large_pool_of(const nd_segment *s)
     return &nd_large_pools[s->node][s->bound ? 1 : 0][s->shard];
 }
 
-/* Adds what pool holds back of the active gauge to it (under its lock). */
-static nd_noinline void nd_large_gauge_flush(nd_large_pool *pool)
+/* Adds what pool holds back of the active gauge to it, all but `keep`
+   (under its lock). */
+static nd_noinline void nd_large_gauge_spill(nd_large_pool *pool, long keep)
 {
     long v = pool->gauge_active;
-    pool->gauge_active = 0;
-    pool->gauge_events = 0;
-    if (v != 0)
-        nd_gauge_active(v);
+    pool->gauge_active = keep;
+    if (v != keep)
+        nd_gauge_active(v - keep);
 }
 
+static void nd_large_gauge_flush(nd_large_pool *pool) { nd_large_gauge_spill(pool, 0); }
+
 /* The active gauge changes by delta: held back by the pool (under its
-   lock) until its ND_GAUGE_EVENTS-th change. */
+   lock) within the band of config.h (ND_GAUGE_HELD). */
 static inline void nd_large_gauge(nd_large_pool *pool, long delta)
 {
     pool->gauge_active += delta;
-    if (nd_unlikely(++pool->gauge_events >= ND_GAUGE_EVENTS))
-        nd_large_gauge_flush(pool);
+    if (nd_unlikely((unsigned long)pool->gauge_active >= 2 * ND_GAUGE_HELD))
+        nd_large_gauge_spill(pool, nd_gauge_held(pool->gauge_active));
 }
 
 /* The calling CPU's shard of (node, bound)'s pool: its rseq area's CPU, one
@@ -1218,10 +1221,12 @@ nd_large_path static void *nd_large_alloc_at(int node, bool bound, size_t size, 
                 /* Its usable bytes: the request's, or a grown block's whole
                    run (secure=1: less the guard page, as it was). */
                 size_t was = pg->block_size, now = grown ? ((size_t)r << ND_CHUNK_SHIFT) - nd_seg_guard : usable;
-                if (now != was) {
-                    nd_store_relaxed(&pg->block_size, (uint32_t)now);
+                if (now > was)
                     __atomic_add_fetch(&cache->gauge, (long)now - (long)was, __ATOMIC_RELAXED);
-                }
+                else if (now < was)
+                    nd_gauge_active((long)now - (long)was);
+                if (now != was)
+                    nd_store_relaxed(&pg->block_size, (uint32_t)now);
                 *bytes = now;
                 return p;
             }
@@ -2017,7 +2022,9 @@ bool nd_large_is_valid(void)
                      (s->tails & ~tailed) == 0 && ((s->tails & 1) == 0 || s->tail_from[0] >= ND_SEG_HEADER_SIZE);
                 empty += s->used_pages == 0;
             }
-            ok = ok && pool->gauge_events < ND_GAUGE_EVENTS && (pool->gauge_events != 0 || pool->gauge_active == 0);
+            ok = ok && pool->gauge_active >= 0 && pool->gauge_active < 2 * ND_GAUGE_HELD;
+            for (unsigned c = 0; c < ND_LARGE_SHARD_CPUS; c++)
+                ok = ok && nd_load_relaxed(&pool->cpu[c].gauge) >= 0;
             ok = ok && empty == pool->empty && empty <= nd_large_spare() && count == pool->segs.count &&
                  count == nd_load_relaxed(&pool->hint);
             ok = ok && nd_large_fit_is_valid(pool);

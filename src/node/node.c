@@ -217,7 +217,7 @@ static nd_kind_state *nd_node_kind(int node, bool bound) { return &nd_nodes[node
 
 static nd_hot void nd_node_demand_note(uint64_t now)
 {
-    size_t active = nd_load_relaxed(&nd_gauge.active);
+    size_t active = nd_gauge_active_now();
     uint64_t since = nd_load_relaxed(&nd_demand.since);
     long delay = nd_opt(ND_OPT_purge_delay);
     uint64_t window = (uint64_t)(delay > 0 ? delay : 1) * ND_DEMAND_DELAYS;
@@ -238,7 +238,7 @@ static size_t nd_node_headroom(uint64_t now)
     nd_node_demand_note(now);
     size_t p0 = nd_load_relaxed(&nd_demand.peak[0]), p1 = nd_load_relaxed(&nd_demand.peak[1]);
     size_t peak = p0 > p1 ? p0 : p1;
-    size_t active = nd_load_relaxed(&nd_gauge.active);
+    size_t active = nd_gauge_active_now();
     return peak > active ? peak - active : 0;
 }
 

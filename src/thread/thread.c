@@ -542,6 +542,9 @@ void nd_thread_fork_child(void)
             int n = nd_thread_tcaches(t, tcs);
             for (int i = 0; i < n; i++) {
                 nd_fold_dead_locked(tcs[i]);
+                /* Its pages stay in use: what it held back of their
+                   gauges goes in (heap.h: gauge_pages). */
+                nd_heap_gauge_flush(&tcs[i]->heap);
                 nd_tcache_lost(tcs[i]);
             }
             nd_thread_tier_close(t);
