@@ -99,8 +99,8 @@ static inline void nd_heap_gauge_page(nd_heap *h, unsigned cls, long bytes, int 
     h->gauge_active += bytes;
     h->gauge_pages[cls] = (int16_t)(h->gauge_pages[cls] + pages);
     h->gauge_classes |= (uint64_t)1 << cls;
-    if (nd_unlikely(++h->gauge_events >= ND_GAUGE_EVENTS || (unsigned long)h->gauge_active >= 2 * ND_GAUGE_HELD ||
-                    h->shared))
+    if (nd_unlikely(++h->gauge_events >= ND_GAUGE_EVENTS ||
+                    (unsigned long)h->gauge_active >= 2 * (unsigned long)ND_GAUGE_HELD || h->shared))
         nd_heap_gauge_spill(h, h->shared ? 0 : nd_gauge_held(h->gauge_active));
 }
 

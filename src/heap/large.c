@@ -172,7 +172,7 @@ static void nd_large_gauge_flush(nd_large_pool *pool) { nd_large_gauge_spill(poo
 static inline void nd_large_gauge(nd_large_pool *pool, long delta)
 {
     pool->gauge_active += delta;
-    if (nd_unlikely((unsigned long)pool->gauge_active >= 2 * ND_GAUGE_HELD))
+    if (nd_unlikely((unsigned long)pool->gauge_active >= 2 * (unsigned long)ND_GAUGE_HELD))
         nd_large_gauge_spill(pool, nd_gauge_held(pool->gauge_active));
 }
 
