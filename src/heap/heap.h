@@ -110,9 +110,9 @@ typedef ND_LIST(nd_segment) nd_seg_queue;
  *  - gauge_active, gauge_pages[c]: the bytes and pages of class c this
  *    heap set up less those it retired and has not added to the
  *    process's gauges (active, pages[c]: counters.h). gauge_active is in
- *    [0, 2 * ND_GAUGE_HELD): a set-up past it adds all but ND_GAUGE_HELD,
- *    a retirement below 0 all of it (config.h: the gauge never over what
- *    is in use). The pages go at the ND_GAUGE_EVENTS-th set-up or
+ *    [0, 2 * ND_GAUGE_HELD): a set-up or retirement that takes it out
+ *    adds all but ND_GAUGE_HELD (config.h: the gauge never over what is
+ *    in use). The pages go at the ND_GAUGE_EVENTS-th set-up or
  *    retirement since they last went; all of it at each maintenance
  *    pass, trim and abandonment (nd_heap_gauge_flush). gauge_events
  *    counts those since, below ND_GAUGE_EVENTS; gauge_classes has bit c
