@@ -2589,9 +2589,10 @@ static void *rounds_of_large_and_small(void *arg)
     /* Over: pages round blocks up to at most a page each of a class,
        large blocks to a chunk, and the shared heaps hold a little. Under:
        by less than 2 * ND_GAUGE_HELD for each holder (this heap, and the
-       large shard of each CPU the thread ran on). */
+       large shard of each CPU the thread ran on: all of them at most). */
     double peak = nd_test_total("peak_active");
-    size_t over = base + most + most / 8 + ((size_t)4 << 20), under = most - 3 * 2 * (size_t)ND_GAUGE_HELD;
+    size_t over = base + most + most / 8 + ((size_t)4 << 20);
+    size_t under = most - (1 + ND_LARGE_SHARDS) * 2 * (size_t)ND_GAUGE_HELD;
     EXPECT(peak <= (double)over, "peak_active (%.0f) not over the most in use (%zu, %zu before the rounds) "
            "and its rounding (%zu)", peak, most, base, over);
     EXPECT(peak >= (double)under, "peak_active (%.0f) under the most in use (%zu) by less than the holders "
