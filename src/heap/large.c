@@ -386,18 +386,35 @@ static unsigned nd_large_spare(void) { return nd_seg_guard != 0 ? ND_LARGE_SPARE
 
 static unsigned nd_chunks_of(size_t bytes) { return (unsigned)((bytes + ND_CHUNK_SIZE - 1) >> ND_CHUNK_SHIFT); }
 
+/* nd_large_find's answer for step 1 (k >= 1), chunk by chunk: the debug
+   builds' check of the doubling below. */
+static unsigned nd_large_find_slow(uint64_t free, unsigned k)
+{
+    for (unsigned i = 1; i + k <= 64; i++)
+        if ((free & nd_mask_range(i, i + k - 1)) == nd_mask_range(i, i + k - 1))
+            return i;
+    return 64;
+}
+
 /* The first run of k chunks of mask `free` (a segment's free chunks)
    starting at a multiple of step (> 0, never chunk 0); 64 if none. */
 static unsigned nd_large_find(uint64_t free, unsigned k, unsigned step)
 {
     if (step == 1) {
-        /* Bit i of m: chunks i..i+j free (a run past chunk 63 shifts in
-           taken chunks): k - 1 steps, not one per chunk of a full segment
-           (requests of 32-128 KiB make many small blocks). */
+        /* Bit i of m: chunks i..i+j-1 free (a run past chunk 63 shifts in
+           taken chunks). Two runs of j, t <= j apart, are one of j + t:
+           the length doubles at each step, ceil(log2 k) of them (one per
+           chunk, k - 1, was 186 instructions of a 1 MiB block's request
+           of 565 in bench/micro -m batch -s 1m; docs/results.md, stop 64). */
         uint64_t m = free & ~(uint64_t)1;
-        for (unsigned j = 1; j < k && m != 0; j++)
-            m &= free >> j;
-        return m != 0 ? (unsigned)__builtin_ctzll(m) : 64;
+        for (unsigned j = 1; j < k && m != 0;) {
+            unsigned t = j < k - j ? j : k - j;
+            m &= m >> t;
+            j += t;
+        }
+        unsigned at = m != 0 ? (unsigned)__builtin_ctzll(m) : 64;
+        nd_assert2(at == nd_large_find_slow(free, k));
+        return at;
     }
     for (unsigned i = step; i + k <= 64; i += step) {
         uint64_t run = nd_mask_range(i, i + k - 1);
