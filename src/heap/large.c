@@ -718,6 +718,38 @@ static nd_segment *nd_large_regain(nd_large_pool *pool, unsigned k, unsigned ste
     return NULL;
 }
 
+/* nd_large_regain in the other shards of pool's (node, kind), one at a
+   time: the first whose holes (and free chunks) make a run of k chunks
+   (at a multiple of step), its lock held, *seg and *at the run; NULL if
+   none. A thread that moved to another CPU (another shard) takes the holes
+   its blocks left in its first shard's segments rather than fail for lack
+   of address space while they are there (under a limit, a thread moved
+   between two rounds of frees and reallocations had a fifth of its
+   requests fail with ENOMEM: the unit case
+   large_segments_with_unmapped_chunks_under_an_address_space_limit_stay_valid
+   failed 4 runs in 20 on a loaded machine, none pinned to one CPU).
+   Without any shard's lock; takes the others' one at a time. */
+static nd_noinline nd_large_pool *nd_large_regain_other(nd_large_pool *pool, unsigned k, unsigned step,
+                                                        nd_segment **seg, unsigned *at)
+{
+    nd_large_pool *first = pool - nd_large_shard_index(pool);
+    for (unsigned j = 1; j < ND_LARGE_SHARDS; j++) {
+        nd_large_pool *o = first + (nd_large_shard_index(pool) + j) % ND_LARGE_SHARDS;
+        if (nd_load_relaxed(&o->hint) == 0)
+            continue;
+        nd_large_lock(o);
+        nd_segment *s = nd_large_regain(o, k, step, at);
+        if (s != NULL) {
+            *seg = s;
+            return o;
+        }
+        nd_large_unlock(o);
+        if (errno == ENOMEM)
+            break;   /* no room to map a hole: none of the others' would map either */
+    }
+    return NULL;
+}
+
 /* Gives back the OS pages of s that nothing uses, past whole chunks
    (large.h): chunk 0's past the header, and those of each block's last
    chunk past the block (and its guard page under secure=1), which become
@@ -1254,7 +1286,7 @@ nd_large_path static void *nd_large_alloc_at(int node, bool bound, size_t size, 
             nd_large_free(nd_seg_base(p), pg, p);
         }
     }
-    bool released = false, reclaimed = false, borrowed = false, lent = false;
+    bool released = false, reclaimed = false, borrowed = false, lent = false, regained = false;
     nd_large_lock(pool);
     for (;;) {
         nd_segment *s;
@@ -1328,6 +1360,18 @@ nd_large_path static void *nd_large_alloc_at(int node, bool bound, size_t size, 
         }
         if (s == NULL)
             s = nd_large_regain(pool, k, step, &i);
+        if (s == NULL && nd_unlikely(nd_load_relaxed(&nd_seg_holes_made) != 0) && ND_LARGE_SHARDS > 1 &&
+            !regained) {
+            /* The other shards' holes before a segment maps (once a call). */
+            regained = true;
+            nd_large_unlock(pool);
+            nd_large_pool *o = nd_large_regain_other(pool, k, step, &s, &i);
+            if (o == NULL) {
+                nd_large_lock(pool);
+                continue;
+            }
+            pool = o;   /* its lock held, s its segment */
+        }
         if (s == NULL && nd_unlikely(pool->full_at != 0)) {
             if (pool->full_at == nd_os_space_returns() + 1) {
                 nd_large_unlock(pool);
@@ -1356,6 +1400,7 @@ nd_large_path static void *nd_large_alloc_at(int node, bool bound, size_t size, 
                    free chunks give theirs back, and once more: a hole of
                    k chunks, or a new segment, may map now. */
                 released = true;
+                regained = false;   /* the other shards' new holes too */
                 bool freed = nd_large_release_after(refused);
                 nd_large_lock(pool);
                 if (freed)

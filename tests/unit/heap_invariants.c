@@ -4105,6 +4105,89 @@ static void large_segments_with_unmapped_chunks_under_an_address_space_limit_sta
                          "line of blocks, hole seen, problems)");
 }
 
+/* A thread that moves to another CPU, whose large requests go to another
+   shard (large.h), takes the holes its blocks left in the first shard's
+   segments before it fails for want of address space: under a limit,
+   blocks of 256 and 512 KiB fill their segments on one CPU, every other
+   one is freed and its chunks unmapped (a request that cannot map), and
+   on a CPU of another shard the same requests are made again: they map
+   the holes again (fewer of them after), every block stays intact, every
+   failure says ENOMEM, the pools stay valid. The child exits 0 when all
+   held, 5 when no two CPUs it may run on are of different shards. */
+static int moved_thread_child(void)
+{
+    enum { N = 256 };
+    static unsigned char *p[N];
+    static size_t sz[N];
+    cpu_set_t allowed;
+    if (sched_getaffinity(0, sizeof allowed, &allowed) != 0)
+        return 5;
+    int a = -1, b = -1;
+    for (int c = 0; c < CPU_SETSIZE && b < 0; c++)
+        if (CPU_ISSET(c, &allowed)) {
+            if (a < 0)
+                a = c;
+            else if (c % ND_LARGE_SHARDS != a % ND_LARGE_SHARDS)
+                b = c;
+        }
+    if (b < 0)
+        return 5;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(a, &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0)
+        return 5;
+    long vm = nd_vm_kib();
+    struct rlimit lim;
+    lim.rlim_cur = lim.rlim_max = (rlim_t)vm * 1024 + ((rlim_t)40 << 20);
+    if (vm <= 0 || setrlimit(RLIMIT_AS, &lim) != 0)
+        return 4;
+    int n = 0, bad = 0;
+    for (; n < N; n++) {
+        sz[n] = (n % 4 == 0 ? 256 : 512) << 10;
+        if ((p[n] = trim_alloc(n, sz[n], &bad)) == NULL)
+            break;
+    }
+    for (int i = 1; i < n; i += 2) {
+        trim_check_free(p[i], i, sz[i], &bad);
+        p[i] = NULL;
+    }
+    errno = 0;
+    void *huge = nodal_malloc((size_t)64 << 20);   /* cannot map: the freed runs become holes */
+    bad += huge != NULL || errno != ENOMEM;
+    int holes = unmapped_chunks_of(p, n);
+    CPU_ZERO(&set);
+    CPU_SET(b, &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0)
+        return 5;
+    int failed = 0;
+    for (int i = 1; i < n; i += 2)
+        failed += (p[i] = trim_alloc(i, sz[i], &bad)) == NULL;
+    int after = unmapped_chunks_of(p, n);
+    bad += !nd_large_is_valid();
+    for (int i = 0; i < n; i++)
+        trim_check_free(p[i], i, sz[i], &bad);
+    nodal_collect(1);
+    bad += !nd_large_is_valid();
+    printf("cpus %d %d blocks %d holes %d -> %d failed %d bad %d\n", a, b, n, holes, after, failed, bad);
+    return n > 0 && n < N && holes > 0 && after < holes && failed <= n / 8 && bad == 0 ? 0 : 3;
+}
+
+static void a_thread_moved_to_another_cpu_maps_the_holes_of_its_first_shard_again(void)
+{
+    static int (*const fn)(void) = moved_thread_child;
+    static struct nd_child c;
+    fflush(NULL);
+    nd_run_forked(run_child_fn, (void *)&fn, 280, &c);
+    if (WIFEXITED(c.status) && WEXITSTATUS(c.status) == 5)
+        SKIP("needs two CPUs of different large shards to run on");
+    if (WIFEXITED(c.status) && WEXITSTATUS(c.status) == 4)
+        SKIP("no address-space limit could be set");
+    EXPECT(WIFEXITED(c.status) && WEXITSTATUS(c.status) == 0,
+           "the moved thread's requests to map its first shard's holes again (exit 0; 3: see its line); it %s; "
+           "stdout: %s stderr: %s", nd_describe_status(c.status), c.out, c.err);
+}
+
 /* A page of the program's own at `at` (a hole of a segment: never over a
    mapping), filled with 0x5a; NULL when it would not map there. */
 static unsigned char *map_own_page_at(void *at)
@@ -5629,6 +5712,7 @@ static const struct nd_case cases[] = {
     ND_CASE(short_segments_under_an_address_space_limit_keep_the_heap_valid),
     ND_CASE(a_thread_with_no_room_left_gets_small_blocks_from_its_nodes_reserve),
     ND_CASE(large_segments_with_unmapped_chunks_under_an_address_space_limit_stay_valid),
+    ND_CASE(a_thread_moved_to_another_cpu_maps_the_holes_of_its_first_shard_again),
     ND_CASE(a_hole_another_mapping_took_is_never_mapped_over_nor_unmapped),
     ND_CASE(medium_pages_with_unmapped_ends_under_an_address_space_limit_stay_valid),
     ND_CASE(large_blocks_whose_tails_were_given_back_stay_whole_and_valid),
