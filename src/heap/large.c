@@ -743,9 +743,7 @@ static nd_noinline nd_large_pool *nd_large_regain_other(nd_large_pool *pool, uns
             *seg = s;
             return o;
         }
-        nd_large_unlock(o);
-        if (errno == ENOMEM)
-            break;   /* no room to map a hole: none of the others' would map either */
+        nd_large_unlock(o);   /* (each shard tried: errno may be an earlier call's ENOMEM) */
     }
     return NULL;
 }
