@@ -16,6 +16,7 @@
 #ifndef ND_CONFIG_H
 #define ND_CONFIG_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include "nodal.h"
@@ -234,12 +235,17 @@ static inline size_t nd_bound_aged(size_t raised, size_t base, size_t high)
 #define ND_GAUGE_EVENTS 32
 #define ND_GAUGE_HELD   ((long)1 << 20)
 
+/* Is a holder's `pending` (above) out of its band, [0, 2 * ND_GAUGE_HELD)? */
+static inline bool nd_gauge_out_of_band(long pending)
+{
+    return (unsigned long)pending >= 2 * (unsigned long)ND_GAUGE_HELD;
+}
+
 /* What a holder of the active gauge's changes keeps back of its
-   `pending` (above): all of it within [0, 2 * ND_GAUGE_HELD), else
-   ND_GAUGE_HELD. */
+   `pending`: all of it within the band, else ND_GAUGE_HELD. */
 static inline long nd_gauge_held(long pending)
 {
-    return (unsigned long)pending < 2 * (unsigned long)ND_GAUGE_HELD ? pending : ND_GAUGE_HELD;
+    return nd_gauge_out_of_band(pending) ? ND_GAUGE_HELD : pending;
 }
 
 /* Bits first..last (inclusive, 0 <= first <= last <= 63) of a 64-bit mask. */

@@ -99,8 +99,7 @@ static inline void nd_heap_gauge_page(nd_heap *h, unsigned cls, long bytes, int 
     h->gauge_active += bytes;
     h->gauge_pages[cls] = (int16_t)(h->gauge_pages[cls] + pages);
     h->gauge_classes |= (uint64_t)1 << cls;
-    if (nd_unlikely(++h->gauge_events >= ND_GAUGE_EVENTS ||
-                    (unsigned long)h->gauge_active >= 2 * (unsigned long)ND_GAUGE_HELD || h->shared))
+    if (nd_unlikely(++h->gauge_events >= ND_GAUGE_EVENTS || nd_gauge_out_of_band(h->gauge_active) || h->shared))
         nd_heap_gauge_spill(h, h->shared ? 0 : nd_gauge_held(h->gauge_active));
 }
 
@@ -1164,7 +1163,7 @@ static bool nd_heap_seg_queue_is_valid(const nd_heap *h, const nd_seg_queue *q, 
 bool nd_heap_is_valid(const nd_heap *h)
 {
     /* The gauges held back (heap.h: gauge_pages). */
-    if (h->gauge_events >= ND_GAUGE_EVENTS || h->gauge_active < 0 || h->gauge_active >= 2 * ND_GAUGE_HELD ||
+    if (h->gauge_events >= ND_GAUGE_EVENTS || nd_gauge_out_of_band(h->gauge_active) ||
         (h->shared && (h->gauge_events | h->gauge_classes | (unsigned long)h->gauge_active) != 0))
         return false;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++)

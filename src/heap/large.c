@@ -172,7 +172,7 @@ static void nd_large_gauge_flush(nd_large_pool *pool) { nd_large_gauge_spill(poo
 static inline void nd_large_gauge(nd_large_pool *pool, long delta)
 {
     pool->gauge_active += delta;
-    if (nd_unlikely((unsigned long)pool->gauge_active >= 2 * (unsigned long)ND_GAUGE_HELD))
+    if (nd_unlikely(nd_gauge_out_of_band(pool->gauge_active)))
         nd_large_gauge_spill(pool, nd_gauge_held(pool->gauge_active));
 }
 
@@ -205,6 +205,13 @@ static inline bool nd_large_trylock(nd_large_pool *pool)
 static inline unsigned nd_large_shard_index(const nd_large_pool *pool)
 {
     return (unsigned)(pool - &nd_large_pools[0][0][0]) % ND_LARGE_SHARDS;
+}
+
+/* The j-th shard after pool's of its (node, kind), in a ring (j in
+   1..ND_LARGE_SHARDS - 1: each other shard once). */
+static inline nd_large_pool *nd_large_shard_after(nd_large_pool *pool, unsigned j)
+{
+    return pool - nd_large_shard_index(pool) + (nd_large_shard_index(pool) + j) % ND_LARGE_SHARDS;
 }
 
 /* Do other shards of pool's (node, kind) hold segments (their hints, read
@@ -692,12 +699,10 @@ nd_large_path static int nd_large_commit(nd_large_pool *pool, nd_segment *s, con
    holes (large.h), its holes mapped again: the segment, *at = its first
    chunk; NULL when none maps (no room yet, or another mapping sits in the
    hole). Tried only when no free run fits, before a new segment is asked
-   for: a hole costs less address space than a segment. Under the pool
-   lock. */
+   for: a hole costs less address space than a segment. Asked only once
+   some segment has had a hole (nd_seg_holes_made). Under the pool lock. */
 static nd_segment *nd_large_regain(nd_large_pool *pool, unsigned k, unsigned step, unsigned *at)
 {
-    if (nd_likely(nd_load_relaxed(&nd_seg_holes_made) == 0))
-        return NULL;   /* no segment has a hole */
     for (nd_segment *s = pool->segs.first; s != NULL; s = s->next) {
         if (s->unmapped == 0)
             continue;
@@ -732,9 +737,8 @@ static nd_segment *nd_large_regain(nd_large_pool *pool, unsigned k, unsigned ste
 static nd_noinline nd_large_pool *nd_large_regain_other(nd_large_pool *pool, unsigned k, unsigned step,
                                                         nd_segment **seg, unsigned *at)
 {
-    nd_large_pool *first = pool - nd_large_shard_index(pool);
     for (unsigned j = 1; j < ND_LARGE_SHARDS; j++) {
-        nd_large_pool *o = first + (nd_large_shard_index(pool) + j) % ND_LARGE_SHARDS;
+        nd_large_pool *o = nd_large_shard_after(pool, j);
         if (nd_load_relaxed(&o->hint) == 0)
             continue;
         nd_large_lock(o);
@@ -1088,9 +1092,8 @@ nd_large_path static nd_noinline nd_large_pool *nd_large_borrow(nd_large_pool *p
 {
     if (ND_LARGE_SHARDS == 1 || nd_seg_guard != 0)
         return NULL;
-    nd_large_pool *first = pool - nd_large_shard_index(pool);
     for (unsigned j = 1; j < ND_LARGE_SHARDS; j++) {
-        nd_large_pool *o = first + (nd_large_shard_index(pool) + j) % ND_LARGE_SHARDS;
+        nd_large_pool *o = nd_large_shard_after(pool, j);
         if (nd_load_relaxed(&o->hint) == 0)
             continue;
         /* For any free run (its memory faulted in either way), a shard
@@ -1356,19 +1359,20 @@ nd_large_path static void *nd_large_alloc_at(int node, bool bound, size_t size, 
                 pool = o;   /* its lock held, s its segment */
             }
         }
-        if (s == NULL)
+        if (s == NULL && nd_unlikely(nd_load_relaxed(&nd_seg_holes_made) != 0)) {
+            /* Holes (an address-space limit was reached): this shard's,
+               then the other shards' (once a call) before a segment maps. */
             s = nd_large_regain(pool, k, step, &i);
-        if (s == NULL && nd_unlikely(nd_load_relaxed(&nd_seg_holes_made) != 0) && ND_LARGE_SHARDS > 1 &&
-            !regained) {
-            /* The other shards' holes before a segment maps (once a call). */
-            regained = true;
-            nd_large_unlock(pool);
-            nd_large_pool *o = nd_large_regain_other(pool, k, step, &s, &i);
-            if (o == NULL) {
-                nd_large_lock(pool);
-                continue;
+            if (s == NULL && ND_LARGE_SHARDS > 1 && !regained) {
+                regained = true;
+                nd_large_unlock(pool);
+                nd_large_pool *o = nd_large_regain_other(pool, k, step, &s, &i);
+                if (o == NULL) {
+                    nd_large_lock(pool);
+                    continue;
+                }
+                pool = o;   /* its lock held, s its segment */
             }
-            pool = o;   /* its lock held, s its segment */
         }
         if (s == NULL && nd_unlikely(pool->full_at != 0)) {
             if (pool->full_at == nd_os_space_returns() + 1) {
@@ -1622,9 +1626,8 @@ static bool nd_large_trim_one(nd_large_pool *o, unsigned most)
    time. */
 static nd_noinline void nd_large_trim(nd_large_pool *pool, unsigned resident)
 {
-    nd_large_pool *first = pool - nd_large_shard_index(pool);
     for (unsigned j = 1; j < ND_LARGE_SHARDS; j++)
-        if (nd_large_trim_one(first + (nd_large_shard_index(pool) + j) % ND_LARGE_SHARDS, resident))
+        if (nd_large_trim_one(nd_large_shard_after(pool, j), resident))
             return;
     nd_large_trim_one(pool, 64);
 }
@@ -2082,7 +2085,7 @@ bool nd_large_is_valid(void)
                      (s->tails & ~tailed) == 0 && ((s->tails & 1) == 0 || s->tail_from[0] >= ND_SEG_HEADER_SIZE);
                 empty += s->used_pages == 0;
             }
-            ok = ok && pool->gauge_active >= 0 && pool->gauge_active < 2 * ND_GAUGE_HELD;
+            ok = ok && !nd_gauge_out_of_band(pool->gauge_active);
             for (unsigned c = 0; c < ND_LARGE_SHARD_CPUS; c++)
                 ok = ok && nd_load_relaxed(&pool->cpu[c].gauge) >= 0;
             ok = ok && empty == pool->empty && empty <= nd_large_spare() && count == pool->segs.count &&
