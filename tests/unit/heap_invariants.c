@@ -3870,6 +3870,16 @@ static void limit_address_space_to_now_plus(rlim_t extra)
         _exit(4);
 }
 
+/* Keeps the calling thread (and the threads it starts) on CPU c; false
+   when it may not run there. */
+static bool run_on_cpu(int c)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(c, &set);
+    return sched_setaffinity(0, sizeof set, &set) == 0;
+}
+
 /* Child pid's status, once it has exited. */
 static int wait_for_child(pid_t pid)
 {
@@ -4017,6 +4027,20 @@ static int large_segment_chunks_of(unsigned char **p, int n, bool tails)
 
 static int unmapped_chunks_of(unsigned char **p, int n) { return large_segment_chunks_of(p, n, false); }
 
+/* Blocks of 256 and 512 KiB (4 and 8 chunks of a segment's 63: each
+   segment ends in free ones) into p[0, max), their sizes in sz, filled
+   with their index (trim_alloc) until one fails or max: how many. */
+static int fill_large_blocks(unsigned char **p, size_t *sz, int max, int *bad)
+{
+    int n = 0;
+    for (; n < max; n++) {
+        sz[n] = (n % 4 == 0 ? 256 : 512) << 10;
+        if ((p[n] = trim_alloc(n, sz[n], bad)) == NULL)
+            break;
+    }
+    return n;
+}
+
 /* Under an address-space limit, large blocks fill their segments until no
    4 MiB segment maps; the segments then unmap the chunks that no block
    holds (large.h: nd_large_release, holes), and map them again when a
@@ -4030,17 +4054,9 @@ static int unmapped_chunks_child(void)
     enum { N = 256 };
     static unsigned char *p[N];
     static size_t sz[N];
-    long vm = nd_vm_kib();
-    struct rlimit lim;
-    lim.rlim_cur = lim.rlim_max = (rlim_t)vm * 1024 + ((rlim_t)40 << 20);
-    if (vm <= 0 || setrlimit(RLIMIT_AS, &lim) != 0)
-        return 4;
-    int n = 0, bad = 0, hole_seen = 0;
-    for (; n < N; n++) {
-        sz[n] = (n % 4 == 0 ? 256 : 512) << 10;   /* 4 and 8 chunks of 63: each segment ends in free ones */
-        if ((p[n] = trim_alloc(n, sz[n], &bad)) == NULL)
-            break;
-    }
+    limit_address_space_to_now_plus((rlim_t)40 << 20);
+    int bad = 0, hole_seen = 0;
+    int n = fill_large_blocks(p, sz, N, &bad);
     bad += !nd_large_is_valid();
     for (int i = 0; i < n; i++) {
         nd_segment *s = nd_seg_base(p[i]);
@@ -4132,22 +4148,11 @@ static int moved_thread_child(void)
         }
     if (b < 0)
         return 5;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(a, &set);
-    if (sched_setaffinity(0, sizeof set, &set) != 0)
+    if (!run_on_cpu(a))
         return 5;
-    long vm = nd_vm_kib();
-    struct rlimit lim;
-    lim.rlim_cur = lim.rlim_max = (rlim_t)vm * 1024 + ((rlim_t)40 << 20);
-    if (vm <= 0 || setrlimit(RLIMIT_AS, &lim) != 0)
-        return 4;
-    int n = 0, bad = 0;
-    for (; n < N; n++) {
-        sz[n] = (n % 4 == 0 ? 256 : 512) << 10;
-        if ((p[n] = trim_alloc(n, sz[n], &bad)) == NULL)
-            break;
-    }
+    limit_address_space_to_now_plus((rlim_t)40 << 20);
+    int bad = 0;
+    int n = fill_large_blocks(p, sz, N, &bad);
     for (int i = 1; i < n; i += 2) {
         trim_check_free(p[i], i, sz[i], &bad);
         p[i] = NULL;
@@ -4156,9 +4161,7 @@ static int moved_thread_child(void)
     void *huge = nodal_malloc((size_t)64 << 20);   /* cannot map: the freed runs become holes */
     bad += huge != NULL || errno != ENOMEM;
     int holes = unmapped_chunks_of(p, n);
-    CPU_ZERO(&set);
-    CPU_SET(b, &set);
-    if (sched_setaffinity(0, sizeof set, &set) != 0)
+    if (!run_on_cpu(b))
         return 5;
     int failed = 0;
     for (int i = 1; i < n; i += 2)
@@ -4217,11 +4220,7 @@ static int medium_holes_child(void)
 {
     enum { N = 1024 };
     static unsigned char *p[N], *q[N];
-    long vm = nd_vm_kib();
-    struct rlimit lim;
-    lim.rlim_cur = lim.rlim_max = (rlim_t)vm * 1024 + ((rlim_t)40 << 20);
-    if (vm <= 0 || setrlimit(RLIMIT_AS, &lim) != 0)
-        return 4;
+    limit_address_space_to_now_plus((rlim_t)40 << 20);
     const size_t big = 112 << 10, mid = 48 << 10;
     int n = 0, m = 0, bad = 0, gaps = 0;
     errno = 0;
@@ -4309,11 +4308,7 @@ static int foreign_hole_child(void)
 {
     enum { N = 256 };
     static unsigned char *p[N];
-    long vm = nd_vm_kib();
-    struct rlimit lim;
-    lim.rlim_cur = lim.rlim_max = (rlim_t)vm * 1024 + ((rlim_t)40 << 20);
-    if (vm <= 0 || setrlimit(RLIMIT_AS, &lim) != 0)
-        return 4;
+    limit_address_space_to_now_plus((rlim_t)40 << 20);
     int n = 0, bad = 0;
     while (n < N && (p[n] = nodal_malloc(256 << 10)) != NULL)
         n++;
@@ -4948,12 +4943,8 @@ static void a_block_grown_in_small_steps_is_copied_11_times_to_64_kib(void)
 static void stay_on_this_cpu(void)
 {
     int c = sched_getcpu();
-    if (c < 0)
-        return;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(c, &set);
-    (void)sched_setaffinity(0, sizeof set, &set);
+    if (c >= 0)
+        (void)run_on_cpu(c);
 }
 
 static void a_block_grown_into_a_fresh_huge_mapping_leaves_its_chunks_empty(void)
