@@ -331,8 +331,9 @@ const uint32_t nd_tcache_look_watched[ND_CLASS_COUNT] = { [0 ... ND_CLASS_COUNT 
    tcache_total: only as many threads run at a time as there are CPUs, and
    the blocks the others hold wait with them (a bin in long runs may take
    its cache to twice the share: ND_RUN_BINS; a bin of a small class
-   whose batches cycle through the transfer store may draw from the
-   process's pool past it: ND_EXTRA_CYCLES; every bin may hold
+   whose batches cycle through the transfer store, and a full bin of its
+   own heap's blocks, may draw from the process's pool past it:
+   ND_EXTRA_CYCLES, nd_tcache_may_draw; every bin may hold
    ND_BIN_SHARED_FLOOR bytes). nd_tcache_cpus is set at start-up (0 until
    then: no sharing). */
 static uint32_t nd_tcache_count;
@@ -363,9 +364,11 @@ static size_t nd_tcache_total_share(void)
    cap_extra, given back as its GC shrinks it and when it is destroyed or
    lost). So a process's caches hold at most that much more than before
    however many threads it has, as tcmalloc's thread caches share one
-   overall bound. Medium classes draw nothing: their bins of 2 blocks of
-   40-64 KiB cycle in a random walk too (bench/mstress), and drew the whole
-   pool there for 2 MiB more peak RSS and no CPU. rptest -t 2 (loops of
+   overall bound. Medium classes' cycles draw nothing: their bins of 2
+   blocks of 40-64 KiB cycle in a random walk too (bench/mstress), and drew
+   the whole pool there for 2 MiB more peak RSS and no CPU; a full bin of
+   any class that holds only its own heap's blocks does draw (a thread
+   churning its own blocks: nd_tcache_may_draw). rptest -t 2 (loops of
    1,000 blocks of 8 B-16 KiB, 2.1 MB a thread; within 1 MiB the bins of
    2-16 KiB held 4-8 blocks for 10-12 requests a loop): fills 319,000 ->
    94,000 and overflows 298,000 -> 113,000 for 4.8 M requests, CPU x0.87
@@ -1150,6 +1153,34 @@ static nd_hot nd_noinline bool nd_tcache_grow_past(nd_tcache *tc, unsigned c)
 #define ND_SLOW_CYCLE  8u
 #define ND_WANDER_MIN  32u
 _Static_assert(ND_QUICK_RUN <= 3, "a bin's run of quick cycles saturates at 3 (nd_bin_info.quick: 2 bits)");
+/* May bin c's growth by `more` bytes past its cache's share draw from the
+   process's pool (nd_tcache_extra_draw)? A bin of a small class whose
+   batches cycle whole bins through the transfer store (ND_EXTRA_CYCLES),
+   and a full bin (an overflow's) that holds only its own heap's blocks
+   (nd_bin_holds_own), whatever its class: a thread that churns its own
+   blocks in a random walk around its bins' edges (bench/mthread, glibc's
+   thread benchmark: 1,024 blocks of 4 B-32 KiB a thread, 3.6 MiB) keeps
+   them resident in its own pages whether its bins hold them or its
+   pages do, and a bin of 20-28 KiB held to 1-2 blocks by the share (the
+   smaller classes' bins took it first) took a fill or an overflow every
+   2-4 of its requests, each ~500 instructions; a bin's slow paths fall
+   with the square of its capacity (the walk's time to an edge). mthread
+   -t 1: fills and overflows 346,000 -> 57,000 for 5 M requests, 420 ->
+   381 instructions a step (tcmalloc 379), CPU x0.90; -t 2 x0.89, peak RSS
+   within the runs' spread (docs/results.md, stop 65). The bins of
+   threads that hand blocks to one another hold mixed blocks (bench/mstress,
+   rptest, larson) and draw nothing for a random walk (a medium bin's
+   walk on mstress drew the whole pool for more peak RSS and no CPU:
+   ND_EXTRA_CYCLES). The pool's bound is checked before the sample (up to
+   ND_OWN_SAMPLES descriptors read). */
+static inline bool nd_tcache_may_draw(const nd_tcache *tc, unsigned c, size_t more)
+{
+    const nd_bin_info *bi = nd_bin_info_of(tc, c);
+    if (bi->last == ND_LAST_FILL && bi->cycles >= ND_EXTRA_CYCLES && nd_class_is_small(nd_bin_class[c]))
+        return true;
+    return tc->bins[c].cur == tc->bins[c].low && nd_tcache_extra_fits(tc, more) && nd_bin_holds_own(tc, c);
+}
+
 static inline bool nd_tcache_grow(nd_tcache *tc, unsigned c)
 {
     nd_bin_info *bi = nd_bin_info_of(tc, c);
@@ -1172,8 +1203,7 @@ static inline bool nd_tcache_grow(nd_tcache *tc, unsigned c)
         bool run = shared && bi->last == ND_LAST_FILL && bi->run_fill >= ND_RUN_BINS * bi->cap &&
                    tc->cap_bytes + more <= (2 * share < total ? 2 * share : total);
         if (!at_floor && !run &&   /* the pool is drawn from last: only a growth nothing else allows */
-            (bi->last != ND_LAST_FILL || bi->cycles < ND_EXTRA_CYCLES || !nd_class_is_small(nd_bin_class[c]) ||
-             !nd_tcache_extra_draw(tc, more)))
+            !(nd_tcache_may_draw(tc, c, more) && nd_tcache_extra_draw(tc, more)))
             return false;
     }
     nd_tcache_grow_to(tc, c, cap, more);
