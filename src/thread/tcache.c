@@ -1161,7 +1161,7 @@ _Static_assert(ND_QUICK_RUN <= 3, "a bin's run of quick cycles saturates at 3 (n
    blocks in a random walk around its bins' edges (bench/mthread, glibc's
    thread benchmark: 1,024 blocks of 4 B-32 KiB a thread, 3.6 MiB) keeps
    them resident in its own pages whether its bins hold them or its
-   pages do, and a bin of 20-28 KiB held to 1-2 blocks by the share (the
+   pages do, and a bin of 20-28 KiB held to 2-4 blocks by the share (the
    smaller classes' bins took it first) took a fill or an overflow every
    2-4 of its requests, each ~500 instructions; a bin's slow paths fall
    with the square of its capacity (the walk's time to an edge). mthread

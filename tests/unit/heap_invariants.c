@@ -3037,9 +3037,11 @@ static void a_cache_whose_bins_cycle_through_the_store_grows_past_tcache_total(v
    block of 4 B-32 KiB in its place, each octave as likely: 3.6 MiB live, a random
    walk of each class's bin around its edges) outgrows tcache_total (or
    its share) with bins of its own blocks, which draw from the process's
-   pool (tcache.c: nd_tcache_may_draw), and its last 100,000 steps take a
-   fill or an overflow in under 2 % of their requests (691 of them). Main
-   before it: 5,350 (the bins of 20-28 KiB held to 1-2 blocks). It runs with a purge delay of an hour
+   pool (tcache.c: nd_tcache_may_draw): its bins of 20-28 KiB grow to 8
+   blocks or more (12), and its last 100,000 steps take a fill or an
+   overflow in under 2 % of their requests (691 of them). Main before it:
+   those bins at 4 blocks at most (the pool drawn from by its cycling bins
+   of small classes only), 5,350 slow paths. It runs with a purge delay of an hour
    (tests/unit/CMakeLists.txt): no GC pass halves the bins mid-run. */
 enum { CHURN_SLOTS = 1024, CHURN_STEPS = 400000, CHURN_LAST = 100000 };
 static uint64_t churn_slow_paths(const nd_tcache *tc)
@@ -3074,7 +3076,11 @@ static void *churn_own_blocks(void *arg)
         ((char *)slot[k])[0] = 1;
     }
     out[0] = (size_t)(churn_slow_paths(nd_tls_tc) - before);
-    out[1] = nd_tls_tc->cap_extra;
+    out[1] = 0;   /* the most blocks a bin of 20-28 KiB may hold */
+    for (size_t size = 20480; size <= 28672; size += 4096) {
+        const nd_bin_info *bi = nd_bin_info_of(nd_tls_tc, nd_class_of(size));
+        out[1] = bi->cap > out[1] ? bi->cap : out[1];
+    }
     EXPECT(nd_tcache_is_valid(nd_tls_tc), "the cache invariants to hold");
     for (int i = 0; i < CHURN_SLOTS; i++)
         nodal_free(slot[i]);
@@ -3093,7 +3099,8 @@ static void a_thread_churning_its_own_blocks_grows_its_bins_from_the_pool(void)
     pthread_t t;
     EXPECT(pthread_create(&t, NULL, churn_own_blocks, out) == 0, "pthread_create to work");
     pthread_join(t, NULL);
-    EXPECT(out[1] > 0, "the cache to draw from the pool for its bins of its own blocks, it drew nothing");
+    EXPECT(out[1] >= 8, "a bin of 20-28 KiB, which only a bin of its own blocks grows past the share with, to hold "
+           "8 blocks or more, the most holds %zu", out[1]);
     EXPECT(out[0] < CHURN_LAST * 2 / 100, "under 2 %% of the last %d steps' requests to take a fill or an "
            "overflow, %zu did", CHURN_LAST, out[0]);
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the thread exited");
