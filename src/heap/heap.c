@@ -836,21 +836,28 @@ nd_hot void nd_heap_purge_idle_blocks(void *const *blocks, size_t n, unsigned cl
 
 /* One pass over h's segments: the due purges of all of them go to the
    kernel in one batch (os.h), flushed before this returns; nothing here
-   hands a page out or lets a segment leave h meanwhile. */
-nd_hot void nd_heap_purge(nd_heap *h, uint64_t now, bool all)
+   hands a page out or lets a segment leave h meanwhile. Due: past the
+   deadline and ND_PURGE_MIN_EPOCHS of h's work since; past the deadline
+   alone when `idle` (a heap no thread runs: a pooled record's, whose
+   epochs stopped with its thread). */
+static nd_hot void nd_heap_purge_pass(nd_heap *h, uint64_t now, bool all, bool idle)
 {
+    const uint64_t min_epochs = idle ? 0 : ND_PURGE_MIN_EPOCHS;
     size_t left = 0;
     nd_os_purges batch;
     nd_os_purges_init(&batch);
+    /* avail[0], used[0], avail[1], used[1]: one list at a time, no array
+       of them (gcc built its addresses with a vector constant, a page of
+       read-only data a thread's exit then reads: api.std,
+       the_read_only_data_a_plain_program_does_not_read_stays_unmapped). */
     for (int k = 0; k < 2; k++) {
-        nd_seg_queue *lists[2] = { &h->avail[k], &h->used[k] };
         for (int l = 0; l < 2; l++)
-            for (nd_segment *s = lists[l]->first; s; s = s->next) {
+            for (nd_segment *s = (l == 0 ? h->avail[k] : h->used[k]).first; s; s = s->next) {
                 if (s->purge_mask == 0)
                     continue;
                 if (all) {
                     nd_seg_purge_into(s, s->purge_mask, &batch);
-                } else if (now >= s->purge_at && h->epoch >= s->purge_epoch + ND_PURGE_MIN_EPOCHS) {
+                } else if (now >= s->purge_at && h->epoch >= s->purge_epoch + min_epochs) {
                     /* The chunks waiting since the deadline was set; the
                        young ones wait for theirs (and the epochs from now). */
                     uint64_t due = nd_seg_purge_due(s, now);
@@ -866,6 +873,11 @@ nd_hot void nd_heap_purge(nd_heap *h, uint64_t now, bool all)
     nd_os_purges_flush(&batch);
     h->purge_pending = left;
     nd_assert2(nd_heap_is_valid(h));
+}
+
+nd_hot void nd_heap_purge(nd_heap *h, uint64_t now, bool all)
+{
+    nd_heap_purge_pass(h, now, all, false);
 }
 
 /* Gives the segments h keeps for reuse (its spares) back to their node:
@@ -950,13 +962,26 @@ static nd_hot size_t nd_heap_free_block_bytes(const nd_heap *h)
     return bytes;
 }
 
-nd_hot void nd_heap_trim(nd_heap *h)
+nd_hot void nd_heap_trim(nd_heap *h, uint64_t now)
 {
     nd_heap_drain_notified(h);
     nd_heap_retire_empty_pages(h);
     nd_heap_release_kept(h, 0, true);
     if (nd_heap_free_block_bytes(h) > ND_HEAP_KEPT_MAX)
         nd_heap_purge_free_blocks(h, true);
+    nd_heap_purge_pass(h, now, false, true);
+    nd_heap_gauge_flush(h);
+}
+
+nd_hot void nd_heap_idle_purge(nd_heap *h, uint64_t now)
+{
+    /* Remote frees that emptied pages since the last look (notified, or
+       waiting on pages that were not full): those pages retire, and
+       their memory joins the pending purges. */
+    if (nd_load_relaxed(&h->notified) != NULL)
+        nd_heap_drain_notified(h);
+    nd_heap_retire_empty_pages(h);
+    nd_heap_purge_pass(h, now, false, true);
     nd_heap_gauge_flush(h);
 }
 

@@ -264,8 +264,21 @@ void   nd_heap_collect(nd_heap *h, uint64_t now, bool purge_all) nd_hidden;
    thread (their memory goes back at its passes, or when the record is
    taken apart: abandon), up to ND_HEAP_KEPT_MAX of them: past it, the free
    blocks of 8 KiB and more give back their memory now, as at a forced
-   collect (heap.c: nd_heap_free_block_bytes). */
-void   nd_heap_trim(nd_heap *h) nd_hidden;
+   collect (heap.c: nd_heap_free_block_bytes). The purges due by now go to
+   the kernel (nd_heap_idle_purge): bench/idlewait's worker, which freed
+   its 800 blocks of 100,000 B a second before it exited, left 5.5 MiB
+   resident 300 ms after its exit, its retired pages waiting for the
+   record's next pass (2.6 now; glibc 2.0). */
+void   nd_heap_trim(nd_heap *h, uint64_t now) nd_hidden;
+/* The pass of a heap no thread runs (a pooled record's: thread.c), by
+   whichever thread holds the record: remote frees that emptied pages
+   taken back and those pages retired, then the purges due by their
+   deadline alone (the epochs of nd_heap_purge count the owner's work,
+   which has stopped), so memory freed before the thread exited goes back
+   a purge delay after its free, as a live thread's does, not when the
+   record is taken apart (ND_POOL_WAIT purge delays later). At the exit
+   too (nd_heap_trim). */
+void   nd_heap_idle_purge(nd_heap *h, uint64_t now) nd_hidden;
 /* Adds all that h holds back of its pages set up and retired to the
    process's gauges (above: gauge_pages; owner only). */
 void   nd_heap_gauge_flush(nd_heap *h) nd_hidden;

@@ -73,9 +73,11 @@ static ND_LIST(nd_thread) nd_threads;   /* live and pooled records, newest first
 
 /* Pools of records of exited threads, per node (plain tcache's node), newest
    first, under nd_threads_lock; nd_pool_count (all pools) is also read
-   without it. A record waits at most ND_POOL_WAIT purge delays, then
-   maintenance takes it apart as an exit used to: its heaps abandoned (their
-   live blocks' segments wait on the node for an owner), its caches freed. */
+   without it. A record waits at most ND_POOL_WAIT purge delays, its heaps
+   given their pass every purge delay meanwhile by other threads'
+   maintenance (nd_thread_pool_age), then maintenance takes it apart as an
+   exit used to: its heaps abandoned (their live blocks' segments wait on
+   the node for an owner), its caches freed. */
 #define ND_POOL_MAX  16
 #define ND_POOL_WAIT 10
 static nd_thread *nd_pool[ND_MAX_NODES];
@@ -194,20 +196,61 @@ static nd_hot void nd_thread_dismantle(nd_thread *t)
     nd_meta_free(t, sizeof(nd_thread));
 }
 
+/* Puts a record back on its node's pool after a pass (nd_thread_pool_age),
+   in its place by pooled_at (newest first); takes it apart if the pool
+   filled meanwhile. */
+static void nd_thread_pool_return(nd_thread *t)
+{
+    int node = t->plain->heap.node;
+    bool pooled = false;
+    nd_lock(nd_threads_lock);
+    if (nd_pool_len[node] < ND_POOL_MAX) {
+        nd_thread **link = &nd_pool[node];
+        while (*link != NULL && (*link)->pooled_at > t->pooled_at)
+            link = &(*link)->pool_next;
+        t->pool_next = *link;
+        *link = t;
+        t->state = ND_THREAD_POOLED;
+        nd_pool_len[node]++;
+        nd_store_relaxed(&nd_pool_count, nd_pool_count + 1);
+        pooled = true;
+    }
+    nd_unlock(nd_threads_lock);
+    if (!pooled)
+        nd_thread_dismantle(t);
+}
+
 /* Takes apart the pooled records that waited their time (all of them if
-   `all`). */
+   `all`), and gives the others' heaps their pass when it is due (every
+   purge delay, as the record's thread did: maintain_at): the memory its
+   thread freed goes back a purge delay after the free, whether or not the
+   thread exited meanwhile. A record in its pass is off its pool (PASS: no
+   thread can take it, a report counts it as pooled, and a fork meanwhile
+   leaves it to the child as lost, as one being taken apart). */
 static nd_hot void nd_thread_pool_age(uint64_t now, bool all)
 {
     if (nd_load_relaxed(&nd_pool_count) == 0)
         return;
-    uint64_t wait = (uint64_t)nd_opt(ND_OPT_purge_delay) * ND_POOL_WAIT;
-    nd_thread *victims = NULL;
+    long delay = nd_opt(ND_OPT_purge_delay);
+    uint64_t wait = (uint64_t)delay * ND_POOL_WAIT;
+    nd_thread *victims = NULL, *passes = NULL;
     nd_lock(nd_threads_lock);
     for (int node = 0; node < ND_MAX_NODES; node++) {
         /* Newest first: the ones due are a tail. */
         nd_thread **link = &nd_pool[node];
-        while (*link != NULL && !all && (*link)->pooled_at + wait > now)
-            link = &(*link)->pool_next;
+        while (*link != NULL && !all && (*link)->pooled_at + wait > now) {
+            nd_thread *t = *link;
+            if (t->maintain_at > now) {
+                link = &t->pool_next;
+                continue;
+            }
+            *link = t->pool_next;
+            nd_pool_len[node]--;
+            nd_store_relaxed(&nd_pool_count, nd_pool_count - 1);
+            t->state = ND_THREAD_PASS;
+            t->pool_next = passes;
+            passes = t;
+        }
         while (*link != NULL) {
             nd_thread *t = *link;
             *link = t->pool_next;
@@ -219,6 +262,18 @@ static nd_hot void nd_thread_pool_age(uint64_t now, bool all)
         }
     }
     nd_unlock(nd_threads_lock);
+    while (passes != NULL) {
+        nd_thread *t = passes;
+        passes = t->pool_next;
+        t->maintain_at = now + (uint64_t)(delay > 0 ? delay : 1);
+        nd_tcache *tcs[ND_MAX_NODES + 1];
+        int n = nd_thread_tcaches(t, tcs);
+        for (int i = 0; i < n; i++) {
+            nd_heap_idle_purge(&tcs[i]->heap, now);
+            nd_assert2(nd_tcache_is_valid(tcs[i]));
+        }
+        nd_thread_pool_return(t);
+    }
     while (victims != NULL) {
         nd_thread *t = victims;
         victims = t->pool_next;
@@ -492,16 +547,20 @@ nd_hot void nd_thread_done(void *arg)
        RSS 36.6-38.8 -> 35.3-35.6 MiB, peak active 67.5-70.0 -> 60.2 MiB,
        fills +8 % (docs/results.md, h49c). Its
        heaps then give back pages no block is in and segments kept spare,
-       since a record may wait a while. (purge_delay=0: memory goes back
-       at once, so nothing waits.) */
+       since a record may wait a while, and purge what is past its delay
+       (heap.h: nd_heap_trim); the rest goes back a delay after its free
+       at the passes other threads give the pooled record
+       (nd_thread_pool_age). (purge_delay=0: memory goes back at once, so
+       nothing waits.) */
     if (nd_opt(ND_OPT_purge_delay) != 0) {
         nd_tcache *tcs[ND_MAX_NODES + 1];
         int n = nd_thread_tcaches(t, tcs);
         bool hand_over = nd_tcache_cpus_shared();
+        uint64_t now = nd_os_now_ms();
         for (int i = 0; i < n; i++) {
             if (hand_over)
                 nd_tcache_hand_over(tcs[i]);
-            nd_heap_trim(&tcs[i]->heap);
+            nd_heap_trim(&tcs[i]->heap, now);
         }
         if (nd_thread_pool_put(t)) {
             nd_thread_upkeep();
@@ -939,7 +998,7 @@ void nd_thread_stats_sum(nd_snap_class *cls, nd_snap_totals *tot, nd_snap_tier (
     nd_snap_totals_add_counters(tot, &nd_orphan);
     for (nd_thread *t = nd_threads.first; t; t = t->next) {
         nthreads += t->state == ND_THREAD_LIVE;
-        npooled += t->state == ND_THREAD_POOLED;
+        npooled += t->state == ND_THREAD_POOLED || t->state == ND_THREAD_PASS;
         nd_tcache *tcs[ND_MAX_NODES + 1];
         int n = nd_thread_tcaches(t, tcs);
         for (int i = 0; i < n; i++) {

@@ -18,7 +18,7 @@
 #include "tcache.h"
 #include "tier.h"
 
-enum { ND_THREAD_NEW = 0, ND_THREAD_LIVE, ND_THREAD_DEAD, ND_THREAD_POOLED };
+enum { ND_THREAD_NEW = 0, ND_THREAD_LIVE, ND_THREAD_DEAD, ND_THREAD_POOLED, ND_THREAD_PASS };
 
 /*
  * A thread's record: its tcaches (and through them its heaps), kept whole
@@ -28,7 +28,9 @@ enum { ND_THREAD_NEW = 0, ND_THREAD_LIVE, ND_THREAD_DEAD, ND_THREAD_POOLED };
  * Invariants: the records on the list (next/prev, under nd_threads_lock)
  * are LIVE (a running thread's) or POOLED (on its node's pool too, through
  * pool_next, pooled_at set, no thread using it: its caches keep their
- * blocks for the next thread); plain == the plain tcache (nd_tls_tc while it lives); node_tc[n] ==
+ * blocks for the next thread), or PASS (a pooled record off its pool for
+ * a moment while another thread gives its heaps their pass: thread.c,
+ * nd_thread_pool_age), or DEAD (off its pool, being taken apart); plain == the plain tcache (nd_tls_tc while it lives); node_tc[n] ==
  * the tcache for memory bound to node n, or the static empty tcache (every
  * fast path misses) when there is none; node_tc is nd_thread_no_node_tc
  * (thread.c: ND_MAX_NODES pointers to the static empty tcache, shared by

@@ -2104,6 +2104,93 @@ static void a_record_pooled_with_much_free_memory_in_its_pages_gives_it_back(voi
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold");
 }
 
+/* A thread that freed memory and exited: its record waits pooled for up to
+   10 purge delays (thread.c: ND_POOL_WAIT), and the memory its thread
+   freed goes back a purge delay after the frees all the same, by the
+   passes other threads give pooled records (thread.c: nd_thread_pool_age,
+   heap.c: nd_heap_idle_purge), not when the record is taken apart. On main
+   047e048 the freed blocks stayed resident for the record's whole wait
+   (bench/idlewait: 5.5 MiB 300 ms after the worker's exit, 2.6-2.8 now;
+   glibc 2.0). transfer=0: the frees go to their pages, not to the store,
+   whose sweep purges what it sends home on its own. The thread keeps its
+   first block, so its segment stays its heap's. */
+enum { IP_N = 64, IP_SIZE = 100000 };
+static unsigned char *ip_blocks[IP_N];
+
+static void *free_all_but_one_and_exit(void *arg)
+{
+    (void)arg;
+    for (int i = 0; i < IP_N; i++) {
+        ip_blocks[i] = nodal_malloc(IP_SIZE);
+        EXPECT(ip_blocks[i] != NULL, "block %d to be allocated", i);
+        memset(ip_blocks[i], i + 1, IP_SIZE);
+    }
+    for (int i = 1; i < IP_N; i++)
+        nodal_free(ip_blocks[i]);
+    return NULL;
+}
+
+/* The freed blocks (1..IP_N-1) none of whose OS pages past the first is
+   resident. */
+static int ip_given_back(void)
+{
+    uintptr_t ps = (uintptr_t)sysconf(_SC_PAGESIZE);
+    int n = 0;
+    for (int i = 1; i < IP_N; i++) {
+        uintptr_t b = (uintptr_t)ip_blocks[i];
+        uintptr_t lo = (b + 2 * sizeof(uintptr_t) + ps - 1) & ~(ps - 1), hi = (b + IP_SIZE) & ~(ps - 1);
+        n += resident_pages((void *)lo, hi - lo) == 0;
+    }
+    return n;
+}
+
+static size_t ip_pooled(void)
+{
+    static nd_snap_class cls[ND_CLASS_COUNT];
+    static nd_snap_totals tot;
+    static nd_snap_tier tier_from[ND_TIER_COUNT][ND_MAX_NODES];
+    size_t threads = 0, pooled = 0;
+    nd_thread_stats_sum(cls, &tot, tier_from, &threads, &pooled, NULL, NULL);
+    return pooled;
+}
+
+static void a_pooled_records_freed_memory_goes_back_a_purge_delay_after_the_frees(void)
+{
+    long delay = nd_opt(ND_OPT_purge_delay);
+    if (delay < 100 || delay > 1000 || nd_opt(ND_OPT_transfer) != 0 || nd_opt(ND_OPT_secure) != 0 ||
+        nd_opt(ND_OPT_check) >= 2)
+        SKIP("made for purge_delay=200 and transfer=0, without secure or check=2");
+    nodal_free(nodal_malloc(64));   /* this thread's own record: it does not take the one pooled below */
+    size_t pooled = ip_pooled();
+    in_a_new_thread(free_all_but_one_and_exit);
+    EXPECT(ip_pooled() == pooled + 1, "the exited thread's record to be pooled");
+    /* This thread works on (small requests, as a program's main thread
+       would; its maintenance passes give the pooled record its passes)
+       for up to 5 purge delays: the record is taken apart after 10. */
+    uint64_t t0 = nd_os_now_ms(), until = t0 + 5 * (uint64_t)delay;
+    int back = ip_given_back();
+    while (back < IP_N - 8 && nd_os_now_ms() < until) {
+        for (int i = 0; i < 1000; i++) {
+            volatile char *p = nodal_malloc(64);
+            EXPECT(p != NULL, "a small block to be allocated");
+            p[0] = (char)i;
+            nodal_free((void *)p);
+        }
+        usleep(2000);
+        back = ip_given_back();
+    }
+    uint64_t took = nd_os_now_ms() - t0;
+    EXPECT(back >= IP_N - 8, "the memory of at least %d of the %d blocks the exited thread freed to be given back "
+           "within 5 purge delays of its exit (%d were, after %llu ms)", IP_N - 8, IP_N - 1, back,
+           (unsigned long long)took);
+    size_t pooled_now = ip_pooled();
+    EXPECT(pooled_now == pooled + 1, "the record to be still pooled (not taken apart) when they were: %zu pooled, %zu before", pooled_now, pooled);
+    for (size_t j = 0; j < IP_SIZE; j += 4096)
+        EXPECT(ip_blocks[0][j] == 1, "the block the thread kept to keep its bytes");
+    nodal_free(ip_blocks[0]);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold");
+}
+
 /* ---- bounds that give memory back at once (heap.h: ND_PURGE_PENDING_MAX;
    node.c: the cache's bounds) ---- */
 
@@ -5820,6 +5907,7 @@ static const struct nd_case cases[] = {
     ND_CASE(free_blocks_of_pages_in_use_give_their_memory_back_after_a_delay),
     ND_CASE(free_blocks_of_pages_in_use_give_their_memory_back_at_a_forced_collect),
     ND_CASE(a_record_pooled_with_much_free_memory_in_its_pages_gives_it_back),
+    ND_CASE(a_pooled_records_freed_memory_goes_back_a_purge_delay_after_the_frees),
     ND_CASE(rounds_past_the_purge_bounds_keep_their_memory_after_the_first),
     ND_CASE(memory_freed_once_past_the_purge_bound_is_still_given_back_at_once),
     ND_CASE(a_big_large_pool_finds_the_holes_of_its_old_segments),
