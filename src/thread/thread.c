@@ -152,24 +152,36 @@ static nd_thread *nd_thread_pool_take(int node)
 }
 
 
-/* Pools the record of the calling thread, which is exiting: false when
-   its node's pool is full. */
-static bool nd_thread_pool_put(nd_thread *t)
+/* Puts record t (its pooled_at set) on its node's pool, in its place by
+   pooled_at (newest first: an exiting thread's goes first, one back from
+   its pass, nd_thread_pool_age, where it was): false when the pool is
+   full. */
+static bool nd_thread_pool_insert(nd_thread *t)
 {
     int node = t->plain->heap.node;
     bool pooled = false;
     nd_lock(nd_threads_lock);
     if (nd_pool_len[node] < ND_POOL_MAX) {
+        nd_thread **link = &nd_pool[node];
+        while (*link != NULL && (*link)->pooled_at > t->pooled_at)
+            link = &(*link)->pool_next;
+        t->pool_next = *link;
+        *link = t;
         t->state = ND_THREAD_POOLED;
-        t->pooled_at = nd_os_now_ms();
-        t->pool_next = nd_pool[node];
-        nd_pool[node] = t;
         nd_pool_len[node]++;
         nd_store_relaxed(&nd_pool_count, nd_pool_count + 1);
         pooled = true;
     }
     nd_unlock(nd_threads_lock);
     return pooled;
+}
+
+/* Pools the record of the calling thread, which is exiting: false when
+   its node's pool is full. */
+static bool nd_thread_pool_put(nd_thread *t)
+{
+    t->pooled_at = nd_os_now_ms();
+    return nd_thread_pool_insert(t);
 }
 
 /* Takes apart a record no thread uses (an exited thread's): its caches
@@ -196,27 +208,11 @@ static nd_hot void nd_thread_dismantle(nd_thread *t)
     nd_meta_free(t, sizeof(nd_thread));
 }
 
-/* Puts a record back on its node's pool after a pass (nd_thread_pool_age),
-   in its place by pooled_at (newest first); takes it apart if the pool
-   filled meanwhile. */
+/* Puts a record back on its node's pool after its pass
+   (nd_thread_pool_age); takes it apart if the pool filled meanwhile. */
 static void nd_thread_pool_return(nd_thread *t)
 {
-    int node = t->plain->heap.node;
-    bool pooled = false;
-    nd_lock(nd_threads_lock);
-    if (nd_pool_len[node] < ND_POOL_MAX) {
-        nd_thread **link = &nd_pool[node];
-        while (*link != NULL && (*link)->pooled_at > t->pooled_at)
-            link = &(*link)->pool_next;
-        t->pool_next = *link;
-        *link = t;
-        t->state = ND_THREAD_POOLED;
-        nd_pool_len[node]++;
-        nd_store_relaxed(&nd_pool_count, nd_pool_count + 1);
-        pooled = true;
-    }
-    nd_unlock(nd_threads_lock);
-    if (!pooled)
+    if (!nd_thread_pool_insert(t))
         nd_thread_dismantle(t);
 }
 
