@@ -2030,6 +2030,32 @@ static void free_blocks_of_pages_in_use_give_their_memory_back_at_a_forced_colle
    100,000 B before it exited left 18.5 MiB resident 300 ms later on main
    9475a2a (6.7 now). Run with purge_delay=3600000: no pass purges in
    between, and the record waits. */
+/* n blocks of size bytes into b[], each filled with its index plus one. */
+static void alloc_written(unsigned char **b, int n, size_t size)
+{
+    for (int i = 0; i < n; i++) {
+        b[i] = nodal_malloc(size);
+        EXPECT(b[i] != NULL, "block %d to be allocated", i);
+        memset(b[i], i + 1, size);
+    }
+}
+
+/* The blocks of b[] (NULL ones skipped) of size bytes none of whose OS
+   pages past the first is resident (their memory given back). */
+static int blocks_given_back(unsigned char *const *b, int n, size_t size)
+{
+    uintptr_t ps = (uintptr_t)sysconf(_SC_PAGESIZE);
+    int count = 0;
+    for (int i = 0; i < n; i++) {
+        if (b[i] == NULL)
+            continue;
+        uintptr_t a = (uintptr_t)b[i];
+        uintptr_t lo = (a + 2 * sizeof(uintptr_t) + ps - 1) & ~(ps - 1), hi = (a + size) & ~(ps - 1);
+        count += resident_pages((void *)lo, hi - lo) == 0;
+    }
+    return count;
+}
+
 enum { EX_N = 320, EX_SIZE = 100000 };
 static unsigned char *ex_live[EX_N], *ex_freed[EX_N];
 static int ex_free_count;
@@ -2037,12 +2063,8 @@ static int ex_free_count;
 static void *exit_after_freeing(void *arg)
 {
     (void)arg;
-    for (int i = 0; i < EX_N; i++) {
-        ex_live[i] = nodal_malloc(EX_SIZE);
-        EXPECT(ex_live[i] != NULL, "block %d to be allocated", i);
-        memset(ex_live[i], i + 1, EX_SIZE);
-        ex_freed[i] = NULL;
-    }
+    alloc_written(ex_live, EX_N, EX_SIZE);
+    memset(ex_freed, 0, sizeof ex_freed);
     for (int i = 0, n = 0; i < EX_N && n < ex_free_count; i++)
         if (i % 4 != 0) {
             ex_freed[i] = ex_live[i];
@@ -2056,16 +2078,7 @@ static void *exit_after_freeing(void *arg)
 /* The freed blocks whose OS pages past their first are none resident. */
 static int ex_given_back(void)
 {
-    uintptr_t ps = (uintptr_t)sysconf(_SC_PAGESIZE);
-    int n = 0;
-    for (int i = 0; i < EX_N; i++) {
-        if (ex_freed[i] == NULL)
-            continue;
-        uintptr_t b = (uintptr_t)ex_freed[i];
-        uintptr_t lo = (b + 2 * sizeof(uintptr_t) + ps - 1) & ~(ps - 1), hi = (b + EX_SIZE) & ~(ps - 1);
-        n += resident_pages((void *)lo, hi - lo) == 0;
-    }
-    return n;
+    return blocks_given_back(ex_freed, EX_N, EX_SIZE);
 }
 
 static void ex_check_and_free_the_live(void)
@@ -2122,11 +2135,7 @@ static unsigned char *ip_blocks[IP_N];
 static void *free_all_but_one_and_exit(void *arg)
 {
     (void)arg;
-    for (int i = 0; i < IP_N; i++) {
-        ip_blocks[i] = nodal_malloc(IP_SIZE);
-        EXPECT(ip_blocks[i] != NULL, "block %d to be allocated", i);
-        memset(ip_blocks[i], i + 1, IP_SIZE);
-    }
+    alloc_written(ip_blocks, IP_N, IP_SIZE);
     for (int i = 1; i < IP_N; i++)
         if (i < IP_HANDED || i >= IP_HANDED + 16)
             nodal_free(ip_blocks[i]);
@@ -2137,14 +2146,7 @@ static void *free_all_but_one_and_exit(void *arg)
    resident. */
 static int ip_given_back(void)
 {
-    uintptr_t ps = (uintptr_t)sysconf(_SC_PAGESIZE);
-    int n = 0;
-    for (int i = 1; i < IP_N; i++) {
-        uintptr_t b = (uintptr_t)ip_blocks[i];
-        uintptr_t lo = (b + 2 * sizeof(uintptr_t) + ps - 1) & ~(ps - 1), hi = (b + IP_SIZE) & ~(ps - 1);
-        n += resident_pages((void *)lo, hi - lo) == 0;
-    }
-    return n;
+    return blocks_given_back(ip_blocks + 1, IP_N - 1, IP_SIZE);
 }
 
 static size_t ip_pooled(void)
