@@ -22,8 +22,90 @@ nd_hot void nd_heap_init(nd_heap *h, uintptr_t tid, int node, bool bound, nd_cla
     h->node = (int16_t)node;
     h->bound = bound;
     h->shared = tid == ND_TID_SHARED || tid == ND_TID_NURSERY;
-    h->clock_ms = nd_os_now_ms();
+    nd_store_relaxed(&h->clock_ms, nd_os_now_ms());
     h->classes = 0;
+}
+
+/* ---- the owner's calls and idle sweeps (heap.h: depth, busy, sweep) ------ */
+
+static inline nd_heap *nd_heap_call_begin(nd_heap *h)
+{
+    nd_heap_enter(h);
+    return h;
+}
+
+static inline void nd_heap_call_end(nd_heap **hp) { nd_heap_exit(*hp); }
+
+/* The first statement of each public function the owner calls: its
+   bracket (nd_heap_enter now, nd_heap_exit at every return). */
+#define ND_HEAP_CALL(h) nd_heap *nd_heap_call_ __attribute__((cleanup(nd_heap_call_end), unused)) = nd_heap_call_begin(h)
+
+/* Is h held by the caller: its owner inside a call, a sweeper, or a
+   shared heap (whose lock its caller holds)? (The debug build's check
+   that no path of the owner's reaches a heap's pages and segments
+   outside its bracket.) */
+static inline bool nd_heap_held(const nd_heap *h)
+{
+    return h->shared || h->depth != 0 || nd_load_relaxed(&h->sweep) != 0;
+}
+
+nd_cold void nd_heap_wait_sweep(nd_heap *h)
+{
+#ifdef ND_TSAN
+    while (__atomic_load_n(&h->sweep, __ATOMIC_SEQ_CST) != 0)
+#else
+    while (__atomic_load_n(&h->sweep, __ATOMIC_ACQUIRE) != 0)
+#endif
+        nd_os_yield();
+}
+
+static void nd_heap_retire_empty_pages(nd_heap *h);
+static void nd_heap_abandon_in(nd_heap *h);
+static bool nd_heap_adopt_segment_in(nd_heap *h, nd_segment *s);
+static void nd_heap_collect_in(nd_heap *h, uint64_t now, bool purge_all);
+static void nd_heap_drain_notified(nd_heap *h);
+static void nd_heap_free_local_in(nd_heap *h, nd_page *pg, void *p);
+static void nd_heap_idle_purge_in(nd_heap *h, uint64_t now);
+static size_t nd_heap_leave_in(nd_heap *h, int node);
+static void nd_heap_maintain_in(nd_heap *h, uint64_t now, bool force);
+static void nd_heap_purge_in(nd_heap *h, uint64_t now, bool all);
+static bool nd_heap_reclaim(nd_heap *h);
+static size_t nd_heap_release_in(nd_heap *h);
+static void nd_heap_retire_kept_in(nd_heap *h);
+static void nd_heap_return_blocks_in(nd_heap *h, nd_page *pg, nd_block *head, nd_block *tail, uint32_t count);
+static size_t nd_heap_take_blocks_in(nd_heap *h, unsigned cls, void **out, size_t n, size_t max);
+static size_t nd_heap_take_free_in(nd_heap *h, unsigned cls, void **out, size_t n);
+static void *nd_heap_take_free_aligned_in(nd_heap *h, unsigned cls, uintptr_t align);
+static void nd_heap_trim_in(nd_heap *h, uint64_t now);
+static bool nd_heap_would_fault_in(nd_heap *h, unsigned cls);
+static void nd_heap_gauge_flush_in(nd_heap *h);
+static void nd_heap_release_kept(nd_heap *h, uint64_t now, bool all);
+static void nd_heap_purge_pass(nd_heap *h, uint64_t now, bool all, bool idle);
+static void nd_heap_gauge_spill(nd_heap *h, long keep);
+
+bool nd_heap_sweep_idle(nd_heap *h, uint64_t now)
+{
+    uint8_t zero = 0;
+    if (h->shared || !__atomic_compare_exchange_n(&h->sweep, &zero, 1, false, __ATOMIC_SEQ_CST, __ATOMIC_RELAXED))
+        return false;
+#ifdef ND_TSAN
+    bool busy = __atomic_load_n(&h->busy, __ATOMIC_SEQ_CST) != 0;
+#else
+    /* The owner stores busy and then loads sweep with no fence of its own:
+       this barrier on every CPU of the process is it (heap.h). */
+    bool busy = !nd_os_barrier_all() || __atomic_load_n(&h->busy, __ATOMIC_ACQUIRE) != 0;
+#endif
+    if (!busy) {
+        if (nd_load_relaxed(&h->notified) != NULL)
+            nd_heap_drain_notified(h);
+        nd_heap_retire_empty_pages(h);   /* kept pages too */
+        nd_heap_release_kept(h, now, true);
+        nd_heap_purge_pass(h, now, true, true);
+        nd_heap_gauge_spill(h, 0);
+        nd_gauge_add(idle_heaps_swept, 1);
+    }
+    __atomic_store_n(&h->sweep, 0, __ATOMIC_RELEASE);
+    return !busy;
 }
 
 /* The kind of memory h's pages are (segment.h). */
@@ -88,7 +170,11 @@ static nd_hot nd_noinline void nd_heap_gauge_spill(nd_heap *h, long keep)
     h->gauge_events = 0;
 }
 
-void nd_heap_gauge_flush(nd_heap *h) { nd_heap_gauge_spill(h, 0); }
+static nd_hot nd_noinline void nd_heap_gauge_flush_in(nd_heap *h)
+{
+    nd_assert(nd_heap_held(h));
+    nd_heap_gauge_spill(h, 0);
+}
 
 /* A page of class cls set up (pages 1) or retired (-1), of `bytes`
    (negative when retired): its bytes held back within the band of
@@ -231,9 +317,10 @@ static void nd_heap_kept_give_one(nd_heap *h, int k);
 
 /* Only h's own segments: another thread's heap changes only under that
    thread (or its shared heap's lock). */
-size_t nd_heap_release(nd_heap *h)
+static nd_noinline size_t nd_heap_release_in(nd_heap *h)
 {
-    nd_heap_retire_kept(h);   /* kept pages first: their memory is given back too */
+    nd_assert(nd_heap_held(h));
+    nd_heap_retire_kept_in(h);   /* kept pages first: their memory is given back too */
     size_t freed = 0;
     for (int k = 0; k < 2; k++) {
         nd_seg_queue *lists[2] = { &h->avail[k], &h->used[k] };
@@ -283,7 +370,7 @@ static void nd_heap_regret(nd_heap *h, uint64_t fresh)
 {
     if (fresh == 0)
         return;
-    if (h->clock_ms > h->purged_at + (uint64_t)nd_opt(ND_OPT_purge_delay)) {
+    if (nd_load_relaxed(&h->clock_ms) > h->purged_at + (uint64_t)nd_opt(ND_OPT_purge_delay)) {
         h->purged_back = 0;   /* too late: not the same round */
         return;
     }
@@ -324,7 +411,7 @@ static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)
                node): the heap's own segments give back what no block
                holds, the free chunks of the large blocks' segments theirs
                (large.h), and once more. */
-            if (s == NULL && nd_os_map_refusals() != refused && nd_heap_release(h) + nd_large_release() != 0)
+            if (s == NULL && nd_os_map_refusals() != refused && nd_heap_release_in(h) + nd_large_release() != 0)
                 s = nd_node_seg_get(h->node, h->bound, kind);
             /* Still none: a plain shared heap takes its node's reserve
                (node.h), the small pages kept for this, for a class it
@@ -339,7 +426,7 @@ static nd_page *nd_heap_page_new(nd_heap *h, unsigned cls)
                 nd_seg_purge_elsewhere(s, true);
             /* A cached segment's resident chunks wait for their purge
                (node.h), as the heap's own freed pages do. */
-            s->purge_epoch = h->epoch;
+            s->purge_epoch = nd_load_relaxed(&h->epoch);
             h->purge_pending += (size_t)nd_popcount64(s->purge_mask) << ND_CHUNK_SHIFT;
             s->owner = h;
             nd_list_push_front(&h->avail[k], s);
@@ -432,8 +519,8 @@ static nd_hot void nd_heap_page_retire_as(nd_heap *h, nd_page *pg, bool due)
     if (s->used_pages == 0) {
         if (h->spare[k] == NULL && !h->shared && nd_opt(ND_OPT_purge_delay) > 0) {
             h->spare[k] = s;
-            h->spare_since[k] = h->clock_ms;
-            s->purge_epoch = h->epoch;
+            h->spare_since[k] = nd_load_relaxed(&h->clock_ms);
+            s->purge_epoch = nd_load_relaxed(&h->epoch);
         } else if (h->spare[k] != s && !nd_node_reserve_is(s)) {   /* a reserve stays */
             nd_list_remove(&h->avail[k], s);
             nd_heap_seg_release(h, s);
@@ -449,18 +536,18 @@ static nd_hot void nd_heap_page_retire_as(nd_heap *h, nd_page *pg, bool due)
            after them (segment.h: purge_young); the heap's epochs count from
            the first. Due: with the others, all of them due at once. */
         bool first = s->purge_mask == 0;
-        uint64_t fresh = nd_seg_purge_wait(s, chunks, h->clock_ms + (nd_unlikely(due) ? 0 : (uint64_t)nd_opt(ND_OPT_purge_delay)));
+        uint64_t fresh = nd_seg_purge_wait(s, chunks, nd_load_relaxed(&h->clock_ms) + (nd_unlikely(due) ? 0 : (uint64_t)nd_opt(ND_OPT_purge_delay)));
         if (nd_unlikely(due))
-            s->purge_epoch = h->epoch >= ND_PURGE_MIN_EPOCHS ? h->epoch - ND_PURGE_MIN_EPOCHS : h->epoch;
+            s->purge_epoch = nd_load_relaxed(&h->epoch) >= ND_PURGE_MIN_EPOCHS ? nd_load_relaxed(&h->epoch) - ND_PURGE_MIN_EPOCHS : nd_load_relaxed(&h->epoch);
         else if (first)
-            s->purge_epoch = h->epoch;
+            s->purge_epoch = nd_load_relaxed(&h->epoch);
         h->purge_pending += (size_t)nd_popcount64(fresh) << ND_CHUNK_SHIFT;
         if (h->purge_pending > h->pending_high)
             h->pending_high = h->purge_pending;
         if (h->purge_pending > nd_heap_pending_max(h)) {
             h->purged_back = h->purge_pending;
-            h->purged_at = h->clock_ms;
-            nd_heap_purge(h, 0, true);
+            h->purged_at = nd_load_relaxed(&h->clock_ms);
+            nd_heap_purge_in(h, 0, true);
         }
     }
 }
@@ -499,8 +586,8 @@ static void nd_heap_keep(nd_heap *h, nd_page *pg)
     nd_list_push_back(q, pg);   /* the last kept: the first taken of them (nd_heap_take_blocks) */
     nd_page_keep(pg);
     pg->kept = 1;
-    pg->kept_at = h->clock_ms;
-    pg->kept_epoch = (uint32_t)h->epoch;
+    pg->kept_at = nd_load_relaxed(&h->clock_ms);
+    pg->kept_epoch = (uint32_t)nd_load_relaxed(&h->epoch);
     h->kept_bytes += nd_heap_page_size(cls);
     h->kept_classes |= (uint64_t)1 << cls;
 }
@@ -533,7 +620,7 @@ static void nd_heap_kept_age(nd_heap *h, uint64_t now, bool all)
             prev = pg->prev;
             if (all)
                 nd_heap_page_retire(h, pg);
-            else if (now >= pg->kept_at + delay && (uint32_t)((uint32_t)h->epoch - pg->kept_epoch) >= ND_PURGE_MIN_EPOCHS)
+            else if (now >= pg->kept_at + delay && (uint32_t)((uint32_t)nd_load_relaxed(&h->epoch) - pg->kept_epoch) >= ND_PURGE_MIN_EPOCHS)
                 nd_heap_page_retire_as(h, pg, true);
         }
     }
@@ -554,8 +641,9 @@ static void nd_heap_park(nd_heap *h, nd_page_queue *q, nd_page *pg)
     }
 }
 
-nd_hot size_t nd_heap_take_blocks(nd_heap *h, unsigned cls, void **out, size_t n, size_t max)
+static nd_hot nd_noinline size_t nd_heap_take_blocks_in(nd_heap *h, unsigned cls, void **out, size_t n, size_t max)
 {
+    nd_assert(nd_heap_held(h));
     if (nd_load_relaxed(&h->notified) != NULL)
         nd_heap_drain_notified(h);
     nd_page_queue *q = &h->pages[cls];
@@ -594,8 +682,9 @@ nd_hot size_t nd_heap_take_blocks(nd_heap *h, unsigned cls, void **out, size_t n
     return got;
 }
 
-bool nd_heap_would_fault(nd_heap *h, unsigned cls)
+static nd_hot nd_noinline bool nd_heap_would_fault_in(nd_heap *h, unsigned cls)
 {
+    nd_assert(nd_heap_held(h));
     if (nd_load_relaxed(&h->notified) != NULL)
         return false;
     const nd_page *pg = h->pages[cls].first;
@@ -606,17 +695,19 @@ bool nd_heap_would_fault(nd_heap *h, unsigned cls)
     return nd_heap_resident_segment(&h->avail[nd_class_is_small(cls) ? 0 : 1], nd_heap_no_reserve(h, cls)) == NULL;
 }
 
-void *nd_heap_take_free_aligned(nd_heap *h, unsigned cls, uintptr_t align)
+static nd_hot nd_noinline void *nd_heap_take_free_aligned_in(nd_heap *h, unsigned cls, uintptr_t align)
 {
+    nd_assert(nd_heap_held(h));
     const nd_page *pg = h->pages[cls].first;
     void *p = NULL;
     if (pg != NULL && pg->free != NULL && ((uintptr_t)pg->free & (align - 1)) == 0)
-        nd_heap_take_free(h, cls, &p, 1);
+        nd_heap_take_free_in(h, cls, &p, 1);
     return p;
 }
 
-nd_hot size_t nd_heap_take_free(nd_heap *h, unsigned cls, void **out, size_t n)
+static nd_hot nd_noinline size_t nd_heap_take_free_in(nd_heap *h, unsigned cls, void **out, size_t n)
 {
+    nd_assert(nd_heap_held(h));
     nd_page_queue *q = &h->pages[cls];
     size_t got = 0;
     for (nd_page *pg = q->first; got < n && pg != NULL && pg->free != NULL; pg = q->first) {
@@ -630,8 +721,9 @@ nd_hot size_t nd_heap_take_free(nd_heap *h, unsigned cls, void **out, size_t n)
 
 /* ---- blocks back -------------------------------------------------------------- */
 
-nd_hot void nd_heap_return_blocks(nd_heap *h, nd_page *pg, nd_block *head, nd_block *tail, uint32_t count)
+static nd_hot nd_noinline void nd_heap_return_blocks_in(nd_heap *h, nd_page *pg, nd_block *head, nd_block *tail, uint32_t count)
 {
+    nd_assert(nd_heap_held(h));
     nd_page_give(pg, head, tail, count);
     if (pg->used == 0) {
         /* Keep it set up for its class, or retire it, unless it is the
@@ -648,11 +740,12 @@ nd_hot void nd_heap_return_blocks(nd_heap *h, nd_page *pg, nd_block *head, nd_bl
     }
 }
 
-void nd_heap_free_local(nd_heap *h, nd_page *pg, void *p)
+static nd_hot nd_noinline void nd_heap_free_local_in(nd_heap *h, nd_page *pg, void *p)
 {
+    nd_assert(nd_heap_held(h));
     nd_assert(pg->in_use && nd_page_has_block(pg, p) && nd_block_is_marked(p));
     nd_count_inc(&nd_heap_cstats(h, pg->cls)->slow_frees);
-    nd_heap_return_blocks(h, pg, p, p, 1);
+    nd_heap_return_blocks_in(h, pg, p, p, 1);
 }
 
 /* After a push found the page armed (and set BUSY): tell the owner, then
@@ -705,8 +798,9 @@ static void nd_heap_notified_gone(size_t n)
         ;
 }
 
-nd_hot void nd_heap_drain_notified(nd_heap *h)
+static nd_hot void nd_heap_drain_notified(nd_heap *h)
 {
+    nd_assert(nd_heap_held(h));
     nd_page *list = nd_exchange_acq_rel(&h->notified, (nd_page *)NULL);
     if (list != NULL)
         nd_gauge_sub(notified_owners, 1);
@@ -857,12 +951,12 @@ static nd_hot void nd_heap_purge_pass(nd_heap *h, uint64_t now, bool all, bool i
                     continue;
                 if (all) {
                     nd_seg_purge_into(s, s->purge_mask, &batch);
-                } else if (now >= s->purge_at && h->epoch >= s->purge_epoch + min_epochs) {
+                } else if (now >= s->purge_at && nd_load_relaxed(&h->epoch) >= s->purge_epoch + min_epochs) {
                     /* The chunks waiting since the deadline was set; the
                        young ones wait for theirs (and the epochs from now). */
                     uint64_t due = nd_seg_purge_due(s, now);
                     if (due != s->purge_mask)
-                        s->purge_epoch = h->epoch;
+                        s->purge_epoch = nd_load_relaxed(&h->epoch);
                     nd_seg_purge_into(s, due, &batch);
                     left += (size_t)nd_popcount64(s->purge_mask) << ND_CHUNK_SHIFT;
                 } else {
@@ -875,8 +969,9 @@ static nd_hot void nd_heap_purge_pass(nd_heap *h, uint64_t now, bool all, bool i
     nd_assert2(nd_heap_is_valid(h));
 }
 
-nd_hot void nd_heap_purge(nd_heap *h, uint64_t now, bool all)
+static nd_hot nd_noinline void nd_heap_purge_in(nd_heap *h, uint64_t now, bool all)
 {
+    nd_assert(nd_heap_held(h));
     nd_heap_purge_pass(h, now, all, false);
 }
 
@@ -888,15 +983,16 @@ static nd_hot void nd_heap_release_kept(nd_heap *h, uint64_t now, bool all)
     for (int k = 0; k < 2; k++) {
         nd_segment *s = h->spare[k];
         if (s != NULL && (all || (now >= h->spare_since[k] + delay &&
-                                  h->epoch >= s->purge_epoch + ND_PURGE_MIN_EPOCHS))) {
+                                  nd_load_relaxed(&h->epoch) >= s->purge_epoch + ND_PURGE_MIN_EPOCHS))) {
             nd_list_remove(&h->avail[k], s);
             nd_heap_seg_release(h, s);
         }
     }
 }
 
-void nd_heap_retire_kept(nd_heap *h)
+static nd_noinline void nd_heap_retire_kept_in(nd_heap *h)
 {
+    nd_assert(nd_heap_held(h));
     nd_heap_kept_age(h, 0, true);
 }
 
@@ -909,9 +1005,10 @@ static void nd_heap_pending_max_age(nd_heap *h)
     h->pending_high = h->purge_pending;
 }
 
-nd_hot void nd_heap_maintain(nd_heap *h, uint64_t now, bool force)
+static nd_hot nd_noinline void nd_heap_maintain_in(nd_heap *h, uint64_t now, bool force)
 {
-    h->clock_ms = now;
+    nd_assert(nd_heap_held(h));
+    nd_store_relaxed(&h->clock_ms, now);
     nd_heap_pending_max_age(h);
     if (nd_load_relaxed(&h->notified) != NULL)
         nd_heap_drain_notified(h);
@@ -922,10 +1019,10 @@ nd_hot void nd_heap_maintain(nd_heap *h, uint64_t now, bool force)
     if (h->kept_classes != 0)
         nd_heap_kept_age(h, now, force);
     nd_heap_purge_free_blocks(h, force);
-    nd_heap_purge(h, now, force);
+    nd_heap_purge_in(h, now, force);
     nd_heap_release_kept(h, now, force);
     if ((h->gauge_events | (unsigned long)h->gauge_active) != 0)
-        nd_heap_gauge_flush(h);
+        nd_heap_gauge_flush_in(h);
 }
 
 /* Takes remote frees back and retires every page left with no block out. */
@@ -962,19 +1059,21 @@ static nd_hot size_t nd_heap_free_block_bytes(const nd_heap *h)
     return bytes;
 }
 
-nd_hot void nd_heap_trim(nd_heap *h, uint64_t now)
+static nd_hot nd_noinline void nd_heap_trim_in(nd_heap *h, uint64_t now)
 {
+    nd_assert(nd_heap_held(h));
     nd_heap_drain_notified(h);
     nd_heap_retire_empty_pages(h);
     nd_heap_release_kept(h, 0, true);
     if (nd_heap_free_block_bytes(h) > ND_HEAP_KEPT_MAX)
         nd_heap_purge_free_blocks(h, true);
     nd_heap_purge_pass(h, now, false, true);
-    nd_heap_gauge_flush(h);
+    nd_heap_gauge_flush_in(h);
 }
 
-nd_hot void nd_heap_idle_purge(nd_heap *h, uint64_t now)
+static nd_hot nd_noinline void nd_heap_idle_purge_in(nd_heap *h, uint64_t now)
 {
+    nd_assert(nd_heap_held(h));
     /* Remote frees that emptied pages since the last look (notified, or
        waiting on pages that were not full): those pages retire, and
        their memory joins the pending purges. */
@@ -982,21 +1081,23 @@ nd_hot void nd_heap_idle_purge(nd_heap *h, uint64_t now)
         nd_heap_drain_notified(h);
     nd_heap_retire_empty_pages(h);
     nd_heap_purge_pass(h, now, false, true);
-    nd_heap_gauge_flush(h);
+    nd_heap_gauge_flush_in(h);
 }
 
-nd_hot void nd_heap_collect(nd_heap *h, uint64_t now, bool purge_all)
+static nd_hot nd_noinline void nd_heap_collect_in(nd_heap *h, uint64_t now, bool purge_all)
 {
+    nd_assert(nd_heap_held(h));
     nd_heap_drain_notified(h);
     nd_heap_retire_empty_pages(h);
-    nd_heap_maintain(h, now, purge_all);
+    nd_heap_maintain_in(h, now, purge_all);
     nd_heap_release_kept(h, now, true);
 }
 
 /* ---- adoption and abandonment ------------------------------------------------- */
 
-nd_hot bool nd_heap_adopt_segment(nd_heap *h, nd_segment *s)
+static nd_hot nd_noinline bool nd_heap_adopt_segment_in(nd_heap *h, nd_segment *s)
 {
+    nd_assert(nd_heap_held(h));
     int k = nd_heap_kind_of(s);
     nd_seg_queue *list = s->free_mask ? &h->avail[k] : &h->used[k];
     s->owner = h;
@@ -1028,8 +1129,9 @@ nd_hot bool nd_heap_adopt_segment(nd_heap *h, nd_segment *s)
     return true;
 }
 
-nd_hot bool nd_heap_reclaim(nd_heap *h)
+static nd_hot bool nd_heap_reclaim(nd_heap *h)
 {
+    nd_assert(nd_heap_held(h));
     if (h->shared)
         return false;
     /* Segments whose blocks were all freed since their thread exited give
@@ -1043,7 +1145,7 @@ nd_hot bool nd_heap_reclaim(nd_heap *h)
         if (nd_heap_checks_moved(h))
             nd_seg_purge_elsewhere(s, false);
         any = true;
-        if (nd_heap_adopt_segment(h, s))   /* kept: it still holds blocks */
+        if (nd_heap_adopt_segment_in(h, s))   /* kept: it still holds blocks */
             break;
     }
     return any;
@@ -1092,8 +1194,9 @@ static nd_hot void nd_heap_unfull_all(nd_heap *h)
     }
 }
 
-nd_hot void nd_heap_abandon(nd_heap *h)
+static nd_hot nd_noinline void nd_heap_abandon_in(nd_heap *h)
 {
+    nd_assert(nd_heap_held(h));
     nd_heap_unfull_all(h);
     nd_heap_retire_empty_pages(h);   /* kept pages too */
     nd_assert(h->kept_bytes == 0 && h->kept_classes == 0);
@@ -1102,7 +1205,7 @@ nd_hot void nd_heap_abandon(nd_heap *h)
        in use: an abandoned segment's purges wait for no one (they waited
        until a heap adopted it, maybe never). */
     nd_heap_purge_free_blocks(h, true);
-    nd_heap_purge(h, 0, true);
+    nd_heap_purge_in(h, 0, true);
     for (int k = 0; k < 2; k++) {
         nd_seg_queue *lists[2] = { &h->avail[k], &h->used[k] };
         for (int l = 0; l < 2; l++) {
@@ -1122,7 +1225,7 @@ nd_hot void nd_heap_abandon(nd_heap *h)
         nd_list_init(&h->pages[c]);
     h->spare[0] = h->spare[1] = NULL;
     h->purge_pending = 0;
-    nd_heap_gauge_flush(h);   /* its pages stay in use, abandoned: counted */
+    nd_heap_gauge_flush_in(h);   /* its pages stay in use, abandoned: counted */
 }
 
 size_t nd_heap_sweep_abandoned(nd_heap *h, size_t max)
@@ -1133,17 +1236,18 @@ size_t nd_heap_sweep_abandoned(nd_heap *h, size_t max)
     nd_segment *s;
     while (n < max && (s = nd_node_abandoned_pop(h->node, h->bound)) != NULL) {
         n++;
-        nd_heap_adopt_segment(h, s);   /* gives back its empty pages, and itself if none is left in use */
+        nd_heap_adopt_segment_in(h, s);   /* gives back its empty pages, and itself if none is left in use */
     }
     if (n != 0) {
         nd_assert2(nd_heap_is_valid(h));
-        nd_heap_abandon(h);   /* the rest purged and abandoned again */
+        nd_heap_abandon_in(h);   /* the rest purged and abandoned again */
     }
     return n;
 }
 
-size_t nd_heap_leave(nd_heap *h, int node)
+static nd_noinline size_t nd_heap_leave_in(nd_heap *h, int node)
 {
+    nd_assert(nd_heap_held(h));
     nd_assert(!h->bound && !h->shared);
     size_t pages = 0;
     for (int k = 0; k < 2; k++) {
@@ -1155,11 +1259,11 @@ size_t nd_heap_leave(nd_heap *h, int node)
     h->leaving = 1;
     nd_heap_unfull_all(h);
     nd_heap_retire_empty_pages(h);   /* segments left with no page in use go back purged */
-    nd_heap_purge(h, 0, true);       /* free pages of the others, and the spares */
+    nd_heap_purge_in(h, 0, true);       /* free pages of the others, and the spares */
     for (int k = 0; k < 2; k++)      /* and what huge pages faulted in around them */
         for (nd_segment *s = h->avail[k].first; s; s = s->next)
             nd_seg_purge_free(s, false);
-    nd_heap_abandon(h);
+    nd_heap_abandon_in(h);
     /* The segments this heap gave its node's cache lately, kept with their
        memory for reuse by a thread of that node, are purged too. */
     nd_node_purge_cached(h->node, false);
@@ -1214,7 +1318,7 @@ bool nd_heap_is_valid(const nd_heap *h)
                 pg->key != h->tid ||
                 nd_kind_word_kind(kw) != nd_page_kind_now(nd_heap_kind(h), nd_kind_word_sampled(kw)) ||
                 (!nd_heap_reserve_serves(c) && nd_node_reserve_is(nd_seg_base(pg))) ||
-                (c >= ND_HEAP_CLASSES_FROM && !(h->classes & ND_HEAP_CLASS_BIT(c))))
+                (c >= ND_HEAP_CLASSES_FROM && !(nd_load_relaxed(&h->classes) & ND_HEAP_CLASS_BIT(c))))   /* (its owner's cache sets bits: tcache.c) */
                 return false;
         }
         if (n != h->pages[c].count)
@@ -1241,4 +1345,108 @@ bool nd_heap_is_valid(const nd_heap *h)
     if (h->pending_max != 0 && (h->pending_max <= ND_PURGE_PENDING_MAX || h->pending_max > ND_PURGE_PENDING_TOP))
         return false;
     return pending == h->purge_pending;
+}
+
+/* ---- the owner's calls: each public function above, in its bracket -------- */
+
+nd_hot void nd_heap_abandon(nd_heap *h)
+{
+    ND_HEAP_CALL(h);
+    nd_heap_abandon_in(h);
+}
+
+nd_hot bool nd_heap_adopt_segment(nd_heap *h, nd_segment *s)
+{
+    ND_HEAP_CALL(h);
+    return nd_heap_adopt_segment_in(h, s);
+}
+
+nd_hot void nd_heap_collect(nd_heap *h, uint64_t now, bool purge_all)
+{
+    ND_HEAP_CALL(h);
+    nd_heap_collect_in(h, now, purge_all);
+}
+
+nd_hot void nd_heap_free_local(nd_heap *h, nd_page *pg, void *p)
+{
+    ND_HEAP_CALL(h);
+    nd_heap_free_local_in(h, pg, p);
+}
+
+nd_hot void nd_heap_idle_purge(nd_heap *h, uint64_t now)
+{
+    ND_HEAP_CALL(h);
+    nd_heap_idle_purge_in(h, now);
+}
+
+size_t nd_heap_leave(nd_heap *h, int node)
+{
+    ND_HEAP_CALL(h);
+    return nd_heap_leave_in(h, node);
+}
+
+nd_hot void nd_heap_maintain(nd_heap *h, uint64_t now, bool force)
+{
+    ND_HEAP_CALL(h);
+    nd_heap_maintain_in(h, now, force);
+}
+
+nd_hot void nd_heap_purge(nd_heap *h, uint64_t now, bool all)
+{
+    ND_HEAP_CALL(h);
+    nd_heap_purge_in(h, now, all);
+}
+
+size_t nd_heap_release(nd_heap *h)
+{
+    ND_HEAP_CALL(h);
+    return nd_heap_release_in(h);
+}
+
+void nd_heap_retire_kept(nd_heap *h)
+{
+    ND_HEAP_CALL(h);
+    nd_heap_retire_kept_in(h);
+}
+
+nd_hot void nd_heap_return_blocks(nd_heap *h, nd_page *pg, nd_block *head, nd_block *tail, uint32_t count)
+{
+    ND_HEAP_CALL(h);
+    nd_heap_return_blocks_in(h, pg, head, tail, count);
+}
+
+nd_hot size_t nd_heap_take_blocks(nd_heap *h, unsigned cls, void **out, size_t n, size_t max)
+{
+    ND_HEAP_CALL(h);
+    return nd_heap_take_blocks_in(h, cls, out, n, max);
+}
+
+nd_hot size_t nd_heap_take_free(nd_heap *h, unsigned cls, void **out, size_t n)
+{
+    ND_HEAP_CALL(h);
+    return nd_heap_take_free_in(h, cls, out, n);
+}
+
+nd_hot void *nd_heap_take_free_aligned(nd_heap *h, unsigned cls, uintptr_t align)
+{
+    ND_HEAP_CALL(h);
+    return nd_heap_take_free_aligned_in(h, cls, align);
+}
+
+nd_hot void nd_heap_trim(nd_heap *h, uint64_t now)
+{
+    ND_HEAP_CALL(h);
+    nd_heap_trim_in(h, now);
+}
+
+nd_hot bool nd_heap_would_fault(nd_heap *h, unsigned cls)
+{
+    ND_HEAP_CALL(h);
+    return nd_heap_would_fault_in(h, cls);
+}
+
+nd_hot void nd_heap_gauge_flush(nd_heap *h)
+{
+    ND_HEAP_CALL(h);
+    nd_heap_gauge_flush_in(h);
 }

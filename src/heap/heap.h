@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include "config.h"
 #include "counters.h"
+#include "lock.h"
 #include "list.h"
 #include "page.h"
 #include "segment.h"
@@ -122,6 +123,18 @@ typedef ND_LIST(nd_segment) nd_seg_queue;
  *    (nd_thread_stats_sum), so it reads the gauges whole.
  *  - pending_max is 0 (the bound on purge_pending is ND_PURGE_PENDING_MAX)
  *    or above ND_PURGE_PENDING_MAX and at most ND_PURGE_PENDING_TOP.
+ *  - owner's calls and sweeps: depth counts the owner's calls into this
+ *    layer now in progress (nested ones included: heap.c's public
+ *    functions begin with nd_heap_enter and end with nd_heap_exit, and the
+ *    thread layer brackets its own reads of the heap's pages so), owner
+ *    only; busy is 1 exactly while depth > 0 (published: the owner's
+ *    store, then a compiler barrier, then its load of sweep; a sweeper's
+ *    claim of sweep, then nd_os_barrier_all, then its load of busy:
+ *    either sees the other's). sweep is 1 while another thread sweeps the
+ *    heap of a thread that made no pass for ND_SWEEP_IDLE_DELAYS purge
+ *    delays (nd_heap_sweep_idle): the owner then waits at its next
+ *    nd_heap_enter until the sweep ends, and a sweep starts only while
+ *    busy is 0. A shared heap (used under its lock) has neither.
  *  - classes has bit c - ND_HEAP_CLASSES_FROM set for every class c from
  *    ND_HEAP_CLASSES_FROM on of a page in pages[c] or full (and, a thread
  *    cache's heap, for every such bin c of its cache that has its slots,
@@ -146,7 +159,9 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_heap {
     uint64_t        clock_ms;           /* the clock when maintenance last looked */
     uint64_t        epoch;              /* the heap's own clock: slow-path events */
     size_t          purge_pending;
-    uint64_t       *carve_rng;          /* secure=1 and 2: the generator carving shuffles with (page.h); else NULL */
+    uint16_t        depth;              /* the owner's calls in progress (above), owner only */
+    uint8_t         busy;               /* depth > 0, published for a sweeper (atomic) */
+    uint8_t         sweep;              /* 1 while another thread sweeps it (atomic; above) */
     nd_class_counters *cstats;          /* its per-class counters: ND_CLASS_COUNT, its thread cache's (tcache.h) */
     nd_page_queue   pages[ND_CLASS_COUNT];
     nd_page_queue   full;
@@ -164,13 +179,15 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_heap {
     uint64_t        gauge_classes;      /* bit c: gauge_pages[c] may be other than 0 */
     uint32_t        gauge_events;       /* set-ups and retirements since the gauges were last written */
     int16_t         gauge_pages[ND_CLASS_COUNT];   /* pages set up less retired, not yet in the pages gauge */
+    uint64_t       *carve_rng;          /* secure=1 and 2: the generator carving shuffles with (page.h); else NULL */
     nd_thread_counters stats;
     nd_aligned(ND_CACHE_LINE) nd_page *notified;   /* pages notified by remote frees (other threads push;
                                                       all heaps' together: the notified_pages gauge) */
 } nd_heap;
 /* A heap's first line: what a heap whose thread takes no page of its own
    (its blocks from its node's nursery, nursery.h) writes, at its start
-   (nd_heap_init) and on its slow paths (its clock, its counters' pointer);
+   (nd_heap_init) and on its slow paths (its clock, its counters' pointer,
+   its bracket: depth and busy);
    its page queues, segment lists and statistics after it are written
    only once it has pages or segments (tcache.h: a thread cache's first
    OS page ends with this line). */
@@ -193,6 +210,53 @@ static inline unsigned nd_heap_colour(const nd_segment *s)
     unsigned n = s->page_count < ND_SEG_FIRST_DESCS ? s->page_count : (unsigned)ND_SEG_FIRST_DESCS;
     return (unsigned)((((uintptr_t)s >> ND_SEG_SHIFT) * 5u) % n);
 }
+
+/* A thread that made no maintenance pass for this many purge delays is
+   idle: another thread's maintenance sweeps its plain heap (thread.c,
+   nd_thread_sweep_idle; heap.c, nd_heap_sweep_idle). */
+#define ND_SWEEP_IDLE_DELAYS 5
+
+/* Waits until the sweep of h in progress ends (heap.c). */
+void nd_heap_wait_sweep(nd_heap *h) nd_hidden __attribute__((cold));
+
+/* The owner's bracket around its calls into this layer (above: depth,
+   busy, sweep). On x86-64 and aarch64 builds the sweeper's
+   nd_os_barrier_all is the fence between the store of busy and the load
+   of sweep here; TSan builds, which cannot see that barrier, order both
+   sides with sequentially consistent operations instead. */
+static inline void nd_heap_enter(nd_heap *h)
+{
+    if (h->shared || h->depth++ != 0)
+        return;
+    /* It may wait for a sweeper, which holds the threads' lock and takes
+       later ones: its caller must hold none of those (lock.h). */
+    nd_lock_may_take(ND_LOCK_ID_threads);
+#ifdef ND_TSAN
+    __atomic_store_n(&h->busy, 1, __ATOMIC_SEQ_CST);
+    if (nd_unlikely(__atomic_load_n(&h->sweep, __ATOMIC_SEQ_CST) != 0))
+        nd_heap_wait_sweep(h);
+#else
+    __atomic_store_n(&h->busy, 1, __ATOMIC_RELAXED);
+    __asm__ volatile("" ::: "memory");
+    if (nd_unlikely(__atomic_load_n(&h->sweep, __ATOMIC_ACQUIRE) != 0))
+        nd_heap_wait_sweep(h);
+#endif
+}
+
+static inline void nd_heap_exit(nd_heap *h)
+{
+    if (!h->shared && --h->depth == 0)
+        __atomic_store_n(&h->busy, 0, __ATOMIC_RELEASE);
+}
+
+/* Sweeps h, the plain heap of a live thread that made no pass for
+   ND_SWEEP_IDLE_DELAYS purge delays, from another thread: remote frees
+   taken back, every page with no block out retired (kept pages too), its
+   spare segments given back, every pending purge made. False, nothing
+   done, if h's owner is in a call into this layer (busy), another sweep
+   holds it, or the kernel has no barrier for the handshake
+   (nd_os_barrier_all). The caller holds the threads' lock (thread.c). */
+bool nd_heap_sweep_idle(nd_heap *h, uint64_t now) nd_hidden;
 
 /* The counters of class c in heap h. */
 #define nd_heap_cstats(h, c) (&(h)->cstats[(c)])
@@ -243,11 +307,9 @@ void   nd_heap_free_remote_chain(nd_page *pg, nd_block *head, nd_block *tail) nd
    classes, memory and modes). Those sent to the remote list of a page
    whose thread no longer runs kept their memory until it ran again. */
 void   nd_heap_purge_idle_blocks(void *const *blocks, size_t n, unsigned cls, bool bound) nd_hidden;
-/* Moves pages notified by remote frees back to their queues. */
-void   nd_heap_drain_notified(nd_heap *h) nd_hidden;
 
 /* Counts slow-path work (the heap's epoch). */
-static inline void nd_heap_tick(nd_heap *h) { h->epoch++; }
+static inline void nd_heap_tick(nd_heap *h) { nd_store_relaxed(&h->epoch, h->epoch + 1); }   /* (a sweep reads it) */
 /* Maintenance: notified pages, adoption of abandoned segments, purging
    (the free pages past their delay, and the free blocks of pages in use
    that sat on their page's free list since the last pass: heap.c,
@@ -291,8 +353,6 @@ void   nd_heap_retire_kept(nd_heap *h) nd_hidden;
 /* Purges retired pages of h's segments: those past their delay, or all. */
 void   nd_heap_purge(nd_heap *h, uint64_t now, bool all) nd_hidden;
 
-/* Adopts one segment abandoned by an exited thread; false if none. */
-bool   nd_heap_reclaim(nd_heap *h) nd_hidden;
 /* Out of address space (a mapping refused, an RLIMIT_AS): h's small and
    medium segments give back what no block holds (nd_seg_release_pages:
    their free pages, their pages' ends past the blocks of their class),

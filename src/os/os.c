@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <unwind.h>
+#include <linux/membarrier.h>
 
 #ifndef MADV_POPULATE_WRITE
 #define MADV_POPULATE_WRITE 23
@@ -613,6 +614,23 @@ nd_hot uint64_t nd_os_random(void)
 }
 
 nd_sample_path void nd_os_yield(void) { sched_yield(); }
+
+/* membarrier(2) for this process: 0 not tried yet, 1 registered, -1 none. */
+static int nd_os_membarrier_state;
+
+bool nd_os_barrier_all(void)
+{
+#ifdef SYS_membarrier
+    int st = nd_load_relaxed(&nd_os_membarrier_state);
+    if (st == 0) {
+        st = syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_PRIVATE_EXPEDITED, 0, 0) == 0 ? 1 : -1;
+        nd_store_relaxed(&nd_os_membarrier_state, st);
+    }
+    return st > 0 && syscall(SYS_membarrier, MEMBARRIER_CMD_PRIVATE_EXPEDITED, 0, 0) == 0;
+#else
+    return false;
+#endif
+}
 
 nd_hot long nd_os_read_file(const char *path, char *buf, size_t len)
 {

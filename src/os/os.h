@@ -160,6 +160,11 @@ static inline int nd_os_current_cpu_fast(void);
 uint64_t nd_os_now_ms(void) nd_hidden;        /* coarse monotonic clock */
 uint64_t nd_os_random(void) nd_hidden;
 void     nd_os_yield(void) nd_hidden;
+/* A full memory barrier on every CPU that runs a thread of this process
+   (membarrier(2), MEMBARRIER_CMD_PRIVATE_EXPEDITED, registered at the
+   first call): false where the kernel has none or refuses it (nothing
+   was done then). */
+bool     nd_os_barrier_all(void) nd_hidden;
 
 /* Files and environment (start-up and statistics only). */
 long        nd_os_read_file(const char *path, char *buf, size_t len) nd_hidden; /* bytes, -1 */

@@ -709,8 +709,8 @@ static nd_hot void nd_bin_activate(nd_tcache *tc, unsigned c)
     b->low = b->empty - (start < room ? start : room);
     bi->cap = start;
     tc->cap_bytes += (size_t)start * nd_bin_counted_size(c);
-    if (c >= ND_HEAP_CLASSES_FROM)
-        tc->heap.classes |= ND_HEAP_CLASS_BIT(c);   /* (heap.h: a block of c may be free here now) */
+    if (c >= ND_HEAP_CLASSES_FROM)   /* (heap.h: a block of c may be free here now; relaxed: a sweep's check reads it) */
+        nd_store_relaxed(&tc->heap.classes, (uint16_t)(tc->heap.classes | ND_HEAP_CLASS_BIT(c)));
 }
 
 void nd_tcache_lost(const nd_tcache *tc)
@@ -1347,7 +1347,7 @@ static inline uint32_t nd_tcache_lenders(const nd_tcache *tc, unsigned c)
    nd_tcache_lenders), from that class's bin, else from the heap's first
    page of that class; the request moves from c's count to that class's.
    NULL if none. */
-static nd_noinline void *nd_tcache_borrow(nd_tcache *tc, unsigned c)
+static void *nd_tcache_borrow_in(nd_tcache *tc, unsigned c)
 {
     nd_assert(nd_class_size[ND_BORROW_CLASS_MIN - 1] == ND_SMALL_MAX);
     uintptr_t align = (uintptr_t)nd_class_size[c] & -(uintptr_t)nd_class_size[c];
@@ -1414,6 +1414,16 @@ static nd_noinline void *nd_tcache_borrow(nd_tcache *tc, unsigned c)
         return p;
     }
     return NULL;
+}
+
+/* nd_tcache_borrow_in in the heap's bracket (heap.h): it reads the pages
+   of the classes it borrows from. */
+static nd_noinline void *nd_tcache_borrow(nd_tcache *tc, unsigned c)
+{
+    nd_heap_enter(&tc->heap);
+    void *p = nd_tcache_borrow_in(tc, c);
+    nd_heap_exit(&tc->heap);
+    return p;
 }
 
 /* How fast bin c turns over: the calls that undo its last fill or
@@ -2371,5 +2381,9 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
         return false;
     if (tc->heap.cstats != tc->cstats)   /* its heap counts in the cache's array (tcache.h) */
         return false;
-    return nd_heap_is_valid(&tc->heap);
+    nd_heap *h = (nd_heap *)&tc->heap;   /* (its bracket: heap.h) */
+    nd_heap_enter(h);
+    bool ok = nd_heap_is_valid(h);
+    nd_heap_exit(h);
+    return ok;
 }

@@ -610,6 +610,41 @@ void nd_thread_fork_child(void)
 
 /* ---- maintenance ------------------------------------------------------------ */
 
+/* The process's next look for idle threads (nd_thread_sweep_idle). */
+static uint64_t nd_sweep_idle_at;
+
+/* Live threads that made no maintenance pass for ND_SWEEP_IDLE_DELAYS
+   purge delays (asleep, or running without calling the allocator) have
+   their plain heaps swept by this one (heap.h: nd_heap_sweep_idle): what
+   they freed before they went quiet (pages emptied, kept pages, spare
+   segments, pending purges) goes back to the OS instead of waiting for
+   their next pass. Once per quiet spell (swept_for), one thread of the
+   process at a time, at most once per purge delay; under the threads'
+   lock, so no record leaves the list meanwhile and a fork waits for the
+   sweep. Their caches' blocks stay where they are (the fast paths take
+   and put them without a bracket). */
+static nd_hot void nd_thread_sweep_idle(const nd_thread *self, uint64_t now)
+{
+    long delay = nd_opt(ND_OPT_purge_delay);
+    uint64_t at = nd_load_relaxed(&nd_sweep_idle_at);
+    if (delay <= 0 || now < at ||
+        !__atomic_compare_exchange_n(&nd_sweep_idle_at, &at, now + (uint64_t)delay, false, __ATOMIC_RELAXED,
+                                     __ATOMIC_RELAXED))
+        return;
+    uint64_t idle = (uint64_t)delay * ND_SWEEP_IDLE_DELAYS;
+    nd_lock(nd_threads_lock);
+    for (nd_thread *t = nd_threads.first; t != NULL; t = t->next) {
+        if (t == self || t->state != ND_THREAD_LIVE)
+            continue;
+        uint64_t m = nd_load_relaxed(&t->maintain_at);
+        if (m + idle > now || t->swept_for == m)
+            continue;
+        if (nd_heap_sweep_idle(&t->plain->heap, now))
+            t->swept_for = m;
+    }
+    nd_unlock(nd_threads_lock);
+}
+
 /* The calling thread's periodic maintenance: thread-cache GC, the idle
    classes of the transfer stores (all of them when forced), and
    for each of its heaps notified pages, adoption, purging, kept segments;
@@ -622,11 +657,11 @@ static nd_hot void nd_thread_maintain(nd_thread *t, bool force)
         (int64_t)(nd_tcache_requests(t->plain) - t->watch_from) >= ND_WATCH_REQUESTS)   /* signed: an uncount */
         nd_tcache_watch(t->plain, false);   /* no move for ND_WATCH_MS and ND_WATCH_REQUESTS */
     if (!force && now < t->maintain_at) {
-        t->plain->heap.clock_ms = now;
+        nd_store_relaxed(&t->plain->heap.clock_ms, now);   /* (a sweep reads it: heap.h) */
         return;
     }
     long delay = nd_opt(ND_OPT_purge_delay);
-    t->maintain_at = now + (uint64_t)(delay > 0 ? delay : 1);
+    nd_store_relaxed(&t->maintain_at, now + (uint64_t)(delay > 0 ? delay : 1));   /* (read by nd_thread_sweep_idle) */
     nd_tcache *tcs[ND_MAX_NODES + 1];
     int n = nd_thread_tcaches(t, tcs);
     for (int i = 0; i < n; i++) {
@@ -644,6 +679,7 @@ static nd_hot void nd_thread_maintain(nd_thread *t, bool force)
     nd_assert2(nd_large_is_valid());
     nd_assert2(nd_tight_is_valid());
     nd_thread_pool_age(now, force);
+    nd_thread_sweep_idle(t, now);
     nd_node_maintain(force ? ND_SWEEP_ALL : ND_SWEEP_PERIODIC);
     nd_thread_sweep_abandoned_due(now);
 }
@@ -886,8 +922,12 @@ static size_t nd_thread_trim_worth(const nd_thread *t)
     nd_tcache *tcs[ND_MAX_NODES + 1];
     int n = nd_thread_tcaches(t, tcs);
     size_t bytes = 0;
-    for (int i = 0; i < n; i++)
-        bytes += tcs[i]->heap.purge_pending + tcs[i]->heap.kept_bytes + nd_tcache_held_bytes(tcs[i]);
+    for (int i = 0; i < n; i++) {
+        nd_heap_enter(&tcs[i]->heap);   /* (heap.h: the owner's bracket) */
+        bytes += tcs[i]->heap.purge_pending + tcs[i]->heap.kept_bytes;
+        nd_heap_exit(&tcs[i]->heap);
+        bytes += nd_tcache_held_bytes(tcs[i]);
+    }
     return bytes;
 }
 

@@ -80,6 +80,7 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_thread {
     uint64_t          watch_until;      /* ms: plain's watch (follow_thread, tcache.h: ND_WATCH_MS) lasts at least until then */
     uint64_t          watch_from;       /* plain's requests (nd_tcache_requests) at the move: the watch lasts ND_WATCH_REQUESTS more */
     uint64_t          pooled_at;        /* ms; POOLED only */
+    uint64_t          swept_for;        /* the maintain_at its plain heap was last swept idle at (under the threads' lock) */
     struct nd_thread *next, *prev;      /* list of records (live and pooled) */
     struct nd_thread *pool_next;        /* POOLED: its node's pool, newest first */
 } nd_thread;

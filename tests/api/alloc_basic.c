@@ -1171,7 +1171,12 @@ static const char *small_samples_of_two_threads(const char *san)
    on, which start on a page of their own) passed a page boundary by 369
    bytes (0x43171) with the gauges held back and their sums for reports
    (heap.c, large.c, thread.c: about 0.9 KiB), which put those files and
-   the sample section a page later: 38 pages, the bound at it. */
+   the sample section a page later: 38 pages, the bound at it. Raised to
+   156 KiB at stop 66: the owner's bracket around each of its calls into
+   the heap layer (heap.h: nd_heap_enter, for the sweep of idle threads'
+   heaps; 19 wrappers and the look for idle threads in the maintenance,
+   about 1.6 KiB of hot text) put the text after it a page later again:
+   39 pages, the bound at it. */
 static void the_code_a_sample_runs_lies_on_few_pages(void)
 {
     const char *lib = small_samples_of_two_threads("decides which code runs");
@@ -1182,7 +1187,7 @@ static void the_code_a_sample_runs_lies_on_few_pages(void)
     long ps = sysconf(_SC_PAGESIZE);
     long all = mappings_resident_pages(map, 0, maps);
     EXPECT(maps > 1, "nodal's code (%s) to be more than one mapping with the profile on", obj);
-    EXPECT(all * ps <= 152 * 1024, "at most 152 KiB of nodal's code (%s) to be resident after small samples of two "
+    EXPECT(all * ps <= 156 * 1024, "at most 156 KiB of nodal's code (%s) to be resident after small samples of two "
            "threads (the code every process runs, 88 KiB, and the samples' own), got %ld KiB (%d mappings)", obj,
            all * ps / 1024, maps);
 }

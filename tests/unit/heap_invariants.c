@@ -2198,6 +2198,152 @@ static void a_pooled_records_freed_memory_goes_back_a_purge_delay_after_the_free
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold");
 }
 
+/* A live thread that freed memory and then sleeps (a worker of a pool
+   waiting on its queue) makes no maintenance pass of its own; after
+   ND_SWEEP_IDLE_DELAYS purge delays another thread's maintenance sweeps
+   its heap (heap.h: nd_heap_sweep_idle): the pages it emptied, its kept
+   pages, its spare segments and its pending purges go back to the OS
+   while it sleeps, and it allocates again as before once it wakes. On
+   047e048 the memory stayed until the thread ran again (bench/idlewait:
+   15.0 MiB resident while the worker waited, 2.5-2.7 now; glibc 2.0).
+   transfer=0, as above. */
+static sem_t sl_freed, sl_wake;
+
+static void *free_then_sleep_then_work(void *arg)
+{
+    (void)arg;
+    alloc_written(ip_blocks, IP_N, IP_SIZE);
+    for (int i = 1; i < IP_N; i++)
+        nodal_free(ip_blocks[i]);
+    sem_post(&sl_freed);
+    while (sem_wait(&sl_wake) != 0)
+        ;
+    /* Awake: its heap, swept meanwhile, serves it as before. */
+    static unsigned char *again[IP_N];
+    alloc_written(again, IP_N, IP_SIZE);
+    int bad = 0;
+    for (int i = 0; i < IP_N; i++) {
+        for (size_t j = 0; j < IP_SIZE; j += 4096)
+            bad += again[i][j] != (unsigned char)(i + 1);
+        nodal_free(again[i]);
+    }
+    EXPECT(bad == 0, "the blocks the thread took after its sweep to keep their bytes (%d wrong)", bad);
+    for (size_t j = 0; j < IP_SIZE; j += 4096)
+        EXPECT(ip_blocks[0][j] == 1, "the block the thread kept through the sweep to keep its bytes");
+    nodal_free(ip_blocks[0]);
+    EXPECT(nd_thread_is_valid(), "the swept thread's heap invariants to hold");
+    return NULL;
+}
+
+static void a_sleeping_threads_freed_memory_goes_back_while_it_sleeps(void)
+{
+    long delay = nd_opt(ND_OPT_purge_delay);
+    if (delay < 100 || delay > 1000 || nd_opt(ND_OPT_transfer) != 0 || nd_opt(ND_OPT_secure) != 0 ||
+        nd_opt(ND_OPT_check) >= 2)
+        SKIP("made for purge_delay=200 and transfer=0, without secure or check=2");
+    if (!nd_os_barrier_all())
+        SKIP("no membarrier(2) here: idle heaps are not swept");
+    nodal_free(nodal_malloc(64));   /* this thread's own record */
+    sem_init(&sl_freed, 0, 0);
+    sem_init(&sl_wake, 0, 0);
+    uint64_t swept = nd_load_relaxed(&nd_gauge.idle_heaps_swept);
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, free_then_sleep_then_work, NULL) == 0, "pthread_create to work");
+    while (sem_wait(&sl_freed) != 0)
+        ;
+    /* This thread works on (its maintenance looks for idle threads once a
+       purge delay) for up to 10 purge delays; the sleeper is idle after 5. */
+    uint64_t t0 = nd_os_now_ms(), until = t0 + 10 * (uint64_t)delay;
+    int back = blocks_given_back(ip_blocks + 1, IP_N - 1, IP_SIZE);
+    while (back < IP_N - 8 && nd_os_now_ms() < until) {
+        for (int i = 0; i < 1000; i++) {
+            volatile char *p = nodal_malloc(64);
+            EXPECT(p != NULL, "a small block to be allocated");
+            p[0] = (char)i;
+            nodal_free((void *)p);
+        }
+        usleep(2000);
+        back = blocks_given_back(ip_blocks + 1, IP_N - 1, IP_SIZE);
+    }
+    uint64_t took = nd_os_now_ms() - t0;
+    EXPECT(back >= IP_N - 8, "the memory of at least %d of the %d blocks the sleeping thread freed to be given back "
+           "within 10 purge delays (%d were, after %llu ms)", IP_N - 8, IP_N - 1, back, (unsigned long long)took);
+    EXPECT(took >= 4 * (uint64_t)delay, "not before the thread was idle for 5 purge delays (%llu ms)",
+           (unsigned long long)took);
+    EXPECT(nd_load_relaxed(&nd_gauge.idle_heaps_swept) > swept, "idle_heaps_swept to count the sweep");
+    sem_post(&sl_wake);
+    pthread_join(t, NULL);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold");
+}
+
+/* Threads that go quiet for a few purge delays and wake again while the
+   main thread's maintenance sweeps the idle ones: the owner's calls into
+   its heap and the sweeps exclude each other (heap.h: depth, busy,
+   sweep), whichever comes first, under TSan too. purge_delay=2: idle after
+   10 ms. Each round a thread fills and checks a set of blocks of mixed
+   sizes, frees some, then sleeps 0-30 ms. */
+enum { SW_THREADS = 3, SW_ROUNDS = 60, SW_N = 48 };
+
+static void *sweep_race_worker(void *arg)
+{
+    uint64_t rng = (uint64_t)(uintptr_t)arg * 0x9E3779B97F4A7C15ull + 1;
+    unsigned char *b[SW_N] = { 0 }, tag[SW_N] = { 0 };
+    size_t sz[SW_N] = { 0 };
+    int bad = 0;
+    for (int r = 0; r < SW_ROUNDS; r++) {
+        for (int i = 0; i < SW_N; i++) {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            if (b[i] != NULL) {
+                for (size_t j = 0; j < sz[i]; j += 512)
+                    bad += b[i][j] != tag[i];
+                bad += b[i][sz[i] - 1] != tag[i];
+                if (rng & 1) {
+                    nodal_free(b[i]);
+                    b[i] = NULL;
+                }
+            }
+            if (b[i] == NULL) {
+                sz[i] = (size_t)16 << ((rng >> 8) % 14);   /* 16 B-128 KiB */
+                b[i] = nodal_malloc(sz[i]);
+                EXPECT(b[i] != NULL, "a block of %zu bytes", sz[i]);
+                tag[i] = (unsigned char)(rng >> 32);
+                memset(b[i], tag[i], sz[i]);
+            }
+        }
+        usleep((useconds_t)((rng >> 20) % 30000));   /* 0-30 ms: idle past 10 ms */
+    }
+    for (int i = 0; i < SW_N; i++)
+        nodal_free(b[i]);
+    EXPECT(bad == 0, "a worker's live blocks to keep their bytes through the sweeps (%d wrong)", bad);
+    EXPECT(nd_thread_is_valid(), "a worker's heap invariants to hold");
+    return NULL;
+}
+
+static void threads_that_sleep_and_wake_while_idle_heaps_are_swept_stay_valid(void)
+{
+    if (nd_opt(ND_OPT_purge_delay) != 2 || nd_opt(ND_OPT_secure) != 0 || nd_opt(ND_OPT_check) >= 2)
+        SKIP("made for purge_delay=2, without secure or check=2");
+    if (!nd_os_barrier_all())
+        SKIP("no membarrier(2) here: idle heaps are not swept");
+    uint64_t swept = nd_load_relaxed(&nd_gauge.idle_heaps_swept);
+    pthread_t t[SW_THREADS];
+    for (int i = 0; i < SW_THREADS; i++)
+        EXPECT(pthread_create(&t[i], NULL, sweep_race_worker, (void *)(uintptr_t)(i + 1)) == 0, "pthread_create");
+    /* This thread's maintenance sweeps (a pass a purge delay). */
+    for (int k = 0; k < 400; k++) {
+        for (int i = 0; i < 300; i++)
+            nodal_free(nodal_malloc(64));
+        usleep(1000);
+    }
+    for (int i = 0; i < SW_THREADS; i++)
+        pthread_join(t[i], NULL);
+    EXPECT(nd_load_relaxed(&nd_gauge.idle_heaps_swept) > swept, "some idle heaps to have been swept (%llu)",
+           (unsigned long long)(nd_load_relaxed(&nd_gauge.idle_heaps_swept) - swept));
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold");
+}
+
 /* ---- bounds that give memory back at once (heap.h: ND_PURGE_PENDING_MAX;
    node.c: the cache's bounds) ---- */
 
@@ -5915,6 +6061,8 @@ static const struct nd_case cases[] = {
     ND_CASE(free_blocks_of_pages_in_use_give_their_memory_back_at_a_forced_collect),
     ND_CASE(a_record_pooled_with_much_free_memory_in_its_pages_gives_it_back),
     ND_CASE(a_pooled_records_freed_memory_goes_back_a_purge_delay_after_the_frees),
+    ND_CASE(a_sleeping_threads_freed_memory_goes_back_while_it_sleeps),
+    ND_CASE(threads_that_sleep_and_wake_while_idle_heaps_are_swept_stay_valid),
     ND_CASE(rounds_past_the_purge_bounds_keep_their_memory_after_the_first),
     ND_CASE(memory_freed_once_past_the_purge_bound_is_still_given_back_at_once),
     ND_CASE(a_big_large_pool_finds_the_holes_of_its_old_segments),
