@@ -12,7 +12,9 @@
  * purging.
  *
  * Everything here runs on the heap's owner thread (or under a shared
- * heap's lock), except nd_heap_free_remote, which any thread calls.
+ * heap's lock), or on a thread that sweeps the heap of an idle owner
+ * (nd_heap_sweep_idle, which excludes the owner's calls: below), except
+ * nd_heap_free_remote, which any thread calls.
  */
 #ifndef ND_HEAP_H
 #define ND_HEAP_H

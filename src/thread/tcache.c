@@ -1847,12 +1847,16 @@ static void nd_tcache_drop_oldest(nd_tcache *tc, unsigned c, size_t n)
     nd_assert2(nd_tcache_is_valid(tc));
 }
 
-/* Sends the blocks [from, end) of class cls back to their pages. */
+/* Sends the blocks [from, end) of class cls back to their pages. In the
+   heap's bracket (heap.h): a flush reads its own pages' used counts, which
+   a sweep's collection of their remote frees changes. */
 static nd_hot void nd_tcache_send_home(nd_tcache *tc, unsigned cls, void **from, void **end)
 {
     size_t scan = 4 * (size_t)(end - from);   /* the own pages' gathers: a few passes over the blocks */
+    nd_heap_enter(&tc->heap);
     for (void **it = from; it < end;)
         it = nd_tcache_flush_page(tc, nd_tcache_page_of(*it, cls), it, end, &scan);
+    nd_heap_exit(&tc->heap);
 }
 
 nd_hot void nd_tcache_flush(nd_tcache *tc, unsigned c, size_t n)
