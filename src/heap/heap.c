@@ -46,7 +46,9 @@ static inline void nd_heap_call_end(nd_heap **hp) { nd_heap_exit(*hp); }
    outside its bracket.) */
 static inline bool nd_heap_held(const nd_heap *h)
 {
-    return h->shared || h->depth != 0 || nd_load_relaxed(&h->sweep) != 0;
+    /* sweep first: a sweeper never reads depth, the owner's own word,
+       which the owner may be changing as it arrives to wait. */
+    return nd_load_relaxed(&h->sweep) != 0 || h->shared || h->depth != 0;
 }
 
 nd_cold void nd_heap_wait_sweep(nd_heap *h)

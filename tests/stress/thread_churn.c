@@ -8,8 +8,12 @@
  */
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "api.h"
 #include "nodal.h"
@@ -187,8 +191,104 @@ static void blocks_of_exited_threads_stay_valid_when_freed_elsewhere(void)
     printf("%ld threads came and went; every block they left was intact\n", total);
 }
 
+/* ---- threads that sleep between bursts --------------------------------- */
+
+/* Worker threads that work in bursts (blocks of mixed sizes taken, checked,
+   some freed, some swapped into the mailbox for other threads to free: remote
+   frees into the pages of threads that sleep) and sleep 0-40 ms between them,
+   while the main thread works on. Run with a short purge_delay (2 ms): a
+   worker that made no maintenance pass for 5 purge delays is idle, and the
+   main thread's maintenance sweeps its heap (src/heap/heap.h:
+   nd_heap_sweep_idle) while it sleeps, or finds it awake inside its heap
+   and leaves it. Every block keeps its bytes, whoever frees it. */
+#define SLEEPERS 4
+
+static void *sleeper(void *arg)
+{
+    const struct nd_api *A = nd_api();
+    struct nd_rng r = nd_rng_for(1000 + (uint64_t)(uintptr_t)arg);
+    enum { N = 40 };
+    struct letter mine[N] = { { 0 } };
+    long rounds = nd_opt_long("sleeper-rounds", 60);
+    for (long k = 0; k < rounds; k++) {
+        for (int i = 0; i < N; i++) {
+            if (mine[i].p != NULL && nd_rng_below(&r, 2) == 0)
+                continue;   /* kept through the sleep */
+            if (mine[i].p != NULL) {
+                if (nd_rng_below(&r, 3) == 0) {
+                    size_t at = nd_rng_below(&r, MAILBOX);
+                    pthread_mutex_lock(&mailbox_mu);
+                    struct letter old = mailbox[at];
+                    mailbox[at] = mine[i];
+                    pthread_mutex_unlock(&mailbox_mu);
+                    if (old.p)
+                        check_and_free(old, "a thread that sleeps between bursts");
+                } else {
+                    check_and_free(mine[i], "its own thread, after its sleep");
+                }
+            }
+            size_t s = nd_rng_below(&r, 100) < 80 ? 1 + nd_rng_below(&r, 4096)
+                                                   : 4096 + nd_rng_below(&r, 128 * 1024);
+            mine[i].p = A->malloc(s);
+            mine[i].size = s;
+            EXPECT(mine[i].p != NULL, "%s(%zu) in a thread that sleeps to succeed", nd_fn("malloc"), s);
+            nd_pat_fill(mine[i].p, s, (uintptr_t)mine[i].p);
+        }
+        struct timespec ts = { 0, (long)nd_rng_below(&r, 40) * 1000000L };
+        nanosleep(&ts, NULL);
+    }
+    for (int i = 0; i < N; i++)
+        if (mine[i].p != NULL)
+            check_and_free(mine[i], "its own thread, at its end");
+    return NULL;
+}
+
+/* nodal's count of idle heaps swept (statistic idle_heaps_swept), from its
+   JSON report; -1 if the report has none. */
+static long idle_heaps_swept(void)
+{
+    static char buf[1 << 20];
+    if (nodal_stats_json(buf, sizeof buf) == 0)
+        return -1;
+    const char *k = strstr(buf, "\"idle_heaps_swept\":");
+    return k != NULL ? strtol(k + strlen("\"idle_heaps_swept\":"), NULL, 10) : -1;
+}
+
+static void threads_that_sleep_between_bursts_keep_their_blocks_while_swept(void)
+{
+    nd_test_seed();
+    const struct nd_api *A = nd_api();
+    long before = idle_heaps_swept();
+    pthread_t t[SLEEPERS];
+    for (int i = 0; i < SLEEPERS; i++)
+        EXPECT(pthread_create(&t[i], NULL, sleeper, (void *)(uintptr_t)i) == 0, "pthread_create to work");
+    /* The main thread's requests run its maintenance, a pass a purge delay. */
+    for (int k = 0; k < 600; k++) {
+        for (int i = 0; i < 200; i++) {
+            void *p = A->malloc(64);
+            EXPECT(p != NULL, "%s(64) to succeed", nd_fn("malloc"));
+            A->free(p);
+        }
+        struct timespec ts = { 0, 2000000L };
+        nanosleep(&ts, NULL);
+    }
+    for (int i = 0; i < SLEEPERS; i++)
+        pthread_join(t[i], NULL);
+    empty_mailbox();
+    long after = idle_heaps_swept();
+    printf("%d threads slept between bursts; idle heaps swept meanwhile: %ld\n", SLEEPERS,
+           before >= 0 && after >= 0 ? after - before : -1);
+    /* No sweep where the kernel has no membarrier(2) (and none under
+       purge_delay options other than the case's): only the blocks' bytes
+       are checked then. */
+    if (after >= 0 && strstr(getenv("NODAL_OPTIONS") ? getenv("NODAL_OPTIONS") : "", "purge_delay=2") != NULL &&
+        access("/proc/self", F_OK) == 0 && syscall(SYS_membarrier, 0 /* MEMBARRIER_CMD_QUERY */, 0, 0) > 0)
+        EXPECT(after > before, "the heaps of threads asleep for 5 purge delays to have been swept (%ld)", after - before);
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(thread_churn_keeps_rss_bounded),
     ND_CASE(blocks_of_exited_threads_stay_valid_when_freed_elsewhere),
+    ND_CASE(threads_that_sleep_between_bursts_keep_their_blocks_while_swept),
 };
 ND_MAIN(cases)
