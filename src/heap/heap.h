@@ -332,7 +332,7 @@ void   nd_heap_collect(nd_heap *h, uint64_t now, bool purge_all) nd_hidden;
    the kernel (nd_heap_idle_purge): bench/idlewait's worker, which freed
    its 800 blocks of 100,000 B a second before it exited, left 5.5 MiB
    resident 300 ms after its exit, its retired pages waiting for the
-   record's next pass (2.6 now; glibc 2.0). */
+   record's next pass (2.7 now; glibc 2.0). */
 void   nd_heap_trim(nd_heap *h, uint64_t now) nd_hidden;
 /* The pass of a heap no thread runs (a pooled record's: thread.c), by
    whichever thread holds the record: remote frees that emptied pages

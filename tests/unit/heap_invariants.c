@@ -2159,22 +2159,22 @@ static size_t ip_pooled(void)
     return pooled;
 }
 
-static void a_pooled_records_freed_memory_goes_back_a_purge_delay_after_the_frees(void)
+/* The cases of this section run with purge_delay=200 and transfer=0. */
+static void ip_skip_unless_made_for(void)
 {
     long delay = nd_opt(ND_OPT_purge_delay);
     if (delay < 100 || delay > 1000 || nd_opt(ND_OPT_transfer) != 0 || nd_opt(ND_OPT_secure) != 0 ||
         nd_opt(ND_OPT_check) >= 2)
         SKIP("made for purge_delay=200 and transfer=0, without secure or check=2");
-    nodal_free(nodal_malloc(64));   /* this thread's own record: it does not take the one pooled below */
-    size_t pooled = ip_pooled();
-    in_a_new_thread(free_all_but_one_and_exit);
-    EXPECT(ip_pooled() == pooled + 1, "the exited thread's record to be pooled");
-    for (int i = IP_HANDED; i < IP_HANDED + 16; i++)
-        nodal_free(ip_blocks[i]);
-    /* This thread works on (small requests, as a program's main thread
-       would; its maintenance passes give the pooled record its passes)
-       for up to 5 purge delays: the record is taken apart after 10. */
-    uint64_t t0 = nd_os_now_ms(), until = t0 + 5 * (uint64_t)delay;
+}
+
+/* This thread works on (small requests, as a program's main thread would:
+   its maintenance passes run) until the memory of IP_N - 8 of the blocks
+   1..IP_N-1 went back, or `delays` purge delays passed: how many went back,
+   and (*took) after how many ms. */
+static int ip_work_until_given_back(unsigned delays, uint64_t *took)
+{
+    uint64_t t0 = nd_os_now_ms(), until = t0 + delays * (uint64_t)nd_opt(ND_OPT_purge_delay);
     int back = ip_given_back();
     while (back < IP_N - 8 && nd_os_now_ms() < until) {
         for (int i = 0; i < 1000; i++) {
@@ -2186,15 +2186,38 @@ static void a_pooled_records_freed_memory_goes_back_a_purge_delay_after_the_free
         usleep(2000);
         back = ip_given_back();
     }
-    uint64_t took = nd_os_now_ms() - t0;
+    *took = nd_os_now_ms() - t0;
+    return back;
+}
+
+/* Block 0, which its thread kept: its bytes as alloc_written left them;
+   then freed. */
+static void ip_check_and_free_the_kept_block(const char *what)
+{
+    for (size_t j = 0; j < IP_SIZE; j += 4096)
+        EXPECT(ip_blocks[0][j] == 1, "%s to keep its bytes", what);
+    nodal_free(ip_blocks[0]);
+}
+
+static void a_pooled_records_freed_memory_goes_back_a_purge_delay_after_the_frees(void)
+{
+    ip_skip_unless_made_for();
+    nodal_free(nodal_malloc(64));   /* this thread's own record: it does not take the one pooled below */
+    size_t pooled = ip_pooled();
+    in_a_new_thread(free_all_but_one_and_exit);
+    EXPECT(ip_pooled() == pooled + 1, "the exited thread's record to be pooled");
+    for (int i = IP_HANDED; i < IP_HANDED + 16; i++)
+        nodal_free(ip_blocks[i]);
+    /* Its maintenance passes give the pooled record its passes; up to 5
+       purge delays: the record is taken apart after 10. */
+    uint64_t took;
+    int back = ip_work_until_given_back(5, &took);
     EXPECT(back >= IP_N - 8, "the memory of at least %d of the %d blocks the exited thread freed to be given back "
            "within 5 purge delays of its exit (%d were, after %llu ms)", IP_N - 8, IP_N - 1, back,
            (unsigned long long)took);
     size_t pooled_now = ip_pooled();
     EXPECT(pooled_now == pooled + 1, "the record to be still pooled (not taken apart) when they were: %zu pooled, %zu before", pooled_now, pooled);
-    for (size_t j = 0; j < IP_SIZE; j += 4096)
-        EXPECT(ip_blocks[0][j] == 1, "the block the thread kept to keep its bytes");
-    nodal_free(ip_blocks[0]);
+    ip_check_and_free_the_kept_block("the block the thread kept");
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold");
 }
 
@@ -2228,19 +2251,14 @@ static void *free_then_sleep_then_work(void *arg)
         nodal_free(again[i]);
     }
     EXPECT(bad == 0, "the blocks the thread took after its sweep to keep their bytes (%d wrong)", bad);
-    for (size_t j = 0; j < IP_SIZE; j += 4096)
-        EXPECT(ip_blocks[0][j] == 1, "the block the thread kept through the sweep to keep its bytes");
-    nodal_free(ip_blocks[0]);
+    ip_check_and_free_the_kept_block("the block the thread kept through the sweep");
     EXPECT(nd_thread_is_valid(), "the swept thread's heap invariants to hold");
     return NULL;
 }
 
 static void a_sleeping_threads_freed_memory_goes_back_while_it_sleeps(void)
 {
-    long delay = nd_opt(ND_OPT_purge_delay);
-    if (delay < 100 || delay > 1000 || nd_opt(ND_OPT_transfer) != 0 || nd_opt(ND_OPT_secure) != 0 ||
-        nd_opt(ND_OPT_check) >= 2)
-        SKIP("made for purge_delay=200 and transfer=0, without secure or check=2");
+    ip_skip_unless_made_for();
     if (!nd_os_barrier_all())
         SKIP("no membarrier(2) here: idle heaps are not swept");
     nodal_free(nodal_malloc(64));   /* this thread's own record */
@@ -2251,24 +2269,13 @@ static void a_sleeping_threads_freed_memory_goes_back_while_it_sleeps(void)
     EXPECT(pthread_create(&t, NULL, free_then_sleep_then_work, NULL) == 0, "pthread_create to work");
     while (sem_wait(&sl_freed) != 0)
         ;
-    /* This thread works on (its maintenance looks for idle threads once a
-       purge delay) for up to 10 purge delays; the sleeper is idle after 5. */
-    uint64_t t0 = nd_os_now_ms(), until = t0 + 10 * (uint64_t)delay;
-    int back = blocks_given_back(ip_blocks + 1, IP_N - 1, IP_SIZE);
-    while (back < IP_N - 8 && nd_os_now_ms() < until) {
-        for (int i = 0; i < 1000; i++) {
-            volatile char *p = nodal_malloc(64);
-            EXPECT(p != NULL, "a small block to be allocated");
-            p[0] = (char)i;
-            nodal_free((void *)p);
-        }
-        usleep(2000);
-        back = blocks_given_back(ip_blocks + 1, IP_N - 1, IP_SIZE);
-    }
-    uint64_t took = nd_os_now_ms() - t0;
+    /* Its maintenance looks for idle threads once a purge delay; up to 10
+       purge delays: the sleeper is idle after 5. */
+    uint64_t took;
+    int back = ip_work_until_given_back(10, &took);
     EXPECT(back >= IP_N - 8, "the memory of at least %d of the %d blocks the sleeping thread freed to be given back "
            "within 10 purge delays (%d were, after %llu ms)", IP_N - 8, IP_N - 1, back, (unsigned long long)took);
-    EXPECT(took >= 4 * (uint64_t)delay, "not before the thread was idle for 5 purge delays (%llu ms)",
+    EXPECT(took >= 4 * (uint64_t)nd_opt(ND_OPT_purge_delay), "not before the thread was idle for 5 purge delays (%llu ms)",
            (unsigned long long)took);
     EXPECT(nd_load_relaxed(&nd_gauge.idle_heaps_swept) > swept, "idle_heaps_swept to count the sweep");
     sem_post(&sl_wake);
