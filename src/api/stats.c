@@ -35,6 +35,7 @@ typedef struct nd_snapshot {
     nd_snap_node   node[ND_MAX_NODES];   /* by position in nd_topo.mem_ids */
     nd_snap_tier   tier[ND_TIER_COUNT];                  /* each the sum of its CPU nodes' */
     nd_snap_tier   tier_from[ND_TIER_COUNT][ND_MAX_NODES];   /* by the id of the CPU node the calls ran on */
+    uint64_t       lock_waits[ND_LOCK_ROWS];   /* by row of the lock table (lock.h): where lock_waits went */
 } nd_snapshot;
 
 /* The snapshot at the last nodal_stats_reset() (its counters are
@@ -148,11 +149,15 @@ static void nd_snapshot_take(nd_snapshot *s, bool since_reset)
         s->node[i].plain_abandoned_segments = plain.abandoned;
         s->node[i].bound_abandoned_segments = bound.abandoned;
     }
+    for (unsigned r = 0; r < ND_LOCK_ROWS; r++)
+        s->lock_waits[r] = nd_lock_row_waits(r);
     if (since_reset) {
         nd_lock(nd_stats_lock);
         if (nd_base != NULL) {
             const nd_snapshot *b = nd_base;
             ND_STATS_TABLE(ND_SUB_COUNTER)
+            for (unsigned r = 0; r < ND_LOCK_ROWS; r++)
+                s->lock_waits[r] -= b->lock_waits[r];
         }
         nd_unlock(nd_stats_lock);
     }
@@ -401,6 +406,14 @@ static void nd_print_text(nd_out *o, const nd_snapshot *s)
         nd_outf(o, "%s\n", (nd_topo.flags[id] & ND_NODE_HAS_CPU) ? "" : "  (memory only)");
     }
     nd_print_tier_table(o, s);
+    /* Which locks the waits were on (rows of the lock table with any). */
+    nd_outf(o, "  lock waits by lock:");
+    int waited = 0;
+    for (unsigned r = 0; r < ND_LOCK_ROWS; r++)
+        if (s->lock_waits[r] != 0)
+            nd_outf(o, "%s %s %s", waited++ ? "," : "", nd_lock_table[r].name,
+                    nd_fmt(b, sizeof b, ND_UNIT_COUNT, (nd_val){ .u = s->lock_waits[r] }, true));
+    nd_outf(o, "%s\n", waited ? "" : " none");
     nd_outf(o, "  hints:\n");
     if (nd_print_hints(o, s, "    ") == 0)
         nd_outf(o, "    none\n");
@@ -472,6 +485,10 @@ static void nd_print_json(nd_out *o, const nd_snapshot *s)
     nd_outf(o, "],\"tiers\":[");
     for (int t = 0; t < ND_TIER_COUNT; t++)
         nd_print_tier_json(o, s, t);
+    nd_outf(o, "],\"locks\":[");
+    for (unsigned r = 0; r < ND_LOCK_ROWS; r++)
+        nd_outf(o, "%s{\"name\":\"%s\",\"waits\":%llu}", r ? "," : "", nd_lock_table[r].name,
+                (unsigned long long)s->lock_waits[r]);
     nd_outf(o, "],\"options\":{");
     for (int i = 0; i < ND_OPT_COUNT; i++) {
         nd_outf(o, "%s\"%s\":", i ? "," : "", nd_opt_table[i].name);

@@ -11,6 +11,7 @@
 
 #include <stdio.h>
 #include <string.h>
+#include "atomic.h"
 #include "counters.h"
 #include "os.h"
 
@@ -18,7 +19,7 @@
    pools' shards 8 of them) never straddles two OS pages. */
 _Static_assert(ND_LOCK_SLOTS * sizeof(nd_lock_t) <= 2048, "a node's locks fit in 2 KiB");
 nd_aligned(2048) nd_lock_t nd_locks[ND_MAX_NODES][ND_LOCK_SLOTS] = {
-    [0 ... ND_MAX_NODES - 1] = { [0 ... ND_LOCK_SLOTS - 1] = { PTHREAD_MUTEX_INITIALIZER } }
+    [0 ... ND_MAX_NODES - 1] = { [0 ... ND_LOCK_SLOTS - 1] = { PTHREAD_MUTEX_INITIALIZER, 0 } }
 };
 
 const nd_lock_row nd_lock_table[ND_LOCK_ROWS] = {
@@ -133,6 +134,7 @@ nd_hot void nd_lock(nd_lock_t *l)
     if (nd_likely(pthread_mutex_trylock(&l->mu) == 0))
         return;
     nd_gauge_add(lock_waits, 1);
+    nd_add_relaxed(&l->waits, 1);
     pthread_mutex_lock(&l->mu);
 }
 
@@ -147,6 +149,7 @@ nd_hot void nd_lock_brief(nd_lock_t *l, unsigned tries)
     if (nd_likely(pthread_mutex_trylock(&l->mu) == 0))
         return;
     nd_gauge_add(lock_waits, 1);
+    nd_add_relaxed(&l->waits, 1);
     for (unsigned n = 0; n < tries; n++) {
         for (unsigned i = 0; i < 4; i++)
             nd_cpu_relax();
@@ -187,6 +190,15 @@ static bool nd_lock_instance_used(unsigned r, unsigned i)
         return true;
     unsigned node = i / (count / ND_MAX_NODES);   /* per node, per node and kind, per ... and shard */
     return (nd_lock_nodes[node / 64] >> (node % 64)) & 1;
+}
+
+uint64_t nd_lock_row_waits(unsigned r)
+{
+    uint64_t n = 0;
+    for (unsigned i = 0; i < nd_lock_table[r].count; i++)
+        if (nd_lock_instance_used(r, i))
+            n += nd_load_relaxed(&nd_lock_instance(&nd_lock_table[r], i)->waits);
+    return n;
 }
 
 nd_hot void nd_locks_acquire_all(void)

@@ -66,9 +66,12 @@ typedef enum {
     ND_LOCK_ROWS
 } nd_lock_id;
 
-/* One lock on its own cache line (a pthread mutex). */
+/* One lock on its own cache line (a pthread mutex), and how many times a
+   taker found it held (a relaxed count, written only then: a lock taken
+   free writes nothing more; the statistics' `locks`, nd_lock_row_waits). */
 typedef struct nd_aligned(ND_CACHE_LINE) nd_lock_t {
     pthread_mutex_t mu;
+    uint64_t        waits;
 } nd_lock_t;
 
 /* Where the locks are: node by node, not row by row. nd_locks[n] holds
@@ -118,6 +121,10 @@ bool nd_trylock(nd_lock_t *l) nd_hidden;
    between) before it waits: for locks held briefly (lock.c). */
 void nd_lock_brief(nd_lock_t *l, unsigned tries) nd_hidden;
 void nd_unlock(nd_lock_t *l) nd_hidden;
+/* The waits counted on row r's instances (those of the nodes in use),
+   since the process started: which lock the statistics' lock_waits were
+   spent on (the report's lock table, stats.c). Read without the locks. */
+uint64_t nd_lock_row_waits(unsigned r) nd_hidden;
 
 /* fork(): every lock of the table, in its order (prepare), and back
    (parent, child). The caller holds none. The instances of the per-node

@@ -45,7 +45,7 @@
 #define KEY_SIZE     "size"
 #define KEY_REQUESTS "requests"
 #define KEY_FREES    "frees"
-#define TOP_LEVEL_KEYS { "version", "pid", "program", "totals", "classes", "nodes", "tiers", "options", "hints" }
+#define TOP_LEVEL_KEYS { "version", "pid", "program", "totals", "classes", "nodes", "tiers", "locks", "options", "hints" }
 #define N_TIERS 3
 
 #define JSON_CAP ((size_t)4 << 20)
@@ -184,6 +184,58 @@ static void stats_json_is_one_valid_object_with_the_documented_keys(void)
     EXPECT(nd_json_parse(&ps, json_b, (size_t)len, pool_b, POOL_CAP) != NULL,
            "nodal_stats_print(f, \"json\") to write valid JSON: %s at byte %zu",
            ps.error, ps.error_at);
+}
+
+/* STATS-SCHEMA: "locks", one entry per row of the lock table (src/os/lock.h,
+   src/README.md), in its order: the row's name and the waits counted on it.
+   Two threads take large blocks of 128 KiB-1 MiB and free them, both at
+   once, so the large pools' locks may be found held; whatever the count,
+   the rows' waits add up to totals' lock_waits (read while no other thread
+   runs), and the rows the process took are named as in the table. */
+static void *take_large_blocks(void *arg)
+{
+    uint64_t x = (uintptr_t)arg;
+    void *held[16] = { 0 };
+    for (int i = 0; i < 4000; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        unsigned slot = (unsigned)(x >> 60);
+        nodal_free(held[slot]);
+        held[slot] = nodal_malloc(((size_t)128 << 10) + (size_t)(x >> 44) % ((size_t)896 << 10));
+        EXPECT(held[slot] != NULL, "a large block to be allocated");
+    }
+    for (int i = 0; i < 16; i++)
+        nodal_free(held[i]);
+    return NULL;
+}
+
+static void stats_json_counts_the_lock_waits_of_each_row_of_the_lock_table(void)
+{
+    pthread_t t[2];
+    for (uintptr_t i = 0; i < 2; i++)
+        EXPECT(pthread_create(&t[i], NULL, take_large_blocks, (void *)(i + 1)) == 0, "pthread_create to work");
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+    const struct nd_json *root = snapshot(json_a, pool_a);
+    const struct nd_json *locks = nd_json_get(root, "locks");
+    EXPECT(locks && locks->type == ND_JSON_ARRAY && locks->count >= 10,
+           "the statistics JSON to have an array \"locks\" with an entry per row of the lock table");
+    static const char *rows[] = { "init", "threads", "large_pool", "node", "meta" };   /* in the table's order */
+    size_t next = 0;
+    double sum = 0;
+    for (const struct nd_json *l = locks->child; l; l = l->next) {
+        const struct nd_json *name = nd_json_get(l, "name");
+        EXPECT(name && name->type == ND_JSON_STRING, "every \"locks\" entry to have a string \"name\"");
+        double w = member_number(l, "waits", "every \"locks\" entry");
+        EXPECT(w >= 0 && w == (double)(uint64_t)w, "a row's waits to be a count, %s has %g", name->str, w);
+        sum += w;
+        if (next < sizeof rows / sizeof rows[0] && name->len == strlen(rows[next]) &&
+            memcmp(name->str, rows[next], name->len) == 0)
+            next++;
+    }
+    EXPECT(next == sizeof rows / sizeof rows[0], "the rows init, threads, large_pool, node and meta to be listed in "
+           "the lock table's order (found %zu of them in order)", next);
+    double total = member_number(nd_json_get(root, "totals"), "lock_waits", "\"totals\"");
+    EXPECT(sum == total, "the rows' waits (%g) to add up to lock_waits (%g)", sum, total);
 }
 
 /* nodal_stats_json(buf, len) returns the length it needs, like snprintf,
@@ -859,6 +911,7 @@ static void stats_count_cap_refusals_of_the_capped_tier(void)
 static const struct nd_case cases[] = {
     ND_CASE(stats_count_exactly_n_requests_and_frees_in_the_class_of_s),
     ND_CASE(stats_json_is_one_valid_object_with_the_documented_keys),
+    ND_CASE(stats_json_counts_the_lock_waits_of_each_row_of_the_lock_table),
     ND_CASE(stats_json_reports_its_length_like_snprintf),
     ND_CASE(stats_count_frees_made_by_other_threads_exactly),
     ND_CASE(stats_print_brief_is_one_summary_line_with_requests),

@@ -109,7 +109,7 @@ static void lower_instance_of_one_row(void *arg)
 static void lock_outside_the_table(void *arg)
 {
     (void)arg;
-    static nd_lock_t mine = { PTHREAD_MUTEX_INITIALIZER };
+    static nd_lock_t mine = { PTHREAD_MUTEX_INITIALIZER, 0 };
     nd_lock(&mine);
 }
 
@@ -212,9 +212,13 @@ static void *take_stats_base(void *arg)
    (lock.c: the trylock that failed), before the thread waits, so the main
    thread, holding the lock, sees the count move and only then lets go;
    a thousand acquisitions of a free lock count nothing; and the report
-   shows the field. */
+   shows the field. The wait is counted on its row too (stats_base), and
+   on no other: the report's lock table (text and JSON) names it. */
 static void a_lock_found_held_counts_one_wait_and_a_free_one_none(void)
 {
+    uint64_t rows_before[ND_LOCK_ROWS];
+    for (unsigned r = 0; r < ND_LOCK_ROWS; r++)
+        rows_before[r] = nd_lock_row_waits(r);
     size_t before = nd_load_relaxed(&nd_gauge.lock_waits);
     for (int i = 0; i < 1000; i++) {
         nd_lock(ND_LOCK(stats_base, 0));
@@ -233,10 +237,26 @@ static void a_lock_found_held_counts_one_wait_and_a_free_one_none(void)
     size_t after = nd_load_relaxed(&nd_gauge.lock_waits);
     EXPECT(after == before + 1, "one acquisition of a held lock to count one wait, lock_waits %zu -> %zu", before,
            after);
-    char json[16384], want[64];
+    for (unsigned r = 0; r < ND_LOCK_ROWS; r++) {
+        uint64_t want_row = rows_before[r] + (r == ND_LOCK_ID_stats_base);
+        EXPECT(nd_lock_row_waits(r) == want_row, "row %s of the lock table to count %llu waits, it counts %llu",
+               nd_lock_table[r].name, (unsigned long long)want_row, (unsigned long long)nd_lock_row_waits(r));
+    }
+    static char json[65536];
+    char want[96];
     nodal_stats_json(json, sizeof json);
     snprintf(want, sizeof want, "\"lock_waits\":%zu", after);
     EXPECT(strstr(json, want) != NULL, "the JSON report to have %s", want);
+    snprintf(want, sizeof want, "{\"name\":\"stats_base\",\"waits\":%llu}",
+             (unsigned long long)rows_before[ND_LOCK_ID_stats_base] + 1);
+    EXPECT(strstr(json, want) != NULL, "the JSON report's locks to have %s", want);
+    FILE *f = fmemopen(json, sizeof json, "w");
+    EXPECT(f != NULL && nodal_stats_print(f, "text") == 0, "nodal_stats_print(f, \"text\") to work");
+    fputc(0, f);
+    fclose(f);
+    snprintf(want, sizeof want, "stats_base %llu", (unsigned long long)rows_before[ND_LOCK_ID_stats_base] + 1);
+    EXPECT(strstr(json, "lock waits by lock:") != NULL && strstr(json, want) != NULL,
+           "the text report's lock waits to name \"%s\"", want);
 }
 
 static const struct nd_case cases[] = {
