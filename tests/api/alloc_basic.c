@@ -1176,7 +1176,11 @@ static const char *small_samples_of_two_threads(const char *san)
    the heap layer (heap.h: nd_heap_enter, for the sweep of idle threads'
    heaps; 19 wrappers and the look for idle threads in the maintenance,
    about 1.6 KiB of hot text) put the text after it a page later again:
-   39 pages, the bound at it. */
+   39 pages, the bound at it. Raised to 160 KiB at stop 67: the large
+   pool's lending hints (large.c: nd_large_borrow reads and writes them,
+   0.4 KiB more of the sample section, 0x422f -> 0x43bf bytes) moved the
+   code after the borrow so that one more page of it is resident: 40
+   pages, the bound at it. */
 static void the_code_a_sample_runs_lies_on_few_pages(void)
 {
     const char *lib = small_samples_of_two_threads("decides which code runs");
@@ -1187,7 +1191,7 @@ static void the_code_a_sample_runs_lies_on_few_pages(void)
     long ps = sysconf(_SC_PAGESIZE);
     long all = mappings_resident_pages(map, 0, maps);
     EXPECT(maps > 1, "nodal's code (%s) to be more than one mapping with the profile on", obj);
-    EXPECT(all * ps <= 156 * 1024, "at most 156 KiB of nodal's code (%s) to be resident after small samples of two "
+    EXPECT(all * ps <= 160 * 1024, "at most 160 KiB of nodal's code (%s) to be resident after small samples of two "
            "threads (the code every process runs, 88 KiB, and the samples' own), got %ld KiB (%d mappings)", obj,
            all * ps / 1024, maps);
 }

@@ -18,9 +18,11 @@
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <time.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 #include "check.h"
@@ -590,6 +592,91 @@ static void a_segment_another_shard_brought_meanwhile_serves_a_request_and_the_n
     EXPECT(nd_large_is_valid(), "the large pools valid after the frees");
 }
 
+/* Lending hints (large.c: nd_large_borrow): a borrow that found no run of
+   k chunks in a shard is not tried there again, the shard's lock not
+   even taken, for k chunks or more, until the shard gives chunks back.
+   Shard b's segment has 3 free chunks (not resident: purged), shard a's
+   is full. On CPU a a block of 4 chunks finds none in shard b and takes
+   a segment of its own; then, while another thread holds shard b's lock,
+   a block of 5 chunks on CPU a takes its run in that segment at once
+   (without the hint, its borrow of a resident run waits for shard b's
+   lock: the helper lets go after 2 s). Once a block of shard b is freed
+   (its 15 chunks resident), a block of 15 chunks on CPU a borrows them. */
+static nd_lock_t *hint_lock;
+static atomic_int hint_held, hint_go;
+
+static void *hold_shard_lock(void *arg)
+{
+    (void)arg;
+    nd_lock(hint_lock);
+    atomic_store(&hint_held, 1);
+    for (int i = 0; i < 200 && !atomic_load(&hint_go); i++)
+        usleep(10000);   /* 2 s at most */
+    nd_unlock(hint_lock);
+    return NULL;
+}
+
+static void a_borrow_that_found_no_run_is_not_tried_again_until_the_lender_gives_chunks_back(void)
+{
+    cpu_set_t was;
+    int a, b;
+    if (!two_shards(&was, &a, &b)) {
+        sched_setaffinity(0, sizeof was, &was);
+        SKIP("needs two CPUs of different shards (CPU modulo %d) and their rseq CPU number", ND_LARGE_SHARDS);
+    }
+    void *x[9];
+    for (int i = 0; i < 9; i++) {
+        if (i == 0 || i == 5)
+            EXPECT(run_on(i == 0 ? a : b), "the thread on CPU %d", i == 0 ? a : b);
+        x[i] = nodal_malloc(chunks_less_a_page(i == 4 ? 3 : 15));
+        EXPECT(x[i] != NULL && nd_seg_base(x[i]) == nd_seg_base(x[i < 5 ? 0 : 5]), "block %d in its shard's segment", i);
+        memset(x[i], 1, chunks_less_a_page(i == 4 ? 3 : 15));
+    }
+    nd_segment *sa = nd_seg_base(x[0]), *sb = nd_seg_base(x[5]);
+    EXPECT(sa->free_mask == 0 && nd_popcount64(sb->free_mask) == 3, "shard %d's segment full, shard %d's with 3 "
+           "free chunks", a % ND_LARGE_SHARDS, b % ND_LARGE_SHARDS);
+    nodal_collect(1);   /* nothing resident free: every cached segment purged too */
+    EXPECT(run_on(a), "the thread on CPU %d", a);
+    void *y = nodal_malloc(chunks_less_a_page(4));
+    nd_segment *sy = y != NULL ? nd_seg_base(y) : NULL;
+    EXPECT(sy != NULL && sy != sa && sy != sb && sy->shard == (unsigned)a % ND_LARGE_SHARDS,
+           "a block of 4 chunks on CPU %d in a new segment of its shard", a);
+
+    hint_lock = ND_LOCK(large_pool, sb->shard);   /* node 0's plain pool: instance = shard */
+    EXPECT(sb->node == 0 && !sb->bound, "shard %d's segment of node 0's plain memory", b % ND_LARGE_SHARDS);
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, hold_shard_lock, NULL) == 0, "pthread_create to work");
+    while (!atomic_load(&hint_held))
+        usleep(100);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    void *z = nodal_malloc(chunks_less_a_page(5));
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    atomic_store(&hint_go, 1);
+    pthread_join(t, NULL);
+    double waited = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    EXPECT(z != NULL && nd_seg_base(z) == sy, "a block of 5 chunks on CPU %d in its shard's segment", a);
+    EXPECT(waited < 1.5, "the block of 5 chunks not to wait for shard %d's lock, which the hint says has no run "
+           "(it waited %.2f s)", b % ND_LARGE_SHARDS, waited);
+
+    EXPECT(run_on(b), "the thread on CPU %d", b);
+    nodal_free(x[6]);   /* 15 chunks of shard b's segment, resident */
+    EXPECT(run_on(a), "the thread on CPU %d", a);
+    void *w = nodal_malloc(chunks_less_a_page(15));
+    sched_setaffinity(0, sizeof was, &was);
+    EXPECT(w != NULL && nd_seg_base(w) == sb, "a block of 15 chunks on CPU %d in the run shard %d gave back (%p), "
+           "found in %p", a, b % ND_LARGE_SHARDS, (void *)sb, w != NULL ? (void *)nd_seg_base(w) : NULL);
+    EXPECT(nd_large_is_valid(), "the large pools valid");
+    for (int i = 0; i < 9; i++)
+        if (i != 6)
+            nodal_free(x[i]);
+    nodal_free(y);
+    nodal_free(z);
+    nodal_free(w);
+    nodal_collect(1);
+    EXPECT(nd_large_is_valid(), "the large pools valid after the frees");
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(secure_runs_need_the_fewest_mprotect_calls_and_start_lowest),
     ND_CASE(secure_aligned_blocks_keep_their_guards_and_the_pools_valid),
@@ -601,5 +688,6 @@ static const struct nd_case cases[] = {
     ND_CASE(a_shard_with_no_room_takes_another_shards_free_run_before_a_new_segment),
     ND_CASE(a_segment_emptied_while_another_shard_holds_the_spare_stays_if_it_holds_more),
     ND_CASE(a_segment_another_shard_brought_meanwhile_serves_a_request_and_the_new_one_goes_back),
+    ND_CASE(a_borrow_that_found_no_run_is_not_tried_again_until_the_lender_gives_chunks_back),
 };
 ND_MAIN(cases)
