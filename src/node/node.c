@@ -288,14 +288,49 @@ nd_hot bool nd_node_reserve_is(const nd_segment *s)
     return s == nd_load_acquire(&nd_nodes[s->node].reserve);
 }
 
-nd_hot nd_segment *nd_node_seg_get(int node, bool bound, int kind)
+/* Is there a run of k set bits in m? */
+static bool nd_mask_has_run(uint64_t m, unsigned k)
+{
+    for (unsigned j = 1; j < k && m != 0; j++)
+        m &= m >> 1;
+    return m != 0;
+}
+
+/* The dirty cached segment of k (under its node's lock) whose resident
+   chunks past the header hold a run of `run`, among the first
+   ND_NODE_RESIDENT_LOOK dirty ones (dirty ones come first); NULL if none. */
+#define ND_NODE_RESIDENT_LOOK 8
+static nd_segment *nd_node_cached_with_run(nd_kind_state *k, unsigned run)
+{
+    unsigned n = 0;
+    for (nd_segment *s = k->cache.first; s != NULL && nd_node_seg_is_dirty(s) && n < ND_NODE_RESIDENT_LOOK;
+         s = s->next, n++)
+        if (nd_mask_has_run(s->committed & ~(uint64_t)1, run))
+            return s;
+    return NULL;
+}
+
+/* nd_node_seg_get; run > 0: only a cached segment whose resident chunks
+   hold a run of `run` chunks past the header (nd_node_seg_get_resident),
+   else NULL, nothing mapped. */
+static nd_hot nd_noinline nd_segment *nd_node_seg_get_from(int node, bool bound, int kind, unsigned run)
 {
     nd_node_demand_note(nd_os_now_ms());
     nd_lock_may_take(ND_LOCK_ID_node);
     nd_node_state *ns = &nd_nodes[node];
     nd_kind_state *k = nd_node_kind(node, bound);
     nd_segment *s = NULL;
-    if (nd_load_relaxed(&k->cache_hint) != 0 || nd_load_relaxed(&k->dropped_at) != 0) {
+    if (run != 0) {
+        if (nd_load_relaxed(&k->dirty_hint) == 0)
+            return NULL;
+        nd_lock(nd_node_lock(ns));
+        s = nd_node_cached_with_run(k, run);
+        if (s != NULL)
+            nd_node_cache_take(k, s);
+        nd_unlock(nd_node_lock(ns));
+        if (s == NULL)
+            return NULL;
+    } else if (nd_load_relaxed(&k->cache_hint) != 0 || nd_load_relaxed(&k->dropped_at) != 0) {
         uint64_t now = nd_os_now_ms();
         nd_lock(nd_node_lock(ns));
         s = k->cache.first;
@@ -342,6 +377,23 @@ nd_hot nd_segment *nd_node_seg_get(int node, bool bound, int kind)
         s->purge_at = s->cached_at + (uint64_t)nd_opt(ND_OPT_purge_delay);
     nd_seg_format(s, kind);
     return s;
+}
+
+nd_hot nd_segment *nd_node_seg_get(int node, bool bound, int kind)
+{
+    return nd_node_seg_get_from(node, bound, kind, 0);
+}
+
+nd_hot bool nd_node_has_dirty(int node, bool bound)
+{
+    return nd_load_relaxed(&nd_node_kind(node, bound)->dirty_hint) != 0;
+}
+
+nd_sample_path nd_segment *nd_node_seg_get_resident(int node, bool bound, unsigned run)
+{
+    if (!nd_node_has_dirty(node, bound))
+        return NULL;   /* (no clock read, no lock) */
+    return nd_node_seg_get_from(node, bound, ND_SEG_LARGE, run);
 }
 
 nd_hot void nd_node_seg_put(nd_segment *s)

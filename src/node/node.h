@@ -35,6 +35,14 @@ nd_segment *nd_node_seg_get(int node, bool bound, int kind) nd_hidden;
    when the huge cache's unmapping would have been. Not under secure=1
    (a huge mapping's guard page is not where a segment's is). */
 nd_segment *nd_node_seg_get_large(int node, bool bound) nd_hidden;
+/* For a large pool (large.c) that has no resident run of `run` chunks: a
+   segment of the cache of (node, bound) that still holds memory, among
+   those first in it, whose resident chunks past the header hold such a
+   run, formatted LARGE, as nd_node_seg_get gives it; NULL when the cache
+   has none (no segment is mapped). */
+nd_segment *nd_node_seg_get_resident(int node, bool bound, unsigned run) nd_hidden;
+/* Does that cache hold a segment with memory in it (a hint: no lock)? */
+bool nd_node_has_dirty(int node, bool bound) nd_hidden;
 /* Takes back a segment with no page in use (cached, purged later, or
    unmapped; a short one is unmapped). */
 void nd_node_seg_put(nd_segment *s) nd_hidden;

@@ -677,6 +677,68 @@ static void a_borrow_that_found_no_run_is_not_tried_again_until_the_lender_gives
     EXPECT(nd_large_is_valid(), "the large pools valid after the frees");
 }
 
+/* A shard with no resident run for a block takes a segment its node's
+   cache kept with its memory, whose resident chunks hold a run that fits,
+   before it faults in a free run of its own (large.c: the fetch before a
+   borrow or a fault). Segment A holds a free run of 15 chunks, purged;
+   two segments of three blocks of 16 chunks empty, one staying as the
+   pool's spare, the other going to the node's cache with its 48 chunks
+   resident. Blocks of 15 chunks then take the spare's resident runs (three
+   of them), then the cached segment's, and A's purged run stays untouched.
+   Before, the fourth went into A's run, whose pages it faulted in while
+   the cache held memory that served it. */
+static void a_block_with_no_resident_run_takes_a_cached_segments_memory_before_faulting_in_its_own(void)
+{
+    cpu_set_t was;
+    EXPECT(sched_getaffinity(0, sizeof was, &was) == 0, "sched_getaffinity to work");
+    int cpu = sched_getcpu();
+    EXPECT(cpu >= 0 && run_on(cpu), "the thread on one CPU (one shard)");
+    void *a[5], *b[6], *c[4];
+    for (int i = 0; i < 5; i++) {
+        a[i] = nodal_malloc(chunks_less_a_page(i < 4 ? 15 : 3));
+        EXPECT(a[i] != NULL && nd_seg_base(a[i]) == nd_seg_base(a[0]), "block %d of segment A", i);
+    }
+    nd_segment *sa = nd_seg_base(a[0]);
+    EXPECT(sa->free_mask == 0, "segment A full");
+    nodal_free(a[1]);
+    nodal_collect(1);   /* its 15 chunks purged, the node's cache too */
+    uint64_t hole = sa->free_mask;
+    EXPECT(nd_popcount64(hole) == 15 && (hole & sa->committed) == 0, "segment A with a free run of 15 chunks, "
+           "not resident (%d free)", nd_popcount64(hole));
+    for (int i = 0; i < 6; i++) {
+        b[i] = nodal_malloc(chunks_less_a_page(16));
+        EXPECT(b[i] != NULL && nd_seg_base(b[i]) != sa, "block %d of 16 chunks in a segment of its own", i);
+        memset(b[i], 1, chunks_less_a_page(16));
+    }
+    nd_segment *s1 = nd_seg_base(b[0]), *s2 = nd_seg_base(b[3]);
+    EXPECT(s1 != s2 && nd_seg_base(b[2]) == s1 && nd_seg_base(b[5]) == s2, "two segments of three blocks each");
+    for (int i = 0; i < 6; i++)
+        nodal_free(b[i]);
+    EXPECT((s1->kind == ND_SEG_FREE) != (s2->kind == ND_SEG_FREE), "one of them the pool's spare, the other in the "
+           "node's cache (kinds %d, %d)", (int)s1->kind, (int)s2->kind);
+    nd_segment *spare = s1->kind == ND_SEG_FREE ? s2 : s1, *cached = s1->kind == ND_SEG_FREE ? s1 : s2;
+    EXPECT(nd_popcount64(cached->committed & ~(uint64_t)1) >= 48, "the cached one with its 48 chunks resident (%d)",
+           nd_popcount64(cached->committed & ~(uint64_t)1));
+    for (int i = 0; i < 4; i++) {
+        c[i] = nodal_malloc(chunks_less_a_page(15));
+        EXPECT(c[i] != NULL, "block %d of 15 chunks", i);
+    }
+    sched_setaffinity(0, sizeof was, &was);
+    for (int i = 0; i < 3; i++)
+        EXPECT(nd_seg_base(c[i]) == spare, "block %d of 15 chunks in the spare's resident runs", i);
+    EXPECT(nd_seg_base(c[3]) == cached, "the fourth in the segment the node's cache kept with its memory (%p), "
+           "found in %p (segment A %p)", (void *)cached, (void *)nd_seg_base(c[3]), (void *)sa);
+    EXPECT(sa->free_mask == hole && (sa->committed & hole) == 0, "segment A's purged run untouched");
+    EXPECT(nd_large_is_valid(), "the large pools valid");
+    for (int i = 0; i < 4; i++)
+        nodal_free(c[i]);
+    for (int i = 0; i < 5; i++)
+        if (i != 1)
+            nodal_free(a[i]);
+    nodal_collect(1);
+    EXPECT(nd_large_is_valid(), "the large pools valid after the frees");
+}
+
 static const struct nd_case cases[] = {
     ND_CASE(secure_runs_need_the_fewest_mprotect_calls_and_start_lowest),
     ND_CASE(secure_aligned_blocks_keep_their_guards_and_the_pools_valid),
@@ -689,5 +751,6 @@ static const struct nd_case cases[] = {
     ND_CASE(a_segment_emptied_while_another_shard_holds_the_spare_stays_if_it_holds_more),
     ND_CASE(a_segment_another_shard_brought_meanwhile_serves_a_request_and_the_new_one_goes_back),
     ND_CASE(a_borrow_that_found_no_run_is_not_tried_again_until_the_lender_gives_chunks_back),
+    ND_CASE(a_block_with_no_resident_run_takes_a_cached_segments_memory_before_faulting_in_its_own),
 };
 ND_MAIN(cases)
