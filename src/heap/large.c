@@ -836,7 +836,7 @@ static void nd_large_keep_drain(nd_large_pool *pool, uint64_t now, bool force);
 /* Gives the blocks of pool's CPUs' caches back to their segments: of
    every cache (all), or of those no block was taken from since the last
    call (their `used` cleared otherwise). Without the pool lock. */
-static void nd_large_cpu_drain(nd_large_pool *pool, bool all);
+static void nd_large_cpu_drain(nd_large_pool *pool, bool all, bool wait);
 static bool nd_large_cpu_holds(const nd_large_pool *pool);
 static bool nd_large_caches_hold(const nd_large_pool *pool);
 static void nd_large_caches_drain(nd_large_pool *pool);
@@ -1785,8 +1785,14 @@ nd_large_path static size_t nd_large_defer(nd_large_pool *pool, nd_page *pg, voi
 
 /* Gives block p back to its segment (nd_large_free without the kept
    blocks). home: the calling CPU's shard of p's (node, kind) for a free
-   (nd_large_free); NULL for a drain of the caches, which waits for the
-   lock and leaves nothing behind (nodal_collect, a release). A free is
+   (nd_large_free); NULL for a drain of the caches: one that waits for the
+   lock and leaves nothing behind (wait: nodal_collect, a release,
+   maintenance), or one that defers the block when its shard's lock is
+   held, as a free does (a request's drain, nd_large_caches_drain: the
+   holder gives it back as it lets go, and the requester's own shard's
+   blocks are back once it takes its lock again; waiting for each block's
+   lock, two threads taking batches of 256 KiB blocks waited 14,000 times
+   in 440,000 blocks, docs/results.md, stop 67). A free is
    deferred (nd_large_defer), the freeing thread taking no lock:
    - a block of another CPU's shard: a shard's lock is taken by the
      threads of its own CPUs (and the rare borrower), who give it back at
@@ -1802,11 +1808,15 @@ nd_large_path static size_t nd_large_defer(nd_large_pool *pool, nd_page *pg, voi
      back);
    - any block whose shard's lock is held.
    Otherwise it is given back under the lock, taken by trylock. */
-nd_large_path static size_t nd_large_give_back(nd_segment *s, nd_page *pg, void *p, nd_large_pool *home)
+nd_large_path static size_t nd_large_give_back(nd_segment *s, nd_page *pg, void *p, nd_large_pool *home,
+                                               bool wait)
 {
     nd_large_pool *pool = nd_large_pool_of(s);
-    if (home == NULL) {
+    if (home == NULL && wait) {
         nd_large_lock(pool);
+    } else if (home == NULL) {
+        if (!nd_large_trylock(pool))
+            return nd_large_defer(pool, pg, p, true);
     } else {
         if (pool != home)
             return nd_large_defer(pool, pg, p, false);
@@ -1896,7 +1906,7 @@ nd_large_path size_t nd_large_free(nd_segment *s, nd_page *pg, void *p)
         if (twice)
             return 0;
     }
-    return nd_large_give_back(s, pg, p, pool);
+    return nd_large_give_back(s, pg, p, pool, false);
 }
 
 /* Gives pool's kept blocks back to their segments: all of them (force),
@@ -1921,12 +1931,12 @@ nd_large_path static void nd_large_keep_drain(nd_large_pool *pool, uint64_t now,
                 continue;
             nd_page *pg = nd_large_kept_desc(p);
             nd_store_relaxed(&pg->in_full, 0);
-            nd_large_give_back(nd_seg_base(p), pg, p, NULL);
+            nd_large_give_back(nd_seg_base(p), pg, p, NULL, true);
         }
-    nd_large_cpu_drain(pool, force);
+    nd_large_cpu_drain(pool, force, true);
 }
 
-nd_large_path static void nd_large_cpu_drain(nd_large_pool *pool, bool all)
+nd_large_path static void nd_large_cpu_drain(nd_large_pool *pool, bool all, bool wait)
 {
     /* (A cache that holds nothing and was not used is only read: a line
        never written stays unwritten.) */
@@ -1944,7 +1954,7 @@ nd_large_path static void nd_large_cpu_drain(nd_large_pool *pool, bool all)
             void *p = (void *)(v & ~ND_LARGE_SLOT_CHUNKS);
             nd_page *pg = nd_large_kept_desc(p);
             nd_store_relaxed(&pg->in_full, 0);
-            nd_large_give_back(nd_seg_base(p), pg, p, NULL);
+            nd_large_give_back(nd_seg_base(p), pg, p, NULL, wait);
         }
     }
 }
@@ -1969,12 +1979,14 @@ nd_large_path static nd_noinline bool nd_large_caches_hold(const nd_large_pool *
 }
 
 /* The CPUs' caches of every shard of pool's (node, kind) give their
-   blocks back (each to its segment's shard). Without any shard's lock. */
+   blocks back (each to its segment's shard; on the shard's stack of
+   deferred frees while its lock is held: nd_large_give_back). Without any
+   shard's lock. */
 static nd_noinline void nd_large_caches_drain(nd_large_pool *pool)
 {
     nd_large_pool *first = pool - nd_large_shard_index(pool);
     for (unsigned i = 0; i < ND_LARGE_SHARDS; i++)
-        nd_large_cpu_drain(first + i, true);
+        nd_large_cpu_drain(first + i, true, false);
 }
 
 bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
