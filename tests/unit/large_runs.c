@@ -424,6 +424,22 @@ static bool two_shards(cpu_set_t *was, int *a, int *b)
    run: large.h). */
 static size_t chunks_less_a_page(unsigned k) { return ((size_t)k << ND_CHUNK_SHIFT) - 4096; }
 
+/* Nine blocks: x[0..4] on CPU a (four of 15 chunks and one of 3: shard
+   a's segment full), x[5..8] on CPU b (four of 15: shard b's segment with
+   3 free chunks); written through when `touch`. The thread is left on
+   CPU b. */
+static void fill_two_shards(int a, int b, void *x[9], bool touch)
+{
+    for (int i = 0; i < 9; i++) {
+        if (i == 0 || i == 5)
+            EXPECT(run_on(i == 0 ? a : b), "the thread on CPU %d", i == 0 ? a : b);
+        x[i] = nodal_malloc(chunks_less_a_page(i == 4 ? 3 : 15));
+        EXPECT(x[i] != NULL && nd_seg_base(x[i]) == nd_seg_base(x[i < 5 ? 0 : 5]), "block %d in its shard's segment", i);
+        if (touch)
+            memset(x[i], 1, chunks_less_a_page(i == 4 ? 3 : 15));
+    }
+}
+
 /* A shard with no free run that fits takes another shard's free run, not
    resident (purged by nodal_collect), before it maps a second segment:
    the shards together hold no more segments than one pool
@@ -441,12 +457,7 @@ static void a_shard_with_no_room_takes_another_shards_free_run_before_a_new_segm
         SKIP("needs two CPUs of different shards (CPU modulo %d) and their rseq CPU number", ND_LARGE_SHARDS);
     }
     void *x[10];
-    for (int i = 0; i < 9; i++) {
-        if (i == 0 || i == 5)
-            EXPECT(run_on(i == 0 ? a : b), "the thread on CPU %d", i == 0 ? a : b);
-        x[i] = nodal_malloc(chunks_less_a_page(i == 4 ? 3 : 15));
-        EXPECT(x[i] != NULL && nd_seg_base(x[i]) == nd_seg_base(x[i < 5 ? 0 : 5]), "block %d in its shard's segment", i);
-    }
+    fill_two_shards(a, b, x, false);
     nd_segment *sa = nd_seg_base(x[0]), *s = nd_seg_base(x[5]);
     EXPECT(sa != s && sa->free_mask == 0 && sa->shard == (unsigned)a % ND_LARGE_SHARDS, "shard %d's segment full",
            a % ND_LARGE_SHARDS);
@@ -625,13 +636,7 @@ static void a_borrow_that_found_no_run_is_not_tried_again_until_the_lender_gives
         SKIP("needs two CPUs of different shards (CPU modulo %d) and their rseq CPU number", ND_LARGE_SHARDS);
     }
     void *x[9];
-    for (int i = 0; i < 9; i++) {
-        if (i == 0 || i == 5)
-            EXPECT(run_on(i == 0 ? a : b), "the thread on CPU %d", i == 0 ? a : b);
-        x[i] = nodal_malloc(chunks_less_a_page(i == 4 ? 3 : 15));
-        EXPECT(x[i] != NULL && nd_seg_base(x[i]) == nd_seg_base(x[i < 5 ? 0 : 5]), "block %d in its shard's segment", i);
-        memset(x[i], 1, chunks_less_a_page(i == 4 ? 3 : 15));
-    }
+    fill_two_shards(a, b, x, true);
     nd_segment *sa = nd_seg_base(x[0]), *sb = nd_seg_base(x[5]);
     EXPECT(sa->free_mask == 0 && nd_popcount64(sb->free_mask) == 3, "shard %d's segment full, shard %d's with 3 "
            "free chunks", a % ND_LARGE_SHARDS, b % ND_LARGE_SHARDS);
