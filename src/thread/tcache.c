@@ -58,7 +58,15 @@ static uint32_t nd_bin_capacity(unsigned bin, bool shared, bool bound)
         least = nd_class_aligned_min(cls, sizeof(uint64_t));
     if (shared || nd_opt(ND_OPT_check) >= 2 || nd_secure_full() || least > (size_t)nd_opt(ND_OPT_tcache_max))
         return 0;
-    size_t cap = (size_t)nd_opt(ND_OPT_tcache_bytes) / size;
+    /* A medium class's bin (past ND_SMALL_MAX: 20-128 KiB) twice that
+       worth: at 256 KiB a bin of 64 KiB blocks held 4, and a batch of them
+       refilled and flushed it every 4 requests (micro -m batch -s 64k: 768
+       instructions a pair, the slow paths most of it; docs/results.md,
+       stop 67). Still within tcache_total, which all bins share. */
+    size_t bytes = (size_t)nd_opt(ND_OPT_tcache_bytes);
+    if (size > ND_SMALL_MAX && bytes <= SIZE_MAX / 2)
+        bytes *= 2;
+    size_t cap = bytes / size;
     if (cap > (size_t)nd_opt(ND_OPT_tcache_count))
         cap = (size_t)nd_opt(ND_OPT_tcache_count);
     if (cap == 0 && nd_opt(ND_OPT_tcache_count) > 0)
