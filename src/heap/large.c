@@ -1100,21 +1100,6 @@ static void nd_large_seg_release(nd_segment *release)
 
 static void *nd_large_alloc_at(int node, bool bound, size_t size, size_t alignment, bool grown, size_t *bytes);
 
-/* A run of k chunks (at a multiple of step) in a segment of another shard
-   of pool's (node, kind), the first shard in order after pool's that has
-   one: resident (all its chunks committed) or, when !resident, any free
-   run; that shard, its lock held, *seg and *at the run; NULL if none has.
-   What a shard does when none of its own runs fits, before it faults in
-   chunks (resident: its CPUs' caches gave theirs back) or maps a segment
-   (any: its own free runs too): the shards together touch no more memory
-   and hold no more segments than one pool did (the freed blocks of a
-   thread whose shard is another are reused first; micro -m large -t 2: a
-   peak of 33 MiB against one pool's 23 without the resident pass; with
-   only that pass, shortlived -t 2 held a third large segment, 4 MiB
-   resident at its peak, where one pool held two: branch h58l). The block
-   belongs to that shard (its segment's), and its free goes there. Default
-   mode only (secure=1's guard pages choose runs by their own rule).
-   Without any shard's lock; takes the others' one at a time. */
 /* Has a borrow of k chunks (step 1; resident: all of them resident) in
    shard o nothing to find, by o's lending hints (nd_large_pool)? Without
    o's lock: a hint, stale by the time it is read; a run it hides is found
@@ -1139,6 +1124,21 @@ static inline void nd_large_lend_fail(nd_large_pool *o, bool resident, unsigned 
     nd_store_relaxed(&o->lend_fail[resident], o->room_gen << 6 | k);
 }
 
+/* A run of k chunks (at a multiple of step) in a segment of another shard
+   of pool's (node, kind), the first shard in order after pool's that has
+   one: resident (all its chunks committed) or, when !resident, any free
+   run; that shard, its lock held, *seg and *at the run; NULL if none has.
+   What a shard does when none of its own runs fits, before it faults in
+   chunks (resident: its CPUs' caches gave theirs back) or maps a segment
+   (any: its own free runs too): the shards together touch no more memory
+   and hold no more segments than one pool did (the freed blocks of a
+   thread whose shard is another are reused first; micro -m large -t 2: a
+   peak of 33 MiB against one pool's 23 without the resident pass; with
+   only that pass, shortlived -t 2 held a third large segment, 4 MiB
+   resident at its peak, where one pool held two: branch h58l). The block
+   belongs to that shard (its segment's), and its free goes there. Default
+   mode only (secure=1's guard pages choose runs by their own rule).
+   Without any shard's lock; takes the others' one at a time. */
 nd_large_path static nd_noinline nd_large_pool *nd_large_borrow(nd_large_pool *pool, unsigned k, unsigned step,
                                                                 bool resident, nd_segment **seg, unsigned *at)
 {
@@ -1179,67 +1179,22 @@ nd_large_path static nd_noinline nd_large_pool *nd_large_borrow(nd_large_pool *p
     return NULL;
 }
 
-/* A segment was brought for a block of k chunks (at a multiple of step)
-   with shard pool's lock released, and the lock is held again: does a
-   run fit now, one that a block freed meanwhile left or in a segment
-   another thread brought meanwhile? pool (its lock held, *seg = NULL)
-   when one of its own segments has a free run that fits (the search of
-   nd_large_alloc_at, still under the lock, finds it); another shard of
-   its (node, kind) with its lock held (pool's released) and *seg, *at
-   its free run (nd_large_borrow: default mode, and not for a shard's
-   first segment, as there); NULL with pool's lock held when none fits.
-   Two threads that found no room at once, on CPUs of two shards, each
-   brought a segment where one served both. Only after a segment was
-   brought: the growth path's, not the path of every block. */
-nd_large_path static nd_noinline nd_large_pool *nd_large_recheck(nd_large_pool *pool, unsigned k, unsigned step,
-                                                                 nd_segment **seg, unsigned *at)
+/* The first segment of shard pool with a free run of k chunks (at a
+   multiple of step), its first chunk in *at; NULL if none. The walk starts
+   at the fit hints and, for step 1, moves them to what it found (so that
+   the walks for a resident run, which start there too, start past the
+   segments without a free run that fits). Under the lock. */
+static nd_segment *nd_large_free_run(nd_large_pool *pool, unsigned k, unsigned step, unsigned *at)
 {
-    *seg = NULL;
-    if (nd_seg_guard != 0) {
-        unsigned i, len = k;
-        return nd_large_find_guarded(pool, k, step, &i, &len) != NULL ? pool : NULL;
-    }
-    for (nd_segment *s = nd_large_fit_start(pool, k); s != NULL; s = s->next)
-        if (nd_large_find(s->free_mask, k, step) < 64) {
-            if (step == 1)
-                nd_large_fit_found(pool, k, s);
-            return pool;
-        }
+    nd_segment *s;
+    for (s = nd_large_fit_start(pool, k); s != NULL; s = s->next)
+        if ((*at = nd_large_find(s->free_mask, k, step)) < 64)
+            break;
     if (step == 1)
-        nd_large_fit_found(pool, k, NULL);
-    if (pool->segs.count == 0 || !nd_large_others_used(pool))
-        return NULL;
-    nd_large_unlock(pool);
-    nd_large_pool *o = nd_large_borrow(pool, k, step, false, seg, at);
-    if (o == NULL)
-        nd_large_lock(pool);
-    return o;
+        nd_large_fit_found(pool, k, s);
+    return s;
 }
 
-nd_large_path void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t *bytes)
-{
-    return nd_large_alloc_at(node, bound, size, alignment, false, bytes);
-}
-
-/* secure=1 (and no address-space limit seen): a grown block takes its
-   whole run less the guard page, as every large block there does, and a
-   cached one (a CPU's cache, large.h) serves it without the pool's lock. */
-void *nd_large_alloc_grown(int node, bool bound, size_t size, size_t *bytes)
-{
-    bool grown = nd_seg_guard == 0 ? nd_large_whole_chunks() : !nd_os_space_limit_seen();
-    return nd_large_alloc_at(node, bound, size, 0, grown, bytes);
-}
-
-/* Segment s was brought (without the lock) for a block of k chunks (at
-   a multiple of step) that no run of shard pool fitted, the growth path
-   of nd_large_alloc_at, out of line: pool's lock is taken again, and
-   while s was brought another thread may have freed a block or brought a
-   segment of its own. When a run fits now (nd_large_recheck), s goes back
-   to its node unused, given back by the unlock of the shard whose lock
-   is held, and the run serves the request; else s joins pool. Returns the
-   shard whose lock is held: with *seg, *at the run (another shard's) to
-   take, or with *seg = NULL for the caller to search pool again (s in it,
-   or a run of pool's own that fits). */
 /* The first segment of shard pool with a run of k free chunks (at a
    multiple of step) all resident, and the run's first chunk in *at; NULL
    if none. Past the segments its last search that found none walked, when
@@ -1273,6 +1228,62 @@ static void nd_large_append(nd_large_pool *pool, nd_segment *s)
     nd_add_relaxed(&pool->empty, 1);
 }
 
+/* A segment was brought for a block of k chunks (at a multiple of step)
+   with shard pool's lock released, and the lock is held again: does a
+   run fit now, one that a block freed meanwhile left or in a segment
+   another thread brought meanwhile? pool (its lock held, *seg = NULL)
+   when one of its own segments has a free run that fits (the search of
+   nd_large_alloc_at, still under the lock, finds it); another shard of
+   its (node, kind) with its lock held (pool's released) and *seg, *at
+   its free run (nd_large_borrow: default mode, and not for a shard's
+   first segment, as there); NULL with pool's lock held when none fits.
+   Two threads that found no room at once, on CPUs of two shards, each
+   brought a segment where one served both. Only after a segment was
+   brought: the growth path's, not the path of every block. */
+nd_large_path static nd_noinline nd_large_pool *nd_large_recheck(nd_large_pool *pool, unsigned k, unsigned step,
+                                                                 nd_segment **seg, unsigned *at)
+{
+    *seg = NULL;
+    if (nd_seg_guard != 0) {
+        unsigned i, len = k;
+        return nd_large_find_guarded(pool, k, step, &i, &len) != NULL ? pool : NULL;
+    }
+    unsigned i;
+    if (nd_large_free_run(pool, k, step, &i) != NULL)
+        return pool;
+    if (pool->segs.count == 0 || !nd_large_others_used(pool))
+        return NULL;
+    nd_large_unlock(pool);
+    nd_large_pool *o = nd_large_borrow(pool, k, step, false, seg, at);
+    if (o == NULL)
+        nd_large_lock(pool);
+    return o;
+}
+
+nd_large_path void *nd_large_alloc(int node, bool bound, size_t size, size_t alignment, size_t *bytes)
+{
+    return nd_large_alloc_at(node, bound, size, alignment, false, bytes);
+}
+
+/* secure=1 (and no address-space limit seen): a grown block takes its
+   whole run less the guard page, as every large block there does, and a
+   cached one (a CPU's cache, large.h) serves it without the pool's lock. */
+void *nd_large_alloc_grown(int node, bool bound, size_t size, size_t *bytes)
+{
+    bool grown = nd_seg_guard == 0 ? nd_large_whole_chunks() : !nd_os_space_limit_seen();
+    return nd_large_alloc_at(node, bound, size, 0, grown, bytes);
+}
+
+/* Segment s was brought (without the lock) for a block of k chunks (at
+   a multiple of step) that no run of shard pool fitted, the growth path
+   of nd_large_alloc_at, out of line: pool's lock is taken again, and
+   while s was brought another thread may have freed a block or brought a
+   segment of its own. When a run fits now (nd_large_recheck), s goes back
+   to its node unused, given back by the unlock of the shard whose lock
+   is held, and the run serves the request; else s joins pool. Returns the
+   shard whose lock is held: with *seg, *at the run (another shard's) to
+   take, or with *seg = NULL for the caller to search pool again (s in it,
+   or a run of pool's own that fits). */
 nd_large_path static nd_noinline nd_large_pool *nd_large_add(nd_large_pool *pool, nd_segment *s, unsigned k,
                                                              unsigned step, nd_segment **seg, unsigned *at)
 {
@@ -1409,15 +1420,6 @@ nd_large_path static void *nd_large_alloc_at(int node, bool bound, size_t size, 
                 nd_large_lock(pool);
                 continue;
             }
-            /* Nor in this shard after that: another shard's resident run
-               before this one faults in memory; and when this shard has no
-               free run that fits, another shard's free run before it maps
-               a segment (nd_large_borrow), but for its first segment: a
-               shard that took none of its own would have its CPUs'
-               blocks all in the other shards' segments, their frees
-               under those shards' locks (micro -m large -t 2's gain).
-               Each once a call; the block is then taken under the
-               lender's lock (pool, below). */
             /* A segment the node's cache keeps with its memory, whose
                resident chunks hold a run that fits, next (once a call):
                the block takes that memory with no page fault, and the
@@ -1430,16 +1432,12 @@ nd_large_path static void *nd_large_alloc_at(int node, bool bound, size_t size, 
                emptied into the cache (docs/results.md, stop 67). */
             if (s == NULL && !fetched && step == 1 && nd_node_has_dirty(node, bound)) {
                 fetched = true;
-                /* The fit hints moved to the first segment with a free run
-                   that fits (as the search of any free run below moves
-                   them), so that the walks for a resident run start there
-                   (they start at the hint, and walked every segment of a
-                   pool of 333 at each block otherwise). */
-                nd_segment *t;
-                for (t = nd_large_fit_start(pool, k); t != NULL; t = t->next)
-                    if (nd_large_find(t->free_mask, k, step) < 64)
-                        break;
-                nd_large_fit_found(pool, k, t);
+                /* The fit hints moved first, as the search of any free run
+                   below moves them: the walks for a resident run start
+                   there (they walked every segment of a pool of 333 at
+                   each block otherwise). */
+                unsigned at;
+                (void)nd_large_free_run(pool, k, step, &at);
                 nd_large_unlock(pool);
                 nd_segment *d = nd_node_seg_get_resident(node, bound, k);
                 nd_large_lock(pool);
@@ -1453,16 +1451,20 @@ nd_large_path static void *nd_large_alloc_at(int node, bool bound, size_t size, 
                 i = nd_large_find(d->free_mask & d->committed, k, step);
                 nd_assert(i < 64);
             }
+            /* Nor in this shard after that: another shard's resident run
+               before this one faults in memory; and when this shard has no
+               free run that fits, another shard's free run before it maps
+               a segment (nd_large_borrow), but for its first segment: a
+               shard that took none of its own would have its CPUs'
+               blocks all in the other shards' segments, their frees
+               under those shards' locks (micro -m large -t 2's gain).
+               Each once a call; the block is then taken under the
+               lender's lock (pool, below). */
             bool lend = false;
             if (s == NULL && !borrowed && nd_large_others_used(pool))
                 lend = borrowed = true;
-            if (s == NULL && !lend) {
-                for (s = nd_large_fit_start(pool, k); s != NULL; s = s->next)
-                    if ((i = nd_large_find(s->free_mask, k, step)) < 64)
-                        break;
-                if (step == 1)
-                    nd_large_fit_found(pool, k, s);
-            }
+            if (s == NULL && !lend)
+                s = nd_large_free_run(pool, k, step, &i);
             if (s == NULL && !lend && !lent && pool->segs.count != 0 && nd_large_others_used(pool))
                 lend = lent = true;
             if (lend) {

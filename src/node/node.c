@@ -320,9 +320,7 @@ static nd_hot nd_noinline nd_segment *nd_node_seg_get_from(int node, bool bound,
     nd_node_state *ns = &nd_nodes[node];
     nd_kind_state *k = nd_node_kind(node, bound);
     nd_segment *s = NULL;
-    if (run != 0) {
-        if (nd_load_relaxed(&k->dirty_hint) == 0)
-            return NULL;
+    if (run != 0) {   /* (nd_node_seg_get_resident: the cache held a dirty one a moment ago) */
         nd_lock(nd_node_lock(ns));
         s = nd_node_cached_with_run(k, run);
         if (s != NULL)
