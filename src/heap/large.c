@@ -107,12 +107,6 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_large_pool {
        shard), linked through next, none with a block: given back to
        their node by the unlock, without the lock (under the lock). */
     nd_segment *gone;
-    /* A segment of this shard emptied while the pool's spare was another
-       shard's (nd_large_emptied): 1 + its resident chunks then, for the
-       next give-back of an emptied segment or maintenance to give back the
-       least resident empty segment of the pool (nd_large_trim); 0
-       otherwise (under the lock). */
-    uint8_t   trim;
     /* Its fit hints (nd_large_fit, below), NULL until it first holds more
        than ND_LARGE_FIT_FROM segments (under the lock). */
     struct nd_large_fit *fit;
@@ -247,18 +241,6 @@ static bool nd_large_others_used(const nd_large_pool *pool)
         if (first + i != pool && nd_load_relaxed(&first[i].hint) != 0)
             return true;
     return false;
-}
-
-/* Empty segments the other shards of pool's (node, kind) hold, read
-   without their locks (a hint: each is written under its own). */
-static unsigned nd_large_others_empty(const nd_large_pool *pool)
-{
-    const nd_large_pool *first = pool - nd_large_shard_index(pool);
-    unsigned n = 0;
-    for (unsigned i = 0; i < ND_LARGE_SHARDS; i++)
-        if (first + i != pool)
-            n += nd_load_relaxed(&first[i].empty);
-    return n;
 }
 
 #define ND_LARGE_FIT_PAST ((nd_segment *)1)
@@ -838,8 +820,6 @@ static void nd_large_keep_drain(nd_large_pool *pool, uint64_t now, bool force);
    call (their `used` cleared otherwise). Without the pool lock. */
 static void nd_large_cpu_drain(nd_large_pool *pool, bool all, bool wait);
 static bool nd_large_cpu_holds(const nd_large_pool *pool);
-static bool nd_large_caches_hold(const nd_large_pool *pool);
-static void nd_large_caches_drain(nd_large_pool *pool);
 
 /* The pools that have had a segment (hint set), of every node with memory,
    plain then bound, one per call: start with *i = 0; NULL after the last. */
@@ -1407,16 +1387,20 @@ nd_large_path static void *nd_large_alloc_at(int node, bool bound, size_t size, 
                first run that fits (large.h). */
             if (s == NULL)
                 s = nd_large_resident_run(pool, k, step, &i);
-            if (s == NULL && !reclaimed && nd_large_caches_hold(pool)) {
-                /* No resident run fits: the CPUs' caches (of every shard:
-                   one pool's were all its CPUs') give their blocks back
-                   first, so that a cached block never has the pool fault
-                   in memory (or map a segment) that it holds
-                   (shortlived -t 2: 1.8 MiB more at the peak otherwise;
-                   large.h). Once a call. */
+            if (s == NULL && !reclaimed && nd_large_cpu_holds(pool)) {
+                /* No resident run fits: the caches of this shard's CPUs
+                   give their blocks back first, so that a block this
+                   shard's CPUs freed never has it fault in memory (or map
+                   a segment) that the block holds. Once a call. Only this
+                   shard's: the other shards' CPUs take theirs again at
+                   their next blocks, and a purge delay without one drains
+                   them (maintenance; a release and nodal_collect at
+                   once); draining every shard's, a request took the
+                   locks of the shards whose segments held those blocks at
+                   each miss, the other CPUs' (emptied, nd_large_emptied). */
                 reclaimed = true;
                 nd_large_unlock(pool);
-                nd_large_caches_drain(pool);
+                nd_large_cpu_drain(pool, true, false);
                 nd_large_lock(pool);
                 continue;
             }
@@ -1582,36 +1566,33 @@ static nd_noinline void nd_large_give_tailed(nd_segment *s, unsigned i, unsigned
 
 /* A block of s is gone (freed, or moved: nd_large_move), its descriptor
    cleared and its chunks given back: one block fewer in s; when it was the
-   last and the pool has its spare empty segments (all its shards
-   together: nd_large_others_empty), the segment to give back to its node
-   (s, or a spare of this shard that holds less memory), taken out of the
-   shard; NULL otherwise. Under the pool lock. */
+   last and the shard has its spare empty segments already, the segment to
+   give back to its node (s, or a spare that holds less memory), taken out
+   of the shard; NULL otherwise. Under the pool lock.
+   Each shard keeps its own spares and gives back only its own segments:
+   with one spare for all the shards together (branch h58l), a segment
+   emptied while another shard held it stayed until a give-back took the
+   other shard's lock to hand back the least resident of the two, so two
+   threads freeing batches of large blocks on two CPUs took each other's
+   locks at every segment they emptied, and each request that found no
+   resident run drained the other shards' CPUs' caches
+   (nd_large_alloc_at): micro -m batch -s 256k -t 2 332 -> 236 ns a pair
+   with both gone, 1 MiB at 8 threads on 2 CPUs x0.39 of the CPU,
+   shortlived -t 2's and mstress -t 2's peaks within their spreads
+   (docs/results.md, stop 68). */
 nd_large_path static nd_noinline nd_segment *nd_large_emptied(nd_large_pool *pool, nd_segment *s)
 {
-    nd_segment *release = NULL;
-    unsigned others = nd_large_others_empty(pool);
-    if (pool->empty + others < nd_large_spare()) {
+    if (pool->empty < nd_large_spare()) {
         nd_add_relaxed(&pool->empty, 1);
-    } else if (pool->empty == 0 && others != 0) {
-        /* The spare is another shard's: s stays, and the shard's next
-           give-back of an emptied segment (nd_large_block_gone) or
-           maintenance gives back the least resident of the two
-           (nd_large_trim), as one pool gave back its cleanest empty
-           segment. Giving s back at once sent its memory to the node's
-           cache while the other shard's spare, purged or never written,
-           was faulted in for the next blocks (shortlived -t 2; branch
-           h58l). */
-        nd_add_relaxed(&pool->empty, 1);
-        pool->trim = (uint8_t)(1 + nd_popcount64(s->committed & ~(uint64_t)1));
-    } else {
-        /* One empty segment too many: the least resident of them goes
-           (s, or a spare that holds less memory than s: s stays in
-           its place, the spare's successor). */
-        release = nd_large_cleanest_empty(pool, s);
-        nd_large_fit_removed(pool, release);
-        nd_list_remove(&pool->segs, release);
-        nd_sub_relaxed(&pool->hint, 1);
+        return NULL;
     }
+    /* One empty segment too many: the least resident of them goes (s, or
+       a spare that holds less memory than s: s stays in its place, the
+       spare's successor). */
+    nd_segment *release = nd_large_cleanest_empty(pool, s);
+    nd_large_fit_removed(pool, release);
+    nd_list_remove(&pool->segs, release);
+    nd_sub_relaxed(&pool->hint, 1);
     return release;
 }
 
@@ -1623,19 +1604,13 @@ nd_inline nd_segment *nd_large_block_gone_locked(nd_large_pool *pool, nd_segment
 
 /* nd_large_block_gone_locked, then the lock released (nd_large_unlock),
    the active bytes counted and the segment given back. */
-static void nd_large_trim(nd_large_pool *pool, unsigned resident);
 nd_large_path static void nd_large_block_gone(nd_large_pool *pool, nd_segment *s, size_t bytes)
 {
     nd_segment *release = nd_large_block_gone_locked(pool, s);
-    unsigned trim = pool->trim;
-    if (nd_unlikely(trim != 0))
-        pool->trim = 0;
     nd_large_gauge(pool, -(long)bytes);
     nd_large_unlock(pool);
     if (release != NULL)
         nd_large_seg_release(release);
-    if (nd_unlikely(trim != 0))
-        nd_large_trim(pool, trim - 1u);
 }
 
 /* Clears the descriptor of block pg of s (in use) and gives its chunks
@@ -1709,47 +1684,6 @@ nd_large_path static void nd_large_unlock(nd_large_pool *pool)
         nd_large_unlocked(pool, gone);
 }
 
-/* Takes the least resident empty segment of shard o out of it, when the
-   shards of its pool hold more empty segments than its spares, and
-   gives it back to its node: if it holds no more resident chunks than
-   `most` (most = 64: any); false when it gave none back. Without any
-   shard's lock; takes o's. */
-static bool nd_large_trim_one(nd_large_pool *o, unsigned most)
-{
-    if (nd_load_relaxed(&o->empty) == 0)
-        return false;
-    nd_segment *release = NULL;
-    nd_large_lock(o);
-    if (o->empty != 0 && o->empty + nd_large_others_empty(o) > nd_large_spare()) {
-        nd_segment *e = nd_large_cleanest_empty(o, NULL);
-        if ((unsigned)nd_popcount64(e->committed & ~(uint64_t)1) <= most) {
-            release = e;
-            nd_large_seg_out(o, e);
-        }
-    }
-    nd_large_unlock(o);
-    if (release != NULL)
-        nd_large_seg_release(release);
-    return release != NULL;
-}
-
-/* A segment of pool's shard emptied with `resident` resident chunks while
-   another shard held the pool's spare (nd_large_emptied): the
-   other shards' empty segments that hold no more memory go back to their
-   node first, one at most; the least resident of pool's own otherwise
-   (s, unless a block took it meanwhile). So the pool gives back its least
-   resident empty segment whichever shard holds it, and a segment just
-   emptied with its blocks' memory in it stays for the next blocks of any
-   shard (nd_large_borrow). Without any shard's lock; takes them one at a
-   time. */
-static nd_noinline void nd_large_trim(nd_large_pool *pool, unsigned resident)
-{
-    for (unsigned j = 1; j < ND_LARGE_SHARDS; j++)
-        if (nd_large_trim_one(nd_large_shard_after(pool, j), resident))
-            return;
-    nd_large_trim_one(pool, 64);
-}
-
 /* Block p (descriptor pg of s, shard pool) is freed without the shard's
    lock: it goes on the shard's stack of deferred frees, flagged (in_full,
    so that a second free is seen), for the lock's holder as it lets go or
@@ -1790,7 +1724,7 @@ nd_large_path static size_t nd_large_defer(nd_large_pool *pool, nd_page *pg, voi
    (nd_large_free); NULL for a drain of the caches: one that waits for the
    lock and leaves nothing behind (wait: nodal_collect, a release,
    maintenance), or one that defers the block when its shard's lock is
-   held, as a free does (a request's drain, nd_large_caches_drain: the
+   held, as a free does (a request's drain of its shard's CPUs' caches: the
    holder gives it back as it lets go, and the requester's own shard's
    blocks are back once it takes its lock again; waiting for each block's
    lock, two threads taking batches of 256 KiB blocks waited 14,000 times
@@ -1970,27 +1904,6 @@ static bool nd_large_cpu_holds(const nd_large_pool *pool)
     return false;
 }
 
-/* Does a CPU's cache of any shard of pool's (node, kind) hold a block? */
-nd_large_path static nd_noinline bool nd_large_caches_hold(const nd_large_pool *pool)
-{
-    const nd_large_pool *first = pool - nd_large_shard_index(pool);
-    for (unsigned i = 0; i < ND_LARGE_SHARDS; i++)
-        if (nd_large_cpu_holds(first + i))
-            return true;
-    return false;
-}
-
-/* The CPUs' caches of every shard of pool's (node, kind) give their
-   blocks back (each to its segment's shard; on the shard's stack of
-   deferred frees while its lock is held: nd_large_give_back). Without any
-   shard's lock. */
-static nd_noinline void nd_large_caches_drain(nd_large_pool *pool)
-{
-    nd_large_pool *first = pool - nd_large_shard_index(pool);
-    for (unsigned i = 0; i < ND_LARGE_SHARDS; i++)
-        nd_large_cpu_drain(first + i, true, false);
-}
-
 bool nd_large_resize(nd_segment *s, nd_page *pg, size_t size, long *delta)
 {
     nd_lock_may_take(ND_LOCK_ID_large_pool);
@@ -2074,11 +1987,7 @@ nd_hot void nd_large_maintain(uint64_t now, bool force)
             if (nd_load_relaxed(&pool->cpu[c].gauge) != 0)
                 pool->gauge_active += __atomic_exchange_n(&pool->cpu[c].gauge, 0, __ATOMIC_RELAXED);
         nd_large_gauge_flush(pool);
-        unsigned trim = pool->trim;   /* left by a drain's give-back (nd_large_emptied) */
-        pool->trim = 0;
         nd_large_unlock(pool);
-        if (trim != 0)
-            nd_large_trim(pool, trim - 1u);
     }
 }
 

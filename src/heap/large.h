@@ -47,9 +47,12 @@
  * again once it brought one: a run a block freed meanwhile left, or one in
  * a segment another shard brought meanwhile, serves the request, and the
  * new segment goes back to its node unused, nd_large_recheck); a miss drains
- * the CPUs' caches of every shard; and the pool keeps ND_LARGE_SPARE
- * empty segments over all its shards, giving back the least resident
- * empty segment whichever shard holds it (nd_large_trim, large.c).
+ * the caches of its own shard's CPUs; and each shard keeps ND_LARGE_SPARE
+ * empty segments, giving back its least resident empty segment past them
+ * (nd_large_emptied, large.c): neither takes another shard's lock, so two
+ * threads that free batches of large blocks on two CPUs do not take each
+ * other's locks at every segment they empty (micro -m batch -s 256k -t 2:
+ * 332 -> 236 ns a pair; docs/results.md, stop 68).
  * A block takes the first free run that fits (lowest chunk first) in the
  * oldest segment of the pool that has one (a pool of more than 16
  * segments starts each walk for a run of k chunks at the first segment
@@ -145,11 +148,7 @@
  * nd_large_commit releases the lock meanwhile; its guard is set after,
  * and a grown block's size); at
  * most ND_LARGE_SPARE segments of a shard have no block (under secure=1
- * ND_LARGE_SPARE_GUARDED; and of all its pool's shards together but for
- * two shards' races, whose counts are read without each other's locks,
- * and a segment emptied while another shard held the spare, until that
- * shard's next give-back of an emptied segment, or maintenance, gives
- * back one of them: nd_large_trim);
+ * ND_LARGE_SPARE_GUARDED);
  * purge_mask holds
  * committed chunks of no block, purged once purge_at has passed. A kept
  * block (below) is a block in use of one OS page, or a grown block of
@@ -171,7 +170,7 @@
 #include <stdint.h>
 #include "segment.h"
 
-#define ND_LARGE_SPARE 1   /* empty segments a pool keeps (all its shards together) */
+#define ND_LARGE_SPARE 1   /* empty segments each shard of a pool keeps */
 /* The shards of a pool: ND_LARGE_SHARDS pools of their own (segments,
    lock, kept blocks, CPUs' caches) for one (node, kind), a thread's
    request going to the shard of its CPU (the rseq area's CPU modulo

@@ -479,55 +479,6 @@ static void a_shard_with_no_room_takes_another_shards_free_run_before_a_new_segm
     EXPECT(nd_large_is_valid(), "the large pools valid after the frees");
 }
 
-/* A segment that empties while another shard holds the pool's spare
-   empty segment: the pool keeps the one that holds more memory and gives
-   back the other, as one pool gave back its least resident empty
-   segment (nd_large_trim). Shard b's spare is purged (nodal_collect);
-   shard a's segment empties with its block's memory resident: it stays
-   a large segment of shard a. On branch h57l (e24c3bd) it went to the
-   node's cache at once, its memory with it, and the purged spare
-   stayed for the next blocks to fault in. */
-static void a_segment_emptied_while_another_shard_holds_the_spare_stays_if_it_holds_more(void)
-{
-    cpu_set_t was;
-    int a, b;
-    if (!two_shards(&was, &a, &b)) {
-        sched_setaffinity(0, sizeof was, &was);
-        SKIP("needs two CPUs of different shards (CPU modulo %d) and their rseq CPU number", ND_LARGE_SHARDS);
-    }
-    /* Shard b's segment, full, so that shard a maps one of its own. */
-    EXPECT(run_on(b), "the thread on CPU %d", b);
-    void *x[5];
-    for (int i = 0; i < 5; i++) {
-        x[i] = nodal_malloc(chunks_less_a_page(i < 4 ? 15 : 3));
-        EXPECT(x[i] != NULL && nd_seg_base(x[i]) == nd_seg_base(x[0]), "block %d in one segment", i);
-    }
-    nd_segment *e = nd_seg_base(x[0]);
-    EXPECT(e->free_mask == 0, "shard %d's segment full", b % ND_LARGE_SHARDS);
-    EXPECT(run_on(a), "the thread on CPU %d", a);
-    unsigned char *y = nodal_malloc(chunks_less_a_page(5));
-    EXPECT(y != NULL, "a block of 5 chunks");
-    memset(y, 1, chunks_less_a_page(5));
-    nd_segment *s = nd_seg_base(y);
-    EXPECT(s != e && s->shard == (unsigned)a % ND_LARGE_SHARDS, "the block in a segment of shard %d",
-           a % ND_LARGE_SHARDS);
-    /* Shard b's segment emptied: the pool's spare, purged. */
-    EXPECT(run_on(b), "the thread on CPU %d", b);
-    for (int i = 0; i < 5; i++)
-        nodal_free(x[i]);
-    nodal_collect(1);
-    EXPECT(e->kind == ND_SEG_LARGE && e->used_pages == 0 && (e->committed & ~(uint64_t)1) == 0,
-           "shard %d's segment empty and purged, the pool's spare", b % ND_LARGE_SHARDS);
-    /* Shard a's segment empties, its block's 5 chunks resident. */
-    EXPECT(run_on(a), "the thread on CPU %d", a);
-    nodal_free(y);
-    sched_setaffinity(0, sizeof was, &was);
-    EXPECT(s->kind == ND_SEG_LARGE && s->used_pages == 0 && s->shard == (unsigned)a % ND_LARGE_SHARDS,
-           "the segment just emptied, its memory resident, kept by shard %d (kind %d)", a % ND_LARGE_SHARDS,
-           (int)s->kind);
-    EXPECT(nd_large_is_valid(), "the large pools valid, one empty segment over their shards");
-}
-
 /* The race of two threads that find no room at once on CPUs of two
    shards, played by one thread: on CPU a, whose shard's segment is full,
    a block of 3 chunks has its shard bring a segment; meanwhile (the
@@ -682,6 +633,95 @@ static void a_borrow_that_found_no_run_is_not_tried_again_until_the_lender_gives
     EXPECT(nd_large_is_valid(), "the large pools valid after the frees");
 }
 
+/* A shard keeps its own spare empty segment and drains only its own
+   CPUs' caches, taking no other shard's lock for either (large.c:
+   nd_large_emptied, the request's drain). Shard b holds a spare (purged)
+   and, in its CPU's cache, a block of 3 whole chunks; while another
+   thread holds shard b's lock, a request on CPU a that finds no resident
+   run (a borrow from shard b passed: the lending hint from its first
+   block) leaves shard b's cached block where it is, and the block's free,
+   which empties shard a's segment, keeps that segment as shard a's spare
+   at once. On main 7210cbf the request drained shard b's cache (the
+   block deferred onto b's stack) and the free waited for b's lock (2 s,
+   the helper's timeout) to give back one spare of the two. */
+static void a_shard_drains_its_own_cpus_caches_and_keeps_its_own_spare_without_another_shards_lock(void)
+{
+    cpu_set_t was;
+    int a, b;
+    if (!two_shards(&was, &a, &b)) {
+        sched_setaffinity(0, sizeof was, &was);
+        SKIP("needs two CPUs of different shards (CPU modulo %d) and their rseq CPU number", ND_LARGE_SHARDS);
+    }
+    nodal_collect(1);
+    /* Shard b: a full segment e, and a block of 3 whole chunks in a
+       second one. */
+    EXPECT(run_on(b), "the thread on CPU %d", b);
+    void *x[5];
+    for (int i = 0; i < 5; i++) {
+        x[i] = nodal_malloc(chunks_less_a_page(i < 4 ? 15 : 3));
+        EXPECT(x[i] != NULL && nd_seg_base(x[i]) == nd_seg_base(x[0]), "block %d in one segment", i);
+    }
+    nd_segment *e = nd_seg_base(x[0]);
+    EXPECT(e->free_mask == 0 && e->shard == (unsigned)b % ND_LARGE_SHARDS, "shard %d's segment full",
+           b % ND_LARGE_SHARDS);
+    size_t whole = (size_t)3 << ND_CHUNK_SHIFT;
+    void *c = nodal_malloc(whole);
+    EXPECT(c != NULL && nd_seg_base(c) != e, "a block of 3 whole chunks in a second segment");
+    memset(c, 1, whole);
+    for (int i = 0; i < 5; i++)
+        nodal_free(x[i]);
+    nodal_collect(1);
+    EXPECT(e->kind == ND_SEG_LARGE && e->used_pages == 0 && (e->committed & ~(uint64_t)1) == 0,
+           "shard %d's segment empty and purged: its spare", b % ND_LARGE_SHARDS);
+    /* Shard a: a segment of its own for a block of 5 chunks (a borrow of
+       a resident run from shard b finds none: the lending hint). */
+    EXPECT(run_on(a), "the thread on CPU %d", a);
+    void *y = nodal_malloc(chunks_less_a_page(5));
+    nd_segment *s = y != NULL ? nd_seg_base(y) : NULL;
+    EXPECT(s != NULL && s != e && s != nd_seg_base(c) && s->shard == (unsigned)a % ND_LARGE_SHARDS,
+           "a block of 5 chunks on CPU %d in a new segment of its shard", a);
+    EXPECT(run_on(b), "the thread on CPU %d", b);
+    nodal_free(c);
+    EXPECT(nd_large_cached_bytes() == whole, "the block of 3 whole chunks in CPU %d's cache (%zu bytes cached)", b,
+           nd_large_cached_bytes());
+
+    hint_lock = ND_LOCK(large_pool, e->shard);   /* node 0's plain pool: instance = shard */
+    EXPECT(e->node == 0 && !e->bound, "shard %d's segment of node 0's plain memory", b % ND_LARGE_SHARDS);
+    atomic_store(&hint_held, 0);
+    atomic_store(&hint_go, 0);
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, hold_shard_lock, NULL) == 0, "pthread_create to work");
+    while (!atomic_load(&hint_held))
+        usleep(100);
+    EXPECT(run_on(a), "the thread on CPU %d", a);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    void *z = nodal_malloc(chunks_less_a_page(5));   /* no resident run in shard a */
+    size_t cached = nd_large_cached_bytes();
+    nodal_free(z);
+    nodal_free(y);   /* shard a's segment empty */
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    atomic_store(&hint_go, 1);
+    pthread_join(t, NULL);
+    sched_setaffinity(0, sizeof was, &was);
+    double waited = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    EXPECT(z != NULL && nd_seg_base(z) == s, "the block of 5 chunks on CPU %d in its shard's segment", a);
+    EXPECT(cached == whole, "shard %d's cached block left in its CPU's cache by shard %d's request (%zu bytes "
+           "cached)", b % ND_LARGE_SHARDS, a % ND_LARGE_SHARDS, cached);
+    EXPECT(waited < 1.5, "the request and the frees on CPU %d not to wait for shard %d's lock (they took %.2f s)", a,
+           b % ND_LARGE_SHARDS, waited);
+    EXPECT(s->kind == ND_SEG_LARGE && s->used_pages == 0 && s->shard == (unsigned)a % ND_LARGE_SHARDS,
+           "shard %d's emptied segment kept as its spare (kind %d, %u blocks)", a % ND_LARGE_SHARDS, (int)s->kind,
+           s->used_pages);
+    EXPECT(e->kind == ND_SEG_LARGE && e->used_pages == 0 && e->shard == (unsigned)b % ND_LARGE_SHARDS,
+           "shard %d's spare kept (kind %d)", b % ND_LARGE_SHARDS, (int)e->kind);
+    EXPECT(nd_large_is_valid(), "the large pools valid, one empty segment in each shard");
+    nodal_collect(1);
+    EXPECT(nd_large_cached_bytes() == 0, "nodal_collect to drain every CPU's cache (%zu bytes cached)",
+           nd_large_cached_bytes());
+    EXPECT(nd_large_is_valid(), "the large pools valid after nodal_collect");
+}
+
 /* A shard with no resident run for a block takes a segment its node's
    cache kept with its memory, whose resident chunks hold a run that fits,
    before it faults in a free run of its own (large.c: the fetch before a
@@ -753,7 +793,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_block_of_another_shard_grown_past_1_mib_leaves_its_own_shard),
     ND_CASE(a_free_of_its_own_shards_block_waits_for_the_shards_next_lock),
     ND_CASE(a_shard_with_no_room_takes_another_shards_free_run_before_a_new_segment),
-    ND_CASE(a_segment_emptied_while_another_shard_holds_the_spare_stays_if_it_holds_more),
+    ND_CASE(a_shard_drains_its_own_cpus_caches_and_keeps_its_own_spare_without_another_shards_lock),
     ND_CASE(a_segment_another_shard_brought_meanwhile_serves_a_request_and_the_new_one_goes_back),
     ND_CASE(a_borrow_that_found_no_run_is_not_tried_again_until_the_lender_gives_chunks_back),
     ND_CASE(a_block_with_no_resident_run_takes_a_cached_segments_memory_before_faulting_in_its_own),
