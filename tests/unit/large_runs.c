@@ -424,6 +424,19 @@ static bool two_shards(cpu_set_t *was, int *a, int *b)
    run: large.h). */
 static size_t chunks_less_a_page(unsigned k) { return ((size_t)k << ND_CHUNK_SHIFT) - 4096; }
 
+/* Five blocks on the calling thread's CPU, four of 15 chunks and one of
+   3: one segment of its shard, full. */
+static nd_segment *fill_one_segment(void *x[5])
+{
+    for (int i = 0; i < 5; i++) {
+        x[i] = nodal_malloc(chunks_less_a_page(i < 4 ? 15 : 3));
+        EXPECT(x[i] != NULL && nd_seg_base(x[i]) == nd_seg_base(x[0]), "block %d in one segment", i);
+    }
+    nd_segment *s = nd_seg_base(x[0]);
+    EXPECT(s->free_mask == 0, "the segment full");
+    return s;
+}
+
 /* Nine blocks: x[0..4] on CPU a (four of 15 chunks and one of 3: shard
    a's segment full), x[5..8] on CPU b (four of 15: shard b's segment with
    3 free chunks); written through when `touch`. The thread is left on
@@ -514,13 +527,8 @@ static void a_segment_another_shard_brought_meanwhile_serves_a_request_and_the_n
     grow_b = b;
     /* Shard a's segment, full. */
     void *x[5];
-    for (int i = 0; i < 5; i++) {
-        x[i] = nodal_malloc(chunks_less_a_page(i < 4 ? 15 : 3));
-        EXPECT(x[i] != NULL && nd_seg_base(x[i]) == nd_seg_base(x[0]), "block %d in one segment", i);
-    }
-    nd_segment *sa = nd_seg_base(x[0]);
-    EXPECT(sa->free_mask == 0 && sa->shard == (unsigned)a % ND_LARGE_SHARDS, "shard %d's segment full",
-           a % ND_LARGE_SHARDS);
+    nd_segment *sa = fill_one_segment(x);
+    EXPECT(sa->shard == (unsigned)a % ND_LARGE_SHARDS, "shard %d's segment full", a % ND_LARGE_SHARDS);
     nd_node_counts c0, c1;
     nd_node_counts_get(sa->node, false, &c0);
     size_t cached0 = nd_load_relaxed(&nd_gauge.segments_cached);
@@ -657,13 +665,8 @@ static void a_shard_drains_its_own_cpus_caches_and_keeps_its_own_spare_without_a
        second one. */
     EXPECT(run_on(b), "the thread on CPU %d", b);
     void *x[5];
-    for (int i = 0; i < 5; i++) {
-        x[i] = nodal_malloc(chunks_less_a_page(i < 4 ? 15 : 3));
-        EXPECT(x[i] != NULL && nd_seg_base(x[i]) == nd_seg_base(x[0]), "block %d in one segment", i);
-    }
-    nd_segment *e = nd_seg_base(x[0]);
-    EXPECT(e->free_mask == 0 && e->shard == (unsigned)b % ND_LARGE_SHARDS, "shard %d's segment full",
-           b % ND_LARGE_SHARDS);
+    nd_segment *e = fill_one_segment(x);
+    EXPECT(e->shard == (unsigned)b % ND_LARGE_SHARDS, "shard %d's segment full", b % ND_LARGE_SHARDS);
     size_t whole = (size_t)3 << ND_CHUNK_SHIFT;
     void *c = nodal_malloc(whole);
     EXPECT(c != NULL && nd_seg_base(c) != e, "a block of 3 whole chunks in a second segment");
@@ -784,12 +787,7 @@ static void a_block_with_no_resident_run_takes_a_cached_segments_memory_before_f
     int cpu = sched_getcpu();
     EXPECT(cpu >= 0 && run_on(cpu), "the thread on one CPU (one shard)");
     void *a[5], *b[6], *c[4];
-    for (int i = 0; i < 5; i++) {
-        a[i] = nodal_malloc(chunks_less_a_page(i < 4 ? 15 : 3));
-        EXPECT(a[i] != NULL && nd_seg_base(a[i]) == nd_seg_base(a[0]), "block %d of segment A", i);
-    }
-    nd_segment *sa = nd_seg_base(a[0]);
-    EXPECT(sa->free_mask == 0, "segment A full");
+    nd_segment *sa = fill_one_segment(a);   /* segment A */
     nodal_free(a[1]);
     nodal_collect(1);   /* its 15 chunks purged, the node's cache too */
     uint64_t hole = sa->free_mask;
