@@ -235,7 +235,7 @@
 #define ND_LARGE_CPU_CHUNKS 16   /* ... and chunks (1 MiB) */
 /* ... under secure=1: a segment given back loses its guard pages (one
    mprotect) and one taken again gains them block by block (two per
-   block), so a pool keeps more of them: 1 MiB-aligned blocks of 512 KiB-
+   block), so a shard keeps more of them: 1 MiB-aligned blocks of 512 KiB-
    1 MiB, three to a segment, emptied one in 50 calls with one kept. */
 #define ND_LARGE_SPARE_GUARDED 4
 
