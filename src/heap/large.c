@@ -1055,8 +1055,9 @@ static unsigned nd_large_room(unsigned k)
    bench/micro -m batch -s 1m with 334 segments (docs/results.md, stop
    62). A shard of one empty segment that knows it (pool->spare, the
    default's one spare) does not walk at all: with each shard its own
-   spare (nd_large_emptied), the walk to it through a pool of 333
-   segments was 10 % of the time of 1 MiB batches at 2 threads (stop 68). */
+   spare (nd_large_emptied), the walk to it through a shard of ~460
+   segments was half the time of 1 MiB batches at 8 threads on 2 CPUs
+   (stop 68). */
 static nd_segment *nd_large_cleanest_empty(nd_large_pool *pool, nd_segment *s)
 {
     nd_segment *best = s;
