@@ -47,12 +47,12 @@
  * again once it brought one: a run a block freed meanwhile left, or one in
  * a segment another shard brought meanwhile, serves the request, and the
  * new segment goes back to its node unused, nd_large_recheck); a miss drains
- * the caches of its own shard's CPUs; and each shard keeps ND_LARGE_SPARE
- * empty segments, giving back its least resident empty segment past them
- * (nd_large_emptied, large.c): neither takes another shard's lock, so two
- * threads that free batches of large blocks on two CPUs do not take each
- * other's locks at every segment they empty (micro -m batch -s 256k -t 2:
- * 332 -> 236 ns a pair; docs/results.md, stop 68).
+ * the caches of its own shard's CPUs (not every shard's); and each shard
+ * keeps ND_LARGE_SPARE empty segments, giving back its least resident
+ * empty segment past them (nd_large_emptied, large.c) without another
+ * shard's lock, so two threads that free batches of large blocks on two
+ * CPUs do not take each other's locks at every segment they empty (micro
+ * -m batch -s 256k -t 2: 332 -> 236 ns a pair; docs/results.md, stop 68).
  * A block takes the first free run that fits (lowest chunk first) in the
  * oldest segment of the pool that has one (a pool of more than 16
  * segments starts each walk for a run of k chunks at the first segment
