@@ -422,17 +422,7 @@ static unsigned nd_large_find_slow(uint64_t free, unsigned k)
 static unsigned nd_large_find(uint64_t free, unsigned k, unsigned step)
 {
     if (step == 1) {
-        /* Bit i of m: chunks i..i+j-1 free (a run past chunk 63 shifts in
-           taken chunks). Two runs of j, t <= j apart, are one of j + t:
-           the length doubles at each step, ceil(log2 k) of them (one per
-           chunk, k - 1, was 186 instructions of a 1 MiB block's request
-           of 565 in bench/micro -m batch -s 1m; docs/results.md, stop 64). */
-        uint64_t m = free & ~(uint64_t)1;
-        for (unsigned j = 1; j < k && m != 0;) {
-            unsigned t = j < k - j ? j : k - j;
-            m &= m >> t;
-            j += t;
-        }
+        uint64_t m = nd_mask_runs(free & ~(uint64_t)1, k);   /* (config.h: in log steps) */
         unsigned at = m != 0 ? (unsigned)__builtin_ctzll(m) : 64;
         nd_assert2(at == nd_large_find_slow(free, k));
         return at;
@@ -559,17 +549,6 @@ static uint64_t nd_large_guarded_chunks(const nd_segment *s)
     return s->guard_ends & ~(uint64_t)1 & nd_mask_range(0, s->page_count - 1u);
 }
 
-/* Bit i set <=> bits i..i+k-1 of m are all set (k >= 1; a run past bit 63
-   never: the shifts bring in zeros). Doubling: runs of len, then of 2 len,
-   and the last step overlaps two runs of len (k - len <= len). */
-static uint64_t nd_large_runs(uint64_t m, unsigned k)
-{
-    unsigned len = 1;
-    for (; 2 * len <= k && m != 0; len *= 2)
-        m &= m >> len;
-    return len < k ? m & m >> (k - len) : m;
-}
-
 /* Multiples of step (a power of two below 64) from step on, as a chunk
    mask (a table: all ones over 2^step - 1 is a division). */
 static uint64_t nd_large_steps(unsigned step)
@@ -589,7 +568,7 @@ nd_inline unsigned nd_large_pick_run(uint64_t free, uint64_t guarded, unsigned k
        of it here; branch h48w). */
     free &= ~(uint64_t)1;
     uint64_t steps = nd_large_steps(step);
-    uint64_t starts = nd_large_runs(free, k) & steps;   /* runs of k free chunks */
+    uint64_t starts = nd_mask_runs(free, k) & steps;   /* runs of k free chunks */
     if (starts == 0)
         return 3;
     /* No system call: the first guard from i at chunk i + j, k - 1 <= j <
@@ -611,7 +590,7 @@ nd_inline unsigned nd_large_pick_run(uint64_t free, uint64_t guarded, unsigned k
     /* One mprotect to close the run's last page when no guard ends it,
        one to open those inside it (its other chunks' ends). */
     uint64_t end = guarded >> (k - 1);
-    uint64_t inside = k > 1 ? ~nd_large_runs(~guarded, k - 1) : 0;
+    uint64_t inside = k > 1 ? ~nd_mask_runs(~guarded, k - 1) : 0;
     uint64_t one = starts & ~(inside ^ end);
     *at = (unsigned)__builtin_ctzll(one != 0 ? one : starts);
     *len = k;

@@ -288,14 +288,6 @@ nd_hot bool nd_node_reserve_is(const nd_segment *s)
     return s == nd_load_acquire(&nd_nodes[s->node].reserve);
 }
 
-/* Is there a run of k set bits in m? */
-static bool nd_mask_has_run(uint64_t m, unsigned k)
-{
-    for (unsigned j = 1; j < k && m != 0; j++)
-        m &= m >> 1;
-    return m != 0;
-}
-
 /* The dirty cached segment of k (under its node's lock) whose resident
    chunks past the header hold a run of `run`, among the first
    ND_NODE_RESIDENT_LOOK dirty ones (dirty ones come first); NULL if none. */
@@ -305,7 +297,7 @@ static nd_segment *nd_node_cached_with_run(nd_kind_state *k, unsigned run)
     unsigned n = 0;
     for (nd_segment *s = k->cache.first; s != NULL && nd_node_seg_is_dirty(s) && n < ND_NODE_RESIDENT_LOOK;
          s = s->next, n++)
-        if (nd_mask_has_run(s->committed & ~(uint64_t)1, run))
+        if (nd_mask_runs(s->committed & ~(uint64_t)1, run) != 0)
             return s;
     return NULL;
 }
