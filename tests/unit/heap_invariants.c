@@ -1019,6 +1019,18 @@ static void a_bin_that_wanders_holds_about_32_blocks(void)
    time it runs dry and then overflows. On main 55f8196 the bin started at
    two blocks and kept both (40-256 KiB a class: bench/shortlived -t 8 had
    8.4 MiB in its caches at its peak). */
+/* n blocks of `size` (n <= 32) allocated, then all freed: a burst. */
+static void burst_of(int n, size_t size)
+{
+    void *b[32];
+    for (int i = 0; i < n; i++) {
+        b[i] = nodal_malloc(size);
+        EXPECT(b[i] != NULL, "block %d of %zu B", i, size);
+    }
+    for (int i = 0; i < n; i++)
+        nodal_free(b[i]);
+}
+
 static const size_t medium_sizes[] = { 20 << 10, 48 << 10, 96 << 10, 128 << 10 };
 #define MEDIUM_SIZES (sizeof medium_sizes / sizeof medium_sizes[0])
 
@@ -1039,13 +1051,8 @@ static void *free_two_medium_blocks(void *arg)
     }
     /* Bursts of 8 blocks of 48 KiB: the bin grows to hold them. */
     unsigned c = nd_class_of(48 << 10);
-    void *burst[8];
-    for (int round = 0; round < 16; round++) {
-        for (int i = 0; i < 8; i++)
-            burst[i] = nodal_malloc(48 << 10);
-        for (int i = 0; i < 8; i++)
-            nodal_free(burst[i]);
-    }
+    for (int round = 0; round < 16; round++)
+        burst_of(8, 48 << 10);
     EXPECT(nd_bin_info_of(tc, c)->cap >= 4, "a bin of 48 KiB blocks in bursts of 8 to have grown to 4 or more (capacity %u)",
            nd_bin_info_of(tc, c)->cap);
     EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
@@ -1060,16 +1067,9 @@ static void *free_two_medium_blocks(void *arg)
 static void *bursts_of_64k_and_16k(void *arg)
 {
     unsigned *caps = arg;
-    void *burst[32];
     for (int round = 0; round < 16; round++) {
-        for (int i = 0; i < 8; i++)
-            burst[i] = nodal_malloc(64 << 10);
-        for (int i = 0; i < 8; i++)
-            nodal_free(burst[i]);
-        for (int i = 0; i < 32; i++)
-            burst[i] = nodal_malloc(16 << 10);
-        for (int i = 0; i < 32; i++)
-            nodal_free(burst[i]);
+        burst_of(8, 64 << 10);
+        burst_of(32, 16 << 10);
     }
     nd_tcache *tc = nd_tls_tc;
     caps[0] = nd_bin_info_of(tc, nd_class_of(64 << 10))->cap;
