@@ -289,8 +289,9 @@ static bool nd_bin_has_mid(unsigned cls, uint32_t cap_max)
     return cap_max > ND_BIN_MID_ROOM && nd_bin_start_room(cls, cap_max) < ND_BIN_MID_ROOM;
 }
 /* The slots a bin has in the large area: cap_max, and for a bin of a small
-   class ND_EXTRA_MULT times that or the process pool's worth of its
-   blocks (ND_EXTRA_MULT x tcache_total), whichever is more (at most
+   class ND_EXTRA_MULT times that or the most a cache draws from the
+   process's pool, in its blocks (ND_EXTRA_MULT x tcache_total, tcache.h),
+   whichever is more (at most
    tcache_count), the room a bin whose batches cycle through the transfer
    store may grow into past tcache_bytes, drawing from the pool
    (nd_tcache_grow_past). The pool's worth: with 4 x cap_max, batches of
@@ -302,14 +303,13 @@ static bool nd_bin_has_mid(unsigned cls, uint32_t cap_max)
    ns (docs/results.md, stop 61). Address space only: a bin touches the slots
    it holds blocks in (the classes of 640 B-16 KiB have 410-1,536 slots
    more each than with 4 x cap_max: 120 KiB more address space a cache). */
-#define ND_EXTRA_MULT 4u
 static uint32_t nd_bin_room(unsigned bin, uint32_t cap_max)
 {
     if (cap_max == 0 || !nd_class_is_small(nd_bin_class[bin]))
         return cap_max;
     size_t room = (size_t)ND_EXTRA_MULT * cap_max, count = (size_t)nd_opt(ND_OPT_tcache_count);
-    size_t pool = ND_EXTRA_MULT * (size_t)nd_opt(ND_OPT_tcache_total) / nd_bin_counted_size(bin);
-    room = room > pool ? room : pool;
+    size_t most = ND_EXTRA_MULT * (size_t)nd_opt(ND_OPT_tcache_total) / nd_bin_counted_size(bin);
+    room = room > most ? room : most;
     room = room < count ? room : count;
     return room > cap_max ? (uint32_t)room : cap_max;
 }
@@ -367,12 +367,20 @@ static size_t nd_tcache_total_share(void)
    one a bigger capacity would spare those moves. Such a bin, of a class
    up to 16 KiB, may grow its cache past tcache_total, or past its share
    of it while CPUs are shared (nd_tcache_total_share), by drawing the
-   growth from one process-wide pool of ND_EXTRA_MULT x tcache_total
-   (nd_tcache_extra: what every cache drew; each cache's own draw in its
-   cap_extra, given back as its GC shrinks it and when it is destroyed or
-   lost). So a process's caches hold at most that much more than before
-   however many threads it has, as tcmalloc's thread caches share one
-   overall bound. Medium classes' cycles draw nothing: their bins of 2
+   growth from one process-wide pool of ND_POOL_MULT x tcache_total
+   (tcache.h; nd_tcache_extra: what every cache drew; each cache's own draw
+   in its cap_extra, at most ND_EXTRA_MULT x tcache_total, given back as
+   its GC shrinks it and when it is destroyed or lost). So a process's
+   caches hold at most that much more than before however many threads it
+   has, as tcmalloc's thread caches share one overall bound (32 MiB). The
+   pool was ND_EXTRA_MULT x tcache_total, each cache's most now, until stop
+   69: with CPUs shared each cache's even part of it (455 KiB of 9 caches
+   on 2 CPUs) held a thread churning its own blocks in 8 (bench/mthread -t
+   8, glibc's thread benchmark) to 150,000 fills and 164,000 overflows in
+   5 M requests, x1.11 of tcmalloc's CPU; with 16 x, 36,000-45,000 and
+   47,000-57,000, CPU x0.91-0.96, and rptest -t 8 x0.91-0.94, for 1.7 MiB
+   more peak RSS in mthread -t 8 (22.2 MiB against tcmalloc's 31.9;
+   docs/results.md, stop 69). Medium classes' cycles draw nothing: their bins of 2
    blocks of 40-64 KiB cycle in a random walk too (bench/mstress), and drew
    the whole pool there for 2 MiB more peak RSS and no CPU; a full bin of
    any class that holds only its own heap's blocks does draw (a thread
@@ -422,36 +430,41 @@ _Static_assert(ND_OWN_CYCLES <= ND_CYCLES_MAX, "a bin's cycles reach ND_OWN_CYCL
 static size_t nd_tcache_extra;
 
 /* Would tc's part of the pool take `more` bytes (nd_tcache_extra_draw's
-   bounds, nothing drawn)? */
+   bounds, nothing drawn)? Its part: ND_EXTRA_MULT x tcache_total, or while
+   CPUs are shared its even part of the pool if that is less. */
 static nd_hot bool nd_tcache_extra_fits(const nd_tcache *tc, size_t more)
 {
-    size_t bound = ND_EXTRA_MULT * (size_t)nd_opt(ND_OPT_tcache_total);
+    size_t total = (size_t)nd_opt(ND_OPT_tcache_total), bound = ND_POOL_MULT * total, part = ND_EXTRA_MULT * total;
     size_t each = 2 * (size_t)nd_load_relaxed(&nd_tcache_cpus), n = nd_load_relaxed(&nd_tcache_count);
-    return tc->cap_extra + more <= (each != 0 && n > each ? bound / n : bound) &&
-           nd_load_relaxed(&nd_tcache_extra) + more <= bound;
+    if (each != 0 && n > each && bound / n < part)
+        part = bound / n;
+    return tc->cap_extra + more <= part && nd_load_relaxed(&nd_tcache_extra) + more <= bound;
 }
 
 /* Draws what tc's growth by `more` bytes takes past tcache_total (or its
    share) from the pool; false (nothing drawn) when the cache would pass
    ND_EXTRA_MULT x tcache_total, or, while CPUs are shared, its even part
-   of the pool (ND_EXTRA_MULT x tcache_total / caches), or the pool has
-   not that much left. The even part: with the whole pool open to each,
-   rptest -t 8's first caches to cycle drew all of it (~2 MiB each), and
-   while their threads waited for a CPU their blocks waited with them
-   (only its owner can take a cache's blocks back, and it does so only
-   when it runs: a thread of rptest -t 8 runs ~0.4 ms at a time and waits
-   1-2 ms for a CPU, docs/results.md, h49c); two parts each (~0.9 MiB of
-   9 caches): 9 % fewer fills (270,000 -> 247,000), and of the peak RSS
-   that the whole pool had added (+12 MiB, 55.9 -> 68.0; faults 13,800 ->
-   17,000), a quarter (58.9, 14,700 faults; bench/ab.py 11, load 16-21;
-   h48c). One part each (~455 KiB): as many slow paths (fills +1 %,
-   overflows -1 %) and 8 % fewer bytes waiting in caches (5.65 -> 5.17
-   MiB on average; h49c): the caches that drew two parts, the first to
-   cycle, held them whether their threads ran or waited, and the others
-   drew little. */
+   of the pool (ND_POOL_MULT x tcache_total / caches) if that is less, or
+   the pool has not that much left. The even part (h48c, h49c, with the
+   pool of ND_EXTRA_MULT x tcache_total then): with the whole pool open
+   to each, rptest -t 8's first caches to cycle drew all of it (~2 MiB
+   each), and while their threads waited for a CPU their blocks waited
+   with them (only its owner can take a cache's blocks back, and it does
+   so only when it runs: a thread of rptest -t 8 runs ~0.4 ms at a time
+   and waits 1-2 ms for a CPU, docs/results.md, h49c); two parts each
+   (~0.9 MiB of 9 caches): 9 % fewer fills (270,000 -> 247,000), and of
+   the peak RSS that the whole pool had added (+12 MiB, 55.9 -> 68.0;
+   faults 13,800 -> 17,000), a quarter (58.9, 14,700 faults; bench/ab.py
+   11, load 16-21; h48c). One part each (~455 KiB): as many slow paths
+   (fills +1 %, overflows -1 %) and 8 % fewer bytes waiting in caches
+   (5.65 -> 5.17 MiB on average; h49c): the caches that drew two parts,
+   the first to cycle, held them whether their threads ran or waited, and
+   the others drew little. With the pool of 16 x since stop 69, each of
+   rptest -t 8's 9 caches may draw 1.8 MiB: CPU x0.91-0.94, peak RSS within
+   the runs' spread (43.9 against 44.1-44.3 MiB). */
 static nd_hot nd_noinline bool nd_tcache_extra_draw(nd_tcache *tc, size_t more)
 {
-    size_t bound = ND_EXTRA_MULT * (size_t)nd_opt(ND_OPT_tcache_total);
+    size_t bound = ND_POOL_MULT * (size_t)nd_opt(ND_OPT_tcache_total);
     if (!nd_tcache_extra_fits(tc, more))
         return false;
     size_t cur = nd_load_relaxed(&nd_tcache_extra);
@@ -1085,7 +1098,7 @@ static nd_hot bool nd_bin_holds_own(const nd_tcache *tc, unsigned c)
    last overflow and the bin it had: a bin grown one doubling, to 512
    blocks, for runs of 640 no longer sent them away whole, so no longer
    counted as cycling, and stayed there), drawing the whole growth from
-   the pool (ND_EXTRA_MULT),
+   the pool (ND_POOL_MULT),
    whatever the cache's capacities: tcache_bytes bounded such a bin before
    tcache_total did (micro -m batch -s 1024: batches of 1,000 blocks of
    1 KiB against a bin of 256 moved ~750 blocks a batch out through the
@@ -1101,7 +1114,7 @@ static nd_hot bool nd_bin_holds_own(const nd_tcache *tc, unsigned c)
    classes, and yields only when there is little to share. A cache of
    many busy classes (rptest -t 2: bins of 6-16 KiB grown 2-4x past it,
    16 -> 64 blocks of 16 KiB) drew the pool those classes' bins grow into
-   past tcache_total (tcache.c: ND_EXTRA_MULT), and its fills went from
+   past tcache_total (ND_POOL_MULT), and its fills went from
    ~67,000 to 130,000-190,000.
    While CPUs are shared, only a bin that holds its own heap's blocks
    (nd_bin_holds_own, a sample of the full bin): a thread that reuses its
@@ -1204,7 +1217,7 @@ static inline bool nd_tcache_grow(nd_tcache *tc, unsigned c)
            CPU), a bin of up to ND_BIN_SHARED_FLOOR bytes, and a bin in a
            long run to twice the share (ND_RUN_BINS); either way, a bin
            of a small class whose batches cycle through the transfer
-           store, from the process's pool (ND_EXTRA_MULT). */
+           store, from the process's pool (ND_POOL_MULT). */
         size_t total = (size_t)nd_opt(ND_OPT_tcache_total);
         bool shared = share < total;
         bool at_floor = shared && (size_t)cap * nd_bin_counted_size(c) <= ND_BIN_SHARED_FLOOR;
@@ -2293,8 +2306,8 @@ bool nd_tcache_is_valid(const nd_tcache *tc)
         cap_bytes += (size_t)nd_bin_info_of(tc, c)->cap * nd_bin_counted_size(c);
     if (cap_bytes != tc->cap_bytes)
         return false;
-    /* What it drew from the pool (ND_EXTRA_MULT) is part of its capacity,
-       and at most the whole pool. */
+    /* What it drew from the pool (ND_POOL_MULT) is part of its capacity,
+       and at most a cache's most (ND_EXTRA_MULT x tcache_total). */
     if (tc->cap_extra > cap_bytes || tc->cap_extra > ND_EXTRA_MULT * (size_t)nd_opt(ND_OPT_tcache_total))
         return false;
     for (unsigned c = 0; c < ND_CLASS_COUNT; c++) {

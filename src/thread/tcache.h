@@ -390,6 +390,17 @@ extern nd_bin_layout nd_tcache_layouts[ND_LAYOUT_COUNT][ND_CLASS_COUNT] nd_hidde
    batches_that_fit_the_bin_settle_after_a_flush), and a run of requests or
    frees longer than the bin still moves whole bins from its third fill or
    overflow on. */
+/* The process's pool of cache capacity past tcache_total (tcache.c:
+   nd_tcache_extra_draw): ND_POOL_MULT x tcache_total for all the caches
+   together (16 MiB by default; tcmalloc's thread caches share 32 MiB),
+   and each cache at most ND_EXTRA_MULT x tcache_total of it, while CPUs
+   are shared at most its even part (the pool over the caches). A bin
+   that cycles may grow into a room of ND_EXTRA_MULT x its capacity, or
+   ND_EXTRA_MULT x tcache_total's worth of its blocks (tcache.c:
+   nd_bin_room). */
+#define ND_EXTRA_MULT 4u
+#define ND_POOL_MULT  16u
+_Static_assert(ND_EXTRA_MULT <= ND_POOL_MULT, "a cache draws at most the pool");
 #define ND_SPILL_AFTER_FILL 64u
 #define ND_LAST_FILL  1u
 #define ND_LAST_SPILL 2u
@@ -519,7 +530,7 @@ typedef struct nd_aligned(ND_CACHE_LINE) nd_tcache {
     uint8_t      inherited : 1; /* a bin of it may be inherited (nd_bin_info.inherited) */
     const uint32_t *look_arm;   /* plain: nd_tcache_look_arm, or nd_tcache_look_watched while watched; NULL for the others */
     size_t       cap_bytes;     /* sum over the bins of cap * class size (bounded by tcache_total, or by its share of it while CPUs are shared, bins of up to ND_BIN_SHARED_FLOOR bytes aside; past either by cap_extra) */
-    size_t       cap_extra;     /* bytes of capacity past tcache_total, or past its share of it while CPUs are shared, drawn from the process's pool (tcache.c: ND_EXTRA_MULT) */
+    size_t       cap_extra;     /* bytes of capacity past tcache_total, or past its share of it while CPUs are shared, drawn from the process's pool (ND_POOL_MULT; at most ND_EXTRA_MULT x tcache_total) */
     uint64_t     prof_rng;      /* prof=1: the state of the sampling draws */
     struct nd_secure *secure;   /* secure=1: random bins and quarantine (secure.h) */
     uint8_t      near_of[ND_CLASS_COUNT];   /* class c's near record + 1, or 0: its cold part is binfo[c] (nd_bin_info_of) */

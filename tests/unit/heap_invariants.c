@@ -3121,7 +3121,7 @@ static void *grow_four_classes(void *arg)
     nodal_free(nodal_malloc(1));            /* this thread's cache */
     pthread_barrier_wait(&share_barrier);   /* every thread has its cache */
     work_through_four_classes(p);
-    *cap = nd_tls_tc->cap_bytes - nd_tls_tc->cap_extra;   /* (its draw from the pool: ND_EXTRA_MULT) */
+    *cap = nd_tls_tc->cap_bytes - nd_tls_tc->cap_extra;   /* (its draw from the pool: ND_POOL_MULT) */
     EXPECT(nd_tcache_is_valid(nd_tls_tc), "the cache invariants to hold");
     pthread_barrier_wait(&share_barrier);   /* none exits before all measured */
     return NULL;
@@ -3138,6 +3138,15 @@ static size_t share_of_each(size_t *cpus)
     size_t caches = SHARE_THREADS + 1, each = 2 * n;
     size_t share = caches <= each ? total : total / caches * each;
     return share < total / 8 ? total / 8 : share;
+}
+
+/* The most each of SHARE_THREADS + 1 caches, CPUs shared, may draw from
+   the process's pool (tcache.c: nd_tcache_extra_fits): its even part of
+   the pool, or a cache's most, whichever is less. */
+static size_t pool_part_of_each(void)
+{
+    size_t total = (size_t)nd_opt(ND_OPT_tcache_total), part = ND_POOL_MULT * total / (SHARE_THREADS + 1);
+    return part < ND_EXTRA_MULT * total ? part : ND_EXTRA_MULT * total;
 }
 
 /* Runs fn in SHARE_THREADS threads alive together, each given its cap[i]. */
@@ -3258,7 +3267,7 @@ static void with_cpus_shared_a_small_bin_grows_to_16_kib_past_its_caches_share(v
    tcache_total, then frees them all) moves every loop's excess through the
    transfer store, fills and overflows of whole bins each way. While no CPU
    is shared, such bins may grow the cache past tcache_total, drawing from
-   the process's pool (tcache.c: ND_EXTRA_MULT): once it has, the loops
+   the process's pool (tcache.h: ND_POOL_MULT): once it has, the loops
    take no fill nor overflow at all. Main: the cache stays within
    tcache_total, and each loop fills and overflows a few bins (about 40
    slow paths a loop). It runs with a purge delay of an hour
@@ -3392,11 +3401,71 @@ static void a_thread_churning_its_own_blocks_grows_its_bins_from_the_pool(void)
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the thread exited");
 }
 
+/* With CPUs shared, threads that churn their own blocks at random (as
+   churn_own_blocks, 16 alive together, 17 caches on this machine's CPUs)
+   grow their bins of their own blocks past their shares from the
+   process's pool, together past what the pool was before stop 69
+   (ND_EXTRA_MULT x tcache_total: each cache's even part of it, ~240 KiB,
+   held their bins of 20-28 KiB to 2-4 blocks and bench/mthread -t 8 took
+   150,000 fills in 5 M requests), within the pool (ND_POOL_MULT x
+   tcache_total) and none past its even part. Main before it: together
+   at most 4 x tcache_total. Slots of its own per thread; a purge delay of
+   an hour (tests/unit/CMakeLists.txt): no GC pass halves the bins. */
+enum { SHARED_CHURN_STEPS = 150000 };
+static void *churn_own_blocks_with_cpus_shared(void *arg)
+{
+    size_t *out = arg;
+    static __thread void *slot[CHURN_SLOTS];
+    uint64_t rng = (uint64_t)(uintptr_t)out * 2654435761u + 1;
+    nodal_free(nodal_malloc(1));
+    pthread_barrier_wait(&share_barrier);   /* every cache made: CPUs shared from the start */
+    for (int i = 0; i < CHURN_SLOTS; i++)
+        slot[i] = nodal_malloc(churn_size(&rng));
+    for (int step = 0; step < SHARED_CHURN_STEPS; step++) {
+        rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
+        size_t k = (size_t)(rng >> 33) % CHURN_SLOTS;
+        nodal_free(slot[k]);
+        slot[k] = nodal_malloc(churn_size(&rng));
+        EXPECT(slot[k] != NULL, "malloc to succeed");
+        ((char *)slot[k])[0] = 1;
+    }
+    *out = nd_tls_tc->cap_extra;
+    EXPECT(nd_tcache_is_valid(nd_tls_tc), "the cache invariants to hold");
+    pthread_barrier_wait(&share_barrier);   /* every draw measured while all are alive */
+    for (int i = 0; i < CHURN_SLOTS; i++)
+        nodal_free(slot[i]);
+    return NULL;
+}
+
+static void with_cpus_shared_threads_churning_their_own_blocks_draw_past_the_former_pool(void)
+{
+    size_t cpus, share = share_of_each(&cpus), drawn[SHARE_THREADS], sum = 0, most = 0;
+    size_t total = (size_t)nd_opt(ND_OPT_tcache_total);
+    if (share >= total || total != 1 << 20 || nd_opt(ND_OPT_tcache_bytes) != 256 << 10 ||
+        nd_opt(ND_OPT_transfer) != 2 || nd_secure_on())
+        SKIP("made for the defaults tcache_total=1m, tcache_bytes=256k, transfer=2, with CPUs shared (%zu CPUs)", cpus);
+    EXPECT(nd_opt(ND_OPT_purge_delay) >= 600000,
+           "this case to run with purge_delay=3600000 (no GC pass during the walk), it is %ld ms",
+           nd_opt(ND_OPT_purge_delay));
+    in_share_threads(churn_own_blocks_with_cpus_shared, drawn);
+    for (int i = 0; i < SHARE_THREADS; i++) {
+        sum += drawn[i];
+        most = drawn[i] > most ? drawn[i] : most;
+    }
+    EXPECT(sum > ND_EXTRA_MULT * total, "the caches of threads churning their own blocks to draw more than %u x "
+           "tcache_total together (%zu CPUs, a share of %zu each), %zu", ND_EXTRA_MULT, cpus, share, sum);
+    EXPECT(sum <= ND_POOL_MULT * total, "the caches to draw at most the pool, %u x tcache_total, together, %zu",
+           ND_POOL_MULT, sum);
+    EXPECT(most <= pool_part_of_each(), "no cache to draw more than its even part of the pool, %zu; one drew %zu",
+           pool_part_of_each(), most);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the threads exited");
+}
+
 /* With CPUs shared, a cache whose bins cycle whole through the transfer
    store (runs larger than its share) draws from the process's pool past
    its share (tcache.c: ND_EXTRA_CYCLES), as one does past tcache_total
    when no CPU is shared, and all of them together draw at most the pool
-   (ND_EXTRA_MULT x tcache_total): the same 16 threads, alive together,
+   (ND_POOL_MULT x tcache_total, tcache.h): the same 16 threads, alive together,
    each looping 100 times over 16 blocks of each of nine classes of 4-16
    KiB (cycle_loops_larger_than_the_cache's loops, 1.3 MB); and none more
    than its even part of the pool (h48c: twice it, which the first caches
@@ -3435,9 +3504,10 @@ static void with_cpus_shared_a_cache_whose_bins_cycle_draws_from_the_pool(void)
     }
     EXPECT(most > 0, "a cache whose bins of 4-16 KiB cycle through the store to draw from the pool past its share, "
            "%zu (%zu CPUs)", share, cpus);
-    EXPECT(sum <= 4 * total, "the caches to draw at most the pool, 4 x tcache_total, together, %zu", sum);
-    EXPECT(most <= 4 * total / (SHARE_THREADS + 1), "no cache to draw more than its even part of the pool, %zu; one "
-           "drew %zu", 4 * total / (SHARE_THREADS + 1), most);
+    EXPECT(sum <= ND_POOL_MULT * total, "the caches to draw at most the pool, %u x tcache_total, together, %zu",
+           ND_POOL_MULT, sum);
+    EXPECT(most <= pool_part_of_each(), "no cache to draw more than its even part of the pool, %zu; one drew %zu",
+           pool_part_of_each(), most);
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the threads exited");
 }
 
@@ -6179,6 +6249,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_cache_whose_bins_cycle_through_the_store_grows_past_tcache_total),
     ND_CASE(a_thread_churning_its_own_blocks_grows_its_bins_from_the_pool),
     ND_CASE(with_cpus_shared_a_cache_whose_bins_cycle_draws_from_the_pool),
+    ND_CASE(with_cpus_shared_threads_churning_their_own_blocks_draw_past_the_former_pool),
     ND_CASE(a_thread_on_a_pooled_record_grows_its_own_bin_past_the_inherited_ones),
     ND_CASE(an_own_batches_bin_grows_past_tcache_bytes_while_cpus_are_shared),
     ND_CASE(with_cpus_shared_an_exiting_threads_cache_hands_its_blocks_to_the_store),
