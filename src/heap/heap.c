@@ -178,17 +178,35 @@ static nd_hot nd_noinline void nd_heap_gauge_flush_in(nd_heap *h)
     nd_heap_gauge_spill(h, 0);
 }
 
+/* Adds all but the band's hold of h's held-back bytes to the active
+   gauge (config.h: nd_gauge_held), its pages left held back. */
+static nd_noinline void nd_heap_gauge_spill_active(nd_heap *h)
+{
+    long keep = nd_gauge_held(h->gauge_active);
+    nd_gauge_active(h->gauge_active - keep);
+    h->gauge_active = keep;
+}
+
 /* A page of class cls set up (pages 1) or retired (-1), of `bytes`
    (negative when retired): its bytes held back within the band of
    config.h (ND_GAUGE_HELD), its page until h's ND_GAUGE_EVENTS-th such
-   event; into the gauges at once in a shared heap. */
+   event; into the gauges at once in a shared heap. Bytes out of the band
+   go to the active gauge alone: pages of 512 KiB leave it every second
+   set-up or retirement, and each time every class's page gauge written
+   too took two read-modify-writes of lines every thread writes where
+   one is needed (micro -m batch -s 131072 -t 2, 250 pages set up and
+   retired a round: the spills 7.5 % of the samples; without the pages'
+   x0.97-0.98 of the CPU a pair at 128 and 64 KiB in sets of 11, x0.93-0.95
+   in a first set of 9; docs/results.md, stop 69). */
 static inline void nd_heap_gauge_page(nd_heap *h, unsigned cls, long bytes, int pages)
 {
     h->gauge_active += bytes;
     h->gauge_pages[cls] = (int16_t)(h->gauge_pages[cls] + pages);
     h->gauge_classes |= (uint64_t)1 << cls;
-    if (nd_unlikely(++h->gauge_events >= ND_GAUGE_EVENTS || nd_gauge_out_of_band(h->gauge_active) || h->shared))
+    if (nd_unlikely(++h->gauge_events >= ND_GAUGE_EVENTS || h->shared))
         nd_heap_gauge_spill(h, h->shared ? 0 : nd_gauge_held(h->gauge_active));
+    else if (nd_unlikely(nd_gauge_out_of_band(h->gauge_active)))
+        nd_heap_gauge_spill_active(h);
 }
 
 __attribute__((no_sanitize("thread")))

@@ -2835,6 +2835,51 @@ static void reports_count_the_page_gauges_a_heap_holds_back(void)
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold");
 }
 
+/* A heap whose held-back bytes leave the band of config.h (ND_GAUGE_HELD)
+   adds them to the active gauge and keeps its pages back until its
+   ND_GAUGE_EVENTS-th set-up or retirement: blocks of 128 KiB, one page
+   of 512 KiB set up every 4, until the bytes have left the band (the 4th
+   or 5th page). Main before stop 69: the band's exit wrote every class's
+   page gauge too (two read-modify-writes of shared lines where one is
+   needed). */
+static void *a_band_exit_of_large_pages(void *arg)
+{
+    (void)arg;
+    enum { MAX = 64 };
+    static void *blocks[MAX];
+    nodal_free(nodal_malloc(16));   /* the thread's record and cache */
+    nd_heap *h = &nd_tls_tc->heap;
+    unsigned cls = nd_class_of(131072);
+    nd_heap_gauge_flush(h);   /* (what its start set up) */
+    size_t pages0 = nd_load_relaxed(&nd_gauge.pages[cls]), active0 = nd_load_relaxed(&nd_gauge.active);
+    int n = 0;
+    while (nd_load_relaxed(&nd_gauge.active) == active0 && n < MAX)
+        EXPECT(nd_heap_take_blocks(h, cls, &blocks[n++], 1, 1) == 1, "a block of the class");
+    EXPECT(nd_load_relaxed(&nd_gauge.active) > active0 && h->gauge_events < ND_GAUGE_EVENTS,
+           "the bytes out of the band added within %d set-ups (%u events, %d blocks)", ND_GAUGE_EVENTS,
+           h->gauge_events, n);
+    EXPECT(nd_load_relaxed(&nd_gauge.pages[cls]) == pages0 && h->gauge_pages[cls] == (int)h->gauge_events &&
+           h->gauge_pages[cls] >= 4,
+           "the pages still held back (%d of %u set-ups; the gauge %zu, %zu before)", h->gauge_pages[cls],
+           h->gauge_events, nd_load_relaxed(&nd_gauge.pages[cls]), pages0);
+    EXPECT(h->gauge_active >= 0 && !nd_gauge_out_of_band(h->gauge_active), "the bytes held back within the band, %ld",
+           h->gauge_active);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold");
+    for (int i = 0; i < n; i++) {
+        nd_block_unmark(blocks[i]);   /* handed out, as nd_tcache_alloc does */
+        nodal_free(blocks[i]);
+    }
+    return NULL;
+}
+
+static void bytes_out_of_the_gauge_band_go_without_the_page_gauges(void)
+{
+    pthread_t t;
+    EXPECT(pthread_create(&t, NULL, a_band_exit_of_large_pages, NULL) == 0, "pthread_create to work");
+    pthread_join(t, NULL);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold");
+}
+
 /* What heaps and large pools hold back of the active gauge is never a
    fall: the gauge is never over what is in use, so peak_active is never
    over the most the process had in use. Rounds of large blocks and of
@@ -6237,6 +6282,7 @@ static const struct nd_case cases[] = {
     ND_CASE(threads_mapping_segments_at_once_take_one_mmap_each),
     ND_CASE(under_huge_pages_1_plain_segments_keep_the_kernels_huge_pages),
     ND_CASE(reports_count_the_page_gauges_a_heap_holds_back),
+    ND_CASE(bytes_out_of_the_gauge_band_go_without_the_page_gauges),
     ND_CASE(peak_active_is_never_over_the_most_in_use),
     ND_CASE(a_new_page_of_another_class_takes_a_kept_pages_memory),
     ND_CASE(a_heap_that_leaves_its_node_gives_back_and_purges_its_kept_pages),
