@@ -1,8 +1,9 @@
 /*
  * alloc.h - the malloc fast paths (static inline): plain and node-targeted
- * malloc. A plain malloc of up to 1 KiB is 17 instructions and a ret on
- * x86-64 (gcc 12 -O2; the slow paths are tail jumps; 18 before h58a
- * addressed the bin as the cache's bins plus the class's offset, tcache.h):
+ * malloc. A plain malloc of up to 1 KiB is 18 instructions and a ret on
+ * x86-64 (gcc 12 -O2; the slow paths are tail jumps; 17 with h58a's asms,
+ * which addressed the bin as the cache's bins plus the class's offset and
+ * decremented the tick in memory, taken out at stop 69: tcache.h):
  * the TLS word, the class table, the bin's cur, empty and tick (two
  * compares, one decrement), then three stores: the bin's cur, its tick and
  * the block's freed mark (cleared). Anything else (first call in a

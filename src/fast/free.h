@@ -1,11 +1,12 @@
 /*
  * free.h - the free fast path (static inline) and the free entry points
  * below it (free.c). A free of a small or medium block of the thread's
- * kind of memory is 38 instructions on x86-64 (gcc 12 -O3; its ret
- * included, and no nop of the assembler's padding so that no jump crosses
- * 32 bytes where the code falls now; 42 before h58a took the nd_segcache
- * word as its compare's operand, addressed the bin as the cache's bins
- * plus the page's bin_off and stepped cur in memory; 46 before h51l folded
+ * kind of memory is 41 instructions on x86-64 (gcc 12 -O3; its ret
+ * included; callgrind); 38 with h58a's asms, which also addressed the bin
+ * as the cache's bins plus the page's bin_off and stepped cur in memory,
+ * and took a pair of 32 B from 3.5 to 8 ns on stop 69's Intel Xeon (out at
+ * stop 69: tcache.h); 42 before h58a took the nd_segcache
+ * word as its compare's operand; 46 before h51l folded
  * the page's limit and the bin's low into their compares, took out two
  * register copies and found the segment from the nd_segcache key; a
  * medium block's, 5 more: its word read again, its second compare and a
@@ -178,7 +179,7 @@ nd_inline void nd_free_fast(void *p)
     if (nd_unlikely(*cur == p))
         nd_free_twice_in_a_row(p);
     cur[-1] = p;
-    nd_bin_cur_move(bins, off, -1);
+    nd_bin_cur_set(bins, off, cur - 1);
     ((uintptr_t *)p)[1] = mark;   /* nd_block_mark(p) */
 }
 

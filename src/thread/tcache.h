@@ -123,78 +123,41 @@ typedef struct nd_bin {
 _Static_assert(sizeof(nd_bin) == ND_BIN_BYTES, "a hot bin is half a cache line: class index << 5");
 /*
  * The fast paths' reads and writes of a bin, as words of `bins` (a thread
- * cache's array) at the bin's byte offset `off`. On x86-64 each is one
- * instruction whose address is bins + off + the word's offset (a base and
- * an index register): gcc made the bin's address first, an lea in every
- * malloc and an add in every free; and the push's step of cur is one add
- * to the word in memory (gcc computed the new cur in another register to
- * store it: one instruction more in every free). The pop stores the new
- * cur from a register (nd_bin_cur_set): its step as an add to memory, one
- * instruction fewer again, made micro -m pair 5-10 % slower at its fastest
- * runs under chrt (docs/results.md, h58a; the free's did not). The asms'
- * memory operand is the whole array (by the register that holds bins: no
- * other). Elsewhere plain C, and in TSan builds (which check the plain
- * accesses; a bin is its thread's own).
+ * cache's array) at the bin's byte offset `off`: plain C, which gcc
+ * compiles to a load of cur, compares with the bin's words as memory
+ * operands, a decrement of the tick held in a register and stores of both.
+ * From h58a to stop 69 they were asms on x86-64 (each access one
+ * instruction addressed as bins + off, the tick's decrement and the push's
+ * step of cur read-modify-writes of memory, the whole array the asms'
+ * memory operand), 4 instructions fewer a pair by callgrind, but on
+ * stop 69's Intel Xeon VM a malloc/free pair of 32 B took 8 ns against 3.5
+ * (micro -m pair -s 32 -t 1; at -t 2 6.4 against 3.6, -s 256 4.0 against
+ * 3.55, -m batch -s 64 5.4 against 4.2; the tick's decrement in memory with
+ * its flags taken most of it, the other asms the rest: docs/results.md,
+ * stop 69). Time, not instructions, is what the fast paths are measured
+ * by.
  */
-#define ND_BINS_MEM(bins) (*(nd_bin (*)[ND_CLASS_COUNT])(bins))
 #define ND_BIN_AT(bins, off) ((nd_bin *)((char *)(bins) + (off)))
 /* The bin's cur. */
 static inline __attribute__((always_inline)) void **nd_bin_cur(nd_bin *bins, size_t off)
 {
-#if defined(__x86_64__) && !defined(ND_TSAN)
-    void **cur;
-    __asm__("movq %c[f](%[b],%[o]), %[r]" : [r] "=r"(cur)
-            : [b] "r"(bins), [o] "r"(off), [f] "i"(offsetof(nd_bin, cur)), "m"(ND_BINS_MEM(bins)));
-    return cur;
-#else
     return ND_BIN_AT(bins, off)->cur;
-#endif
 }
 /* Is cur the bin's empty (field = offsetof(nd_bin, empty): malloc's) or its
    low (offsetof(nd_bin, low): a full bin, free's)? */
 static inline __attribute__((always_inline)) bool nd_bin_cur_is(nd_bin *bins, size_t off, size_t field, void **cur)
 {
-#if defined(__x86_64__) && !defined(ND_TSAN)
-    bool eq;
-    __asm__("cmpq %c[f](%[b],%[o]), %[c]" : "=@cce"(eq)
-            : [c] "r"(cur), [b] "r"(bins), [o] "r"(off), [f] "i"(field), "m"(ND_BINS_MEM(bins)));
-    return eq;
-#else
     return cur == *(void ***)((char *)ND_BIN_AT(bins, off) + field);
-#endif
 }
 /* --tick == 0: the bin's tick ran out (malloc's). */
 static inline __attribute__((always_inline)) bool nd_bin_tick_out(nd_bin *bins, size_t off)
 {
-#if defined(__x86_64__) && !defined(ND_TSAN)
-    bool out;
-    __asm__("subq $1, %c[f](%[b],%[o])" : "=@ccz"(out), "+m"(ND_BINS_MEM(bins))
-            : [b] "r"(bins), [o] "r"(off), [f] "i"(offsetof(nd_bin, tick)));
-    return out;
-#else
     return --ND_BIN_AT(bins, off)->tick == 0;
-#endif
 }
 /* cur set to `to` (a pop's: the slot above the block it takes). */
 static inline __attribute__((always_inline)) void nd_bin_cur_set(nd_bin *bins, size_t off, void **to)
 {
-#if defined(__x86_64__) && !defined(ND_TSAN)
-    __asm__("movq %[v], %c[f](%[b],%[o])" : "+m"(ND_BINS_MEM(bins))
-            : [v] "r"(to), [b] "r"(bins), [o] "r"(off), [f] "i"(offsetof(nd_bin, cur)));
-#else
     ND_BIN_AT(bins, off)->cur = to;
-#endif
-}
-/* cur moved by n slots in memory (-1: a push). */
-static inline __attribute__((always_inline)) void nd_bin_cur_move(nd_bin *bins, size_t off, long n)
-{
-#if defined(__x86_64__) && !defined(ND_TSAN)
-    __asm__("addq %[n], %c[f](%[b],%[o])" : "+m"(ND_BINS_MEM(bins))
-            : [n] "e"(n * (long)sizeof(void *)), [b] "r"(bins), [o] "r"(off), [f] "i"(offsetof(nd_bin, cur))
-            : "cc");
-#else
-    ND_BIN_AT(bins, off)->cur += n;
-#endif
 }
 #define ND_TICK_PERIOD 1024
 _Static_assert(ND_TICK_PERIOD <= UINT16_MAX, "a cold part's armed and period_left in 16 bits (nd_bin_info)");
