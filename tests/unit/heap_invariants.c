@@ -2767,16 +2767,36 @@ static struct {
     long held_pages, held_active;
 } gauge_hold;
 
+/* A thread's gauges, the start of a case on them: its record and cache
+   made, what its start set up added to the gauges, and the gauges of
+   class cls's pages and of active bytes as they are then. */
+static nd_heap *gauge_case_start(unsigned cls, size_t *pages0, size_t *active0)
+{
+    nodal_free(nodal_malloc(16));   /* the thread's record and cache */
+    nd_heap *h = &nd_tls_tc->heap;
+    nd_heap_gauge_flush(h);   /* (what its start set up) */
+    *pages0 = nd_load_relaxed(&nd_gauge.pages[cls]);
+    *active0 = nd_load_relaxed(&nd_gauge.active);
+    return h;
+}
+
+/* Frees blocks[0 .. n), taken from a heap straight (nd_heap_take_blocks). */
+static void gauge_case_free(void **blocks, int n)
+{
+    for (int i = 0; i < n; i++) {
+        nd_block_unmark(blocks[i]);   /* handed out, as nd_tcache_alloc does */
+        nodal_free(blocks[i]);
+    }
+}
+
 static void *hold_back_page_gauges(void *arg)
 {
     (void)arg;
     enum { MAX = 512 };
     static void *blocks[MAX];
-    nodal_free(nodal_malloc(16));   /* the thread's record and cache */
-    nd_heap *h = &nd_tls_tc->heap;
     unsigned cls = gauge_hold.cls;
-    nd_heap_gauge_flush(h);   /* (what its start set up) */
-    size_t pages0 = nd_load_relaxed(&nd_gauge.pages[cls]), active0 = nd_load_relaxed(&nd_gauge.active);
+    size_t pages0, active0;
+    nd_heap *h = gauge_case_start(cls, &pages0, &active0);
     int n = 0;
     /* Blocks one at a time, until three pages of the class are set up. */
     while (h->gauge_pages[cls] < 3 && n < MAX)
@@ -2804,10 +2824,7 @@ static void *hold_back_page_gauges(void *arg)
     nd_heap_maintain(h, h->clock_ms, false);
     EXPECT(h->gauge_events == 0 && nd_load_relaxed(&nd_gauge.pages[cls]) == before + 1,
            "maintenance to add what the heap held back (%u events left)", h->gauge_events);
-    for (int i = 0; i < n; i++) {
-        nd_block_unmark(blocks[i]);   /* handed out, as nd_tcache_alloc does */
-        nodal_free(blocks[i]);
-    }
+    gauge_case_free(blocks, n);
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold");
     return NULL;
 }
@@ -2847,11 +2864,9 @@ static void *a_band_exit_of_large_pages(void *arg)
     (void)arg;
     enum { MAX = 64 };
     static void *blocks[MAX];
-    nodal_free(nodal_malloc(16));   /* the thread's record and cache */
-    nd_heap *h = &nd_tls_tc->heap;
     unsigned cls = nd_class_of(131072);
-    nd_heap_gauge_flush(h);   /* (what its start set up) */
-    size_t pages0 = nd_load_relaxed(&nd_gauge.pages[cls]), active0 = nd_load_relaxed(&nd_gauge.active);
+    size_t pages0, active0;
+    nd_heap *h = gauge_case_start(cls, &pages0, &active0);
     int n = 0;
     while (nd_load_relaxed(&nd_gauge.active) == active0 && n < MAX)
         EXPECT(nd_heap_take_blocks(h, cls, &blocks[n++], 1, 1) == 1, "a block of the class");
@@ -2865,10 +2880,7 @@ static void *a_band_exit_of_large_pages(void *arg)
     EXPECT(h->gauge_active >= 0 && !nd_gauge_out_of_band(h->gauge_active), "the bytes held back within the band, %ld",
            h->gauge_active);
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold");
-    for (int i = 0; i < n; i++) {
-        nd_block_unmark(blocks[i]);   /* handed out, as nd_tcache_alloc does */
-        nodal_free(blocks[i]);
-    }
+    gauge_case_free(blocks, n);
     return NULL;
 }
 
@@ -3398,6 +3410,17 @@ static size_t churn_size(uint64_t *rng)
     size_t octave = (size_t)4 << ((*rng >> 33) % 13);   /* 4 B .. 16 KiB: each octave as likely */
     return octave + (size_t)(*rng >> 11) % octave;   /* uniform within it: up to 32 KiB */
 }
+/* One step of a churn: a random slot's block freed and a new one of
+   churn_size in its place, written. */
+static void churn_step(void **slot, uint64_t *rng)
+{
+    *rng = *rng * 6364136223846793005ULL + 1442695040888963407ULL;
+    size_t k = (size_t)(*rng >> 33) % CHURN_SLOTS;
+    nodal_free(slot[k]);
+    slot[k] = nodal_malloc(churn_size(rng));
+    EXPECT(slot[k] != NULL, "malloc to succeed");
+    ((char *)slot[k])[0] = 1;
+}
 static void *churn_own_blocks(void *arg)
 {
     size_t *out = arg;
@@ -3408,12 +3431,7 @@ static void *churn_own_blocks(void *arg)
     for (int step = 0; step < CHURN_STEPS; step++) {
         if (step == CHURN_STEPS - CHURN_LAST)
             before = churn_slow_paths(nd_tls_tc);
-        rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-        size_t k = (size_t)(rng >> 33) % CHURN_SLOTS;
-        nodal_free(slot[k]);
-        slot[k] = nodal_malloc(churn_size(&rng));
-        EXPECT(slot[k] != NULL, "malloc to succeed");
-        ((char *)slot[k])[0] = 1;
+        churn_step(slot, &rng);
     }
     out[0] = (size_t)(churn_slow_paths(nd_tls_tc) - before);
     out[1] = 0;   /* the most blocks a bin of 20-28 KiB may hold */
@@ -3467,12 +3485,7 @@ static void *churn_own_blocks_with_cpus_shared(void *arg)
     for (int i = 0; i < CHURN_SLOTS; i++)
         slot[i] = nodal_malloc(churn_size(&rng));
     for (int step = 0; step < SHARED_CHURN_STEPS; step++) {
-        rng = rng * 6364136223846793005ULL + 1442695040888963407ULL;
-        size_t k = (size_t)(rng >> 33) % CHURN_SLOTS;
-        nodal_free(slot[k]);
-        slot[k] = nodal_malloc(churn_size(&rng));
-        EXPECT(slot[k] != NULL, "malloc to succeed");
-        ((char *)slot[k])[0] = 1;
+        churn_step(slot, &rng);
     }
     *out = nd_tls_tc->cap_extra;
     EXPECT(nd_tcache_is_valid(nd_tls_tc), "the cache invariants to hold");
