@@ -84,16 +84,13 @@ void  *nd_calloc_node(size_t count, size_t size, int node) nd_hidden;
    holds a block): plain malloc's, nd_malloc_tick. */
 #define ND_BIN_POP_TICK_OR(tc, off, then, slow, ran_out)                       \
     do {                                                                       \
-        nd_bin *bins_ = (tc)->bins;                                            \
-        size_t off_ = (off);                                                   \
-        void **cur_ = nd_bin_cur(bins_, off_);                                 \
-        if (nd_unlikely(nd_bin_cur_is(bins_, off_, offsetof(nd_bin, empty), cur_))) \
+        nd_bin *b_ = ND_BIN_AT((tc)->bins, (off));                             \
+        void **cur_ = b_->cur;                                                 \
+        if (nd_unlikely(cur_ == b_->empty))                                    \
             return (slow);                                                     \
-        if (nd_unlikely(nd_bin_tick_out(bins_, off_)))                         \
+        if (nd_unlikely(--b_->tick == 0))                                      \
             return (ran_out);                                                  \
-        nd_bin_cur_set(bins_, off_, cur_ + 1);                                 \
-        nd_bin *b_ = ND_BIN_AT(bins_, off_);                                   \
-        (void)b_;                                                              \
+        b_->cur = cur_ + 1;                                                    \
         then;                                                                  \
         ND_BIN_PREFETCH(cur_);                                                 \
         void *p_ = *cur_;                                                      \

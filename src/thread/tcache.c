@@ -294,7 +294,7 @@ static bool nd_bin_has_mid(unsigned cls, uint32_t cap_max)
    whichever is more (at most
    tcache_count), the room a bin whose batches cycle through the transfer
    store may grow into past tcache_bytes, drawing from the pool
-   (nd_tcache_grow_past). The pool's worth: with 4 x cap_max, batches of
+   (nd_tcache_grow_past). That worth: with 4 x cap_max, batches of
    1,000 blocks of 4 KiB (micro -m batch -s 4096) fitted no room (256
    blocks), and each batch moved ~940 of its blocks out through the store
    and the pages and back: 161 instructions a pair against tcmalloc's 83

@@ -121,44 +121,18 @@ typedef struct nd_bin {
 } nd_bin;
 
 _Static_assert(sizeof(nd_bin) == ND_BIN_BYTES, "a hot bin is half a cache line: class index << 5");
-/*
- * The fast paths' reads and writes of a bin, as words of `bins` (a thread
- * cache's array) at the bin's byte offset `off`: plain C, which gcc
- * compiles to a load of cur, compares with the bin's words as memory
- * operands, a decrement of the tick held in a register and stores of both.
- * From h58a to stop 69 they were asms on x86-64 (each access one
- * instruction addressed as bins + off, the tick's decrement and the push's
- * step of cur read-modify-writes of memory, the whole array the asms'
- * memory operand), 4 instructions fewer a pair by callgrind, but on
- * stop 69's Intel Xeon VM a malloc/free pair of 32 B took 8 ns against 3.5
- * (micro -m pair -s 32 -t 1; at -t 2 6.4 against 3.6, -s 256 4.0 against
- * 3.55, -m batch -s 64 5.4 against 4.2; the tick's decrement in memory with
- * its flags taken most of it, the other asms the rest: docs/results.md,
- * stop 69). Time, not instructions, is what the fast paths are measured
- * by.
- */
+/* Bin at byte offset `off` of a thread cache's array `bins` (the fast
+   paths read and write its words as plain C: from h58a to stop 69 they
+   were asms on x86-64, each access addressed as bins + off, the tick's
+   decrement and the push's step of cur read-modify-writes of memory, the
+   whole array the asms' memory operand: 3 instructions fewer a pair by
+   callgrind, but on stop 69's Intel Xeon VM a malloc/free pair of 32 B
+   took 8 ns against 3.5 (micro -m pair -s 32 -t 1; at -t 2 6.4 against
+   3.6, -s 256 4.0 against 3.55, -m batch -s 64 5.4 against 4.2; the tick's
+   decrement in memory with its flags taken most of it, the other asms the
+   rest: docs/results.md, stop 69). Time, not instructions, is what the
+   fast paths are measured by.) */
 #define ND_BIN_AT(bins, off) ((nd_bin *)((char *)(bins) + (off)))
-/* The bin's cur. */
-static inline __attribute__((always_inline)) void **nd_bin_cur(nd_bin *bins, size_t off)
-{
-    return ND_BIN_AT(bins, off)->cur;
-}
-/* Is cur the bin's empty (field = offsetof(nd_bin, empty): malloc's) or its
-   low (offsetof(nd_bin, low): a full bin, free's)? */
-static inline __attribute__((always_inline)) bool nd_bin_cur_is(nd_bin *bins, size_t off, size_t field, void **cur)
-{
-    return cur == *(void ***)((char *)ND_BIN_AT(bins, off) + field);
-}
-/* --tick == 0: the bin's tick ran out (malloc's). */
-static inline __attribute__((always_inline)) bool nd_bin_tick_out(nd_bin *bins, size_t off)
-{
-    return --ND_BIN_AT(bins, off)->tick == 0;
-}
-/* cur set to `to` (a pop's: the slot above the block it takes). */
-static inline __attribute__((always_inline)) void nd_bin_cur_set(nd_bin *bins, size_t off, void **to)
-{
-    ND_BIN_AT(bins, off)->cur = to;
-}
 #define ND_TICK_PERIOD 1024
 _Static_assert(ND_TICK_PERIOD <= UINT16_MAX, "a cold part's armed and period_left in 16 bits (nd_bin_info)");
 _Static_assert(ND_TIER_COUNT <= 4, "a bin's tier counters take as many bytes as the bin (nd_tcache.tier_hits)");

@@ -6,19 +6,19 @@
 # above what the library takes (docs/hardening.md, tenth and eleventh
 # steps, issue 23's twelfth, h51l's shorter free fast path, and h58a's:
 # the nd_segcache word as its compare's operand), under what it took
-# before the step that set it. Stop 69 raised them by 3-4: h58a's bins
+# before the step that set it. Stop 69 raised them by 1-3: h58a's bins
 # read and written by asms (the tick's decrement and free's step of cur in
-# memory) saved 4 instructions a pair and took the pair of 32 B from 3.5
+# memory) saved 3 instructions a pair and took the pair of 32 B from 3.5
 # to 8 ns on stop 69's Intel Xeon (tcache.h, docs/results.md "Stop 69"); plain C
-# takes 69.3 and 3.5 ns:
-#   malloc/free, default            <= 70   (69.3; 65.3 with h58a's
+# takes 68.3 and 3.5 ns:
+#   malloc/free, default            <= 69   (68.3; 65.3 with h58a's
 #                                            asms; before: 70.3; 74.4
 #                                            before h51l: the page's
 #                                            limit and the bin's low
 #                                            loaded apart from their
 #                                            compares, two register copies,
 #                                            the segment by copy and mask)
-#   malloc/free, secure=1           <= 87   (86.4; 84.4 with h58a's
+#   malloc/free, secure=1           <= 86   (85.4; 84.4 with h58a's
 #                                            asms; before: 86.4; 89.4
 #                                            before h51l; 95.3 before
 #                                            issue 23's twelfth step; 101.3
@@ -29,7 +29,7 @@
 #                                            before h51l; 88.4 with the
 #                                            derived deletes in the cold
 #                                            section, with a stack frame)
-#   new/sized delete, secure=1      <= 91   (90.4; 88.4 with h58a's
+#   new/sized delete, secure=1      <= 90   (89.4; 88.4 with h58a's
 #                                            asms; before: 90.4; 94.5
 #                                            before h51l; 99.3 before
 #                                            issue 23's twelfth step, 105.4
@@ -67,8 +67,8 @@ check() {
         status=1
     fi
 }
-check malloc "" 70
-check malloc secure=1 87
+check malloc "" 69
+check malloc secure=1 86
 check new "" 73
-check new secure=1 91
+check new secure=1 90
 exit $status
