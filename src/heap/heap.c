@@ -155,6 +155,15 @@ static void nd_heap_unkeep(nd_heap *h, nd_page *pg)
 
 /* ---- the gauges of pages in use (heap.h: gauge_pages) ---------------------- */
 
+/* Adds all of h's held-back bytes but `keep` to the active gauge, its
+   pages left held back. */
+static nd_hot nd_noinline void nd_heap_gauge_spill_bytes(nd_heap *h, long keep)
+{
+    if (h->gauge_active != keep)
+        nd_gauge_active(h->gauge_active - keep);
+    h->gauge_active = keep;
+}
+
 /* Adds what h holds back to the gauges: its pages, and of its bytes all
    but `keep`. */
 static nd_hot nd_noinline void nd_heap_gauge_spill(nd_heap *h, long keep)
@@ -165,9 +174,7 @@ static nd_hot nd_noinline void nd_heap_gauge_spill(nd_heap *h, long keep)
             nd_add_relaxed(&nd_gauge.pages[c], (size_t)(long)h->gauge_pages[c]);   /* (a fall: modulo 2^64) */
         h->gauge_pages[c] = 0;
     }
-    if (h->gauge_active != keep)
-        nd_gauge_active(h->gauge_active - keep);
-    h->gauge_active = keep;
+    nd_heap_gauge_spill_bytes(h, keep);
     h->gauge_classes = 0;
     h->gauge_events = 0;
 }
@@ -176,15 +183,6 @@ static nd_hot nd_noinline void nd_heap_gauge_flush_in(nd_heap *h)
 {
     nd_assert(nd_heap_held(h));
     nd_heap_gauge_spill(h, 0);
-}
-
-/* Adds all but the band's hold of h's held-back bytes to the active
-   gauge (config.h: nd_gauge_held), its pages left held back. */
-static nd_noinline void nd_heap_gauge_spill_active(nd_heap *h)
-{
-    long keep = nd_gauge_held(h->gauge_active);
-    nd_gauge_active(h->gauge_active - keep);
-    h->gauge_active = keep;
 }
 
 /* A page of class cls set up (pages 1) or retired (-1), of `bytes`
@@ -206,7 +204,7 @@ static inline void nd_heap_gauge_page(nd_heap *h, unsigned cls, long bytes, int 
     if (nd_unlikely(++h->gauge_events >= ND_GAUGE_EVENTS || h->shared))
         nd_heap_gauge_spill(h, h->shared ? 0 : nd_gauge_held(h->gauge_active));
     else if (nd_unlikely(nd_gauge_out_of_band(h->gauge_active)))
-        nd_heap_gauge_spill_active(h);
+        nd_heap_gauge_spill_bytes(h, nd_gauge_held(h->gauge_active));   /* (config.h) */
 }
 
 __attribute__((no_sanitize("thread")))
