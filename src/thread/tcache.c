@@ -393,9 +393,7 @@ static size_t nd_tcache_total_share(void)
    each way through the store in 400,000 fills; with the pool (each
    cache at most its even part of it, nd_tcache_extra_draw) and
    ND_BIN_SHARED_FLOOR, 247,000 fills, CPU x0.94-0.97, while Larson -t
-   8's bins, in a random walk, do not cycle and draw nothing. Only past
-   tcache_bytes (nd_tcache_grow_past) is a bin still held while CPUs are
-   shared, unless it holds its own heap's blocks (nd_bin_holds_own). */
+   8's bins, in a random walk, do not cycle and draw nothing. */
 #define ND_EXTRA_CYCLES 4u
 /* The most cycles a bin counts (nd_bin_info.cycles: 6 bits). */
 #define ND_CYCLES_MAX 63u
@@ -1091,14 +1089,14 @@ static nd_hot bool nd_bin_holds_own(const nd_tcache *tc, unsigned c)
 }
 
 /* Past cap_max (tcache_bytes worth): a bin of a small class at it whose
-   batches cycle whole bins through the transfer store (ND_EXTRA_CYCLES),
-   while the process's caches share no CPU or the bin holds its own
-   heap's blocks (below), doubles into its room
+   batches cycle whole bins through the transfer store (ND_EXTRA_CYCLES)
+   doubles into its room
    (nd_bin_room) until it holds the run it just saw (the fills since its
    last overflow and the bin it had: a bin grown one doubling, to 512
    blocks, for runs of 640 no longer sent them away whole, so no longer
-   counted as cycling, and stayed there), drawing the whole growth from
-   the pool (ND_POOL_MULT),
+   counted as cycling, and stayed there), or grows to that run when its
+   cache's part of the pool has not the doubling (below), drawing the
+   whole growth from the pool (ND_POOL_MULT),
    whatever the cache's capacities: tcache_bytes bounded such a bin before
    tcache_total did (micro -m batch -s 1024: batches of 1,000 blocks of
    1 KiB against a bin of 256 moved ~750 blocks a batch out through the
@@ -1116,20 +1114,25 @@ static nd_hot bool nd_bin_holds_own(const nd_tcache *tc, unsigned c)
    16 -> 64 blocks of 16 KiB) drew the pool those classes' bins grow into
    past tcache_total (ND_POOL_MULT), and its fills went from
    ~67,000 to 130,000-190,000.
-   While CPUs are shared, only a bin that holds its own heap's blocks
-   (nd_bin_holds_own, a sample of the full bin): a thread that reuses its
-   own batches keeps its blocks resident in its pages whether its bin
-   holds them or its pages do (they go back to the store, where only a
-   thread that takes them from there reuses them, or home), while the
-   bins of threads that hand blocks to one another hold blocks other
-   threads' pages wait for (bins past tcache_bytes for every cycling bin
-   while CPUs are shared, h49c: mstress -t 8's peak RSS 36.7 -> 42.0 MiB,
-   rptest -t 8's +4 MiB). Its growth still comes from its even part of the
-   pool (nd_tcache_extra_draw): micro -m batch -s 1024 -t 4 on 2 CPUs (5
-   caches with the main thread's, CPUs shared) held each worker's bin at
-   256 blocks, 18-21 ns a pair, and grows it to 1,024 now (part: 819 KiB),
-   5-6 ns; at -t 8 (part: 455 KiB) the bin stays at 256 (docs/results.md,
-   h58b). And a cache whose other bins hold more than cap_max worth gives
+   While CPUs are shared, its growth comes from its even part of the pool
+   (nd_tcache_extra_draw), whoever's blocks the bin holds. Until stop 70
+   only a bin of its own heap's blocks grew then (nd_bin_holds_own, a
+   sample of the full bin; stop 45, with a pool of 4 x tcache_total: bins
+   past tcache_bytes for every cycling bin while CPUs were shared took
+   mstress -t 8's peak RSS from 36.7 to 42.0 MiB, rptest -t 8's +4); but threads
+   whose batches meet in the store fill their bins with one another's
+   blocks, and theirs never grew: micro -m batch -s 1024 -t 8 (9 caches
+   on 2 CPUs, batches of 1,000) 11-15 ns a pair, bins of 256. With the
+   even parts (each 16 MiB / 9 caches), 5 ns, and mstress -t 8's, rptest
+   -t 8's, Larson -t 8's, shortlived -t 8's and mthread -t 8's CPU and
+   peak RSS within their runs' spreads (docs/results.md, stop 70). And
+   when the part has not the doubling, the bin grows to the run itself:
+   runs of up to ~1,300 blocks of 1 KiB doubled a bin of 256 to 2,048
+   (1.75 MiB more), which the part (1.8 MiB less what the cache drew
+   before) refused, and the bin stayed at 256 and cycled; a bin grown
+   part of the way to its run still cycles, holding more (micro -m batch
+   -s 4096 -t 8, halvings of the step until the part had it: x1.30 of the
+   CPU), so no smaller step is taken. And a cache whose other bins hold more than cap_max worth gives
    back, first, the capacity of those its thread took with a pooled record
    and has not used (nd_tcache_reclaim). */
 static nd_hot nd_noinline bool nd_tcache_grow_past(nd_tcache *tc, unsigned c)
@@ -1141,9 +1144,12 @@ static nd_hot nd_noinline bool nd_tcache_grow_past(nd_tcache *tc, unsigned c)
         cap = cap * 2 < room ? cap * 2 : room;
     while (cap < run && cap < room);
     size_t size = nd_bin_counted_size(c), others = tc->cap_bytes - (size_t)bi->cap * size;
-    if (cap <= bi->cap || bi->last != ND_LAST_FILL || bi->run_fill > room ||
-        (nd_tcache_total_share() < (size_t)nd_opt(ND_OPT_tcache_total) && !nd_bin_holds_own(tc, c)))
+    if (cap <= bi->cap || bi->last != ND_LAST_FILL || bi->run_fill > room)
         return false;
+    /* The doubling past the run when the cache's part of the pool has it,
+       else the run itself (its draw checked below). */
+    if (run < cap && !nd_tcache_extra_fits(tc, (size_t)(cap - bi->cap) * size))
+        cap = (uint32_t)run;
     size_t more = (size_t)(cap - bi->cap) * size;
     if (others > (size_t)nd_bin_cap_max(tc, c) * size) {   /* a former thread's bins first, if the pool has the growth (nd_tcache_reclaim) */
         if (!tc->inherited || !nd_tcache_extra_fits(tc, more) || !nd_tcache_reclaim(tc, c))

@@ -3591,6 +3591,44 @@ static void *idle_alive(void *arg)
     return NULL;
 }
 
+/* Idle threads alive beside this one, so that CPUs are shared (n of them
+   and this thread's cache; idle_alive, own_barrier). */
+static void idle_threads_start(pthread_t *t, int n)
+{
+    nodal_free(nodal_malloc(1024));   /* this thread's cache */
+    pthread_barrier_init(&own_barrier, NULL, (unsigned)n + 1);
+    for (int i = 0; i < n; i++)
+        EXPECT(pthread_create(&t[i], NULL, idle_alive, NULL) == 0, "pthread_create to work");
+    pthread_barrier_wait(&own_barrier);
+}
+static void idle_threads_end(pthread_t *t, int n)
+{
+    pthread_barrier_wait(&own_barrier);
+    for (int i = 0; i < n; i++)
+        pthread_join(t[i], NULL);
+    pthread_barrier_destroy(&own_barrier);
+}
+/* Loops `loops` batches of n blocks of 1 KiB (p: room for n) on this
+   thread; the 1 KiB bin's capacity at the end, and in *slow its fills and
+   overflows over the last 10 batches. */
+static size_t kib_batches(void **p, int n, int loops, uint64_t *slow)
+{
+    nd_tcache *tc = nd_tls_tc;
+    unsigned c = nd_class_of(1024);
+    uint64_t before = 0;
+    for (int loop = 0; loop < loops; loop++) {
+        if (loop == loops - 10)
+            before = nd_bin_info_of(tc, c)->counts.fills + nd_bin_info_of(tc, c)->counts.flushes;
+        for (int i = 0; i < n; i++)
+            p[i] = nodal_malloc(1024);
+        for (int i = 0; i < n; i++)
+            nodal_free(p[i]);
+    }
+    *slow = nd_bin_info_of(tc, c)->counts.fills + nd_bin_info_of(tc, c)->counts.flushes - before;
+    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
+    return nd_bin_info_of(tc, c)->cap;
+}
+
 static void an_own_batches_bin_grows_past_tcache_bytes_while_cpus_are_shared(void)
 {
     size_t cpus;
@@ -3605,33 +3643,124 @@ static void an_own_batches_bin_grows_past_tcache_bytes_while_cpus_are_shared(voi
            nd_opt(ND_OPT_purge_delay));
     int n = (int)(2 * cpus);
     pthread_t t[14];
+    idle_threads_start(t, n);
+    EXPECT(nd_tcache_cpus_shared(), "%d threads and this one to share %zu CPUs", n, cpus);
+    static void *p[OWN_N];
+    uint64_t slow;
+    size_t cap = kib_batches(p, OWN_N, OWN_LOOPS, &slow);
+    idle_threads_end(t, n);
+    EXPECT(cap >= OWN_N, "the 1 KiB bin, in batches of %d of its own blocks, to grow past tcache_bytes (256 blocks) "
+           "while CPUs are shared; its capacity is %zu", OWN_N, cap);
+    EXPECT(slow == 0, "the last 10 batches to take no fill nor overflow, %llu", (unsigned long long)slow);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the threads exited");
+}
+
+/* A bin past tcache_bytes grows by doubling to cover the run of blocks it
+   saw (tcache.c: nd_tcache_grow_past); when the cache's part of the pool
+   has not the doubling, it grows to the run itself: RUN_IDLE idle threads
+   and this one (RUN_IDLE + 1 caches, CPUs shared up to 4 CPUs: each cache's
+   part 16 MiB / 10, 1.6 MiB) and batches of 1,100 blocks of 1 KiB, whose
+   runs of up to 1,356 blocks double the bin from 256 to 2,048 blocks
+   (1.75 MiB more); the bin grows to its run instead (under 1.1 MiB more)
+   and the last 10 batches take no fill nor overflow. Main c591bcc: the
+   doubling refused, the bin stays at 256 blocks, each batch 4-5 fills and
+   as many overflows (micro -m batch -s 16,...,4096 -t 8: 1 KiB 13-15 ns a
+   pair against 5 now). It runs with a purge delay of an hour
+   (tests/unit/CMakeLists.txt). */
+enum { RUN_N = 1100, RUN_IDLE = 9 };
+static void a_bin_past_tcache_bytes_grows_to_its_run_when_the_pool_part_has_not_the_doubling(void)
+{
+    size_t cpus;
+    (void)share_of_each(&cpus);
+    if (nd_opt(ND_OPT_tcache_bytes) != 256 << 10 || nd_opt(ND_OPT_tcache_total) != 1 << 20 ||
+        nd_opt(ND_OPT_transfer) != 2 || nd_opt(ND_OPT_tcache_count) < 2048 || nd_secure_on())
+        SKIP("made for the defaults tcache_bytes=256k, tcache_total=1m, tcache_count=2048, transfer=2");
+    if (cpus == 0 || 2 * cpus >= RUN_IDLE + 1)
+        SKIP("%zu CPUs: %d caches do not share them", cpus, RUN_IDLE + 1);
+    EXPECT(nd_opt(ND_OPT_purge_delay) >= 600000,
+           "this case to run with purge_delay=3600000 (no GC pass during the loops), it is %ld ms",
+           nd_opt(ND_OPT_purge_delay));
+    pthread_t t[RUN_IDLE];
+    idle_threads_start(t, RUN_IDLE);
+    EXPECT(nd_tcache_cpus_shared(), "%d threads and this one to share %zu CPUs", RUN_IDLE, cpus);
+    static void *p[RUN_N];
+    uint64_t slow;
+    size_t cap = kib_batches(p, RUN_N, 60, &slow);
+    size_t extra = nd_tls_tc->cap_extra, part = ND_POOL_MULT * (size_t)nd_opt(ND_OPT_tcache_total) / (RUN_IDLE + 1);
+    idle_threads_end(t, RUN_IDLE);
+    EXPECT(cap >= RUN_N, "the 1 KiB bin, in batches of %d, to grow past tcache_bytes (256 blocks) to hold them; "
+           "its capacity is %zu", RUN_N, cap);
+    EXPECT(cap < 2048, "the bin to grow to its run, not to the doubling its cache's part has not; it holds %zu", cap);
+    EXPECT(extra <= part, "the cache to draw at most its part of the pool, %zu; it drew %zu", part, extra);
+    EXPECT(slow == 0, "the last 10 batches to take no fill nor overflow, %llu", (unsigned long long)slow);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the threads exited");
+}
+
+/* While CPUs are shared, a bin whose batches cycle through the store with
+   blocks of another thread's pages grows past tcache_bytes as one of its
+   own blocks does (tcache.c: nd_tcache_grow_past): a thread allocates
+   3,000 blocks of 1 KiB and frees them (its overflows put them in the
+   transfer store) and stays alive, beside 2 x CPUs - 1 idle threads; this
+   thread's batches of 1,000 blocks of 1 KiB then take its blocks from the
+   store and cycle them through it; its bin grows to hold a batch and the
+   last 10 take no fill nor overflow. Main c591bcc: only a full bin of its
+   own heap's blocks grew past tcache_bytes while CPUs were shared
+   (nd_bin_holds_own); this one stayed at 256 blocks, 4 fills and as many
+   overflows a batch (micro -m batch -s 1024 -t 8, whose threads' batches
+   mix in the store: 11-15 ns a pair against 5 now; no loss of CPU or peak
+   RSS on mstress, rptest, Larson, shortlived or mthread at 8 threads on 2
+   CPUs, docs/results.md, stop 70). */
+enum { SEED_N = 3000, MIX_N = 1000 };
+static void *seed_store_then_idle(void *arg)
+{
+    (void)arg;
+    static void *q[SEED_N];
+    for (int i = 0; i < SEED_N; i++)
+        q[i] = nodal_malloc(1024);
+    for (int i = 0; i < SEED_N; i++)
+        nodal_free(q[i]);
+    pthread_barrier_wait(&own_barrier);   /* every cache made */
+    pthread_barrier_wait(&own_barrier);   /* the loops done */
+    return NULL;
+}
+static void with_cpus_shared_a_bin_cycling_another_threads_blocks_grows_past_tcache_bytes(void)
+{
+    size_t cpus;
+    (void)share_of_each(&cpus);
+    if (nd_opt(ND_OPT_tcache_bytes) != 256 << 10 || nd_opt(ND_OPT_tcache_total) != 1 << 20 ||
+        nd_opt(ND_OPT_transfer) != 2 || nd_opt(ND_OPT_tcache_count) < 1024 || nd_secure_on())
+        SKIP("made for the defaults tcache_bytes=256k, tcache_total=1m, transfer=2");
+    if (cpus == 0 || cpus > 7)
+        SKIP("%zu CPUs: an even part of the pool under 1 MiB", cpus);
+    EXPECT(nd_opt(ND_OPT_purge_delay) >= 600000,
+           "this case to run with purge_delay=3600000 (no GC pass during the loops), it is %ld ms",
+           nd_opt(ND_OPT_purge_delay));
+    int n = (int)(2 * cpus);
+    pthread_t t[14];
     nodal_free(nodal_malloc(1024));   /* this thread's cache */
     pthread_barrier_init(&own_barrier, NULL, (unsigned)n + 1);
-    for (int i = 0; i < n; i++)
+    EXPECT(pthread_create(&t[0], NULL, seed_store_then_idle, NULL) == 0, "pthread_create to work");
+    for (int i = 1; i < n; i++)
         EXPECT(pthread_create(&t[i], NULL, idle_alive, NULL) == 0, "pthread_create to work");
     pthread_barrier_wait(&own_barrier);
     EXPECT(nd_tcache_cpus_shared(), "%d threads and this one to share %zu CPUs", n, cpus);
-    static void *p[OWN_N];
     nd_tcache *tc = nd_tls_tc;
-    unsigned c = nd_class_of(1024);
-    uint64_t before = 0;
-    for (int loop = 0; loop < OWN_LOOPS; loop++) {
-        if (loop == OWN_LOOPS - 10)
-            before = nd_bin_info_of(tc, c)->counts.fills + nd_bin_info_of(tc, c)->counts.flushes;
-        for (int i = 0; i < OWN_N; i++)
-            p[i] = nodal_malloc(1024);
-        for (int i = 0; i < OWN_N; i++)
-            nodal_free(p[i]);
+    static void *p[MIX_N];
+    /* The first batch: how many of its blocks are of another heap's pages. */
+    size_t foreign = 0;
+    for (int i = 0; i < MIX_N; i++) {
+        p[i] = nodal_malloc(1024);
+        foreign += nd_load_relaxed(&nd_page_of(nd_seg_base(p[i]), p[i])->heap) != &tc->heap;
     }
-    size_t cap = nd_bin_info_of(tc, c)->cap;
-    uint64_t slow = nd_bin_info_of(tc, c)->counts.fills + nd_bin_info_of(tc, c)->counts.flushes - before;
-    EXPECT(nd_tcache_is_valid(tc), "the cache invariants to hold");
-    pthread_barrier_wait(&own_barrier);
-    for (int i = 0; i < n; i++)
-        pthread_join(t[i], NULL);
-    pthread_barrier_destroy(&own_barrier);
-    EXPECT(cap >= OWN_N, "the 1 KiB bin, in batches of %d of its own blocks, to grow past tcache_bytes (256 blocks) "
-           "while CPUs are shared; its capacity is %zu", OWN_N, cap);
+    for (int i = 0; i < MIX_N; i++)
+        nodal_free(p[i]);
+    uint64_t slow;
+    size_t cap = kib_batches(p, MIX_N, 60, &slow);
+    idle_threads_end(t, n);
+    EXPECT(foreign >= MIX_N / 2, "the first batch to take the other thread's blocks from the store, %zu of %d",
+           foreign, MIX_N);
+    EXPECT(cap >= MIX_N, "the 1 KiB bin, in batches of %d of another thread's blocks, to grow past tcache_bytes "
+           "(256 blocks) while CPUs are shared; its capacity is %zu", MIX_N, cap);
     EXPECT(slow == 0, "the last 10 batches to take no fill nor overflow, %llu", (unsigned long long)slow);
     EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the threads exited");
 }
@@ -6311,6 +6440,8 @@ static const struct nd_case cases[] = {
     ND_CASE(with_cpus_shared_threads_churning_their_own_blocks_draw_past_the_former_pool),
     ND_CASE(a_thread_on_a_pooled_record_grows_its_own_bin_past_the_inherited_ones),
     ND_CASE(an_own_batches_bin_grows_past_tcache_bytes_while_cpus_are_shared),
+    ND_CASE(a_bin_past_tcache_bytes_grows_to_its_run_when_the_pool_part_has_not_the_doubling),
+    ND_CASE(with_cpus_shared_a_bin_cycling_another_threads_blocks_grows_past_tcache_bytes),
     ND_CASE(with_cpus_shared_an_exiting_threads_cache_hands_its_blocks_to_the_store),
     ND_CASE(a_bin_whose_batches_cycle_through_the_store_grows_past_tcache_bytes),
     ND_CASE(remote_frees_return_to_the_owner),
