@@ -1164,9 +1164,20 @@ static nd_hot nd_noinline bool nd_tcache_grow_past(nd_tcache *tc, unsigned c)
     return true;
 }
 
-/* Doubles bin c's capacity (at most to cap_max), if the cache's capacities
+/* Doubles bin c's capacity (at most to cap_max), or, at an overflow that
+   ends a cycle (nd_bin_info.cycles: the overflow before sent the whole
+   bin away, the fills since took a whole bin back), doubles it until it
+   holds `seen`, the run the cycle saw (the fills and the bin it had), if
+   the cache's capacities
    stay within its share of tcache_total (nd_tcache_total_share; twice it
-   for a bin in long runs, ND_RUN_BINS); false if it may not grow. Inline
+   for a bin in long runs, ND_RUN_BINS); false if it may not grow. One
+   doubling at each: a thread's batches of 1,000 blocks of 256 B took 4
+   batches to a bin of 1,024 alone, and more with CPUs shared (a growth
+   past the share waits for ND_EXTRA_CYCLES cycles): micro -m batch -s 256
+   -t 8 / 16 x0.89 / x0.87 of the CPU now, and issue 18's rows at 2 and 8
+   threads within their spreads, where a jump to the run at every overflow
+   after fills, a cycle or not, raised Larson -t 8's and rptest -t 8's
+   peak RSS 8 % (docs/results.md, stop 70). Inline
    in its two callers: a cache at its share calls it at every fill of a
    bin that runs dry (rptest -t 2: ~130,000 times, all refused), and the
    refusal costs ~25 instructions here against ~50 as a call. */
@@ -1208,14 +1219,18 @@ static inline bool nd_tcache_may_draw(const nd_tcache *tc, unsigned c, size_t mo
     return tc->bins[c].cur == tc->bins[c].low && nd_tcache_extra_fits(tc, more) && nd_bin_holds_own(tc, c);
 }
 
-static inline bool nd_tcache_grow(nd_tcache *tc, unsigned c)
+static inline bool nd_tcache_grow(nd_tcache *tc, unsigned c, size_t seen)
 {
     nd_bin_info *bi = nd_bin_info_of(tc, c);
-    if (bi->cap >= nd_bin_cap_max(tc, c))
+    uint32_t max = nd_bin_cap_max(tc, c);
+    if (bi->cap >= max)
         return bi->cycles >= ND_EXTRA_CYCLES && nd_tcache_grow_past(tc, c);
-    uint32_t cap = bi->cap * 2 < nd_bin_cap_max(tc, c) ? bi->cap * 2 : nd_bin_cap_max(tc, c);
+    uint32_t cap = bi->cap * 2 < max ? bi->cap * 2 : max;
     if (bi->cap < ND_WANDER_MIN && cap > ND_WANDER_MIN)   /* (the wandering rules' threshold: nd_bin_since) */
         cap = ND_WANDER_MIN;
+    else
+        while (cap < seen && cap < max)
+            cap = cap * 2 < max ? cap * 2 : max;
     size_t more = (size_t)(cap - bi->cap) * nd_bin_counted_size(c);
     size_t share = nd_tcache_total_share();
     if (tc->cap_bytes + more > share) {
@@ -1620,7 +1635,7 @@ nd_hot bool nd_tcache_fill(nd_tcache *tc, unsigned c)
     } else if (quick && bi->filled &&
                (bi->cap < ND_BIN_DRY_MIN || (size_t)bi->cap * nd_bin_counted_size(c) < ND_BIN_DRY_BYTES) &&
                (!tc->fill_from_one || (bi->fill > ND_FIRST_FILL && (bi->fill & (bi->fill - 1)) == 0))) {   /* (nd_bin_next_fill) */
-        nd_tcache_grow(tc, c);
+        nd_tcache_grow(tc, c, 0);
     }
     /* Half the capacity; all of it when the bin ran dry twice with few
        frees into it in between (tcache.h: ND_LAST_FILL; frees = requests
@@ -2177,7 +2192,8 @@ nd_hot void nd_tcache_push(nd_tcache *tc, unsigned c, void *p)
                 }
             }
             bool quick = nd_bin_quick(tc, c, nd_bin_requests(tc, c), (size_t)(b->empty - b->cur));
-            if (quick && bi->filled && nd_tcache_grow(tc, c)) {
+            if (quick && bi->filled &&
+                nd_tcache_grow(tc, c, bi->cycles != 0 ? (size_t)bi->run_fill + bi->cap : 0)) {   /* (a cycle: up to its run) */
                 bi->filled = 0;
             } else {
                 if (bi->cap >= nd_bin_cap_max(tc, c))
