@@ -3591,14 +3591,38 @@ static void *idle_alive(void *arg)
     return NULL;
 }
 
+/* The checks of the cases of 1 KiB batches with CPUs shared below: the
+   defaults they are made for (tcache_count at least count_min) and the
+   purge delay of an hour they run with (tests/unit/CMakeLists.txt: no GC
+   pass during the loops); a SKIP past max_cpus CPUs (why: what more would
+   change). The CPUs. */
+static size_t kib_case_cpus(long count_min, size_t max_cpus, const char *why)
+{
+    size_t cpus;
+    (void)share_of_each(&cpus);
+    if (nd_opt(ND_OPT_tcache_bytes) != 256 << 10 || nd_opt(ND_OPT_tcache_total) != 1 << 20 ||
+        nd_opt(ND_OPT_transfer) != 2 || nd_opt(ND_OPT_tcache_count) < count_min || nd_secure_on())
+        SKIP("made for the defaults tcache_bytes=256k, tcache_total=1m, transfer=2 (tcache_count %ld or more)",
+             count_min);
+    if (cpus == 0 || cpus > max_cpus)
+        SKIP("%zu CPUs: %s", cpus, why);
+    EXPECT(nd_opt(ND_OPT_purge_delay) >= 600000,
+           "this case to run with purge_delay=3600000 (no GC pass during the loops), it is %ld ms",
+           nd_opt(ND_OPT_purge_delay));
+    return cpus;
+}
+
 /* Idle threads alive beside this one, so that CPUs are shared (n of them
-   and this thread's cache; idle_alive, own_barrier). */
-static void idle_threads_start(pthread_t *t, int n)
+   and this thread's cache; idle_alive, own_barrier); the first runs
+   `first` instead where it is not NULL (it waits at own_barrier twice, as
+   idle_alive). */
+static void idle_threads_start(pthread_t *t, int n, void *(*first)(void *))
 {
     nodal_free(nodal_malloc(1024));   /* this thread's cache */
     pthread_barrier_init(&own_barrier, NULL, (unsigned)n + 1);
     for (int i = 0; i < n; i++)
-        EXPECT(pthread_create(&t[i], NULL, idle_alive, NULL) == 0, "pthread_create to work");
+        EXPECT(pthread_create(&t[i], NULL, i == 0 && first != NULL ? first : idle_alive, NULL) == 0,
+               "pthread_create to work");
     pthread_barrier_wait(&own_barrier);
 }
 static void idle_threads_end(pthread_t *t, int n)
@@ -3631,19 +3655,10 @@ static size_t kib_batches(void **p, int n, int loops, uint64_t *slow)
 
 static void an_own_batches_bin_grows_past_tcache_bytes_while_cpus_are_shared(void)
 {
-    size_t cpus;
-    (void)share_of_each(&cpus);
-    if (nd_opt(ND_OPT_tcache_bytes) != 256 << 10 || nd_opt(ND_OPT_tcache_total) != 1 << 20 ||
-        nd_opt(ND_OPT_transfer) != 2 || nd_opt(ND_OPT_tcache_count) < 1024 || nd_secure_on())
-        SKIP("made for the defaults tcache_bytes=256k, tcache_total=1m, transfer=2");
-    if (cpus == 0 || cpus > 7)
-        SKIP("%zu CPUs: an even part of the pool under 256 KiB", cpus);
-    EXPECT(nd_opt(ND_OPT_purge_delay) >= 600000,
-           "this case to run with purge_delay=3600000 (no GC pass during the loops), it is %ld ms",
-           nd_opt(ND_OPT_purge_delay));
+    size_t cpus = kib_case_cpus(1024, 7, "an even part of the pool under 256 KiB");
     int n = (int)(2 * cpus);
     pthread_t t[14];
-    idle_threads_start(t, n);
+    idle_threads_start(t, n, NULL);
     EXPECT(nd_tcache_cpus_shared(), "%d threads and this one to share %zu CPUs", n, cpus);
     static void *p[OWN_N];
     uint64_t slow;
@@ -3670,18 +3685,9 @@ static void an_own_batches_bin_grows_past_tcache_bytes_while_cpus_are_shared(voi
 enum { RUN_N = 1100, RUN_IDLE = 9 };
 static void a_bin_past_tcache_bytes_grows_to_its_run_when_the_pool_part_has_not_the_doubling(void)
 {
-    size_t cpus;
-    (void)share_of_each(&cpus);
-    if (nd_opt(ND_OPT_tcache_bytes) != 256 << 10 || nd_opt(ND_OPT_tcache_total) != 1 << 20 ||
-        nd_opt(ND_OPT_transfer) != 2 || nd_opt(ND_OPT_tcache_count) < 2048 || nd_secure_on())
-        SKIP("made for the defaults tcache_bytes=256k, tcache_total=1m, tcache_count=2048, transfer=2");
-    if (cpus == 0 || 2 * cpus >= RUN_IDLE + 1)
-        SKIP("%zu CPUs: %d caches do not share them", cpus, RUN_IDLE + 1);
-    EXPECT(nd_opt(ND_OPT_purge_delay) >= 600000,
-           "this case to run with purge_delay=3600000 (no GC pass during the loops), it is %ld ms",
-           nd_opt(ND_OPT_purge_delay));
+    size_t cpus = kib_case_cpus(2048, RUN_IDLE / 2, "10 caches do not share them");
     pthread_t t[RUN_IDLE];
-    idle_threads_start(t, RUN_IDLE);
+    idle_threads_start(t, RUN_IDLE, NULL);
     EXPECT(nd_tcache_cpus_shared(), "%d threads and this one to share %zu CPUs", RUN_IDLE, cpus);
     static void *p[RUN_N];
     uint64_t slow;
@@ -3725,24 +3731,10 @@ static void *seed_store_then_idle(void *arg)
 }
 static void with_cpus_shared_a_bin_cycling_another_threads_blocks_grows_past_tcache_bytes(void)
 {
-    size_t cpus;
-    (void)share_of_each(&cpus);
-    if (nd_opt(ND_OPT_tcache_bytes) != 256 << 10 || nd_opt(ND_OPT_tcache_total) != 1 << 20 ||
-        nd_opt(ND_OPT_transfer) != 2 || nd_opt(ND_OPT_tcache_count) < 1024 || nd_secure_on())
-        SKIP("made for the defaults tcache_bytes=256k, tcache_total=1m, transfer=2");
-    if (cpus == 0 || cpus > 7)
-        SKIP("%zu CPUs: an even part of the pool under 1 MiB", cpus);
-    EXPECT(nd_opt(ND_OPT_purge_delay) >= 600000,
-           "this case to run with purge_delay=3600000 (no GC pass during the loops), it is %ld ms",
-           nd_opt(ND_OPT_purge_delay));
+    size_t cpus = kib_case_cpus(1024, 7, "an even part of the pool under 1 MiB");
     int n = (int)(2 * cpus);
     pthread_t t[14];
-    nodal_free(nodal_malloc(1024));   /* this thread's cache */
-    pthread_barrier_init(&own_barrier, NULL, (unsigned)n + 1);
-    EXPECT(pthread_create(&t[0], NULL, seed_store_then_idle, NULL) == 0, "pthread_create to work");
-    for (int i = 1; i < n; i++)
-        EXPECT(pthread_create(&t[i], NULL, idle_alive, NULL) == 0, "pthread_create to work");
-    pthread_barrier_wait(&own_barrier);
+    idle_threads_start(t, n, seed_store_then_idle);
     EXPECT(nd_tcache_cpus_shared(), "%d threads and this one to share %zu CPUs", n, cpus);
     nd_tcache *tc = nd_tls_tc;
     static void *p[MIX_N];
