@@ -7,6 +7,7 @@
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <link.h>
 #include <sched.h>
 #include <pthread.h>
 #include <semaphore.h>
@@ -4504,9 +4505,28 @@ static void *short_segment_work(void *arg)
     return NULL;
 }
 
+/* The static TLS of the process's objects (their PT_TLS segments, each
+   with its alignment), which glibc takes from every thread's stack. */
+static int add_tls_bytes(struct dl_phdr_info *info, size_t size, void *data)
+{
+    (void)size;
+    for (int i = 0; i < info->dlpi_phnum; i++)
+        if (info->dlpi_phdr[i].p_type == PT_TLS)
+            *(size_t *)data += info->dlpi_phdr[i].p_memsz + info->dlpi_phdr[i].p_align;
+    return 0;
+}
+static size_t static_tls_bytes(void)
+{
+    size_t bytes = 0;
+    dl_iterate_phdr(add_tls_bytes, &bytes);
+    return bytes;
+}
+
 /* A forked child for an address-space-limit test (killed after 60 s),
-   with *attr set for threads of 64 KiB stacks: its pid in the parent, 0
-   in the child. */
+   with *attr set for threads of 64 KiB stacks past the static TLS (glibc
+   takes the TLS from the thread's stack: with 64 KiB in all, a case's
+   thread-local array of 8 KiB more left these children no thread, exit
+   5, stop 70): its pid in the parent, 0 in the child. */
 static pid_t fork_limit_child(pthread_attr_t *attr)
 {
 #ifdef ND_TEST_SANITIZER
@@ -4519,7 +4539,7 @@ static pid_t fork_limit_child(pthread_attr_t *attr)
     if (pid == 0) {
         alarm(60);
         pthread_attr_init(attr);
-        pthread_attr_setstacksize(attr, 64 << 10);
+        pthread_attr_setstacksize(attr, ((64 << 10) + static_tls_bytes() + 4095) & ~(size_t)4095);
     }
     return pid;
 }
