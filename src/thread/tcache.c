@@ -1147,8 +1147,9 @@ static nd_hot nd_noinline bool nd_tcache_grow_past(nd_tcache *tc, unsigned c)
     if (cap <= bi->cap || bi->last != ND_LAST_FILL || bi->run_fill > room)
         return false;
     /* The doubling past the run when the cache's part of the pool has it,
-       else the run itself (its draw checked below). */
-    if (run < cap && !nd_tcache_extra_fits(tc, (size_t)(cap - bi->cap) * size))
+       else the run itself if it is more than the bin (its draw checked
+       below; a fill that took nothing leaves no run past it). */
+    if (run < cap && run > bi->cap && !nd_tcache_extra_fits(tc, (size_t)(cap - bi->cap) * size))
         cap = (uint32_t)run;
     size_t more = (size_t)(cap - bi->cap) * size;
     if (others > (size_t)nd_bin_cap_max(tc, c) * size) {   /* a former thread's bins first, if the pool has the growth (nd_tcache_reclaim) */
