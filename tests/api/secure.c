@@ -442,29 +442,46 @@ static void node_bound_large_blocks_reach_the_end_of_their_segment(void)
    a class or two up: 32 KiB aligned to 16 KiB takes a 48 KiB block, in the
    bin of 40 KiB requests. Freed and asked for again, the same block comes
    back from the cache every time (the classes without a cache pick at
-   random among two candidates here). */
+   random among two candidates here), through aligned_alloc and through
+   posix_memalign (whose fast path leaves secure=1's bins to its slow path,
+   which keeps errno). */
+static void *aligned_take(const struct nd_api *A, bool posix, size_t align, size_t size)
+{
+    if (!posix)
+        return A->aligned_alloc(align, size);
+    void *p = NULL;
+    errno = 4321;
+    int rc = A->posix_memalign(&p, align, size);
+    EXPECT(rc == 0 && errno == 4321, "posix_memalign(%zu, %zu) to succeed and keep errno, got %d, errno %d",
+           align, size, rc, errno);
+    return p;
+}
+
 static void aligned_blocks_the_default_caches_stay_in_the_thread_cache(void)
 {
     need_secure();
     const struct nd_api *A = nd_api();
     static const size_t shape[][2] = { { 32768, 16384 }, { 16384, 16384 }, { 8192, 4096 }, { 4096, 4096 } };
-    for (size_t k = 0; k < sizeof shape / sizeof shape[0]; k++) {
-        size_t size = shape[k][0], align = shape[k][1];
-        void *first = A->aligned_alloc(align, size);
-        EXPECT(first != NULL && (uintptr_t)first % align == 0, "aligned_alloc(%zu, %zu) to succeed, aligned",
-               align, size);
-        memset(first, 0x5a, size);
-        A->free(first);
-        int same = 0;
-        for (int i = 0; i < 100; i++) {
-            void *p = A->aligned_alloc(align, size);
-            EXPECT(p != NULL && (uintptr_t)p % align == 0, "aligned_alloc(%zu, %zu) to succeed, aligned",
-                   align, size);
-            same += p == first;
-            A->free(p);
+    for (int posix = 0; posix < 2; posix++) {
+        const char *fn = posix ? "posix_memalign" : "aligned_alloc";
+        for (size_t k = 0; k < sizeof shape / sizeof shape[0]; k++) {
+            size_t size = shape[k][0], align = shape[k][1];
+            void *first = aligned_take(A, posix, align, size);
+            EXPECT(first != NULL && (uintptr_t)first % align == 0, "%s(%zu, %zu) to succeed, aligned",
+                   fn, align, size);
+            memset(first, 0x5a, size);
+            A->free(first);
+            int same = 0;
+            for (int i = 0; i < 100; i++) {
+                void *p = aligned_take(A, posix, align, size);
+                EXPECT(p != NULL && (uintptr_t)p % align == 0, "%s(%zu, %zu) to succeed, aligned",
+                       fn, align, size);
+                same += p == first;
+                A->free(p);
+            }
+            EXPECT(same == 100, "%s(%zu, %zu), freed and asked for again, to give the same block back "
+                   "100 times of 100 (the thread cache's), got it %d times", fn, align, size, same);
         }
-        EXPECT(same == 100, "aligned_alloc(%zu, %zu), freed and asked for again, to give the same block back "
-               "100 times of 100 (the thread cache's), got it %d times", align, size, same);
     }
 }
 
