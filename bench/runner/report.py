@@ -659,6 +659,50 @@ def _extra_prof(samples, tables, variants_by_group=None):
     return out
 
 
+# Metrics the summary leaves out: the program's own bytes (live, in
+# flight), placement counts, derived ratios and the per-process counters.
+SUMMARY_SKIP = {"inflight_mib", "live_mib", "misplaced", "overhead", "ratio"} | set(PROC_METRICS)
+
+
+def _summary_row_name(t, row):
+    d = dict(row)
+    return ", ".join("%s=%s" % (k, d[k]) for k in t.cols if k in d) or "the one row"
+
+
+def _summary(tables):
+    """One line per table: nodal's ratio to the best peer over the table's
+    rows (the cells' xR), so a run says at a glance where nodal is ahead and
+    where it is behind; the tables below have the figures."""
+    lines = []
+    for (group, metric), t in tables.items():
+        if metric in SUMMARY_SKIP:
+            continue
+        nodal = next((v for v in t.variants if v.name == "nodal"), None)
+        if nodal is None:
+            continue
+        rs = []
+        for row in t.rows:
+            r = t.ratio(t.median(row, "nodal"), t.best_peer(row))
+            if r is not None:
+                rs.append((r, row))
+        if not rs:
+            continue
+        rs.sort(key=lambda x: x[0])
+        worst, best = rs[-1], rs[0]
+        over = sum(1 for r, _ in rs if r > 1.10)
+        lines.append("| %s | %s | %d | x%.2f | x%.2f | x%.2f (%s) | %s |" % (
+            GROUPS[group][0], metric, len(rs), statistics.median(r for r, _ in rs), best[0], worst[0],
+            _summary_row_name(t, worst[1]), over if over else "-"))
+    if not lines:
+        return []
+    return ["", "## nodal against the best peer, table by table", "",
+            "Each line is one table below: nodal's ratio to the best peer's median in each of its rows (the "
+            "cells' xR; below 1 nodal beats every peer, for throughputs too), the median of those ratios, "
+            "the best and the worst row, and how many rows are past x1.10.", "",
+            "| workload | metric | rows | median | best | worst (its row) | rows past x1.10 |",
+            "|---|---|---:|---:|---:|---|---:|"] + lines
+
+
 def markdown(samples, variants_by_group, meta, problems):
     out = [header(meta)]
     tables = {}
@@ -698,6 +742,7 @@ def markdown(samples, variants_by_group, meta, problems):
                     % meta["callgrind_loop"]]
     out += _extra_secure(tables)
     out += _extra_prof(samples, tables, variants_by_group)
+    out[1:1] = _summary(tables)
     if problems:
         out += ["", "## Runs that failed (a few keep the results they printed first: said so)", ""]
         out += ["- %s" % p for p in problems]
