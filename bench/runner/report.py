@@ -662,6 +662,8 @@ def _extra_prof(samples, tables, variants_by_group=None):
 # Metrics the summary leaves out: the program's own bytes (live, in
 # flight), placement counts, derived ratios and the per-process counters.
 SUMMARY_SKIP = {"inflight_mib", "live_mib", "misplaced", "overhead", "ratio"} | set(PROC_METRICS)
+# The column the summary compares, the first a table has.
+SUMMARY_NODAL = ("nodal", "nodal-node", "numa/nodal")
 
 
 def _summary_row_name(t, row):
@@ -677,12 +679,13 @@ def _summary(tables):
     for (group, metric), t in tables.items():
         if metric in SUMMARY_SKIP:
             continue
-        nodal = next((v for v in t.variants if v.name == "nodal"), None)
+        # the drop-in tables' nodal; the node tables' nodal-node and numa/nodal
+        nodal = next((v for name in SUMMARY_NODAL for v in t.variants if v.name == name), None)
         if nodal is None:
             continue
         rs = []
         for row in t.rows:
-            r = t.ratio(t.median(row, "nodal"), t.best_peer(row))
+            r = t.ratio(t.median(row, nodal.name), t.best_peer(row))
             if r is not None:
                 rs.append((r, row))
         if not rs:
@@ -691,7 +694,7 @@ def _summary(tables):
         worst, best = rs[-1], rs[0]
         over = sum(1 for r, _ in rs if r > 1.10)
         lines.append("| %s | %s | %d | x%.2f | x%.2f | x%.2f (%s) | %s |" % (
-            GROUPS[group][0], metric, len(rs), statistics.median(r for r, _ in rs), best[0], worst[0],
+            GROUPS[group][0], metric if nodal.name == "nodal" else "%s (%s)" % (metric, nodal.name), len(rs), statistics.median(r for r, _ in rs), best[0], worst[0],
             _summary_row_name(t, worst[1]), over if over else "-"))
     if not lines:
         return []
