@@ -1132,9 +1132,9 @@ static nd_hot bool nd_bin_holds_own(const nd_tcache *tc, unsigned c)
    before) refused, and the bin stayed at 256 and cycled; a bin grown
    part of the way to its run still cycles, holding more (micro -m batch
    -s 4096 -t 8, halvings of the step until the part had it: x1.30 of the
-   CPU), so no smaller step is taken. And a cache whose other bins hold more than cap_max worth gives
-   back, first, the capacity of those its thread took with a pooled record
-   and has not used (nd_tcache_reclaim). */
+   CPU), so no smaller step is taken. And a cache whose other bins hold
+   more than cap_max worth gives back, first, the capacity of those its
+   thread took with a pooled record and has not used (nd_tcache_reclaim). */
 static nd_hot nd_noinline bool nd_tcache_grow_past(nd_tcache *tc, unsigned c)
 {
     nd_bin_info *bi = nd_bin_info_of(tc, c);

@@ -3616,8 +3616,8 @@ static size_t kib_case_cpus(long count_min, size_t max_cpus, const char *why)
 /* Idle threads alive beside this one, so that CPUs are shared (n of them
    and this thread's cache; idle_alive, own_barrier); the first runs
    `first` instead where it is not NULL (it waits at own_barrier twice, as
-   idle_alive). */
-static void idle_threads_start(pthread_t *t, int n, void *(*first)(void *))
+   idle_alive). Checks that the caches then share the cpus CPUs. */
+static void idle_threads_start(pthread_t *t, int n, void *(*first)(void *), size_t cpus)
 {
     nodal_free(nodal_malloc(1024));   /* this thread's cache */
     pthread_barrier_init(&own_barrier, NULL, (unsigned)n + 1);
@@ -3625,6 +3625,7 @@ static void idle_threads_start(pthread_t *t, int n, void *(*first)(void *))
         EXPECT(pthread_create(&t[i], NULL, i == 0 && first != NULL ? first : idle_alive, NULL) == 0,
                "pthread_create to work");
     pthread_barrier_wait(&own_barrier);
+    EXPECT(nd_tcache_cpus_shared(), "%d threads and this one to share %zu CPUs", n, cpus);
 }
 static void idle_threads_end(pthread_t *t, int n)
 {
@@ -3659,8 +3660,7 @@ static void an_own_batches_bin_grows_past_tcache_bytes_while_cpus_are_shared(voi
     size_t cpus = kib_case_cpus(1024, 7, "an even part of the pool under 256 KiB");
     int n = (int)(2 * cpus);
     pthread_t t[14];
-    idle_threads_start(t, n, NULL);
-    EXPECT(nd_tcache_cpus_shared(), "%d threads and this one to share %zu CPUs", n, cpus);
+    idle_threads_start(t, n, NULL, cpus);
     static void *p[OWN_N];
     uint64_t slow;
     size_t cap = kib_batches(p, OWN_N, OWN_LOOPS, &slow);
@@ -3688,8 +3688,7 @@ static void a_bin_past_tcache_bytes_grows_to_its_run_when_the_pool_part_has_not_
 {
     size_t cpus = kib_case_cpus(2048, RUN_IDLE / 2, "10 caches do not share them");
     pthread_t t[RUN_IDLE];
-    idle_threads_start(t, RUN_IDLE, NULL);
-    EXPECT(nd_tcache_cpus_shared(), "%d threads and this one to share %zu CPUs", RUN_IDLE, cpus);
+    idle_threads_start(t, RUN_IDLE, NULL, cpus);
     static void *p[RUN_N];
     uint64_t slow;
     size_t cap = kib_batches(p, RUN_N, 60, &slow);
@@ -3735,8 +3734,7 @@ static void with_cpus_shared_a_bin_cycling_another_threads_blocks_grows_past_tca
     size_t cpus = kib_case_cpus(1024, 7, "an even part of the pool under 1 MiB");
     int n = (int)(2 * cpus);
     pthread_t t[14];
-    idle_threads_start(t, n, seed_store_then_idle);
-    EXPECT(nd_tcache_cpus_shared(), "%d threads and this one to share %zu CPUs", n, cpus);
+    idle_threads_start(t, n, seed_store_then_idle, cpus);
     nd_tcache *tc = nd_tls_tc;
     static void *p[MIX_N];
     /* The first batch: how many of its blocks are of another heap's pages. */
