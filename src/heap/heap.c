@@ -739,6 +739,16 @@ static nd_hot nd_noinline size_t nd_heap_take_free_in(nd_heap *h, unsigned cls, 
 
 /* ---- blocks back -------------------------------------------------------------- */
 
+/* Page pg, which no block is out of, drops its blocks: kept set up for
+   its class (recarved when next used), or retired. */
+static nd_hot nd_noinline void nd_heap_page_drop(nd_heap *h, nd_page *pg)
+{
+    if (nd_heap_may_keep(h, pg))
+        nd_heap_keep(h, pg);
+    else
+        nd_heap_page_retire(h, pg);
+}
+
 static nd_hot nd_noinline void nd_heap_return_blocks_in(nd_heap *h, nd_page *pg, nd_block *head, nd_block *tail, uint32_t count)
 {
     nd_assert(nd_heap_held(h));
@@ -747,12 +757,8 @@ static nd_hot nd_noinline void nd_heap_return_blocks_in(nd_heap *h, nd_page *pg,
         /* Keep it set up for its class, or retire it, unless it is the
            last page of its class (left as it is to avoid churn) and not
            parked as full. */
-        if (pg->in_full || h->pages[pg->cls].count > 1 || h->shared) {
-            if (nd_heap_may_keep(h, pg))
-                nd_heap_keep(h, pg);
-            else
-                nd_heap_page_retire(h, pg);
-        }
+        if (nd_heap_drops_emptied(h, pg))
+            nd_heap_page_drop(h, pg);
     } else if (pg->in_full) {
         nd_heap_unfull(h, pg);
     }
@@ -1431,6 +1437,16 @@ nd_hot void nd_heap_return_blocks(nd_heap *h, nd_page *pg, nd_block *head, nd_bl
 {
     ND_HEAP_CALL(h);
     nd_heap_return_blocks_in(h, pg, head, tail, count);
+}
+
+nd_hot void nd_heap_return_all(nd_heap *h, nd_page *pg, uint32_t count)
+{
+    ND_HEAP_CALL(h);
+    nd_assert(nd_heap_drops_emptied(h, pg));
+    if (nd_unlikely(count != pg->used))
+        nd_misuse("free", "double free or corruption (a page's blocks back, but not as many as out)", pg->start);
+    pg->used = 0;
+    nd_heap_page_drop(h, pg);
 }
 
 nd_hot size_t nd_heap_take_blocks(nd_heap *h, unsigned cls, void **out, size_t n, size_t max)

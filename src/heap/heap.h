@@ -291,6 +291,20 @@ size_t nd_heap_take_free(nd_heap *h, unsigned cls, void **out, size_t n) nd_hidd
 /* Gives `count` blocks of page pg, linked head..tail, back (owner side):
    the page leaves the full queue, or retires when no block is out. */
 void   nd_heap_return_blocks(nd_heap *h, nd_page *pg, nd_block *head, nd_block *tail, uint32_t count) nd_hidden;
+/* Does h drop pg's blocks when its last block out comes back (pg then
+   kept, recarved from its start when next used, or retired), rather than
+   leave them linked on its free list (the last page of its class, not
+   parked as full, of a heap of its own: left as it is, not set up again
+   for every round)? Owner only. */
+static inline bool nd_heap_drops_emptied(const nd_heap *h, const nd_page *pg)
+{
+    return pg->in_full || h->pages[pg->cls].count > 1 || h->shared;
+}
+/* Gives back the last `count` blocks of h's page pg, which drops them
+   (nd_heap_drops_emptied), unlinked: the caller checked each block's mark
+   and wrote no free-list link, as the page keeps none (kept or retired).
+   count must be pg's used count (else heap misuse: abort). */
+void   nd_heap_return_all(nd_heap *h, nd_page *pg, uint32_t count) nd_hidden;
 /* The owner frees block p (a block start of its page pg, marked free) straight
    to the page. */
 void   nd_heap_free_local(nd_heap *h, nd_page *pg, void *p) nd_hidden;

@@ -1758,6 +1758,101 @@ static void a_heap_cycling_whole_pages_of_a_class_sets_each_page_up_once(void)
     in_a_new_thread(cycle_whole_pages);
 }
 
+/* A flush's run that gives a page of the heap's own every block it has
+   out, where the page then drops its blocks (kept, recarved from its start
+   when next used, or retired), writes no free-list link into them: the
+   page never reads them. A run that falls short of the blocks out (one of
+   the page's blocks still live) links them all after all, and those links
+   hold: the blocks come back from the page's free list, every link
+   checked, and the heap stays valid (tcache.c, nd_tcache_flush_page). Run
+   with transfer=0: the bin's overflows go home, not to the store. Blocks
+   of 2 KiB (no nursery), 32 a page. */
+enum { WR_SIZE = 2048, WR_N = 512, WR_PAGES = 24 };
+static const uint64_t wr_word = 0x5a5a5a5a5a5a5a5aull;
+
+static void *whole_runs(void *arg)
+{
+    (void)arg;
+    static void *a[WR_N];
+    static nd_page *pages[WR_PAGES];
+    static int live_in[WR_PAGES];
+    int np = 0;
+    for (int i = 0; i < WR_N; i++) {
+        a[i] = nodal_malloc(WR_SIZE);
+        EXPECT(a[i] != NULL, "malloc(%d) to succeed", WR_SIZE);
+        memcpy(a[i], &wr_word, sizeof wr_word);
+        nd_page *pg = nd_page_of(nd_seg_base(a[i]), a[i]);
+        if (!page_in(pg, pages, np) && np < WR_PAGES)
+            pages[np++] = pg;
+    }
+    EXPECT(np >= 16 && np < WR_PAGES, "the blocks to span about 16 pages, got %d", np);
+    /* One block stays live in every other page. */
+    for (int i = 0; i < WR_N; i++) {
+        nd_page *pg = nd_page_of(nd_seg_base(a[i]), a[i]);
+        int k = 0;
+        while (k < np && pages[k] != pg)
+            k++;
+        if (k < np && k % 2 == 1 && live_in[k] == 0) {
+            live_in[k] = 1;
+            continue;
+        }
+        nodal_free(a[i]);
+        a[i] = NULL;
+    }
+    nd_tcache *tc = nd_tls_tc;
+    nd_tcache_flush_all(tc);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after the flushes");
+    nd_heap *h = &tc->heap;
+    unsigned cls = nd_class_of(WR_SIZE);
+    int dropped_unlinked = 0, linked = 0;
+    for (int k = 0; k < np; k++) {
+        nd_page *pg = pages[k];
+        bool dropped = !pg->in_use || pg->heap != h || pg->cls != cls || pg->kept;
+        if (live_in[k]) {
+            EXPECT(!dropped && pg->used == 1, "page %d, one block live, to stay in use with that block out (used %u)",
+                   k, (unsigned)pg->used);
+            linked += pg->free != NULL;
+            continue;
+        }
+        if (!dropped)
+            continue;   /* (the class's last page keeps its list) */
+        /* Kept or retired: its blocks' first words are the program's,
+           unless an earlier overflow sent some of them home first. */
+        bool intact = true;
+        for (uint8_t *b = pg->start; b < pg->start + 32 * (size_t)WR_SIZE && intact; b += WR_SIZE)
+            intact = memcmp(b, &wr_word, sizeof wr_word) == 0;
+        dropped_unlinked += intact;
+    }
+    EXPECT(dropped_unlinked >= 1, "a page whose every block came back in one run to hold no link in them "
+           "(%d of %d pages did)", dropped_unlinked, np);
+    EXPECT(linked >= np / 2 - 1, "the pages with a block live to hold the others on their free lists (%d of %d)",
+           linked, np / 2);
+    /* Every block again, from the free lists first (each link checked as
+       it is followed), then freed again, the live ones too. */
+    static void *b[WR_N];
+    for (int i = 0; i < WR_N; i++) {
+        b[i] = nodal_malloc(WR_SIZE);
+        EXPECT(b[i] != NULL, "malloc(%d) to succeed again", WR_SIZE);
+        memset(b[i], 0x33, WR_SIZE);
+    }
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold with the blocks taken again");
+    for (int i = 0; i < WR_N; i++) {
+        nodal_free(b[i]);
+        if (a[i] != NULL)
+            nodal_free(a[i]);
+    }
+    nd_tcache_flush_all(tc);
+    EXPECT(nd_thread_is_valid(), "the heap invariants to hold after every block went back");
+    return NULL;
+}
+
+static void a_flush_links_a_pages_blocks_only_when_the_page_keeps_them(void)
+{
+    if (nd_opt(ND_OPT_transfer) != 0 || nd_secure_on())
+        SKIP("run with transfer=0 and secure=0 (the bin's overflows go home)");
+    in_a_new_thread(whole_runs);
+}
+
 /* Kept pages stay no longer than an empty page's memory would: a heap's
    maintenance retires those kept for the purge delay (and a few of its
    epochs), and their memory goes back to the OS at that same pass, not a
@@ -6472,6 +6567,7 @@ static const struct nd_case cases[] = {
     ND_CASE(a_new_page_reuses_resident_memory_first),
     ND_CASE(a_new_page_reuses_resident_memory_of_any_segment_first),
     ND_CASE(a_heap_cycling_whole_pages_of_a_class_sets_each_page_up_once),
+    ND_CASE(a_flush_links_a_pages_blocks_only_when_the_page_keeps_them),
     ND_CASE(kept_pages_past_the_purge_delay_are_retired_and_purged_at_one_pass),
     ND_CASE(a_segment_whose_pages_keep_being_freed_purges_those_freed_a_delay_ago),
     ND_CASE(free_blocks_of_pages_in_use_give_their_memory_back_after_a_delay),
