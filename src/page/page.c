@@ -546,7 +546,19 @@ nd_hot size_t nd_page_take(nd_page *pg, void **out, size_t n, size_t max, uint64
             if (k > n - got)
                 k = n - got;
             uint8_t *p = pg->start + (size_t)pg->capacity * pg->block_size;
+            /* Each block's line is written (its mark); a page used before
+               holds lines long out of the caches, and a fill carves
+               hundreds of blocks at once: stores that miss, one after the
+               other, stalled on the store buffer. Asking for the lines
+               about eight ahead (512 bytes at least) for writing puts
+               their misses in flight together: bench/prefetch (blocks of
+               208 bytes, 80,000 allocated, written and freed a round)
+               24.3 -> 20.4 ns an object, 1 KiB 149 -> 127 (mimalloc 21.5
+               and 127). A prefetch never faults: one past the page's end
+               is harmless. */
+            const size_t ahead = pg->block_size < 64 ? 512 : 8 * (size_t)pg->block_size;
             for (size_t i = 0; i < k; i++, p += pg->block_size) {
+                __builtin_prefetch(p + ahead, 1, 3);
                 nd_block_mark(p);   /* free from now on: see page.h */
                 out[got++] = p;
             }
