@@ -47,7 +47,7 @@ void malloc_stats(void);
 struct nd_mallinfo2 mallinfo2(void);
 struct nd_mallinfo mallinfo(void);
 
-nd_public nd_entry void *malloc(size_t size) { return nd_malloc_fast(nd_tls_tc, size); }
+nd_public nd_entry_line void *malloc(size_t size) { return nd_malloc_fast(nd_tls_tc, size); }
 nd_public nd_entry void free(void *p) { nd_free_fast(p); }
 nd_public void *calloc(size_t count, size_t size) { return nd_calloc(count, size); }
 nd_public void *realloc(void *p, size_t size) { return nd_realloc(p, size); }
