@@ -1813,12 +1813,13 @@ static size_t nd_tcache_gather(void **it, void **end, uintptr_t base, uintptr_t 
    (in use, of the bin's class), back to that page: those of the heap's own
    pages without an atomic, those of other heaps' pages (or of no heap's,
    when abandoned) as one chain on the page's remote list. Another heap's
-   page takes all its blocks in it..end, not only the run: where the run
-   ends, the page's other blocks are pulled in behind it (one scan of the
-   rest), so that they go home as one chain, one compare-and-swap, instead
-   of one per run (a run shorter than ND_GATHER_RUN_MAX). Blocks usually come in long runs of one page already (a
-   thread frees what it allocated, or what another thread allocated, in
-   about that order). The heap's own pages gather their blocks the same
+   page whose run is shorter than ND_GATHER_RUN_MAX takes all its blocks
+   in it..end, not only the run: where the run ends, the page's other
+   blocks are pulled in behind it (one scan of the rest), so that they go
+   home as one chain, one compare-and-swap, instead of one per run.
+   Blocks usually come in long runs of one page already (a thread frees
+   what it allocated, or what another thread allocated, in about that
+   order). The heap's own pages gather their blocks the same
    way while the flush's scan budget (*scan, slots still to look at) lasts,
    then take their runs as they come: a run costs no atomic there, only a
    return to the page (about 60 instructions, nd_heap_return_blocks), and
