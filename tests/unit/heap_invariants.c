@@ -1661,13 +1661,16 @@ static void a_new_page_reuses_resident_memory_of_any_segment_first(void)
    bench/micro's batches of 1,000 span 65 with those). */
 enum { KEEP_N = 900, KEEP_SIZE = 4096, KEEP_MAX_PAGES = 80 };
 
-static bool page_in(const nd_page *pg, nd_page *const *set, int n)
+/* Where pg is in set[0..n), or -1. */
+static int page_at(const nd_page *pg, nd_page *const *set, int n)
 {
     for (int k = 0; k < n; k++)
         if (set[k] == pg)
-            return true;
-    return false;
+            return k;
+    return -1;
 }
+
+static bool page_in(const nd_page *pg, nd_page *const *set, int n) { return page_at(pg, set, n) >= 0; }
 
 /* Takes n blocks of KEEP_SIZE into a[] and notes the pages they are in
    (pages[0..*np), each once); false if a block is in none of the pages
@@ -1788,11 +1791,8 @@ static void *whole_runs(void *arg)
     EXPECT(np >= 16 && np < WR_PAGES, "the blocks to span about 16 pages, got %d", np);
     /* One block stays live in every other page. */
     for (int i = 0; i < WR_N; i++) {
-        nd_page *pg = nd_page_of(nd_seg_base(a[i]), a[i]);
-        int k = 0;
-        while (k < np && pages[k] != pg)
-            k++;
-        if (k < np && k % 2 == 1 && live_in[k] == 0) {
+        int k = page_at(nd_page_of(nd_seg_base(a[i]), a[i]), pages, np);
+        if (k >= 0 && k % 2 == 1 && live_in[k] == 0) {
             live_in[k] = 1;
             continue;
         }
@@ -1819,7 +1819,8 @@ static void *whole_runs(void *arg)
         /* Kept or retired: its blocks' first words are the program's,
            unless an earlier overflow sent some of them home first. */
         bool intact = true;
-        for (uint8_t *b = pg->start; b < pg->start + 32 * (size_t)WR_SIZE && intact; b += WR_SIZE)
+        for (uint8_t *b = pg->start; b < pg->start + ND_SMALL_PAGE_SIZE / WR_SIZE * (size_t)WR_SIZE && intact;
+             b += WR_SIZE)
             intact = memcmp(b, &wr_word, sizeof wr_word) == 0;
         dropped_unlinked += intact;
     }
